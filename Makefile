@@ -1,0 +1,90 @@
+# pflex — build, test, demo.  `make check` and `make demo` install missing
+# Debian build dependencies first (scripts/deps.sh).
+#
+# Sources are found by wildcard: a new file under src/lib/ joins libpflex,
+# a new src/cli/<command>.c joins the pflex binary, a new tests/test_<topic>.c
+# becomes a test binary.  BUILD selects the output folder so that several
+# builds (plain, sanitized) live side by side.
+
+BUILD    ?= build
+CC       ?= cc
+SAN      ?=
+OPT      ?= -O2
+PKGS     := gsl jansson
+CFLAGS   ?= $(OPT) -g
+WARN     := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror \
+            -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+ALL_CFLAGS  = $(WARN) $(CFLAGS) $(SAN) -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP
+LDLIBS      = $(PKG_LIBS) -ldl -lm -lpthread
+
+LIB_SRC  := $(sort $(wildcard src/lib/*.c))
+CLI_SRC  := $(sort $(wildcard src/cli/*.c))
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+BENCH_SRC:= $(sort $(wildcard bench/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+LIBPFLEX := $(BUILD)/libpflex.a
+PFLEX    := $(BUILD)/pflex
+FAKE_NVML:= $(BUILD)/fake-nvml/libnvidia-ml.so.1
+
+.PHONY: all deps check test test-plain test-san demo bench fuzz clean
+all: $(PFLEX)
+
+deps:
+	@sh scripts/deps.sh
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIBPFLEX): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(PFLEX): $(CLI_OBJ) $(LIBPFLEX)
+	$(CC) $(SAN) $(CLI_OBJ) $(LIBPFLEX) $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: tests/%.c $(LIBPFLEX)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
+
+$(BUILD)/bench/%: bench/%.c $(LIBPFLEX)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< $(LIBPFLEX) $(LDLIBS) -o $@
+
+# The fake NVML library the test suite loads in place of the real driver.
+$(FAKE_NVML): tests/fake_nvml/fake_nvml.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) $(SAN) -fPIC -shared -Wl,-soname,libnvidia-ml.so.1 $< -o $@
+
+test-bins: $(PFLEX) $(TEST_BIN) $(if $(wildcard tests/fake_nvml/fake_nvml.c),$(FAKE_NVML))
+
+# One build, its tests run.
+test: test-bins
+	@BUILD=$(BUILD) sh tests/run.sh
+
+# Everything: deps, plain build + tests, then the same suite under ASan+UBSan.
+check: deps
+	@$(MAKE) --no-print-directory test BUILD=build
+	@$(MAKE) --no-print-directory test BUILD=build-san OPT=-O1 \
+	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	./$(PFLEX) study --out study-out
+
+bench: deps
+	@$(MAKE) --no-print-directory $(PFLEX) $(BENCH_BIN) OPT="-O3 -march=native"
+	@BUILD=$(BUILD) sh bench/run.sh
+
+fuzz:
+	@sh fuzz/run.sh
+
+clean:
+	rm -rf build build-san build-fuzz study-out
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

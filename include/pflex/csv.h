@@ -1,0 +1,47 @@
+/* pflex/csv.h — a small, fast CSV tokenizer shared by every reader.
+ *
+ * RFC 4180 fields (quotes, doubled quotes), LF or CRLF line ends, a UTF-8
+ * byte-order mark, blank lines and lines starting with '#' skipped.  Fields
+ * are trimmed of spaces and tabs.  The tokenizer points into the caller's
+ * buffer; quoted fields with doubled quotes are unescaped into scratch space.
+ */
+#ifndef PFLEX_CSV_H
+#define PFLEX_CSV_H
+
+#include <stddef.h>
+#include "pflex/error.h"
+
+struct pflex_csv_field {
+    const char *s;
+    size_t len;
+    size_t off;     /* internal: scratch offset of a quoted field */
+    int quoted;     /* the field was quoted */
+};
+
+typedef struct pflex_csv {
+    const char *p, *end;
+    const char *name;       /* file name for messages */
+    unsigned line;          /* line of the record last returned */
+    unsigned next_line;
+    size_t nfields;
+    size_t cap;
+    struct pflex_csv_field *fields;
+    char *scratch;
+    size_t scratch_cap, scratch_len;
+} pflex_csv_t;
+
+void pflex_csv_init(pflex_csv_t *c, const char *buf, size_t len, const char *name);
+void pflex_csv_fini(pflex_csv_t *c);
+
+/* Next record into c->fields.  Returns 1 with a record, 0 at end, -1 on a
+ * malformed record (unterminated quote) with err set. */
+int pflex_csv_next(pflex_csv_t *c, pflex_error_t *err);
+
+/* Parse a field as a finite double.  Returns 0, or -1 when it is empty, not
+ * a number, or not finite.  Exact (correctly rounded) like strtod. */
+int pflex_parse_double(const char *s, size_t len, double *out);
+
+/* True when the field equals the NUL-terminated string. */
+int pflex_csv_field_is(const struct pflex_csv_field *f, const char *s);
+
+#endif

@@ -1,0 +1,77 @@
+/* pflex/sweep.h — power-cap sweeps: reading the sweep CSV (SPEC §3).
+ *
+ * A sweep holds, per job, its measurements at several per-GPU power caps.
+ * Rows at the same cap are averaged (power and throughput separately) and
+ * points are kept in ascending cap order.  Jobs keep the order in which they
+ * first appear in the file.  The sweep owns every string and array in it.
+ */
+#ifndef PFLEX_SWEEP_H
+#define PFLEX_SWEEP_H
+
+#include <stddef.h>
+#include "pflex/error.h"
+
+/* Telemetry columns of a sweep, in SPEC §3 order and units. */
+enum pflex_tm {
+    PFLEX_TM_SM_CLOCK_MHZ, PFLEX_TM_MEM_CLOCK_MHZ, PFLEX_TM_GPU_UTIL,
+    PFLEX_TM_MEM_COPY_UTIL, PFLEX_TM_SM_ACTIVE, PFLEX_TM_SM_OCCUPANCY,
+    PFLEX_TM_TENSOR_ACTIVE, PFLEX_TM_DRAM_ACTIVE, PFLEX_TM_GR_ENGINE_ACTIVE,
+    PFLEX_TM_PCIE_TX_BYTES, PFLEX_TM_PCIE_RX_BYTES, PFLEX_TM_NVLINK_TX_BYTES,
+    PFLEX_TM_NVLINK_RX_BYTES,
+    PFLEX_TM_COUNT
+};
+
+/* Column name of a telemetry field ("dram_active", ...). */
+const char *pflex_tm_name(enum pflex_tm f);
+
+struct pflex_sweep_point {
+    double cap_w;       /* per-GPU power cap, W */
+    double power_w;     /* mean measured per-GPU board power, W */
+    double throughput;  /* mean throughput, the job's own unit */
+    unsigned rows;      /* rows averaged into this point */
+    unsigned line;      /* first line of this point in the file */
+};
+
+struct pflex_sweep_job {
+    const char *name;
+    const char *gpu;        /* GPU model name, or NULL */
+    int gpus;               /* GPUs the job runs on (default 1) */
+    double floor;           /* service floor 0..1, NaN when unset */
+    double weight;          /* objective weight (default 1) */
+    size_t npoints;
+    struct pflex_sweep_point *points;   /* ascending cap_w */
+    /* npoints x PFLEX_TM_COUNT means, NaN where absent; NULL when the file
+     * has no telemetry column. */
+    double *telemetry;
+    unsigned line;          /* line of the job's first row */
+};
+
+typedef struct pflex_sweep {
+    size_t njobs;
+    struct pflex_sweep_job *jobs;
+    int has_telemetry;
+    void *priv;             /* storage; do not touch */
+} pflex_sweep_t;
+
+/* Read a sweep CSV.  name is used in messages ("file:line: ...").
+ * columns is NULL or "name=Header,..." mapping pflex names onto the file's
+ * headers.  Returns 0 and *out (free with pflex_sweep_destroy), or -1 with
+ * err set.  The buffer need not be NUL-terminated. */
+int pflex_sweep_read_mem(const char *buf, size_t len, const char *name,
+                         const char *columns, pflex_sweep_t **out,
+                         pflex_error_t *err);
+
+/* Same, from a file path; "-" reads standard input. */
+int pflex_sweep_read_file(const char *path, const char *columns,
+                          pflex_sweep_t **out, pflex_error_t *err);
+
+void pflex_sweep_destroy(pflex_sweep_t *s);
+
+/* Service floor of a tier name "flex0".."flex3" (also "Flex 2", "2"):
+ * 1.0, 0.90, 0.75, 0.50.  Returns 0 and *floor, or -1. */
+int pflex_tier_floor(const char *tier, double *floor);
+
+/* Read a whole file ("-" = stdin) into a malloc'd buffer. */
+int pflex_read_all(const char *path, char **buf, size_t *len, pflex_error_t *err);
+
+#endif

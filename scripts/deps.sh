@@ -1,0 +1,22 @@
+#!/bin/sh
+# Installs the Debian packages pflex needs to build and test, when missing.
+# As root it runs apt-get; otherwise it prints the exact command and stops.
+set -e
+PKGS="build-essential pkg-config libgsl-dev libjansson-dev libcmocka-dev gnuplot-nox"
+missing=""
+for p in $PKGS; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ]; then
+    echo "deps: installing$missing" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+else
+    echo "deps: missing Debian packages:$missing" >&2
+    echo "deps: run: sudo apt-get update && sudo apt-get install -y --no-install-recommends$missing" >&2
+    exit 1
+fi

@@ -1,0 +1,50 @@
+/* cli.h — what the pflex subcommands share.  One file per subcommand,
+ * entry cmd_<name>(argc, argv); argv[0] is the subcommand's name. */
+#ifndef PFLEX_CLI_H
+#define PFLEX_CLI_H
+
+#include <stdio.h>
+#include <jansson.h>
+#include "pflex/error.h"
+
+enum {
+    PFLEX_EXIT_OK = 0,
+    PFLEX_EXIT_INTERNAL = 1,    /* internal or system error */
+    PFLEX_EXIT_BAD_INPUT = 2,   /* bad usage or bad input; nothing on stdout */
+    PFLEX_EXIT_INFEASIBLE = 3,  /* budget unreachable; plan still printed */
+};
+
+int cmd_pfi(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_allocate(int argc, char **argv);
+int cmd_evaluate(int argc, char **argv);
+int cmd_study(int argc, char **argv);
+
+/* "pflex CMD: message" on stderr. */
+void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Usage error: message, a hint to run --help, and PFLEX_EXIT_BAD_INPUT. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Parse a whole option value as a finite double in [lo, hi]; 0 or -1 with a
+ * message printed. */
+int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi,
+                     double *out);
+
+/* Print a JSON document (keys in insertion order) and a newline to stdout;
+ * steals the reference.  Returns 0 or -1 on a write error. */
+int cli_json_print(json_t *doc);
+
+/* A JSON real, or null when x is NaN or infinite. */
+json_t *cli_json_real(double x);
+
+/* Progress goes to stderr only when it is a terminal or --progress. */
+int cli_progress_wanted(int forced);
+
+/* Print a help text to stdout; returns PFLEX_EXIT_OK. */
+int cli_help(const char *text);
+
+/* Quote a CSV field if needed, to f. */
+void cli_csv_field(FILE *f, const char *s);
+
+#endif

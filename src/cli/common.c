@@ -1,0 +1,90 @@
+/* common.c — helpers shared by the subcommands. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli/cli.h"
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "pflex %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "pflex %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'pflex %s --help'.\n", cmd);
+    return PFLEX_EXIT_BAD_INPUT;
+}
+
+int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi,
+                     double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v)) {
+        cli_usage_error(cmd, "%s: '%s' is not a number", opt, s);
+        return -1;
+    }
+    if (v < lo || v > hi) {
+        cli_usage_error(cmd, "%s: %s is outside [%g, %g]", opt, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_json_print(json_t *doc)
+{
+    int rc = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER
+                        | JSON_REAL_PRECISION(12));
+    json_decref(doc);
+    if (rc == 0)
+        rc = fputc('\n', stdout) == EOF ? -1 : 0;
+    if (fflush(stdout) != 0)
+        rc = -1;
+    return rc;
+}
+
+json_t *cli_json_real(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+int cli_progress_wanted(int forced)
+{
+    return forced || isatty(STDERR_FILENO);
+}
+
+int cli_help(const char *text)
+{
+    fputs(text, stdout);
+    return PFLEX_EXIT_OK;
+}
+
+void cli_csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}

@@ -1,0 +1,256 @@
+/* csv.c — CSV tokenizer and exact fast number parsing.
+ *
+ * Numbers use Clinger's fast path: a decimal with at most 15 significant
+ * digits and a power of ten within 10^22 is converted exactly with one
+ * multiplication or division of two exact doubles; anything else falls back
+ * to strtod.  Both give the correctly rounded result, so values read here
+ * match any other reader bit for bit.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pflex/csv.h"
+
+void pflex_csv_init(pflex_csv_t *c, const char *buf, size_t len, const char *name)
+{
+    memset(c, 0, sizeof *c);
+    c->p = buf;
+    c->end = buf + len;
+    c->name = name ? name : "-";
+    c->next_line = 1;
+    if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB
+        && (unsigned char)buf[2] == 0xBF)
+        c->p += 3;
+}
+
+void pflex_csv_fini(pflex_csv_t *c)
+{
+    free(c->fields);
+    free(c->scratch);
+    memset(c, 0, sizeof *c);
+}
+
+static int push_field(pflex_csv_t *c, const char *s, size_t len)
+{
+    if (c->nfields == c->cap) {
+        size_t ncap = c->cap ? 2 * c->cap : 16;
+        struct pflex_csv_field *nf = realloc(c->fields, ncap * sizeof *nf);
+        if (!nf)
+            return -1;
+        c->fields = nf;
+        c->cap = ncap;
+    }
+    while (len && (*s == ' ' || *s == '\t'))
+        s++, len--;
+    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+        len--;
+    c->fields[c->nfields].s = s;
+    c->fields[c->nfields].len = len;
+    c->fields[c->nfields].quoted = 0;
+    c->fields[c->nfields].off = 0;
+    c->nfields++;
+    return 0;
+}
+
+/* Scratch space for unescaped quoted fields.  While a record is built a
+ * quoted field holds its offset into scratch; pointers are set once the
+ * record is complete, since realloc may move the block. */
+static int scratch_reserve(pflex_csv_t *c, size_t extra)
+{
+    if (c->scratch_len + extra <= c->scratch_cap)
+        return 0;
+    size_t ncap = c->scratch_cap ? c->scratch_cap : 256;
+    while (ncap < c->scratch_len + extra)
+        ncap *= 2;
+    char *ns = realloc(c->scratch, ncap);
+    if (!ns)
+        return -1;
+    c->scratch = ns;
+    c->scratch_cap = ncap;
+    return 0;
+}
+
+int pflex_csv_next(pflex_csv_t *c, pflex_error_t *err)
+{
+    for (;;) {
+        if (c->p >= c->end)
+            return 0;
+        c->line = c->next_line;
+        c->nfields = 0;
+        c->scratch_len = 0;
+        const char *p = c->p;
+        /* Skip blank lines and comments. */
+        if (*p == '#' || *p == '\n' || (*p == '\r' && p + 1 < c->end && p[1] == '\n')) {
+            const char *nl = memchr(p, '\n', (size_t)(c->end - p));
+            c->p = nl ? nl + 1 : c->end;
+            c->next_line++;
+            continue;
+        }
+        for (;;) {
+            /* Leading blanks before a quote are allowed. */
+            const char *q = p;
+            while (q < c->end && (*q == ' ' || *q == '\t'))
+                q++;
+            if (q < c->end && *q == '"') {
+                q++;
+                size_t start_line = c->next_line;
+                size_t off = c->scratch_len;
+                for (;;) {
+                    if (q >= c->end)
+                        return pflex_error_set(err, "%s:%zu: unterminated quoted field",
+                                               c->name, start_line);
+                    if (*q == '"') {
+                        if (q + 1 < c->end && q[1] == '"') {
+                            q += 2;
+                            if (scratch_reserve(c, 1) < 0)
+                                return pflex_error_set(err, "%s:%u: out of memory", c->name, c->line);
+                            c->scratch[c->scratch_len++] = '"';
+                            continue;
+                        }
+                        q++;
+                        break;
+                    }
+                    if (*q == '\n')
+                        c->next_line++;
+                    if (scratch_reserve(c, 1) < 0)
+                        return pflex_error_set(err, "%s:%u: out of memory", c->name, c->line);
+                    c->scratch[c->scratch_len++] = *q++;
+                }
+                /* Anything up to the delimiter after the closing quote. */
+                while (q < c->end && (*q == ' ' || *q == '\t' || *q == '\r'))
+                    q++;
+                if (q < c->end && *q != ',' && *q != '\n')
+                    return pflex_error_set(err, "%s:%u: text after closing quote", c->name, c->line);
+                if (push_field(c, NULL, 0) < 0)
+                    return pflex_error_set(err, "%s:%u: out of memory", c->name, c->line);
+                c->fields[c->nfields - 1].off = off;
+                c->fields[c->nfields - 1].len = c->scratch_len - off;
+                c->fields[c->nfields - 1].quoted = 1;
+                p = q;
+            } else {
+                const char *e = p;
+                while (e < c->end && *e != ',' && *e != '\n')
+                    e++;
+                const char *fe = e;
+                if (fe > p && fe[-1] == '\r' && (e == c->end || *e == '\n'))
+                    fe--;
+                if (push_field(c, p, (size_t)(fe - p)) < 0)
+                    return pflex_error_set(err, "%s:%u: out of memory", c->name, c->line);
+                p = e;
+            }
+            if (p < c->end && *p == ',') {
+                p++;
+                continue;
+            }
+            if (p < c->end && *p == '\n')
+                p++;
+            c->next_line++;
+            c->p = p;
+            for (size_t i = 0; i < c->nfields; i++) {
+                struct pflex_csv_field *f = &c->fields[i];
+                if (f->quoted) {
+                    f->s = c->scratch + f->off;
+                    while (f->len && (*f->s == ' ' || *f->s == '\t'))
+                        f->s++, f->len--;
+                    while (f->len && (f->s[f->len - 1] == ' ' || f->s[f->len - 1] == '\t'))
+                        f->len--;
+                }
+            }
+            return 1;
+        }
+    }
+}
+
+int pflex_csv_field_is(const struct pflex_csv_field *f, const char *s)
+{
+    size_t n = strlen(s);
+    return f->len == n && memcmp(f->s, s, n) == 0;
+}
+
+static const double pow10_exact[23] = {
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+static int parse_slow(const char *s, size_t len, double *out)
+{
+    char buf[128];
+    if (len >= sizeof buf)
+        return -1;
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    char *end;
+    double v = strtod(buf, &end);
+    if (end != buf + len || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int pflex_parse_double(const char *s, size_t len, double *out)
+{
+    if (len == 0)
+        return -1;
+    const char *p = s, *e = s + len;
+    int neg = 0;
+    if (*p == '-' || *p == '+') {
+        neg = *p == '-';
+        p++;
+    }
+    uint64_t mant = 0;
+    int digits = 0, exp10 = 0, any = 0;
+    while (p < e && *p == '0')
+        p++, any = 1;
+    while (p < e && (unsigned)(*p - '0') < 10) {
+        if (digits < 19)
+            mant = mant * 10 + (uint64_t)(*p - '0');
+        else
+            exp10++;
+        digits++;
+        p++;
+        any = 1;
+    }
+    if (p < e && *p == '.') {
+        p++;
+        if (digits == 0)
+            while (p < e && *p == '0')
+                p++, exp10--, any = 1;
+        while (p < e && (unsigned)(*p - '0') < 10) {
+            if (digits < 19) {
+                mant = mant * 10 + (uint64_t)(*p - '0');
+                exp10--;
+            }
+            digits++;
+            p++;
+            any = 1;
+        }
+    }
+    if (!any)
+        return parse_slow(s, len, out);   /* "nan", "inf", ".": rejected there */
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        int eneg = 0, ev = 0, edig = 0;
+        if (p < e && (*p == '-' || *p == '+'))
+            eneg = *p++ == '-';
+        while (p < e && (unsigned)(*p - '0') < 10) {
+            if (ev < 10000)
+                ev = ev * 10 + (*p - '0');
+            p++;
+            edig++;
+        }
+        if (!edig)
+            return -1;
+        exp10 += eneg ? -ev : ev;
+    }
+    if (p != e)
+        return -1;
+    if (digits <= 15 && exp10 >= -22 && exp10 <= 22) {
+        double v = (double)mant;
+        v = exp10 >= 0 ? v * pow10_exact[exp10] : v / pow10_exact[-exp10];
+        *out = neg ? -v : v;
+        return 0;
+    }
+    return parse_slow(s, len, out);
+}
