@@ -9,6 +9,7 @@
 #define PFLEX_SWEEP_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include "pflex/error.h"
 
 /* Telemetry columns of a sweep, in SPEC §3 order and units. */
@@ -73,5 +74,13 @@ int pflex_tier_floor(const char *tier, double *floor);
 
 /* Read a whole file ("-" = stdin) into a malloc'd buffer. */
 int pflex_read_all(const char *path, char **buf, size_t *len, pflex_error_t *err);
+
+/* Writing sweep CSV rows (to a caller's stream).  The header is
+ * job,gpu,gpus,cap_w,power_w,throughput[,telemetry columns in enum order].
+ * tm may be NULL (empty telemetry fields); NaN values are written empty.
+ * Return 0, or -1 on a write error. */
+int pflex_sweep_write_header(FILE *f, int telemetry);
+int pflex_sweep_write_row(FILE *f, int telemetry, const char *job, const char *gpu, int gpus,
+                          double cap_w, double power_w, double throughput, const double *tm);
 
 #endif

@@ -1,0 +1,44 @@
+/* sweep_write.c — writing sweep CSV rows that pflex_sweep_read_* reads back. */
+#include <math.h>
+#include <string.h>
+#include "pflex/sweep.h"
+
+static void field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+int pflex_sweep_write_header(FILE *f, int telemetry)
+{
+    fputs("job,gpu,gpus,cap_w,power_w,throughput", f);
+    if (telemetry)
+        for (int k = 0; k < PFLEX_TM_COUNT; k++)
+            fprintf(f, ",%s", pflex_tm_name((enum pflex_tm)k));
+    return fputc('\n', f) == EOF ? -1 : 0;
+}
+
+int pflex_sweep_write_row(FILE *f, int telemetry, const char *job, const char *gpu, int gpus,
+                          double cap_w, double power_w, double throughput, const double *tm)
+{
+    field(f, job);
+    fputc(',', f);
+    field(f, gpu ? gpu : "");
+    fprintf(f, ",%d,%.10g,%.10g,%.10g", gpus, cap_w, power_w, throughput);
+    if (telemetry)
+        for (int k = 0; k < PFLEX_TM_COUNT; k++) {
+            fputc(',', f);
+            if (tm && isfinite(tm[k]))
+                fprintf(f, "%.6g", tm[k]);
+        }
+    return fputc('\n', f) == EOF ? -1 : 0;
+}
