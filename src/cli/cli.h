@@ -20,6 +20,10 @@ int cmd_allocate(int argc, char **argv);
 int cmd_evaluate(int argc, char **argv);
 int cmd_study(int argc, char **argv);
 
+/* pflex sweep --backend nvml: the whole command line of `pflex sweep`
+ * (src/cli/sweep_nvml.c). */
+int sweep_nvml(int argc, char **argv);
+
 /* "pflex CMD: message" on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
