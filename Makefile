@@ -37,24 +37,31 @@ all: $(PFLEX)
 deps:
 	@sh scripts/deps.sh
 
+# V=1 shows whole command lines.
+Q := $(if $(V),,@)
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	@$(if $(V),,echo "  CC      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(LIBPFLEX): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(PFLEX): $(CLI_OBJ) $(LIBPFLEX)
-	$(CC) $(SAN) $(CLI_OBJ) $(LIBPFLEX) $(LDLIBS) -o $@
+	@$(if $(V),,echo "  LINK    $@")
+	$(Q)$(CC) $(SAN) $(CLI_OBJ) $(LIBPFLEX) $(LDLIBS) -o $@
 
 $(BUILD)/tests/%: tests/%.c $(LIBPFLEX)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
+	@$(if $(V),,echo "  TEST    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
 
 $(BUILD)/bench/%: bench/%.c $(LIBPFLEX)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< $(LIBPFLEX) $(LDLIBS) -o $@
+	@$(if $(V),,echo "  BENCH   $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIBPFLEX) $(LDLIBS) -o $@
 
 # The fake NVML library the test suite loads in place of the real driver.
 $(FAKE_NVML): tests/fake_nvml/fake_nvml.c
