@@ -72,13 +72,18 @@ test-bins: $(PFLEX) $(TEST_BIN) $(if $(wildcard tests/fake_nvml/fake_nvml.c),$(F
 
 # One build, its tests run.
 test: test-bins
-	@BUILD=$(BUILD) sh tests/run.sh
+	@BUILD=$(BUILD) SUMMARY=$(SUMMARY) sh tests/run.sh
 
-# Everything: deps, plain build + tests, then the same suite under ASan+UBSan.
+# Everything: deps, plain build + tests, the same suite under ASan+UBSan,
+# a short fuzzing run of every parser, then one closing line for all.
+FUZZ_SECONDS ?= 20
 check: deps
-	@$(MAKE) --no-print-directory test BUILD=build
-	@$(MAKE) --no-print-directory test BUILD=build-san OPT=-O1 \
+	@mkdir -p build && rm -f build/check-summary
+	@$(MAKE) --no-print-directory test BUILD=build SUMMARY=$(CURDIR)/build/check-summary
+	@$(MAKE) --no-print-directory test BUILD=build-san OPT=-O1 SUMMARY=$(CURDIR)/build/check-summary \
 	    SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) SUMMARY=$(CURDIR)/build/check-summary sh fuzz/run.sh
+	@awk '{p+=$$1; f+=$$2; s+=$$3} END {printf "check: %d passed, %d failed, %d skipped\n", p, f, s; exit f > 0}' build/check-summary
 
 demo: deps
 	@$(MAKE) --no-print-directory all

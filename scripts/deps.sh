@@ -2,7 +2,7 @@
 # Installs the Debian packages pflex needs to build and test, when missing.
 # As root it runs apt-get; otherwise it prints the exact command and stops.
 set -e
-PKGS="build-essential pkg-config libgsl-dev libjansson-dev libcmocka-dev gnuplot-nox"
+PKGS="build-essential pkg-config libgsl-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

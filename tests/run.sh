@@ -33,4 +33,5 @@ done
 rm -f "$log"
 [ -n "$failed_names" ] && echo "failed:$failed_names"
 echo "$BUILD: $pass passed, $fail failed, $skip skipped"
+[ -n "${SUMMARY:-}" ] && echo "$pass $fail $skip" >> "$SUMMARY"
 [ $fail -eq 0 ]

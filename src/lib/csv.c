@@ -151,7 +151,7 @@ int pflex_csv_next(pflex_csv_t *c, pflex_error_t *err)
             for (size_t i = 0; i < c->nfields; i++) {
                 struct pflex_csv_field *f = &c->fields[i];
                 if (f->quoted) {
-                    f->s = c->scratch + f->off;
+                    f->s = c->scratch ? c->scratch + f->off : "";
                     while (f->len && (*f->s == ' ' || *f->s == '\t'))
                         f->s++, f->len--;
                     while (f->len && (f->s[f->len - 1] == ' ' || f->s[f->len - 1] == '\t'))
