@@ -78,7 +78,11 @@ static json_t *job_json(const struct result *r, int points)
 
 static void print_table(const struct result *res, size_t n, double range, int points)
 {
-    printf("%-28s %5s %10s %12s %8s %6s %6s %6s %6s\n", "job", "gpus", "base_W",
+    int w = 3;
+    for (size_t i = 0; i < n; i++)
+        if ((int)strlen(res[i].job->name) > w)
+            w = (int)strlen(res[i].job->name);
+    printf("%-*s %5s %10s %12s %8s %6s %6s %6s %6s\n", w, "job", "gpus", "base_W",
            "base_tput", "PFI", "range", "shed1", "shed2", "shed3");
     for (size_t i = 0; i < n; i++) {
         const struct result *r = &res[i];
@@ -87,7 +91,7 @@ static void print_table(const struct result *res, size_t n, double range, int po
             snprintf(pfi, sizeof pfi, "%.4f", r->pfi.pfi);
         else
             snprintf(pfi, sizeof pfi, "-");
-        printf("%-28s %5d %10.1f %12.5g %8s %6.3f %6.3f %6.3f %6.3f\n", r->job->name,
+        printf("%-*s %5d %10.1f %12.5g %8s %6.3f %6.3f %6.3f %6.3f\n", w, r->job->name,
                r->job->gpus, r->curve.p0_w, r->curve.t0, pfi, r->pfi.range_used,
                r->pfi.shed[1], r->pfi.shed[2], r->pfi.shed[3]);
         if (!r->pfi.valid)
