@@ -30,6 +30,12 @@ int pflex_curve_init(struct pflex_curve *c, const struct pflex_sweep_point *pts,
                      size_t npts, pflex_error_t *err);
 void pflex_curve_fini(struct pflex_curve *c);
 
+/* The same curve built into caller storage, for many curves in one arena:
+ * store holds 3 * npts doubles (x, loss, cap_w) and must outlive c.  No
+ * allocation; do not call pflex_curve_fini on c. */
+int pflex_curve_init_in(struct pflex_curve *c, const struct pflex_sweep_point *pts,
+                        size_t npts, double *store, pflex_error_t *err);
+
 /* L(x) by linear interpolation, x clipped to [0, x_max]. */
 double pflex_curve_loss(const struct pflex_curve *c, double x);
 

@@ -4,18 +4,11 @@
 #include <string.h>
 #include "pflex/curve.h"
 
-struct xl { double x, loss, cap; };
-
-static int cmp_xl(const void *a, const void *b)
-{
-    const struct xl *p = a, *q = b;
-    if (p->x != q->x)
-        return p->x < q->x ? -1 : 1;
-    return p->cap < q->cap ? -1 : p->cap > q->cap;
-}
-
-int pflex_curve_init(struct pflex_curve *c, const struct pflex_sweep_point *pts,
-                     size_t npts, pflex_error_t *err)
+/* The curve into x/loss/cap (room for npts each): the points past the
+ * baseline that bind, ordered by x then cap (insertion sort: sweeps come in
+ * cap order, so x is already nearly sorted), equal x averaged. */
+static int curve_build(struct pflex_curve *c, const struct pflex_sweep_point *pts, size_t npts,
+                       double *xs, double *ls, double *cs, pflex_error_t *err)
 {
     memset(c, 0, sizeof *c);
     if (npts == 0)
@@ -31,46 +24,80 @@ int pflex_curve_init(struct pflex_curve *c, const struct pflex_sweep_point *pts,
         return pflex_error_set(err, "baseline throughput at %g W is not positive", c->cap0_w);
     if (!(c->p0_w > 0))
         return pflex_error_set(err, "baseline power at %g W is not positive", c->cap0_w);
-    struct xl *v = malloc((npts + 1) * sizeof *v);
-    c->x = malloc((npts + 1) * sizeof *c->x);
-    c->loss = malloc((npts + 1) * sizeof *c->loss);
-    c->cap_w = malloc((npts + 1) * sizeof *c->cap_w);
-    if (!v || !c->x || !c->loss || !c->cap_w) {
-        free(v);
-        pflex_curve_fini(c);
-        return pflex_error_set(err, "out of memory");
-    }
-    size_t m = 0;
+    c->x = xs;
+    c->loss = ls;
+    c->cap_w = cs;
+    xs[0] = 0;
+    ls[0] = 0;
+    cs[0] = c->cap0_w;
+    size_t m = 1;
     for (size_t i = 0; i < npts; i++) {
         if (i == b)
             continue;
         double x = 1.0 - pts[i].power_w / c->p0_w;
         if (!(x > 0))
             continue;               /* the cap does not bind */
-        v[m].x = x;
-        v[m].loss = 1.0 - pts[i].throughput / c->t0;
-        v[m].cap = pts[i].cap_w;
+        double l = 1.0 - pts[i].throughput / c->t0, cap = pts[i].cap_w;
+        size_t k = m;
+        while (k > 1 && (xs[k - 1] > x || (xs[k - 1] == x && cs[k - 1] > cap))) {
+            xs[k] = xs[k - 1];
+            ls[k] = ls[k - 1];
+            cs[k] = cs[k - 1];
+            k--;
+        }
+        xs[k] = x;
+        ls[k] = l;
+        cs[k] = cap;
         m++;
     }
-    qsort(v, m, sizeof *v, cmp_xl);
-    c->x[0] = 0;
-    c->loss[0] = 0;
-    c->cap_w[0] = c->cap0_w;
-    c->n = 1;
     /* Equal reductions (rare) are averaged so that L stays a function. */
-    for (size_t i = 0; i < m;) {
+    c->n = 1;
+    for (size_t i = 1; i < m;) {
         size_t j = i;
-        double ls = 0, cs = 0;
-        while (j < m && v[j].x == v[i].x)
-            ls += v[j].loss, cs += v[j].cap, j++;
-        c->x[c->n] = v[i].x;
-        c->loss[c->n] = ls / (double)(j - i);
-        c->cap_w[c->n] = cs / (double)(j - i);
+        double lsum = 0, csum = 0, x = xs[i];
+        while (j < m && xs[j] == x)
+            lsum += ls[j], csum += cs[j], j++;
+        xs[c->n] = x;
+        ls[c->n] = lsum / (double)(j - i);
+        cs[c->n] = csum / (double)(j - i);
         c->n++;
         i = j;
     }
-    free(v);
-    c->x_max = c->x[c->n - 1];
+    c->x_max = xs[c->n - 1];
+    return 0;
+}
+
+int pflex_curve_init(struct pflex_curve *c, const struct pflex_sweep_point *pts,
+                     size_t npts, pflex_error_t *err)
+{
+    size_t room = npts ? npts : 1;
+    double *xs = malloc(room * sizeof *xs);
+    double *ls = malloc(room * sizeof *ls);
+    double *cs = malloc(room * sizeof *cs);
+    if (!xs || !ls || !cs) {
+        free(xs);
+        free(ls);
+        free(cs);
+        memset(c, 0, sizeof *c);
+        return pflex_error_set(err, "out of memory");
+    }
+    if (curve_build(c, pts, npts, xs, ls, cs, err) < 0) {
+        free(xs);
+        free(ls);
+        free(cs);
+        memset(c, 0, sizeof *c);
+        return -1;
+    }
+    return 0;
+}
+
+int pflex_curve_init_in(struct pflex_curve *c, const struct pflex_sweep_point *pts,
+                        size_t npts, double *store, pflex_error_t *err)
+{
+    if (curve_build(c, pts, npts, store, store + npts, store + 2 * npts, err) < 0) {
+        memset(c, 0, sizeof *c);
+        return -1;
+    }
     return 0;
 }
 

@@ -1,0 +1,46 @@
+/* pflex/pficsv.h — reading the PFI CSV of SPEC §3 (`pflex pfi --csv`).
+ *
+ * Required columns: job, gpus, power_w (baseline per-GPU power, W),
+ * throughput (baseline), pfi (empty: no cap binds).  Optional: range (the
+ * PFI range used), floor, tier (flex0..flex3, sets floor where floor is
+ * empty), weight, gpu (GPU model name, for its minimum cap), cap_w (the cap
+ * in force).  Other columns are ignored.  One row per job.
+ */
+#ifndef PFLEX_PFICSV_H
+#define PFLEX_PFICSV_H
+
+#include <stddef.h>
+#include "pflex/error.h"
+
+struct pflex_pfi_row {
+    const char *job;
+    const char *gpu;        /* NULL when absent */
+    int gpus;
+    double power_w;         /* baseline per-GPU power, W */
+    double throughput;      /* baseline throughput */
+    double pfi;             /* NaN when empty */
+    double range;           /* NaN when absent */
+    double floor;           /* NaN when absent */
+    double weight;          /* 1 when absent */
+    double cap_w;           /* NaN when absent */
+    unsigned line;
+};
+
+typedef struct pflex_pficsv {
+    size_t n;
+    struct pflex_pfi_row *rows;
+    void *priv;             /* storage; do not touch */
+} pflex_pficsv_t;
+
+/* Read a PFI CSV from memory (name for messages) or a file ("-": stdin).
+ * Returns 0 and *out (free with pflex_pficsv_destroy), or -1 with err set
+ * as "file:line: what is wrong". */
+int pflex_pficsv_read_mem(const char *buf, size_t len, const char *name,
+                          pflex_pficsv_t **out, pflex_error_t *err);
+int pflex_pficsv_read_file(const char *path, pflex_pficsv_t **out, pflex_error_t *err);
+void pflex_pficsv_destroy(pflex_pficsv_t *p);
+
+/* The row of a job by name, or NULL. */
+const struct pflex_pfi_row *pflex_pficsv_find(const pflex_pficsv_t *p, const char *job);
+
+#endif

@@ -1,0 +1,736 @@
+/* alloc.c — the equal, pfi and optimal allocation policies (SPEC §2).
+ *
+ * Every policy reduces to one of two one-dimensional searches, both done by
+ * an in-place quickselect in expected linear time, with no allocation once
+ * the plan's buffers are sized:
+ *
+ *  - pfi and optimal are fractional knapsacks.  Each job's model (the PFI
+ *    line, or the lower convex hull of its measured curve) is cut into
+ *    segments; a segment saves w = n P0 dx watts at a cost of
+ *    c = a dL / (n P0 dx) objective units per watt.  Within a job the costs
+ *    rise (convexity), so the optimum takes every segment cheaper than a
+ *    threshold lambda, part of those at lambda, and nothing dearer: lambda is
+ *    the weighted quantile of the costs at the watts still to be saved.
+ *  - equal is water-filling: the level r with sum n P0 min(r, u) = watts to
+ *    save, found by the same kind of selection over the limits u.
+ *
+ * Segments that cost nothing or less (a curve that dips under zero loss)
+ * are always taken.  The power target is met with a margin of 1e-12 of the
+ * baseline so that rounding never lands the plan a hair over the budget;
+ * a last check nudges a job with slack if it does anyway.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pflex/alloc.h"
+
+#define PFI_RANGE 0.30
+
+struct item {
+    double c;   /* cost per watt saved (equal: the limit u) */
+    double w;   /* watts saved (equal: n P0) */
+};
+
+struct scratch {
+    size_t jobs_cap, verts_cap, items_cap;
+    double *a, *b, *u;          /* per job: objective scale, n P0, limit */
+    double *slope;              /* per job: model slope 1 - PFI (pfi, equal) */
+    size_t *voff;               /* per job: first hull vertex; njobs + 1 */
+    double *hx, *hl;            /* hull vertices */
+    double *xbuf;               /* per job: a candidate plan (repair) */
+    struct item *items;
+};
+
+struct solve_state {
+    double lambda;      /* threshold cost; -inf: only free segments, +inf: all */
+    double f;           /* fraction taken of segments at lambda */
+    int feasible;
+};
+
+static const char *const policy_names[3] = {"equal", "pfi", "optimal"};
+
+int pflex_policy_parse(const char *s, enum pflex_policy *out)
+{
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, policy_names[i]) == 0) {
+            *out = (enum pflex_policy)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *pflex_policy_name(enum pflex_policy p)
+{
+    return (unsigned)p < 3 ? policy_names[p] : NULL;
+}
+
+double pflex_alloc_baseline_w(const struct pflex_alloc_problem *p)
+{
+    double s = 0;
+    for (size_t j = 0; j < p->njobs; j++)
+        s += (double)p->jobs[j].gpus * p->jobs[j].p0_w;
+    return s;
+}
+
+double pflex_alloc_power_w(const struct pflex_alloc_job *j, double x)
+{
+    return j->p0_w * (1.0 - x);
+}
+
+double pflex_alloc_cap_w(const struct pflex_alloc_job *j, double x)
+{
+    if (x > 0)
+        return j->p0_w * (1.0 - x);
+    return j->cap0_w > 0 ? j->cap0_w : j->p0_w;
+}
+
+/* L on a curve given as arrays: linear interpolation, clipped. */
+static double curve_loss(const double *xs, const double *ls, size_t n, double x)
+{
+    if (n < 2 || x <= 0)
+        return 0;
+    if (x >= xs[n - 1])
+        return ls[n - 1];
+    size_t lo = 0, hi = n - 1;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (xs[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    double t = (x - xs[lo]) / (xs[hi] - xs[lo]);
+    return ls[lo] + t * (ls[hi] - ls[lo]);
+}
+
+/* shed(s): first crossing of L above 1 - s (SPEC §2). */
+static double curve_shed(const double *xs, const double *ls, size_t n, double floor)
+{
+    double thr = 1.0 - floor;
+    for (size_t i = 1; i < n; i++)
+        if (ls[i] > thr) {
+            double t = (thr - ls[i - 1]) / (ls[i] - ls[i - 1]);
+            return xs[i - 1] + t * (xs[i] - xs[i - 1]);
+        }
+    return xs[n - 1];
+}
+
+/* PFI over R = min(0.30, x_max); NaN when no cap binds. */
+static double curve_pfi(const double *xs, const double *ls, size_t n)
+{
+    double xmax = xs[n - 1];
+    if (!(xmax > 0))
+        return NAN;
+    double r = xmax < PFI_RANGE ? xmax : PFI_RANGE, area = 0;
+    for (size_t i = 1; i < n && xs[i - 1] < r; i++) {
+        double x1 = xs[i] < r ? xs[i] : r;
+        double l1 = xs[i] < r ? ls[i] : curve_loss(xs, ls, n, r);
+        area += 0.5 * (ls[i - 1] + l1) * (x1 - xs[i - 1]);
+    }
+    return 1.0 - area / (0.5 * r * r);
+}
+
+static double model_slope(const struct pflex_alloc_job *j)
+{
+    double pfi = j->pfi;
+    if (isnan(pfi) && j->npoints)
+        pfi = curve_pfi(j->x, j->loss, j->npoints);
+    return isnan(pfi) ? 1.0 : 1.0 - pfi;
+}
+
+double pflex_alloc_loss(const struct pflex_alloc_job *j, double x)
+{
+    if (j->npoints)
+        return curve_loss(j->x, j->loss, j->npoints, x);
+    return model_slope(j) * (x > 0 ? x : 0);
+}
+
+static int grow_arr(void **p, size_t need, size_t elem)
+{
+    void *np = realloc(*p, (need ? need : 1) * elem);
+    if (!np)
+        return -1;
+    *p = np;
+    return 0;
+}
+
+static int scratch_reserve(struct scratch *s, size_t njobs, size_t nverts, pflex_error_t *err)
+{
+    if (njobs > s->jobs_cap) {
+        if (grow_arr((void **)&s->a, njobs, sizeof *s->a) < 0
+            || grow_arr((void **)&s->b, njobs, sizeof *s->b) < 0
+            || grow_arr((void **)&s->u, njobs, sizeof *s->u) < 0
+            || grow_arr((void **)&s->slope, njobs, sizeof *s->slope) < 0
+            || grow_arr((void **)&s->xbuf, njobs, sizeof *s->xbuf) < 0
+            || grow_arr((void **)&s->voff, njobs + 1, sizeof *s->voff) < 0)
+            return pflex_error_set(err, "out of memory");
+        s->jobs_cap = njobs;
+    }
+    if (nverts > s->verts_cap) {
+        if (grow_arr((void **)&s->hx, nverts, sizeof *s->hx) < 0
+            || grow_arr((void **)&s->hl, nverts, sizeof *s->hl) < 0)
+            return pflex_error_set(err, "out of memory");
+        s->verts_cap = nverts;
+    }
+    if (nverts > s->items_cap) {
+        if (grow_arr((void **)&s->items, nverts, sizeof *s->items) < 0)
+            return pflex_error_set(err, "out of memory");
+        s->items_cap = nverts;
+    }
+    return 0;
+}
+
+void pflex_alloc_plan_init(struct pflex_alloc_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+}
+
+void pflex_alloc_plan_fini(struct pflex_alloc_plan *plan)
+{
+    struct scratch *s = plan->priv;
+    if (s) {
+        free(s->a);
+        free(s->b);
+        free(s->u);
+        free(s->slope);
+        free(s->voff);
+        free(s->hx);
+        free(s->hl);
+        free(s->xbuf);
+        free(s->items);
+        free(s);
+    }
+    free(plan->x);
+    free(plan->limit);
+    free(plan->throughput_j);
+    memset(plan, 0, sizeof *plan);
+}
+
+/* Weighted quickselect.  Among items[0..n), find the smallest cost lambda
+ * with W(c <= lambda) >= need; *w_below = W(c < lambda), *w_at =
+ * W(c == lambda).  Items are permuted.  Returns -1 when the total falls
+ * short of need (rounding at the edge of feasibility). */
+static int wselect(struct item *it, size_t n, double need, uint64_t *rng,
+                   double *lambda, double *w_below, double *w_at)
+{
+    size_t lo = 0, hi = n;
+    double acc = 0;
+    while (lo < hi) {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        double p = it[lo + (size_t)(*rng % (hi - lo))].c;
+        /* Three-way partition: [lo,lt) < p, [lt,i) == p, [gt,hi) > p. */
+        size_t lt = lo, i = lo, gt = hi;
+        double wl = 0, we = 0;
+        while (i < gt) {
+            double c = it[i].c;
+            if (c < p) {
+                wl += it[i].w;
+                struct item t = it[lt];
+                it[lt++] = it[i];
+                it[i++] = t;
+            } else if (c > p) {
+                struct item t = it[--gt];
+                it[gt] = it[i];
+                it[i] = t;
+            } else {
+                we += it[i].w;
+                i++;
+            }
+        }
+        if (acc + wl >= need) {
+            hi = lt;
+        } else if (acc + wl + we >= need) {
+            *lambda = p;
+            *w_below = acc + wl;
+            *w_at = we;
+            return 0;
+        } else {
+            acc += wl + we;
+            lo = gt;
+        }
+    }
+    return -1;
+}
+
+static inline double seg_cost(double a, double b, double x0, double l0, double x1, double l1)
+{
+    return a * (l1 - l0) / (b * (x1 - x0));
+}
+
+/* The fractional knapsack over the model segments of every job but skip
+ * (SIZE_MAX: none), saving at least need watts.  Fills x[] for those jobs. */
+static void seg_solve(const struct scratch *s, size_t njobs, size_t skip, double need,
+                      double *x, uint64_t *rng, struct solve_state *st)
+{
+    struct item *it = s->items;
+    size_t m = 0;
+    double wfree = 0, total = 0;
+    for (size_t j = 0; j < njobs; j++) {
+        if (j == skip)
+            continue;
+        double a = s->a[j], b = s->b[j];
+        for (size_t v = s->voff[j]; v + 1 < s->voff[j + 1]; v++) {
+            double c = seg_cost(a, b, s->hx[v], s->hl[v], s->hx[v + 1], s->hl[v + 1]);
+            double w = b * (s->hx[v + 1] - s->hx[v]);
+            if (c < 0) {
+                wfree += w;
+            } else {
+                it[m].c = c;
+                it[m].w = w;
+                m++;
+                total += w;
+            }
+        }
+    }
+    double rest = need - wfree, wb = 0, wa = 0;
+    st->feasible = 1;
+    st->f = 0;
+    if (rest <= 0) {
+        st->lambda = -INFINITY;
+    } else if (total < rest || wselect(it, m, rest, rng, &st->lambda, &wb, &wa) < 0) {
+        st->lambda = INFINITY;
+        st->feasible = 0;
+    } else {
+        double f = wa > 0 ? (rest - wb) / wa : 1.0;
+        st->f = f < 0 ? 0 : f > 1 ? 1 : f;
+    }
+    double lambda = st->lambda, f = st->f;
+    for (size_t j = 0; j < njobs; j++) {
+        if (j == skip)
+            continue;
+        double a = s->a[j], b = s->b[j], xj = 0;
+        for (size_t v = s->voff[j]; v + 1 < s->voff[j + 1]; v++) {
+            double dx = s->hx[v + 1] - s->hx[v];
+            double c = seg_cost(a, b, s->hx[v], s->hl[v], s->hx[v + 1], s->hl[v + 1]);
+            if (c < 0 || c < lambda)
+                xj = s->hx[v + 1];
+            else if (c == lambda)
+                xj += f * dx;
+            else
+                break;
+        }
+        x[j] = xj;
+    }
+}
+
+/* Lower convex hull of the curve on [0, u] into hx/hl at v; returns the
+ * number of vertices. */
+static size_t build_hull(const struct pflex_alloc_job *j, double u, double *hx, double *hl)
+{
+    size_t h = 0;
+    hx[h] = 0;
+    hl[h] = 0;
+    h++;
+    if (!(u > 0))
+        return h;
+    for (size_t k = 1; k <= j->npoints; k++) {
+        double px, pl;
+        if (k < j->npoints && j->x[k] < u) {
+            px = j->x[k];
+            pl = j->loss[k];
+        } else {
+            px = u;
+            pl = curve_loss(j->x, j->loss, j->npoints, u);
+            k = j->npoints;     /* the last vertex */
+        }
+        while (h >= 2) {
+            double cr = (hx[h - 1] - hx[h - 2]) * (pl - hl[h - 2])
+                      - (hl[h - 1] - hl[h - 2]) * (px - hx[h - 2]);
+            if (cr > 0)
+                break;
+            h--;
+        }
+        hx[h] = px;
+        hl[h] = pl;
+        h++;
+    }
+    return h;
+}
+
+/* Hull loss of job j at x. */
+static double hull_loss(const struct scratch *s, size_t j, double x)
+{
+    size_t v0 = s->voff[j], n = s->voff[j + 1] - v0;
+    return curve_loss(s->hx + v0, s->hl + v0, n, x);
+}
+
+static int check_job(const struct pflex_alloc_job *j, size_t i, pflex_error_t *err)
+{
+    const char *nm = j->name ? j->name : "?";
+    if (j->gpus < 1)
+        return pflex_error_set(err, "job %zu '%s': gpus %d is not positive", i + 1, nm, j->gpus);
+    if (!(j->p0_w > 0) || !isfinite(j->p0_w))
+        return pflex_error_set(err, "job %zu '%s': baseline power is not positive", i + 1, nm);
+    if (!(j->t0 > 0) || !isfinite(j->t0))
+        return pflex_error_set(err, "job %zu '%s': baseline throughput is not positive", i + 1, nm);
+    if (!(j->weight >= 0) || !isfinite(j->weight))
+        return pflex_error_set(err, "job %zu '%s': weight is not a non-negative number", i + 1, nm);
+    if (!(j->floor >= 0 && j->floor <= 1))
+        return pflex_error_set(err, "job %zu '%s': floor is not in [0, 1]", i + 1, nm);
+    if (!(j->x_hi >= 0) || !(j->x_hi <= 1))
+        return pflex_error_set(err, "job %zu '%s': reduction range is not in [0, 1]", i + 1, nm);
+    if (j->npoints) {
+        if (!j->x || !j->loss || j->x[0] != 0 || j->loss[0] != 0)
+            return pflex_error_set(err, "job %zu '%s': the curve must start at (0, 0)", i + 1, nm);
+        for (size_t k = 1; k < j->npoints; k++)
+            if (!(j->x[k] > j->x[k - 1]) || !(j->x[k] <= 1) || !isfinite(j->loss[k]))
+                return pflex_error_set(err, "job %zu '%s': curve point %zu is out of order "
+                                       "or not finite", i + 1, nm, k);
+    }
+    return 0;
+}
+
+/* Per-job constants and limits for a policy; sizes the hull storage. */
+static int prepare(const struct pflex_alloc_problem *p, enum pflex_policy pol,
+                   struct scratch *s, pflex_error_t *err)
+{
+    size_t n = p->njobs, nverts = 0;
+    for (size_t j = 0; j < n; j++) {
+        const struct pflex_alloc_job *jb = &p->jobs[j];
+        if (check_job(jb, j, err) < 0)
+            return -1;
+        if (pol == PFLEX_POLICY_OPTIMAL && !jb->npoints)
+            return pflex_error_set(err, "job %zu '%s': the optimal policy needs a measured "
+                                   "curve", j + 1, jb->name ? jb->name : "?");
+        nverts += pol == PFLEX_POLICY_OPTIMAL ? jb->npoints + 1 : 2;
+    }
+    if (scratch_reserve(s, n, nverts, err) < 0)
+        return -1;
+    for (size_t j = 0; j < n; j++) {
+        const struct pflex_alloc_job *jb = &p->jobs[j];
+        double scale = p->objective == PFLEX_OBJECTIVE_PROGRESS ? (double)jb->gpus : jb->t0;
+        s->a[j] = jb->weight * scale;
+        s->b[j] = (double)jb->gpus * jb->p0_w;
+        double u = jb->x_hi;
+        if (jb->npoints && jb->x[jb->npoints - 1] < u)
+            u = jb->x[jb->npoints - 1];
+        if (pol == PFLEX_POLICY_OPTIMAL) {
+            if (jb->floor > 0) {
+                double sh = curve_shed(jb->x, jb->loss, jb->npoints, jb->floor);
+                if (sh < u)
+                    u = sh;
+            }
+            s->slope[j] = NAN;
+        } else {
+            double sl = model_slope(jb);
+            s->slope[j] = sl;
+            if (jb->floor > 0 && sl > 0 && (1.0 - jb->floor) / sl < u)
+                u = (1.0 - jb->floor) / sl;
+        }
+        s->u[j] = u > 0 ? u : 0;
+    }
+    return 0;
+}
+
+/* Make sure the plan's power is within the budget: nudge jobs with slack. */
+static void enforce_budget(const struct scratch *s, size_t n, double budget, double *x)
+{
+    for (int pass = 0; pass < 3; pass++) {
+        double pw = 0;
+        for (size_t j = 0; j < n; j++)
+            pw += s->b[j] * (1.0 - x[j]);
+        double excess = pw - budget;
+        if (excess <= 0)
+            return;
+        for (size_t j = 0; j < n && excess > 0; j++) {
+            double slack = s->u[j] - x[j];
+            if (slack <= 0)
+                continue;
+            double dx = excess / s->b[j] * (1 + 1e-9) + DBL_EPSILON;
+            if (dx > slack)
+                dx = slack;
+            x[j] += dx;
+            excess -= dx * s->b[j];
+        }
+    }
+}
+
+/* Equal: water level r with sum b min(r, u) = need. */
+static int solve_equal(const struct scratch *s, size_t n, double need, double *x)
+{
+    if (need <= 0) {
+        memset(x, 0, n * sizeof *x);
+        return 1;
+    }
+    struct item *it = s->items;
+    double full = 0;
+    for (size_t j = 0; j < n; j++) {
+        it[j].c = s->u[j];
+        it[j].w = s->b[j];
+        full += s->b[j] * s->u[j];
+    }
+    if (full < need) {
+        memcpy(x, s->u, n * sizeof *x);
+        return 0;
+    }
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    size_t lo = 0, hi = n;
+    double acc_low = 0, b_high = 0;
+    while (lo < hi) {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        double p = it[lo + (size_t)(rng % (hi - lo))].c;
+        size_t lt = lo, i = lo, gt = hi;
+        double bl_lt = 0, b_eq = 0, b_gt = 0;
+        while (i < gt) {
+            double c = it[i].c;
+            if (c < p) {
+                bl_lt += it[i].w * c;
+                struct item t = it[lt];
+                it[lt++] = it[i];
+                it[i++] = t;
+            } else if (c > p) {
+                b_gt += it[i].w;
+                struct item t = it[--gt];
+                it[gt] = it[i];
+                it[i] = t;
+            } else {
+                b_eq += it[i].w;
+                i++;
+            }
+        }
+        double g = acc_low + bl_lt + p * (b_eq + b_gt + b_high);
+        if (g >= need) {
+            b_high += b_eq + b_gt;
+            hi = lt;
+        } else {
+            acc_low += bl_lt + p * b_eq;
+            lo = gt;
+        }
+    }
+    double r = b_high > 0 ? (need - acc_low) / b_high : 0;
+    for (size_t j = 0; j < n; j++)
+        x[j] = r < s->u[j] ? r : s->u[j];
+    return 1;
+}
+
+/* Optimal: the hull knapsack, then the repair of a job left inside a
+ * non-convex stretch.  Returns the hull optimum's objective. */
+static double solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
+                            double need, double *x, int *feasible, int *hull_error)
+{
+    size_t n = p->njobs;
+    size_t v = 0;
+    for (size_t j = 0; j < n; j++) {
+        s->voff[j] = v;
+        v += build_hull(&p->jobs[j], s->u[j], s->hx + v, s->hl + v);
+    }
+    s->voff[n] = v;
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    struct solve_state st;
+    seg_solve(s, n, SIZE_MAX, need, x, &rng, &st);
+    *feasible = st.feasible;
+    double hull_obj = 0, act_obj = 0, worst = 0;
+    size_t jw = SIZE_MAX;
+    for (size_t j = 0; j < n; j++) {
+        const struct pflex_alloc_job *jb = &p->jobs[j];
+        double lh = hull_loss(s, j, x[j]);
+        double la = curve_loss(jb->x, jb->loss, jb->npoints, x[j]);
+        hull_obj += s->a[j] * (1.0 - lh);
+        act_obj += s->a[j] * (1.0 - la);
+        double e = s->a[j] * (la - lh);
+        if (e > worst && la - lh > 1e-12) {
+            worst = e;
+            jw = j;
+        }
+    }
+    *hull_error = jw != SIZE_MAX;
+    if (jw == SIZE_MAX || !st.feasible)
+        return hull_obj;
+    /* Repair: put the worst job at each measured point of its hull segment
+     * (both ends included) and let the others rebalance. */
+    const struct pflex_alloc_job *jb = &p->jobs[jw];
+    size_t v0 = s->voff[jw], v1 = s->voff[jw + 1];
+    double xl = 0, xr = 0;
+    for (size_t k = v0; k + 1 < v1; k++)
+        if (s->hx[k] <= x[jw] && x[jw] <= s->hx[k + 1]) {
+            xl = s->hx[k];
+            xr = s->hx[k + 1];
+            break;
+        }
+    double best = act_obj;
+    double *cand = s->xbuf;
+    for (size_t k = 0; k <= jb->npoints; k++) {
+        double xv = k < jb->npoints ? jb->x[k] : xr;
+        if (xv < xl || xv > xr || (k < jb->npoints && xv == xr))
+            continue;
+        struct solve_state cs;
+        seg_solve(s, n, jw, need - s->b[jw] * xv, cand, &rng, &cs);
+        if (!cs.feasible)
+            continue;
+        cand[jw] = xv;
+        double obj = 0;
+        for (size_t j = 0; j < n; j++)
+            obj += s->a[j] * (1.0 - curve_loss(p->jobs[j].x, p->jobs[j].loss,
+                                               p->jobs[j].npoints, cand[j]));
+        if (obj > best) {
+            best = obj;
+            memcpy(x, cand, n * sizeof *x);
+        }
+    }
+    return hull_obj;
+}
+
+static int plan_reserve(struct pflex_alloc_plan *plan, size_t n, pflex_error_t *err)
+{
+    if (!plan->priv) {
+        plan->priv = calloc(1, sizeof(struct scratch));
+        if (!plan->priv)
+            return pflex_error_set(err, "out of memory");
+    }
+    struct scratch *s = plan->priv;
+    if (n > s->jobs_cap || !plan->x) {
+        size_t m = n ? n : 1;
+        double *a = realloc(plan->x, m * sizeof *a);
+        if (a)
+            plan->x = a;
+        double *b = realloc(plan->limit, m * sizeof *b);
+        if (b)
+            plan->limit = b;
+        double *c = realloc(plan->throughput_j, m * sizeof *c);
+        if (c)
+            plan->throughput_j = c;
+        if (!a || !b || !c)
+            return pflex_error_set(err, "out of memory");
+    }
+    return 0;
+}
+
+int pflex_alloc_plan(const struct pflex_alloc_problem *p, enum pflex_policy policy,
+                     struct pflex_alloc_plan *plan, pflex_error_t *err)
+{
+    if ((unsigned)policy > PFLEX_POLICY_OPTIMAL)
+        return pflex_error_set(err, "unknown policy %d", (int)policy);
+    if (!isfinite(p->budget_w))
+        return pflex_error_set(err, "the budget is not a finite number");
+    size_t n = p->njobs;
+    if (plan_reserve(plan, n, err) < 0)
+        return -1;
+    struct scratch *s = plan->priv;
+    if (prepare(p, policy, s, err) < 0)
+        return -1;
+    double base = 0, reach = 0;
+    for (size_t j = 0; j < n; j++) {
+        base += s->b[j];
+        reach += s->b[j] * s->u[j];
+    }
+    double save = base - p->budget_w;
+    double need = save > 0 ? save + 1e-12 * base : save;
+    if (need > reach && save <= reach)
+        need = reach;
+    int feasible = 1, hull_error = 0;
+    double hull_obj = NAN;
+    double *x = plan->x;
+    switch (policy) {
+    case PFLEX_POLICY_EQUAL:
+        feasible = solve_equal(s, n, need, x);
+        break;
+    case PFLEX_POLICY_PFI: {
+        size_t v = 0;
+        for (size_t j = 0; j < n; j++) {
+            s->voff[j] = v;
+            s->hx[v] = 0;
+            s->hl[v] = 0;
+            v++;
+            if (s->u[j] > 0) {
+                s->hx[v] = s->u[j];
+                s->hl[v] = s->slope[j] * s->u[j];
+                v++;
+            }
+        }
+        s->voff[n] = v;
+        uint64_t rng = 0x9e3779b97f4a7c15ull;
+        struct solve_state st;
+        seg_solve(s, n, SIZE_MAX, need, x, &rng, &st);
+        feasible = st.feasible;
+        break;
+    }
+    case PFLEX_POLICY_OPTIMAL:
+        hull_obj = solve_optimal(p, s, need, x, &feasible, &hull_error);
+        break;
+    }
+    for (size_t j = 0; j < n; j++)
+        if (x[j] > s->u[j])
+            x[j] = s->u[j];
+    if (feasible)
+        enforce_budget(s, n, p->budget_w, x);
+    plan->policy = policy;
+    plan->njobs = n;
+    plan->baseline_w = base;
+    plan->budget_w = p->budget_w;
+    plan->power_w = 0;
+    plan->throughput = 0;
+    plan->objective = 0;
+    for (size_t j = 0; j < n; j++) {
+        const struct pflex_alloc_job *jb = &p->jobs[j];
+        double l = policy == PFLEX_POLICY_PFI || !jb->npoints ? s->slope[j] * x[j]
+                 : curve_loss(jb->x, jb->loss, jb->npoints, x[j]);
+        plan->limit[j] = s->u[j];
+        plan->throughput_j[j] = jb->t0 * (1.0 - l);
+        plan->throughput += plan->throughput_j[j];
+        plan->objective += s->a[j] * (1.0 - l);
+        plan->power_w += s->b[j] * (1.0 - x[j]);
+    }
+    plan->feasible = plan->power_w <= p->budget_w;
+    plan->gap_bound = 0;
+    if (policy == PFLEX_POLICY_OPTIMAL && plan->feasible && hull_error) {
+        double g = hull_obj - plan->objective;
+        plan->gap_bound = g > 0 ? g : 0;
+    }
+    return 0;
+}
+
+int pflex_alloc_score(const struct pflex_alloc_problem *p, const double *x,
+                      struct pflex_alloc_score *out, pflex_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t j = 0; j < p->njobs; j++) {
+        const struct pflex_alloc_job *jb = &p->jobs[j];
+        if (!jb->npoints)
+            return pflex_error_set(err, "job %zu '%s': no measured curve to score on", j + 1,
+                                   jb->name ? jb->name : "?");
+        double l = curve_loss(jb->x, jb->loss, jb->npoints, x[j]);
+        double scale = p->objective == PFLEX_OBJECTIVE_PROGRESS ? (double)jb->gpus : jb->t0;
+        out->throughput += jb->t0 * (1.0 - l);
+        out->objective += jb->weight * scale * (1.0 - l);
+        out->power_w += (double)jb->gpus * jb->p0_w * (1.0 - x[j]);
+        if (jb->floor > 0 && 1.0 - l < jb->floor * (1 - 1e-9))
+            out->sla_violations++;
+    }
+    return 0;
+}
+
+int pflex_alloc_compare(const struct pflex_alloc_problem *p,
+                        struct pflex_alloc_comparison *out, pflex_error_t *err)
+{
+    struct pflex_alloc_plan plan;
+    pflex_alloc_plan_init(&plan);
+    memset(out, 0, sizeof *out);
+    int rc = 0;
+    for (int k = 0; k < 3 && rc == 0; k++) {
+        rc = pflex_alloc_plan(p, (enum pflex_policy)k, &plan, err);
+        if (rc == 0)
+            rc = pflex_alloc_score(p, plan.x, &out->score[k], err);
+        out->feasible[k] = plan.feasible;
+        if (k == PFLEX_POLICY_OPTIMAL)
+            out->gap_bound = plan.gap_bound;
+    }
+    pflex_alloc_plan_fini(&plan);
+    if (rc < 0)
+        return -1;
+    double te = out->score[PFLEX_POLICY_EQUAL].objective;
+    double tp = out->score[PFLEX_POLICY_PFI].objective;
+    double to = out->score[PFLEX_POLICY_OPTIMAL].objective;
+    double scale = fabs(to) > 0 ? fabs(to) : 1;
+    out->gap_recovered = to - te > 1e-12 * scale ? (tp - te) / (to - te) : NAN;
+    out->per_job_recovered = p->njobs
+        ? (out->score[PFLEX_POLICY_PFI].throughput - out->score[PFLEX_POLICY_EQUAL].throughput)
+          / (double)p->njobs
+        : 0;
+    return 0;
+}

@@ -1,0 +1,277 @@
+/* pficsv.c — reading the PFI CSV (SPEC §3), the input of --pfi. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pflex/csv.h"
+#include "pflex/pficsv.h"
+#include "pflex/sweep.h"
+
+enum { C_JOB, C_GPUS, C_POWER, C_TPUT, C_PFI, C_RANGE, C_FLOOR, C_TIER, C_WEIGHT, C_GPU,
+       C_CAP, C_COUNT };
+static const char *const names[C_COUNT] = {
+    "job", "gpus", "power_w", "throughput", "pfi", "range", "floor", "tier", "weight", "gpu",
+    "cap_w",
+};
+
+struct store {
+    char *strings;
+    size_t len, cap;
+    const struct pflex_pfi_row **sorted;    /* rows by job name, for lookups */
+};
+
+static int cmp_row(const void *a, const void *b)
+{
+    const struct pflex_pfi_row *const *p = a, *const *q = b;
+    return strcmp((*p)->job, (*q)->job);
+}
+
+static int add_str(struct store *st, const struct pflex_csv_field *f, size_t *off)
+{
+    if (st->len + f->len + 1 > st->cap) {
+        size_t nc = st->cap ? st->cap : 256;
+        while (nc < st->len + f->len + 1)
+            nc *= 2;
+        char *ns = realloc(st->strings, nc);
+        if (!ns)
+            return -1;
+        st->strings = ns;
+        st->cap = nc;
+    }
+    memcpy(st->strings + st->len, f->s, f->len);
+    st->strings[st->len + f->len] = 0;
+    *off = st->len;
+    st->len += f->len + 1;
+    return 0;
+}
+
+static int bad(pflex_error_t *err, const char *file, unsigned line, int col,
+               const struct pflex_csv_field *f, const char *what)
+{
+    return pflex_error_set(err, "%s:%u: column '%s': '%.*s' %s", file, line, names[col],
+                           (int)(f->len > 40 ? 40 : f->len), f->s, what);
+}
+
+void pflex_pficsv_destroy(pflex_pficsv_t *p)
+{
+    if (!p)
+        return;
+    struct store *st = p->priv;
+    if (st) {
+        free(st->strings);
+        free(st->sorted);
+    }
+    free(st);
+    free(p->rows);
+    free(p);
+}
+
+int pflex_pficsv_read_mem(const char *buf, size_t len, const char *name,
+                          pflex_pficsv_t **out, pflex_error_t *err)
+{
+    const char *file = name ? name : "-";
+    pflex_csv_t c;
+    pflex_csv_init(&c, buf, len, file);
+    pflex_pficsv_t *p = calloc(1, sizeof *p);
+    struct store *st = calloc(1, sizeof *st);
+    size_t *job_off = NULL, *gpu_off = NULL, cap = 0;
+    int idx[C_COUNT], rc = -1, got;
+    *out = NULL;
+    if (!p || !st) {
+        free(st);
+        pflex_error_set(err, "%s: out of memory", file);
+        goto done;
+    }
+    p->priv = st;
+    if ((got = pflex_csv_next(&c, err)) <= 0) {
+        if (got == 0)
+            pflex_error_set(err, "%s: empty file: no header row", file);
+        goto done;
+    }
+    size_t need = 0;
+    for (int k = 0; k < C_COUNT; k++) {
+        idx[k] = -1;
+        for (size_t f = 0; f < c.nfields; f++)
+            if (pflex_csv_field_is(&c.fields[f], names[k])) {
+                idx[k] = (int)f;
+                break;
+            }
+        if (k <= C_PFI && idx[k] < 0) {
+            pflex_error_set(err, "%s:%u: missing column '%s' (a PFI CSV needs job, gpus, "
+                            "power_w, throughput, pfi)", file, c.line, names[k]);
+            goto done;
+        }
+        if (idx[k] >= 0 && (size_t)idx[k] + 1 > need)
+            need = (size_t)idx[k] + 1;
+    }
+    while ((got = pflex_csv_next(&c, err)) == 1) {
+        unsigned line = c.line;
+        const struct pflex_csv_field *f = c.fields;
+        if (c.nfields < need) {
+            pflex_error_set(err, "%s:%u: %zu fields, the header has %zu", file, line,
+                            c.nfields, need);
+            goto done;
+        }
+        if (p->n == cap) {
+            size_t nc = cap ? 2 * cap : 64;
+            struct pflex_pfi_row *nr = realloc(p->rows, nc * sizeof *nr);
+            size_t *nj = nr ? realloc(job_off, nc * sizeof *nj) : NULL;
+            size_t *ng = nj ? realloc(gpu_off, nc * sizeof *ng) : NULL;
+            if (nr)
+                p->rows = nr;
+            if (nj)
+                job_off = nj;
+            if (!ng) {
+                pflex_error_set(err, "%s:%u: out of memory", file, line);
+                goto done;
+            }
+            gpu_off = ng;
+            cap = nc;
+        }
+        struct pflex_pfi_row *r = &p->rows[p->n];
+        memset(r, 0, sizeof *r);
+        r->line = line;
+        r->pfi = r->range = r->floor = r->cap_w = NAN;
+        r->weight = 1;
+        const struct pflex_csv_field *jf = &f[idx[C_JOB]];
+        if (!jf->len) {
+            pflex_error_set(err, "%s:%u: column 'job': empty job name", file, line);
+            goto done;
+        }
+        if (add_str(st, jf, &job_off[p->n]) < 0) {
+            pflex_error_set(err, "%s:%u: out of memory", file, line);
+            goto done;
+        }
+        gpu_off[p->n] = (size_t)-1;
+        if (idx[C_GPU] >= 0 && f[idx[C_GPU]].len && add_str(st, &f[idx[C_GPU]],
+                                                             &gpu_off[p->n]) < 0) {
+            pflex_error_set(err, "%s:%u: out of memory", file, line);
+            goto done;
+        }
+        double g;
+        const struct pflex_csv_field *gf = &f[idx[C_GPUS]];
+        if (pflex_parse_double(gf->s, gf->len, &g) < 0 || g < 1 || g > 1e8 || g != floor(g)) {
+            bad(err, file, line, C_GPUS, gf, "is not a positive whole number");
+            goto done;
+        }
+        r->gpus = (int)g;
+        const struct pflex_csv_field *pf = &f[idx[C_POWER]], *tf = &f[idx[C_TPUT]];
+        if (pflex_parse_double(pf->s, pf->len, &r->power_w) < 0 || !(r->power_w > 0)) {
+            bad(err, file, line, C_POWER, pf, "is not a positive number");
+            goto done;
+        }
+        if (pflex_parse_double(tf->s, tf->len, &r->throughput) < 0 || !(r->throughput > 0)) {
+            bad(err, file, line, C_TPUT, tf, "is not a positive number");
+            goto done;
+        }
+        const struct pflex_csv_field *xf = &f[idx[C_PFI]];
+        if (xf->len && (pflex_parse_double(xf->s, xf->len, &r->pfi) < 0 || r->pfi > 1e6
+                        || r->pfi < -1e6)) {
+            bad(err, file, line, C_PFI, xf, "is not a number");
+            goto done;
+        }
+        if (idx[C_RANGE] >= 0 && f[idx[C_RANGE]].len) {
+            const struct pflex_csv_field *rf = &f[idx[C_RANGE]];
+            if (pflex_parse_double(rf->s, rf->len, &r->range) < 0 || r->range < 0
+                || r->range > 1) {
+                bad(err, file, line, C_RANGE, rf, "is not a fraction between 0 and 1");
+                goto done;
+            }
+        }
+        if (idx[C_TIER] >= 0 && f[idx[C_TIER]].len) {
+            const struct pflex_csv_field *tr = &f[idx[C_TIER]];
+            char tb[32];
+            size_t n = tr->len < sizeof tb - 1 ? tr->len : sizeof tb - 1;
+            memcpy(tb, tr->s, n);
+            tb[n] = 0;
+            if (tr->len >= sizeof tb || pflex_tier_floor(tb, &r->floor) < 0) {
+                bad(err, file, line, C_TIER, tr, "is not a tier (flex0, flex1, flex2, flex3)");
+                goto done;
+            }
+        }
+        if (idx[C_FLOOR] >= 0 && f[idx[C_FLOOR]].len) {
+            const struct pflex_csv_field *ff = &f[idx[C_FLOOR]];
+            if (pflex_parse_double(ff->s, ff->len, &r->floor) < 0 || r->floor < 0
+                || r->floor > 1) {
+                bad(err, file, line, C_FLOOR, ff, "is not a fraction between 0 and 1");
+                goto done;
+            }
+        }
+        if (idx[C_WEIGHT] >= 0 && f[idx[C_WEIGHT]].len) {
+            const struct pflex_csv_field *wf = &f[idx[C_WEIGHT]];
+            if (pflex_parse_double(wf->s, wf->len, &r->weight) < 0 || r->weight < 0) {
+                bad(err, file, line, C_WEIGHT, wf, "is not a non-negative number");
+                goto done;
+            }
+        }
+        if (idx[C_CAP] >= 0 && f[idx[C_CAP]].len) {
+            const struct pflex_csv_field *cf = &f[idx[C_CAP]];
+            if (pflex_parse_double(cf->s, cf->len, &r->cap_w) < 0 || !(r->cap_w > 0)) {
+                bad(err, file, line, C_CAP, cf, "is not a positive number");
+                goto done;
+            }
+        }
+        p->n++;
+    }
+    if (got < 0)
+        goto done;
+    if (p->n == 0) {
+        pflex_error_set(err, "%s: no data rows after the header", file);
+        goto done;
+    }
+    for (size_t q = 0; q < p->n; q++) {
+        p->rows[q].job = st->strings + job_off[q];
+        p->rows[q].gpu = gpu_off[q] == (size_t)-1 ? NULL : st->strings + gpu_off[q];
+    }
+    st->sorted = malloc(p->n * sizeof *st->sorted);
+    if (!st->sorted) {
+        pflex_error_set(err, "%s: out of memory", file);
+        goto done;
+    }
+    for (size_t q = 0; q < p->n; q++)
+        st->sorted[q] = &p->rows[q];
+    qsort(st->sorted, p->n, sizeof *st->sorted, cmp_row);
+    for (size_t q = 1; q < p->n; q++)
+        if (strcmp(st->sorted[q]->job, st->sorted[q - 1]->job) == 0) {
+            const struct pflex_pfi_row *a = st->sorted[q - 1], *b = st->sorted[q];
+            if (a->line > b->line) {
+                const struct pflex_pfi_row *t = a;
+                a = b;
+                b = t;
+            }
+            pflex_error_set(err, "%s:%u: job '%s' already on line %u", file, b->line, b->job,
+                            a->line);
+            goto done;
+        }
+    *out = p;
+    p = NULL;
+    rc = 0;
+done:
+    free(job_off);
+    free(gpu_off);
+    pflex_csv_fini(&c);
+    pflex_pficsv_destroy(p);
+    return rc;
+}
+
+int pflex_pficsv_read_file(const char *path, pflex_pficsv_t **out, pflex_error_t *err)
+{
+    char *buf;
+    size_t len;
+    *out = NULL;
+    if (pflex_read_all(path, &buf, &len, err) < 0)
+        return -1;
+    int rc = pflex_pficsv_read_mem(buf, len, strcmp(path, "-") == 0 ? "<stdin>" : path, out,
+                                   err);
+    free(buf);
+    return rc;
+}
+
+const struct pflex_pfi_row *pflex_pficsv_find(const pflex_pficsv_t *p, const char *job)
+{
+    const struct store *st = p->priv;
+    struct pflex_pfi_row key;
+    const struct pflex_pfi_row *kp = &key, *const *hit;
+    key.job = job;
+    hit = bsearch(&kp, st->sorted, p->n, sizeof *st->sorted, cmp_row);
+    return hit ? *hit : NULL;
+}
