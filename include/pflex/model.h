@@ -2,28 +2,33 @@
  *
  * A job is described by what its owner knows (model shape, batch,
  * parallelism, GPU kind and count); pflex/sim.h turns that into step time,
- * power and telemetry from first principles.
- * (Draft by the build lead; owned and extended by the sim work.  Keep these
- * names: the fleet and the study use them.)
+ * power and telemetry from first principles.  Job descriptions come from
+ * code, from named presets, or from JSON job files (docs/job-format.md).
  */
 #ifndef PFLEX_MODEL_H
 #define PFLEX_MODEL_H
 
+#include <stddef.h>
 #include "pflex/error.h"
 
-/* Datasheet constants of one GPU kind. */
+/* Datasheet constants of one GPU kind (sources in docs/sim-model.md). */
 struct pflex_gpu_kind {
     const char *name;           /* "H200-SXM-141GB", ... */
     double min_cap_w, max_cap_w, default_cap_w;
-    double idle_w;
+    double idle_w;              /* board power idle at the active P-state, W */
     double sm_clock_min_mhz, sm_clock_max_mhz;
     double mem_clock_mhz;
     double mem_bw_gbs;          /* HBM/GDDR bandwidth, GB/s */
     double bf16_tflops;         /* dense BF16 tensor rate at max SM clock */
-    double nvlink_gbs;          /* per-GPU NVLink bandwidth, one direction, GB/s */
+    double nvlink_gbs;          /* per-GPU NVLink bandwidth, one direction, GB/s; 0: none */
     double net_gbs;             /* per-GPU inter-node (InfiniBand) bandwidth, GB/s */
     int sms;
     int gpus_per_node;
+    /* Added by the sim work. */
+    double pcie_gbs;            /* host link, one direction, GB/s */
+    double mem_gb;              /* device memory, GB */
+    double mem_pj_per_bit;      /* DRAM access energy incl. PHY and controller, pJ/bit */
+    double clock_step_mhz;      /* SM clock granularity of the power loop */
 };
 
 /* The table of known kinds, and lookup by name (case-insensitive; also
@@ -39,21 +44,61 @@ enum pflex_job_kind {
     PFLEX_JOB_INFERENCE,
 };
 
+/* "pretrain", "finetune", "lora", "inference"; NULL when out of range. */
+const char *pflex_job_kind_name(enum pflex_job_kind k);
+/* Parse those names (also "finetune-full", "finetune-lora", "ft", "pt");
+ * 0 or -1. */
+int pflex_job_kind_parse(const char *s, enum pflex_job_kind *out);
+
+/* A job.  Zero in an optional field means "derive it" (see
+ * pflex_job_desc_resolve); code that fills only the original fields keeps
+ * working. */
 struct pflex_job_desc {
     char name[64];
     char gpu[32];               /* GPU kind name */
     int gpus;                   /* total GPUs = dp * tp * pp (ep within dp) */
-    double params_b;            /* total parameters, billions */
+    double params_b;            /* total parameters, billions (0: from the shape) */
     int layers, hidden, heads;
     int ffn_hidden;             /* 0: derived */
     int vocab;                  /* 0: 32000 */
-    int seq_len;
-    int micro_batch;            /* sequences per GPU per micro-step */
-    int global_batch;           /* sequences per optimizer step */
+    int seq_len;                /* tokens per sequence (inference: prompt length) */
+    int micro_batch;            /* sequences per GPU per micro-step (inference: batch per replica) */
+    int global_batch;           /* sequences per optimizer step (inference: per replica step) */
     int experts, top_k;         /* experts 0: dense */
     enum pflex_job_kind kind;
     int dp, tp, pp, ep;
     int act_ckpt;               /* activation recomputation on */
+    /* Added by the sim work (0 = default). */
+    int kv_heads;               /* grouped-query attention KV heads; 0: = heads */
+    int zero;                   /* optimizer-state sharding stage 0..3 (3 = FSDP full shard) */
+    int gen_len;                /* inference: generated tokens per sequence; 0: 128 */
 };
+
+/* Check a description and fill every derived field in place (dp from
+ * gpus/(tp*pp), ffn_hidden, vocab, params_b or the shape, top_k, ...).
+ * Fails with "field 'x': what is wrong" on an inconsistent description.
+ * Idempotent. */
+int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err);
+
+/* Parameters, billions: all of them, and those active per token (MoE:
+ * top_k of the experts).  Of a resolved description. */
+double pflex_job_params_total_b(const struct pflex_job_desc *d);
+double pflex_job_params_active_b(const struct pflex_job_desc *d);
+
+/* Named presets (pflex sweep --list-presets).  find: 0 and *out (resolved),
+ * or -1 when unknown.  preset_at: name of preset i, NULL past the end;
+ * summary (may be NULL) gets a one-line description. */
+int pflex_job_preset_find(const char *name, struct pflex_job_desc *out);
+const char *pflex_job_preset_at(int i, const char **summary);
+
+/* Job files (docs/job-format.md): a JSON object.  Errors read
+ * "name:line:col: ..." for syntax and "name:line: field 'x': ..." for
+ * content.  The result is resolved. */
+int pflex_job_parse(const char *buf, size_t len, const char *name,
+                    struct pflex_job_desc *out, pflex_error_t *err);
+int pflex_job_read_file(const char *path, struct pflex_job_desc *out, pflex_error_t *err);
+
+/* A preset name, or else a job file path. */
+int pflex_job_load(const char *preset_or_path, struct pflex_job_desc *out, pflex_error_t *err);
 
 #endif

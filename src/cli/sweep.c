@@ -1,8 +1,253 @@
-/* sweep.c — pflex sweep (being built). */
+/* sweep.c — pflex sweep: a power-cap sweep on a backend, written as a sweep
+ * CSV with telemetry columns.  --backend sim (the default) runs the
+ * physical model of pflex/sim.h on a job description; --backend nvml is
+ * src/cli/sweep_nvml.c. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 #include "cli/cli.h"
+#include "pflex/sim.h"
+
+static const char help[] =
+"usage: pflex sweep [--backend sim] --job PRESET|FILE [options]\n"
+"       pflex sweep --backend nvml ...   (see 'pflex sweep --backend nvml --help')\n"
+"       pflex sweep --list-presets\n"
+"\n"
+"Runs a power-cap sweep and writes a sweep CSV (SPEC section 3) with the\n"
+"columns job,gpu,gpus,cap_w,power_w,throughput and the telemetry columns\n"
+"sm_clock_mhz, mem_clock_mhz, gpu_util, mem_copy_util, sm_active,\n"
+"sm_occupancy, tensor_active, dram_active, gr_engine_active, pcie_tx_bytes,\n"
+"pcie_rx_bytes, nvlink_tx_bytes, nvlink_rx_bytes (per-GPU means).\n"
+"\n"
+"The sim backend needs no GPU: a physical model of the GPU (V-f curve,\n"
+"power loop, memory clock untouched by caps) runs the job described by a\n"
+"named preset or a JSON job file (docs/job-format.md): model shape, batch,\n"
+"parallelism, GPU kind and count.  power_w is the mean per-GPU board power,\n"
+"throughput the job's tokens/s (inference: generated tokens/s).  Silicon\n"
+"variation and measurement noise follow --seed: the same seed gives the\n"
+"same file.  Model and constants: docs/sim-model.md.\n"
+"\n"
+"options:\n"
+"  --backend NAME   sim (default) or nvml (a real driver, libnvidia-ml.so.1)\n"
+"  --job JOB        a preset name (--list-presets) or a job file path\n"
+"  --caps LIST      per-GPU caps in W, comma-separated, e.g. 700,600,500;\n"
+"                   clipped to nothing: a cap outside the GPU's range is an error\n"
+"  --cap-step W     caps from the GPU's highest to its lowest limit in steps\n"
+"                   of W (default: ten even steps)\n"
+"  --repeats N      measurement windows per cap, one row each (default 3)\n"
+"  --seed S         silicon and noise seed (default 1)\n"
+"  --out FILE       write the CSV to FILE instead of stdout\n"
+"  --progress       progress on stderr even when it is not a terminal\n"
+"  --list-presets   list the preset jobs and exit\n"
+"  -h, --help       this help\n"
+"\n"
+"exit: 0 ok, 1 system error, 2 bad usage or a bad job file (file:line: what\n"
+"is wrong on stderr; nothing on stdout).\n";
+
+enum { OPT_BACKEND = 256, OPT_JOB, OPT_CAPS, OPT_CAP_STEP, OPT_REPEATS, OPT_SEED, OPT_OUT,
+       OPT_PROGRESS, OPT_LIST };
+
+static const struct option options[] = {
+    {"backend", required_argument, NULL, OPT_BACKEND},
+    {"job", required_argument, NULL, OPT_JOB},
+    {"caps", required_argument, NULL, OPT_CAPS},
+    {"cap-step", required_argument, NULL, OPT_CAP_STEP},
+    {"repeats", required_argument, NULL, OPT_REPEATS},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"out", required_argument, NULL, OPT_OUT},
+    {"progress", no_argument, NULL, OPT_PROGRESS},
+    {"list-presets", no_argument, NULL, OPT_LIST},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* The backend named on the command line, before full parsing: nvml takes
+ * the whole argument vector. */
+static const char *backend_of(int argc, char **argv)
+{
+    const char *b = "sim";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--"))
+            break;
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+            b = argv[++i];
+        else if (!strncmp(argv[i], "--backend=", 10))
+            b = argv[i] + 10;
+    }
+    return b;
+}
+
+static int list_presets(void)
+{
+    const char *summary;
+    for (int i = 0; pflex_job_preset_at(i, &summary); i++)
+        printf("%-28s %s\n", pflex_job_preset_at(i, NULL), summary);
+    return PFLEX_EXIT_OK;
+}
+
+#define MAX_CAPS 256
+
+static int parse_caps(const char *s, double *caps, int *n)
+{
+    char *copy = strdup(s), *save = NULL;
+    *n = 0;
+    int rc = 0;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (*n == MAX_CAPS) {
+            rc = cli_usage_error("sweep", "--caps: more than %d caps", MAX_CAPS);
+            break;
+        }
+        if (cli_parse_double("sweep", "--caps", t, 1, 100000, &caps[*n]) < 0) {
+            rc = PFLEX_EXIT_BAD_INPUT;
+            break;
+        }
+        (*n)++;
+    }
+    free(copy);
+    if (!rc && !*n)
+        rc = cli_usage_error("sweep", "--caps: no caps given");
+    return rc;
+}
+
+static int run_sim(const struct pflex_job_desc *d, const double *caps, int ncaps, int repeats,
+                   uint64_t seed, const char *out_path, int progress)
+{
+    pflex_error_t err;
+    pflex_sim_job_t *j;
+    if (pflex_sim_job_create(d, seed, &j, &err) < 0) {
+        cli_error("sweep", "%s", err.text);
+        return PFLEX_EXIT_BAD_INPUT;
+    }
+    FILE *f = stdout;
+    if (out_path && !(f = fopen(out_path, "w"))) {
+        cli_error("sweep", "%s: %s", out_path, strerror(errno));
+        pflex_sim_job_destroy(j);
+        return PFLEX_EXIT_INTERNAL;
+    }
+    int rc = pflex_sweep_write_header(f, 1);
+    for (int c = 0; c < ncaps && rc == 0; c++) {
+        if (progress)
+            fprintf(stderr, "\rpflex sweep: %s at %g W (%d/%d)   ", d->name, caps[c], c + 1, ncaps);
+        for (int r = 0; r < repeats && rc == 0; r++) {
+            struct pflex_sim_measure m;
+            if (pflex_sim_job_measure(j, caps[c], &m, &err) < 0) {
+                cli_error("sweep", "%s", err.text);
+                rc = -2;
+                break;
+            }
+            rc = pflex_sweep_write_row(f, 1, d->name, d->gpu, d->gpus, caps[c], m.power_w,
+                                       m.throughput, m.tm);
+        }
+    }
+    if (progress)
+        fputc('\n', stderr);
+    pflex_sim_job_destroy(j);
+    if (fflush(f) != 0 || ferror(f))
+        rc = rc ? rc : -1;
+    if (f != stdout && fclose(f) != 0)
+        rc = rc ? rc : -1;
+    if (rc == -1) {
+        cli_error("sweep", "%s: write error", out_path ? out_path : "stdout");
+        return PFLEX_EXIT_INTERNAL;
+    }
+    return rc ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
+}
 
 int cmd_sweep(int argc, char **argv)
 {
-    cli_error("sweep", "not built yet");
-    return PFLEX_EXIT_INTERNAL;
+    const char *backend = backend_of(argc, argv);
+    if (!strcmp(backend, "nvml"))
+        return sweep_nvml(argc, argv);
+    if (strcmp(backend, "sim"))
+        return cli_usage_error("sweep", "--backend: unknown backend '%s' (sim or nvml)", backend);
+
+    const char *job = NULL, *caps_arg = NULL, *out_path = NULL;
+    double cap_step = 0, v;
+    int repeats = 3, progress = 0, c;
+    uint64_t seed = 1;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+        switch (c) {
+        case OPT_BACKEND:
+            break;
+        case OPT_JOB:
+            job = optarg;
+            break;
+        case OPT_CAPS:
+            caps_arg = optarg;
+            break;
+        case OPT_CAP_STEP:
+            if (cli_parse_double("sweep", "--cap-step", optarg, 1, 10000, &cap_step) < 0)
+                return PFLEX_EXIT_BAD_INPUT;
+            break;
+        case OPT_REPEATS:
+            if (cli_parse_double("sweep", "--repeats", optarg, 1, 1000, &v) < 0)
+                return PFLEX_EXIT_BAD_INPUT;
+            if (v != floor(v))
+                return cli_usage_error("sweep", "--repeats: '%s' is not a whole number", optarg);
+            repeats = (int)v;
+            break;
+        case OPT_SEED: {
+            char *end;
+            errno = 0;
+            unsigned long long s = strtoull(optarg, &end, 0);
+            if (end == optarg || *end || errno || optarg[0] == '-')
+                return cli_usage_error("sweep", "--seed: '%s' is not a non-negative integer",
+                                       optarg);
+            seed = s;
+            break;
+        }
+        case OPT_OUT:
+            out_path = optarg;
+            break;
+        case OPT_PROGRESS:
+            progress = 1;
+            break;
+        case OPT_LIST:
+            return list_presets();
+        case 'h':
+            return cli_help(help);
+        case ':':
+            return cli_usage_error("sweep", "%s needs a value", argv[optind - 1]);
+        default:
+            return cli_usage_error("sweep", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("sweep", "unexpected argument '%s'", argv[optind]);
+    if (!job)
+        return cli_usage_error("sweep", "--job: give a preset name or a job file");
+    if (caps_arg && cap_step > 0)
+        return cli_usage_error("sweep", "--caps and --cap-step: give one of them");
+
+    struct pflex_job_desc d;
+    pflex_error_t err;
+    if (pflex_job_load(job, &d, &err) < 0) {
+        cli_error("sweep", "%s", err.text);
+        if (!strchr(job, '/') && !strchr(job, '.') && errno == ENOENT)
+            fprintf(stderr, "(not a preset either; 'pflex sweep --list-presets' lists them)\n");
+        return PFLEX_EXIT_BAD_INPUT;
+    }
+    const struct pflex_gpu_kind *k = pflex_gpu_kind_find(d.gpu);
+    double caps[MAX_CAPS];
+    int ncaps = 0;
+    if (caps_arg) {
+        int rc = parse_caps(caps_arg, caps, &ncaps);
+        if (rc)
+            return rc;
+        for (int i = 0; i < ncaps; i++)
+            if (caps[i] < k->min_cap_w || caps[i] > k->max_cap_w)
+                return cli_usage_error("sweep", "--caps: %g W is outside the %s range [%g, %g] W",
+                                       caps[i], k->name, k->min_cap_w, k->max_cap_w);
+    } else {
+        double step = cap_step > 0 ? cap_step : (k->max_cap_w - k->min_cap_w) / 10;
+        for (double cap = k->max_cap_w; cap >= k->min_cap_w - 1e-9 && ncaps < MAX_CAPS;
+             cap -= step)
+            caps[ncaps++] = cap;
+    }
+    return run_sim(&d, caps, ncaps, repeats, seed, out_path,
+                   cli_progress_wanted(progress));
 }

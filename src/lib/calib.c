@@ -1,0 +1,123 @@
+/* calib.c — the sim model against the Emerald A100 measurements. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "pflex/calib.h"
+#include "pflex/curve.h"
+#include "pflex/pfi.h"
+#include "pflex/sim.h"
+#include "pflex/sweep.h"
+
+static const struct { const char *preset, *job; } pairs[] = {
+    {"emerald-ft-llama-8b-dolly", "ft_llama_8b_dolly"},
+    {"emerald-ft-llama-8b-p3", "ft_llama_8b_p3"},
+    {"emerald-infer-llama-8b", "infer_llama_8b_48g"},
+    {"emerald-pt-mpt-7b", "pt_mpt_7b_fast"},
+    {"emerald-pt-mpt-13b", "pt_mpt_13b_lg"},
+};
+
+static const char emerald_columns[] =
+    "job=Workload,cap_w=GPU power cap,power_w=power per GPU,throughput=throughput";
+
+static int is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int pflex_calib_emerald_path(const char *data_dir, char *buf, size_t len)
+{
+    static const char *const tails[] = {"", "/data/dvfs_sweep.csv",
+                                        "/emerald-demo/data/dvfs_sweep.csv"};
+    for (size_t i = 0; data_dir && i < 3; i++) {
+        if ((size_t)snprintf(buf, len, "%s%s", data_dir, tails[i]) < len && is_file(buf))
+            return 0;
+    }
+    return -1;
+}
+
+static int pfi_of(const struct pflex_sweep_point *pts, size_t n, double *pfi, pflex_error_t *err)
+{
+    struct pflex_curve c;
+    if (pflex_curve_init(&c, pts, n, err) < 0)
+        return -1;
+    struct pflex_pfi p;
+    pflex_pfi_compute(&c, PFLEX_PFI_RANGE_DEFAULT, &p);
+    *pfi = p.valid ? p.pfi : NAN;
+    pflex_curve_fini(&c);
+    return 0;
+}
+
+int pflex_calibrate_emerald(const char *data_dir, uint64_t seed, struct pflex_calib_result *out,
+                            size_t max, size_t *n, pflex_error_t *err)
+{
+    char path[4096];
+    *n = 0;
+    if (pflex_calib_emerald_path(data_dir, path, sizeof path) < 0)
+        return pflex_error_set(err, "%s: no emerald-demo/data/dvfs_sweep.csv there",
+                               data_dir ? data_dir : "(null)");
+    pflex_sweep_t *sw;
+    if (pflex_sweep_read_file(path, emerald_columns, &sw, err) < 0)
+        return -1;
+    int rc = 0;
+    for (size_t p = 0; p < sizeof pairs / sizeof *pairs && *n < max; p++) {
+        const struct pflex_sweep_job *mj = NULL;
+        for (size_t i = 0; i < sw->njobs; i++)
+            if (!strcmp(sw->jobs[i].name, pairs[p].job))
+                mj = &sw->jobs[i];
+        if (!mj || mj->npoints < 2 || mj->npoints > PFLEX_CALIB_MAX_CAPS)
+            continue;
+        struct pflex_calib_result *r = &out[*n];
+        memset(r, 0, sizeof *r);
+        snprintf(r->preset, sizeof r->preset, "%s", pairs[p].preset);
+        snprintf(r->measured_job, sizeof r->measured_job, "%s", pairs[p].job);
+        struct pflex_job_desc d;
+        pflex_sim_job_t *j;
+        if (pflex_job_preset_find(pairs[p].preset, &d) < 0) {
+            rc = pflex_error_set(err, "calibration: no preset %s", pairs[p].preset);
+            break;
+        }
+        if (pflex_sim_job_create(&d, seed + p, &j, err) < 0) {
+            rc = -1;
+            break;
+        }
+        struct pflex_sweep_point sim[PFLEX_CALIB_MAX_CAPS];
+        r->ncaps = mj->npoints;
+        for (size_t k = 0; k < mj->npoints; k++) {
+            /* Three measurement windows per cap, averaged, as a sweep would. */
+            double pw = 0, tp = 0;
+            for (int rep = 0; rep < 3; rep++) {
+                struct pflex_sim_measure m;
+                pflex_sim_job_measure(j, mj->points[k].cap_w, &m, NULL);
+                pw += m.power_w / 3;
+                tp += m.throughput / 3;
+            }
+            sim[k] = (struct pflex_sweep_point){mj->points[k].cap_w, pw, tp, 3, 0};
+            r->cap_w[k] = mj->points[k].cap_w;
+            r->measured_power_w[k] = mj->points[k].power_w;
+            r->simulated_power_w[k] = pw;
+        }
+        pflex_sim_job_destroy(j);
+        double mt0 = mj->points[mj->npoints - 1].throughput, st0 = sim[mj->npoints - 1].throughput;
+        double se = 0;
+        int cnt = 0;
+        for (size_t k = 0; k < mj->npoints; k++) {
+            r->measured[k] = mj->points[k].throughput / mt0;
+            r->simulated[k] = sim[k].throughput / st0;
+            if (r->cap_w[k] >= PFLEX_CALIB_RMSE_MIN_W && r->cap_w[k] <= PFLEX_CALIB_RMSE_MAX_W) {
+                se += (r->measured[k] - r->simulated[k]) * (r->measured[k] - r->simulated[k]);
+                cnt++;
+            }
+        }
+        r->rmse = cnt ? sqrt(se / cnt) : NAN;
+        if (pfi_of(mj->points, mj->npoints, &r->pfi_measured, err) < 0
+            || pfi_of(sim, mj->npoints, &r->pfi_simulated, err) < 0) {
+            rc = -1;
+            break;
+        }
+        (*n)++;
+    }
+    pflex_sweep_destroy(sw);
+    return rc;
+}
