@@ -733,7 +733,8 @@ int sweep_nvml(int argc, char **argv)
     free(lim);
     if (stop_signal) {
         int sig = stop_signal;
-        cli_error(CMD, "interrupted by %s", strsignal(sig));
+        cli_error(CMD, "stopped by %s", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM"
+                                         : "SIGHUP");
         fflush(NULL);
         signal(sig, SIG_DFL);
         raise(sig);
