@@ -153,4 +153,41 @@ struct pflex_alloc_comparison {
 int pflex_alloc_compare(const struct pflex_alloc_problem *p,
                         struct pflex_alloc_comparison *out, pflex_error_t *err);
 
+/* Reading a problem from files: what `pflex allocate` and `pflex evaluate`
+ * read.  Jobs come from a sweep (one per sweep job, or one per row of a
+ * jobs file that names a sweep job's curve), or from a PFI CSV alone.
+ *
+ *  - sweep: P0, T0, the baseline cap and the curve of each job; x_hi is the
+ *    curve's x_max; floor, tier, weight and gpus columns are used.
+ *  - jobs file (CSV: job, curve, gpus, optional tier, floor, weight): each
+ *    row is a job running the named sweep job's curve (its per-GPU power,
+ *    baseline throughput and loss curve, unscaled) on its own GPU count.
+ *  - PFI CSV: with a sweep, each job's PFI (by job name, else by curve
+ *    name) replaces the one measured on its curve; every job needs a row.
+ *    Alone, it gives jobs without curves; their range x_hi is the hardware
+ *    minimum cap 1 - P_min/P0 where the gpu column names a known GPU kind,
+ *    else the PFI's own range (0.30 where the file has none).
+ *  - floor: the default for jobs that set none (NaN: no default).
+ * A job's own floor, from a floor or tier column, wins over the default. */
+struct pflex_alloc_source {
+    const char *sweep_path;     /* NULL: the PFI file alone; "-": stdin */
+    const char *columns;        /* --columns for the sweep, or NULL */
+    const char *pfi_path;       /* NULL: PFIs measured on the curves */
+    const char *jobs_path;      /* NULL: one job per sweep job */
+    double floor;               /* default floor, NaN for none */
+};
+
+typedef struct pflex_alloc_input {
+    size_t njobs;
+    struct pflex_alloc_job *jobs;
+    int has_curves;             /* every job has a measured curve */
+    void *priv;                 /* storage; do not touch */
+} pflex_alloc_input_t;
+
+/* Returns 0 and *out (free with pflex_alloc_input_destroy), or -1 with err
+ * set as "file:line: what is wrong". */
+int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_input_t **out,
+                           pflex_error_t *err);
+void pflex_alloc_input_destroy(pflex_alloc_input_t *in);
+
 #endif

@@ -1,8 +1,241 @@
-/* allocate.c — pflex allocate (being built). */
+/* allocate.c — pflex allocate: split a site power budget between jobs
+ * (SPEC §2 "Allocation problem", §4). */
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 #include "cli/cli.h"
+#include "pflex/alloc.h"
+
+static const char help[] =
+"usage: pflex allocate [SWEEP.csv] (--budget-w W | --reduce F) [options]\n"
+"       pflex allocate --pfi PFI.csv (--budget-w W | --reduce F) [options]\n"
+"\n"
+"Plans per-job GPU power caps under a site power budget so that total useful\n"
+"throughput is as high as possible, every job keeps its service floor and the\n"
+"plan's GPU power (sum over jobs of gpus x per-GPU power) stays within the\n"
+"budget.  Reads a power-cap sweep (one loss curve per job) or, with --pfi\n"
+"alone, a PFI CSV from 'pflex pfi --csv' (PFI, gpus, baseline per job).\n"
+"'-' or no file reads the sweep from stdin.\n"
+"\n"
+"policies:\n"
+"  equal     the same power reduction for every job, clipped at each job's\n"
+"            limit, the shortfall spread over the others\n"
+"  pfi       knows only each job's PFI; models loss = (1 - PFI) x reduction\n"
+"            and is optimal under that model (default with --pfi alone)\n"
+"  optimal   uses the measured curves; exact for convex curves, otherwise\n"
+"            within gap_bound of the optimum (default with a sweep)\n"
+"\n"
+"options:\n"
+"  --budget-w W        site budget: total GPU power allowed, W\n"
+"  --reduce F          cut a fraction F of the baseline power (0..1)\n"
+"  --policy P          equal, pfi or optimal\n"
+"  --pfi FILE          PFI CSV: alone, the jobs; with a sweep, the PFIs the pfi\n"
+"                      policy uses (measured or predicted) instead of the curves'\n"
+"  --jobs FILE         jobs file (job, curve, gpus[, tier, floor, weight]): each\n"
+"                      row runs the named sweep job's curve on its own GPUs\n"
+"  --floor S           service floor (0..1) for jobs without a floor or tier\n"
+"  --objective O       throughput (default: sum of weight x throughput) or\n"
+"                      progress (sum of weight x gpus x fraction of baseline,\n"
+"                      for jobs whose throughput units differ)\n"
+"  --columns MAP       map foreign sweep headers: name=Header,...\n"
+"  --json              one JSON document\n"
+"  --csv               one CSV row per job\n"
+"  -h, --help          this help\n"
+"\n"
+"Per job: the per-GPU power target, the cap to set (the target, or the\n"
+"current cap when the job is not cut), the expected throughput and its\n"
+"fraction of baseline.  Jobs with a curve are cut at most to their largest\n"
+"measured reduction; jobs from a PFI file alone to the GPU's minimum cap\n"
+"(gpu column naming a known kind) or else their PFI range.\n"
+"\n"
+"exit: 0 ok, 2 bad usage or input (file:line on stderr), 3 infeasible: the\n"
+"floors and ranges cannot reach the budget; the plan at the least power\n"
+"reachable is still printed, with \"feasible\": false.\n";
+
+static json_t *plan_json(const pflex_alloc_input_t *in, const struct pflex_alloc_plan *pl)
+{
+    json_t *doc = json_object();
+    json_object_set_new(doc, "policy", json_string(pflex_policy_name(pl->policy)));
+    json_object_set_new(doc, "baseline_w", json_real(pl->baseline_w));
+    json_object_set_new(doc, "budget_w", json_real(pl->budget_w));
+    json_object_set_new(doc, "power_w", json_real(pl->power_w));
+    json_object_set_new(doc, "throughput", json_real(pl->throughput));
+    json_object_set_new(doc, "objective", cli_json_real(pl->objective));
+    json_object_set_new(doc, "feasible", json_boolean(pl->feasible));
+    json_object_set_new(doc, "gap_bound", json_real(pl->gap_bound));
+    json_t *jobs = json_array();
+    for (size_t k = 0; k < in->njobs; k++) {
+        const struct pflex_alloc_job *j = &in->jobs[k];
+        double x = pl->x[k];
+        json_t *o = json_object();
+        json_object_set_new(o, "job", json_string(j->name));
+        json_object_set_new(o, "gpus", json_integer(j->gpus));
+        json_object_set_new(o, "baseline_power_w", json_real(j->p0_w));
+        json_object_set_new(o, "power_w", json_real(pflex_alloc_power_w(j, x)));
+        json_object_set_new(o, "cap_w", json_real(pflex_alloc_cap_w(j, x)));
+        json_object_set_new(o, "reduction", json_real(x));
+        json_object_set_new(o, "throughput", json_real(pl->throughput_j[k]));
+        json_object_set_new(o, "fraction", json_real(pl->throughput_j[k] / j->t0));
+        json_object_set_new(o, "baseline_throughput", json_real(j->t0));
+        json_object_set_new(o, "floor", json_real(j->floor));
+        json_object_set_new(o, "limit", json_real(pl->limit[k]));
+        json_object_set_new(o, "weight", json_real(j->weight));
+        json_array_append_new(jobs, o);
+    }
+    json_object_set_new(doc, "jobs", jobs);
+    return doc;
+}
+
+static void plan_csv(const pflex_alloc_input_t *in, const struct pflex_alloc_plan *pl)
+{
+    printf("job,gpus,baseline_power_w,power_w,cap_w,reduction,throughput,fraction,floor\n");
+    for (size_t k = 0; k < in->njobs; k++) {
+        const struct pflex_alloc_job *j = &in->jobs[k];
+        double x = pl->x[k];
+        cli_csv_field(stdout, j->name);
+        printf(",%d,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g\n", j->gpus, j->p0_w,
+               pflex_alloc_power_w(j, x), pflex_alloc_cap_w(j, x), x, pl->throughput_j[k],
+               pl->throughput_j[k] / j->t0, j->floor);
+    }
+}
+
+static void plan_table(const pflex_alloc_input_t *in, const struct pflex_alloc_plan *pl)
+{
+    int w = 24;
+    for (size_t k = 0; k < in->njobs; k++) {
+        int l = (int)strlen(in->jobs[k].name);
+        if (l > w)
+            w = l < 60 ? l : 60;
+    }
+    printf("%-*s %6s %9s %9s %9s %7s %12s %8s %6s\n", w, "job", "gpus", "base_W", "power_W",
+           "cap_W", "reduce", "throughput", "fraction", "floor");
+    for (size_t k = 0; k < in->njobs; k++) {
+        const struct pflex_alloc_job *j = &in->jobs[k];
+        double x = pl->x[k];
+        printf("%-*s %6d %9.1f %9.1f %9.1f %7.4f %12.5g %8.4f %6.2f\n", w, j->name, j->gpus,
+               j->p0_w, pflex_alloc_power_w(j, x), pflex_alloc_cap_w(j, x), x,
+               pl->throughput_j[k], pl->throughput_j[k] / j->t0, j->floor);
+    }
+    printf("policy %s: power %.1f W of budget %.1f W (baseline %.1f W, cut %.1f%%), "
+           "throughput %.6g%s\n", pflex_policy_name(pl->policy), pl->power_w, pl->budget_w,
+           pl->baseline_w, 100.0 * (1.0 - pl->power_w / pl->baseline_w), pl->throughput,
+           pl->feasible ? "" : "  INFEASIBLE: every job at its limit");
+    if (pl->gap_bound > 0)
+        printf("gap_bound %.6g: non-convex curves; the optimum is at most this much better\n",
+               pl->gap_bound);
+}
 
 int cmd_allocate(int argc, char **argv)
 {
-    cli_error("allocate", "not built yet");
-    return PFLEX_EXIT_INTERNAL;
+    static const struct option opts[] = {
+        {"budget-w", required_argument, NULL, 'B'},
+        {"reduce", required_argument, NULL, 'R'},
+        {"policy", required_argument, NULL, 'P'},
+        {"pfi", required_argument, NULL, 'p'},
+        {"jobs", required_argument, NULL, 'j'},
+        {"floor", required_argument, NULL, 'f'},
+        {"objective", required_argument, NULL, 'o'},
+        {"columns", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'J'},
+        {"csv", no_argument, NULL, 'C'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *cmd = "allocate";
+    struct pflex_alloc_source src = {.floor = NAN};
+    double budget = NAN, reduce = NAN;
+    int json = 0, csv = 0, have_policy = 0, c;
+    enum pflex_policy policy = PFLEX_POLICY_OPTIMAL;
+    enum pflex_objective objective = PFLEX_OBJECTIVE_THROUGHPUT;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'B':
+            if (cli_parse_double(cmd, "--budget-w", optarg, 0, 1e15, &budget) < 0)
+                return PFLEX_EXIT_BAD_INPUT;
+            break;
+        case 'R':
+            if (cli_parse_double(cmd, "--reduce", optarg, 0, 1, &reduce) < 0)
+                return PFLEX_EXIT_BAD_INPUT;
+            break;
+        case 'P':
+            if (pflex_policy_parse(optarg, &policy) < 0)
+                return cli_usage_error(cmd, "--policy: '%s' is not equal, pfi or optimal", optarg);
+            have_policy = 1;
+            break;
+        case 'p': src.pfi_path = optarg; break;
+        case 'j': src.jobs_path = optarg; break;
+        case 'f':
+            if (cli_parse_double(cmd, "--floor", optarg, 0, 1, &src.floor) < 0)
+                return PFLEX_EXIT_BAD_INPUT;
+            break;
+        case 'o':
+            if (strcmp(optarg, "throughput") == 0)
+                objective = PFLEX_OBJECTIVE_THROUGHPUT;
+            else if (strcmp(optarg, "progress") == 0)
+                objective = PFLEX_OBJECTIVE_PROGRESS;
+            else
+                return cli_usage_error(cmd, "--objective: '%s' is not throughput or progress",
+                                       optarg);
+            break;
+        case 'c': src.columns = optarg; break;
+        case 'J': json = 1; break;
+        case 'C': csv = 1; break;
+        case 'h': return cli_help(help);
+        default: return cli_usage_error(cmd, "bad option");
+        }
+    }
+    if (json && csv)
+        return cli_usage_error(cmd, "--csv and --json exclude each other");
+    if (isnan(budget) == isnan(reduce))
+        return cli_usage_error(cmd, "give exactly one of --budget-w W and --reduce F");
+    if (argc - optind > 1)
+        return cli_usage_error(cmd, "one sweep file at most");
+    if (optind < argc)
+        src.sweep_path = argv[optind];
+    else if (!src.pfi_path)
+        src.sweep_path = "-";
+    if (!have_policy)
+        policy = src.sweep_path ? PFLEX_POLICY_OPTIMAL : PFLEX_POLICY_PFI;
+    if (!src.sweep_path && policy == PFLEX_POLICY_OPTIMAL)
+        return cli_usage_error(cmd, "--policy optimal needs measured curves: give a sweep");
+
+    pflex_error_t err;
+    pflex_alloc_input_t *in;
+    if (pflex_alloc_input_read(&src, &in, &err) < 0) {
+        cli_error(cmd, "%s", err.text);
+        return PFLEX_EXIT_BAD_INPUT;
+    }
+    struct pflex_alloc_problem prob = {
+        .njobs = in->njobs, .jobs = in->jobs, .objective = objective,
+    };
+    prob.budget_w = isnan(budget) ? (1.0 - reduce) * pflex_alloc_baseline_w(&prob) : budget;
+    struct pflex_alloc_plan plan;
+    pflex_alloc_plan_init(&plan);
+    int rc = PFLEX_EXIT_OK;
+    if (pflex_alloc_plan(&prob, policy, &plan, &err) < 0) {
+        cli_error(cmd, "%s", err.text);
+        rc = PFLEX_EXIT_BAD_INPUT;
+        goto out;
+    }
+    if (json) {
+        if (cli_json_print(plan_json(in, &plan)) < 0)
+            rc = PFLEX_EXIT_INTERNAL;
+    } else if (csv) {
+        plan_csv(in, &plan);
+    } else {
+        plan_table(in, &plan);
+    }
+    if (fflush(stdout) != 0)
+        rc = PFLEX_EXIT_INTERNAL;
+    if (rc == PFLEX_EXIT_OK && !plan.feasible) {
+        cli_error(cmd, "infeasible: the least power reachable within floors and ranges is "
+                  "%.1f W, over the budget of %.1f W", plan.power_w, plan.budget_w);
+        rc = PFLEX_EXIT_INFEASIBLE;
+    }
+out:
+    pflex_alloc_plan_fini(&plan);
+    pflex_alloc_input_destroy(in);
+    return rc;
 }

@@ -1,0 +1,335 @@
+/* alloc_input.c — an allocation problem from a sweep, a jobs file and a
+ * PFI CSV (see pflex/alloc.h).  Curves are built into one arena: no
+ * allocation per job, so a million-job sweep becomes a problem in one pass. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pflex/alloc.h"
+#include "pflex/csv.h"
+#include "pflex/curve.h"
+#include "pflex/model.h"
+#include "pflex/pfi.h"
+#include "pflex/pficsv.h"
+#include "pflex/sweep.h"
+
+struct storage {
+    pflex_sweep_t *sweep;
+    pflex_pficsv_t *pfi;
+    double *arena;              /* 3 doubles per sweep point: x, loss, cap */
+    struct pflex_curve *curves; /* per sweep job */
+    char *jobs_buf;             /* the jobs file's strings */
+    const struct pflex_sweep_job **by_name;
+};
+
+void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
+{
+    if (!in)
+        return;
+    struct storage *st = in->priv;
+    if (st) {
+        pflex_sweep_destroy(st->sweep);
+        pflex_pficsv_destroy(st->pfi);
+        free(st->arena);
+        free(st->curves);
+        free(st->jobs_buf);
+        free(st->by_name);
+        free(st);
+    }
+    free(in->jobs);
+    free(in);
+}
+
+static int cmp_sjob(const void *a, const void *b)
+{
+    const struct pflex_sweep_job *const *p = a, *const *q = b;
+    return strcmp((*p)->name, (*q)->name);
+}
+
+static const struct pflex_sweep_job *sweep_find(const struct storage *st, const char *name)
+{
+    struct pflex_sweep_job key;
+    const struct pflex_sweep_job *kp = &key, *const *hit;
+    key.name = name;
+    hit = bsearch(&kp, st->by_name, st->sweep->njobs, sizeof *st->by_name, cmp_sjob);
+    return hit ? *hit : NULL;
+}
+
+/* A job from sweep job k (its curve) with the given identity. */
+static void job_from_curve(struct pflex_alloc_job *j, const struct pflex_curve *c,
+                           const struct pflex_sweep_job *sj)
+{
+    memset(j, 0, sizeof *j);
+    j->name = sj->name;
+    j->gpus = sj->gpus;
+    j->p0_w = c->p0_w;
+    j->t0 = c->t0;
+    j->cap0_w = c->cap0_w;
+    j->weight = sj->weight;
+    j->floor = isnan(sj->floor) ? NAN : sj->floor;
+    j->x_hi = c->x_max;
+    j->pfi = NAN;
+    j->npoints = c->n;
+    j->x = c->x;
+    j->loss = c->loss;
+}
+
+static int read_sweep(const struct pflex_alloc_source *src, struct storage *st,
+                      pflex_error_t *err)
+{
+    const char *sname = strcmp(src->sweep_path, "-") == 0 ? "<stdin>" : src->sweep_path;
+    if (pflex_sweep_read_file(src->sweep_path, src->columns, &st->sweep, err) < 0)
+        return -1;
+    pflex_sweep_t *sw = st->sweep;
+    size_t npts = 0;
+    for (size_t k = 0; k < sw->njobs; k++)
+        npts += sw->jobs[k].npoints;
+    st->arena = malloc((npts ? npts : 1) * 3 * sizeof *st->arena);
+    st->curves = calloc(sw->njobs ? sw->njobs : 1, sizeof *st->curves);
+    st->by_name = malloc((sw->njobs ? sw->njobs : 1) * sizeof *st->by_name);
+    if (!st->arena || !st->curves || !st->by_name)
+        return pflex_error_set(err, "%s: out of memory", sname);
+    double *a = st->arena;
+    for (size_t k = 0; k < sw->njobs; k++) {
+        const struct pflex_sweep_job *sj = &sw->jobs[k];
+        pflex_error_t e;
+        if (pflex_curve_init_in(&st->curves[k], sj->points, sj->npoints, a, &e) < 0)
+            return pflex_error_set(err, "%s:%u: job '%s': %s", sname, sj->line, sj->name,
+                                   e.text);
+        a += 3 * sj->npoints;
+        st->by_name[k] = sj;
+    }
+    qsort(st->by_name, sw->njobs, sizeof *st->by_name, cmp_sjob);
+    return 0;
+}
+
+enum { J_JOB, J_CURVE, J_GPUS, J_TIER, J_FLOOR, J_WEIGHT, J_COUNT };
+static const char *const jcols[J_COUNT] = {"job", "curve", "gpus", "tier", "floor", "weight"};
+
+static int jbad(pflex_error_t *err, const char *file, unsigned line, int col,
+                const struct pflex_csv_field *f, const char *what)
+{
+    return pflex_error_set(err, "%s:%u: column '%s': '%.*s' %s", file, line, jcols[col],
+                           (int)(f->len > 40 ? 40 : f->len), f->s, what);
+}
+
+static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
+                     pflex_alloc_input_t *in, pflex_error_t *err)
+{
+    const char *file = src->jobs_path;
+    char *buf;
+    size_t len;
+    if (pflex_read_all(file, &buf, &len, err) < 0)
+        return -1;
+    st->jobs_buf = malloc(len + 1);
+    if (!st->jobs_buf) {
+        free(buf);
+        return pflex_error_set(err, "%s: out of memory", file);
+    }
+    char *names = st->jobs_buf;
+    size_t cap = 0;
+    int idx[J_COUNT], rc = -1, got;
+    pflex_csv_t c;
+    pflex_csv_init(&c, buf, len, file);
+    if ((got = pflex_csv_next(&c, err)) <= 0) {
+        if (got == 0)
+            pflex_error_set(err, "%s: empty file: no header row", file);
+        goto done;
+    }
+    size_t need = 0;
+    for (int k = 0; k < J_COUNT; k++) {
+        idx[k] = -1;
+        for (size_t f = 0; f < c.nfields; f++)
+            if (pflex_csv_field_is(&c.fields[f], jcols[k]))
+                idx[k] = (int)f;
+        if (k <= J_GPUS && idx[k] < 0) {
+            pflex_error_set(err, "%s:%u: missing column '%s' (a jobs file needs job, curve, "
+                            "gpus; tier, floor, weight are optional)", file, c.line, jcols[k]);
+            goto done;
+        }
+        if (idx[k] >= 0 && (size_t)idx[k] + 1 > need)
+            need = (size_t)idx[k] + 1;
+    }
+    while ((got = pflex_csv_next(&c, err)) == 1) {
+        const struct pflex_csv_field *f = c.fields;
+        unsigned line = c.line;
+        if (c.nfields < need) {
+            pflex_error_set(err, "%s:%u: %zu fields, the header has %zu", file, line,
+                            c.nfields, need);
+            goto done;
+        }
+        if (in->njobs == cap) {
+            size_t nc = cap ? 2 * cap : 16;
+            struct pflex_alloc_job *nj = realloc(in->jobs, nc * sizeof *nj);
+            if (!nj) {
+                pflex_error_set(err, "%s:%u: out of memory", file, line);
+                goto done;
+            }
+            in->jobs = nj;
+            cap = nc;
+        }
+        const struct pflex_csv_field *jf = &f[idx[J_JOB]], *cf = &f[idx[J_CURVE]];
+        if (!jf->len) {
+            pflex_error_set(err, "%s:%u: column 'job': empty job name", file, line);
+            goto done;
+        }
+        char cname[256];
+        if (cf->len == 0 || cf->len >= sizeof cname) {
+            jbad(err, file, line, J_CURVE, cf, "is not a job name of the sweep");
+            goto done;
+        }
+        memcpy(cname, cf->s, cf->len);
+        cname[cf->len] = 0;
+        const struct pflex_sweep_job *sj = sweep_find(st, cname);
+        if (!sj) {
+            pflex_error_set(err, "%s:%u: column 'curve': '%s' is not a job of %s", file, line,
+                            cname, src->sweep_path);
+            goto done;
+        }
+        struct pflex_alloc_job *j = &in->jobs[in->njobs];
+        job_from_curve(j, &st->curves[sj - st->sweep->jobs], sj);
+        memcpy(names, jf->s, jf->len);
+        names[jf->len] = 0;
+        j->name = names;
+        names += jf->len + 1;
+        double g;
+        const struct pflex_csv_field *gf = &f[idx[J_GPUS]];
+        if (pflex_parse_double(gf->s, gf->len, &g) < 0 || g < 1 || g > 1e8 || g != floor(g)) {
+            jbad(err, file, line, J_GPUS, gf, "is not a positive whole number");
+            goto done;
+        }
+        j->gpus = (int)g;
+        if (idx[J_TIER] >= 0 && f[idx[J_TIER]].len) {
+            const struct pflex_csv_field *tf = &f[idx[J_TIER]];
+            char tb[32];
+            size_t n = tf->len < sizeof tb - 1 ? tf->len : sizeof tb - 1;
+            memcpy(tb, tf->s, n);
+            tb[n] = 0;
+            if (tf->len >= sizeof tb || pflex_tier_floor(tb, &j->floor) < 0) {
+                jbad(err, file, line, J_TIER, tf, "is not a tier (flex0, flex1, flex2, flex3)");
+                goto done;
+            }
+        }
+        if (idx[J_FLOOR] >= 0 && f[idx[J_FLOOR]].len) {
+            const struct pflex_csv_field *ff = &f[idx[J_FLOOR]];
+            if (pflex_parse_double(ff->s, ff->len, &j->floor) < 0 || j->floor < 0
+                || j->floor > 1) {
+                jbad(err, file, line, J_FLOOR, ff, "is not a fraction between 0 and 1");
+                goto done;
+            }
+        }
+        if (idx[J_WEIGHT] >= 0 && f[idx[J_WEIGHT]].len) {
+            const struct pflex_csv_field *wf = &f[idx[J_WEIGHT]];
+            if (pflex_parse_double(wf->s, wf->len, &j->weight) < 0 || j->weight < 0) {
+                jbad(err, file, line, J_WEIGHT, wf, "is not a non-negative number");
+                goto done;
+            }
+        }
+        in->njobs++;
+    }
+    if (got < 0)
+        goto done;
+    if (in->njobs == 0) {
+        pflex_error_set(err, "%s: no jobs after the header", file);
+        goto done;
+    }
+    rc = 0;
+done:
+    pflex_csv_fini(&c);
+    free(buf);
+    return rc;
+}
+
+/* x_hi of a job known only by its PFI row. */
+static double pfi_range(const struct pflex_pfi_row *r)
+{
+    if (isnan(r->pfi))
+        return 0;
+    const struct pflex_gpu_kind *k = r->gpu ? pflex_gpu_kind_find(r->gpu) : NULL;
+    if (k && k->min_cap_w > 0 && k->min_cap_w < r->power_w)
+        return 1.0 - k->min_cap_w / r->power_w;
+    return isnan(r->range) || !(r->range > 0) ? PFLEX_PFI_RANGE_DEFAULT : r->range;
+}
+
+int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_input_t **out,
+                           pflex_error_t *err)
+{
+    *out = NULL;
+    pflex_alloc_input_t *in = calloc(1, sizeof *in);
+    struct storage *st = calloc(1, sizeof *st);
+    if (!in || !st) {
+        free(in);
+        free(st);
+        return pflex_error_set(err, "out of memory");
+    }
+    in->priv = st;
+    if (!src->sweep_path && !src->pfi_path) {
+        pflex_error_set(err, "no input: a sweep or a PFI file is needed");
+        goto fail;
+    }
+    if (!src->sweep_path && src->jobs_path) {
+        pflex_error_set(err, "a jobs file needs a sweep to take its curves from");
+        goto fail;
+    }
+    if (src->pfi_path && pflex_pficsv_read_file(src->pfi_path, &st->pfi, err) < 0)
+        goto fail;
+    if (src->sweep_path) {
+        if (read_sweep(src, st, err) < 0)
+            goto fail;
+        if (src->jobs_path) {
+            if (read_jobs(src, st, in, err) < 0)
+                goto fail;
+        } else {
+            size_t n = st->sweep->njobs;
+            in->jobs = malloc((n ? n : 1) * sizeof *in->jobs);
+            if (!in->jobs) {
+                pflex_error_set(err, "out of memory");
+                goto fail;
+            }
+            for (size_t k = 0; k < n; k++)
+                job_from_curve(&in->jobs[k], &st->curves[k], &st->sweep->jobs[k]);
+            in->njobs = n;
+        }
+        in->has_curves = 1;
+        if (st->pfi)
+            for (size_t k = 0; k < in->njobs; k++) {
+                struct pflex_alloc_job *j = &in->jobs[k];
+                const struct pflex_pfi_row *r = pflex_pficsv_find(st->pfi, j->name);
+                if (!r) {
+                    pflex_error_set(err, "%s: no row for job '%s'", src->pfi_path, j->name);
+                    goto fail;
+                }
+                j->pfi = r->pfi;
+            }
+    } else {
+        size_t n = st->pfi->n;
+        in->jobs = calloc(n, sizeof *in->jobs);
+        if (!in->jobs) {
+            pflex_error_set(err, "out of memory");
+            goto fail;
+        }
+        for (size_t k = 0; k < n; k++) {
+            const struct pflex_pfi_row *r = &st->pfi->rows[k];
+            struct pflex_alloc_job *j = &in->jobs[k];
+            j->name = r->job;
+            j->gpus = r->gpus;
+            j->p0_w = r->power_w;
+            j->t0 = r->throughput;
+            j->cap0_w = isnan(r->cap_w) ? r->power_w : r->cap_w;
+            j->weight = r->weight;
+            j->floor = r->floor;
+            j->pfi = r->pfi;
+            j->x_hi = pfi_range(r);
+        }
+        in->njobs = n;
+    }
+    for (size_t k = 0; k < in->njobs; k++) {
+        struct pflex_alloc_job *j = &in->jobs[k];
+        if (isnan(j->floor))
+            j->floor = isnan(src->floor) ? 0 : src->floor;
+    }
+    *out = in;
+    return 0;
+fail:
+    pflex_alloc_input_destroy(in);
+    return -1;
+}

@@ -1,0 +1,686 @@
+/* test_alloc.c — the allocation policies, checked as properties on
+ * thousands of seeded random instances.
+ *
+ * The reference is an independent exact solver: with one budget constraint
+ * and separable piecewise-linear losses, some optimum has every job but one
+ * at a breakpoint of its curve (0, a measured point, or its limit) and the
+ * last one either at a breakpoint or where the budget binds; enumerating
+ * those points finds the true optimum, convex or not.  For large instances
+ * a second exact method (a full sort of segment slopes) stands in. */
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "pflex/alloc.h"
+#include "pflex/pficsv.h"
+
+#define MAXP 10
+
+static uint64_t rng_state;
+
+static uint64_t next_u64(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double unif(double a, double b)
+{
+    return a + (b - a) * (double)(next_u64() >> 11) / 9007199254740992.0;
+}
+
+static int irand(int a, int b)
+{
+    return a + (int)(next_u64() % (uint64_t)(b - a + 1));
+}
+
+struct inst {
+    size_t n;
+    struct pflex_alloc_job jobs[4096];
+    double xs[4096][MAXP], ls[4096][MAXP];
+    struct pflex_alloc_problem p;
+};
+
+enum shape { CONVEX, NOISY };
+
+/* A random job: a curve with np binding points (convex: rising slopes, as
+ * DVFS gives; noisy: any losses). */
+static void rand_job(struct inst *in, size_t j, enum shape sh, int floors)
+{
+    struct pflex_alloc_job *jb = &in->jobs[j];
+    int np = irand(1, MAXP - 1);
+    double *x = in->xs[j], *l = in->ls[j];
+    double slopes[MAXP];
+    x[0] = 0;
+    l[0] = 0;
+    for (int k = 1; k <= np; k++)
+        x[k] = unif(0.01, 0.7);
+    /* sort x */
+    for (int a = 2; a <= np; a++)
+        for (int b = a; b > 1 && x[b - 1] > x[b]; b--) {
+            double t = x[b];
+            x[b] = x[b - 1];
+            x[b - 1] = t;
+        }
+    int m = 1;
+    for (int k = 1; k <= np; k++)
+        if (x[k] > x[m - 1] + 1e-6)
+            x[m++] = x[k];
+    np = m - 1;
+    for (int k = 1; k <= np; k++)
+        slopes[k] = unif(-0.05, 1.4);
+    if (sh == CONVEX)
+        for (int a = 2; a <= np; a++)
+            for (int b = a; b > 1 && slopes[b - 1] > slopes[b]; b--) {
+                double t = slopes[b];
+                slopes[b] = slopes[b - 1];
+                slopes[b - 1] = t;
+            }
+    for (int k = 1; k <= np; k++) {
+        l[k] = sh == CONVEX ? l[k - 1] + slopes[k] * (x[k] - x[k - 1]) : unif(-0.05, 0.9);
+    }
+    memset(jb, 0, sizeof *jb);
+    jb->name = "j";
+    jb->gpus = irand(1, 64);
+    jb->p0_w = unif(150, 700);
+    jb->t0 = unif(1, 5000);
+    jb->cap0_w = jb->p0_w + 10;
+    jb->weight = irand(0, 3) ? 1.0 : unif(0, 3);
+    jb->floor = floors && irand(0, 1) ? unif(0.3, 1.0) : 0;
+    jb->x_hi = irand(0, 3) ? 1.0 : unif(0, 0.7);
+    jb->pfi = NAN;
+    jb->npoints = (size_t)np + 1;
+    jb->x = x;
+    jb->loss = l;
+}
+
+static void rand_inst(struct inst *in, size_t n, enum shape sh, int floors, int progress)
+{
+    in->n = n;
+    for (size_t j = 0; j < n; j++)
+        rand_job(in, j, sh, floors);
+    in->p.njobs = n;
+    in->p.jobs = in->jobs;
+    in->p.objective = progress ? PFLEX_OBJECTIVE_PROGRESS : PFLEX_OBJECTIVE_THROUGHPUT;
+    double base = pflex_alloc_baseline_w(&in->p);
+    in->p.budget_w = base * (1.0 - unif(0, 0.6));
+}
+
+/* Independent pieces of the reference. */
+static double ref_loss(const struct pflex_alloc_job *j, double x)
+{
+    if (x <= 0)
+        return 0;
+    for (size_t k = 1; k < j->npoints; k++)
+        if (x <= j->x[k])
+            return j->loss[k - 1] + (j->loss[k] - j->loss[k - 1]) * (x - j->x[k - 1])
+                                    / (j->x[k] - j->x[k - 1]);
+    return j->loss[j->npoints - 1];
+}
+
+/* Largest x keeping L <= 1 - floor on all of [0, x], by bisection on a
+ * fine scan (independent of the library's first-crossing formula). */
+static double ref_limit(const struct pflex_alloc_job *j)
+{
+    double u = j->x_hi < j->x[j->npoints - 1] ? j->x_hi : j->x[j->npoints - 1];
+    if (j->floor <= 0)
+        return u;
+    double thr = 1 - j->floor;
+    for (size_t k = 1; k < j->npoints; k++) {
+        if (j->x[k - 1] >= u)
+            break;
+        if (j->loss[k] > thr) {
+            double lo = j->x[k - 1], hi = j->x[k];
+            for (int it = 0; it < 200; it++) {
+                double mid = 0.5 * (lo + hi);
+                if (ref_loss(j, mid) > thr)
+                    hi = mid;
+                else
+                    lo = mid;
+            }
+            return lo < u ? lo : u;
+        }
+    }
+    return u;
+}
+
+static double scale_of(const struct pflex_alloc_problem *p, size_t j)
+{
+    const struct pflex_alloc_job *jb = &p->jobs[j];
+    return jb->weight * (p->objective == PFLEX_OBJECTIVE_PROGRESS ? jb->gpus : jb->t0);
+}
+
+static double objective_at(const struct pflex_alloc_problem *p, const double *x)
+{
+    double s = 0;
+    for (size_t j = 0; j < p->njobs; j++)
+        s += scale_of(p, j) * (1 - ref_loss(&p->jobs[j], x[j]));
+    return s;
+}
+
+/* Exhaustive vertex enumeration; returns -INFINITY when infeasible. */
+static double brute(const struct pflex_alloc_problem *p)
+{
+    size_t n = p->njobs;
+    double cand[4][MAXP + 2], u[4], b[4];
+    int nc[4];
+    double save = pflex_alloc_baseline_w(p) - p->budget_w;
+    for (size_t j = 0; j < n; j++) {
+        const struct pflex_alloc_job *jb = &p->jobs[j];
+        u[j] = ref_limit(jb);
+        b[j] = jb->gpus * jb->p0_w;
+        nc[j] = 0;
+        cand[j][nc[j]++] = 0;
+        for (size_t k = 1; k < jb->npoints; k++)
+            if (jb->x[k] < u[j])
+                cand[j][nc[j]++] = jb->x[k];
+        if (u[j] > 0)
+            cand[j][nc[j]++] = u[j];
+    }
+    double best = -INFINITY, x[4];
+    for (int free_j = -1; free_j < (int)n; free_j++) {
+        int idx[4] = {0, 0, 0, 0};
+        for (;;) {
+            double saved = 0;
+            for (size_t j = 0; j < n; j++)
+                if ((int)j != free_j) {
+                    x[j] = cand[j][idx[j]];
+                    saved += b[j] * x[j];
+                }
+            int ok = 1;
+            if (free_j >= 0) {
+                double xf = (save - saved) / b[free_j];
+                if (xf < 0)
+                    xf = 0;
+                if (xf > u[free_j] * (1 + 1e-12))
+                    ok = 0;
+                x[free_j] = xf > u[free_j] ? u[free_j] : xf;
+            } else if (saved < save * (1 - 1e-12) - 1e-9) {
+                ok = 0;
+            }
+            if (ok) {
+                double o = objective_at(p, x);
+                if (o > best)
+                    best = o;
+            }
+            size_t j = 0;
+            for (; j < n; j++) {
+                if ((int)j == free_j)
+                    continue;
+                if (++idx[j] < nc[j])
+                    break;
+                idx[j] = 0;
+            }
+            if (j == n)
+                break;
+        }
+    }
+    return best;
+}
+
+static double power_of(const struct pflex_alloc_problem *p, const double *x)
+{
+    double s = 0;
+    for (size_t j = 0; j < p->njobs; j++)
+        s += p->jobs[j].gpus * p->jobs[j].p0_w * (1 - x[j]);
+    return s;
+}
+
+static struct inst *I;
+static long checked_convex, checked_noisy;
+
+static void check_basic(const struct pflex_alloc_problem *p, const struct pflex_alloc_plan *pl)
+{
+    double pw = power_of(p, pl->x);
+    if (pl->feasible)
+        assert_true(pw <= p->budget_w);
+    assert_true(fabs(pw - pl->power_w) <= 1e-9 * pflex_alloc_baseline_w(p));
+    for (size_t j = 0; j < p->njobs; j++) {
+        assert_true(pl->x[j] >= 0);
+        assert_true(pl->x[j] <= pl->limit[j]);
+        if (!pl->feasible)
+            assert_true(pl->x[j] == pl->limit[j]);
+    }
+}
+
+static void test_optimal_matches_brute_force_convex(void **state)
+{
+    struct pflex_alloc_plan pl;
+    pflex_alloc_plan_init(&pl);
+    rng_state = 1;
+    for (int it = 0; it < 4000; it++) {
+        rand_inst(I, (size_t)irand(1, 4), CONVEX, it % 2, it % 3 == 0);
+        assert_int_equal(pflex_alloc_plan(&I->p, PFLEX_POLICY_OPTIMAL, &pl, NULL), 0);
+        check_basic(&I->p, &pl);
+        double ref = brute(&I->p);
+        if (ref == -INFINITY) {
+            assert_false(pl.feasible);
+            continue;
+        }
+        assert_true(pl.feasible);
+        double got = objective_at(&I->p, pl.x);
+        double tol = 1e-6 * fmax(1.0, fabs(ref));
+        if (fabs(got - ref) > tol)
+            fail_msg("instance %d: optimal %.12g, brute force %.12g", it, got, ref);
+        assert_true(fabs(got - pl.objective) <= 1e-9 * fmax(1.0, fabs(ref)));
+        assert_true(pl.gap_bound <= tol);
+        /* floors on the measured curves */
+        for (size_t j = 0; j < I->n; j++)
+            assert_true(1 - ref_loss(&I->jobs[j], pl.x[j]) >= I->jobs[j].floor - 1e-9);
+        checked_convex++;
+    }
+    pflex_alloc_plan_fini(&pl);
+}
+
+static void test_optimal_gap_bound_honest_nonconvex(void **state)
+{
+    struct pflex_alloc_plan pl;
+    pflex_alloc_plan_init(&pl);
+    rng_state = 2;
+    int repaired = 0;
+    for (int it = 0; it < 4000; it++) {
+        rand_inst(I, (size_t)irand(1, 4), NOISY, it % 2, 0);
+        assert_int_equal(pflex_alloc_plan(&I->p, PFLEX_POLICY_OPTIMAL, &pl, NULL), 0);
+        check_basic(&I->p, &pl);
+        double ref = brute(&I->p);
+        if (ref == -INFINITY) {
+            assert_false(pl.feasible);
+            continue;
+        }
+        assert_true(pl.feasible);
+        double got = objective_at(&I->p, pl.x);
+        double tol = 1e-6 * fmax(1.0, fabs(ref));
+        if (got > ref + tol)
+            fail_msg("instance %d: optimal %.12g beats the true optimum %.12g", it, got, ref);
+        if (ref - got > pl.gap_bound + tol)
+            fail_msg("instance %d: lost %.12g, gap_bound only %.12g", it, ref - got,
+                     pl.gap_bound);
+        if (pl.gap_bound > tol)
+            repaired++;
+        for (size_t j = 0; j < I->n; j++)
+            assert_true(1 - ref_loss(&I->jobs[j], pl.x[j]) >= I->jobs[j].floor - 1e-9);
+        checked_noisy++;
+    }
+    print_message("noisy instances with a positive gap_bound: %d\n", repaired);
+    pflex_alloc_plan_fini(&pl);
+}
+
+/* pfi is optimal under its linear model: the brute force on model curves. */
+static void test_pfi_optimal_under_its_model(void **state)
+{
+    struct pflex_alloc_plan pl, ref_pl;
+    pflex_alloc_plan_init(&pl);
+    pflex_alloc_plan_init(&ref_pl);
+    static struct inst model;
+    rng_state = 3;
+    for (int it = 0; it < 3000; it++) {
+        rand_inst(I, (size_t)irand(1, 4), it % 2 ? CONVEX : NOISY, it % 3 == 0, it % 5 == 0);
+        for (size_t j = 0; j < I->n; j++)
+            I->jobs[j].pfi = irand(0, 1) ? NAN : unif(-0.5, 1.0);
+        assert_int_equal(pflex_alloc_plan(&I->p, PFLEX_POLICY_PFI, &pl, NULL), 0);
+        check_basic(&I->p, &pl);
+        /* The model problem: each job's curve is the line to its limit. */
+        model = *I;
+        model.p.jobs = model.jobs;
+        for (size_t j = 0; j < I->n; j++) {
+            struct pflex_alloc_job *m = &model.jobs[j];
+            double slope = 1 - pl.throughput_j[j] / m->t0;   /* L^(x) */
+            slope = pl.x[j] > 0 ? slope / pl.x[j] : NAN;
+            (void)slope;
+            double u = pl.limit[j];
+            /* slope from the library's model: recover via a one-point plan */
+            m->x = model.xs[j];
+            m->loss = model.ls[j];
+            model.xs[j][0] = 0;
+            model.ls[j][0] = 0;
+            m->npoints = 1;
+            m->floor = 0;
+            m->x_hi = u;
+            if (u > 0) {
+                model.xs[j][1] = u;
+                double pfi = I->jobs[j].pfi;
+                if (isnan(pfi)) {
+                    /* PFI of the curve over 0.30, computed here: exact
+                     * trapezoids between breakpoints */
+                    const struct pflex_alloc_job *o = &I->jobs[j];
+                    double xm = o->x[o->npoints - 1], r = xm < 0.3 ? xm : 0.3, a = 0, xp = 0;
+                    for (size_t k = 1; k <= o->npoints; k++) {
+                        double xk = k < o->npoints && o->x[k] < r ? o->x[k] : r;
+                        a += 0.5 * (ref_loss(o, xp) + ref_loss(o, xk)) * (xk - xp);
+                        xp = xk;
+                        if (xk >= r)
+                            break;
+                    }
+                    pfi = 1 - a / (0.5 * r * r);
+                }
+                model.ls[j][1] = (1 - pfi) * u;
+                m->npoints = 2;
+            }
+        }
+        double ref = brute(&model.p);
+        if (ref == -INFINITY) {
+            assert_false(pl.feasible);
+            continue;
+        }
+        assert_true(pl.feasible);
+        if (fabs(pl.objective - ref) > 1e-6 * fmax(1, fabs(ref)))
+        {
+            for (size_t j = 0; j < I->n; j++)
+                print_message("lib L %.12g model L %.12g job %zu pfi %g x %.9g limit %.9g model u %.9g L %.9g np %zu xmax %g\n",
+                              1 - pl.throughput_j[j] / I->jobs[j].t0, model.xs[j][1] > 0 ? model.ls[j][1] / model.xs[j][1] * pl.x[j] : 0, j, I->jobs[j].pfi, pl.x[j], pl.limit[j], model.xs[j][1],
+                              model.ls[j][1], I->jobs[j].npoints, I->jobs[j].x[I->jobs[j].npoints-1]);
+            fail_msg("instance %d: pfi %.12g, its model's optimum %.12g", it, pl.objective, ref);
+        }
+    }
+    pflex_alloc_plan_fini(&pl);
+    pflex_alloc_plan_fini(&ref_pl);
+}
+
+/* Another exact method for convex curves at scale: every segment sorted by
+ * cost, taken greedily. */
+struct segref { double c, w; };
+
+static int cmp_seg(const void *a, const void *b)
+{
+    const struct segref *p = a, *q = b;
+    return p->c < q->c ? -1 : p->c > q->c;
+}
+
+static void test_optimal_matches_sorted_greedy_at_scale(void **state)
+{
+    struct pflex_alloc_plan pl;
+    pflex_alloc_plan_init(&pl);
+    struct segref *segs = malloc(4096 * MAXP * sizeof *segs);
+    rng_state = 4;
+    for (int it = 0; it < 60; it++) {
+        size_t n = (size_t)irand(100, 4096);
+        rand_inst(I, n, CONVEX, 0, it % 2);
+        for (size_t j = 0; j < n; j++)
+            I->jobs[j].x_hi = 1;
+        assert_int_equal(pflex_alloc_plan(&I->p, PFLEX_POLICY_OPTIMAL, &pl, NULL), 0);
+        check_basic(&I->p, &pl);
+        size_t m = 0;
+        double loss0 = 0, save = pflex_alloc_baseline_w(&I->p) - I->p.budget_w, total = 0;
+        for (size_t j = 0; j < n; j++) {
+            const struct pflex_alloc_job *jb = &I->jobs[j];
+            double b = jb->gpus * jb->p0_w, a = scale_of(&I->p, j);
+            loss0 += a;
+            for (size_t k = 1; k < jb->npoints; k++) {
+                segs[m].w = b * (jb->x[k] - jb->x[k - 1]);
+                segs[m].c = a * (jb->loss[k] - jb->loss[k - 1]) / segs[m].w;
+                total += segs[m].w;
+                m++;
+            }
+        }
+        qsort(segs, m, sizeof *segs, cmp_seg);
+        double obj = loss0, saved = 0;
+        for (size_t s = 0; s < m; s++) {
+            if (segs[s].c >= 0 && saved >= save)
+                break;
+            double take = segs[s].c < 0 ? segs[s].w : fmin(segs[s].w, save - saved);
+            saved += take;
+            obj -= segs[s].c * take;
+        }
+        if (total < save) {
+            assert_false(pl.feasible);
+            continue;
+        }
+        double got = objective_at(&I->p, pl.x);
+        if (fabs(got - obj) > 1e-6 * fabs(obj))
+            fail_msg("n=%zu: optimal %.12g, sorted greedy %.12g", n, got, obj);
+    }
+    free(segs);
+    pflex_alloc_plan_fini(&pl);
+}
+
+static void test_dominance_and_monotonicity(void **state)
+{
+    struct pflex_alloc_plan pl[3];
+    for (int k = 0; k < 3; k++)
+        pflex_alloc_plan_init(&pl[k]);
+    rng_state = 5;
+    long compared = 0;
+    for (int it = 0; it < 2000; it++) {
+        rand_inst(I, (size_t)irand(1, 30), CONVEX, it % 2, it % 3 == 0);
+        double base = pflex_alloc_baseline_w(&I->p);
+        double prev[3] = {-INFINITY, -INFINITY, -INFINITY};
+        double prev_x[30];
+        for (int step = 0; step <= 10; step++) {
+            I->p.budget_w = base * (0.4 + 0.06 * step);
+            for (int k = 0; k < 3; k++) {
+                assert_int_equal(pflex_alloc_plan(&I->p, (enum pflex_policy)k, &pl[k], NULL), 0);
+                check_basic(&I->p, &pl[k]);
+            }
+            /* optimal >= equal and >= pfi on the measured curves whenever
+             * their plans respect the measured limits */
+            struct pflex_alloc_score so, sk;
+            assert_int_equal(pflex_alloc_score(&I->p, pl[2].x, &so, NULL), 0);
+            assert_int_equal(so.sla_violations, 0);
+            for (int k = 0; k < 2; k++) {
+                if (!pl[k].feasible || !pl[2].feasible)
+                    continue;
+                int inside = 1;
+                for (size_t j = 0; j < I->n; j++)
+                    if (pl[k].x[j] > pl[2].limit[j])
+                        inside = 0;
+                assert_int_equal(pflex_alloc_score(&I->p, pl[k].x, &sk, NULL), 0);
+                if (inside) {
+                    assert_true(so.objective >= sk.objective - 1e-9 * fabs(so.objective));
+                    compared++;
+                }
+            }
+            /* throughput never falls as the budget grows (for equal, only
+             * where no curve dips below zero loss) */
+            int dips = 0;
+            for (size_t j = 0; j < I->n; j++)
+                for (size_t q = 1; q < I->jobs[j].npoints; q++)
+                    dips |= I->jobs[j].loss[q] < I->jobs[j].loss[q - 1];
+            for (int k = dips ? 1 : 0; k < 3; k++) {
+                if (pl[k].feasible && pl[k].objective < prev[k] - 1e-9 * fabs(pl[k].objective))
+                    fail_msg("it %d step %d policy %d: %.12g after %.12g", it, step, k,
+                             pl[k].objective, prev[k]);
+                prev[k] = pl[k].feasible ? pl[k].objective : -INFINITY;
+            }
+            /* equal: one level r for every job below its limit; each job's
+             * cut only shrinks as the budget grows */
+            double r = -1;
+            for (size_t j = 0; j < I->n; j++) {
+                if (step > 0 && pl[0].feasible)
+                    assert_true(pl[0].x[j] <= prev_x[j] + 1e-12);
+                prev_x[j] = pl[0].x[j];
+                if (pl[0].x[j] < pl[0].limit[j] - 1e-12) {
+                    if (r < 0)
+                        r = pl[0].x[j];
+                    assert_true(fabs(pl[0].x[j] - r) <= 1e-9 + 1e-6 * r);
+                }
+            }
+            if (pl[0].feasible && r > 1e-6)
+                assert_true(fabs(pl[0].power_w - I->p.budget_w) <= 1e-6 * base);
+        }
+    }
+    print_message("optimal >= equal/pfi checked on %ld plans\n", compared);
+    for (int k = 0; k < 3; k++)
+        pflex_alloc_plan_fini(&pl[k]);
+}
+
+static void test_hand_example(void **state)
+{
+    /* a: L = .05 at x=.25, .3 at .5 (PFI .7778);  b: .2 at .25, .5 at .5.
+     * Cut 20% of 4800 W = 960 W.  Optimal: a's first segment costs
+     * .05*100/(3200*.25) = .00625 per W, b's .2*100/(1600*.25) = .05, a's
+     * second .25*100/(3200*.25) = .03125: a takes .25 (800 W) then .05 of
+     * its second (160 W): x_a = .3, L_a = .1, T = 90 + 100. */
+    static const double xa[] = {0, .25, .5}, la[] = {0, .05, .3};
+    static const double xb[] = {0, .25, .5}, lb[] = {0, .2, .5};
+    struct pflex_alloc_job jobs[2] = {
+        {.name = "a", .gpus = 8, .p0_w = 400, .t0 = 100, .cap0_w = 400, .weight = 1,
+         .x_hi = 1, .pfi = NAN, .npoints = 3, .x = xa, .loss = la},
+        {.name = "b", .gpus = 4, .p0_w = 400, .t0 = 100, .cap0_w = 400, .weight = 1,
+         .x_hi = 1, .pfi = NAN, .npoints = 3, .x = xb, .loss = lb},
+    };
+    struct pflex_alloc_problem p = {.njobs = 2, .jobs = jobs, .budget_w = 3840};
+    struct pflex_alloc_plan pl;
+    pflex_alloc_plan_init(&pl);
+    assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_OPTIMAL, &pl, NULL), 0);
+    assert_true(pl.feasible);
+    assert_float_equal(pl.x[0], 0.3, 1e-9);
+    assert_float_equal(pl.x[1], 0.0, 1e-12);
+    assert_float_equal(pl.throughput, 190, 1e-6);
+    assert_float_equal(pflex_alloc_cap_w(&jobs[0], pl.x[0]), 280, 1e-6);
+    assert_float_equal(pflex_alloc_cap_w(&jobs[1], pl.x[1]), 400, 1e-12);
+    /* equal: r = .2 for both */
+    assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_EQUAL, &pl, NULL), 0);
+    assert_float_equal(pl.x[0], 0.2, 1e-9);
+    assert_float_equal(pl.x[1], 0.2, 1e-9);
+    /* a capped at .1 by its limit: b takes the rest, (960 - 320)/1600 = .4 */
+    jobs[0].x_hi = 0.1;
+    assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_EQUAL, &pl, NULL), 0);
+    assert_float_equal(pl.x[0], 0.1, 1e-12);
+    assert_float_equal(pl.x[1], 0.4, 1e-9);
+    jobs[0].x_hi = 1;
+    /* comparison */
+    struct pflex_alloc_comparison c;
+    assert_int_equal(pflex_alloc_compare(&p, &c, NULL), 0);
+    assert_float_equal(c.score[2].throughput, 190, 1e-6);
+    /* equal: L_a(.2) = .04, L_b(.2) = .16 -> 180 */
+    assert_float_equal(c.score[0].throughput, 180, 1e-6);
+    double gap = (c.score[1].throughput - 180) / 10;
+    assert_float_equal(c.gap_recovered, gap, 1e-9);
+    assert_float_equal(c.per_job_recovered, (c.score[1].throughput - 180) / 2, 1e-9);
+    /* infeasible: 60% cut, floors .9 on a (shed .3) */
+    jobs[0].floor = 0.9;
+    p.budget_w = 4800 * 0.4;
+    assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_OPTIMAL, &pl, NULL), 0);
+    assert_false(pl.feasible);
+    assert_float_equal(pl.x[0], 0.3, 1e-9);
+    assert_float_equal(pl.x[1], 0.5, 1e-12);
+    assert_float_equal(pl.power_w, 3200 * 0.7 + 1600 * 0.5, 1e-6);
+    pflex_alloc_plan_fini(&pl);
+}
+
+static void test_nonconvex_repair(void **state)
+{
+    /* One job, a dip: L(.2) = .3, L(.4) = .32.  Hull from 0 to .4 skips .2.
+     * Cut needs x = .2: on the hull L = .16, truly .3; at .4 (saves more) .32.
+     * Two jobs: the other is linear and dear (L = x): the repair moves the
+     * first to .4 or keeps .2 - whichever is better measured. */
+    static const double x1[] = {0, .2, .4}, l1[] = {0, .3, .32};
+    static const double x2[] = {0, .5}, l2[] = {0, .5};
+    struct pflex_alloc_job jobs[2] = {
+        {.name = "dip", .gpus = 1, .p0_w = 100, .t0 = 100, .weight = 1, .x_hi = 1,
+         .pfi = NAN, .npoints = 3, .x = x1, .loss = l1},
+        {.name = "lin", .gpus = 1, .p0_w = 100, .t0 = 100, .weight = 1, .x_hi = 1,
+         .pfi = NAN, .npoints = 2, .x = x2, .loss = l2},
+    };
+    struct pflex_alloc_problem p = {.njobs = 2, .jobs = jobs, .budget_w = 180};
+    struct pflex_alloc_plan pl;
+    pflex_alloc_plan_init(&pl);
+    assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_OPTIMAL, &pl, NULL), 0);
+    assert_true(pl.feasible);
+    /* Hull optimum: dip at .2 on the hull, L .16: objective 184.
+     * True options: dip .2 (L .3) -> 170; dip 0, lin .2 -> 180; dip .4 -> 168.
+     * Best: 180 (dip at its left vertex 0, lin rebalanced). */
+    assert_float_equal(objective_at(&p, pl.x), 180, 1e-6);
+    assert_float_equal(pl.gap_bound, 4, 1e-6);
+    pflex_alloc_plan_fini(&pl);
+}
+
+static void test_bad_problems(void **state)
+{
+    static const double x[] = {0, .2}, l[] = {0, .1};
+    struct pflex_alloc_job j = {.name = "x", .gpus = 0, .p0_w = 100, .t0 = 1, .weight = 1,
+                                .x_hi = 1, .pfi = NAN, .npoints = 2, .x = x, .loss = l};
+    struct pflex_alloc_problem p = {.njobs = 1, .jobs = &j, .budget_w = 50};
+    struct pflex_alloc_plan pl;
+    pflex_error_t err;
+    pflex_alloc_plan_init(&pl);
+    assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_OPTIMAL, &pl, &err), -1);
+    assert_non_null(strstr(err.text, "gpus"));
+    j.gpus = 1;
+    j.npoints = 0;
+    assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_OPTIMAL, &pl, &err), -1);
+    assert_non_null(strstr(err.text, "curve"));
+    /* pfi without a curve: the model, range x_hi */
+    j.pfi = 0.5;
+    j.x_hi = 0.3;
+    assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_PFI, &pl, &err), 0);
+    assert_false(pl.feasible);
+    assert_float_equal(pl.x[0], 0.3, 1e-12);
+    assert_float_equal(pl.throughput_j[0], 1 - 0.15, 1e-12);
+    p.budget_w = NAN;
+    assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_PFI, &pl, &err), -1);
+    pflex_alloc_plan_fini(&pl);
+    enum pflex_policy pol;
+    assert_int_equal(pflex_policy_parse("pfi", &pol), 0);
+    assert_int_equal(pol, PFLEX_POLICY_PFI);
+    assert_int_equal(pflex_policy_parse("best", &pol), -1);
+}
+
+static void test_pficsv(void **state)
+{
+    const char *ok = "job,gpus,power_w,throughput,pfi,range,floor,tier\n"
+                     "a,8,650,1000,0.4,0.3,,flex2\nb,4,300,10,,0.2,0.6,\n";
+    pflex_pficsv_t *p;
+    pflex_error_t err;
+    assert_int_equal(pflex_pficsv_read_mem(ok, strlen(ok), "p.csv", &p, &err), 0);
+    assert_int_equal(p->n, 2);
+    const struct pflex_pfi_row *a = pflex_pficsv_find(p, "a");
+    assert_non_null(a);
+    assert_float_equal(a->floor, 0.75, 0);
+    assert_float_equal(a->pfi, 0.4, 0);
+    assert_true(isnan(pflex_pficsv_find(p, "b")->pfi));
+    assert_float_equal(pflex_pficsv_find(p, "b")->floor, 0.6, 0);
+    assert_null(pflex_pficsv_find(p, "c"));
+    pflex_pficsv_destroy(p);
+    struct { const char *s, *msg; } bad[] = {
+        {"job,gpus,power_w,throughput\n", "p.csv:1: missing column 'pfi'"},
+        {"job,gpus,power_w,throughput,pfi\na,0,1,1,0\n", "p.csv:2: column 'gpus'"},
+        {"job,gpus,power_w,throughput,pfi\na,1,x,1,0\n", "p.csv:2: column 'power_w'"},
+        {"job,gpus,power_w,throughput,pfi\na,1,1,1,0\n\na,1,1,1,0\n", "p.csv:4: job 'a' already on line 2"},
+        {"job,gpus,power_w,throughput,pfi\n", "no data rows"},
+        {"", "empty file"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(pflex_pficsv_read_mem(bad[i].s, strlen(bad[i].s), "p.csv", &p, &err), -1);
+        if (!strstr(err.text, bad[i].msg))
+            fail_msg("'%s' lacks '%s'", err.text, bad[i].msg);
+    }
+}
+
+static int setup(void **state)
+{
+    I = calloc(1, sizeof *I);
+    return I ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    print_message("brute-force comparisons: %ld convex, %ld non-convex\n", checked_convex,
+                  checked_noisy);
+    free(I);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hand_example),
+        cmocka_unit_test(test_nonconvex_repair),
+        cmocka_unit_test(test_bad_problems),
+        cmocka_unit_test(test_pficsv),
+        cmocka_unit_test(test_optimal_matches_brute_force_convex),
+        cmocka_unit_test(test_optimal_gap_bound_honest_nonconvex),
+        cmocka_unit_test(test_pfi_optimal_under_its_model),
+        cmocka_unit_test(test_optimal_matches_sorted_greedy_at_scale),
+        cmocka_unit_test(test_dominance_and_monotonicity),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
