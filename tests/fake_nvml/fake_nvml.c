@@ -283,12 +283,22 @@ static int load(struct fake_state *st)
         len += got;
     }
     fclose(f);
+    /* A file a test wrote may lack the energy stamp: start the counter now
+     * and write it down, so that energy accumulates from here on. */
+    for (unsigned i = 0; i < MAX_GPUS; i++)
+        st->gpu[i].stamp = -1;
     if (text) {
         text[len] = '\0';
         parse(st, text);
         free(text);
     }
-    return 0;
+    int incomplete = 0;
+    for (unsigned i = 0; i < MAX_GPUS; i++)
+        if (st->gpu[i].stamp < 0) {
+            st->gpu[i].stamp = now_s();
+            incomplete |= i < st->gpus;
+        }
+    return incomplete ? save(st) : 0;
 }
 
 /* ---- the model ---------------------------------------------------- */
