@@ -15,9 +15,8 @@
  *    save, found by the same kind of selection over the limits u.
  *
  * Segments that cost nothing or less (a curve that dips under zero loss)
- * are always taken.  The power target is met with a margin of 1e-12 of the
- * baseline so that rounding never lands the plan a hair over the budget;
- * a last check nudges a job with slack if it does anyway.
+ * are always taken.  Where rounding lands the plan a hair over the budget,
+ * a last check nudges a job that is already cut and has slack.
  */
 #include <float.h>
 #include <math.h>
@@ -436,9 +435,11 @@ static void enforce_budget(const struct scratch *s, size_t n, double budget, dou
         double excess = pw - budget;
         if (excess <= 0)
             return;
-        for (size_t j = 0; j < n && excess > 0; j++) {
+        /* Jobs already cut first, so that a job left alone keeps its cap. */
+        for (size_t i = 0; i < 2 * n && excess > 0; i++) {
+            size_t j = i < n ? i : i - n;
             double slack = s->u[j] - x[j];
-            if (slack <= 0)
+            if (slack <= 0 || (i < n && x[j] <= 0))
                 continue;
             double dx = excess / s->b[j] * (1 + 1e-9) + DBL_EPSILON;
             if (dx > slack)
@@ -620,9 +621,7 @@ int pflex_alloc_plan(const struct pflex_alloc_problem *p, enum pflex_policy poli
         reach += s->b[j] * s->u[j];
     }
     double save = base - p->budget_w;
-    double need = save > 0 ? save + 1e-12 * base : save;
-    if (need > reach && save <= reach)
-        need = reach;
+    double need = save;
     int feasible = 1, hull_error = 0;
     double hull_obj = NAN;
     double *x = plan->x;
