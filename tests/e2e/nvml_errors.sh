@@ -47,7 +47,7 @@ limits_are 700000 700000 || fail "not restored after a mid-sweep failure"
 
 # The GPU falls off the bus mid-sweep: exit 1, and the failed restore is said.
 fresh
-run 1 any:GPU_IS_LOST:60 -- $quick --caps 500,400,300
+run 1 any:GPU_IS_LOST:30 -- $quick --caps 500,400,300
 grep -q 'GPU is lost' "$tmp/err" || fail "no GPU lost message"
 grep -q 'could not restore' "$tmp/err" || fail "the failed restore is not reported"
 
