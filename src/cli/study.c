@@ -1,8 +1,794 @@
-/* study.c — pflex study (being built). */
+/* study.c — pflex study: the characterisation study on the built-in fleet.
+ *
+ * Sweeps every fleet run on the sim backend (worker threads over runs; each
+ * run's noise is seeded by its fleet index, so the output never depends on
+ * the number of threads), writes the sweep CSV, reads it back through the
+ * same reader as `pflex pfi` to compute PFI, then the calibration against
+ * the Emerald measurements and the allocation comparison, and hands it all
+ * to the report (pflex/report.h): summary.json and report.html.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 #include "cli/cli.h"
+#include "pflex/alloc.h"
+#include "pflex/fleet.h"
+#include "pflex/pfi.h"
+#include "pflex/report.h"
+#include "pflex/sim.h"
+
+static const char help[] =
+"usage: pflex study [options]\n"
+"\n"
+"The whole power-elasticity study on the built-in fleet of simulated training\n"
+"runs (131 H200 runs, 24 H200 validation runs, 34 H100 runs matched to H200\n"
+"ones; dense and MoE, pretraining and fine-tuning, 1 to 32 GPUs).  Every run\n"
+"is swept over power caps on the sim backend; needs no GPU and no input.\n"
+"\n"
+"Writes into the output folder:\n"
+"  sweeps.csv    every measurement (sweep CSV with telemetry)\n"
+"  pfi.csv       PFI per run (PFI CSV plus family, split, shape columns)\n"
+"  summary.json  headline numbers (keys documented in docs/study.md)\n"
+"  report.html   a self-contained page with charts (drawn by gnuplot)\n"
+"and prints a summary table (or the summary JSON with --json).\n"
+"\n"
+"options:\n"
+"  --out DIR        output folder (default study-out; created if missing)\n"
+"  --seed S         seed of the simulated noise and silicon (default 1)\n"
+"  --caps LIST      per-GPU caps in W: 'HI:LO:STEP' or 'C1,C2,...'\n"
+"                   (default: each GPU kind's maximum down to its minimum\n"
+"                   every 50 W; caps outside a kind's range are skipped)\n"
+"  --repeats N      measurements per cap, averaged (default 3)\n"
+"  --range X        PFI range (default 0.30)\n"
+"  --jobs N         sweep only N runs spread evenly over the fleet (quick look)\n"
+"  --threads N      worker threads (default: the online CPUs)\n"
+"  --data DIR       shared data folder holding emerald-demo/ for the\n"
+"                   calibration (default: $PFLEX_SHARED_DATA, else\n"
+"                   ../shared/data beside the repository)\n"
+"  --gnuplot PROG   program that draws the charts (default gnuplot)\n"
+"  --no-charts      write the report without charts\n"
+"  --progress       progress on stderr even when it is not a terminal\n"
+"  --json           print summary.json on stdout instead of the table\n"
+"  -h, --help       this help\n"
+"\n"
+"Same seed, same output: the CSVs and summary.json are byte-identical from\n"
+"run to run except summary.json's runtime_s.\n"
+"exit: 0 ok, 1 internal or write error, 2 bad usage.\n";
+
+#define MAX_CAPS PFLEX_REPORT_MAX_POINTS
+
+struct row {
+    double cap_w, power_w, throughput, step_s;
+    double tm[PFLEX_TM_COUNT];
+};
+
+struct task {
+    struct pflex_fleet_run fleet;
+    size_t index;               /* fleet index */
+    size_t nrows;
+    struct row *rows;
+    int failed;
+    char err[256];
+};
+
+struct pool {
+    struct task *tasks;
+    size_t ntasks;
+    const double *caps;
+    size_t ncaps;
+    int repeats;
+    uint64_t seed;
+    atomic_size_t next;
+    atomic_size_t done;
+    int progress;
+    pthread_mutex_t lock;       /* stderr progress line */
+};
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* Sweep one run: caps from high to low, `repeats` windows at each. */
+static void sweep_one(struct pool *p, struct task *t)
+{
+    pflex_error_t err = {{0}};
+    pflex_sim_job_t *job = NULL;
+    if (pflex_sim_job_create(&t->fleet.desc, mix(p->seed ^ mix(t->index)), &job, &err) < 0)
+        goto fail;
+    const struct pflex_gpu_kind *kind = pflex_sim_job_kind(job);
+    t->rows = calloc(p->ncaps * (size_t)p->repeats, sizeof *t->rows);
+    if (!t->rows) {
+        pflex_error_set(&err, "out of memory");
+        goto fail;
+    }
+    for (size_t c = 0; c < p->ncaps; c++) {
+        double cap = p->caps[c];
+        if (cap < kind->min_cap_w - 1e-9 || cap > kind->max_cap_w + 1e-9)
+            continue;
+        for (int k = 0; k < p->repeats; k++) {
+            struct pflex_sim_measure m;
+            if (pflex_sim_job_measure(job, cap, &m, &err) < 0)
+                goto fail;
+            struct row *r = &t->rows[t->nrows++];
+            r->cap_w = cap;
+            r->power_w = m.power_w;
+            r->throughput = m.throughput;
+            r->step_s = m.step_s;
+            memcpy(r->tm, m.tm, sizeof r->tm);
+        }
+    }
+    pflex_sim_job_destroy(job);
+    return;
+fail:
+    pflex_sim_job_destroy(job);
+    t->failed = 1;
+    snprintf(t->err, sizeof t->err, "%s: %s", t->fleet.desc.name, err.text);
+}
+
+static void *worker(void *arg)
+{
+    struct pool *p = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&p->next, 1);
+        if (i >= p->ntasks)
+            return NULL;
+        sweep_one(p, &p->tasks[i]);
+        size_t d = atomic_fetch_add(&p->done, 1) + 1;
+        if (p->progress == 2) {          /* a terminal: one line, redrawn */
+            pthread_mutex_lock(&p->lock);
+            fprintf(stderr, "\rpflex study: swept %zu/%zu runs", d, p->ntasks);
+            if (d == p->ntasks)
+                fputc('\n', stderr);
+            pthread_mutex_unlock(&p->lock);
+        } else if (p->progress && (d * 10 / p->ntasks != (d - 1) * 10 / p->ntasks)) {
+            pthread_mutex_lock(&p->lock);
+            fprintf(stderr, "pflex study: swept %zu/%zu runs\n", d, p->ntasks);
+            pthread_mutex_unlock(&p->lock);
+        }
+    }
+}
+
+static int run_pool(struct pool *p, int threads)
+{
+    pthread_t tid[64];
+    int started = 0;
+    if (threads > 64)
+        threads = 64;
+    if ((size_t)threads > p->ntasks)
+        threads = (int)p->ntasks;
+    for (; started < threads - 1; started++)
+        if (pthread_create(&tid[started], NULL, worker, p) != 0)
+            break;
+    worker(p);                  /* the calling thread works too */
+    for (int i = 0; i < started; i++)
+        pthread_join(tid[i], NULL);
+    return 0;
+}
+
+/* mkdir -p */
+static int make_dir(const char *path)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *s = buf + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(buf, 0777) < 0 && errno != EEXIST)
+                return -1;
+            *s = '/';
+        }
+    if (mkdir(buf, 0777) < 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+static FILE *open_out(const char *dir, const char *name, char *path, size_t len)
+{
+    snprintf(path, len, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        cli_error("study", "%s: %s", path, strerror(errno));
+    return f;
+}
+
+static int close_out(FILE *f, const char *path)
+{
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        cli_error("study", "%s: write error", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* --caps: "HI:LO:STEP" or "C1,C2,...", sorted high to low. */
+static int parse_caps(const char *s, double *caps, size_t *n, double *step)
+{
+    char *end;
+    *n = 0;
+    *step = 0;
+    if (strchr(s, ':')) {
+        double hi = strtod(s, &end), lo, st;
+        if (*end != ':')
+            return -1;
+        lo = strtod(end + 1, &end);
+        if (*end != ':')
+            return -1;
+        st = strtod(end + 1, &end);
+        if (*end || !(st > 0) || !(hi >= lo) || !(lo > 0) || !isfinite(hi))
+            return -1;
+        for (double c = hi; c >= lo - 1e-9 && *n < MAX_CAPS; c -= st)
+            caps[(*n)++] = c;
+        *step = st;
+    } else {
+        const char *p = s;
+        while (*p) {
+            double c = strtod(p, &end);
+            if (end == p || !(c > 0) || !isfinite(c) || *n == MAX_CAPS)
+                return -1;
+            caps[(*n)++] = c;
+            p = end;
+            if (*p == ',')
+                p++;
+            else if (*p)
+                return -1;
+        }
+        for (size_t i = 1; i < *n; i++)     /* insertion sort, descending */
+            for (size_t j = i; j > 0 && caps[j] > caps[j - 1]; j--) {
+                double t = caps[j];
+                caps[j] = caps[j - 1];
+                caps[j - 1] = t;
+            }
+    }
+    return *n >= 2 ? 0 : -1;
+}
+
+/* Default caps: the union of the fleet's kinds' ranges, every 50 W. */
+static void default_caps(double *caps, size_t *n)
+{
+    const struct pflex_gpu_kind *a = pflex_gpu_kind_find("H200-SXM-141GB");
+    const struct pflex_gpu_kind *b = pflex_gpu_kind_find("H100-SXM5-80GB");
+    double hi = fmax(a ? a->max_cap_w : 700, b ? b->max_cap_w : 700);
+    double lo = fmin(a ? a->min_cap_w : 200, b ? b->min_cap_w : 200);
+    *n = 0;
+    for (double c = hi; c >= lo - 1e-9 && *n < MAX_CAPS; c -= 50)
+        caps[(*n)++] = c;
+}
+
+static int write_sweeps(const char *path, const struct task *tasks, size_t n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        cli_error("study", "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "# pflex study: simulated power-cap sweeps of the built-in fleet\n");
+    pflex_sweep_write_header(f, 1);
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < tasks[i].nrows; k++) {
+            const struct row *r = &tasks[i].rows[k];
+            pflex_sweep_write_row(f, 1, tasks[i].fleet.desc.name, tasks[i].fleet.desc.gpu,
+                                  tasks[i].fleet.gpus, r->cap_w, r->power_w, r->throughput, r->tm);
+        }
+    return close_out(f, path);
+}
+
+static int write_pfi(const char *dir, const struct pflex_report_run *runs, size_t n)
+{
+    char path[PATH_MAX];
+    FILE *f = open_out(dir, "pfi.csv", path, sizeof path);
+    if (!f)
+        return -1;
+    fputs("job,gpus,power_w,throughput,pfi,range,floor,shed_flex1,shed_flex2,shed_flex3,"
+          "gpu,family,arch,task,split,match,params_b,seq_len,micro_batch,global_batch,"
+          "dp,tp,pp,ep,act_ckpt,cap_w,x_max,step_s\n", f);
+    for (size_t i = 0; i < n; i++) {
+        const struct pflex_report_run *r = &runs[i];
+        const struct pflex_job_desc *d = &r->fleet.desc;
+        fprintf(f, "%s,%d,%.10g,%.10g,", d->name, r->fleet.gpus, r->p0_w, r->t0);
+        if (r->pfi_valid)
+            fprintf(f, "%.10g", r->pfi);
+        fprintf(f, ",%.10g,,%.10g,%.10g,%.10g,%s,%s,%s,%s,%s,%s,%g,%d,%d,%d,%d,%d,%d,%d,%d,"
+                   "%.10g,%.10g,%.6g\n",
+                r->range_used, r->shed[1], r->shed[2], r->shed[3], d->gpu, r->fleet.family,
+                r->fleet.arch, r->fleet.task, pflex_fleet_split_name(r->fleet.split),
+                r->partner >= 0 ? runs[r->partner].fleet.desc.name : "", d->params_b, d->seq_len,
+                d->micro_batch, d->global_batch, d->dp, d->tp, d->pp, d->ep, d->act_ckpt,
+                r->cap0_w, r->x_max, r->step_s);
+    }
+    return close_out(f, path);
+}
+
+/* The calibration against the Emerald measurements.  Hook: the simulator's
+ * calibration interface (pflex/calib.h) is not in this tree yet; until it
+ * is, the section says so. */
+static void calibrate(const char *data_dir, struct pflex_report_calib *cal)
+{
+    memset(cal, 0, sizeof *cal);
+    if (!data_dir) {
+        snprintf(cal->note, sizeof cal->note,
+                 "no shared data folder holding emerald-demo/ was found; give one with --data DIR "
+                 "or PFLEX_SHARED_DATA");
+        return;
+    }
+    snprintf(cal->note, sizeof cal->note,
+             "the simulator's calibration interface (pflex/calib.h) is not built in yet");
+}
+
+/* Equal, pfi and optimal on the H200 main runs at cuts of 10% to 50%. */
+static int allocate(const struct pflex_report_run *runs, const struct pflex_curve *curves, size_t n,
+                    struct pflex_report_alloc *a)
+{
+    memset(a, 0, sizeof *a);
+    struct pflex_alloc_job *jobs = calloc(n ? n : 1, sizeof *jobs);
+    if (!jobs)
+        return -1;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct pflex_report_run *r = &runs[i];
+        if (r->fleet.split != PFLEX_FLEET_MAIN || !r->pfi_valid)
+            continue;
+        struct pflex_alloc_job *j = &jobs[m++];
+        j->name = r->fleet.desc.name;
+        j->gpus = r->fleet.gpus;
+        j->p0_w = r->p0_w;
+        j->t0 = r->t0;
+        j->cap0_w = r->cap0_w;
+        j->weight = 1;
+        j->floor = 0;
+        j->x_hi = curves[i].x_max;
+        j->pfi = r->pfi;
+        j->npoints = curves[i].n;
+        j->x = curves[i].x;
+        j->loss = curves[i].loss;
+        a->baseline_throughput += r->t0;
+        a->gpus += r->fleet.gpus;
+    }
+    if (m < 2) {
+        snprintf(a->note, sizeof a->note, "fewer than two H200 main runs with a PFI in this study");
+        free(jobs);
+        return 0;
+    }
+    struct pflex_alloc_problem prob = {.njobs = m, .jobs = jobs,
+                                       .objective = PFLEX_OBJECTIVE_THROUGHPUT};
+    a->njobs = m;
+    a->baseline_w = pflex_alloc_baseline_w(&prob);
+    for (int k = 0; k < PFLEX_REPORT_MAX_CUTS; k++) {
+        struct pflex_report_cut *c = &a->cuts[a->ncuts];
+        c->cut = 0.10 + 0.05 * k;
+        c->budget_w = (1 - c->cut) * a->baseline_w;
+        prob.budget_w = c->budget_w;
+        struct pflex_alloc_comparison cmp;
+        pflex_error_t err;
+        if (pflex_alloc_compare(&prob, &cmp, &err) < 0) {
+            snprintf(a->note, sizeof a->note, "allocation failed at a %.0f%% cut: %.180s", 100 * c->cut,
+                     err.text);
+            free(jobs);
+            return 0;
+        }
+        for (int p = 0; p < 3; p++) {
+            c->throughput[p] = cmp.score[p].throughput;
+            c->feasible[p] = cmp.feasible[p];
+            c->sla_violations[p] = cmp.score[p].sla_violations;
+        }
+        c->gap_recovered = cmp.gap_recovered;
+        c->recovered_per_job = cmp.per_job_recovered;
+        c->gap_bound = cmp.gap_bound;
+        prob.objective = PFLEX_OBJECTIVE_PROGRESS;
+        if (pflex_alloc_compare(&prob, &cmp, &err) < 0) {
+            snprintf(a->note, sizeof a->note, "allocation failed at a %.0f%% cut: %.180s",
+                     100 * c->cut, err.text);
+            free(jobs);
+            return 0;
+        }
+        prob.objective = PFLEX_OBJECTIVE_THROUGHPUT;
+        for (int p = 0; p < 3; p++)
+            c->progress[p] = cmp.score[p].objective / a->gpus;
+        c->progress_gap_recovered = cmp.gap_recovered;
+        a->ncuts++;
+    }
+    a->done = 1;
+    snprintf(a->note, sizeof a->note, "H200 main runs, objective: total tokens/s");
+    free(jobs);
+    return 0;
+}
+
+/* The shared data folder: --data, $PFLEX_SHARED_DATA, or ../shared/data
+ * beside the repository (found from the binary, BUILD/pflex, or from the
+ * working directory).  NULL when none holds emerald-demo/. */
+static const char *find_data(const char *opt, char *buf, size_t len)
+{
+    struct stat st;
+    const char *env = getenv("PFLEX_SHARED_DATA");
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    const char *cands[4] = {opt, opt ? NULL : env, NULL, opt ? NULL : "../shared/data"};
+    if (!opt && n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';      /* BUILD/ */
+        slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';      /* the repository */
+        cands[2] = exe;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (!cands[i])
+            continue;
+        if (i == 2)
+            snprintf(buf, len, "%s/../shared/data/emerald-demo", cands[i]);
+        else
+            snprintf(buf, len, "%s/emerald-demo", cands[i]);
+        if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode)) {
+            buf[strlen(buf) - strlen("/emerald-demo")] = '\0';
+            return buf;
+        }
+        /* --data may name emerald-demo itself. */
+        if (i < 2 && stat(cands[i], &st) == 0 && S_ISDIR(st.st_mode)
+            && strstr(cands[i], "emerald-demo")) {
+            snprintf(buf, len, "%s/..", cands[i]);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+static void print_row(const char *label, const json_t *st)
+{
+    json_int_t n = json_integer_value(json_object_get(st, "n"));
+    printf("  %-26s %5lld", label, (long long)n);
+    static const char *const keys[] = {"mean", "median", "q1", "q3"};
+    for (int k = 0; k < 4; k++) {
+        json_t *v = json_object_get(st, keys[k]);
+        if (json_is_number(v))
+            printf(" %7.3f", json_number_value(v));
+        else
+            printf(" %7s", "-");
+    }
+    putchar('\n');
+}
+
+static const json_t *jget(const json_t *o, const char *a, const char *b, const char *c)
+{
+    o = json_object_get(o, a);
+    if (b)
+        o = json_object_get(o, b);
+    if (c)
+        o = json_object_get(o, c);
+    return o;
+}
+
+static void print_table(const struct pflex_report *r, const json_t *S, const char *dir, int charts)
+{
+    printf("pflex study: %zu runs swept on the sim backend, caps %.0f..%.0f W, %d repeats, seed %llu, "
+           "%.1f s\n", r->nruns, r->caps_w[0], r->caps_w[r->ncaps - 1], r->repeats,
+           (unsigned long long)r->seed, r->runtime_s);
+    printf("PFI over range %.2f (H200 main runs unless noted)\n", r->range);
+    printf("  %-26s %5s %7s %7s %7s %7s\n", "group", "runs", "mean", "median", "q1", "q3");
+    print_row("all", jget(S, "pfi", "all", NULL));
+    print_row("dense", jget(S, "pfi", "by_arch", "dense"));
+    print_row("MoE", jget(S, "pfi", "by_arch", "moe"));
+    print_row("pretraining", jget(S, "pfi", "by_task", "pretrain"));
+    print_row("fine-tuning, full", jget(S, "pfi", "by_task", "finetune_full"));
+    print_row("fine-tuning, LoRA", jget(S, "pfi", "by_task", "finetune_lora"));
+    static const char *const g[] = {"1", "2", "4", "8", "16", "32"};
+    for (int i = 0; i < 6; i++) {
+        char label[32];
+        snprintf(label, sizeof label, "%s GPU%s", g[i], i ? "s" : "");
+        print_row(label, jget(S, "pfi", "by_gpus", g[i]));
+    }
+    print_row("validation (H200)", jget(S, "pfi", "by_split", "validation"));
+    print_row("matched pairs on H200", jget(S, "h100_vs_h200", "h200", NULL));
+    print_row("matched pairs on H100", jget(S, "h100_vs_h200", "h100", NULL));
+    const json_t *dram = jget(S, "correlation", "dram_active", "pearson");
+    if (json_is_number(dram))
+        printf("  PFI vs dram_active at the highest cap: Pearson r = %.2f\n", json_number_value(dram));
+    if (r->calib.done) {
+        printf("calibration vs Emerald: RMSE max %.3f, |PFI error| max %.3f over %zu jobs\n",
+               json_number_value(jget(S, "calibration", "rmse_max", NULL)),
+               json_number_value(jget(S, "calibration", "pfi_error_max", NULL)), r->calib.njobs);
+    } else {
+        printf("calibration vs Emerald: skipped (%s)\n", r->calib.note);
+    }
+    if (r->alloc.done) {
+        printf("allocation over %zu H200 jobs (tokens/s per job, scored on the measured curves)\n",
+               r->alloc.njobs);
+        printf("  %5s %10s %10s %10s %10s %10s %12s\n", "cut", "equal", "pfi", "optimal",
+               "recovered", "pfi-equal", "recovered(*)");
+        for (size_t i = 0; i < r->alloc.ncuts; i++) {
+            const struct pflex_report_cut *c = &r->alloc.cuts[i];
+            double nj = (double)r->alloc.njobs;
+            printf("  %4.0f%% %10.0f %10.0f %10.0f", 100 * c->cut, c->throughput[0] / nj,
+                   c->throughput[1] / nj, c->throughput[2] / nj);
+            if (isfinite(c->gap_recovered))
+                printf(" %9.1f%%", 100 * c->gap_recovered);
+            else
+                printf(" %10s", "-");
+            printf(" %+10.0f", c->recovered_per_job);
+            if (isfinite(c->progress_gap_recovered))
+                printf(" %11.1f%%\n", 100 * c->progress_gap_recovered);
+            else
+                printf(" %12s\n", "-");
+        }
+        printf("  (*) with the GPU-weighted objective: every job counts by GPUs x T/T0\n");
+    } else {
+        printf("allocation: skipped (%s)\n", r->alloc.note);
+    }
+    printf("wrote %s/sweeps.csv, %s/pfi.csv, %s/summary.json, %s/report.html (%d charts)\n", dir,
+           dir, dir, dir, charts);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Evenly spread subset of n out of total, in fleet order. */
+static size_t pick_runs(size_t total, size_t n, size_t *idx)
+{
+    if (n == 0 || n >= total) {
+        for (size_t i = 0; i < total; i++)
+            idx[i] = i;
+        return total;
+    }
+    for (size_t k = 0; k < n; k++)
+        idx[k] = k * total / n;
+    return n;
+}
 
 int cmd_study(int argc, char **argv)
 {
-    cli_error("study", "not built yet");
-    return PFLEX_EXIT_INTERNAL;
+    static const struct option opts[] = {
+        {"out", required_argument, NULL, 'o'},
+        {"seed", required_argument, NULL, 's'},
+        {"caps", required_argument, NULL, 'c'},
+        {"repeats", required_argument, NULL, 'r'},
+        {"range", required_argument, NULL, 'R'},
+        {"jobs", required_argument, NULL, 'j'},
+        {"threads", required_argument, NULL, 't'},
+        {"data", required_argument, NULL, 'd'},
+        {"gnuplot", required_argument, NULL, 'g'},
+        {"no-charts", no_argument, NULL, 'N'},
+        {"progress", no_argument, NULL, 'p'},
+        {"json", no_argument, NULL, 'J'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *out_dir = "study-out", *data_opt = NULL, *gnuplot = "gnuplot";
+    double caps[MAX_CAPS], cap_step = 50, range = PFLEX_PFI_RANGE_DEFAULT, v;
+    size_t ncaps = 0, njobs = 0;
+    uint64_t seed = 1;
+    int repeats = 3, progress = 0, json = 0, c;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = cpus > 0 ? (int)cpus : 1;
+    default_caps(caps, &ncaps);
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out_dir = optarg; break;
+        case 's':
+            if (cli_parse_double("study", "--seed", optarg, 0, 9007199254740992.0, &v) < 0)
+                return PFLEX_EXIT_BAD_INPUT;
+            if (v != floor(v))
+                return cli_usage_error("study", "--seed: '%s' is not a whole number", optarg);
+            seed = (uint64_t)v;
+            break;
+        case 'c':
+            if (parse_caps(optarg, caps, &ncaps, &cap_step) < 0)
+                return cli_usage_error("study", "--caps: '%s' is not HI:LO:STEP or a list of "
+                                       "two or more caps in W", optarg);
+            break;
+        case 'r':
+            if (cli_parse_double("study", "--repeats", optarg, 1, 100, &v) < 0)
+                return PFLEX_EXIT_BAD_INPUT;
+            repeats = (int)v;
+            break;
+        case 'R':
+            if (cli_parse_double("study", "--range", optarg, 1e-6, 1.0, &range) < 0)
+                return PFLEX_EXIT_BAD_INPUT;
+            break;
+        case 'j':
+            if (cli_parse_double("study", "--jobs", optarg, 1, 1e9, &v) < 0)
+                return PFLEX_EXIT_BAD_INPUT;
+            njobs = (size_t)v;
+            break;
+        case 't':
+            if (cli_parse_double("study", "--threads", optarg, 1, 64, &v) < 0)
+                return PFLEX_EXIT_BAD_INPUT;
+            threads = (int)v;
+            break;
+        case 'd': data_opt = optarg; break;
+        case 'g': gnuplot = optarg; break;
+        case 'N': gnuplot = NULL; break;
+        case 'p': progress = 1; break;
+        case 'J': json = 1; break;
+        case 'h': return cli_help(help);
+        default: return cli_usage_error("study", "bad option");
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("study", "unexpected argument '%s'", argv[optind]);
+
+    double t_start = now_s();
+    int rc = PFLEX_EXIT_INTERNAL;
+    size_t total = pflex_fleet_count();
+    size_t *idx = calloc(total, sizeof *idx);
+    struct task *tasks = NULL;
+    struct pflex_report_run *runs = NULL;
+    struct pflex_curve *curves = NULL;
+    pflex_sweep_t *sweep = NULL;
+    json_t *summary = NULL;
+    size_t n = 0, ncurves = 0;
+    char path[PATH_MAX], data_buf[PATH_MAX];
+    struct pflex_report_calib cal = {0};
+    pflex_error_t err;
+    if (!idx)
+        goto out;
+    n = pick_runs(total, njobs, idx);
+    tasks = calloc(n, sizeof *tasks);
+    runs = calloc(n, sizeof *runs);
+    curves = calloc(n, sizeof *curves);
+    if (!tasks || !runs || !curves)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        tasks[i].index = idx[i];
+        if (pflex_fleet_get(idx[i], &tasks[i].fleet) < 0)
+            goto out;
+    }
+    if (make_dir(out_dir) < 0) {
+        cli_error("study", "%s: %s", out_dir, strerror(errno));
+        goto out;
+    }
+
+    /* Sweep. */
+    struct pool pool = {.tasks = tasks, .ntasks = n, .caps = caps, .ncaps = ncaps,
+                        .repeats = repeats, .seed = seed,
+                        .progress = isatty(STDERR_FILENO) ? 2 : progress};
+    atomic_init(&pool.next, 0);
+    atomic_init(&pool.done, 0);
+    pthread_mutex_init(&pool.lock, NULL);
+    run_pool(&pool, threads);
+    pthread_mutex_destroy(&pool.lock);
+    for (size_t i = 0; i < n; i++)
+        if (tasks[i].failed) {
+            cli_error("study", "%s", tasks[i].err);
+            goto out;
+        }
+
+    /* Write the sweeps, read them back exactly as `pflex pfi` would. */
+    snprintf(path, sizeof path, "%s/sweeps.csv", out_dir);
+    if (write_sweeps(path, tasks, n) < 0)
+        goto out;
+    if (pflex_sweep_read_file(path, NULL, &sweep, &err) < 0) {
+        cli_error("study", "reading back %s", err.text);
+        goto out;
+    }
+    if (sweep->njobs != n) {
+        cli_error("study", "%s: %zu jobs read back, %zu written", path, sweep->njobs, n);
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct pflex_sweep_job *sj = &sweep->jobs[i];
+        struct pflex_report_run *r = &runs[i];
+        struct pflex_pfi pfi;
+        r->fleet = tasks[i].fleet;
+        r->index = tasks[i].index;
+        r->partner = -1;
+        if (strcmp(sj->name, r->fleet.desc.name) || sj->npoints > PFLEX_REPORT_MAX_POINTS) {
+            cli_error("study", "%s: job %zu is '%s', expected '%s'", path, i, sj->name,
+                      r->fleet.desc.name);
+            goto out;
+        }
+        if (pflex_curve_init(&curves[i], sj->points, sj->npoints, &err) < 0) {
+            cli_error("study", "%s: job '%s': %s", path, sj->name, err.text);
+            goto out;
+        }
+        ncurves = i + 1;
+        pflex_pfi_compute(&curves[i], range, &pfi);
+        r->pfi_valid = pfi.valid;
+        r->pfi = pfi.pfi;
+        r->range_used = pfi.range_used;
+        memcpy(r->shed, pfi.shed, sizeof r->shed);
+        r->x_max = curves[i].x_max;
+        r->p0_w = curves[i].p0_w;
+        r->t0 = curves[i].t0;
+        r->cap0_w = curves[i].cap0_w;
+        r->npoints = sj->npoints;
+        for (size_t k = 0; k < sj->npoints; k++) {
+            r->cap_w[k] = sj->points[k].cap_w;
+            r->power_w[k] = sj->points[k].power_w;
+            r->throughput[k] = sj->points[k].throughput;
+        }
+        for (int k = 0; k < PFLEX_TM_COUNT; k++)
+            r->tm[k] = sj->telemetry && sj->npoints
+                       ? sj->telemetry[(sj->npoints - 1) * PFLEX_TM_COUNT + k] : NAN;
+        /* Step time at the highest cap: the mean over its repeats. */
+        double sum = 0;
+        int cnt = 0;
+        for (size_t k = 0; k < tasks[i].nrows; k++)
+            if (fabs(tasks[i].rows[k].cap_w - r->cap0_w) < 1e-6) {
+                sum += tasks[i].rows[k].step_s;
+                cnt++;
+            }
+        r->step_s = cnt ? sum / cnt : NAN;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (runs[i].fleet.split == PFLEX_FLEET_H100)
+            for (size_t k = 0; k < n; k++)
+                if ((int)runs[k].index == runs[i].fleet.match)
+                    runs[i].partner = (int)k;
+
+    struct pflex_report rep = {.seed = seed, .range = range, .repeats = repeats,
+                               .cap_step_w = cap_step, .ncaps = ncaps, .caps_w = caps,
+                               .nruns = n, .runs = runs};
+    calibrate(find_data(data_opt, data_buf, sizeof data_buf), &cal);
+    rep.calib = cal;
+    if (allocate(runs, curves, n, &rep.alloc) < 0)
+        goto out;
+    rep.runtime_s = now_s() - t_start;
+
+    if (write_pfi(out_dir, runs, n) < 0)
+        goto out;
+    summary = pflex_report_summary(&rep);
+    if (!summary)
+        goto out;
+    FILE *f = open_out(out_dir, "summary.json", path, sizeof path);
+    if (!f)
+        goto out;
+    json_dumpf(summary, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+    fputc('\n', f);
+    if (close_out(f, path) < 0)
+        goto out;
+    f = open_out(out_dir, "report.html", path, sizeof path);
+    if (!f)
+        goto out;
+    int charts = 0;
+    if (pflex_report_write_html(&rep, summary, gnuplot, f, &charts, &err) < 0) {
+        fclose(f);
+        cli_error("study", "%s: %s", path, err.text);
+        goto out;
+    }
+    if (close_out(f, path) < 0)
+        goto out;
+    if (gnuplot && charts == 0)
+        cli_error("study", "note: no charts drawn (is gnuplot installed?); the report says where "
+                  "they would be");
+    if (json) {
+        if (cli_json_print(json_incref(summary)) < 0)
+            goto out;
+    } else {
+        print_table(&rep, summary, out_dir, charts);
+    }
+    rc = fflush(stdout) == 0 ? PFLEX_EXIT_OK : PFLEX_EXIT_INTERNAL;
+out:
+    json_decref(summary);
+    for (size_t i = 0; i < ncurves; i++)
+        pflex_curve_fini(&curves[i]);
+    if (tasks)
+        for (size_t i = 0; i < n; i++)
+            free(tasks[i].rows);
+    pflex_sweep_destroy(sweep);
+    free(curves);
+    free(runs);
+    free(tasks);
+    free(idx);
+    return rc;
 }

@@ -1,0 +1,695 @@
+/* report_html.c — the study's HTML report: one self-contained page.
+ *
+ * Charts are gnuplot scripts with their data inline (datablocks), drawn to
+ * SVG by pflex_report_gnuplot_svg and pasted into the page.  gnuplot names
+ * its SVG definitions the same way in every chart, so each chart's ids get
+ * a prefix of their own before it joins the page.  No scripts, no external
+ * assets: the page opens from disk in any browser.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pflex/report.h"
+
+static const char *const palette[] = {
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+    "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22",
+};
+#define NPALETTE (sizeof palette / sizeof *palette)
+#define DENSE_COLOR "#1f77b4"
+#define MOE_COLOR "#d62728"
+
+static const char preamble[] =
+    "set terminal svg size %d,%d dynamic enhanced font 'Helvetica,15' background '#ffffff'\n"
+    "set encoding utf8\n"
+    "set grid lc rgb '#e0e0e0' lw 1\n"
+    "set border lw 1.2\n"
+    "set key box opaque samplen 2.5 spacing 1.1\n";
+
+struct ctx {
+    const struct pflex_report *r;
+    const json_t *summary;
+    const char *gnuplot;
+    FILE *out;
+    int charts;                 /* drawn */
+    int tried;                  /* attempted */
+    int broken;                 /* gnuplot could not be run: stop trying */
+    int width;                  /* nominal width of the chart being drawn, px */
+    char why[256];
+};
+
+static void esc(FILE *f, const char *s)
+{
+    for (; *s; s++)
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+}
+
+/* gnuplot SVG into the page, every id and reference to one prefixed. */
+static void paste_svg(FILE *f, const char *svg, int chart)
+{
+    static const char *const marks[] = {"id='", "id=\"", "href='#", "href=\"#", "url(#"};
+    const char *p = svg;
+    while (*p) {
+        size_t hit = 0;
+        for (size_t k = 0; k < sizeof marks / sizeof *marks && !hit; k++) {
+            size_t n = strlen(marks[k]);
+            if (!strncmp(p, marks[k], n)) {
+                fwrite(p, 1, n, f);
+                fprintf(f, "c%d-", chart);
+                hit = n;
+            }
+        }
+        if (hit) {
+            p += hit;
+        } else {
+            fputc(*p, f);
+            p++;
+        }
+    }
+}
+
+/* Draw one chart from a finished script, or leave a note where it goes. */
+static void figure(struct ctx *c, FILE *script_f, char **script_p, size_t *len_p,
+                   const char *caption)
+{
+    fclose(script_f);           /* sets *script_p and *len_p */
+    char *script = *script_p;
+    size_t len = *len_p;
+    FILE *f = c->out;
+    c->tried++;
+    fprintf(f, "<figure style=\"max-width:%dpx\">\n", c->width);
+    char *svg = NULL;
+    pflex_error_t err = {{0}};
+    if (!c->broken && c->gnuplot
+        && pflex_report_gnuplot_svg(c->gnuplot, script, len, &svg, &err) == 0) {
+        paste_svg(f, svg, c->tried);
+        c->charts++;
+    } else {
+        if (!c->broken) {
+            snprintf(c->why, sizeof c->why, "%s", c->gnuplot ? err.text : "no gnuplot given");
+            if (!c->gnuplot || strstr(err.text, "cannot run"))
+                c->broken = 1;
+        }
+        fputs("<div class=\"nochart\">Chart not drawn: ", f);
+        esc(f, c->why);
+        fputs(". Install gnuplot (Debian: <code>apt-get install gnuplot-nox</code>) and run "
+              "<code>pflex study</code> again to draw it here.</div>\n", f);
+    }
+    fputs("<figcaption>", f);
+    esc(f, caption);
+    fputs("</figcaption>\n</figure>\n", f);
+    free(svg);
+    free(script);
+}
+
+static FILE *script_open(struct ctx *c, char **buf, size_t *len, int w, int h)
+{
+    c->width = w;
+    FILE *s = open_memstream(buf, len);
+    if (s)
+        fprintf(s, preamble, w, h);
+    return s;
+}
+
+static int main_run(const struct pflex_report_run *r)
+{
+    return r->fleet.split == PFLEX_FLEET_MAIN && r->pfi_valid;
+}
+
+/* Chart: normalised throughput against cap, every run in grey and the mean
+ * of each family in colour; dense and MoE side by side. */
+static void chart_curves(struct ctx *c)
+{
+    const struct pflex_report *r = c->r;
+    char *buf;
+    size_t len;
+    FILE *s = script_open(c, &buf, &len, 1200, 560);
+    if (!s)
+        return;
+    for (int moe = 0; moe <= 1; moe++) {
+        fprintf(s, "$runs%d << EOD\n", moe);
+        for (size_t i = 0; i < r->nruns; i++) {
+            const struct pflex_report_run *run = &r->runs[i];
+            if (!main_run(run) || run->fleet.is_moe != moe)
+                continue;
+            for (size_t k = 0; k < run->npoints; k++)
+                fprintf(s, "%.1f %.5f\n", run->cap_w[k], run->throughput[k] / run->t0);
+            fputs("\n", s);
+        }
+        fputs("EOD\n", s);
+    }
+    /* Family means at each cap. */
+    int nfam = 0;
+    int fam_moe[32], fam_n[32];
+    for (int f = 0; pflex_fleet_family_at(f) && f < 32; f++) {
+        const char *name = pflex_fleet_family_at(f);
+        double cap[PFLEX_REPORT_MAX_POINTS], sum[PFLEX_REPORT_MAX_POINTS];
+        int cnt[PFLEX_REPORT_MAX_POINTS], ncap = 0, n = 0, moe = 0;
+        for (size_t i = 0; i < r->nruns; i++) {
+            const struct pflex_report_run *run = &r->runs[i];
+            if (!main_run(run) || strcmp(run->fleet.family, name))
+                continue;
+            n++;
+            moe = run->fleet.is_moe;
+            for (size_t k = 0; k < run->npoints; k++) {
+                int j = 0;
+                while (j < ncap && fabs(cap[j] - run->cap_w[k]) > 0.5)
+                    j++;
+                if (j == ncap) {
+                    if (ncap == PFLEX_REPORT_MAX_POINTS)
+                        continue;
+                    cap[ncap] = run->cap_w[k];
+                    sum[ncap] = 0;
+                    cnt[ncap++] = 0;
+                }
+                sum[j] += run->throughput[k] / run->t0;
+                cnt[j]++;
+            }
+        }
+        fam_moe[f] = moe;
+        fam_n[f] = n;
+        nfam = f + 1;
+        fprintf(s, "$fam%d << EOD\n", f);
+        for (int j = 0; j < ncap; j++)
+            fprintf(s, "%.1f %.5f\n", cap[j], sum[j] / cnt[j]);
+        fputs("EOD\n", s);
+    }
+    fputs("set multiplot layout 1,2 title 'Normalised throughput against the per-GPU power cap "
+          "(H200 main runs; grey: each run, colour: family mean)' font ',17'\n"
+          "set xlabel 'Power cap per GPU (W)'\n"
+          "set ylabel 'Throughput / throughput at the highest cap'\n"
+          "set key bottom right\nset yrange [*:1.04]\n", s);
+    for (int moe = 0; moe <= 1; moe++) {
+        fprintf(s, "set title '%s models'\nplot $runs%d with lines lc rgb '#cfcfcf' lw 1 notitle",
+                moe ? "MoE" : "Dense", moe);
+        int col = 0;
+        for (int f = 0; f < nfam; f++) {
+            if (fam_moe[f] != moe || fam_n[f] == 0)
+                continue;
+            fprintf(s, ", \\\n  $fam%d with linespoints lw 2.5 pt 7 ps 0.7 lc rgb '%s' title '%s (%d runs)'",
+                    f, palette[col++ % NPALETTE], pflex_fleet_family_at(f), fam_n[f]);
+        }
+        fputs("\n", s);
+    }
+    fputs("unset multiplot\n", s);
+    figure(c, s, &buf, &len,
+           "Each grey line is one run's sweep; coloured lines are family means. Memory-bound and "
+           "communication-bound runs lose little throughput when the compute clock drops under a cap.");
+}
+
+/* Chart: the loss curves PFI integrates, with the proportional line. */
+static void chart_loss(struct ctx *c)
+{
+    const struct pflex_report *r = c->r;
+    char *buf;
+    size_t len;
+    FILE *s = script_open(c, &buf, &len, 1100, 600);
+    if (!s)
+        return;
+    for (int moe = 0; moe <= 1; moe++) {
+        fprintf(s, "$loss%d << EOD\n", moe);
+        for (size_t i = 0; i < r->nruns; i++) {
+            const struct pflex_report_run *run = &r->runs[i];
+            if (!main_run(run) || run->fleet.is_moe != moe)
+                continue;
+            fputs("0 0\n", s);
+            for (size_t k = run->npoints; k-- > 0;) {
+                double x = 1 - run->power_w[k] / run->p0_w;
+                if (x > 0)
+                    fprintf(s, "%.5f %.5f\n", x, 1 - run->throughput[k] / run->t0);
+            }
+            fputs("\n", s);
+        }
+        fputs("EOD\n", s);
+    }
+    fprintf(s, "set title 'Throughput loss against power reduction (H200 main runs): PFI = 1 − area "
+               "under the curve / area under the proportional line, over x ≤ %.2f' font ',16'\n"
+               "set xlabel 'Power reduction per GPU, x = 1 − P/P_0'\n"
+               "set ylabel 'Throughput loss, L = 1 − T/T_0'\n"
+               "set xrange [0:*]\nset yrange [0:*]\nset key top left\n"
+               "set arrow from %.3f, graph 0 to %.3f, graph 1 nohead dt 3 lw 1.5 lc rgb '#555555'\n"
+               "set label 'PFI range' at %.3f, graph 0.95 offset 0.5,0 textcolor rgb '#555555'\n"
+               "plot $loss0 with linespoints lw 1 pt 7 ps 0.35 lc rgb '%s' title 'dense runs', \\\n"
+               "  $loss1 with linespoints lw 1 pt 7 ps 0.35 lc rgb '%s' title 'MoE runs', \\\n"
+               "  x with lines dt 2 lw 2 lc rgb '#000000' title 'proportional loss (PFI = 0)'\n",
+            r->range, r->range, r->range, r->range, DENSE_COLOR, MOE_COLOR);
+    figure(c, s, &buf, &len,
+           "A curve under the dashed line gives up less throughput than power: PFI > 0. "
+           "The dotted line marks the range over which PFI is computed.");
+}
+
+/* A box plot with the points over it, one box per category. */
+struct category {
+    char label[48];
+    int (*pick)(const struct pflex_report_run *r, const void *arg);
+    const void *arg;
+};
+
+static void chart_boxes(struct ctx *c, const char *title, const char *xlabel,
+                        const struct category *cat, int ncat, const char *caption)
+{
+    const struct pflex_report *r = c->r;
+    char *buf;
+    size_t len;
+    FILE *s = script_open(c, &buf, &len, 1100, 560);
+    if (!s)
+        return;
+    int used = 0;
+    char tics[1024] = "";
+    fputs("$d << EOD\n", s);
+    for (int k = 0; k < ncat; k++) {
+        int n = 0;
+        for (size_t i = 0; i < r->nruns; i++)
+            n += main_run(&r->runs[i]) && cat[k].pick(&r->runs[i], cat[k].arg);
+        if (n == 0)
+            continue;
+        if (used)
+            fputs("\n\n", s);
+        int j = 0;
+        for (size_t i = 0; i < r->nruns; i++)
+            if (main_run(&r->runs[i]) && cat[k].pick(&r->runs[i], cat[k].arg)) {
+                /* A fixed jitter so that points do not hide each other. */
+                double dx = ((j * 7) % 11 - 5) * 0.035;
+                fprintf(s, "%.3f %.5f\n", used + 1 + dx, r->runs[i].pfi);
+                j++;
+            }
+        size_t t = strlen(tics);
+        snprintf(tics + t, sizeof tics - t, "%s\"%s\\n(%d runs)\" %d", used ? ", " : "", cat[k].label, n,
+                 used + 1);
+        used++;
+    }
+    fputs("EOD\n", s);
+    if (used == 0) {
+        fputs("set label 'no runs with a PFI' at graph 0.4, graph 0.5\nplot [0:1][0:1] NaN notitle\n", s);
+    } else {
+        fprintf(s, "set title '%s' font ',17'\nset xlabel '%s'\nset ylabel 'PFI (range %.2f)'\n"
+                   "set xtics (%s)\nset xrange [0.4:%d.6]\nset boxwidth 0.55\n"
+                   "set style boxplot nooutliers\nset key top right\n"
+                   "plot for [i=0:%d] $d index i using (i+1):2 with boxplot lw 1.5 lc rgb '#1f77b4' "
+                   "fs solid 0.25 title (i == 0 ? 'quartiles and whiskers (1.5 IQR)' : ''), \\\n"
+                   "  $d using 1:2 with points pt 7 ps 0.55 lc rgb '#333333' title 'runs', \\\n"
+                   "  0 with lines dt 2 lc rgb '#000000' title 'proportional loss (PFI = 0)'\n",
+                title, xlabel, c->r->range, tics, used, used - 1);
+    }
+    figure(c, s, &buf, &len, caption);
+}
+
+static int by_arch(const struct pflex_report_run *r, const void *a) { return !strcmp(r->fleet.arch, a); }
+static int by_task(const struct pflex_report_run *r, const void *a) { return !strcmp(r->fleet.task, a); }
+static int by_gpus(const struct pflex_report_run *r, const void *a) { return r->fleet.gpus == *(const int *)a; }
+
+/* Chart: the same job on H100 against H200. */
+static void chart_pairs(struct ctx *c)
+{
+    const struct pflex_report *r = c->r;
+    char *buf;
+    size_t len;
+    FILE *s = script_open(c, &buf, &len, 800, 680);
+    if (!s)
+        return;
+    double lo = INFINITY, hi = -INFINITY;
+    int n = 0;
+    for (int moe = 0; moe <= 1; moe++) {
+        fprintf(s, "$p%d << EOD\n", moe);
+        for (size_t i = 0; i < r->nruns; i++) {
+            const struct pflex_report_run *h = &r->runs[i];
+            if (h->fleet.split != PFLEX_FLEET_H100 || h->partner < 0 || !h->pfi_valid
+                || !r->runs[h->partner].pfi_valid || h->fleet.is_moe != moe)
+                continue;
+            double a = r->runs[h->partner].pfi, b = h->pfi;
+            fprintf(s, "%.5f %.5f\n", a, b);
+            lo = fmin(lo, fmin(a, b));
+            hi = fmax(hi, fmax(a, b));
+            n++;
+        }
+        fputs("EOD\n", s);
+    }
+    if (n == 0) {
+        fputs("set title 'Same job on H100 and H200' font ',17'\n"
+              "set label 'no matched pairs in this study (--jobs selects a subset)' at graph 0.1, graph 0.5\n"
+              "plot [0:1][0:1] NaN notitle\n", s);
+    } else {
+        double pad = 0.05 * (hi - lo) + 0.02;
+        fprintf(s, "set title 'Same job on H100 and H200: PFI of %d matched pairs' font ',17'\n"
+                   "set xlabel 'PFI on H200-SXM-141GB'\nset ylabel 'PFI on H100-SXM5-80GB'\n"
+                   "set size ratio -1\nset xrange [%.3f:%.3f]\nset yrange [%.3f:%.3f]\nset key top left\n"
+                   "plot $p0 with points pt 7 ps 1.1 lc rgb '%s' title 'dense', \\\n"
+                   "  $p1 with points pt 9 ps 1.3 lc rgb '%s' title 'MoE', \\\n"
+                   "  x with lines dt 2 lc rgb '#000000' title 'same PFI on both'\n",
+                n, lo - pad, hi + pad, lo - pad, hi + pad, DENSE_COLOR, MOE_COLOR);
+    }
+    figure(c, s, &buf, &len,
+           "Points above the dashed line are jobs that are more power-flexible on H100 than on H200.");
+}
+
+/* Chart: PFI against two telemetry fields read at the baseline cap. */
+static void chart_telemetry(struct ctx *c)
+{
+    const struct pflex_report *r = c->r;
+    static const enum pflex_tm fields[2] = {PFLEX_TM_DRAM_ACTIVE, PFLEX_TM_TENSOR_ACTIVE};
+    char *buf;
+    size_t len;
+    FILE *s = script_open(c, &buf, &len, 1200, 540);
+    if (!s)
+        return;
+    for (int moe = 0; moe <= 1; moe++) {
+        fprintf(s, "$t%d << EOD\n", moe);
+        for (size_t i = 0; i < r->nruns; i++) {
+            const struct pflex_report_run *run = &r->runs[i];
+            if (main_run(run) && run->fleet.is_moe == moe)
+                fprintf(s, "%.5f %.5f %.5f\n", run->tm[fields[0]], run->tm[fields[1]], run->pfi);
+        }
+        fputs("EOD\n", s);
+    }
+    fputs("set multiplot layout 1,2 title 'PFI against telemetry at the highest cap (H200 main runs)' "
+          "font ',17'\nset ylabel 'PFI'\nset key top left\n", s);
+    for (int k = 0; k < 2; k++) {
+        const char *name = pflex_tm_name(fields[k]);
+        json_t *corr = json_object_get(json_object_get(c->summary, "correlation"), name);
+        double rho = json_number_value(json_object_get(corr, "pearson"));
+        fprintf(s, "set title '%s (Pearson r = %.2f)' noenhanced\n"
+                   "set xlabel '%s (fraction of time, 0–1)' noenhanced\n"
+                   "plot $t0 using %d:3 with points pt 7 ps 0.8 lc rgb '%s' title 'dense', \\\n"
+                   "  $t1 using %d:3 with points pt 9 ps 1.0 lc rgb '%s' title 'MoE'\n",
+                name, rho, name, k + 1, DENSE_COLOR, k + 1, MOE_COLOR);
+    }
+    fputs("unset multiplot\n", s);
+    figure(c, s, &buf, &len,
+           "Runs that keep DRAM busy are memory-bound: a lower compute clock costs them little.");
+}
+
+/* Chart: the calibration against the Emerald measurements. */
+static void chart_calibration(struct ctx *c)
+{
+    const struct pflex_report_calib *cal = &c->r->calib;
+    char *buf;
+    size_t len;
+    FILE *s = script_open(c, &buf, &len, 1100, 600);
+    if (!s)
+        return;
+    for (size_t j = 0; j < cal->njobs; j++) {
+        fprintf(s, "$c%zu << EOD\n", j);
+        for (size_t k = 0; k < cal->jobs[j].npoints; k++)
+            fprintf(s, "%.1f %.5f %.5f\n", cal->jobs[j].cap_w[k], cal->jobs[j].measured[k],
+                    cal->jobs[j].simulated[k]);
+        fputs("EOD\n", s);
+    }
+    fputs("set title 'Calibration: simulated (lines) against measured (points) normalised throughput, "
+          "Emerald A100 jobs' font ',16'\nset xlabel 'Power cap per GPU (W)'\n"
+          "set ylabel 'Throughput / throughput at the highest cap'\nset key bottom right\n"
+          "set yrange [0:1.08]\nplot ", s);
+    for (size_t j = 0; j < cal->njobs; j++) {
+        const char *col = palette[j % NPALETTE];
+        char title[96];
+        snprintf(title, sizeof title, "%s (RMSE %.3f)", cal->jobs[j].job, cal->jobs[j].rmse);
+        for (char *p = title; *p; p++)
+            if (*p == '_' || *p == '\'')
+                *p = ' ';
+        fprintf(s, "%s$c%zu using 1:2 with points pt 7 ps 1.2 lc rgb '%s' notitle, \\\n"
+                   "  $c%zu using 1:3 with lines lw 2.5 lc rgb '%s' title '%s'",
+                j ? ", \\\n  " : "", j, col, j, col, title);
+    }
+    fputs("\n", s);
+    figure(c, s, &buf, &len,
+           "Points: measured by the Emerald AI field demonstration; lines: the same jobs on the "
+           "simulator. RMSE over the caps the calibration scores.");
+}
+
+/* Chart: allocation policies across cuts. */
+static void chart_alloc(struct ctx *c)
+{
+    const struct pflex_report_alloc *a = &c->r->alloc;
+    char *buf;
+    size_t len;
+    FILE *s = script_open(c, &buf, &len, 1240, 520);
+    if (!s)
+        return;
+    fputs("$a << EOD\n", s);
+    for (size_t i = 0; i < a->ncuts; i++) {
+        const struct pflex_report_cut *k = &a->cuts[i];
+        double nj = 1e3 * (double)a->njobs;
+        fprintf(s, "%.1f %.4f %.4f %.4f %.3f %.5f %.5f %.5f\n", 100 * k->cut, k->throughput[0] / nj,
+                k->throughput[1] / nj, k->throughput[2] / nj,
+                isfinite(k->gap_recovered) ? 100 * k->gap_recovered : NAN, k->progress[0],
+                k->progress[1], k->progress[2]);
+    }
+    fputs("EOD\n", s);
+    fprintf(s, "set multiplot layout 1,3 title 'Splitting a site power cut between %zu H200 jobs' font ',17'\n"
+               "set xlabel 'Cut in total GPU power (%%)'\nset key bottom left\n"
+               "set title 'Throughput per job (measured curves)'\n"
+               "set ylabel 'Tokens/s per job (mean, thousands)'\n"
+               "plot $a using 1:2 with linespoints lw 2.5 pt 5 lc rgb '#7f7f7f' title 'equal', \\\n"
+               "  $a using 1:3 with linespoints lw 2.5 pt 7 lc rgb '#1f77b4' title 'pfi', \\\n"
+               "  $a using 1:4 with linespoints lw 2.5 pt 9 dt 2 lc rgb '#2ca02c' title 'optimal'\n"
+               "set title 'Gap from equal to optimal that pfi recovers'\n"
+               "set ylabel 'Gap recovered, tokens/s objective (%%)'\nset yrange [0:105]\n"
+               "plot $a using 1:5 with linespoints lw 2.5 pt 7 lc rgb '#1f77b4' title 'pfi'\n"
+               "set title 'Same plans, GPU-weighted objective'\nset yrange [*:*]\n"
+               "set ylabel 'GPU-weighted mean of T/T_0'\n"
+               "plot $a using 1:6 with linespoints lw 2.5 pt 5 lc rgb '#7f7f7f' title 'equal', \\\n"
+               "  $a using 1:7 with linespoints lw 2.5 pt 7 lc rgb '#1f77b4' title 'pfi', \\\n"
+               "  $a using 1:8 with linespoints lw 2.5 pt 9 dt 2 lc rgb '#2ca02c' title 'optimal'\n"
+               "unset multiplot\n", a->njobs);
+    figure(c, s, &buf, &len,
+           "Equal: every job gives up the same share of power. pfi: knows each job's PFI and "
+           "cuts the jobs that lose least per watt first. optimal: knows every measured curve. "
+           "With tokens/s as the objective, fast small models weigh most; the GPU-weighted "
+           "objective counts every GPU-hour of progress alike.");
+}
+
+static void stats_row(FILE *f, const char *label, const json_t *st)
+{
+    fputs("<tr><td>", f);
+    esc(f, label);
+    json_int_t n = json_integer_value(json_object_get(st, "n"));
+    fprintf(f, "</td><td>%lld</td>", (long long)n);
+    static const char *const keys[] = {"mean", "median", "q1", "q3", "min", "max"};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++) {
+        json_t *v = json_object_get(st, keys[k]);
+        if (json_is_number(v))
+            fprintf(f, "<td>%.3f</td>", json_number_value(v));
+        else
+            fputs("<td>–</td>", f);
+    }
+    fputs("</tr>\n", f);
+}
+
+static const json_t *path(const json_t *o, const char *a, const char *b, const char *c)
+{
+    o = json_object_get(o, a);
+    if (b)
+        o = json_object_get(o, b);
+    if (c)
+        o = json_object_get(o, c);
+    return o;
+}
+
+static void headline_table(struct ctx *c)
+{
+    FILE *f = c->out;
+    const json_t *S = c->summary;
+    fputs("<table class=\"num\">\n<tr><th>group</th><th>runs</th><th>mean</th><th>median</th>"
+          "<th>Q1</th><th>Q3</th><th>min</th><th>max</th></tr>\n", f);
+    stats_row(f, "all H200 main runs", path(S, "pfi", "all", NULL));
+    stats_row(f, "dense", path(S, "pfi", "by_arch", "dense"));
+    stats_row(f, "MoE", path(S, "pfi", "by_arch", "moe"));
+    stats_row(f, "pretraining", path(S, "pfi", "by_task", "pretrain"));
+    stats_row(f, "fine-tuning (all)", path(S, "pfi", "by_task", "finetune"));
+    stats_row(f, "fine-tuning, full", path(S, "pfi", "by_task", "finetune_full"));
+    stats_row(f, "fine-tuning, LoRA", path(S, "pfi", "by_task", "finetune_lora"));
+    static const char *const g[] = {"1", "2", "4", "8", "16", "32"};
+    for (size_t i = 0; i < 6; i++) {
+        char label[32];
+        snprintf(label, sizeof label, "%s GPU%s", g[i], i ? "s" : "");
+        stats_row(f, label, path(S, "pfi", "by_gpus", g[i]));
+    }
+    stats_row(f, "H200 validation runs", path(S, "pfi", "by_split", "validation"));
+    stats_row(f, "matched pairs: on H200", path(S, "h100_vs_h200", "h200", NULL));
+    stats_row(f, "matched pairs: on H100", path(S, "h100_vs_h200", "h100", NULL));
+    fputs("</table>\n", f);
+}
+
+static void calib_section(struct ctx *c)
+{
+    FILE *f = c->out;
+    const struct pflex_report_calib *cal = &c->r->calib;
+    fputs("<h2 id=\"calibration\">Calibration against the Emerald measurements</h2>\n", f);
+    if (!cal->done) {
+        fputs("<p class=\"note\">Calibration section skipped: ", f);
+        esc(f, cal->note);
+        fputs(".</p>\n", f);
+        return;
+    }
+    fputs("<p>", f);
+    esc(f, cal->note);
+    fputs("</p>\n", f);
+    chart_calibration(c);
+    fputs("<table class=\"num\">\n<tr><th>job</th><th>RMSE of T/T<sub>0</sub></th>"
+          "<th>PFI measured</th><th>PFI simulated</th><th>PFI error</th></tr>\n", f);
+    for (size_t j = 0; j < cal->njobs; j++) {
+        const struct pflex_report_calib_job *J = &cal->jobs[j];
+        fputs("<tr><td>", f);
+        esc(f, J->job);
+        fprintf(f, "</td><td>%.4f</td><td>%.3f</td><td>%.3f</td><td>%+.3f</td></tr>\n", J->rmse,
+                J->pfi_measured, J->pfi_simulated, J->pfi_simulated - J->pfi_measured);
+    }
+    fputs("</table>\n", f);
+}
+
+static void alloc_section(struct ctx *c)
+{
+    FILE *f = c->out;
+    const struct pflex_report_alloc *a = &c->r->alloc;
+    fputs("<h2 id=\"allocation\">Allocation under a site power cut</h2>\n", f);
+    if (!a->done) {
+        fputs("<p class=\"note\">Allocation section skipped: ", f);
+        esc(f, a->note);
+        fputs(".</p>\n", f);
+        return;
+    }
+    fprintf(f, "<p>The %zu H200 main runs with a PFI share a site whose GPU power (%.1f kW at the "
+               "highest cap) must drop by the cut. Each policy plans per-job power; every plan is "
+               "then scored on the measured curves (SPEC §2).</p>\n", a->njobs, a->baseline_w / 1e3);
+    chart_alloc(c);
+    fputs("<table class=\"num\">\n<tr><th>cut</th><th>budget (kW)</th><th>equal (tokens/s per job)</th>"
+          "<th>pfi</th><th>optimal</th><th>gap recovered by pfi</th>"
+          "<th>pfi − equal (tokens/s per job)</th><th>GPU-weighted T/T<sub>0</sub>: equal / pfi / "
+          "optimal</th><th>gap recovered (GPU-weighted)</th></tr>\n", f);
+    for (size_t i = 0; i < a->ncuts; i++) {
+        const struct pflex_report_cut *k = &a->cuts[i];
+        fprintf(f, "<tr><td>%.0f%%</td><td>%.1f</td><td>%.0f</td><td>%.0f</td><td>%.0f</td>",
+                100 * k->cut, k->budget_w / 1e3, k->throughput[0] / a->njobs,
+                k->throughput[1] / a->njobs, k->throughput[2] / a->njobs);
+        if (isfinite(k->gap_recovered))
+            fprintf(f, "<td>%.1f%%</td>", 100 * k->gap_recovered);
+        else
+            fputs("<td>–</td>", f);
+        fprintf(f, "<td>%+.0f</td><td>%.3f / %.3f / %.3f</td>", k->recovered_per_job,
+                k->progress[0], k->progress[1], k->progress[2]);
+        if (isfinite(k->progress_gap_recovered))
+            fprintf(f, "<td>%.1f%%</td></tr>\n", 100 * k->progress_gap_recovered);
+        else
+            fputs("<td>–</td></tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
+
+static void runs_table(struct ctx *c)
+{
+    FILE *f = c->out;
+    const struct pflex_report *r = c->r;
+    fprintf(f, "<details><summary>All %zu runs</summary>\n<table class=\"num runs\">\n"
+               "<tr><th>run</th><th>split</th><th>family</th><th>task</th><th>GPUs</th>"
+               "<th>dp/tp/pp/ep</th><th>base power (W)</th><th>tokens/s</th><th>PFI</th></tr>\n",
+            r->nruns);
+    for (size_t i = 0; i < r->nruns; i++) {
+        const struct pflex_report_run *run = &r->runs[i];
+        const struct pflex_job_desc *d = &run->fleet.desc;
+        fputs("<tr><td>", f);
+        esc(f, d->name);
+        fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%d/%d/%d/%d</td>"
+                   "<td>%.0f</td><td>%.0f</td>",
+                pflex_fleet_split_name(run->fleet.split), run->fleet.family, run->fleet.task,
+                run->fleet.gpus, d->dp, d->tp, d->pp, d->ep, run->p0_w, run->t0);
+        if (run->pfi_valid)
+            fprintf(f, "<td>%.3f</td></tr>\n", run->pfi);
+        else
+            fputs("<td>–</td></tr>\n", f);
+    }
+    fputs("</table>\n</details>\n", f);
+}
+
+static const char css[] =
+    "body{font-family:Helvetica,Arial,sans-serif;max-width:1240px;margin:2em auto;padding:0 1em;"
+    "color:#222;line-height:1.45}\n"
+    "h1{font-size:1.7em;margin-bottom:.2em}h2{margin-top:2em;border-bottom:1px solid #ccc}\n"
+    "figure{margin:1.2em 0}figure svg{width:100%;height:auto;display:block}\n"
+    "figcaption{color:#555;font-size:.92em;margin-top:.3em}\n"
+    "table.num{border-collapse:collapse;margin:1em 0}table.num td,table.num th{padding:.25em .7em;"
+    "border-bottom:1px solid #e4e4e4;text-align:right}table.num td:first-child,"
+    "table.num th:first-child{text-align:left}table.num th{background:#f3f3f3}\n"
+    "table.runs{font-size:.85em}\n"
+    ".nochart{border:2px dashed #bbb;padding:2em;text-align:center;color:#666;background:#fafafa}\n"
+    ".note{background:#fff7e0;border-left:4px solid #e0b040;padding:.6em 1em}\n"
+    ".meta{color:#555}code{background:#f2f2f2;padding:0 .25em}\n";
+
+int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
+                            const char *gnuplot, FILE *out, int *charts, pflex_error_t *err)
+{
+    struct ctx c = {.r = r, .summary = summary, .gnuplot = gnuplot, .out = out};
+    FILE *f = out;
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+               "<title>pflex study: power flexibility of the built-in fleet</title>\n"
+               "<style>\n%s</style>\n</head>\n<body>\n", css);
+    json_int_t main_n = json_integer_value(path(summary, "counts", "main", NULL));
+    json_int_t val_n = json_integer_value(path(summary, "counts", "validation", NULL));
+    json_int_t h100_n = json_integer_value(path(summary, "counts", "h100_matched", NULL));
+    fprintf(f, "<h1>Power flexibility of the built-in training fleet</h1>\n"
+               "<p class=\"meta\">pflex study, seed %llu: %zu simulated runs (%lld H200 main, %lld H200 "
+               "validation, %lld H100 matched), each swept over %zu power caps from %.0f W to %.0f W "
+               "with %d measurements per cap; PFI over range %.2f; %.1f s.</p>\n",
+            (unsigned long long)r->seed, r->nruns, (long long)main_n, (long long)val_n,
+            (long long)h100_n, r->ncaps, r->ncaps ? r->caps_w[0] : 0,
+            r->ncaps ? r->caps_w[r->ncaps - 1] : 0, r->repeats, r->range, r->runtime_s);
+    fputs("<p>The Power Flexibility Index (PFI) says how much throughput a training job gives up "
+          "when its GPUs' power is capped: 1 means power cuts cost nothing, 0 means throughput "
+          "falls in proportion to power, below 0 is worse than proportional. It is one minus "
+          "the area under the job's loss curve relative to the proportional line, over power "
+          "reductions up to the range.</p>\n", f);
+    fputs("<h2>PFI by group</h2>\n", f);
+    headline_table(&c);
+    fputs("<h2>Throughput under a power cap, by model family</h2>\n", f);
+    chart_curves(&c);
+    chart_loss(&c);
+    fputs("<h2>PFI distributions</h2>\n", f);
+    {
+        struct category cat[] = {
+            {"Dense", by_arch, "dense"}, {"MoE", by_arch, "moe"},
+            {"Pretraining", by_task, "pretrain"}, {"Full fine-tuning", by_task, "finetune-full"},
+            {"LoRA fine-tuning", by_task, "finetune-lora"},
+        };
+        chart_boxes(&c, "PFI by architecture and task (H200 main runs)", "Group", cat, 5,
+                    "Boxes span the middle half of the runs, the bar is the median, whiskers reach "
+                    "1.5 interquartile ranges; each dot is one run.");
+    }
+    {
+        static const int g[] = {1, 2, 4, 8, 16, 32};
+        struct category cat[6];
+        for (int i = 0; i < 6; i++) {
+            snprintf(cat[i].label, sizeof cat[i].label, "%d GPU%s", g[i], i ? "s" : "");
+            cat[i].pick = by_gpus;
+            cat[i].arg = &g[i];
+        }
+        chart_boxes(&c, "PFI by number of GPUs (H200 main runs)", "GPUs per job", cat, 6,
+                    "Larger jobs spend more of each step communicating, which a lower SM clock "
+                    "does not slow.");
+    }
+    fputs("<h2>The same jobs on H100 and H200</h2>\n", f);
+    chart_pairs(&c);
+    fputs("<h2>What telemetry says about PFI</h2>\n", f);
+    chart_telemetry(&c);
+    calib_section(&c);
+    alloc_section(&c);
+    fputs("<h2>Runs and files</h2>\n<p>Files beside this page: <code>sweeps.csv</code> (every "
+          "measurement; <code>pflex pfi sweeps.csv</code> recomputes the PFIs), <code>pfi.csv</code> "
+          "(one row per run, the input of <code>pflex allocate --pfi</code>), "
+          "<code>summary.json</code> (the numbers above; keys in docs/study.md).</p>\n", f);
+    runs_table(&c);
+    if (c.broken || c.charts < c.tried) {
+        fputs("<p class=\"note\">Some charts were not drawn: ", f);
+        esc(f, c.why);
+        fputs(".</p>\n", f);
+    }
+    fputs("</body>\n</html>\n", f);
+    if (charts)
+        *charts = c.charts;
+    if (ferror(f))
+        return pflex_error_set(err, "write error");
+    return 0;
+}
