@@ -1,0 +1,100 @@
+#!/bin/sh
+# pflex study end to end on a subset of the fleet: the four files, pfi.csv
+# agreeing with `pflex pfi` on sweeps.csv and readable by `pflex allocate
+# --pfi`, the documented summary.json keys, charts when gnuplot is there and
+# a note when it is not, same seed same bytes, bad usage exit 2.
+set -u
+P=${PFLEX:-build/pflex}
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$P" study --help | grep -q 'usage: pflex study' || fail "--help"
+"$P" study --out "$T/a" --jobs 20 > "$T/table" 2> "$T/err" || fail "study exit: $(cat "$T/err")"
+for f in sweeps.csv pfi.csv summary.json report.html; do
+    [ -s "$T/a/$f" ] || fail "no $f"
+done
+grep -q 'PFI over range 0.30' "$T/table" || fail "no summary table"
+grep -q '^  all ' "$T/table" || fail "table has no 'all' row"
+
+# pfi.csv: the PFI CSV columns first, equal to what pflex pfi computes.
+head -1 "$T/a/pfi.csv" | grep -q '^job,gpus,power_w,throughput,pfi,range,floor,' || fail "pfi.csv header"
+[ "$(($(wc -l < "$T/a/pfi.csv") - 1))" -eq 20 ] || fail "pfi.csv has not 20 rows"
+"$P" pfi --csv "$T/a/sweeps.csv" > "$T/pfi_again.csv" || fail "pflex pfi on sweeps.csv"
+cut -d, -f1-10 "$T/a/pfi.csv" > "$T/x"
+cut -d, -f1-10 "$T/pfi_again.csv" > "$T/y"
+cmp -s "$T/x" "$T/y" || fail "pfi.csv differs from pflex pfi --csv sweeps.csv"
+grep -q ',H200-SXM-141GB,.*,main,' "$T/a/pfi.csv" || fail "pfi.csv lacks gpu/split columns"
+"$P" allocate --pfi "$T/a/pfi.csv" --reduce 0.2 --json > "$T/plan.json" 2> "$T/err" \
+    || fail "allocate --pfi pfi.csv: $(cat "$T/err")"
+
+# summary.json: every documented top-level and headline key.
+if command -v python3 > /dev/null 2>&1; then
+    python3 - "$T/a/summary.json" <<'EOF' || fail "summary.json keys"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for k in ["tool", "seed", "range", "repeats", "caps_w", "population", "counts", "pfi",
+          "h100_vs_h200", "correlation", "calibration", "allocation", "files", "runtime_s"]:
+    assert k in d, k
+assert list(d)[-1] == "runtime_s"
+for k in ["runs", "main", "validation", "h100_matched", "with_pfi", "without_pfi"]:
+    assert isinstance(d["counts"][k], int), k
+assert d["counts"]["runs"] == 20
+p = d["pfi"]
+for k in ["all", "by_arch", "by_task", "by_gpus", "by_family", "by_split"]:
+    assert k in p, k
+for k in ["n", "mean", "sd", "min", "q1", "median", "q3", "max"]:
+    assert k in p["all"], k
+assert set(p["by_arch"]) == {"dense", "moe"}
+assert set(p["by_task"]) == {"pretrain", "finetune", "finetune_full", "finetune_lora"}
+assert set(p["by_gpus"]) == {"1", "2", "4", "8", "16", "32"}
+for k in ["pairs", "h200", "h100", "difference", "h100_more_flexible", "pearson"]:
+    assert k in d["h100_vs_h200"], k
+assert "pearson" in d["correlation"]["dram_active"]
+assert d["calibration"]["status"] in ("done", "skipped")
+assert d["allocation"]["status"] in ("done", "skipped")
+if d["allocation"]["status"] == "done":
+    c = d["allocation"]["cuts"][0]
+    for k in ["cut", "budget_w", "equal", "pfi", "optimal", "gap_recovered", "recovered_per_job",
+              "progress"]:
+        assert k in c, k
+    assert c["equal"]["throughput"] <= c["optimal"]["throughput"] * (1 + 1e-9)
+EOF
+else
+    for k in '"counts"' '"pfi"' '"by_arch"' '"h100_vs_h200"' '"calibration"' '"runtime_s"'; do
+        grep -q "$k" "$T/a/summary.json" || fail "summary.json lacks $k"
+    done
+fi
+
+# Charts when gnuplot exists; a note, and success, when it does not.
+if command -v gnuplot > /dev/null 2>&1; then
+    grep -q '<svg' "$T/a/report.html" || fail "report.html has no svg chart"
+    grep -q 'Chart not drawn' "$T/a/report.html" && fail "a chart failed to draw"
+fi
+grep -q '<script' "$T/a/report.html" && fail "report.html runs scripts"
+grep -qE '(src|href)="https?:' "$T/a/report.html" && fail "report.html loads external assets"
+"$P" study --out "$T/b" --jobs 20 --gnuplot "$T/no-such-gnuplot" > /dev/null 2> "$T/err" \
+    || fail "study without gnuplot failed"
+grep -q 'Chart not drawn' "$T/b/report.html" || fail "no note where charts would be"
+grep -q '<svg' "$T/b/report.html" && fail "charts without gnuplot?"
+
+# Same seed, same bytes (summary.json apart from runtime_s); threads do not matter.
+cmp -s "$T/a/sweeps.csv" "$T/b/sweeps.csv" || fail "sweeps.csv differs between runs"
+cmp -s "$T/a/pfi.csv" "$T/b/pfi.csv" || fail "pfi.csv differs between runs"
+"$P" study --out "$T/c" --jobs 20 --threads 1 --no-charts > /dev/null 2>&1 || fail "--threads 1"
+cmp -s "$T/a/sweeps.csv" "$T/c/sweeps.csv" || fail "sweeps.csv depends on threads"
+grep -v '"runtime_s"' "$T/a/summary.json" > "$T/x"
+grep -v '"runtime_s"' "$T/c/summary.json" > "$T/y"
+cmp -s "$T/x" "$T/y" || fail "summary.json differs beyond runtime_s"
+"$P" study --out "$T/d" --jobs 20 --seed 7 --no-charts > /dev/null 2>&1 || fail "--seed 7"
+cmp -s "$T/a/sweeps.csv" "$T/d/sweeps.csv" && fail "another seed gave the same sweeps"
+
+# --json prints the summary; bad usage exits 2 with nothing on stdout.
+"$P" study --out "$T/e" --jobs 5 --no-charts --json > "$T/json" || fail "--json exit"
+grep -q '"pfi"' "$T/json" || fail "--json prints no summary"
+for args in "--caps foo" "--repeats 0" "--jobs x" "--bogus" "extra"; do
+    # shellcheck disable=SC2086
+    "$P" study --out "$T/f" $args > "$T/out" 2> "$T/err"; rc=$?
+    [ $rc -eq 2 ] || fail "study $args: exit $rc, want 2"
+    [ -s "$T/out" ] && fail "study $args: wrote to stdout"
+done
+exit 0
