@@ -147,14 +147,22 @@ static int tp_last(const char *path, struct tp_mark *m, int *bad, pflex_error_t 
     if (got < 0)
         return pflex_error_set(err, "%s: %s", path, strerror(saved));
     buf[got] = '\0';
+    /* Read from the middle of the file: its first line is cut. */
+    char *begin = buf;
+    if (from > 0) {
+        begin = strchr(buf, '\n');
+        if (!begin)
+            return 1;
+        begin++;
+    }
     /* Drop an incomplete last line (the job may be writing it now). */
-    char *end = strrchr(buf, '\n');
+    char *end = strrchr(begin, '\n');
     if (!end)
         return 1;
     *end = '\0';
     for (;;) {
-        char *line = strrchr(buf, '\n');
-        line = line ? line + 1 : buf;
+        char *line = strrchr(begin, '\n');
+        line = line ? line + 1 : begin;
         while (*line == ' ' || *line == '\t' || *line == '\r')
             line++;
         if (*line && *line != '#') {
@@ -176,7 +184,7 @@ static int tp_last(const char *path, struct tp_mark *m, int *bad, pflex_error_t 
             return pflex_error_set(err, "%s: last line '%.60s' is not 'UNIX_TIME TOKENS_TOTAL' "
                                    "(see pflex sweep --help)", path, line);
         }
-        if (line == buf)
+        if (line == begin)
             return 1;
         line[-1] = '\0';
     }
@@ -255,7 +263,7 @@ static int parse_caps(const char *s, double lo_w, double hi_w, double *caps, uns
                             s);
             return -1;
         }
-        for (double c = hi; c >= lo - 1e-9; c -= step) {
+        for (double c = hi; c >= lo - 1e-9; c = hi - step * *n) {
             if (*n == MAX_CAPS) {
                 cli_usage_error(CMD, "--caps: more than %d caps", MAX_CAPS);
                 return -1;

@@ -191,10 +191,13 @@ int pflex_nvml_open(const char *lib_path, pflex_gpu_t *out, pflex_error_t *err)
         return -1;
     }
     const char *missing = NULL;
-#define X(req, ret, sym, args) \
-    *(void **)(&nv->sym) = dlsym(nv->dl, #sym); \
-    if ((req) && !nv->sym && !missing) \
-        missing = #sym;
+    /* dlsym returns an object pointer; POSIX guarantees it converts. */
+#define X(req, ret, sym, args) { \
+        void *p_ = dlsym(nv->dl, #sym); \
+        memcpy(&nv->sym, &p_, sizeof p_); \
+        if ((req) && !p_ && !missing) \
+            missing = #sym; \
+    }
     NVML_FUNCTIONS(X)
 #undef X
     if (missing) {
