@@ -45,7 +45,9 @@ static const char help[] =
 "\n"
 "Per job: the per-GPU power target, the cap to set (the target, or the\n"
 "current cap when the job is not cut), the expected throughput and its\n"
-"fraction of baseline.  Jobs with a curve are cut at most to their largest\n"
+"fraction of baseline as the policy estimates them (pfi: its linear model),\n"
+"and with a sweep the fraction measured on the curve (measured_fraction).\n"
+"Jobs with a curve are cut at most to their largest\n"
 "measured reduction; jobs from a PFI file alone to the GPU's minimum cap\n"
 "(gpu column naming a known kind) or else their PFI range.\n"
 "\n"
@@ -64,6 +66,12 @@ static json_t *plan_json(const pflex_alloc_input_t *in, const struct pflex_alloc
     json_object_set_new(doc, "objective", cli_json_real(pl->objective));
     json_object_set_new(doc, "feasible", json_boolean(pl->feasible));
     json_object_set_new(doc, "gap_bound", json_real(pl->gap_bound));
+    if (in->has_curves) {
+        double t = 0;
+        for (size_t k = 0; k < in->njobs; k++)
+            t += in->jobs[k].t0 * (1.0 - pflex_alloc_loss(&in->jobs[k], pl->x[k]));
+        json_object_set_new(doc, "measured_throughput", json_real(t));
+    }
     json_t *jobs = json_array();
     for (size_t k = 0; k < in->njobs; k++) {
         const struct pflex_alloc_job *j = &in->jobs[k];
@@ -81,6 +89,9 @@ static json_t *plan_json(const pflex_alloc_input_t *in, const struct pflex_alloc
         json_object_set_new(o, "floor", json_real(j->floor));
         json_object_set_new(o, "limit", json_real(pl->limit[k]));
         json_object_set_new(o, "weight", json_real(j->weight));
+        if (in->has_curves)
+            json_object_set_new(o, "measured_fraction",
+                                json_real(1.0 - pflex_alloc_loss(j, x)));
         json_array_append_new(jobs, o);
     }
     json_object_set_new(doc, "jobs", jobs);
@@ -89,14 +100,18 @@ static json_t *plan_json(const pflex_alloc_input_t *in, const struct pflex_alloc
 
 static void plan_csv(const pflex_alloc_input_t *in, const struct pflex_alloc_plan *pl)
 {
-    printf("job,gpus,baseline_power_w,power_w,cap_w,reduction,throughput,fraction,floor\n");
+    printf("job,gpus,baseline_power_w,power_w,cap_w,reduction,throughput,fraction,floor,"
+           "measured_fraction\n");
     for (size_t k = 0; k < in->njobs; k++) {
         const struct pflex_alloc_job *j = &in->jobs[k];
         double x = pl->x[k];
         cli_csv_field(stdout, j->name);
-        printf(",%d,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g\n", j->gpus, j->p0_w,
+        printf(",%d,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,", j->gpus, j->p0_w,
                pflex_alloc_power_w(j, x), pflex_alloc_cap_w(j, x), x, pl->throughput_j[k],
                pl->throughput_j[k] / j->t0, j->floor);
+        if (in->has_curves)
+            printf("%.10g", 1.0 - pflex_alloc_loss(j, x));
+        putchar('\n');
     }
 }
 
