@@ -20,6 +20,7 @@
 
 #define PFLEX_REPORT_MAX_POINTS 64
 #define PFLEX_REPORT_MAX_CUTS 9
+#define PFLEX_REPORT_MAX_CALIB 16
 
 /* One swept run: its fleet entry, its averaged sweep, its PFI. */
 struct pflex_report_run {

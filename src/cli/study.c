@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include "cli/cli.h"
 #include "pflex/alloc.h"
+#include "pflex/calib.h"
 #include "pflex/fleet.h"
 #include "pflex/pfi.h"
 #include "pflex/report.h"
@@ -314,20 +315,51 @@ static int write_pfi(const char *dir, const struct pflex_report_run *runs, size_
     return close_out(f, path);
 }
 
-/* The calibration against the Emerald measurements.  Hook: the simulator's
- * calibration interface (pflex/calib.h) is not in this tree yet; until it
- * is, the section says so. */
-static void calibrate(const char *data_dir, struct pflex_report_calib *cal)
+/* The calibration against the Emerald measurements (pflex/calib.h): the
+ * simulated equivalents of the measured A100 jobs, normalised throughput
+ * cap by cap.  Never fails the study: the section says why it is missing. */
+static void calibrate(const char *data_dir, const char *why_not, uint64_t seed,
+                      struct pflex_report_calib_job *jobs, size_t max,
+                      struct pflex_report_calib *cal)
 {
+    struct pflex_calib_result res[PFLEX_REPORT_MAX_CALIB];
+    pflex_error_t err;
+    size_t n = 0;
     memset(cal, 0, sizeof *cal);
     if (!data_dir) {
-        snprintf(cal->note, sizeof cal->note,
-                 "no shared data folder holding emerald-demo/ was found; give one with --data DIR "
-                 "or PFLEX_SHARED_DATA");
+        snprintf(cal->note, sizeof cal->note, "%s", why_not);
         return;
     }
+    if (pflex_calibrate_emerald(data_dir, seed, res, max, &n, &err) < 0) {
+        snprintf(cal->note, sizeof cal->note, "calibration failed: %.200s", err.text);
+        return;
+    }
+    if (n == 0) {
+        snprintf(cal->note, sizeof cal->note, "the Emerald sweep holds none of the calibrated jobs");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct pflex_report_calib_job *j = &jobs[i];
+        memset(j, 0, sizeof *j);
+        snprintf(j->job, sizeof j->job, "%s", res[i].measured_job);
+        j->npoints = res[i].ncaps < PFLEX_REPORT_MAX_POINTS ? res[i].ncaps : PFLEX_REPORT_MAX_POINTS;
+        for (size_t k = 0; k < j->npoints; k++) {
+            j->cap_w[k] = res[i].cap_w[k];
+            j->measured[k] = res[i].measured[k];
+            j->simulated[k] = res[i].simulated[k];
+        }
+        j->rmse = res[i].rmse;
+        j->pfi_measured = res[i].pfi_measured;
+        j->pfi_simulated = res[i].pfi_simulated;
+    }
+    cal->done = 1;
+    cal->njobs = n;
+    cal->jobs = jobs;
     snprintf(cal->note, sizeof cal->note,
-             "the simulator's calibration interface (pflex/calib.h) is not built in yet");
+             "%zu measured A100-SXM4 jobs of the Emerald AI field demonstration "
+             "(emerald-demo/data/dvfs_sweep.csv) against the same jobs described to the simulator; "
+             "RMSE of normalised throughput over caps %.0f-%.0f W, PFI over range 0.30",
+             n, PFLEX_CALIB_RMSE_MIN_W, PFLEX_CALIB_RMSE_MAX_W);
 }
 
 /* Equal, pfi and optimal on the H200 main runs at cuts of 10% to 50%. */
@@ -408,44 +440,45 @@ static int allocate(const struct pflex_report_run *runs, const struct pflex_curv
     return 0;
 }
 
-/* The shared data folder: --data, $PFLEX_SHARED_DATA, or ../shared/data
- * beside the repository (found from the binary, BUILD/pflex, or from the
- * working directory).  NULL when none holds emerald-demo/. */
-static const char *find_data(const char *opt, char *buf, size_t len)
+/* The shared data folder: --data, else $PFLEX_SHARED_DATA, else
+ * ../shared/data beside the repository (found from the binary, which sits in
+ * BUILD/ under the repository, or from the working directory).  NULL, with
+ * the reason in why, when none holds the Emerald sweep. */
+static const char *find_data(const char *opt, char *why, size_t why_len)
 {
-    struct stat st;
+    static char found[PATH_MAX];
+    char probe[PATH_MAX], repo[PATH_MAX];
+    if (opt) {
+        if (pflex_calib_emerald_path(opt, probe, sizeof probe) == 0)
+            return opt;
+        snprintf(why, why_len, "--data %.200s holds no emerald-demo/data/dvfs_sweep.csv", opt);
+        return NULL;
+    }
     const char *env = getenv("PFLEX_SHARED_DATA");
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    const char *cands[4] = {opt, opt ? NULL : env, NULL, opt ? NULL : "../shared/data"};
-    if (!opt && n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash)
-            *slash = '\0';      /* BUILD/ */
-        slash = strrchr(exe, '/');
-        if (slash)
-            *slash = '\0';      /* the repository */
-        cands[2] = exe;
+    if (env && *env) {
+        if (pflex_calib_emerald_path(env, probe, sizeof probe) == 0)
+            return env;
+        snprintf(why, why_len, "PFLEX_SHARED_DATA=%.200s holds no emerald-demo/data/dvfs_sweep.csv",
+                 env);
+        return NULL;
     }
-    for (int i = 0; i < 4; i++) {
-        if (!cands[i])
-            continue;
-        if (i == 2)
-            snprintf(buf, len, "%s/../shared/data/emerald-demo", cands[i]);
-        else
-            snprintf(buf, len, "%s/emerald-demo", cands[i]);
-        if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode)) {
-            buf[strlen(buf) - strlen("/emerald-demo")] = '\0';
-            return buf;
+    ssize_t n = readlink("/proc/self/exe", repo, sizeof repo - 1);
+    if (n > 0) {
+        repo[n] = '\0';
+        for (int up = 0; up < 2; up++) {        /* drop pflex, then BUILD */
+            char *slash = strrchr(repo, '/');
+            if (slash)
+                *slash = '\0';
         }
-        /* --data may name emerald-demo itself. */
-        if (i < 2 && stat(cands[i], &st) == 0 && S_ISDIR(st.st_mode)
-            && strstr(cands[i], "emerald-demo")) {
-            snprintf(buf, len, "%s/..", cands[i]);
-            return buf;
-        }
+        snprintf(found, sizeof found, "%.3000s/../shared/data", repo);
+        if (pflex_calib_emerald_path(found, probe, sizeof probe) == 0)
+            return found;
     }
+    snprintf(found, sizeof found, "../shared/data");
+    if (pflex_calib_emerald_path(found, probe, sizeof probe) == 0)
+        return found;
+    snprintf(why, why_len, "no shared data folder holding emerald-demo/ was found beside the "
+             "repository; give one with --data DIR or PFLEX_SHARED_DATA");
     return NULL;
 }
 
@@ -637,8 +670,8 @@ int cmd_study(int argc, char **argv)
     pflex_sweep_t *sweep = NULL;
     json_t *summary = NULL;
     size_t n = 0, ncurves = 0;
-    char path[PATH_MAX], data_buf[PATH_MAX];
-    struct pflex_report_calib cal = {0};
+    char path[PATH_MAX];
+    struct pflex_report_calib_job cal_jobs[PFLEX_REPORT_MAX_CALIB];
     pflex_error_t err;
     if (!idx)
         goto out;
@@ -739,8 +772,9 @@ int cmd_study(int argc, char **argv)
     struct pflex_report rep = {.seed = seed, .range = range, .repeats = repeats,
                                .cap_step_w = cap_step, .ncaps = ncaps, .caps_w = caps,
                                .nruns = n, .runs = runs};
-    calibrate(find_data(data_opt, data_buf, sizeof data_buf), &cal);
-    rep.calib = cal;
+    char why[512] = "";
+    const char *data_dir = find_data(data_opt, why, sizeof why);
+    calibrate(data_dir, why, seed, cal_jobs, PFLEX_REPORT_MAX_CALIB, &rep.calib);
     if (allocate(runs, curves, n, &rep.alloc) < 0)
         goto out;
     rep.runtime_s = now_s() - t_start;

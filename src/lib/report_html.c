@@ -251,8 +251,7 @@ struct category {
     const void *arg;
 };
 
-static void chart_boxes(struct ctx *c, const char *title, const char *xlabel,
-                        const struct category *cat, int ncat, const char *caption)
+static void chart_boxes(struct ctx *c, const char *title, const struct category *cat, int ncat, const char *caption)
 {
     const struct pflex_report *r = c->r;
     char *buf;
@@ -288,14 +287,13 @@ static void chart_boxes(struct ctx *c, const char *title, const char *xlabel,
     if (used == 0) {
         fputs("set label 'no runs with a PFI' at graph 0.4, graph 0.5\nplot [0:1][0:1] NaN notitle\n", s);
     } else {
-        fprintf(s, "set title '%s' font ',17'\nset xlabel '%s'\nset ylabel 'PFI (range %.2f)'\n"
+        fprintf(s, "set title '%s' font ',17'\nset ylabel 'PFI (range %.2f)'\n"
                    "set xtics (%s)\nset xrange [0.4:%d.6]\nset boxwidth 0.55\n"
-                   "set style boxplot nooutliers\nset key top right\n"
+                   "set style boxplot nooutliers\nset key top right\nset offsets 0, 0, 0.08, 0.03\nset bmargin 5\n"
                    "plot for [i=0:%d] $d index i using (i+1):2 with boxplot lw 1.5 lc rgb '#1f77b4' "
                    "fs solid 0.25 title (i == 0 ? 'quartiles and whiskers (1.5 IQR)' : ''), \\\n"
-                   "  $d using 1:2 with points pt 7 ps 0.55 lc rgb '#333333' title 'runs', \\\n"
-                   "  0 with lines dt 2 lc rgb '#000000' title 'proportional loss (PFI = 0)'\n",
-                title, xlabel, c->r->range, tics, used, used - 1);
+                   "  $d using 1:2 with points pt 7 ps 0.55 lc rgb '#333333' title 'runs'\n",
+                title, c->r->range, tics, used, used - 1);
     }
     figure(c, s, &buf, &len, caption);
 }
@@ -443,15 +441,15 @@ static void chart_alloc(struct ctx *c)
     fprintf(s, "set multiplot layout 1,3 title 'Splitting a site power cut between %zu H200 jobs' font ',17'\n"
                "set xlabel 'Cut in total GPU power (%%)'\nset key bottom left\n"
                "set title 'Throughput per job (measured curves)'\n"
-               "set ylabel 'Tokens/s per job (mean, thousands)'\n"
+               "set ylabel 'Tokens/s per job (thousands)'\n"
                "plot $a using 1:2 with linespoints lw 2.5 pt 5 lc rgb '#7f7f7f' title 'equal', \\\n"
                "  $a using 1:3 with linespoints lw 2.5 pt 7 lc rgb '#1f77b4' title 'pfi', \\\n"
                "  $a using 1:4 with linespoints lw 2.5 pt 9 dt 2 lc rgb '#2ca02c' title 'optimal'\n"
-               "set title 'Gap from equal to optimal that pfi recovers'\n"
-               "set ylabel 'Gap recovered, tokens/s objective (%%)'\nset yrange [0:105]\n"
+               "set title 'Share of the equal-optimal gap pfi recovers'\n"
+               "set ylabel 'Gap recovered (%%)'\nset yrange [0:105]\n"
                "plot $a using 1:5 with linespoints lw 2.5 pt 7 lc rgb '#1f77b4' title 'pfi'\n"
-               "set title 'Same plans, GPU-weighted objective'\nset yrange [*:*]\n"
-               "set ylabel 'GPU-weighted mean of T/T_0'\n"
+               "set title 'GPU-weighted objective'\nset yrange [*:*]\n"
+               "set ylabel 'GPU-weighted mean T/T_0'\n"
                "plot $a using 1:6 with linespoints lw 2.5 pt 5 lc rgb '#7f7f7f' title 'equal', \\\n"
                "  $a using 1:7 with linespoints lw 2.5 pt 7 lc rgb '#1f77b4' title 'pfi', \\\n"
                "  $a using 1:8 with linespoints lw 2.5 pt 9 dt 2 lc rgb '#2ca02c' title 'optimal'\n"
@@ -555,7 +553,11 @@ static void alloc_section(struct ctx *c)
     }
     fprintf(f, "<p>The %zu H200 main runs with a PFI share a site whose GPU power (%.1f kW at the "
                "highest cap) must drop by the cut. Each policy plans per-job power; every plan is "
-               "then scored on the measured curves (SPEC §2).</p>\n", a->njobs, a->baseline_w / 1e3);
+               "then scored on the measured curves (SPEC §2). The objective is total tokens/s; the "
+               "last columns plan again with the GPU-weighted objective (each job counts by its "
+               "GPUs times its normalised throughput). There the jobs are much alike, and a "
+               "negative share means pfi, which plans with a straight-line model of each curve, "
+               "does worse than cutting every job equally.</p>\n", a->njobs, a->baseline_w / 1e3);
     chart_alloc(c);
     fputs("<table class=\"num\">\n<tr><th>cut</th><th>budget (kW)</th><th>equal (tokens/s per job)</th>"
           "<th>pfi</th><th>optimal</th><th>gap recovered by pfi</th>"
@@ -654,7 +656,7 @@ int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
             {"Pretraining", by_task, "pretrain"}, {"Full fine-tuning", by_task, "finetune-full"},
             {"LoRA fine-tuning", by_task, "finetune-lora"},
         };
-        chart_boxes(&c, "PFI by architecture and task (H200 main runs)", "Group", cat, 5,
+        chart_boxes(&c, "PFI by architecture and task (H200 main runs)", cat, 5,
                     "Boxes span the middle half of the runs, the bar is the median, whiskers reach "
                     "1.5 interquartile ranges; each dot is one run.");
     }
@@ -666,7 +668,7 @@ int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
             cat[i].pick = by_gpus;
             cat[i].arg = &g[i];
         }
-        chart_boxes(&c, "PFI by number of GPUs (H200 main runs)", "GPUs per job", cat, 6,
+        chart_boxes(&c, "PFI by number of GPUs per job (H200 main runs)", cat, 6,
                     "Larger jobs spend more of each step communicating, which a lower SM clock "
                     "does not slow.");
     }
