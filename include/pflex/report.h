@@ -42,7 +42,8 @@ struct pflex_report_run {
 
 /* Simulated against measured normalised throughput for one Emerald job. */
 struct pflex_report_calib_job {
-    char job[64];
+    char job[64];               /* the measured workload */
+    char sim_job[64];           /* the simulator's description of it (a preset) */
     size_t npoints;
     double cap_w[PFLEX_REPORT_MAX_POINTS];
     double measured[PFLEX_REPORT_MAX_POINTS];   /* T/T0, measured */

@@ -342,6 +342,7 @@ static void calibrate(const char *data_dir, const char *why_not, uint64_t seed,
         struct pflex_report_calib_job *j = &jobs[i];
         memset(j, 0, sizeof *j);
         snprintf(j->job, sizeof j->job, "%s", res[i].measured_job);
+        snprintf(j->sim_job, sizeof j->sim_job, "%s", res[i].preset);
         j->npoints = res[i].ncaps < PFLEX_REPORT_MAX_POINTS ? res[i].ncaps : PFLEX_REPORT_MAX_POINTS;
         for (size_t k = 0; k < j->npoints; k++) {
             j->cap_w[k] = res[i].cap_w[k];

@@ -528,12 +528,15 @@ static void calib_section(struct ctx *c)
     esc(f, cal->note);
     fputs("</p>\n", f);
     chart_calibration(c);
-    fputs("<table class=\"num\">\n<tr><th>job</th><th>RMSE of T/T<sub>0</sub></th>"
+    fputs("<table class=\"num\">\n<tr><th>measured job</th><th>simulated as</th>"
+          "<th>RMSE of T/T<sub>0</sub></th>"
           "<th>PFI measured</th><th>PFI simulated</th><th>PFI error</th></tr>\n", f);
     for (size_t j = 0; j < cal->njobs; j++) {
         const struct pflex_report_calib_job *J = &cal->jobs[j];
         fputs("<tr><td>", f);
         esc(f, J->job);
+        fputs("</td><td>", f);
+        esc(f, J->sim_job);
         fprintf(f, "</td><td>%.4f</td><td>%.3f</td><td>%.3f</td><td>%+.3f</td></tr>\n", J->rmse,
                 J->pfi_measured, J->pfi_simulated, J->pfi_simulated - J->pfi_measured);
     }

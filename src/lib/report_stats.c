@@ -11,6 +11,11 @@
 #include <gsl/gsl_statistics_double.h>
 #include "pflex/report.h"
 
+/* What the simulator must meet against the Emerald measurements (issue 2):
+ * normalised-throughput RMSE and PFI error. */
+#define CALIB_RMSE_LIMIT 0.05
+#define CALIB_PFI_LIMIT 0.05
+
 void pflex_report_stats(const double *v, size_t n, struct pflex_report_stats *out)
 {
     out->n = n;
@@ -247,6 +252,7 @@ static json_t *calibration(const struct pflex_report_calib *c)
         json_t *e = json_object();
         double perr = j->pfi_simulated - j->pfi_measured;
         json_object_set_new(e, "job", json_string(j->job));
+        json_object_set_new(e, "sim_job", json_string(j->sim_job));
         json_object_set_new(e, "rmse", real(j->rmse));
         json_object_set_new(e, "pfi_measured", real(j->pfi_measured));
         json_object_set_new(e, "pfi_simulated", real(j->pfi_simulated));
@@ -260,6 +266,10 @@ static json_t *calibration(const struct pflex_report_calib *c)
     json_object_set_new(o, "jobs", jobs);
     json_object_set_new(o, "rmse_max", real(rmse_max));
     json_object_set_new(o, "pfi_error_max", real(pfi_max));
+    json_object_set_new(o, "rmse_limit", real(CALIB_RMSE_LIMIT));
+    json_object_set_new(o, "pfi_error_limit", real(CALIB_PFI_LIMIT));
+    json_object_set_new(o, "within_limits",
+                        json_boolean(rmse_max <= CALIB_RMSE_LIMIT && pfi_max <= CALIB_PFI_LIMIT));
     return o;
 }
 
