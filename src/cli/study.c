@@ -135,7 +135,7 @@ static void sweep_one(struct pool *p, struct task *t)
 fail:
     pflex_sim_job_destroy(job);
     t->failed = 1;
-    snprintf(t->err, sizeof t->err, "%s: %s", t->fleet.desc.name, err.text);
+    snprintf(t->err, sizeof t->err, "%.63s: %.180s", t->fleet.desc.name, err.text);
 }
 
 static void *worker(void *arg)
@@ -327,7 +327,7 @@ static void calibrate(const char *data_dir, const char *why_not, uint64_t seed,
     size_t n = 0;
     memset(cal, 0, sizeof *cal);
     if (!data_dir) {
-        snprintf(cal->note, sizeof cal->note, "%s", why_not);
+        snprintf(cal->note, sizeof cal->note, "%.250s", why_not);
         return;
     }
     if (pflex_calibrate_emerald(data_dir, seed, res, max, &n, &err) < 0) {
@@ -341,8 +341,8 @@ static void calibrate(const char *data_dir, const char *why_not, uint64_t seed,
     for (size_t i = 0; i < n; i++) {
         struct pflex_report_calib_job *j = &jobs[i];
         memset(j, 0, sizeof *j);
-        snprintf(j->job, sizeof j->job, "%s", res[i].measured_job);
-        snprintf(j->sim_job, sizeof j->sim_job, "%s", res[i].preset);
+        snprintf(j->job, sizeof j->job, "%.63s", res[i].measured_job);
+        snprintf(j->sim_job, sizeof j->sim_job, "%.63s", res[i].preset);
         j->npoints = res[i].ncaps < PFLEX_REPORT_MAX_POINTS ? res[i].ncaps : PFLEX_REPORT_MAX_POINTS;
         for (size_t k = 0; k < j->npoints; k++) {
             j->cap_w[k] = res[i].cap_w[k];
