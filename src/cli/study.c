@@ -559,6 +559,10 @@ static void print_table(const struct pflex_report *r, const json_t *S, const cha
                 printf(" %11.1f%%\n", 100 * c->progress_gap_recovered);
             else
                 printf(" %12s\n", "-");
+            if (!c->feasible[0] || !c->feasible[1] || !c->feasible[2])
+                printf("         (not every policy meets this budget within the measured ranges:"
+                       "%s%s%s)\n", c->feasible[0] ? "" : " equal", c->feasible[1] ? "" : " pfi",
+                       c->feasible[2] ? "" : " optimal");
         }
         printf("  (*) with the GPU-weighted objective: every job counts by GPUs x T/T0\n");
     } else {
@@ -686,6 +690,18 @@ int cmd_study(int argc, char **argv)
         tasks[i].index = idx[i];
         if (pflex_fleet_get(idx[i], &tasks[i].fleet) < 0)
             goto out;
+    }
+    /* Every GPU kind in the study needs two caps within its range. */
+    for (size_t i = 0; i < n; i++) {
+        const struct pflex_gpu_kind *k = pflex_gpu_kind_find(tasks[i].fleet.desc.gpu);
+        size_t in = 0;
+        for (size_t j = 0; k && j < ncaps; j++)
+            in += caps[j] >= k->min_cap_w - 1e-9 && caps[j] <= k->max_cap_w + 1e-9;
+        if (k && in < 2) {
+            rc = cli_usage_error("study", "--caps: fewer than two caps within the %s range "
+                                 "%.0f-%.0f W", k->name, k->min_cap_w, k->max_cap_w);
+            goto out;
+        }
     }
     if (make_dir(out_dir) < 0) {
         cli_error("study", "%s: %s", out_dir, strerror(errno));

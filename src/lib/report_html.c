@@ -92,14 +92,17 @@ static void figure(struct ctx *c, FILE *script_f, char **script_p, size_t *len_p
         c->charts++;
     } else {
         if (!c->broken) {
-            snprintf(c->why, sizeof c->why, "%s", c->gnuplot ? err.text : "no gnuplot given");
+            snprintf(c->why, sizeof c->why, "%s",
+                     c->gnuplot ? err.text : "charts were turned off (--no-charts)");
             if (!c->gnuplot || strstr(err.text, "cannot run"))
                 c->broken = 1;
         }
         fputs("<div class=\"nochart\">Chart not drawn: ", f);
         esc(f, c->why);
-        fputs(". Install gnuplot (Debian: <code>apt-get install gnuplot-nox</code>) and run "
-              "<code>pflex study</code> again to draw it here.</div>\n", f);
+        if (c->gnuplot)
+            fputs(". Install gnuplot (Debian: <code>apt-get install gnuplot-nox</code>) and run "
+                  "<code>pflex study</code> again to draw it here", f);
+        fputs(".</div>\n", f);
     }
     fputs("<figcaption>", f);
     esc(f, caption);
@@ -568,8 +571,9 @@ static void alloc_section(struct ctx *c)
           "optimal</th><th>gap recovered (GPU-weighted)</th></tr>\n", f);
     for (size_t i = 0; i < a->ncuts; i++) {
         const struct pflex_report_cut *k = &a->cuts[i];
-        fprintf(f, "<tr><td>%.0f%%</td><td>%.1f</td><td>%.0f</td><td>%.0f</td><td>%.0f</td>",
-                100 * k->cut, k->budget_w / 1e3, k->throughput[0] / a->njobs,
+        fprintf(f, "<tr><td>%.0f%%%s</td><td>%.1f</td><td>%.0f</td><td>%.0f</td><td>%.0f</td>",
+                100 * k->cut, k->feasible[0] && k->feasible[1] && k->feasible[2] ? "" : " (infeasible)",
+                k->budget_w / 1e3, k->throughput[0] / a->njobs,
                 k->throughput[1] / a->njobs, k->throughput[2] / a->njobs);
         if (isfinite(k->gap_recovered))
             fprintf(f, "<td>%.1f%%</td>", 100 * k->gap_recovered);
