@@ -72,6 +72,8 @@ struct pflex_job_desc {
     int kv_heads;               /* grouped-query attention KV heads; 0: = heads */
     int zero;                   /* optimizer-state sharding stage 0..3 (3 = FSDP full shard) */
     int gen_len;                /* inference: generated tokens per sequence; 0: 128 */
+    int eager;                  /* unfused eager PyTorch kernels (e.g. Hugging Face
+                                 * Transformers as is); 0: fused (Megatron-LM, llm-foundry) */
 };
 
 /* Check a description and fill every derived field in place (dp from

@@ -97,10 +97,10 @@ static int set_field(const struct ctx *c, struct pflex_job_desc *d, const char *
                                        "\"inference\"");
         return 0;
     }
-    if (!strcmp(key, "activation_checkpointing")) {
+    if (!strcmp(key, "activation_checkpointing") || !strcmp(key, "eager")) {
         if (!json_is_boolean(v))
             return field_error(c, key, "must be true or false");
-        d->act_ckpt = json_is_true(v);
+        *(key[0] == 'e' ? &d->eager : &d->act_ckpt) = json_is_true(v);
         return 0;
     }
     return field_error(c, key, "unknown field (see docs/job-format.md)");

@@ -157,6 +157,7 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
     if (d->zero < 0 || d->zero > 3)
         return pflex_error_set(err, "field 'zero': must be 0, 1, 2 or 3");
     d->act_ckpt = d->act_ckpt != 0;
+    d->eager = d->eager != 0;
     if (!d->tp)
         d->tp = 1;
     if (!d->pp)

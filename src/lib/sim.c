@@ -16,7 +16,12 @@
 
 /* Global physical constants, the same for every job and kind.  Calibrated
  * once against the Emerald A100 measurements (docs/sim-model.md). */
-static const struct physics {
+#ifdef PFLEX_SIM_TUNING
+#define PHYS_CONST
+#else
+#define PHYS_CONST const
+#endif
+static PHYS_CONST struct physics {
     double v_ratio;         /* Vmin / Vmax of the V-f curve */
     double f_knee;          /* fraction of f_max below which V stays at Vmin */
     double guard;           /* the power loop holds each phase this far under the cap */
@@ -25,15 +30,19 @@ static const struct physics {
                              * fraction of (max cap - idle - leakage) */
     double eff_gemm;        /* achieved fraction of the tensor peak in large GEMMs */
     double gemm_h0;         /* GEMM efficiency halves at this per-GPU width (hidden/tp) */
+    double gemm_m0;         /* ... and at this many rows (tokens per micro-batch) */
     double eff_attn;        /* fraction of the peak in fused attention */
     double eff_mem;         /* achieved fraction of DRAM bandwidth */
     double r_sat;           /* SM clock fraction below which memory kernels slow down */
     double a_gemm, a_attn, a_mem, a_comm, a_idle;  /* switching activity per phase type */
-    double act_bytes;       /* memory-bound traffic per token, layer and hidden unit, one pass */
+    double act_bytes;       /* memory-bound traffic per token, layer and hidden unit, one pass,
+                             * with fused kernels (Megatron-LM, llm-foundry, vLLM) */
+    double eager_mult;      /* the same in unfused eager PyTorch (norms, rotary, SwiGLU apart) */
     double eff_link;        /* achieved fraction of NVLink / InfiniBand bandwidth */
     double eff_a2a;         /* achieved fraction of the link in all-to-all */
     double eta_dp;          /* fraction of compute time that can hide data-parallel traffic */
     double eta_moe;         /* fraction of MoE all-to-all hidden behind compute */
+    double ovl_width;       /* spread of overlap across layers/buckets, fraction of the traffic */
     double coll_lat_s;      /* latency of one collective step */
     double launch_s;        /* host time to launch one kernel */
     double kernels_per_layer; /* kernels per layer and pass */
@@ -43,15 +52,28 @@ static const struct physics {
     double sigma_leak, sigma_v; /* silicon variation (relative, 1 sigma) */
     double noise_power, noise_tput, noise_tm; /* measurement noise (relative, 1 sigma) */
 } P = {
-    .v_ratio = 0.68, .f_knee = 0.40, .guard = 0.015, .leak_frac = 0.12, .dyn_frac = 1.10,
-    .eff_gemm = 0.78, .gemm_h0 = 512, .eff_attn = 0.45, .eff_mem = 0.75, .r_sat = 0.35,
-    .a_gemm = 1.0, .a_attn = 0.80, .a_mem = 0.35, .a_comm = 0.12, .a_idle = 0.03,
-    .act_bytes = 48, .eff_link = 0.80, .eff_a2a = 0.60, .eta_dp = 0.80, .eta_moe = 0.25,
-    .coll_lat_s = 10e-6, .launch_s = 4e-6, .kernels_per_layer = 20, .host_step_s = 0.005,
-    .host_iter_s = 0.0005, .lora_rank = 16,
+    /* Calibrated on the Emerald A100 sweeps (docs/sim-model.md). */
+    .v_ratio = 0.753, .f_knee = 0.62, .guard = 0.0078, .leak_frac = 0.034, .dyn_frac = 1.25,
+    .eff_gemm = 0.823, .gemm_h0 = 221.5, .gemm_m0 = 118, .eff_attn = 0.62, .eff_mem = 0.646,
+    .r_sat = 0.60, .a_gemm = 1.0, .a_attn = 0.80, .a_mem = 0.527, .a_comm = 0.40, .a_idle = 0.03,
+    .act_bytes = 40.45, .eager_mult = 5, .eff_link = 0.80, .eff_a2a = 0.60, .eta_dp = 0.3225,
+    .eta_moe = 0.25, .ovl_width = 0.0958, .coll_lat_s = 10e-6, .launch_s = 4e-6,
+    .kernels_per_layer = 20, .host_step_s = 0.005, .host_iter_s = 0.0, .lora_rank = 16,
+    /* Not calibrated: silicon spread and sensor noise of the right order. */
     .sigma_leak = 0.06, .sigma_v = 0.008, .noise_power = 0.005, .noise_tput = 0.007,
     .noise_tm = 0.01,
 };
+
+#ifdef PFLEX_SIM_TUNING
+/* Calibration experiments only (bench/calibrate builds sim.c with this):
+ * set a physics constant by its offset. */
+double *pflex_sim_tune_constants(size_t *n);
+double *pflex_sim_tune_constants(size_t *n)
+{
+    *n = sizeof P / sizeof(double);
+    return (double *)&P;
+}
+#endif
 
 enum ph { PH_GEMM, PH_ATTN, PH_MEM, PH_OPT, PH_NCOMPUTE };
 
@@ -209,6 +231,18 @@ static int imin(int a, int b)
     return a < b ? a : b;
 }
 
+/* A GEMM phase: its efficiency falls for narrow (hidden/tp) and short
+ * (few rows) matrices, and its switching activity follows the tensor-core
+ * issue rate it achieves. */
+static struct work gemm_work(double flops, double bytes, double width_factor, double rows)
+{
+    double rel = width_factor * rows / (rows + P.gemm_m0);
+    double eff = P.eff_gemm * rel;
+    if (eff < 0.01)
+        eff = 0.01;
+    return (struct work){flops, bytes, eff, P.a_mem + (P.a_gemm - P.a_mem) * rel};
+}
+
 static void build_step(struct pflex_sim_job *j)
 {
     const struct pflex_job_desc *d = &j->d;
@@ -227,18 +261,19 @@ static void build_step(struct pflex_sim_job *j)
     double n_gemm = n_active - n_embed_in;          /* GEMM weights a token passes */
     double n_loc = n_total / (tp * pp);             /* weights held per GPU (unsharded) */
     double n_gemm_loc = n_gemm / (tp * pp);
-    double eff = P.eff_gemm * (h / tp) / (h / tp + P.gemm_h0);
+    double eff_w = (h / tp) / (h / tp + P.gemm_h0);      /* width factor of GEMM efficiency */
     double bpe = 2;                                 /* bf16 */
+    double act_bytes = P.act_bytes * (d->eager ? P.eager_mult : 1);
 
     if (d->kind == PFLEX_JOB_INFERENCE) {
         double B = d->micro_batch, sl = d->seq_len, gen = d->gen_len;
         double tok = B * sl;
         s->micro = 1;
-        s->ph[PH_GEMM] = (struct work){2 * n_gemm_loc * tok, n_loc * bpe + tok * lloc * h / tp * bpe * 8,
-                                       eff, P.a_gemm};
+        s->ph[PH_GEMM] = gemm_work(2 * n_gemm_loc * tok, n_loc * bpe + tok * lloc * h / tp * bpe * 8,
+                                   eff_w, tok);
         s->ph[PH_ATTN] = (struct work){2 * sl * h * lloc / tp * tok, tok * lloc * 4 * h / tp * bpe,
                                        P.eff_attn, P.a_attn};
-        s->ph[PH_MEM] = (struct work){0, tok * lloc * h / tp * P.act_bytes
+        s->ph[PH_MEM] = (struct work){0, tok * lloc * h / tp * act_bytes
                                       + tok / pp * d->vocab / tp * 4.0 / sl, 0, P.a_mem};
         /* One decode iteration: all weights (MoE: the experts the batch
          * touches), the KV cache of the batch, a GEMV/GEMM of B rows. */
@@ -251,13 +286,11 @@ static void build_step(struct pflex_sim_job *j)
             if (touched > 1)
                 touched = 1;
         }
-        double eff_dec = eff * B / (B + 64);        /* thin GEMMs use the tensor cores poorly */
         s->decode = 1;
         s->decode_iters = gen;
-        s->ph[PH_OPT] = (struct work){2 * n_gemm_loc * B + 4 * ctx * h * lloc / tp * B,
-                                      n_loc * touched * bpe + B * ctx * lloc * 2 * kv_dim / tp * bpe
-                                      + B * lloc * h / tp * P.act_bytes,
-                                      eff_dec > 0.02 ? eff_dec : 0.02, P.a_gemm};
+        s->ph[PH_OPT] = gemm_work(2 * n_gemm_loc * B + 4 * ctx * h * lloc / tp * B,
+                                  n_loc * touched * bpe + B * ctx * lloc * 2 * kv_dim / tp * bpe
+                                  + B * lloc * h / tp * act_bytes, eff_w, B);
         double tp_bw = ring_bw(j, d->tp, imin(d->tp, gpn));
         double tp_count = 2 * lloc;
         s->tp_s = d->tp > 1 ? 2 * (tp - 1) / tp * tok * h * bpe * tp_count / tp_bw
@@ -280,15 +313,15 @@ static void build_step(struct pflex_sim_job *j)
      * weight gradients); recomputation adds a forward. */
     double cg = (lora ? 4 : 6) + (d->act_ckpt ? 2 : 0);
     double passes = 3 + (d->act_ckpt ? 1 : 0);      /* forward-equivalents of elementwise work */
-    s->ph[PH_GEMM] = (struct work){cg * n_gemm_loc * tok,
-                                   cg / 2 * n_gemm_loc * bpe + tok * lloc * h / tp * bpe * 8 * passes,
-                                   eff, P.a_gemm};
+    s->ph[PH_GEMM] = gemm_work(cg * n_gemm_loc * tok,
+                               cg / 2 * n_gemm_loc * bpe + tok * lloc * h / tp * bpe * 8 * passes,
+                               eff_w, tok);
     s->ph[PH_ATTN] = (struct work){passes * 2 * d->seq_len * h * lloc / tp * tok,
                                    passes * tok * lloc * 4 * h / tp * bpe, P.eff_attn, P.a_attn};
     double trainable = lora ? L * P.lora_rank * (4 * h + 2 * kv_dim + 2 * h + 3 * (h + d->ffn_hidden))
                             : n_total;
     double train_loc = trainable / (tp * pp);
-    double mem = tok * lloc * h / tp * P.act_bytes * passes
+    double mem = tok * lloc * h / tp * act_bytes * passes
                  + tok / pp * d->vocab / tp * 4.0 * 3    /* fp32 logits, softmax, loss */
                  + train_loc * bpe * 2;                   /* gradient accumulation */
     if (d->experts > 0)
@@ -364,6 +397,17 @@ static void run_phase(const struct pflex_sim_job *j, const struct gpu *g, const 
     o->p = phase_power(j, g, w, 0, o->r);
 }
 
+/* Communication time c left exposed behind compute time that can hide h.
+ * Per layer (bucket) the traffic and the compute differ, so the exposure
+ * is a smooth max(0, c - h): soft over a width of ovl_width * c. */
+static double exposed(double c, double h)
+{
+    if (c <= 0)
+        return 0;
+    double d = c - h, w = P.ovl_width * c, e = 0.5 * (d + sqrt(d * d + w * w));
+    return e < c ? e : c;
+}
+
 /* Telemetry weights per phase type: sm_active, sm_occupancy. */
 static const double sm_act[] = {0.98, 0.95, 0.90, 0.90}, sm_occ[] = {0.22, 0.30, 0.55, 0.55};
 
@@ -389,12 +433,8 @@ static double evaluate(struct pflex_sim_job *j)
     }
     double m = s->micro;
     /* Exposed communication, with the compute time of the slowest GPU. */
-    double fsdp_exp = s->fsdp_s - P.eta_dp * tm_slow;
-    if (fsdp_exp < 0)
-        fsdp_exp = 0;
-    double dp_exp = s->dp_s - P.eta_dp * (2.0 / 3.0) * tm_slow;
-    if (dp_exp < 0)
-        dp_exp = 0;
+    double fsdp_exp = exposed(s->fsdp_s, P.eta_dp * tm_slow);
+    double dp_exp = exposed(s->dp_s, P.eta_dp * (2.0 / 3.0) * tm_slow);
     double moe_exp = s->moe_s * (1 - P.eta_moe);
     double comm_micro = s->tp_s + moe_exp + fsdp_exp + s->pp_s;
     double launch_exp = decode ? s->launch_s : s->launch_s - tm_slow;
