@@ -510,8 +510,9 @@ static const json_t *jget(const json_t *o, const char *a, const char *b, const c
 
 static void print_table(const struct pflex_report *r, const json_t *S, const char *dir, int charts)
 {
-    printf("pflex study: %zu runs swept on the sim backend, caps %.0f..%.0f W, %d repeats, seed %llu, "
-           "%.1f s\n", r->nruns, r->caps_w[0], r->caps_w[r->ncaps - 1], r->repeats,
+    printf("pflex study: %zu run%s swept on the sim backend, caps %.0f..%.0f W, %d repeats, "
+           "seed %llu, %.1f s\n", r->nruns, r->nruns == 1 ? "" : "s", r->caps_w[0],
+           r->caps_w[r->ncaps - 1], r->repeats,
            (unsigned long long)r->seed, r->runtime_s);
     printf("PFI over range %.2f (H200 main runs unless noted)\n", r->range);
     printf("  %-26s %5s %7s %7s %7s %7s\n", "group", "runs", "mean", "median", "q1", "q3");
@@ -579,7 +580,9 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Evenly spread subset of n out of total, in fleet order. */
+/* A subset of n runs in the fleet's proportions: main and validation runs
+ * at even strides, then H100 runs whose H200 partner was picked (so that
+ * pairs survive), topped up at even strides.  In fleet order. */
 static size_t pick_runs(size_t total, size_t n, size_t *idx)
 {
     if (n == 0 || n >= total) {
@@ -587,9 +590,45 @@ static size_t pick_runs(size_t total, size_t n, size_t *idx)
             idx[i] = i;
         return total;
     }
-    for (size_t k = 0; k < n; k++)
-        idx[k] = k * total / n;
-    return n;
+    const size_t M = PFLEX_FLEET_MAIN_RUNS, V = PFLEX_FLEET_VALIDATION_RUNS, H = total - M - V;
+    size_t nm = (n * M + total / 2) / total, nv = (n * V + total / 2) / total;
+    if (nm == 0)
+        nm = 1;
+    if (nm + nv > n)
+        nv = n - nm;
+    size_t nh = n - nm - nv, k = 0;
+    unsigned char *main_in = calloc(M, 1), *h_in = calloc(H, 1);
+    if (!main_in || !h_in) {
+        free(main_in);
+        free(h_in);
+        return 0;
+    }
+    for (size_t i = 0; i < nm; i++)
+        main_in[i * M / nm] = 1;
+    for (size_t i = 0; i < M; i++)
+        if (main_in[i])
+            idx[k++] = i;
+    for (size_t i = 0; i < nv; i++)
+        idx[k++] = M + i * V / nv;
+    size_t got = 0;
+    for (size_t i = 0; i < H && got < nh; i++) {
+        struct pflex_fleet_run r;
+        if (pflex_fleet_get(M + V + i, &r) == 0 && r.match >= 0 && main_in[r.match]) {
+            h_in[i] = 1;
+            got++;
+        }
+    }
+    for (size_t i = 0; i < H && got < nh; i++)
+        if (!h_in[i]) {
+            h_in[i] = 1;
+            got++;
+        }
+    for (size_t i = 0; i < H; i++)
+        if (h_in[i])
+            idx[k++] = M + V + i;
+    free(main_in);
+    free(h_in);
+    return k;
 }
 
 int cmd_study(int argc, char **argv)
@@ -681,6 +720,8 @@ int cmd_study(int argc, char **argv)
     if (!idx)
         goto out;
     n = pick_runs(total, njobs, idx);
+    if (n == 0)
+        goto out;
     tasks = calloc(n, sizeof *tasks);
     runs = calloc(n, sizeof *runs);
     curves = calloc(n, sizeof *curves);

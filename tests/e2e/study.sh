@@ -39,6 +39,7 @@ assert list(d)[-1] == "runtime_s"
 for k in ["runs", "main", "validation", "h100_matched", "with_pfi", "without_pfi"]:
     assert isinstance(d["counts"][k], int), k
 assert d["counts"]["runs"] == 20
+assert d["counts"]["h100_matched"] >= 1 and d["h100_vs_h200"]["pairs"] >= 1
 p = d["pfi"]
 for k in ["all", "by_arch", "by_task", "by_gpus", "by_family", "by_split"]:
     assert k in p, k
