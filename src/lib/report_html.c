@@ -589,6 +589,50 @@ static void alloc_section(struct ctx *c)
     fputs("</table>\n", f);
 }
 
+/* The fleet at a glance: per family, what runs and how flexible it is. */
+static void fleet_table(struct ctx *c)
+{
+    FILE *f = c->out;
+    const struct pflex_report *r = c->r;
+    fputs("<table class=\"num\">\n<tr><th>family</th><th>architecture</th><th>H200 main runs</th>"
+          "<th>pretrain / full FT / LoRA</th><th>GPUs</th><th>sequence length</th>"
+          "<th>median PFI</th></tr>\n", f);
+    for (int k = 0; pflex_fleet_family_at(k); k++) {
+        const char *fam = pflex_fleet_family_at(k);
+        int n = 0, pt = 0, ft = 0, lora = 0, g_lo = 1 << 30, g_hi = 0, s_lo = 1 << 30, s_hi = 0;
+        const char *arch = "";
+        double pfi[PFLEX_FLEET_MAIN_RUNS];
+        size_t np = 0;
+        for (size_t i = 0; i < r->nruns; i++) {
+            const struct pflex_report_run *run = &r->runs[i];
+            if (run->fleet.split != PFLEX_FLEET_MAIN || strcmp(run->fleet.family, fam))
+                continue;
+            n++;
+            arch = run->fleet.arch;
+            pt += run->fleet.desc.kind == PFLEX_JOB_PRETRAIN;
+            ft += run->fleet.desc.kind == PFLEX_JOB_FINETUNE_FULL;
+            lora += run->fleet.desc.kind == PFLEX_JOB_FINETUNE_LORA;
+            g_lo = run->fleet.gpus < g_lo ? run->fleet.gpus : g_lo;
+            g_hi = run->fleet.gpus > g_hi ? run->fleet.gpus : g_hi;
+            s_lo = run->fleet.desc.seq_len < s_lo ? run->fleet.desc.seq_len : s_lo;
+            s_hi = run->fleet.desc.seq_len > s_hi ? run->fleet.desc.seq_len : s_hi;
+            if (run->pfi_valid && np < PFLEX_FLEET_MAIN_RUNS)
+                pfi[np++] = run->pfi;
+        }
+        if (n == 0)
+            continue;
+        struct pflex_report_stats st;
+        pflex_report_stats(pfi, np, &st);
+        fprintf(f, "<tr><td>%s</td><td>%s</td><td>%d</td><td>%d / %d / %d</td><td>%d–%d</td>"
+                   "<td>%d–%d</td>", fam, arch, n, pt, ft, lora, g_lo, g_hi, s_lo, s_hi);
+        if (isfinite(st.median))
+            fprintf(f, "<td>%.3f</td></tr>\n", st.median);
+        else
+            fputs("<td>–</td></tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
+
 static void runs_table(struct ctx *c)
 {
     FILE *f = c->out;
@@ -651,6 +695,11 @@ int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
           "falls in proportion to power, below 0 is worse than proportional. It is one minus "
           "the area under the job's loss curve relative to the proportional line, over power "
           "reductions up to the range.</p>\n", f);
+    fputs("<h2>The fleet</h2>\n<p>Every run is a training job described by what its owner "
+          "knows (model shape, batch, parallelism, GPU kind and count) and simulated from first "
+          "principles; docs/study.md describes the catalogue. H200 main runs by model family:</p>\n",
+          f);
+    fleet_table(&c);
     fputs("<h2>PFI by group</h2>\n", f);
     headline_table(&c);
     fputs("<h2>Throughput under a power cap, by model family</h2>\n", f);
