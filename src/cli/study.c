@@ -631,6 +631,18 @@ static size_t pick_runs(size_t total, size_t n, size_t *idx)
     return k;
 }
 
+/* A whole number in [lo, hi]; 0, or -1 with the usage message printed. */
+static int parse_count(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    if (cli_parse_double("study", opt, s, lo, hi, out) < 0)
+        return -1;
+    if (*out != floor(*out)) {
+        cli_usage_error("study", "%s: '%s' is not a whole number", opt, s);
+        return -1;
+    }
+    return 0;
+}
+
 int cmd_study(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -662,10 +674,8 @@ int cmd_study(int argc, char **argv)
         switch (c) {
         case 'o': out_dir = optarg; break;
         case 's':
-            if (cli_parse_double("study", "--seed", optarg, 0, 9007199254740992.0, &v) < 0)
+            if (parse_count("--seed", optarg, 0, 9007199254740992.0, &v) < 0)
                 return PFLEX_EXIT_BAD_INPUT;
-            if (v != floor(v))
-                return cli_usage_error("study", "--seed: '%s' is not a whole number", optarg);
             seed = (uint64_t)v;
             break;
         case 'c':
@@ -674,7 +684,7 @@ int cmd_study(int argc, char **argv)
                                        "two or more caps in W", optarg);
             break;
         case 'r':
-            if (cli_parse_double("study", "--repeats", optarg, 1, 100, &v) < 0)
+            if (parse_count("--repeats", optarg, 1, 100, &v) < 0)
                 return PFLEX_EXIT_BAD_INPUT;
             repeats = (int)v;
             break;
@@ -683,12 +693,12 @@ int cmd_study(int argc, char **argv)
                 return PFLEX_EXIT_BAD_INPUT;
             break;
         case 'j':
-            if (cli_parse_double("study", "--jobs", optarg, 1, 1e9, &v) < 0)
+            if (parse_count("--jobs", optarg, 1, 1e9, &v) < 0)
                 return PFLEX_EXIT_BAD_INPUT;
             njobs = (size_t)v;
             break;
         case 't':
-            if (cli_parse_double("study", "--threads", optarg, 1, 64, &v) < 0)
+            if (parse_count("--threads", optarg, 1, 64, &v) < 0)
                 return PFLEX_EXIT_BAD_INPUT;
             threads = (int)v;
             break;

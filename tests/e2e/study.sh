@@ -92,7 +92,7 @@ cmp -s "$T/a/sweeps.csv" "$T/d/sweeps.csv" && fail "another seed gave the same s
 # --json prints the summary; bad usage exits 2 with nothing on stdout.
 "$P" study --out "$T/e" --jobs 5 --no-charts --json > "$T/json" || fail "--json exit"
 grep -q '"pfi"' "$T/json" || fail "--json prints no summary"
-for args in "--caps foo" "--caps 900:800:50" "--repeats 0" "--jobs x" "--bogus" "extra"; do
+for args in "--caps foo" "--caps 900:800:50" "--repeats 0" "--repeats 2.5" "--jobs x" "--seed -1" "--bogus" "extra"; do
     # shellcheck disable=SC2086
     "$P" study --out "$T/f" $args > "$T/out" 2> "$T/err"; rc=$?
     [ $rc -eq 2 ] || fail "study $args: exit $rc, want 2"
