@@ -14,6 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "pflex/csv.h"
 #include "pflex/sweep.h"
 
@@ -71,7 +75,9 @@ struct reader {
     size_t arena_len, arena_cap;
     struct jobmeta *jobs;
     size_t njobs, jobs_cap;
-    uint32_t *table;            /* hash slots: job index + 1, 0 empty */
+    uint64_t *table;            /* hash slots: top 32 hash bits << 32 | job index + 1;
+                                 * 0 empty.  The tag spares a visit to the job
+                                 * (a cache miss) on most mismatches. */
     size_t table_cap;
     struct row *rows;
     size_t nrows, rows_cap;
@@ -134,7 +140,7 @@ static int arena_add(struct reader *r, const char *s, size_t n, size_t *off)
 static int table_rehash(struct reader *r)
 {
     size_t ncap = r->table_cap ? r->table_cap * 2 : 1024;
-    uint32_t *nt = calloc(ncap, sizeof *nt);
+    uint64_t *nt = calloc(ncap, sizeof *nt);
     if (!nt)
         return -1;
     for (size_t j = 0; j < r->njobs; j++) {
@@ -142,7 +148,7 @@ static int table_rehash(struct reader *r)
         size_t i = h & (ncap - 1);
         while (nt[i])
             i = (i + 1) & (ncap - 1);
-        nt[i] = (uint32_t)(j + 1);
+        nt[i] = (h >> 32 << 32) | (uint64_t)(j + 1);
     }
     free(r->table);
     r->table = nt;
@@ -155,12 +161,16 @@ static long job_lookup(struct reader *r, const char *s, size_t n, unsigned line)
 {
     if ((r->njobs + 1) * 2 > r->table_cap && table_rehash(r) < 0)
         return -1;
-    uint64_t h = hash_bytes(s, n);
+    uint64_t h = hash_bytes(s, n), tag = h >> 32 << 32;
     size_t i = h & (r->table_cap - 1);
     while (r->table[i]) {
-        struct jobmeta *j = &r->jobs[r->table[i] - 1];
-        if (j->name_len == n && memcmp(r->arena + j->name_off, s, n) == 0)
-            return (long)r->table[i] - 1;
+        uint64_t e = r->table[i];
+        if ((e >> 32 << 32) == tag) {
+            long k = (long)(uint32_t)e - 1;
+            struct jobmeta *j = &r->jobs[k];
+            if (j->name_len == n && memcmp(r->arena + j->name_off, s, n) == 0)
+                return k;
+        }
         i = (i + 1) & (r->table_cap - 1);
     }
     if (grow((void **)&r->jobs, &r->jobs_cap, r->njobs + 1, sizeof *r->jobs) < 0)
@@ -172,7 +182,7 @@ static long job_lookup(struct reader *r, const char *s, size_t n, unsigned line)
     j->name_len = n;
     j->line = line;
     j->weight = 1.0;
-    r->table[i] = (uint32_t)(r->njobs + 1);
+    r->table[i] = tag | (uint64_t)(r->njobs + 1);
     return (long)r->njobs++;
 }
 
@@ -619,11 +629,46 @@ int pflex_read_all(const char *path, char **buf, size_t *len, pflex_error_t *err
     return 0;
 }
 
+/* A regular file is mapped rather than read: the kernel's page cache is
+ * then the buffer, and a large sweep costs no copy and no fresh memory
+ * (on virtual machines, first-touch page faults dominate reading). */
+static int read_mapped(const char *path, const char *columns, pflex_sweep_t **out,
+                       pflex_error_t *err, int *mapped)
+{
+    *mapped = 0;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+        close(fd);
+        return 0;
+    }
+    int flags = MAP_PRIVATE;
+#ifdef MAP_POPULATE
+    flags |= MAP_POPULATE;
+#endif
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, flags, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return 0;
+    *mapped = 1;
+    int rc = pflex_sweep_read_mem(m, (size_t)st.st_size, path, columns, out, err);
+    munmap(m, (size_t)st.st_size);
+    return rc;
+}
+
 int pflex_sweep_read_file(const char *path, const char *columns, pflex_sweep_t **out,
                           pflex_error_t *err)
 {
     char *buf;
     size_t len;
+    int mapped;
+    if (strcmp(path, "-") != 0) {
+        int rc = read_mapped(path, columns, out, err, &mapped);
+        if (mapped)
+            return rc;
+    }
     if (pflex_read_all(path, &buf, &len, err) < 0)
         return -1;
     int rc = pflex_sweep_read_mem(buf, len, strcmp(path, "-") == 0 ? "<stdin>" : path,
