@@ -1,8 +1,8 @@
 /* alloc.c — the equal, pfi and optimal allocation policies (SPEC §2).
  *
- * Every policy reduces to one of two one-dimensional searches, both done by
- * an in-place quickselect in expected linear time, with no allocation once
- * the plan's buffers are sized:
+ * Every policy reduces to one of two one-dimensional searches, both in
+ * expected linear time, with no allocation once the plan's buffers are
+ * sized:
  *
  *  - pfi and optimal are fractional knapsacks.  Each job's model (the PFI
  *    line, or the lower convex hull of its measured curve) is cut into
@@ -10,7 +10,11 @@
  *    c = a dL / (n P0 dx) objective units per watt.  Within a job the costs
  *    rise (convexity), so the optimum takes every segment cheaper than a
  *    threshold lambda, part of those at lambda, and nothing dearer: lambda is
- *    the weighted quantile of the costs at the watts still to be saved.
+ *    the weighted quantile of the costs at the watts still to be saved,
+ *    found by a watts histogram over the costs' top 16 bits and a weighted
+ *    quickselect inside the one bucket that holds it.  Segments are never
+ *    stored: each pass rebuilds a job's few hull vertices, which is cheaper
+ *    than touching memory for them (page faults dominate at scale).
  *  - equal is water-filling: the level r with sum n P0 min(r, u) = watts to
  *    save, found by the same kind of selection over the limits u.
  *
@@ -32,14 +36,20 @@ struct item {
     double w;   /* watts saved (equal: n P0) */
 };
 
+#define HIST_BITS 16
+#define HIST_SIZE (1u << HIST_BITS)
+
 struct scratch {
     size_t jobs_cap, verts_cap, items_cap;
+    enum pflex_policy policy;
+    const struct pflex_alloc_job *jobs;
     double *a, *b, *u;          /* per job: objective scale, n P0, limit */
     double *slope;              /* per job: model slope 1 - PFI (pfi, equal) */
-    size_t *voff;               /* per job: first hull vertex; njobs + 1 */
-    double *hx, *hl;            /* hull vertices */
+    double *hx, *hl;            /* one job's model vertices (largest curve + 2) */
     double *xbuf;               /* per job: a candidate plan (repair) */
-    struct item *items;
+    struct item *items;         /* the segments of one histogram bucket */
+    double *hist_w;             /* watts per cost bucket */
+    size_t *hist_n;             /* segments per cost bucket */
 };
 
 struct solve_state {
@@ -155,6 +165,16 @@ static int grow_arr(void **p, size_t need, size_t elem)
     return 0;
 }
 
+static int items_reserve(struct scratch *s, size_t n)
+{
+    if (n <= s->items_cap)
+        return 0;
+    if (grow_arr((void **)&s->items, n, sizeof *s->items) < 0)
+        return -1;
+    s->items_cap = n;
+    return 0;
+}
+
 static int scratch_reserve(struct scratch *s, size_t njobs, size_t nverts, pflex_error_t *err)
 {
     if (njobs > s->jobs_cap) {
@@ -162,8 +182,7 @@ static int scratch_reserve(struct scratch *s, size_t njobs, size_t nverts, pflex
             || grow_arr((void **)&s->b, njobs, sizeof *s->b) < 0
             || grow_arr((void **)&s->u, njobs, sizeof *s->u) < 0
             || grow_arr((void **)&s->slope, njobs, sizeof *s->slope) < 0
-            || grow_arr((void **)&s->xbuf, njobs, sizeof *s->xbuf) < 0
-            || grow_arr((void **)&s->voff, njobs + 1, sizeof *s->voff) < 0)
+            || grow_arr((void **)&s->xbuf, njobs, sizeof *s->xbuf) < 0)
             return pflex_error_set(err, "out of memory");
         s->jobs_cap = njobs;
     }
@@ -173,12 +192,13 @@ static int scratch_reserve(struct scratch *s, size_t njobs, size_t nverts, pflex
             return pflex_error_set(err, "out of memory");
         s->verts_cap = nverts;
     }
-    if (nverts > s->items_cap) {
-        if (grow_arr((void **)&s->items, nverts, sizeof *s->items) < 0)
+    if (!s->hist_w) {
+        s->hist_w = malloc(HIST_SIZE * sizeof *s->hist_w);
+        s->hist_n = malloc(HIST_SIZE * sizeof *s->hist_n);
+        if (!s->hist_w || !s->hist_n)
             return pflex_error_set(err, "out of memory");
-        s->items_cap = nverts;
     }
-    return 0;
+    return items_reserve(s, njobs) < 0 ? pflex_error_set(err, "out of memory") : 0;
 }
 
 void pflex_alloc_plan_init(struct pflex_alloc_plan *plan)
@@ -194,7 +214,8 @@ void pflex_alloc_plan_fini(struct pflex_alloc_plan *plan)
         free(s->b);
         free(s->u);
         free(s->slope);
-        free(s->voff);
+        free(s->hist_w);
+        free(s->hist_n);
         free(s->hx);
         free(s->hl);
         free(s->xbuf);
@@ -260,27 +281,57 @@ static inline double seg_cost(double a, double b, double x0, double l0, double x
     return a * (l1 - l0) / (b * (x1 - x0));
 }
 
-/* The fractional knapsack over the model segments of every job but skip
- * (SIZE_MAX: none), saving at least need watts.  Fills x[] for those jobs. */
-static void seg_solve(const struct scratch *s, size_t njobs, size_t skip, double need,
-                      double *x, uint64_t *rng, struct solve_state *st)
+static size_t build_hull(const struct pflex_alloc_job *j, double u, double *hx, double *hl);
+
+/* Job j's model vertices into s->hx/hl: the PFI line to its limit, or the
+ * lower convex hull of its curve on [0, limit].  Rebuilt whenever needed:
+ * a few points per job cost less than memory to keep them in. */
+static size_t model_vertices(const struct scratch *s, size_t j)
 {
-    struct item *it = s->items;
-    size_t m = 0;
+    if (s->policy == PFLEX_POLICY_OPTIMAL)
+        return build_hull(&s->jobs[j], s->u[j], s->hx, s->hl);
+    s->hx[0] = 0;
+    s->hl[0] = 0;
+    if (!(s->u[j] > 0))
+        return 1;
+    s->hx[1] = s->u[j];
+    s->hl[1] = s->slope[j] * s->u[j];
+    return 2;
+}
+
+/* Costs >= 0 ordered by their top bits (IEEE order). */
+static inline unsigned cost_bucket(double c)
+{
+    uint64_t bits;
+    memcpy(&bits, &c, sizeof bits);
+    return (unsigned)(bits >> (64 - HIST_BITS));
+}
+
+/* The fractional knapsack over the model segments of every job but skip
+ * (SIZE_MAX: none), saving at least need watts.  Fills x[] for those jobs.
+ * The threshold is found in two passes: a histogram of the watts by the
+ * top bits of each segment's cost finds the bucket where the watts still
+ * needed run out, then a weighted quickselect within that bucket. */
+static int seg_solve(struct scratch *s, size_t njobs, size_t skip, double need,
+                     double *x, uint64_t *rng, struct solve_state *st)
+{
     double wfree = 0, total = 0;
+    memset(s->hist_w, 0, HIST_SIZE * sizeof *s->hist_w);
+    memset(s->hist_n, 0, HIST_SIZE * sizeof *s->hist_n);
     for (size_t j = 0; j < njobs; j++) {
         if (j == skip)
             continue;
         double a = s->a[j], b = s->b[j];
-        for (size_t v = s->voff[j]; v + 1 < s->voff[j + 1]; v++) {
+        size_t nv = model_vertices(s, j);
+        for (size_t v = 0; v + 1 < nv; v++) {
             double c = seg_cost(a, b, s->hx[v], s->hl[v], s->hx[v + 1], s->hl[v + 1]);
             double w = b * (s->hx[v + 1] - s->hx[v]);
             if (c < 0) {
                 wfree += w;
             } else {
-                it[m].c = c;
-                it[m].w = w;
-                m++;
+                unsigned k = cost_bucket(c);
+                s->hist_w[k] += w;
+                s->hist_n[k]++;
                 total += w;
             }
         }
@@ -290,19 +341,65 @@ static void seg_solve(const struct scratch *s, size_t njobs, size_t skip, double
     st->f = 0;
     if (rest <= 0) {
         st->lambda = -INFINITY;
-    } else if (total < rest || wselect(it, m, rest, rng, &st->lambda, &wb, &wa) < 0) {
+    } else if (total < rest) {
         st->lambda = INFINITY;
         st->feasible = 0;
     } else {
+        double acc = 0;
+        unsigned kb = 0;
+        for (; kb < HIST_SIZE - 1; kb++) {
+            if (acc + s->hist_w[kb] >= rest)
+                break;
+            acc += s->hist_w[kb];
+        }
+        if (acc + s->hist_w[kb] < rest) {
+            /* the buckets sum a hair under the total: take everything */
+            st->lambda = INFINITY;
+            goto fill;
+        }
+        if (items_reserve(s, s->hist_n[kb]) < 0)
+            return -1;
+        size_t m = 0;
+        for (size_t j = 0; j < njobs; j++) {
+            if (j == skip)
+                continue;
+            double a = s->a[j], b = s->b[j];
+            size_t nv = model_vertices(s, j);
+            for (size_t v = 0; v + 1 < nv; v++) {
+                double c = seg_cost(a, b, s->hx[v], s->hl[v], s->hx[v + 1], s->hl[v + 1]);
+                if (c >= 0 && cost_bucket(c) == kb) {
+                    s->items[m].c = c;
+                    s->items[m].w = b * (s->hx[v + 1] - s->hx[v]);
+                    m++;
+                }
+            }
+        }
+        if (wselect(s->items, m, rest - acc, rng, &st->lambda, &wb, &wa) < 0) {
+            /* rounding at the very edge: the last segment of the bucket */
+            double hi = -INFINITY;
+            for (size_t i = 0; i < m; i++)
+                if (s->items[i].c > hi)
+                    hi = s->items[i].c;
+            st->lambda = hi;
+            wb = 0;
+            for (size_t i = 0; i < m; i++)
+                if (s->items[i].c < hi)
+                    wb += s->items[i].w;
+                else
+                    wa += s->items[i].w;
+        }
+        wb += acc;
         double f = wa > 0 ? (rest - wb) / wa : 1.0;
         st->f = f < 0 ? 0 : f > 1 ? 1 : f;
     }
+fill:;
     double lambda = st->lambda, f = st->f;
     for (size_t j = 0; j < njobs; j++) {
         if (j == skip)
             continue;
         double a = s->a[j], b = s->b[j], xj = 0;
-        for (size_t v = s->voff[j]; v + 1 < s->voff[j + 1]; v++) {
+        size_t nv = model_vertices(s, j);
+        for (size_t v = 0; v + 1 < nv; v++) {
             double dx = s->hx[v + 1] - s->hx[v];
             double c = seg_cost(a, b, s->hx[v], s->hl[v], s->hx[v + 1], s->hl[v + 1]);
             if (c < 0 || c < lambda)
@@ -314,6 +411,7 @@ static void seg_solve(const struct scratch *s, size_t njobs, size_t skip, double
         }
         x[j] = xj;
     }
+    return 0;
 }
 
 /* Lower convex hull of the curve on [0, u] into hx/hl at v; returns the
@@ -350,11 +448,11 @@ static size_t build_hull(const struct pflex_alloc_job *j, double u, double *hx, 
     return h;
 }
 
-/* Hull loss of job j at x. */
+/* Model (hull) loss of job j at x. */
 static double hull_loss(const struct scratch *s, size_t j, double x)
 {
-    size_t v0 = s->voff[j], n = s->voff[j + 1] - v0;
-    return curve_loss(s->hx + v0, s->hl + v0, n, x);
+    size_t n = model_vertices(s, j);
+    return curve_loss(s->hx, s->hl, n, x);
 }
 
 static int check_job(const struct pflex_alloc_job *j, size_t i, pflex_error_t *err)
@@ -395,10 +493,15 @@ static int prepare(const struct pflex_alloc_problem *p, enum pflex_policy pol,
         if (pol == PFLEX_POLICY_OPTIMAL && !jb->npoints)
             return pflex_error_set(err, "job %zu '%s': the optimal policy needs a measured "
                                    "curve", j + 1, jb->name ? jb->name : "?");
-        nverts += pol == PFLEX_POLICY_OPTIMAL ? jb->npoints + 1 : 2;
+        if (jb->npoints + 2 > nverts)
+            nverts = jb->npoints + 2;
     }
+    if (nverts < 2)
+        nverts = 2;
     if (scratch_reserve(s, n, nverts, err) < 0)
         return -1;
+    s->policy = pol;
+    s->jobs = p->jobs;
     for (size_t j = 0; j < n; j++) {
         const struct pflex_alloc_job *jb = &p->jobs[j];
         double scale = p->objective == PFLEX_OBJECTIVE_PROGRESS ? (double)jb->gpus : jb->t0;
@@ -512,19 +615,15 @@ static int solve_equal(const struct scratch *s, size_t n, double need, double *x
 
 /* Optimal: the hull knapsack, then the repair of a job left inside a
  * non-convex stretch.  Returns the hull optimum's objective. */
-static double solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
-                            double need, double *x, int *feasible, int *hull_error)
+static int solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
+                         double need, double *x, int *feasible, int *hull_error,
+                         double *hull_objective)
 {
     size_t n = p->njobs;
-    size_t v = 0;
-    for (size_t j = 0; j < n; j++) {
-        s->voff[j] = v;
-        v += build_hull(&p->jobs[j], s->u[j], s->hx + v, s->hl + v);
-    }
-    s->voff[n] = v;
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     struct solve_state st;
-    seg_solve(s, n, SIZE_MAX, need, x, &rng, &st);
+    if (seg_solve(s, n, SIZE_MAX, need, x, &rng, &st) < 0)
+        return -1;
     *feasible = st.feasible;
     double hull_obj = 0, act_obj = 0, worst = 0;
     size_t jw = SIZE_MAX;
@@ -541,14 +640,15 @@ static double solve_optimal(const struct pflex_alloc_problem *p, struct scratch 
         }
     }
     *hull_error = jw != SIZE_MAX;
+    *hull_objective = hull_obj;
     if (jw == SIZE_MAX || !st.feasible)
-        return hull_obj;
+        return 0;
     /* Repair: put the worst job at each measured point of its hull segment
      * (both ends included) and let the others rebalance. */
     const struct pflex_alloc_job *jb = &p->jobs[jw];
-    size_t v0 = s->voff[jw], v1 = s->voff[jw + 1];
+    size_t nv = model_vertices(s, jw);
     double xl = 0, xr = 0;
-    for (size_t k = v0; k + 1 < v1; k++)
+    for (size_t k = 0; k + 1 < nv; k++)
         if (s->hx[k] <= x[jw] && x[jw] <= s->hx[k + 1]) {
             xl = s->hx[k];
             xr = s->hx[k + 1];
@@ -561,7 +661,8 @@ static double solve_optimal(const struct pflex_alloc_problem *p, struct scratch 
         if (xv < xl || xv > xr || (k < jb->npoints && xv == xr))
             continue;
         struct solve_state cs;
-        seg_solve(s, n, jw, need - s->b[jw] * xv, cand, &rng, &cs);
+        if (seg_solve(s, n, jw, need - s->b[jw] * xv, cand, &rng, &cs) < 0)
+            return -1;
         if (!cs.feasible)
             continue;
         cand[jw] = xv;
@@ -574,7 +675,7 @@ static double solve_optimal(const struct pflex_alloc_problem *p, struct scratch 
             memcpy(x, cand, n * sizeof *x);
         }
     }
-    return hull_obj;
+    return 0;
 }
 
 static int plan_reserve(struct pflex_alloc_plan *plan, size_t n, pflex_error_t *err)
@@ -630,27 +731,16 @@ int pflex_alloc_plan(const struct pflex_alloc_problem *p, enum pflex_policy poli
         feasible = solve_equal(s, n, need, x);
         break;
     case PFLEX_POLICY_PFI: {
-        size_t v = 0;
-        for (size_t j = 0; j < n; j++) {
-            s->voff[j] = v;
-            s->hx[v] = 0;
-            s->hl[v] = 0;
-            v++;
-            if (s->u[j] > 0) {
-                s->hx[v] = s->u[j];
-                s->hl[v] = s->slope[j] * s->u[j];
-                v++;
-            }
-        }
-        s->voff[n] = v;
         uint64_t rng = 0x9e3779b97f4a7c15ull;
         struct solve_state st;
-        seg_solve(s, n, SIZE_MAX, need, x, &rng, &st);
+        if (seg_solve(s, n, SIZE_MAX, need, x, &rng, &st) < 0)
+            return pflex_error_set(err, "out of memory");
         feasible = st.feasible;
         break;
     }
     case PFLEX_POLICY_OPTIMAL:
-        hull_obj = solve_optimal(p, s, need, x, &feasible, &hull_error);
+        if (solve_optimal(p, s, need, x, &feasible, &hull_error, &hull_obj) < 0)
+            return pflex_error_set(err, "out of memory");
         break;
     }
     for (size_t j = 0; j < n; j++)

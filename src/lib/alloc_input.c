@@ -1,6 +1,7 @@
 /* alloc_input.c — an allocation problem from a sweep, a jobs file and a
- * PFI CSV (see pflex/alloc.h).  Curves are built into one arena: no
- * allocation per job, so a million-job sweep becomes a problem in one pass. */
+ * PFI CSV (see pflex/alloc.h).  Curves are built in the sweep's own point
+ * storage: no allocation per job, so a million-job sweep becomes a problem
+ * in one pass. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,6 @@
 struct storage {
     pflex_sweep_t *sweep;
     pflex_pficsv_t *pfi;
-    double *arena;              /* 3 doubles per sweep point: x, loss, cap */
     struct pflex_curve *curves; /* per sweep job */
     char *jobs_buf;             /* the jobs file's strings */
     const struct pflex_sweep_job **by_name;
@@ -29,7 +29,6 @@ void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
     if (st) {
         pflex_sweep_destroy(st->sweep);
         pflex_pficsv_destroy(st->pfi);
-        free(st->arena);
         free(st->curves);
         free(st->jobs_buf);
         free(st->by_name);
@@ -80,24 +79,34 @@ static int read_sweep(const struct pflex_alloc_source *src, struct storage *st,
     if (pflex_sweep_read_file(src->sweep_path, src->columns, &st->sweep, err) < 0)
         return -1;
     pflex_sweep_t *sw = st->sweep;
-    size_t npts = 0;
+    size_t maxp = 1;
     for (size_t k = 0; k < sw->njobs; k++)
-        npts += sw->jobs[k].npoints;
-    st->arena = malloc((npts ? npts : 1) * 3 * sizeof *st->arena);
+        if (sw->jobs[k].npoints > maxp)
+            maxp = sw->jobs[k].npoints;
+    /* Each curve is built over its own job's sweep points (24 bytes a point
+     * into 32): the sweep is private here and its points are not read
+     * again, and a million-job problem needs no second arena. */
+    struct pflex_sweep_point *tmp = malloc(maxp * sizeof *tmp);
     st->curves = calloc(sw->njobs ? sw->njobs : 1, sizeof *st->curves);
     st->by_name = malloc((sw->njobs ? sw->njobs : 1) * sizeof *st->by_name);
-    if (!st->arena || !st->curves || !st->by_name)
+    if (!tmp || !st->curves || !st->by_name) {
+        free(tmp);
         return pflex_error_set(err, "%s: out of memory", sname);
-    double *a = st->arena;
+    }
     for (size_t k = 0; k < sw->njobs; k++) {
-        const struct pflex_sweep_job *sj = &sw->jobs[k];
+        struct pflex_sweep_job *sj = &sw->jobs[k];
         pflex_error_t e;
-        if (pflex_curve_init_in(&st->curves[k], sj->points, sj->npoints, a, &e) < 0)
+        memcpy(tmp, sj->points, sj->npoints * sizeof *tmp);
+        if (pflex_curve_init_in(&st->curves[k], tmp, sj->npoints, (double *)(void *)sj->points,
+                                &e) < 0) {
+            free(tmp);
             return pflex_error_set(err, "%s:%u: job '%s': %s", sname, sj->line, sj->name,
                                    e.text);
-        a += 3 * sj->npoints;
+        }
+        sj->points = NULL;      /* now the curve's storage */
         st->by_name[k] = sj;
     }
+    free(tmp);
     qsort(st->by_name, sw->njobs, sizeof *st->by_name, cmp_sjob);
     return 0;
 }

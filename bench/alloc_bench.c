@@ -1,0 +1,211 @@
+/* alloc_bench.c — how fast pflex plans, against how fast it reads.
+ *
+ *   alloc_bench gen JOBS CAPS SEED FILE   write a seeded sweep CSV: JOBS jobs
+ *                                         measured at CAPS caps each
+ *   alloc_bench file FILE REPS            time reading FILE into a problem
+ *                                         (parse) and reading + planning
+ *                                         optimally (parse+plan), REPS times
+ *   alloc_bench mem JOBS CAPS REPS        time planning alone (no I/O) on
+ *                                         JOBS in-memory jobs, all policies
+ *
+ * Curves are DVFS-shaped: throughput flat near the top cap and falling ever
+ * faster as the cap drops (convex loss), with per-job variation; the
+ * optimal planner then meets no non-convex repair, as on real sweeps after
+ * averaging.  Times are medians of REPS runs (CLOCK_MONOTONIC).  One core:
+ * nothing here is threaded. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "pflex/alloc.h"
+
+static uint64_t rs;
+
+static double unif(void)
+{
+    uint64_t z = (rs += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0;
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* One job's curve: caps from top down; per-GPU power follows the cap until
+ * the job's natural draw; loss = k x^e (convex, e >= 1). */
+struct shape { double p_top, t0, k, e, natural; int gpus; };
+
+static struct shape rand_shape(void)
+{
+    struct shape s;
+    s.p_top = 700;
+    s.natural = 520 + 170 * unif();
+    s.t0 = 1000 + 9000 * unif();
+    s.k = 0.3 + 1.2 * unif();
+    s.e = 1.2 + 1.3 * unif();
+    s.gpus = 8 << (int)(4 * unif());
+    return s;
+}
+
+static void point(const struct shape *s, int i, int caps, double *cap, double *pw, double *tp)
+{
+    *cap = s->p_top - (s->p_top - 200) * i / (caps - 1);
+    *pw = *cap < s->natural ? *cap * 0.98 : s->natural;
+    double x = 1 - *pw / s->natural;
+    double l = s->k * pow(x, s->e);
+    *tp = s->t0 * (1 - (l < 0.95 ? l : 0.95));
+}
+
+static int gen(long jobs, int caps, uint64_t seed, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return perror(path), 1;
+    static char buf[1 << 20];
+    setvbuf(f, buf, _IOFBF, sizeof buf);
+    rs = seed;
+    fprintf(f, "job,gpus,cap_w,power_w,throughput\n");
+    for (long j = 0; j < jobs; j++) {
+        struct shape s = rand_shape();
+        for (int i = 0; i < caps; i++) {
+            double cap, pw, tp;
+            point(&s, i, caps, &cap, &pw, &tp);
+            fprintf(f, "job%ld,%d,%.0f,%.2f,%.2f\n", j, s.gpus, cap, pw, tp);
+        }
+    }
+    return fclose(f) ? (perror(path), 1) : 0;
+}
+
+static int bench_file(const char *path, int reps)
+{
+    double *tp = malloc((size_t)reps * sizeof *tp), *tq = malloc((size_t)reps * sizeof *tq);
+    size_t njobs = 0;
+    double thr = 0;
+    for (int r = 0; r < reps; r++) {
+        for (int plan_too = 0; plan_too < 2; plan_too++) {
+            pflex_error_t err;
+            struct pflex_alloc_source src = {.sweep_path = path, .floor = NAN};
+            pflex_alloc_input_t *in;
+            struct pflex_alloc_plan pl;
+            double t0 = now();
+            if (pflex_alloc_input_read(&src, &in, &err) < 0) {
+                fprintf(stderr, "%s\n", err.text);
+                return 1;
+            }
+            if (plan_too) {
+                struct pflex_alloc_problem p = {.njobs = in->njobs, .jobs = in->jobs};
+                p.budget_w = 0.7 * pflex_alloc_baseline_w(&p);
+                pflex_alloc_plan_init(&pl);
+                if (pflex_alloc_plan(&p, PFLEX_POLICY_OPTIMAL, &pl, &err) < 0) {
+                    fprintf(stderr, "%s\n", err.text);
+                    return 1;
+                }
+                thr = pl.throughput;
+            }
+            double t = now() - t0;
+            (plan_too ? tq : tp)[r] = t;
+            njobs = in->njobs;
+            if (plan_too)
+                pflex_alloc_plan_fini(&pl);
+            pflex_alloc_input_destroy(in);
+        }
+    }
+    double a = median(tp, reps), b = median(tq, reps);
+    printf("%zu jobs from %s (median of %d):\n", njobs, path, reps);
+    printf("  parse only        %8.3f s\n", a);
+    printf("  parse + optimal   %8.3f s   (planning %.3f s; ratio %.2f)\n", b, b - a, b / a);
+    printf("  (plan throughput %.6g)\n", thr);
+    free(tp);
+    free(tq);
+    return 0;
+}
+
+static int bench_mem(long n, int caps, int reps)
+{
+    struct pflex_alloc_job *jobs = calloc((size_t)n, sizeof *jobs);
+    double *xs = malloc((size_t)n * (size_t)caps * sizeof *xs);
+    double *ls = malloc((size_t)n * (size_t)caps * sizeof *ls);
+    double *t = malloc((size_t)reps * sizeof *t);
+    rs = 42;
+    for (long j = 0; j < n; j++) {
+        struct shape s = rand_shape();
+        double *x = xs + j * caps, *l = ls + j * caps, cap, pw, tp, p0 = 0, t0 = 0;
+        int m = 0;
+        for (int i = 0; i < caps; i++) {
+            point(&s, i, caps, &cap, &pw, &tp);
+            if (i == 0) {
+                p0 = pw;
+                t0 = tp;
+                x[m] = 0;
+                l[m++] = 0;
+            } else if (1 - pw / p0 > x[m - 1]) {
+                x[m] = 1 - pw / p0;
+                l[m++] = 1 - tp / t0;
+            }
+        }
+        jobs[j] = (struct pflex_alloc_job){.name = "j", .gpus = s.gpus, .p0_w = p0, .t0 = t0,
+                                           .cap0_w = 700, .weight = 1, .x_hi = 1, .pfi = NAN,
+                                           .npoints = (size_t)m, .x = x, .loss = l};
+    }
+    struct pflex_alloc_problem p = {.njobs = (size_t)n, .jobs = jobs};
+    p.budget_w = 0.7 * pflex_alloc_baseline_w(&p);
+    struct pflex_alloc_plan pl;
+    pflex_alloc_plan_init(&pl);
+    pflex_error_t err;
+    printf("%ld jobs in memory, %d caps each, 30%% cut, planning only (median of %d):\n", n,
+           caps, reps);
+    for (int pol = 0; pol < 3; pol++) {
+        /* the first call sizes the plan's buffers; then none allocates */
+        if (pflex_alloc_plan(&p, (enum pflex_policy)pol, &pl, &err) < 0) {
+            fprintf(stderr, "%s\n", err.text);
+            return 1;
+        }
+        for (int r = 0; r < reps; r++) {
+            double t0 = now();
+            pflex_alloc_plan(&p, (enum pflex_policy)pol, &pl, &err);
+            t[r] = now() - t0;
+        }
+        double m = median(t, reps);
+        printf("  %-8s %10.1f us  (%.1f ns per job)\n", pflex_policy_name((enum pflex_policy)pol),
+               1e6 * m, 1e9 * m / (double)n);
+    }
+    pflex_alloc_plan_fini(&pl);
+    free(jobs);
+    free(xs);
+    free(ls);
+    free(t);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 6 && !strcmp(argv[1], "gen"))
+        return gen(atol(argv[2]), atoi(argv[3]), strtoull(argv[4], NULL, 10), argv[5]);
+    if (argc == 4 && !strcmp(argv[1], "file"))
+        return bench_file(argv[2], atoi(argv[3]));
+    if (argc == 5 && !strcmp(argv[1], "mem"))
+        return bench_mem(atol(argv[2]), atoi(argv[3]), atoi(argv[4]));
+    fprintf(stderr, "usage: alloc_bench gen JOBS CAPS SEED FILE | file FILE REPS | "
+                    "mem JOBS CAPS REPS\n");
+    return 2;
+}
