@@ -50,6 +50,22 @@ static void esc(FILE *f, const char *s)
         }
 }
 
+/* A number of the summary for a caption: "%.3f", or "–" when absent. */
+static const char *num(const json_t *v, char *buf, size_t len, const char *fmt)
+{
+    if (json_is_number(v))
+        snprintf(buf, len, fmt, json_number_value(v));
+    else
+        snprintf(buf, len, "–");
+    return buf;
+}
+
+static const json_t *median_of(const json_t *S, const char *group, const char *key)
+{
+    return json_object_get(json_object_get(json_object_get(json_object_get(S, "pfi"), group), key),
+                           "median");
+}
+
 /* gnuplot SVG into the page, every id and reference to one prefixed. */
 static void paste_svg(FILE *f, const char *svg, int chart)
 {
@@ -202,8 +218,8 @@ static void chart_curves(struct ctx *c)
     }
     fputs("unset multiplot\n", s);
     figure(c, s, &buf, &len,
-           "Each grey line is one run's sweep; coloured lines are family means. Memory-bound and "
-           "communication-bound runs lose little throughput when the compute clock drops under a cap.");
+           "Each grey line is one run's sweep; coloured lines are family means. Work that waits "
+           "on memory or the network slows less than the SM clock when a cap binds.");
 }
 
 /* Chart: the loss curves PFI integrates, with the proportional line. */
@@ -345,8 +361,14 @@ static void chart_pairs(struct ctx *c)
                    "  x with lines dt 2 lc rgb '#000000' title 'same PFI on both'\n",
                 n, lo - pad, hi + pad, lo - pad, hi + pad, DENSE_COLOR, MOE_COLOR);
     }
-    figure(c, s, &buf, &len,
-           "Points above the dashed line are jobs that are more power-flexible on H100 than on H200.");
+    char cap[400], a[16], b[16], d[16];
+    const json_t *P = json_object_get(c->summary, "h100_vs_h200");
+    snprintf(cap, sizeof cap, "Points above the dashed line are jobs more power-flexible on H100 "
+             "than on H200: %s of %s pairs here; median difference (H100 − H200) %s.",
+             num(json_object_get(P, "h100_more_flexible"), a, sizeof a, "%.0f"),
+             num(json_object_get(P, "pairs"), b, sizeof b, "%.0f"),
+             num(json_object_get(json_object_get(P, "difference"), "median"), d, sizeof d, "%+.3f"));
+    figure(c, s, &buf, &len, cap);
 }
 
 /* Chart: PFI against two telemetry fields read at the baseline cap. */
@@ -381,8 +403,17 @@ static void chart_telemetry(struct ctx *c)
                 name, rho, name, k + 1, DENSE_COLOR, k + 1, MOE_COLOR);
     }
     fputs("unset multiplot\n", s);
-    figure(c, s, &buf, &len,
-           "Runs that keep DRAM busy are memory-bound: a lower compute clock costs them little.");
+    char cap[400], v[4][16];
+    const json_t *C = json_object_get(c->summary, "correlation");
+    const json_t *dr = json_object_get(C, "dram_active"), *te = json_object_get(C, "tensor_active");
+    snprintf(cap, sizeof cap, "dram_active and tensor_active: the share of time the DRAM and the "
+             "tensor cores are busy, mean over the job's GPUs at the highest cap. Correlation with "
+             "PFI: Pearson %s and %s, Spearman %s and %s.",
+             num(json_object_get(dr, "pearson"), v[0], 16, "%.2f"),
+             num(json_object_get(te, "pearson"), v[1], 16, "%.2f"),
+             num(json_object_get(dr, "spearman"), v[2], 16, "%.2f"),
+             num(json_object_get(te, "spearman"), v[3], 16, "%.2f"));
+    figure(c, s, &buf, &len, cap);
 }
 
 /* Chart: the calibration against the Emerald measurements. */
@@ -712,9 +743,16 @@ int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
             {"Pretraining", by_task, "pretrain"}, {"Full fine-tuning", by_task, "finetune-full"},
             {"LoRA fine-tuning", by_task, "finetune-lora"},
         };
-        chart_boxes(&c, "PFI by architecture and task (H200 main runs)", cat, 5,
-                    "Boxes span the middle half of the runs, the bar is the median, whiskers reach "
-                    "1.5 interquartile ranges; each dot is one run.");
+        char cap[400], v[5][16];
+        snprintf(cap, sizeof cap, "Boxes span the middle half of the runs, the bar is the median, "
+                 "whiskers reach 1.5 interquartile ranges; each dot is one run. Medians: dense %s, "
+                 "MoE %s; pretraining %s, full fine-tuning %s, LoRA %s.",
+                 num(median_of(summary, "by_arch", "dense"), v[0], 16, "%.3f"),
+                 num(median_of(summary, "by_arch", "moe"), v[1], 16, "%.3f"),
+                 num(median_of(summary, "by_task", "pretrain"), v[2], 16, "%.3f"),
+                 num(median_of(summary, "by_task", "finetune_full"), v[3], 16, "%.3f"),
+                 num(median_of(summary, "by_task", "finetune_lora"), v[4], 16, "%.3f"));
+        chart_boxes(&c, "PFI by architecture and task (H200 main runs)", cat, 5, cap);
     }
     {
         static const int g[] = {1, 2, 4, 8, 16, 32};
@@ -724,9 +762,14 @@ int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
             cat[i].pick = by_gpus;
             cat[i].arg = &g[i];
         }
-        chart_boxes(&c, "PFI by number of GPUs per job (H200 main runs)", cat, 6,
-                    "Larger jobs spend more of each step communicating, which a lower SM clock "
-                    "does not slow.");
+        char cap[400], v[6][16];
+        static const char *const key[] = {"1", "2", "4", "8", "16", "32"};
+        for (int i = 0; i < 6; i++)
+            num(median_of(summary, "by_gpus", key[i]), v[i], 16, "%.3f");
+        snprintf(cap, sizeof cap, "Medians: %s, %s, %s, %s, %s and %s on 1, 2, 4, 8, 16 and 32 GPUs. "
+                 "Jobs on 16 and 32 GPUs span several 8-GPU nodes and also communicate over "
+                 "InfiniBand.", v[0], v[1], v[2], v[3], v[4], v[5]);
+        chart_boxes(&c, "PFI by number of GPUs per job (H200 main runs)", cat, 6, cap);
     }
     fputs("<h2>The same jobs on H100 and H200</h2>\n", f);
     chart_pairs(&c);
