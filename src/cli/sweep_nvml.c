@@ -366,13 +366,15 @@ static int measure(pflex_gpu_t *g, const unsigned *idx, unsigned n, const struct
 {
     double *e0 = calloc(n, sizeof *e0);         /* energy at the window's start, J */
     double *de = calloc(n, sizeof *de);         /* energy over the window, J */
+    double *te0 = calloc(n, sizeof *te0);       /* when each counter was read first */
+    double *dt = calloc(n, sizeof *dt);         /* ... and the time to its last read */
     double *psum = calloc(n, sizeof *psum);
     unsigned *pcount = calloc(n, sizeof *pcount);
     double tsum[PFLEX_TM_COUNT] = {0};
     unsigned tcount[PFLEX_TM_COUNT] = {0};
     int fail = 0, bad = 0;
     struct tp_mark start = {NAN, NAN}, stop = {NAN, NAN};
-    if (!e0 || !de || !psum || !pcount) {
+    if (!e0 || !de || !te0 || !dt || !psum || !pcount) {
         pflex_error_set(err, "out of memory");
         fail = FAIL_SYSTEM;
         goto out;
@@ -392,20 +394,27 @@ static int measure(pflex_gpu_t *g, const unsigned *idx, unsigned n, const struct
      * one also primes the energy counter and the GPM interval. */
     double period = o->window_s / 10;
     period = period < 0.01 ? 0.01 : period > 1.0 ? 1.0 : period;
-    double t0 = mono_s(), t_end = t0 + o->window_s, t1 = t0;
+    double t_end = mono_s() + o->window_s;
     for (int first = 1;; first = 0) {
         double now = mono_s();
         int last = now >= t_end;
         for (unsigned k = 0; k < n; k++) {
             struct pflex_gpu_sample s;
+            /* Each GPU's own read times: reading several GPUs takes time
+             * that must not count against one of them. */
+            double t = mono_s();
             if (pflex_gpu_sample(g, idx[k], &s, err)) {
                 fail = FAIL_SYSTEM;
                 goto out;
             }
-            if (first)
+            if (first) {
                 e0[k] = s.energy_j;
-            if (last)
+                te0[k] = t;
+            }
+            if (last) {
                 de[k] = s.energy_j - e0[k];     /* NaN without a counter */
+                dt[k] = t - te0[k];
+            }
             if (isfinite(s.power_w)) {
                 psum[k] += s.power_w;
                 pcount[k]++;
@@ -416,7 +425,6 @@ static int measure(pflex_gpu_t *g, const unsigned *idx, unsigned n, const struct
                     tcount[f]++;
                 }
         }
-        t1 = now;
         if (last)
             break;
         if (nap_until(now + period < t_end ? now + period : t_end)) {
@@ -429,7 +437,7 @@ static int measure(pflex_gpu_t *g, const unsigned *idx, unsigned n, const struct
     double total = 0;
     unsigned have = 0;
     for (unsigned k = 0; k < n; k++) {
-        double p = de[k] > 0 && t1 > t0 ? de[k] / (t1 - t0)
+        double p = de[k] > 0 && dt[k] > 0 ? de[k] / dt[k]
                  : pcount[k] ? psum[k] / pcount[k] : NAN;
         if (isfinite(p)) {
             total += p;
@@ -470,6 +478,8 @@ static int measure(pflex_gpu_t *g, const unsigned *idx, unsigned n, const struct
 out:
     free(e0);
     free(de);
+    free(te0);
+    free(dt);
     free(psum);
     free(pcount);
     return fail;
@@ -693,6 +703,7 @@ int sweep_nvml(int argc, char **argv)
         rc = PFLEX_EXIT_INTERNAL;
     }
     for (unsigned c = 0; c < ncaps && rc == PFLEX_EXIT_OK && !stop_signal; c++) {
+        double set_wall = wall_s();     /* the job's lines after this see the new cap */
         for (unsigned k = 0; k < n && rc == PFLEX_EXIT_OK; k++) {
             double enforced;
             if (pflex_gpu_set_cap(&g, idx[k], caps[c], &err)
@@ -706,7 +717,6 @@ int sweep_nvml(int argc, char **argv)
         }
         if (rc != PFLEX_EXIT_OK)
             break;
-        double set_wall = wall_s();
         if (progress)
             fprintf(stderr, "pflex %s: cap %g W (%u/%u): settling %g s, measuring %g s\n", CMD,
                     caps[c], c + 1, ncaps, o.settle_s, o.window_s);

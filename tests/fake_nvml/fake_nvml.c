@@ -16,6 +16,13 @@
  * occupancy, tensor, dram, graphics (GPM percent), nvlink_tx_mibs,
  * nvlink_rx_mibs, power (0: no power reading), energy (0: no counter).
  *
+ * The fake can also play the training job: with "tokens_file=PATH", it
+ * appends "UNIX_TIME TOKENS_TOTAL" lines to PATH (the format pflex sweep
+ * reads) whenever GPU 0's limit is set or its power read.  The job makes
+ * tokens_rate tokens/s uncapped (default 10000) and slows with GPU 0's SM
+ * clock; tokens_total and tokens_stamp hold its counter.  Its throughput
+ * thus follows the cap exactly, whatever the load on the test machine.
+ *
  * Physics, just enough to be useful: power is the demand, or just under
  * the limit when the limit binds; the SM clock and tensor activity fall
  * with the cube root of the power ratio; energy accumulates the power over
@@ -83,6 +90,9 @@ struct fake_gpu {
 struct fake_state {
     unsigned gpus;
     struct fake_gpu gpu[MAX_GPUS];
+    /* The training job the fake can also play (see the top of the file). */
+    char tokens_file[1024];
+    double tokens_rate, tokens_total, tokens_stamp;
 };
 
 struct nvmlDevice_st { unsigned index; };
@@ -156,6 +166,8 @@ static void defaults(struct fake_state *st)
     memset(st, 0, sizeof *st);
     st->gpus = 2;
     double t = now_s();
+    st->tokens_rate = 10000;
+    st->tokens_stamp = t;
     for (unsigned i = 0; i < MAX_GPUS; i++) {
         struct fake_gpu *g = &st->gpu[i];
         snprintf(g->name, sizeof g->name, "NVIDIA H200");
@@ -211,6 +223,14 @@ static void parse(struct fake_state *st, char *text)
                     st->gpus = (unsigned)strtoul(val, NULL, 10);
                     if (st->gpus > MAX_GPUS)
                         st->gpus = MAX_GPUS;
+                } else if (!strcmp(key, "tokens_file")) {
+                    snprintf(st->tokens_file, sizeof st->tokens_file, "%s", val);
+                } else if (!strcmp(key, "tokens_rate")) {
+                    st->tokens_rate = strtod(val, NULL);
+                } else if (!strcmp(key, "tokens_total")) {
+                    st->tokens_total = strtod(val, NULL);
+                } else if (!strcmp(key, "tokens_stamp")) {
+                    st->tokens_stamp = strtod(val, NULL);
                 } else {
                     for (unsigned i = 0; i < MAX_GPUS; i++)
                         set_key(&st->gpu[i], key, val);
@@ -235,6 +255,10 @@ static int save(const struct fake_state *st)
     if (!f)
         return -1;
     fprintf(f, "gpus=%u\n", st->gpus);
+    if (st->tokens_file[0])
+        fprintf(f, "tokens_file=%s\n", st->tokens_file);
+    fprintf(f, "tokens_rate=%.17g\ntokens_total=%.17g\ntokens_stamp=%.17g\n", st->tokens_rate,
+            st->tokens_total, st->tokens_stamp);
     for (unsigned i = 0; i < st->gpus; i++) {
         const struct fake_gpu *g = &st->gpu[i];
         fprintf(f, "gpu%u.name=%s\ngpu%u.uuid=%s\n", i, g->name, i, g->uuid);
@@ -287,12 +311,15 @@ static int load(struct fake_state *st)
      * and write it down, so that energy accumulates from here on. */
     for (unsigned i = 0; i < MAX_GPUS; i++)
         st->gpu[i].stamp = -1;
+    st->tokens_stamp = -1;
     if (text) {
         text[len] = '\0';
         parse(st, text);
         free(text);
     }
-    int incomplete = 0;
+    int incomplete = st->tokens_stamp < 0;
+    if (incomplete)
+        st->tokens_stamp = now_s();
     for (unsigned i = 0; i < MAX_GPUS; i++)
         if (st->gpu[i].stamp < 0) {
             st->gpu[i].stamp = now_s();
@@ -328,6 +355,25 @@ static double energy_now_mj(const struct fake_gpu *g)
 {
     double dt = now_s() - g->stamp;
     return g->energy_mj + power_mw(g) * (dt > 0 ? dt : 0);
+}
+
+/* The job runs at tokens_rate uncapped and slows with GPU 0's clock. */
+static double tokens_now(const struct fake_state *st)
+{
+    double dt = now_s() - st->tokens_stamp;
+    return st->tokens_total + st->tokens_rate * slowdown(&st->gpu[0]) * (dt > 0 ? dt : 0);
+}
+
+/* The job's log line "UNIX_TIME TOKENS_TOTAL", when it has a log. */
+static void job_writes(const struct fake_state *st)
+{
+    if (!st->tokens_file[0])
+        return;
+    FILE *f = fopen(st->tokens_file, "a");
+    if (f) {
+        fprintf(f, "%.6f %.3f\n", now_s(), tokens_now(st));
+        fclose(f);
+    }
 }
 
 /* ---- error injection ---------------------------------------------- */
@@ -556,8 +602,16 @@ nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t h, unsigned int mw)
     /* Fold the energy drawn so far at the old limit into the counter. */
     g->energy_mj = energy_now_mj(g);
     g->stamp = now_s();
+    if (h->index == 0) {
+        st.tokens_total = tokens_now(&st);
+        st.tokens_stamp = g->stamp;
+    }
     g->limit_mw = mw;
-    return save(&st) == 0 ? NVML_SUCCESS : NVML_ERROR_UNKNOWN;
+    if (save(&st) != 0)
+        return NVML_ERROR_UNKNOWN;
+    if (h->index == 0)
+        job_writes(&st);
+    return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t h, unsigned int *mw)
@@ -568,6 +622,8 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t h, unsigned int *mw)
     if (!g->power)
         return NVML_ERROR_NOT_SUPPORTED;
     *mw = (unsigned)power_mw(g);
+    if (h->index == 0)
+        job_writes(&st);
     return NVML_SUCCESS;
 }
 
