@@ -7,6 +7,8 @@
  *                                         optimally (parse+plan), REPS times
  *   alloc_bench mem JOBS CAPS REPS        time planning alone (no I/O) on
  *                                         JOBS in-memory jobs, all policies
+ *   alloc_bench once parse|plan FILE      read FILE (and plan) once, for
+ *                                         timing whole processes from outside
  *
  * Curves are DVFS-shaped: throughput flat near the top cap and falling ever
  * faster as the cap drops (convex loss), with per-job variation; the
@@ -197,8 +199,35 @@ static int bench_mem(long n, int caps, int reps)
     return 0;
 }
 
+static int once(const char *what, const char *path)
+{
+    pflex_error_t err;
+    struct pflex_alloc_source src = {.sweep_path = path, .floor = NAN};
+    pflex_alloc_input_t *in;
+    if (pflex_alloc_input_read(&src, &in, &err) < 0) {
+        fprintf(stderr, "%s\n", err.text);
+        return 1;
+    }
+    int rc = 0;
+    if (!strcmp(what, "plan")) {
+        struct pflex_alloc_problem p = {.njobs = in->njobs, .jobs = in->jobs};
+        struct pflex_alloc_plan pl;
+        p.budget_w = 0.7 * pflex_alloc_baseline_w(&p);
+        pflex_alloc_plan_init(&pl);
+        rc = pflex_alloc_plan(&p, PFLEX_POLICY_OPTIMAL, &pl, &err) < 0;
+        printf("%zu jobs, throughput %.6g\n", in->njobs, pl.throughput);
+        pflex_alloc_plan_fini(&pl);
+    } else {
+        printf("%zu jobs\n", in->njobs);
+    }
+    pflex_alloc_input_destroy(in);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && !strcmp(argv[1], "once"))
+        return once(argv[2], argv[3]);
     if (argc == 6 && !strcmp(argv[1], "gen"))
         return gen(atol(argv[2]), atoi(argv[3]), strtoull(argv[4], NULL, 10), argv[5]);
     if (argc == 4 && !strcmp(argv[1], "file"))
@@ -206,6 +235,6 @@ int main(int argc, char **argv)
     if (argc == 5 && !strcmp(argv[1], "mem"))
         return bench_mem(atol(argv[2]), atoi(argv[3]), atoi(argv[4]));
     fprintf(stderr, "usage: alloc_bench gen JOBS CAPS SEED FILE | file FILE REPS | "
-                    "mem JOBS CAPS REPS\n");
+                    "mem JOBS CAPS REPS | once parse|plan FILE\n");
     return 2;
 }

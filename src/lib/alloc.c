@@ -11,7 +11,7 @@
  *    rise (convexity), so the optimum takes every segment cheaper than a
  *    threshold lambda, part of those at lambda, and nothing dearer: lambda is
  *    the weighted quantile of the costs at the watts still to be saved,
- *    found by a watts histogram over the costs' top 16 bits and a weighted
+ *    found by a watts histogram over the costs' top bits (up to 16) and a weighted
  *    quickselect inside the one bucket that holds it.  Segments are never
  *    stored: each pass rebuilds a job's few hull vertices, which is cheaper
  *    than touching memory for them (page faults dominate at scale).
@@ -36,8 +36,7 @@ struct item {
     double w;   /* watts saved (equal: n P0) */
 };
 
-#define HIST_BITS 16
-#define HIST_SIZE (1u << HIST_BITS)
+#define HIST_BITS_MAX 16
 
 struct scratch {
     size_t jobs_cap, verts_cap, items_cap;
@@ -50,6 +49,8 @@ struct scratch {
     struct item *items;         /* the segments of one histogram bucket */
     double *hist_w;             /* watts per cost bucket */
     size_t *hist_n;             /* segments per cost bucket */
+    unsigned hist_bits;         /* buckets in use: 2^hist_bits (about segments/8) */
+    unsigned hist_bits_cap;
 };
 
 struct solve_state {
@@ -192,11 +193,18 @@ static int scratch_reserve(struct scratch *s, size_t njobs, size_t nverts, pflex
             return pflex_error_set(err, "out of memory");
         s->verts_cap = nverts;
     }
-    if (!s->hist_w) {
-        s->hist_w = malloc(HIST_SIZE * sizeof *s->hist_w);
-        s->hist_n = malloc(HIST_SIZE * sizeof *s->hist_n);
-        if (!s->hist_w || !s->hist_n)
+    /* A histogram about an eighth the size of the segments: small problems
+     * touch little fresh memory, large ones get buckets small enough that
+     * the one holding the threshold is short. */
+    unsigned bits = 4;
+    while (bits < HIST_BITS_MAX && ((size_t)8 << bits) < njobs * (nverts - 1))
+        bits++;
+    s->hist_bits = bits;
+    if (bits > s->hist_bits_cap) {
+        if (grow_arr((void **)&s->hist_w, (size_t)1 << bits, sizeof *s->hist_w) < 0
+            || grow_arr((void **)&s->hist_n, (size_t)1 << bits, sizeof *s->hist_n) < 0)
             return pflex_error_set(err, "out of memory");
+        s->hist_bits_cap = bits;
     }
     return items_reserve(s, njobs) < 0 ? pflex_error_set(err, "out of memory") : 0;
 }
@@ -300,11 +308,11 @@ static size_t model_vertices(const struct scratch *s, size_t j)
 }
 
 /* Costs >= 0 ordered by their top bits (IEEE order). */
-static inline unsigned cost_bucket(double c)
+static inline unsigned cost_bucket(double c, unsigned nbits)
 {
     uint64_t bits;
     memcpy(&bits, &c, sizeof bits);
-    return (unsigned)(bits >> (64 - HIST_BITS));
+    return (unsigned)(bits >> (64 - nbits));
 }
 
 /* The fractional knapsack over the model segments of every job but skip
@@ -316,8 +324,9 @@ static int seg_solve(struct scratch *s, size_t njobs, size_t skip, double need,
                      double *x, uint64_t *rng, struct solve_state *st)
 {
     double wfree = 0, total = 0;
-    memset(s->hist_w, 0, HIST_SIZE * sizeof *s->hist_w);
-    memset(s->hist_n, 0, HIST_SIZE * sizeof *s->hist_n);
+    const unsigned nbits = s->hist_bits, nb = 1u << nbits;
+    memset(s->hist_w, 0, nb * sizeof *s->hist_w);
+    memset(s->hist_n, 0, nb * sizeof *s->hist_n);
     for (size_t j = 0; j < njobs; j++) {
         if (j == skip)
             continue;
@@ -329,7 +338,7 @@ static int seg_solve(struct scratch *s, size_t njobs, size_t skip, double need,
             if (c < 0) {
                 wfree += w;
             } else {
-                unsigned k = cost_bucket(c);
+                unsigned k = cost_bucket(c, nbits);
                 s->hist_w[k] += w;
                 s->hist_n[k]++;
                 total += w;
@@ -347,7 +356,7 @@ static int seg_solve(struct scratch *s, size_t njobs, size_t skip, double need,
     } else {
         double acc = 0;
         unsigned kb = 0;
-        for (; kb < HIST_SIZE - 1; kb++) {
+        for (; kb < nb - 1; kb++) {
             if (acc + s->hist_w[kb] >= rest)
                 break;
             acc += s->hist_w[kb];
@@ -367,7 +376,7 @@ static int seg_solve(struct scratch *s, size_t njobs, size_t skip, double need,
             size_t nv = model_vertices(s, j);
             for (size_t v = 0; v + 1 < nv; v++) {
                 double c = seg_cost(a, b, s->hx[v], s->hl[v], s->hx[v + 1], s->hl[v + 1]);
-                if (c >= 0 && cost_bucket(c) == kb) {
+                if (c >= 0 && cost_bucket(c, nbits) == kb) {
                     s->items[m].c = c;
                     s->items[m].w = b * (s->hx[v + 1] - s->hx[v]);
                     m++;
