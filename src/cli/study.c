@@ -544,28 +544,26 @@ static void print_table(const struct pflex_report *r, const json_t *S, const cha
     if (r->alloc.done) {
         printf("allocation over %zu H200 jobs (tokens/s per job, scored on the measured curves)\n",
                r->alloc.njobs);
-        printf("  %5s %10s %10s %10s %10s %10s %12s\n", "cut", "equal", "pfi", "optimal",
-               "recovered", "pfi-equal", "recovered(*)");
+        printf("  %5s %9s %9s %9s %9s %9s   %s\n", "cut", "equal", "pfi", "optimal",
+               "recovered", "pfi-equal", "GPU-weighted T/T0 (*)");
         for (size_t i = 0; i < r->alloc.ncuts; i++) {
             const struct pflex_report_cut *c = &r->alloc.cuts[i];
             double nj = (double)r->alloc.njobs;
-            printf("  %4.0f%% %10.0f %10.0f %10.0f", 100 * c->cut, c->throughput[0] / nj,
+            printf("  %4.0f%% %9.0f %9.0f %9.0f", 100 * c->cut, c->throughput[0] / nj,
                    c->throughput[1] / nj, c->throughput[2] / nj);
             if (isfinite(c->gap_recovered))
-                printf(" %9.1f%%", 100 * c->gap_recovered);
+                printf(" %8.1f%%", 100 * c->gap_recovered);
             else
-                printf(" %10s", "-");
-            printf(" %+10.0f", c->recovered_per_job);
-            if (isfinite(c->progress_gap_recovered))
-                printf(" %11.1f%%\n", 100 * c->progress_gap_recovered);
-            else
-                printf(" %12s\n", "-");
+                printf(" %9s", "-");
+            printf(" %+9.0f   %.3f / %.3f / %.3f\n", c->recovered_per_job, c->progress[0],
+                   c->progress[1], c->progress[2]);
             if (!c->feasible[0] || !c->feasible[1] || !c->feasible[2])
                 printf("         (not every policy meets this budget within the measured ranges:"
                        "%s%s%s)\n", c->feasible[0] ? "" : " equal", c->feasible[1] ? "" : " pfi",
                        c->feasible[2] ? "" : " optimal");
         }
-        printf("  (*) with the GPU-weighted objective: every job counts by GPUs x T/T0\n");
+        printf("  (*) equal / pfi / optimal planned for the GPU-weighted objective, where every job "
+               "counts by GPUs x T/T0\n");
     } else {
         printf("allocation: skipped (%s)\n", r->alloc.note);
     }

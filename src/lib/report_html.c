@@ -592,14 +592,14 @@ static void alloc_section(struct ctx *c)
                "highest cap) must drop by the cut. Each policy plans per-job power; every plan is "
                "then scored on the measured curves (SPEC §2). The objective is total tokens/s; the "
                "last columns plan again with the GPU-weighted objective (each job counts by its "
-               "GPUs times its normalised throughput). There the jobs are much alike, and a "
-               "negative share means pfi, which plans with a straight-line model of each curve, "
-               "does worse than cutting every job equally.</p>\n", a->njobs, a->baseline_w / 1e3);
+               "GPUs times its normalised throughput). There the jobs are much alike, equal is "
+               "close to optimal, and pfi, which plans with a straight-line model of each curve, "
+               "can do worse than cutting every job equally.</p>\n", a->njobs, a->baseline_w / 1e3);
     chart_alloc(c);
     fputs("<table class=\"num\">\n<tr><th>cut</th><th>budget (kW)</th><th>equal (tokens/s per job)</th>"
           "<th>pfi</th><th>optimal</th><th>gap recovered by pfi</th>"
           "<th>pfi − equal (tokens/s per job)</th><th>GPU-weighted T/T<sub>0</sub>: equal / pfi / "
-          "optimal</th><th>gap recovered (GPU-weighted)</th></tr>\n", f);
+          "optimal</th></tr>\n", f);
     for (size_t i = 0; i < a->ncuts; i++) {
         const struct pflex_report_cut *k = &a->cuts[i];
         fprintf(f, "<tr><td>%.0f%%%s</td><td>%.1f</td><td>%.0f</td><td>%.0f</td><td>%.0f</td>",
@@ -610,12 +610,8 @@ static void alloc_section(struct ctx *c)
             fprintf(f, "<td>%.1f%%</td>", 100 * k->gap_recovered);
         else
             fputs("<td>–</td>", f);
-        fprintf(f, "<td>%+.0f</td><td>%.3f / %.3f / %.3f</td>", k->recovered_per_job,
+        fprintf(f, "<td>%+.0f</td><td>%.3f / %.3f / %.3f</td></tr>\n", k->recovered_per_job,
                 k->progress[0], k->progress[1], k->progress[2]);
-        if (isfinite(k->progress_gap_recovered))
-            fprintf(f, "<td>%.1f%%</td></tr>\n", 100 * k->progress_gap_recovered);
-        else
-            fputs("<td>–</td></tr>\n", f);
     }
     fputs("</table>\n", f);
 }
