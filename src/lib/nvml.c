@@ -45,7 +45,9 @@ typedef struct {
     double value;
     struct { char *shortName, *longName, *unit; } metricInfo;
 } nvmlGpmMetric_t;
-#define NVML_GPM_METRIC_MAX 98
+/* nvml.h grew this from 98 to 333 under the same struct version 1; the
+ * larger size is safe with either library (it reads numMetrics entries). */
+#define NVML_GPM_METRIC_MAX 333
 typedef struct {
     unsigned int version;
     unsigned int numMetrics;

@@ -108,7 +108,7 @@ typedef struct {
 typedef struct {
     unsigned int version, numMetrics;
     nvmlGpmSample_t sample1, sample2;
-    nvmlGpmMetric_t metrics[98];
+    nvmlGpmMetric_t metrics[333];      /* NVML_GPM_METRIC_MAX */
 } nvmlGpmMetricsGet_t;
 typedef struct { unsigned int version, isSupportedDevice; } nvmlGpmSupport_t;
 struct nvmlGpmSample_st { unsigned index; double t; int taken; };
@@ -724,7 +724,7 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *m)
     if (m->version != 1)
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     struct nvmlGpmSample_st *a = m->sample1.handle, *b = m->sample2.handle;
-    if (!a || !b || !a->taken || !b->taken || a->index != b->index || m->numMetrics > 98)
+    if (!a || !b || !a->taken || !b->taken || a->index != b->index || m->numMetrics > 333)
         return NVML_ERROR_INVALID_ARGUMENT;
     ENTER("gpm", &handles[b->index])
     double s = slowdown(g);
