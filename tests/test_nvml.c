@@ -18,7 +18,7 @@
 
 static char lib_path[4096];
 static char state_path[4096];
-static char state_dir[] = "/tmp/pflex-test-nvml-XXXXXX";
+static char state_dir[4096];
 
 /* Write a fresh state file (contents may be empty: the fake's defaults). */
 static void write_state(const char *contents)
@@ -299,6 +299,8 @@ int main(void)
     const char *build = getenv("PFLEX_BUILD");
     snprintf(lib_path, sizeof lib_path, "%s/fake-nvml/libnvidia-ml.so.1",
              build && *build ? build : "build");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(state_dir, sizeof state_dir, "%s/pflex-test-nvml-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(state_dir)) {
         perror("mkdtemp");
         return 1;
