@@ -18,7 +18,7 @@
 
 static char lib_path[4096];
 static char state_path[4096];
-static char state_dir[4096];
+static char state_dir[2048];
 
 /* Write a fresh state file (contents may be empty: the fake's defaults). */
 static void write_state(const char *contents)
