@@ -33,7 +33,9 @@ int pflex_sweep_write_row(FILE *f, int telemetry, const char *job, const char *g
     field(f, job);
     fputc(',', f);
     field(f, gpu ? gpu : "");
-    fprintf(f, ",%d,%.10g,%.10g,%.10g", gpus, cap_w, power_w, throughput);
+    fprintf(f, ",%d,%.10g,%.10g,", gpus, cap_w, power_w);
+    if (isfinite(throughput))           /* unknown (power-only sweeps): empty */
+        fprintf(f, "%.10g", throughput);
     if (telemetry)
         for (int k = 0; k < PFLEX_TM_COUNT; k++) {
             fputc(',', f);
