@@ -13,7 +13,9 @@
  * Curves are DVFS-shaped: throughput flat near the top cap and falling ever
  * faster as the cap drops (convex loss), with per-job variation; the
  * optimal planner then meets no non-convex repair, as on real sweeps after
- * averaging.  Times are medians of REPS runs (CLOCK_MONOTONIC).  One core:
+ * averaging.  Times are medians of REPS runs of this process's CPU time
+ * (user + system, so page faults count; other load on the machine does
+ * not).  One core:
  * nothing here is threaded. */
 #include <math.h>
 #include <stdint.h>
@@ -37,7 +39,7 @@ static double unif(void)
 static double now(void)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 

@@ -11,6 +11,7 @@ for n in 1000 1000000; do
     f="$D/sweep-$n-8.csv"
     [ -f "$f" ] || "$B" gen $n 8 20260502 "$f"
 done
+echo "(times: CPU seconds of the process, user + system, medians)"
 echo "== planning alone, no I/O =="
 "$B" mem 1000 8 501
 "$B" mem 1000000 8 5
