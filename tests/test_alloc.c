@@ -593,6 +593,63 @@ static void test_nonconvex_repair(void **state)
     pflex_alloc_plan_fini(&pl);
 }
 
+/* A long noisy curve: the repair tries at most 16 positions, and the bound
+ * must still hold.  Two jobs, so the reference is a short enumeration. */
+static void test_repair_on_long_noisy_curve(void **state)
+{
+    static double x1[41], l1[41];
+    static const double x2[] = {0, 0.6}, l2[] = {0, 0.6};
+    struct pflex_alloc_plan pl;
+    pflex_alloc_plan_init(&pl);
+    rng_state = 6;
+    for (int it = 0; it < 300; it++) {
+        x1[0] = l1[0] = 0;
+        for (int k = 1; k <= 40; k++) {
+            x1[k] = 0.015 * k;
+            l1[k] = 0.5 * x1[k] + unif(0, 0.15);
+        }
+        struct pflex_alloc_job jobs[2] = {
+            {.name = "noisy", .gpus = irand(1, 8), .p0_w = 400, .t0 = unif(10, 100), .weight = 1,
+             .x_hi = 1, .pfi = NAN, .npoints = 41, .x = x1, .loss = l1},
+            {.name = "line", .gpus = irand(1, 8), .p0_w = 300, .t0 = unif(10, 100), .weight = 1,
+             .x_hi = 1, .pfi = NAN, .npoints = 2, .x = x2, .loss = l2},
+        };
+        struct pflex_alloc_problem p = {.njobs = 2, .jobs = jobs};
+        double b1 = jobs[0].gpus * 400.0, b2 = jobs[1].gpus * 300.0;
+        double save = unif(0.05, 0.5) * (b1 + b2);
+        p.budget_w = b1 + b2 - save;
+        assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_OPTIMAL, &pl, NULL), 0);
+        double best = -INFINITY, xs[2];
+        for (int k = 0; k <= 40; k++) {          /* noisy at a breakpoint */
+            xs[0] = x1[k];
+            xs[1] = (save - b1 * xs[0]) / b2;
+            if (xs[1] < 0)
+                xs[1] = 0;
+            if (xs[1] <= 0.6 + 1e-12)
+                best = fmax(best, objective_at(&p, xs));
+        }
+        for (int k = 0; k < 2; k++) {            /* line at an end, noisy free */
+            xs[1] = k ? 0.6 : 0;
+            xs[0] = (save - b2 * xs[1]) / b1;
+            if (xs[0] < 0)
+                xs[0] = 0;
+            if (xs[0] <= 0.6 + 1e-12)
+                best = fmax(best, objective_at(&p, xs));
+        }
+        if (best == -INFINITY) {
+            assert_false(pl.feasible);
+            continue;
+        }
+        assert_true(pl.feasible);
+        double got = objective_at(&p, pl.x), tol = 1e-9 * fabs(best);
+        assert_true(got <= best + tol);
+        if (best - got > pl.gap_bound + tol)
+            fail_msg("lost %.12g, gap_bound %.12g", best - got, pl.gap_bound);
+        assert_true(power_of(&p, pl.x) <= p.budget_w);
+    }
+    pflex_alloc_plan_fini(&pl);
+}
+
 static void test_bad_problems(void **state)
 {
     static const double x[] = {0, .2}, l[] = {0, .1};
@@ -674,6 +731,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_example),
         cmocka_unit_test(test_nonconvex_repair),
+        cmocka_unit_test(test_repair_on_long_noisy_curve),
         cmocka_unit_test(test_bad_problems),
         cmocka_unit_test(test_pficsv),
         cmocka_unit_test(test_optimal_matches_brute_force_convex),

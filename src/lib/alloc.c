@@ -286,7 +286,7 @@ static int wselect(struct item *it, size_t n, double need, uint64_t *rng,
 
 static inline double seg_cost(double a, double b, double x0, double l0, double x1, double l1)
 {
-    return a * (l1 - l0) / (b * (x1 - x0));
+    return a * (l1 - l0) / (b * (x1 - x0)) + 0.0;     /* + 0.0: no -0 (bucket order) */
 }
 
 static size_t build_hull(const struct pflex_alloc_job *j, double u, double *hx, double *hl);
@@ -665,10 +665,18 @@ static int solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
         }
     double best = act_obj;
     double *cand = s->xbuf;
-    for (size_t k = 0; k <= jb->npoints; k++) {
-        double xv = k < jb->npoints ? jb->x[k] : xr;
-        if (xv < xl || xv > xr || (k < jb->npoints && xv == xr))
-            continue;
+    /* Each try re-plans every other job: at most 16 tries, both ends and
+     * evenly spaced measured points between them. */
+    size_t inside = 0, k0 = 0;
+    for (size_t k = 0; k < jb->npoints; k++)
+        if (jb->x[k] > xl && jb->x[k] < xr) {
+            if (!inside)
+                k0 = k;
+            inside++;
+        }
+    size_t mid = inside < 14 ? inside : 14, tries = mid + 2;
+    for (size_t t = 0; t < tries; t++) {
+        double xv = t == 0 ? xl : t == tries - 1 ? xr : jb->x[k0 + (t - 1) * inside / mid];
         struct solve_state cs;
         if (seg_solve(s, n, jw, need - s->b[jw] * xv, cand, &rng, &cs) < 0)
             return -1;
