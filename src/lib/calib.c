@@ -17,6 +17,8 @@ static const struct { const char *preset, *job; } pairs[] = {
     {"emerald-pt-mpt-13b", "pt_mpt_13b_lg"},
 };
 
+#define WINDOWS 20
+
 static const char emerald_columns[] =
     "job=Workload,cap_w=GPU power cap,power_w=power per GPU,throughput=throughput";
 
@@ -85,15 +87,16 @@ int pflex_calibrate_emerald(const char *data_dir, uint64_t seed, struct pflex_ca
         struct pflex_sweep_point sim[PFLEX_CALIB_MAX_CAPS];
         r->ncaps = mj->npoints;
         for (size_t k = 0; k < mj->npoints; k++) {
-            /* Three measurement windows per cap, averaged, as a sweep would. */
+            /* Windows per cap averaged, as the long Emerald runs average
+             * their measurements; noise then moves the PFI by ~0.01. */
             double pw = 0, tp = 0;
-            for (int rep = 0; rep < 3; rep++) {
+            for (int rep = 0; rep < WINDOWS; rep++) {
                 struct pflex_sim_measure m;
                 pflex_sim_job_measure(j, mj->points[k].cap_w, &m, NULL);
-                pw += m.power_w / 3;
-                tp += m.throughput / 3;
+                pw += m.power_w / WINDOWS;
+                tp += m.throughput / WINDOWS;
             }
-            sim[k] = (struct pflex_sweep_point){mj->points[k].cap_w, pw, tp, 3, 0};
+            sim[k] = (struct pflex_sweep_point){mj->points[k].cap_w, pw, tp, WINDOWS, 0};
             r->cap_w[k] = mj->points[k].cap_w;
             r->measured_power_w[k] = mj->points[k].power_w;
             r->simulated_power_w[k] = pw;

@@ -139,6 +139,7 @@ int pflex_job_parse(const char *buf, size_t len, const char *name,
             field_error(&c, "preset", "unknown preset (pflex sweep --list-presets)");
             goto out;
         }
+        d.dp = 0;       /* re-derived from gpus, tp and pp, which the file may change */
     }
     const char *key;
     json_t *v;

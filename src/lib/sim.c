@@ -16,12 +16,7 @@
 
 /* Global physical constants, the same for every job and kind.  Calibrated
  * once against the Emerald A100 measurements (docs/sim-model.md). */
-#ifdef PFLEX_SIM_TUNING
-#define PHYS_CONST
-#else
-#define PHYS_CONST const
-#endif
-static PHYS_CONST struct physics {
+static const struct physics {
     double v_ratio;         /* Vmin / Vmax of the V-f curve */
     double f_knee;          /* fraction of f_max below which V stays at Vmin */
     double guard;           /* the power loop holds each phase this far under the cap */
@@ -53,27 +48,17 @@ static PHYS_CONST struct physics {
     double noise_power, noise_tput, noise_tm; /* measurement noise (relative, 1 sigma) */
 } P = {
     /* Calibrated on the Emerald A100 sweeps (docs/sim-model.md). */
-    .v_ratio = 0.753, .f_knee = 0.62, .guard = 0.0078, .leak_frac = 0.034, .dyn_frac = 1.25,
-    .eff_gemm = 0.823, .gemm_h0 = 221.5, .gemm_m0 = 118, .eff_attn = 0.62, .eff_mem = 0.646,
-    .r_sat = 0.60, .a_gemm = 1.0, .a_attn = 0.80, .a_mem = 0.527, .a_comm = 0.40, .a_idle = 0.03,
-    .act_bytes = 40.45, .eager_mult = 5, .eff_link = 0.80, .eff_a2a = 0.60, .eta_dp = 0.3225,
-    .eta_moe = 0.25, .ovl_width = 0.0958, .coll_lat_s = 10e-6, .launch_s = 4e-6,
+    .v_ratio = 0.798, .f_knee = 0.653, .guard = 0.0050, .leak_frac = 0.0306, .dyn_frac = 1.165,
+    .eff_gemm = 0.880, .gemm_h0 = 130, .gemm_m0 = 21, .eff_attn = 0.780, .eff_mem = 0.743,
+    .r_sat = 0.516, .a_gemm = 1.0, .a_attn = 0.80, .a_mem = 0.591, .a_comm = 0.50, .a_idle = 0.03,
+    .act_bytes = 72.7, .eager_mult = 5, .eff_link = 0.80, .eff_a2a = 0.60, .eta_dp = 0.303,
+    .eta_moe = 0.25, .ovl_width = 0.0256, .coll_lat_s = 10e-6, .launch_s = 4e-6,
     .kernels_per_layer = 20, .host_step_s = 0.005, .host_iter_s = 0.0, .lora_rank = 16,
     /* Not calibrated: silicon spread and sensor noise of the right order. */
     .sigma_leak = 0.06, .sigma_v = 0.008, .noise_power = 0.005, .noise_tput = 0.007,
     .noise_tm = 0.01,
 };
 
-#ifdef PFLEX_SIM_TUNING
-/* Calibration experiments only (bench/calibrate builds sim.c with this):
- * set a physics constant by its offset. */
-double *pflex_sim_tune_constants(size_t *n);
-double *pflex_sim_tune_constants(size_t *n)
-{
-    *n = sizeof P / sizeof(double);
-    return (double *)&P;
-}
-#endif
 
 enum ph { PH_GEMM, PH_ATTN, PH_MEM, PH_OPT, PH_NCOMPUTE };
 
@@ -182,8 +167,8 @@ static double phase_power(const struct pflex_sim_job *j, const struct gpu *g,
     return j->k->idle_w + j->leak_w * g->leak_mult * v * v + j->dyn_w * act * r * v * v + mem;
 }
 
-/* The power loop: the highest clock (on the kind's clock grid; below the
- * lowest clock, hardware slowdown) whose power fits under the cap. */
+/* The power loop: the highest clock (below the lowest clock, hardware
+ * slowdown) whose power fits under the cap. */
 static double loop_clock(const struct pflex_sim_job *j, const struct gpu *g,
                          const struct work *w, double act)
 {
@@ -200,11 +185,9 @@ static double loop_clock(const struct pflex_sim_job *j, const struct gpu *g,
         else
             hi = mid;
     }
-    double fmax = j->k->sm_clock_max_mhz, step = j->k->clock_step_mhz;
-    double f = lo * fmax;
-    if (f >= j->k->sm_clock_min_mhz && step > 0)
-        f = j->k->sm_clock_min_mhz + floor((f - j->k->sm_clock_min_mhz) / step) * step;
-    return f / fmax;
+    /* Clocks come in bins (clock_step_mhz), but the loop dithers between
+     * the two around this point, so the mean clock over a window is it. */
+    return lo;
 }
 
 /* --- the job's work ------------------------------------------------------- */
@@ -411,19 +394,17 @@ static double exposed(double c, double h)
 /* Telemetry weights per phase type: sm_active, sm_occupancy. */
 static const double sm_act[] = {0.98, 0.95, 0.90, 0.90}, sm_occ[] = {0.22, 0.30, 0.55, 0.55};
 
-/* Evaluate the job with the caps set on its GPUs: per-GPU power and
- * telemetry into the scratch arrays; returns the step time. */
-static double evaluate(struct pflex_sim_job *j)
+/* One synchronous group of GPUs [lo, hi) (the whole job for training, one
+ * replica for inference): its step time at the pace of its slowest GPU,
+ * and each GPU's power and telemetry into the scratch arrays. */
+static double eval_group(struct pflex_sim_job *j, const struct ph_run *runs, int lo, int hi)
 {
     const struct step *s = &j->s;
-    struct ph_run *runs = calloc((size_t)j->n * PH_NCOMPUTE, sizeof *runs);
     double tm_slow = 0, topt_slow = 0;
     int decode = s->decode;
     double iters = decode ? s->decode_iters : 1;
-    for (int i = 0; i < j->n; i++) {
-        struct ph_run *r = runs + (size_t)i * PH_NCOMPUTE;
-        for (int p = 0; p < PH_NCOMPUTE; p++)
-            run_phase(j, &j->g[i], &s->ph[p], &r[p]);
+    for (int i = lo; i < hi; i++) {
+        const struct ph_run *r = runs + (size_t)i * PH_NCOMPUTE;
         double tmicro = r[PH_GEMM].t + r[PH_ATTN].t + r[PH_MEM].t;
         double topt = r[PH_OPT].t * iters;
         if (tmicro > tm_slow)
@@ -445,9 +426,9 @@ static double evaluate(struct pflex_sim_job *j)
     double host = s->host_s + m * launch_exp;
     double step = m * tm_slow + topt_slow + comm + bubble + host;
     const struct pflex_gpu_kind *k = j->k;
-    for (int i = 0; i < j->n; i++) {
+    for (int i = lo; i < hi; i++) {
         const struct gpu *g = &j->g[i];
-        struct ph_run *r = runs + (size_t)i * PH_NCOMPUTE;
+        const struct ph_run *r = runs + (size_t)i * PH_NCOMPUTE;
         double rc = loop_clock(j, g, NULL, P.a_comm), ri = loop_clock(j, g, NULL, P.a_idle);
         double pc = phase_power(j, g, NULL, P.a_comm, rc), pi = phase_power(j, g, NULL, P.a_idle, ri);
         double busy = m * (r[PH_GEMM].t + r[PH_ATTN].t + r[PH_MEM].t) + r[PH_OPT].t * iters;
@@ -483,8 +464,33 @@ static double evaluate(struct pflex_sim_job *j)
         tm[PFLEX_TM_NVLINK_TX_BYTES] = s->nvlink_bytes / step;
         tm[PFLEX_TM_NVLINK_RX_BYTES] = s->nvlink_bytes / step;
     }
-    free(runs);
     return step;
+}
+
+/* Evaluate the job with the caps set on its GPUs: per-GPU power and
+ * telemetry into the scratch arrays; returns the job's tokens/s and the
+ * mean step time in *step_s. */
+static double evaluate(struct pflex_sim_job *j, double *step_s)
+{
+    const struct step *s = &j->s;
+    struct ph_run *runs = calloc((size_t)j->n * PH_NCOMPUTE, sizeof *runs);
+    if (!runs)
+        return NAN;
+    for (int i = 0; i < j->n; i++)
+        for (int p = 0; p < PH_NCOMPUTE; p++)
+            run_phase(j, &j->g[i], &s->ph[p], runs + (size_t)i * PH_NCOMPUTE + p);
+    /* Inference replicas run independently; a training job is one group. */
+    int size = s->decode ? j->d.tp * j->d.pp : j->n;
+    int groups = j->n / size;
+    double rate = 0, steps = 0;
+    for (int gi = 0; gi < groups; gi++) {
+        double step = eval_group(j, runs, gi * size, (gi + 1) * size);
+        rate += s->tokens / groups / step;
+        steps += step / groups;
+    }
+    free(runs);
+    *step_s = steps;
+    return rate;
 }
 
 static void set_caps(struct pflex_sim_job *j, double cap_w)
@@ -504,7 +510,9 @@ static int measure(pflex_sim_job_t *j, double cap_w, struct pflex_sim_measure *o
         return pflex_error_set(err, "sim: no job");
     if (cap_w > 0)
         set_caps(j, cap_w);
-    double step = evaluate(j);
+    double step, rate = evaluate(j, &step);
+    if (!isfinite(rate))
+        return pflex_error_set(err, "sim: out of memory");
     memset(out, 0, sizeof *out);
     double caps = 0, pw = 0;
     for (int i = 0; i < j->n; i++) {
@@ -518,7 +526,7 @@ static int measure(pflex_sim_job_t *j, double cap_w, struct pflex_sim_measure *o
     for (int f = 0; f < PFLEX_TM_COUNT; f++)
         out->tm[f] /= j->n;
     out->step_s = step;
-    out->throughput = j->s.tokens / step;
+    out->throughput = rate;
     if (noisy) {
         uint64_t draw = j->draws++, base = mix64(j->seed ^ 0x6e6f697365ULL) ^ mix64(draw);
         out->power_w *= 1 + P.noise_power * gauss(base, 1);
@@ -568,7 +576,8 @@ int pflex_sim_job_breakdown(pflex_sim_job_t *j, double cap_w, struct pflex_sim_b
             for (int p = 0; p < PH_NCOMPUTE; p++)
                 ts[p] = r[p].t;
     }
-    double step = evaluate(j);
+    double step;
+    evaluate(j, &step);
     double m = s->micro, iters = s->decode ? s->decode_iters : 1;
     double tmicro = ts[PH_GEMM] + ts[PH_ATTN] + ts[PH_MEM];
     memset(out, 0, sizeof *out);
@@ -704,7 +713,8 @@ static int op_sample(void *ctx, unsigned i, struct pflex_gpu_sample *out, pflex_
     pflex_sim_job_t *j = ctx;
     if (check_index(j, i, err) < 0)
         return -1;
-    evaluate(j);
+    double step;
+    evaluate(j, &step);
     uint64_t base = mix64(j->seed ^ 0x73616d706c65ULL) ^ mix64(j->draws++);
     out->power_w = j->power_w[i] * (1 + P.noise_power * gauss(base, 1));
     j->g[i].energy_j += out->power_w;

@@ -1,0 +1,370 @@
+/* test_sim.c — the physical GPU model: what a user of the sim backend
+ * relies on.  Everything is seeded. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+#include "pflex/curve.h"
+#include "pflex/pfi.h"
+#include "pflex/sim.h"
+
+static pflex_sim_job_t *make(const struct pflex_job_desc *d, uint64_t seed)
+{
+    pflex_sim_job_t *j = NULL;
+    pflex_error_t err;
+    int rc = pflex_sim_job_create(d, seed, &j, &err);
+    if (rc)
+        fprintf(stderr, "create: %s\n", err.text);
+    assert_int_equal(rc, 0);
+    return j;
+}
+
+static pflex_sim_job_t *preset(const char *name, uint64_t seed)
+{
+    struct pflex_job_desc d;
+    assert_int_equal(pflex_job_preset_find(name, &d), 0);
+    return make(&d, seed);
+}
+
+/* PFI (range 0.30) of a noise-free sweep over the kind's range in 11 caps. */
+static double pfi_of(pflex_sim_job_t *j)
+{
+    const struct pflex_gpu_kind *k = pflex_sim_job_kind(j);
+    struct pflex_sweep_point pts[11];
+    for (int i = 0; i < 11; i++) {
+        struct pflex_sim_measure m;
+        double cap = k->max_cap_w - i * (k->max_cap_w - k->min_cap_w) / 10;
+        assert_int_equal(pflex_sim_job_expect(j, cap, &m, NULL), 0);
+        pts[i] = (struct pflex_sweep_point){cap, m.power_w, m.throughput, 1, 0};
+    }
+    struct pflex_curve c;
+    assert_int_equal(pflex_curve_init(&c, pts, 11, NULL), 0);
+    struct pflex_pfi p;
+    pflex_pfi_compute(&c, PFLEX_PFI_RANGE_DEFAULT, &p);
+    pflex_curve_fini(&c);
+    assert_true(p.valid);
+    return p.pfi;
+}
+
+static void test_kinds(void **state)
+{
+    const struct pflex_gpu_kind *h100 = pflex_gpu_kind_find("H100");
+    const struct pflex_gpu_kind *h200 = pflex_gpu_kind_find("h200-sxm-141gb");
+    assert_non_null(h100);
+    assert_non_null(h200);
+    assert_string_equal(h100->name, "H100-SXM5-80GB");
+    assert_true(h100->min_cap_w == 200 && h100->max_cap_w == 700 && h100->sms == 132);
+    assert_true(h200->mem_bw_gbs > h100->mem_bw_gbs && h200->bf16_tflops == h100->bf16_tflops);
+    assert_non_null(pflex_gpu_kind_find("A100-40"));
+    assert_non_null(pflex_gpu_kind_find("A100-80"));
+    assert_non_null(pflex_gpu_kind_find("NVIDIA A40"));
+    assert_null(pflex_gpu_kind_find("V100"));
+    int n = 0;
+    for (const struct pflex_gpu_kind *k; (k = pflex_gpu_kind_at(n)); n++) {
+        assert_true(k->min_cap_w < k->max_cap_w && k->idle_w < k->min_cap_w);
+        assert_true(k->sm_clock_min_mhz < k->sm_clock_max_mhz && k->mem_bw_gbs > 0);
+    }
+    assert_true(n >= 5);
+}
+
+/* Throughput never rises as the cap falls (beyond noise), power stays
+ * under the cap, the SM clock falls while the memory clock stays. */
+static void test_cap_physics(void **state)
+{
+    const char *jobs[] = {"llama-8b-pretrain-h200", "llama-8b-infer-h200",
+                          "mixtral-8x7b-pretrain-h200", "emerald-ft-llama-8b-dolly",
+                          "llama-8b-lora-h200"};
+    for (size_t n = 0; n < sizeof jobs / sizeof *jobs; n++) {
+        pflex_sim_job_t *j = preset(jobs[n], 7);
+        const struct pflex_gpu_kind *k = pflex_sim_job_kind(j);
+        double prev_t = INFINITY, prev_clk = INFINITY, top_clk = 0;
+        for (int i = 0; i <= 20; i++) {
+            double cap = k->max_cap_w - i * (k->max_cap_w - k->min_cap_w) / 20;
+            struct pflex_sim_measure e, m;
+            assert_int_equal(pflex_sim_job_expect(j, cap, &e, NULL), 0);
+            assert_int_equal(pflex_sim_job_measure(j, cap, &m, NULL), 0);
+            assert_true(e.throughput <= prev_t * (1 + 1e-9));
+            assert_true(e.tm[PFLEX_TM_SM_CLOCK_MHZ] <= prev_clk + 1e-6);
+            assert_true(m.throughput <= prev_t * 1.04);   /* noise is ~0.7% */
+            assert_true(e.power_w <= cap);
+            assert_true(m.power_w <= cap * 1.02);         /* noise is ~0.5% */
+            assert_true(fabs(m.tm[PFLEX_TM_MEM_CLOCK_MHZ] - k->mem_clock_mhz) < 1e-9);
+            if (i == 0)
+                top_clk = e.tm[PFLEX_TM_SM_CLOCK_MHZ];
+            prev_t = e.throughput;
+            prev_clk = e.tm[PFLEX_TM_SM_CLOCK_MHZ];
+        }
+        assert_true(prev_clk < 0.8 * top_clk);   /* the lowest cap slows the SMs */
+        pflex_sim_job_destroy(j);
+    }
+}
+
+static void test_telemetry_ranges(void **state)
+{
+    pflex_sim_job_t *j = preset("llama-70b-pretrain-h200", 3);
+    for (double cap = 700; cap >= 200; cap -= 100) {
+        struct pflex_sim_measure m;
+        assert_int_equal(pflex_sim_job_measure(j, cap, &m, NULL), 0);
+        for (int f = PFLEX_TM_SM_ACTIVE; f <= PFLEX_TM_GR_ENGINE_ACTIVE; f++)
+            assert_true(m.tm[f] >= 0 && m.tm[f] <= 1);
+        assert_true(m.tm[PFLEX_TM_GPU_UTIL] > 50 && m.tm[PFLEX_TM_GPU_UTIL] <= 100);
+        assert_true(m.tm[PFLEX_TM_MEM_COPY_UTIL] >= 0 && m.tm[PFLEX_TM_MEM_COPY_UTIL] <= 100);
+        assert_true(m.tm[PFLEX_TM_TENSOR_ACTIVE] > 0.2);    /* a big dense job */
+        assert_true(m.tm[PFLEX_TM_NVLINK_TX_BYTES] > 1e9);  /* tp 8 inside the node */
+        assert_true(m.tm[PFLEX_TM_PCIE_RX_BYTES] > 0);
+    }
+    pflex_sim_job_destroy(j);
+}
+
+/* Memory-bound work (decode with a small batch) keeps its pace under caps;
+ * compute-bound pretraining does not. */
+static void test_memory_bound_more_flexible(void **state)
+{
+    struct pflex_job_desc infer, train;
+    assert_int_equal(pflex_job_preset_find("llama-8b-infer-h200", &infer), 0);
+    assert_int_equal(pflex_job_preset_find("llama-8b-pretrain-h200", &train), 0);
+    infer.micro_batch = 4;
+    infer.seq_len = 8192;
+    pflex_sim_job_t *a = make(&infer, 1), *b = make(&train, 1);
+    double pa = pfi_of(a), pb = pfi_of(b);
+    assert_true(pa > pb + 0.15);
+    struct pflex_sim_measure m;
+    pflex_sim_job_expect(a, 700, &m, NULL);
+    double dram_a = m.tm[PFLEX_TM_DRAM_ACTIVE], tens_a = m.tm[PFLEX_TM_TENSOR_ACTIVE];
+    pflex_sim_job_expect(b, 700, &m, NULL);
+    assert_true(dram_a > m.tm[PFLEX_TM_DRAM_ACTIVE]);
+    assert_true(tens_a < m.tm[PFLEX_TM_TENSOR_ACTIVE]);
+    pflex_sim_job_destroy(a);
+    pflex_sim_job_destroy(b);
+}
+
+/* MoE: experts spread over nodes add all-to-all traffic that the cap does
+ * not slow, so the job is more flexible than a dense model of the same
+ * active size on the same GPUs. */
+static void test_moe_vs_dense(void **state)
+{
+    struct pflex_job_desc moe = {
+        .name = "moe", .gpu = "H200", .gpus = 32, .layers = 32, .hidden = 4096, .heads = 32,
+        .kv_heads = 8, .ffn_hidden = 14336, .experts = 16, .top_k = 2, .ep = 16,
+        .kind = PFLEX_JOB_PRETRAIN, .seq_len = 4096, .micro_batch = 1, .global_batch = 256,
+        .zero = 1, .act_ckpt = 1,
+    };
+    struct pflex_job_desc dense = moe;
+    dense.experts = dense.top_k = 0;
+    dense.ep = 1;
+    dense.ffn_hidden = 2 * 14336;           /* the same active FFN width */
+    pflex_sim_job_t *a = make(&moe, 5), *b = make(&dense, 5);
+    assert_true(pflex_job_params_total_b(pflex_sim_job_desc(a))
+                > 2 * pflex_job_params_active_b(pflex_sim_job_desc(a)));
+    struct pflex_sim_breakdown ba, bb;
+    assert_int_equal(pflex_sim_job_breakdown(a, 0, &ba, NULL), 0);
+    assert_int_equal(pflex_sim_job_breakdown(b, 0, &bb, NULL), 0);
+    assert_true(ba.comm_exposed > bb.comm_exposed);
+    assert_true(pfi_of(a) > pfi_of(b) + 0.03);
+    pflex_sim_job_destroy(a);
+    pflex_sim_job_destroy(b);
+}
+
+/* From 1 to 32 GPUs: throughput grows, but less than linearly once traffic
+ * crosses nodes, and the slowest GPU sets the pace. */
+static void test_scaling(void **state)
+{
+    struct pflex_job_desc d;
+    assert_int_equal(pflex_job_preset_find("llama-8b-pretrain-h100", &d), 0);
+    double t1 = 0, prev = 0;
+    int counts[] = {1, 2, 4, 8, 16, 32};
+    for (size_t i = 0; i < 6; i++) {
+        d.gpus = counts[i];
+        d.dp = 0;
+        d.global_batch = 16 * counts[i];
+        pflex_sim_job_t *j = make(&d, 11);
+        struct pflex_sim_measure m;
+        assert_int_equal(pflex_sim_job_expect(j, 700, &m, NULL), 0);
+        if (i == 0)
+            t1 = m.throughput;
+        assert_true(m.throughput > prev);
+        assert_true(m.throughput <= t1 * counts[i] * 1.001);
+        prev = m.throughput;
+        pflex_sim_job_destroy(j);
+    }
+    assert_true(prev < 32 * t1 && prev > 16 * t1);
+
+    /* 32 GPUs each as fast as the slowest alone would be: the job is no
+     * faster than its slowest member. */
+    d.gpus = 32;
+    d.dp = 0;
+    d.global_batch = 512;
+    pflex_sim_job_t *j = make(&d, 99);
+    pflex_gpu_t g;
+    pflex_sim_job_gpu(j, &g);
+    struct pflex_sim_measure all, one_slow;
+    assert_int_equal(pflex_sim_job_expect(j, 400, &all, NULL), 0);
+    assert_int_equal(pflex_gpu_set_cap(&g, 7, 300, NULL), 0);
+    assert_int_equal(pflex_sim_job_expect(j, 0, &one_slow, NULL), 0);
+    assert_true(one_slow.throughput < all.throughput * 0.95);  /* one GPU drags all 32 */
+    assert_true(one_slow.power_w < all.power_w);
+    pflex_sim_job_destroy(j);
+}
+
+static void test_determinism(void **state)
+{
+    struct pflex_sim_measure a[6], b[6], c[6];
+    for (int s = 0; s < 3; s++) {
+        pflex_sim_job_t *j = preset("mixtral-8x7b-pretrain-h200", s == 2 ? 43 : 42);
+        for (int i = 0; i < 6; i++)
+            assert_int_equal(pflex_sim_job_measure(j, 700 - 100 * i,
+                                                   (s == 0 ? a : s == 1 ? b : c) + i, NULL), 0);
+        pflex_sim_job_destroy(j);
+    }
+    for (int i = 0; i < 6; i++) {
+        assert_true(a[i].power_w == b[i].power_w && a[i].throughput == b[i].throughput);
+        assert_memory_equal(a[i].tm, b[i].tm, sizeof a[i].tm);
+        assert_true(a[i].throughput != c[i].throughput);
+        assert_true(fabs(a[i].throughput / c[i].throughput - 1) < 0.06);
+    }
+    /* Repeated windows differ by noise only. */
+    pflex_sim_job_t *j = preset("llama-8b-pretrain-h200", 1);
+    struct pflex_sim_measure m1, m2, e;
+    pflex_sim_job_measure(j, 500, &m1, NULL);
+    pflex_sim_job_measure(j, 500, &m2, NULL);
+    pflex_sim_job_expect(j, 500, &e, NULL);
+    assert_true(m1.throughput != m2.throughput);
+    assert_true(fabs(m1.throughput / e.throughput - 1) < 0.04);
+    pflex_sim_job_destroy(j);
+}
+
+/* Same job, H100 against H200: the same tensor rate and more bandwidth
+ * make the H200 faster and leave memory-bound kernels a smaller share. */
+static void test_h100_vs_h200(void **state)
+{
+    pflex_sim_job_t *a = preset("llama-8b-pretrain-h100", 2), *b = preset("llama-8b-pretrain-h200", 2);
+    struct pflex_sim_measure ma, mb;
+    pflex_sim_job_expect(a, 700, &ma, NULL);
+    pflex_sim_job_expect(b, 700, &mb, NULL);
+    assert_true(mb.throughput > ma.throughput);
+    assert_true(mb.throughput < ma.throughput * 1.3);
+    struct pflex_sim_breakdown ba, bb;
+    pflex_sim_job_breakdown(a, 0, &ba, NULL);
+    pflex_sim_job_breakdown(b, 0, &bb, NULL);
+    assert_true(bb.memory + bb.optimizer < ba.memory + ba.optimizer);
+    assert_true(bb.gemm > ba.gemm);
+    /* Decode is bandwidth-bound: the H200 gains about its bandwidth ratio. */
+    struct pflex_job_desc d;
+    pflex_job_preset_find("llama-8b-infer-h200", &d);
+    d.micro_batch = 1;
+    pflex_sim_job_t *c = make(&d, 2);
+    snprintf(d.gpu, sizeof d.gpu, "H100");
+    pflex_sim_job_t *e = make(&d, 2);
+    pflex_sim_job_expect(c, 700, &ma, NULL);
+    pflex_sim_job_expect(e, 700, &mb, NULL);
+    assert_true(ma.throughput / mb.throughput > 1.25);
+    pflex_sim_job_destroy(a);
+    pflex_sim_job_destroy(b);
+    pflex_sim_job_destroy(c);
+    pflex_sim_job_destroy(e);
+}
+
+/* The sim as a gpu_ops backend: caps set there govern measure. */
+static void test_gpu_ops(void **state)
+{
+    pflex_sim_job_t *j = preset("llama-8b-pretrain-h200", 4);
+    pflex_gpu_t g;
+    pflex_sim_job_gpu(j, &g);
+    unsigned n;
+    pflex_error_t err;
+    assert_int_equal(pflex_gpu_count(&g, &n, &err), 0);
+    assert_int_equal(n, 8);
+    struct pflex_gpu_limits lim;
+    assert_int_equal(pflex_gpu_limits(&g, 0, &lim, &err), 0);
+    assert_true(lim.min_w == 200 && lim.max_w == 700);
+    char name[64];
+    assert_int_equal(pflex_gpu_describe(&g, 3, name, sizeof name, &err), 0);
+    assert_non_null(strstr(name, "H200"));
+    assert_int_equal(pflex_gpu_set_cap(&g, 0, 100, &err), -1);
+    assert_int_equal(pflex_gpu_set_cap(&g, 8, 300, &err), -1);
+    for (unsigned i = 0; i < n; i++)
+        assert_int_equal(pflex_gpu_set_cap(&g, i, 350, &err), 0);
+    double cap;
+    assert_int_equal(pflex_gpu_get_cap(&g, 5, &cap, &err), 0);
+    assert_true(cap == 350);
+    struct pflex_sim_measure via_ops, direct;
+    assert_int_equal(pflex_sim_job_expect(j, 0, &via_ops, &err), 0);
+    assert_true(via_ops.cap_w == 350);
+    assert_int_equal(pflex_sim_job_expect(j, 350, &direct, &err), 0);
+    assert_true(via_ops.throughput == direct.throughput);
+    struct pflex_gpu_sample s1, s2;
+    assert_int_equal(pflex_gpu_sample(&g, 2, &s1, &err), 0);
+    assert_int_equal(pflex_gpu_sample(&g, 2, &s2, &err), 0);
+    assert_true(s1.power_w <= 350 * 1.02 && s1.power_w > 200);
+    assert_true(s2.energy_j > s1.energy_j);
+    assert_true(s1.tm[PFLEX_TM_SM_CLOCK_MHZ] < 1980);
+    pflex_gpu_close(&g);                    /* the job stays alive */
+    assert_int_equal(pflex_sim_job_expect(j, 700, &direct, &err), 0);
+    pflex_sim_job_destroy(j);
+}
+
+static void test_bad_descriptions(void **state)
+{
+    struct pflex_job_desc d;
+    pflex_sim_job_t *j = NULL;
+    pflex_error_t err;
+    assert_int_equal(pflex_job_preset_find("llama-8b-pretrain-h200", &d), 0);
+    d.tp = 3;
+    d.dp = 0;
+    assert_int_equal(pflex_sim_job_create(&d, 1, &j, &err), -1);
+    assert_non_null(strstr(err.text, "field 'gpus'"));
+    assert_null(j);
+    pflex_job_preset_find("llama-8b-pretrain-h200", &d);
+    snprintf(d.gpu, sizeof d.gpu, "TPUv5");
+    assert_int_equal(pflex_sim_job_create(&d, 1, &j, &err), -1);
+    assert_non_null(strstr(err.text, "field 'gpu'"));
+    pflex_job_preset_find("mixtral-8x7b-pretrain-h200", &d);
+    d.ep = 3;
+    assert_int_equal(pflex_sim_job_create(&d, 1, &j, &err), -1);
+    assert_non_null(strstr(err.text, "field 'ep'"));
+    /* A description with only a parameter count gets a Llama-like shape. */
+    struct pflex_job_desc s = {.gpu = "H100", .gpus = 4, .params_b = 7, .kind = PFLEX_JOB_PRETRAIN};
+    assert_int_equal(pflex_job_desc_resolve(&s, &err), 0);
+    assert_true(s.hidden == 4096 && s.layers > 20 && s.layers < 40 && s.dp == 4);
+}
+
+static void test_presets(void **state)
+{
+    const char *name;
+    int n = 0;
+    for (const char *summary; (name = pflex_job_preset_at(n, &summary)); n++) {
+        struct pflex_job_desc d;
+        assert_non_null(summary);
+        assert_int_equal(pflex_job_preset_find(name, &d), 0);
+        assert_string_equal(d.name, name);
+        pflex_sim_job_t *j = make(&d, 1);
+        double p = pfi_of(j);
+        assert_true(p > 0 && p < 1);
+        pflex_sim_job_destroy(j);
+    }
+    assert_true(n >= 10);
+    struct pflex_job_desc d;
+    assert_int_equal(pflex_job_preset_find("no-such-preset", &d), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kinds),
+        cmocka_unit_test(test_cap_physics),
+        cmocka_unit_test(test_telemetry_ranges),
+        cmocka_unit_test(test_memory_bound_more_flexible),
+        cmocka_unit_test(test_moe_vs_dense),
+        cmocka_unit_test(test_scaling),
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_h100_vs_h200),
+        cmocka_unit_test(test_gpu_ops),
+        cmocka_unit_test(test_bad_descriptions),
+        cmocka_unit_test(test_presets),
+    };
+    return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
+}
