@@ -210,6 +210,53 @@ static void test_scaling(void **state)
     pflex_sim_job_destroy(j);
 }
 
+/* Every kind, a small and a large job: the expected power never exceeds
+ * the cap, and the top cap leaves the job at its natural draw. */
+static void test_all_kinds_under_cap(void **state)
+{
+    for (int i = 0; pflex_gpu_kind_at(i); i++) {
+        const struct pflex_gpu_kind *k = pflex_gpu_kind_at(i);
+        for (int big = 0; big < 2; big++) {
+            struct pflex_job_desc d = {.gpus = big ? 16 : 1, .params_b = big ? 13 : 0.5,
+                                       .kind = big ? PFLEX_JOB_PRETRAIN : PFLEX_JOB_INFERENCE,
+                                       .micro_batch = big ? 2 : 8, .zero = big ? 3 : 0};
+            snprintf(d.gpu, sizeof d.gpu, "%s", k->name);
+            pflex_sim_job_t *j = make(&d, 21);
+            double prev = INFINITY;
+            for (double cap = k->max_cap_w; cap >= k->min_cap_w; cap -= 10) {
+                struct pflex_sim_measure m;
+                assert_int_equal(pflex_sim_job_expect(j, cap, &m, NULL), 0);
+                assert_true(m.power_w <= cap);
+                assert_true(m.power_w > k->idle_w);
+                assert_true(m.throughput > 0 && m.throughput <= prev * (1 + 1e-9));
+                prev = m.throughput;
+            }
+            pflex_sim_job_destroy(j);
+        }
+    }
+}
+
+/* Inference replicas do not wait for each other: one capped replica costs
+ * only its own share of the throughput. */
+static void test_inference_replicas_independent(void **state)
+{
+    struct pflex_job_desc d;
+    assert_int_equal(pflex_job_preset_find("emerald-infer-llama-8b", &d), 0);
+    pflex_sim_job_t *j = make(&d, 8);
+    pflex_gpu_t g;
+    pflex_sim_job_gpu(j, &g);
+    struct pflex_sim_measure all, one, low;
+    assert_int_equal(pflex_sim_job_expect(j, 400, &all, NULL), 0);
+    assert_int_equal(pflex_sim_job_expect(j, 150, &low, NULL), 0);
+    assert_int_equal(pflex_sim_job_expect(j, 400, &all, NULL), 0);
+    assert_int_equal(pflex_gpu_set_cap(&g, 0, 150, NULL), 0);
+    assert_int_equal(pflex_sim_job_expect(j, 0, &one, NULL), 0);
+    double lost = (all.throughput - one.throughput) / all.throughput;
+    double want = (1 - low.throughput / all.throughput) / 48;
+    assert_true(fabs(lost - want) < 0.1 * want);
+    pflex_sim_job_destroy(j);
+}
+
 static void test_determinism(void **state)
 {
     struct pflex_sim_measure a[6], b[6], c[6];
@@ -360,6 +407,8 @@ int main(void)
         cmocka_unit_test(test_memory_bound_more_flexible),
         cmocka_unit_test(test_moe_vs_dense),
         cmocka_unit_test(test_scaling),
+        cmocka_unit_test(test_all_kinds_under_cap),
+        cmocka_unit_test(test_inference_replicas_independent),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_h100_vs_h200),
         cmocka_unit_test(test_gpu_ops),
