@@ -373,6 +373,23 @@ static void test_bad_descriptions(void **state)
     d.ep = 3;
     assert_int_equal(pflex_sim_job_create(&d, 1, &j, &err), -1);
     assert_non_null(strstr(err.text, "field 'ep'"));
+    /* Absurd sizes are refused, not overflowed. */
+    struct pflex_job_desc huge = {.gpu = "H100", .params_b = 1, .tp = 1000000000,
+                                  .pp = 1000000000, .kind = PFLEX_JOB_PRETRAIN};
+    assert_int_equal(pflex_job_desc_resolve(&huge, &err), -1);
+    assert_non_null(strstr(err.text, "field 'tp'"));
+    huge = (struct pflex_job_desc){.gpu = "H100", .gpus = 65536, .params_b = 1,
+                                   .micro_batch = 1 << 20, .global_batch = 1,
+                                   .kind = PFLEX_JOB_PRETRAIN};
+    assert_int_equal(pflex_job_desc_resolve(&huge, &err), -1);
+    assert_non_null(strstr(err.text, "field 'global_batch'"));
+    /* A tiny model still has positive work. */
+    struct pflex_job_desc tiny = {.gpu = "A40", .params_b = 0.001, .kind = PFLEX_JOB_PRETRAIN};
+    pflex_sim_job_t *t = make(&tiny, 1);
+    struct pflex_sim_measure m;
+    assert_int_equal(pflex_sim_job_expect(t, 300, &m, &err), 0);
+    assert_true(m.throughput > 0 && isfinite(m.throughput) && m.power_w > 0);
+    pflex_sim_job_destroy(t);
     /* A description with only a parameter count gets a Llama-like shape. */
     struct pflex_job_desc s = {.gpu = "H100", .gpus = 4, .params_b = 7, .kind = PFLEX_JOB_PRETRAIN};
     assert_int_equal(pflex_job_desc_resolve(&s, &err), 0);

@@ -152,7 +152,21 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
     NONNEG(top_k); NONNEG(dp); NONNEG(tp); NONNEG(pp); NONNEG(ep); NONNEG(kv_heads);
     NONNEG(gen_len);
 #undef NONNEG
-    if (!(d->params_b >= 0) || !isfinite(d->params_b))
+    static const struct { const char *name; long max; } limits[] = {
+        {"gpus", 65536}, {"dp", 65536}, {"tp", 1024}, {"pp", 1024}, {"ep", 65536},
+        {"layers", 10000}, {"hidden", 1 << 20}, {"heads", 1 << 16}, {"kv_heads", 1 << 16},
+        {"ffn_hidden", 1 << 22}, {"vocab", 1 << 24}, {"seq_len", 1 << 24},
+        {"micro_batch", 1 << 20}, {"global_batch", 1 << 30}, {"experts", 65536},
+        {"top_k", 65536}, {"gen_len", 1 << 24},
+    };
+    const int vals[] = {d->gpus, d->dp, d->tp, d->pp, d->ep, d->layers, d->hidden, d->heads,
+                        d->kv_heads, d->ffn_hidden, d->vocab, d->seq_len, d->micro_batch,
+                        d->global_batch, d->experts, d->top_k, d->gen_len};
+    for (size_t i = 0; i < sizeof limits / sizeof *limits; i++)
+        if (vals[i] > limits[i].max)
+            return pflex_error_set(err, "field '%s': %d is more than %ld", limits[i].name,
+                                   vals[i], limits[i].max);
+    if (!(d->params_b >= 0) || !isfinite(d->params_b) || d->params_b > 1e5)
         return pflex_error_set(err, "field 'params_b': must be a non-negative number");
     if (d->zero < 0 || d->zero > 3)
         return pflex_error_set(err, "field 'zero': must be 0, 1, 2 or 3");
@@ -240,11 +254,12 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
     if (!d->micro_batch)
         d->micro_batch = 1;
     if (!d->global_batch)
-        d->global_batch = d->micro_batch * (d->kind == PFLEX_JOB_INFERENCE ? 1 : d->dp);
+        d->global_batch = (int)fmin((double)d->micro_batch
+                                    * (d->kind == PFLEX_JOB_INFERENCE ? 1 : d->dp), 1 << 30);
     if (d->kind == PFLEX_JOB_INFERENCE) {
         if (!d->gen_len)
             d->gen_len = 128;
-    } else if (d->global_batch < d->micro_batch * d->dp) {
+    } else if ((long long)d->global_batch < (long long)d->micro_batch * d->dp) {
         return pflex_error_set(err, "field 'global_batch': %d is less than micro_batch %d x dp %d",
                                d->global_batch, d->micro_batch, d->dp);
     }

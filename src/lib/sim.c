@@ -240,7 +240,7 @@ static void build_step(struct pflex_sim_job *j)
     double shape_total = pflex_job_params_total_b(d), shape_active = pflex_job_params_active_b(d);
     double n_total = d->params_b * 1e9;
     double n_active = n_total * shape_active / shape_total;
-    double n_embed_in = d->vocab * h;
+    double n_embed_in = d->vocab * h * n_total / (shape_total * 1e9);  /* scaled like the rest */
     double n_gemm = n_active - n_embed_in;          /* GEMM weights a token passes */
     double n_loc = n_total / (tp * pp);             /* weights held per GPU (unsharded) */
     double n_gemm_loc = n_gemm / (tp * pp);
