@@ -28,6 +28,8 @@ typedef struct pflex_csv {
     struct pflex_csv_field *fields;
     char *scratch;
     size_t scratch_cap, scratch_len;
+    int truncated;          /* the last -1 was a quote still open at the end
+                             * of the buffer: more input may complete it */
 } pflex_csv_t;
 
 void pflex_csv_init(pflex_csv_t *c, const char *buf, size_t len, const char *name);
@@ -36,6 +38,19 @@ void pflex_csv_fini(pflex_csv_t *c);
 /* Next record into c->fields.  Returns 1 with a record, 0 at end, -1 on a
  * malformed record (unterminated quote) with err set. */
 int pflex_csv_next(pflex_csv_t *c, pflex_error_t *err);
+
+/* Point c at a new buffer, keeping its field and scratch storage; the
+ * buffer's first line is numbered line.  No byte-order mark is skipped: for
+ * reading a stream piece by piece. */
+void pflex_csv_reset(pflex_csv_t *c, const char *buf, size_t len, unsigned line);
+
+/* The record on one line s[0..len) (its '\n' excluded) when the line needs
+ * nothing but splitting: no quote, not blank, not a comment, not starting
+ * with '\r'.  Returns 1 with c->fields and c->line exactly as
+ * pflex_csv_next would set them, 0 when the line needs pflex_csv_next, -1
+ * out of memory (err set). */
+int pflex_csv_split_line(pflex_csv_t *c, const char *s, size_t len, unsigned line,
+                         pflex_error_t *err);
 
 /* Parse a field as a finite double.  Returns 0, or -1 when it is empty, not
  * a number, or not finite.  Exact (correctly rounded) like strtod. */

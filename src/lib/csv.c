@@ -72,6 +72,40 @@ static int scratch_reserve(pflex_csv_t *c, size_t extra)
     return 0;
 }
 
+void pflex_csv_reset(pflex_csv_t *c, const char *buf, size_t len, unsigned line)
+{
+    c->p = buf;
+    c->end = buf + len;
+    c->next_line = line;
+    c->nfields = 0;
+    c->truncated = 0;
+}
+
+int pflex_csv_split_line(pflex_csv_t *c, const char *s, size_t len, unsigned line,
+                         pflex_error_t *err)
+{
+    if (len == 0 || *s == '#' || *s == '\r' || memchr(s, '"', len))
+        return 0;
+    const char *e = s + len;
+    c->line = line;
+    c->next_line = line + 1;
+    c->nfields = 0;
+    c->scratch_len = 0;
+    for (;;) {
+        const char *f = s;
+        while (s < e && *s != ',')
+            s++;
+        size_t n = (size_t)(s - f);
+        if (s == e && n && f[n - 1] == '\r')     /* CRLF: as pflex_csv_next */
+            n--;
+        if (push_field(c, f, n) < 0)
+            return pflex_error_set(err, "%s:%u: out of memory", c->name, line);
+        if (s == e)
+            return 1;
+        s++;
+    }
+}
+
 int pflex_csv_next(pflex_csv_t *c, pflex_error_t *err)
 {
     for (;;) {
@@ -98,9 +132,11 @@ int pflex_csv_next(pflex_csv_t *c, pflex_error_t *err)
                 size_t start_line = c->next_line;
                 size_t off = c->scratch_len;
                 for (;;) {
-                    if (q >= c->end)
+                    if (q >= c->end) {
+                        c->truncated = 1;
                         return pflex_error_set(err, "%s:%zu: unterminated quoted field",
                                                c->name, start_line);
+                    }
                     if (*q == '"') {
                         if (q + 1 < c->end && q[1] == '"') {
                             q += 2;

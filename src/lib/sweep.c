@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "pflex/csv.h"
 #include "pflex/sweep.h"
+#include "lib/bigmem.h"
 
 static const char *const tm_names[PFLEX_TM_COUNT] = {
     "sm_clock_mhz", "mem_clock_mhz", "gpu_util", "mem_copy_util", "sm_active",
@@ -61,31 +61,58 @@ struct jobmeta {
     int has_floor, has_weight;
     unsigned line;
     size_t nrows;
+    size_t npoints;             /* grouped while reading: its points */
 };
 
 struct store {
-    char *names;                /* arena of job and gpu names, NUL-separated */
-    struct pflex_sweep_point *points;
+    struct pflex_big names;     /* arena of job and gpu names, NUL-separated */
+    struct pflex_big points;    /* struct pflex_sweep_point */
+    struct pflex_big jobs;      /* struct pflex_sweep_job */
     double *telemetry;
+};
+
+/* Where the text comes from: a whole buffer, or a regular file read piece
+ * by piece into one reused buffer (the page cache copy is cheap; fresh
+ * memory is not).  Records are split on the spot when plain, else by the
+ * general tokenizer; either way into tok. */
+struct src {
+    int fd;                     /* -1: the whole input is [buf, buf + len) */
+    const char *path;           /* for read errors */
+    const char *buf;
+    size_t pos, len;            /* unread text: [buf + pos, buf + len) */
+    int eof;                    /* nothing more to read after len */
+    int started;                /* the byte-order mark has been looked at */
+    unsigned line;              /* line number at buf + pos */
+    struct pflex_big chunk;     /* fd: the read buffer */
+    pflex_csv_t tok;
 };
 
 struct reader {
     const char *name;
-    char *arena;
-    size_t arena_len, arena_cap;
-    struct jobmeta *jobs;
-    size_t njobs, jobs_cap;
+    struct pflex_big arena;
+    size_t arena_len;
+    struct pflex_big jobs;      /* struct jobmeta */
+    size_t njobs;
     uint64_t *table;            /* hash slots: top 32 hash bits << 32 | job index + 1;
                                  * 0 empty.  The tag spares a visit to the job
                                  * (a cache miss) on most mismatches. */
+    struct pflex_big table_mem;
     size_t table_cap;
-    struct row *rows;
-    size_t nrows, rows_cap;
+    struct pflex_big rows;      /* general grouping: every row */
+    size_t nrows;
     double *tm;                 /* nrows x PFLEX_TM_COUNT when has_tm */
     size_t tm_cap;              /* rows tm has room for */
     int has_tm;
-    int scattered;              /* some job's rows are not all together */
+    int grouped;                /* averaging each job as its rows end */
+    struct row *cur;            /* grouped: the current job's rows */
+    size_t ncur, cur_cap;
+    struct pflex_big points;    /* grouped: struct pflex_sweep_point */
+    size_t npoints;
+    long one_cap;               /* grouped: first job with one cap, or -1 */
 };
+
+#define JOBS(r) ((struct jobmeta *)(r)->jobs.p)
+#define ARENA(r) ((char *)(r)->arena.p)
 
 int pflex_tier_floor(const char *tier, double *floor)
 {
@@ -112,27 +139,12 @@ static uint64_t hash_bytes(const char *s, size_t n)
     return h ^ (h >> 29);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t ncap = *cap ? *cap : 64;
-    while (ncap < need)
-        ncap *= 2;
-    void *np = realloc(*p, ncap * elem);
-    if (!np)
-        return -1;
-    *p = np;
-    *cap = ncap;
-    return 0;
-}
-
 static int arena_add(struct reader *r, const char *s, size_t n, size_t *off)
 {
-    if (grow((void **)&r->arena, &r->arena_cap, r->arena_len + n + 1, 1) < 0)
+    if (pflex_big_reserve(&r->arena, r->arena_len + n + 1) < 0)
         return -1;
-    memcpy(r->arena + r->arena_len, s, n);
-    r->arena[r->arena_len + n] = 0;
+    memcpy(ARENA(r) + r->arena_len, s, n);
+    ARENA(r)[r->arena_len + n] = 0;
     *off = r->arena_len;
     r->arena_len += n + 1;
     return 0;
@@ -141,17 +153,19 @@ static int arena_add(struct reader *r, const char *s, size_t n, size_t *off)
 static int table_rehash(struct reader *r)
 {
     size_t ncap = r->table_cap ? r->table_cap * 2 : 1024;
-    uint64_t *nt = calloc(ncap, sizeof *nt);
-    if (!nt)
+    struct pflex_big nb = {0};
+    if (pflex_big_reserve(&nb, ncap * sizeof(uint64_t)) < 0)
         return -1;
+    uint64_t *nt = nb.p;
     for (size_t j = 0; j < r->njobs; j++) {
-        uint64_t h = hash_bytes(r->arena + r->jobs[j].name_off, r->jobs[j].name_len);
+        uint64_t h = hash_bytes(ARENA(r) + JOBS(r)[j].name_off, JOBS(r)[j].name_len);
         size_t i = h & (ncap - 1);
         while (nt[i])
             i = (i + 1) & (ncap - 1);
         nt[i] = (h >> 32 << 32) | (uint64_t)(j + 1);
     }
-    free(r->table);
+    pflex_big_free(&r->table_mem);
+    r->table_mem = nb;
     r->table = nt;
     r->table_cap = ncap;
     return 0;
@@ -168,15 +182,15 @@ static long job_lookup(struct reader *r, const char *s, size_t n, unsigned line)
         uint64_t e = r->table[i];
         if ((e >> 32 << 32) == tag) {
             long k = (long)(uint32_t)e - 1;
-            struct jobmeta *j = &r->jobs[k];
-            if (j->name_len == n && memcmp(r->arena + j->name_off, s, n) == 0)
+            struct jobmeta *j = &JOBS(r)[k];
+            if (j->name_len == n && memcmp(ARENA(r) + j->name_off, s, n) == 0)
                 return k;
         }
         i = (i + 1) & (r->table_cap - 1);
     }
-    if (grow((void **)&r->jobs, &r->jobs_cap, r->njobs + 1, sizeof *r->jobs) < 0)
+    if (pflex_big_reserve(&r->jobs, (r->njobs + 1) * sizeof(struct jobmeta)) < 0)
         return -1;
-    struct jobmeta *j = &r->jobs[r->njobs];
+    struct jobmeta *j = &JOBS(r)[r->njobs];
     memset(j, 0, sizeof *j);
     if (arena_add(r, s, n, &j->name_off) < 0)
         return -1;
@@ -224,11 +238,13 @@ static int parse_columns(const char *spec, char **copy, const char *headers[COL_
 
 static void reader_free(struct reader *r)
 {
-    free(r->arena);
-    free(r->jobs);
-    free(r->table);
-    free(r->rows);
+    pflex_big_free(&r->arena);
+    pflex_big_free(&r->jobs);
+    pflex_big_free(&r->table_mem);
+    pflex_big_free(&r->rows);
+    pflex_big_free(&r->points);
     free(r->tm);
+    free(r->cur);
 }
 
 static int bad_field(pflex_error_t *err, const char *file, unsigned line, int col,
@@ -239,35 +255,45 @@ static int bad_field(pflex_error_t *err, const char *file, unsigned line, int co
 }
 
 static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err);
+static int grouped_finish(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err);
 
-int pflex_sweep_read_mem(const char *buf, size_t len, const char *name,
-                         const char *columns, pflex_sweep_t **out, pflex_error_t *err)
+static int flush_job(struct reader *r, long j);
+static int next_record(struct src *s, pflex_error_t *err);
+
+/* One pass over s.  With try_grouped, each job's rows are averaged into
+ * points as soon as the job's rows end, and no row is kept; the pass gives
+ * up (returns 1, nothing set) at the first job whose rows do not all stand
+ * together, and the caller reads again without it: rows are then collected
+ * and grouped by a counting sort.  Both give the same sweep and the same
+ * errors: rows are checked in file order before any grouping error. */
+static int parse(struct src *s, const char *name, const char *columns, int try_grouped,
+                 pflex_sweep_t **out, pflex_error_t *err)
 {
     struct reader r;
     memset(&r, 0, sizeof r);
-    r.name = name ? name : "-";
+    r.name = name;
+    r.one_cap = -1;
     *out = NULL;
     const char *headers[COL_COUNT];
     char *spec_copy = NULL;
     int idx[COL_COUNT];
-    pflex_csv_t c;
-    pflex_csv_init(&c, buf, len, r.name);
+    pflex_csv_t *c = &s->tok;
     int rc = -1;
 
     if (parse_columns(columns, &spec_copy, headers, err) < 0)
         goto done;
-    int got = pflex_csv_next(&c, err);
+    int got = next_record(s, err);
     if (got < 0)
         goto done;
     if (got == 0) {
         pflex_error_set(err, "%s: empty file: no header row", r.name);
         goto done;
     }
-    unsigned header_line = c.line;
+    unsigned header_line = c->line;
     for (int k = 0; k < COL_COUNT; k++) {
         idx[k] = -1;
-        for (size_t f = 0; f < c.nfields; f++)
-            if (pflex_csv_field_is(&c.fields[f], headers[k])) {
+        for (size_t f = 0; f < c->nfields; f++)
+            if (pflex_csv_field_is(&c->fields[f], headers[k])) {
                 idx[k] = (int)f;
                 break;
             }
@@ -286,28 +312,29 @@ int pflex_sweep_read_mem(const char *buf, size_t len, const char *name,
     for (int k = COL_TM0; k < COL_COUNT; k++)
         if (idx[k] >= 0)
             r.has_tm = 1;
+    r.grouped = try_grouped && !r.has_tm;
     size_t need = 0;
     for (int k = 0; k < COL_COUNT; k++)
         if (idx[k] >= 0 && (size_t)idx[k] + 1 > need)
             need = (size_t)idx[k] + 1;
 
     long last_job = -1;
-    while ((got = pflex_csv_next(&c, err)) == 1) {
-        unsigned line = c.line;
-        if (c.nfields < need) {
+    while ((got = next_record(s, err)) == 1) {
+        unsigned line = c->line;
+        if (c->nfields < need) {
             pflex_error_set(err, "%s:%u: %zu fields, the header has %zu", r.name, line,
-                            c.nfields, need);
+                            c->nfields, need);
             goto done;
         }
-        const struct pflex_csv_field *f = c.fields;
+        const struct pflex_csv_field *f = c->fields;
         const struct pflex_csv_field *jf = &f[idx[COL_JOB]];
         if (jf->len == 0) {
             pflex_error_set(err, "%s:%u: column 'job': empty job name", r.name, line);
             goto done;
         }
         long j;
-        if (last_job >= 0 && r.jobs[last_job].name_len == jf->len
-            && memcmp(r.arena + r.jobs[last_job].name_off, jf->s, jf->len) == 0)
+        if (last_job >= 0 && JOBS(&r)[last_job].name_len == jf->len
+            && memcmp(ARENA(&r) + JOBS(&r)[last_job].name_off, jf->s, jf->len) == 0)
             j = last_job;
         else
             j = job_lookup(&r, jf->s, jf->len, line);
@@ -315,10 +342,16 @@ int pflex_sweep_read_mem(const char *buf, size_t len, const char *name,
             pflex_error_set(err, "%s:%u: out of memory", r.name, line);
             goto done;
         }
-        if (j != last_job && r.jobs[j].nrows > 0)
-            r.scattered = 1;
+        if (j != last_job && JOBS(&r)[j].nrows > 0 && r.grouped) {
+            rc = 1;             /* scattered: read again, collecting rows */
+            goto done;
+        }
+        if (j != last_job && last_job >= 0 && r.grouped && flush_job(&r, last_job) < 0) {
+            pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+            goto done;
+        }
         last_job = j;
-        struct jobmeta *jm = &r.jobs[j];
+        struct jobmeta *jm = &JOBS(&r)[j];
         double cap, power, tput;
         if (pflex_parse_double(f[idx[COL_CAP]].s, f[idx[COL_CAP]].len, &cap) < 0) {
             bad_field(err, r.name, line, COL_CAP, &f[idx[COL_CAP]], "is not a finite number");
@@ -354,7 +387,7 @@ int pflex_sweep_read_mem(const char *buf, size_t len, const char *name,
             }
             if (jm->gpus && jm->gpus != (int)g) {
                 pflex_error_set(err, "%s:%u: column 'gpus': job '%s' had %d GPUs on line %u, "
-                                "now %d", r.name, line, r.arena + jm->name_off, jm->gpus,
+                                "now %d", r.name, line, ARENA(&r) + jm->name_off, jm->gpus,
                                 jm->line, (int)g);
                 goto done;
             }
@@ -403,18 +436,36 @@ int pflex_sweep_read_mem(const char *buf, size_t len, const char *name,
             jm->weight = w;
             jm->has_weight = 1;
         }
-        if (grow((void **)&r.rows, &r.rows_cap, r.nrows + 1, sizeof *r.rows) < 0) {
+        if (r.grouped) {
+            if (r.ncur == r.cur_cap) {
+                size_t ncap = r.cur_cap ? 2 * r.cur_cap : 16;
+                struct row *nc = realloc(r.cur, ncap * sizeof *nc);
+                if (!nc) {
+                    pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+                    goto done;
+                }
+                r.cur = nc;
+                r.cur_cap = ncap;
+            }
+            r.cur[r.ncur++] = (struct row){.job = (uint32_t)j, .line = line, .cap = cap,
+                                           .power = power, .tput = tput};
+            r.nrows++;
+            jm->nrows++;
+            continue;
+        }
+        if (pflex_big_reserve(&r.rows, (r.nrows + 1) * sizeof(struct row)) < 0) {
             pflex_error_set(err, "%s:%u: out of memory", r.name, line);
             goto done;
         }
-        if (r.has_tm && r.tm_cap < r.rows_cap) {
-            double *ntm = realloc(r.tm, r.rows_cap * PFLEX_TM_COUNT * sizeof *ntm);
+        size_t rows_cap = r.rows.cap / sizeof(struct row);
+        if (r.has_tm && r.tm_cap < rows_cap) {
+            double *ntm = realloc(r.tm, rows_cap * PFLEX_TM_COUNT * sizeof *ntm);
             if (!ntm) {
                 pflex_error_set(err, "%s:%u: out of memory", r.name, line);
                 goto done;
             }
             r.tm = ntm;
-            r.tm_cap = r.rows_cap;
+            r.tm_cap = rows_cap;
         }
         if (r.has_tm) {
             size_t cur = r.nrows * PFLEX_TM_COUNT;
@@ -430,7 +481,7 @@ int pflex_sweep_read_mem(const char *buf, size_t len, const char *name,
                 }
             }
         }
-        struct row *rw = &r.rows[r.nrows++];
+        struct row *rw = (struct row *)r.rows.p + r.nrows++;
         rw->job = (uint32_t)j;
         rw->line = line;
         rw->cap = cap;
@@ -440,6 +491,10 @@ int pflex_sweep_read_mem(const char *buf, size_t len, const char *name,
     }
     if (got < 0)
         goto done;
+    if (r.grouped && last_job >= 0 && flush_job(&r, last_job) < 0) {
+        pflex_error_set(err, "%s: out of memory", r.name);
+        goto done;
+    }
     if (r.nrows == 0) {
         pflex_error_set(err, "%s:%u: no data rows after the header", r.name, header_line);
         goto done;
@@ -449,44 +504,142 @@ int pflex_sweep_read_mem(const char *buf, size_t len, const char *name,
         pflex_error_set(err, "%s: out of memory", r.name);
         goto done;
     }
-    if (sort_group(&r, sw, err) < 0) {
+    if ((r.grouped ? grouped_finish(&r, sw, err) : sort_group(&r, sw, err)) < 0) {
         pflex_sweep_destroy(sw);
         goto done;
     }
     *out = sw;
     rc = 0;
 done:
-    pflex_csv_fini(&c);
     free(spec_copy);
     reader_free(&r);
     return rc;
 }
 
+/* Average one job's rows (r->cur, in file order) into points: ordered by
+ * cap where they lie (insertion sort: stable, linear on sorted input) and
+ * rows at the same cap summed in that order, as the general grouping does.
+ * A job with one cap is remembered, not reported: every row is checked
+ * first, as the general grouping does. */
+static int flush_job(struct reader *r, long j)
+{
+    struct row *o = r->cur;
+    size_t n = r->ncur;
+    for (size_t a = 1; a < n; a++) {
+        struct row v = o[a];
+        size_t b = a;
+        while (b > 0 && o[b - 1].cap > v.cap) {
+            o[b] = o[b - 1];
+            b--;
+        }
+        o[b] = v;
+    }
+    if (pflex_big_reserve(&r->points, (r->npoints + n) * sizeof(struct pflex_sweep_point)) < 0)
+        return -1;
+    struct pflex_sweep_point *pt = (struct pflex_sweep_point *)r->points.p + r->npoints;
+    size_t m = 0, a = 0;
+    while (a < n) {
+        size_t b = a;
+        double cap = o[a].cap, ps = 0, ts = 0;
+        while (b < n && o[b].cap == cap) {
+            ps += o[b].power;
+            ts += o[b].tput;
+            b++;
+        }
+        pt[m++] = (struct pflex_sweep_point){
+            .cap_w = cap, .power_w = ps / (double)(b - a), .throughput = ts / (double)(b - a),
+            .rows = (unsigned)(b - a), .line = o[a].line,
+        };
+        a = b;
+    }
+    r->npoints += m;
+    JOBS(r)[j].npoints = m;
+    if (m < 2 && r->one_cap < 0)
+        r->one_cap = j;
+    r->ncur = 0;
+    return 0;
+}
+
+static void job_out(const struct reader *r, const struct jobmeta *jm, const char *names,
+                    struct pflex_sweep_job *job)
+{
+    job->name = names + jm->name_off;
+    job->gpu = jm->gpu_len ? names + jm->gpu_off : NULL;
+    job->gpus = jm->gpus ? jm->gpus : 1;
+    job->floor = jm->has_floor ? jm->floor : NAN;
+    job->weight = jm->weight;
+    job->line = jm->line;
+    job->telemetry = NULL;
+}
+
+static int one_cap_error(const struct reader *r, const struct jobmeta *jm, const char *names,
+                         double cap, pflex_error_t *err)
+{
+    return pflex_error_set(err, "%s:%u: job '%s' is measured at only one cap (%g W); "
+                           "a sweep needs at least two", r->name, jm->line,
+                           names + jm->name_off, cap);
+}
+
+/* Every job's rows stood together: the points are made; hand them over. */
+static int grouped_finish(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
+{
+    const struct pflex_sweep_point *pts = r->points.p;
+    if (r->one_cap >= 0) {
+        size_t first = 0;
+        for (long j = 0; j < r->one_cap; j++)
+            first += JOBS(r)[j].npoints;
+        return one_cap_error(r, &JOBS(r)[r->one_cap], ARENA(r), pts[first].cap_w, err);
+    }
+    /* The name table is done with; its pages go to the jobs array. */
+    pflex_big_free(&r->table_mem);
+    r->table = NULL;
+    struct store *st = calloc(1, sizeof *st);
+    sw->priv = st;
+    if (!st || pflex_big_reserve(&st->jobs, r->njobs * sizeof *sw->jobs) < 0)
+        return pflex_error_set(err, "%s: out of memory", r->name);
+    st->names = r->arena;
+    st->points = r->points;
+    memset(&r->arena, 0, sizeof r->arena);
+    memset(&r->points, 0, sizeof r->points);
+    sw->jobs = st->jobs.p;
+    sw->njobs = r->njobs;
+    sw->has_telemetry = 0;
+    struct pflex_sweep_point *p = st->points.p;
+    for (size_t j = 0; j < r->njobs; j++) {
+        const struct jobmeta *jm = &JOBS(r)[j];
+        struct pflex_sweep_job *job = &sw->jobs[j];
+        job_out(r, jm, st->names.p, job);
+        job->npoints = jm->npoints;
+        job->points = p;
+        p += jm->npoints;
+    }
+    return 0;
+}
+
 /* Group rows by job (counting sort, stable), order each job's rows by cap
  * and average rows at the same cap. */
-static int group_in_place(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err);
-
 static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
 {
-    if (!r->scattered && !r->has_tm)
-        return group_in_place(r, sw, err);
     struct store *st = calloc(1, sizeof *st);
     size_t *start = calloc(r->njobs + 1, sizeof *start);
     uint32_t *order = malloc(r->nrows * sizeof *order);
+    const struct row *rows = r->rows.p;
     int rc = -1;
     sw->priv = st;
-    sw->jobs = calloc(r->njobs, sizeof *sw->jobs);
     if (st) {
-        st->points = malloc(r->nrows * sizeof *st->points);
+        if (pflex_big_reserve(&st->jobs, r->njobs * sizeof *sw->jobs) < 0
+            || pflex_big_reserve(&st->points, r->nrows * sizeof(struct pflex_sweep_point)) < 0)
+            st->points.p = NULL;
+        sw->jobs = st->jobs.p;
         if (r->has_tm)
             st->telemetry = malloc(r->nrows * PFLEX_TM_COUNT * sizeof *st->telemetry);
     }
-    if (!st || !start || !order || !sw->jobs || !st->points || (r->has_tm && !st->telemetry)) {
+    if (!st || !start || !order || !st->points.p || (r->has_tm && !st->telemetry)) {
         pflex_error_set(err, "%s: out of memory", r->name);
         goto out;
     }
     for (size_t j = 0; j < r->njobs; j++)
-        start[j + 1] = start[j] + r->jobs[j].nrows;
+        start[j + 1] = start[j] + JOBS(r)[j].nrows;
     {
         size_t *fill = malloc(r->njobs * sizeof *fill);
         if (!fill) {
@@ -495,53 +648,49 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
         }
         memcpy(fill, start, r->njobs * sizeof *fill);
         for (size_t i = 0; i < r->nrows; i++)
-            order[fill[r->rows[i].job]++] = (uint32_t)i;
+            order[fill[rows[i].job]++] = (uint32_t)i;
         free(fill);
     }
     st->names = r->arena;
-    r->arena = NULL;
+    memset(&r->arena, 0, sizeof r->arena);
     sw->njobs = r->njobs;
     sw->has_telemetry = r->has_tm;
+    struct pflex_sweep_point *points = st->points.p;
     size_t np = 0;
     for (size_t j = 0; j < r->njobs; j++) {
-        struct jobmeta *jm = &r->jobs[j];
+        struct jobmeta *jm = &JOBS(r)[j];
         uint32_t *o = order + start[j];
         size_t n = jm->nrows;
         /* Insertion sort by cap: stable, linear on sorted input. */
         for (size_t a = 1; a < n; a++) {
             uint32_t v = o[a];
-            double cv = r->rows[v].cap;
+            double cv = rows[v].cap;
             size_t b = a;
-            while (b > 0 && r->rows[o[b - 1]].cap > cv) {
+            while (b > 0 && rows[o[b - 1]].cap > cv) {
                 o[b] = o[b - 1];
                 b--;
             }
             o[b] = v;
         }
         struct pflex_sweep_job *job = &sw->jobs[j];
-        job->name = st->names + jm->name_off;
-        job->gpu = jm->gpu_len ? st->names + jm->gpu_off : NULL;
-        job->gpus = jm->gpus ? jm->gpus : 1;
-        job->floor = jm->has_floor ? jm->floor : NAN;
-        job->weight = jm->weight;
-        job->line = jm->line;
-        job->points = st->points + np;
+        job_out(r, jm, st->names.p, job);
+        job->points = points + np;
         job->telemetry = r->has_tm ? st->telemetry + np * PFLEX_TM_COUNT : NULL;
         size_t a = 0;
         while (a < n) {
             size_t b = a;
-            double cap = r->rows[o[a]].cap, ps = 0, ts = 0;
-            while (b < n && r->rows[o[b]].cap == cap) {
-                ps += r->rows[o[b]].power;
-                ts += r->rows[o[b]].tput;
+            double cap = rows[o[a]].cap, ps = 0, ts = 0;
+            while (b < n && rows[o[b]].cap == cap) {
+                ps += rows[o[b]].power;
+                ts += rows[o[b]].tput;
                 b++;
             }
-            struct pflex_sweep_point *pt = &st->points[np];
+            struct pflex_sweep_point *pt = &points[np];
             pt->cap_w = cap;
             pt->power_w = ps / (double)(b - a);
             pt->throughput = ts / (double)(b - a);
             pt->rows = (unsigned)(b - a);
-            pt->line = r->rows[o[a]].line;
+            pt->line = rows[o[a]].line;
             if (r->has_tm) {
                 double *t = st->telemetry + np * PFLEX_TM_COUNT;
                 for (int k = 0; k < PFLEX_TM_COUNT; k++) {
@@ -558,11 +707,9 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
             np++;
             a = b;
         }
-        job->npoints = (size_t)((st->points + np) - job->points);
+        job->npoints = (size_t)((points + np) - job->points);
         if (job->npoints < 2) {
-            pflex_error_set(err, "%s:%u: job '%s' is measured at only one cap (%g W); "
-                            "a sweep needs at least two", r->name, jm->line, job->name,
-                            job->points[0].cap_w);
+            one_cap_error(r, jm, st->names.p, job->points[0].cap_w, err);
             goto out;
         }
     }
@@ -573,96 +720,18 @@ out:
     return rc;
 }
 
-/* The common case, every job's rows together and no telemetry: the rows
- * are already grouped, so each job's rows are ordered by cap where they lie
- * and averaged into points written over the same storage (a point is never
- * written ahead of the rows still to be read: each takes at least one).
- * This saves the order and points arrays: on a million-job sweep, a third
- * of the memory and of the page faults. */
-static int group_in_place(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
-{
-    _Static_assert(sizeof(struct row) >= sizeof(struct pflex_sweep_point),
-                   "points are written over rows");
-    struct store *st = calloc(1, sizeof *st);
-    sw->priv = st;
-    sw->jobs = calloc(r->njobs ? r->njobs : 1, sizeof *sw->jobs);
-    if (!st || !sw->jobs)
-        return pflex_error_set(err, "%s: out of memory", r->name);
-    st->names = r->arena;
-    r->arena = NULL;
-    sw->njobs = r->njobs;
-    sw->has_telemetry = 0;
-    unsigned char *base = (unsigned char *)r->rows;
-    size_t np = 0, first = 0;
-    for (size_t j = 0; j < r->njobs; j++) {
-        struct jobmeta *jm = &r->jobs[j];
-        struct row *o = r->rows + first;
-        size_t n = jm->nrows;
-        first += n;
-        /* Insertion sort by cap: stable, linear on sorted input. */
-        for (size_t a = 1; a < n; a++) {
-            struct row v = o[a];
-            size_t b = a;
-            while (b > 0 && o[b - 1].cap > v.cap) {
-                o[b] = o[b - 1];
-                b--;
-            }
-            o[b] = v;
-        }
-        struct pflex_sweep_job *job = &sw->jobs[j];
-        job->name = st->names + jm->name_off;
-        job->gpu = jm->gpu_len ? st->names + jm->gpu_off : NULL;
-        job->gpus = jm->gpus ? jm->gpus : 1;
-        job->floor = jm->has_floor ? jm->floor : NAN;
-        job->weight = jm->weight;
-        job->line = jm->line;
-        job->telemetry = NULL;
-        size_t np0 = np, a = 0;
-        while (a < n) {
-            size_t b = a;
-            double cap = o[a].cap, ps = 0, ts = 0;
-            unsigned line = o[a].line;
-            while (b < n && o[b].cap == cap) {
-                ps += o[b].power;
-                ts += o[b].tput;
-                b++;
-            }
-            struct pflex_sweep_point pt = {
-                .cap_w = cap, .power_w = ps / (double)(b - a), .throughput = ts / (double)(b - a),
-                .rows = (unsigned)(b - a), .line = line,
-            };
-            memcpy(base + np * sizeof pt, &pt, sizeof pt);
-            np++;
-            a = b;
-        }
-        job->npoints = np - np0;
-        if (job->npoints < 2) {
-            struct pflex_sweep_point pt;
-            memcpy(&pt, base + np0 * sizeof pt, sizeof pt);
-            return pflex_error_set(err, "%s:%u: job '%s' is measured at only one cap (%g W); "
-                                   "a sweep needs at least two", r->name, jm->line, job->name,
-                                   pt.cap_w);
-        }
-        /* set once every point is written: the pointer is into the same block */
-        job->points = (struct pflex_sweep_point *)(void *)(base + np0 * sizeof(struct pflex_sweep_point));
-    }
-    st->points = (struct pflex_sweep_point *)(void *)base;
-    r->rows = NULL;
-    return 0;
-}
-
 void pflex_sweep_destroy(pflex_sweep_t *s)
 {
     if (!s)
         return;
     struct store *st = s->priv;
     if (st) {
-        free(st->names);
-        free(st->points);
+        pflex_big_free(&st->names);
+        pflex_big_free(&st->points);
+        pflex_big_free(&st->jobs);
         free(st->telemetry);
         free(st);
     }
-    free(s->jobs);
     free(s);
 }
 
@@ -714,45 +783,169 @@ int pflex_read_all(const char *path, char **buf, size_t *len, pflex_error_t *err
     return 0;
 }
 
-/* A regular file is mapped rather than read: the kernel's page cache is
- * then the buffer, and a large sweep costs no copy and no fresh memory
- * (on virtual machines, first-touch page faults dominate reading). */
-static int read_mapped(const char *path, const char *columns, pflex_sweep_t **out,
-                       pflex_error_t *err, int *mapped)
+enum { CHUNK = 4u << 20 };     /* read buffer; grows only for a longer record */
+
+static void src_init(struct src *s, int fd, const char *buf, size_t len, const char *name)
 {
-    *mapped = 0;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return 0;
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
-        close(fd);
-        return 0;
+    memset(s, 0, sizeof *s);
+    s->fd = fd;
+    s->path = name;
+    s->buf = buf;
+    s->len = len;
+    s->eof = fd < 0;
+    s->line = 1;
+    pflex_csv_init(&s->tok, NULL, 0, name);
+}
+
+static void src_fini(struct src *s)
+{
+    pflex_csv_fini(&s->tok);
+    pflex_big_free(&s->chunk);
+}
+
+/* Back to the start of the input (for the second pass). */
+static int src_rewind(struct src *s, pflex_error_t *err)
+{
+    s->pos = 0;
+    s->line = 1;
+    s->started = 0;
+    if (s->fd >= 0) {
+        if (lseek(s->fd, 0, SEEK_SET) < 0)
+            return pflex_error_set(err, "%s: %s", s->path, strerror(errno));
+        s->len = 0;
+        s->eof = 0;
     }
-    int flags = MAP_PRIVATE;
-#ifdef MAP_POPULATE
-    flags |= MAP_POPULATE;
-#endif
-    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, flags, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED)
-        return 0;
-    *mapped = 1;
-    int rc = pflex_sweep_read_mem(m, (size_t)st.st_size, path, columns, out, err);
-    munmap(m, (size_t)st.st_size);
+    return 0;
+}
+
+/* Keep the unread text, read more after it. */
+static int src_fill(struct src *s, pflex_error_t *err)
+{
+    size_t keep = s->len - s->pos;
+    char *b = s->chunk.p;
+    if (keep && s->pos)
+        memmove(b, b + s->pos, keep);
+    s->pos = 0;
+    s->len = keep;
+    if (s->len == s->chunk.cap
+        && pflex_big_reserve(&s->chunk, s->chunk.cap ? 2 * s->chunk.cap : CHUNK) < 0)
+        return pflex_error_set(err, "%s: out of memory", s->path);
+    b = s->chunk.p;
+    s->buf = b;
+    while (s->len < s->chunk.cap) {
+        ssize_t n = read(s->fd, b + s->len, s->chunk.cap - s->len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return pflex_error_set(err, "%s: read error", s->path);
+        if (n == 0) {
+            s->eof = 1;
+            break;
+        }
+        s->len += (size_t)n;
+    }
+    return 0;
+}
+
+/* The next record into s->tok: 1, 0 at the end, -1 with err set.  A plain
+ * line is split where it lies; anything else (quotes, comments, blank
+ * lines) goes to the general tokenizer, given more text when it stopped at
+ * the end of what has been read so far. */
+static int next_record(struct src *s, pflex_error_t *err)
+{
+    for (;;) {
+        if (!s->buf) {          /* an empty buffer, or nothing read yet */
+            if (s->fd < 0)
+                return 0;
+            if (src_fill(s, err) < 0)
+                return -1;
+            continue;
+        }
+        const char *p = s->buf + s->pos, *end = s->buf + s->len;
+        if (!s->started && (s->len - s->pos >= 3 || s->eof)) {
+            s->started = 1;
+            if (end - p >= 3 && (unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB
+                && (unsigned char)p[2] == 0xBF)
+                s->pos += 3, p += 3;
+        }
+        if (s->started && p < end) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            if (nl || s->eof) {
+                const char *le = nl ? nl : end;
+                int rc = pflex_csv_split_line(&s->tok, p, (size_t)(le - p), s->line, err);
+                if (rc < 0)
+                    return -1;
+                if (rc == 1) {
+                    s->pos = (size_t)(le - s->buf) + (nl != NULL);
+                    s->line++;
+                    return 1;
+                }
+                pflex_csv_reset(&s->tok, p, (size_t)(end - p), s->line);
+                rc = pflex_csv_next(&s->tok, err);
+                int more = !s->eof && ((rc < 0 && s->tok.truncated) || rc == 0
+                                       || (rc == 1 && s->tok.p == end && end[-1] != '\n'));
+                if (!more) {
+                    if (rc >= 0) {
+                        s->pos = (size_t)(s->tok.p - s->buf);
+                        s->line = s->tok.next_line;
+                    }
+                    return rc;
+                }
+            }
+        } else if (s->started && s->eof) {
+            return 0;
+        }
+        if (s->fd < 0)
+            return 0;   /* not reached: a buffer is all there is */
+        if (src_fill(s, err) < 0)
+            return -1;
+    }
+}
+
+static int read_src(struct src *s, const char *name, const char *columns, pflex_sweep_t **out,
+                    pflex_error_t *err)
+{
+    int rc = parse(s, name, columns, 1, out, err);
+    if (rc == 1) {
+        if (src_rewind(s, err) < 0)
+            return -1;
+        rc = parse(s, name, columns, 0, out, err);
+    }
     return rc;
 }
 
+int pflex_sweep_read_mem(const char *buf, size_t len, const char *name,
+                         const char *columns, pflex_sweep_t **out, pflex_error_t *err)
+{
+    struct src s;
+    name = name ? name : "-";
+    src_init(&s, -1, buf, len, name);
+    int rc = read_src(&s, name, columns, out, err);
+    src_fini(&s);
+    return rc;
+}
+
+/* A regular file is read piece by piece into one reused buffer: neither a
+ * copy of the whole file nor a mapping of it (whose page-table entries cost
+ * nearly as much as fresh memory on virtual machines) is made. */
 int pflex_sweep_read_file(const char *path, const char *columns, pflex_sweep_t **out,
                           pflex_error_t *err)
 {
     char *buf;
     size_t len;
-    int mapped;
     if (strcmp(path, "-") != 0) {
-        int rc = read_mapped(path, columns, out, err, &mapped);
-        if (mapped)
+        int fd = open(path, O_RDONLY);
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+            struct src s;
+            src_init(&s, fd, NULL, 0, path);
+            int rc = read_src(&s, path, columns, out, err);
+            src_fini(&s);
+            close(fd);
             return rc;
+        }
+        if (fd >= 0)
+            close(fd);
     }
     if (pflex_read_all(path, &buf, &len, err) < 0)
         return -1;
