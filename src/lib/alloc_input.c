@@ -12,13 +12,15 @@
 #include "pflex/pfi.h"
 #include "pflex/pficsv.h"
 #include "pflex/sweep.h"
+#include "lib/bigmem.h"
 
 struct storage {
     pflex_sweep_t *sweep;
     pflex_pficsv_t *pfi;
-    struct pflex_curve *curves; /* per sweep job */
+    struct pflex_curve *curves; /* per sweep job, with a jobs file only */
     char *jobs_buf;             /* the jobs file's strings */
     const struct pflex_sweep_job **by_name;
+    struct pflex_big jobs;      /* in->jobs when they are the sweep's jobs */
 };
 
 void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
@@ -32,9 +34,14 @@ void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
         free(st->curves);
         free(st->jobs_buf);
         free(st->by_name);
+        if (st->jobs.p)
+            pflex_big_free(&st->jobs);
+        else
+            free(in->jobs);
         free(st);
+    } else {
+        free(in->jobs);
     }
-    free(in->jobs);
     free(in);
 }
 
@@ -72,43 +79,62 @@ static void job_from_curve(struct pflex_alloc_job *j, const struct pflex_curve *
     j->loss = c->loss;
 }
 
+/* The sweep, its curves, and (without a jobs file) the problem's jobs, one
+ * per sweep job.  Each curve is built over its own job's sweep points (24
+ * bytes a point into 32): the sweep is private here and its points are not
+ * read again, so a million-job problem needs no second arena; the curves
+ * and the name index are kept only for a jobs file, which looks them up. */
 static int read_sweep(const struct pflex_alloc_source *src, struct storage *st,
-                      pflex_error_t *err)
+                      pflex_alloc_input_t *in, pflex_error_t *err)
 {
     const char *sname = strcmp(src->sweep_path, "-") == 0 ? "<stdin>" : src->sweep_path;
     if (pflex_sweep_read_file(src->sweep_path, src->columns, &st->sweep, err) < 0)
         return -1;
     pflex_sweep_t *sw = st->sweep;
-    size_t maxp = 1;
-    for (size_t k = 0; k < sw->njobs; k++)
+    size_t n = sw->njobs, maxp = 1;
+    for (size_t k = 0; k < n; k++)
         if (sw->jobs[k].npoints > maxp)
             maxp = sw->jobs[k].npoints;
-    /* Each curve is built over its own job's sweep points (24 bytes a point
-     * into 32): the sweep is private here and its points are not read
-     * again, and a million-job problem needs no second arena. */
     struct pflex_sweep_point *tmp = malloc(maxp * sizeof *tmp);
-    st->curves = calloc(sw->njobs ? sw->njobs : 1, sizeof *st->curves);
-    st->by_name = malloc((sw->njobs ? sw->njobs : 1) * sizeof *st->by_name);
-    if (!tmp || !st->curves || !st->by_name) {
-        free(tmp);
-        return pflex_error_set(err, "%s: out of memory", sname);
+    int rc = -1;
+    if (!tmp)
+        goto oom;
+    if (src->jobs_path) {
+        st->curves = calloc(n ? n : 1, sizeof *st->curves);
+        st->by_name = malloc((n ? n : 1) * sizeof *st->by_name);
+        if (!st->curves || !st->by_name)
+            goto oom;
+    } else {
+        if (pflex_big_reserve(&st->jobs, (n ? n : 1) * sizeof *in->jobs) < 0)
+            goto oom;
+        in->jobs = st->jobs.p;
     }
-    for (size_t k = 0; k < sw->njobs; k++) {
+    for (size_t k = 0; k < n; k++) {
         struct pflex_sweep_job *sj = &sw->jobs[k];
+        struct pflex_curve one, *c = st->curves ? &st->curves[k] : &one;
         pflex_error_t e;
         memcpy(tmp, sj->points, sj->npoints * sizeof *tmp);
-        if (pflex_curve_init_in(&st->curves[k], tmp, sj->npoints, (double *)(void *)sj->points,
-                                &e) < 0) {
-            free(tmp);
-            return pflex_error_set(err, "%s:%u: job '%s': %s", sname, sj->line, sj->name,
-                                   e.text);
+        if (pflex_curve_init_in(c, tmp, sj->npoints, (double *)(void *)sj->points, &e) < 0) {
+            pflex_error_set(err, "%s:%u: job '%s': %s", sname, sj->line, sj->name, e.text);
+            goto out;
         }
         sj->points = NULL;      /* now the curve's storage */
-        st->by_name[k] = sj;
+        if (st->by_name)
+            st->by_name[k] = sj;
+        else
+            job_from_curve(&in->jobs[k], c, sj);
     }
+    if (st->by_name)
+        qsort(st->by_name, n, sizeof *st->by_name, cmp_sjob);
+    else
+        in->njobs = n;
+    rc = 0;
+    goto out;
+oom:
+    pflex_error_set(err, "%s: out of memory", sname);
+out:
     free(tmp);
-    qsort(st->by_name, sw->njobs, sizeof *st->by_name, cmp_sjob);
-    return 0;
+    return rc;
 }
 
 enum { J_JOB, J_CURVE, J_GPUS, J_TIER, J_FLOOR, J_WEIGHT, J_COUNT };
@@ -282,22 +308,10 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
     if (src->pfi_path && pflex_pficsv_read_file(src->pfi_path, &st->pfi, err) < 0)
         goto fail;
     if (src->sweep_path) {
-        if (read_sweep(src, st, err) < 0)
+        if (read_sweep(src, st, in, err) < 0)
             goto fail;
-        if (src->jobs_path) {
-            if (read_jobs(src, st, in, err) < 0)
-                goto fail;
-        } else {
-            size_t n = st->sweep->njobs;
-            in->jobs = malloc((n ? n : 1) * sizeof *in->jobs);
-            if (!in->jobs) {
-                pflex_error_set(err, "out of memory");
-                goto fail;
-            }
-            for (size_t k = 0; k < n; k++)
-                job_from_curve(&in->jobs[k], &st->curves[k], &st->sweep->jobs[k]);
-            in->njobs = n;
-        }
+        if (src->jobs_path && read_jobs(src, st, in, err) < 0)
+            goto fail;
         in->has_curves = 1;
         if (st->pfi)
             for (size_t k = 0; k < in->njobs; k++) {
