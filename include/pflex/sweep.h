@@ -66,6 +66,25 @@ int pflex_sweep_read_mem(const char *buf, size_t len, const char *name,
 int pflex_sweep_read_file(const char *path, const char *columns,
                           pflex_sweep_t **out, pflex_error_t *err);
 
+/* Reading without keeping the sweep, for callers that turn each job into
+ * something smaller at once (a million-job sweep then never holds its
+ * points).  v->job is called once per job, in the order of
+ * pflex_sweep_read_file, with the job as that would give it; the job, its
+ * points and its strings are valid during the call only.  It returns 0, or
+ * -1 with err set, which stops the reading with that error.  A job may be
+ * handed over before a later row turns out to be bad: the reading then
+ * fails with the error pflex_sweep_read_file gives, and what v->job kept
+ * is to be dropped.  When a job's rows turn out not to stand together,
+ * v->restart is called (drop every job handed over so far) and every job
+ * is handed over again.  Returns 0, or -1 with err set. */
+struct pflex_sweep_visitor {
+    void *ctx;
+    int (*job)(void *ctx, const struct pflex_sweep_job *job, pflex_error_t *err);
+    void (*restart)(void *ctx);
+};
+int pflex_sweep_read_file_each(const char *path, const char *columns,
+                               const struct pflex_sweep_visitor *v, pflex_error_t *err);
+
 void pflex_sweep_destroy(pflex_sweep_t *s);
 
 /* Service floor of a tier name "flex0".."flex3" (also "Flex 2", "2"):

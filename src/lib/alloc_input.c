@@ -21,6 +21,8 @@ struct storage {
     char *jobs_buf;             /* the jobs file's strings */
     const struct pflex_sweep_job **by_name;
     struct pflex_big jobs;      /* in->jobs when they are the sweep's jobs */
+    struct pflex_big points;    /* their curves: x then loss, job after job */
+    struct pflex_big names;     /* their names, NUL-terminated, job after job */
 };
 
 void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
@@ -34,6 +36,8 @@ void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
         free(st->curves);
         free(st->jobs_buf);
         free(st->by_name);
+        pflex_big_free(&st->points);
+        pflex_big_free(&st->names);
         if (st->jobs.p)
             pflex_big_free(&st->jobs);
         else
@@ -79,13 +83,12 @@ static void job_from_curve(struct pflex_alloc_job *j, const struct pflex_curve *
     j->loss = c->loss;
 }
 
-/* The sweep, its curves, and (without a jobs file) the problem's jobs, one
- * per sweep job.  Each curve is built over its own job's sweep points (24
- * bytes a point into 32): the sweep is private here and its points are not
- * read again, so a million-job problem needs no second arena; the curves
- * and the name index are kept only for a jobs file, which looks them up. */
+/* A sweep for a jobs file to pick curves from: the sweep, each job's
+ * curve and the name index.  Each curve is built over its own job's sweep
+ * points (24 bytes a point into 32): the sweep is private here and its
+ * points are not read again. */
 static int read_sweep(const struct pflex_alloc_source *src, struct storage *st,
-                      pflex_alloc_input_t *in, pflex_error_t *err)
+                      pflex_error_t *err)
 {
     const char *sname = strcmp(src->sweep_path, "-") == 0 ? "<stdin>" : src->sweep_path;
     if (pflex_sweep_read_file(src->sweep_path, src->columns, &st->sweep, err) < 0)
@@ -96,45 +99,118 @@ static int read_sweep(const struct pflex_alloc_source *src, struct storage *st,
         if (sw->jobs[k].npoints > maxp)
             maxp = sw->jobs[k].npoints;
     struct pflex_sweep_point *tmp = malloc(maxp * sizeof *tmp);
-    int rc = -1;
-    if (!tmp)
-        goto oom;
-    if (src->jobs_path) {
-        st->curves = calloc(n ? n : 1, sizeof *st->curves);
-        st->by_name = malloc((n ? n : 1) * sizeof *st->by_name);
-        if (!st->curves || !st->by_name)
-            goto oom;
-    } else {
-        if (pflex_big_reserve(&st->jobs, (n ? n : 1) * sizeof *in->jobs) < 0)
-            goto oom;
-        in->jobs = st->jobs.p;
+    st->curves = calloc(n ? n : 1, sizeof *st->curves);
+    st->by_name = malloc((n ? n : 1) * sizeof *st->by_name);
+    if (!tmp || !st->curves || !st->by_name) {
+        free(tmp);
+        return pflex_error_set(err, "%s: out of memory", sname);
     }
     for (size_t k = 0; k < n; k++) {
         struct pflex_sweep_job *sj = &sw->jobs[k];
-        struct pflex_curve one, *c = st->curves ? &st->curves[k] : &one;
         pflex_error_t e;
         memcpy(tmp, sj->points, sj->npoints * sizeof *tmp);
-        if (pflex_curve_init_in(c, tmp, sj->npoints, (double *)(void *)sj->points, &e) < 0) {
-            pflex_error_set(err, "%s:%u: job '%s': %s", sname, sj->line, sj->name, e.text);
-            goto out;
+        if (pflex_curve_init_in(&st->curves[k], tmp, sj->npoints, (double *)(void *)sj->points,
+                                &e) < 0) {
+            free(tmp);
+            return pflex_error_set(err, "%s:%u: job '%s': %s", sname, sj->line, sj->name,
+                                   e.text);
         }
         sj->points = NULL;      /* now the curve's storage */
-        if (st->by_name)
-            st->by_name[k] = sj;
-        else
-            job_from_curve(&in->jobs[k], c, sj);
+        st->by_name[k] = sj;
     }
-    if (st->by_name)
-        qsort(st->by_name, n, sizeof *st->by_name, cmp_sjob);
-    else
-        in->njobs = n;
-    rc = 0;
-    goto out;
-oom:
-    pflex_error_set(err, "%s: out of memory", sname);
-out:
     free(tmp);
-    return rc;
+    qsort(st->by_name, n, sizeof *st->by_name, cmp_sjob);
+    return 0;
+}
+
+/* A sweep's jobs as the problem's jobs, made as the sweep is read: each
+ * job's curve goes into one array of doubles (x then loss), its name into
+ * one of strings, its job into in->jobs; nothing per point of the sweep is
+ * kept.  The arrays grow as they fill, so the pointers into them are set
+ * once every job is in.  The first curve error is held back: a bad row
+ * further on is reported first, as when the whole sweep is read first. */
+struct collect {
+    struct storage *st;
+    pflex_alloc_input_t *in;
+    const char *sname;
+    size_t njobs, nvals, nname;
+    double *scratch;            /* a curve being built: 3 npoints doubles */
+    size_t scratch_cap;
+    int failed;                 /* first holds the first curve error */
+    pflex_error_t first;
+};
+
+static void collect_restart(void *ctx)
+{
+    struct collect *k = ctx;
+    k->njobs = k->nvals = k->nname = 0;
+    k->failed = 0;
+}
+
+static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_t *err)
+{
+    struct collect *k = ctx;
+    struct storage *st = k->st;
+    if (k->failed)
+        return 0;
+    if (k->scratch_cap < 3 * sj->npoints) {
+        size_t ncap = 6 * sj->npoints;
+        double *ns = realloc(k->scratch, ncap * sizeof *ns);
+        if (!ns)
+            return pflex_error_set(err, "%s: out of memory", k->sname);
+        k->scratch = ns;
+        k->scratch_cap = ncap;
+    }
+    struct pflex_curve c;
+    pflex_error_t e;
+    if (pflex_curve_init_in(&c, sj->points, sj->npoints, k->scratch, &e) < 0) {
+        pflex_error_set(&k->first, "%s:%u: job '%s': %s", k->sname, sj->line, sj->name, e.text);
+        k->failed = 1;
+        return 0;
+    }
+    size_t namelen = strlen(sj->name) + 1;
+    if (pflex_big_reserve(&st->jobs, (k->njobs + 1) * sizeof(struct pflex_alloc_job)) < 0
+        || pflex_big_reserve(&st->points, (k->nvals + 2 * c.n) * sizeof(double)) < 0
+        || pflex_big_reserve(&st->names, k->nname + namelen) < 0)
+        return pflex_error_set(err, "%s: out of memory", k->sname);
+    double *v = (double *)st->points.p + k->nvals;
+    memcpy(v, c.x, c.n * sizeof *v);
+    memcpy(v + c.n, c.loss, c.n * sizeof *v);
+    memcpy((char *)st->names.p + k->nname, sj->name, namelen);
+    job_from_curve((struct pflex_alloc_job *)st->jobs.p + k->njobs, &c, sj);
+    k->njobs++;
+    k->nvals += 2 * c.n;
+    k->nname += namelen;
+    return 0;
+}
+
+static int read_sweep_jobs(const struct pflex_alloc_source *src, struct storage *st,
+                           pflex_alloc_input_t *in, pflex_error_t *err)
+{
+    struct collect k = {.st = st, .in = in};
+    k.sname = strcmp(src->sweep_path, "-") == 0 ? "<stdin>" : src->sweep_path;
+    struct pflex_sweep_visitor v = {.ctx = &k, .job = collect_job, .restart = collect_restart};
+    int rc = pflex_sweep_read_file_each(src->sweep_path, src->columns, &v, err);
+    free(k.scratch);
+    if (rc < 0)
+        return -1;
+    if (k.failed) {
+        *err = k.first;
+        return -1;
+    }
+    struct pflex_alloc_job *jobs = st->jobs.p;
+    const double *vals = st->points.p;
+    const char *name = st->names.p;
+    for (size_t j = 0; j < k.njobs; j++) {
+        jobs[j].x = vals;
+        jobs[j].loss = vals + jobs[j].npoints;
+        vals += 2 * jobs[j].npoints;
+        jobs[j].name = name;
+        name += strlen(name) + 1;
+    }
+    in->jobs = jobs;
+    in->njobs = k.njobs;
+    return 0;
 }
 
 enum { J_JOB, J_CURVE, J_GPUS, J_TIER, J_FLOOR, J_WEIGHT, J_COUNT };
@@ -308,10 +384,12 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
     if (src->pfi_path && pflex_pficsv_read_file(src->pfi_path, &st->pfi, err) < 0)
         goto fail;
     if (src->sweep_path) {
-        if (read_sweep(src, st, in, err) < 0)
+        if (src->jobs_path) {
+            if (read_sweep(src, st, err) < 0 || read_jobs(src, st, in, err) < 0)
+                goto fail;
+        } else if (read_sweep_jobs(src, st, in, err) < 0) {
             goto fail;
-        if (src->jobs_path && read_jobs(src, st, in, err) < 0)
-            goto fail;
+        }
         in->has_curves = 1;
         if (st->pfi)
             for (size_t k = 0; k < in->njobs; k++) {

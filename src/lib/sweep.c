@@ -109,6 +109,11 @@ struct reader {
     struct pflex_big points;    /* grouped: struct pflex_sweep_point */
     size_t npoints;
     long one_cap;               /* grouped: first job with one cap, or -1 */
+    double one_cap_w;           /* its cap */
+    const struct pflex_sweep_visitor *v;    /* jobs handed over, not kept */
+    struct pflex_sweep_point *vpts;         /* v: the points of the job handed */
+    size_t vpts_cap;
+    pflex_error_t *err;
 };
 
 #define JOBS(r) ((struct jobmeta *)(r)->jobs.p)
@@ -243,6 +248,7 @@ static void reader_free(struct reader *r)
     pflex_big_free(&r->table_mem);
     pflex_big_free(&r->rows);
     pflex_big_free(&r->points);
+    free(r->vpts);
     free(r->tm);
     free(r->cur);
 }
@@ -258,6 +264,8 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err);
 static int grouped_finish(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err);
 
 static int flush_job(struct reader *r, long j);
+static void job_out(const struct reader *r, const struct jobmeta *jm, const char *names,
+                    struct pflex_sweep_job *job);
 static int next_record(struct src *s, pflex_error_t *err);
 
 /* One pass over s.  With try_grouped, each job's rows are averaged into
@@ -267,11 +275,13 @@ static int next_record(struct src *s, pflex_error_t *err);
  * and grouped by a counting sort.  Both give the same sweep and the same
  * errors: rows are checked in file order before any grouping error. */
 static int parse(struct src *s, const char *name, const char *columns, int try_grouped,
-                 pflex_sweep_t **out, pflex_error_t *err)
+                 const struct pflex_sweep_visitor *v, pflex_sweep_t **out, pflex_error_t *err)
 {
     struct reader r;
     memset(&r, 0, sizeof r);
     r.name = name;
+    r.v = v;
+    r.err = err;
     r.one_cap = -1;
     *out = NULL;
     const char *headers[COL_COUNT];
@@ -346,9 +356,12 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             rc = 1;             /* scattered: read again, collecting rows */
             goto done;
         }
-        if (j != last_job && last_job >= 0 && r.grouped && flush_job(&r, last_job) < 0) {
-            pflex_error_set(err, "%s:%u: out of memory", r.name, line);
-            goto done;
+        if (j != last_job && last_job >= 0 && r.grouped) {
+            int fr = flush_job(&r, last_job);
+            if (fr == -1)
+                pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+            if (fr < 0)
+                goto done;
         }
         last_job = j;
         struct jobmeta *jm = &JOBS(&r)[j];
@@ -491,9 +504,12 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
     }
     if (got < 0)
         goto done;
-    if (r.grouped && last_job >= 0 && flush_job(&r, last_job) < 0) {
-        pflex_error_set(err, "%s: out of memory", r.name);
-        goto done;
+    if (r.grouped && last_job >= 0) {
+        int fr = flush_job(&r, last_job);
+        if (fr == -1)
+            pflex_error_set(err, "%s: out of memory", r.name);
+        if (fr < 0)
+            goto done;
     }
     if (r.nrows == 0) {
         pflex_error_set(err, "%s:%u: no data rows after the header", r.name, header_line);
@@ -534,9 +550,22 @@ static int flush_job(struct reader *r, long j)
         }
         o[b] = v;
     }
-    if (pflex_big_reserve(&r->points, (r->npoints + n) * sizeof(struct pflex_sweep_point)) < 0)
-        return -1;
-    struct pflex_sweep_point *pt = (struct pflex_sweep_point *)r->points.p + r->npoints;
+    struct pflex_sweep_point *pt;
+    if (r->v) {
+        if (r->vpts_cap < n) {
+            size_t ncap = 2 * n;
+            struct pflex_sweep_point *np = realloc(r->vpts, ncap * sizeof *np);
+            if (!np)
+                return -1;
+            r->vpts = np;
+            r->vpts_cap = ncap;
+        }
+        pt = r->vpts;
+    } else {
+        if (pflex_big_reserve(&r->points, (r->npoints + n) * sizeof *pt) < 0)
+            return -1;
+        pt = (struct pflex_sweep_point *)r->points.p + r->npoints;
+    }
     size_t m = 0, a = 0;
     while (a < n) {
         size_t b = a;
@@ -552,12 +581,21 @@ static int flush_job(struct reader *r, long j)
         };
         a = b;
     }
-    r->npoints += m;
     JOBS(r)[j].npoints = m;
-    if (m < 2 && r->one_cap < 0)
+    if (m < 2 && r->one_cap < 0) {
         r->one_cap = j;
+        r->one_cap_w = pt[0].cap_w;
+    }
     r->ncur = 0;
-    return 0;
+    if (!r->v) {
+        r->npoints += m;
+        return 0;
+    }
+    struct pflex_sweep_job job;
+    job_out(r, &JOBS(r)[j], ARENA(r), &job);
+    job.npoints = m;
+    job.points = pt;
+    return r->v->job(r->v->ctx, &job, r->err) < 0 ? -2 : 0;
 }
 
 static void job_out(const struct reader *r, const struct jobmeta *jm, const char *names,
@@ -583,19 +621,14 @@ static int one_cap_error(const struct reader *r, const struct jobmeta *jm, const
 /* Every job's rows stood together: the points are made; hand them over. */
 static int grouped_finish(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
 {
-    const struct pflex_sweep_point *pts = r->points.p;
-    if (r->one_cap >= 0) {
-        size_t first = 0;
-        for (long j = 0; j < r->one_cap; j++)
-            first += JOBS(r)[j].npoints;
-        return one_cap_error(r, &JOBS(r)[r->one_cap], ARENA(r), pts[first].cap_w, err);
-    }
+    if (r->one_cap >= 0)
+        return one_cap_error(r, &JOBS(r)[r->one_cap], ARENA(r), r->one_cap_w, err);
     /* The name table is done with; its pages go to the jobs array. */
     pflex_big_free(&r->table_mem);
     r->table = NULL;
     struct store *st = calloc(1, sizeof *st);
     sw->priv = st;
-    if (!st || pflex_big_reserve(&st->jobs, r->njobs * sizeof *sw->jobs) < 0)
+    if (!st || (!r->v && pflex_big_reserve(&st->jobs, r->njobs * sizeof *sw->jobs) < 0))
         return pflex_error_set(err, "%s: out of memory", r->name);
     st->names = r->arena;
     st->points = r->points;
@@ -604,6 +637,8 @@ static int grouped_finish(struct reader *r, pflex_sweep_t *sw, pflex_error_t *er
     sw->jobs = st->jobs.p;
     sw->njobs = r->njobs;
     sw->has_telemetry = 0;
+    if (r->v)
+        return 0;       /* handed over already; only the names are kept */
     struct pflex_sweep_point *p = st->points.p;
     for (size_t j = 0; j < r->njobs; j++) {
         const struct jobmeta *jm = &JOBS(r)[j];
@@ -713,6 +748,17 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
             goto out;
         }
     }
+    if (r->v) {
+        for (size_t j = 0; j < r->njobs; j++)
+            if (r->v->job(r->v->ctx, &sw->jobs[j], err) < 0)
+                goto out;
+        pflex_big_free(&st->points);
+        pflex_big_free(&st->jobs);
+        free(st->telemetry);
+        st->telemetry = NULL;
+        sw->jobs = NULL;
+        sw->has_telemetry = 0;
+    }
     rc = 0;
 out:
     free(start);
@@ -794,7 +840,7 @@ static void src_init(struct src *s, int fd, const char *buf, size_t len, const c
     s->len = len;
     s->eof = fd < 0;
     s->line = 1;
-    pflex_csv_init(&s->tok, NULL, 0, name);
+    s->tok.name = name;     /* pointed at text by next_record */
 }
 
 static void src_fini(struct src *s)
@@ -902,14 +948,16 @@ static int next_record(struct src *s, pflex_error_t *err)
     }
 }
 
-static int read_src(struct src *s, const char *name, const char *columns, pflex_sweep_t **out,
-                    pflex_error_t *err)
+static int read_src(struct src *s, const char *name, const char *columns,
+                    const struct pflex_sweep_visitor *v, pflex_sweep_t **out, pflex_error_t *err)
 {
-    int rc = parse(s, name, columns, 1, out, err);
+    int rc = parse(s, name, columns, 1, v, out, err);
     if (rc == 1) {
         if (src_rewind(s, err) < 0)
             return -1;
-        rc = parse(s, name, columns, 0, out, err);
+        if (v)
+            v->restart(v->ctx);
+        rc = parse(s, name, columns, 0, v, out, err);
     }
     return rc;
 }
@@ -920,7 +968,7 @@ int pflex_sweep_read_mem(const char *buf, size_t len, const char *name,
     struct src s;
     name = name ? name : "-";
     src_init(&s, -1, buf, len, name);
-    int rc = read_src(&s, name, columns, out, err);
+    int rc = read_src(&s, name, columns, NULL, out, err);
     src_fini(&s);
     return rc;
 }
@@ -928,8 +976,8 @@ int pflex_sweep_read_mem(const char *buf, size_t len, const char *name,
 /* A regular file is read piece by piece into one reused buffer: neither a
  * copy of the whole file nor a mapping of it (whose page-table entries cost
  * nearly as much as fresh memory on virtual machines) is made. */
-int pflex_sweep_read_file(const char *path, const char *columns, pflex_sweep_t **out,
-                          pflex_error_t *err)
+static int read_file(const char *path, const char *columns, const struct pflex_sweep_visitor *v,
+                     pflex_sweep_t **out, pflex_error_t *err)
 {
     char *buf;
     size_t len;
@@ -939,7 +987,7 @@ int pflex_sweep_read_file(const char *path, const char *columns, pflex_sweep_t *
         if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
             struct src s;
             src_init(&s, fd, NULL, 0, path);
-            int rc = read_src(&s, path, columns, out, err);
+            int rc = read_src(&s, path, columns, v, out, err);
             src_fini(&s);
             close(fd);
             return rc;
@@ -949,8 +997,26 @@ int pflex_sweep_read_file(const char *path, const char *columns, pflex_sweep_t *
     }
     if (pflex_read_all(path, &buf, &len, err) < 0)
         return -1;
-    int rc = pflex_sweep_read_mem(buf, len, strcmp(path, "-") == 0 ? "<stdin>" : path,
-                                  columns, out, err);
+    const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
+    struct src s;
+    src_init(&s, -1, buf, len, name);
+    int rc = read_src(&s, name, columns, v, out, err);
+    src_fini(&s);
     free(buf);
+    return rc;
+}
+
+int pflex_sweep_read_file(const char *path, const char *columns, pflex_sweep_t **out,
+                          pflex_error_t *err)
+{
+    return read_file(path, columns, NULL, out, err);
+}
+
+int pflex_sweep_read_file_each(const char *path, const char *columns,
+                               const struct pflex_sweep_visitor *v, pflex_error_t *err)
+{
+    pflex_sweep_t *rest;        /* the names: nothing the caller needs */
+    int rc = read_file(path, columns, v, &rest, err);
+    pflex_sweep_destroy(rest);
     return rc;
 }
