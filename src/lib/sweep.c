@@ -53,14 +53,21 @@ struct row {
     double cap, power, tput;
 };
 
-struct jobmeta {
+/* A job's name and row count: what finding it and telling whether its rows
+ * stand together need, kept for every job. */
+struct jobkey {
     size_t name_off, name_len;
+    size_t nrows;
+};
+
+/* The rest of what is known about a job.  When each job is handed over as
+ * its rows end, only the current job's is kept (one slot). */
+struct jobmeta {
     size_t gpu_off, gpu_len;    /* gpu_len 0: none */
     int gpus;                   /* 0: unset */
     double floor, weight;
     int has_floor, has_weight;
     unsigned line;
-    size_t nrows;
     size_t npoints;             /* grouped while reading: its points */
 };
 
@@ -91,7 +98,9 @@ struct reader {
     const char *name;
     struct pflex_big arena;
     size_t arena_len;
-    struct pflex_big jobs;      /* struct jobmeta */
+    struct pflex_big keys;      /* struct jobkey, one per job */
+    struct pflex_big jobs;      /* struct jobmeta, one per job or one slot */
+    int slot;                   /* jobs is one slot: the current job's */
     size_t njobs;
     uint64_t *table;            /* hash slots: top 32 hash bits << 32 | job index + 1;
                                  * 0 empty.  The tag spares a visit to the job
@@ -110,13 +119,15 @@ struct reader {
     size_t npoints;
     long one_cap;               /* grouped: first job with one cap, or -1 */
     double one_cap_w;           /* its cap */
+    unsigned one_cap_line;      /* its first line */
     const struct pflex_sweep_visitor *v;    /* jobs handed over, not kept */
     struct pflex_sweep_point *vpts;         /* v: the points of the job handed */
     size_t vpts_cap;
     pflex_error_t *err;
 };
 
-#define JOBS(r) ((struct jobmeta *)(r)->jobs.p)
+#define KEYS(r) ((struct jobkey *)(r)->keys.p)
+#define META(r, j) ((struct jobmeta *)(r)->jobs.p + ((r)->slot ? 0 : (j)))
 #define ARENA(r) ((char *)(r)->arena.p)
 
 int pflex_tier_floor(const char *tier, double *floor)
@@ -163,7 +174,7 @@ static int table_rehash(struct reader *r)
         return -1;
     uint64_t *nt = nb.p;
     for (size_t j = 0; j < r->njobs; j++) {
-        uint64_t h = hash_bytes(ARENA(r) + JOBS(r)[j].name_off, JOBS(r)[j].name_len);
+        uint64_t h = hash_bytes(ARENA(r) + KEYS(r)[j].name_off, KEYS(r)[j].name_len);
         size_t i = h & (ncap - 1);
         while (nt[i])
             i = (i + 1) & (ncap - 1);
@@ -176,7 +187,8 @@ static int table_rehash(struct reader *r)
     return 0;
 }
 
-/* Index of the job named s, created if new; -1 when out of memory. */
+/* Index of the job named s, created if new (its meta is set by
+ * meta_init); -1 when out of memory. */
 static long job_lookup(struct reader *r, const char *s, size_t n, unsigned line)
 {
     if ((r->njobs + 1) * 2 > r->table_cap && table_rehash(r) < 0)
@@ -187,21 +199,20 @@ static long job_lookup(struct reader *r, const char *s, size_t n, unsigned line)
         uint64_t e = r->table[i];
         if ((e >> 32 << 32) == tag) {
             long k = (long)(uint32_t)e - 1;
-            struct jobmeta *j = &JOBS(r)[k];
+            const struct jobkey *j = &KEYS(r)[k];
             if (j->name_len == n && memcmp(ARENA(r) + j->name_off, s, n) == 0)
                 return k;
         }
         i = (i + 1) & (r->table_cap - 1);
     }
-    if (pflex_big_reserve(&r->jobs, (r->njobs + 1) * sizeof(struct jobmeta)) < 0)
+    if (pflex_big_reserve(&r->keys, (r->njobs + 1) * sizeof(struct jobkey)) < 0
+        || pflex_big_reserve(&r->jobs, (r->slot ? 1 : r->njobs + 1) * sizeof(struct jobmeta)) < 0)
         return -1;
-    struct jobmeta *j = &JOBS(r)[r->njobs];
-    memset(j, 0, sizeof *j);
+    struct jobkey *j = &KEYS(r)[r->njobs];
     if (arena_add(r, s, n, &j->name_off) < 0)
         return -1;
     j->name_len = n;
-    j->line = line;
-    j->weight = 1.0;
+    j->nrows = 0;
     r->table[i] = tag | (uint64_t)(r->njobs + 1);
     return (long)r->njobs++;
 }
@@ -244,6 +255,7 @@ static int parse_columns(const char *spec, char **copy, const char *headers[COL_
 static void reader_free(struct reader *r)
 {
     pflex_big_free(&r->arena);
+    pflex_big_free(&r->keys);
     pflex_big_free(&r->jobs);
     pflex_big_free(&r->table_mem);
     pflex_big_free(&r->rows);
@@ -264,7 +276,7 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err);
 static int grouped_finish(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err);
 
 static int flush_job(struct reader *r, long j);
-static void job_out(const struct reader *r, const struct jobmeta *jm, const char *names,
+static void job_out(const struct jobkey *jk, const struct jobmeta *jm, const char *names,
                     struct pflex_sweep_job *job);
 static int next_record(struct src *s, pflex_error_t *err);
 
@@ -323,6 +335,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
         if (idx[k] >= 0)
             r.has_tm = 1;
     r.grouped = try_grouped && !r.has_tm;
+    r.slot = r.grouped && v;    /* each job is handed over as its rows end */
     size_t need = 0;
     for (int k = 0; k < COL_COUNT; k++)
         if (idx[k] >= 0 && (size_t)idx[k] + 1 > need)
@@ -343,8 +356,8 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             goto done;
         }
         long j;
-        if (last_job >= 0 && JOBS(&r)[last_job].name_len == jf->len
-            && memcmp(ARENA(&r) + JOBS(&r)[last_job].name_off, jf->s, jf->len) == 0)
+        if (last_job >= 0 && KEYS(&r)[last_job].name_len == jf->len
+            && memcmp(ARENA(&r) + KEYS(&r)[last_job].name_off, jf->s, jf->len) == 0)
             j = last_job;
         else
             j = job_lookup(&r, jf->s, jf->len, line);
@@ -352,7 +365,8 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             pflex_error_set(err, "%s:%u: out of memory", r.name, line);
             goto done;
         }
-        if (j != last_job && JOBS(&r)[j].nrows > 0 && r.grouped) {
+        int fresh = j != last_job && KEYS(&r)[j].nrows == 0;
+        if (j != last_job && !fresh && r.grouped) {
             rc = 1;             /* scattered: read again, collecting rows */
             goto done;
         }
@@ -364,7 +378,12 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
                 goto done;
         }
         last_job = j;
-        struct jobmeta *jm = &JOBS(&r)[j];
+        struct jobmeta *jm = META(&r, j);
+        if (fresh) {            /* after the last job's flush: it may share the slot */
+            memset(jm, 0, sizeof *jm);
+            jm->line = line;
+            jm->weight = 1.0;
+        }
         double cap, power, tput;
         if (pflex_parse_double(f[idx[COL_CAP]].s, f[idx[COL_CAP]].len, &cap) < 0) {
             bad_field(err, r.name, line, COL_CAP, &f[idx[COL_CAP]], "is not a finite number");
@@ -400,7 +419,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             }
             if (jm->gpus && jm->gpus != (int)g) {
                 pflex_error_set(err, "%s:%u: column 'gpus': job '%s' had %d GPUs on line %u, "
-                                "now %d", r.name, line, ARENA(&r) + jm->name_off, jm->gpus,
+                                "now %d", r.name, line, ARENA(&r) + KEYS(&r)[j].name_off, jm->gpus,
                                 jm->line, (int)g);
                 goto done;
             }
@@ -463,7 +482,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             r.cur[r.ncur++] = (struct row){.job = (uint32_t)j, .line = line, .cap = cap,
                                            .power = power, .tput = tput};
             r.nrows++;
-            jm->nrows++;
+            KEYS(&r)[j].nrows++;
             continue;
         }
         if (pflex_big_reserve(&r.rows, (r.nrows + 1) * sizeof(struct row)) < 0) {
@@ -500,7 +519,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
         rw->cap = cap;
         rw->power = power;
         rw->tput = tput;
-        jm->nrows++;
+        KEYS(&r)[j].nrows++;
     }
     if (got < 0)
         goto done;
@@ -581,10 +600,12 @@ static int flush_job(struct reader *r, long j)
         };
         a = b;
     }
-    JOBS(r)[j].npoints = m;
+    struct jobmeta *jm = META(r, j);
+    jm->npoints = m;
     if (m < 2 && r->one_cap < 0) {
         r->one_cap = j;
         r->one_cap_w = pt[0].cap_w;
+        r->one_cap_line = jm->line;
     }
     r->ncur = 0;
     if (!r->v) {
@@ -592,16 +613,16 @@ static int flush_job(struct reader *r, long j)
         return 0;
     }
     struct pflex_sweep_job job;
-    job_out(r, &JOBS(r)[j], ARENA(r), &job);
+    job_out(&KEYS(r)[j], jm, ARENA(r), &job);
     job.npoints = m;
     job.points = pt;
     return r->v->job(r->v->ctx, &job, r->err) < 0 ? -2 : 0;
 }
 
-static void job_out(const struct reader *r, const struct jobmeta *jm, const char *names,
+static void job_out(const struct jobkey *jk, const struct jobmeta *jm, const char *names,
                     struct pflex_sweep_job *job)
 {
-    job->name = names + jm->name_off;
+    job->name = names + jk->name_off;
     job->gpu = jm->gpu_len ? names + jm->gpu_off : NULL;
     job->gpus = jm->gpus ? jm->gpus : 1;
     job->floor = jm->has_floor ? jm->floor : NAN;
@@ -610,19 +631,19 @@ static void job_out(const struct reader *r, const struct jobmeta *jm, const char
     job->telemetry = NULL;
 }
 
-static int one_cap_error(const struct reader *r, const struct jobmeta *jm, const char *names,
-                         double cap, pflex_error_t *err)
+static int one_cap_error(const struct reader *r, const char *job, unsigned line, double cap,
+                         pflex_error_t *err)
 {
     return pflex_error_set(err, "%s:%u: job '%s' is measured at only one cap (%g W); "
-                           "a sweep needs at least two", r->name, jm->line,
-                           names + jm->name_off, cap);
+                           "a sweep needs at least two", r->name, line, job, cap);
 }
 
 /* Every job's rows stood together: the points are made; hand them over. */
 static int grouped_finish(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
 {
     if (r->one_cap >= 0)
-        return one_cap_error(r, &JOBS(r)[r->one_cap], ARENA(r), r->one_cap_w, err);
+        return one_cap_error(r, ARENA(r) + KEYS(r)[r->one_cap].name_off, r->one_cap_line,
+                             r->one_cap_w, err);
     /* The name table is done with; its pages go to the jobs array. */
     pflex_big_free(&r->table_mem);
     r->table = NULL;
@@ -641,9 +662,9 @@ static int grouped_finish(struct reader *r, pflex_sweep_t *sw, pflex_error_t *er
         return 0;       /* handed over already; only the names are kept */
     struct pflex_sweep_point *p = st->points.p;
     for (size_t j = 0; j < r->njobs; j++) {
-        const struct jobmeta *jm = &JOBS(r)[j];
+        const struct jobmeta *jm = META(r, j);
         struct pflex_sweep_job *job = &sw->jobs[j];
-        job_out(r, jm, st->names.p, job);
+        job_out(&KEYS(r)[j], jm, st->names.p, job);
         job->npoints = jm->npoints;
         job->points = p;
         p += jm->npoints;
@@ -674,7 +695,7 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
         goto out;
     }
     for (size_t j = 0; j < r->njobs; j++)
-        start[j + 1] = start[j] + JOBS(r)[j].nrows;
+        start[j + 1] = start[j] + KEYS(r)[j].nrows;
     {
         size_t *fill = malloc(r->njobs * sizeof *fill);
         if (!fill) {
@@ -693,9 +714,9 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
     struct pflex_sweep_point *points = st->points.p;
     size_t np = 0;
     for (size_t j = 0; j < r->njobs; j++) {
-        struct jobmeta *jm = &JOBS(r)[j];
+        struct jobmeta *jm = META(r, j);
         uint32_t *o = order + start[j];
-        size_t n = jm->nrows;
+        size_t n = KEYS(r)[j].nrows;
         /* Insertion sort by cap: stable, linear on sorted input. */
         for (size_t a = 1; a < n; a++) {
             uint32_t v = o[a];
@@ -708,7 +729,7 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
             o[b] = v;
         }
         struct pflex_sweep_job *job = &sw->jobs[j];
-        job_out(r, jm, st->names.p, job);
+        job_out(&KEYS(r)[j], jm, st->names.p, job);
         job->points = points + np;
         job->telemetry = r->has_tm ? st->telemetry + np * PFLEX_TM_COUNT : NULL;
         size_t a = 0;
@@ -744,7 +765,7 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
         }
         job->npoints = (size_t)((points + np) - job->points);
         if (job->npoints < 2) {
-            one_cap_error(r, jm, st->names.p, job->points[0].cap_w, err);
+            one_cap_error(r, job->name, jm->line, job->points[0].cap_w, err);
             goto out;
         }
     }
