@@ -3,7 +3,8 @@
  * A physical model (docs/sim-model.md): each step of a job is a sequence of
  * phases (tensor-core GEMMs, attention, memory-bound kernels, optimizer,
  * exposed communication, idle).  Under a per-GPU power cap the power loop
- * runs every phase at the highest SM clock whose board power fits; the
+ * runs the interleaved kernels of a micro-step at the highest SM clock whose
+ * time-averaged board power fits, and every other phase at its own; the
  * memory clock stays.  A synchronous job runs at the pace of its slowest GPU.
  * Silicon variation and measurement noise come from the seed.
  */

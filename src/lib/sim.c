@@ -2,11 +2,13 @@
  *
  * A step of a job is a list of phases.  A compute phase has tensor-core
  * FLOPs and DRAM bytes and runs at the roofline of the two at its SM clock;
- * communication, pipeline bubbles and host work have fixed durations.  The
- * power loop gives every phase the highest SM clock whose board power
+ * communication, pipeline bubbles and host work have fixed durations.  Board
+ * power in a phase is
  *   P = idle + leak * v^2 + dyn * activity * (f/fmax) * v^2 + E_bit * DRAM bits/s
- * fits under the cap (v = V(f)/Vmax, the V-f curve).  The memory clock never
- * changes.  Every GPU has its own silicon (leakage, voltage offset); the job
+ * (v = V(f)/Vmax, the V-f curve).  The power loop gives the interleaved
+ * kernels of a micro-step one SM clock, the highest whose time-averaged
+ * power fits under the cap, and every other phase its own.  The memory
+ * clock never changes.  Every GPU has its own silicon (leakage, voltage offset); the job
  * runs at the pace of the slowest one while the others wait.
  */
 #include <math.h>
@@ -48,10 +50,10 @@ static const struct physics {
     double noise_power, noise_tput, noise_tm; /* measurement noise (relative, 1 sigma) */
 } P = {
     /* Calibrated on the Emerald A100 sweeps (docs/sim-model.md). */
-    .v_ratio = 0.798, .f_knee = 0.653, .guard = 0.0050, .leak_frac = 0.0306, .dyn_frac = 1.165,
-    .eff_gemm = 0.880, .gemm_h0 = 130, .gemm_m0 = 21, .eff_attn = 0.780, .eff_mem = 0.743,
-    .r_sat = 0.516, .a_gemm = 1.0, .a_attn = 0.80, .a_mem = 0.591, .a_comm = 0.50, .a_idle = 0.03,
-    .act_bytes = 72.7, .eager_mult = 5, .eff_link = 0.80, .eff_a2a = 0.60, .eta_dp = 0.303,
+    .v_ratio = 0.798, .f_knee = 0.577, .guard = 0.0050, .leak_frac = 0.0486, .dyn_frac = 1.024,
+    .eff_gemm = 0.895, .gemm_h0 = 54.8, .gemm_m0 = 63.9, .eff_attn = 0.656, .eff_mem = 0.606,
+    .r_sat = 0.665, .a_gemm = 1.0, .a_attn = 0.604, .a_mem = 0.672, .a_comm = 0.50, .a_idle = 0.03,
+    .act_bytes = 75.6, .eager_mult = 4.94, .eff_link = 0.80, .eff_a2a = 0.60, .eta_dp = 0.303,
     .eta_moe = 0.25, .ovl_width = 0.0256, .coll_lat_s = 10e-6, .launch_s = 4e-6,
     .kernels_per_layer = 20, .host_step_s = 0.005, .host_iter_s = 0.0, .lora_rank = 16,
     /* Not calibrated: silicon spread and sensor noise of the right order. */
@@ -380,6 +382,63 @@ static void run_phase(const struct pflex_sim_job *j, const struct gpu *g, const 
     o->p = phase_power(j, g, w, 0, o->r);
 }
 
+/* Time-averaged power of the interleaved kernels of one micro-step (GEMMs,
+ * attention, memory-bound kernels) all at clock fraction r. */
+static double micro_power(const struct pflex_sim_job *j, const struct gpu *g,
+                          const struct work *w, double r)
+{
+    double t = 0, e = 0;
+    for (int p = PH_GEMM; p <= PH_MEM; p++) {
+        if (w[p].flops <= 0 && w[p].bytes <= 0)
+            continue;
+        double tp = phase_time(j, &w[p], r, NULL);
+        t += tp;
+        e += tp * phase_power(j, g, &w[p], 0, r);
+    }
+    return t > 0 ? e / t : j->k->idle_w;
+}
+
+/* The power loop over a micro-step: its kernels alternate layer by layer
+ * every few hundred microseconds, far faster than the loop reacts (the
+ * board's power sensor is read every few tens of milliseconds), so the
+ * loop holds their time-averaged power under the cap with one clock. */
+static double micro_clock(const struct pflex_sim_job *j, const struct gpu *g,
+                          const struct work *w)
+{
+    double limit = g->cap_w * (1 - P.guard);
+    if (micro_power(j, g, w, 1.0) <= limit)
+        return 1.0;
+    double lo = 0.02, hi = 1.0;
+    if (micro_power(j, g, w, lo) > limit)
+        return lo;
+    for (int i = 0; i < 40; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (micro_power(j, g, w, mid) <= limit)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* All compute phases of one GPU: the micro-step's kernels under one
+ * time-averaged clock, the optimizer (or decode iteration) under its own. */
+static void run_phases(const struct pflex_sim_job *j, const struct gpu *g, const struct work *w,
+                       struct ph_run *o)
+{
+    double r = micro_clock(j, g, w);
+    for (int p = PH_GEMM; p <= PH_MEM; p++) {
+        if (w[p].flops <= 0 && w[p].bytes <= 0) {
+            o[p] = (struct ph_run){r, 0, 0, 0};
+            continue;
+        }
+        o[p].r = r;
+        o[p].t = phase_time(j, &w[p], r, &o[p].tc);
+        o[p].p = phase_power(j, g, &w[p], 0, r);
+    }
+    run_phase(j, g, &w[PH_OPT], &o[PH_OPT]);
+}
+
 /* Communication time c left exposed behind compute time that can hide h.
  * Per layer (bucket) the traffic and the compute differ, so the exposure
  * is a smooth max(0, c - h): soft over a width of ovl_width * c. */
@@ -477,8 +536,7 @@ static double evaluate(struct pflex_sim_job *j, double *step_s)
     if (!runs)
         return NAN;
     for (int i = 0; i < j->n; i++)
-        for (int p = 0; p < PH_NCOMPUTE; p++)
-            run_phase(j, &j->g[i], &s->ph[p], runs + (size_t)i * PH_NCOMPUTE + p);
+        run_phases(j, &j->g[i], s->ph, runs + (size_t)i * PH_NCOMPUTE);
     /* Inference replicas run independently; a training job is one group. */
     int size = s->decode ? j->d.tp * j->d.pp : j->n;
     int groups = j->n / size;
@@ -567,10 +625,9 @@ int pflex_sim_job_breakdown(pflex_sim_job_t *j, double cap_w, struct pflex_sim_b
     for (int i = 0; i < j->n; i++) {
         struct ph_run r[PH_NCOMPUTE];
         double tot = 0;
-        for (int p = 0; p < PH_NCOMPUTE; p++) {
-            run_phase(j, &j->g[i], &s->ph[p], &r[p]);
+        run_phases(j, &j->g[i], s->ph, r);
+        for (int p = 0; p < PH_NCOMPUTE; p++)
             tot += r[p].t;
-        }
         double best = ts[0] + ts[1] + ts[2] + ts[3];
         if (tot > best)
             for (int p = 0; p < PH_NCOMPUTE; p++)
