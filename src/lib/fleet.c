@@ -106,7 +106,8 @@ static int pick(uint64_t *s, const int *v, int n)
  * hidden unit per layer, 2 with recomputation; Korthikanti et al. 2022 with
  * flash attention), logits, and a fixed runtime overhead.  Only used to keep
  * the catalogue within what fits; the simulator models speed, not memory. */
-static double mem_gb(const struct model *m, const struct config *c, int seq, int mb, int ckpt)
+static double mem_gb(const struct model *m, const struct config *c, int seq, int mb, int ckpt,
+                     int full_shard)
 {
     int dp = c->gpus / (c->tp * c->pp);
     double p = m->params_b * 1e9, expert = 0;
@@ -116,6 +117,7 @@ static double mem_gb(const struct model *m, const struct config *c, int seq, int
         expert = 0.95 * p;
     double p_gpu = (p - expert) / (c->tp * c->pp) + expert / (c->tp * c->pp * c->ep);
     double state = c->kind == LORA ? p_gpu * 2.0 + 0.02 * p_gpu * 16.0
+                   : full_shard    ? p_gpu * 16.0 / dp      /* FSDP shards weights and grads too */
                                    : p_gpu * 4.0 + p_gpu * 12.0 / dp;
     double tokens = (double)seq * mb;
     double per_layer = tokens * m->hidden / c->tp;
@@ -155,9 +157,9 @@ static void build(int ci, uint64_t rng, const char *suffix, struct pflex_fleet_r
     /* Large models are pretrained with recomputation as a matter of course. */
     int mb = mb_pref, ckpt = c->kind == PT && m->params_b >= 30;
     for (;;) {
-        for (mb = mb_pref; mb > 1 && mem_gb(m, c, seq, mb, ckpt) > MEM_USABLE * H200_MEM_GB; mb /= 2)
+        for (mb = mb_pref; mb > 1 && mem_gb(m, c, seq, mb, ckpt, 0) > MEM_USABLE * H200_MEM_GB; mb /= 2)
             ;
-        if (mem_gb(m, c, seq, mb, ckpt) <= MEM_USABLE * H200_MEM_GB)
+        if (mem_gb(m, c, seq, mb, ckpt, 0) <= MEM_USABLE * H200_MEM_GB)
             break;
         if (!ckpt)
             ckpt = 1;
@@ -177,6 +179,16 @@ static void build(int ci, uint64_t rng, const char *suffix, struct pflex_fleet_r
         accum = 4 * c->pp;      /* keep the pipeline bubble reasonable */
     if (accum > 64)
         accum = 64;
+    /* Fine-tuning is mostly run with Hugging Face Transformers / PEFT
+     * (Trainer, TRL, Accelerate) as is: unfused eager elementwise kernels
+     * and, across GPUs, FSDP full sharding, like the measured Emerald
+     * fine-tunes.  It has no Megatron-style tensor or pipeline parallelism,
+     * so layouts with tp or pp > 1 are Megatron/NeMo runs with fused
+     * kernels; so is every pretraining run.  A quarter of the fine-tunes
+     * that could run on Transformers use a fused stack instead (Liger
+     * kernels, torchtune, NeMo).  Drawn last, so that the
+     * settings drawn before are those of the run without it. */
+    int hf = c->kind != PT && c->tp == 1 && c->pp == 1 && splitmix64(&rng) % 4 != 0;
 
     memset(r, 0, sizeof *r);
     struct pflex_job_desc *d = &r->desc;
@@ -203,8 +215,14 @@ static void build(int ci, uint64_t rng, const char *suffix, struct pflex_fleet_r
     /* Full training shards the Adam state over the data-parallel ranks
      * (Megatron's distributed optimizer), as the memory estimate assumes. */
     d->zero = c->kind != LORA && dp > 1;
-    snprintf(d->name, sizeof d->name, "h200-%s-%s-%s-%dg-s%d-mb%d-%s", m->moe ? "moe" : "dense",
-             m->family, kind_code(c->kind), c->gpus, seq, mb, suffix);
+    d->eager = hf;
+    if (hf) {
+        d->ep = 1;              /* Transformers has no expert parallelism either */
+        if (c->kind == FT && dp > 1)
+            d->zero = 3;
+    }
+    snprintf(d->name, sizeof d->name, "h200-%s-%s-%s%s-%dg-s%d-mb%d-%s", m->moe ? "moe" : "dense",
+             m->family, kind_code(c->kind), hf ? "-hf" : "", c->gpus, seq, mb, suffix);
     r->split = PFLEX_FLEET_MAIN;
     r->family = m->family;
     r->arch = m->moe ? "moe" : "dense";
@@ -213,7 +231,10 @@ static void build(int ci, uint64_t rng, const char *suffix, struct pflex_fleet_r
     r->is_finetune = c->kind != PT;
     r->gpus = c->gpus;
     r->match = -1;
-    r->mem_gb = mem_gb(m, c, seq, mb, ckpt);
+    struct config run = *c;     /* as run: no expert parallelism on Transformers */
+    if (hf)
+        run.ep = 1;
+    r->mem_gb = mem_gb(m, &run, seq, mb, ckpt, d->zero == 3);
 }
 
 static void main_run(int i, struct pflex_fleet_run *r)
