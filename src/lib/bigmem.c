@@ -24,14 +24,13 @@ int pflex_big_reserve(struct pflex_big *b, size_t bytes)
 {
     if (bytes <= b->cap)
         return 0;
-    size_t ncap = b->cap ? 2 * b->cap : 4096;
+    size_t ncap = b->cap ? 2 * b->cap : 64u << 10;
     if (ncap < bytes)
         ncap = bytes;
     if (!mapped(ncap)) {
         void *np = realloc(b->p, ncap);
         if (!np)
             return -1;
-        memset((char *)np + b->cap, 0, ncap - b->cap);
         b->p = np;
         b->cap = ncap;
         return 0;

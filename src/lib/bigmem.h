@@ -6,7 +6,7 @@
  * transparent huge pages requested (one fault per 2 MiB instead of 512)
  * and grown with mremap (pages move, nothing is copied).  Smaller arrays
  * and systems without these calls use realloc.  Bytes past the old size
- * read as zero after a grow.
+ * are undefined after a grow.
  */
 #ifndef PFLEX_BIGMEM_H
 #define PFLEX_BIGMEM_H
@@ -18,7 +18,7 @@ struct pflex_big {
     size_t cap;     /* bytes */
 };
 
-/* Grow b to hold at least bytes (contents kept, new bytes zero).
+/* Grow b to hold at least bytes (contents kept).
  * Returns 0, or -1 when out of memory (b unchanged). */
 int pflex_big_reserve(struct pflex_big *b, size_t bytes);
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "pflex/csv.h"
@@ -91,6 +92,7 @@ struct src {
     int started;                /* the byte-order mark has been looked at */
     unsigned line;              /* line number at buf + pos */
     struct pflex_big chunk;     /* fd: the read buffer */
+    size_t chunk0;              /* its first size */
     pflex_csv_t tok;
 };
 
@@ -173,6 +175,7 @@ static int table_rehash(struct reader *r)
     if (pflex_big_reserve(&nb, ncap * sizeof(uint64_t)) < 0)
         return -1;
     uint64_t *nt = nb.p;
+    memset(nt, 0, ncap * sizeof *nt);
     for (size_t j = 0; j < r->njobs; j++) {
         uint64_t h = hash_bytes(ARENA(r) + KEYS(r)[j].name_off, KEYS(r)[j].name_len);
         size_t i = h & (ncap - 1);
@@ -852,9 +855,13 @@ int pflex_read_all(const char *path, char **buf, size_t *len, pflex_error_t *err
 
 enum { CHUNK = 4u << 20 };     /* read buffer; grows only for a longer record */
 
-static void src_init(struct src *s, int fd, const char *buf, size_t len, const char *name)
+/* size: the file's size when known, else 0 (a small file gets a buffer
+ * just big enough: fresh memory costs more than the reading). */
+static void src_init(struct src *s, int fd, const char *buf, size_t len, const char *name,
+                     size_t size)
 {
     memset(s, 0, sizeof *s);
+    s->chunk0 = size && size < CHUNK ? size + 1 : CHUNK;
     s->fd = fd;
     s->path = name;
     s->buf = buf;
@@ -895,7 +902,7 @@ static int src_fill(struct src *s, pflex_error_t *err)
     s->pos = 0;
     s->len = keep;
     if (s->len == s->chunk.cap
-        && pflex_big_reserve(&s->chunk, s->chunk.cap ? 2 * s->chunk.cap : CHUNK) < 0)
+        && pflex_big_reserve(&s->chunk, s->chunk.cap ? 2 * s->chunk.cap : s->chunk0) < 0)
         return pflex_error_set(err, "%s: out of memory", s->path);
     b = s->chunk.p;
     s->buf = b;
@@ -988,15 +995,16 @@ int pflex_sweep_read_mem(const char *buf, size_t len, const char *name,
 {
     struct src s;
     name = name ? name : "-";
-    src_init(&s, -1, buf, len, name);
+    src_init(&s, -1, buf, len, name, 0);
     int rc = read_src(&s, name, columns, NULL, out, err);
     src_fini(&s);
     return rc;
 }
 
-/* A regular file is read piece by piece into one reused buffer: neither a
- * copy of the whole file nor a mapping of it (whose page-table entries cost
- * nearly as much as fresh memory on virtual machines) is made. */
+/* A large regular file is read piece by piece into one reused buffer:
+ * neither a copy of the whole file nor a mapping of it (whose page-table
+ * entries cost nearly as much as fresh memory on virtual machines) is
+ * made. */
 static int read_file(const char *path, const char *columns, const struct pflex_sweep_visitor *v,
                      pflex_sweep_t **out, pflex_error_t *err)
 {
@@ -1007,7 +1015,24 @@ static int read_file(const char *path, const char *columns, const struct pflex_s
         struct stat st;
         if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
             struct src s;
-            src_init(&s, fd, NULL, 0, path);
+            if (st.st_size > 0 && st.st_size <= CHUNK) {
+                /* A small file is mapped instead: its page-cache pages cost
+                 * less than a buffer's fresh ones. */
+                int flags = MAP_PRIVATE;
+#ifdef MAP_POPULATE
+                flags |= MAP_POPULATE;
+#endif
+                void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, flags, fd, 0);
+                if (m != MAP_FAILED) {
+                    close(fd);
+                    src_init(&s, -1, m, (size_t)st.st_size, path, 0);
+                    int rc = read_src(&s, path, columns, v, out, err);
+                    src_fini(&s);
+                    munmap(m, (size_t)st.st_size);
+                    return rc;
+                }
+            }
+            src_init(&s, fd, NULL, 0, path, (size_t)st.st_size);
             int rc = read_src(&s, path, columns, v, out, err);
             src_fini(&s);
             close(fd);
@@ -1020,7 +1045,7 @@ static int read_file(const char *path, const char *columns, const struct pflex_s
         return -1;
     const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
     struct src s;
-    src_init(&s, -1, buf, len, name);
+    src_init(&s, -1, buf, len, name, 0);
     int rc = read_src(&s, name, columns, v, out, err);
     src_fini(&s);
     free(buf);
