@@ -136,8 +136,8 @@ static int bench_file(const char *path, int reps)
     }
     double a = median(tp, reps), b = median(tq, reps);
     printf("%zu jobs from %s (median of %d):\n", njobs, path, reps);
-    printf("  parse only        %8.3f s\n", a);
-    printf("  parse + optimal   %8.3f s   (planning %.3f s; ratio %.2f)\n", b, b - a, b / a);
+    printf("  parse only        %9.4f s\n", a);
+    printf("  parse + optimal   %9.4f s   (planning %.4f s; ratio %.2f)\n", b, b - a, b / a);
     printf("  (plan throughput %.6g)\n", thr);
     free(tp);
     free(tq);
