@@ -174,6 +174,32 @@ static void test_cap_averages_interleaved_kernels(void **state)
     pflex_sim_job_destroy(eager);
 }
 
+/* The same layout and tokens on one GPU: a narrow model (2048 wide) moves
+ * more elementwise bytes per GEMM FLOP than a wide one (5120), so more of
+ * its micro-step keeps its pace under a cap. */
+static void test_narrow_model_more_flexible(void **state)
+{
+    struct pflex_job_desc narrow = {
+        .name = "narrow", .gpu = "H200", .gpus = 1, .layers = 16, .hidden = 2048, .heads = 16,
+        .kv_heads = 8, .ffn_hidden = 8192, .vocab = 32000, .kind = PFLEX_JOB_PRETRAIN,
+        .seq_len = 4096, .micro_batch = 1, .global_batch = 16,
+    };
+    struct pflex_job_desc wide = narrow;
+    wide.name[0] = 'w';
+    wide.layers = 40;
+    wide.hidden = 5120;
+    wide.heads = wide.kv_heads = 40;
+    wide.ffn_hidden = 13824;
+    pflex_sim_job_t *a = make(&narrow, 4), *b = make(&wide, 4);
+    struct pflex_sim_breakdown ba, bb;
+    assert_int_equal(pflex_sim_job_breakdown(a, 0, &ba, NULL), 0);
+    assert_int_equal(pflex_sim_job_breakdown(b, 0, &bb, NULL), 0);
+    assert_true(ba.memory > bb.memory);
+    assert_true(pfi_of(a) > pfi_of(b) + 0.02);
+    pflex_sim_job_destroy(a);
+    pflex_sim_job_destroy(b);
+}
+
 /* MoE: experts spread over nodes add all-to-all traffic that the cap does
  * not slow, so the job is more flexible than a dense model of the same
  * active size on the same GPUs. */
@@ -458,6 +484,7 @@ int main(void)
         cmocka_unit_test(test_telemetry_ranges),
         cmocka_unit_test(test_memory_bound_more_flexible),
         cmocka_unit_test(test_cap_averages_interleaved_kernels),
+        cmocka_unit_test(test_narrow_model_more_flexible),
         cmocka_unit_test(test_moe_vs_dense),
         cmocka_unit_test(test_scaling),
         cmocka_unit_test(test_all_kinds_under_cap),

@@ -382,12 +382,20 @@ static void run_phase(const struct pflex_sim_job *j, const struct gpu *g, const 
     o->p = phase_power(j, g, w, 0, o->r);
 }
 
+/* Exposed communication that interleaves with a micro-step's kernels layer
+ * by layer: tensor-parallel all-reduces and MoE all-to-all. */
+static double interleaved_comm_s(const struct step *s)
+{
+    return s->tp_s + s->moe_s * (1 - P.eta_moe);
+}
+
 /* Time-averaged power of the interleaved kernels of one micro-step (GEMMs,
- * attention, memory-bound kernels) all at clock fraction r. */
+ * attention, memory-bound kernels, and the NCCL kernels of the interleaved
+ * communication) all at clock fraction r. */
 static double micro_power(const struct pflex_sim_job *j, const struct gpu *g,
                           const struct work *w, double r)
 {
-    double t = 0, e = 0;
+    double t = interleaved_comm_s(&j->s), e = t * phase_power(j, g, NULL, P.a_comm, r);
     for (int p = PH_GEMM; p <= PH_MEM; p++) {
         if (w[p].flops <= 0 && w[p].bytes <= 0)
             continue;
@@ -477,6 +485,7 @@ static double eval_group(struct pflex_sim_job *j, const struct ph_run *runs, int
     double dp_exp = exposed(s->dp_s, P.eta_dp * (2.0 / 3.0) * tm_slow);
     double moe_exp = s->moe_s * (1 - P.eta_moe);
     double comm_micro = s->tp_s + moe_exp + fsdp_exp + s->pp_s;
+    double comm_int = m * interleaved_comm_s(s);    /* under the micro-step's clock */
     double launch_exp = decode ? s->launch_s : s->launch_s - tm_slow;
     if (launch_exp < 0)
         launch_exp = 0;
@@ -490,11 +499,13 @@ static double eval_group(struct pflex_sim_job *j, const struct ph_run *runs, int
         const struct ph_run *r = runs + (size_t)i * PH_NCOMPUTE;
         double rc = loop_clock(j, g, NULL, P.a_comm), ri = loop_clock(j, g, NULL, P.a_idle);
         double pc = phase_power(j, g, NULL, P.a_comm, rc), pi = phase_power(j, g, NULL, P.a_idle, ri);
+        double rm = r[PH_GEMM].r, pm = phase_power(j, g, NULL, P.a_comm, rm);
         double busy = m * (r[PH_GEMM].t + r[PH_ATTN].t + r[PH_MEM].t) + r[PH_OPT].t * iters;
         double wait = step - busy - comm;
         double e = m * (r[PH_GEMM].t * r[PH_GEMM].p + r[PH_ATTN].t * r[PH_ATTN].p
                         + r[PH_MEM].t * r[PH_MEM].p)
-                   + iters * r[PH_OPT].t * r[PH_OPT].p + comm * pc + wait * pi;
+                   + iters * r[PH_OPT].t * r[PH_OPT].p + (comm - comm_int) * pc + comm_int * pm
+                   + wait * pi;
         j->power_w[i] = e / step;
         double *tm = j->tm + (size_t)i * PFLEX_TM_COUNT;
         double clk = 0, act = 0, occ = 0, tens = 0, bytes = 0;
@@ -506,7 +517,7 @@ static double eval_group(struct pflex_sim_job *j, const struct ph_run *runs, int
             tens += reps * s->ph[p].flops / (k->bf16_tflops * 1e12 * r[p].r);
             bytes += reps * s->ph[p].bytes;
         }
-        clk += comm * rc + wait * ri;
+        clk += (comm - comm_int) * rc + comm_int * rm + wait * ri;
         act += comm * 0.15;
         occ += comm * 0.05;
         tm[PFLEX_TM_SM_CLOCK_MHZ] = clk / step * k->sm_clock_max_mhz;
