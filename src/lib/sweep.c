@@ -109,6 +109,7 @@ struct reader {
                                  * (a cache miss) on most mismatches. */
     struct pflex_big table_mem;
     size_t table_cap;
+    struct pflex_big hashes;    /* grouped: each job's name hash, for has_dup */
     struct pflex_big rows;      /* general grouping: every row */
     size_t nrows;
     double *tm;                 /* nrows x PFLEX_TM_COUNT when has_tm */
@@ -220,6 +221,70 @@ static long job_lookup(struct reader *r, const char *s, size_t n, unsigned line)
     return (long)r->njobs++;
 }
 
+/* A new job named s, for the grouped pass: no table is probed (a probe a
+ * job is a cache miss a job); its name's hash is kept for has_dup. */
+static long job_append(struct reader *r, const char *s, size_t n)
+{
+    if (pflex_big_reserve(&r->keys, (r->njobs + 1) * sizeof(struct jobkey)) < 0
+        || pflex_big_reserve(&r->hashes, (r->njobs + 1) * sizeof(uint64_t)) < 0
+        || pflex_big_reserve(&r->jobs, (r->slot ? 1 : r->njobs + 1) * sizeof(struct jobmeta)) < 0)
+        return -1;
+    struct jobkey *j = &KEYS(r)[r->njobs];
+    if (arena_add(r, s, n, &j->name_off) < 0)
+        return -1;
+    j->name_len = n;
+    j->nrows = 0;
+    ((uint64_t *)r->hashes.p)[r->njobs] = hash_bytes(s, n);
+    return (long)r->njobs++;
+}
+
+/* True when two of the grouped pass's jobs may share a name (equal name
+ * hashes; or no memory to tell): the pass then stands for nothing and the
+ * general one decides.  The hashes are bucketed by their top 16 bits in one
+ * pass and each small bucket sorted: sequential work, where a table probe a
+ * job would miss the cache each time. */
+static int has_dup(struct reader *r)
+{
+    size_t n = r->njobs;
+    if (n < 2)
+        return 0;
+    enum { BITS = 16, NB = 1 << BITS };
+    const uint64_t *h = r->hashes.p;
+    struct pflex_big tmp = {0};
+    size_t *start = calloc(NB + 1, sizeof *start);
+    if (!start || pflex_big_reserve(&tmp, n * sizeof(uint64_t)) < 0) {
+        free(start);
+        return 1;
+    }
+    uint64_t *b = tmp.p;
+    for (size_t i = 0; i < n; i++)
+        start[(h[i] >> (64 - BITS)) + 1]++;
+    for (size_t k = 0; k < NB; k++)
+        start[k + 1] += start[k];
+    for (size_t i = 0; i < n; i++)
+        b[start[h[i] >> (64 - BITS)]++] = h[i];
+    /* start[k] is now the end of bucket k */
+    int dup = 0;
+    for (size_t k = 0, lo = 0; k < NB && !dup; lo = start[k++]) {
+        size_t hi = start[k];
+        for (size_t x = lo + 1; x < hi; x++) {
+            uint64_t v = b[x];
+            size_t y = x;
+            while (y > lo && b[y - 1] > v) {
+                b[y] = b[y - 1];
+                y--;
+            }
+            b[y] = v;
+        }
+        for (size_t x = lo + 1; x < hi; x++)
+            if (b[x] == b[x - 1])
+                dup = 1;
+    }
+    free(start);
+    pflex_big_free(&tmp);
+    return dup;
+}
+
 /* Parse "name=Header,..." into headers[] (pointers into a copy). */
 static int parse_columns(const char *spec, char **copy, const char *headers[COL_COUNT],
                          pflex_error_t *err)
@@ -261,6 +326,7 @@ static void reader_free(struct reader *r)
     pflex_big_free(&r->keys);
     pflex_big_free(&r->jobs);
     pflex_big_free(&r->table_mem);
+    pflex_big_free(&r->hashes);
     pflex_big_free(&r->rows);
     pflex_big_free(&r->points);
     free(r->vpts);
@@ -363,7 +429,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             && memcmp(ARENA(&r) + KEYS(&r)[last_job].name_off, jf->s, jf->len) == 0)
             j = last_job;
         else
-            j = job_lookup(&r, jf->s, jf->len, line);
+            j = r.grouped ? job_append(&r, jf->s, jf->len) : job_lookup(&r, jf->s, jf->len, line);
         if (j < 0) {
             pflex_error_set(err, "%s:%u: out of memory", r.name, line);
             goto done;
@@ -526,6 +592,10 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
     }
     if (got < 0)
         goto done;
+    if (r.grouped && has_dup(&r)) {
+        rc = 1;                 /* scattered: read again, collecting rows */
+        goto done;
+    }
     if (r.grouped && last_job >= 0) {
         int fr = flush_job(&r, last_job);
         if (fr == -1)
@@ -549,6 +619,10 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
     *out = sw;
     rc = 0;
 done:
+    /* An error in the grouped pass stands only if no job so far was
+     * scattered (else the general pass finds the error, or another first). */
+    if (rc < 0 && r.grouped && has_dup(&r))
+        rc = 1;
     free(spec_copy);
     reader_free(&r);
     return rc;
