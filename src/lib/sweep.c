@@ -248,7 +248,11 @@ static int has_dup(struct reader *r)
     size_t n = r->njobs;
     if (n < 2)
         return 0;
-    enum { BITS = 16, NB = 1 << BITS };
+    int bits = 4;               /* about four hashes a bucket, at most 2^16 buckets */
+    while (bits < 16 && ((size_t)1 << bits) < n / 4)
+        bits++;
+    const size_t NB = (size_t)1 << bits;
+    const int BITS = bits;
     const uint64_t *h = r->hashes.p;
     struct pflex_big tmp = {0};
     size_t *start = calloc(NB + 1, sizeof *start);
