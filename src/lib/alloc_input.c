@@ -1,7 +1,8 @@
 /* alloc_input.c — an allocation problem from a sweep, a jobs file and a
- * PFI CSV (see pflex/alloc.h).  Curves are built in the sweep's own point
- * storage: no allocation per job, so a million-job sweep becomes a problem
- * in one pass. */
+ * PFI CSV (see pflex/alloc.h).  A sweep alone becomes its problem as it is
+ * read, job by job, keeping only the curves (x and loss) and the jobs; with
+ * a jobs file the sweep is kept and curves are built in its own point
+ * storage.  No allocation per job either way. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,13 +1,15 @@
 /* sweep.c — reading the sweep CSV of SPEC §3.
  *
- * One pass over the file collects rows (job index, cap, power, throughput,
- * telemetry); a counting sort groups them by job in O(rows), and an
- * insertion sort per job (already sorted in every file we write) orders them
- * by cap before rows at the same cap are averaged.  Job names are looked up
- * in an open-addressing hash table, with a shortcut for the common case of a
- * job's rows standing together.  This keeps an 8-million-row file well under
- * a second.
- */
+ * The text is read piece by piece (a small file is mapped); plain lines are
+ * split where they lie, others go to the general tokenizer.  A first pass
+ * assumes what every file we write does, that each job's rows stand
+ * together: each job's rows are ordered by cap (insertion sort, linear on
+ * sorted input) and averaged as soon as they end, and no row is kept.  If
+ * two jobs turn out to share a name (their name hashes, sorted once at the
+ * end), or the first pass cannot tell because of telemetry columns, the
+ * rows are collected, looked up by name in an open-addressing hash table,
+ * grouped by a counting sort in O(rows) and averaged the same way.  Both
+ * give the same sweep bit for bit and the same errors. */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
