@@ -95,6 +95,7 @@ struct src {
     unsigned line;              /* line number at buf + pos */
     struct pflex_big chunk;     /* fd: the read buffer */
     size_t chunk0;              /* its first size */
+    size_t need;                /* fields a data row needs (0: header not read) */
     pflex_csv_t tok;
 };
 
@@ -123,8 +124,7 @@ struct reader {
     struct pflex_big points;    /* grouped: struct pflex_sweep_point */
     size_t npoints;
     long one_cap;               /* grouped: first job with one cap, or -1 */
-    double one_cap_w;           /* its cap */
-    unsigned one_cap_line;      /* its first line */
+    pflex_error_t one_cap_err;  /* its error, reported once every row is read */
     const struct pflex_sweep_visitor *v;    /* jobs handed over, not kept */
     struct pflex_sweep_point *vpts;         /* v: the points of the job handed */
     size_t vpts_cap;
@@ -132,6 +132,8 @@ struct reader {
 };
 
 #define KEYS(r) ((struct jobkey *)(r)->keys.p)
+/* Job j's key: in the one-slot mode only the current job's is kept. */
+#define KEY(r, j) ((struct jobkey *)(r)->keys.p + ((r)->slot ? 0 : (j)))
 #define META(r, j) ((struct jobmeta *)(r)->jobs.p + ((r)->slot ? 0 : (j)))
 #define ARENA(r) ((char *)(r)->arena.p)
 
@@ -227,11 +229,11 @@ static long job_lookup(struct reader *r, const char *s, size_t n, unsigned line)
  * job is a cache miss a job); its name's hash is kept for has_dup. */
 static long job_append(struct reader *r, const char *s, size_t n)
 {
-    if (pflex_big_reserve(&r->keys, (r->njobs + 1) * sizeof(struct jobkey)) < 0
+    if (pflex_big_reserve(&r->keys, (r->slot ? 1 : r->njobs + 1) * sizeof(struct jobkey)) < 0
         || pflex_big_reserve(&r->hashes, (r->njobs + 1) * sizeof(uint64_t)) < 0
         || pflex_big_reserve(&r->jobs, (r->slot ? 1 : r->njobs + 1) * sizeof(struct jobmeta)) < 0)
         return -1;
-    struct jobkey *j = &KEYS(r)[r->njobs];
+    struct jobkey *j = KEY(r, r->njobs);
     if (arena_add(r, s, n, &j->name_off) < 0)
         return -1;
     j->name_len = n;
@@ -351,6 +353,8 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err);
 static int grouped_finish(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err);
 
 static int flush_job(struct reader *r, long j);
+static int one_cap_error(const struct reader *r, const char *job, unsigned line, double cap,
+                         pflex_error_t *err);
 static void job_out(const struct jobkey *jk, const struct jobmeta *jm, const char *names,
                     struct pflex_sweep_job *job);
 static int next_record(struct src *s, pflex_error_t *err);
@@ -415,6 +419,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
     for (int k = 0; k < COL_COUNT; k++)
         if (idx[k] >= 0 && (size_t)idx[k] + 1 > need)
             need = (size_t)idx[k] + 1;
+    s->need = need;
 
     long last_job = -1;
     while ((got = next_record(s, err)) == 1) {
@@ -431,27 +436,29 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             goto done;
         }
         long j;
-        if (last_job >= 0 && KEYS(&r)[last_job].name_len == jf->len
-            && memcmp(ARENA(&r) + KEYS(&r)[last_job].name_off, jf->s, jf->len) == 0)
+        if (last_job >= 0 && KEY(&r, last_job)->name_len == jf->len
+            && memcmp(ARENA(&r) + KEY(&r, last_job)->name_off, jf->s, jf->len) == 0) {
             j = last_job;
-        else
-            j = r.grouped ? job_append(&r, jf->s, jf->len) : job_lookup(&r, jf->s, jf->len, line);
+        } else if (r.grouped) {
+            /* The last job's rows have ended (a job seen before is caught
+             * by has_dup at the end); in the one-slot mode its key, meta
+             * and names are reused by the new job once it is handed over. */
+            if (last_job >= 0) {
+                int fr = flush_job(&r, last_job);
+                if (fr == -1)
+                    pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+                if (fr < 0)
+                    goto done;
+            }
+            j = job_append(&r, jf->s, jf->len);
+        } else {
+            j = job_lookup(&r, jf->s, jf->len, line);
+        }
         if (j < 0) {
             pflex_error_set(err, "%s:%u: out of memory", r.name, line);
             goto done;
         }
-        int fresh = j != last_job && KEYS(&r)[j].nrows == 0;
-        if (j != last_job && !fresh && r.grouped) {
-            rc = 1;             /* scattered: read again, collecting rows */
-            goto done;
-        }
-        if (j != last_job && last_job >= 0 && r.grouped) {
-            int fr = flush_job(&r, last_job);
-            if (fr == -1)
-                pflex_error_set(err, "%s:%u: out of memory", r.name, line);
-            if (fr < 0)
-                goto done;
-        }
+        int fresh = j != last_job && KEY(&r, j)->nrows == 0;
         last_job = j;
         struct jobmeta *jm = META(&r, j);
         if (fresh) {            /* after the last job's flush: it may share the slot */
@@ -494,7 +501,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             }
             if (jm->gpus && jm->gpus != (int)g) {
                 pflex_error_set(err, "%s:%u: column 'gpus': job '%s' had %d GPUs on line %u, "
-                                "now %d", r.name, line, ARENA(&r) + KEYS(&r)[j].name_off, jm->gpus,
+                                "now %d", r.name, line, ARENA(&r) + KEY(&r, j)->name_off, jm->gpus,
                                 jm->line, (int)g);
                 goto done;
             }
@@ -557,7 +564,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             r.cur[r.ncur++] = (struct row){.job = (uint32_t)j, .line = line, .cap = cap,
                                            .power = power, .tput = tput};
             r.nrows++;
-            KEYS(&r)[j].nrows++;
+            KEY(&r, j)->nrows++;
             continue;
         }
         if (pflex_big_reserve(&r.rows, (r.nrows + 1) * sizeof(struct row)) < 0) {
@@ -687,8 +694,8 @@ static int flush_job(struct reader *r, long j)
     jm->npoints = m;
     if (m < 2 && r->one_cap < 0) {
         r->one_cap = j;
-        r->one_cap_w = pt[0].cap_w;
-        r->one_cap_line = jm->line;
+        one_cap_error(r, ARENA(r) + KEY(r, j)->name_off, jm->line, pt[0].cap_w,
+                      &r->one_cap_err);
     }
     r->ncur = 0;
     if (!r->v) {
@@ -696,10 +703,14 @@ static int flush_job(struct reader *r, long j)
         return 0;
     }
     struct pflex_sweep_job job;
-    job_out(&KEYS(r)[j], jm, ARENA(r), &job);
+    job_out(KEY(r, j), jm, ARENA(r), &job);
     job.npoints = m;
     job.points = pt;
-    return r->v->job(r->v->ctx, &job, r->err) < 0 ? -2 : 0;
+    if (r->v->job(r->v->ctx, &job, r->err) < 0)
+        return -2;
+    if (r->slot)
+        r->arena_len = 0;   /* its names are done with: the next job's go here */
+    return 0;
 }
 
 static void job_out(const struct jobkey *jk, const struct jobmeta *jm, const char *names,
@@ -724,9 +735,10 @@ static int one_cap_error(const struct reader *r, const char *job, unsigned line,
 /* Every job's rows stood together: the points are made; hand them over. */
 static int grouped_finish(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
 {
-    if (r->one_cap >= 0)
-        return one_cap_error(r, ARENA(r) + KEYS(r)[r->one_cap].name_off, r->one_cap_line,
-                             r->one_cap_w, err);
+    if (r->one_cap >= 0) {
+        *err = r->one_cap_err;
+        return -1;
+    }
     /* The name table is done with; its pages go to the jobs array. */
     pflex_big_free(&r->table_mem);
     r->table = NULL;
@@ -963,6 +975,7 @@ static int src_rewind(struct src *s, pflex_error_t *err)
     s->pos = 0;
     s->line = 1;
     s->started = 0;
+    s->need = 0;
     if (s->fd >= 0) {
         if (lseek(s->fd, 0, SEEK_SET) < 0)
             return pflex_error_set(err, "%s: %s", s->path, strerror(errno));
@@ -1001,6 +1014,52 @@ static int src_fill(struct src *s, pflex_error_t *err)
     return 0;
 }
 
+static int is_blank(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\r';
+}
+
+/* A data row's first need fields, split where they lie, when nothing in
+ * them needs more than finding commas: no quote on the line, not a comment,
+ * no blank or CR at either end of those fields (but the line's own CR).
+ * Fields past need are not split (the reader looks only at need fields).
+ * Returns 1 with c->fields[0..need) and c->line as pflex_csv_split_line
+ * would set them (c->nfields = need: at least that many), or 0 when the
+ * line needs pflex_csv_split_line (which also counts a short row's fields
+ * for its message). */
+static int split_row(pflex_csv_t *c, const char *s, size_t len, size_t need, unsigned line)
+{
+    if (need == 0 || need > c->cap || len == 0 || *s == '#' || memchr(s, '"', len))
+        return 0;
+    const char *e = s + len;
+    struct pflex_csv_field *f = c->fields;
+    for (size_t k = 0; k < need; k++) {
+        const char *a = s;
+        while (s < e && *s != ',')
+            s++;
+        const char *b = s;
+        if (s == e && b > a && b[-1] == '\r')     /* CRLF */
+            b--;
+        if (b > a && (is_blank(*a) || is_blank(b[-1])))
+            return 0;
+        f[k].s = a;
+        f[k].len = (size_t)(b - a);
+        f[k].quoted = 0;
+        f[k].off = 0;
+        if (s == e) {
+            if (k + 1 < need)
+                return 0;
+            break;
+        }
+        s++;
+    }
+    c->line = line;
+    c->next_line = line + 1;
+    c->nfields = need;
+    c->scratch_len = 0;
+    return 1;
+}
+
 /* The next record into s->tok: 1, 0 at the end, -1 with err set.  A plain
  * line is split where it lies; anything else (quotes, comments, blank
  * lines) goes to the general tokenizer, given more text when it stopped at
@@ -1026,7 +1085,9 @@ static int next_record(struct src *s, pflex_error_t *err)
             const char *nl = memchr(p, '\n', (size_t)(end - p));
             if (nl || s->eof) {
                 const char *le = nl ? nl : end;
-                int rc = pflex_csv_split_line(&s->tok, p, (size_t)(le - p), s->line, err);
+                int rc = split_row(&s->tok, p, (size_t)(le - p), s->need, s->line);
+                if (rc == 0)
+                    rc = pflex_csv_split_line(&s->tok, p, (size_t)(le - p), s->line, err);
                 if (rc < 0)
                     return -1;
                 if (rc == 1) {
