@@ -235,6 +235,31 @@ int pflex_parse_double(const char *s, size_t len, double *out)
         neg = *p == '-';
         p++;
     }
+    if (len <= 15) {
+        /* The common short plain decimal ("591.33", "8"): at most 15
+         * digits, so the mantissa and its power of ten are exact and one
+         * division rounds correctly, as below.  Anything else (an
+         * exponent, a second point, no digit) takes the general path. */
+        const char *q = p, *point = NULL;
+        uint64_t m = 0;
+        for (; q < e; q++) {
+            unsigned d = (unsigned)(*q - '0');
+            if (d < 10)
+                m = m * 10 + d;
+            else if (*q == '.' && !point)
+                point = q;
+            else
+                break;
+        }
+        size_t ndig = (size_t)(q - p) - (point != NULL);
+        if (q == e && ndig > 0) {
+            double v = (double)m;
+            if (point && e - point > 1)
+                v /= pow10_exact[e - point - 1];
+            *out = neg ? -v : v;
+            return 0;
+        }
+    }
     uint64_t mant = 0;
     int digits = 0, exp10 = 0, any = 0;
     while (p < e && *p == '0')
