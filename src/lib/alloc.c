@@ -175,7 +175,7 @@ static int grow_arr(void **p, size_t need, size_t elem)
  * or -1 when out of memory (m unchanged). */
 static int big_arr(struct pflex_big *m, size_t n, size_t elem)
 {
-    return pflex_big_reserve(m, (n ? n : 1) * elem);
+    return pflex_big_reserve_exact(m, (n ? n : 1) * elem);
 }
 
 static int items_reserve(struct scratch *s, size_t n)
