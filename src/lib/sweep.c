@@ -1019,26 +1019,29 @@ static int is_blank(char ch)
     return ch == ' ' || ch == '\t' || ch == '\r';
 }
 
-/* A data row's first need fields, split where they lie, when nothing in
- * them needs more than finding commas: no quote on the line, not a comment,
- * no blank or CR at either end of those fields (but the line's own CR).
- * Fields past need are not split (the reader looks only at need fields).
- * Returns 1 with c->fields[0..need) and c->line as pflex_csv_split_line
- * would set them (c->nfields = need: at least that many), or 0 when the
- * line needs pflex_csv_split_line (which also counts a short row's fields
- * for its message). */
-static int split_row(pflex_csv_t *c, const char *s, size_t len, size_t need, unsigned line)
+/* A data row's first need fields, split where they lie in one pass over
+ * the line that also finds its end: for a plain line, one with no quote,
+ * not a comment, and no blank or CR at either end of those fields (but the
+ * line's own CR).  Fields past need are not split (the reader looks only
+ * at need fields).  Returns 1 with c->fields[0..need) and c->line as
+ * pflex_csv_split_line would set them (c->nfields = need: at least that
+ * many) and *nl at the line's '\n'; 0 when the line needs the general path
+ * (which also counts a short row's fields for its message), or has no
+ * '\n' before end. */
+static int split_row(pflex_csv_t *c, const char *s, const char *end, size_t need,
+                     unsigned line, const char **nl)
 {
-    if (need == 0 || need > c->cap || len == 0 || *s == '#' || memchr(s, '"', len))
+    if (need == 0 || need > c->cap || s == end || *s == '#')
         return 0;
-    const char *e = s + len;
     struct pflex_csv_field *f = c->fields;
-    for (size_t k = 0; k < need; k++) {
+    for (size_t k = 0;; k++) {
         const char *a = s;
-        while (s < e && *s != ',')
+        while (s < end && *s != ',' && *s != '\n' && *s != '"')
             s++;
+        if (s == end || *s == '"')
+            return 0;
         const char *b = s;
-        if (s == e && b > a && b[-1] == '\r')     /* CRLF */
+        if (*s == '\n' && b > a && b[-1] == '\r')   /* CRLF */
             b--;
         if (b > a && (is_blank(*a) || is_blank(b[-1])))
             return 0;
@@ -1046,13 +1049,21 @@ static int split_row(pflex_csv_t *c, const char *s, size_t len, size_t need, uns
         f[k].len = (size_t)(b - a);
         f[k].quoted = 0;
         f[k].off = 0;
-        if (s == e) {
+        if (*s == '\n') {
             if (k + 1 < need)
                 return 0;
             break;
         }
         s++;
+        if (k + 1 == need) {    /* the rest of the line: its end, no quote */
+            while (s < end && *s != '\n' && *s != '"')
+                s++;
+            if (s == end || *s == '"')
+                return 0;
+            break;
+        }
     }
+    *nl = s;
     c->line = line;
     c->next_line = line + 1;
     c->nfields = need;
@@ -1082,12 +1093,16 @@ static int next_record(struct src *s, pflex_error_t *err)
                 s->pos += 3, p += 3;
         }
         if (s->started && p < end) {
-            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            const char *nl;
+            if (split_row(&s->tok, p, end, s->need, s->line, &nl)) {
+                s->pos = (size_t)(nl - s->buf) + 1;
+                s->line++;
+                return 1;
+            }
+            nl = memchr(p, '\n', (size_t)(end - p));
             if (nl || s->eof) {
                 const char *le = nl ? nl : end;
-                int rc = split_row(&s->tok, p, (size_t)(le - p), s->need, s->line);
-                if (rc == 0)
-                    rc = pflex_csv_split_line(&s->tok, p, (size_t)(le - p), s->line, err);
+                int rc = pflex_csv_split_line(&s->tok, p, (size_t)(le - p), s->line, err);
                 if (rc < 0)
                     return -1;
                 if (rc == 1) {
