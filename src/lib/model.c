@@ -234,6 +234,9 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
             d->ffn_hidden = (int)(8.0 / 3.0 * d->hidden / 256.0 + 0.5) * 256;
         double per_layer = attn_params(d) + e * expert_params(d);
         double l = (d->params_b * 1e9 - embed_params(d)) / per_layer;
+        if (!(l <= 10000))      /* also NaN: a shape no real model has */
+            return pflex_error_set(err, "field 'params_b': %g billion parameters at hidden %d "
+                                   "would need %.3g layers", d->params_b, d->hidden, l);
         d->layers = l < 1 ? 1 : (int)(l + 0.5);
     }
     if (!d->ffn_hidden) {
@@ -243,6 +246,10 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
                 / (d->layers * 3.0 * d->hidden * e);
         if (!(f >= d->hidden / 4.0))   /* no count, or one too small for the shape */
             f = e > 1 ? d->hidden * 0.5 : 8.0 / 3.0 * d->hidden;
+        if (!(f <= 1 << 24))
+            return pflex_error_set(err, "field 'params_b': %g billion parameters in %d layers "
+                                   "of hidden %d would need an FFN width of %.3g",
+                                   d->params_b, d->layers, d->hidden, f);
         d->ffn_hidden = (int)(f + 0.5);
     }
     if (!d->params_b)
