@@ -5,8 +5,11 @@
 #include "pflex/curve.h"
 
 /* The curve into x/loss/cap (room for npts each): the points past the
- * baseline that bind, ordered by x then cap (insertion sort: sweeps come in
- * cap order, so x is already nearly sorted), equal x averaged. */
+ * baseline that bind, ordered by x then cap (insertion sort), equal x
+ * averaged.  Points come in ascending cap order, so x mostly falls: they
+ * are inserted from the last one back, which keeps the sort linear.  The
+ * keys (x, cap) are distinct (caps are), so the order of insertion does not
+ * change the result. */
 static int curve_build(struct pflex_curve *c, const struct pflex_sweep_point *pts, size_t npts,
                        double *xs, double *ls, double *cs, pflex_error_t *err)
 {
@@ -31,7 +34,7 @@ static int curve_build(struct pflex_curve *c, const struct pflex_sweep_point *pt
     ls[0] = 0;
     cs[0] = c->cap0_w;
     size_t m = 1;
-    for (size_t i = 0; i < npts; i++) {
+    for (size_t i = npts; i-- > 0;) {
         if (i == b)
             continue;
         double x = 1.0 - pts[i].power_w / c->p0_w;

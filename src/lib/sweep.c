@@ -650,7 +650,19 @@ static int flush_job(struct reader *r, long j)
 {
     struct row *o = r->cur;
     size_t n = r->ncur;
-    for (size_t a = 1; a < n; a++) {
+    size_t down = 1;            /* rows in strictly falling cap order (a sweep
+                                 * run from the top): reversed, they are what
+                                 * the stable sort gives */
+    while (down < n && o[down].cap < o[down - 1].cap)
+        down++;
+    if (n > 1 && down == n) {
+        for (size_t a = 0, b = n - 1; a < b; a++, b--) {
+            struct row v = o[a];
+            o[a] = o[b];
+            o[b] = v;
+        }
+    }
+    for (size_t a = down == n ? n : 1; a < n; a++) {
         struct row v = o[a];
         size_t b = a;
         while (b > 0 && o[b - 1].cap > v.cap) {
