@@ -108,6 +108,9 @@ struct pflex_report_stats {
 };
 void pflex_report_stats(const double *v, size_t n, struct pflex_report_stats *out);
 
+/* o[a][b][c] of a summary document (b, c may be NULL); NULL where absent. */
+const json_t *pflex_report_json_get(const json_t *o, const char *a, const char *b, const char *c);
+
 /* summary.json as a new JSON object (keys in documented order, runtime_s
  * last), or NULL when out of memory. */
 json_t *pflex_report_summary(const struct pflex_report *r);

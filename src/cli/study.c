@@ -498,16 +498,6 @@ static void print_row(const char *label, const json_t *st)
     putchar('\n');
 }
 
-static const json_t *jget(const json_t *o, const char *a, const char *b, const char *c)
-{
-    o = json_object_get(o, a);
-    if (b)
-        o = json_object_get(o, b);
-    if (c)
-        o = json_object_get(o, c);
-    return o;
-}
-
 static void print_table(const struct pflex_report *r, const json_t *S, const char *dir, int charts)
 {
     printf("pflex study: %zu run%s swept on the sim backend, caps %.0f..%.0f W, %d repeats, "
@@ -516,28 +506,28 @@ static void print_table(const struct pflex_report *r, const json_t *S, const cha
            (unsigned long long)r->seed, r->runtime_s);
     printf("PFI over range %.2f (H200 main runs unless noted)\n", r->range);
     printf("  %-26s %5s %7s %7s %7s %7s\n", "group", "runs", "mean", "median", "q1", "q3");
-    print_row("all", jget(S, "pfi", "all", NULL));
-    print_row("dense", jget(S, "pfi", "by_arch", "dense"));
-    print_row("MoE", jget(S, "pfi", "by_arch", "moe"));
-    print_row("pretraining", jget(S, "pfi", "by_task", "pretrain"));
-    print_row("fine-tuning, full", jget(S, "pfi", "by_task", "finetune_full"));
-    print_row("fine-tuning, LoRA", jget(S, "pfi", "by_task", "finetune_lora"));
+    print_row("all", pflex_report_json_get(S, "pfi", "all", NULL));
+    print_row("dense", pflex_report_json_get(S, "pfi", "by_arch", "dense"));
+    print_row("MoE", pflex_report_json_get(S, "pfi", "by_arch", "moe"));
+    print_row("pretraining", pflex_report_json_get(S, "pfi", "by_task", "pretrain"));
+    print_row("fine-tuning, full", pflex_report_json_get(S, "pfi", "by_task", "finetune_full"));
+    print_row("fine-tuning, LoRA", pflex_report_json_get(S, "pfi", "by_task", "finetune_lora"));
     static const char *const g[] = {"1", "2", "4", "8", "16", "32"};
     for (int i = 0; i < 6; i++) {
         char label[32];
         snprintf(label, sizeof label, "%s GPU%s", g[i], i ? "s" : "");
-        print_row(label, jget(S, "pfi", "by_gpus", g[i]));
+        print_row(label, pflex_report_json_get(S, "pfi", "by_gpus", g[i]));
     }
-    print_row("validation (H200)", jget(S, "pfi", "by_split", "validation"));
-    print_row("matched pairs on H200", jget(S, "h100_vs_h200", "h200", NULL));
-    print_row("matched pairs on H100", jget(S, "h100_vs_h200", "h100", NULL));
-    const json_t *dram = jget(S, "correlation", "dram_active", "pearson");
+    print_row("validation (H200)", pflex_report_json_get(S, "pfi", "by_split", "validation"));
+    print_row("matched pairs on H200", pflex_report_json_get(S, "h100_vs_h200", "h200", NULL));
+    print_row("matched pairs on H100", pflex_report_json_get(S, "h100_vs_h200", "h100", NULL));
+    const json_t *dram = pflex_report_json_get(S, "correlation", "dram_active", "pearson");
     if (json_is_number(dram))
         printf("  PFI vs dram_active at the highest cap: Pearson r = %.2f\n", json_number_value(dram));
     if (r->calib.done) {
         printf("calibration vs Emerald: RMSE max %.3f, |PFI error| max %.3f over %zu jobs\n",
-               json_number_value(jget(S, "calibration", "rmse_max", NULL)),
-               json_number_value(jget(S, "calibration", "pfi_error_max", NULL)), r->calib.njobs);
+               json_number_value(pflex_report_json_get(S, "calibration", "rmse_max", NULL)),
+               json_number_value(pflex_report_json_get(S, "calibration", "pfi_error_max", NULL)), r->calib.njobs);
     } else {
         printf("calibration vs Emerald: skipped (%s)\n", r->calib.note);
     }

@@ -512,7 +512,7 @@ static void stats_row(FILE *f, const char *label, const json_t *st)
     fputs("</tr>\n", f);
 }
 
-static const json_t *path(const json_t *o, const char *a, const char *b, const char *c)
+const json_t *pflex_report_json_get(const json_t *o, const char *a, const char *b, const char *c)
 {
     o = json_object_get(o, a);
     if (b)
@@ -528,22 +528,22 @@ static void headline_table(struct ctx *c)
     const json_t *S = c->summary;
     fputs("<table class=\"num\">\n<tr><th>group</th><th>runs</th><th>mean</th><th>median</th>"
           "<th>Q1</th><th>Q3</th><th>min</th><th>max</th></tr>\n", f);
-    stats_row(f, "all H200 main runs", path(S, "pfi", "all", NULL));
-    stats_row(f, "dense", path(S, "pfi", "by_arch", "dense"));
-    stats_row(f, "MoE", path(S, "pfi", "by_arch", "moe"));
-    stats_row(f, "pretraining", path(S, "pfi", "by_task", "pretrain"));
-    stats_row(f, "fine-tuning (all)", path(S, "pfi", "by_task", "finetune"));
-    stats_row(f, "fine-tuning, full", path(S, "pfi", "by_task", "finetune_full"));
-    stats_row(f, "fine-tuning, LoRA", path(S, "pfi", "by_task", "finetune_lora"));
+    stats_row(f, "all H200 main runs", pflex_report_json_get(S, "pfi", "all", NULL));
+    stats_row(f, "dense", pflex_report_json_get(S, "pfi", "by_arch", "dense"));
+    stats_row(f, "MoE", pflex_report_json_get(S, "pfi", "by_arch", "moe"));
+    stats_row(f, "pretraining", pflex_report_json_get(S, "pfi", "by_task", "pretrain"));
+    stats_row(f, "fine-tuning (all)", pflex_report_json_get(S, "pfi", "by_task", "finetune"));
+    stats_row(f, "fine-tuning, full", pflex_report_json_get(S, "pfi", "by_task", "finetune_full"));
+    stats_row(f, "fine-tuning, LoRA", pflex_report_json_get(S, "pfi", "by_task", "finetune_lora"));
     static const char *const g[] = {"1", "2", "4", "8", "16", "32"};
     for (size_t i = 0; i < 6; i++) {
         char label[32];
         snprintf(label, sizeof label, "%s GPU%s", g[i], i ? "s" : "");
-        stats_row(f, label, path(S, "pfi", "by_gpus", g[i]));
+        stats_row(f, label, pflex_report_json_get(S, "pfi", "by_gpus", g[i]));
     }
-    stats_row(f, "H200 validation runs", path(S, "pfi", "by_split", "validation"));
-    stats_row(f, "matched pairs: on H200", path(S, "h100_vs_h200", "h200", NULL));
-    stats_row(f, "matched pairs: on H100", path(S, "h100_vs_h200", "h100", NULL));
+    stats_row(f, "H200 validation runs", pflex_report_json_get(S, "pfi", "by_split", "validation"));
+    stats_row(f, "matched pairs: on H200", pflex_report_json_get(S, "h100_vs_h200", "h200", NULL));
+    stats_row(f, "matched pairs: on H100", pflex_report_json_get(S, "h100_vs_h200", "h100", NULL));
     fputs("</table>\n", f);
 }
 
@@ -707,9 +707,9 @@ int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                "<title>pflex study: power flexibility of the built-in fleet</title>\n"
                "<style>\n%s</style>\n</head>\n<body>\n", css);
-    json_int_t main_n = json_integer_value(path(summary, "counts", "main", NULL));
-    json_int_t val_n = json_integer_value(path(summary, "counts", "validation", NULL));
-    json_int_t h100_n = json_integer_value(path(summary, "counts", "h100_matched", NULL));
+    json_int_t main_n = json_integer_value(pflex_report_json_get(summary, "counts", "main", NULL));
+    json_int_t val_n = json_integer_value(pflex_report_json_get(summary, "counts", "validation", NULL));
+    json_int_t h100_n = json_integer_value(pflex_report_json_get(summary, "counts", "h100_matched", NULL));
     fprintf(f, "<h1>Power flexibility of the built-in training fleet</h1>\n"
                "<p class=\"meta\">pflex study, seed %llu: %zu simulated runs (%lld H200 main, %lld H200 "
                "validation, %lld H100 matched), each swept over %zu power caps from %.0f W to %.0f W "
