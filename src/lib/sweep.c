@@ -1031,6 +1031,39 @@ static int is_blank(char ch)
     return ch == ' ' || ch == '\t' || ch == '\r';
 }
 
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define SWAR 1
+/* The bytes of w equal to the byte repeated in pat, as their top bits; the
+ * lowest one set is exact (a borrow only flags bytes above a match). */
+static inline uint64_t swar_eq(uint64_t w, uint64_t pat)
+{
+    uint64_t x = w ^ pat;
+    return (x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull;
+}
+#else
+#define SWAR 0
+#endif
+
+/* The first ',', '\n' or '"' in [s, end), or end: eight bytes at a time
+ * where the compiler and byte order allow. */
+static inline const char *find_delim(const char *s, const char *end)
+{
+#if SWAR
+    while (end - s >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        uint64_t m = swar_eq(w, 0x2c2c2c2c2c2c2c2cull) | swar_eq(w, 0x0a0a0a0a0a0a0a0aull)
+                     | swar_eq(w, 0x2222222222222222ull);
+        if (m)
+            return s + (__builtin_ctzll(m) >> 3);
+        s += 8;
+    }
+#endif
+    while (s < end && *s != ',' && *s != '\n' && *s != '"')
+        s++;
+    return s;
+}
+
 /* A data row's first need fields, split where they lie in one pass over
  * the line that also finds its end: for a plain line, one with no quote,
  * not a comment, and no blank or CR at either end of those fields (but the
@@ -1048,8 +1081,7 @@ static int split_row(pflex_csv_t *c, const char *s, const char *end, size_t need
     struct pflex_csv_field *f = c->fields;
     for (size_t k = 0;; k++) {
         const char *a = s;
-        while (s < end && *s != ',' && *s != '\n' && *s != '"')
-            s++;
+        s = find_delim(s, end);
         if (s == end || *s == '"')
             return 0;
         const char *b = s;
@@ -1068,7 +1100,7 @@ static int split_row(pflex_csv_t *c, const char *s, const char *end, size_t need
         }
         s++;
         if (k + 1 == need) {    /* the rest of the line: its end, no quote */
-            while (s < end && *s != '\n' && *s != '"')
+            while ((s = find_delim(s, end)) < end && *s == ',')
                 s++;
             if (s == end || *s == '"')
                 return 0;
