@@ -374,7 +374,7 @@ static void test_pfi_optimal_under_its_model(void **state)
         if (fabs(pl.objective - ref) > 1e-6 * fmax(1, fabs(ref)))
         {
             for (size_t j = 0; j < I->n; j++)
-                print_message("lib L %.12g model L %.12g job %zu pfi %g x %.9g limit %.9g model u %.9g L %.9g np %zu xmax %g\n",
+                print_message("lib L %.12g model L %.12g job %zu pfi %g x %.9g limit %.9g model u %.9g L %.9g np %u xmax %g\n",
                               1 - pl.throughput_j[j] / I->jobs[j].t0, model.xs[j][1] > 0 ? model.ls[j][1] / model.xs[j][1] * pl.x[j] : 0, j, I->jobs[j].pfi, pl.x[j], pl.limit[j], model.xs[j][1],
                               model.ls[j][1], I->jobs[j].npoints, I->jobs[j].x[I->jobs[j].npoints-1]);
             fail_msg("instance %d: pfi %.12g, its model's optimum %.12g", it, pl.objective, ref);

@@ -59,6 +59,8 @@ const char *pflex_policy_name(enum pflex_policy p);
 struct pflex_alloc_job {
     const char *name;       /* borrowed; for messages and output only */
     int gpus;               /* n_j >= 1 */
+    unsigned npoints;       /* points of the loss curve below (beside gpus:
+                             * a million jobs' array is 8 MB smaller) */
     double p0_w;            /* baseline mean per-GPU power, W (> 0) */
     double t0;              /* baseline throughput, the job's unit (> 0) */
     double cap0_w;          /* the cap in force at baseline, W (kept when x_j = 0) */
@@ -71,7 +73,6 @@ struct pflex_alloc_job {
     /* The measured loss curve (SPEC §2): npoints >= 1 ascending reductions
      * x[0] = 0 < x[1] < ..., loss[0] = 0.  npoints = 0: no curve (then the
      * PFI model stands in for it, and OPTIMAL refuses the problem). */
-    size_t npoints;
     const double *x;
     const double *loss;
 };
