@@ -1,10 +1,13 @@
 /* sweep.c — reading the sweep CSV of SPEC §3.
  *
- * The text is read piece by piece (a small file is mapped); plain lines are
- * split where they lie, others go to the general tokenizer.  A first pass
- * assumes what every file we write does, that each job's rows stand
- * together: each job's rows are ordered by cap (insertion sort, linear on
- * sorted input) and averaged as soon as they end, and no row is kept.  If
+ * The text is read piece by piece (a small file is mapped); of a plain data
+ * row only the fields the reader needs are split, where they lie, in the
+ * pass that finds the line's end; other lines go to the general tokenizer.
+ * A first pass assumes what every file we write does, that each job's rows
+ * stand together: each job's rows are ordered by cap (reversed when they
+ * fall, else insertion sort, linear on sorted input) and averaged as soon
+ * as they end, and no row is kept; when jobs are handed over one by one
+ * (pflex_sweep_read_file_each) only the current job's name is kept.  If
  * two jobs turn out to share a name (their name hashes, sorted once at the
  * end), or the first pass cannot tell because of telemetry columns, the
  * rows are collected, looked up by name in an open-addressing hash table,
