@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pflex/alloc.h"
-#include "lib/bigmem.h"
 
 #define PFI_RANGE 0.30
 
@@ -52,10 +51,6 @@ struct scratch {
     size_t *hist_n;             /* segments per cost bucket */
     unsigned hist_bits;         /* buckets in use: 2^hist_bits (about segments/8) */
     unsigned hist_bits_cap;
-    /* Storage of the per-job arrays, the plan's own included: a
-     * million-job plan's are large, and faulted in 2 MiB pages (bigmem)
-     * they cost a small part of what 4 KiB pages do. */
-    struct pflex_big m_a, m_b, m_u, m_slope, m_xbuf, m_items, m_x, m_limit, m_tput;
 };
 
 struct solve_state {
@@ -171,20 +166,12 @@ static int grow_arr(void **p, size_t need, size_t elem)
     return 0;
 }
 
-/* Room for a per-job array of n elements in m (contents kept).  Returns 0,
- * or -1 when out of memory (m unchanged). */
-static int big_arr(struct pflex_big *m, size_t n, size_t elem)
-{
-    return pflex_big_reserve_exact(m, (n ? n : 1) * elem);
-}
-
 static int items_reserve(struct scratch *s, size_t n)
 {
     if (n <= s->items_cap)
         return 0;
-    if (big_arr(&s->m_items, n, sizeof *s->items) < 0)
+    if (grow_arr((void **)&s->items, n, sizeof *s->items) < 0)
         return -1;
-    s->items = s->m_items.p;
     s->items_cap = n;
     return 0;
 }
@@ -192,17 +179,11 @@ static int items_reserve(struct scratch *s, size_t n)
 static int scratch_reserve(struct scratch *s, size_t njobs, size_t nverts, pflex_error_t *err)
 {
     if (njobs > s->jobs_cap) {
-        int bad = big_arr(&s->m_a, njobs, sizeof *s->a) < 0
-                  || big_arr(&s->m_b, njobs, sizeof *s->b) < 0
-                  || big_arr(&s->m_u, njobs, sizeof *s->u) < 0
-                  || big_arr(&s->m_slope, njobs, sizeof *s->slope) < 0
-                  || big_arr(&s->m_xbuf, njobs, sizeof *s->xbuf) < 0;
-        s->a = s->m_a.p;
-        s->b = s->m_b.p;
-        s->u = s->m_u.p;
-        s->slope = s->m_slope.p;
-        s->xbuf = s->m_xbuf.p;
-        if (bad)
+        if (grow_arr((void **)&s->a, njobs, sizeof *s->a) < 0
+            || grow_arr((void **)&s->b, njobs, sizeof *s->b) < 0
+            || grow_arr((void **)&s->u, njobs, sizeof *s->u) < 0
+            || grow_arr((void **)&s->slope, njobs, sizeof *s->slope) < 0
+            || grow_arr((void **)&s->xbuf, njobs, sizeof *s->xbuf) < 0)
             return pflex_error_set(err, "out of memory");
         s->jobs_cap = njobs;
     }
@@ -237,21 +218,21 @@ void pflex_alloc_plan_fini(struct pflex_alloc_plan *plan)
 {
     struct scratch *s = plan->priv;
     if (s) {
-        pflex_big_free(&s->m_a);
-        pflex_big_free(&s->m_b);
-        pflex_big_free(&s->m_u);
-        pflex_big_free(&s->m_slope);
+        free(s->a);
+        free(s->b);
+        free(s->u);
+        free(s->slope);
         free(s->hist_w);
         free(s->hist_n);
         free(s->hx);
         free(s->hl);
-        pflex_big_free(&s->m_xbuf);
-        pflex_big_free(&s->m_items);
-        pflex_big_free(&s->m_x);
-        pflex_big_free(&s->m_limit);
-        pflex_big_free(&s->m_tput);
+        free(s->xbuf);
+        free(s->items);
         free(s);
     }
+    free(plan->x);
+    free(plan->limit);
+    free(plan->throughput_j);
     memset(plan, 0, sizeof *plan);
 }
 
@@ -723,13 +704,17 @@ static int plan_reserve(struct pflex_alloc_plan *plan, size_t n, pflex_error_t *
     }
     struct scratch *s = plan->priv;
     if (n > s->jobs_cap || !plan->x) {
-        int bad = big_arr(&s->m_x, n, sizeof *plan->x) < 0
-                  || big_arr(&s->m_limit, n, sizeof *plan->limit) < 0
-                  || big_arr(&s->m_tput, n, sizeof *plan->throughput_j) < 0;
-        plan->x = s->m_x.p;
-        plan->limit = s->m_limit.p;
-        plan->throughput_j = s->m_tput.p;
-        if (bad)
+        size_t m = n ? n : 1;
+        double *a = realloc(plan->x, m * sizeof *a);
+        if (a)
+            plan->x = a;
+        double *b = realloc(plan->limit, m * sizeof *b);
+        if (b)
+            plan->limit = b;
+        double *c = realloc(plan->throughput_j, m * sizeof *c);
+        if (c)
+            plan->throughput_j = c;
+        if (!a || !b || !c)
             return pflex_error_set(err, "out of memory");
     }
     return 0;

@@ -58,20 +58,6 @@ int pflex_big_reserve(struct pflex_big *b, size_t bytes)
     return 0;
 }
 
-int pflex_big_reserve_exact(struct pflex_big *b, size_t bytes)
-{
-    if (bytes <= b->cap)
-        return 0;
-    if (mapped(bytes) || mapped(b->cap))
-        return pflex_big_reserve(b, bytes);
-    void *np = realloc(b->p, bytes);
-    if (!np)
-        return -1;
-    b->p = np;
-    b->cap = bytes;
-    return 0;
-}
-
 void pflex_big_free(struct pflex_big *b)
 {
     if (mapped(b->cap)) {

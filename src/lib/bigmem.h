@@ -22,11 +22,6 @@ struct pflex_big {
  * Returns 0, or -1 when out of memory (b unchanged). */
 int pflex_big_reserve(struct pflex_big *b, size_t bytes);
 
-/* The same for an array sized once, not grown row by row: a small one gets
- * exactly bytes on the heap (no 64 KiB first step), a large one is mapped
- * as above. */
-int pflex_big_reserve_exact(struct pflex_big *b, size_t bytes);
-
 /* Release b's storage; b is empty afterwards. */
 void pflex_big_free(struct pflex_big *b);
 
