@@ -89,9 +89,12 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	./$(PFLEX) study --out study-out
 
+# Benchmarks build in their own folder with their own flags, so that the
+# library they link is built the same way.
 bench: deps
-	@$(MAKE) --no-print-directory $(PFLEX) $(BENCH_BIN) OPT="-O3 -march=native"
-	@BUILD=$(BUILD) sh bench/run.sh
+	@$(MAKE) --no-print-directory BUILD=build-bench OPT="-O3 -march=native" \
+	    build-bench/pflex $(BENCH_SRC:bench/%.c=build-bench/bench/%)
+	@BUILD=build-bench sh bench/run.sh
 
 fuzz:
 	@sh fuzz/run.sh
