@@ -9,6 +9,7 @@
 #define PFLEX_CSV_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include "pflex/error.h"
 
 struct pflex_csv_field {
@@ -55,6 +56,10 @@ int pflex_csv_split_line(pflex_csv_t *c, const char *s, size_t len, unsigned lin
 /* Parse a field as a finite double.  Returns 0, or -1 when it is empty, not
  * a number, or not finite.  Exact (correctly rounded) like strtod. */
 int pflex_parse_double(const char *s, size_t len, double *out);
+
+/* Write s to f as one CSV field, quoted when it holds a comma, a quote or a
+ * line break. */
+void pflex_csv_write_field(FILE *f, const char *s);
 
 /* True when the field equals the NUL-terminated string. */
 int pflex_csv_field_is(const struct pflex_csv_field *f, const char *s);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "pflex/csv.h"
 #include "pflex/alloc.h"
 
 static const char help[] =
@@ -105,7 +106,7 @@ static void plan_csv(const pflex_alloc_input_t *in, const struct pflex_alloc_pla
     for (size_t k = 0; k < in->njobs; k++) {
         const struct pflex_alloc_job *j = &in->jobs[k];
         double x = pl->x[k];
-        cli_csv_field(stdout, j->name);
+        pflex_csv_write_field(stdout, j->name);
         printf(",%d,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,", j->gpus, j->p0_w,
                pflex_alloc_power_w(j, x), pflex_alloc_cap_w(j, x), x, pl->throughput_j[k],
                pl->throughput_j[k] / j->t0, j->floor);

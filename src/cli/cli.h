@@ -48,7 +48,5 @@ int cli_progress_wanted(int forced);
 /* Print a help text to stdout; returns PFLEX_EXIT_OK. */
 int cli_help(const char *text);
 
-/* Quote a CSV field if needed, to f. */
-void cli_csv_field(FILE *f, const char *s);
 
 #endif

@@ -73,18 +73,3 @@ int cli_help(const char *text)
     fputs(text, stdout);
     return PFLEX_EXIT_OK;
 }
-
-void cli_csv_field(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "pflex/csv.h"
 #include "pflex/pfi.h"
 
 static const char help[] =
@@ -109,7 +110,7 @@ static void print_csv(const struct result *res, size_t n)
     printf("job,gpus,power_w,throughput,pfi,range,floor,shed_flex1,shed_flex2,shed_flex3\n");
     for (size_t i = 0; i < n; i++) {
         const struct result *r = &res[i];
-        cli_csv_field(stdout, r->job->name);
+        pflex_csv_write_field(stdout, r->job->name);
         printf(",%d,%.10g,%.10g,", r->job->gpus, r->curve.p0_w, r->curve.t0);
         if (r->pfi.valid)
             printf("%.10g", r->pfi.pfi);

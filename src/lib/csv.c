@@ -315,3 +315,18 @@ int pflex_parse_double(const char *s, size_t len, double *out)
     }
     return parse_slow(s, len, out);
 }
+
+void pflex_csv_write_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}

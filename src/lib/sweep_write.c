@@ -1,22 +1,8 @@
 /* sweep_write.c — writing sweep CSV rows that pflex_sweep_read_* reads back. */
 #include <math.h>
 #include <string.h>
+#include "pflex/csv.h"
 #include "pflex/sweep.h"
-
-static void field(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\n\r")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
 
 int pflex_sweep_write_header(FILE *f, int telemetry)
 {
@@ -30,9 +16,9 @@ int pflex_sweep_write_header(FILE *f, int telemetry)
 int pflex_sweep_write_row(FILE *f, int telemetry, const char *job, const char *gpu, int gpus,
                           double cap_w, double power_w, double throughput, const double *tm)
 {
-    field(f, job);
+    pflex_csv_write_field(f, job);
     fputc(',', f);
-    field(f, gpu ? gpu : "");
+    pflex_csv_write_field(f, gpu ? gpu : "");
     fprintf(f, ",%d,%.10g,%.10g,", gpus, cap_w, power_w);
     if (isfinite(throughput))           /* unknown (power-only sweeps): empty */
         fprintf(f, "%.10g", throughput);
