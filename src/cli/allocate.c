@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "cli/site.h"
 #include "pflex/csv.h"
 #include "pflex/alloc.h"
 
@@ -145,57 +146,31 @@ static void plan_table(const pflex_alloc_input_t *in, const struct pflex_alloc_p
 int cmd_allocate(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"budget-w", required_argument, NULL, 'B'},
-        {"reduce", required_argument, NULL, 'R'},
+        CLI_SITE_OPTIONS,
         {"policy", required_argument, NULL, 'P'},
-        {"pfi", required_argument, NULL, 'p'},
-        {"jobs", required_argument, NULL, 'j'},
-        {"floor", required_argument, NULL, 'f'},
-        {"objective", required_argument, NULL, 'o'},
-        {"columns", required_argument, NULL, 'c'},
         {"json", no_argument, NULL, 'J'},
         {"csv", no_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *cmd = "allocate";
-    struct pflex_alloc_source src = {.floor = NAN};
-    double budget = NAN, reduce = NAN;
-    int json = 0, csv = 0, have_policy = 0, c;
+    struct cli_site site;
+    int json = 0, csv = 0, have_policy = 0, c, taken;
     enum pflex_policy policy = PFLEX_POLICY_OPTIMAL;
-    enum pflex_objective objective = PFLEX_OBJECTIVE_THROUGHPUT;
+    cli_site_init(&site);
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if ((taken = cli_site_option(cmd, &site, c, optarg)) != 0) {
+            if (taken < 0)
+                return PFLEX_EXIT_BAD_INPUT;
+            continue;
+        }
         switch (c) {
-        case 'B':
-            if (cli_parse_double(cmd, "--budget-w", optarg, 0, 1e15, &budget) < 0)
-                return PFLEX_EXIT_BAD_INPUT;
-            break;
-        case 'R':
-            if (cli_parse_double(cmd, "--reduce", optarg, 0, 1, &reduce) < 0)
-                return PFLEX_EXIT_BAD_INPUT;
-            break;
         case 'P':
             if (pflex_policy_parse(optarg, &policy) < 0)
                 return cli_usage_error(cmd, "--policy: '%s' is not equal, pfi or optimal", optarg);
             have_policy = 1;
             break;
-        case 'p': src.pfi_path = optarg; break;
-        case 'j': src.jobs_path = optarg; break;
-        case 'f':
-            if (cli_parse_double(cmd, "--floor", optarg, 0, 1, &src.floor) < 0)
-                return PFLEX_EXIT_BAD_INPUT;
-            break;
-        case 'o':
-            if (strcmp(optarg, "throughput") == 0)
-                objective = PFLEX_OBJECTIVE_THROUGHPUT;
-            else if (strcmp(optarg, "progress") == 0)
-                objective = PFLEX_OBJECTIVE_PROGRESS;
-            else
-                return cli_usage_error(cmd, "--objective: '%s' is not throughput or progress",
-                                       optarg);
-            break;
-        case 'c': src.columns = optarg; break;
         case 'J': json = 1; break;
         case 'C': csv = 1; break;
         case 'h': return cli_help(help);
@@ -204,29 +179,24 @@ int cmd_allocate(int argc, char **argv)
     }
     if (json && csv)
         return cli_usage_error(cmd, "--csv and --json exclude each other");
-    if (isnan(budget) == isnan(reduce))
-        return cli_usage_error(cmd, "give exactly one of --budget-w W and --reduce F");
+    if (cli_site_check(cmd, &site) < 0)
+        return PFLEX_EXIT_BAD_INPUT;
     if (argc - optind > 1)
         return cli_usage_error(cmd, "one sweep file at most");
     if (optind < argc)
-        src.sweep_path = argv[optind];
-    else if (!src.pfi_path)
-        src.sweep_path = "-";
+        site.src.sweep_path = argv[optind];
+    else if (!site.src.pfi_path)
+        site.src.sweep_path = "-";
     if (!have_policy)
-        policy = src.sweep_path ? PFLEX_POLICY_OPTIMAL : PFLEX_POLICY_PFI;
-    if (!src.sweep_path && policy == PFLEX_POLICY_OPTIMAL)
+        policy = site.src.sweep_path ? PFLEX_POLICY_OPTIMAL : PFLEX_POLICY_PFI;
+    if (!site.src.sweep_path && policy == PFLEX_POLICY_OPTIMAL)
         return cli_usage_error(cmd, "--policy optimal needs measured curves: give a sweep");
 
     pflex_error_t err;
     pflex_alloc_input_t *in;
-    if (pflex_alloc_input_read(&src, &in, &err) < 0) {
-        cli_error(cmd, "%s", err.text);
+    struct pflex_alloc_problem prob;
+    if (cli_site_load(cmd, &site, &in, &prob) < 0)
         return PFLEX_EXIT_BAD_INPUT;
-    }
-    struct pflex_alloc_problem prob = {
-        .njobs = in->njobs, .jobs = in->jobs, .objective = objective,
-    };
-    prob.budget_w = isnan(budget) ? (1.0 - reduce) * pflex_alloc_baseline_w(&prob) : budget;
     struct pflex_alloc_plan plan;
     pflex_alloc_plan_init(&plan);
     int rc = PFLEX_EXIT_OK;

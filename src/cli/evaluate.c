@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "cli/site.h"
 #include "pflex/alloc.h"
 
 static const char help[] =
@@ -38,73 +39,41 @@ static const char *const names[3] = {"equal", "pfi", "optimal"};
 int cmd_evaluate(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"reduce", required_argument, NULL, 'R'},
-        {"budget-w", required_argument, NULL, 'B'},
-        {"pfi", required_argument, NULL, 'p'},
-        {"jobs", required_argument, NULL, 'j'},
-        {"floor", required_argument, NULL, 'f'},
-        {"objective", required_argument, NULL, 'o'},
-        {"columns", required_argument, NULL, 'c'},
+        CLI_SITE_OPTIONS,
         {"json", no_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *cmd = "evaluate";
-    struct pflex_alloc_source src = {.floor = NAN};
-    double budget = NAN, reduce = NAN;
-    int json = 0, c;
-    enum pflex_objective objective = PFLEX_OBJECTIVE_THROUGHPUT;
+    struct cli_site site;
+    int json = 0, c, taken;
+    cli_site_init(&site);
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if ((taken = cli_site_option(cmd, &site, c, optarg)) != 0) {
+            if (taken < 0)
+                return PFLEX_EXIT_BAD_INPUT;
+            continue;
+        }
         switch (c) {
-        case 'R':
-            if (cli_parse_double(cmd, "--reduce", optarg, 0, 1, &reduce) < 0)
-                return PFLEX_EXIT_BAD_INPUT;
-            break;
-        case 'B':
-            if (cli_parse_double(cmd, "--budget-w", optarg, 0, 1e15, &budget) < 0)
-                return PFLEX_EXIT_BAD_INPUT;
-            break;
-        case 'p': src.pfi_path = optarg; break;
-        case 'j': src.jobs_path = optarg; break;
-        case 'f':
-            if (cli_parse_double(cmd, "--floor", optarg, 0, 1, &src.floor) < 0)
-                return PFLEX_EXIT_BAD_INPUT;
-            break;
-        case 'o':
-            if (strcmp(optarg, "throughput") == 0)
-                objective = PFLEX_OBJECTIVE_THROUGHPUT;
-            else if (strcmp(optarg, "progress") == 0)
-                objective = PFLEX_OBJECTIVE_PROGRESS;
-            else
-                return cli_usage_error(cmd, "--objective: '%s' is not throughput or progress",
-                                       optarg);
-            break;
-        case 'c': src.columns = optarg; break;
         case 'J': json = 1; break;
         case 'h': return cli_help(help);
         default: return cli_usage_error(cmd, "bad option");
         }
     }
-    if (isnan(budget) == isnan(reduce))
-        return cli_usage_error(cmd, "give exactly one of --reduce F and --budget-w W");
+    if (cli_site_check(cmd, &site) < 0)
+        return PFLEX_EXIT_BAD_INPUT;
     if (argc - optind > 1)
         return cli_usage_error(cmd, "one sweep file at most");
-    src.sweep_path = optind < argc ? argv[optind] : "-";
+    site.src.sweep_path = optind < argc ? argv[optind] : "-";
 
     pflex_error_t err;
     pflex_alloc_input_t *in;
-    if (pflex_alloc_input_read(&src, &in, &err) < 0) {
-        cli_error(cmd, "%s", err.text);
+    struct pflex_alloc_problem prob;
+    if (cli_site_load(cmd, &site, &in, &prob) < 0)
         return PFLEX_EXIT_BAD_INPUT;
-    }
-    struct pflex_alloc_problem prob = {
-        .njobs = in->njobs, .jobs = in->jobs, .objective = objective,
-    };
     double base = pflex_alloc_baseline_w(&prob);
-    prob.budget_w = isnan(budget) ? (1.0 - reduce) * base : budget;
-    if (isnan(reduce))
-        reduce = 1.0 - prob.budget_w / base;
+    double reduce = isnan(site.reduce) ? 1.0 - prob.budget_w / base : site.reduce;
     struct pflex_alloc_comparison cmp;
     int rc = PFLEX_EXIT_OK;
     if (pflex_alloc_compare(&prob, &cmp, &err) < 0) {
