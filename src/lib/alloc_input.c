@@ -76,7 +76,7 @@ static void job_from_curve(struct pflex_alloc_job *j, const struct pflex_curve *
     j->t0 = c->t0;
     j->cap0_w = c->cap0_w;
     j->weight = sj->weight;
-    j->floor = isnan(sj->floor) ? NAN : sj->floor;
+    j->floor = sj->floor;
     j->x_hi = c->x_max;
     j->pfi = NAN;
     j->npoints = c->n;

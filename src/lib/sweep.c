@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "pflex/csv.h"
+#include "pflex/pfi.h"
 #include "pflex/sweep.h"
 #include "lib/bigmem.h"
 
@@ -142,7 +143,6 @@ struct reader {
 
 int pflex_tier_floor(const char *tier, double *floor)
 {
-    static const double floors[4] = {1.0, 0.90, 0.75, 0.50};
     const char *p = tier;
     while (*p == ' ')
         p++;
@@ -151,7 +151,7 @@ int pflex_tier_floor(const char *tier, double *floor)
     while (*p == ' ' || *p == '_' || *p == '-')
         p++;
     if (p[0] >= '0' && p[0] <= '3' && (p[1] == 0 || p[1] == ' ')) {
-        *floor = floors[p[0] - '0'];
+        *floor = pflex_tier_floors[p[0] - '0'];
         return 0;
     }
     return -1;
