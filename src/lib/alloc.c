@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pflex/alloc.h"
+#include "lib/bigmem.h"
 
 #define PFI_RANGE 0.30
 
@@ -41,17 +42,37 @@ struct item {
 struct scratch {
     size_t jobs_cap, verts_cap, items_cap;
     enum pflex_policy policy;
+    int progress;               /* objective: progress (a = w n), else throughput (a = w T0) */
+    int nonconvex;              /* optimal: some hull left a measured point above it */
     const struct pflex_alloc_job *jobs;
-    double *a, *b, *u;          /* per job: objective scale, n P0, limit */
-    double *slope;              /* per job: model slope 1 - PFI (pfi, equal) */
+    /* Per job, in one block kept from call to call (mapped in huge pages
+     * at scale: first-touch faults cost more than the planning): the
+     * plan's x, limit and throughput_j, then the model slope (pfi, equal)
+     * and a candidate plan (optimal's repair), touched only when used. */
+    struct pflex_big mem;
+    double *u;                  /* the limits: the plan's limit array */
+    double *slope;              /* model slope 1 - PFI (pfi, equal) */
+    double *xbuf;               /* a candidate plan (repair) */
     double *hx, *hl;            /* one job's model vertices (largest curve + 2) */
-    double *xbuf;               /* per job: a candidate plan (repair) */
-    struct item *items;         /* the segments of one histogram bucket */
+    struct item *items;         /* the segments of one histogram bucket (equal: every job) */
     double *hist_w;             /* watts per cost bucket */
     size_t *hist_n;             /* segments per cost bucket */
     unsigned hist_bits;         /* buckets in use: 2^hist_bits (about segments/8) */
     unsigned hist_bits_cap;
 };
+
+/* Job j's objective scale a_j and baseline power b_j = n P0, W: computed
+ * where used, which costs less than memory to keep them in. */
+static inline double job_a(const struct scratch *s, size_t j)
+{
+    const struct pflex_alloc_job *jb = &s->jobs[j];
+    return jb->weight * (s->progress ? (double)jb->gpus : jb->t0);
+}
+
+static inline double job_b(const struct scratch *s, size_t j)
+{
+    return (double)s->jobs[j].gpus * s->jobs[j].p0_w;
+}
 
 struct solve_state {
     double lambda;      /* threshold cost; -inf: only free segments, +inf: all */
@@ -178,15 +199,6 @@ static int items_reserve(struct scratch *s, size_t n)
 
 static int scratch_reserve(struct scratch *s, size_t njobs, size_t nverts, pflex_error_t *err)
 {
-    if (njobs > s->jobs_cap) {
-        if (grow_arr((void **)&s->a, njobs, sizeof *s->a) < 0
-            || grow_arr((void **)&s->b, njobs, sizeof *s->b) < 0
-            || grow_arr((void **)&s->u, njobs, sizeof *s->u) < 0
-            || grow_arr((void **)&s->slope, njobs, sizeof *s->slope) < 0
-            || grow_arr((void **)&s->xbuf, njobs, sizeof *s->xbuf) < 0)
-            return pflex_error_set(err, "out of memory");
-        s->jobs_cap = njobs;
-    }
     if (nverts > s->verts_cap) {
         if (grow_arr((void **)&s->hx, nverts, sizeof *s->hx) < 0
             || grow_arr((void **)&s->hl, nverts, sizeof *s->hl) < 0)
@@ -206,7 +218,9 @@ static int scratch_reserve(struct scratch *s, size_t njobs, size_t nverts, pflex
             return pflex_error_set(err, "out of memory");
         s->hist_bits_cap = bits;
     }
-    return items_reserve(s, njobs) < 0 ? pflex_error_set(err, "out of memory") : 0;
+    if (s->policy == PFLEX_POLICY_EQUAL && items_reserve(s, njobs) < 0)
+        return pflex_error_set(err, "out of memory");
+    return 0;
 }
 
 void pflex_alloc_plan_init(struct pflex_alloc_plan *plan)
@@ -218,21 +232,14 @@ void pflex_alloc_plan_fini(struct pflex_alloc_plan *plan)
 {
     struct scratch *s = plan->priv;
     if (s) {
-        free(s->a);
-        free(s->b);
-        free(s->u);
-        free(s->slope);
+        pflex_big_free(&s->mem);
         free(s->hist_w);
         free(s->hist_n);
         free(s->hx);
         free(s->hl);
-        free(s->xbuf);
         free(s->items);
         free(s);
     }
-    free(plan->x);
-    free(plan->limit);
-    free(plan->throughput_j);
     memset(plan, 0, sizeof *plan);
 }
 
@@ -289,15 +296,16 @@ static inline double seg_cost(double a, double b, double x0, double l0, double x
     return a * (l1 - l0) / (b * (x1 - x0)) + 0.0;     /* + 0.0: no -0 (bucket order) */
 }
 
-static size_t build_hull(const struct pflex_alloc_job *j, double u, double *hx, double *hl);
+static size_t build_hull(const struct pflex_alloc_job *j, double u, double *hx, double *hl,
+                         int *nonconvex);
 
 /* Job j's model vertices into s->hx/hl: the PFI line to its limit, or the
  * lower convex hull of its curve on [0, limit].  Rebuilt whenever needed:
  * a few points per job cost less than memory to keep them in. */
-static size_t model_vertices(const struct scratch *s, size_t j)
+static size_t model_vertices(struct scratch *s, size_t j)
 {
     if (s->policy == PFLEX_POLICY_OPTIMAL)
-        return build_hull(&s->jobs[j], s->u[j], s->hx, s->hl);
+        return build_hull(&s->jobs[j], s->u[j], s->hx, s->hl, &s->nonconvex);
     s->hx[0] = 0;
     s->hl[0] = 0;
     if (!(s->u[j] > 0))
@@ -330,7 +338,7 @@ static int seg_solve(struct scratch *s, size_t njobs, size_t skip, double need,
     for (size_t j = 0; j < njobs; j++) {
         if (j == skip)
             continue;
-        double a = s->a[j], b = s->b[j];
+        double a = job_a(s, j), b = job_b(s, j);
         size_t nv = model_vertices(s, j);
         for (size_t v = 0; v + 1 < nv; v++) {
             double c = seg_cost(a, b, s->hx[v], s->hl[v], s->hx[v + 1], s->hl[v + 1]);
@@ -372,7 +380,7 @@ static int seg_solve(struct scratch *s, size_t njobs, size_t skip, double need,
         for (size_t j = 0; j < njobs; j++) {
             if (j == skip)
                 continue;
-            double a = s->a[j], b = s->b[j];
+            double a = job_a(s, j), b = job_b(s, j);
             size_t nv = model_vertices(s, j);
             for (size_t v = 0; v + 1 < nv; v++) {
                 double c = seg_cost(a, b, s->hx[v], s->hl[v], s->hx[v + 1], s->hl[v + 1]);
@@ -406,7 +414,7 @@ fill:;
     for (size_t j = 0; j < njobs; j++) {
         if (j == skip)
             continue;
-        double a = s->a[j], b = s->b[j], xj = 0;
+        double a = job_a(s, j), b = job_b(s, j), xj = 0;
         size_t nv = model_vertices(s, j);
         for (size_t v = 0; v + 1 < nv; v++) {
             double dx = s->hx[v + 1] - s->hx[v];
@@ -423,9 +431,11 @@ fill:;
     return 0;
 }
 
-/* Lower convex hull of the curve on [0, u] into hx/hl at v; returns the
- * number of vertices. */
-static size_t build_hull(const struct pflex_alloc_job *j, double u, double *hx, double *hl)
+/* Lower convex hull of the curve on [0, u] into hx/hl; returns the number
+ * of vertices.  Sets *nonconvex when a measured point lies strictly above
+ * the hull (a point on it changes nothing: the curve is the hull). */
+static size_t build_hull(const struct pflex_alloc_job *j, double u, double *hx, double *hl,
+                         int *nonconvex)
 {
     size_t h = 0;
     hx[h] = 0;
@@ -448,6 +458,8 @@ static size_t build_hull(const struct pflex_alloc_job *j, double u, double *hx, 
                       - (hl[h - 1] - hl[h - 2]) * (px - hx[h - 2]);
             if (cr > 0)
                 break;
+            if (cr < 0)
+                *nonconvex = 1;
             h--;
         }
         hx[h] = px;
@@ -458,7 +470,7 @@ static size_t build_hull(const struct pflex_alloc_job *j, double u, double *hx, 
 }
 
 /* Model (hull) loss of job j at x. */
-static double hull_loss(const struct scratch *s, size_t j, double x)
+static double hull_loss(struct scratch *s, size_t j, double x)
 {
     size_t n = model_vertices(s, j);
     return curve_loss(s->hx, s->hl, n, x);
@@ -490,42 +502,34 @@ static int check_job(const struct pflex_alloc_job *j, size_t i, pflex_error_t *e
     return 0;
 }
 
-/* Per-job constants and limits for a policy; sizes the hull storage. */
+/* Checks every job and sets its limit (and model slope for pfi and
+ * equal), in one pass; sizes the hull storage. */
 static int prepare(const struct pflex_alloc_problem *p, enum pflex_policy pol,
                    struct scratch *s, pflex_error_t *err)
 {
-    size_t n = p->njobs, nverts = 0;
+    size_t n = p->njobs, nverts = 2;
+    s->policy = pol;
+    s->progress = p->objective == PFLEX_OBJECTIVE_PROGRESS;
+    s->jobs = p->jobs;
+    s->nonconvex = 0;
     for (size_t j = 0; j < n; j++) {
         const struct pflex_alloc_job *jb = &p->jobs[j];
         if (check_job(jb, j, err) < 0)
             return -1;
-        if (pol == PFLEX_POLICY_OPTIMAL && !jb->npoints)
-            return pflex_error_set(err, "job %zu '%s': the optimal policy needs a measured "
-                                   "curve", j + 1, jb->name ? jb->name : "?");
         if (jb->npoints + 2 > nverts)
             nverts = jb->npoints + 2;
-    }
-    if (nverts < 2)
-        nverts = 2;
-    if (scratch_reserve(s, n, nverts, err) < 0)
-        return -1;
-    s->policy = pol;
-    s->jobs = p->jobs;
-    for (size_t j = 0; j < n; j++) {
-        const struct pflex_alloc_job *jb = &p->jobs[j];
-        double scale = p->objective == PFLEX_OBJECTIVE_PROGRESS ? (double)jb->gpus : jb->t0;
-        s->a[j] = jb->weight * scale;
-        s->b[j] = (double)jb->gpus * jb->p0_w;
         double u = jb->x_hi;
         if (jb->npoints && jb->x[jb->npoints - 1] < u)
             u = jb->x[jb->npoints - 1];
         if (pol == PFLEX_POLICY_OPTIMAL) {
+            if (!jb->npoints)
+                return pflex_error_set(err, "job %zu '%s': the optimal policy needs a "
+                                       "measured curve", j + 1, jb->name ? jb->name : "?");
             if (jb->floor > 0) {
                 double sh = curve_shed(jb->x, jb->loss, jb->npoints, jb->floor);
                 if (sh < u)
                     u = sh;
             }
-            s->slope[j] = NAN;
         } else {
             double sl = model_slope(jb);
             s->slope[j] = sl;
@@ -534,7 +538,7 @@ static int prepare(const struct pflex_alloc_problem *p, enum pflex_policy pol,
         }
         s->u[j] = u > 0 ? u : 0;
     }
-    return 0;
+    return scratch_reserve(s, n, nverts, err);
 }
 
 /* Make sure the plan's power is within the budget: nudge jobs with slack. */
@@ -543,7 +547,7 @@ static void enforce_budget(const struct scratch *s, size_t n, double budget, dou
     for (int pass = 0; pass < 3; pass++) {
         double pw = 0;
         for (size_t j = 0; j < n; j++)
-            pw += s->b[j] * (1.0 - x[j]);
+            pw += job_b(s, j) * (1.0 - x[j]);
         double excess = pw - budget;
         if (excess <= 0)
             return;
@@ -553,11 +557,11 @@ static void enforce_budget(const struct scratch *s, size_t n, double budget, dou
             double slack = s->u[j] - x[j];
             if (slack <= 0 || (i < n && x[j] <= 0))
                 continue;
-            double dx = excess / s->b[j] * (1 + 1e-9) + DBL_EPSILON;
+            double dx = excess / job_b(s, j) * (1 + 1e-9) + DBL_EPSILON;
             if (dx > slack)
                 dx = slack;
             x[j] += dx;
-            excess -= dx * s->b[j];
+            excess -= dx * job_b(s, j);
         }
     }
 }
@@ -573,8 +577,8 @@ static int solve_equal(const struct scratch *s, size_t n, double need, double *x
     double full = 0;
     for (size_t j = 0; j < n; j++) {
         it[j].c = s->u[j];
-        it[j].w = s->b[j];
-        full += s->b[j] * s->u[j];
+        it[j].w = job_b(s, j);
+        full += job_b(s, j) * s->u[j];
     }
     if (full < need) {
         memcpy(x, s->u, n * sizeof *x);
@@ -634,15 +638,18 @@ static int solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
     if (seg_solve(s, n, SIZE_MAX, need, x, &rng, &st) < 0)
         return -1;
     *feasible = st.feasible;
+    *hull_error = 0;
+    if (!s->nonconvex)          /* every curve is its own hull: the hull optimum stands */
+        return 0;
     double hull_obj = 0, act_obj = 0, worst = 0;
     size_t jw = SIZE_MAX;
     for (size_t j = 0; j < n; j++) {
         const struct pflex_alloc_job *jb = &p->jobs[j];
         double lh = hull_loss(s, j, x[j]);
         double la = curve_loss(jb->x, jb->loss, jb->npoints, x[j]);
-        hull_obj += s->a[j] * (1.0 - lh);
-        act_obj += s->a[j] * (1.0 - la);
-        double e = s->a[j] * (la - lh);
+        hull_obj += job_a(s, j) * (1.0 - lh);
+        act_obj += job_a(s, j) * (1.0 - la);
+        double e = job_a(s, j) * (la - lh);
         if (e > worst && la - lh > 1e-12) {
             worst = e;
             jw = j;
@@ -678,14 +685,14 @@ static int solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
     for (size_t t = 0; t < tries; t++) {
         double xv = t == 0 ? xl : t == tries - 1 ? xr : jb->x[k0 + (t - 1) * inside / mid];
         struct solve_state cs;
-        if (seg_solve(s, n, jw, need - s->b[jw] * xv, cand, &rng, &cs) < 0)
+        if (seg_solve(s, n, jw, need - job_b(s, jw) * xv, cand, &rng, &cs) < 0)
             return -1;
         if (!cs.feasible)
             continue;
         cand[jw] = xv;
         double obj = 0;
         for (size_t j = 0; j < n; j++)
-            obj += s->a[j] * (1.0 - curve_loss(p->jobs[j].x, p->jobs[j].loss,
+            obj += job_a(s, j) * (1.0 - curve_loss(p->jobs[j].x, p->jobs[j].loss,
                                                p->jobs[j].npoints, cand[j]));
         if (obj > best) {
             best = obj;
@@ -695,6 +702,8 @@ static int solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
     return 0;
 }
 
+/* The per-job block: x, limit, throughput_j, slope, candidate (see
+ * struct scratch), laid out for n jobs; kept while n fits. */
 static int plan_reserve(struct pflex_alloc_plan *plan, size_t n, pflex_error_t *err)
 {
     if (!plan->priv) {
@@ -703,20 +712,20 @@ static int plan_reserve(struct pflex_alloc_plan *plan, size_t n, pflex_error_t *
             return pflex_error_set(err, "out of memory");
     }
     struct scratch *s = plan->priv;
-    if (n > s->jobs_cap || !plan->x) {
-        size_t m = n ? n : 1;
-        double *a = realloc(plan->x, m * sizeof *a);
-        if (a)
-            plan->x = a;
-        double *b = realloc(plan->limit, m * sizeof *b);
-        if (b)
-            plan->limit = b;
-        double *c = realloc(plan->throughput_j, m * sizeof *c);
-        if (c)
-            plan->throughput_j = c;
-        if (!a || !b || !c)
+    size_t m = n ? n : 1;
+    if (m > s->jobs_cap) {
+        if (m > SIZE_MAX / (5 * sizeof(double))
+            || pflex_big_reserve(&s->mem, 5 * m * sizeof(double)) < 0)
             return pflex_error_set(err, "out of memory");
+        s->jobs_cap = m;
     }
+    double *d = s->mem.p;
+    size_t c = s->jobs_cap;
+    plan->x = d;
+    plan->limit = s->u = d + c;
+    plan->throughput_j = d + 2 * c;
+    s->slope = d + 3 * c;
+    s->xbuf = d + 4 * c;
     return 0;
 }
 
@@ -733,11 +742,9 @@ int pflex_alloc_plan(const struct pflex_alloc_problem *p, enum pflex_policy poli
     struct scratch *s = plan->priv;
     if (prepare(p, policy, s, err) < 0)
         return -1;
-    double base = 0, reach = 0;
-    for (size_t j = 0; j < n; j++) {
-        base += s->b[j];
-        reach += s->b[j] * s->u[j];
-    }
+    double base = 0;
+    for (size_t j = 0; j < n; j++)
+        base += job_b(s, j);
     double save = base - p->budget_w;
     double need = save;
     int feasible = 1, hull_error = 0;
@@ -776,11 +783,10 @@ int pflex_alloc_plan(const struct pflex_alloc_problem *p, enum pflex_policy poli
         const struct pflex_alloc_job *jb = &p->jobs[j];
         double l = policy == PFLEX_POLICY_PFI || !jb->npoints ? s->slope[j] * x[j]
                  : curve_loss(jb->x, jb->loss, jb->npoints, x[j]);
-        plan->limit[j] = s->u[j];
         plan->throughput_j[j] = jb->t0 * (1.0 - l);
         plan->throughput += plan->throughput_j[j];
-        plan->objective += s->a[j] * (1.0 - l);
-        plan->power_w += s->b[j] * (1.0 - x[j]);
+        plan->objective += job_a(s, j) * (1.0 - l);
+        plan->power_w += job_b(s, j) * (1.0 - x[j]);
     }
     plan->feasible = plan->power_w <= p->budget_w;
     plan->gap_bound = 0;
