@@ -37,11 +37,21 @@ struct item {
     double w;   /* watts saved (equal: n P0) */
 };
 
+/* A segment of the bucket that holds the threshold, in job order, for
+ * placing its job once the threshold is known. */
+struct seg {
+    double c, dx;       /* cost per watt; reduction it spans */
+    double x1, l1;      /* the vertex it ends at */
+    size_t j;           /* its job */
+};
+
 #define HIST_BITS_MAX 16
 
 struct scratch {
-    size_t jobs_cap, verts_cap, items_cap;
+    size_t jobs_cap, verts_cap, items_cap, segs_cap;
     enum pflex_policy policy;
+    const struct pflex_alloc_problem *prob;
+    double base;                /* sum_j n P0, W */
     int progress;               /* objective: progress (a = w n), else throughput (a = w T0) */
     int nonconvex;              /* optimal: some hull left a measured point above it */
     const struct pflex_alloc_job *jobs;
@@ -54,7 +64,8 @@ struct scratch {
     double *slope;              /* model slope 1 - PFI (pfi, equal) */
     double *xbuf;               /* a candidate plan (repair) */
     double *hx, *hl;            /* one job's model vertices (largest curve + 2) */
-    struct item *items;         /* the segments of one histogram bucket (equal: every job) */
+    struct item *items;         /* costs and watts of the threshold bucket (equal: every job) */
+    struct seg *segs;           /* that bucket's segments, in job order */
     double *hist_w;             /* watts per cost bucket */
     size_t *hist_n;             /* segments per cost bucket */
     unsigned hist_bits;         /* buckets in use: 2^hist_bits (about segments/8) */
@@ -197,29 +208,45 @@ static int items_reserve(struct scratch *s, size_t n)
     return 0;
 }
 
-static int scratch_reserve(struct scratch *s, size_t njobs, size_t nverts, pflex_error_t *err)
+static int segs_reserve(struct scratch *s, size_t n)
 {
-    if (nverts > s->verts_cap) {
-        if (grow_arr((void **)&s->hx, nverts, sizeof *s->hx) < 0
-            || grow_arr((void **)&s->hl, nverts, sizeof *s->hl) < 0)
-            return pflex_error_set(err, "out of memory");
-        s->verts_cap = nverts;
-    }
-    /* A histogram about an eighth the size of the segments: small problems
-     * touch little fresh memory, large ones get buckets small enough that
-     * the one holding the threshold is short. */
+    if (n <= s->segs_cap)
+        return 0;
+    if (grow_arr((void **)&s->segs, n, sizeof *s->segs) < 0)
+        return -1;
+    s->segs_cap = n;
+    return 0;
+}
+
+/* Room for one job's model vertices: a curve's points, the limit and the
+ * origin.  Grows only on a longer curve than any planned before. */
+static int verts_reserve(struct scratch *s, size_t npoints)
+{
+    size_t nverts = npoints + 2;
+    if (nverts <= s->verts_cap)
+        return 0;
+    if (grow_arr((void **)&s->hx, nverts, sizeof *s->hx) < 0
+        || grow_arr((void **)&s->hl, nverts, sizeof *s->hl) < 0)
+        return -1;
+    s->verts_cap = nverts;
+    return 0;
+}
+
+/* The cost histogram, about an eighth the size of the segments (taken as
+ * eight a job): small problems touch little fresh memory, large ones get
+ * buckets small enough that the one holding the threshold is short. */
+static int hist_reserve(struct scratch *s, size_t njobs)
+{
     unsigned bits = 4;
-    while (bits < HIST_BITS_MAX && ((size_t)8 << bits) < njobs * (nverts - 1))
+    while (bits < HIST_BITS_MAX && ((size_t)1 << bits) < njobs)
         bits++;
     s->hist_bits = bits;
     if (bits > s->hist_bits_cap) {
         if (grow_arr((void **)&s->hist_w, (size_t)1 << bits, sizeof *s->hist_w) < 0
             || grow_arr((void **)&s->hist_n, (size_t)1 << bits, sizeof *s->hist_n) < 0)
-            return pflex_error_set(err, "out of memory");
+            return -1;
         s->hist_bits_cap = bits;
     }
-    if (s->policy == PFLEX_POLICY_EQUAL && items_reserve(s, njobs) < 0)
-        return pflex_error_set(err, "out of memory");
     return 0;
 }
 
@@ -238,6 +265,7 @@ void pflex_alloc_plan_fini(struct pflex_alloc_plan *plan)
         free(s->hx);
         free(s->hl);
         free(s->items);
+        free(s->segs);
         free(s);
     }
     memset(plan, 0, sizeof *plan);
@@ -298,6 +326,7 @@ static inline double seg_cost(double a, double b, double x0, double l0, double x
 
 static size_t build_hull(const struct pflex_alloc_job *j, double u, double *hx, double *hl,
                          int *nonconvex);
+static int prepare_job(struct scratch *s, size_t j, pflex_error_t *err);
 
 /* Job j's model vertices into s->hx/hl: the PFI line to its limit, or the
  * lower convex hull of its curve on [0, limit].  Rebuilt whenever needed:
@@ -323,19 +352,56 @@ static inline unsigned cost_bucket(double c, unsigned nbits)
     return (unsigned)(bits >> (64 - nbits));
 }
 
-/* The fractional knapsack over the model segments of every job but skip
- * (SIZE_MAX: none), saving at least need watts.  Fills x[] for those jobs.
- * The threshold is found in two passes: a histogram of the watts by the
- * top bits of each segment's cost finds the bucket where the watts still
- * needed run out, then a weighted quickselect within that bucket. */
-static int seg_solve(struct scratch *s, size_t njobs, size_t skip, double need,
-                     double *x, uint64_t *rng, struct solve_state *st)
+/* Places job j on its model for the threshold: every segment cheaper
+ * than lambda, the fraction f of those at lambda, nothing dearer.  *l is
+ * the loss at the vertex it ends on, NaN when it ends inside a segment. */
+static double place_job(struct scratch *s, size_t j, double lambda, double f, double *l)
 {
+    double a = job_a(s, j), b = job_b(s, j), xj = 0, lj = 0;
+    size_t nv = model_vertices(s, j);
+    for (size_t v = 0; v + 1 < nv; v++) {
+        double dx = s->hx[v + 1] - s->hx[v];
+        double c = seg_cost(a, b, s->hx[v], s->hl[v], s->hx[v + 1], s->hl[v + 1]);
+        if (c < 0 || c < lambda) {
+            xj = s->hx[v + 1];
+            lj = s->hl[v + 1];
+        } else if (c == lambda) {
+            xj += f * dx;
+            lj = NAN;
+        } else {
+            break;
+        }
+    }
+    *l = lj;
+    return xj;
+}
+
+/* The fractional knapsack over the model segments of every job but skip
+ * (SIZE_MAX: none), saving at least (s->base - budget) - extra watts.
+ * Fills x[] for those jobs and, where lout is given, lout[]: the model's
+ * loss at x_j when x_j is one of its vertices, NaN when x_j lies inside a
+ * segment.  (A vertex is a measured point, the origin or the limit, where
+ * the curve's own loss is the same number.)  With prep, each job is
+ * checked and prepared (prepare_job) as the first pass reaches it.
+ *
+ * Two passes over the jobs.  The first sums the watts into a histogram by
+ * the top bits of each segment's cost and finds the bucket where the watts
+ * still needed run out.  The second places each job on its segments of
+ * cheaper buckets and keeps the segments of that bucket: a weighted
+ * quickselect among them gives the threshold, and the jobs they belong to
+ * are placed from there. */
+static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, double extra,
+                     double *x, double *lout, uint64_t *rng, struct solve_state *st,
+                     pflex_error_t *err)
+{
+    const size_t njobs = s->prob->njobs;
     double wfree = 0, total = 0;
     const unsigned nbits = s->hist_bits, nb = 1u << nbits;
     memset(s->hist_w, 0, nb * sizeof *s->hist_w);
     memset(s->hist_n, 0, nb * sizeof *s->hist_n);
     for (size_t j = 0; j < njobs; j++) {
+        if (prep && prepare_job(s, j, err) < 0)
+            return -1;
         if (j == skip)
             continue;
         double a = job_a(s, j), b = job_b(s, j);
@@ -353,80 +419,123 @@ static int seg_solve(struct scratch *s, size_t njobs, size_t skip, double need,
             }
         }
     }
+    double need = (s->base - budget) - extra;
     double rest = need - wfree, wb = 0, wa = 0;
     st->feasible = 1;
     st->f = 0;
     if (rest <= 0) {
         st->lambda = -INFINITY;
-    } else if (total < rest) {
+        goto fill;
+    }
+    if (total < rest) {
         st->lambda = INFINITY;
         st->feasible = 0;
-    } else {
-        double acc = 0;
-        unsigned kb = 0;
-        for (; kb < nb - 1; kb++) {
-            if (acc + s->hist_w[kb] >= rest)
-                break;
-            acc += s->hist_w[kb];
-        }
-        if (acc + s->hist_w[kb] < rest) {
-            /* the buckets sum a hair under the total: take everything */
-            st->lambda = INFINITY;
-            goto fill;
-        }
-        if (items_reserve(s, s->hist_n[kb]) < 0)
-            return -1;
-        size_t m = 0;
-        for (size_t j = 0; j < njobs; j++) {
-            if (j == skip)
-                continue;
-            double a = job_a(s, j), b = job_b(s, j);
-            size_t nv = model_vertices(s, j);
-            for (size_t v = 0; v + 1 < nv; v++) {
-                double c = seg_cost(a, b, s->hx[v], s->hl[v], s->hx[v + 1], s->hl[v + 1]);
-                if (c >= 0 && cost_bucket(c, nbits) == kb) {
-                    s->items[m].c = c;
-                    s->items[m].w = b * (s->hx[v + 1] - s->hx[v]);
-                    m++;
-                }
-            }
-        }
-        if (wselect(s->items, m, rest - acc, rng, &st->lambda, &wb, &wa) < 0) {
-            /* rounding at the very edge: the last segment of the bucket */
-            double hi = -INFINITY;
-            for (size_t i = 0; i < m; i++)
-                if (s->items[i].c > hi)
-                    hi = s->items[i].c;
-            st->lambda = hi;
-            wb = 0;
-            for (size_t i = 0; i < m; i++)
-                if (s->items[i].c < hi)
-                    wb += s->items[i].w;
-                else
-                    wa += s->items[i].w;
-        }
-        wb += acc;
-        double f = wa > 0 ? (rest - wb) / wa : 1.0;
-        st->f = f < 0 ? 0 : f > 1 ? 1 : f;
+        goto fill;
     }
-fill:;
-    double lambda = st->lambda, f = st->f;
+    double acc = 0;
+    unsigned kb = 0;
+    for (; kb < nb - 1; kb++) {
+        if (acc + s->hist_w[kb] >= rest)
+            break;
+        acc += s->hist_w[kb];
+    }
+    if (acc + s->hist_w[kb] < rest) {
+        /* the buckets sum a hair under the total: take everything */
+        st->lambda = INFINITY;
+        goto fill;
+    }
+    if (items_reserve(s, s->hist_n[kb]) < 0)
+        return pflex_error_set(err, "out of memory");
+    /* Each job's segments in order: those of cheaper buckets (and free
+     * ones) are taken; from its first segment in bucket kb up to its first
+     * dearer one, each waits in segs for the threshold (costs rise along a
+     * hull, but rounding may reorder two nearly equal ones). */
+    size_t m = 0, ns = 0;
     for (size_t j = 0; j < njobs; j++) {
         if (j == skip)
             continue;
-        double a = job_a(s, j), b = job_b(s, j), xj = 0;
+        double a = job_a(s, j), b = job_b(s, j), xj = 0, lj = 0;
         size_t nv = model_vertices(s, j);
+        int waiting = 0, stopped = 0;
         for (size_t v = 0; v + 1 < nv; v++) {
             double dx = s->hx[v + 1] - s->hx[v];
             double c = seg_cost(a, b, s->hx[v], s->hl[v], s->hx[v + 1], s->hl[v + 1]);
-            if (c < 0 || c < lambda)
+            unsigned k = c < 0 ? 0 : cost_bucket(c, nbits);
+            if (c >= 0 && k == kb) {
+                s->items[m].c = c;
+                s->items[m].w = b * dx;
+                m++;
+            }
+            if (stopped || (c >= 0 && k > kb)) {
+                stopped = 1;
+                continue;
+            }
+            if (!waiting && (c < 0 || k < kb)) {
                 xj = s->hx[v + 1];
-            else if (c == lambda)
-                xj += f * dx;
-            else
-                break;
+                lj = s->hl[v + 1];
+                continue;
+            }
+            waiting = 1;
+            if (ns == s->segs_cap && segs_reserve(s, 2 * ns + 64) < 0)
+                return pflex_error_set(err, "out of memory");
+            s->segs[ns++] = (struct seg){.c = c, .dx = dx, .x1 = s->hx[v + 1],
+                                         .l1 = s->hl[v + 1], .j = j};
         }
         x[j] = xj;
+        if (lout)
+            lout[j] = lj;
+    }
+    if (wselect(s->items, m, rest - acc, rng, &st->lambda, &wb, &wa) < 0) {
+        /* rounding at the very edge: the last segment of the bucket */
+        double hi = -INFINITY;
+        for (size_t i = 0; i < m; i++)
+            if (s->items[i].c > hi)
+                hi = s->items[i].c;
+        st->lambda = hi;
+        wb = 0;
+        for (size_t i = 0; i < m; i++)
+            if (s->items[i].c < hi)
+                wb += s->items[i].w;
+            else
+                wa += s->items[i].w;
+    }
+    wb += acc;
+    double f = wa > 0 ? (rest - wb) / wa : 1.0;
+    st->f = f < 0 ? 0 : f > 1 ? 1 : f;
+    /* The waiting segments' jobs, placed as place_job would. */
+    const double lambda = st->lambda;
+    f = st->f;
+    for (size_t i = 0; i < ns;) {
+        size_t j = s->segs[i].j;
+        double xj = x[j], lj = lout ? lout[j] : 0;
+        int open = 1;
+        for (; i < ns && s->segs[i].j == j; i++) {
+            const struct seg *g = &s->segs[i];
+            if (!open)
+                continue;
+            if (g->c < 0 || g->c < lambda) {
+                xj = g->x1;
+                lj = g->l1;
+            } else if (g->c == lambda) {
+                xj += f * g->dx;
+                lj = NAN;
+            } else {
+                open = 0;
+            }
+        }
+        x[j] = xj;
+        if (lout)
+            lout[j] = lj;
+    }
+    return 0;
+fill:
+    for (size_t j = 0; j < njobs; j++) {
+        if (j == skip)
+            continue;
+        double l;
+        x[j] = place_job(s, j, st->lambda, st->f, &l);
+        if (lout)
+            lout[j] = l;
     }
     return 0;
 }
@@ -502,47 +611,63 @@ static int check_job(const struct pflex_alloc_job *j, size_t i, pflex_error_t *e
     return 0;
 }
 
-/* Checks every job and sets its limit (and model slope for pfi and
- * equal), in one pass; sizes the hull storage. */
+/* Checks job j and sets its limit (and its model slope for pfi and
+ * equal); adds its baseline power to s->base. */
+static int prepare_job(struct scratch *s, size_t j, pflex_error_t *err)
+{
+    const struct pflex_alloc_job *jb = &s->jobs[j];
+    if (check_job(jb, j, err) < 0)
+        return -1;
+    if (verts_reserve(s, jb->npoints) < 0)
+        return pflex_error_set(err, "out of memory");
+    s->base += job_b(s, j);
+    double u = jb->x_hi;
+    if (jb->npoints && jb->x[jb->npoints - 1] < u)
+        u = jb->x[jb->npoints - 1];
+    if (s->policy == PFLEX_POLICY_OPTIMAL) {
+        if (!jb->npoints)
+            return pflex_error_set(err, "job %zu '%s': the optimal policy needs a "
+                                   "measured curve", j + 1, jb->name ? jb->name : "?");
+        if (jb->floor > 0) {
+            double sh = curve_shed(jb->x, jb->loss, jb->npoints, jb->floor);
+            if (sh < u)
+                u = sh;
+        }
+    } else {
+        double sl = model_slope(jb);
+        s->slope[j] = sl;
+        if (jb->floor > 0 && sl > 0 && (1.0 - jb->floor) / sl < u)
+            u = (1.0 - jb->floor) / sl;
+    }
+    s->u[j] = u > 0 ? u : 0;
+    return 0;
+}
+
+/* Sets up a plan of p with a policy.  The jobs themselves are checked and
+ * prepared by prepare_job: here for equal, during the first pass over the
+ * segments for pfi and optimal (one pass over the curves fewer). */
 static int prepare(const struct pflex_alloc_problem *p, enum pflex_policy pol,
                    struct scratch *s, pflex_error_t *err)
 {
-    size_t n = p->njobs, nverts = 2;
     s->policy = pol;
+    s->prob = p;
     s->progress = p->objective == PFLEX_OBJECTIVE_PROGRESS;
     s->jobs = p->jobs;
     s->nonconvex = 0;
-    for (size_t j = 0; j < n; j++) {
-        const struct pflex_alloc_job *jb = &p->jobs[j];
-        if (check_job(jb, j, err) < 0)
-            return -1;
-        if (jb->npoints + 2 > nverts)
-            nverts = jb->npoints + 2;
-        double u = jb->x_hi;
-        if (jb->npoints && jb->x[jb->npoints - 1] < u)
-            u = jb->x[jb->npoints - 1];
-        if (pol == PFLEX_POLICY_OPTIMAL) {
-            if (!jb->npoints)
-                return pflex_error_set(err, "job %zu '%s': the optimal policy needs a "
-                                       "measured curve", j + 1, jb->name ? jb->name : "?");
-            if (jb->floor > 0) {
-                double sh = curve_shed(jb->x, jb->loss, jb->npoints, jb->floor);
-                if (sh < u)
-                    u = sh;
-            }
-        } else {
-            double sl = model_slope(jb);
-            s->slope[j] = sl;
-            if (jb->floor > 0 && sl > 0 && (1.0 - jb->floor) / sl < u)
-                u = (1.0 - jb->floor) / sl;
-        }
-        s->u[j] = u > 0 ? u : 0;
-    }
-    return scratch_reserve(s, n, nverts, err);
+    s->base = 0;
+    if (verts_reserve(s, 0) < 0 || hist_reserve(s, p->njobs) < 0
+        || (pol == PFLEX_POLICY_EQUAL && items_reserve(s, p->njobs) < 0))
+        return pflex_error_set(err, "out of memory");
+    if (pol == PFLEX_POLICY_EQUAL)
+        for (size_t j = 0; j < p->njobs; j++)
+            if (prepare_job(s, j, err) < 0)
+                return -1;
+    return 0;
 }
 
 /* Make sure the plan's power is within the budget: nudge jobs with slack. */
-static void enforce_budget(const struct scratch *s, size_t n, double budget, double *x)
+static void enforce_budget(const struct scratch *s, size_t n, double budget, double *x,
+                           double *lout)
 {
     for (int pass = 0; pass < 3; pass++) {
         double pw = 0;
@@ -561,6 +686,8 @@ static void enforce_budget(const struct scratch *s, size_t n, double budget, dou
             if (dx > slack)
                 dx = slack;
             x[j] += dx;
+            if (lout)
+                lout[j] = NAN;
             excess -= dx * job_b(s, j);
         }
     }
@@ -627,15 +754,16 @@ static int solve_equal(const struct scratch *s, size_t n, double need, double *x
 }
 
 /* Optimal: the hull knapsack, then the repair of a job left inside a
- * non-convex stretch.  Returns the hull optimum's objective. */
+ * non-convex stretch.  lout as for seg_solve (all NaN after a repair).
+ * Sets the hull optimum's objective when some curve is not its hull. */
 static int solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
-                         double need, double *x, int *feasible, int *hull_error,
-                         double *hull_objective)
+                         double budget, double *x, double *lout, int *feasible,
+                         int *hull_error, double *hull_objective, pflex_error_t *err)
 {
     size_t n = p->njobs;
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     struct solve_state st;
-    if (seg_solve(s, n, SIZE_MAX, need, x, &rng, &st) < 0)
+    if (seg_solve(s, 1, SIZE_MAX, budget, 0, x, lout, &rng, &st, err) < 0)
         return -1;
     *feasible = st.feasible;
     *hull_error = 0;
@@ -645,11 +773,15 @@ static int solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
     size_t jw = SIZE_MAX;
     for (size_t j = 0; j < n; j++) {
         const struct pflex_alloc_job *jb = &p->jobs[j];
-        double lh = hull_loss(s, j, x[j]);
-        double la = curve_loss(jb->x, jb->loss, jb->npoints, x[j]);
-        hull_obj += job_a(s, j) * (1.0 - lh);
-        act_obj += job_a(s, j) * (1.0 - la);
-        double e = job_a(s, j) * (la - lh);
+        double lh = lout[j], la = lh;   /* at a vertex the curve is on its hull */
+        if (isnan(lh)) {
+            lh = hull_loss(s, j, x[j]);
+            la = curve_loss(jb->x, jb->loss, jb->npoints, x[j]);
+        }
+        double a = job_a(s, j);
+        hull_obj += a * (1.0 - lh);
+        act_obj += a * (1.0 - la);
+        double e = a * (la - lh);
         if (e > worst && la - lh > 1e-12) {
             worst = e;
             jw = j;
@@ -672,6 +804,7 @@ static int solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
         }
     double best = act_obj;
     double *cand = s->xbuf;
+    int moved = 0;
     /* Each try re-plans every other job: at most 16 tries, both ends and
      * evenly spaced measured points between them. */
     size_t inside = 0, k0 = 0;
@@ -685,7 +818,7 @@ static int solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
     for (size_t t = 0; t < tries; t++) {
         double xv = t == 0 ? xl : t == tries - 1 ? xr : jb->x[k0 + (t - 1) * inside / mid];
         struct solve_state cs;
-        if (seg_solve(s, n, jw, need - job_b(s, jw) * xv, cand, &rng, &cs) < 0)
+        if (seg_solve(s, 0, jw, budget, job_b(s, jw) * xv, cand, NULL, &rng, &cs, err) < 0)
             return -1;
         if (!cs.feasible)
             continue;
@@ -693,12 +826,16 @@ static int solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
         double obj = 0;
         for (size_t j = 0; j < n; j++)
             obj += job_a(s, j) * (1.0 - curve_loss(p->jobs[j].x, p->jobs[j].loss,
-                                               p->jobs[j].npoints, cand[j]));
+                                                   p->jobs[j].npoints, cand[j]));
         if (obj > best) {
             best = obj;
             memcpy(x, cand, n * sizeof *x);
+            moved = 1;
         }
     }
+    if (moved)
+        for (size_t j = 0; j < n; j++)
+            lout[j] = NAN;
     return 0;
 }
 
@@ -742,47 +879,55 @@ int pflex_alloc_plan(const struct pflex_alloc_problem *p, enum pflex_policy poli
     struct scratch *s = plan->priv;
     if (prepare(p, policy, s, err) < 0)
         return -1;
-    double base = 0;
-    for (size_t j = 0; j < n; j++)
-        base += job_b(s, j);
-    double save = base - p->budget_w;
-    double need = save;
     int feasible = 1, hull_error = 0;
     double hull_obj = NAN;
     double *x = plan->x;
+    /* optimal: each job's loss where the knapsack left it, kept in the
+     * throughput array until the job's throughput replaces it (NaN: to be
+     * read off the curve) */
+    double *lout = policy == PFLEX_POLICY_OPTIMAL ? plan->throughput_j : NULL;
     switch (policy) {
     case PFLEX_POLICY_EQUAL:
-        feasible = solve_equal(s, n, need, x);
+        feasible = solve_equal(s, n, s->base - p->budget_w, x);
         break;
     case PFLEX_POLICY_PFI: {
         uint64_t rng = 0x9e3779b97f4a7c15ull;
         struct solve_state st;
-        if (seg_solve(s, n, SIZE_MAX, need, x, &rng, &st) < 0)
-            return pflex_error_set(err, "out of memory");
+        if (seg_solve(s, 1, SIZE_MAX, p->budget_w, 0, x, NULL, &rng, &st, err) < 0)
+            return -1;
         feasible = st.feasible;
         break;
     }
     case PFLEX_POLICY_OPTIMAL:
-        if (solve_optimal(p, s, need, x, &feasible, &hull_error, &hull_obj) < 0)
-            return pflex_error_set(err, "out of memory");
+        if (solve_optimal(p, s, p->budget_w, x, lout, &feasible, &hull_error, &hull_obj,
+                          err) < 0)
+            return -1;
         break;
     }
     for (size_t j = 0; j < n; j++)
-        if (x[j] > s->u[j])
+        if (x[j] > s->u[j]) {
             x[j] = s->u[j];
+            if (lout)
+                lout[j] = NAN;
+        }
     if (feasible)
-        enforce_budget(s, n, p->budget_w, x);
+        enforce_budget(s, n, p->budget_w, x, lout);
     plan->policy = policy;
     plan->njobs = n;
-    plan->baseline_w = base;
+    plan->baseline_w = s->base;
     plan->budget_w = p->budget_w;
     plan->power_w = 0;
     plan->throughput = 0;
     plan->objective = 0;
     for (size_t j = 0; j < n; j++) {
         const struct pflex_alloc_job *jb = &p->jobs[j];
-        double l = policy == PFLEX_POLICY_PFI || !jb->npoints ? s->slope[j] * x[j]
-                 : curve_loss(jb->x, jb->loss, jb->npoints, x[j]);
+        double l;
+        if (policy == PFLEX_POLICY_PFI || !jb->npoints)
+            l = s->slope[j] * x[j];
+        else if (lout && !isnan(lout[j]))
+            l = lout[j];
+        else
+            l = curve_loss(jb->x, jb->loss, jb->npoints, x[j]);
         plan->throughput_j[j] = jb->t0 * (1.0 - l);
         plan->throughput += plan->throughput_j[j];
         plan->objective += job_a(s, j) * (1.0 - l);
