@@ -665,14 +665,17 @@ static int prepare(const struct pflex_alloc_problem *p, enum pflex_policy pol,
     return 0;
 }
 
-/* Make sure the plan's power is within the budget: nudge jobs with slack. */
+/* Make sure the plan's power (pw: as it stands) is within the budget:
+ * nudge jobs with slack. */
 static void enforce_budget(const struct scratch *s, size_t n, double budget, double *x,
-                           double *lout)
+                           double *lout, double pw)
 {
     for (int pass = 0; pass < 3; pass++) {
-        double pw = 0;
-        for (size_t j = 0; j < n; j++)
-            pw += job_b(s, j) * (1.0 - x[j]);
+        if (pass > 0) {
+            pw = 0;
+            for (size_t j = 0; j < n; j++)
+                pw += job_b(s, j) * (1.0 - x[j]);
+        }
         double excess = pw - budget;
         if (excess <= 0)
             return;
@@ -904,14 +907,17 @@ int pflex_alloc_plan(const struct pflex_alloc_problem *p, enum pflex_policy poli
             return -1;
         break;
     }
-    for (size_t j = 0; j < n; j++)
+    double pw = 0;
+    for (size_t j = 0; j < n; j++) {
         if (x[j] > s->u[j]) {
             x[j] = s->u[j];
             if (lout)
                 lout[j] = NAN;
         }
+        pw += job_b(s, j) * (1.0 - x[j]);
+    }
     if (feasible)
-        enforce_budget(s, n, p->budget_w, x, lout);
+        enforce_budget(s, n, p->budget_w, x, lout, pw);
     plan->policy = policy;
     plan->njobs = n;
     plan->baseline_w = s->base;
