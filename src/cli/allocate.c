@@ -8,6 +8,7 @@
 #include "cli/site.h"
 #include "pflex/csv.h"
 #include "pflex/alloc.h"
+#include "pflex/fmt.h"
 
 static const char help[] =
 "usage: pflex allocate [SWEEP.csv] (--budget-w W | --reduce F) [options]\n"
@@ -57,7 +58,8 @@ static const char help[] =
 "floors and ranges cannot reach the budget; the plan at the least power\n"
 "reachable is still printed, with \"feasible\": false.\n";
 
-static json_t *plan_json(const pflex_alloc_input_t *in, const struct pflex_alloc_plan *pl)
+/* The plan's totals, as the JSON document's head. */
+static json_t *plan_head_json(const pflex_alloc_input_t *in, const struct pflex_alloc_plan *pl)
 {
     json_t *doc = json_object();
     json_object_set_new(doc, "policy", json_string(pflex_policy_name(pl->policy)));
@@ -74,30 +76,95 @@ static json_t *plan_json(const pflex_alloc_input_t *in, const struct pflex_alloc
             t += in->jobs[k].t0 * (1.0 - pflex_alloc_loss(&in->jobs[k], pl->x[k]));
         json_object_set_new(doc, "measured_throughput", json_real(t));
     }
-    json_t *jobs = json_array();
+    return doc;
+}
+
+/* One member of a job's object, as jansson writes it at this depth; a
+ * value jansson would refuse (a non-finite real, a name that is not
+ * UTF-8) leaves the member out, as there. */
+static void job_member(int *first, const char *key, const char *text)
+{
+    printf("%s      \"%s\": %s", *first ? "\n" : ",\n", key, text);
+    *first = 0;
+}
+
+static void job_real(int *first, const char *key, double v)
+{
+    if (!isfinite(v))
+        return;
+    char b[PFLEX_FMT_G_MAX + 4];
+    cli_json_real_text(b, v);
+    job_member(first, key, b);
+}
+
+static void job_name(int *first, const char *name)
+{
+    const unsigned char *c = (const unsigned char *)name;
+    while (*c >= 0x20 && *c < 0x7f && *c != '"' && *c != '\\')
+        c++;
+    if (!*c) {
+        printf("%s      \"job\": \"%s\"", *first ? "\n" : ",\n", name);
+        *first = 0;
+        return;
+    }
+    json_t *s = json_string(name);     /* escapes, or NULL: not UTF-8 */
+    char *t = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+    if (t)
+        job_member(first, "job", t);
+    free(t);
+    json_decref(s);
+}
+
+/* The plan as one JSON document, exactly as cli_json_print would print
+ * it, but written job by job: a million jobs as one jansson tree take
+ * gigabytes and a quarter of a minute. */
+static int plan_json(const pflex_alloc_input_t *in, const struct pflex_alloc_plan *pl)
+{
+    json_t *head = plan_head_json(in, pl);
+    char *h = json_dumps(head, CLI_JSON_FLAGS);
+    json_decref(head);
+    size_t hn = h ? strlen(h) : 0;
+    if (hn < 2 || h[hn - 1] != '}' || h[hn - 2] != '\n') {
+        free(h);
+        return -1;
+    }
+    fwrite(h, 1, hn - 2, stdout);
+    free(h);
+    fputs(",\n  \"jobs\": [", stdout);
     for (size_t k = 0; k < in->njobs; k++) {
         const struct pflex_alloc_job *j = &in->jobs[k];
         double x = pl->x[k];
-        json_t *o = json_object();
-        json_object_set_new(o, "job", json_string(j->name));
-        json_object_set_new(o, "gpus", json_integer(j->gpus));
-        json_object_set_new(o, "baseline_power_w", json_real(j->p0_w));
-        json_object_set_new(o, "power_w", json_real(pflex_alloc_power_w(j, x)));
-        json_object_set_new(o, "cap_w", json_real(pflex_alloc_cap_w(j, x)));
-        json_object_set_new(o, "reduction", json_real(x));
-        json_object_set_new(o, "throughput", json_real(pl->throughput_j[k]));
-        json_object_set_new(o, "fraction", json_real(pl->throughput_j[k] / j->t0));
-        json_object_set_new(o, "baseline_throughput", json_real(j->t0));
-        json_object_set_new(o, "floor", json_real(j->floor));
-        json_object_set_new(o, "limit", json_real(pl->limit[k]));
-        json_object_set_new(o, "weight", json_real(j->weight));
+        int first = 1;
+        char g[24];
+        fputs(k ? ",\n    {" : "\n    {", stdout);
+        job_name(&first, j->name);
+        snprintf(g, sizeof g, "%d", j->gpus);
+        job_member(&first, "gpus", g);
+        job_real(&first, "baseline_power_w", j->p0_w);
+        job_real(&first, "power_w", pflex_alloc_power_w(j, x));
+        job_real(&first, "cap_w", pflex_alloc_cap_w(j, x));
+        job_real(&first, "reduction", x);
+        job_real(&first, "throughput", pl->throughput_j[k]);
+        job_real(&first, "fraction", pl->throughput_j[k] / j->t0);
+        job_real(&first, "baseline_throughput", j->t0);
+        job_real(&first, "floor", j->floor);
+        job_real(&first, "limit", pl->limit[k]);
+        job_real(&first, "weight", j->weight);
         if (in->has_curves)
-            json_object_set_new(o, "measured_fraction",
-                                json_real(1.0 - pflex_alloc_loss(j, x)));
-        json_array_append_new(jobs, o);
+            job_real(&first, "measured_fraction", 1.0 - pflex_alloc_loss(j, x));
+        fputs(first ? "}" : "\n    }", stdout);
     }
-    json_object_set_new(doc, "jobs", jobs);
-    return doc;
+    fputs(in->njobs ? "\n  ]\n}\n" : "]\n}\n", stdout);
+    return ferror(stdout) ? -1 : 0;
+}
+
+/* ",%.10g" of v, through the fast exact formatter. */
+static void csv_num(double v)
+{
+    char b[PFLEX_FMT_G_MAX + 1];
+    b[0] = ',';
+    int n = pflex_fmt_g(b + 1, v, 10);
+    fwrite(b, 1, (size_t)n + 1, stdout);
 }
 
 static void plan_csv(const pflex_alloc_input_t *in, const struct pflex_alloc_plan *pl)
@@ -108,11 +175,18 @@ static void plan_csv(const pflex_alloc_input_t *in, const struct pflex_alloc_pla
         const struct pflex_alloc_job *j = &in->jobs[k];
         double x = pl->x[k];
         pflex_csv_write_field(stdout, j->name);
-        printf(",%d,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,", j->gpus, j->p0_w,
-               pflex_alloc_power_w(j, x), pflex_alloc_cap_w(j, x), x, pl->throughput_j[k],
-               pl->throughput_j[k] / j->t0, j->floor);
+        printf(",%d", j->gpus);
+        csv_num(j->p0_w);
+        csv_num(pflex_alloc_power_w(j, x));
+        csv_num(pflex_alloc_cap_w(j, x));
+        csv_num(x);
+        csv_num(pl->throughput_j[k]);
+        csv_num(pl->throughput_j[k] / j->t0);
+        csv_num(j->floor);
         if (in->has_curves)
-            printf("%.10g", 1.0 - pflex_alloc_loss(j, x));
+            csv_num(1.0 - pflex_alloc_loss(j, x));
+        else
+            putchar(',');
         putchar('\n');
     }
 }
@@ -206,7 +280,7 @@ int cmd_allocate(int argc, char **argv)
         goto out;
     }
     if (json) {
-        if (cli_json_print(plan_json(in, &plan)) < 0)
+        if (plan_json(in, &plan) < 0)
             rc = PFLEX_EXIT_INTERNAL;
     } else if (csv) {
         plan_csv(in, &plan);

@@ -39,6 +39,14 @@ int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo,
  * steals the reference.  Returns 0 or -1 on a write error. */
 int cli_json_print(json_t *doc);
 
+/* How every command's JSON is written. */
+#define CLI_JSON_FLAGS (JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12))
+
+/* A finite real as jansson writes it under CLI_JSON_FLAGS ("%.12g", with
+ * ".0" when that reads as an integer, the exponent without '+' or leading
+ * zeros), into buf (PFLEX_FMT_G_MAX + 4 bytes). */
+void cli_json_real_text(char *buf, double x);
+
 /* A JSON real, or null when x is NaN or infinite. */
 json_t *cli_json_real(double x);
 

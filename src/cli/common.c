@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "pflex/fmt.h"
 
 void cli_error(const char *cmd, const char *fmt, ...)
 {
@@ -48,14 +49,33 @@ int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo,
 
 int cli_json_print(json_t *doc)
 {
-    int rc = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER
-                        | JSON_REAL_PRECISION(12));
+    int rc = json_dumpf(doc, stdout, CLI_JSON_FLAGS);
     json_decref(doc);
     if (rc == 0)
         rc = fputc('\n', stdout) == EOF ? -1 : 0;
     if (fflush(stdout) != 0)
         rc = -1;
     return rc;
+}
+
+void cli_json_real_text(char *buf, double x)
+{
+    int n = pflex_fmt_g(buf, x, 12);
+    char *e = strchr(buf, 'e');
+    if (!e && !strchr(buf, '.')) {
+        memcpy(buf + n, ".0", 3);
+        return;
+    }
+    if (e) {                    /* "1e+20" -> "1e20", "1e-05" -> "1e-5" */
+        char *d = e + 1, *from = d;
+        if (*d == '-')
+            d++, from++;
+        else if (*d == '+')
+            from++;
+        while (*from == '0' && from[1])
+            from++;
+        memmove(d, from, strlen(from) + 1);
+    }
 }
 
 json_t *cli_json_real(double x)

@@ -843,7 +843,7 @@ int cmd_study(int argc, char **argv)
     FILE *f = open_out(out_dir, "summary.json", path, sizeof path);
     if (!f)
         goto out;
-    json_dumpf(summary, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+    json_dumpf(summary, f, CLI_JSON_FLAGS);
     fputc('\n', f);
     if (close_out(f, path) < 0)
         goto out;
