@@ -15,7 +15,8 @@
  *    read buffer with records across its boundary, CRLF, a byte-order mark,
  *    quoted names, comments and blank lines.
  *  - Rows split on the spot give what the general tokenizer gives: the same
- *    rows with a quoted extra column (which sends every line to it). */
+ *    rows with a quoted extra column (which sends every line to it); so do
+ *    the numbers read while they are split, against pflex_parse_double. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -555,6 +556,106 @@ static void test_split_matches_tokenizer(void **state)
     free(b);
 }
 
+/* A random number's text: mostly short plain decimals (the ones read
+ * while a row is split), and every neighbour of them that must go to
+ * pflex_parse_double instead: signs, exponents, long digit strings, two
+ * points, a lone point, leading zeros, blanks, empty. */
+static void rand_number(char *out, size_t cap)
+{
+    static const char *const odd[] = {
+        "", ".", "..", "1.2.3", "+5", "-5", "1e2", "1E-2", "2.5e1", " 7", "7 ", "\t7", "0x10",
+        "inf", "nan", "5.", ".5", "00012", "0.000", "-0", "1,5",
+    };
+    size_t n = 0;
+    unsigned kind = rnd(16);
+    if (kind == 0) {
+        snprintf(out, cap, "%s", odd[rnd(sizeof odd / sizeof *odd)]);
+        return;
+    }
+    if (kind == 1)
+        out[n++] = rnd(2) ? '+' : '-';
+    unsigned ndig = 1 + rnd(kind == 2 ? 22 : 8), point = rnd(ndig + 2);
+    for (unsigned k = 0; k < ndig && n + 3 < cap; k++) {
+        if (k == point)
+            out[n++] = '.';
+        out[n++] = (char)('0' + (k == 0 && rnd(3) ? 1 + rnd(9) : rnd(10)));
+    }
+    if (point == ndig && rnd(2))
+        out[n++] = '.';
+    out[n] = 0;
+    if (kind == 3 && n + 6 < cap)
+        snprintf(out + n, cap - n, "e%d", (int)rnd(40) - 20);
+}
+
+/* Numbers read while a row is split are what pflex_parse_double reads,
+ * bit for bit, and refused alike: random number texts in every numeric
+ * column (gpus too, changing within a job), rows short and long (past the
+ * splitter's 64-byte window), LF and CRLF, read as they are and with a
+ * quoted last column (every line to the general tokenizer). */
+static void test_numbers_match_parse_double(void **state)
+{
+    size_t cap = 1 << 16;
+    char *a = malloc(cap), *b = malloc(cap);
+    assert_non_null(a);
+    assert_non_null(b);
+    rs = 0x5eed5eed;
+    int ok = 0, bad = 0;
+    for (int it = 0; it < 4000; it++) {
+        size_t la = 0, lb = 0;
+        la += (size_t)snprintf(a + la, cap - la, "job,gpus,cap_w,power_w,throughput\n");
+        lb += (size_t)snprintf(b + lb, cap - lb, "job,gpus,cap_w,power_w,throughput\n");
+        unsigned jobs = 1 + rnd(5);
+        for (unsigned jj = 0; jj < jobs; jj++) {
+            unsigned rows = 2 + rnd(3), g = 1 + rnd(64), pad = rnd(4) ? 0 : 30 + rnd(40);
+            for (unsigned k = 0; k < rows; k++) {
+                char gp[40], cp[40], pw[40], tp[40], row[256];
+                if (rnd(5))
+                    snprintf(gp, sizeof gp, "%u", g + (rnd(12) == 0));
+                else
+                    rand_number(gp, sizeof gp);
+                if (rnd(3))
+                    snprintf(cp, sizeof cp, "%u", 700 - 60 * k);
+                else
+                    rand_number(cp, sizeof cp);
+                rand_number(pw, sizeof pw);
+                rand_number(tp, sizeof tp);
+                int n = snprintf(row, sizeof row, "j%u%.*s,%s,%s,%s,%s", jj, (int)pad,
+                                 "-padpadpadpadpadpadpadpadpadpadpadpadpadpadpadpadpadpadpadpad"
+                                 "padpadpadpad", gp, cp, pw, tp);
+                const char *eol = rnd(4) ? "\n" : "\r\n";
+                la += (size_t)snprintf(a + la, cap - la, "%.*s%s", n, row, eol);
+                lb += (size_t)snprintf(b + lb, cap - lb, "%.*s,\"q\"%s", n, row, eol);
+            }
+        }
+        pflex_sweep_t *sa = NULL, *sb = NULL;
+        pflex_error_t ea, eb;
+        int ra = pflex_sweep_read_mem(a, la, "n.csv", NULL, &sa, &ea);
+        int rb = pflex_sweep_read_mem(b, lb, "n.csv", NULL, &sb, &eb);
+        assert_int_equal(ra, rb);
+        if (ra < 0) {
+            if (!strstr(ea.text, " fields, the header has "))  /* "1,5" adds a field */
+                assert_string_equal(ea.text, eb.text);
+            bad++;
+            continue;
+        }
+        ok++;
+        assert_int_equal(sa->njobs, sb->njobs);
+        for (size_t k = 0; k < sa->njobs; k++) {
+            assert_string_equal(sa->jobs[k].name, sb->jobs[k].name);
+            assert_int_equal(sa->jobs[k].gpus, sb->jobs[k].gpus);
+            assert_int_equal(sa->jobs[k].npoints, sb->jobs[k].npoints);
+            for (size_t q = 0; q < sa->jobs[k].npoints; q++)
+                same_point(&sa->jobs[k].points[q], &sb->jobs[k].points[q]);
+        }
+        pflex_sweep_destroy(sa);
+        pflex_sweep_destroy(sb);
+    }
+    print_message("%d read, %d refused alike\n", ok, bad);
+    assert_true(ok > 100 && bad > 500);
+    free(a);
+    free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -567,6 +668,7 @@ int main(void)
         cmocka_unit_test(test_stream_crlf_bom_quotes),
         cmocka_unit_test(test_stream_bigger_than_buffer),
         cmocka_unit_test(test_split_matches_tokenizer),
+        cmocka_unit_test(test_numbers_match_parse_double),
     };
     return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
 }

@@ -2,7 +2,10 @@
  *
  * The text is read piece by piece (a small file is mapped); of a plain data
  * row only the fields the reader needs are split, where they lie, in the
- * pass that finds the line's end; other lines go to the general tokenizer.
+ * pass that finds the line's end (a row within 64 bytes has its delimiters
+ * found at once), and its short plain numbers are read in that pass, as
+ * pflex_parse_double would read them; other lines go to the general
+ * tokenizer.
  * A first pass assumes what every file we write does, that each job's rows
  * stand together: each job's rows are ordered by cap (reversed when they
  * fall, else insertion sort, linear on sorted input) and averaged as soon
@@ -23,6 +26,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include "pflex/csv.h"
 #include "pflex/pfi.h"
 #include "pflex/sweep.h"
@@ -85,6 +91,10 @@ struct store {
     double *telemetry;
 };
 
+/* The numbers a data row's fields may be read as while it is split. */
+enum { NUM_CAP, NUM_POWER, NUM_TPUT, NUM_GPUS, NUM_COUNT };
+enum { ROLES = 32 };            /* fields past this many are only split */
+
 /* Where the text comes from: a whole buffer, or a regular file read piece
  * by piece into one reused buffer (the page cache copy is cheap; fresh
  * memory is not).  Records are split on the spot when plain, else by the
@@ -100,6 +110,13 @@ struct src {
     struct pflex_big chunk;     /* fd: the read buffer */
     size_t chunk0;              /* its first size */
     size_t need;                /* fields a data row needs (0: header not read) */
+    /* The numbers of a plain row, read in the pass that splits it: field k
+     * (k < ROLES) holds number role[k] - 1 when role[k] is set; bit n of
+     * numok says num[n] is what pflex_parse_double gives for that field's
+     * text (0 after a record from the general path: parse those fields). */
+    unsigned char role[ROLES];
+    unsigned numok;
+    double num[NUM_COUNT];
     pflex_csv_t tok;
 };
 
@@ -264,9 +281,11 @@ static long job_append(struct reader *r, const char *s, size_t n)
 
 /* True when two of the grouped pass's jobs may share a name (equal name
  * hashes; or no memory to tell): the pass then stands for nothing and the
- * general one decides.  The hashes are bucketed by their top 16 bits in one
- * pass and each small bucket sorted: sequential work, where a table probe a
- * job would miss the cache each time. */
+ * general one decides.  The hashes are bucketed by their top bits where
+ * they lie (each put straight into its bucket, displacing one that goes to
+ * its own: no second array of fresh memory) and each small bucket sorted:
+ * sequential work, where a table probe a job would miss the cache each
+ * time.  The hashes are left in that order; calling again gives the same. */
 static int has_dup(struct reader *r)
 {
     size_t n = r->njobs;
@@ -276,40 +295,49 @@ static int has_dup(struct reader *r)
     while (bits < 16 && ((size_t)1 << bits) < n / 4)
         bits++;
     const size_t NB = (size_t)1 << bits;
-    const int BITS = bits;
-    const uint64_t *h = r->hashes.p;
-    struct pflex_big tmp = {0};
-    size_t *start = calloc(NB + 1, sizeof *start);
-    if (!start || pflex_big_reserve(&tmp, n * sizeof(uint64_t)) < 0) {
-        free(start);
+    const int SHIFT = 64 - bits;
+    uint64_t *h = r->hashes.p;
+    if (n > UINT32_MAX)
+        return 1;               /* counts are 32 bits; rows number jobs in 32 bits too */
+    uint32_t *end = calloc(2 * NB, sizeof *end), *next = end + NB;
+    if (!end)
         return 1;
+    for (size_t i = 0; i < n; i++)
+        end[h[i] >> SHIFT]++;
+    uint32_t sum = 0;
+    for (size_t k = 0; k < NB; k++) {
+        next[k] = sum;
+        sum += end[k];
+        end[k] = sum;
     }
-    uint64_t *b = tmp.p;
-    for (size_t i = 0; i < n; i++)
-        start[(h[i] >> (64 - BITS)) + 1]++;
     for (size_t k = 0; k < NB; k++)
-        start[k + 1] += start[k];
-    for (size_t i = 0; i < n; i++)
-        b[start[h[i] >> (64 - BITS)]++] = h[i];
-    /* start[k] is now the end of bucket k */
+        while (next[k] < end[k]) {
+            uint64_t v = h[next[k]];
+            size_t t;
+            while ((t = v >> SHIFT) != k) {     /* v to its bucket, the one there to v */
+                uint64_t x = h[next[t]];
+                h[next[t]++] = v;
+                v = x;
+            }
+            h[next[k]++] = v;
+        }
     int dup = 0;
-    for (size_t k = 0, lo = 0; k < NB && !dup; lo = start[k++]) {
-        size_t hi = start[k];
+    for (size_t k = 0, lo = 0; k < NB && !dup; lo = end[k++]) {
+        size_t hi = end[k];
         for (size_t x = lo + 1; x < hi; x++) {
-            uint64_t v = b[x];
+            uint64_t v = h[x];
             size_t y = x;
-            while (y > lo && b[y - 1] > v) {
-                b[y] = b[y - 1];
+            while (y > lo && h[y - 1] > v) {
+                h[y] = h[y - 1];
                 y--;
             }
-            b[y] = v;
+            h[y] = v;
         }
         for (size_t x = lo + 1; x < hi; x++)
-            if (b[x] == b[x - 1])
+            if (h[x] == h[x - 1])
                 dup = 1;
     }
-    free(start);
-    pflex_big_free(&tmp);
+    free(end);
     return dup;
 }
 
@@ -440,6 +468,11 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
         if (idx[k] >= 0 && (size_t)idx[k] + 1 > need)
             need = (size_t)idx[k] + 1;
     s->need = need;
+    memset(s->role, 0, sizeof s->role);
+    static const int num_col[NUM_COUNT] = {COL_CAP, COL_POWER, COL_TPUT, COL_GPUS};
+    for (int n = 0; n < NUM_COUNT; n++)
+        if (idx[num_col[n]] >= 0 && idx[num_col[n]] < ROLES)
+            s->role[idx[num_col[n]]] = (unsigned char)(n + 1);
 
     long last_job = -1;
     while ((got = next_record(s, err)) == 1) {
@@ -486,8 +519,12 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             jm->line = line;
             jm->weight = 1.0;
         }
-        double cap, power, tput;
-        if (pflex_parse_double(f[idx[COL_CAP]].s, f[idx[COL_CAP]].len, &cap) < 0) {
+        /* A number read while the row was split is what
+         * pflex_parse_double gives: the same checks follow. */
+        double cap = s->num[NUM_CAP], power = s->num[NUM_POWER], tput = s->num[NUM_TPUT];
+        unsigned numok = s->numok;
+        if (!(numok & 1u << NUM_CAP)
+            && pflex_parse_double(f[idx[COL_CAP]].s, f[idx[COL_CAP]].len, &cap) < 0) {
             bad_field(err, r.name, line, COL_CAP, &f[idx[COL_CAP]], "is not a finite number");
             goto done;
         }
@@ -495,7 +532,8 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             bad_field(err, r.name, line, COL_CAP, &f[idx[COL_CAP]], "must be positive");
             goto done;
         }
-        if (pflex_parse_double(f[idx[COL_POWER]].s, f[idx[COL_POWER]].len, &power) < 0) {
+        if (!(numok & 1u << NUM_POWER)
+            && pflex_parse_double(f[idx[COL_POWER]].s, f[idx[COL_POWER]].len, &power) < 0) {
             bad_field(err, r.name, line, COL_POWER, &f[idx[COL_POWER]], "is not a finite number");
             goto done;
         }
@@ -504,7 +542,8 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
                       power < 0 ? "is negative" : "must be positive");
             goto done;
         }
-        if (pflex_parse_double(f[idx[COL_TPUT]].s, f[idx[COL_TPUT]].len, &tput) < 0) {
+        if (!(numok & 1u << NUM_TPUT)
+            && pflex_parse_double(f[idx[COL_TPUT]].s, f[idx[COL_TPUT]].len, &tput) < 0) {
             bad_field(err, r.name, line, COL_TPUT, &f[idx[COL_TPUT]], "is not a finite number");
             goto done;
         }
@@ -513,9 +552,10 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             goto done;
         }
         if (idx[COL_GPUS] >= 0 && f[idx[COL_GPUS]].len) {
-            double g;
+            double g = s->num[NUM_GPUS];
             const struct pflex_csv_field *gf = &f[idx[COL_GPUS]];
-            if (pflex_parse_double(gf->s, gf->len, &g) < 0 || g < 1 || g > 1e8 || g != floor(g)) {
+            if ((!(numok & 1u << NUM_GPUS) && pflex_parse_double(gf->s, gf->len, &g) < 0)
+                || g < 1 || g > 1e8 || g != floor(g)) {
                 bad_field(err, r.name, line, COL_GPUS, gf, "is not a positive whole number");
                 goto done;
             }
@@ -977,7 +1017,11 @@ int pflex_read_all(const char *path, char **buf, size_t *len, pflex_error_t *err
     return 0;
 }
 
-enum { CHUNK = 4u << 20 };     /* read buffer; grows only for a longer record */
+/* The read buffer (it grows only for a longer record): small enough that
+ * what read() copies into it is still in the cache when it is split, and
+ * little fresh memory. */
+enum { CHUNK = 256u << 10 };
+enum { MAP_MAX = 4u << 20 };    /* files up to this size are mapped */
 
 /* size: the file's size when known, else 0 (a small file gets a buffer
  * just big enough: fresh memory costs more than the reading). */
@@ -1084,24 +1128,112 @@ static inline const char *find_delim(const char *s, const char *end)
     return s;
 }
 
+/* The numbers read while a row is split are short plain decimals, those
+ * pflex_parse_double's short path takes (csv.c): digits and at most one
+ * point, a digit at least, at most 15 characters; the mantissa and its
+ * power of ten are then exact, and one division rounds as it does there. */
+static const double pow10_short[16] = {
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+};
+
+/* m < 2^52 as a double, exactly: its bits under 2^52's exponent, less
+ * 2^52.  Unlike an integer conversion (cvtsi2sd) this does not wait for
+ * whatever last wrote the register it merges into, often the last
+ * number's division: the numbers of a row are then read side by side. */
+static inline double small_double(uint64_t m)
+{
+    uint64_t b = m | 0x4330000000000000ull;
+    double d;
+    memcpy(&d, &b, sizeof d);
+    return d - 4503599627370496.0;
+}
+
+#if SWAR
+/* The field p[0..len) (1 <= len <= 8, 8 bytes readable at p) as a short
+ * plain decimal: 1 with *v, or 0 when it is not one.  Eight bytes at a
+ * time, from the field's known bounds: nothing waits for a byte loop. */
+static inline int field_number(const char *p, size_t len, double *v)
+{
+    const uint64_t hi4 = 0xF0F0F0F0F0F0F0F0ull, zeros = 0x3030303030303030ull;
+    uint64_t w;
+    memcpy(&w, p, 8);
+    /* A byte is a digit when its top nibble is 3, also after adding 6.  A
+     * carry out of a byte (0xFA and up: not a digit, flagged whatever
+     * comes in) can only upset the bytes above it: the field is refused
+     * all the same. */
+    uint64_t t = ((w & hi4) ^ zeros) | (((w + 0x0606060606060606ull) & hi4) ^ zeros);
+    uint64_t nd = (((t & 0x7F7F7F7F7F7F7F7Full) + 0x7F7F7F7F7F7F7F7Full) | t)
+                  & 0x8080808080808080ull;
+    if (len < 8)
+        nd &= ((uint64_t)1 << (8 * len)) - 1;
+    size_t ndig = len, frac = 0;
+    uint64_t dig = w;
+    if (nd) {                   /* one point, else not a short decimal */
+        unsigned at = (unsigned)__builtin_ctzll(nd) >> 3;
+        if ((nd & (nd - 1)) || p[at] != '.')
+            return 0;
+        ndig = len - 1;
+        frac = len - 1 - at;
+        dig = w & (((uint64_t)1 << (8 * at)) - 1);
+        if (at < 7)             /* the bytes after the point, one down */
+            dig |= (w >> (8 * at + 8)) << (8 * at);
+    }
+    if (ndig == 0)
+        return 0;
+    /* The digits to the top bytes, the first the highest; the bytes past
+     * the field fall out, zeros come in below as leading zeros. */
+    dig = (dig & 0x0F0F0F0F0F0F0F0Full) << (8 * (8 - ndig));
+    dig = (dig * 2561) >> 8;
+    dig = ((dig & 0x00FF00FF00FF00FFull) * 6553601) >> 16;
+    dig = ((dig & 0x0000FFFF0000FFFFull) * 42949672960001ull) >> 32;
+    double x = small_double(dig);
+    if (frac)
+        x /= pow10_short[frac];
+    *v = x;
+    return 1;
+}
+#endif
+
 /* A data row's first need fields, split where they lie in one pass over
  * the line that also finds its end: for a plain line, one with no quote,
  * not a comment, and no blank or CR at either end of those fields (but the
  * line's own CR).  Fields past need are not split (the reader looks only
- * at need fields).  Returns 1 with c->fields[0..need) and c->line as
- * pflex_csv_split_line would set them (c->nfields = need: at least that
- * many) and *nl at the line's '\n'; 0 when the line needs the general path
- * (which also counts a short row's fields for its message), or has no
- * '\n' before end. */
-static int split_row(pflex_csv_t *c, const char *s, const char *end, size_t need,
-                     unsigned line, const char **nl)
+ * at need fields).  The fields given a number in s->role are read in the
+ * same pass when they are short plain decimals (s->num, s->numok).
+ * Returns 1 with c->fields[0..need) and c->line as pflex_csv_split_line
+ * would set them (c->nfields = need: at least that many) and *nl at the
+ * line's '\n'; 0 when the line needs the general path (which also counts a
+ * short row's fields for its message), or has no '\n' before end. */
+static int split_row(struct src *src, const char *s, const char *end, unsigned line,
+                     const char **nl)
 {
+    pflex_csv_t *c = &src->tok;
+    size_t need = src->need;
     if (need == 0 || need > c->cap || s == end || *s == '#')
         return 0;
     struct pflex_csv_field *f = c->fields;
+    unsigned numok = 0;
     for (size_t k = 0;; k++) {
         const char *a = s;
-        s = find_delim(s, end);
+        unsigned role = k < ROLES ? src->role[k] : 0;
+        const char *q = s, *point = NULL;
+        uint64_t m = 0;
+        if (role) {
+            for (;; q++) {
+                if (q == end)
+                    return 0;
+                unsigned d = (unsigned)(unsigned char)*q - '0';
+                if (d < 10)
+                    m = m * 10 + d;
+                else if (*q == '.' && !point)
+                    point = q;
+                else
+                    break;
+            }
+            s = *q == ',' || *q == '\n' || *q == '"' ? q : find_delim(q, end);
+        } else {
+            s = find_delim(s, end);
+        }
         if (s == end || *s == '"')
             return 0;
         const char *b = s;
@@ -1113,6 +1245,13 @@ static int split_row(pflex_csv_t *c, const char *s, const char *end, size_t need
         f[k].len = (size_t)(b - a);
         f[k].quoted = 0;
         f[k].off = 0;
+        if (role && q == b && b - a <= 15 && b - a > (point != NULL)) {
+            double v = small_double(m);
+            if (point && b - point > 1)
+                v /= pow10_short[b - point - 1];
+            src->num[role - 1] = v;
+            numok |= 1u << (role - 1);
+        }
         if (*s == '\n') {
             if (k + 1 < need)
                 return 0;
@@ -1128,12 +1267,88 @@ static int split_row(pflex_csv_t *c, const char *s, const char *end, size_t need
         }
     }
     *nl = s;
+    src->numok = numok;
     c->line = line;
     c->next_line = line + 1;
     c->nfields = need;
     c->scratch_len = 0;
     return 1;
 }
+
+#if SWAR && defined(__SSE2__)
+#define WINDOW 64
+
+/* Bits i of the 16 bytes in v equal to ch. */
+static inline uint64_t eq16(__m128i v, char ch)
+{
+    return (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(ch)));
+}
+
+/* split_row for a row that ends within the WINDOW bytes at s (all
+ * readable): its ',', '\n' and '"' are found at once, 16 bytes a step, so
+ * that every field's bounds are known before any is looked at and no
+ * field waits for the one before it; the numbers are read from those
+ * bounds.  Returns 1 with what split_row gives (the same fields, numbers
+ * and line end), or 0 to leave the row to split_row. */
+static int split_window(struct src *src, const char *s, unsigned line, const char **nl)
+{
+    pflex_csv_t *c = &src->tok;
+    size_t need = src->need;
+    uint64_t comma = 0, newl = 0, quote = 0;
+    for (unsigned i = 0; i < WINDOW / 16 && !newl; i++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + 16 * i));
+        comma |= eq16(v, ',') << (16 * i);
+        newl |= eq16(v, '\n') << (16 * i);
+        quote |= eq16(v, '"') << (16 * i);
+    }
+    if (!newl || need == 0 || need > c->cap || *s == '#')
+        return 0;
+    uint64_t row = newl ^ (newl - 1);       /* up to the first '\n' */
+    if (quote & row)
+        return 0;
+    comma &= row;
+    size_t e = (size_t)__builtin_ctzll(newl), a = 0;
+    struct pflex_csv_field *f = c->fields;
+    unsigned numok = 0;
+    for (size_t k = 0; k < need; k++) {
+        size_t b = e, fb;
+        if (comma) {
+            b = (size_t)__builtin_ctzll(comma);
+            comma &= comma - 1;
+            fb = b;
+        } else {
+            if (k + 1 < need)
+                return 0;       /* short: the general path counts its fields */
+            fb = b > a && s[b - 1] == '\r' ? b - 1 : b;    /* CRLF */
+        }
+        if (fb > a && (is_blank(s[a]) || is_blank(s[fb - 1])))
+            return 0;
+        f[k].s = s + a;
+        f[k].len = fb - a;
+        f[k].quoted = 0;
+        f[k].off = 0;
+        unsigned role = k < ROLES ? src->role[k] : 0;
+        if (role && fb > a && fb - a <= 8 && a + 8 <= WINDOW
+            && field_number(s + a, fb - a, &src->num[role - 1]))
+            numok |= 1u << (role - 1);
+        a = b + 1;
+    }
+    *nl = s + e;
+    src->numok = numok;
+    c->line = line;
+    c->next_line = line + 1;
+    c->nfields = need;
+    c->scratch_len = 0;
+    return 1;
+}
+#else
+#define WINDOW 0
+static int split_window(struct src *src, const char *s, unsigned line, const char **nl)
+{
+    (void)src, (void)s, (void)line, (void)nl;
+    return 0;
+}
+#endif
 
 /* The next record into s->tok: 1, 0 at the end, -1 with err set.  A plain
  * line is split where it lies; anything else (quotes, comments, blank
@@ -1158,11 +1373,13 @@ static int next_record(struct src *s, pflex_error_t *err)
         }
         if (s->started && p < end) {
             const char *nl;
-            if (split_row(&s->tok, p, end, s->need, s->line, &nl)) {
+            if ((WINDOW && end - p >= WINDOW && split_window(s, p, s->line, &nl))
+                || split_row(s, p, end, s->line, &nl)) {
                 s->pos = (size_t)(nl - s->buf) + 1;
                 s->line++;
                 return 1;
             }
+            s->numok = 0;
             nl = memchr(p, '\n', (size_t)(end - p));
             if (nl || s->eof) {
                 const char *le = nl ? nl : end;
@@ -1235,7 +1452,7 @@ static int read_file(const char *path, const char *columns, const struct pflex_s
         struct stat st;
         if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
             struct src s;
-            if (st.st_size > 0 && st.st_size <= CHUNK) {
+            if (st.st_size > 0 && st.st_size <= MAP_MAX) {
                 /* A small file is mapped instead: its page-cache pages cost
                  * less than a buffer's fresh ones. */
                 int flags = MAP_PRIVATE;
