@@ -1,11 +1,15 @@
 /* alloc_bench.c — how fast pflex plans, against how fast it reads.
  *
- *   alloc_bench gen JOBS CAPS SEED FILE   write a seeded sweep CSV: JOBS jobs
- *                                         measured at CAPS caps each
+ *   alloc_bench gen JOBS CAPS SEED FILE [NOISE]
+ *                                         write a seeded sweep CSV: JOBS jobs
+ *                                         measured at CAPS caps each (NOISE:
+ *                                         throughput within +-NOISE, so
+ *                                         curves are not convex)
  *   alloc_bench file FILE REPS            time reading FILE into a problem
  *                                         (parse) and reading + planning
  *                                         optimally (parse+plan), REPS times
- *   alloc_bench mem JOBS CAPS REPS        time planning alone (no I/O) on
+ *   alloc_bench mem JOBS CAPS REPS [NOISE]
+ *                                         time planning alone (no I/O) on
  *                                         JOBS in-memory jobs, all policies
  *   alloc_bench once parse|plan FILE      read FILE (and plan) once, for
  *                                         timing whole processes from outside
@@ -71,6 +75,10 @@ static struct shape rand_shape(void)
     return s;
 }
 
+/* Measurement noise on throughput below the top cap: uniform within
+ * +-noise of the value (0: none, curves convex). */
+static double noise;
+
 static void point(const struct shape *s, int i, int caps, double *cap, double *pw, double *tp)
 {
     *cap = s->p_top - (s->p_top - 200) * i / (caps - 1);
@@ -78,6 +86,8 @@ static void point(const struct shape *s, int i, int caps, double *cap, double *p
     double x = 1 - *pw / s->natural;
     double l = s->k * pow(x, s->e);
     *tp = s->t0 * (1 - (l < 0.95 ? l : 0.95));
+    if (noise > 0 && i > 0)
+        *tp *= 1 + noise * (2 * unif() - 1);
 }
 
 static int gen(long jobs, int caps, uint64_t seed, const char *path)
@@ -176,8 +186,8 @@ static int bench_mem(long n, int caps, int reps)
     struct pflex_alloc_plan pl;
     pflex_alloc_plan_init(&pl);
     pflex_error_t err;
-    printf("%ld jobs in memory, %d caps each, 30%% cut, planning only (median of %d):\n", n,
-           caps, reps);
+    printf("%ld jobs in memory, %d caps each%s, 30%% cut, planning only (median of %d):\n", n,
+           caps, noise > 0 ? ", noisy (non-convex) curves" : "", reps);
     for (int pol = 0; pol < 3; pol++) {
         /* the first call on a fresh plan sizes its buffers (allocation and
          * first-touch faults included); then none allocates */
@@ -200,9 +210,9 @@ static int bench_mem(long n, int caps, int reps)
             t[r] = now() - t0;
         }
         double m = median(t, reps);
-        printf("  %-8s %10.1f us  (%.1f ns per job; first call on a fresh plan %.1f us)\n",
+        printf("  %-8s %10.1f us  (%.1f ns per job; first call on a fresh plan %.1f us)%s\n",
                pflex_policy_name((enum pflex_policy)pol), 1e6 * m, 1e9 * m / (double)n,
-               1e6 * cold_s);
+               1e6 * cold_s, pl.gap_bound > 0 ? "  [repaired: gap_bound > 0]" : "");
     }
     pflex_alloc_plan_fini(&pl);
     free(jobs);
@@ -241,13 +251,17 @@ int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "once"))
         return once(argv[2], argv[3]);
-    if (argc == 6 && !strcmp(argv[1], "gen"))
+    if ((argc == 6 || argc == 7) && !strcmp(argv[1], "gen")) {
+        noise = argc == 7 ? atof(argv[6]) : 0;
         return gen(atol(argv[2]), atoi(argv[3]), strtoull(argv[4], NULL, 10), argv[5]);
+    }
     if (argc == 4 && !strcmp(argv[1], "file"))
         return bench_file(argv[2], atoi(argv[3]));
-    if (argc == 5 && !strcmp(argv[1], "mem"))
+    if ((argc == 5 || argc == 6) && !strcmp(argv[1], "mem")) {
+        noise = argc == 6 ? atof(argv[5]) : 0;
         return bench_mem(atol(argv[2]), atoi(argv[3]), atoi(argv[4]));
-    fprintf(stderr, "usage: alloc_bench gen JOBS CAPS SEED FILE | file FILE REPS | "
-                    "mem JOBS CAPS REPS | once parse|plan FILE\n");
+    }
+    fprintf(stderr, "usage: alloc_bench gen JOBS CAPS SEED FILE [NOISE] | file FILE REPS | "
+                    "mem JOBS CAPS REPS [NOISE] | once parse|plan FILE\n");
     return 2;
 }

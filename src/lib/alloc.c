@@ -10,11 +10,20 @@
  *    c = a dL / (n P0 dx) objective units per watt.  Within a job the costs
  *    rise (convexity), so the optimum takes every segment cheaper than a
  *    threshold lambda, part of those at lambda, and nothing dearer: lambda is
- *    the weighted quantile of the costs at the watts still to be saved,
- *    found by a watts histogram over the costs' top bits (up to 16) and a weighted
- *    quickselect inside the one bucket that holds it.  Segments are never
- *    stored: each pass rebuilds a job's few hull vertices, which is cheaper
- *    than touching memory for them (page faults dominate at scale).
+ *    the weighted quantile of the costs at the watts still to be saved.
+ *    Two passes over the jobs find it and place every job: the first
+ *    (which also checks and prepares each job) sums the watts into a
+ *    histogram over the costs (up to 2^13 buckets); the second places each
+ *    job on its segments of cheaper buckets and keeps only the segments of
+ *    the bucket that holds lambda, where a weighted quickselect finds it.
+ *    Segments are never stored whole: each pass rebuilds a job's few hull
+ *    vertices, which is cheaper than touching memory for them (page faults
+ *    dominate at scale).
+ *  - optimal's repair, when a curve is not convex and the job at lambda
+ *    sits where its curve lies above its hull, tries that job at the
+ *    measured points around it; the others' threshold then moves only
+ *    within a window of costs around lambda, gathered by the second pass,
+ *    so a try costs the window, not the problem.
  *  - equal is water-filling: the level r with sum n P0 min(r, u) = watts to
  *    save, found by the same kind of selection over the limits u.
  *
@@ -45,7 +54,15 @@ struct seg {
     size_t j;           /* its job */
 };
 
-#define HIST_BITS_MAX 16
+/* A job with segments in the repair window: where it stands with none of
+ * them taken, where the hull optimum left it and its loss there, and where
+ * the current and the best try put it. */
+struct wjob {
+    size_t j;
+    double xpre, xbase, lbase, xnew, xbest;
+};
+
+#define HIST_BITS_MAX 13
 
 struct scratch {
     size_t jobs_cap, verts_cap, items_cap, segs_cap;
@@ -66,10 +83,22 @@ struct scratch {
     double *hx, *hl;            /* one job's model vertices (largest curve + 2) */
     struct item *items;         /* costs and watts of the threshold bucket (equal: every job) */
     struct seg *segs;           /* that bucket's segments, in job order */
+    /* The repair window, gathered by seg_solve's second pass when some
+     * curve is not its hull: the segments in cost buckets win_klo..win_khi
+     * in job order, their jobs, and the watts every job saves below it. */
+    int win_ok;
+    unsigned win_klo, win_khi;
+    struct seg *wsegs;
+    size_t nwsegs, wsegs_cap;
+    struct wjob *wjobs;
+    size_t nwjobs, wjobs_cap;
+    double wbelow;
     double *hist_w;             /* watts per cost bucket */
     size_t *hist_n;             /* segments per cost bucket */
     unsigned hist_bits;         /* buckets in use: 2^hist_bits (about segments/8) */
     unsigned hist_bits_cap;
+    unsigned bshift;            /* cost_bucket: shift and offset of the bits */
+    int64_t bbase;
 };
 
 /* Job j's objective scale a_j and baseline power b_j = n P0, W: computed
@@ -198,6 +227,16 @@ static int grow_arr(void **p, size_t need, size_t elem)
     return 0;
 }
 
+/* Doubles an array's capacity (from 64). */
+static int grow_cap(void **p, size_t *cap, size_t elem)
+{
+    size_t ncap = *cap ? 2 * *cap : 64;
+    if (grow_arr(p, ncap, elem) < 0)
+        return -1;
+    *cap = ncap;
+    return 0;
+}
+
 static int items_reserve(struct scratch *s, size_t n)
 {
     if (n <= s->items_cap)
@@ -232,9 +271,10 @@ static int verts_reserve(struct scratch *s, size_t npoints)
     return 0;
 }
 
-/* The cost histogram, about an eighth the size of the segments (taken as
- * eight a job): small problems touch little fresh memory, large ones get
- * buckets small enough that the one holding the threshold is short. */
+/* The cost histogram, a bucket a job up to 2^13 (128 KiB, which stays in
+ * cache while every segment of a million jobs is counted into it): small
+ * problems touch little fresh memory, large ones get buckets small enough
+ * that the one holding the threshold is short (see cost_bucket). */
 static int hist_reserve(struct scratch *s, size_t njobs)
 {
     unsigned bits = 4;
@@ -266,6 +306,8 @@ void pflex_alloc_plan_fini(struct pflex_alloc_plan *plan)
         free(s->hl);
         free(s->items);
         free(s->segs);
+        free(s->wjobs);
+        free(s->wsegs);
         free(s);
     }
     memset(plan, 0, sizeof *plan);
@@ -344,12 +386,36 @@ static size_t model_vertices(struct scratch *s, size_t j)
     return 2;
 }
 
-/* Costs >= 0 ordered by their top bits (IEEE order). */
-static inline unsigned cost_bucket(double c, unsigned nbits)
+/* The bucket of a cost >= 0: its IEEE bits (ordered as the costs are)
+ * shifted and offset, clamped to the histogram.  Any order-keeping map is
+ * exact; a fine one keeps the bucket that holds the threshold short.  With
+ * 2^12 buckets and more: 2^(bits - 5) buckets an octave over the 32 octaves
+ * around a typical cost (the first job's a/b: costs are a/b times the
+ * curve's slope); below that, the top bits alone. */
+static void buckets_set(struct scratch *s)
+{
+    unsigned nbits = s->hist_bits;
+    s->bshift = 64 - nbits;
+    s->bbase = 0;
+    if (nbits < 12 || s->prob->njobs == 0)
+        return;
+    double center = job_a(s, 0) / job_b(s, 0);
+    if (!(center > 0) || !isfinite(center))
+        center = 1;
+    uint64_t bits;
+    memcpy(&bits, &center, sizeof bits);
+    s->bshift = 52 - (nbits - 5);
+    int64_t mid = (int64_t)(bits >> s->bshift);
+    s->bbase = mid - ((int64_t)1 << (nbits - 1));
+}
+
+static inline unsigned cost_bucket(const struct scratch *s, double c)
 {
     uint64_t bits;
     memcpy(&bits, &c, sizeof bits);
-    return (unsigned)(bits >> (64 - nbits));
+    int64_t k = (int64_t)(bits >> s->bshift) - s->bbase;
+    int64_t top = ((int64_t)1 << s->hist_bits) - 1;
+    return (unsigned)(k < 0 ? 0 : k > top ? top : k);
 }
 
 /* Places job j on its model for the threshold: every segment cheaper
@@ -395,8 +461,10 @@ static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, do
                      pflex_error_t *err)
 {
     const size_t njobs = s->prob->njobs;
-    double wfree = 0, total = 0;
-    const unsigned nbits = s->hist_bits, nb = 1u << nbits;
+    double wfree = 0, total = 0, umax = 0;
+    const unsigned nb = 1u << s->hist_bits;
+    s->win_ok = 0;
+    buckets_set(s);
     memset(s->hist_w, 0, nb * sizeof *s->hist_w);
     memset(s->hist_n, 0, nb * sizeof *s->hist_n);
     for (size_t j = 0; j < njobs; j++) {
@@ -406,13 +474,15 @@ static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, do
             continue;
         double a = job_a(s, j), b = job_b(s, j);
         size_t nv = model_vertices(s, j);
+        if (b * s->hx[nv - 1] > umax)
+            umax = b * s->hx[nv - 1];
         for (size_t v = 0; v + 1 < nv; v++) {
             double c = seg_cost(a, b, s->hx[v], s->hl[v], s->hx[v + 1], s->hl[v + 1]);
             double w = b * (s->hx[v + 1] - s->hx[v]);
             if (c < 0) {
                 wfree += w;
             } else {
-                unsigned k = cost_bucket(c, nbits);
+                unsigned k = cost_bucket(s, c);
                 s->hist_w[k] += w;
                 s->hist_n[k]++;
                 total += w;
@@ -446,6 +516,22 @@ static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, do
     }
     if (items_reserve(s, s->hist_n[kb]) < 0)
         return pflex_error_set(err, "out of memory");
+    /* With a curve above its hull, the repair may move one job by up to
+     * its whole range (at most umax watts) and the others' threshold with
+     * it: the window holds over twice that on both sides of bucket kb. */
+    const int win = lout && s->nonconvex;
+    unsigned klo = kb, khi = kb;
+    if (win) {
+        double aw = 0;
+        while (khi < nb - 1 && aw <= 2 * umax)
+            aw += s->hist_w[++khi];
+        for (aw = 0; klo > 0 && aw <= 2 * umax;)
+            aw += s->hist_w[--klo];
+        s->win_klo = klo;
+        s->win_khi = khi;
+        s->nwsegs = s->nwjobs = 0;
+        s->wbelow = 0;
+    }
     /* Each job's segments in order: those of cheaper buckets (and free
      * ones) are taken; from its first segment in bucket kb up to its first
      * dearer one, each waits in segs for the threshold (costs rise along a
@@ -454,13 +540,27 @@ static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, do
     for (size_t j = 0; j < njobs; j++) {
         if (j == skip)
             continue;
-        double a = job_a(s, j), b = job_b(s, j), xj = 0, lj = 0;
-        size_t nv = model_vertices(s, j);
-        int waiting = 0, stopped = 0;
+        double a = job_a(s, j), b = job_b(s, j), xj = 0, lj = 0, xpre = 0;
+        size_t nv = model_vertices(s, j), nw0 = s->nwsegs;
+        int waiting = 0, stopped = 0, wstop = 0;
         for (size_t v = 0; v + 1 < nv; v++) {
             double dx = s->hx[v + 1] - s->hx[v];
             double c = seg_cost(a, b, s->hx[v], s->hl[v], s->hx[v + 1], s->hl[v + 1]);
-            unsigned k = c < 0 ? 0 : cost_bucket(c, nbits);
+            unsigned k = c < 0 ? 0 : cost_bucket(s, c);
+            if (__builtin_expect(win, 0) && !wstop) {
+                int below = c < 0 || k < klo;
+                if (s->nwsegs == nw0 && below) {
+                    xpre = s->hx[v + 1];
+                } else if (!below && k > khi) {
+                    wstop = 1;
+                } else {
+                    if (s->nwsegs == s->wsegs_cap && grow_cap((void **)&s->wsegs, &s->wsegs_cap,
+                                                              sizeof *s->wsegs) < 0)
+                        return pflex_error_set(err, "out of memory");
+                    s->wsegs[s->nwsegs++] = (struct seg){.c = c, .dx = dx,
+                                                         .x1 = s->hx[v + 1], .j = j};
+                }
+            }
             if (c >= 0 && k == kb) {
                 s->items[m].c = c;
                 s->items[m].w = b * dx;
@@ -484,7 +584,17 @@ static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, do
         x[j] = xj;
         if (lout)
             lout[j] = lj;
+        if (win) {
+            s->wbelow += b * xpre;
+            if (s->nwsegs > nw0) {
+                if (s->nwjobs == s->wjobs_cap && grow_cap((void **)&s->wjobs, &s->wjobs_cap,
+                                                          sizeof *s->wjobs) < 0)
+                    return pflex_error_set(err, "out of memory");
+                s->wjobs[s->nwjobs++] = (struct wjob){.j = j, .xpre = xpre};
+            }
+        }
     }
+    s->win_ok = win;
     if (wselect(s->items, m, rest - acc, rng, &st->lambda, &wb, &wa) < 0) {
         /* rounding at the very edge: the last segment of the bucket */
         double hi = -INFINITY;
@@ -756,6 +866,142 @@ static int solve_equal(const struct scratch *s, size_t n, double need, double *x
     return 1;
 }
 
+static int cmp_item(const void *a, const void *b)
+{
+    double x = ((const struct item *)a)->c, y = ((const struct item *)b)->c;
+    return x < y ? -1 : x > y;
+}
+
+/* The repair's tries without re-planning every job.  Moving job jw from
+ * where the hull optimum left it to xv shifts the watts the others must
+ * save by at most its own range's watts, so the others' threshold moves
+ * only across the segments whose costs lie near lambda: seg_solve's second
+ * pass gathered those (the window), and each try is a knapsack over them
+ * alone, every other job staying where it is.  Applies the best try that
+ * beats the hull optimum's own objective.  Returns 1 when done, 0 when the
+ * window cannot hold some try (rounding at its edges, or no window): the
+ * caller then re-plans every job for each try.  -1: out of memory. */
+static int repair_window(struct scratch *s, size_t jw, const double *xv, size_t tries,
+                         double budget, double *x, double *lout, pflex_error_t *err)
+{
+    if (!s->win_ok)
+        return 0;
+    const struct pflex_alloc_job *jbw = &s->jobs[jw];
+    const unsigned nb = 1u << s->hist_bits;
+    const double aw = job_a(s, jw), bw = job_b(s, jw);
+    size_t m = 0, wjw = SIZE_MAX;
+    double wfree = 0, wwin = 0, wbelow = s->wbelow;
+    if (items_reserve(s, s->nwsegs) < 0)
+        return pflex_error_set(err, "out of memory");
+    for (size_t i = 0; i < s->nwsegs; i++) {
+        const struct seg *g = &s->wsegs[i];
+        if (g->j == jw)
+            continue;
+        double w = job_b(s, g->j) * g->dx;
+        s->items[m].c = g->c;
+        s->items[m++].w = w;
+        if (g->c < 0)
+            wfree += w;
+        else
+            wwin += w;
+    }
+    for (size_t w = 0; w < s->nwjobs; w++) {
+        struct wjob *wj = &s->wjobs[w];
+        if (wj->j == jw) {
+            wjw = w;
+            continue;
+        }
+        const struct pflex_alloc_job *jb = &s->jobs[wj->j];
+        wj->xbase = x[wj->j];
+        wj->lbase = curve_loss(jb->x, jb->loss, jb->npoints, x[wj->j]);
+    }
+    if (wjw == SIZE_MAX)
+        return 0;               /* jw lies outside the window: not at lambda */
+    wbelow -= bw * s->wjobs[wjw].xpre;
+    double xmin = xv[0], xmax = xv[0];
+    for (size_t t = 1; t < tries; t++) {
+        xmin = xv[t] < xmin ? xv[t] : xmin;
+        xmax = xv[t] > xmax ? xv[t] : xmax;
+    }
+    /* Every try's threshold must fall inside the window. */
+    double need0 = s->base - budget;
+    double lo_need = need0 - bw * xmax - wbelow - wfree;
+    double hi_need = need0 - bw * xmin - wbelow - wfree;
+    if ((lo_need <= 0 && s->win_klo > 0) || (hi_need > wwin && s->win_khi < nb - 1))
+        return 0;
+    qsort(s->items, m, sizeof *s->items, cmp_item);
+    size_t i0 = 0;
+    while (i0 < m && s->items[i0].c < 0)
+        i0++;
+    double lbase_w = curve_loss(jbw->x, jbw->loss, jbw->npoints, x[jw]);
+    double best = 0;
+    size_t tbest = SIZE_MAX;
+    for (size_t t = 0; t < tries; t++) {
+        /* the threshold: as seg_solve finds it, over the window alone */
+        double rest = (need0 - bw * xv[t]) - wbelow - wfree, lam = -INFINITY, f = 0;
+        if (rest > 0) {
+            double cum = 0;
+            size_t i = i0;
+            while (i < m) {
+                size_t i2 = i;
+                double wg = 0;
+                while (i2 < m && s->items[i2].c == s->items[i].c)
+                    wg += s->items[i2++].w;
+                if (cum + wg >= rest) {
+                    lam = s->items[i].c;
+                    f = wg > 0 ? (rest - cum) / wg : 1.0;
+                    f = f < 0 ? 0 : f > 1 ? 1 : f;
+                    break;
+                }
+                cum += wg;
+                i = i2;
+            }
+            if (i >= m)
+                continue;       /* the others cannot save enough: infeasible */
+        }
+        /* each window job placed as seg_solve would; the objective's change */
+        double gain = aw * (lbase_w - curve_loss(jbw->x, jbw->loss, jbw->npoints, xv[t]));
+        for (size_t w = 0, si = 0; w < s->nwjobs; w++) {
+            struct wjob *wj = &s->wjobs[w];
+            double xj = wj->xpre;
+            int open = 1;
+            for (; si < s->nwsegs && s->wsegs[si].j == wj->j; si++) {
+                const struct seg *g = &s->wsegs[si];
+                if (!open)
+                    continue;
+                if (g->c < 0 || g->c < lam)
+                    xj = g->x1;
+                else if (g->c == lam)
+                    xj += f * g->dx;
+                else
+                    open = 0;
+            }
+            if (w == wjw)
+                continue;
+            const struct pflex_alloc_job *jb = &s->jobs[wj->j];
+            wj->xnew = xj;
+            gain += job_a(s, wj->j) * (wj->lbase - curve_loss(jb->x, jb->loss, jb->npoints, xj));
+        }
+        if (gain > best) {
+            best = gain;
+            tbest = t;
+            for (size_t w = 0; w < s->nwjobs; w++)
+                s->wjobs[w].xbest = s->wjobs[w].xnew;
+        }
+    }
+    if (tbest != SIZE_MAX) {
+        for (size_t w = 0; w < s->nwjobs; w++) {
+            if (w == wjw)
+                continue;
+            x[s->wjobs[w].j] = s->wjobs[w].xbest;
+            lout[s->wjobs[w].j] = NAN;
+        }
+        x[jw] = xv[tbest];
+        lout[jw] = NAN;
+    }
+    return 1;
+}
+
 /* Optimal: the hull knapsack, then the repair of a job left inside a
  * non-convex stretch.  lout as for seg_solve (all NaN after a repair).
  * Sets the hull optimum's objective when some curve is not its hull. */
@@ -795,7 +1041,8 @@ static int solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
     if (jw == SIZE_MAX || !st.feasible)
         return 0;
     /* Repair: put the worst job at each measured point of its hull segment
-     * (both ends included) and let the others rebalance. */
+     * (both ends included) and let the others rebalance: at most 16 tries,
+     * both ends and evenly spaced measured points between them. */
     const struct pflex_alloc_job *jb = &p->jobs[jw];
     size_t nv = model_vertices(s, jw);
     double xl = 0, xr = 0;
@@ -805,11 +1052,6 @@ static int solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
             xr = s->hx[k + 1];
             break;
         }
-    double best = act_obj;
-    double *cand = s->xbuf;
-    int moved = 0;
-    /* Each try re-plans every other job: at most 16 tries, both ends and
-     * evenly spaced measured points between them. */
     size_t inside = 0, k0 = 0;
     for (size_t k = 0; k < jb->npoints; k++)
         if (jb->x[k] > xl && jb->x[k] < xr) {
@@ -818,14 +1060,23 @@ static int solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
             inside++;
         }
     size_t mid = inside < 14 ? inside : 14, tries = mid + 2;
+    double xv[16];
+    for (size_t t = 0; t < tries; t++)
+        xv[t] = t == 0 ? xl : t == tries - 1 ? xr : jb->x[k0 + (t - 1) * inside / mid];
+    int rc = repair_window(s, jw, xv, tries, budget, x, lout, err);
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
+    /* The window could not hold every try: each re-plans every job. */
+    double best = act_obj;
+    double *cand = s->xbuf;
+    int moved = 0;
     for (size_t t = 0; t < tries; t++) {
-        double xv = t == 0 ? xl : t == tries - 1 ? xr : jb->x[k0 + (t - 1) * inside / mid];
         struct solve_state cs;
-        if (seg_solve(s, 0, jw, budget, job_b(s, jw) * xv, cand, NULL, &rng, &cs, err) < 0)
+        if (seg_solve(s, 0, jw, budget, job_b(s, jw) * xv[t], cand, NULL, &rng, &cs, err) < 0)
             return -1;
         if (!cs.feasible)
             continue;
-        cand[jw] = xv;
+        cand[jw] = xv[t];
         double obj = 0;
         for (size_t j = 0; j < n; j++)
             obj += job_a(s, j) * (1.0 - curve_loss(p->jobs[j].x, p->jobs[j].loss,
