@@ -15,18 +15,22 @@
  *                                         timing whole processes from outside
  *
  * Curves are DVFS-shaped: throughput flat near the top cap and falling ever
- * faster as the cap drops (convex loss), with per-job variation; the
- * optimal planner then meets no non-convex repair, as on real sweeps after
- * averaging.  Times are medians of REPS runs of this process's CPU time
- * (user + system, so page faults count; other load on the machine does
- * not).  One core:
- * nothing here is threaded. */
+ * faster as the cap drops (convex loss), with per-job variation.  With
+ * NOISE (gen, mem) each measured throughput is off by up to +-NOISE, as
+ * measurements are: the curves are then not convex, and the optimal
+ * planner repairs the job it leaves inside a non-convex stretch.
+ *
+ * Times are medians of REPS runs of this process's CPU time (user +
+ * system, so page faults count; other load on the machine does not), also
+ * shown split into user and system time (the system part is mostly the
+ * kernel zeroing fresh pages).  One core: nothing here is threaded. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include "pflex/alloc.h"
 
 static uint64_t rs;
@@ -45,6 +49,15 @@ static double now(void)
     struct timespec t;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* This process's user and system CPU seconds so far. */
+static void cpu(double *user, double *sys)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    *user = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec;
+    *sys = (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -112,16 +125,22 @@ static int gen(long jobs, int caps, uint64_t seed, const char *path)
 
 static int bench_file(const char *path, int reps)
 {
-    double *tp = malloc((size_t)reps * sizeof *tp), *tq = malloc((size_t)reps * sizeof *tq);
+    /* per rep and mode (parse, parse + plan): total, user, system */
+    double *t[2][3];
+    for (int m = 0; m < 2; m++)
+        for (int k = 0; k < 3; k++)
+            t[m][k] = malloc((size_t)reps * sizeof(double));
     size_t njobs = 0;
-    double thr = 0;
+    double thr = 0, gap = 0;
     for (int r = 0; r < reps; r++) {
         for (int plan_too = 0; plan_too < 2; plan_too++) {
             pflex_error_t err;
             struct pflex_alloc_source src = {.sweep_path = path, .floor = NAN};
             pflex_alloc_input_t *in;
             struct pflex_alloc_plan pl;
+            double u0, s0, u1, s1;
             double t0 = now();
+            cpu(&u0, &s0);
             if (pflex_alloc_input_read(&src, &in, &err) < 0) {
                 fprintf(stderr, "%s\n", err.text);
                 return 1;
@@ -135,22 +154,32 @@ static int bench_file(const char *path, int reps)
                     return 1;
                 }
                 thr = pl.throughput;
+                gap = pl.gap_bound;
             }
-            double t = now() - t0;
-            (plan_too ? tq : tp)[r] = t;
+            t[plan_too][0][r] = now() - t0;
+            cpu(&u1, &s1);
+            t[plan_too][1][r] = u1 - u0;
+            t[plan_too][2][r] = s1 - s0;
             njobs = in->njobs;
             if (plan_too)
                 pflex_alloc_plan_fini(&pl);
             pflex_alloc_input_destroy(in);
         }
     }
-    double a = median(tp, reps), b = median(tq, reps);
+    double md[2][3];
+    for (int m = 0; m < 2; m++)
+        for (int k = 0; k < 3; k++)
+            md[m][k] = median(t[m][k], reps);
     printf("%zu jobs from %s (median of %d):\n", njobs, path, reps);
-    printf("  parse only        %9.4f s\n", a);
-    printf("  parse + optimal   %9.4f s   (planning %.4f s; ratio %.2f)\n", b, b - a, b / a);
-    printf("  (plan throughput %.6g)\n", thr);
-    free(tp);
-    free(tq);
+    printf("  parse only        %9.4f s   (user %.4f, system %.4f)\n", md[0][0], md[0][1],
+           md[0][2]);
+    printf("  parse + optimal   %9.4f s   (user %.4f, system %.4f)\n", md[1][0], md[1][1],
+           md[1][2]);
+    printf("  planning          %9.4f s   ratio %.2f\n", md[1][0] - md[0][0], md[1][0] / md[0][0]);
+    printf("  (plan throughput %.6g%s)\n", thr, gap > 0 ? "; non-convex, repaired" : "");
+    for (int m = 0; m < 2; m++)
+        for (int k = 0; k < 3; k++)
+            free(t[m][k]);
     return 0;
 }
 
