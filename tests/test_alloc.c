@@ -441,6 +441,183 @@ static void test_optimal_matches_sorted_greedy_at_scale(void **state)
     pflex_alloc_plan_fini(&pl);
 }
 
+/* A job's lower convex hull on [0, u] (u > 0), by the monotone chain:
+ * the reference's own, independent of the library's. */
+static int ref_hull(const struct pflex_alloc_job *j, double u, double *hx, double *hl)
+{
+    int h = 0;
+    for (size_t k = 0; k <= j->npoints; k++) {
+        double px, pl;
+        if (k < j->npoints && j->x[k] < u) {
+            px = j->x[k];
+            pl = j->loss[k];
+        } else {
+            px = u;
+            pl = ref_loss(j, u);
+            k = j->npoints;
+        }
+        while (h >= 2 && (hx[h - 1] - hx[h - 2]) * (pl - hl[h - 2])
+                             - (hl[h - 1] - hl[h - 2]) * (px - hx[h - 2]) <= 0)
+            h--;
+        hx[h] = px;
+        hl[h] = pl;
+        h++;
+    }
+    return h;
+}
+
+struct hseg { double c, w, x0, x1; size_t j; };
+
+static int cmp_hseg(const void *a, const void *b)
+{
+    const struct hseg *p = a, *q = b;
+    return p->c < q->c ? -1 : p->c > q->c;
+}
+
+/* The hull knapsack by sorting, leaving out job skip: x[] for the others
+ * (x[skip] untouched); returns 0 when they cannot save that much.  *part:
+ * the job left inside a segment, or SIZE_MAX. */
+static int ref_greedy(const struct hseg *sg, size_t m, size_t n, size_t skip, double save,
+                      double *x, size_t *part)
+{
+    double saved = 0;
+    for (size_t j = 0; j < n; j++)
+        if (j != skip)
+            x[j] = 0;
+    *part = SIZE_MAX;
+    for (size_t i = 0; i < m; i++) {
+        if (sg[i].j == skip)
+            continue;
+        if (sg[i].c >= 0 && saved >= save)
+            break;
+        double take = sg[i].c < 0 ? sg[i].w : fmin(sg[i].w, save - saved);
+        saved += take;
+        x[sg[i].j] = take < sg[i].w ? sg[i].x0 + (sg[i].x1 - sg[i].x0) * (take / sg[i].w)
+                                    : sg[i].x1;
+        if (take < sg[i].w)
+            *part = sg[i].j;
+    }
+    return saved >= save * (1 - 1e-12);
+}
+
+/* On thousands of noisy (non-convex) jobs, where the planner's repair
+ * works on a window of costs around the threshold, its plan scores what
+ * the repair scores done the slow way: the job the hull optimum leaves
+ * inside a segment above its curve tried at both ends of that segment and
+ * at the measured points inside (up to 14, evenly spaced), every other job
+ * re-planned from scratch by sorting each time. */
+static void test_repair_at_scale_matches_full_replan(void **state)
+{
+    struct pflex_alloc_plan pl;
+    pflex_alloc_plan_init(&pl);
+    struct hseg *sg = malloc(4096 * (MAXP + 1) * sizeof *sg);
+    double *x = malloc(4096 * sizeof *x), *u = malloc(4096 * sizeof *u);
+    double hx[MAXP + 2], hl[MAXP + 2];
+    int repaired = 0;
+    rng_state = 9;
+    for (int it = 0; it < 40; it++) {
+        size_t n = (size_t)irand(2048, 4096);
+        rand_inst(I, n, NOISY, it % 2, it % 3 == 0);
+        assert_int_equal(pflex_alloc_plan(&I->p, PFLEX_POLICY_OPTIMAL, &pl, NULL), 0);
+        check_basic(&I->p, &pl);
+        double save = pflex_alloc_baseline_w(&I->p) - I->p.budget_w;
+        size_t m = 0;
+        for (size_t j = 0; j < n; j++) {
+            const struct pflex_alloc_job *jb = &I->jobs[j];
+            u[j] = ref_limit(jb);
+            if (!(u[j] > 0))
+                continue;
+            double b = jb->gpus * jb->p0_w, a = scale_of(&I->p, j);
+            int h = ref_hull(jb, u[j], hx, hl);
+            for (int v = 0; v + 1 < h; v++) {
+                sg[m].w = b * (hx[v + 1] - hx[v]);
+                sg[m].c = a * (hl[v + 1] - hl[v]) / sg[m].w;
+                sg[m].x0 = hx[v];
+                sg[m].x1 = hx[v + 1];
+                sg[m++].j = j;
+            }
+        }
+        qsort(sg, m, sizeof *sg, cmp_hseg);
+        size_t jp;
+        if (!ref_greedy(sg, m, n, SIZE_MAX, save, x, &jp)) {
+            assert_false(pl.feasible);
+            continue;
+        }
+        assert_true(pl.feasible);
+        double best = objective_at(&I->p, x), hull_opt;
+        {                                   /* the hull optimum's objective */
+            double lsum = 0;
+            for (size_t j = 0; j < n; j++) {
+                const struct pflex_alloc_job *jb = &I->jobs[j];
+                double lh = 0;
+                if (u[j] > 0) {
+                    int h = ref_hull(jb, u[j], hx, hl);
+                    for (int v = 0; v + 1 < h; v++)
+                        if (x[j] >= hx[v] && x[j] <= hx[v + 1]) {
+                            lh = hl[v] + (hl[v + 1] - hl[v]) * (x[j] - hx[v]) / (hx[v + 1] - hx[v]);
+                            break;
+                        }
+                }
+                lsum += scale_of(&I->p, j) * (1 - lh);
+
+            }
+            hull_opt = lsum;
+        }
+        if (jp != SIZE_MAX) {
+            const struct pflex_alloc_job *jb = &I->jobs[jp];
+            int h = ref_hull(jb, u[jp], hx, hl);
+            double xl = 0, xr = 0, lh = 0;
+            for (int v = 0; v + 1 < h; v++)
+                if (x[jp] >= hx[v] && x[jp] <= hx[v + 1]) {
+                    xl = hx[v];
+                    xr = hx[v + 1];
+                    lh = hl[v] + (hl[v + 1] - hl[v]) * (x[jp] - xl) / (xr - xl);
+                    break;
+                }
+            if (ref_loss(jb, x[jp]) - lh > 1e-12) {
+                size_t inside = 0, k0 = 0;
+                for (size_t k = 0; k < jb->npoints; k++)
+                    if (jb->x[k] > xl && jb->x[k] < xr) {
+                        if (!inside)
+                            k0 = k;
+                        inside++;
+                    }
+                size_t mid = inside < 14 ? inside : 14, tries = mid + 2;
+                double *xt = malloc(n * sizeof *xt);
+                for (size_t t = 0; t < tries; t++) {
+                    double xv = t == 0 ? xl : t == tries - 1 ? xr
+                              : jb->x[k0 + (t - 1) * inside / mid];
+                    size_t dummy;
+                    if (!ref_greedy(sg, m, n, jp, save - jb->gpus * jb->p0_w * xv, xt, &dummy))
+                        continue;
+                    xt[jp] = xv;
+                    double o = objective_at(&I->p, xt);
+                    if (o > best)
+                        best = o;
+                }
+                free(xt);
+                repaired++;
+            }
+        }
+        double got = objective_at(&I->p, pl.x);
+        if (fabs(got - best) > 1e-9 * fabs(best))
+            fail_msg("n=%zu: optimal scores %.12g, the full re-planning repair %.12g", n, got,
+                     best);
+        assert_true(pl.gap_bound >= 0);
+        if (hull_opt - got > pl.gap_bound + 1e-9 * fabs(hull_opt))
+            fail_msg("n=%zu: %.12g under the hull optimum, gap_bound only %.12g", n,
+                     hull_opt - got, pl.gap_bound);
+        for (size_t j = 0; j < n; j++)
+            assert_true(1 - ref_loss(&I->jobs[j], pl.x[j]) >= I->jobs[j].floor - 1e-9);
+    }
+    print_message("instances at scale repaired: %d of 40\n", repaired);
+    assert_true(repaired >= 10);
+    free(sg);
+    free(x);
+    free(u);
+    pflex_alloc_plan_fini(&pl);
+}
+
 static void test_dominance_and_monotonicity(void **state)
 {
     struct pflex_alloc_plan pl[3];
@@ -738,6 +915,7 @@ int main(void)
         cmocka_unit_test(test_optimal_gap_bound_honest_nonconvex),
         cmocka_unit_test(test_pfi_optimal_under_its_model),
         cmocka_unit_test(test_optimal_matches_sorted_greedy_at_scale),
+        cmocka_unit_test(test_repair_at_scale_matches_full_replan),
         cmocka_unit_test(test_dominance_and_monotonicity),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
