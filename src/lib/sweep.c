@@ -115,6 +115,7 @@ struct src {
      * numok says num[n] is what pflex_parse_double gives for that field's
      * text (0 after a record from the general path: parse those fields). */
     unsigned char role[ROLES];
+    int num_field[NUM_COUNT];   /* the field number n is read from, or -1 */
     unsigned numok;
     double num[NUM_COUNT];
     pflex_csv_t tok;
@@ -470,9 +471,11 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
     s->need = need;
     memset(s->role, 0, sizeof s->role);
     static const int num_col[NUM_COUNT] = {COL_CAP, COL_POWER, COL_TPUT, COL_GPUS};
-    for (int n = 0; n < NUM_COUNT; n++)
+    for (int n = 0; n < NUM_COUNT; n++) {
+        s->num_field[n] = idx[num_col[n]];
         if (idx[num_col[n]] >= 0 && idx[num_col[n]] < ROLES)
             s->role[idx[num_col[n]]] = (unsigned char)(n + 1);
+    }
 
     long last_job = -1;
     while ((got = next_record(s, err)) == 1) {
@@ -1148,51 +1151,6 @@ static inline double small_double(uint64_t m)
     return d - 4503599627370496.0;
 }
 
-#if SWAR
-/* The field p[0..len) (1 <= len <= 8, 8 bytes readable at p) as a short
- * plain decimal: 1 with *v, or 0 when it is not one.  Eight bytes at a
- * time, from the field's known bounds: nothing waits for a byte loop. */
-static inline int field_number(const char *p, size_t len, double *v)
-{
-    const uint64_t hi4 = 0xF0F0F0F0F0F0F0F0ull, zeros = 0x3030303030303030ull;
-    uint64_t w;
-    memcpy(&w, p, 8);
-    /* A byte is a digit when its top nibble is 3, also after adding 6.  A
-     * carry out of a byte (0xFA and up: not a digit, flagged whatever
-     * comes in) can only upset the bytes above it: the field is refused
-     * all the same. */
-    uint64_t t = ((w & hi4) ^ zeros) | (((w + 0x0606060606060606ull) & hi4) ^ zeros);
-    uint64_t nd = (((t & 0x7F7F7F7F7F7F7F7Full) + 0x7F7F7F7F7F7F7F7Full) | t)
-                  & 0x8080808080808080ull;
-    if (len < 8)
-        nd &= ((uint64_t)1 << (8 * len)) - 1;
-    size_t ndig = len, frac = 0;
-    uint64_t dig = w;
-    if (nd) {                   /* one point, else not a short decimal */
-        unsigned at = (unsigned)__builtin_ctzll(nd) >> 3;
-        if ((nd & (nd - 1)) || p[at] != '.')
-            return 0;
-        ndig = len - 1;
-        frac = len - 1 - at;
-        dig = w & (((uint64_t)1 << (8 * at)) - 1);
-        if (at < 7)             /* the bytes after the point, one down */
-            dig |= (w >> (8 * at + 8)) << (8 * at);
-    }
-    if (ndig == 0)
-        return 0;
-    /* The digits to the top bytes, the first the highest; the bytes past
-     * the field fall out, zeros come in below as leading zeros. */
-    dig = (dig & 0x0F0F0F0F0F0F0F0Full) << (8 * (8 - ndig));
-    dig = (dig * 2561) >> 8;
-    dig = ((dig & 0x00FF00FF00FF00FFull) * 6553601) >> 16;
-    dig = ((dig & 0x0000FFFF0000FFFFull) * 42949672960001ull) >> 32;
-    double x = small_double(dig);
-    if (frac)
-        x /= pow10_short[frac];
-    *v = x;
-    return 1;
-}
-#endif
 
 /* A data row's first need fields, split where they lie in one pass over
  * the line that also finds its end: for a plain line, one with no quote,
@@ -1284,54 +1242,117 @@ static inline uint64_t eq16(__m128i v, char ch)
     return (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(ch)));
 }
 
+/* The field p[0..len) (1 <= len <= 8, 8 bytes readable at p) as a short
+ * plain decimal, given nd, the bits of its bytes that are not digits: 1
+ * with *v, or 0 when it is not one (a byte other than one point).  The
+ * digits are gathered eight bytes at a time, from the field's known
+ * bounds: nothing waits for a byte loop. */
+static inline int field_number(const char *p, size_t len, uint64_t nd, double *v)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    size_t ndig = len, frac = 0;
+    uint64_t dig = w;
+    if (nd) {                   /* one point, else not a short decimal */
+        unsigned at = (unsigned)__builtin_ctzll(nd);
+        if ((nd & (nd - 1)) || p[at] != '.' || len == 1)
+            return 0;
+        ndig = len - 1;
+        frac = len - 1 - at;
+        /* the bytes after the point, one down (two shifts: at may be 7) */
+        dig = (w & (((uint64_t)1 << (8 * at)) - 1)) | (w >> 8 >> (8 * at) << (8 * at));
+    }
+    /* The digits to the top bytes, the first the highest; the bytes past
+     * the field fall out, zeros come in below as leading zeros. */
+    dig = (dig & 0x0F0F0F0F0F0F0F0Full) << (8 * (8 - ndig));
+    dig = (dig * 2561) >> 8;
+    dig = ((dig & 0x00FF00FF00FF00FFull) * 6553601) >> 16;
+    dig = ((dig & 0x0000FFFF0000FFFFull) * 42949672960001ull) >> 32;
+    double x = small_double(dig);
+    if (frac)
+        x /= pow10_short[frac];
+    *v = x;
+    return 1;
+}
+
 /* split_row for a row that ends within the WINDOW bytes at s (all
- * readable): its ',', '\n' and '"' are found at once, 16 bytes a step, so
- * that every field's bounds are known before any is looked at and no
- * field waits for the one before it; the numbers are read from those
- * bounds.  Returns 1 with what split_row gives (the same fields, numbers
- * and line end), or 0 to leave the row to split_row. */
+ * readable): its ',', '\n', '"', blanks and non-digits are found at once,
+ * 16 bytes a step, so that every field's bounds are known before any is
+ * looked at and no field waits for the one before it; the blanks at the
+ * fields' ends are checked once for the row, and the numbers are read from
+ * those bounds.  Returns 1 with what split_row gives (the same fields,
+ * numbers and line end), or 0 to leave the row to split_row. */
 static int split_window(struct src *src, const char *s, unsigned line, const char **nl)
 {
     pflex_csv_t *c = &src->tok;
     size_t need = src->need;
-    uint64_t comma = 0, newl = 0, quote = 0;
+    if (need == 0 || need > c->cap || *s == '#')
+        return 0;
+    uint64_t comma = 0, newl = 0, quote = 0, blank = 0, nondig = 0;
     for (unsigned i = 0; i < WINDOW / 16 && !newl; i++) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + 16 * i));
+        __m128i d = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+        __m128i bl = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')),
+                                               _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))),
+                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('\r')));
+        unsigned dg = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d));
         comma |= eq16(v, ',') << (16 * i);
         newl |= eq16(v, '\n') << (16 * i);
         quote |= eq16(v, '"') << (16 * i);
+        blank |= (uint64_t)(unsigned)_mm_movemask_epi8(bl) << (16 * i);
+        nondig |= (uint64_t)(~dg & 0xFFFF) << (16 * i);
     }
-    if (!newl || need == 0 || need > c->cap || *s == '#')
+    if (!newl)
         return 0;
     uint64_t row = newl ^ (newl - 1);       /* up to the first '\n' */
     if (quote & row)
         return 0;
     comma &= row;
     size_t e = (size_t)__builtin_ctzll(newl), a = 0;
+    /* The line's own CR is no field's: the last field ends before it. */
+    if (e && s[e - 1] == '\r')
+        blank &= ~((uint64_t)1 << (e - 1));
     struct pflex_csv_field *f = c->fields;
-    unsigned numok = 0;
-    for (size_t k = 0; k < need; k++) {
-        size_t b = e, fb;
-        if (comma) {
-            b = (size_t)__builtin_ctzll(comma);
-            comma &= comma - 1;
-            fb = b;
-        } else {
-            if (k + 1 < need)
-                return 0;       /* short: the general path counts its fields */
-            fb = b > a && s[b - 1] == '\r' ? b - 1 : b;    /* CRLF */
-        }
-        if (fb > a && (is_blank(s[a]) || is_blank(s[fb - 1])))
-            return 0;
+    uint64_t left = comma;
+    size_t k = 0;
+    for (; k + 1 < need && left; k++) {     /* all but the last field end at a ',' */
+        size_t b = (size_t)__builtin_ctzll(left);
+        left &= left - 1;
         f[k].s = s + a;
-        f[k].len = fb - a;
+        f[k].len = b - a;
         f[k].quoted = 0;
         f[k].off = 0;
-        unsigned role = k < ROLES ? src->role[k] : 0;
-        if (role && fb > a && fb - a <= 8 && a + 8 <= WINDOW
-            && field_number(s + a, fb - a, &src->num[role - 1]))
-            numok |= 1u << (role - 1);
         a = b + 1;
+    }
+    if (k + 1 < need)
+        return 0;               /* short: the general path counts its fields */
+    uint64_t inner = comma ^ left;          /* the ',' after fields 0..need-2 */
+    size_t fb;
+    if (left) {
+        fb = (size_t)__builtin_ctzll(left);
+        left &= left - 1;
+    } else {
+        fb = e > a && s[e - 1] == '\r' ? e - 1 : e;    /* CRLF */
+    }
+    f[k].s = s + a;
+    f[k].len = fb - a;
+    f[k].quoted = 0;
+    f[k].off = 0;
+    /* A field's first and last bytes are no blanks: bit a and bit b - 1 of
+     * every field [a, b).  For an empty field they fall on a delimiter or
+     * before the row (no bit), never on a blank. */
+    if (blank & (1 | inner << 1 | inner >> 1 | (((uint64_t)1 << fb) >> 1)))
+        return 0;
+    unsigned numok = 0;
+    for (unsigned n = 0; n < NUM_COUNT; n++) {
+        int fk = src->num_field[n];
+        if (fk < 0)
+            continue;
+        size_t fa = (size_t)(f[fk].s - s), len = f[fk].len;
+        if (len - 1 < 8 && fa + 8 <= WINDOW
+            && field_number(s + fa, len, (nondig >> fa) & (((uint64_t)1 << len) - 1),
+                            &src->num[n]))
+            numok |= 1u << n;
     }
     *nl = s + e;
     src->numok = numok;
@@ -1498,7 +1519,7 @@ int pflex_sweep_read_file(const char *path, const char *columns, pflex_sweep_t *
 int pflex_sweep_read_file_each(const char *path, const char *columns,
                                const struct pflex_sweep_visitor *v, pflex_error_t *err)
 {
-    pflex_sweep_t *rest;        /* the names: nothing the caller needs */
+    pflex_sweep_t *rest = NULL; /* the names: nothing the caller needs */
     int rc = read_file(path, columns, v, &rest, err);
     pflex_sweep_destroy(rest);
     return rc;
