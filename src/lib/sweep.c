@@ -280,66 +280,69 @@ static long job_append(struct reader *r, const char *s, size_t n)
     return (long)r->njobs++;
 }
 
-/* True when two of the grouped pass's jobs may share a name (equal name
- * hashes; or no memory to tell): the pass then stands for nothing and the
- * general one decides.  The hashes are bucketed by their top bits where
- * they lie (each put straight into its bucket, displacing one that goes to
- * its own: no second array of fresh memory) and each small bucket sorted:
- * sequential work, where a table probe a job would miss the cache each
- * time.  The hashes are left in that order; calling again gives the same. */
-static int has_dup(struct reader *r)
+/* True when h[0..n) holds a value twice; the values are left sorted
+ * (unless one is found twice: then the order is partly sorted).  Below the
+ * bits above shift (all equal in h), sorted by the next 8 bits in place
+ * (each value put straight into its bucket, displacing one that goes to
+ * its own), each bucket then the same way: with 256 buckets the lines
+ * written to stay in the cache, and a bucket of a large h soon fits in
+ * it.  A small bucket is sorted by insertion. */
+static int dup_radix(uint64_t *h, size_t n, int shift)
 {
-    size_t n = r->njobs;
     if (n < 2)
         return 0;
-    int bits = 4;               /* about four hashes a bucket, at most 2^16 buckets */
-    while (bits < 16 && ((size_t)1 << bits) < n / 4)
-        bits++;
-    const size_t NB = (size_t)1 << bits;
-    const int SHIFT = 64 - bits;
-    uint64_t *h = r->hashes.p;
-    if (n > UINT32_MAX)
-        return 1;               /* counts are 32 bits; rows number jobs in 32 bits too */
-    uint32_t *end = calloc(2 * NB, sizeof *end), *next = end + NB;
-    if (!end)
-        return 1;
-    for (size_t i = 0; i < n; i++)
-        end[h[i] >> SHIFT]++;
-    uint32_t sum = 0;
-    for (size_t k = 0; k < NB; k++) {
-        next[k] = sum;
-        sum += end[k];
-        end[k] = sum;
-    }
-    for (size_t k = 0; k < NB; k++)
-        while (next[k] < end[k]) {
-            uint64_t v = h[next[k]];
-            size_t t;
-            while ((t = v >> SHIFT) != k) {     /* v to its bucket, the one there to v */
-                uint64_t x = h[next[t]];
-                h[next[t]++] = v;
-                v = x;
-            }
-            h[next[k]++] = v;
-        }
-    int dup = 0;
-    for (size_t k = 0, lo = 0; k < NB && !dup; lo = end[k++]) {
-        size_t hi = end[k];
-        for (size_t x = lo + 1; x < hi; x++) {
+    if (n <= 32 || shift < 0) {
+        for (size_t x = 1; x < n; x++) {
             uint64_t v = h[x];
             size_t y = x;
-            while (y > lo && h[y - 1] > v) {
+            while (y > 0 && h[y - 1] > v) {
                 h[y] = h[y - 1];
                 y--;
             }
             h[y] = v;
         }
-        for (size_t x = lo + 1; x < hi; x++)
+        for (size_t x = 1; x < n; x++)
             if (h[x] == h[x - 1])
-                dup = 1;
+                return 1;
+        return 0;
     }
-    free(end);
-    return dup;
+    size_t next[256] = {0}, end[256];
+    for (size_t i = 0; i < n; i++)
+        next[(h[i] >> shift) & 255]++;
+    size_t sum = 0;
+    for (unsigned k = 0; k < 256; k++) {
+        size_t c = next[k];
+        next[k] = sum;
+        sum += c;
+        end[k] = sum;
+    }
+    for (unsigned k = 0; k < 256; k++)
+        while (next[k] < end[k]) {
+            uint64_t v = h[next[k]];
+            unsigned t;
+            while ((t = (unsigned)(v >> shift) & 255) != k) {   /* v to its bucket, */
+                uint64_t x = h[next[t]];                        /* the one there to v */
+                h[next[t]++] = v;
+                v = x;
+            }
+            h[next[k]++] = v;
+        }
+    for (unsigned k = 0; k < 256; k++) {
+        size_t b = k ? end[k - 1] : 0;
+        if (dup_radix(h + b, end[k] - b, shift - 8))
+            return 1;
+    }
+    return 0;
+}
+
+/* True when two of the grouped pass's jobs may share a name (equal name
+ * hashes): the pass then stands for nothing and the general one decides.
+ * The hashes are sorted where they lie (dup_radix): sequential work, where
+ * a table probe a job would miss the cache each time.  Calling again gives
+ * the same. */
+static int has_dup(struct reader *r)
+{
+    return dup_radix(r->hashes.p, r->njobs, 56);
 }
 
 /* Parse "name=Header,..." into headers[] (pointers into a copy). */
