@@ -656,6 +656,69 @@ static void test_numbers_match_parse_double(void **state)
     free(b);
 }
 
+/* Short decimals with 1 to 7 digits after the point (those a windowed row
+ * converts without a division where the machine fuses multiply-adds) are
+ * what strtod reads, bit for bit: 100,000 random mantissas below 10^7 for
+ * each count of decimals, and the mantissas next to powers of ten and of
+ * two, in the power and throughput columns. */
+static void test_short_decimals_match_strtod(void **state)
+{
+    enum { PER_K = 100000, ROWS = 7 * PER_K + 7 * 64 };
+    size_t cap = (size_t)ROWS * 48 + 64, len = 0;
+    char *t = malloc(cap);
+    double *want = malloc(2 * ROWS * sizeof *want);
+    assert_non_null(t);
+    assert_non_null(want);
+    rs = 0xdec1a1;
+    len += (size_t)snprintf(t + len, cap - len, "job,cap_w,power_w,throughput\n");
+    size_t nrow = 0;
+    for (unsigned k = 1; k <= 7; k++)
+        for (unsigned i = 0; i < PER_K + 64; i++) {
+            unsigned long m[2];
+            for (int c = 0; c < 2; c++) {
+                if (i < PER_K) {
+                    m[c] = ((unsigned long)rnd(10000) * 1000 + rnd(1000)) % 10000000;
+                } else {            /* 10^j and 2^j, one either side */
+                    unsigned j = (i - PER_K) / 3, d = (i - PER_K) % 3;
+                    unsigned long b = j < 7 ? (unsigned long)pow(10, j) : 1ul << (j - 7);
+                    m[c] = b + d - 1 + (unsigned long)c;
+                    if (m[c] >= 10000000)
+                        m[c] = 9999999;
+                }
+                if (m[c] == 0)
+                    m[c] = 1;       /* power must be positive */
+            }
+            char num[2][32];
+            for (int c = 0; c < 2; c++) {
+                char dig[16];
+                int n = snprintf(dig, sizeof dig, "%0*lu", (int)k + 1, m[c]);
+                snprintf(num[c], sizeof num[c], "%.*s.%s", n - (int)k, dig, dig + n - k);
+                want[2 * nrow + c] = strtod(num[c], NULL);
+            }
+            len += (size_t)snprintf(t + len, cap - len, "j%zu,%u,%s,%s\n", nrow / 2,
+                                    nrow % 2 ? 600 : 700, num[0], num[1]);
+            nrow++;
+        }
+    assert_true(nrow % 2 == 0 && len < cap);
+    pflex_sweep_t *sw = NULL;
+    pflex_error_t err;
+    if (pflex_sweep_read_mem(t, len, "d.csv", NULL, &sw, &err) < 0)
+        fail_msg("%s", err.text);
+    assert_int_equal(sw->njobs, nrow / 2);
+    for (size_t j = 0; j < sw->njobs; j++)
+        for (size_t q = 0; q < 2; q++) {   /* points by cap: the 600 W row first */
+            size_t row = 2 * j + (q == 0);
+            const struct pflex_sweep_point *pt = &sw->jobs[j].points[q];
+            if (memcmp(&pt->power_w, &want[2 * row], sizeof(double)) != 0
+                || memcmp(&pt->throughput, &want[2 * row + 1], sizeof(double)) != 0)
+                fail_msg("row %zu: %.17g %.17g, strtod %.17g %.17g", row, pt->power_w,
+                         pt->throughput, want[2 * row], want[2 * row + 1]);
+        }
+    pflex_sweep_destroy(sw);
+    free(want);
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -669,6 +732,7 @@ int main(void)
         cmocka_unit_test(test_stream_bigger_than_buffer),
         cmocka_unit_test(test_split_matches_tokenizer),
         cmocka_unit_test(test_numbers_match_parse_double),
+        cmocka_unit_test(test_short_decimals_match_strtod),
     };
     return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
 }
