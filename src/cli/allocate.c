@@ -79,38 +79,71 @@ static json_t *plan_head_json(const pflex_alloc_input_t *in, const struct pflex_
     return doc;
 }
 
+/* A job's JSON object, built in memory and written at once. */
+struct jobj {
+    char *b;
+    size_t n, cap;
+    int first;          /* no member yet */
+    int oom;
+};
+
+static void jobj_add(struct jobj *o, const char *s, size_t n)
+{
+    if (o->n + n > o->cap) {
+        size_t ncap = o->cap ? 2 * o->cap : 1024;
+        while (ncap < o->n + n)
+            ncap *= 2;
+        char *nb = realloc(o->b, ncap);
+        if (!nb) {
+            o->oom = 1;
+            return;
+        }
+        o->b = nb;
+        o->cap = ncap;
+    }
+    memcpy(o->b + o->n, s, n);
+    o->n += n;
+}
+
 /* One member of a job's object, as jansson writes it at this depth; a
  * value jansson would refuse (a non-finite real, a name that is not
  * UTF-8) leaves the member out, as there. */
-static void job_member(int *first, const char *key, const char *text)
+static void job_member(struct jobj *o, const char *key, const char *text, size_t tn)
 {
-    printf("%s      \"%s\": %s", *first ? "\n" : ",\n", key, text);
-    *first = 0;
+    if (o->first)
+        jobj_add(o, "\n      \"", 8);
+    else
+        jobj_add(o, ",\n      \"", 9);
+    jobj_add(o, key, strlen(key));
+    jobj_add(o, "\": ", 3);
+    jobj_add(o, text, tn);
+    o->first = 0;
 }
 
-static void job_real(int *first, const char *key, double v)
+static void job_real(struct jobj *o, const char *key, double v)
 {
     if (!isfinite(v))
         return;
     char b[PFLEX_FMT_G_MAX + 4];
     cli_json_real_text(b, v);
-    job_member(first, key, b);
+    job_member(o, key, b, strlen(b));
 }
 
-static void job_name(int *first, const char *name)
+static void job_name(struct jobj *o, const char *name)
 {
     const unsigned char *c = (const unsigned char *)name;
     while (*c >= 0x20 && *c < 0x7f && *c != '"' && *c != '\\')
         c++;
     if (!*c) {
-        printf("%s      \"job\": \"%s\"", *first ? "\n" : ",\n", name);
-        *first = 0;
+        job_member(o, "job", "\"", 1);
+        jobj_add(o, name, (size_t)((const char *)c - name));
+        jobj_add(o, "\"", 1);
         return;
     }
     json_t *s = json_string(name);     /* escapes, or NULL: not UTF-8 */
     char *t = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
     if (t)
-        job_member(first, "job", t);
+        job_member(o, "job", t, strlen(t));
     free(t);
     json_decref(s);
 }
@@ -131,29 +164,37 @@ static int plan_json(const pflex_alloc_input_t *in, const struct pflex_alloc_pla
     fwrite(h, 1, hn - 2, stdout);
     free(h);
     fputs(",\n  \"jobs\": [", stdout);
-    for (size_t k = 0; k < in->njobs; k++) {
+    struct jobj o = {0};
+    for (size_t k = 0; k < in->njobs && !o.oom; k++) {
         const struct pflex_alloc_job *j = &in->jobs[k];
         double x = pl->x[k];
-        int first = 1;
         char g[24];
-        fputs(k ? ",\n    {" : "\n    {", stdout);
-        job_name(&first, j->name);
-        snprintf(g, sizeof g, "%d", j->gpus);
-        job_member(&first, "gpus", g);
-        job_real(&first, "baseline_power_w", j->p0_w);
-        job_real(&first, "power_w", pflex_alloc_power_w(j, x));
-        job_real(&first, "cap_w", pflex_alloc_cap_w(j, x));
-        job_real(&first, "reduction", x);
-        job_real(&first, "throughput", pl->throughput_j[k]);
-        job_real(&first, "fraction", pl->throughput_j[k] / j->t0);
-        job_real(&first, "baseline_throughput", j->t0);
-        job_real(&first, "floor", j->floor);
-        job_real(&first, "limit", pl->limit[k]);
-        job_real(&first, "weight", j->weight);
+        o.n = 0;
+        o.first = 1;
+        jobj_add(&o, k ? ",\n    {" : "\n    {", k ? 7 : 6);
+        job_name(&o, j->name);
+        job_member(&o, "gpus", g, (size_t)snprintf(g, sizeof g, "%d", j->gpus));
+        job_real(&o, "baseline_power_w", j->p0_w);
+        job_real(&o, "power_w", pflex_alloc_power_w(j, x));
+        job_real(&o, "cap_w", pflex_alloc_cap_w(j, x));
+        job_real(&o, "reduction", x);
+        job_real(&o, "throughput", pl->throughput_j[k]);
+        job_real(&o, "fraction", pl->throughput_j[k] / j->t0);
+        job_real(&o, "baseline_throughput", j->t0);
+        job_real(&o, "floor", j->floor);
+        job_real(&o, "limit", pl->limit[k]);
+        job_real(&o, "weight", j->weight);
         if (in->has_curves)
-            job_real(&first, "measured_fraction", 1.0 - pflex_alloc_loss(j, x));
-        fputs(first ? "}" : "\n    }", stdout);
+            job_real(&o, "measured_fraction", 1.0 - pflex_alloc_loss(j, x));
+        if (o.first)
+            jobj_add(&o, "}", 1);
+        else
+            jobj_add(&o, "\n    }", 6);
+        fwrite(o.b, 1, o.n, stdout);
     }
+    free(o.b);
+    if (o.oom)
+        return -1;
     fputs(in->njobs ? "\n  ]\n}\n" : "]\n}\n", stdout);
     return ferror(stdout) ? -1 : 0;
 }

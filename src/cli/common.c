@@ -60,22 +60,27 @@ int cli_json_print(json_t *doc)
 
 void cli_json_real_text(char *buf, double x)
 {
-    int n = pflex_fmt_g(buf, x, 12);
-    char *e = strchr(buf, 'e');
-    if (!e && !strchr(buf, '.')) {
-        memcpy(buf + n, ".0", 3);
+    int n = pflex_fmt_g(buf, x, 12), point = 0;
+    char *e = NULL;
+    for (int i = 0; i < n && !e; i++) {
+        if (buf[i] == '.')
+            point = 1;
+        else if (buf[i] == 'e')
+            e = buf + i;
+    }
+    if (!e) {
+        if (!point)
+            memcpy(buf + n, ".0", 3);
         return;
     }
-    if (e) {                    /* "1e+20" -> "1e20", "1e-05" -> "1e-5" */
-        char *d = e + 1, *from = d;
-        if (*d == '-')
-            d++, from++;
-        else if (*d == '+')
-            from++;
-        while (*from == '0' && from[1])
-            from++;
-        memmove(d, from, strlen(from) + 1);
-    }
+    char *d = e + 1, *from = d;     /* "1e+20" -> "1e20", "1e-05" -> "1e-5" */
+    if (*d == '-')
+        d++, from++;
+    else if (*d == '+')
+        from++;
+    while (*from == '0' && from[1])
+        from++;
+    memmove(d, from, strlen(from) + 1);
 }
 
 json_t *cli_json_real(double x)

@@ -67,10 +67,17 @@ int pflex_fmt_g(char *buf, double v, int prec)
         *p = 0;
         return (int)(p - buf);
     }
-    /* 10^e <= a < 10^(e+1): from the binary exponent, low by at most one */
-    int e2;
-    (void)frexp(a, &e2);
-    int e = (int)floor((e2 - 1) * 0.30102999566398119521);
+    /* 10^e <= a < 10^(e+1): e is floor(b log10 2) or one more, where
+     * 2^b <= a < 2^(b+1) (subnormals aside); floor(b 78913 / 2^18) equals
+     * floor(b log10 2) for every b from -1074 to 1023 (checked one by one
+     * in exact arithmetic). */
+    uint64_t abits;
+    memcpy(&abits, &a, sizeof abits);
+    int bexp = (int)(abits >> 52) - 1023;
+    if (bexp == -1023)
+        return slow(buf, v, prec);          /* subnormal */
+    int t = bexp * 78913;
+    int e = t >= 0 ? t >> 18 : -((-t + (1 << 18) - 1) >> 18);
     uint64_t digits;
     if (prec <= 15 && prec - 1 - e >= -21 && prec - 1 - e <= 22) {
         /* In double: 10^k is exact for |k| <= 22 and the scaled value,
