@@ -389,15 +389,15 @@ static size_t model_vertices(struct scratch *s, size_t j)
 /* The bucket of a cost >= 0: its IEEE bits (ordered as the costs are)
  * shifted and offset, clamped to the histogram.  Any order-keeping map is
  * exact; a fine one keeps the bucket that holds the threshold short.  With
- * 2^12 buckets and more: 2^(bits - 5) buckets an octave over the 32 octaves
+ * 2^6 buckets and more: 2^(bits - 5) buckets an octave over the 32 octaves
  * around a typical cost (the first job's a/b: costs are a/b times the
- * curve's slope); below that, the top bits alone. */
+ * curve's slope); below that (a handful of jobs), the top bits alone. */
 static void buckets_set(struct scratch *s)
 {
     unsigned nbits = s->hist_bits;
     s->bshift = 64 - nbits;
     s->bbase = 0;
-    if (nbits < 12 || s->prob->njobs == 0)
+    if (nbits < 6 || s->prob->njobs == 0)
         return;
     double center = job_a(s, 0) / job_b(s, 0);
     if (!(center > 0) || !isfinite(center))
