@@ -14,6 +14,11 @@
  *    errors after a restart (same file:line), a file larger than the 4 MiB
  *    read buffer with records across its boundary, CRLF, a byte-order mark,
  *    quoted names, comments and blank lines.
+ *  - Sweeps of the shapes the in-place pass takes shortcuts on (names that
+ *    differ from the last job's in one byte, caps strictly falling, equal
+ *    caps, curves shorter than their points, optional columns present or
+ *    not, a GPU count repeated or changed) against the general grouping
+ *    and against the names and GPU counts written.
  *  - Rows split on the spot give what the general tokenizer gives: the same
  *    rows with a quoted extra column (which sends every line to it); so do
  *    the numbers read while they are split, against pflex_parse_double. */
@@ -321,6 +326,167 @@ static void check_text(const char *text, int want_restart)
 {
     int restarts = check_file(text, strlen(text), 1);
     assert_int_equal(restarts, want_restart);
+}
+
+/* Sweeps of the shapes the in-place pass has shortcuts for, against the
+ * general grouping (an empty telemetry column) and, every fourth, read job
+ * by job and as a problem (check_file): names of every length that differ
+ * in one byte (first, middle or last) from the job before, caps strictly
+ * falling (one point a row), rising or repeated (averaged), power that
+ * does not fall with the cap (curves shorter than their points), a zero or
+ * negative-zero throughput, the optional columns present or not, empty or
+ * not, and GPU counts that change within a job (an error). */
+static void test_in_place_shapes(void **state)
+{
+    static const char *const names[] = {
+        "a", "b", "ab", "ac", "abc", "axc", "abd", "xbc", "abcd", "abce", "xbcd", "abxd",
+        "abcdefg", "abcdefh", "abcxefg", "abcdefgh", "abcdefgi", "xbcdefgh", "abcdxfgh",
+        "abcdefghijklmnop", "abcdefghijklmnoq", "abcdefghxjklmnop", "xbcdefghijklmnop",
+        "abcdefghijklmnopq", "abcdefghijklmnopr", "abcdefghijklxnopq", "job17", "job18",
+    };
+    static const char *const opt_cols[] = {"gpus", "gpu", "floor", "tier", "weight"};
+    size_t cap = 1 << 20;
+    char *a = malloc(cap), *b = malloc(cap);
+    rs = 0xfeed5;
+    int compared = 0, errors = 0, problems = 0;
+    for (int it = 0; it < 800; it++) {
+        size_t la = 0, lb = 0;
+        int has[5], order[9], ncol = 0;
+        for (int k = 0; k < 4; k++)
+            order[ncol++] = -1 - k;     /* job, cap_w, power_w, throughput */
+        for (int k = 0; k < 5; k++)
+            if ((has[k] = rnd(3) == 0))
+                order[ncol++] = k;
+        for (int k = ncol - 1; k > 0; k--) {
+            int x = (int)rnd((unsigned)k + 1), t = order[k];
+            order[k] = order[x];
+            order[x] = t;
+        }
+        static const char *const base[4] = {"job", "cap_w", "power_w", "throughput"};
+        for (int k = 0; k < ncol; k++) {
+            const char *h = order[k] < 0 ? base[-1 - order[k]] : opt_cols[order[k]];
+            la += (size_t)snprintf(a + la, cap - la, "%s%s", k ? "," : "", h);
+        }
+        memcpy(b, a, la);
+        lb = la;
+        la += (size_t)snprintf(a + la, cap - la, "\n");
+        lb += (size_t)snprintf(b + lb, cap - lb, ",sm_active\n");
+        unsigned jobs = 1 + rnd(30), nn = sizeof names / sizeof *names, ni = rnd(nn);
+        const char *seen[32];   /* the jobs' names in the order they first come */
+        unsigned seen_gpus[32]; /* the first GPU count given (0: none yet) */
+        size_t nseen = 0;
+        int gpus_change = 0;    /* some job's GPU count changes: an error */
+        for (unsigned j = 0; j < jobs; j++) {
+            ni = rnd(2) ? rnd(nn) : (ni + 1) % nn;  /* often the near miss after the last */
+            const char *name = names[ni];
+            size_t sn = 0;
+            while (sn < nseen && strcmp(seen[sn], name) != 0)
+                sn++;
+            if (sn == nseen) {
+                seen_gpus[nseen] = 0;
+                seen[nseen++] = name;
+            }
+            unsigned rows = 2 + rnd(8), g = 1 + rnd(8), shape = rnd(4);
+            double p0 = 300 + rnd(400);
+            for (unsigned k = 0; k < rows; k++) {
+                unsigned c = shape == 0 ? 700 - 50 * k          /* strictly falling */
+                           : shape == 1 ? 200 + 50 * k          /* rising */
+                           : 100 + 50 * rnd(6);                 /* repeats, any order */
+                double p = rnd(5) == 0   ? p0                    /* the cap does not bind */
+                           : rnd(8) == 0 ? p0 + rnd(50)          /* more power */
+                                         : c * (0.5 + 0.01 * rnd(40));
+                char t[32];
+                unsigned tk = rnd(40);
+                if (tk == 0)
+                    snprintf(t, sizeof t, "-0");
+                else if (tk == 1)
+                    snprintf(t, sizeof t, "0");
+                else
+                    snprintf(t, sizeof t, "%.6g", 10 + rnd(100000) / 7.0);
+                char row[256];
+                size_t lr = 0;
+                for (int q = 0; q < ncol; q++) {
+                    char v[64] = "";
+                    switch (order[q]) {
+                    case -1: snprintf(v, sizeof v, "%s", name); break;
+                    case -2: snprintf(v, sizeof v, "%u", c); break;
+                    case -3: snprintf(v, sizeof v, "%.2f", p); break;
+                    case -4: snprintf(v, sizeof v, "%s", t); break;
+                    case 0:             /* gpus: now and then empty or changed */
+                        if (rnd(10)) {
+                            unsigned gv = rnd(500) ? g : g + 1;
+                            snprintf(v, sizeof v, "%u", gv);
+                            if (!seen_gpus[sn])
+                                seen_gpus[sn] = gv;
+                            gpus_change |= seen_gpus[sn] != gv;
+                        }
+                        break;
+                    default: {          /* gpu, floor, tier, weight: empty or one of two */
+                        static const char *const val[5][2] = {
+                            {"", ""}, {"A100", "H100"}, {"0.5", "0.25"}, {"flex1", "flex3"},
+                            {"2", "0.5"},
+                        };
+                        snprintf(v, sizeof v, "%s", rnd(3) ? "" : val[order[q]][rnd(2)]);
+                        break;
+                    }
+                    }
+                    lr += (size_t)snprintf(row + lr, sizeof row - lr, "%s%s", q ? "," : "", v);
+                }
+                la += (size_t)snprintf(a + la, cap - la, "%s\n", row);
+                lb += (size_t)snprintf(b + lb, cap - lb, "%s,\n", row);
+            }
+        }
+        pflex_sweep_t *sa = NULL, *sb = NULL;
+        pflex_error_t ea, eb;
+        int ra = pflex_sweep_read_mem(a, la, "s.csv", NULL, &sa, &ea);
+        int rb = pflex_sweep_read_mem(b, lb, "s.csv", NULL, &sb, &eb);
+        int curves = 1;         /* a problem can be made (no zero baseline) */
+        assert_int_equal(ra, rb);
+        if (ra < 0) {
+            assert_string_equal(ea.text, eb.text);
+            errors++;
+        } else {
+            for (size_t j = 0; j < sa->njobs; j++) {
+                struct pflex_curve cv;
+                if (pflex_curve_init(&cv, sa->jobs[j].points, sa->jobs[j].npoints, &ea) < 0)
+                    curves = 0;
+                else
+                    pflex_curve_fini(&cv);
+            }
+            assert_false(gpus_change);
+            assert_int_equal(sa->njobs, nseen);
+            assert_int_equal(sb->njobs, nseen);
+            for (size_t j = 0; j < sa->njobs; j++) {
+                const struct pflex_sweep_job *x = &sa->jobs[j], *y = &sb->jobs[j];
+                assert_string_equal(x->name, seen[j]);
+                assert_string_equal(y->name, seen[j]);
+                assert_int_equal(x->gpus, seen_gpus[j] ? (int)seen_gpus[j] : 1);
+                if (y->gpu)
+                    assert_string_equal(x->gpu, y->gpu);
+                else
+                    assert_null(x->gpu);
+                assert_int_equal(x->gpus, y->gpus);
+                assert_memory_equal(&x->floor, &y->floor, sizeof(double));
+                assert_memory_equal(&x->weight, &y->weight, sizeof(double));
+                assert_int_equal(x->line, y->line);
+                assert_int_equal(x->npoints, y->npoints);
+                for (size_t k = 0; k < x->npoints; k++)
+                    same_point(&x->points[k], &y->points[k]);
+            }
+            compared++;
+        }
+        pflex_sweep_destroy(sa);
+        pflex_sweep_destroy(sb);
+        if (it % 4 == 0) {
+            check_file(a, la, curves);
+            problems += ra == 0 && curves;
+        }
+    }
+    print_message("%d sweeps compared, %d errors compared, %d problems\n", compared, errors,
+                  problems);
+    assert_true(compared > 200 && errors > 50 && problems > 50);
+    free(a);
+    free(b);
 }
 
 static void test_stream_grouped(void **state)
@@ -725,6 +891,7 @@ int main(void)
         cmocka_unit_test(test_in_place_matches_general),
         cmocka_unit_test(test_one_cap_error_in_place),
         cmocka_unit_test(test_stream_grouped),
+        cmocka_unit_test(test_in_place_shapes),
         cmocka_unit_test(test_stream_scattered_restarts),
         cmocka_unit_test(test_stream_errors_after_restart),
         cmocka_unit_test(test_stream_visitor_error_stops),

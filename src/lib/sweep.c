@@ -184,9 +184,30 @@ static uint64_t hash_bytes(const char *s, size_t n)
 }
 
 /* memcmp(a, b, n) == 0 for the short names a row is checked against: a
- * call to memcmp a row costs more than the compare. */
+ * call to memcmp a row costs more than the compare.  Up to 16 bytes, the
+ * first and the last 8 (or 4, or the first, middle and last byte) are
+ * compared, overlapping: no byte loop, nothing read past either name. */
 static inline int same_bytes(const char *a, const char *b, size_t n)
 {
+    if (n <= 16) {
+        if (n >= 8) {
+            uint64_t x0, y0, x1, y1;
+            memcpy(&x0, a, 8);
+            memcpy(&y0, b, 8);
+            memcpy(&x1, a + n - 8, 8);
+            memcpy(&y1, b + n - 8, 8);
+            return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+        }
+        if (n >= 4) {
+            uint32_t x0, y0, x1, y1;
+            memcpy(&x0, a, 4);
+            memcpy(&y0, b, 4);
+            memcpy(&x1, a + n - 4, 4);
+            memcpy(&y1, b + n - 4, 4);
+            return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+        }
+        return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
+    }
     while (n >= 8) {
         uint64_t x, y;
         memcpy(&x, a, 8);
@@ -481,6 +502,8 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
     }
 
     long last_job = -1;
+    int more_cols = idx[COL_GPU] >= 0 || idx[COL_FLOOR] >= 0 || idx[COL_TIER] >= 0
+                    || idx[COL_WEIGHT] >= 0;
     while ((got = next_record(s, err)) == 1) {
         unsigned line = c->line;
         if (c->nfields < need) {
@@ -495,6 +518,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             goto done;
         }
         long j;
+        int fresh = 0;          /* the job's first row */
         if (last_job >= 0 && KEY(&r, last_job)->name_len == jf->len
             && same_bytes(ARENA(&r) + KEY(&r, last_job)->name_off, jf->s, jf->len)) {
             j = last_job;
@@ -513,11 +537,13 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
         } else {
             j = job_lookup(&r, jf->s, jf->len, line);
         }
-        if (j < 0) {
-            pflex_error_set(err, "%s:%u: out of memory", r.name, line);
-            goto done;
+        if (j != last_job) {    /* (j < 0 too) */
+            if (j < 0) {
+                pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+                goto done;
+            }
+            fresh = KEY(&r, j)->nrows == 0;
         }
-        int fresh = j != last_job && KEY(&r, j)->nrows == 0;
         last_job = j;
         struct jobmeta *jm = META(&r, j);
         if (fresh) {            /* after the last job's flush: it may share the slot */
@@ -557,7 +583,12 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             bad_field(err, r.name, line, COL_TPUT, &f[idx[COL_TPUT]], "is negative");
             goto done;
         }
-        if (idx[COL_GPUS] >= 0 && f[idx[COL_GPUS]].len) {
+        /* A job's later rows mostly repeat its GPU count, read while the
+         * row was split: equal to the count already checked, it passes the
+         * same checks and changes nothing. */
+        if (idx[COL_GPUS] >= 0 && !(numok & 1u << NUM_GPUS && jm->gpus
+                                    && s->num[NUM_GPUS] == (double)jm->gpus)
+            && f[idx[COL_GPUS]].len) {
             double g = s->num[NUM_GPUS];
             const struct pflex_csv_field *gf = &f[idx[COL_GPUS]];
             if ((!(numok & 1u << NUM_GPUS) && pflex_parse_double(gf->s, gf->len, &g) < 0)
@@ -573,48 +604,52 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             }
             jm->gpus = (int)g;
         }
-        if (idx[COL_GPU] >= 0 && f[idx[COL_GPU]].len && !jm->gpu_len) {
-            if (arena_add(&r, f[idx[COL_GPU]].s, f[idx[COL_GPU]].len, &jm->gpu_off) < 0) {
-                pflex_error_set(err, "%s:%u: out of memory", r.name, line);
-                goto done;
+        if (more_cols) {        /* any of gpu, floor, tier, weight */
+            if (idx[COL_GPU] >= 0 && f[idx[COL_GPU]].len && !jm->gpu_len) {
+                if (arena_add(&r, f[idx[COL_GPU]].s, f[idx[COL_GPU]].len, &jm->gpu_off) < 0) {
+                    pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+                    goto done;
+                }
+                jm->gpu_len = f[idx[COL_GPU]].len;
             }
-            jm->gpu_len = f[idx[COL_GPU]].len;
-        }
-        if (idx[COL_FLOOR] >= 0 && f[idx[COL_FLOOR]].len) {
-            double fl;
-            const struct pflex_csv_field *ff = &f[idx[COL_FLOOR]];
-            if (pflex_parse_double(ff->s, ff->len, &fl) < 0 || fl < 0 || fl > 1) {
-                bad_field(err, r.name, line, COL_FLOOR, ff, "is not a fraction between 0 and 1");
-                goto done;
-            }
-            jm->floor = fl;
-            jm->has_floor = 1;
-        }
-        if (idx[COL_TIER] >= 0 && f[idx[COL_TIER]].len) {
-            const struct pflex_csv_field *tf = &f[idx[COL_TIER]];
-            char tb[32];
-            double fl;
-            size_t n = tf->len < sizeof tb - 1 ? tf->len : sizeof tb - 1;
-            memcpy(tb, tf->s, n);
-            tb[n] = 0;
-            if (tf->len >= sizeof tb || pflex_tier_floor(tb, &fl) < 0) {
-                bad_field(err, r.name, line, COL_TIER, tf, "is not a tier (flex0, flex1, flex2, flex3)");
-                goto done;
-            }
-            if (!(idx[COL_FLOOR] >= 0 && f[idx[COL_FLOOR]].len)) {
+            if (idx[COL_FLOOR] >= 0 && f[idx[COL_FLOOR]].len) {
+                double fl;
+                const struct pflex_csv_field *ff = &f[idx[COL_FLOOR]];
+                if (pflex_parse_double(ff->s, ff->len, &fl) < 0 || fl < 0 || fl > 1) {
+                    bad_field(err, r.name, line, COL_FLOOR, ff,
+                              "is not a fraction between 0 and 1");
+                    goto done;
+                }
                 jm->floor = fl;
                 jm->has_floor = 1;
             }
-        }
-        if (idx[COL_WEIGHT] >= 0 && f[idx[COL_WEIGHT]].len) {
-            double w;
-            const struct pflex_csv_field *wf = &f[idx[COL_WEIGHT]];
-            if (pflex_parse_double(wf->s, wf->len, &w) < 0 || w < 0) {
-                bad_field(err, r.name, line, COL_WEIGHT, wf, "is not a non-negative number");
-                goto done;
+            if (idx[COL_TIER] >= 0 && f[idx[COL_TIER]].len) {
+                const struct pflex_csv_field *tf = &f[idx[COL_TIER]];
+                char tb[32];
+                double fl;
+                size_t n = tf->len < sizeof tb - 1 ? tf->len : sizeof tb - 1;
+                memcpy(tb, tf->s, n);
+                tb[n] = 0;
+                if (tf->len >= sizeof tb || pflex_tier_floor(tb, &fl) < 0) {
+                    bad_field(err, r.name, line, COL_TIER, tf,
+                              "is not a tier (flex0, flex1, flex2, flex3)");
+                    goto done;
+                }
+                if (!(idx[COL_FLOOR] >= 0 && f[idx[COL_FLOOR]].len)) {
+                    jm->floor = fl;
+                    jm->has_floor = 1;
+                }
             }
-            jm->weight = w;
-            jm->has_weight = 1;
+            if (idx[COL_WEIGHT] >= 0 && f[idx[COL_WEIGHT]].len) {
+                double w;
+                const struct pflex_csv_field *wf = &f[idx[COL_WEIGHT]];
+                if (pflex_parse_double(wf->s, wf->len, &w) < 0 || w < 0) {
+                    bad_field(err, r.name, line, COL_WEIGHT, wf, "is not a non-negative number");
+                    goto done;
+                }
+                jm->weight = w;
+                jm->has_weight = 1;
+            }
         }
         if (r.grouped) {
             if (r.ncur == r.cur_cap) {
