@@ -93,6 +93,38 @@ static void test_averaging_and_order(void **state)
     pflex_sweep_destroy(sw);
 }
 
+/* A curve's points stand alone up to the first equal reductions and are
+ * averaged from there, exactly: each singleton as 0 + its values (a cap
+ * of -0 becomes 0), each pair as its sums over 2. */
+static void test_curve_equal_reductions(void **state)
+{
+    struct pflex_sweep_point p[] = {
+        {.cap_w = 400, .power_w = 400, .throughput = 100},      /* the baseline */
+        {.cap_w = -0.0, .power_w = 350, .throughput = 97},      /* x 0.125 */
+        {.cap_w = 300, .power_w = 300, .throughput = 90},       /* x 0.25 */
+        {.cap_w = 250, .power_w = 200, .throughput = 80.5},     /* x 0.5, */
+        {.cap_w = 200, .power_w = 200, .throughput = 70.25},    /* twice */
+        {.cap_w = 150, .power_w = 100, .throughput = 40},       /* x 0.75 */
+        {.cap_w = 120, .power_w = 100, .throughput = 33},       /* twice */
+        {.cap_w = 100, .power_w = 80, .throughput = 30},        /* x 0.8 */
+    };
+    struct pflex_curve c;
+    assert_int_equal(pflex_curve_init(&c, p, sizeof p / sizeof *p, NULL), 0);
+    assert_int_equal(c.n, 6);
+    double l[8];
+    for (int k = 0; k < 8; k++)
+        l[k] = 1.0 - p[k].throughput / 100.0;
+    const double x[6] = {0, 1.0 - 350 / 400.0, 1.0 - 300 / 400.0, 1.0 - 200 / 400.0,
+                         1.0 - 100 / 400.0, 1.0 - 80 / 400.0};
+    const double loss[6] = {0, l[1], l[2], (0 + l[4] + l[3]) / 2, (0 + l[6] + l[5]) / 2, l[7]};
+    const double cap[6] = {400, 0.0, 300, (0.0 + 200 + 250) / 2, (0.0 + 120 + 150) / 2, 100};
+    assert_memory_equal(c.x, x, sizeof x);
+    assert_memory_equal(c.loss, loss, sizeof loss);
+    assert_memory_equal(c.cap_w, cap, sizeof cap);
+    assert_false(signbit(c.cap_w[1]));
+    pflex_curve_fini(&c);
+}
+
 static void test_columns_mapping(void **state)
 {
     const char *s = "Workload,GPU power cap,throughput,power per GPU\n"
@@ -371,6 +403,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_computed),
         cmocka_unit_test(test_averaging_and_order),
+        cmocka_unit_test(test_curve_equal_reductions),
         cmocka_unit_test(test_columns_mapping),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_no_binding_cap),

@@ -135,8 +135,6 @@ struct collect {
     pflex_alloc_input_t *in;
     const char *sname;
     size_t njobs, nvals, nname;
-    double *scratch;            /* a curve being built: 3 npoints doubles */
-    size_t scratch_cap;
     int failed;                 /* first holds the first curve error */
     pflex_error_t first;
 };
@@ -154,29 +152,28 @@ static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_
     struct storage *st = k->st;
     if (k->failed)
         return 0;
-    if (k->scratch_cap < 3 * sj->npoints) {
-        size_t ncap = 6 * sj->npoints;
-        double *ns = realloc(k->scratch, ncap * sizeof *ns);
-        if (!ns)
-            return pflex_error_set(err, "%s: out of memory", k->sname);
-        k->scratch = ns;
-        k->scratch_cap = ncap;
-    }
+    /* The curve is built where it is kept (x, then loss, then cap_w, room
+     * for every point each); its loss is moved down next to its x, and
+     * its cap_w, not kept, is left for the next job to write over. */
+    size_t np = sj->npoints;
+    if (pflex_big_reserve(&st->points, (k->nvals + 3 * np) * sizeof(double)) < 0)
+        return pflex_error_set(err, "%s: out of memory", k->sname);
+    double *v = (double *)st->points.p + k->nvals;
     struct pflex_curve c;
     pflex_error_t e;
-    if (pflex_curve_init_in(&c, sj->points, sj->npoints, k->scratch, &e) < 0) {
+    if (pflex_curve_init_in(&c, sj->points, np, v, &e) < 0) {
         pflex_error_set(&k->first, "%s:%u: job '%s': %s", k->sname, sj->line, sj->name, e.text);
         k->failed = 1;
         return 0;
     }
+    if (c.n < np) {
+        memmove(v + c.n, v + np, c.n * sizeof *v);
+        c.loss = v + c.n;
+    }
     size_t namelen = strlen(sj->name) + 1;
     if (pflex_big_reserve(&st->jobs, (k->njobs + 1) * sizeof(struct pflex_alloc_job)) < 0
-        || pflex_big_reserve(&st->points, (k->nvals + 2 * c.n) * sizeof(double)) < 0
         || pflex_big_reserve(&st->names, k->nname + namelen) < 0)
         return pflex_error_set(err, "%s: out of memory", k->sname);
-    double *v = (double *)st->points.p + k->nvals;
-    memcpy(v, c.x, c.n * sizeof *v);
-    memcpy(v + c.n, c.loss, c.n * sizeof *v);
     memcpy((char *)st->names.p + k->nname, sj->name, namelen);
     job_from_curve((struct pflex_alloc_job *)st->jobs.p + k->njobs, &c, sj);
     k->njobs++;
@@ -192,7 +189,6 @@ static int read_sweep_jobs(const struct pflex_alloc_source *src, struct storage 
     k.sname = strcmp(src->sweep_path, "-") == 0 ? "<stdin>" : src->sweep_path;
     struct pflex_sweep_visitor v = {.ctx = &k, .job = collect_job, .restart = collect_restart};
     int rc = pflex_sweep_read_file_each(src->sweep_path, src->columns, &v, err);
-    free(k.scratch);
     if (rc < 0)
         return -1;
     if (k.failed) {

@@ -53,9 +53,17 @@ static int curve_build(struct pflex_curve *c, const struct pflex_sweep_point *pt
         cs[k] = cap;
         m++;
     }
-    /* Equal reductions (rare) are averaged so that L stays a function. */
-    c->n = 1;
-    for (size_t i = 1; i < m;) {
+    /* Equal reductions (rare) are averaged so that L stays a function.
+     * Up to the first two equal ones each point is its own mean, 0 + its
+     * value over 1, where it lies: a loss 1 - T/T0 is never -0 (a cap may
+     * be: 0 + -0 is 0). */
+    size_t i = 1;
+    while (i < m && (i + 1 == m || xs[i + 1] != xs[i])) {
+        cs[i] = 0.0 + cs[i];
+        i++;
+    }
+    c->n = i;
+    while (i < m) {
         size_t j = i;
         double lsum = 0, csum = 0, x = xs[i];
         while (j < m && xs[j] == x)

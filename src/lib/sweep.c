@@ -753,25 +753,9 @@ static int flush_job(struct reader *r, long j)
     size_t n = r->ncur;
     size_t down = 1;            /* rows in strictly falling cap order (a sweep
                                  * run from the top): reversed, they are what
-                                 * the stable sort gives */
+                                 * the stable sort gives, one point each */
     while (down < n && o[down].cap < o[down - 1].cap)
         down++;
-    if (n > 1 && down == n) {
-        for (size_t a = 0, b = n - 1; a < b; a++, b--) {
-            struct row v = o[a];
-            o[a] = o[b];
-            o[b] = v;
-        }
-    }
-    for (size_t a = down == n ? n : 1; a < n; a++) {
-        struct row v = o[a];
-        size_t b = a;
-        while (b > 0 && o[b - 1].cap > v.cap) {
-            o[b] = o[b - 1];
-            b--;
-        }
-        o[b] = v;
-    }
     struct pflex_sweep_point *pt;
     if (r->v) {
         if (r->vpts_cap < n) {
@@ -788,20 +772,42 @@ static int flush_job(struct reader *r, long j)
             return -1;
         pt = (struct pflex_sweep_point *)r->points.p + r->npoints;
     }
-    size_t m = 0, a = 0;
-    while (a < n) {
-        size_t b = a;
-        double cap = o[a].cap, ps = 0, ts = 0;
-        while (b < n && o[b].cap == cap) {
-            ps += o[b].power;
-            ts += o[b].tput;
-            b++;
+    size_t m = 0;
+    if (down == n) {
+        /* Every cap its own point, read from the last row back: a sum of
+         * one row over one row is 0 + the row's value (-0 becomes 0; a
+         * power is positive), as the general loop below gives it. */
+        for (size_t a = n; a-- > 0;)
+            pt[m++] = (struct pflex_sweep_point){
+                .cap_w = o[a].cap, .power_w = o[a].power, .throughput = 0.0 + o[a].tput,
+                .rows = 1, .line = o[a].line,
+            };
+    } else {
+        for (size_t a = 1; a < n; a++) {
+            struct row v = o[a];
+            size_t b = a;
+            while (b > 0 && o[b - 1].cap > v.cap) {
+                o[b] = o[b - 1];
+                b--;
+            }
+            o[b] = v;
         }
-        pt[m++] = (struct pflex_sweep_point){
-            .cap_w = cap, .power_w = ps / (double)(b - a), .throughput = ts / (double)(b - a),
-            .rows = (unsigned)(b - a), .line = o[a].line,
-        };
-        a = b;
+        size_t a = 0;
+        while (a < n) {
+            size_t b = a;
+            double cap = o[a].cap, ps = 0, ts = 0;
+            while (b < n && o[b].cap == cap) {
+                ps += o[b].power;
+                ts += o[b].tput;
+                b++;
+            }
+            pt[m++] = (struct pflex_sweep_point){
+                .cap_w = cap, .power_w = ps / (double)(b - a),
+                .throughput = ts / (double)(b - a), .rows = (unsigned)(b - a),
+                .line = o[a].line,
+            };
+            a = b;
+        }
     }
     struct jobmeta *jm = META(r, j);
     jm->npoints = m;
