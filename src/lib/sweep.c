@@ -504,6 +504,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
     long last_job = -1;
     int more_cols = idx[COL_GPU] >= 0 || idx[COL_FLOOR] >= 0 || idx[COL_TIER] >= 0
                     || idx[COL_WEIGHT] >= 0;
+    struct jobmeta *jm = NULL;  /* the last job's */
     while ((got = next_record(s, err)) == 1) {
         unsigned line = c->line;
         if (c->nfields < need) {
@@ -543,9 +544,9 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
                 goto done;
             }
             fresh = KEY(&r, j)->nrows == 0;
+            jm = META(&r, j);   /* where it stays while the job's rows go on */
         }
         last_job = j;
-        struct jobmeta *jm = META(&r, j);
         if (fresh) {            /* after the last job's flush: it may share the slot */
             memset(jm, 0, sizeof *jm);
             jm->line = line;
@@ -664,8 +665,8 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             }
             r.cur[r.ncur++] = (struct row){.job = (uint32_t)j, .line = line, .cap = cap,
                                            .power = power, .tput = tput};
-            r.nrows++;
-            KEY(&r, j)->nrows++;
+            r.nrows++;          /* (a job's own count is not needed: each is new
+                                 * when its first row comes, its rows are ncur) */
             continue;
         }
         if (pflex_big_reserve(&r.rows, (r.nrows + 1) * sizeof(struct row)) < 0) {
