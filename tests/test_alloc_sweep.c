@@ -198,6 +198,37 @@ static void same_point(const struct pflex_sweep_point *x, const struct pflex_swe
     assert_int_equal(x->line, y->line);
 }
 
+/* Reads a and b, one sweep written two ways, and checks that they give
+ * the same jobs bit for bit, or the same error (but for a short row's
+ * field count: a quoted comma, or "1,5" for a number, counts as one field
+ * more on one side).  Counts the sweep into *ok or *bad. */
+static void read_alike(const char *a, size_t la, const char *b, size_t lb, const char *name,
+                       int *ok, int *bad)
+{
+    pflex_sweep_t *sa = NULL, *sb = NULL;
+    pflex_error_t ea, eb;
+    int ra = pflex_sweep_read_mem(a, la, name, NULL, &sa, &ea);
+    int rb = pflex_sweep_read_mem(b, lb, name, NULL, &sb, &eb);
+    assert_int_equal(ra, rb);
+    if (ra < 0) {
+        if (!strstr(ea.text, " fields, the header has "))
+            assert_string_equal(ea.text, eb.text);
+        (*bad)++;
+        return;
+    }
+    (*ok)++;
+    assert_int_equal(sa->njobs, sb->njobs);
+    for (size_t k = 0; k < sa->njobs; k++) {
+        assert_string_equal(sa->jobs[k].name, sb->jobs[k].name);
+        assert_int_equal(sa->jobs[k].gpus, sb->jobs[k].gpus);
+        assert_int_equal(sa->jobs[k].npoints, sb->jobs[k].npoints);
+        for (size_t q = 0; q < sa->jobs[k].npoints; q++)
+            same_point(&sa->jobs[k].points[q], &sb->jobs[k].points[q]);
+    }
+    pflex_sweep_destroy(sa);
+    pflex_sweep_destroy(sb);
+}
+
 /* Every job handed over equals the sweep's, bit for bit. */
 static void same_as_sweep(const struct got *g, const pflex_sweep_t *sw)
 {
@@ -692,29 +723,7 @@ static void test_split_matches_tokenizer(void **state)
                 lb += (size_t)snprintf(b + lb, cap - lb, "%.*s,\"q\"%s", n, row, eol);
             }
         }
-        pflex_sweep_t *sa = NULL, *sb = NULL;
-        pflex_error_t ea, eb;
-        int ra = pflex_sweep_read_mem(a, la, "r.csv", NULL, &sa, &ea);
-        int rb = pflex_sweep_read_mem(b, lb, "r.csv", NULL, &sb, &eb);
-        assert_int_equal(ra, rb);
-        if (ra < 0) {
-            /* A short row counts its fields: the quoted one is one more. */
-            if (!strstr(ea.text, " fields, the header has "))
-                assert_string_equal(ea.text, eb.text);
-            bad++;
-            continue;
-        }
-        ok++;
-        assert_int_equal(sa->njobs, sb->njobs);
-        for (size_t k = 0; k < sa->njobs; k++) {
-            assert_string_equal(sa->jobs[k].name, sb->jobs[k].name);
-            assert_int_equal(sa->jobs[k].gpus, sb->jobs[k].gpus);
-            assert_int_equal(sa->jobs[k].npoints, sb->jobs[k].npoints);
-            for (size_t q = 0; q < sa->jobs[k].npoints; q++)
-                same_point(&sa->jobs[k].points[q], &sb->jobs[k].points[q]);
-        }
-        pflex_sweep_destroy(sa);
-        pflex_sweep_destroy(sb);
+        read_alike(a, la, b, lb, "r.csv", &ok, &bad);
     }
     print_message("%d read, %d refused alike\n", ok, bad);
     assert_true(ok > 300 && bad > 300);
@@ -793,28 +802,7 @@ static void test_numbers_match_parse_double(void **state)
                 lb += (size_t)snprintf(b + lb, cap - lb, "%.*s,\"q\"%s", n, row, eol);
             }
         }
-        pflex_sweep_t *sa = NULL, *sb = NULL;
-        pflex_error_t ea, eb;
-        int ra = pflex_sweep_read_mem(a, la, "n.csv", NULL, &sa, &ea);
-        int rb = pflex_sweep_read_mem(b, lb, "n.csv", NULL, &sb, &eb);
-        assert_int_equal(ra, rb);
-        if (ra < 0) {
-            if (!strstr(ea.text, " fields, the header has "))  /* "1,5" adds a field */
-                assert_string_equal(ea.text, eb.text);
-            bad++;
-            continue;
-        }
-        ok++;
-        assert_int_equal(sa->njobs, sb->njobs);
-        for (size_t k = 0; k < sa->njobs; k++) {
-            assert_string_equal(sa->jobs[k].name, sb->jobs[k].name);
-            assert_int_equal(sa->jobs[k].gpus, sb->jobs[k].gpus);
-            assert_int_equal(sa->jobs[k].npoints, sb->jobs[k].npoints);
-            for (size_t q = 0; q < sa->jobs[k].npoints; q++)
-                same_point(&sa->jobs[k].points[q], &sb->jobs[k].points[q]);
-        }
-        pflex_sweep_destroy(sa);
-        pflex_sweep_destroy(sb);
+        read_alike(a, la, b, lb, "n.csv", &ok, &bad);
     }
     print_message("%d read, %d refused alike\n", ok, bad);
     assert_true(ok > 100 && bad > 500);
