@@ -146,13 +146,6 @@ static void collect_restart(void *ctx)
     k->failed = 0;
 }
 
-/* pflex_big_reserve, its call spared when b has room already (a few calls
- * a job otherwise). */
-static inline int big_room(struct pflex_big *b, size_t bytes)
-{
-    return bytes <= b->cap ? 0 : pflex_big_reserve(b, bytes);
-}
-
 static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_t *err)
 {
     struct collect *k = ctx;
@@ -163,7 +156,7 @@ static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_
      * for every point each); its loss is moved down next to its x, and
      * its cap_w, not kept, is left for the next job to write over. */
     size_t np = sj->npoints;
-    if (big_room(&st->points, (k->nvals + 3 * np) * sizeof(double)) < 0)
+    if (pflex_big_reserve(&st->points, (k->nvals + 3 * np) * sizeof(double)) < 0)
         return pflex_error_set(err, "%s: out of memory", k->sname);
     double *v = (double *)st->points.p + k->nvals;
     struct pflex_curve c;
@@ -178,8 +171,8 @@ static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_
         c.loss = v + c.n;
     }
     size_t namelen = strlen(sj->name) + 1;
-    if (big_room(&st->jobs, (k->njobs + 1) * sizeof(struct pflex_alloc_job)) < 0
-        || big_room(&st->names, k->nname + namelen) < 0)
+    if (pflex_big_reserve(&st->jobs, (k->njobs + 1) * sizeof(struct pflex_alloc_job)) < 0
+        || pflex_big_reserve(&st->names, k->nname + namelen) < 0)
         return pflex_error_set(err, "%s: out of memory", k->sname);
     memcpy((char *)st->names.p + k->nname, sj->name, namelen);
     job_from_curve((struct pflex_alloc_job *)st->jobs.p + k->njobs, &c, sj);

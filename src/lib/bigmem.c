@@ -20,7 +20,7 @@ static int mapped(size_t cap)
     return BIG_MAP && cap >= HUGE;
 }
 
-int pflex_big_reserve(struct pflex_big *b, size_t bytes)
+int pflex_big_grow(struct pflex_big *b, size_t bytes)
 {
     if (bytes <= b->cap)
         return 0;

@@ -18,9 +18,16 @@ struct pflex_big {
     size_t cap;     /* bytes */
 };
 
-/* Grow b to hold at least bytes (contents kept).
+/* Grow b to hold at least bytes (contents kept): pflex_big_reserve, the
+ * room check inline (callers reserve a few times a job, nearly always with
+ * room to spare), pflex_big_grow when it must grow.
  * Returns 0, or -1 when out of memory (b unchanged). */
-int pflex_big_reserve(struct pflex_big *b, size_t bytes);
+int pflex_big_grow(struct pflex_big *b, size_t bytes);
+
+static inline int pflex_big_reserve(struct pflex_big *b, size_t bytes)
+{
+    return bytes <= b->cap ? 0 : pflex_big_grow(b, bytes);
+}
 
 /* Release b's storage; b is empty afterwards. */
 void pflex_big_free(struct pflex_big *b);

@@ -221,16 +221,9 @@ static inline int same_bytes(const char *a, const char *b, size_t n)
     return n == 0;
 }
 
-/* pflex_big_reserve, its call spared when b has room already (a few calls
- * a job, or one a row when rows are collected, otherwise). */
-static inline int big_room(struct pflex_big *b, size_t bytes)
-{
-    return bytes <= b->cap ? 0 : pflex_big_reserve(b, bytes);
-}
-
 static int arena_add(struct reader *r, const char *s, size_t n, size_t *off)
 {
-    if (big_room(&r->arena, r->arena_len + n + 1) < 0)
+    if (pflex_big_reserve(&r->arena, r->arena_len + n + 1) < 0)
         return -1;
     memcpy(ARENA(r) + r->arena_len, s, n);
     ARENA(r)[r->arena_len + n] = 0;
@@ -279,8 +272,8 @@ static long job_lookup(struct reader *r, const char *s, size_t n, unsigned line)
         }
         i = (i + 1) & (r->table_cap - 1);
     }
-    if (big_room(&r->keys, (r->njobs + 1) * sizeof(struct jobkey)) < 0
-        || big_room(&r->jobs, (r->slot ? 1 : r->njobs + 1) * sizeof(struct jobmeta)) < 0)
+    if (pflex_big_reserve(&r->keys, (r->njobs + 1) * sizeof(struct jobkey)) < 0
+        || pflex_big_reserve(&r->jobs, (r->slot ? 1 : r->njobs + 1) * sizeof(struct jobmeta)) < 0)
         return -1;
     struct jobkey *j = &KEYS(r)[r->njobs];
     if (arena_add(r, s, n, &j->name_off) < 0)
@@ -295,9 +288,9 @@ static long job_lookup(struct reader *r, const char *s, size_t n, unsigned line)
  * job is a cache miss a job); its name's hash is kept for has_dup. */
 static long job_append(struct reader *r, const char *s, size_t n)
 {
-    if (big_room(&r->keys, (r->slot ? 1 : r->njobs + 1) * sizeof(struct jobkey)) < 0
-        || big_room(&r->hashes, (r->njobs + 1) * sizeof(uint64_t)) < 0
-        || big_room(&r->jobs, (r->slot ? 1 : r->njobs + 1) * sizeof(struct jobmeta)) < 0)
+    if (pflex_big_reserve(&r->keys, (r->slot ? 1 : r->njobs + 1) * sizeof(struct jobkey)) < 0
+        || pflex_big_reserve(&r->hashes, (r->njobs + 1) * sizeof(uint64_t)) < 0
+        || pflex_big_reserve(&r->jobs, (r->slot ? 1 : r->njobs + 1) * sizeof(struct jobmeta)) < 0)
         return -1;
     struct jobkey *j = KEY(r, r->njobs);
     if (arena_add(r, s, n, &j->name_off) < 0)
@@ -676,7 +669,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
                                  * when its first row comes, its rows are ncur) */
             continue;
         }
-        if (big_room(&r.rows, (r.nrows + 1) * sizeof(struct row)) < 0) {
+        if (pflex_big_reserve(&r.rows, (r.nrows + 1) * sizeof(struct row)) < 0) {
             pflex_error_set(err, "%s:%u: out of memory", r.name, line);
             goto done;
         }
@@ -776,7 +769,7 @@ static int flush_job(struct reader *r, long j)
         }
         pt = r->vpts;
     } else {
-        if (big_room(&r->points, (r->npoints + n) * sizeof *pt) < 0)
+        if (pflex_big_reserve(&r->points, (r->npoints + n) * sizeof *pt) < 0)
             return -1;
         pt = (struct pflex_sweep_point *)r->points.p + r->npoints;
     }
