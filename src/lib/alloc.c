@@ -55,11 +55,11 @@ struct seg {
 };
 
 /* A job with segments in the repair window: where it stands with none of
- * them taken, where the hull optimum left it and its loss there, and where
- * the current and the best try put it. */
+ * them taken, its loss where the hull optimum left it, and where the
+ * current and the best try put it. */
 struct wjob {
     size_t j;
-    double xpre, xbase, lbase, xnew, xbest;
+    double xpre, lbase, xnew, xbest;
 };
 
 #define HIST_BITS_MAX 13
@@ -95,7 +95,7 @@ struct scratch {
     double wbelow;
     double *hist_w;             /* watts per cost bucket */
     size_t *hist_n;             /* segments per cost bucket */
-    unsigned hist_bits;         /* buckets in use: 2^hist_bits (about segments/8) */
+    unsigned hist_bits;         /* buckets in use: 2^hist_bits (about one a job) */
     unsigned hist_bits_cap;
     unsigned bshift;            /* cost_bucket: shift and offset of the bits */
     int64_t bbase;
@@ -244,16 +244,6 @@ static int items_reserve(struct scratch *s, size_t n)
     if (grow_arr((void **)&s->items, n, sizeof *s->items) < 0)
         return -1;
     s->items_cap = n;
-    return 0;
-}
-
-static int segs_reserve(struct scratch *s, size_t n)
-{
-    if (n <= s->segs_cap)
-        return 0;
-    if (grow_arr((void **)&s->segs, n, sizeof *s->segs) < 0)
-        return -1;
-    s->segs_cap = n;
     return 0;
 }
 
@@ -418,6 +408,25 @@ static inline unsigned cost_bucket(const struct scratch *s, double c)
     return (unsigned)(k < 0 ? 0 : k > top ? top : k);
 }
 
+/* The next segment of a job's model, in order, for threshold lambda: a
+ * free or cheaper one is taken (the job moves to its end vertex x1, loss
+ * l1), the fraction f of one at lambda (the job stops inside it: loss NaN),
+ * a dearer one not (returns 0: the job stops before it). */
+static inline int take_seg(double c, double dx, double x1, double l1, double lambda,
+                           double f, double *x, double *l)
+{
+    if (c < 0 || c < lambda) {
+        *x = x1;
+        *l = l1;
+    } else if (c == lambda) {
+        *x += f * dx;
+        *l = NAN;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 /* Places job j on its model for the threshold: every segment cheaper
  * than lambda, the fraction f of those at lambda, nothing dearer.  *l is
  * the loss at the vertex it ends on, NaN when it ends inside a segment. */
@@ -426,17 +435,10 @@ static double place_job(struct scratch *s, size_t j, double lambda, double f, do
     double a = job_a(s, j), b = job_b(s, j), xj = 0, lj = 0;
     size_t nv = model_vertices(s, j);
     for (size_t v = 0; v + 1 < nv; v++) {
-        double dx = s->hx[v + 1] - s->hx[v];
         double c = seg_cost(a, b, s->hx[v], s->hl[v], s->hx[v + 1], s->hl[v + 1]);
-        if (c < 0 || c < lambda) {
-            xj = s->hx[v + 1];
-            lj = s->hl[v + 1];
-        } else if (c == lambda) {
-            xj += f * dx;
-            lj = NAN;
-        } else {
+        if (!take_seg(c, s->hx[v + 1] - s->hx[v], s->hx[v + 1], s->hl[v + 1], lambda, f,
+                      &xj, &lj))
             break;
-        }
     }
     *l = lj;
     return xj;
@@ -450,8 +452,8 @@ static double place_job(struct scratch *s, size_t j, double lambda, double f, do
  * the curve's own loss is the same number.)  With prep, each job is
  * checked and prepared (prepare_job) as the first pass reaches it.
  *
- * Two passes over the jobs.  The first sums the watts into a histogram by
- * the top bits of each segment's cost and finds the bucket where the watts
+ * Two passes over the jobs.  The first sums the watts into a histogram over
+ * the segments' costs (cost_bucket) and finds the bucket where the watts
  * still needed run out.  The second places each job on its segments of
  * cheaper buckets and keeps the segments of that bucket: a weighted
  * quickselect among them gives the threshold, and the jobs they belong to
@@ -576,7 +578,8 @@ static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, do
                 continue;
             }
             waiting = 1;
-            if (ns == s->segs_cap && segs_reserve(s, 2 * ns + 64) < 0)
+            if (ns == s->segs_cap && grow_cap((void **)&s->segs, &s->segs_cap,
+                                              sizeof *s->segs) < 0)
                 return pflex_error_set(err, "out of memory");
             s->segs[ns++] = (struct seg){.c = c, .dx = dx, .x1 = s->hx[v + 1],
                                          .l1 = s->hl[v + 1], .j = j};
@@ -621,17 +624,7 @@ static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, do
         int open = 1;
         for (; i < ns && s->segs[i].j == j; i++) {
             const struct seg *g = &s->segs[i];
-            if (!open)
-                continue;
-            if (g->c < 0 || g->c < lambda) {
-                xj = g->x1;
-                lj = g->l1;
-            } else if (g->c == lambda) {
-                xj += f * g->dx;
-                lj = NAN;
-            } else {
-                open = 0;
-            }
+            open = open && take_seg(g->c, g->dx, g->x1, g->l1, lambda, f, &xj, &lj);
         }
         x[j] = xj;
         if (lout)
@@ -866,12 +859,6 @@ static int solve_equal(const struct scratch *s, size_t n, double need, double *x
     return 1;
 }
 
-static int cmp_item(const void *a, const void *b)
-{
-    double x = ((const struct item *)a)->c, y = ((const struct item *)b)->c;
-    return x < y ? -1 : x > y;
-}
-
 /* The repair's tries without re-planning every job.  Moving job jw from
  * where the hull optimum left it to xv shifts the watts the others must
  * save by at most its own range's watts, so the others' threshold moves
@@ -882,7 +869,8 @@ static int cmp_item(const void *a, const void *b)
  * window cannot hold some try (rounding at its edges, or no window): the
  * caller then re-plans every job for each try.  -1: out of memory. */
 static int repair_window(struct scratch *s, size_t jw, const double *xv, size_t tries,
-                         double budget, double *x, double *lout, pflex_error_t *err)
+                         double budget, double *x, double *lout, uint64_t *rng,
+                         pflex_error_t *err)
 {
     if (!s->win_ok)
         return 0;
@@ -898,12 +886,13 @@ static int repair_window(struct scratch *s, size_t jw, const double *xv, size_t 
         if (g->j == jw)
             continue;
         double w = job_b(s, g->j) * g->dx;
-        s->items[m].c = g->c;
-        s->items[m++].w = w;
-        if (g->c < 0)
+        if (g->c < 0) {
             wfree += w;
-        else
+        } else {
+            s->items[m].c = g->c;
+            s->items[m++].w = w;
             wwin += w;
+        }
     }
     for (size_t w = 0; w < s->nwjobs; w++) {
         struct wjob *wj = &s->wjobs[w];
@@ -912,7 +901,6 @@ static int repair_window(struct scratch *s, size_t jw, const double *xv, size_t 
             continue;
         }
         const struct pflex_alloc_job *jb = &s->jobs[wj->j];
-        wj->xbase = x[wj->j];
         wj->lbase = curve_loss(jb->x, jb->loss, jb->npoints, x[wj->j]);
     }
     if (wjw == SIZE_MAX)
@@ -929,10 +917,6 @@ static int repair_window(struct scratch *s, size_t jw, const double *xv, size_t 
     double hi_need = need0 - bw * xmin - wbelow - wfree;
     if ((lo_need <= 0 && s->win_klo > 0) || (hi_need > wwin && s->win_khi < nb - 1))
         return 0;
-    qsort(s->items, m, sizeof *s->items, cmp_item);
-    size_t i0 = 0;
-    while (i0 < m && s->items[i0].c < 0)
-        i0++;
     double lbase_w = curve_loss(jbw->x, jbw->loss, jbw->npoints, x[jw]);
     double best = 0;
     size_t tbest = SIZE_MAX;
@@ -940,41 +924,21 @@ static int repair_window(struct scratch *s, size_t jw, const double *xv, size_t 
         /* the threshold: as seg_solve finds it, over the window alone */
         double rest = (need0 - bw * xv[t]) - wbelow - wfree, lam = -INFINITY, f = 0;
         if (rest > 0) {
-            double cum = 0;
-            size_t i = i0;
-            while (i < m) {
-                size_t i2 = i;
-                double wg = 0;
-                while (i2 < m && s->items[i2].c == s->items[i].c)
-                    wg += s->items[i2++].w;
-                if (cum + wg >= rest) {
-                    lam = s->items[i].c;
-                    f = wg > 0 ? (rest - cum) / wg : 1.0;
-                    f = f < 0 ? 0 : f > 1 ? 1 : f;
-                    break;
-                }
-                cum += wg;
-                i = i2;
-            }
-            if (i >= m)
+            double wb, wa;
+            if (wselect(s->items, m, rest, rng, &lam, &wb, &wa) < 0)
                 continue;       /* the others cannot save enough: infeasible */
+            f = wa > 0 ? (rest - wb) / wa : 1.0;
+            f = f < 0 ? 0 : f > 1 ? 1 : f;
         }
         /* each window job placed as seg_solve would; the objective's change */
         double gain = aw * (lbase_w - curve_loss(jbw->x, jbw->loss, jbw->npoints, xv[t]));
         for (size_t w = 0, si = 0; w < s->nwjobs; w++) {
             struct wjob *wj = &s->wjobs[w];
-            double xj = wj->xpre;
+            double xj = wj->xpre, lj;
             int open = 1;
             for (; si < s->nwsegs && s->wsegs[si].j == wj->j; si++) {
                 const struct seg *g = &s->wsegs[si];
-                if (!open)
-                    continue;
-                if (g->c < 0 || g->c < lam)
-                    xj = g->x1;
-                else if (g->c == lam)
-                    xj += f * g->dx;
-                else
-                    open = 0;
+                open = open && take_seg(g->c, g->dx, g->x1, g->l1, lam, f, &xj, &lj);
             }
             if (w == wjw)
                 continue;
@@ -1063,7 +1027,7 @@ static int solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
     double xv[16];
     for (size_t t = 0; t < tries; t++)
         xv[t] = t == 0 ? xl : t == tries - 1 ? xr : jb->x[k0 + (t - 1) * inside / mid];
-    int rc = repair_window(s, jw, xv, tries, budget, x, lout, err);
+    int rc = repair_window(s, jw, xv, tries, budget, x, lout, &rng, err);
     if (rc != 0)
         return rc < 0 ? -1 : 0;
     /* The window could not hold every try: each re-plans every job. */
