@@ -1,7 +1,7 @@
 # pflex — build, test, demo.  `make check` and `make demo` install missing
 # Debian build dependencies first (scripts/deps.sh).
 #
-# Sources are found by wildcard: a new file under src/lib/ joins libpflex,
+# Sources are found by wildcard: a new file under src/lib/<layer>/ joins libpflex,
 # a new src/cli/<command>.c joins the pflex binary, a new tests/test_<topic>.c
 # becomes a test binary.  BUILD selects the output folder so that several
 # builds (plain, sanitized) live side by side.
@@ -19,7 +19,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ALL_CFLAGS  = $(WARN) $(CFLAGS) $(SAN) -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP
 LDLIBS      = $(PKG_LIBS) -ldl -lm -lpthread
 
-LIB_SRC  := $(sort $(wildcard src/lib/*.c))
+LIB_SRC  := $(sort $(wildcard src/lib/*/*.c))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 BENCH_SRC:= $(sort $(wildcard bench/*.c))

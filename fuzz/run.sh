@@ -23,7 +23,7 @@ LIBS="$(pkg-config --libs gsl jansson) -ldl -lm -lpthread"
 status=0
 for src in fuzz/fuzz_*.c; do
     t=$(basename "$src" .c)
-    $CC $FLAGS "$src" src/lib/*.c $LIBS -o "$OUT/$t" || { status=1; continue; }
+    $CC $FLAGS "$src" src/lib/*/*.c $LIBS -o "$OUT/$t" || { status=1; continue; }
     mkdir -p "$OUT/corpus-$t"
     [ -d "fuzz/corpus/$t" ] && cp fuzz/corpus/$t/* "$OUT/corpus-$t/" 2>/dev/null
     cp tests/data/* "$OUT/corpus-$t/" 2>/dev/null

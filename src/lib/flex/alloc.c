@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pflex/alloc.h"
-#include "lib/bigmem.h"
+#include "lib/util/bigmem.h"
 
 #define PFI_RANGE 0.30
 

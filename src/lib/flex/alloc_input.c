@@ -13,7 +13,7 @@
 #include "pflex/pfi.h"
 #include "pflex/pficsv.h"
 #include "pflex/sweep.h"
-#include "lib/bigmem.h"
+#include "lib/util/bigmem.h"
 
 struct storage {
     pflex_sweep_t *sweep;

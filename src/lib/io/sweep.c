@@ -32,7 +32,7 @@
 #include "pflex/csv.h"
 #include "pflex/pfi.h"
 #include "pflex/sweep.h"
-#include "lib/bigmem.h"
+#include "lib/util/bigmem.h"
 
 static const char *const tm_names[PFLEX_TM_COUNT] = {
     "sm_clock_mhz", "mem_clock_mhz", "gpu_util", "mem_copy_util", "sm_active",

@@ -2,7 +2,7 @@
 #define _GNU_SOURCE     /* mremap */
 #include <stdlib.h>
 #include <string.h>
-#include "lib/bigmem.h"
+#include "lib/util/bigmem.h"
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
