@@ -10,7 +10,7 @@ BUILD    ?= build
 CC       ?= cc
 SAN      ?=
 OPT      ?= -O2
-PKGS     := gsl jansson
+PKGS     := gsl jansson libmicrohttpd libcurl sqlite3
 CFLAGS   ?= $(OPT) -g
 WARN     := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror \
             -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter

@@ -18,8 +18,8 @@ if ! $CC -fsanitize=fuzzer "$OUT/probe.c" -o "$OUT/probe" 2>/dev/null; then
     exit 0
 fi
 FLAGS="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -Iinclude -Isrc \
- $(pkg-config --cflags gsl jansson) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all"
-LIBS="$(pkg-config --libs gsl jansson) -ldl -lm -lpthread"
+ $(pkg-config --cflags gsl jansson libmicrohttpd libcurl sqlite3) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all"
+LIBS="$(pkg-config --libs gsl jansson libmicrohttpd libcurl sqlite3) -ldl -lm -lpthread"
 status=0
 for src in fuzz/fuzz_*.c; do
     t=$(basename "$src" .c)

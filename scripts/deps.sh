@@ -2,7 +2,10 @@
 # Installs the Debian packages pflex needs to build and test, when missing.
 # As root it runs apt-get; otherwise it prints the exact command and stops.
 set -e
-PKGS="build-essential pkg-config libgsl-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev"
+# libmicrohttpd: the agent's and controller's HTTP servers; libcurl: HTTP clients
+# (Prometheus API, agents, OpenADR VTN); SQLite: the controller's state;
+# prometheus (promtool) and curl: used by the tests against real components.
+PKGS="build-essential pkg-config libgsl-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
