@@ -54,8 +54,8 @@ static void test_hand_computed(void **state)
     assert_true(p.valid);
     assert_float_equal(p.range_used, 0.30, 1e-12);
     assert_float_equal(p.pfi, 1 - 0.019 / 0.045, 1e-12);
-    /* Pointwise PFI at x=.25: 1 - .1/.25 = .6 */
-    assert_float_equal(pflex_pfi_at(&c, 0.25), 0.6, 1e-12);
+    /* Pointwise PFI (ratio form) at x=.25: .25/.1 = 2.5 */
+    assert_float_equal(pflex_pfi_at(&c, 0.25), 2.5, 1e-12);
     /* shed at flex1 (L <= .1): exactly x = .25, then L rises: crossing at .25 */
     assert_float_equal(p.shed[1], 0.25, 1e-12);
     /* flex2 (L <= .25): .25 + (.15/.3)*.25 = .375 */

@@ -15,7 +15,7 @@ for k in '"range"' '"jobs"' '"job"' '"gpus"' '"baseline_power_w"' '"baseline_thr
     grep -q "$k" "$T/json" || fail "json lacks $k"
 done
 "$P" pfi --csv tests/data/sweep_basic.csv > "$T/csv" || fail "csv exit"
-head -1 "$T/csv" | grep -q '^job,gpus,power_w,throughput,pfi,range,floor' || fail "csv header"
+head -1 "$T/csv" | grep -qx 'job,gpus,power_w,throughput,pfi,metric,grid,range,floor,gpu,cap_w,points_used,points_dropped,shed_flex1,shed_flex2,shed_flex3' || fail "csv header"
 grep -q '^alpha,8,650,' "$T/csv" || fail "csv alpha row"
 grep -q ',0.75,' "$T/csv" || fail "tier flex2 became floor 0.75"
 # stdin
