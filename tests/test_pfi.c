@@ -946,6 +946,14 @@ static void test_eval_errors_and_averaging(void **state)
     assert_int_equal(errno, EINVAL);
     struct pflex_pfi_ratio rr;
     assert_int_equal(pflex_pfi_ratio(pts, 3, grid, 2, &rr, &err), -1);
+    /* grid_partial: the missing cap is counted, the PFI uses 200 W alone */
+    o.grid_partial = 1;
+    assert_int_equal(pflex_pfi_eval(pts, 3, &o, &res, &err), 0);
+    assert_int_equal(res.grid_missing, 1);
+    assert_int_equal(res.points_used, 1);
+    assert_true(res.pfi == (1 - 200 / 380.0) / (1 - 70 / 100.0));
+    pflex_pfi_result_fini(&res);
+    o.grid_partial = 0;
     /* A grid of one cap: only that cap's point; the baseline stays 400 W. */
     o.ngrid = 1;
     assert_int_equal(pflex_pfi_eval(pts, 3, &o, &res, &err), 0);

@@ -109,6 +109,9 @@ struct pflex_pfi_opts {
     const double *grid_w;
     size_t ngrid;
     double range;           /* loss-area's X in (0, 1]; <= 0: PFLEX_PFI_RANGE_DEFAULT */
+    /* 0: a grid cap this job was not measured at is an error; 1: it is
+     * counted in grid_missing and the metric uses the grid caps it has. */
+    int grid_partial;
 };
 
 /* What became of one measured point. */
@@ -141,6 +144,7 @@ struct pflex_pfi_result {
      * points. */
     unsigned points_used, points_dropped;
     unsigned not_binding, noise, not_positive, off_grid;
+    unsigned grid_missing;  /* grid caps not measured (grid_partial only) */
     double range_used;      /* loss-area: R; NaN for the other metrics */
     double alpha, r2;       /* elasticity: slope, R^2 of the fit; NaN otherwise */
     /* The job, from every measured point whatever the grid. */
@@ -156,7 +160,8 @@ struct pflex_pfi_result {
  * the same cap are averaged, weighted by their rows).  Returns 0 and *out
  * (free with pflex_pfi_result_fini; a job without a PFI is still 0, with
  * valid = 0), or -1 with err set: no points, baseline power or throughput
- * not positive, a grid cap that was not measured, a bad range, out of
+ * not positive, a grid cap that was not measured (unless grid_partial), a
+ * bad range, out of
  * memory (errno ENOMEM; EINVAL for the others). */
 int pflex_pfi_eval(const struct pflex_sweep_point *pts, size_t npts,
                    const struct pflex_pfi_opts *opts, struct pflex_pfi_result *out,

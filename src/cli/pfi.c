@@ -203,6 +203,26 @@ static void print_drops(const struct pflex_pfi_result *r)
     putchar('\n');
 }
 
+/* Whether the job measured grid cap g (within 0.5 W, as the library matches). */
+static int measured(const struct pflex_pfi_result *r, double g)
+{
+    for (size_t i = 0; i < r->npoints; i++)
+        if (fabs(r->points[i].cap_w - g) <= 0.5)
+            return 1;
+    return 0;
+}
+
+static void print_missing(const struct pflex_pfi_result *r, const struct run *o)
+{
+    if (!r->grid_missing)
+        return;
+    printf("  grid caps not measured:");
+    for (size_t g = 0; g < o->ngrid; g++)
+        if (!measured(r, o->grid[g]))
+            printf(" %g", o->grid[g]);
+    printf(" W (the PFI uses the others)\n");
+}
+
 static void print_points(const struct pflex_pfi_result *r)
 {
     for (size_t i = 0; i < r->npoints; i++) {
@@ -300,6 +320,7 @@ static void print_table(const struct result *res, size_t n, const struct run *o)
                 printf("  (no PFI: %s)\n", p->reason);
             print_drops(p);
         }
+        print_missing(p, o);
         if (o->points)
             print_points(p);
     }
@@ -368,6 +389,13 @@ static json_t *job_json(const struct result *res, const struct run *o)
     json_object_set_new(d, "dropped", dr);
     json_object_set_new(d, "points_off_grid", json_integer(r->off_grid));
     json_object_set_new(d, "grid", caps_json(r));
+    if (o->ngrid) {
+        json_t *miss = json_array();
+        for (size_t g = 0; g < o->ngrid; g++)
+            if (!measured(r, o->grid[g]))
+                json_array_append_new(miss, json_real(o->grid[g]));
+        json_object_set_new(d, "grid_missing", miss);
+    }
     json_object_set_new(d, "range_used", r->metric == PFLEX_PFI_METRIC_LOSS_AREA
                                          ? cli_json_real(r->range_used) : json_null());
     if (r->metric == PFLEX_PFI_METRIC_ELASTICITY) {
@@ -545,7 +573,7 @@ int cmd_pfi(int argc, char **argv)
                 if (!o.all && m != (int)o.metric)
                     continue;
                 struct pflex_pfi_opts po = {(enum pflex_pfi_metric)m, o.ngrid ? o.grid : NULL,
-                                            o.ngrid, o.range};
+                                            o.ngrid, o.range, 1};
                 if (pflex_pfi_eval(job->points, job->npoints, &po, &res[done].m[m], &err) < 0) {
                     int nomem = errno == ENOMEM;
                     cli_error("pfi", "%s:%u: job '%s': %s", files[f], job->line, job->name,
@@ -555,6 +583,24 @@ int cmd_pfi(int argc, char **argv)
                 }
             }
         }
+    /* A grid cap no job was measured at is a mistake, not a missing run. */
+    for (size_t g = 0; g < o.ngrid; g++) {
+        size_t i = 0;
+        while (i < total && !measured(primary(&res[i], &o), o.grid[g]))
+            i++;
+        if (i < total || total == 0)
+            continue;
+        const struct pflex_pfi_result *r0 = primary(&res[0], &o);
+        char caps[160];
+        size_t len = 0;
+        for (size_t k = 0; k < r0->npoints && len < sizeof caps - 24; k++)
+            len += (size_t)snprintf(caps + len, sizeof caps - len, "%s%g", k ? "/" : "",
+                                    r0->points[k].cap_w);
+        cli_error("pfi", "--grid: cap %g W was measured for no job (job '%s' has %s W)",
+                  o.grid[g], res[0].job->name, caps);
+        rc = PFLEX_EXIT_BAD_INPUT;
+        goto out;
+    }
     if (json) {
         json_t *doc = json_object();
         json_object_set_new(doc, "metric", json_string(pflex_pfi_metric_name(o.metric)));

@@ -161,9 +161,10 @@ static int in_grid(double cap, const double *grid, size_t ngrid)
     return 0;
 }
 
-/* Every grid cap was measured (a[] ascending); else -1 with the caps that were. */
+/* Every grid cap was measured (a[] ascending); else -1 with the caps that
+ * were, or with partial, the count of those that were not in *missing. */
 static int check_grid(const struct pflex_sweep_point *a, size_t n, const double *grid,
-                      size_t ngrid, pflex_error_t *err)
+                      size_t ngrid, int partial, unsigned *missing, pflex_error_t *err)
 {
     for (size_t g = 0; g < ngrid; g++) {
         if (!isfinite(grid[g])) {
@@ -175,6 +176,10 @@ static int check_grid(const struct pflex_sweep_point *a, size_t n, const double 
             i++;
         if (i < n)
             continue;
+        if (partial) {
+            ++*missing;
+            continue;
+        }
         char caps[160];
         size_t len = 0;
         for (size_t k = 0; k < n && len < sizeof caps - 24; k++)
@@ -247,7 +252,7 @@ int pflex_pfi_ratio(const struct pflex_sweep_point *pts, size_t npts,
         a = copy;
     }
     int rc = -1;
-    if (check_baseline(&a[n - 1], err) == 0 && check_grid(a, n, grid_w, ngrid, err) == 0) {
+    if (check_baseline(&a[n - 1], err) == 0 && check_grid(a, n, grid_w, ngrid, 0, NULL, err) == 0) {
         ratio_of(a, n, grid_w, ngrid, out, NULL);
         rc = 0;
     }
@@ -416,7 +421,8 @@ int pflex_pfi_eval(const struct pflex_sweep_point *pts, size_t npts,
         goto out;
     }
     const struct pflex_sweep_point *b = &a[n - 1];
-    if (check_baseline(b, err) < 0 || check_grid(a, n, opts->grid_w, opts->ngrid, err) < 0)
+    if (check_baseline(b, err) < 0 || check_grid(a, n, opts->grid_w, opts->ngrid, opts->grid_partial,
+                                            &out->grid_missing, err) < 0)
         goto out;
     pp = malloc(n * sizeof *pp);
     sub = malloc(n * sizeof *sub);
