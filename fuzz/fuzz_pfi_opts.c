@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const uint8_t *p = data, *end = data + size;
     char *ms = line(&p, end), *gs = line(&p, end);
-    struct pflex_pfi_opts o = {PFLEX_PFI_METRIC_RATIO, NULL, 0, 0};
+    struct pflex_pfi_opts o = {PFLEX_PFI_METRIC_RATIO, NULL, 0, 0, 0};
     double grid[PFLEX_PFI_GRID_MAX];
     size_t n = 0;
     pflex_error_t err;

@@ -618,7 +618,7 @@ static void check_job(const struct pflex_sweep_job *job, const struct rows *r, c
     struct indep w;
     independent(r, grid, ngrid, range, &w);
     for (int m = 0; m < PFLEX_PFI_METRICS; m++) {
-        struct pflex_pfi_opts o = {(enum pflex_pfi_metric)m, grid, ngrid, range};
+        struct pflex_pfi_opts o = {(enum pflex_pfi_metric)m, grid, ngrid, range, 0};
         struct pflex_pfi_result res;
         pflex_error_t err;
         if (pflex_pfi_eval(job->points, job->npoints, &o, &res, &err) < 0)
@@ -839,7 +839,7 @@ static void test_drop_thresholds(void **state)
         {.cap_w = 600, .power_w = p0, .throughput = 800},       /* x = 0 */
         {.cap_w = 700, .power_w = p0, .throughput = t0},        /* baseline */
     };
-    struct pflex_pfi_opts o = {PFLEX_PFI_METRIC_RATIO, NULL, 0, 0};
+    struct pflex_pfi_opts o = {PFLEX_PFI_METRIC_RATIO, NULL, 0, 0, 0};
     struct pflex_pfi_result res;
     assert_int_equal(pflex_pfi_eval(pts, 6, &o, &res, NULL), 0);
     const enum pflex_pfi_use want[6] = {PFLEX_PFI_USE_USED, PFLEX_PFI_USE_NOISE,
@@ -933,7 +933,7 @@ static void test_eval_errors_and_averaging(void **state)
         {.cap_w = 300, .power_w = 290, .throughput = 90, .rows = 1},
         {.cap_w = 200, .power_w = 200, .throughput = 70, .rows = 1},
     };
-    struct pflex_pfi_opts o = {PFLEX_PFI_METRIC_RATIO, NULL, 0, 0};
+    struct pflex_pfi_opts o = {PFLEX_PFI_METRIC_RATIO, NULL, 0, 0, 0};
     struct pflex_pfi_result res;
     pflex_error_t err;
     assert_int_equal(pflex_pfi_eval(pts, 0, &o, &res, &err), -1);
