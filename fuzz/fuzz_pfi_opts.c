@@ -2,7 +2,8 @@
  * values and for pflex_pfi_eval with what they give.
  *
  * Input: line 1 is a --metric value, line 2 a --grid value, the rest (if
- * any) a sweep CSV; without one a small fixed sweep is used.  Parsed values
+ * any) a sweep CSV; without one a small fixed sweep is used.  The first
+ * byte's low bit sets grid_partial.  Parsed values
  * must satisfy what pfi.h promises (grid ascending, distinct, in range; the
  * metric's name parses back to it), and every result must add up. */
 #include <math.h>
@@ -53,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const uint8_t *p = data, *end = data + size;
     char *ms = line(&p, end), *gs = line(&p, end);
-    struct pflex_pfi_opts o = {PFLEX_PFI_METRIC_RATIO, NULL, 0, 0, 0};
+    struct pflex_pfi_opts o = {PFLEX_PFI_METRIC_RATIO, NULL, 0, 0, size && (data[0] & 1)};
     double grid[PFLEX_PFI_GRID_MAX];
     size_t n = 0;
     pflex_error_t err;
