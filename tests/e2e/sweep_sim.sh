@@ -27,7 +27,7 @@ awk -F, 'NR > 1 && $5 > $4 * 1.02 { print "power " $5 " over cap " $4; bad = 1 }
 top=$(awk -F, '$4 == 700 { print $7; exit }' "$T/a.csv")
 low=$(awk -F, '$4 == 200 { print $7; exit }' "$T/a.csv")
 awk -v t="$top" -v l="$low" 'BEGIN { exit !(l < t) }' || fail "SM clock $low at 200 W not under $top at 700 W"
-"$P" pfi --json "$T/a.csv" > "$T/a.json" || fail "pfi reads the sweep"
+"$P" pfi --metric loss-area --json "$T/a.csv" > "$T/a.json" || fail "pfi reads the sweep"
 grep -q '"pfi": 0\.' "$T/a.json" || fail "no PFI in $(cat "$T/a.json")"
 
 # Same seed, same bytes; another seed, other noise.  --out and --progress.
