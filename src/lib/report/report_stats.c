@@ -320,7 +320,9 @@ static json_t *allocation(const struct pflex_report_alloc *a)
         json_t *pg = json_object();
         for (int p = 0; p < PFLEX_REPORT_NPOL; p++)
             json_object_set_new(pg, pol[p], real(c->progress_gap_recovered[p]));
-        json_object_set_new(pr, "gap_recovered", pg);
+        json_object_set_new(pr, "gap_recovered",
+                            real(c->progress_gap_recovered[PFLEX_REPORT_POL_PFI_WEIGHTED]));
+        json_object_set_new(pr, "gap_recovered_by", pg);
         json_object_set_new(e, "progress", pr);
         json_array_append_new(cuts, e);
     }
