@@ -716,8 +716,8 @@ static void test_hand_example(void **state)
     assert_float_equal(pl.x[0], 0.3, 1e-9);
     assert_float_equal(pl.x[1], 0.0, 1e-12);
     assert_float_equal(pl.throughput, 190, 1e-6);
-    assert_float_equal(pflex_alloc_cap_w(&jobs[0], pl.x[0]), 280, 1e-6);
-    assert_float_equal(pflex_alloc_cap_w(&jobs[1], pl.x[1]), 400, 1e-12);
+    assert_float_equal(pflex_alloc_cap_w(&jobs[0], NULL, pl.x[0]), 280, 1e-6);
+    assert_float_equal(pflex_alloc_cap_w(&jobs[1], NULL, pl.x[1]), 400, 1e-12);
     /* equal: r = .2 for both */
     assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_EQUAL, &pl, NULL), 0);
     assert_float_equal(pl.x[0], 0.2, 1e-9);

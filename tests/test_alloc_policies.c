@@ -50,6 +50,7 @@ struct inst {
     struct pflex_alloc_job jobs[MAXJ];
     double xs[MAXJ][MAXP], ls[MAXJ][MAXP], cs[MAXJ][MAXP];
     double rate[MAXJ];
+    struct pflex_alloc_capinfo ci[MAXJ];
     struct pflex_alloc_problem p;
 };
 
@@ -60,7 +61,9 @@ static struct inst I;
 static void rand_job(size_t j, int curves)
 {
     struct pflex_alloc_job *jb = &I.jobs[j];
+    struct pflex_alloc_capinfo *ci = &I.ci[j];
     memset(jb, 0, sizeof *jb);
+    memset(ci, 0, sizeof *ci);
     double *x = I.xs[j], *l = I.ls[j], *c = I.cs[j];
     int np = irand(1, MAXP - 1);
     jb->name = "j";
@@ -87,11 +90,11 @@ static void rand_job(size_t j, int curves)
         jb->npoints = (unsigned)np + 1;
         jb->x = x;
         jb->loss = l;
-        jb->cap_w = irand(0, 4) ? c : NULL;
+        ci->cap_w = irand(0, 4) ? c : NULL;
     }
     if (irand(0, 2)) {
-        jb->cap_min_w = unif(50, 300);
-        jb->cap_max_w = jb->cap_min_w + unif(0, 600);
+        ci->cap_min_w = unif(50, 300);
+        ci->cap_max_w = ci->cap_min_w + unif(0, 600);
     }
 }
 
@@ -310,32 +313,33 @@ static void test_caps(void **state)
             assert_int_equal(pflex_alloc_plan(&I.p, (enum pflex_policy)pol, &pl, NULL), 0);
             for (size_t j = 0; j < I.n; j++) {
                 const struct pflex_alloc_job *jb = &I.jobs[j];
+                const struct pflex_alloc_capinfo *ci = &I.ci[j];
                 double x = pl.x[j], want;
                 if (!(x > 0))
                     want = jb->cap0_w;
-                else if (jb->cap_w && jb->npoints >= 2)
-                    want = interp(jb, jb->cap_w, x);
+                else if (ci->cap_w && jb->npoints >= 2)
+                    want = interp(jb, ci->cap_w, x);
                 else
                     want = jb->p0_w * (1 - x);
                 double got = want;
-                if (jb->cap_min_w > 0 && got < jb->cap_min_w)
-                    got = jb->cap_min_w;
-                if (jb->cap_max_w > 0 && got > jb->cap_max_w)
-                    got = jb->cap_max_w;
+                if (ci->cap_min_w > 0 && got < ci->cap_min_w)
+                    got = ci->cap_min_w;
+                if (ci->cap_max_w > 0 && got > ci->cap_max_w)
+                    got = ci->cap_max_w;
                 struct pflex_alloc_cap c;
-                pflex_alloc_cap(jb, x, &c);
+                pflex_alloc_cap(jb, ci, x, &c);
                 if (!(fabs(c.wanted_w - want) <= 1e-9 * fabs(want)))
                     fail_msg("it %d pol %d job %zu x %.17g: wanted %.12g, reference %.12g "
                              "(np %u, caps %s)", it, pol, j, x, c.wanted_w, want, jb->npoints,
-                             jb->cap_w ? "yes" : "no");
+                             ci->cap_w ? "yes" : "no");
                 assert_true(fabs(c.cap_w - got) <= 1e-9 * got);
                 assert_int_equal(c.clamped, got != want);
                 assert_int_equal(c.kept, !(x > 0));
-                if (jb->cap_min_w > 0) {
-                    assert_true(c.cap_w >= jb->cap_min_w);
-                    assert_true(c.cap_w <= jb->cap_max_w);
+                if (ci->cap_min_w > 0) {
+                    assert_true(c.cap_w >= ci->cap_min_w);
+                    assert_true(c.cap_w <= ci->cap_max_w);
                 }
-                assert_true(pflex_alloc_cap_w(jb, x) == c.cap_w);
+                assert_true(pflex_alloc_cap_w(jb, ci, x) == c.cap_w);
                 clamped += c.clamped;
                 total++;
             }
@@ -510,10 +514,10 @@ static void test_input_from_pfi_file(void **state)
     assert_false(in->has_curves);
     const struct pflex_alloc_job *a = &in->jobs[0], *c = &in->jobs[2];
     assert_float_equal(a->x_hi, 1 - 100.0 / 250, 1e-12);
-    assert_float_equal(a->cap_min_w, 100, 0);
-    assert_float_equal(a->cap_max_w, 400, 0);
+    assert_float_equal(in->caps[0].cap_min_w, 100, 0);
+    assert_float_equal(in->caps[0].cap_max_w, 400, 0);
     assert_float_equal(c->x_hi, 0.2, 0);
-    assert_true(c->cap_min_w == 0);
+    assert_true(in->caps[2].cap_min_w == 0);
     struct pflex_alloc_problem p = {.njobs = in->njobs, .jobs = in->jobs};
     double base = pflex_alloc_baseline_w(&p);
     struct pflex_alloc_plan pl;
@@ -523,15 +527,16 @@ static void test_input_from_pfi_file(void **state)
         p.budget_w = (k ? 0.97 : 0.05) * base;
         assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_PFI_WEIGHTED, &pl, NULL), 0);
         for (size_t j = 0; j < in->njobs; j++) {
-            double cap = pflex_alloc_cap_w(&in->jobs[j], pl.x[j]);
-            if (in->jobs[j].cap_min_w > 0)
-                assert_true(cap >= in->jobs[j].cap_min_w && cap <= in->jobs[j].cap_max_w);
+            const struct pflex_alloc_capinfo *ci = &in->caps[j];
+            double cap = pflex_alloc_cap_w(&in->jobs[j], ci, pl.x[j]);
+            if (ci->cap_min_w > 0)
+                assert_true(cap >= ci->cap_min_w && cap <= ci->cap_max_w);
             if (!(pl.x[j] > 0))
                 assert_float_equal(cap, in->jobs[j].cap0_w, 0);
         }
         if (k == 0) {
             assert_false(pl.feasible);
-            assert_float_equal(pflex_alloc_cap_w(a, pl.x[0]), 100, 1e-9);
+            assert_float_equal(pflex_alloc_cap_w(a, &in->caps[0], pl.x[0]), 100, 1e-9);
         }
     }
     pflex_alloc_plan_fini(&pl);
@@ -578,7 +583,7 @@ static void test_emerald(void **state)
                 double mf = pflex_alloc_measured_fraction(jb, pl.x[j]);
                 assert_true(fabs(mf - (1 - ref_loss(jb, pl.x[j]))) <= 1e-12);
                 struct pflex_alloc_cap c;
-                pflex_alloc_cap(jb, pl.x[j], &c);
+                pflex_alloc_cap(jb, &in->caps[j], pl.x[j], &c);
                 /* no gpu column: the caps the sweep measured, 100-400 W */
                 assert_true(c.cap_w >= 100 - 1e-9 && c.cap_w <= 400 + 1e-9);
                 assert_false(c.clamped);

@@ -48,7 +48,8 @@
  * The cap to set (pflex_alloc_cap): the job keeps cap0_w when x_j = 0;
  * otherwise the cap that drew the target on the job's own measured (cap,
  * power) points, by linear interpolation, or the target itself where there
- * are none; clamped to the settable range [cap_min_w, cap_max_w].
+ * are none; clamped to the settable range [cap_min_w, cap_max_w] (both in
+ * struct pflex_alloc_capinfo).
  *
  * Ownership: the problem and its jobs belong to the caller and are only
  * read; curve arrays are borrowed.  A plan owns its arrays: init it once,
@@ -100,9 +101,14 @@ struct pflex_alloc_job {
      * PFI model stands in for it, and OPTIMAL refuses the problem). */
     const double *x;
     const double *loss;
-    /* Per curve point, the cap it was measured at, W (cap_w[0]: the lowest
-     * cap that does not bind, the baseline cap or below); NULL: the cap to
-     * set is the power target. */
+};
+
+/* What setting a job's cap needs beyond its plan, kept apart from the job
+ * (the planner never reads it, and a million jobs plan faster without it). */
+struct pflex_alloc_capinfo {
+    /* Per point of the job's curve, the cap it was measured at, W (cap_w[0]:
+     * the lowest cap that does not bind above every binding one); NULL: the
+     * cap to set is the power target. */
     const double *cap_w;
     double cap_min_w, cap_max_w;    /* settable cap range, W; 0: not known */
 };
@@ -163,8 +169,11 @@ struct pflex_alloc_cap {
     int clamped;            /* wanted_w was outside [cap_min_w, cap_max_w] */
     int kept;               /* x = 0: the job keeps cap0_w */
 };
-void pflex_alloc_cap(const struct pflex_alloc_job *j, double x, struct pflex_alloc_cap *out);
-double pflex_alloc_cap_w(const struct pflex_alloc_job *j, double x);
+/* ci may be NULL: no measured caps and no known range. */
+void pflex_alloc_cap(const struct pflex_alloc_job *j, const struct pflex_alloc_capinfo *ci,
+                     double x, struct pflex_alloc_cap *out);
+double pflex_alloc_cap_w(const struct pflex_alloc_job *j, const struct pflex_alloc_capinfo *ci,
+                         double x);
 
 /* 1 - L_j(x) on the job's measured curve, NaN without one; and whether that
  * falls under the job's floor (1e-9 relative slack; 0 without a curve). */
@@ -250,6 +259,7 @@ struct pflex_alloc_source {
 typedef struct pflex_alloc_input {
     size_t njobs;
     struct pflex_alloc_job *jobs;
+    struct pflex_alloc_capinfo *caps;   /* per job */
     int has_curves;             /* every job has a measured curve */
     double *by;                 /* per job, the source's by column; NULL without */
     int has_weight;             /* some input file has a weight column */

@@ -87,7 +87,7 @@ static size_t count_clamped(const pflex_alloc_input_t *in, const struct pflex_al
     size_t n = 0;
     for (size_t k = 0; k < in->njobs; k++) {
         struct pflex_alloc_cap c;
-        pflex_alloc_cap(&in->jobs[k], pl->x[k], &c);
+        pflex_alloc_cap(&in->jobs[k], &in->caps[k], pl->x[k], &c);
         n += (size_t)c.clamped;
     }
     return n;
@@ -217,7 +217,7 @@ static int plan_json(const struct out *ou)
         job_member(&o, "gpus", g, (size_t)snprintf(g, sizeof g, "%d", j->gpus));
         job_real(&o, "baseline_power_w", j->p0_w);
         struct pflex_alloc_cap cap;
-        pflex_alloc_cap(j, x, &cap);
+        pflex_alloc_cap(j, &in->caps[k], x, &cap);
         double mf = pflex_alloc_measured_fraction(j, x);
         job_real(&o, "power_w", pflex_alloc_power_w(j, x));
         job_real(&o, "cap_w", cap.cap_w);
@@ -280,7 +280,7 @@ static void plan_csv(const struct out *ou)
         const struct pflex_alloc_job *j = &in->jobs[k];
         double x = pl->x[k], mf = pflex_alloc_measured_fraction(j, x);
         struct pflex_alloc_cap cap;
-        pflex_alloc_cap(j, x, &cap);
+        pflex_alloc_cap(j, &in->caps[k], x, &cap);
         pflex_csv_write_field(stdout, j->name);
         printf(",%d", j->gpus);
         csv_num(j->p0_w);
@@ -316,7 +316,7 @@ static void plan_table(const struct out *ou)
         const struct pflex_alloc_job *j = &in->jobs[k];
         double x = pl->x[k], mf = pflex_alloc_measured_fraction(j, x);
         struct pflex_alloc_cap cap;
-        pflex_alloc_cap(j, x, &cap);
+        pflex_alloc_cap(j, &in->caps[k], x, &cap);
         char meas[16];
         if (isnan(mf))
             snprintf(meas, sizeof meas, "-");

@@ -425,7 +425,6 @@ static int allocate(const struct pflex_report_run *runs, const struct pflex_curv
         j->npoints = curves[i].n;
         j->x = curves[i].x;
         j->loss = curves[i].loss;
-        j->cap_w = curves[i].cap_w;
         a->baseline_throughput += r->t0;
         a->gpus += r->fleet.gpus;
     }

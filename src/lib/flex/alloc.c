@@ -156,33 +156,38 @@ double pflex_alloc_power_w(const struct pflex_alloc_job *j, double x)
 
 static double curve_loss(const double *xs, const double *ls, size_t n, double x);
 
-void pflex_alloc_cap(const struct pflex_alloc_job *j, double x, struct pflex_alloc_cap *out)
+void pflex_alloc_cap(const struct pflex_alloc_job *j, const struct pflex_alloc_capinfo *ci,
+                     double x, struct pflex_alloc_cap *out)
 {
+    static const struct pflex_alloc_capinfo none;
     double c;
+    if (!ci)
+        ci = &none;
     out->kept = !(x > 0);
     if (out->kept)
         c = j->cap0_w > 0 ? j->cap0_w : j->p0_w;
-    else if (j->cap_w && j->npoints >= 2)
-        c = curve_loss(j->x, j->cap_w, j->npoints, x);  /* caps over x, x > 0 */
+    else if (ci->cap_w && j->npoints >= 2)
+        c = curve_loss(j->x, ci->cap_w, j->npoints, x);     /* caps over x, x > 0 */
     else
         c = j->p0_w * (1.0 - x);
     out->wanted_w = c;
     out->clamped = 0;
-    if (j->cap_min_w > 0 && c < j->cap_min_w) {
-        c = j->cap_min_w;
+    if (ci->cap_min_w > 0 && c < ci->cap_min_w) {
+        c = ci->cap_min_w;
         out->clamped = 1;
     }
-    if (j->cap_max_w > 0 && c > j->cap_max_w) {
-        c = j->cap_max_w;
+    if (ci->cap_max_w > 0 && c > ci->cap_max_w) {
+        c = ci->cap_max_w;
         out->clamped = 1;
     }
     out->cap_w = c;
 }
 
-double pflex_alloc_cap_w(const struct pflex_alloc_job *j, double x)
+double pflex_alloc_cap_w(const struct pflex_alloc_job *j, const struct pflex_alloc_capinfo *ci,
+                         double x)
 {
     struct pflex_alloc_cap c;
-    pflex_alloc_cap(j, x, &c);
+    pflex_alloc_cap(j, ci, x, &c);
     return c.cap_w;
 }
 

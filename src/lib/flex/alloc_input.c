@@ -51,6 +51,7 @@ void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
         free(in->jobs);
     }
     free(in->by);
+    free(in->caps);
     free(in);
 }
 
@@ -121,8 +122,8 @@ static int sweep_has_dram_copy(const struct pflex_sweep_job *sj)
 }
 
 /* A job from sweep job k (its curve) with the given identity. */
-static void job_from_curve(struct pflex_alloc_job *j, const struct pflex_curve *c,
-                           const struct pflex_sweep_job *sj)
+static void job_from_curve(struct pflex_alloc_job *j, struct pflex_alloc_capinfo *ci,
+                           const struct pflex_curve *c, const struct pflex_sweep_job *sj)
 {
     memset(j, 0, sizeof *j);
     j->name = sj->name;
@@ -137,8 +138,8 @@ static void job_from_curve(struct pflex_alloc_job *j, const struct pflex_curve *
     j->npoints = c->n;
     j->x = c->x;
     j->loss = c->loss;
-    j->cap_w = c->cap_w;
-    sweep_range(sj, c, &j->cap_min_w, &j->cap_max_w);
+    ci->cap_w = c->cap_w;
+    sweep_range(sj, c, &ci->cap_min_w, &ci->cap_max_w);
 }
 
 /* A sweep for a jobs file to pick curves from: the sweep, each job's
@@ -201,6 +202,8 @@ struct collect {
     const char *by_name;        /* the by column, or NULL */
     double *by;                 /* its values, per job */
     size_t by_cap;
+    struct pflex_alloc_capinfo *caps;   /* per job */
+    size_t caps_cap;
     int by_known;               /* by_name is a column the sweep keeps */
     int any_weight;             /* some job's weight is not 1 */
     size_t dram_copy_jobs;      /* jobs with dram_active and mem_copy_util */
@@ -246,7 +249,15 @@ static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_
         || pflex_big_reserve(&st->names, k->nname + namelen) < 0)
         return pflex_error_set(err, "%s: out of memory", k->sname);
     memcpy((char *)st->names.p + k->nname, sj->name, namelen);
-    job_from_curve((struct pflex_alloc_job *)st->jobs.p + k->njobs, &c, sj);
+    if (k->njobs == k->caps_cap) {
+        size_t nc = k->caps_cap ? 2 * k->caps_cap : 64;
+        struct pflex_alloc_capinfo *ncp = realloc(k->caps, nc * sizeof *ncp);
+        if (!ncp)
+            return pflex_error_set(err, "%s: out of memory", k->sname);
+        k->caps = ncp;
+        k->caps_cap = nc;
+    }
+    job_from_curve((struct pflex_alloc_job *)st->jobs.p + k->njobs, &k->caps[k->njobs], &c, sj);
     if (k->by_name) {
         if (k->njobs == k->by_cap) {
             size_t nc = k->by_cap ? 2 * k->by_cap : 64;
@@ -281,6 +292,7 @@ static int read_sweep_jobs(const struct pflex_alloc_source *src, struct storage 
         if (rc == 0)
             *err = k.first;
         free(k.by);
+        free(k.caps);
         return -1;
     }
     if (k.by_known)
@@ -295,12 +307,13 @@ static int read_sweep_jobs(const struct pflex_alloc_source *src, struct storage 
     for (size_t j = 0; j < k.njobs; j++) {
         jobs[j].x = vals;
         jobs[j].loss = vals + jobs[j].npoints;
-        jobs[j].cap_w = vals + 2 * jobs[j].npoints;
+        k.caps[j].cap_w = vals + 2 * jobs[j].npoints;
         vals += 3 * jobs[j].npoints;
         jobs[j].name = name;
         name += strlen(name) + 1;
     }
     in->jobs = jobs;
+    in->caps = k.caps;
     in->njobs = k.njobs;
     return 0;
 }
@@ -372,7 +385,10 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
             struct pflex_alloc_job *nj = realloc(in->jobs, nc * sizeof *nj);
             if (nj)
                 in->jobs = nj;
-            double *nb = nj ? realloc(by, nc * sizeof *nb) : NULL;
+            struct pflex_alloc_capinfo *ncp = nj ? realloc(in->caps, nc * sizeof *ncp) : NULL;
+            if (ncp)
+                in->caps = ncp;
+            double *nb = ncp ? realloc(by, nc * sizeof *nb) : NULL;
             if (!nb) {
                 pflex_error_set(err, "%s:%u: out of memory", file, line);
                 goto done;
@@ -399,7 +415,7 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
             goto done;
         }
         struct pflex_alloc_job *j = &in->jobs[in->njobs];
-        job_from_curve(j, &st->curves[sj - st->sweep->jobs], sj);
+        job_from_curve(j, &in->caps[in->njobs], &st->curves[sj - st->sweep->jobs], sj);
         by[in->njobs] = st->sweep_by[sj - st->sweep->jobs];
         if (by_idx >= 0) {
             const struct pflex_csv_field *bf = &f[by_idx];
@@ -535,7 +551,8 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
     } else {
         size_t n = st->pfi->n;
         in->jobs = calloc(n, sizeof *in->jobs);
-        if (!in->jobs) {
+        in->caps = calloc(n, sizeof *in->caps);
+        if (!in->jobs || !in->caps) {
             pflex_error_set(err, "out of memory");
             goto fail;
         }
@@ -553,8 +570,8 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
             j->x_hi = pfi_range(r);
             const struct pflex_gpu_range *gk = pflex_gpu_range_find(r->gpu);
             if (gk) {
-                j->cap_min_w = gk->min_cap_w;
-                j->cap_max_w = gk->max_cap_w;
+                in->caps[k].cap_min_w = gk->min_cap_w;
+                in->caps[k].cap_max_w = gk->max_cap_w;
             }
         }
         in->njobs = n;
