@@ -24,7 +24,7 @@ b,H200,4,700,600,50
 b,H200,4,400,395,40
 b,H200,4,200,193.9,22
 CSV
-"$P" allocate "$T/h200.csv" --reduce 0.95 --csv > "$T/h.csv"; rc=$?
+"$P" allocate "$T/h200.csv" --reduce 0.95 --csv > "$T/h.csv" 2> /dev/null; rc=$?
 [ $rc -eq 3 ] || fail "95% cut: exit $rc, want 3 (infeasible)"
 awk -F, 'NR > 1 && ($5 < 200 || $5 > 700) { print $1 " cap " $5; bad = 1 } END { exit bad }' \
     "$T/h.csv" || fail "unsettable H200 cap"
@@ -128,6 +128,14 @@ done
     || fail "proportional:weight"
 cmp -s "$T/pw.json" "$T/pw2.json" || fail "proportional:weight differs from --by weight"
 grep -q '"by": "weight"' "$T/pw.json" || fail "by in json"
+
+# a write error says so and exits 1
+if [ -w /dev/full ]; then
+    for cmd in allocate evaluate; do
+        "$P" $cmd "$T/w.csv" --reduce 0.2 --json > /dev/full 2> "$T/err"; rc=$?
+        [ $rc -eq 1 ] && grep -q "pflex $cmd: writing" "$T/err" || fail "$cmd > /dev/full: exit $rc"
+    done
+fi
 
 # The Emerald demonstration (skip without the data): the pfi plan once
 # showed 0.768 against a 0.75 floor where the measured curve gives 0.225.
