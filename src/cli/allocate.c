@@ -40,7 +40,8 @@ static const char help[] =
 "  --budget-w W        site budget: total GPU power allowed, W\n"
 "  --reduce F          cut a fraction F of the baseline power (0.3 or 30%)\n"
 "  --policy P          optimal, equal, proportional, pfi-weighted or pfi\n"
-"  --by COL            the column proportional cuts by\n"
+"  --by COL            the column proportional cuts by (alone: --policy\n"
+"                      proportional)\n"
 "  --pfi FILE          PFI CSV: alone, the jobs; with a sweep, the PFIs the PFI\n"
 "                      policies use (measured or predicted) instead of the curves'\n"
 "  --jobs FILE         jobs file (job, curve, gpus[, tier, floor, weight]): each\n"
@@ -432,6 +433,10 @@ int cmd_allocate(int argc, char **argv)
             return cli_usage_error(cmd, "--policy %s and --by %s name different columns",
                                    policy_by, site.src.by);
         site.src.by = policy_by;
+    }
+    if (!have_policy && site.src.by) {
+        policy = PFLEX_POLICY_PROPORTIONAL;     /* --by COL alone: proportional to COL */
+        have_policy = 1;
     }
     if (have_policy && policy == PFLEX_POLICY_PROPORTIONAL && !site.src.by)
         return cli_usage_error(cmd, "--policy proportional needs --by COLUMN (weight, gpus, "
