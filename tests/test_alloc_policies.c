@@ -543,6 +543,78 @@ static void test_input_from_pfi_file(void **state)
     pflex_alloc_input_destroy(in);
 }
 
+static void write_file(char *path, const char *s)
+{
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, s, strlen(s)), (ssize_t)strlen(s));
+    close(fd);
+}
+
+/* --by columns: a sweep's telemetry at the baseline cap, dram_copy, gpus,
+ * weight; a jobs file's own column; an unknown one refused. */
+static void test_by_columns(void **state)
+{
+    char sp[] = "/tmp/pflex-test-swXXXXXX", jp[] = "/tmp/pflex-test-jbXXXXXX";
+    write_file(sp, "job,gpus,weight,cap_w,power_w,throughput,dram_active,mem_copy_util\n"
+                   "a,8,2,400,390,100,0.60,40\n"
+                   "a,8,2,300,295,90,0.50,30\n"
+                   "b,4,1,400,380,50,0.20,10\n"
+                   "b,4,1,300,290,40,0.10,5\n");
+    write_file(jp, "job,curve,gpus,moe_ft\nx,a,8,2\ny,b,16,1\nz,a,4,\n");
+    static const struct { const char *by; int jobs; double a, b; } ok[] = {
+        {"dram_copy", 0, 0.60 * 40 / 100, 0.20 * 10 / 100},
+        {"dram_active", 0, 0.60, 0.20},
+        {"mem_copy_util", 0, 40, 10},
+        {"gpus", 0, 8, 4},
+        {"weight", 0, 2, 1},
+        {"dram_copy", 1, 0.60 * 40 / 100, 0.20 * 10 / 100},
+    };
+    pflex_alloc_input_t *in;
+    pflex_error_t err;
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        struct pflex_alloc_source src = {.sweep_path = sp, .floor = NAN, .by = ok[i].by,
+                                         .jobs_path = ok[i].jobs ? jp : NULL};
+        if (pflex_alloc_input_read(&src, &in, &err) < 0)
+            fail_msg("--by %s: %s", ok[i].by, err.text);
+        assert_non_null(in->by);
+        assert_true(in->has_dram_copy);
+        assert_true(in->has_weight);
+        /* with the jobs file, x runs a's curve and y b's */
+        assert_float_equal(in->by[0], ok[i].a, 1e-12);
+        assert_float_equal(in->by[1], ok[i].b, 1e-12);
+        pflex_alloc_input_destroy(in);
+    }
+    /* a jobs file's own column; z has none: refused, named */
+    struct pflex_alloc_source src = {.sweep_path = sp, .floor = NAN, .by = "moe_ft",
+                                     .jobs_path = jp};
+    assert_int_equal(pflex_alloc_input_read(&src, &in, &err), -1);
+    assert_non_null(strstr(err.text, "job 'z' has no value"));
+    char jp2[] = "/tmp/pflex-test-jbXXXXXX";
+    write_file(jp2, "job,curve,gpus,moe_ft\nx,a,8,2\ny,b,16,1\n");
+    src.jobs_path = jp2;
+    assert_int_equal(pflex_alloc_input_read(&src, &in, &err), 0);
+    assert_float_equal(in->by[0], 2, 0);
+    assert_float_equal(in->by[1], 1, 0);
+    /* proportional to it: x's cut in W per unit of n P0 twice y's */
+    struct pflex_alloc_problem p = {.njobs = in->njobs, .jobs = in->jobs, .rate_by = in->by};
+    p.budget_w = 0.95 * pflex_alloc_baseline_w(&p);
+    struct pflex_alloc_plan pl;
+    pflex_alloc_plan_init(&pl);
+    assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_PROPORTIONAL, &pl, &err), 0);
+    assert_true(pl.x[1] > 0);
+    assert_float_equal(pl.x[0] / pl.x[1], 2, 1e-9);
+    pflex_alloc_plan_fini(&pl);
+    pflex_alloc_input_destroy(in);
+    src.by = "flops";
+    src.jobs_path = NULL;
+    assert_int_equal(pflex_alloc_input_read(&src, &in, &err), -1);
+    assert_non_null(strstr(err.text, "no column 'flops'"));
+    unlink(sp);
+    unlink(jp);
+    unlink(jp2);
+}
+
 /* The Emerald AI field demonstration's measured curves (../shared/data):
  * its six jobs at a 30 % cut, every policy. */
 static void test_emerald(void **state)
@@ -611,6 +683,7 @@ int main(void)
         cmocka_unit_test(test_gpu_ranges_match_sim),
         cmocka_unit_test(test_pficsv_interface),
         cmocka_unit_test(test_input_from_pfi_file),
+        cmocka_unit_test(test_by_columns),
         cmocka_unit_test(test_emerald),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,6 +26,8 @@ struct storage {
     struct pflex_big names;     /* their names, NUL-terminated, job after job */
     double *sweep_by;           /* per sweep job (with a jobs file), the by column */
     int by_known;               /* the by column is one the sweep keeps */
+    size_t dram_copy_jobs;      /* sweep jobs with dram_active and mem_copy_util */
+    int any_weight;             /* some sweep job's weight is not 1 */
 };
 
 void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
@@ -171,6 +173,8 @@ static int read_sweep(const struct pflex_alloc_source *src, struct storage *st,
         st->sweep_by[k] = NAN;
         if (src->by)
             st->by_known = sweep_by(sj, src->by, &st->sweep_by[k]);
+        st->dram_copy_jobs += (size_t)sweep_has_dram_copy(sj);
+        st->any_weight |= sj->weight != 1.0;
         memcpy(tmp, sj->points, sj->npoints * sizeof *tmp);
         if (pflex_curve_init_in(&st->curves[k], tmp, sj->npoints, (double *)(void *)sj->points,
                                 &e) < 0) {
@@ -371,7 +375,8 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
             by_idx = (int)f;
     if (by_idx >= 0 && (size_t)by_idx + 1 > need)
         need = (size_t)by_idx + 1;
-    in->has_weight = idx[J_WEIGHT] >= 0;
+    in->has_weight = idx[J_WEIGHT] >= 0 || st->any_weight;
+    in->has_dram_copy = st->sweep->njobs > 0 && st->dram_copy_jobs == st->sweep->njobs;
     while ((got = pflex_csv_next(&c, err)) == 1) {
         const struct pflex_csv_field *f = c.fields;
         unsigned line = c.line;
