@@ -10,7 +10,8 @@
  *                                         optimally (parse+plan), REPS times
  *   alloc_bench mem JOBS CAPS REPS [NOISE]
  *                                         time planning alone (no I/O) on
- *                                         JOBS in-memory jobs, all policies
+ *                                         JOBS in-memory jobs, every policy
+ *                                         (proportional to each job's GPUs)
  *   alloc_bench once parse|plan FILE      read FILE (and plan) once, for
  *                                         timing whole processes from outside
  *
@@ -223,7 +224,13 @@ static int bench_mem(long n, int caps, int reps)
     pflex_error_t err;
     printf("%ld jobs in memory, %d caps each%s, 30%% cut, planning only (median of %d):\n", n,
            caps, noise > 0 ? ", noisy (non-convex) curves" : "", reps);
-    for (int pol = 0; pol < 3; pol++) {
+    double *rate = malloc((size_t)n * sizeof *rate);  /* proportional's column: gpus */
+    if (!rate)
+        return 1;
+    for (long j = 0; j < n; j++)
+        rate[j] = jobs[j].gpus;
+    p.rate_by = rate;
+    for (int pol = 0; pol < PFLEX_POLICY_COUNT; pol++) {
         /* the first call on a fresh plan sizes its buffers (allocation and
          * first-touch faults included); then none allocates */
         struct pflex_alloc_plan cold;
@@ -245,11 +252,12 @@ static int bench_mem(long n, int caps, int reps)
             t[r] = now() - t0;
         }
         double m = median(t, reps);
-        printf("  %-8s %10.1f us  (%.1f ns per job; first call on a fresh plan %.1f us)%s\n",
+        printf("  %-12s %10.1f us  (%.1f ns per job; first call on a fresh plan %.1f us)%s\n",
                pflex_policy_name((enum pflex_policy)pol), 1e6 * m, 1e9 * m / (double)n,
                1e6 * cold_s, pl.gap_bound > 0 ? "  [repaired: gap_bound > 0]" : "");
     }
     pflex_alloc_plan_fini(&pl);
+    free(rate);
     free(jobs);
     free(xs);
     free(ls);

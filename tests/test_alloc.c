@@ -152,6 +152,25 @@ static double ref_limit(const struct pflex_alloc_job *j)
     return u;
 }
 
+/* The PFI a PFI-only policy plans with (SPEC §2): the job's, else the
+ * study's ratio over the curve's points (x >= 0.01, L >= 0.005), else 1;
+ * 1 for a PFI <= 0. */
+static double ref_ratio_pfi(const struct pflex_alloc_job *j)
+{
+    double pfi = j->pfi;
+    if (isnan(pfi)) {
+        double sum = 0;
+        int used = 0;
+        for (size_t k = 1; k < j->npoints; k++)
+            if (j->x[k] >= 0.01 && j->loss[k] >= 0.005) {
+                sum += j->x[k] / j->loss[k];
+                used++;
+            }
+        pfi = used ? sum / used : NAN;
+    }
+    return pfi > 0 && isfinite(pfi) ? pfi : 1.0;
+}
+
 static double scale_of(const struct pflex_alloc_problem *p, size_t j)
 {
     const struct pflex_alloc_job *jb = &p->jobs[j];
@@ -324,7 +343,7 @@ static void test_pfi_optimal_under_its_model(void **state)
     for (int it = 0; it < 3000; it++) {
         rand_inst(I, (size_t)irand(1, 4), it % 2 ? CONVEX : NOISY, it % 3 == 0, it % 5 == 0);
         for (size_t j = 0; j < I->n; j++)
-            I->jobs[j].pfi = irand(0, 1) ? NAN : unif(-0.5, 1.0);
+            I->jobs[j].pfi = irand(0, 1) ? NAN : unif(-0.5, 3.0);
         assert_int_equal(pflex_alloc_plan(&I->p, PFLEX_POLICY_PFI, &pl, NULL), 0);
         check_basic(&I->p, &pl);
         /* The model problem: each job's curve is the line to its limit. */
@@ -332,11 +351,12 @@ static void test_pfi_optimal_under_its_model(void **state)
         model.p.jobs = model.jobs;
         for (size_t j = 0; j < I->n; j++) {
             struct pflex_alloc_job *m = &model.jobs[j];
-            double slope = 1 - pl.throughput_j[j] / m->t0;   /* L^(x) */
-            slope = pl.x[j] > 0 ? slope / pl.x[j] : NAN;
-            (void)slope;
-            double u = pl.limit[j];
-            /* slope from the library's model: recover via a one-point plan */
+            const struct pflex_alloc_job *o = &I->jobs[j];
+            double pfi = ref_ratio_pfi(o);
+            /* the model's limit: range, curve, and the floor on the model */
+            double u = fmin(o->x_hi, o->x[o->npoints - 1]);
+            u = fmin(u, pfi * (1 - o->floor));
+            assert_true(fabs(pl.limit[j] - u) <= 1e-12);
             m->x = model.xs[j];
             m->loss = model.ls[j];
             model.xs[j][0] = 0;
@@ -346,22 +366,7 @@ static void test_pfi_optimal_under_its_model(void **state)
             m->x_hi = u;
             if (u > 0) {
                 model.xs[j][1] = u;
-                double pfi = I->jobs[j].pfi;
-                if (isnan(pfi)) {
-                    /* PFI of the curve over 0.30, computed here: exact
-                     * trapezoids between breakpoints */
-                    const struct pflex_alloc_job *o = &I->jobs[j];
-                    double xm = o->x[o->npoints - 1], r = xm < 0.3 ? xm : 0.3, a = 0, xp = 0;
-                    for (size_t k = 1; k <= o->npoints; k++) {
-                        double xk = k < o->npoints && o->x[k] < r ? o->x[k] : r;
-                        a += 0.5 * (ref_loss(o, xp) + ref_loss(o, xk)) * (xk - xp);
-                        xp = xk;
-                        if (xk >= r)
-                            break;
-                    }
-                    pfi = 1 - a / (0.5 * r * r);
-                }
-                model.ls[j][1] = (1 - pfi) * u;
+                model.ls[j][1] = u / pfi;
                 m->npoints = 2;
             }
         }
@@ -711,8 +716,8 @@ static void test_hand_example(void **state)
     assert_float_equal(pl.x[0], 0.3, 1e-9);
     assert_float_equal(pl.x[1], 0.0, 1e-12);
     assert_float_equal(pl.throughput, 190, 1e-6);
-    assert_float_equal(pflex_alloc_cap_w(&jobs[0], pl.x[0]), 280, 1e-6);
-    assert_float_equal(pflex_alloc_cap_w(&jobs[1], pl.x[1]), 400, 1e-12);
+    assert_float_equal(pflex_alloc_cap_w(&jobs[0], NULL, pl.x[0]), 280, 1e-6);
+    assert_float_equal(pflex_alloc_cap_w(&jobs[1], NULL, pl.x[1]), 400, 1e-12);
     /* equal: r = .2 for both */
     assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_EQUAL, &pl, NULL), 0);
     assert_float_equal(pl.x[0], 0.2, 1e-9);
@@ -730,8 +735,12 @@ static void test_hand_example(void **state)
     /* equal: L_a(.2) = .04, L_b(.2) = .16 -> 180 */
     assert_float_equal(c.score[0].throughput, 180, 1e-6);
     double gap = (c.score[1].throughput - 180) / 10;
-    assert_float_equal(c.gap_recovered, gap, 1e-9);
-    assert_float_equal(c.per_job_recovered, (c.score[1].throughput - 180) / 2, 1e-9);
+    assert_float_equal(c.gap_recovered[PFLEX_POLICY_PFI], gap, 1e-9);
+    assert_float_equal(c.per_job_recovered[PFLEX_POLICY_PFI], (c.score[1].throughput - 180) / 2,
+                       1e-9);
+    assert_float_equal(c.gap_recovered[PFLEX_POLICY_OPTIMAL], 1, 1e-12);
+    assert_float_equal(c.gap_recovered[PFLEX_POLICY_EQUAL], 0, 1e-12);
+    assert_false(c.ran[PFLEX_POLICY_PROPORTIONAL]);
     /* infeasible: 60% cut, floors .9 on a (shed .3) */
     jobs[0].floor = 0.9;
     p.budget_w = 4800 * 0.4;
@@ -842,13 +851,19 @@ static void test_bad_problems(void **state)
     j.npoints = 0;
     assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_OPTIMAL, &pl, &err), -1);
     assert_non_null(strstr(err.text, "curve"));
-    /* pfi without a curve: the model, range x_hi */
-    j.pfi = 0.5;
+    /* pfi without a curve: the model L = x / PFI, range x_hi */
+    j.pfi = 2.0;
     j.x_hi = 0.3;
     assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_PFI, &pl, &err), 0);
     assert_false(pl.feasible);
     assert_float_equal(pl.x[0], 0.3, 1e-12);
     assert_float_equal(pl.throughput_j[0], 1 - 0.15, 1e-12);
+    /* an elastic PFI: the model reaches zero throughput at x = PFI */
+    j.pfi = 0.25;
+    assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_PFI, &pl, &err), 0);
+    assert_float_equal(pl.x[0], 0.25, 1e-12);
+    assert_float_equal(pl.throughput_j[0], 0, 1e-12);
+    j.pfi = 2.0;
     p.budget_w = NAN;
     assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_PFI, &pl, &err), -1);
     pflex_alloc_plan_fini(&pl);
@@ -878,7 +893,14 @@ static void test_pficsv(void **state)
         {"job,gpus,power_w,throughput\n", "p.csv:1: missing column 'pfi'"},
         {"job,gpus,power_w,throughput,pfi\na,0,1,1,0\n", "p.csv:2: column 'gpus'"},
         {"job,gpus,power_w,throughput,pfi\na,1,x,1,0\n", "p.csv:2: column 'power_w'"},
-        {"job,gpus,power_w,throughput,pfi\na,1,1,1,0\n\na,1,1,1,0\n", "p.csv:4: job 'a' already on line 2"},
+        {"job,gpus,power_w,throughput,pfi\na,1,1,1,1\n\na,1,1,1,1\n", "p.csv:4: job 'a' already on line 2"},
+        {"job,gpus,power_w,throughput,pfi\na,1,1,1,1\nb,1,1,1,0\n", "p.csv:3: column 'pfi': '0' cannot be a ratio PFI"},
+        {"job,gpus,power_w,throughput,pfi\na,1,1,1,-1.5\n", "p.csv:2: column 'pfi': '-1.5' cannot be a ratio PFI"},
+        {"job,gpus,power_w,throughput,pfi,metric\na,1,1,1,0,ratio\n", "p.csv:2: column 'pfi'"},
+        {"job,gpus,power_w,throughput,pfi,metric\na,1,1,1,1.5,area\n", "p.csv:2: column 'pfi': '1.5' cannot be an area PFI"},
+        {"job,gpus,power_w,throughput,pfi,metric\na,1,1,1,1.5,ratios\n", "p.csv:2: column 'metric': 'ratios' is not a PFI metric"},
+        {"job,gpus,power_w,throughput,pfi\na,1,1,1,inf\n", "p.csv:2: column 'pfi'"},
+        {"job,gpus,power_w,throughput,pfi\na,1,1,1,nan\n", "p.csv:2: column 'pfi'"},
         {"job,gpus,power_w,throughput,pfi\n", "no data rows"},
         {"", "empty file"},
     };

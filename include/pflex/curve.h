@@ -19,7 +19,9 @@ struct pflex_curve {
     size_t n;           /* points, (0,0) included: n >= 1 */
     double *x;          /* ascending reductions, x[0] = 0 */
     double *loss;       /* loss[0] = 0 */
-    double *cap_w;      /* the cap each point was measured at (cap0_w first) */
+    double *cap_w;      /* the cap each point was measured at; cap_w[0], the
+                         * origin's: the lowest cap that does not bind above
+                         * every binding one (cap0_w when all below bind) */
     double x_max;       /* x[n-1]; 0 when no cap binds */
 };
 

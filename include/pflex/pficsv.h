@@ -1,10 +1,15 @@
 /* pflex/pficsv.h — reading the PFI CSV of SPEC §3 (`pflex pfi --csv`).
  *
  * Required columns: job, gpus, power_w (baseline per-GPU power, W),
- * throughput (baseline), pfi (empty: no cap binds).  Optional: range (the
- * PFI range used), floor, tier (flex0..flex3, sets floor where floor is
- * empty), weight, gpu (GPU model name, for its minimum cap), cap_w (the cap
- * in force).  Other columns are ignored.  One row per job.
+ * throughput (baseline), pfi (empty: no cap binds).  Optional: metric (the
+ * metric of pfi: ratio, area, elasticity, loss-area; ratio when absent or
+ * empty), grid (the caps considered, "200/500/600/700"), range (the range
+ * used by loss-area), floor, tier (flex0..flex3, sets floor where floor is
+ * empty), weight, gpu (GPU model name, for its settable range), cap_w (the
+ * baseline cap, kept by a job that is not cut).  Other columns are ignored
+ * (one of them may be read as "by").  One row per job.  A pfi the named
+ * metric cannot produce (ratio: <= 0; area: outside [-1, 1]; any: not
+ * finite) is refused with file:line.
  */
 #ifndef PFLEX_PFICSV_H
 #define PFLEX_PFICSV_H
@@ -15,6 +20,8 @@
 struct pflex_pfi_row {
     const char *job;
     const char *gpu;        /* NULL when absent */
+    const char *metric;     /* "ratio", "area", "elasticity" or "loss-area" (static) */
+    const char *grid;       /* NULL when absent */
     int gpus;
     double power_w;         /* baseline per-GPU power, W */
     double throughput;      /* baseline throughput */
@@ -23,12 +30,15 @@ struct pflex_pfi_row {
     double floor;           /* NaN when absent */
     double weight;          /* 1 when absent */
     double cap_w;           /* NaN when absent */
+    double by;              /* the "by" column's value; NaN when absent */
     unsigned line;
 };
 
 typedef struct pflex_pficsv {
     size_t n;
     struct pflex_pfi_row *rows;
+    int has_weight;         /* the file has a weight column */
+    int has_by;             /* the file has the "by" column */
     void *priv;             /* storage; do not touch */
 } pflex_pficsv_t;
 
@@ -38,6 +48,12 @@ typedef struct pflex_pficsv {
 int pflex_pficsv_read_mem(const char *buf, size_t len, const char *name,
                           pflex_pficsv_t **out, pflex_error_t *err);
 int pflex_pficsv_read_file(const char *path, pflex_pficsv_t **out, pflex_error_t *err);
+/* The same, also reading the numeric column named by (NULL: none) into
+ * each row's by. */
+int pflex_pficsv_read_mem_by(const char *buf, size_t len, const char *name, const char *by,
+                             pflex_pficsv_t **out, pflex_error_t *err);
+int pflex_pficsv_read_file_by(const char *path, const char *by, pflex_pficsv_t **out,
+                              pflex_error_t *err);
 void pflex_pficsv_destroy(pflex_pficsv_t *p);
 
 /* The row of a job by name, or NULL. */

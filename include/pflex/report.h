@@ -59,20 +59,28 @@ struct pflex_report_calib {
     const struct pflex_report_calib_job *jobs;
 };
 
-/* The three allocation policies at one cut, scored on the measured curves. */
+/* The study's allocation policies, in this order (PFLEX_REPORT_POL_*):
+ * equal, pfi-weighted (the study's PFI-aware, measured ratio PFI), pfi,
+ * optimal; at one cut, each scored on the measured curves. */
+enum { PFLEX_REPORT_POL_EQUAL, PFLEX_REPORT_POL_PFI_WEIGHTED, PFLEX_REPORT_POL_PFI,
+       PFLEX_REPORT_POL_OPTIMAL, PFLEX_REPORT_NPOL };
+extern const char *const pflex_report_pol_names[PFLEX_REPORT_NPOL];
+
 struct pflex_report_cut {
     double cut;                 /* fraction of baseline GPU power removed */
     double budget_w;
-    double throughput[3];       /* tokens/s of the whole population: equal, pfi, optimal */
-    int feasible[3];
-    int sla_violations[3];
-    double gap_recovered;       /* (pfi - equal) / (optimal - equal); NaN: no gap */
-    double recovered_per_job;   /* (pfi - equal) / jobs, tokens/s */
+    double throughput[PFLEX_REPORT_NPOL];   /* tokens/s of the whole population */
+    int feasible[PFLEX_REPORT_NPOL];
+    int sla_violations[PFLEX_REPORT_NPOL];
+    /* (p - equal) / (optimal - equal); NaN where optimal does not beat
+     * equal by more than rounding (at a 0% cut, say) */
+    double gap_recovered[PFLEX_REPORT_NPOL];
+    double recovered_per_job[PFLEX_REPORT_NPOL];    /* (p - equal) / jobs, tokens/s */
     double gap_bound;           /* optimal's bound on its distance to the true optimum */
     /* The same with the progress objective (SPEC §2): each job counts by its
      * GPUs times its normalised throughput, whatever its tokens/s. */
-    double progress[3];         /* GPU-weighted mean of T/T0: equal, pfi, optimal */
-    double progress_gap_recovered;
+    double progress[PFLEX_REPORT_NPOL];     /* GPU-weighted mean of T/T0 */
+    double progress_gap_recovered[PFLEX_REPORT_NPOL];
 };
 
 struct pflex_report_alloc {

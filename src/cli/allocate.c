@@ -18,23 +18,32 @@ static const char help[] =
 "throughput is as high as possible, every job keeps its service floor and the\n"
 "plan's GPU power (sum over jobs of gpus x per-GPU power) stays within the\n"
 "budget.  Reads a power-cap sweep (one loss curve per job) or, with --pfi\n"
-"alone, a PFI CSV from 'pflex pfi --csv' (PFI, gpus, baseline per job).\n"
+"alone, a PFI CSV from 'pflex pfi --csv' (ratio PFI, gpus, baseline per job).\n"
 "'-' or no file reads the sweep from stdin.\n"
 "\n"
-"policies:\n"
-"  equal     the same power reduction for every job, clipped at each job's\n"
-"            limit, the shortfall spread over the others\n"
-"  pfi       knows only each job's PFI; models loss = (1 - PFI) x reduction\n"
-"            and is optimal under that model (default with --pfi alone)\n"
-"  optimal   uses the measured curves; exact for convex curves, otherwise\n"
-"            within gap_bound of the optimum (default with a sweep)\n"
+"policies (PFI is the study's ratio PFI, x/L: > 1 inelastic, 1 proportional):\n"
+"  optimal       uses the measured curves; exact for convex curves, otherwise\n"
+"                within gap_bound of the optimum (default with a sweep)\n"
+"  equal         the same power reduction for every job, water-filled at each\n"
+"                job's limit\n"
+"  proportional  each job's cut in W proportional to gpus x P0 x the --by\n"
+"                column (weight, gpus, dram_copy, a telemetry column, or a\n"
+"                column of the jobs file / PFI CSV); also proportional:COL\n"
+"  pfi-weighted  the study's PFI-aware policy: cut in W proportional to\n"
+"                (gpus x P0 / T0) x PFI (default with --pfi alone)\n"
+"  pfi           models loss = reduction / PFI and is optimal under that model\n"
+"Limits: the measured range (or the GPU's minimum cap without a sweep);\n"
+"optimal, and equal/proportional on a job with a curve, stop at the floor on\n"
+"the curve; pfi and pfi-weighted at their model's floor, PFI x (1 - floor).\n"
 "\n"
 "options:\n"
 "  --budget-w W        site budget: total GPU power allowed, W\n"
-"  --reduce F          cut a fraction F of the baseline power (0..1)\n"
-"  --policy P          equal, pfi or optimal\n"
-"  --pfi FILE          PFI CSV: alone, the jobs; with a sweep, the PFIs the pfi\n"
-"                      policy uses (measured or predicted) instead of the curves'\n"
+"  --reduce F          cut a fraction F of the baseline power (0.3 or 30%)\n"
+"  --policy P          optimal, equal, proportional, pfi-weighted or pfi\n"
+"  --by COL            the column proportional cuts by (alone: --policy\n"
+"                      proportional)\n"
+"  --pfi FILE          PFI CSV: alone, the jobs; with a sweep, the PFIs the PFI\n"
+"                      policies use (measured or predicted) instead of the curves'\n"
 "  --jobs FILE         jobs file (job, curve, gpus[, tier, floor, weight]): each\n"
 "                      row runs the named sweep job's curve on its own GPUs\n"
 "  --floor S           service floor (0..1) for jobs without a floor or tier\n"
@@ -46,23 +55,55 @@ static const char help[] =
 "  --csv               one CSV row per job\n"
 "  -h, --help          this help\n"
 "\n"
-"Per job: the per-GPU power target, the cap to set (the target, or the\n"
-"current cap when the job is not cut), the expected throughput and its\n"
-"fraction of baseline as the policy estimates them (pfi: its linear model),\n"
-"and with a sweep the fraction measured on the curve (measured_fraction).\n"
-"Jobs with a curve are cut at most to their largest\n"
-"measured reduction; jobs from a PFI file alone to the GPU's minimum cap\n"
-"(gpu column naming a known kind) or else their PFI range.\n"
+"Per job: the per-GPU power target, the cap to set (interpolated on the job's\n"
+"own (cap, power) points, or the target without a sweep; the current cap when\n"
+"the job is not cut; clamped to the GPU's settable range, marked * when\n"
+"clamped), the throughput and fraction of baseline as the policy estimates\n"
+"them, and with a sweep the fraction measured on the curve; a job whose\n"
+"measured throughput falls under its floor is marked ! and counted.\n"
+"\n"
+"EXAMPLES\n"
+"  pflex allocate sweep.csv --reduce 30%\n"
+"  pflex allocate sweep.csv --budget-w 50000 --policy equal --json\n"
+"  pflex allocate sweep.csv --reduce 0.2 --policy proportional --by weight\n"
+"  pflex allocate --pfi pfi.csv --reduce 0.3           # pfi-weighted\n"
+"  pflex allocate dvfs_sweep.csv --columns 'job=Workload,cap_w=GPU power cap,power_w=power per GPU' \\\n"
+"      --jobs examples/emerald-event/jobs.csv --reduce 25% --objective progress\n"
 "\n"
 "exit: 0 ok, 2 bad usage or input (file:line on stderr), 3 infeasible: the\n"
 "floors and ranges cannot reach the budget; the plan at the least power\n"
 "reachable is still printed, with \"feasible\": false.\n";
 
-/* The plan's totals, as the JSON document's head. */
-static json_t *plan_head_json(const pflex_alloc_input_t *in, const struct pflex_alloc_plan *pl)
+/* What the outputs share: the plan, its input and how it was asked for. */
+struct out {
+    const pflex_alloc_input_t *in;
+    const struct pflex_alloc_plan *pl;
+    const char *by;             /* proportional's column, or NULL */
+    int progress;               /* --objective progress */
+    size_t clamped;             /* caps clamped to the settable range */
+};
+
+static size_t count_clamped(const pflex_alloc_input_t *in, const struct pflex_alloc_plan *pl)
 {
+    size_t n = 0;
+    for (size_t k = 0; k < in->njobs; k++) {
+        struct pflex_alloc_cap c;
+        pflex_alloc_cap(&in->jobs[k], &in->caps[k], pl->x[k], &c);
+        n += (size_t)c.clamped;
+    }
+    return n;
+}
+
+/* The plan's totals, as the JSON document's head. */
+static json_t *plan_head_json(const struct out *o)
+{
+    const struct pflex_alloc_plan *pl = o->pl;
     json_t *doc = json_object();
     json_object_set_new(doc, "policy", json_string(pflex_policy_name(pl->policy)));
+    if (o->by)
+        json_object_set_new(doc, "by", json_string(o->by));
+    json_object_set_new(doc, "objective_kind",
+                        json_string(o->progress ? "progress" : "throughput"));
     json_object_set_new(doc, "baseline_w", json_real(pl->baseline_w));
     json_object_set_new(doc, "budget_w", json_real(pl->budget_w));
     json_object_set_new(doc, "power_w", json_real(pl->power_w));
@@ -70,12 +111,11 @@ static json_t *plan_head_json(const pflex_alloc_input_t *in, const struct pflex_
     json_object_set_new(doc, "objective", cli_json_real(pl->objective));
     json_object_set_new(doc, "feasible", json_boolean(pl->feasible));
     json_object_set_new(doc, "gap_bound", json_real(pl->gap_bound));
-    if (in->has_curves) {
-        double t = 0;
-        for (size_t k = 0; k < in->njobs; k++)
-            t += in->jobs[k].t0 * (1.0 - pflex_alloc_loss(&in->jobs[k], pl->x[k]));
-        json_object_set_new(doc, "measured_throughput", json_real(t));
+    if (o->in->has_curves) {
+        json_object_set_new(doc, "measured_throughput", json_real(pl->measured_throughput));
+        json_object_set_new(doc, "measured_objective", json_real(pl->measured_objective));
     }
+    json_object_set_new(doc, "caps_clamped", json_integer((json_int_t)o->clamped));
     return doc;
 }
 
@@ -151,9 +191,11 @@ static void job_name(struct jobj *o, const char *name)
 /* The plan as one JSON document, exactly as cli_json_print would print
  * it, but written job by job: a million jobs as one jansson tree take
  * gigabytes and a quarter of a minute. */
-static int plan_json(const pflex_alloc_input_t *in, const struct pflex_alloc_plan *pl)
+static int plan_json(const struct out *ou)
 {
-    json_t *head = plan_head_json(in, pl);
+    const pflex_alloc_input_t *in = ou->in;
+    const struct pflex_alloc_plan *pl = ou->pl;
+    json_t *head = plan_head_json(ou);
     char *h = json_dumps(head, CLI_JSON_FLAGS);
     json_decref(head);
     size_t hn = h ? strlen(h) : 0;
@@ -175,17 +217,33 @@ static int plan_json(const pflex_alloc_input_t *in, const struct pflex_alloc_pla
         job_name(&o, j->name);
         job_member(&o, "gpus", g, (size_t)snprintf(g, sizeof g, "%d", j->gpus));
         job_real(&o, "baseline_power_w", j->p0_w);
+        struct pflex_alloc_cap cap;
+        pflex_alloc_cap(j, &in->caps[k], x, &cap);
+        double mf = pflex_alloc_measured_fraction(j, x);
         job_real(&o, "power_w", pflex_alloc_power_w(j, x));
-        job_real(&o, "cap_w", pflex_alloc_cap_w(j, x));
+        job_real(&o, "cap_w", cap.cap_w);
+        job_member(&o, "cap_clamped", cap.clamped ? "true" : "false", cap.clamped ? 4 : 5);
+        if (cap.clamped)
+            job_real(&o, "cap_wanted_w", cap.wanted_w);
         job_real(&o, "reduction", x);
         job_real(&o, "throughput", pl->throughput_j[k]);
         job_real(&o, "fraction", pl->throughput_j[k] / j->t0);
-        job_real(&o, "baseline_throughput", j->t0);
+        if (isnan(mf))
+            job_member(&o, "measured_fraction", "null", 4);
+        else
+            job_real(&o, "measured_fraction", mf);
         job_real(&o, "floor", j->floor);
+        if (isnan(mf))
+            job_member(&o, "floor_violated", "null", 4);
+        else if (pflex_alloc_floor_violated(j, x))
+            job_member(&o, "floor_violated", "true", 4);
+        else
+            job_member(&o, "floor_violated", "false", 5);
+        job_real(&o, "baseline_throughput", j->t0);
         job_real(&o, "limit", pl->limit[k]);
         job_real(&o, "weight", j->weight);
-        if (in->has_curves)
-            job_real(&o, "measured_fraction", 1.0 - pflex_alloc_loss(j, x));
+        if (pl->policy == PFLEX_POLICY_PFI || pl->policy == PFLEX_POLICY_PFI_WEIGHTED)
+            job_real(&o, "pfi", pflex_alloc_job_pfi(j));
         if (o.first)
             jobj_add(&o, "}", 1);
         else
@@ -195,7 +253,12 @@ static int plan_json(const pflex_alloc_input_t *in, const struct pflex_alloc_pla
     free(o.b);
     if (o.oom)
         return -1;
-    fputs(in->njobs ? "\n  ]\n}\n" : "]\n}\n", stdout);
+    fputs(in->njobs ? "\n  ]" : "]", stdout);
+    if (in->has_curves)
+        printf(",\n  \"floor_violations\": %d", pl->floor_violations);
+    else
+        fputs(",\n  \"floor_violations\": null", stdout);
+    fputs("\n}\n", stdout);
     return ferror(stdout) ? -1 : 0;
 }
 
@@ -208,54 +271,121 @@ static void csv_num(double v)
     fwrite(b, 1, (size_t)n + 1, stdout);
 }
 
-static void plan_csv(const pflex_alloc_input_t *in, const struct pflex_alloc_plan *pl)
+static void plan_csv(const struct out *ou)
 {
+    const pflex_alloc_input_t *in = ou->in;
+    const struct pflex_alloc_plan *pl = ou->pl;
     printf("job,gpus,baseline_power_w,power_w,cap_w,reduction,throughput,fraction,floor,"
-           "measured_fraction\n");
+           "measured_fraction,floor_violated,cap_clamped\n");
     for (size_t k = 0; k < in->njobs; k++) {
         const struct pflex_alloc_job *j = &in->jobs[k];
-        double x = pl->x[k];
+        double x = pl->x[k], mf = pflex_alloc_measured_fraction(j, x);
+        struct pflex_alloc_cap cap;
+        pflex_alloc_cap(j, &in->caps[k], x, &cap);
         pflex_csv_write_field(stdout, j->name);
         printf(",%d", j->gpus);
         csv_num(j->p0_w);
         csv_num(pflex_alloc_power_w(j, x));
-        csv_num(pflex_alloc_cap_w(j, x));
+        csv_num(cap.cap_w);
         csv_num(x);
         csv_num(pl->throughput_j[k]);
         csv_num(pl->throughput_j[k] / j->t0);
         csv_num(j->floor);
-        if (in->has_curves)
-            csv_num(1.0 - pflex_alloc_loss(j, x));
-        else
-            putchar(',');
-        putchar('\n');
+        if (isnan(mf))
+            fputs(",,", stdout);
+        else {
+            csv_num(mf);
+            fputs(pflex_alloc_floor_violated(j, x) ? ",1" : ",0", stdout);
+        }
+        fputs(cap.clamped ? ",1\n" : ",0\n", stdout);
     }
 }
 
-static void plan_table(const pflex_alloc_input_t *in, const struct pflex_alloc_plan *pl)
+static void plan_table(const struct out *ou)
 {
+    const pflex_alloc_input_t *in = ou->in;
+    const struct pflex_alloc_plan *pl = ou->pl;
     int w = 24;
     for (size_t k = 0; k < in->njobs; k++) {
         int l = (int)strlen(in->jobs[k].name);
         if (l > w)
             w = l < 60 ? l : 60;
     }
-    printf("%-*s %6s %9s %9s %9s %7s %12s %8s %6s\n", w, "job", "gpus", "base_W", "power_W",
-           "cap_W", "reduce", "throughput", "fraction", "floor");
+    printf("%-*s %6s %9s %9s %10s %7s %12s %8s %8s %7s\n", w, "job", "gpus", "base_W",
+           "power_W", "cap_W", "reduce", "throughput", "fraction", "measured", "floor");
     for (size_t k = 0; k < in->njobs; k++) {
         const struct pflex_alloc_job *j = &in->jobs[k];
-        double x = pl->x[k];
-        printf("%-*s %6d %9.1f %9.1f %9.1f %7.4f %12.5g %8.4f %6.2f\n", w, j->name, j->gpus,
-               j->p0_w, pflex_alloc_power_w(j, x), pflex_alloc_cap_w(j, x), x,
-               pl->throughput_j[k], pl->throughput_j[k] / j->t0, j->floor);
+        double x = pl->x[k], mf = pflex_alloc_measured_fraction(j, x);
+        struct pflex_alloc_cap cap;
+        pflex_alloc_cap(j, &in->caps[k], x, &cap);
+        char meas[16];
+        if (isnan(mf))
+            snprintf(meas, sizeof meas, "-");
+        else
+            snprintf(meas, sizeof meas, "%.4f", mf);
+        printf("%-*s %6d %9.1f %9.1f %9.1f%c %7.4f %12.5g %8.4f %8s %6.2f%s\n", w, j->name,
+               j->gpus, j->p0_w, pflex_alloc_power_w(j, x), cap.cap_w, cap.clamped ? '*' : ' ',
+               x, pl->throughput_j[k], pl->throughput_j[k] / j->t0, meas, j->floor,
+               pflex_alloc_floor_violated(j, x) ? " !" : "");
     }
-    printf("policy %s: power %.1f W of budget %.1f W (baseline %.1f W, cut %.1f%%), "
-           "throughput %.6g%s\n", pflex_policy_name(pl->policy), pl->power_w, pl->budget_w,
-           pl->baseline_w, 100.0 * (1.0 - pl->power_w / pl->baseline_w), pl->throughput,
+    const char *pol = pflex_policy_name(pl->policy);
+    char polname[96];
+    if (ou->by)
+        snprintf(polname, sizeof polname, "%s:%s", pol, ou->by);
+    else
+        snprintf(polname, sizeof polname, "%s", pol);
+    printf("policy %s: power %.1f W of budget %.1f W (baseline %.1f W, cut %.1f%%)%s\n", polname,
+           pl->power_w, pl->budget_w, pl->baseline_w,
+           100.0 * (1.0 - pl->power_w / pl->baseline_w),
            pl->feasible ? "" : "  INFEASIBLE: every job at its limit");
+    if (ou->progress) {
+        /* jobs' throughputs may be in different units: only the objective adds up */
+        double full = 0;
+        for (size_t k = 0; k < in->njobs; k++)
+            full += in->jobs[k].weight * in->jobs[k].gpus;
+        printf("objective (GPU-weighted progress, sum of weight x gpus x fraction): %.6g of %.6g "
+               "(%.2f%%) as planned", pl->objective, full,
+               full > 0 ? 100 * pl->objective / full : 0.0);
+        if (in->has_curves)
+            printf(", %.6g (%.2f%%) on the measured curves", pl->measured_objective,
+                   full > 0 ? 100 * pl->measured_objective / full : 0.0);
+        putchar('\n');
+    } else {
+        printf("throughput %.6g as planned", pl->throughput);
+        if (in->has_curves)
+            printf(", %.6g on the measured curves", pl->measured_throughput);
+        putchar('\n');
+    }
     if (pl->gap_bound > 0)
         printf("gap_bound %.6g: non-convex curves; the optimum is at most this much better\n",
                pl->gap_bound);
+    if (ou->clamped)
+        printf("caps clamped to the GPU's settable range: %zu (marked *)\n", ou->clamped);
+    if (in->has_curves)
+        printf("floor violations on the measured curves: %d%s\n", pl->floor_violations,
+               pl->floor_violations ? " (marked !)" : "");
+    else
+        printf("floor violations: not known (no measured curves)\n");
+}
+
+/* --policy P, where P may be proportional:COL. */
+static int parse_policy(const char *cmd, const char *arg, enum pflex_policy *pol,
+                        const char **by)
+{
+    const char *colon = strchr(arg, ':');
+    char name[32];
+    size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
+    if (n >= sizeof name)
+        n = sizeof name - 1;
+    memcpy(name, arg, n);
+    name[n] = 0;
+    if (pflex_policy_parse(name, pol) < 0 || (colon && *pol != PFLEX_POLICY_PROPORTIONAL)
+        || (colon && !colon[1]))
+        return cli_usage_error(cmd, "--policy: '%s' is not optimal, equal, proportional[:COL], "
+                               "pfi-weighted or pfi", arg);
+    if (colon)
+        *by = colon + 1;
+    return 0;
 }
 
 int cmd_allocate(int argc, char **argv)
@@ -271,10 +401,12 @@ int cmd_allocate(int argc, char **argv)
     const char *cmd = "allocate";
     struct cli_site site;
     int json = 0, csv = 0, have_policy = 0, c, taken;
+    const char *policy_by = NULL;
     enum pflex_policy policy = PFLEX_POLICY_OPTIMAL;
     cli_site_init(&site);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         if ((taken = cli_site_option(cmd, &site, c, optarg)) != 0) {
             if (taken < 0)
                 return PFLEX_EXIT_BAD_INPUT;
@@ -282,20 +414,35 @@ int cmd_allocate(int argc, char **argv)
         }
         switch (c) {
         case 'P':
-            if (pflex_policy_parse(optarg, &policy) < 0)
-                return cli_usage_error(cmd, "--policy: '%s' is not equal, pfi or optimal", optarg);
+            if (parse_policy(cmd, optarg, &policy, &policy_by) != 0)
+                return PFLEX_EXIT_BAD_INPUT;
             have_policy = 1;
             break;
         case 'J': json = 1; break;
         case 'C': csv = 1; break;
         case 'h': return cli_help(help);
-        default: return cli_usage_error(cmd, "bad option");
+        default: return cli_site_bad_option(cmd, c, optopt, argv, optind);
         }
     }
     if (json && csv)
         return cli_usage_error(cmd, "--csv and --json exclude each other");
     if (cli_site_check(cmd, &site) < 0)
         return PFLEX_EXIT_BAD_INPUT;
+    if (policy_by) {
+        if (site.src.by && strcmp(site.src.by, policy_by) != 0)
+            return cli_usage_error(cmd, "--policy %s and --by %s name different columns",
+                                   policy_by, site.src.by);
+        site.src.by = policy_by;
+    }
+    if (!have_policy && site.src.by) {
+        policy = PFLEX_POLICY_PROPORTIONAL;     /* --by COL alone: proportional to COL */
+        have_policy = 1;
+    }
+    if (have_policy && policy == PFLEX_POLICY_PROPORTIONAL && !site.src.by)
+        return cli_usage_error(cmd, "--policy proportional needs --by COLUMN (weight, gpus, "
+                               "dram_copy, ...)");
+    if (site.src.by && policy != PFLEX_POLICY_PROPORTIONAL)
+        return cli_usage_error(cmd, "--by goes with --policy proportional");
     if (argc - optind > 1)
         return cli_usage_error(cmd, "one sweep file at most");
     if (optind < argc)
@@ -303,7 +450,7 @@ int cmd_allocate(int argc, char **argv)
     else if (!site.src.pfi_path)
         site.src.sweep_path = "-";
     if (!have_policy)
-        policy = site.src.sweep_path ? PFLEX_POLICY_OPTIMAL : PFLEX_POLICY_PFI;
+        policy = site.src.sweep_path ? PFLEX_POLICY_OPTIMAL : PFLEX_POLICY_PFI_WEIGHTED;
     if (!site.src.sweep_path && policy == PFLEX_POLICY_OPTIMAL)
         return cli_usage_error(cmd, "--policy optimal needs measured curves: give a sweep");
 
@@ -312,6 +459,7 @@ int cmd_allocate(int argc, char **argv)
     struct pflex_alloc_problem prob;
     if (cli_site_load(cmd, &site, &in, &prob) < 0)
         return PFLEX_EXIT_BAD_INPUT;
+    prob.rate_by = in->by;
     struct pflex_alloc_plan plan;
     pflex_alloc_plan_init(&plan);
     int rc = PFLEX_EXIT_OK;
@@ -320,16 +468,21 @@ int cmd_allocate(int argc, char **argv)
         rc = PFLEX_EXIT_BAD_INPUT;
         goto out;
     }
+    struct out o = {.in = in, .pl = &plan, .by = site.src.by,
+                    .progress = site.objective == PFLEX_OBJECTIVE_PROGRESS};
+    o.clamped = count_clamped(in, &plan);
     if (json) {
-        if (plan_json(in, &plan) < 0)
+        if (plan_json(&o) < 0)
             rc = PFLEX_EXIT_INTERNAL;
     } else if (csv) {
-        plan_csv(in, &plan);
+        plan_csv(&o);
     } else {
-        plan_table(in, &plan);
+        plan_table(&o);
     }
-    if (fflush(stdout) != 0)
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        cli_error(cmd, "writing the plan to stdout failed");
         rc = PFLEX_EXIT_INTERNAL;
+    }
     if (rc == PFLEX_EXIT_OK && !plan.feasible) {
         cli_error(cmd, "infeasible: the least power reachable within floors and ranges is "
                   "%.1f W, over the budget of %.1f W", plan.power_w, plan.budget_w);

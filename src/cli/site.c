@@ -1,6 +1,7 @@
 /* site.c — the site-cut options of allocate and evaluate. */
 #include <getopt.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
 #include "cli/site.h"
@@ -19,8 +20,27 @@ int cli_site_option(const char *cmd, struct cli_site *s, int c, const char *arg)
     switch (c) {
     case 'B':
         return cli_parse_double(cmd, "--budget-w", arg, 0, 1e15, &s->budget_w) < 0 ? -1 : 1;
-    case 'R':
+    case 'R': {
+        /* a fraction, or a percentage: 0.3 and 30% are the same cut */
+        size_t n = strlen(arg);
+        if (n > 1 && n < 64 && arg[n - 1] == '%') {
+            char b[64];
+            memcpy(b, arg, n - 1);
+            b[n - 1] = 0;
+            if (cli_parse_double(cmd, "--reduce", b, 0, 100, &s->reduce) < 0)
+                return -1;
+            s->reduce /= 100;
+            return 1;
+        }
         return cli_parse_double(cmd, "--reduce", arg, 0, 1, &s->reduce) < 0 ? -1 : 1;
+    }
+    case 'y':
+        if (!*arg) {
+            cli_usage_error(cmd, "--by: a column name is needed");
+            return -1;
+        }
+        s->src.by = arg;
+        return 1;
     case 'f':
         return cli_parse_double(cmd, "--floor", arg, 0, 1, &s->src.floor) < 0 ? -1 : 1;
     case 'p': s->src.pfi_path = arg; return 1;
@@ -65,4 +85,14 @@ int cli_site_load(const char *cmd, struct cli_site *s, pflex_alloc_input_t **in,
     prob->budget_w = isnan(s->budget_w) ? (1.0 - s->reduce) * pflex_alloc_baseline_w(prob)
                                         : s->budget_w;
     return 0;
+}
+
+int cli_site_bad_option(const char *cmd, int c, int optopt_, char **argv, int optind_)
+{
+    const char *arg = optind_ > 0 ? argv[optind_ - 1] : "?";
+    if (c == ':')
+        return cli_usage_error(cmd, "option '%s' needs a value", arg);
+    if (optopt_ && optopt_ < 128 && !(arg[0] == '-' && arg[1] == '-'))
+        return cli_usage_error(cmd, "unknown option '-%c'", optopt_);
+    return cli_usage_error(cmd, "unknown option '%s'", arg);
 }

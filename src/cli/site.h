@@ -22,7 +22,8 @@ struct cli_site {
     {"jobs", required_argument, NULL, 'j'}, \
     {"floor", required_argument, NULL, 'f'}, \
     {"objective", required_argument, NULL, 'o'}, \
-    {"columns", required_argument, NULL, 'c'}
+    {"columns", required_argument, NULL, 'c'}, \
+    {"by", required_argument, NULL, 'y'}
 
 void cli_site_init(struct cli_site *s);
 
@@ -37,5 +38,10 @@ int cli_site_check(const char *cmd, const struct cli_site *s);
  * budget.  Returns 0, or -1 with the message printed. */
 int cli_site_load(const char *cmd, struct cli_site *s, pflex_alloc_input_t **in,
                   struct pflex_alloc_problem *prob);
+
+/* A clean message for what getopt_long (run with opterr = 0 and an
+ * optstring starting with ':') refused: c is its return value (':' or
+ * '?').  Returns PFLEX_EXIT_BAD_INPUT. */
+int cli_site_bad_option(const char *cmd, int c, int optopt_, char **argv, int optind_);
 
 #endif

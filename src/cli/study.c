@@ -363,7 +363,43 @@ static void calibrate(const char *data_dir, const char *why_not, uint64_t seed,
              n, PFLEX_CALIB_RMSE_MIN_W, PFLEX_CALIB_RMSE_MAX_W);
 }
 
-/* Equal, pfi and optimal on the H200 main runs at cuts of 10% to 50%. */
+/* The study's policies (pflex/report.h order) as pflex policies. */
+static const enum pflex_policy alloc_policies[PFLEX_REPORT_NPOL] = {
+    PFLEX_POLICY_EQUAL, PFLEX_POLICY_PFI_WEIGHTED, PFLEX_POLICY_PFI, PFLEX_POLICY_OPTIMAL,
+};
+
+/* One cut planned with every study policy under one objective: into c's
+ * throughput and gap columns (throughput) or its progress ones. */
+static int alloc_cut(const struct pflex_alloc_problem *prob, const struct pflex_report_alloc *a,
+                     struct pflex_report_cut *c, pflex_error_t *err)
+{
+    struct pflex_alloc_comparison cmp;
+    if (pflex_alloc_compare(prob, &cmp, err) < 0)
+        return -1;
+    const double te = cmp.score[PFLEX_POLICY_EQUAL].objective;
+    const double to = cmp.score[PFLEX_POLICY_OPTIMAL].objective;
+    for (int p = 0; p < PFLEX_REPORT_NPOL; p++) {
+        const struct pflex_alloc_score *sc = &cmp.score[alloc_policies[p]];
+        double g = pflex_alloc_gap_recovered(te, sc->objective, to);
+        if (prob->objective == PFLEX_OBJECTIVE_PROGRESS) {
+            c->progress[p] = sc->objective / a->gpus;
+            c->progress_gap_recovered[p] = g;
+            continue;
+        }
+        c->throughput[p] = sc->throughput;
+        c->feasible[p] = cmp.feasible[alloc_policies[p]];
+        c->sla_violations[p] = sc->sla_violations;
+        c->gap_recovered[p] = g;
+        c->recovered_per_job[p] = cmp.per_job_recovered[alloc_policies[p]];
+    }
+    if (prob->objective == PFLEX_OBJECTIVE_THROUGHPUT)
+        c->gap_bound = cmp.gap_bound;
+    return 0;
+}
+
+/* Equal, pfi-weighted, pfi and optimal on the H200 main runs at cuts of 0%
+ * to 40% in 5% steps (the study's §6); the PFI policies use each run's
+ * ratio PFI measured on its curve. */
 static int allocate(const struct pflex_report_run *runs, const struct pflex_curve *curves, size_t n,
                     struct pflex_report_alloc *a)
 {
@@ -385,7 +421,7 @@ static int allocate(const struct pflex_report_run *runs, const struct pflex_curv
         j->weight = 1;
         j->floor = 0;
         j->x_hi = curves[i].x_max;
-        j->pfi = r->pfi;
+        j->pfi = NAN;           /* the ratio PFI of its curve */
         j->npoints = curves[i].n;
         j->x = curves[i].x;
         j->loss = curves[i].loss;
@@ -403,40 +439,27 @@ static int allocate(const struct pflex_report_run *runs, const struct pflex_curv
     a->baseline_w = pflex_alloc_baseline_w(&prob);
     for (int k = 0; k < PFLEX_REPORT_MAX_CUTS; k++) {
         struct pflex_report_cut *c = &a->cuts[a->ncuts];
-        c->cut = 0.10 + 0.05 * k;
+        c->cut = 0.05 * k;
         c->budget_w = (1 - c->cut) * a->baseline_w;
         prob.budget_w = c->budget_w;
-        struct pflex_alloc_comparison cmp;
         pflex_error_t err;
-        if (pflex_alloc_compare(&prob, &cmp, &err) < 0) {
-            snprintf(a->note, sizeof a->note, "allocation failed at a %.0f%% cut: %.180s", 100 * c->cut,
-                     err.text);
-            free(jobs);
-            return 0;
-        }
-        for (int p = 0; p < 3; p++) {
-            c->throughput[p] = cmp.score[p].throughput;
-            c->feasible[p] = cmp.feasible[p];
-            c->sla_violations[p] = cmp.score[p].sla_violations;
-        }
-        c->gap_recovered = cmp.gap_recovered;
-        c->recovered_per_job = cmp.per_job_recovered;
-        c->gap_bound = cmp.gap_bound;
+        int rc = 0;
+        prob.objective = PFLEX_OBJECTIVE_THROUGHPUT;
+        rc = alloc_cut(&prob, a, c, &err);
         prob.objective = PFLEX_OBJECTIVE_PROGRESS;
-        if (pflex_alloc_compare(&prob, &cmp, &err) < 0) {
+        if (rc == 0)
+            rc = alloc_cut(&prob, a, c, &err);
+        if (rc < 0) {
             snprintf(a->note, sizeof a->note, "allocation failed at a %.0f%% cut: %.180s",
                      100 * c->cut, err.text);
             free(jobs);
             return 0;
         }
-        prob.objective = PFLEX_OBJECTIVE_THROUGHPUT;
-        for (int p = 0; p < 3; p++)
-            c->progress[p] = cmp.score[p].objective / a->gpus;
-        c->progress_gap_recovered = cmp.gap_recovered;
         a->ncuts++;
     }
     a->done = 1;
-    snprintf(a->note, sizeof a->note, "H200 main runs, objective: total tokens/s");
+    snprintf(a->note, sizeof a->note, "H200 main runs, objective: total tokens/s; PFI: the "
+             "study's ratio PFI measured on each run's curve");
     free(jobs);
     return 0;
 }
@@ -498,6 +521,40 @@ static void print_row(const char *label, const json_t *st)
     putchar('\n');
 }
 
+/* The allocation table: tokens/s per job of each policy and the gap each
+ * recovers, per cut. */
+static void print_alloc(const struct pflex_report_alloc *a)
+{
+    const char *const *pol = pflex_report_pol_names;
+    printf("allocation over %zu H200 jobs (tokens/s per job, scored on the measured curves; "
+           "recovered = share of the equal-optimal gap)\n", a->njobs);
+    printf("  %5s %9s %12s %9s %9s %13s %9s %12s\n", "cut", pol[0], pol[1], pol[2], pol[3],
+           "rec pfi-w.", "rec pfi", "pfi-w.-equal");
+    for (size_t i = 0; i < a->ncuts; i++) {
+        const struct pflex_report_cut *c = &a->cuts[i];
+        double nj = (double)a->njobs;
+        printf("  %4.0f%% %9.0f %12.0f %9.0f %9.0f", 100 * c->cut, c->throughput[0] / nj,
+               c->throughput[1] / nj, c->throughput[2] / nj, c->throughput[3] / nj);
+        for (int p = PFLEX_REPORT_POL_PFI_WEIGHTED; p <= PFLEX_REPORT_POL_PFI; p++) {
+            if (isfinite(c->gap_recovered[p]))
+                printf(" %*.1f%%", p == 1 ? 12 : 8, 100 * c->gap_recovered[p]);
+            else
+                printf(" %*s", p == 1 ? 13 : 9, "-");
+        }
+        printf(" %+12.0f\n", c->recovered_per_job[PFLEX_REPORT_POL_PFI_WEIGHTED]);
+        int all = 1;
+        for (int p = 0; p < PFLEX_REPORT_NPOL; p++)
+            all = all && c->feasible[p];
+        if (!all) {
+            printf("         (not every policy meets this budget within the measured ranges:");
+            for (int p = 0; p < PFLEX_REPORT_NPOL; p++)
+                if (!c->feasible[p])
+                    printf(" %s", pol[p]);
+            printf(")\n");
+        }
+    }
+}
+
 static void print_table(const struct pflex_report *r, const json_t *S, const char *dir, int charts)
 {
     printf("pflex study: %zu run%s swept on the sim backend, caps %.0f..%.0f W, %d repeats, "
@@ -531,32 +588,10 @@ static void print_table(const struct pflex_report *r, const json_t *S, const cha
     } else {
         printf("calibration vs Emerald: skipped (%s)\n", r->calib.note);
     }
-    if (r->alloc.done) {
-        printf("allocation over %zu H200 jobs (tokens/s per job, scored on the measured curves)\n",
-               r->alloc.njobs);
-        printf("  %5s %9s %9s %9s %9s %9s   %s\n", "cut", "equal", "pfi", "optimal",
-               "recovered", "pfi-equal", "GPU-weighted T/T0 (*)");
-        for (size_t i = 0; i < r->alloc.ncuts; i++) {
-            const struct pflex_report_cut *c = &r->alloc.cuts[i];
-            double nj = (double)r->alloc.njobs;
-            printf("  %4.0f%% %9.0f %9.0f %9.0f", 100 * c->cut, c->throughput[0] / nj,
-                   c->throughput[1] / nj, c->throughput[2] / nj);
-            if (isfinite(c->gap_recovered))
-                printf(" %8.1f%%", 100 * c->gap_recovered);
-            else
-                printf(" %9s", "-");
-            printf(" %+9.0f   %.3f / %.3f / %.3f\n", c->recovered_per_job, c->progress[0],
-                   c->progress[1], c->progress[2]);
-            if (!c->feasible[0] || !c->feasible[1] || !c->feasible[2])
-                printf("         (not every policy meets this budget within the measured ranges:"
-                       "%s%s%s)\n", c->feasible[0] ? "" : " equal", c->feasible[1] ? "" : " pfi",
-                       c->feasible[2] ? "" : " optimal");
-        }
-        printf("  (*) equal / pfi / optimal planned for the GPU-weighted objective, where every job "
-               "counts by GPUs x T/T0\n");
-    } else {
+    if (r->alloc.done)
+        print_alloc(&r->alloc);
+    else
         printf("allocation: skipped (%s)\n", r->alloc.note);
-    }
     printf("wrote %s/sweeps.csv, %s/pfi.csv, %s/summary.json, %s/report.html (%d charts)\n", dir,
            dir, dir, dir, charts);
 }

@@ -72,9 +72,14 @@ done
 "$P" evaluate "$T/s.csv" --reduce 0.2 | grep -q 'gap recovered' || fail "evaluate table"
 
 # PFI file alone, and beside the sweep
-"$P" pfi --csv "$T/s.csv" > "$T/pfi.csv" || fail "pfi csv"
+# (as `pflex pfi --csv` writes it: the study's ratio PFI of each job)
+cat > "$T/pfi.csv" <<'CSV'
+job,gpus,power_w,throughput,pfi,metric,grid,range,floor,gpu,cap_w,points_used,points_dropped,shed_flex1,shed_flex2,shed_flex3
+a,8,400,100,3.333333333,ratio,200/300/400,,0.9,,400,2,0,0.3,0.42,0.5
+b,4,400,100,1.125,ratio,200/300/400,,,,400,2,0,0.0625,0.3125,0.5
+CSV
 "$P" allocate --pfi "$T/pfi.csv" --reduce 0.2 --json > "$T/p.json" || fail "pfi-only exit"
-grep -q '"policy": "pfi"' "$T/p.json" || fail "pfi-only default policy"
+grep -q '"policy": "pfi-weighted"' "$T/p.json" || fail "pfi-only default policy"
 "$P" allocate --pfi "$T/pfi.csv" --reduce 0.2 --policy optimal > /dev/null 2>&1
 [ $? -eq 2 ] || fail "optimal without curves must exit 2"
 "$P" evaluate "$T/s.csv" --pfi "$T/pfi.csv" --reduce 0.2 > /dev/null || fail "evaluate --pfi"

@@ -1,4 +1,5 @@
-/* alloc.c — the equal, pfi and optimal allocation policies (SPEC §2).
+/* alloc.c — the allocation policies of SPEC §2: optimal, equal,
+ * proportional, pfi-weighted and pfi.
  *
  * Every policy reduces to one of two one-dimensional searches, both in
  * expected linear time, with no allocation once the plan's buffers are
@@ -24,8 +25,9 @@
  *    measured points around it; the others' threshold then moves only
  *    within a window of costs around lambda, gathered by the second pass,
  *    so a try costs the window, not the problem.
- *  - equal is water-filling: the level r with sum n P0 min(r, u) = watts to
- *    save, found by the same kind of selection over the limits u.
+ *  - equal, proportional and pfi-weighted are water-filling: the level k
+ *    with sum n P0 min(k c, u) = watts to save (c: each job's rate, 1 for
+ *    equal), found by the same kind of selection over the breakpoints u/c.
  *
  * Segments that cost nothing or less (a curve that dips under zero loss)
  * are always taken.  Where rounding lands the plan a hair over the budget,
@@ -37,9 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pflex/alloc.h"
+#include "pflex/pfi.h"
 #include "lib/util/bigmem.h"
-
-#define PFI_RANGE 0.30
 
 struct item {
     double c;   /* cost per watt saved (equal: the limit u) */
@@ -78,8 +79,9 @@ struct scratch {
      * and a candidate plan (optimal's repair), touched only when used. */
     struct pflex_big mem;
     double *u;                  /* the limits: the plan's limit array */
-    double *slope;              /* model slope 1 - PFI (pfi, equal) */
-    double *xbuf;               /* a candidate plan (repair) */
+    double *slope;              /* PFI model slope 1 / PFI (all but optimal) */
+    double *xbuf;               /* a candidate plan (optimal's repair); the
+                                 * rates c of the water-filling policies */
     double *hx, *hl;            /* one job's model vertices (largest curve + 2) */
     struct item *items;         /* costs and watts of the threshold bucket (equal: every job) */
     struct seg *segs;           /* that bucket's segments, in job order */
@@ -120,11 +122,13 @@ struct solve_state {
     int feasible;
 };
 
-static const char *const policy_names[3] = {"equal", "pfi", "optimal"};
+static const char *const policy_names[PFLEX_POLICY_COUNT] = {
+    "equal", "pfi", "optimal", "pfi-weighted", "proportional",
+};
 
 int pflex_policy_parse(const char *s, enum pflex_policy *out)
 {
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < PFLEX_POLICY_COUNT; i++)
         if (strcmp(s, policy_names[i]) == 0) {
             *out = (enum pflex_policy)i;
             return 0;
@@ -134,7 +138,7 @@ int pflex_policy_parse(const char *s, enum pflex_policy *out)
 
 const char *pflex_policy_name(enum pflex_policy p)
 {
-    return (unsigned)p < 3 ? policy_names[p] : NULL;
+    return (unsigned)p < PFLEX_POLICY_COUNT ? policy_names[p] : NULL;
 }
 
 double pflex_alloc_baseline_w(const struct pflex_alloc_problem *p)
@@ -150,11 +154,41 @@ double pflex_alloc_power_w(const struct pflex_alloc_job *j, double x)
     return j->p0_w * (1.0 - x);
 }
 
-double pflex_alloc_cap_w(const struct pflex_alloc_job *j, double x)
+static double curve_loss(const double *xs, const double *ls, size_t n, double x);
+
+void pflex_alloc_cap(const struct pflex_alloc_job *j, const struct pflex_alloc_capinfo *ci,
+                     double x, struct pflex_alloc_cap *out)
 {
-    if (x > 0)
-        return j->p0_w * (1.0 - x);
-    return j->cap0_w > 0 ? j->cap0_w : j->p0_w;
+    static const struct pflex_alloc_capinfo none;
+    double c;
+    if (!ci)
+        ci = &none;
+    out->kept = !(x > 0);
+    if (out->kept)
+        c = j->cap0_w > 0 ? j->cap0_w : j->p0_w;
+    else if (ci->cap_w && j->npoints >= 2)
+        c = curve_loss(j->x, ci->cap_w, j->npoints, x);     /* caps over x, x > 0 */
+    else
+        c = j->p0_w * (1.0 - x);
+    out->wanted_w = c;
+    out->clamped = 0;
+    if (ci->cap_min_w > 0 && c < ci->cap_min_w) {
+        c = ci->cap_min_w;
+        out->clamped = 1;
+    }
+    if (ci->cap_max_w > 0 && c > ci->cap_max_w) {
+        c = ci->cap_max_w;
+        out->clamped = 1;
+    }
+    out->cap_w = c;
+}
+
+double pflex_alloc_cap_w(const struct pflex_alloc_job *j, const struct pflex_alloc_capinfo *ci,
+                         double x)
+{
+    struct pflex_alloc_cap c;
+    pflex_alloc_cap(j, ci, x, &c);
+    return c.cap_w;
 }
 
 /* L on a curve given as arrays: linear interpolation, clipped. */
@@ -188,27 +222,32 @@ static double curve_shed(const double *xs, const double *ls, size_t n, double fl
     return xs[n - 1];
 }
 
-/* PFI over R = min(0.30, x_max); NaN when no cap binds. */
-static double curve_pfi(const double *xs, const double *ls, size_t n)
-{
-    double xmax = xs[n - 1];
-    if (!(xmax > 0))
-        return NAN;
-    double r = xmax < PFI_RANGE ? xmax : PFI_RANGE, area = 0;
-    for (size_t i = 1; i < n && xs[i - 1] < r; i++) {
-        double x1 = xs[i] < r ? xs[i] : r;
-        double l1 = xs[i] < r ? ls[i] : curve_loss(xs, ls, n, r);
-        area += 0.5 * (ls[i - 1] + l1) * (x1 - xs[i - 1]);
-    }
-    return 1.0 - area / (0.5 * r * r);
-}
-
-static double model_slope(const struct pflex_alloc_job *j)
+double pflex_alloc_job_pfi(const struct pflex_alloc_job *j)
 {
     double pfi = j->pfi;
-    if (isnan(pfi) && j->npoints)
-        pfi = curve_pfi(j->x, j->loss, j->npoints);
-    return isnan(pfi) ? 1.0 : 1.0 - pfi;
+    if (isnan(pfi) && j->npoints) {
+        struct pflex_pfi_ratio r;
+        pflex_pfi_ratio_xl(j->x, j->loss, j->npoints, &r);
+        pfi = r.valid ? r.pfi : NAN;
+    }
+    return pfi > 0 && isfinite(pfi) ? pfi : 1.0;
+}
+
+/* The PFI model's slope: L^(x) = x / PFI. */
+static double model_slope(const struct pflex_alloc_job *j)
+{
+    return 1.0 / pflex_alloc_job_pfi(j);
+}
+
+double pflex_alloc_measured_fraction(const struct pflex_alloc_job *j, double x)
+{
+    return j->npoints ? 1.0 - curve_loss(j->x, j->loss, j->npoints, x) : NAN;
+}
+
+int pflex_alloc_floor_violated(const struct pflex_alloc_job *j, double x)
+{
+    return j->npoints && j->floor > 0
+        && 1.0 - curve_loss(j->x, j->loss, j->npoints, x) < j->floor * (1 - 1e-9);
 }
 
 double pflex_alloc_loss(const struct pflex_alloc_job *j, double x)
@@ -727,28 +766,49 @@ static int prepare_job(struct scratch *s, size_t j, pflex_error_t *err)
     double u = jb->x_hi;
     if (jb->npoints && jb->x[jb->npoints - 1] < u)
         u = jb->x[jb->npoints - 1];
-    if (s->policy == PFLEX_POLICY_OPTIMAL) {
-        if (!jb->npoints)
-            return pflex_error_set(err, "job %zu '%s': the optimal policy needs a "
-                                   "measured curve", j + 1, jb->name ? jb->name : "?");
+    enum pflex_policy pol = s->policy;
+    if (pol == PFLEX_POLICY_OPTIMAL && !jb->npoints)
+        return pflex_error_set(err, "job %zu '%s': the optimal policy needs a "
+                               "measured curve", j + 1, jb->name ? jb->name : "?");
+    if (pol != PFLEX_POLICY_OPTIMAL)
+        s->slope[j] = model_slope(jb);
+    /* The floor as the policy sees it: on the curve for those that may
+     * read it (optimal; equal and proportional where the job has one), on
+     * the PFI model, x = PFI (1 - s), for the others. */
+    int curve_floor = pol == PFLEX_POLICY_OPTIMAL
+        || ((pol == PFLEX_POLICY_EQUAL || pol == PFLEX_POLICY_PROPORTIONAL) && jb->npoints);
+    if (curve_floor) {
         if (jb->floor > 0) {
             double sh = curve_shed(jb->x, jb->loss, jb->npoints, jb->floor);
             if (sh < u)
                 u = sh;
         }
     } else {
-        double sl = model_slope(jb);
-        s->slope[j] = sl;
-        if (jb->floor > 0 && sl > 0 && (1.0 - jb->floor) / sl < u)
-            u = (1.0 - jb->floor) / sl;
+        double mf = (1.0 - jb->floor) / s->slope[j];
+        if (mf < u)
+            u = mf;
     }
     s->u[j] = u > 0 ? u : 0;
+    if (pol == PFLEX_POLICY_PROPORTIONAL) {
+        double c = s->prob->rate_by ? s->prob->rate_by[j] : 1.0;
+        if (!(c >= 0) || !isfinite(c))
+            return pflex_error_set(err, "job %zu '%s': its proportional share is not a "
+                                   "non-negative number", j + 1, jb->name ? jb->name : "?");
+        s->xbuf[j] = c;
+    } else if (pol == PFLEX_POLICY_PFI_WEIGHTED) {
+        /* cut_j in W ~ (n P0 / T0) PFI, so x_j ~ PFI / T0 (T0 -> n: progress) */
+        double t = s->progress ? (double)jb->gpus : jb->t0;
+        s->xbuf[j] = 1.0 / (s->slope[j] * t);
+    } else if (pol == PFLEX_POLICY_EQUAL) {
+        s->xbuf[j] = 1.0;
+    }
     return 0;
 }
 
 /* Sets up a plan of p with a policy.  The jobs themselves are checked and
- * prepared by prepare_job: here for equal, during the first pass over the
- * segments for pfi and optimal (one pass over the curves fewer). */
+ * prepared by prepare_job: here for the water-filling policies, during the
+ * first pass over the segments for pfi and optimal (one pass over the
+ * curves fewer). */
 static int prepare(const struct pflex_alloc_problem *p, enum pflex_policy pol,
                    struct scratch *s, pflex_error_t *err)
 {
@@ -758,10 +818,12 @@ static int prepare(const struct pflex_alloc_problem *p, enum pflex_policy pol,
     s->jobs = p->jobs;
     s->nonconvex = 0;
     s->base = 0;
+    int fill = pol == PFLEX_POLICY_EQUAL || pol == PFLEX_POLICY_PROPORTIONAL
+        || pol == PFLEX_POLICY_PFI_WEIGHTED;
     if (verts_reserve(s, 0) < 0 || hist_reserve(s, p->njobs) < 0
-        || (pol == PFLEX_POLICY_EQUAL && items_reserve(s, p->njobs) < 0))
+        || (fill && items_reserve(s, p->njobs) < 0))
         return pflex_error_set(err, "out of memory");
-    if (pol == PFLEX_POLICY_EQUAL)
+    if (fill)
         for (size_t j = 0; j < p->njobs; j++)
             if (prepare_job(s, j, err) < 0)
                 return -1;
@@ -799,26 +861,38 @@ static void enforce_budget(const struct scratch *s, size_t n, double budget, dou
     }
 }
 
-/* Equal: water level r with sum b min(r, u) = need. */
-static int solve_equal(const struct scratch *s, size_t n, double need, double *x)
+/* Water-filling (equal, proportional, pfi-weighted): the level k with
+ * sum_j b_j min(k c_j, u_j) = need, c_j the rates in s->xbuf; x_j =
+ * min(k c_j, u_j).  A job with c_j = 0 or u_j = 0 is not cut.  Each job
+ * joins as an item at its breakpoint u_j / c_j, where it reaches its limit,
+ * weighing b_j c_j: a weighted quickselect finds the breakpoints k lies
+ * between.  Returns 0 when the limits cannot save need (every job at its
+ * limit), else 1. */
+static int solve_fill(const struct scratch *s, size_t n, double need, double *x)
 {
+    const double *rate = s->xbuf;
     if (need <= 0) {
         memset(x, 0, n * sizeof *x);
         return 1;
     }
     struct item *it = s->items;
     double full = 0;
+    size_t m = 0;
     for (size_t j = 0; j < n; j++) {
-        it[j].c = s->u[j];
-        it[j].w = job_b(s, j);
+        if (!(rate[j] > 0) || !(s->u[j] > 0))
+            continue;
+        it[m].c = s->u[j] / rate[j];
+        it[m].w = job_b(s, j) * rate[j];
         full += job_b(s, j) * s->u[j];
+        m++;
     }
     if (full < need) {
-        memcpy(x, s->u, n * sizeof *x);
+        for (size_t j = 0; j < n; j++)
+            x[j] = rate[j] > 0 ? s->u[j] : 0;
         return 0;
     }
     uint64_t rng = 0x9e3779b97f4a7c15ull;
-    size_t lo = 0, hi = n;
+    size_t lo = 0, hi = m;
     double acc_low = 0, b_high = 0;
     while (lo < hi) {
         rng ^= rng << 13;
@@ -853,9 +927,11 @@ static int solve_equal(const struct scratch *s, size_t n, double need, double *x
             lo = gt;
         }
     }
-    double r = b_high > 0 ? (need - acc_low) / b_high : 0;
-    for (size_t j = 0; j < n; j++)
-        x[j] = r < s->u[j] ? r : s->u[j];
+    double k = b_high > 0 ? (need - acc_low) / b_high : 0;
+    for (size_t j = 0; j < n; j++) {
+        double xj = k * rate[j];
+        x[j] = !(rate[j] > 0) ? 0 : xj < s->u[j] ? xj : s->u[j];
+    }
     return 1;
 }
 
@@ -1087,7 +1163,7 @@ static int plan_reserve(struct pflex_alloc_plan *plan, size_t n, pflex_error_t *
 int pflex_alloc_plan(const struct pflex_alloc_problem *p, enum pflex_policy policy,
                      struct pflex_alloc_plan *plan, pflex_error_t *err)
 {
-    if ((unsigned)policy > PFLEX_POLICY_OPTIMAL)
+    if ((unsigned)policy >= PFLEX_POLICY_COUNT)
         return pflex_error_set(err, "unknown policy %d", (int)policy);
     if (!isfinite(p->budget_w))
         return pflex_error_set(err, "the budget is not a finite number");
@@ -1106,7 +1182,11 @@ int pflex_alloc_plan(const struct pflex_alloc_problem *p, enum pflex_policy poli
     double *lout = policy == PFLEX_POLICY_OPTIMAL ? plan->throughput_j : NULL;
     switch (policy) {
     case PFLEX_POLICY_EQUAL:
-        feasible = solve_equal(s, n, s->base - p->budget_w, x);
+    case PFLEX_POLICY_PROPORTIONAL:
+    case PFLEX_POLICY_PFI_WEIGHTED:
+        feasible = solve_fill(s, n, s->base - p->budget_w, x);
+        break;
+    case PFLEX_POLICY_COUNT:
         break;
     case PFLEX_POLICY_PFI: {
         uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -1140,18 +1220,31 @@ int pflex_alloc_plan(const struct pflex_alloc_problem *p, enum pflex_policy poli
     plan->power_w = 0;
     plan->throughput = 0;
     plan->objective = 0;
+    plan->measured = 1;
+    plan->measured_throughput = 0;
+    plan->measured_objective = 0;
+    plan->floor_violations = 0;
+    const int model_only = policy == PFLEX_POLICY_PFI || policy == PFLEX_POLICY_PFI_WEIGHTED;
     for (size_t j = 0; j < n; j++) {
         const struct pflex_alloc_job *jb = &p->jobs[j];
-        double l;
-        if (policy == PFLEX_POLICY_PFI || !jb->npoints)
-            l = s->slope[j] * x[j];
-        else if (lout && !isnan(lout[j]))
-            l = lout[j];
-        else
-            l = curve_loss(jb->x, jb->loss, jb->npoints, x[j]);
+        double l, lm;       /* the policy's loss; the measured one */
+        if (!jb->npoints) {
+            l = lm = s->slope[j] * x[j];
+            plan->measured = 0;
+        } else {
+            if (lout && !isnan(lout[j]))
+                lm = lout[j];
+            else
+                lm = curve_loss(jb->x, jb->loss, jb->npoints, x[j]);
+            l = model_only ? s->slope[j] * x[j] : lm;
+            if (jb->floor > 0 && 1.0 - lm < jb->floor * (1 - 1e-9))
+                plan->floor_violations++;
+        }
         plan->throughput_j[j] = jb->t0 * (1.0 - l);
         plan->throughput += plan->throughput_j[j];
         plan->objective += job_a(s, j) * (1.0 - l);
+        plan->measured_throughput += jb->t0 * (1.0 - lm);
+        plan->measured_objective += job_a(s, j) * (1.0 - lm);
         plan->power_w += job_b(s, j) * (1.0 - x[j]);
     }
     plan->feasible = plan->power_w <= p->budget_w;
@@ -1183,6 +1276,12 @@ int pflex_alloc_score(const struct pflex_alloc_problem *p, const double *x,
     return 0;
 }
 
+double pflex_alloc_gap_recovered(double te, double tp, double to)
+{
+    double scale = fabs(to) > 0 ? fabs(to) : 1;
+    return to - te > 1e-6 * scale ? (tp - te) / (to - te) : NAN;
+}
+
 int pflex_alloc_compare(const struct pflex_alloc_problem *p,
                         struct pflex_alloc_comparison *out, pflex_error_t *err)
 {
@@ -1190,11 +1289,14 @@ int pflex_alloc_compare(const struct pflex_alloc_problem *p,
     pflex_alloc_plan_init(&plan);
     memset(out, 0, sizeof *out);
     int rc = 0;
-    for (int k = 0; k < 3 && rc == 0; k++) {
+    for (int k = 0; k < PFLEX_POLICY_COUNT && rc == 0; k++) {
+        if (k == PFLEX_POLICY_PROPORTIONAL && !p->rate_by)
+            continue;
         rc = pflex_alloc_plan(p, (enum pflex_policy)k, &plan, err);
         if (rc == 0)
             rc = pflex_alloc_score(p, plan.x, &out->score[k], err);
         out->feasible[k] = plan.feasible;
+        out->ran[k] = 1;
         if (k == PFLEX_POLICY_OPTIMAL)
             out->gap_bound = plan.gap_bound;
     }
@@ -1202,13 +1304,14 @@ int pflex_alloc_compare(const struct pflex_alloc_problem *p,
     if (rc < 0)
         return -1;
     double te = out->score[PFLEX_POLICY_EQUAL].objective;
-    double tp = out->score[PFLEX_POLICY_PFI].objective;
     double to = out->score[PFLEX_POLICY_OPTIMAL].objective;
-    double scale = fabs(to) > 0 ? fabs(to) : 1;
-    out->gap_recovered = to - te > 1e-12 * scale ? (tp - te) / (to - te) : NAN;
-    out->per_job_recovered = p->njobs
-        ? (out->score[PFLEX_POLICY_PFI].throughput - out->score[PFLEX_POLICY_EQUAL].throughput)
-          / (double)p->njobs
-        : 0;
+    for (int k = 0; k < PFLEX_POLICY_COUNT; k++) {
+        out->gap_recovered[k] = out->ran[k]
+            ? pflex_alloc_gap_recovered(te, out->score[k].objective, to) : NAN;
+        out->per_job_recovered[k] = out->ran[k] && p->njobs
+            ? (out->score[k].throughput - out->score[PFLEX_POLICY_EQUAL].throughput)
+              / (double)p->njobs
+            : NAN;
+    }
     return 0;
 }

@@ -9,7 +9,7 @@
 #include "pflex/alloc.h"
 #include "pflex/csv.h"
 #include "pflex/curve.h"
-#include "pflex/model.h"
+#include "pflex/gpukind.h"
 #include "pflex/pfi.h"
 #include "pflex/pficsv.h"
 #include "pflex/sweep.h"
@@ -24,6 +24,10 @@ struct storage {
     struct pflex_big jobs;      /* in->jobs when they are the sweep's jobs */
     struct pflex_big points;    /* their curves: x then loss, job after job */
     struct pflex_big names;     /* their names, NUL-terminated, job after job */
+    double *sweep_by;           /* per sweep job (with a jobs file), the by column */
+    int by_known;               /* the by column is one the sweep keeps */
+    size_t dram_copy_jobs;      /* sweep jobs with dram_active and mem_copy_util */
+    int any_weight;             /* some sweep job's weight is not 1 */
 };
 
 void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
@@ -37,6 +41,7 @@ void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
         free(st->curves);
         free(st->jobs_buf);
         free(st->by_name);
+        free(st->sweep_by);
         pflex_big_free(&st->points);
         pflex_big_free(&st->names);
         if (st->jobs.p)
@@ -47,6 +52,8 @@ void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
     } else {
         free(in->jobs);
     }
+    free(in->by);
+    free(in->caps);
     free(in);
 }
 
@@ -65,9 +72,60 @@ static const struct pflex_sweep_job *sweep_find(const struct storage *st, const 
     return hit ? *hit : NULL;
 }
 
+/* The settable cap range of a sweep job: its GPU kind's, else the caps
+ * its curve was measured at (each of which was set), up to the baseline's. */
+static void sweep_range(const struct pflex_sweep_job *sj, const struct pflex_curve *c,
+                        double *lo, double *hi)
+{
+    const struct pflex_gpu_range *k = pflex_gpu_range_find(sj->gpu);
+    if (k) {
+        *lo = k->min_cap_w;
+        *hi = k->max_cap_w;
+        return;
+    }
+    *lo = *hi = c->cap0_w;
+    for (size_t i = 0; i < c->n; i++)
+        if (c->cap_w[i] < *lo)
+            *lo = c->cap_w[i];
+}
+
+/* A sweep job's value of the by column: 1 and *v (NaN where the job has
+ * none), or 0 when name is not a column the sweep keeps.  Telemetry is the
+ * baseline's (the highest cap, the last point). */
+static int sweep_by(const struct pflex_sweep_job *sj, const char *name, double *v)
+{
+    if (strcmp(name, "weight") == 0) {
+        *v = sj->weight;
+        return 1;
+    }
+    if (strcmp(name, "gpus") == 0) {
+        *v = sj->gpus;
+        return 1;
+    }
+    const double *tm = sj->telemetry && sj->npoints
+        ? sj->telemetry + (sj->npoints - 1) * PFLEX_TM_COUNT : NULL;
+    if (strcmp(name, "dram_copy") == 0) {
+        *v = tm ? tm[PFLEX_TM_DRAM_ACTIVE] * tm[PFLEX_TM_MEM_COPY_UTIL] / 100.0 : NAN;
+        return 1;
+    }
+    for (int f = 0; f < PFLEX_TM_COUNT; f++)
+        if (strcmp(name, pflex_tm_name((enum pflex_tm)f)) == 0) {
+            *v = tm ? tm[f] : NAN;
+            return 1;
+        }
+    return 0;
+}
+
+static int sweep_has_dram_copy(const struct pflex_sweep_job *sj)
+{
+    const double *tm = sj->telemetry && sj->npoints
+        ? sj->telemetry + (sj->npoints - 1) * PFLEX_TM_COUNT : NULL;
+    return tm && isfinite(tm[PFLEX_TM_DRAM_ACTIVE]) && isfinite(tm[PFLEX_TM_MEM_COPY_UTIL]);
+}
+
 /* A job from sweep job k (its curve) with the given identity. */
-static void job_from_curve(struct pflex_alloc_job *j, const struct pflex_curve *c,
-                           const struct pflex_sweep_job *sj)
+static void job_from_curve(struct pflex_alloc_job *j, struct pflex_alloc_capinfo *ci,
+                           const struct pflex_curve *c, const struct pflex_sweep_job *sj)
 {
     memset(j, 0, sizeof *j);
     j->name = sj->name;
@@ -82,6 +140,8 @@ static void job_from_curve(struct pflex_alloc_job *j, const struct pflex_curve *
     j->npoints = c->n;
     j->x = c->x;
     j->loss = c->loss;
+    ci->cap_w = c->cap_w;
+    sweep_range(sj, c, &ci->cap_min_w, &ci->cap_max_w);
 }
 
 /* A sweep for a jobs file to pick curves from: the sweep, each job's
@@ -102,13 +162,19 @@ static int read_sweep(const struct pflex_alloc_source *src, struct storage *st,
     struct pflex_sweep_point *tmp = malloc(maxp * sizeof *tmp);
     st->curves = calloc(n ? n : 1, sizeof *st->curves);
     st->by_name = malloc((n ? n : 1) * sizeof *st->by_name);
-    if (!tmp || !st->curves || !st->by_name) {
+    st->sweep_by = malloc((n ? n : 1) * sizeof *st->sweep_by);
+    if (!tmp || !st->curves || !st->by_name || !st->sweep_by) {
         free(tmp);
         return pflex_error_set(err, "%s: out of memory", sname);
     }
     for (size_t k = 0; k < n; k++) {
         struct pflex_sweep_job *sj = &sw->jobs[k];
         pflex_error_t e;
+        st->sweep_by[k] = NAN;
+        if (src->by)
+            st->by_known = sweep_by(sj, src->by, &st->sweep_by[k]);
+        st->dram_copy_jobs += (size_t)sweep_has_dram_copy(sj);
+        st->any_weight |= sj->weight != 1.0;
         memcpy(tmp, sj->points, sj->npoints * sizeof *tmp);
         if (pflex_curve_init_in(&st->curves[k], tmp, sj->npoints, (double *)(void *)sj->points,
                                 &e) < 0) {
@@ -137,6 +203,14 @@ struct collect {
     size_t njobs, nvals, nname;
     int failed;                 /* first holds the first curve error */
     pflex_error_t first;
+    const char *by_name;        /* the by column, or NULL */
+    double *by;                 /* its values, per job */
+    size_t by_cap;
+    struct pflex_alloc_capinfo *caps;   /* per job */
+    size_t caps_cap;
+    int by_known;               /* by_name is a column the sweep keeps */
+    int any_weight;             /* some job's weight is not 1 */
+    size_t dram_copy_jobs;      /* jobs with dram_active and mem_copy_util */
 };
 
 static void collect_restart(void *ctx)
@@ -144,6 +218,8 @@ static void collect_restart(void *ctx)
     struct collect *k = ctx;
     k->njobs = k->nvals = k->nname = 0;
     k->failed = 0;
+    k->any_weight = 0;
+    k->dram_copy_jobs = 0;
 }
 
 static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_t *err)
@@ -153,8 +229,8 @@ static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_
     if (k->failed)
         return 0;
     /* The curve is built where it is kept (x, then loss, then cap_w, room
-     * for every point each); its loss is moved down next to its x, and
-     * its cap_w, not kept, is left for the next job to write over. */
+     * for every point each); its loss and cap_w are moved down next to its
+     * x. */
     size_t np = sj->npoints;
     if (pflex_big_reserve(&st->points, (k->nvals + 3 * np) * sizeof(double)) < 0)
         return pflex_error_set(err, "%s: out of memory", k->sname);
@@ -168,16 +244,43 @@ static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_
     }
     if (c.n < np) {
         memmove(v + c.n, v + np, c.n * sizeof *v);
+        memmove(v + 2 * c.n, v + 2 * np, c.n * sizeof *v);
         c.loss = v + c.n;
+        c.cap_w = v + 2 * c.n;
     }
     size_t namelen = strlen(sj->name) + 1;
     if (pflex_big_reserve(&st->jobs, (k->njobs + 1) * sizeof(struct pflex_alloc_job)) < 0
         || pflex_big_reserve(&st->names, k->nname + namelen) < 0)
         return pflex_error_set(err, "%s: out of memory", k->sname);
     memcpy((char *)st->names.p + k->nname, sj->name, namelen);
-    job_from_curve((struct pflex_alloc_job *)st->jobs.p + k->njobs, &c, sj);
+    if (k->njobs == k->caps_cap) {
+        size_t nc = k->caps_cap ? 2 * k->caps_cap : 64;
+        struct pflex_alloc_capinfo *ncp = realloc(k->caps, nc * sizeof *ncp);
+        if (!ncp)
+            return pflex_error_set(err, "%s: out of memory", k->sname);
+        k->caps = ncp;
+        k->caps_cap = nc;
+    }
+    job_from_curve((struct pflex_alloc_job *)st->jobs.p + k->njobs, &k->caps[k->njobs], &c, sj);
+    if (k->by_name) {
+        if (k->njobs == k->by_cap) {
+            size_t nc = k->by_cap ? 2 * k->by_cap : 64;
+            double *nb = realloc(k->by, nc * sizeof *nb);
+            if (!nb)
+                return pflex_error_set(err, "%s: out of memory", k->sname);
+            k->by = nb;
+            k->by_cap = nc;
+        }
+        double bv = NAN;
+        k->by_known = sweep_by(sj, k->by_name, &bv);
+        k->by[k->njobs] = bv;
+    }
+    if (sj->weight != 1.0)
+        k->any_weight = 1;
+    if (sweep_has_dram_copy(sj))
+        k->dram_copy_jobs++;
     k->njobs++;
-    k->nvals += 2 * c.n;
+    k->nvals += 3 * c.n;
     k->nname += namelen;
     return 0;
 }
@@ -185,27 +288,36 @@ static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_
 static int read_sweep_jobs(const struct pflex_alloc_source *src, struct storage *st,
                            pflex_alloc_input_t *in, pflex_error_t *err)
 {
-    struct collect k = {.st = st, .in = in};
+    struct collect k = {.st = st, .in = in, .by_name = src->by};
     k.sname = strcmp(src->sweep_path, "-") == 0 ? "<stdin>" : src->sweep_path;
     struct pflex_sweep_visitor v = {.ctx = &k, .job = collect_job, .restart = collect_restart};
     int rc = pflex_sweep_read_file_each(src->sweep_path, src->columns, &v, err);
-    if (rc < 0)
-        return -1;
-    if (k.failed) {
-        *err = k.first;
+    if (rc < 0 || k.failed) {
+        if (rc == 0)
+            *err = k.first;
+        free(k.by);
+        free(k.caps);
         return -1;
     }
+    if (k.by_known)
+        in->by = k.by;
+    else
+        free(k.by);
+    in->has_weight = k.any_weight;
+    in->has_dram_copy = k.njobs > 0 && k.dram_copy_jobs == k.njobs;
     struct pflex_alloc_job *jobs = st->jobs.p;
     const double *vals = st->points.p;
     const char *name = st->names.p;
     for (size_t j = 0; j < k.njobs; j++) {
         jobs[j].x = vals;
         jobs[j].loss = vals + jobs[j].npoints;
-        vals += 2 * jobs[j].npoints;
+        k.caps[j].cap_w = vals + 2 * jobs[j].npoints;
+        vals += 3 * jobs[j].npoints;
         jobs[j].name = name;
         name += strlen(name) + 1;
     }
     in->jobs = jobs;
+    in->caps = k.caps;
     in->njobs = k.njobs;
     return 0;
 }
@@ -235,7 +347,8 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
     }
     char *names = st->jobs_buf;
     size_t cap = 0;
-    int idx[J_COUNT], rc = -1, got;
+    int idx[J_COUNT], rc = -1, got, by_idx = -1;
+    double *by = NULL;
     pflex_csv_t c;
     pflex_csv_init(&c, buf, len, file);
     if ((got = pflex_csv_next(&c, err)) <= 0) {
@@ -257,6 +370,13 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
         if (idx[k] >= 0 && (size_t)idx[k] + 1 > need)
             need = (size_t)idx[k] + 1;
     }
+    for (size_t f = 0; src->by && f < c.nfields; f++)
+        if (pflex_csv_field_is(&c.fields[f], src->by))
+            by_idx = (int)f;
+    if (by_idx >= 0 && (size_t)by_idx + 1 > need)
+        need = (size_t)by_idx + 1;
+    in->has_weight = idx[J_WEIGHT] >= 0 || st->any_weight;
+    in->has_dram_copy = st->sweep->njobs > 0 && st->dram_copy_jobs == st->sweep->njobs;
     while ((got = pflex_csv_next(&c, err)) == 1) {
         const struct pflex_csv_field *f = c.fields;
         unsigned line = c.line;
@@ -268,11 +388,17 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
         if (in->njobs == cap) {
             size_t nc = cap ? 2 * cap : 16;
             struct pflex_alloc_job *nj = realloc(in->jobs, nc * sizeof *nj);
-            if (!nj) {
+            if (nj)
+                in->jobs = nj;
+            struct pflex_alloc_capinfo *ncp = nj ? realloc(in->caps, nc * sizeof *ncp) : NULL;
+            if (ncp)
+                in->caps = ncp;
+            double *nb = ncp ? realloc(by, nc * sizeof *nb) : NULL;
+            if (!nb) {
                 pflex_error_set(err, "%s:%u: out of memory", file, line);
                 goto done;
             }
-            in->jobs = nj;
+            by = nb;
             cap = nc;
         }
         const struct pflex_csv_field *jf = &f[idx[J_JOB]], *cf = &f[idx[J_CURVE]];
@@ -294,7 +420,18 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
             goto done;
         }
         struct pflex_alloc_job *j = &in->jobs[in->njobs];
-        job_from_curve(j, &st->curves[sj - st->sweep->jobs], sj);
+        job_from_curve(j, &in->caps[in->njobs], &st->curves[sj - st->sweep->jobs], sj);
+        by[in->njobs] = st->sweep_by[sj - st->sweep->jobs];
+        if (by_idx >= 0) {
+            const struct pflex_csv_field *bf = &f[by_idx];
+            by[in->njobs] = NAN;
+            if (bf->len && (pflex_parse_double(bf->s, bf->len, &by[in->njobs]) < 0
+                            || !isfinite(by[in->njobs]))) {
+                pflex_error_set(err, "%s:%u: column '%s': '%.*s' is not a number", file, line,
+                                src->by, (int)(bf->len > 40 ? 40 : bf->len), bf->s);
+                goto done;
+            }
+        }
         memcpy(names, jf->s, jf->len);
         names[jf->len] = 0;
         j->name = names;
@@ -340,21 +477,27 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
         pflex_error_set(err, "%s: no jobs after the header", file);
         goto done;
     }
+    if (src->by && (by_idx >= 0 || st->by_known)) {
+        in->by = by;
+        by = NULL;
+    }
     rc = 0;
 done:
+    free(by);
     pflex_csv_fini(&c);
     free(buf);
     return rc;
 }
 
-/* x_hi of a job known only by its PFI row. */
+/* x_hi of a job known only by its PFI row: to its GPU kind's minimum cap,
+ * else the row's range, else 0.30.  A job without a PFI is not cut. */
 static double pfi_range(const struct pflex_pfi_row *r)
 {
     if (isnan(r->pfi))
         return 0;
-    const struct pflex_gpu_kind *k = r->gpu ? pflex_gpu_kind_find(r->gpu) : NULL;
-    if (k && k->min_cap_w > 0 && k->min_cap_w < r->power_w)
-        return 1.0 - k->min_cap_w / r->power_w;
+    const struct pflex_gpu_range *k = pflex_gpu_range_find(r->gpu);
+    if (k)
+        return k->min_cap_w < r->power_w ? 1.0 - k->min_cap_w / r->power_w : 0;
     return isnan(r->range) || !(r->range > 0) ? PFLEX_PFI_RANGE_DEFAULT : r->range;
 }
 
@@ -378,8 +521,16 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
         pflex_error_set(err, "a jobs file needs a sweep to take its curves from");
         goto fail;
     }
-    if (src->pfi_path && pflex_pficsv_read_file(src->pfi_path, &st->pfi, err) < 0)
+    if (src->pfi_path && pflex_pficsv_read_file_by(src->pfi_path, src->by, &st->pfi, err) < 0)
         goto fail;
+    if (st->pfi)
+        for (size_t k = 0; k < st->pfi->n; k++)
+            if (strcmp(st->pfi->rows[k].metric, "ratio") != 0) {
+                pflex_error_set(err, "%s:%u: metric '%s': the policies plan with the study's "
+                                "ratio PFI (write it with pflex pfi --metric ratio --csv)",
+                                src->pfi_path, st->pfi->rows[k].line, st->pfi->rows[k].metric);
+                goto fail;
+            }
     if (src->sweep_path) {
         if (src->jobs_path) {
             if (read_sweep(src, st, err) < 0 || read_jobs(src, st, in, err) < 0)
@@ -397,11 +548,16 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
                     goto fail;
                 }
                 j->pfi = r->pfi;
+                if (st->pfi->has_by && in->by && !isnan(r->by))
+                    in->by[k] = r->by;
             }
+        if (st->pfi && st->pfi->has_weight)
+            in->has_weight = 1;
     } else {
         size_t n = st->pfi->n;
         in->jobs = calloc(n, sizeof *in->jobs);
-        if (!in->jobs) {
+        in->caps = calloc(n, sizeof *in->caps);
+        if (!in->jobs || !in->caps) {
             pflex_error_set(err, "out of memory");
             goto fail;
         }
@@ -417,9 +573,38 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
             j->floor = r->floor;
             j->pfi = r->pfi;
             j->x_hi = pfi_range(r);
+            const struct pflex_gpu_range *gk = pflex_gpu_range_find(r->gpu);
+            if (gk) {
+                in->caps[k].cap_min_w = gk->min_cap_w;
+                in->caps[k].cap_max_w = gk->max_cap_w;
+            }
         }
         in->njobs = n;
+        in->has_weight = st->pfi->has_weight;
     }
+    if (src->by && !in->by && st->pfi && st->pfi->has_by) {
+        in->by = malloc((in->njobs ? in->njobs : 1) * sizeof *in->by);
+        if (!in->by) {
+            pflex_error_set(err, "out of memory");
+            goto fail;
+        }
+        for (size_t k = 0; k < in->njobs; k++) {
+            const struct pflex_pfi_row *r = pflex_pficsv_find(st->pfi, in->jobs[k].name);
+            in->by[k] = r ? r->by : NAN;
+        }
+    }
+    if (src->by && !in->by) {
+        pflex_error_set(err, "--by: no column '%s' in the input (a sweep gives weight, gpus, "
+                        "its telemetry columns and dram_copy; a jobs file or a PFI CSV any "
+                        "column)", src->by);
+        goto fail;
+    }
+    for (size_t k = 0; src->by && k < in->njobs; k++)
+        if (!(in->by[k] >= 0) || !isfinite(in->by[k])) {
+            pflex_error_set(err, "--by %s: job '%s' has %s", src->by, in->jobs[k].name,
+                            isnan(in->by[k]) ? "no value" : "a negative value");
+            goto fail;
+        }
     for (size_t k = 0; k < in->njobs; k++) {
         struct pflex_alloc_job *j = &in->jobs[k];
         if (isnan(j->floor))

@@ -75,6 +75,18 @@ static int curve_build(struct pflex_curve *c, const struct pflex_sweep_point *pt
         i = j;
     }
     c->x_max = xs[c->n - 1];
+    /* The origin's cap: the lowest cap that still does not bind above
+     * every binding one (the baseline cap when all below it bind), which is
+     * where the draw first falls under P0 as the cap is lowered. */
+    double top_bind = -INFINITY, anchor = c->cap0_w;
+    for (size_t k = 1; k < c->n; k++)
+        if (cs[k] > top_bind)
+            top_bind = cs[k];
+    for (size_t q = 0; q < npts; q++)
+        if (!(1.0 - pts[q].power_w / c->p0_w > 0) && pts[q].cap_w > top_bind
+            && pts[q].cap_w < anchor)
+            anchor = pts[q].cap_w;
+    cs[0] = anchor;
     return 0;
 }
 

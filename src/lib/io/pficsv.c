@@ -7,11 +7,13 @@
 #include "pflex/sweep.h"
 
 enum { C_JOB, C_GPUS, C_POWER, C_TPUT, C_PFI, C_RANGE, C_FLOOR, C_TIER, C_WEIGHT, C_GPU,
-       C_CAP, C_COUNT };
-static const char *const names[C_COUNT] = {
+       C_CAP, C_METRIC, C_GRID, C_BY, C_COUNT };
+static const char *names[C_COUNT] = {
     "job", "gpus", "power_w", "throughput", "pfi", "range", "floor", "tier", "weight", "gpu",
-    "cap_w",
+    "cap_w", "metric", "grid", NULL,
 };
+
+static const char *const metrics[] = {"ratio", "area", "elasticity", "loss-area"};
 
 struct store {
     char *strings;
@@ -65,15 +67,18 @@ void pflex_pficsv_destroy(pflex_pficsv_t *p)
     free(p);
 }
 
-int pflex_pficsv_read_mem(const char *buf, size_t len, const char *name,
-                          pflex_pficsv_t **out, pflex_error_t *err)
+int pflex_pficsv_read_mem_by(const char *buf, size_t len, const char *name, const char *by,
+                             pflex_pficsv_t **out, pflex_error_t *err)
 {
     const char *file = name ? name : "-";
     pflex_csv_t c;
     pflex_csv_init(&c, buf, len, file);
     pflex_pficsv_t *p = calloc(1, sizeof *p);
     struct store *st = calloc(1, sizeof *st);
-    size_t *job_off = NULL, *gpu_off = NULL, cap = 0;
+    size_t *job_off = NULL, *gpu_off = NULL, *grid_off = NULL, cap = 0;
+    const char *colnames[C_COUNT];
+    memcpy(colnames, names, sizeof colnames);
+    colnames[C_BY] = by;
     int idx[C_COUNT], rc = -1, got;
     *out = NULL;
     if (!p || !st) {
@@ -90,8 +95,8 @@ int pflex_pficsv_read_mem(const char *buf, size_t len, const char *name,
     size_t need = 0;
     for (int k = 0; k < C_COUNT; k++) {
         idx[k] = -1;
-        for (size_t f = 0; f < c.nfields; f++)
-            if (pflex_csv_field_is(&c.fields[f], names[k])) {
+        for (size_t f = 0; colnames[k] && f < c.nfields; f++)
+            if (pflex_csv_field_is(&c.fields[f], colnames[k])) {
                 idx[k] = (int)f;
                 break;
             }
@@ -103,6 +108,8 @@ int pflex_pficsv_read_mem(const char *buf, size_t len, const char *name,
         if (idx[k] >= 0 && (size_t)idx[k] + 1 > need)
             need = (size_t)idx[k] + 1;
     }
+    p->has_weight = idx[C_WEIGHT] >= 0;
+    p->has_by = idx[C_BY] >= 0;
     while ((got = pflex_csv_next(&c, err)) == 1) {
         unsigned line = c.line;
         const struct pflex_csv_field *f = c.fields;
@@ -120,17 +127,21 @@ int pflex_pficsv_read_mem(const char *buf, size_t len, const char *name,
                 p->rows = nr;
             if (nj)
                 job_off = nj;
-            if (!ng) {
+            if (ng)
+                gpu_off = ng;
+            size_t *nd = ng ? realloc(grid_off, nc * sizeof *nd) : NULL;
+            if (!nd) {
                 pflex_error_set(err, "%s:%u: out of memory", file, line);
                 goto done;
             }
-            gpu_off = ng;
+            grid_off = nd;
             cap = nc;
         }
         struct pflex_pfi_row *r = &p->rows[p->n];
         memset(r, 0, sizeof *r);
         r->line = line;
-        r->pfi = r->range = r->floor = r->cap_w = NAN;
+        r->pfi = r->range = r->floor = r->cap_w = r->by = NAN;
+        r->metric = metrics[0];
         r->weight = 1;
         const struct pflex_csv_field *jf = &f[idx[C_JOB]];
         if (!jf->len) {
@@ -146,6 +157,24 @@ int pflex_pficsv_read_mem(const char *buf, size_t len, const char *name,
                                                              &gpu_off[p->n]) < 0) {
             pflex_error_set(err, "%s:%u: out of memory", file, line);
             goto done;
+        }
+        grid_off[p->n] = (size_t)-1;
+        if (idx[C_GRID] >= 0 && f[idx[C_GRID]].len && add_str(st, &f[idx[C_GRID]],
+                                                               &grid_off[p->n]) < 0) {
+            pflex_error_set(err, "%s:%u: out of memory", file, line);
+            goto done;
+        }
+        if (idx[C_METRIC] >= 0 && f[idx[C_METRIC]].len) {
+            const struct pflex_csv_field *mf = &f[idx[C_METRIC]];
+            r->metric = NULL;
+            for (size_t k = 0; k < sizeof metrics / sizeof *metrics; k++)
+                if (pflex_csv_field_is(mf, metrics[k]))
+                    r->metric = metrics[k];
+            if (!r->metric) {
+                bad(err, file, line, C_METRIC, mf,
+                    "is not a PFI metric (ratio, area, elasticity, loss-area)");
+                goto done;
+            }
         }
         double g;
         const struct pflex_csv_field *gf = &f[idx[C_GPUS]];
@@ -164,9 +193,21 @@ int pflex_pficsv_read_mem(const char *buf, size_t len, const char *name,
             goto done;
         }
         const struct pflex_csv_field *xf = &f[idx[C_PFI]];
-        if (xf->len && (pflex_parse_double(xf->s, xf->len, &r->pfi) < 0 || r->pfi > 1e6
-                        || r->pfi < -1e6)) {
-            bad(err, file, line, C_PFI, xf, "is not a number");
+        if (xf->len && (pflex_parse_double(xf->s, xf->len, &r->pfi) < 0 || !isfinite(r->pfi)
+                        || r->pfi > 1e6 || r->pfi < -1e6)) {
+            bad(err, file, line, C_PFI, xf, "is not a finite number");
+            goto done;
+        }
+        /* What the metric cannot produce: a ratio PFI is a mean of positive
+         * ratios x/L (SPEC §2); the area between curves over the unit square
+         * lies within [-1, 1]. */
+        if (xf->len && r->metric == metrics[0] && !(r->pfi > 0)) {
+            bad(err, file, line, C_PFI, xf, "cannot be a ratio PFI (a mean of x/L over "
+                "capped points: > 0)");
+            goto done;
+        }
+        if (xf->len && r->metric == metrics[1] && !(r->pfi >= -1 && r->pfi <= 1)) {
+            bad(err, file, line, C_PFI, xf, "cannot be an area PFI (within [-1, 1])");
             goto done;
         }
         if (idx[C_RANGE] >= 0 && f[idx[C_RANGE]].len) {
@@ -210,6 +251,14 @@ int pflex_pficsv_read_mem(const char *buf, size_t len, const char *name,
                 goto done;
             }
         }
+        if (idx[C_BY] >= 0 && f[idx[C_BY]].len) {
+            const struct pflex_csv_field *bf = &f[idx[C_BY]];
+            if (pflex_parse_double(bf->s, bf->len, &r->by) < 0 || !isfinite(r->by)) {
+                pflex_error_set(err, "%s:%u: column '%s': '%.*s' is not a number", file, line,
+                                by, (int)(bf->len > 40 ? 40 : bf->len), bf->s);
+                goto done;
+            }
+        }
         p->n++;
     }
     if (got < 0)
@@ -221,6 +270,7 @@ int pflex_pficsv_read_mem(const char *buf, size_t len, const char *name,
     for (size_t q = 0; q < p->n; q++) {
         p->rows[q].job = st->strings + job_off[q];
         p->rows[q].gpu = gpu_off[q] == (size_t)-1 ? NULL : st->strings + gpu_off[q];
+        p->rows[q].grid = grid_off[q] == (size_t)-1 ? NULL : st->strings + grid_off[q];
     }
     st->sorted = malloc(p->n * sizeof *st->sorted);
     if (!st->sorted) {
@@ -248,20 +298,33 @@ int pflex_pficsv_read_mem(const char *buf, size_t len, const char *name,
 done:
     free(job_off);
     free(gpu_off);
+    free(grid_off);
     pflex_csv_fini(&c);
     pflex_pficsv_destroy(p);
     return rc;
 }
 
+int pflex_pficsv_read_mem(const char *buf, size_t len, const char *name,
+                          pflex_pficsv_t **out, pflex_error_t *err)
+{
+    return pflex_pficsv_read_mem_by(buf, len, name, NULL, out, err);
+}
+
 int pflex_pficsv_read_file(const char *path, pflex_pficsv_t **out, pflex_error_t *err)
+{
+    return pflex_pficsv_read_file_by(path, NULL, out, err);
+}
+
+int pflex_pficsv_read_file_by(const char *path, const char *by, pflex_pficsv_t **out,
+                              pflex_error_t *err)
 {
     char *buf;
     size_t len;
     *out = NULL;
     if (pflex_read_all(path, &buf, &len, err) < 0)
         return -1;
-    int rc = pflex_pficsv_read_mem(buf, len, strcmp(path, "-") == 0 ? "<stdin>" : path, out,
-                                   err);
+    int rc = pflex_pficsv_read_mem_by(buf, len, strcmp(path, "-") == 0 ? "<stdin>" : path, by,
+                                      out, err);
     free(buf);
     return rc;
 }

@@ -453,7 +453,8 @@ static void chart_calibration(struct ctx *c)
            "simulator. RMSE over the caps the calibration scores.");
 }
 
-/* Chart: allocation policies across cuts. */
+/* Chart: allocation policies across cuts (pflex/report.h's policy order:
+ * equal, pfi-weighted, pfi, optimal). */
 static void chart_alloc(struct ctx *c)
 {
     const struct pflex_report_alloc *a = &c->r->alloc;
@@ -466,10 +467,18 @@ static void chart_alloc(struct ctx *c)
     for (size_t i = 0; i < a->ncuts; i++) {
         const struct pflex_report_cut *k = &a->cuts[i];
         double nj = 1e3 * (double)a->njobs;
-        fprintf(s, "%.1f %.4f %.4f %.4f %.3f %.5f %.5f %.5f\n", 100 * k->cut, k->throughput[0] / nj,
-                k->throughput[1] / nj, k->throughput[2] / nj,
-                isfinite(k->gap_recovered) ? 100 * k->gap_recovered : NAN, k->progress[0],
-                k->progress[1], k->progress[2]);
+        fprintf(s, "%.1f", 100 * k->cut);
+        for (int p = 0; p < PFLEX_REPORT_NPOL; p++)
+            fprintf(s, " %.4f", k->throughput[p] / nj);
+        for (int p = PFLEX_REPORT_POL_PFI_WEIGHTED; p <= PFLEX_REPORT_POL_PFI; p++) {
+            if (isfinite(k->gap_recovered[p]))
+                fprintf(s, " %.3f", 100 * k->gap_recovered[p]);
+            else
+                fputs(" NaN", s);
+        }
+        for (int p = 0; p < PFLEX_REPORT_NPOL; p++)
+            fprintf(s, " %.5f", k->progress[p]);
+        fputs("\n", s);
     }
     fputs("EOD\n", s);
     fprintf(s, "set multiplot layout 1,3 title 'Splitting a site power cut between %zu H200 jobs' font ',17'\n"
@@ -477,22 +486,27 @@ static void chart_alloc(struct ctx *c)
                "set title 'Throughput per job (measured curves)'\n"
                "set ylabel 'Tokens/s per job (thousands)'\n"
                "plot $a using 1:2 with linespoints lw 2.5 pt 5 lc rgb '#7f7f7f' title 'equal', \\\n"
-               "  $a using 1:3 with linespoints lw 2.5 pt 7 lc rgb '#1f77b4' title 'pfi', \\\n"
-               "  $a using 1:4 with linespoints lw 2.5 pt 9 dt 2 lc rgb '#2ca02c' title 'optimal'\n"
-               "set title 'Share of the equal-optimal gap pfi recovers'\n"
-               "set ylabel 'Gap recovered (%%)'\nset yrange [0:105]\n"
-               "plot $a using 1:5 with linespoints lw 2.5 pt 7 lc rgb '#1f77b4' title 'pfi'\n"
+               "  $a using 1:3 with linespoints lw 2.5 pt 7 lc rgb '#d62728' title 'pfi-weighted', \\\n"
+               "  $a using 1:4 with linespoints lw 2.5 pt 11 lc rgb '#1f77b4' title 'pfi', \\\n"
+               "  $a using 1:5 with linespoints lw 2.5 pt 9 dt 2 lc rgb '#2ca02c' title 'optimal'\n"
+               "set title 'Share of the equal-optimal gap recovered'\n"
+               "set ylabel 'Gap recovered (%%)'\nset yrange [*:105]\n"
+               "plot $a using 1:6 with linespoints lw 2.5 pt 7 lc rgb '#d62728' title 'pfi-weighted', \\\n"
+               "  $a using 1:7 with linespoints lw 2.5 pt 11 lc rgb '#1f77b4' title 'pfi'\n"
                "set title 'GPU-weighted objective'\nset yrange [*:*]\n"
                "set ylabel 'GPU-weighted mean T/T_0'\n"
-               "plot $a using 1:6 with linespoints lw 2.5 pt 5 lc rgb '#7f7f7f' title 'equal', \\\n"
-               "  $a using 1:7 with linespoints lw 2.5 pt 7 lc rgb '#1f77b4' title 'pfi', \\\n"
-               "  $a using 1:8 with linespoints lw 2.5 pt 9 dt 2 lc rgb '#2ca02c' title 'optimal'\n"
+               "plot $a using 1:8 with linespoints lw 2.5 pt 5 lc rgb '#7f7f7f' title 'equal', \\\n"
+               "  $a using 1:9 with linespoints lw 2.5 pt 7 lc rgb '#d62728' title 'pfi-weighted', \\\n"
+               "  $a using 1:10 with linespoints lw 2.5 pt 11 lc rgb '#1f77b4' title 'pfi', \\\n"
+               "  $a using 1:11 with linespoints lw 2.5 pt 9 dt 2 lc rgb '#2ca02c' title 'optimal'\n"
                "unset multiplot\n", a->njobs);
     figure(c, s, &buf, &len,
-           "Equal: every job gives up the same share of power. pfi: knows each job's PFI and "
-           "cuts the jobs that lose least per watt first. optimal: knows every measured curve. "
-           "With tokens/s as the objective, fast small models weigh most; the GPU-weighted "
-           "objective counts every GPU-hour of progress alike.");
+           "Equal: every job gives up the same share of power. pfi-weighted (the study's "
+           "PFI-aware policy, Eq. 2): each job's cut in W proportional to (P0/T0) x PFI, with "
+           "the ratio PFI measured on its curve. pfi: models each job's loss as x/PFI and cuts "
+           "where that model says it costs least. optimal: knows every measured curve. With "
+           "tokens/s as the objective, fast small models weigh most; the GPU-weighted objective "
+           "counts every GPU-hour of progress alike.");
 }
 
 static void stats_row(FILE *f, const char *label, const json_t *st)
@@ -589,29 +603,37 @@ static void alloc_section(struct ctx *c)
         return;
     }
     fprintf(f, "<p>The %zu H200 main runs with a PFI share a site whose GPU power (%.1f kW at the "
-               "highest cap) must drop by the cut. Each policy plans per-job power; every plan is "
-               "then scored on the measured curves (SPEC §2). The objective is total tokens/s; the "
-               "last columns plan again with the GPU-weighted objective (each job counts by its "
-               "GPUs times its normalised throughput). There the jobs are much alike, equal is "
-               "close to optimal, and pfi, which plans with a straight-line model of each curve, "
-               "can do worse than cutting every job equally.</p>\n", a->njobs, a->baseline_w / 1e3);
+               "highest cap) must drop by the cut, 0–40%% in 5%% steps as in the study's §6. "
+               "Each policy plans per-job power; every plan is then scored on the measured "
+               "curves (SPEC §2). The PFI policies use the study's ratio PFI measured on each "
+               "run's curve. The objective is total tokens/s; the last column plans again with "
+               "the GPU-weighted objective (each job counts by its GPUs times its normalised "
+               "throughput). Gap recovered: (policy − equal) / (optimal − equal), shown where "
+               "optimal beats equal by more than rounding.</p>\n", a->njobs, a->baseline_w / 1e3);
     chart_alloc(c);
-    fputs("<table class=\"num\">\n<tr><th>cut</th><th>budget (kW)</th><th>equal (tokens/s per job)</th>"
-          "<th>pfi</th><th>optimal</th><th>gap recovered by pfi</th>"
-          "<th>pfi − equal (tokens/s per job)</th><th>GPU-weighted T/T<sub>0</sub>: equal / pfi / "
-          "optimal</th></tr>\n", f);
+    fputs("<table class=\"num\">\n<tr><th>cut</th><th>budget (kW)</th>"
+          "<th>equal (tokens/s per job)</th><th>pfi-weighted</th><th>pfi</th><th>optimal</th>"
+          "<th>gap recovered by pfi-weighted</th><th>by pfi</th>"
+          "<th>pfi-weighted − equal (tokens/s per job)</th>"
+          "<th>GPU-weighted T/T<sub>0</sub>: equal / pfi-weighted / pfi / optimal</th></tr>\n", f);
     for (size_t i = 0; i < a->ncuts; i++) {
         const struct pflex_report_cut *k = &a->cuts[i];
-        fprintf(f, "<tr><td>%.0f%%%s</td><td>%.1f</td><td>%.0f</td><td>%.0f</td><td>%.0f</td>",
-                100 * k->cut, k->feasible[0] && k->feasible[1] && k->feasible[2] ? "" : " (infeasible)",
-                k->budget_w / 1e3, k->throughput[0] / a->njobs,
-                k->throughput[1] / a->njobs, k->throughput[2] / a->njobs);
-        if (isfinite(k->gap_recovered))
-            fprintf(f, "<td>%.1f%%</td>", 100 * k->gap_recovered);
-        else
-            fputs("<td>–</td>", f);
-        fprintf(f, "<td>%+.0f</td><td>%.3f / %.3f / %.3f</td></tr>\n", k->recovered_per_job,
-                k->progress[0], k->progress[1], k->progress[2]);
+        int all = 1;
+        for (int p = 0; p < PFLEX_REPORT_NPOL; p++)
+            all = all && k->feasible[p];
+        fprintf(f, "<tr><td>%.0f%%%s</td><td>%.1f</td>", 100 * k->cut, all ? "" : " (infeasible)",
+                k->budget_w / 1e3);
+        for (int p = 0; p < PFLEX_REPORT_NPOL; p++)
+            fprintf(f, "<td>%.0f</td>", k->throughput[p] / (double)a->njobs);
+        for (int p = PFLEX_REPORT_POL_PFI_WEIGHTED; p <= PFLEX_REPORT_POL_PFI; p++) {
+            if (isfinite(k->gap_recovered[p]))
+                fprintf(f, "<td>%.1f%%</td>", 100 * k->gap_recovered[p]);
+            else
+                fputs("<td>–</td>", f);
+        }
+        fprintf(f, "<td>%+.0f</td><td>%.3f / %.3f / %.3f / %.3f</td></tr>\n",
+                k->recovered_per_job[PFLEX_REPORT_POL_PFI_WEIGHTED], k->progress[0],
+                k->progress[1], k->progress[2], k->progress[3]);
     }
     fputs("</table>\n", f);
 }

@@ -273,9 +273,13 @@ static json_t *calibration(const struct pflex_report_calib *c)
     return o;
 }
 
+const char *const pflex_report_pol_names[PFLEX_REPORT_NPOL] = {
+    "equal", "pfi-weighted", "pfi", "optimal",
+};
+
 static json_t *allocation(const struct pflex_report_alloc *a)
 {
-    static const char *const pol[3] = {"equal", "pfi", "optimal"};
+    const char *const *pol = pflex_report_pol_names;
     json_t *o = json_object();
     json_object_set_new(o, "status", json_string(a->done ? "done" : "skipped"));
     json_object_set_new(o, "note", json_string(a->note));
@@ -283,6 +287,7 @@ static json_t *allocation(const struct pflex_report_alloc *a)
         return o;
     json_object_set_new(o, "jobs", json_integer((json_int_t)a->njobs));
     json_object_set_new(o, "objective", json_string("throughput"));
+    json_object_set_new(o, "pfi_metric", json_string("ratio"));
     json_object_set_new(o, "baseline_w", real(a->baseline_w));
     json_object_set_new(o, "baseline_throughput", real(a->baseline_throughput));
     json_object_set_new(o, "gpus", real(a->gpus));
@@ -292,22 +297,32 @@ static json_t *allocation(const struct pflex_report_alloc *a)
         json_t *e = json_object();
         json_object_set_new(e, "cut", real(c->cut));
         json_object_set_new(e, "budget_w", real(c->budget_w));
-        for (int p = 0; p < 3; p++) {
+        for (int p = 0; p < PFLEX_REPORT_NPOL; p++) {
             json_t *q = json_object();
             json_object_set_new(q, "throughput", real(c->throughput[p]));
             json_object_set_new(q, "per_job", real(c->throughput[p] / (double)a->njobs));
             json_object_set_new(q, "fraction", real(c->throughput[p] / a->baseline_throughput));
             json_object_set_new(q, "feasible", json_boolean(c->feasible[p]));
             json_object_set_new(q, "sla_violations", json_integer(c->sla_violations[p]));
+            json_object_set_new(q, "gap_recovered", real(c->gap_recovered[p]));
+            json_object_set_new(q, "recovered_per_job", real(c->recovered_per_job[p]));
             json_object_set_new(e, pol[p], q);
         }
-        json_object_set_new(e, "gap_recovered", real(c->gap_recovered));
-        json_object_set_new(e, "recovered_per_job", real(c->recovered_per_job));
+        /* the study's headline: the PFI-aware policy */
+        json_object_set_new(e, "gap_recovered",
+                            real(c->gap_recovered[PFLEX_REPORT_POL_PFI_WEIGHTED]));
+        json_object_set_new(e, "recovered_per_job",
+                            real(c->recovered_per_job[PFLEX_REPORT_POL_PFI_WEIGHTED]));
         json_object_set_new(e, "gap_bound", real(c->gap_bound));
         json_t *pr = json_object();
-        for (int p = 0; p < 3; p++)
+        for (int p = 0; p < PFLEX_REPORT_NPOL; p++)
             json_object_set_new(pr, pol[p], real(c->progress[p]));
-        json_object_set_new(pr, "gap_recovered", real(c->progress_gap_recovered));
+        json_t *pg = json_object();
+        for (int p = 0; p < PFLEX_REPORT_NPOL; p++)
+            json_object_set_new(pg, pol[p], real(c->progress_gap_recovered[p]));
+        json_object_set_new(pr, "gap_recovered",
+                            real(c->progress_gap_recovered[PFLEX_REPORT_POL_PFI_WEIGHTED]));
+        json_object_set_new(pr, "gap_recovered_by", pg);
         json_object_set_new(e, "progress", pr);
         json_array_append_new(cuts, e);
     }
