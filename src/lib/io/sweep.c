@@ -8,8 +8,8 @@
  * tokenizer.
  * A first pass assumes what every file we write does, that each job's rows
  * stand together: each job's rows are ordered by cap (reversed when they
- * fall, else insertion sort, linear on sorted input) and averaged as soon
- * as they end, and no row is kept; when jobs are handed over one by one
+ * fall, else a stable merge sort: linear on sorted input, O(n log n) in any
+ * order) and averaged as soon as they end, and no row is kept; when jobs are handed over one by one
  * (pflex_sweep_read_file_each) only the current job's name is kept.  If
  * two jobs turn out to share a name (their name hashes, sorted once at the
  * end), or the first pass cannot tell because of telemetry columns, the
@@ -143,6 +143,8 @@ struct reader {
     int grouped;                /* averaging each job as its rows end */
     struct row *cur;            /* grouped: the current job's rows */
     size_t ncur, cur_cap;
+    struct row *cur_tmp;        /* grouped: merge scratch, cur_cap rows */
+    size_t cur_tmp_cap;
     struct pflex_big points;    /* grouped: struct pflex_sweep_point */
     size_t npoints;
     long one_cap;               /* grouped: first job with one cap, or -1 */
@@ -413,6 +415,7 @@ static void reader_free(struct reader *r)
     free(r->vpts);
     free(r->tm);
     free(r->cur);
+    free(r->cur_tmp);
 }
 
 static int bad_field(pflex_error_t *err, const char *file, unsigned line, int col,
@@ -743,8 +746,92 @@ done:
     return rc;
 }
 
+/* A job's rows ordered by cap, stably (rows at one cap keep their file
+ * order, so that their sums are the same bit for bit): a merge sort, top
+ * down, whose merge is skipped where the two halves are already in order,
+ * so that sorted input costs one compare a row and any order, such as a
+ * sweep's repeats from the highest cap down (700, 700, 700, 650, ...),
+ * O(n log n).  tmp has room for n. */
+static void rows_merge(struct row *a, struct row *tmp, size_t n)
+{
+    if (n < 2)
+        return;
+    if (n <= 16) {              /* insertion: stable, cheap this small */
+        for (size_t i = 1; i < n; i++) {
+            struct row v = a[i];
+            size_t b = i;
+            while (b > 0 && a[b - 1].cap > v.cap) {
+                a[b] = a[b - 1];
+                b--;
+            }
+            a[b] = v;
+        }
+        return;
+    }
+    size_t h = n / 2;
+    rows_merge(a, tmp, h);
+    rows_merge(a + h, tmp, n - h);
+    if (!(a[h - 1].cap > a[h].cap))
+        return;
+    memcpy(tmp, a, h * sizeof *a);
+    size_t i = 0, j = h, k = 0;
+    while (i < h && j < n)
+        a[k++] = a[j].cap < tmp[i].cap ? a[j++] : tmp[i++];
+    while (i < h)
+        a[k++] = tmp[i++];
+}
+
+static void rows_sort(struct row *a, struct row *tmp, size_t n)
+{
+    size_t i = 1;
+    while (i < n && !(a[i - 1].cap > a[i].cap))
+        i++;
+    if (i < n)
+        rows_merge(a, tmp, n);
+}
+
+/* The same for the general grouping: row indices o[0..n), by rows[].cap. */
+static void order_merge(uint32_t *o, uint32_t *tmp, size_t n, const struct row *rows)
+{
+    if (n < 2)
+        return;
+    if (n <= 16) {
+        for (size_t i = 1; i < n; i++) {
+            uint32_t v = o[i];
+            double cv = rows[v].cap;
+            size_t b = i;
+            while (b > 0 && rows[o[b - 1]].cap > cv) {
+                o[b] = o[b - 1];
+                b--;
+            }
+            o[b] = v;
+        }
+        return;
+    }
+    size_t h = n / 2;
+    order_merge(o, tmp, h, rows);
+    order_merge(o + h, tmp, n - h, rows);
+    if (!(rows[o[h - 1]].cap > rows[o[h]].cap))
+        return;
+    memcpy(tmp, o, h * sizeof *o);
+    size_t i = 0, j = h, k = 0;
+    while (i < h && j < n)
+        o[k++] = rows[o[j]].cap < rows[tmp[i]].cap ? o[j++] : tmp[i++];
+    while (i < h)
+        o[k++] = tmp[i++];
+}
+
+static void order_sort(uint32_t *o, uint32_t *tmp, size_t n, const struct row *rows)
+{
+    size_t i = 1;
+    while (i < n && !(rows[o[i - 1]].cap > rows[o[i]].cap))
+        i++;
+    if (i < n)
+        order_merge(o, tmp, n, rows);
+}
+
 /* Average one job's rows (r->cur, in file order) into points: ordered by
- * cap where they lie (insertion sort: stable, linear on sorted input) and
+ * cap where they lie (rows_sort: stable, linear on sorted input) and
  * rows at the same cap summed in that order, as the general grouping does.
  * A job with one cap is remembered, not reported: every row is checked
  * first, as the general grouping does. */
@@ -784,15 +871,14 @@ static int flush_job(struct reader *r, long j)
                 .rows = 1, .line = o[a].line,
             };
     } else {
-        for (size_t a = 1; a < n; a++) {
-            struct row v = o[a];
-            size_t b = a;
-            while (b > 0 && o[b - 1].cap > v.cap) {
-                o[b] = o[b - 1];
-                b--;
-            }
-            o[b] = v;
+        if (r->cur_tmp_cap < n) {
+            struct row *nt = realloc(r->cur_tmp, r->cur_cap * sizeof *nt);
+            if (!nt)
+                return -1;
+            r->cur_tmp = nt;
+            r->cur_tmp_cap = r->cur_cap;
         }
+        rows_sort(o, r->cur_tmp, n);
         size_t a = 0;
         while (a < n) {
             size_t b = a;
@@ -894,6 +980,7 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
     struct store *st = calloc(1, sizeof *st);
     size_t *start = calloc(r->njobs + 1, sizeof *start);
     uint32_t *order = malloc(r->nrows * sizeof *order);
+    uint32_t *otmp = malloc(r->nrows * sizeof *otmp);
     const struct row *rows = r->rows.p;
     int rc = -1;
     sw->priv = st;
@@ -905,7 +992,7 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
         if (r->has_tm)
             st->telemetry = malloc(r->nrows * PFLEX_TM_COUNT * sizeof *st->telemetry);
     }
-    if (!st || !start || !order || !st->points.p || (r->has_tm && !st->telemetry)) {
+    if (!st || !start || !order || !otmp || !st->points.p || (r->has_tm && !st->telemetry)) {
         pflex_error_set(err, "%s: out of memory", r->name);
         goto out;
     }
@@ -932,17 +1019,8 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
         struct jobmeta *jm = META(r, j);
         uint32_t *o = order + start[j];
         size_t n = KEYS(r)[j].nrows;
-        /* Insertion sort by cap: stable, linear on sorted input. */
-        for (size_t a = 1; a < n; a++) {
-            uint32_t v = o[a];
-            double cv = rows[v].cap;
-            size_t b = a;
-            while (b > 0 && rows[o[b - 1]].cap > cv) {
-                o[b] = o[b - 1];
-                b--;
-            }
-            o[b] = v;
-        }
+        /* By cap: stable, linear on sorted input, O(n log n) in any order. */
+        order_sort(o, otmp, n, rows);
         struct pflex_sweep_job *job = &sw->jobs[j];
         job_out(&KEYS(r)[j], jm, st->names.p, job);
         job->points = points + np;
@@ -999,6 +1077,7 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
 out:
     free(start);
     free(order);
+    free(otmp);
     return rc;
 }
 

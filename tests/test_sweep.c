@@ -1,0 +1,96 @@
+/* test_sweep.c — the sweep reader as a user meets it: any row order, the
+ * inputs a file name may really be (a directory, an endless stream), job
+ * names of every kind, and what it refuses or warns about.
+ *
+ *  - Rows of one job in any order (as `pflex sweep --repeats` writes them,
+ *    shuffled, ascending) average into the points a brute force computes:
+ *    each cap's rows summed in file order, divided by their count, bit for
+ *    bit, in both of the reader's groupings (with and without telemetry). */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "pflex/sweep.h"
+
+static uint64_t rs = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+    rs ^= rs << 13;
+    rs ^= rs >> 7;
+    rs ^= rs << 17;
+    return rs;
+}
+
+struct trow {
+    int cap;
+    double power, tput;
+};
+
+/* Every order of rows gives what the definition gives. */
+static void test_any_order_averages(void **state)
+{
+    (void)state;
+    enum { NCAPS = 37, MAXR = 9 };
+    for (int iter = 0; iter < 60; iter++) {
+        int reps = 1 + (int)(rnd() % MAXR), n = NCAPS * reps, tm = iter & 1, shape = iter % 3;
+        struct trow *rows = malloc((size_t)n * sizeof *rows);
+        assert_non_null(rows);
+        for (int i = 0; i < n; i++) {
+            int k = i / reps;               /* shape 0: repeats, falling caps */
+            rows[i].cap = shape == 1 ? 200 + 10 * k : 200 + 10 * (NCAPS - 1 - k);
+            rows[i].power = rows[i].cap * (0.9 + (double)(rnd() % 1000) / 10000.0);
+            rows[i].tput = 100 + (double)(rnd() % 100000) / 1000.0;
+        }
+        if (shape == 2)
+            for (int i = n; i > 1; i--) {
+                int j = (int)(rnd() % (uint64_t)i);
+                struct trow t = rows[i - 1];
+                rows[i - 1] = rows[j];
+                rows[j] = t;
+            }
+        size_t cap = (size_t)n * 80 + 100, len = 0;
+        char *buf = malloc(cap);
+        assert_non_null(buf);
+        len += (size_t)snprintf(buf, cap, "job,cap_w,power_w,throughput%s\n",
+                                tm ? ",dram_active" : "");
+        for (int i = 0; i < n; i++)
+            len += (size_t)snprintf(buf + len, cap - len, "j,%d,%.17g,%.17g%s\n", rows[i].cap,
+                                    rows[i].power, rows[i].tput, tm ? ",0.5" : "");
+        pflex_sweep_t *sw;
+        pflex_error_t err;
+        assert_int_equal(pflex_sweep_read_mem(buf, len, "t", NULL, &sw, &err), 0);
+        assert_int_equal(sw->njobs, 1);
+        assert_int_equal(sw->jobs[0].npoints, NCAPS);
+        for (int k = 0; k < NCAPS; k++) {
+            int c = 200 + 10 * k;
+            double ps = 0, ts = 0;
+            unsigned cnt = 0;
+            for (int i = 0; i < n; i++)
+                if (rows[i].cap == c)
+                    ps += rows[i].power, ts += rows[i].tput, cnt++;
+            const struct pflex_sweep_point *p = &sw->jobs[0].points[k];
+            assert_true(p->cap_w == c);
+            assert_int_equal(p->rows, cnt);
+            assert_true(p->power_w == ps / cnt);
+            assert_true(p->throughput == ts / cnt);
+        }
+        pflex_sweep_destroy(sw);
+        free(buf);
+        free(rows);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_any_order_averages),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
