@@ -87,10 +87,62 @@ static void test_any_order_averages(void **state)
     }
 }
 
+static void test_directory_refused(void **state)
+{
+    (void)state;
+    pflex_sweep_t *sw = NULL;
+    pflex_error_t err;
+    char *buf;
+    size_t len;
+    assert_int_equal(pflex_sweep_read_file(".", NULL, &sw, &err), -1);
+    assert_non_null(strstr(err.text, ".: is a directory"));
+    assert_false(pflex_error_is_system(&err));
+    assert_int_equal(pflex_read_all(".", &buf, &len, &err), -1);
+    assert_non_null(strstr(err.text, ".: is a directory"));
+    assert_false(pflex_error_is_system(&err));
+}
+
+static void test_streams_bounded(void **state)
+{
+    (void)state;
+    pflex_sweep_t *sw = NULL;
+    pflex_error_t err;
+    if (access("/dev/zero", R_OK) == 0) {
+        assert_int_equal(pflex_sweep_read_file("/dev/zero", NULL, &sw, &err), -1);
+        assert_non_null(strstr(err.text, "/dev/zero:1: line longer than"));
+        assert_false(pflex_error_is_system(&err));
+    }
+    /* A regular file past the mapped size with one line past the limit,
+     * after a good header and row: read piece by piece, refused at its line. */
+    char path[] = "/tmp/pflex-test-sweep-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("job,cap_w,power_w,throughput\na,700,600,1\na,", f);
+    for (size_t i = 0; i < 5u << 20; i++)
+        fputc('7', f);
+    fputs(",1,1\n", f);
+    fclose(f);
+    assert_int_equal(pflex_sweep_read_file(path, NULL, &sw, &err), -1);
+    assert_non_null(strstr(err.text, ":3: line longer than"));
+    char *buf;
+    size_t len;
+    assert_int_equal(pflex_read_all(path, &buf, &len, &err), -1);
+    assert_non_null(strstr(err.text, ":3: line longer than"));
+    unlink(path);
+    pflex_error_t e;
+    pflex_error_sys(&e, "x.csv:3: out of memory");
+    assert_true(pflex_error_is_system(&e));
+    pflex_error_set(&e, "x.csv:3: job 'out of memory' is measured at only one cap");
+    assert_false(pflex_error_is_system(&e));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_any_order_averages),
+        cmocka_unit_test(test_directory_refused),
+        cmocka_unit_test(test_streams_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

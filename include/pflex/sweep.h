@@ -91,7 +91,18 @@ void pflex_sweep_destroy(pflex_sweep_t *s);
  * 1.0, 0.90, 0.75, 0.50.  Returns 0 and *floor, or -1. */
 int pflex_tier_floor(const char *tier, double *floor);
 
-/* Read a whole file ("-" = stdin) into a malloc'd buffer. */
+/* What a reader holds of one input: a text line (a CSV record, quoted
+ * line breaks and all) of at most PFLEX_LINE_MAX_BYTES, a whole input read
+ * into memory of at most PFLEX_INPUT_MAX_BYTES.  Past either the reading
+ * stops with "file:line: line longer than ..." or "file: more than ..."
+ * (a bad input), so that a stream such as /dev/zero never grows memory
+ * without bound.  docs/contract.md states them. */
+#define PFLEX_LINE_MAX_BYTES (1u << 20)
+#define PFLEX_INPUT_MAX_BYTES ((size_t)1 << 30)
+
+/* Read a whole file ("-" = stdin) into a malloc'd buffer.  A directory is
+ * refused ("FILE: is a directory"), so are the inputs past the limits
+ * above; out of memory and read errors set err->system. */
 int pflex_read_all(const char *path, char **buf, size_t *len, pflex_error_t *err);
 
 /* Writing sweep CSV rows (to a caller's stream).  The header is

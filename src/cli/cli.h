@@ -30,6 +30,11 @@ void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(prin
 /* Usage error: message, a hint to run --help, and PFLEX_EXIT_BAD_INPUT. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The exit status for a library error: PFLEX_EXIT_INTERNAL when the
+ * system failed (out of memory, a read error: pflex_error_is_system),
+ * else PFLEX_EXIT_BAD_INPUT. */
+int cli_input_exit(const pflex_error_t *err);
+
 /* Parse a whole option value as a finite double in [lo, hi]; 0 or -1 with a
  * message printed. */
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi,

@@ -29,6 +29,11 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     return PFLEX_EXIT_BAD_INPUT;
 }
 
+int cli_input_exit(const pflex_error_t *err)
+{
+    return pflex_error_is_system(err) ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_BAD_INPUT;
+}
+
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi,
                      double *out)
 {

@@ -165,7 +165,7 @@ int cmd_pfi(int argc, char **argv)
     for (size_t f = 0; f < nfiles; f++) {
         if (pflex_sweep_read_file(files[f], columns, &sweeps[f], &err) < 0) {
             cli_error("pfi", "%s", err.text);
-            rc = PFLEX_EXIT_BAD_INPUT;
+            rc = cli_input_exit(&err);
             goto out;
         }
         total += sweeps[f]->njobs;

@@ -229,7 +229,7 @@ int cmd_sweep(int argc, char **argv)
         cli_error("sweep", "%s", err.text);
         if (!strchr(job, '/') && !strchr(job, '.') && errno == ENOENT)
             fprintf(stderr, "(not a preset either; 'pflex sweep --list-presets' lists them)\n");
-        return PFLEX_EXIT_BAD_INPUT;
+        return cli_input_exit(&err);
     }
     const struct pflex_gpu_kind *k = pflex_gpu_kind_find(d.gpu);
     double caps[MAX_CAPS];

@@ -99,7 +99,7 @@ int pflex_csv_split_line(pflex_csv_t *c, const char *s, size_t len, unsigned lin
         if (s == e && n && f[n - 1] == '\r')     /* CRLF: as pflex_csv_next */
             n--;
         if (push_field(c, f, n) < 0)
-            return pflex_error_set(err, "%s:%u: out of memory", c->name, line);
+            return pflex_error_sys(err, "%s:%u: out of memory", c->name, line);
         if (s == e)
             return 1;
         s++;
@@ -141,7 +141,7 @@ int pflex_csv_next(pflex_csv_t *c, pflex_error_t *err)
                         if (q + 1 < c->end && q[1] == '"') {
                             q += 2;
                             if (scratch_reserve(c, 1) < 0)
-                                return pflex_error_set(err, "%s:%u: out of memory", c->name, c->line);
+                                return pflex_error_sys(err, "%s:%u: out of memory", c->name, c->line);
                             c->scratch[c->scratch_len++] = '"';
                             continue;
                         }
@@ -151,7 +151,7 @@ int pflex_csv_next(pflex_csv_t *c, pflex_error_t *err)
                     if (*q == '\n')
                         c->next_line++;
                     if (scratch_reserve(c, 1) < 0)
-                        return pflex_error_set(err, "%s:%u: out of memory", c->name, c->line);
+                        return pflex_error_sys(err, "%s:%u: out of memory", c->name, c->line);
                     c->scratch[c->scratch_len++] = *q++;
                 }
                 /* Anything up to the delimiter after the closing quote. */
@@ -160,7 +160,7 @@ int pflex_csv_next(pflex_csv_t *c, pflex_error_t *err)
                 if (q < c->end && *q != ',' && *q != '\n')
                     return pflex_error_set(err, "%s:%u: text after closing quote", c->name, c->line);
                 if (push_field(c, NULL, 0) < 0)
-                    return pflex_error_set(err, "%s:%u: out of memory", c->name, c->line);
+                    return pflex_error_sys(err, "%s:%u: out of memory", c->name, c->line);
                 c->fields[c->nfields - 1].off = off;
                 c->fields[c->nfields - 1].len = c->scratch_len - off;
                 c->fields[c->nfields - 1].quoted = 1;
@@ -173,7 +173,7 @@ int pflex_csv_next(pflex_csv_t *c, pflex_error_t *err)
                 if (fe > p && fe[-1] == '\r' && (e == c->end || *e == '\n'))
                     fe--;
                 if (push_field(c, p, (size_t)(fe - p)) < 0)
-                    return pflex_error_set(err, "%s:%u: out of memory", c->name, c->line);
+                    return pflex_error_sys(err, "%s:%u: out of memory", c->name, c->line);
                 p = e;
             }
             if (p < c->end && *p == ',') {

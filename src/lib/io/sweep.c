@@ -379,7 +379,7 @@ static int parse_columns(const char *spec, char **copy, const char *headers[COL_
         return 0;
     char *s = strdup(spec);
     if (!s)
-        return pflex_error_set(err, "out of memory");
+        return pflex_error_sys(err, "out of memory");
     *copy = s;
     for (char *tok = s; tok;) {
         char *next = strchr(tok, ',');
@@ -533,7 +533,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             if (last_job >= 0) {
                 int fr = flush_job(&r, last_job);
                 if (fr == -1)
-                    pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+                    pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
                 if (fr < 0)
                     goto done;
             }
@@ -543,7 +543,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
         }
         if (j != last_job) {    /* (j < 0 too) */
             if (j < 0) {
-                pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+                pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
                 goto done;
             }
             fresh = KEY(&r, j)->nrows == 0;
@@ -611,7 +611,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
         if (more_cols) {        /* any of gpu, floor, tier, weight */
             if (idx[COL_GPU] >= 0 && f[idx[COL_GPU]].len && !jm->gpu_len) {
                 if (arena_add(&r, f[idx[COL_GPU]].s, f[idx[COL_GPU]].len, &jm->gpu_off) < 0) {
-                    pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+                    pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
                     goto done;
                 }
                 jm->gpu_len = f[idx[COL_GPU]].len;
@@ -660,7 +660,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
                 size_t ncap = r.cur_cap ? 2 * r.cur_cap : 16;
                 struct row *nc = realloc(r.cur, ncap * sizeof *nc);
                 if (!nc) {
-                    pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+                    pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
                     goto done;
                 }
                 r.cur = nc;
@@ -673,14 +673,14 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             continue;
         }
         if (pflex_big_reserve(&r.rows, (r.nrows + 1) * sizeof(struct row)) < 0) {
-            pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+            pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
             goto done;
         }
         size_t rows_cap = r.rows.cap / sizeof(struct row);
         if (r.has_tm && r.tm_cap < rows_cap) {
             double *ntm = realloc(r.tm, rows_cap * PFLEX_TM_COUNT * sizeof *ntm);
             if (!ntm) {
-                pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+                pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
                 goto done;
             }
             r.tm = ntm;
@@ -717,7 +717,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
     if (r.grouped && last_job >= 0) {
         int fr = flush_job(&r, last_job);
         if (fr == -1)
-            pflex_error_set(err, "%s: out of memory", r.name);
+            pflex_error_sys(err, "%s: out of memory", r.name);
         if (fr < 0)
             goto done;
     }
@@ -727,7 +727,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
     }
     pflex_sweep_t *sw = calloc(1, sizeof *sw);
     if (!sw) {
-        pflex_error_set(err, "%s: out of memory", r.name);
+        pflex_error_sys(err, "%s: out of memory", r.name);
         goto done;
     }
     if ((r.grouped ? grouped_finish(&r, sw, err) : sort_group(&r, sw, err)) < 0) {
@@ -951,7 +951,7 @@ static int grouped_finish(struct reader *r, pflex_sweep_t *sw, pflex_error_t *er
     struct store *st = calloc(1, sizeof *st);
     sw->priv = st;
     if (!st || (!r->v && pflex_big_reserve(&st->jobs, r->njobs * sizeof *sw->jobs) < 0))
-        return pflex_error_set(err, "%s: out of memory", r->name);
+        return pflex_error_sys(err, "%s: out of memory", r->name);
     st->names = r->arena;
     st->points = r->points;
     memset(&r->arena, 0, sizeof r->arena);
@@ -993,7 +993,7 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
             st->telemetry = malloc(r->nrows * PFLEX_TM_COUNT * sizeof *st->telemetry);
     }
     if (!st || !start || !order || !otmp || !st->points.p || (r->has_tm && !st->telemetry)) {
-        pflex_error_set(err, "%s: out of memory", r->name);
+        pflex_error_sys(err, "%s: out of memory", r->name);
         goto out;
     }
     for (size_t j = 0; j < r->njobs; j++)
@@ -1001,7 +1001,7 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
     {
         size_t *fill = malloc(r->njobs * sizeof *fill);
         if (!fill) {
-            pflex_error_set(err, "%s: out of memory", r->name);
+            pflex_error_sys(err, "%s: out of memory", r->name);
             goto out;
         }
         memcpy(fill, start, r->njobs * sizeof *fill);
@@ -1096,52 +1096,106 @@ void pflex_sweep_destroy(pflex_sweep_t *s)
     free(s);
 }
 
+/* Whether the lines of the text in [b, b + n) keep to the line limit:
+ * *run is the length of the line still open before b, updated.  Returns 0,
+ * or -1 with *bad at the end of the text before the line that does not
+ * (that line starts *run bytes before it). */
+static int lines_within(const char *b, size_t n, size_t *run, const char **bad)
+{
+    const char *e = b + n;
+    for (;;) {
+        const char *nl = memchr(b, '\n', (size_t)(e - b));
+        size_t seg = (size_t)((nl ? nl : e) - b);
+        if (*run + seg > PFLEX_LINE_MAX_BYTES) {
+            *bad = b;
+            return -1;
+        }
+        if (!nl) {
+            *run += seg;
+            return 0;
+        }
+        *run = 0;
+        b = nl + 1;
+    }
+}
+
 int pflex_read_all(const char *path, char **buf, size_t *len, pflex_error_t *err)
 {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
+    int is_stdin = strcmp(path, "-") == 0;
+    const char *name = is_stdin ? "<stdin>" : path;
+    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY);
+    if (fd < 0)
         return pflex_error_set(err, "%s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *b = NULL;
-    if (f != stdin && fseek(f, 0, SEEK_END) == 0) {
-        long sz = ftell(f);
-        if (sz > 0)
-            cap = (size_t)sz + 1;
-        rewind(f);
+    struct stat st;
+    size_t cap = 1 << 16, n = 0, run = 0;
+    if (fstat(fd, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            if (!is_stdin)
+                close(fd);
+            return pflex_error_set(err, "%s: is a directory (give a file)", name);
+        }
+        if (S_ISREG(st.st_mode) && st.st_size > 0) {
+            if ((uint64_t)st.st_size > PFLEX_INPUT_MAX_BYTES) {
+                if (!is_stdin)
+                    close(fd);
+                return pflex_error_set(err, "%s: %lld bytes, more than the %llu an input may hold",
+                                       name, (long long)st.st_size,
+                                       (unsigned long long)PFLEX_INPUT_MAX_BYTES);
+            }
+            cap = (size_t)st.st_size + 1;
+        }
     }
-    b = malloc(cap);
+    char *b = malloc(cap);
+    int rc = -1;
     if (!b) {
-        if (f != stdin)
-            fclose(f);
-        return pflex_error_set(err, "%s: out of memory", path);
+        pflex_error_sys(err, "%s: out of memory", name);
+        goto out;
     }
     for (;;) {
         if (n == cap) {
-            char *nb = realloc(b, cap * 2);
+            if (cap >= PFLEX_INPUT_MAX_BYTES) {
+                pflex_error_set(err, "%s: more than the %llu bytes an input may hold", name,
+                                (unsigned long long)PFLEX_INPUT_MAX_BYTES);
+                goto out;
+            }
+            size_t ncap = cap * 2 < PFLEX_INPUT_MAX_BYTES ? cap * 2 : PFLEX_INPUT_MAX_BYTES + 1;
+            char *nb = realloc(b, ncap);
             if (!nb) {
-                free(b);
-                if (f != stdin)
-                    fclose(f);
-                return pflex_error_set(err, "%s: out of memory", path);
+                pflex_error_sys(err, "%s: out of memory", name);
+                goto out;
             }
             b = nb;
-            cap *= 2;
+            cap = ncap;
         }
-        size_t got = fread(b + n, 1, cap - n, f);
-        n += got;
+        ssize_t got = read(fd, b + n, cap - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            pflex_error_sys(err, "%s: read error: %s", name, strerror(errno));
+            goto out;
+        }
         if (got == 0)
             break;
-    }
-    int bad = ferror(f);
-    if (f != stdin)
-        fclose(f);
-    if (bad) {
-        free(b);
-        return pflex_error_set(err, "%s: read error", path);
+        const char *bad;
+        if (lines_within(b + n, (size_t)got, &run, &bad) < 0) {
+            unsigned line = 1;
+            for (const char *q = b; q < bad - run; q++)
+                line += *q == '\n';
+            pflex_error_set(err, "%s:%u: line longer than %u bytes (is it a text file?)", name,
+                            line, (unsigned)PFLEX_LINE_MAX_BYTES);
+            goto out;
+        }
+        n += (size_t)got;
     }
     *buf = b;
     *len = n;
-    return 0;
+    b = NULL;
+    rc = 0;
+out:
+    free(b);
+    if (!is_stdin)
+        close(fd);
+    return rc;
 }
 
 /* The read buffer (it grows only for a longer record): small enough that
@@ -1181,7 +1235,7 @@ static int src_rewind(struct src *s, pflex_error_t *err)
     s->need = 0;
     if (s->fd >= 0) {
         if (lseek(s->fd, 0, SEEK_SET) < 0)
-            return pflex_error_set(err, "%s: %s", s->path, strerror(errno));
+            return pflex_error_sys(err, "%s: read error: %s", s->path, strerror(errno));
         s->len = 0;
         s->eof = 0;
     }
@@ -1192,6 +1246,9 @@ static int src_rewind(struct src *s, pflex_error_t *err)
 static int src_fill(struct src *s, pflex_error_t *err)
 {
     size_t keep = s->len - s->pos;
+    if (keep > PFLEX_LINE_MAX_BYTES)
+        return pflex_error_set(err, "%s:%u: line longer than %u bytes (is it a text file?)",
+                               s->path, s->line, (unsigned)PFLEX_LINE_MAX_BYTES);
     char *b = s->chunk.p;
     if (keep && s->pos)
         memmove(b, b + s->pos, keep);
@@ -1199,7 +1256,7 @@ static int src_fill(struct src *s, pflex_error_t *err)
     s->len = keep;
     if (s->len == s->chunk.cap
         && pflex_big_reserve(&s->chunk, s->chunk.cap ? 2 * s->chunk.cap : s->chunk0) < 0)
-        return pflex_error_set(err, "%s: out of memory", s->path);
+        return pflex_error_sys(err, "%s: out of memory", s->path);
     b = s->chunk.p;
     s->buf = b;
     while (s->len < s->chunk.cap) {
@@ -1207,7 +1264,7 @@ static int src_fill(struct src *s, pflex_error_t *err)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return pflex_error_set(err, "%s: read error", s->path);
+            return pflex_error_sys(err, "%s: read error: %s", s->path, strerror(errno));
         if (n == 0) {
             s->eof = 1;
             break;
