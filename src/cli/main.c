@@ -1,7 +1,10 @@
 /* main.c — the pflex binary: dispatch to one file per subcommand. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
+
+#define PFLEX_VERSION "0.1.0"
 
 struct command {
     const char *name;
@@ -29,6 +32,36 @@ static void usage(FILE *f)
                "1 internal error, 2 bad usage or input, 3 budget infeasible.\n");
 }
 
+/* Every write to stdout is checked here, once, whatever the command: a
+ * full disk or a closed pipe is an error of the system (exit 1) with a
+ * message, never a silent truncation.  Commands leave the message about
+ * standard output to this. */
+static int write_errno(int e)
+{
+    return e == ENOSPC || e == EPIPE || e == EIO || e == EDQUOT || e == EFBIG || e == EBADF
+           || e == EROFS || e == EINVAL;
+}
+
+static int finish(const char *cmd, int rc)
+{
+    int bad = ferror(stdout), e0 = errno;  /* the failed write's, most likely */
+    errno = 0;
+    if (fflush(stdout) != 0)
+        bad = 1;
+    int e = errno;
+    if (fclose(stdout) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (!bad)
+        return rc;
+    if (!write_errno(e))
+        e = write_errno(e0) ? e0 : 0;
+    fprintf(stderr, "pflex%s%s: writing standard output: %s\n", cmd ? " " : "", cmd ? cmd : "",
+            e ? strerror(e) : "write error");
+    return PFLEX_EXIT_INTERNAL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -37,15 +70,15 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
-        return PFLEX_EXIT_OK;
+        return finish(NULL, PFLEX_EXIT_OK);
     }
     if (!strcmp(argv[1], "--version")) {
-        puts("pflex 0.1.0");
-        return PFLEX_EXIT_OK;
+        puts("pflex " PFLEX_VERSION);
+        return finish(NULL, PFLEX_EXIT_OK);
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name))
-            return commands[i].run(argc - 1, argv + 1);
+            return finish(commands[i].name, commands[i].run(argc - 1, argv + 1));
     fprintf(stderr, "pflex: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return PFLEX_EXIT_BAD_INPUT;

@@ -149,7 +149,8 @@ static int run_sim(const struct pflex_job_desc *d, const double *caps, int ncaps
     if (f != stdout && fclose(f) != 0)
         rc = rc ? rc : -1;
     if (rc == -1) {
-        cli_error("sweep", "%s: write error", out_path ? out_path : "stdout");
+        if (out_path)       /* standard output: main() says what failed */
+            cli_error("sweep", "%s: write error", out_path);
         return PFLEX_EXIT_INTERNAL;
     }
     return rc ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
