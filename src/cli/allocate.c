@@ -289,7 +289,7 @@ int cmd_allocate(int argc, char **argv)
         case 'J': json = 1; break;
         case 'C': csv = 1; break;
         case 'h': return cli_help(help);
-        default: return cli_usage_error(cmd, "bad option");
+        default: return cli_bad_option(cmd, argv, opts);
         }
     }
     if (json && csv)

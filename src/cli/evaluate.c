@@ -58,7 +58,7 @@ int cmd_evaluate(int argc, char **argv)
         switch (c) {
         case 'J': json = 1; break;
         case 'h': return cli_help(help);
-        default: return cli_usage_error(cmd, "bad option");
+        default: return cli_bad_option(cmd, argv, opts);
         }
     }
     if (cli_site_check(cmd, &site) < 0)

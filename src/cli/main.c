@@ -22,14 +22,27 @@ static const struct command commands[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: pflex COMMAND [options] [FILE...]\n\n"
+    fprintf(f, "usage: pflex COMMAND [options] [FILE...]\n"
+               "       pflex --help | --version\n\n"
                "pflex makes AI training power-flexible: it measures how throughput\n"
                "responds to GPU power caps, condenses it into the Power Flexibility\n"
                "Index (PFI) and plans per-job caps under a site power target.\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n'pflex COMMAND --help' describes one command.  Exit codes: 0 success,\n"
-               "1 internal error, 2 bad usage or input, 3 budget infeasible.\n");
+    fprintf(f, "\noptions:\n"
+               "  -h, --help   this help\n"
+               "  --version    the version of pflex\n"
+               "\n'pflex COMMAND --help' describes one command.  '-' or no FILE reads\n"
+               "standard input.  Exit codes: 0 success, 1 internal or system error,\n"
+               "2 bad usage or input, 3 budget infeasible.  The formats, JSON fields and\n"
+               "exit codes are documented in docs/contract.md.\n"
+               "\nEXAMPLES\n"
+               "  pflex study --out study-out                 # the whole study, no GPU\n"
+               "  pflex sweep --job llama-8b-pretrain-h200 --out sweep.csv\n"
+               "  pflex pfi sweep.csv                         # PFI of each job\n"
+               "  pflex pfi --csv sweep.csv > pfi.csv         # the PFI CSV --pfi reads\n"
+               "  pflex allocate sweep.csv --reduce 0.30      # split a 30%% site cut\n"
+               "  pflex evaluate sweep.csv --reduce 0.30      # every policy, scored\n");
 }
 
 /* Every write to stdout is checked here, once, whatever the command: a
@@ -76,6 +89,7 @@ int main(int argc, char **argv)
         puts("pflex " PFLEX_VERSION);
         return finish(NULL, PFLEX_EXIT_OK);
     }
+    opterr = 0;     /* each command says what is wrong: cli_bad_option */
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name))
             return finish(commands[i].name, commands[i].run(argc - 1, argv + 1));

@@ -147,7 +147,7 @@ int cmd_pfi(int argc, char **argv)
         case 'C': csv = 1; break;
         case 'J': json = 1; break;
         case 'h': return cli_help(help);
-        default: return cli_usage_error("pfi", "bad option");
+        default: return cli_bad_option("pfi", argv, opts);
         }
     }
     if (csv && json)

@@ -44,7 +44,7 @@ static const char help[] =
 "options:\n"
 "  --out DIR        output folder (default study-out; created if missing)\n"
 "  --seed S         seed of the simulated noise and silicon (default 1)\n"
-"  --caps LIST      per-GPU caps in W: 'HI:LO:STEP' or 'C1,C2,...'\n"
+"  --caps LIST      per-GPU caps in W: 'A:B:STEP' (either order) or 'C1,C2,...'\n"
 "                   (default: each GPU kind's maximum down to its minimum\n"
 "                   every 50 W; caps outside a kind's range are skipped)\n"
 "  --repeats N      measurements per cap, averaged (default 3)\n"
@@ -62,7 +62,13 @@ static const char help[] =
 "\n"
 "Same seed, same output: the CSVs and summary.json are byte-identical from\n"
 "run to run except summary.json's runtime_s.\n"
-"exit: 0 ok, 1 internal or write error, 2 bad usage.\n";
+"exit: 0 ok, 1 internal or write error, 2 bad usage.\n"
+"\n"
+"EXAMPLES\n"
+"  pflex study                                  # writes study-out/, about 1 s\n"
+"  pflex study --out study-out --json > summary.json\n"
+"  pflex study --jobs 12 --no-charts --out quick  # a quick look at 12 runs\n"
+"  pflex study --caps 700:200:100 --repeats 1 --seed 2 --out coarse\n";
 
 #define MAX_CAPS PFLEX_REPORT_MAX_POINTS
 
@@ -215,48 +221,6 @@ static int close_out(FILE *f, const char *path)
         return -1;
     }
     return 0;
-}
-
-/* --caps: "HI:LO:STEP" or "C1,C2,...", sorted high to low. */
-static int parse_caps(const char *s, double *caps, size_t *n, double *step)
-{
-    char *end;
-    *n = 0;
-    *step = 0;
-    if (strchr(s, ':')) {
-        double hi = strtod(s, &end), lo, st;
-        if (*end != ':')
-            return -1;
-        lo = strtod(end + 1, &end);
-        if (*end != ':')
-            return -1;
-        st = strtod(end + 1, &end);
-        if (*end || !(st > 0) || !(hi >= lo) || !(lo > 0) || !isfinite(hi))
-            return -1;
-        for (double c = hi; c >= lo - 1e-9 && *n < MAX_CAPS; c -= st)
-            caps[(*n)++] = c;
-        *step = st;
-    } else {
-        const char *p = s;
-        while (*p) {
-            double c = strtod(p, &end);
-            if (end == p || !(c > 0) || !isfinite(c) || *n == MAX_CAPS)
-                return -1;
-            caps[(*n)++] = c;
-            p = end;
-            if (*p == ',')
-                p++;
-            else if (*p)
-                return -1;
-        }
-        for (size_t i = 1; i < *n; i++)     /* insertion sort, descending */
-            for (size_t j = i; j > 0 && caps[j] > caps[j - 1]; j--) {
-                double t = caps[j];
-                caps[j] = caps[j - 1];
-                caps[j - 1] = t;
-            }
-    }
-    return *n >= 2 ? 0 : -1;
 }
 
 /* Default caps: the union of the fleet's kinds' ranges, every 50 W. */
@@ -667,9 +631,9 @@ int cmd_study(int argc, char **argv)
             seed = (uint64_t)v;
             break;
         case 'c':
-            if (parse_caps(optarg, caps, &ncaps, &cap_step) < 0)
-                return cli_usage_error("study", "--caps: '%s' is not HI:LO:STEP or a list of "
-                                       "two or more caps in W", optarg);
+            if (cli_parse_caps("study", "--caps", optarg, 2, caps, MAX_CAPS, &ncaps, &cap_step))
+                return PFLEX_EXIT_BAD_INPUT;
+            cli_caps_sort_desc(caps, ncaps);    /* the study sweeps from high to low */
             break;
         case 'r':
             if (parse_count("--repeats", optarg, 1, 100, &v) < 0)
@@ -696,7 +660,7 @@ int cmd_study(int argc, char **argv)
         case 'p': progress = 1; break;
         case 'J': json = 1; break;
         case 'h': return cli_help(help);
-        default: return cli_usage_error("study", "bad option");
+        default: return cli_bad_option("study", argv, opts);
         }
     }
     if (optind < argc)

@@ -15,7 +15,7 @@ static const char help[] =
 "       pflex sweep --backend nvml ...   (see 'pflex sweep --backend nvml --help')\n"
 "       pflex sweep --list-presets\n"
 "\n"
-"Runs a power-cap sweep and writes a sweep CSV (SPEC section 3) with the\n"
+"Runs a power-cap sweep and writes a sweep CSV (docs/contract.md) with the\n"
 "columns job,gpu,gpus,cap_w,power_w,throughput and the telemetry columns\n"
 "sm_clock_mhz, mem_clock_mhz, gpu_util, mem_copy_util, sm_active,\n"
 "sm_occupancy, tensor_active, dram_active, gr_engine_active, pcie_tx_bytes,\n"
@@ -32,19 +32,31 @@ static const char help[] =
 "options:\n"
 "  --backend NAME   sim (default) or nvml (a real driver, libnvidia-ml.so.1)\n"
 "  --job JOB        a preset name (--list-presets) or a job file path\n"
-"  --caps LIST      per-GPU caps in W, comma-separated, in the order to run,\n"
-"                   e.g. 700,650,600; each must lie in the GPU's limit range\n"
+"  --caps LIST      per-GPU caps in W: a list run in the order given\n"
+"                   (700,650,600) or a range A:B:STEP in either order, run\n"
+"                   from the higher cap down (700:300:100 = 300:700:100 =\n"
+"                   700,600,500,400,300); each must lie in the GPU's limit\n"
+"                   range, none twice (the same syntax as nvml and study)\n"
 "  --cap-step W     caps from the GPU's highest to its lowest limit in steps\n"
 "                   of W (default: ten even steps, e.g. 700,650,...,200 W)\n"
 "  --repeats N      measurement windows per cap, one row each (default 3)\n"
 "  --seed S         silicon and noise seed (default 1)\n"
-"  --out FILE       write the CSV to FILE instead of stdout\n"
+"  --out FILE       write the CSV to FILE instead of stdout (written to a\n"
+"                   temporary file beside it, renamed into place when whole)\n"
 "  --progress       progress on stderr even when it is not a terminal\n"
 "  --list-presets   list the preset jobs and exit\n"
 "  -h, --help       this help\n"
 "\n"
 "exit: 0 ok, 1 system error, 2 bad usage or a bad job file (file:line: what\n"
-"is wrong on stderr; nothing on stdout).\n";
+"is wrong on stderr; nothing on stdout).\n"
+"\n"
+"EXAMPLES\n"
+"  pflex sweep --list-presets                        # the built-in jobs\n"
+"  pflex sweep --job llama-8b-pretrain-h200 --out sweep.csv\n"
+"  pflex sweep --job llama-8b-pretrain-h200 --caps 700:300:100 --repeats 5\n"
+"  pflex sweep --job tests/data/job_llama8b_h200.json --caps 700,600,500,400\n"
+"  pflex sweep --job emerald-pt-mpt-7b | pflex pfi   # PFI of a simulated A100 job\n"
+"  pflex sweep --backend nvml --list                 # real GPUs, read-only\n";
 
 enum { OPT_BACKEND = 256, OPT_JOB, OPT_CAPS, OPT_CAP_STEP, OPT_REPEATS, OPT_SEED, OPT_OUT,
        OPT_PROGRESS, OPT_LIST };
@@ -88,28 +100,6 @@ static int list_presets(void)
 }
 
 #define MAX_CAPS 256
-
-static int parse_caps(const char *s, double *caps, int *n)
-{
-    char *copy = strdup(s), *save = NULL;
-    *n = 0;
-    int rc = 0;
-    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (*n == MAX_CAPS) {
-            rc = cli_usage_error("sweep", "--caps: more than %d caps", MAX_CAPS);
-            break;
-        }
-        if (cli_parse_double("sweep", "--caps", t, 1, 100000, &caps[*n]) < 0) {
-            rc = PFLEX_EXIT_BAD_INPUT;
-            break;
-        }
-        (*n)++;
-    }
-    free(copy);
-    if (!rc && !*n)
-        rc = cli_usage_error("sweep", "--caps: no caps given");
-    return rc;
-}
 
 static int run_sim(const struct pflex_job_desc *d, const double *caps, int ncaps, int repeats,
                    uint64_t seed, const char *out_path, int progress)
@@ -165,21 +155,26 @@ int cmd_sweep(int argc, char **argv)
         return cli_usage_error("sweep", "--backend: unknown backend '%s' (sim or nvml)", backend);
 
     const char *job = NULL, *caps_arg = NULL, *out_path = NULL;
-    double cap_step = 0, v;
+    double cap_step = 0, v, caps[MAX_CAPS];
+    int ncaps = 0;
     int repeats = 3, progress = 0, c;
     uint64_t seed = 1;
     optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (c) {
         case OPT_BACKEND:
             break;
         case OPT_JOB:
             job = optarg;
             break;
-        case OPT_CAPS:
+        case OPT_CAPS: {
+            size_t n;
             caps_arg = optarg;
+            if (cli_parse_caps("sweep", "--caps", optarg, 1, caps, MAX_CAPS, &n, NULL))
+                return PFLEX_EXIT_BAD_INPUT;
+            ncaps = (int)n;
             break;
+        }
         case OPT_CAP_STEP:
             if (cli_parse_double("sweep", "--cap-step", optarg, 1, 10000, &cap_step) < 0)
                 return PFLEX_EXIT_BAD_INPUT;
@@ -211,10 +206,8 @@ int cmd_sweep(int argc, char **argv)
             return list_presets();
         case 'h':
             return cli_help(help);
-        case ':':
-            return cli_usage_error("sweep", "%s needs a value", argv[optind - 1]);
         default:
-            return cli_usage_error("sweep", "unknown option '%s'", argv[optind - 1]);
+            return cli_bad_option("sweep", argv, options);
         }
     }
     if (optind < argc)
@@ -233,12 +226,7 @@ int cmd_sweep(int argc, char **argv)
         return cli_input_exit(&err);
     }
     const struct pflex_gpu_kind *k = pflex_gpu_kind_find(d.gpu);
-    double caps[MAX_CAPS];
-    int ncaps = 0;
     if (caps_arg) {
-        int rc = parse_caps(caps_arg, caps, &ncaps);
-        if (rc)
-            return rc;
         for (int i = 0; i < ncaps; i++)
             if (caps[i] < k->min_cap_w || caps[i] > k->max_cap_w)
                 return cli_usage_error("sweep", "--caps: %g W is outside the %s range [%g, %g] W",
