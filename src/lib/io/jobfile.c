@@ -14,6 +14,12 @@ struct ctx {
     size_t len;
     const char *name;
     pflex_error_t *err;
+    /* The fields set so far and where ("" = the top level, else the group):
+     * a field given twice, at the top level and in "model" say, is refused,
+     * as JSON_REJECT_DUPLICATES refuses it twice in one object. */
+    struct { const char *key, *group; } seen[64];
+    size_t nseen;
+    const char *group;  /* the group being read, or "" */
 };
 
 /* Line of the first `"key" :` in the text (1 when not found). */
@@ -60,7 +66,28 @@ static int get_int(const struct ctx *c, const char *key, json_t *v, int lo, int 
     return 0;
 }
 
-static int set_field(const struct ctx *c, struct pflex_job_desc *d, const char *key, json_t *v)
+static int set_field_once(struct ctx *c, struct pflex_job_desc *d, const char *key, json_t *v);
+
+static int set_field(struct ctx *c, struct pflex_job_desc *d, const char *key, json_t *v)
+{
+    for (size_t i = 0; i < c->nseen; i++)
+        if (!strcmp(c->seen[i].key, key)) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "given twice (%s%s%s and %s%s%s)",
+                     *c->seen[i].group ? "in \"" : "at the top level", c->seen[i].group,
+                     *c->seen[i].group ? "\"" : "", *c->group ? "in \"" : "at the top level",
+                     c->group, *c->group ? "\"" : "");
+            return field_error(c, key, msg);
+        }
+    if (c->nseen < sizeof c->seen / sizeof *c->seen) {
+        c->seen[c->nseen].key = key;
+        c->seen[c->nseen].group = c->group;
+        c->nseen++;
+    }
+    return set_field_once(c, d, key, v);
+}
+
+static int set_field_once(struct ctx *c, struct pflex_job_desc *d, const char *key, json_t *v)
 {
     static const struct { const char *key; size_t off; int lo; } ints[] = {
 #define F(k, lo) {#k, offsetof(struct pflex_job_desc, k), lo}
@@ -106,22 +133,24 @@ static int set_field(const struct ctx *c, struct pflex_job_desc *d, const char *
     return field_error(c, key, "unknown field (see docs/job-format.md)");
 }
 
-static int set_group(const struct ctx *c, struct pflex_job_desc *d, const char *group, json_t *o)
+static int set_group(struct ctx *c, struct pflex_job_desc *d, const char *group, json_t *o)
 {
     if (!json_is_object(o))
         return field_error(c, group, "must be an object");
     const char *key;
     json_t *v;
+    c->group = group;
     json_object_foreach(o, key, v)
         if (set_field(c, d, key, v) < 0)
             return -1;
+    c->group = "";
     return 0;
 }
 
 int pflex_job_parse(const char *buf, size_t len, const char *name,
                     struct pflex_job_desc *out, pflex_error_t *err)
 {
-    struct ctx c = {buf, len, name ? name : "job", err};
+    struct ctx c = {.buf = buf, .len = len, .name = name ? name : "job", .err = err, .group = ""};
     json_error_t je;
     json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
     if (!root)
