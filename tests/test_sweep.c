@@ -137,12 +137,88 @@ static void test_streams_bounded(void **state)
     assert_false(pflex_error_is_system(&e));
 }
 
+static int read_text(const char *text, pflex_sweep_t **sw, pflex_error_t *err)
+{
+    return pflex_sweep_read_mem(text, strlen(text), "h.csv", NULL, sw, err);
+}
+
+static int nwarn_calls;
+static char warn_seen[512];
+static int on_job(void *ctx, const struct pflex_sweep_job *job, pflex_error_t *err)
+{
+    (void)ctx, (void)job, (void)err;
+    return 0;
+}
+static void on_restart(void *ctx)
+{
+    (void)ctx;
+}
+static void on_warn(void *ctx, const char *w)
+{
+    (void)ctx;
+    nwarn_calls++;
+    snprintf(warn_seen, sizeof warn_seen, "%s", w);
+}
+
+static void test_header_checks(void **state)
+{
+    (void)state;
+    pflex_sweep_t *sw = NULL;
+    pflex_error_t err;
+    const char *misspelt = "job,cap_w,power_w,throughput,flor,gpsu,Workload\n"
+                           "a,700,600,100,0.9,8,x\na,500,450,90,0.9,8,x\n";
+    assert_int_equal(read_text(misspelt, &sw, &err), 0);
+    assert_non_null(sw->warnings);
+    assert_string_equal(sw->warnings,
+        "h.csv:1: column 'flor' is not a sweep column and is ignored: did you mean 'floor'?\n"
+        "h.csv:1: column 'gpsu' is not a sweep column and is ignored: did you mean 'gpus'?\n");
+    assert_true(isnan(sw->jobs[0].floor));     /* ignored, as the warning says */
+    assert_int_equal(sw->jobs[0].gpus, 1);
+    pflex_sweep_destroy(sw);
+    /* Through a visitor, the warnings come once, even when the rows are
+     * scattered and the file is read twice. */
+    char path[] = "/tmp/pflex-test-warn-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *scattered = "job,cap_w,power_w,throughput,flor\n"
+                            "a,700,600,100,0.9\nb,700,600,100,0.9\na,500,450,90,0.9\n"
+                            "b,500,450,90,0.9\n";
+    assert_int_equal(write(fd, scattered, strlen(scattered)), (ssize_t)strlen(scattered));
+    close(fd);
+    struct pflex_sweep_visitor v = {.job = on_job, .restart = on_restart, .warn = on_warn};
+    assert_int_equal(pflex_sweep_read_file_each(path, NULL, &v, &err), 0);
+    unlink(path);
+    assert_int_equal(nwarn_calls, 1);
+    assert_non_null(strstr(warn_seen, "column 'flor' is not a sweep column"));
+    /* A clean file, and one with columns far from any name: no warning. */
+    assert_int_equal(read_text("job,cap_w,power_w,throughput,floor,note\n"
+                               "a,700,600,100,0.9,x\na,500,450,90,0.9,y\n", &sw, &err), 0);
+    assert_null(sw->warnings);
+    pflex_sweep_destroy(sw);
+
+    assert_int_equal(read_text("job,cap_w,power_w,throughput,floor,floor\na,700,600,100,0.9,0.5\n",
+                               &sw, &err), -1);
+    assert_string_equal(err.text, "h.csv:1: column 'floor' appears twice in the header "
+                                  "(fields 5 and 6)");
+    assert_int_equal(read_text("job,cap_w,job,power_w,throughput\na,700,b,600,100\n", &sw, &err), -1);
+    assert_non_null(strstr(err.text, "column 'job' appears twice"));
+    assert_int_equal(read_text("job;cap_w;power_w;throughput\na;700;600;100\n", &sw, &err), -1);
+    assert_string_equal(err.text, "h.csv:1: found one column 'job;cap_w;power_w;throughput': is "
+                                  "the separator ';'? (a sweep CSV is comma-separated)");
+    assert_int_equal(read_text("job\tcap_w\tpower_w\tthroughput\na\t7\t6\t1\n", &sw, &err), -1);
+    assert_non_null(strstr(err.text, "is the separator '\\t'?"));
+    assert_int_equal(read_text("job,Cap_W,power_w,throughput\na,700,600,100\n", &sw, &err), -1);
+    assert_string_equal(err.text, "h.csv:1: missing column 'cap_w' (the header has 'Cap_W': did "
+                                  "you mean 'cap_w'? --columns maps other headers)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_any_order_averages),
         cmocka_unit_test(test_directory_refused),
         cmocka_unit_test(test_streams_bounded),
+        cmocka_unit_test(test_header_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,9 +52,17 @@ typedef struct pflex_sweep {
     struct pflex_sweep_job *jobs;
     int has_telemetry;
     void *priv;             /* storage; do not touch */
+    /* What the reader noticed but did not refuse, one "file:line: ..."
+     * message a line (each ending in '\n'), or NULL: a header that is no
+     * sweep column but lies close to an optional one it lacks ("flor": did
+     * you mean 'floor'?).  The caller shows them; the library never prints. */
+    const char *warnings;
 } pflex_sweep_t;
 
 /* Read a sweep CSV.  name is used in messages ("file:line: ...").
+ * The header must hold each column once (a known or mapped column twice
+ * is refused); a header of one field holding ';' or a tab is refused with
+ * a hint about the separator.
  * columns is NULL or "name=Header,..." mapping pflex names onto the file's
  * headers.  Returns 0 and *out (free with pflex_sweep_destroy), or -1 with
  * err set.  The buffer need not be NUL-terminated. */
@@ -81,6 +89,9 @@ struct pflex_sweep_visitor {
     void *ctx;
     int (*job)(void *ctx, const struct pflex_sweep_job *job, pflex_error_t *err);
     void (*restart)(void *ctx);
+    /* NULL, or called once with the warnings pflex_sweep_t.warnings would
+     * hold (when there are any), before the first job. */
+    void (*warn)(void *ctx, const char *warnings);
 };
 int pflex_sweep_read_file_each(const char *path, const char *columns,
                                const struct pflex_sweep_visitor *v, pflex_error_t *err);

@@ -37,6 +37,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * command's table.  Returns PFLEX_EXIT_BAD_INPUT. */
 int cli_bad_option(const char *cmd, char **argv, const struct option *opts);
 
+/* Print a reader's warnings (lines "file:line: ...\n", or NULL) as
+ * "pflex CMD: warning: ..." on stderr. */
+void cli_print_warnings(const char *cmd, const char *warnings);
+
 /* The exit status for a library error: PFLEX_EXIT_INTERNAL when the
  * system failed (out of memory, a read error: pflex_error_is_system),
  * else PFLEX_EXIT_BAD_INPUT. */

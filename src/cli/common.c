@@ -133,6 +133,16 @@ int cli_bad_option(const char *cmd, char **argv, const struct option *opts)
     return PFLEX_EXIT_BAD_INPUT;
 }
 
+void cli_print_warnings(const char *cmd, const char *warnings)
+{
+    for (const char *p = warnings; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        int n = nl ? (int)(nl - p) : (int)strlen(p);
+        fprintf(stderr, "pflex %s: warning: %.*s\n", cmd, n, p);
+        p += n + (nl != NULL);
+    }
+}
+
 int cli_input_exit(const pflex_error_t *err)
 {
     return pflex_error_is_system(err) ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_BAD_INPUT;

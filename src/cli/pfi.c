@@ -168,6 +168,7 @@ int cmd_pfi(int argc, char **argv)
             rc = cli_input_exit(&err);
             goto out;
         }
+        cli_print_warnings("pfi", sweeps[f]->warnings);
         total += sweeps[f]->njobs;
     }
     res = calloc(total ? total : 1, sizeof *res);

@@ -16,6 +16,7 @@
  * rows are collected, looked up by name in an open-addressing hash table,
  * grouped by a counting sort in O(rows) and averaged the same way.  Both
  * give the same sweep bit for bit and the same errors. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -85,6 +86,7 @@ struct jobmeta {
 };
 
 struct store {
+    char *warnings;             /* pflex_sweep_t.warnings */
     struct pflex_big names;     /* arena of job and gpu names, NUL-separated */
     struct pflex_big points;    /* struct pflex_sweep_point */
     struct pflex_big jobs;      /* struct pflex_sweep_job */
@@ -435,6 +437,133 @@ static void job_out(const struct jobkey *jk, const struct jobmeta *jm, const cha
                     struct pflex_sweep_job *job);
 static int next_record(struct src *s, pflex_error_t *err);
 
+/* Optimal string alignment distance of a and b (lengths up to 63), case
+ * ignored: edits, and swaps of two neighbours ("gpsu" is 1 from "gpus"). */
+static unsigned name_distance(const char *a, size_t na, const char *b, size_t nb)
+{
+    if (na > 63 || nb > 63)
+        return 99;
+    unsigned d[64][64];
+    for (size_t i = 0; i <= na; i++)
+        d[i][0] = (unsigned)i;
+    for (size_t j = 0; j <= nb; j++)
+        d[0][j] = (unsigned)j;
+    for (size_t i = 1; i <= na; i++)
+        for (size_t j = 1; j <= nb; j++) {
+            int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+            unsigned best = d[i - 1][j - 1] + (ca != cb);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2])
+                && tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[na][nb];
+}
+
+/* The column k the header field f may have meant: one the header lacks,
+ * within one edit (names of up to 4 bytes) or two; -1 when none is. */
+static int near_column(const struct pflex_csv_field *f, const char *const headers[COL_COUNT],
+                       const int idx[COL_COUNT])
+{
+    int best = -1;
+    unsigned bd = 99;
+    for (int k = 0; k < COL_COUNT; k++) {
+        if (idx[k] >= 0)
+            continue;
+        size_t n = strlen(headers[k]);
+        unsigned d = name_distance(f->s, f->len, headers[k], n);
+        unsigned limit = (n <= 4 || f->len <= 4) ? 1 : 2;
+        /* a tie goes to the name of the same length ("gpsu": gpus, not gpu) */
+        if (d <= limit && (d < bd || (d == bd && n == f->len)))
+            bd = d, best = k;
+    }
+    return best;
+}
+
+/* The header row's checks: a column the reader uses given twice, a file
+ * of one field that is split by another separator, a required column
+ * missing (with the header that may have meant it); and the warnings of
+ * fields that are no column but lie close to one the header lacks.
+ * Returns 0 (with *warn malloc'd or NULL) or -1 with err set. */
+static int check_header(const pflex_csv_t *c, const char *name, unsigned line,
+                        const char *const headers[COL_COUNT], const int idx[COL_COUNT],
+                        char **warn, pflex_error_t *err)
+{
+    *warn = NULL;
+    for (int k = 0; k < COL_COUNT; k++) {
+        if (idx[k] < 0)
+            continue;
+        for (size_t f = (size_t)idx[k] + 1; f < c->nfields; f++)
+            if (pflex_csv_field_is(&c->fields[f], headers[k]))
+                return pflex_error_set(err, "%s:%u: column '%s' appears twice in the header "
+                                       "(fields %d and %zu)", name, line, headers[k],
+                                       idx[k] + 1, f + 1);
+    }
+    for (int k = COL_JOB; k <= COL_TPUT; k++) {
+        if (idx[k] >= 0)
+            continue;
+        const struct pflex_csv_field *f0 = &c->fields[0];
+        if (c->nfields == 1 && (memchr(f0->s, ';', f0->len) || memchr(f0->s, '\t', f0->len))) {
+            char sep = memchr(f0->s, ';', f0->len) ? ';' : '\t';
+            return pflex_error_set(err, "%s:%u: found one column '%.*s%s': is the separator "
+                                   "'%s'? (a sweep CSV is comma-separated)", name, line,
+                                   (int)(f0->len > 40 ? 40 : f0->len), f0->s,
+                                   f0->len > 40 ? "..." : "", sep == ';' ? ";" : "\\t");
+        }
+        for (size_t f = 0; f < c->nfields; f++) {
+            int m = near_column(&c->fields[f], headers, idx);
+            if (m == k)
+                return pflex_error_set(err, "%s:%u: missing column '%s' (the header has '%.*s': "
+                                       "did you mean '%s'? --columns maps other headers)", name,
+                                       line, headers[k], (int)(c->fields[f].len > 40 ? 40
+                                       : c->fields[f].len), c->fields[f].s, headers[k]);
+        }
+        if (headers[k] != col_name(k))
+            return pflex_error_set(err, "%s:%u: missing column '%s' (mapped to header '%s')",
+                                   name, line, col_name(k), headers[k]);
+        return pflex_error_set(err, "%s:%u: missing column '%s' (need job, cap_w, power_w, "
+                               "throughput; --columns maps other headers)", name, line,
+                               col_name(k));
+    }
+    size_t len = 0, cap = 0;
+    char *w = NULL;
+    for (size_t f = 0; f < c->nfields; f++) {
+        int used = 0;
+        for (int k = 0; k < COL_COUNT && !used; k++)
+            used = idx[k] == (int)f;
+        if (used || c->fields[f].len == 0)
+            continue;
+        int m = near_column(&c->fields[f], headers, idx);
+        if (m < 0)
+            continue;
+        char one[320];
+        int n = snprintf(one, sizeof one, "%s:%u: column '%.*s' is not a sweep column and is "
+                         "ignored: did you mean '%s'?\n", name, line,
+                         (int)(c->fields[f].len > 40 ? 40 : c->fields[f].len), c->fields[f].s,
+                         headers[m]);
+        if (n < 0)
+            continue;
+        if (len + (size_t)n + 1 > cap) {
+            size_t ncap = (len + (size_t)n + 1) * 2;
+            char *nw = realloc(w, ncap);
+            if (!nw) {
+                free(w);
+                return pflex_error_sys(err, "%s: out of memory", name);
+            }
+            w = nw;
+            cap = ncap;
+        }
+        memcpy(w + len, one, (size_t)n + 1);
+        len += (size_t)n;
+    }
+    *warn = w;
+    return 0;
+}
+
 /* One pass over s.  With try_grouped, each job's rows are averaged into
  * points as soon as the job's rows end, and no row is kept; the pass gives
  * up (returns 1, nothing set) at the first job whose rows do not all stand
@@ -452,7 +581,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
     r.one_cap = -1;
     *out = NULL;
     const char *headers[COL_COUNT];
-    char *spec_copy = NULL;
+    char *spec_copy = NULL, *warn = NULL;
     int idx[COL_COUNT];
     pflex_csv_t *c = &s->tok;
     int rc = -1;
@@ -475,17 +604,10 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
                 break;
             }
     }
-    for (int k = COL_JOB; k <= COL_TPUT; k++)
-        if (idx[k] < 0) {
-            if (headers[k] != col_name(k))
-                pflex_error_set(err, "%s:%u: missing column '%s' (mapped to header '%s')",
-                                r.name, header_line, col_name(k), headers[k]);
-            else
-                pflex_error_set(err, "%s:%u: missing column '%s' (need job, cap_w, power_w, "
-                                "throughput; --columns maps other headers)", r.name, header_line,
-                                col_name(k));
-            goto done;
-        }
+    if (check_header(c, r.name, header_line, headers, idx, &warn, err) < 0)
+        goto done;
+    if (warn && v && v->warn && try_grouped)
+        v->warn(v->ctx, warn);  /* once: the first pass reads every header */
     for (int k = COL_TM0; k < COL_COUNT; k++)
         if (idx[k] >= 0)
             r.has_tm = 1;
@@ -734,6 +856,9 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
         pflex_sweep_destroy(sw);
         goto done;
     }
+    ((struct store *)sw->priv)->warnings = warn;
+    sw->warnings = warn;
+    warn = NULL;
     *out = sw;
     rc = 0;
 done:
@@ -742,6 +867,7 @@ done:
     if (rc < 0 && r.grouped && has_dup(&r))
         rc = 1;
     free(spec_copy);
+    free(warn);
     reader_free(&r);
     return rc;
 }
@@ -1091,6 +1217,7 @@ void pflex_sweep_destroy(pflex_sweep_t *s)
         pflex_big_free(&st->points);
         pflex_big_free(&st->jobs);
         free(st->telemetry);
+        free(st->warnings);
         free(st);
     }
     free(s);
