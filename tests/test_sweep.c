@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "pflex/csv.h"
 #include "pflex/sweep.h"
 
 static uint64_t rs = 88172645463325252ull;
@@ -212,6 +213,55 @@ static void test_header_checks(void **state)
                                   "you mean 'cap_w'? --columns maps other headers)");
 }
 
+static void test_names(void **state)
+{
+    (void)state;
+    static const struct { const char *s; size_t len; const char *want; size_t at; } cases[] = {
+        {"plain-name_1.x", 14, NULL, 0},
+        {"\xc3\xbc\xe6\xa8\xa1\xf0\x9f\x98\x80", 9, NULL, 0},   /* ü 模 😀 */
+        {"\xf4\x8f\xbf\xbf", 4, NULL, 0},                     /* U+10FFFF */
+        {"ab\xc0\x80", 4, "is not valid UTF-8", 2},            /* overlong NUL */
+        {"\xe0\x9f\xbf", 3, "is not valid UTF-8", 0},          /* overlong */
+        {"\xed\xa0\x80", 3, "is not valid UTF-8", 0},          /* surrogate */
+        {"\xf4\x90\x80\x80", 4, "is not valid UTF-8", 0},      /* past U+10FFFF */
+        {"x\xe6\xa8", 3, "is not valid UTF-8", 1},             /* truncated */
+        {"\x80", 1, "is not valid UTF-8", 0},
+        {"\xff", 1, "is not valid UTF-8", 0},
+        {"a\0b", 3, "holds a NUL byte", 1},
+        {"a\tb", 3, "holds a control character", 1},
+        {"a\x7f", 2, "holds a control character", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        size_t at = 99;
+        const char *why = pflex_name_problem(cases[i].s, cases[i].len, &at);
+        if (!cases[i].want) {
+            assert_null(why);
+            continue;
+        }
+        assert_non_null(why);
+        assert_string_equal(why, cases[i].want);
+        assert_int_equal(at, cases[i].at);
+    }
+    /* '#x' written as a field reads back as a job, not as a comment. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    fputs("job,cap_w,power_w,throughput\n", f);
+    for (int k = 0; k < 2; k++) {
+        pflex_csv_write_field(f, "#x");
+        fprintf(f, ",%d,%d,100\n", 700 - 200 * k, 600 - 150 * k);
+    }
+    fclose(f);
+    assert_non_null(strstr(text, "\"#x\",700"));
+    pflex_sweep_t *sw;
+    pflex_error_t err;
+    assert_int_equal(pflex_sweep_read_mem(text, len, "w", NULL, &sw, &err), 0);
+    assert_int_equal(sw->njobs, 1);
+    assert_string_equal(sw->jobs[0].name, "#x");
+    pflex_sweep_destroy(sw);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -219,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_directory_refused),
         cmocka_unit_test(test_streams_bounded),
         cmocka_unit_test(test_header_checks),
+        cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -316,9 +316,53 @@ int pflex_parse_double(const char *s, size_t len, double *out)
     return parse_slow(s, len, out);
 }
 
+const char *pflex_name_problem(const char *s, size_t len, size_t *at)
+{
+    const unsigned char *p = (const unsigned char *)s, *e = p + len;
+    while (p < e) {
+        *at = (size_t)(p - (const unsigned char *)s);
+        unsigned c = *p;
+        if (c < 0x80) {
+            if (c == 0)
+                return "holds a NUL byte";
+            if (c < 0x20 || c == 0x7f)
+                return "holds a control character";
+            p++;
+            continue;
+        }
+        /* RFC 3629: no overlong form, no surrogate, nothing past U+10FFFF */
+        size_t n;
+        unsigned lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF)
+            n = 1;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2;
+            if (c == 0xE0)
+                lo = 0xA0;
+            else if (c == 0xED)
+                hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3;
+            if (c == 0xF0)
+                lo = 0x90;
+            else if (c == 0xF4)
+                hi = 0x8F;
+        } else {
+            return "is not valid UTF-8";
+        }
+        if ((size_t)(e - p) <= n || p[1] < lo || p[1] > hi)
+            return "is not valid UTF-8";
+        for (size_t k = 2; k <= n; k++)
+            if (p[k] < 0x80 || p[k] > 0xBF)
+                return "is not valid UTF-8";
+        p += n + 1;
+    }
+    return NULL;
+}
+
 void pflex_csv_write_field(FILE *f, const char *s)
 {
-    if (!strpbrk(s, ",\"\n\r")) {
+    if (*s != '#' && !strpbrk(s, ",\"\n\r")) {
         fputs(s, f);
         return;
     }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include "pflex/csv.h"
 #include "pflex/model.h"
 #include "pflex/sweep.h"
 
@@ -106,6 +107,10 @@ static int set_field_once(struct ctx *c, struct pflex_job_desc *d, const char *k
         size_t cap = !strcmp(key, "name") ? sizeof d->name : sizeof d->gpu;
         if (strlen(s) >= cap)
             return field_error(c, key, "is too long");
+        size_t at;
+        if (pflex_name_problem(s, strlen(s), &at))
+            return field_error(c, key, "holds a control character (names are plain text, so "
+                                       "that every output writes them whole)");
         if (!strcmp(key, "gpu") && !pflex_gpu_kind_find(s))
             return field_error(c, key, "unknown GPU kind (H100-SXM5-80GB, H200-SXM-141GB, "
                                        "A100-SXM4-40GB, A100-PCIE-80GB, A40)");

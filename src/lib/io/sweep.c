@@ -673,6 +673,13 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
         }
         last_job = j;
         if (fresh) {            /* after the last job's flush: it may share the slot */
+            size_t at;
+            const char *why = pflex_name_problem(jf->s, jf->len, &at);
+            if (why) {
+                pflex_error_set(err, "%s:%u: column 'job': the job name %s (byte %zu of %zu); "
+                                "names are UTF-8 text", r.name, line, why, at + 1, jf->len);
+                goto done;
+            }
             memset(jm, 0, sizeof *jm);
             jm->line = line;
             jm->weight = 1.0;
@@ -732,6 +739,13 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
         }
         if (more_cols) {        /* any of gpu, floor, tier, weight */
             if (idx[COL_GPU] >= 0 && f[idx[COL_GPU]].len && !jm->gpu_len) {
+                size_t at;
+                const char *why = pflex_name_problem(f[idx[COL_GPU]].s, f[idx[COL_GPU]].len, &at);
+                if (why) {
+                    pflex_error_set(err, "%s:%u: column 'gpu': the GPU name %s (byte %zu of %zu)",
+                                    r.name, line, why, at + 1, f[idx[COL_GPU]].len);
+                    goto done;
+                }
                 if (arena_add(&r, f[idx[COL_GPU]].s, f[idx[COL_GPU]].len, &jm->gpu_off) < 0) {
                     pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
                     goto done;
