@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "pflex/outfile.h"
 #include "pflex/sim.h"
 
 static const char help[] =
@@ -101,21 +102,25 @@ static int list_presets(void)
 
 #define MAX_CAPS 256
 
-static int run_sim(const struct pflex_job_desc *d, const double *caps, int ncaps, int repeats,
-                   uint64_t seed, const char *out_path, int progress)
+/* --out is written atomically (pflex/outfile.h): the old file stays whole
+ * until the new one is; it may not be the job file read. */
+static int run_sim(const struct pflex_job_desc *d, const char *job_arg, const double *caps,
+                   int ncaps, int repeats, uint64_t seed, const char *out_path, int progress)
 {
     pflex_error_t err;
     pflex_sim_job_t *j;
+    pflex_outfile_t *of = NULL;
+    const char *inputs[] = {job_arg, NULL};
+    if (out_path && pflex_outfile_begin(out_path, inputs, &of, &err) < 0) {
+        cli_error("sweep", "--out %s", err.text);
+        return cli_input_exit(&err);
+    }
     if (pflex_sim_job_create(d, seed, &j, &err) < 0) {
         cli_error("sweep", "%s", err.text);
+        pflex_outfile_abort(of);
         return PFLEX_EXIT_BAD_INPUT;
     }
-    FILE *f = stdout;
-    if (out_path && !(f = fopen(out_path, "w"))) {
-        cli_error("sweep", "%s: %s", out_path, strerror(errno));
-        pflex_sim_job_destroy(j);
-        return PFLEX_EXIT_INTERNAL;
-    }
+    FILE *f = of ? pflex_outfile_stream(of) : stdout;
     int rc = pflex_sweep_write_header(f, 1);
     for (int c = 0; c < ncaps && rc == 0; c++) {
         if (progress)
@@ -134,16 +139,19 @@ static int run_sim(const struct pflex_job_desc *d, const double *caps, int ncaps
     if (progress)
         fputc('\n', stderr);
     pflex_sim_job_destroy(j);
-    if (fflush(f) != 0 || ferror(f))
-        rc = rc ? rc : -1;
-    if (f != stdout && fclose(f) != 0)
-        rc = rc ? rc : -1;
-    if (rc == -1) {
-        if (out_path)       /* standard output: main() says what failed */
+    if (!of)                /* standard output: main() says what failed */
+        return rc || fflush(f) != 0 || ferror(f) ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
+    if (rc) {
+        pflex_outfile_abort(of);
+        if (rc == -1)
             cli_error("sweep", "%s: write error", out_path);
         return PFLEX_EXIT_INTERNAL;
     }
-    return rc ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
+    if (pflex_outfile_commit(of, &err) < 0) {
+        cli_error("sweep", "%s", err.text);
+        return PFLEX_EXIT_INTERNAL;
+    }
+    return PFLEX_EXIT_OK;
 }
 
 int cmd_sweep(int argc, char **argv)
@@ -237,6 +245,6 @@ int cmd_sweep(int argc, char **argv)
              cap -= step)
             caps[ncaps++] = cap;
     }
-    return run_sim(&d, caps, ncaps, repeats, seed, out_path,
+    return run_sim(&d, job, caps, ncaps, repeats, seed, out_path,
                    cli_progress_wanted(progress));
 }

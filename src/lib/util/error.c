@@ -31,5 +31,6 @@ int pflex_error_is_system(const pflex_error_t *err)
     static const char oom[] = "out of memory";
     size_t n = strlen(err->text), k = sizeof oom - 1;
     return (n >= k && strcmp(err->text + n - k, oom) == 0)
-           || strstr(err->text, ": read error: ") != NULL;
+           || strstr(err->text, ": read error: ") != NULL
+           || strstr(err->text, ": write error: ") != NULL;
 }
