@@ -1,4 +1,4 @@
-/* pflex/alloc.h — splitting a site power budget between jobs (SPEC §2).
+/* pflex/alloc.h — splitting a site power budget between jobs (docs/contract.md §2).
  *
  * The problem: jobs j with n_j GPUs, baseline per-GPU power P0_j (W) and
  * throughput T0_j, weight w_j, service floor s_j and reduction range
@@ -69,8 +69,8 @@ struct pflex_alloc_job {
     double x_hi;            /* largest reduction allowed: the measured range or
                              * 1 - P_min/P0 from the hardware minimum cap */
     double pfi;             /* PFI_j for the PFI and EQUAL policies; NaN: computed
-                             * from the curve over range 0.30 (SPEC §2) */
-    /* The measured loss curve (SPEC §2): npoints >= 1 ascending reductions
+                             * from the curve over range 0.30 (docs/contract.md §2) */
+    /* The measured loss curve (docs/contract.md §2): npoints >= 1 ascending reductions
      * x[0] = 0 < x[1] < ..., loss[0] = 0.  npoints = 0: no curve (then the
      * PFI model stands in for it, and OPTIMAL refuses the problem). */
     const double *x;
@@ -125,7 +125,7 @@ double pflex_alloc_cap_w(const struct pflex_alloc_job *j, double x);
  * curve's range); the PFI model (1 - PFI_j) x where there is no curve. */
 double pflex_alloc_loss(const struct pflex_alloc_job *j, double x);
 
-/* A plan scored on the measured curves (SPEC §2 "Evaluation"). */
+/* A plan scored on the measured curves (docs/contract.md §2 "Evaluation"). */
 struct pflex_alloc_score {
     double throughput;      /* sum_j T0_j (1 - L_j(x_j)) */
     double objective;       /* sum_j w_j a_j (1 - L_j(x_j)), a_j = T0_j or n_j */

@@ -1,4 +1,4 @@
-/* pflex/pfi.h — the Power Flexibility Index (SPEC §2).
+/* pflex/pfi.h — the Power Flexibility Index (docs/contract.md §2).
  *
  * The study's PFI (the default, "ratio"): for each capped point k, with
  * x_k = 1 - P_k/P0 the power reduction and L_k = 1 - T_k/T0 the throughput
@@ -23,7 +23,7 @@
 
 #define PFLEX_PFI_RANGE_DEFAULT 0.30
 
-/* The ratio metric's drop rules (SPEC §2): a point with x_k below
+/* The ratio metric's drop rules (docs/contract.md §2): a point with x_k below
  * PFLEX_PFI_MIN_REDUCTION does not bind, one with L_k below
  * PFLEX_PFI_MIN_LOSS is within noise. */
 #define PFLEX_PFI_MIN_REDUCTION 0.01

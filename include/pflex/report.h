@@ -69,7 +69,7 @@ struct pflex_report_cut {
     double gap_recovered;       /* (pfi - equal) / (optimal - equal); NaN: no gap */
     double recovered_per_job;   /* (pfi - equal) / jobs, tokens/s */
     double gap_bound;           /* optimal's bound on its distance to the true optimum */
-    /* The same with the progress objective (SPEC §2): each job counts by its
+    /* The same with the progress objective (docs/contract.md §2): each job counts by its
      * GPUs times its normalised throughput, whatever its tokens/s. */
     double progress[3];         /* GPU-weighted mean of T/T0: equal, pfi, optimal */
     double progress_gap_recovered;

@@ -1,4 +1,4 @@
-/* pflex/sweep.h — power-cap sweeps: reading the sweep CSV (SPEC §3).
+/* pflex/sweep.h — power-cap sweeps: reading the sweep CSV (docs/contract.md §3).
  *
  * A sweep holds, per job, its measurements at several per-GPU power caps.
  * Rows at the same cap are averaged (power and throughput separately) and
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include "pflex/error.h"
 
-/* Telemetry columns of a sweep, in SPEC §3 order and units. */
+/* Telemetry columns of a sweep, in docs/contract.md §3 order and units. */
 enum pflex_tm {
     PFLEX_TM_SM_CLOCK_MHZ, PFLEX_TM_MEM_CLOCK_MHZ, PFLEX_TM_GPU_UTIL,
     PFLEX_TM_MEM_COPY_UTIL, PFLEX_TM_SM_ACTIVE, PFLEX_TM_SM_OCCUPANCY,

@@ -1,5 +1,5 @@
 /* allocate.c — pflex allocate: split a site power budget between jobs
- * (SPEC §2 "Allocation problem", §4). */
+ * (docs/contract.md §2 "Allocation problem", §4). */
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>

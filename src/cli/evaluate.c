@@ -1,5 +1,5 @@
 /* evaluate.c — pflex evaluate: the equal, pfi and optimal plans scored on
- * the measured curves (SPEC §2 "Evaluation", §4). */
+ * the measured curves (docs/contract.md §2 "Evaluation", §4). */
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>

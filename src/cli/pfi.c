@@ -1,4 +1,4 @@
-/* pfi.c — pflex pfi: Power Flexibility Index per job (SPEC §2, §4). */
+/* pfi.c — pflex pfi: Power Flexibility Index per job (docs/contract.md §2, §4). */
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* pficsv.c — reading the PFI CSV (SPEC §3), the input of --pfi. */
+/* pficsv.c — reading the PFI CSV (docs/contract.md §3), the input of --pfi. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

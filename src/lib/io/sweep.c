@@ -1,4 +1,4 @@
-/* sweep.c — reading the sweep CSV of SPEC §3.
+/* sweep.c — reading the sweep CSV of docs/contract.md §3.
  *
  * The text is read piece by piece (a small file is mapped); of a plain data
  * row only the fields the reader needs are split, where they lie, in the

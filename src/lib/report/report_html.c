@@ -590,7 +590,7 @@ static void alloc_section(struct ctx *c)
     }
     fprintf(f, "<p>The %zu H200 main runs with a PFI share a site whose GPU power (%.1f kW at the "
                "highest cap) must drop by the cut. Each policy plans per-job power; every plan is "
-               "then scored on the measured curves (SPEC §2). The objective is total tokens/s; the "
+               "then scored on the measured curves (docs/contract.md §2). The objective is total tokens/s; the "
                "last columns plan again with the GPU-weighted objective (each job counts by its "
                "GPUs times its normalised throughput). There the jobs are much alike, equal is "
                "close to optimal, and pfi, which plans with a straight-line model of each curve, "
