@@ -6,6 +6,9 @@
  * groupings).  For 40k, 80k, 160k and 1M rows it prints the CPU time of
  * pflex_sweep_read_mem (median of a few runs) and the ratio to the size
  * before: about 2 per doubling is O(n log n) or linear, 4 is quadratic.
+ * Then the same for building one job's loss curve (pflex_curve_init) from
+ * that many distinct caps whose power rises as the cap falls, the order
+ * that made its insertion sort quadratic.
  * Nothing here asserts a time.
  *
  *   sweep_read_bench [ROWS...]     (default 40000 80000 160000 1000000) */
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "pflex/curve.h"
 #include "pflex/sweep.h"
 
 enum order { REPEATS, ASCENDING, SHUFFLED };
@@ -124,5 +128,38 @@ int main(int argc, char **argv)
                 last_n = sizes[s];
             }
         }
+    printf("\nloss curve of one job, distinct caps, power rising as the cap falls\n");
+    printf("%-10s %10s %10s %8s\n", "points", "", "seconds", "ratio");
+    double last = 0;
+    for (size_t k = 0; k < nsizes; k++) {
+        size_t n = sizes[k];
+        struct pflex_sweep_point *p = calloc(n, sizeof *p);
+        if (!p)
+            return 1;
+        for (size_t i = 0; i < n; i++) {
+            p[i].cap_w = 100 + (double)i * 1e-3;
+            p[i].power_w = 450 - 400 * (double)i / (double)n;
+            p[i].throughput = 100 + (double)(next_rand() % 900);
+            p[i].rows = 1;
+        }
+        p[n - 1].power_w = 500;
+        double t[3];
+        for (int r = 0; r < 3; r++) {
+            struct pflex_curve c;
+            pflex_error_t err;
+            double t0 = cpu_seconds();
+            if (pflex_curve_init(&c, p, n, &err) < 0)
+                return 1;
+            t[r] = cpu_seconds() - t0;
+            pflex_curve_fini(&c);
+        }
+        qsort(t, 3, sizeof *t, cmp_double);
+        if (last > 0)
+            printf("%-10zu %10s %10.4f %8.2f\n", n, "", t[1], t[1] / last);
+        else
+            printf("%-10zu %10s %10.4f\n", n, "", t[1]);
+        last = t[1];
+        free(p);
+    }
     return 0;
 }
