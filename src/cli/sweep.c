@@ -45,7 +45,7 @@ static const char help[] =
 "  --out FILE       write the CSV to FILE instead of stdout (written to a\n"
 "                   temporary file beside it, renamed into place when whole)\n"
 "  --progress       progress on stderr even when it is not a terminal\n"
-"  --list-presets   list the preset jobs and exit\n"
+"  --list-presets   list the preset jobs and exit (--json: as JSON)\n"
 "  -h, --help       this help\n"
 "\n"
 "exit: 0 ok, 1 system error, 2 bad usage or a bad job file (file:line: what\n"
@@ -53,6 +53,7 @@ static const char help[] =
 "\n"
 "EXAMPLES\n"
 "  pflex sweep --list-presets                        # the built-in jobs\n"
+"  pflex sweep --list-presets --json                 # the same for scripts\n"
 "  pflex sweep --job llama-8b-pretrain-h200 --out sweep.csv\n"
 "  pflex sweep --job llama-8b-pretrain-h200 --caps 700:300:100 --repeats 5\n"
 "  pflex sweep --job tests/data/job_llama8b_h200.json --caps 700,600,500,400\n"
@@ -60,7 +61,7 @@ static const char help[] =
 "  pflex sweep --backend nvml --list                 # real GPUs, read-only\n";
 
 enum { OPT_BACKEND = 256, OPT_JOB, OPT_CAPS, OPT_CAP_STEP, OPT_REPEATS, OPT_SEED, OPT_OUT,
-       OPT_PROGRESS, OPT_LIST };
+       OPT_PROGRESS, OPT_LIST, OPT_JSON };
 
 static const struct option options[] = {
     {"backend", required_argument, NULL, OPT_BACKEND},
@@ -72,6 +73,7 @@ static const struct option options[] = {
     {"out", required_argument, NULL, OPT_OUT},
     {"progress", no_argument, NULL, OPT_PROGRESS},
     {"list-presets", no_argument, NULL, OPT_LIST},
+    {"json", no_argument, NULL, OPT_JSON},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -92,12 +94,29 @@ static const char *backend_of(int argc, char **argv)
     return b;
 }
 
-static int list_presets(void)
+/* The preset jobs: a table, or with --json {"presets": [{"name", "gpu",
+ * "gpus", "task", "summary"}]} (docs/contract.md §5). */
+static int list_presets(int json)
 {
     const char *summary;
-    for (int i = 0; pflex_job_preset_at(i, &summary); i++)
-        printf("%-28s %s\n", pflex_job_preset_at(i, NULL), summary);
-    return PFLEX_EXIT_OK;
+    json_t *arr = json ? json_array() : NULL;
+    for (int i = 0; pflex_job_preset_at(i, &summary); i++) {
+        const char *name = pflex_job_preset_at(i, NULL);
+        if (!json) {
+            printf("%-28s %s\n", name, summary);
+            continue;
+        }
+        struct pflex_job_desc d;
+        if (pflex_job_preset_find(name, &d) < 0)
+            continue;
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:s, s:s}", "name", name, "gpu",
+                                             d.gpu, "gpus", d.gpus, "task",
+                                             pflex_job_kind_name(d.kind), "summary", summary));
+    }
+    if (!json)
+        return PFLEX_EXIT_OK;
+    return cli_json_print(json_pack("{s:o}", "presets", arr)) < 0 ? PFLEX_EXIT_INTERNAL
+                                                                   : PFLEX_EXIT_OK;
 }
 
 #define MAX_CAPS 256
@@ -165,7 +184,7 @@ int cmd_sweep(int argc, char **argv)
     const char *job = NULL, *caps_arg = NULL, *out_path = NULL;
     double cap_step = 0, v, caps[MAX_CAPS];
     int ncaps = 0;
-    int repeats = 3, progress = 0, c;
+    int repeats = 3, progress = 0, list = 0, json = 0, c;
     uint64_t seed = 1;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
@@ -211,7 +230,11 @@ int cmd_sweep(int argc, char **argv)
             progress = 1;
             break;
         case OPT_LIST:
-            return list_presets();
+            list = 1;
+            break;
+        case OPT_JSON:
+            json = 1;
+            break;
         case 'h':
             return cli_help(help);
         default:
@@ -220,6 +243,11 @@ int cmd_sweep(int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage_error("sweep", "unexpected argument '%s'", argv[optind]);
+    if (list)
+        return list_presets(json);
+    if (json)
+        return cli_usage_error("sweep", "--json: a sweep is written as a sweep CSV; --json "
+                               "goes with --list-presets");
     if (!job)
         return cli_usage_error("sweep", "--job: give a preset name or a job file");
     if (caps_arg && cap_step > 0)

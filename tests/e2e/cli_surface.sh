@@ -28,4 +28,13 @@ for c in pfi sweep allocate evaluate study; do
 done
 "$P" sweep --job > "$T/out" 2> "$T/err"
 grep -q -- "--job needs a value" "$T/err" || fail "sweep --job: $(cat "$T/err")"
+# --list-presets --json: every preset of the table, as JSON.
+"$P" sweep --list-presets > "$T/table" || fail "--list-presets"
+"$P" sweep --list-presets --json > "$T/presets.json" || fail "--list-presets --json"
+[ "$(grep -c '"name":' "$T/presets.json")" -eq "$(wc -l < "$T/table")" ] \
+    || fail "--list-presets --json lists $(grep -c '"name":' "$T/presets.json") presets, the table $(wc -l < "$T/table")"
+grep -q '"gpu": "H200-SXM-141GB"' "$T/presets.json" || fail "--list-presets --json lacks gpu"
+if command -v jq > /dev/null; then
+    [ "$(jq '.presets | length' "$T/presets.json")" -eq "$(wc -l < "$T/table")" ] || fail "jq count"
+fi
 echo "cli_surface: ok"

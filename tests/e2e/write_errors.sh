@@ -21,6 +21,7 @@ full "" --help
 full "" --version
 for c in pfi sweep allocate evaluate study; do full " $c" $c --help; done
 full " sweep" sweep --list-presets
+full " sweep" sweep --list-presets --json
 full " pfi" pfi "$S"
 full " pfi" pfi --json "$S"
 full " pfi" pfi --csv "$S"
