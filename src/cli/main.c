@@ -32,10 +32,10 @@ static void usage(FILE *f)
     fprintf(f, "\noptions:\n"
                "  -h, --help   this help\n"
                "  --version    the version of pflex\n"
-               "\n'pflex COMMAND --help' describes one command.  '-' or no FILE reads\n"
-               "standard input.  Exit codes: 0 success, 1 internal or system error,\n"
-               "2 bad usage or input, 3 budget infeasible.  The formats, JSON fields and\n"
-               "exit codes are documented in docs/contract.md.\n"
+               "\n'pflex COMMAND --help' or 'pflex help COMMAND' describes one command.\n"
+               "'-' or no FILE reads standard input.  Exit codes: 0 success, 1 internal\n"
+               "or system error, 2 bad usage or input, 3 budget infeasible.  The formats,\n"
+               "JSON fields and exit codes are documented in docs/contract.md.\n"
                "\nEXAMPLES\n"
                "  pflex study --out study-out                 # the whole study, no GPU\n"
                "  pflex sweep --job llama-8b-pretrain-h200 --out sweep.csv\n"
@@ -78,6 +78,16 @@ static int finish(const char *cmd, int rc)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
+        usage(stderr);
+        return PFLEX_EXIT_BAD_INPUT;
+    }
+    if (!strcmp(argv[1], "help") && argc == 3) {      /* pflex help CMD = pflex CMD --help */
+        static char opt_help[] = "--help";
+        char *av[] = {argv[2], opt_help, NULL};
+        for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+            if (!strcmp(argv[2], commands[i].name))
+                return finish(commands[i].name, commands[i].run(2, av));
+        fprintf(stderr, "pflex: unknown command '%s'\n", argv[2]);
         usage(stderr);
         return PFLEX_EXIT_BAD_INPUT;
     }

@@ -26,6 +26,7 @@ for c in pfi sweep allocate evaluate study; do
     [ "$(cat "$T/err")" = "pflex $c: unknown option '-Z' (see pflex $c --help)" ] \
         || fail "$c -Z: $(cat "$T/err")"
 done
+"$P" help sweep | grep -q "usage: pflex sweep" || fail "pflex help sweep"
 "$P" sweep --job > "$T/out" 2> "$T/err"
 grep -q -- "--job needs a value" "$T/err" || fail "sweep --job: $(cat "$T/err")"
 # --list-presets --json: every preset of the table, as JSON.
