@@ -1120,7 +1120,11 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
     struct store *st = calloc(1, sizeof *st);
     size_t *start = calloc(r->njobs + 1, sizeof *start);
     uint32_t *order = malloc(r->nrows * sizeof *order);
-    uint32_t *otmp = malloc(r->nrows * sizeof *otmp);
+    size_t most = 1;            /* the most rows of one job: the merge's scratch */
+    for (size_t j = 0; j < r->njobs; j++)
+        if (KEYS(r)[j].nrows > most)
+            most = KEYS(r)[j].nrows;
+    uint32_t *otmp = malloc(most * sizeof *otmp);
     const struct row *rows = r->rows.p;
     int rc = -1;
     sw->priv = st;
