@@ -31,8 +31,28 @@ LIBPFLEX := $(BUILD)/libpflex.a
 PFLEX    := $(BUILD)/pflex
 FAKE_NVML:= $(BUILD)/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: all deps check test test-plain test-san demo bench fuzz clean
+.PHONY: all deps check test test-plain test-san demo bench fuzz clean install uninstall
 all: $(PFLEX)
+
+# make install [PREFIX=/usr/local] [DESTDIR=staging]: the binary, the
+# library and its headers, the docs.  Nothing is built here that `make`
+# did not build (run `make` first, as yourself, then install as root).
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BINDIR  := $(DESTDIR)$(PREFIX)/bin
+LIBDIR  := $(DESTDIR)$(PREFIX)/lib
+INCDIR  := $(DESTDIR)$(PREFIX)/include/pflex
+DOCDIR  := $(DESTDIR)$(PREFIX)/share/doc/pflex
+install: $(PFLEX) $(LIBPFLEX)
+	install -d $(BINDIR) $(LIBDIR) $(INCDIR) $(DOCDIR)
+	install -m 755 $(PFLEX) $(BINDIR)/pflex
+	install -m 644 $(LIBPFLEX) $(LIBDIR)/libpflex.a
+	install -m 644 include/pflex/*.h $(INCDIR)/
+	install -m 644 README.md docs/*.md $(DOCDIR)/
+
+uninstall:
+	rm -f $(BINDIR)/pflex $(LIBDIR)/libpflex.a
+	rm -rf $(INCDIR) $(DOCDIR)
 
 deps:
 	@sh scripts/deps.sh

@@ -37,3 +37,6 @@ for fmt in csv json; do
         echo "  --$fmt: $(echo "$(date +%s.%N) - $t0" | bc) s wall"
     fi
 done
+echo
+echo "== reading one job's sweep: rows vs time (about x2 per doubling: not quadratic) =="
+"$BUILD/bench/sweep_read_bench" 40000 80000 160000 1000000

@@ -152,7 +152,7 @@ static double ref_limit(const struct pflex_alloc_job *j)
     return u;
 }
 
-/* The PFI a PFI-only policy plans with (SPEC §2): the job's, else the
+/* The PFI a PFI-only policy plans with (docs/contract.md §2): the job's, else the
  * study's ratio over the curve's points (x >= 0.01, L >= 0.005), else 1;
  * 1 for a PFI <= 0. */
 static double ref_ratio_pfi(const struct pflex_alloc_job *j)

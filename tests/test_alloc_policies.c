@@ -1,10 +1,10 @@
 /* test_alloc_policies.c — the water-filling policies (equal, proportional,
  * pfi-weighted) against an independent water-filling, the caps a plan
- * sets, and the scores on the measured curves (SPEC §2).
+ * sets, and the scores on the measured curves (docs/contract.md §2).
  *
  * The reference water-filling is a bisection on the level k of
  * sum_j n_j P0_j min(k c_j, u_j) = watts to save, with each job's rate c_j
- * and limit u_j computed here from SPEC's definitions (ratio PFI from the
+ * and limit u_j computed here from docs/contract.md's definitions (ratio PFI from the
  * curve's points, shed by bisection on the interpolated curve), not taken
  * from the library.  Seeded random problems, thousands of them. */
 #include <math.h>
@@ -129,7 +129,7 @@ static double ref_loss(const struct pflex_alloc_job *j, double x)
     return x <= 0 ? 0 : interp(j, j->loss, x);
 }
 
-/* The ratio PFI a PFI-only policy uses (SPEC §2). */
+/* The ratio PFI a PFI-only policy uses (docs/contract.md §2). */
 static double ref_pfi(const struct pflex_alloc_job *j)
 {
     double pfi = j->pfi;
@@ -168,7 +168,7 @@ static double ref_shed(const struct pflex_alloc_job *j, double floor)
     return xm;
 }
 
-/* A job's limit under a policy (SPEC §2 "Limits"). */
+/* A job's limit under a policy (docs/contract.md §2 "Limits"). */
 static double ref_limit(const struct pflex_alloc_job *j, enum pflex_policy pol)
 {
     double u = j->x_hi;
@@ -401,7 +401,7 @@ static void test_measured_scores(void **state)
     pflex_alloc_plan_fini(&pl);
 }
 
-/* pfi-weighted on a hand example: x ~ PFI / T0 (SPEC §2, Eq. 2). */
+/* pfi-weighted on a hand example: x ~ PFI / T0 (docs/contract.md §2, Eq. 2). */
 static void test_pfi_weighted_hand(void **state)
 {
     struct pflex_alloc_job jobs[2] = {

@@ -114,6 +114,30 @@ static void test_bad_content(void **state)
     assert_non_null(strstr(err.text, "c.json:"));
 }
 
+/* A field given twice, at the top level and in a group, or in two groups,
+ * is refused like a key twice in one object: the file says two things. */
+static void test_field_twice(void **state)
+{
+    (void)state;
+    struct pflex_job_desc d;
+    pflex_error_t err;
+    const char *top_and_model =
+        "{\"name\": \"x\", \"gpu\": \"H200-SXM-141GB\", \"gpus\": 8, \"task\": \"pretrain\",\n"
+        " \"layers\": 32,\n"
+        " \"model\": {\"layers\": 16, \"hidden\": 4096, \"heads\": 32, \"vocab\": 128256}}\n";
+    assert_int_equal(pflex_job_parse(top_and_model, strlen(top_and_model), "t.json", &d, &err), -1);
+    assert_string_equal(err.text, "t.json:2: field 'layers': given twice (at the top level and "
+                                  "in \"model\")");
+    const char *two_groups =
+        "{\"name\": \"x\", \"gpu\": \"H200-SXM-141GB\", \"gpus\": 8, \"task\": \"pretrain\",\n"
+        " \"batch\": {\"seq_len\": 4096},\n"
+        " \"model\": {\"layers\": 16, \"hidden\": 4096, \"heads\": 32, \"seq_len\": 2048}}\n";
+    assert_int_equal(pflex_job_parse(two_groups, strlen(two_groups), "u.json", &d, &err), -1);
+    assert_non_null(strstr(err.text, "field 'seq_len': given twice (in \"batch\" and in \"model\")"));
+    /* Once each is fine, and the shipped examples still read. */
+    assert_int_equal(pflex_job_read_file("tests/data/job_llama8b_h200.json", &d, &err), 0);
+}
+
 static void test_kind_names(void **state)
 {
     enum pflex_job_kind k;
@@ -137,6 +161,7 @@ int main(void)
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_bad_content),
         cmocka_unit_test(test_kind_names),
+        cmocka_unit_test(test_field_twice),
     };
     return cmocka_run_group_tests_name("jobfile", tests, NULL, NULL);
 }

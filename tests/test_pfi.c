@@ -410,7 +410,7 @@ struct rows {
     double cap[64], pw[64], tp[64];
 };
 
-/* What SPEC §2 says each metric is, computed from the rows directly. */
+/* What docs/contract.md §2 says each metric is, computed from the rows directly. */
 struct indep {
     int valid[PFLEX_PFI_METRICS];
     double pfi[PFLEX_PFI_METRICS];
@@ -714,7 +714,7 @@ static void test_emerald_metrics(void **state)
     pflex_sweep_destroy(sw);
 }
 
-/* Sweeps of every kind SPEC §2 must handle, written as CSV text, read back
+/* Sweeps of every kind docs/contract.md §2 must handle, written as CSV text, read back
  * by the reader and checked metric by metric. */
 static void test_random_metrics(void **state)
 {

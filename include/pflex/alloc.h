@@ -1,4 +1,4 @@
-/* pflex/alloc.h — splitting a site power budget between jobs (SPEC §2).
+/* pflex/alloc.h — splitting a site power budget between jobs (docs/contract.md §2).
  *
  * The problem: jobs j with n_j GPUs, baseline per-GPU power P0_j (W) and
  * throughput T0_j, weight w_j, service floor s_j and reduction range
@@ -96,7 +96,7 @@ struct pflex_alloc_job {
                              * 1 - P_min/P0 from the hardware minimum cap */
     double pfi;             /* ratio PFI_j for PFI and PFI_WEIGHTED; NaN: measured
                              * on the curve (pflex_pfi_ratio_xl), else 1 */
-    /* The measured loss curve (SPEC §2): npoints >= 1 ascending reductions
+    /* The measured loss curve (docs/contract.md §2): npoints >= 1 ascending reductions
      * x[0] = 0 < x[1] < ..., loss[0] = 0.  npoints = 0: no curve (then the
      * PFI model stands in for it, and OPTIMAL refuses the problem). */
     const double *x;
@@ -188,7 +188,7 @@ double pflex_alloc_job_pfi(const struct pflex_alloc_job *j);
  * curve's range); the PFI model x / PFI_j where there is no curve. */
 double pflex_alloc_loss(const struct pflex_alloc_job *j, double x);
 
-/* A plan scored on the measured curves (SPEC §2 "Evaluation"). */
+/* A plan scored on the measured curves (docs/contract.md §2 "Evaluation"). */
 struct pflex_alloc_score {
     double throughput;      /* sum_j T0_j (1 - L_j(x_j)) */
     double objective;       /* sum_j w_j a_j (1 - L_j(x_j)), a_j = T0_j or n_j */

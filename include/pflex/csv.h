@@ -57,8 +57,14 @@ int pflex_csv_split_line(pflex_csv_t *c, const char *s, size_t len, unsigned lin
  * a number, or not finite.  Exact (correctly rounded) like strtod. */
 int pflex_parse_double(const char *s, size_t len, double *out);
 
+/* Why s[0..len) cannot be a name (a job's, a GPU's), or NULL when it can:
+ * names are UTF-8 text without control characters, so that every format
+ * (CSV, JSON, a table) writes them whole.  *at is the offending byte's
+ * offset. */
+const char *pflex_name_problem(const char *s, size_t len, size_t *at);
+
 /* Write s to f as one CSV field, quoted when it holds a comma, a quote or a
- * line break. */
+ * line break, or starts with '#' (else it would read back as a comment). */
 void pflex_csv_write_field(FILE *f, const char *s);
 
 /* True when the field equals the NUL-terminated string. */

@@ -1,4 +1,4 @@
-/* pflex/curve.h — a job's loss curve L(x) (SPEC §2).
+/* pflex/curve.h — a job's loss curve L(x) (docs/contract.md §2).
  *
  * x = 1 - P/P0 is the per-GPU power reduction against the baseline (the
  * highest cap), L = 1 - T/T0 the throughput loss.  The curve is the

@@ -16,4 +16,16 @@ typedef struct pflex_error {
 int pflex_error_set(pflex_error_t *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The same for a failure of the system, not of the input: out of memory,
+ * a read or a write error.  Its message ends in "out of memory" or holds
+ * ": read error: <reason>" or ": write error: <reason>", which is how
+ * pflex_error_is_system tells it (the struct stays one string, so that
+ * every {{0}} initialiser holds). */
+int pflex_error_sys(pflex_error_t *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* 1 when err holds a system failure (the CLI exits 1), 0 when it is about
+ * the input (exit 2). */
+int pflex_error_is_system(const pflex_error_t *err);
+
 #endif

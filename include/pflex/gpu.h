@@ -23,7 +23,7 @@ struct pflex_gpu_limits {
 struct pflex_gpu_sample {
     double power_w;     /* board power draw, W */
     double energy_j;    /* energy counter since an arbitrary origin, J */
-    double tm[PFLEX_TM_COUNT];  /* sweep telemetry columns, SPEC §3 units */
+    double tm[PFLEX_TM_COUNT];  /* sweep telemetry columns, docs/contract.md §3 units */
 };
 
 struct pflex_gpu_ops {

@@ -8,7 +8,7 @@
  * library with the same symbols (tests/fake_nvml/).
  *
  * Units: NVML speaks mW, mJ, MHz, KB/s and percent; everything here is in
- * W, J, MHz, bytes/s and the SPEC §3 units of struct pflex_gpu_sample.
+ * W, J, MHz, bytes/s and the docs/contract.md §3 units of struct pflex_gpu_sample.
  *
  * Safety: the backend records each GPU's power limit before it first
  * changes it, and pflex_nvml_restore() (also called by pflex_gpu_close())

@@ -1,4 +1,4 @@
-/* pflex/pfi.h — the Power Flexibility Index, every metric of SPEC §2.
+/* pflex/pfi.h — the Power Flexibility Index, every metric of docs/contract.md §2.
  *
  * With the baseline at the highest cap (P0, T0) and, for each other cap k,
  * x_k = 1 - P_k/P0 the power reduction and L_k = 1 - T_k/T0 the throughput
@@ -26,7 +26,7 @@
 
 #define PFLEX_PFI_RANGE_DEFAULT 0.30
 
-/* The ratio metric's drop rules (SPEC §2): a point with x_k below
+/* The ratio metric's drop rules (docs/contract.md §2): a point with x_k below
  * PFLEX_PFI_MIN_REDUCTION does not bind, one with L_k below
  * PFLEX_PFI_MIN_LOSS is within noise. */
 #define PFLEX_PFI_MIN_REDUCTION 0.01
@@ -71,7 +71,7 @@ struct pflex_pfi {
 /* PFI of a curve over range X (X > 0). */
 void pflex_pfi_compute(const struct pflex_curve *c, double range, struct pflex_pfi *out);
 
-/* Pointwise PFI(x) = x / L(x) (SPEC §2, the ratio form) for 0 < x <= x_max;
+/* Pointwise PFI(x) = x / L(x) (docs/contract.md §2, the ratio form) for 0 < x <= x_max;
  * NaN outside, +-inf where L(x) = 0. */
 double pflex_pfi_at(const struct pflex_curve *c, double x);
 

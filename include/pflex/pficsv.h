@@ -1,4 +1,4 @@
-/* pflex/pficsv.h — reading the PFI CSV of SPEC §3 (`pflex pfi --csv`).
+/* pflex/pficsv.h — reading the PFI CSV of docs/contract.md §3 (`pflex pfi --csv`).
  *
  * Required columns: job, gpus, power_w (baseline per-GPU power, W),
  * throughput (baseline), pfi (empty: no cap binds).  Optional: metric (the

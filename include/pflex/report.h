@@ -77,7 +77,7 @@ struct pflex_report_cut {
     double gap_recovered[PFLEX_REPORT_NPOL];
     double recovered_per_job[PFLEX_REPORT_NPOL];    /* (p - equal) / jobs, tokens/s */
     double gap_bound;           /* optimal's bound on its distance to the true optimum */
-    /* The same with the progress objective (SPEC §2): each job counts by its
+    /* The same with the progress objective (docs/contract.md §2): each job counts by its
      * GPUs times its normalised throughput, whatever its tokens/s. */
     double progress[PFLEX_REPORT_NPOL];     /* GPU-weighted mean of T/T0 */
     double progress_gap_recovered[PFLEX_REPORT_NPOL];

@@ -1,4 +1,4 @@
-/* pflex/sweep.h — power-cap sweeps: reading the sweep CSV (SPEC §3).
+/* pflex/sweep.h — power-cap sweeps: reading the sweep CSV (docs/contract.md §3).
  *
  * A sweep holds, per job, its measurements at several per-GPU power caps.
  * Rows at the same cap are averaged (power and throughput separately) and
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include "pflex/error.h"
 
-/* Telemetry columns of a sweep, in SPEC §3 order and units. */
+/* Telemetry columns of a sweep, in docs/contract.md §3 order and units. */
 enum pflex_tm {
     PFLEX_TM_SM_CLOCK_MHZ, PFLEX_TM_MEM_CLOCK_MHZ, PFLEX_TM_GPU_UTIL,
     PFLEX_TM_MEM_COPY_UTIL, PFLEX_TM_SM_ACTIVE, PFLEX_TM_SM_OCCUPANCY,
@@ -52,9 +52,17 @@ typedef struct pflex_sweep {
     struct pflex_sweep_job *jobs;
     int has_telemetry;
     void *priv;             /* storage; do not touch */
+    /* What the reader noticed but did not refuse, one "file:line: ..."
+     * message a line (each ending in '\n'), or NULL: a header that is no
+     * sweep column but lies close to an optional one it lacks ("flor": did
+     * you mean 'floor'?).  The caller shows them; the library never prints. */
+    const char *warnings;
 } pflex_sweep_t;
 
 /* Read a sweep CSV.  name is used in messages ("file:line: ...").
+ * The header must hold each column once (a known or mapped column twice
+ * is refused); a header of one field holding ';' or a tab is refused with
+ * a hint about the separator.
  * columns is NULL or "name=Header,..." mapping pflex names onto the file's
  * headers.  Returns 0 and *out (free with pflex_sweep_destroy), or -1 with
  * err set.  The buffer need not be NUL-terminated. */
@@ -81,6 +89,9 @@ struct pflex_sweep_visitor {
     void *ctx;
     int (*job)(void *ctx, const struct pflex_sweep_job *job, pflex_error_t *err);
     void (*restart)(void *ctx);
+    /* NULL, or called once with the warnings pflex_sweep_t.warnings would
+     * hold (when there are any), before the first job. */
+    void (*warn)(void *ctx, const char *warnings);
 };
 int pflex_sweep_read_file_each(const char *path, const char *columns,
                                const struct pflex_sweep_visitor *v, pflex_error_t *err);
@@ -91,7 +102,18 @@ void pflex_sweep_destroy(pflex_sweep_t *s);
  * 1.0, 0.90, 0.75, 0.50.  Returns 0 and *floor, or -1. */
 int pflex_tier_floor(const char *tier, double *floor);
 
-/* Read a whole file ("-" = stdin) into a malloc'd buffer. */
+/* What a reader holds of one input: a text line (a CSV record, quoted
+ * line breaks and all) of at most PFLEX_LINE_MAX_BYTES, a whole input read
+ * into memory of at most PFLEX_INPUT_MAX_BYTES.  Past either the reading
+ * stops with "file:line: line longer than ..." or "file: more than ..."
+ * (a bad input), so that a stream such as /dev/zero never grows memory
+ * without bound.  docs/contract.md states them. */
+#define PFLEX_LINE_MAX_BYTES (1u << 20)
+#define PFLEX_INPUT_MAX_BYTES ((size_t)1 << 30)
+
+/* Read a whole file ("-" = stdin) into a malloc'd buffer.  A directory is
+ * refused ("FILE: is a directory"), so are the inputs past the limits
+ * above; out of memory and read errors set err->system. */
 int pflex_read_all(const char *path, char **buf, size_t *len, pflex_error_t *err);
 
 /* Writing sweep CSV rows (to a caller's stream).  The header is

@@ -1,5 +1,5 @@
 /* allocate.c — pflex allocate: split a site power budget between jobs
- * (SPEC §2 "Allocation problem", §4). */
+ * (docs/contract.md §2 "Allocation problem", §4). */
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -421,7 +421,7 @@ int cmd_allocate(int argc, char **argv)
         case 'J': json = 1; break;
         case 'C': csv = 1; break;
         case 'h': return cli_help(help);
-        default: return cli_site_bad_option(cmd, c, optopt, argv, optind);
+        default: return cli_bad_option(cmd, argv, opts);
         }
     }
     if (json && csv)

@@ -3,6 +3,7 @@
 #ifndef PFLEX_CLI_H
 #define PFLEX_CLI_H
 
+#include <getopt.h>
 #include <stdio.h>
 #include <jansson.h>
 #include "pflex/error.h"
@@ -30,10 +31,39 @@ void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(prin
 /* Usage error: message, a hint to run --help, and PFLEX_EXIT_BAD_INPUT. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* What getopt_long's '?' meant, said once and plainly: "pflex CMD: unknown
+ * option '--foo' (see pflex CMD --help)", or "... '--out' needs a value".
+ * main() turns getopt's own messages off (opterr = 0); opts is the
+ * command's table.  Returns PFLEX_EXIT_BAD_INPUT. */
+int cli_bad_option(const char *cmd, char **argv, const struct option *opts);
+
+/* Print a reader's warnings (lines "file:line: ...\n", or NULL) as
+ * "pflex CMD: warning: ..." on stderr. */
+void cli_print_warnings(const char *cmd, const char *warnings);
+
+/* The exit status for a library error: PFLEX_EXIT_INTERNAL when the
+ * system failed (out of memory, a read error: pflex_error_is_system),
+ * else PFLEX_EXIT_BAD_INPUT. */
+int cli_input_exit(const pflex_error_t *err);
+
 /* Parse a whole option value as a finite double in [lo, hi]; 0 or -1 with a
  * message printed. */
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi,
                      double *out);
+
+/* The one cap syntax of every command (--caps of sweep, sweep --backend
+ * nvml and study): a range 'A:B:STEP' with A and B in either order, run
+ * from the higher cap down in steps of STEP W (the lower end is included
+ * when a step lands on it), or a list 'C1,C2,...' run in the order given.
+ * Every cap positive and finite, none twice, at least min_caps and at
+ * most max of them.  Fills caps[0..*n) and *step (STEP, or 0 for a list;
+ * step may be NULL).  Returns 0, or PFLEX_EXIT_BAD_INPUT with the message
+ * printed (cli_usage_error). */
+int cli_parse_caps(const char *cmd, const char *opt, const char *s, size_t min_caps,
+                   double *caps, size_t max, size_t *n, double *step);
+
+/* caps[0..n) from the highest down. */
+void cli_caps_sort_desc(double *caps, size_t n);
 
 /* Print a JSON document (keys in insertion order) and a newline to stdout;
  * steals the reference.  Returns 0 or -1 on a write error. */

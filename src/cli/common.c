@@ -1,4 +1,5 @@
 /* common.c — helpers shared by the subcommands. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -27,6 +28,124 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "\nTry 'pflex %s --help'.\n", cmd);
     return PFLEX_EXIT_BAD_INPUT;
+}
+
+/* A whole number of watts (or any real) from s up to a delimiter in
+ * delims; *end after it.  -1 when there is none there. */
+static int cap_number(const char *s, const char *delims, double *v, const char **end)
+{
+    char *e;
+    errno = 0;
+    *v = strtod(s, &e);
+    if (e == s || errno || !isfinite(*v) || (*e && !strchr(delims, *e)) || isspace((unsigned char)*s))
+        return -1;
+    *end = e;
+    return 0;
+}
+
+int cli_parse_caps(const char *cmd, const char *opt, const char *s, size_t min_caps,
+                   double *caps, size_t max, size_t *n, double *step)
+{
+    *n = 0;
+    if (step)
+        *step = 0;
+    if (strchr(s, ':')) {
+        double a, b, st;
+        const char *p;
+        if (cap_number(s, ":", &a, &p) < 0 || *p != ':' || cap_number(p + 1, ":", &b, &p) < 0
+            || *p != ':' || cap_number(p + 1, "", &st, &p) < 0)
+            return cli_usage_error(cmd, "%s: '%s' is not A:B:STEP (e.g. 700:300:100) or a list "
+                                   "of caps in W (e.g. 700,600,500)", opt, s);
+        if (!(a > 0) || !(b > 0) || !(st > 0))
+            return cli_usage_error(cmd, "%s: '%s': caps and step must be positive", opt, s);
+        double hi = a > b ? a : b, lo = a > b ? b : a;
+        for (size_t k = 0;; k++) {
+            double c = hi - st * (double)k;
+            if (c < lo - 1e-9 * hi)
+                break;
+            if (*n == max)
+                return cli_usage_error(cmd, "%s: '%s' gives more than %zu caps", opt, s, max);
+            caps[(*n)++] = c;
+        }
+        if (step)
+            *step = st;
+    } else {
+        const char *p = s;
+        for (;;) {
+            double c;
+            if (cap_number(p, ",", &c, &p) < 0)
+                return cli_usage_error(cmd, "%s: '%s' is not a list of caps in W (e.g. "
+                                       "700,600,500) or A:B:STEP (e.g. 700:300:100)", opt, s);
+            if (!(c > 0))
+                return cli_usage_error(cmd, "%s: %g W: a cap must be positive", opt, c);
+            for (size_t i = 0; i < *n; i++)
+                if (caps[i] == c)
+                    return cli_usage_error(cmd, "%s: %g W is given twice", opt, c);
+            if (*n == max)
+                return cli_usage_error(cmd, "%s: more than %zu caps", opt, max);
+            caps[(*n)++] = c;
+            if (!*p)
+                break;
+            p++;
+        }
+    }
+    if (*n < min_caps)
+        return cli_usage_error(cmd, "%s: '%s' gives %zu cap%s; at least %zu are needed", opt, s,
+                               *n, *n == 1 ? "" : "s", min_caps);
+    return 0;
+}
+
+void cli_caps_sort_desc(double *caps, size_t n)
+{
+    for (size_t i = 1; i < n; i++)     /* a few hundred caps at most */
+        for (size_t j = i; j > 0 && caps[j] > caps[j - 1]; j--) {
+            double t = caps[j];
+            caps[j] = caps[j - 1];
+            caps[j - 1] = t;
+        }
+}
+
+int cli_bad_option(const char *cmd, char **argv, const struct option *opts)
+{
+    const char *a = optind > 0 ? argv[optind - 1] : "";
+    if (strncmp(a, "--", 2) == 0 && a[2]) {
+        size_t n = strcspn(a + 2, "=");
+        for (const struct option *o = opts; o && o->name; o++)
+            if (strlen(o->name) == n && strncmp(o->name, a + 2, n) == 0) {
+                if (o->has_arg == required_argument && !a[2 + n]) {
+                    fprintf(stderr, "pflex %s: %s needs a value (see pflex %s --help)\n", cmd, a,
+                            cmd);
+                    return PFLEX_EXIT_BAD_INPUT;
+                }
+                if (o->has_arg == no_argument && a[2 + n] == '=') {
+                    fprintf(stderr, "pflex %s: --%s takes no value (see pflex %s --help)\n", cmd,
+                            o->name, cmd);
+                    return PFLEX_EXIT_BAD_INPUT;
+                }
+            }
+        fprintf(stderr, "pflex %s: unknown option '%.*s' (see pflex %s --help)\n", cmd,
+                (int)(n + 2), a, cmd);
+    } else if (optopt > 0 && optopt < 128) {
+        fprintf(stderr, "pflex %s: unknown option '-%c' (see pflex %s --help)\n", cmd, optopt, cmd);
+    } else {
+        fprintf(stderr, "pflex %s: unknown option '%s' (see pflex %s --help)\n", cmd, a, cmd);
+    }
+    return PFLEX_EXIT_BAD_INPUT;
+}
+
+void cli_print_warnings(const char *cmd, const char *warnings)
+{
+    for (const char *p = warnings; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        int n = nl ? (int)(nl - p) : (int)strlen(p);
+        fprintf(stderr, "pflex %s: warning: %.*s\n", cmd, n, p);
+        p += n + (nl != NULL);
+    }
+}
+
+int cli_input_exit(const pflex_error_t *err)
+{
+    return pflex_error_is_system(err) ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_BAD_INPUT;
 }
 
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi,

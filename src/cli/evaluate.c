@@ -1,5 +1,5 @@
 /* evaluate.c — pflex evaluate: every policy it can run on the input, each
- * plan scored on the measured curves (SPEC §2 "Evaluation", §4). */
+ * plan scored on the measured curves (docs/contract.md §2 "Evaluation", §4). */
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -107,7 +107,7 @@ int cmd_evaluate(int argc, char **argv)
         case 'J': json = 1; break;
         case 'C': csv = 1; break;
         case 'h': return cli_help(help);
-        default: return cli_site_bad_option(cmd, c, optopt, argv, optind);
+        default: return cli_bad_option(cmd, argv, opts);
         }
     }
     if (json && csv)

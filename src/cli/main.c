@@ -1,7 +1,10 @@
 /* main.c — the pflex binary: dispatch to one file per subcommand. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
+
+#define PFLEX_VERSION "0.1.0"
 
 struct command {
     const char *name;
@@ -19,14 +22,57 @@ static const struct command commands[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: pflex COMMAND [options] [FILE...]\n\n"
+    fprintf(f, "usage: pflex COMMAND [options] [FILE...]\n"
+               "       pflex --help | --version\n\n"
                "pflex makes AI training power-flexible: it measures how throughput\n"
                "responds to GPU power caps, condenses it into the Power Flexibility\n"
                "Index (PFI) and plans per-job caps under a site power target.\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n'pflex COMMAND --help' describes one command.  Exit codes: 0 success,\n"
-               "1 internal error, 2 bad usage or input, 3 budget infeasible.\n");
+    fprintf(f, "\noptions:\n"
+               "  -h, --help   this help\n"
+               "  --version    the version of pflex\n"
+               "\n'pflex COMMAND --help' or 'pflex help COMMAND' describes one command.\n"
+               "'-' or no FILE reads standard input.  Exit codes: 0 success, 1 internal\n"
+               "or system error, 2 bad usage or input, 3 budget infeasible.  The formats,\n"
+               "JSON fields and exit codes are documented in docs/contract.md.\n"
+               "\nEXAMPLES\n"
+               "  pflex study --out study-out                 # the whole study, no GPU\n"
+               "  pflex sweep --job llama-8b-pretrain-h200 --out sweep.csv\n"
+               "  pflex pfi sweep.csv                         # PFI of each job\n"
+               "  pflex pfi --csv sweep.csv > pfi.csv         # the PFI CSV --pfi reads\n"
+               "  pflex allocate sweep.csv --reduce 0.30      # split a 30%% site cut\n"
+               "  pflex evaluate sweep.csv --reduce 0.30      # every policy, scored\n");
+}
+
+/* Every write to stdout is checked here, once, whatever the command: a
+ * full disk or a closed pipe is an error of the system (exit 1) with a
+ * message, never a silent truncation.  Commands leave the message about
+ * standard output to this. */
+static int write_errno(int e)
+{
+    return e == ENOSPC || e == EPIPE || e == EIO || e == EDQUOT || e == EFBIG || e == EBADF
+           || e == EROFS || e == EINVAL;
+}
+
+static int finish(const char *cmd, int rc)
+{
+    int bad = ferror(stdout), e0 = errno;  /* the failed write's, most likely */
+    errno = 0;
+    if (fflush(stdout) != 0)
+        bad = 1;
+    int e = errno;
+    if (fclose(stdout) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (!bad)
+        return rc;
+    if (!write_errno(e))
+        e = write_errno(e0) ? e0 : 0;
+    fprintf(stderr, "pflex%s%s: writing standard output: %s\n", cmd ? " " : "", cmd ? cmd : "",
+            e ? strerror(e) : "write error");
+    return PFLEX_EXIT_INTERNAL;
 }
 
 int main(int argc, char **argv)
@@ -35,17 +81,28 @@ int main(int argc, char **argv)
         usage(stderr);
         return PFLEX_EXIT_BAD_INPUT;
     }
+    if (!strcmp(argv[1], "help") && argc == 3) {      /* pflex help CMD = pflex CMD --help */
+        static char opt_help[] = "--help";
+        char *av[] = {argv[2], opt_help, NULL};
+        for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+            if (!strcmp(argv[2], commands[i].name))
+                return finish(commands[i].name, commands[i].run(2, av));
+        fprintf(stderr, "pflex: unknown command '%s'\n", argv[2]);
+        usage(stderr);
+        return PFLEX_EXIT_BAD_INPUT;
+    }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
-        return PFLEX_EXIT_OK;
+        return finish(NULL, PFLEX_EXIT_OK);
     }
     if (!strcmp(argv[1], "--version")) {
-        puts("pflex 0.1.0");
-        return PFLEX_EXIT_OK;
+        puts("pflex " PFLEX_VERSION);
+        return finish(NULL, PFLEX_EXIT_OK);
     }
+    opterr = 0;     /* each command says what is wrong: cli_bad_option */
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(argv[1], commands[i].name))
-            return commands[i].run(argc - 1, argv + 1);
+            return finish(commands[i].name, commands[i].run(argc - 1, argv + 1));
     fprintf(stderr, "pflex: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return PFLEX_EXIT_BAD_INPUT;

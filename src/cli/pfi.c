@@ -1,4 +1,4 @@
-/* pfi.c — pflex pfi: the Power Flexibility Index of each job (SPEC §2, §4). */
+/* pfi.c — pflex pfi: the Power Flexibility Index of each job (docs/contract.md §2, §4). */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -529,12 +529,7 @@ int cmd_pfi(int argc, char **argv)
         case 'C': csv = 1; break;
         case 'J': json = 1; break;
         case 'h': return cli_help(help);
-        case ':':
-            return cli_usage_error("pfi", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            if (optopt)
-                return cli_usage_error("pfi", "unknown option '-%c'", optopt);
-            return cli_usage_error("pfi", "unknown option '%s'", argv[optind - 1]);
+        default: return cli_bad_option("pfi", argv, opts);
         }
     }
     if (csv && json)
@@ -556,9 +551,10 @@ int cmd_pfi(int argc, char **argv)
         errno = 0;
         if (pflex_sweep_read_file(files[f], columns, &sweeps[f], &err) < 0) {
             cli_error("pfi", "%s", err.text);
-            rc = errno == ENOMEM ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_BAD_INPUT;
+            rc = cli_input_exit(&err);
             goto out;
         }
+        cli_print_warnings("pfi", sweeps[f]->warnings);
         total += sweeps[f]->njobs;
     }
     res = calloc(total ? total : 1, sizeof *res);

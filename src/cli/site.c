@@ -86,13 +86,3 @@ int cli_site_load(const char *cmd, struct cli_site *s, pflex_alloc_input_t **in,
                                         : s->budget_w;
     return 0;
 }
-
-int cli_site_bad_option(const char *cmd, int c, int optopt_, char **argv, int optind_)
-{
-    const char *arg = optind_ > 0 ? argv[optind_ - 1] : "?";
-    if (c == ':')
-        return cli_usage_error(cmd, "option '%s' needs a value", arg);
-    if (optopt_ && optopt_ < 128 && !(arg[0] == '-' && arg[1] == '-'))
-        return cli_usage_error(cmd, "unknown option '-%c'", optopt_);
-    return cli_usage_error(cmd, "unknown option '%s'", arg);
-}

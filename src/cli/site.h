@@ -39,9 +39,5 @@ int cli_site_check(const char *cmd, const struct cli_site *s);
 int cli_site_load(const char *cmd, struct cli_site *s, pflex_alloc_input_t **in,
                   struct pflex_alloc_problem *prob);
 
-/* A clean message for what getopt_long (run with opterr = 0 and an
- * optstring starting with ':') refused: c is its return value (':' or
- * '?').  Returns PFLEX_EXIT_BAD_INPUT. */
-int cli_site_bad_option(const char *cmd, int c, int optopt_, char **argv, int optind_);
 
 #endif

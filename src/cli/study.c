@@ -22,6 +22,7 @@
 #include "pflex/alloc.h"
 #include "pflex/calib.h"
 #include "pflex/fleet.h"
+#include "pflex/outfile.h"
 #include "pflex/pfi.h"
 #include "pflex/report.h"
 #include "pflex/sim.h"
@@ -44,7 +45,7 @@ static const char help[] =
 "options:\n"
 "  --out DIR        output folder (default study-out; created if missing)\n"
 "  --seed S         seed of the simulated noise and silicon (default 1)\n"
-"  --caps LIST      per-GPU caps in W: 'HI:LO:STEP' or 'C1,C2,...'\n"
+"  --caps LIST      per-GPU caps in W: 'A:B:STEP' (either order) or 'C1,C2,...'\n"
 "                   (default: each GPU kind's maximum down to its minimum\n"
 "                   every 50 W; caps outside a kind's range are skipped)\n"
 "  --repeats N      measurements per cap, averaged (default 3)\n"
@@ -62,7 +63,13 @@ static const char help[] =
 "\n"
 "Same seed, same output: the CSVs and summary.json are byte-identical from\n"
 "run to run except summary.json's runtime_s.\n"
-"exit: 0 ok, 1 internal or write error, 2 bad usage.\n";
+"exit: 0 ok, 1 internal or write error, 2 bad usage.\n"
+"\n"
+"EXAMPLES\n"
+"  pflex study                                  # writes study-out/, about 1 s\n"
+"  pflex study --out study-out --json > summary.json\n"
+"  pflex study --jobs 12 --no-charts --out quick  # a quick look at 12 runs\n"
+"  pflex study --caps 700:200:100 --repeats 1 --seed 2 --out coarse\n";
 
 #define MAX_CAPS PFLEX_REPORT_MAX_POINTS
 
@@ -198,65 +205,77 @@ static int make_dir(const char *path)
     return 0;
 }
 
+/* The output files are written as one set (pflex/outfile.h): each to a
+ * temporary file beside its name (never through a symbolic link), and all
+ * renamed into place by commit_outs only once every one is whole, so that
+ * a failure leaves the last run's set as it was: never a new sweeps.csv
+ * beside an old summary.json.  What is not committed, drop_outs removes. */
+enum { MAX_OUTS = 8 };
+static pflex_outfile_t *outs[MAX_OUTS];
+static size_t nouts;
+
+static FILE *open_out_path(const char *path)
+{
+    pflex_error_t err;
+    if (nouts == MAX_OUTS) {
+        cli_error("study", "%s: too many output files", path);
+        return NULL;
+    }
+    if (pflex_outfile_begin(path, NULL, &outs[nouts], &err) < 0) {
+        cli_error("study", "%s", err.text);
+        return NULL;
+    }
+    return pflex_outfile_stream(outs[nouts++]);
+}
+
 static FILE *open_out(const char *dir, const char *name, char *path, size_t len)
 {
     snprintf(path, len, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        cli_error("study", "%s: %s", path, strerror(errno));
-    return f;
+    return open_out_path(path);
 }
 
+/* The output whose stream f is (still open). */
+static pflex_outfile_t *out_of(FILE *f)
+{
+    for (size_t i = 0; i < nouts; i++)
+        if (outs[i] && pflex_outfile_stream(outs[i]) == f)
+            return outs[i];
+    return NULL;
+}
+
+/* Flush, fsync and close one output (not yet in place). */
 static int close_out(FILE *f, const char *path)
 {
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        cli_error("study", "%s: write error", path);
+    pflex_error_t err;
+    pflex_outfile_t *o = out_of(f);
+    if (!o || pflex_outfile_finish(o, &err) < 0) {
+        cli_error("study", "%s", o ? err.text : "internal error: not an output");
         return -1;
     }
+    (void)path;
     return 0;
 }
 
-/* --caps: "HI:LO:STEP" or "C1,C2,...", sorted high to low. */
-static int parse_caps(const char *s, double *caps, size_t *n, double *step)
+static int commit_outs(void)
 {
-    char *end;
-    *n = 0;
-    *step = 0;
-    if (strchr(s, ':')) {
-        double hi = strtod(s, &end), lo, st;
-        if (*end != ':')
+    pflex_error_t err;
+    for (size_t i = 0; i < nouts; i++) {
+        pflex_outfile_t *o = outs[i];
+        outs[i] = NULL;
+        if (pflex_outfile_commit(o, &err) < 0) {
+            cli_error("study", "%s", err.text);
             return -1;
-        lo = strtod(end + 1, &end);
-        if (*end != ':')
-            return -1;
-        st = strtod(end + 1, &end);
-        if (*end || !(st > 0) || !(hi >= lo) || !(lo > 0) || !isfinite(hi))
-            return -1;
-        for (double c = hi; c >= lo - 1e-9 && *n < MAX_CAPS; c -= st)
-            caps[(*n)++] = c;
-        *step = st;
-    } else {
-        const char *p = s;
-        while (*p) {
-            double c = strtod(p, &end);
-            if (end == p || !(c > 0) || !isfinite(c) || *n == MAX_CAPS)
-                return -1;
-            caps[(*n)++] = c;
-            p = end;
-            if (*p == ',')
-                p++;
-            else if (*p)
-                return -1;
         }
-        for (size_t i = 1; i < *n; i++)     /* insertion sort, descending */
-            for (size_t j = i; j > 0 && caps[j] > caps[j - 1]; j--) {
-                double t = caps[j];
-                caps[j] = caps[j - 1];
-                caps[j - 1] = t;
-            }
     }
-    return *n >= 2 ? 0 : -1;
+    nouts = 0;
+    return 0;
+}
+
+static void drop_outs(void)
+{
+    for (size_t i = 0; i < nouts; i++)
+        pflex_outfile_abort(outs[i]);
+    nouts = 0;
 }
 
 /* Default caps: the union of the fleet's kinds' ranges, every 50 W. */
@@ -271,13 +290,13 @@ static void default_caps(double *caps, size_t *n)
         caps[(*n)++] = c;
 }
 
-static int write_sweeps(const char *path, const struct task *tasks, size_t n)
+/* Writes path's temporary file, whose name it then leaves in path (len
+ * bytes), to be read back before the set is committed. */
+static int write_sweeps(char *path, size_t len, const struct task *tasks, size_t n)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        cli_error("study", "%s: %s", path, strerror(errno));
+    FILE *f = open_out_path(path);
+    if (!f)
         return -1;
-    }
     fprintf(f, "# pflex study: simulated power-cap sweeps of the built-in fleet\n");
     pflex_sweep_write_header(f, 1);
     for (size_t i = 0; i < n; i++)
@@ -286,7 +305,11 @@ static int write_sweeps(const char *path, const struct task *tasks, size_t n)
             pflex_sweep_write_row(f, 1, tasks[i].fleet.desc.name, tasks[i].fleet.desc.gpu,
                                   tasks[i].fleet.gpus, r->cap_w, r->power_w, r->throughput, r->tm);
         }
-    return close_out(f, path);
+    pflex_outfile_t *o = out_of(f);
+    if (close_out(f, path) < 0)
+        return -1;
+    snprintf(path, len, "%s", pflex_outfile_temp_path(o));
+    return 0;
 }
 
 static int write_pfi(const char *dir, const struct pflex_report_run *runs, size_t n)
@@ -702,9 +725,9 @@ int cmd_study(int argc, char **argv)
             seed = (uint64_t)v;
             break;
         case 'c':
-            if (parse_caps(optarg, caps, &ncaps, &cap_step) < 0)
-                return cli_usage_error("study", "--caps: '%s' is not HI:LO:STEP or a list of "
-                                       "two or more caps in W", optarg);
+            if (cli_parse_caps("study", "--caps", optarg, 2, caps, MAX_CAPS, &ncaps, &cap_step))
+                return PFLEX_EXIT_BAD_INPUT;
+            cli_caps_sort_desc(caps, ncaps);    /* the study sweeps from high to low */
             break;
         case 'r':
             if (parse_count("--repeats", optarg, 1, 100, &v) < 0)
@@ -731,7 +754,7 @@ int cmd_study(int argc, char **argv)
         case 'p': progress = 1; break;
         case 'J': json = 1; break;
         case 'h': return cli_help(help);
-        default: return cli_usage_error("study", "bad option");
+        default: return cli_bad_option("study", argv, opts);
         }
     }
     if (optind < argc)
@@ -799,7 +822,7 @@ int cmd_study(int argc, char **argv)
 
     /* Write the sweeps, read them back exactly as `pflex pfi` would. */
     snprintf(path, sizeof path, "%s/sweeps.csv", out_dir);
-    if (write_sweeps(path, tasks, n) < 0)
+    if (write_sweeps(path, sizeof path, tasks, n) < 0)
         goto out;
     if (pflex_sweep_read_file(path, NULL, &sweep, &err) < 0) {
         cli_error("study", "reading back %s", err.text);
@@ -887,11 +910,10 @@ int cmd_study(int argc, char **argv)
         goto out;
     int charts = 0;
     if (pflex_report_write_html(&rep, summary, gnuplot, f, &charts, &err) < 0) {
-        fclose(f);
         cli_error("study", "%s: %s", path, err.text);
-        goto out;
+        goto out;               /* (drop_outs removes it) */
     }
-    if (close_out(f, path) < 0)
+    if (close_out(f, path) < 0 || commit_outs() < 0)
         goto out;
     if (gnuplot && charts == 0)
         cli_error("study", "note: no charts drawn (is gnuplot installed?); the report says where "
@@ -904,6 +926,7 @@ int cmd_study(int argc, char **argv)
     }
     rc = fflush(stdout) == 0 ? PFLEX_EXIT_OK : PFLEX_EXIT_INTERNAL;
 out:
+    drop_outs();
     json_decref(summary);
     for (size_t i = 0; i < ncurves; i++)
         pflex_curve_fini(&curves[i]);

@@ -645,8 +645,12 @@ int sweep_nvml(int argc, char **argv)
         cli_usage_error(CMD, "the chosen GPUs have no power limit in common; choose --gpus");
         goto done;
     }
-    if (parse_caps(o.caps, lo, hi, caps, &ncaps))
+    size_t ncaps_given = 0;     /* --caps: the one syntax of every command (common.c) */
+    if (o.caps ? cli_parse_caps(CMD, "--caps", o.caps, 1, caps, MAX_CAPS, &ncaps_given, NULL)
+               : parse_caps(NULL, lo, hi, caps, &ncaps))
         goto done;
+    if (o.caps)
+        ncaps = (unsigned)ncaps_given;
     for (unsigned c = 0; c < ncaps; c++)
         for (unsigned k = 0; k < n; k++)
             if (caps[c] < lim[k].min_w || caps[c] > lim[k].max_w) {

@@ -96,7 +96,7 @@ usage() { # expected message part, args...
 }
 usage "unknown option '--bogus'" --bogus tests/data/sweep_basic.csv
 usage "unknown option '-x'" -x tests/data/sweep_basic.csv
-usage "option '--metric' needs a value" tests/data/sweep_basic.csv --metric
+usage "--metric needs a value" tests/data/sweep_basic.csv --metric
 usage "'fast' is not a metric (ratio, area, elasticity, loss-area)" --metric fast tests/data/sweep_basic.csv
 usage "--grid: grid item 2 is empty" --grid 200, tests/data/sweep_basic.csv
 usage "--grid: grid item 1 'abc' is not a cap in watts" --grid abc tests/data/sweep_basic.csv

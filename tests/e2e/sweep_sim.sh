@@ -57,7 +57,7 @@ bad content "tests/data/job_bad_tp.json:4: field 'gpus'" --job tests/data/job_ba
 bad missing "no-such-job" --job no-such-job
 bad nojob "--job" --repeats 2
 bad capsrange "outside" --job emerald-pt-mpt-7b --caps 500
-bad capsword "not a number" --job emerald-pt-mpt-7b --caps 300,abc
+bad capsword "is not a list of caps" --job emerald-pt-mpt-7b --caps 300,abc
 bad backend "unknown backend" --backend tpu --job emerald-pt-mpt-7b
 bad option "unknown option" --job emerald-pt-mpt-7b --frobnicate
 bad repeats "--repeats" --job emerald-pt-mpt-7b --repeats 0

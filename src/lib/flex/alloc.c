@@ -1,4 +1,4 @@
-/* alloc.c — the allocation policies of SPEC §2: optimal, equal,
+/* alloc.c — the allocation policies of docs/contract.md §2: optimal, equal,
  * proportional, pfi-weighted and pfi.
  *
  * Every policy reduces to one of two one-dimensional searches, both in
@@ -210,7 +210,7 @@ static double curve_loss(const double *xs, const double *ls, size_t n, double x)
     return ls[lo] + t * (ls[hi] - ls[lo]);
 }
 
-/* shed(s): first crossing of L above 1 - s (SPEC §2). */
+/* shed(s): first crossing of L above 1 - s (docs/contract.md §2). */
 static double curve_shed(const double *xs, const double *ls, size_t n, double floor)
 {
     double thr = 1.0 - floor;

@@ -4,8 +4,57 @@
 #include <string.h>
 #include "pflex/curve.h"
 
+/* (x, cap) of point a before that of point b. */
+static int point_before(const double *xs, const double *cs, size_t a, size_t b)
+{
+    return xs[a] < xs[b] || (xs[a] == xs[b] && cs[a] < cs[b]);
+}
+
+static void swap_point(double *xs, double *ls, double *cs, size_t a, size_t b)
+{
+    double t = xs[a];
+    xs[a] = xs[b], xs[b] = t;
+    t = ls[a];
+    ls[a] = ls[b], ls[b] = t;
+    t = cs[a];
+    cs[a] = cs[b], cs[b] = t;
+}
+
+/* Heap sort of n points by (x, cap), in place: no memory, O(n log n). */
+static void sort_points(double *xs, double *ls, double *cs, size_t n)
+{
+    for (size_t start = n / 2; start-- > 0;) {
+        for (size_t r = start;;) {
+            size_t ch = 2 * r + 1;
+            if (ch >= n)
+                break;
+            if (ch + 1 < n && point_before(xs, cs, ch, ch + 1))
+                ch++;
+            if (!point_before(xs, cs, r, ch))
+                break;
+            swap_point(xs, ls, cs, r, ch);
+            r = ch;
+        }
+    }
+    for (size_t end = n; end-- > 1;) {
+        swap_point(xs, ls, cs, 0, end);
+        for (size_t r = 0;;) {
+            size_t ch = 2 * r + 1;
+            if (ch >= end)
+                break;
+            if (ch + 1 < end && point_before(xs, cs, ch, ch + 1))
+                ch++;
+            if (!point_before(xs, cs, r, ch))
+                break;
+            swap_point(xs, ls, cs, r, ch);
+            r = ch;
+        }
+    }
+}
+
 /* The curve into x/loss/cap (room for npts each): the points past the
- * baseline that bind, ordered by x then cap (insertion sort), equal x
+ * baseline that bind, ordered by x then cap (insertion sort, heap sort
+ * past a linear budget), equal x
  * averaged.  Points come in ascending cap order, so x mostly falls: they
  * are inserted from the last one back, which keeps the sort linear.  The
  * keys (x, cap) are distinct (caps are), so the order of insertion does not
@@ -33,7 +82,7 @@ static int curve_build(struct pflex_curve *c, const struct pflex_sweep_point *pt
     xs[0] = 0;
     ls[0] = 0;
     cs[0] = c->cap0_w;
-    size_t m = 1;
+    size_t m = 1, moves = 0, budget = 8 * npts + 64;
     for (size_t i = npts; i-- > 0;) {
         if (i == b)
             continue;
@@ -42,17 +91,25 @@ static int curve_build(struct pflex_curve *c, const struct pflex_sweep_point *pt
             continue;               /* the cap does not bind */
         double l = 1.0 - pts[i].throughput / c->t0, cap = pts[i].cap_w;
         size_t k = m;
-        while (k > 1 && (xs[k - 1] > x || (xs[k - 1] == x && cs[k - 1] > cap))) {
+        while (moves <= budget && k > 1
+               && (xs[k - 1] > x || (xs[k - 1] == x && cs[k - 1] > cap))) {
             xs[k] = xs[k - 1];
             ls[k] = ls[k - 1];
             cs[k] = cs[k - 1];
             k--;
+            moves++;
         }
         xs[k] = x;
         ls[k] = l;
         cs[k] = cap;
         m++;
     }
+    /* Power that does not fall with the cap (noise over many caps, or a
+     * hostile file) makes insertion quadratic: past a linear budget of
+     * moves the rest is appended as it comes and the whole is heap-sorted,
+     * O(n log n).  The keys are distinct, so the order is the same. */
+    if (moves > budget)
+        sort_points(xs + 1, ls + 1, cs + 1, m - 1);
     /* Equal reductions (rare) are averaged so that L stays a function.
      * Up to the first two equal ones each point is its own mean, 0 + its
      * value over 1, where it lies: a loss 1 - T/T0 is never -0 (a cap may

@@ -1,4 +1,4 @@
-/* pfi.c — the Power Flexibility Index: every metric of SPEC §2. */
+/* pfi.c — the Power Flexibility Index: every metric of docs/contract.md §2. */
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>

@@ -99,7 +99,7 @@ int pflex_csv_split_line(pflex_csv_t *c, const char *s, size_t len, unsigned lin
         if (s == e && n && f[n - 1] == '\r')     /* CRLF: as pflex_csv_next */
             n--;
         if (push_field(c, f, n) < 0)
-            return pflex_error_set(err, "%s:%u: out of memory", c->name, line);
+            return pflex_error_sys(err, "%s:%u: out of memory", c->name, line);
         if (s == e)
             return 1;
         s++;
@@ -141,7 +141,7 @@ int pflex_csv_next(pflex_csv_t *c, pflex_error_t *err)
                         if (q + 1 < c->end && q[1] == '"') {
                             q += 2;
                             if (scratch_reserve(c, 1) < 0)
-                                return pflex_error_set(err, "%s:%u: out of memory", c->name, c->line);
+                                return pflex_error_sys(err, "%s:%u: out of memory", c->name, c->line);
                             c->scratch[c->scratch_len++] = '"';
                             continue;
                         }
@@ -151,7 +151,7 @@ int pflex_csv_next(pflex_csv_t *c, pflex_error_t *err)
                     if (*q == '\n')
                         c->next_line++;
                     if (scratch_reserve(c, 1) < 0)
-                        return pflex_error_set(err, "%s:%u: out of memory", c->name, c->line);
+                        return pflex_error_sys(err, "%s:%u: out of memory", c->name, c->line);
                     c->scratch[c->scratch_len++] = *q++;
                 }
                 /* Anything up to the delimiter after the closing quote. */
@@ -160,7 +160,7 @@ int pflex_csv_next(pflex_csv_t *c, pflex_error_t *err)
                 if (q < c->end && *q != ',' && *q != '\n')
                     return pflex_error_set(err, "%s:%u: text after closing quote", c->name, c->line);
                 if (push_field(c, NULL, 0) < 0)
-                    return pflex_error_set(err, "%s:%u: out of memory", c->name, c->line);
+                    return pflex_error_sys(err, "%s:%u: out of memory", c->name, c->line);
                 c->fields[c->nfields - 1].off = off;
                 c->fields[c->nfields - 1].len = c->scratch_len - off;
                 c->fields[c->nfields - 1].quoted = 1;
@@ -173,7 +173,7 @@ int pflex_csv_next(pflex_csv_t *c, pflex_error_t *err)
                 if (fe > p && fe[-1] == '\r' && (e == c->end || *e == '\n'))
                     fe--;
                 if (push_field(c, p, (size_t)(fe - p)) < 0)
-                    return pflex_error_set(err, "%s:%u: out of memory", c->name, c->line);
+                    return pflex_error_sys(err, "%s:%u: out of memory", c->name, c->line);
                 p = e;
             }
             if (p < c->end && *p == ',') {
@@ -316,9 +316,53 @@ int pflex_parse_double(const char *s, size_t len, double *out)
     return parse_slow(s, len, out);
 }
 
+const char *pflex_name_problem(const char *s, size_t len, size_t *at)
+{
+    const unsigned char *p = (const unsigned char *)s, *e = p + len;
+    while (p < e) {
+        *at = (size_t)(p - (const unsigned char *)s);
+        unsigned c = *p;
+        if (c < 0x80) {
+            if (c == 0)
+                return "holds a NUL byte";
+            if (c < 0x20 || c == 0x7f)
+                return "holds a control character";
+            p++;
+            continue;
+        }
+        /* RFC 3629: no overlong form, no surrogate, nothing past U+10FFFF */
+        size_t n;
+        unsigned lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF)
+            n = 1;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2;
+            if (c == 0xE0)
+                lo = 0xA0;
+            else if (c == 0xED)
+                hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3;
+            if (c == 0xF0)
+                lo = 0x90;
+            else if (c == 0xF4)
+                hi = 0x8F;
+        } else {
+            return "is not valid UTF-8";
+        }
+        if ((size_t)(e - p) <= n || p[1] < lo || p[1] > hi)
+            return "is not valid UTF-8";
+        for (size_t k = 2; k <= n; k++)
+            if (p[k] < 0x80 || p[k] > 0xBF)
+                return "is not valid UTF-8";
+        p += n + 1;
+    }
+    return NULL;
+}
+
 void pflex_csv_write_field(FILE *f, const char *s)
 {
-    if (!strpbrk(s, ",\"\n\r")) {
+    if (*s != '#' && !strpbrk(s, ",\"\n\r")) {
         fputs(s, f);
         return;
     }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include "pflex/csv.h"
 #include "pflex/model.h"
 #include "pflex/sweep.h"
 
@@ -14,6 +15,12 @@ struct ctx {
     size_t len;
     const char *name;
     pflex_error_t *err;
+    /* The fields set so far and where ("" = the top level, else the group):
+     * a field given twice, at the top level and in "model" say, is refused,
+     * as JSON_REJECT_DUPLICATES refuses it twice in one object. */
+    struct { const char *key, *group; } seen[64];
+    size_t nseen;
+    const char *group;  /* the group being read, or "" */
 };
 
 /* Line of the first `"key" :` in the text (1 when not found). */
@@ -60,7 +67,28 @@ static int get_int(const struct ctx *c, const char *key, json_t *v, int lo, int 
     return 0;
 }
 
-static int set_field(const struct ctx *c, struct pflex_job_desc *d, const char *key, json_t *v)
+static int set_field_once(struct ctx *c, struct pflex_job_desc *d, const char *key, json_t *v);
+
+static int set_field(struct ctx *c, struct pflex_job_desc *d, const char *key, json_t *v)
+{
+    for (size_t i = 0; i < c->nseen; i++)
+        if (!strcmp(c->seen[i].key, key)) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "given twice (%s%s%s and %s%s%s)",
+                     *c->seen[i].group ? "in \"" : "at the top level", c->seen[i].group,
+                     *c->seen[i].group ? "\"" : "", *c->group ? "in \"" : "at the top level",
+                     c->group, *c->group ? "\"" : "");
+            return field_error(c, key, msg);
+        }
+    if (c->nseen < sizeof c->seen / sizeof *c->seen) {
+        c->seen[c->nseen].key = key;
+        c->seen[c->nseen].group = c->group;
+        c->nseen++;
+    }
+    return set_field_once(c, d, key, v);
+}
+
+static int set_field_once(struct ctx *c, struct pflex_job_desc *d, const char *key, json_t *v)
 {
     static const struct { const char *key; size_t off; int lo; } ints[] = {
 #define F(k, lo) {#k, offsetof(struct pflex_job_desc, k), lo}
@@ -79,6 +107,10 @@ static int set_field(const struct ctx *c, struct pflex_job_desc *d, const char *
         size_t cap = !strcmp(key, "name") ? sizeof d->name : sizeof d->gpu;
         if (strlen(s) >= cap)
             return field_error(c, key, "is too long");
+        size_t at;
+        if (pflex_name_problem(s, strlen(s), &at))
+            return field_error(c, key, "holds a control character (names are plain text, so "
+                                       "that every output writes them whole)");
         if (!strcmp(key, "gpu") && !pflex_gpu_kind_find(s))
             return field_error(c, key, "unknown GPU kind (H100-SXM5-80GB, H200-SXM-141GB, "
                                        "A100-SXM4-40GB, A100-PCIE-80GB, A40)");
@@ -106,22 +138,24 @@ static int set_field(const struct ctx *c, struct pflex_job_desc *d, const char *
     return field_error(c, key, "unknown field (see docs/job-format.md)");
 }
 
-static int set_group(const struct ctx *c, struct pflex_job_desc *d, const char *group, json_t *o)
+static int set_group(struct ctx *c, struct pflex_job_desc *d, const char *group, json_t *o)
 {
     if (!json_is_object(o))
         return field_error(c, group, "must be an object");
     const char *key;
     json_t *v;
+    c->group = group;
     json_object_foreach(o, key, v)
         if (set_field(c, d, key, v) < 0)
             return -1;
+    c->group = "";
     return 0;
 }
 
 int pflex_job_parse(const char *buf, size_t len, const char *name,
                     struct pflex_job_desc *out, pflex_error_t *err)
 {
-    struct ctx c = {buf, len, name ? name : "job", err};
+    struct ctx c = {.buf = buf, .len = len, .name = name ? name : "job", .err = err, .group = ""};
     json_error_t je;
     json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
     if (!root)

@@ -1,4 +1,4 @@
-/* pficsv.c — reading the PFI CSV (SPEC §3), the input of --pfi. */
+/* pficsv.c — reading the PFI CSV (docs/contract.md §3), the input of --pfi. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,7 +199,7 @@ int pflex_pficsv_read_mem_by(const char *buf, size_t len, const char *name, cons
             goto done;
         }
         /* What the metric cannot produce: a ratio PFI is a mean of positive
-         * ratios x/L (SPEC §2); the area between curves over the unit square
+         * ratios x/L (docs/contract.md §2); the area between curves over the unit square
          * lies within [-1, 1]. */
         if (xf->len && r->metric == metrics[0] && !(r->pfi > 0)) {
             bad(err, file, line, C_PFI, xf, "cannot be a ratio PFI (a mean of x/L over "

@@ -1,4 +1,4 @@
-/* sweep.c — reading the sweep CSV of SPEC §3.
+/* sweep.c — reading the sweep CSV of docs/contract.md §3.
  *
  * The text is read piece by piece (a small file is mapped); of a plain data
  * row only the fields the reader needs are split, where they lie, in the
@@ -8,14 +8,15 @@
  * tokenizer.
  * A first pass assumes what every file we write does, that each job's rows
  * stand together: each job's rows are ordered by cap (reversed when they
- * fall, else insertion sort, linear on sorted input) and averaged as soon
- * as they end, and no row is kept; when jobs are handed over one by one
+ * fall, else a stable merge sort: linear on sorted input, O(n log n) in any
+ * order) and averaged as soon as they end, and no row is kept; when jobs are handed over one by one
  * (pflex_sweep_read_file_each) only the current job's name is kept.  If
  * two jobs turn out to share a name (their name hashes, sorted once at the
  * end), or the first pass cannot tell because of telemetry columns, the
  * rows are collected, looked up by name in an open-addressing hash table,
  * grouped by a counting sort in O(rows) and averaged the same way.  Both
  * give the same sweep bit for bit and the same errors. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -85,6 +86,7 @@ struct jobmeta {
 };
 
 struct store {
+    char *warnings;             /* pflex_sweep_t.warnings */
     struct pflex_big names;     /* arena of job and gpu names, NUL-separated */
     struct pflex_big points;    /* struct pflex_sweep_point */
     struct pflex_big jobs;      /* struct pflex_sweep_job */
@@ -143,6 +145,8 @@ struct reader {
     int grouped;                /* averaging each job as its rows end */
     struct row *cur;            /* grouped: the current job's rows */
     size_t ncur, cur_cap;
+    struct row *cur_tmp;        /* grouped: merge scratch, cur_cap rows */
+    size_t cur_tmp_cap;
     struct pflex_big points;    /* grouped: struct pflex_sweep_point */
     size_t npoints;
     long one_cap;               /* grouped: first job with one cap, or -1 */
@@ -377,7 +381,7 @@ static int parse_columns(const char *spec, char **copy, const char *headers[COL_
         return 0;
     char *s = strdup(spec);
     if (!s)
-        return pflex_error_set(err, "out of memory");
+        return pflex_error_sys(err, "out of memory");
     *copy = s;
     for (char *tok = s; tok;) {
         char *next = strchr(tok, ',');
@@ -413,6 +417,7 @@ static void reader_free(struct reader *r)
     free(r->vpts);
     free(r->tm);
     free(r->cur);
+    free(r->cur_tmp);
 }
 
 static int bad_field(pflex_error_t *err, const char *file, unsigned line, int col,
@@ -432,6 +437,133 @@ static void job_out(const struct jobkey *jk, const struct jobmeta *jm, const cha
                     struct pflex_sweep_job *job);
 static int next_record(struct src *s, pflex_error_t *err);
 
+/* Optimal string alignment distance of a and b (lengths up to 63), case
+ * ignored: edits, and swaps of two neighbours ("gpsu" is 1 from "gpus"). */
+static unsigned name_distance(const char *a, size_t na, const char *b, size_t nb)
+{
+    if (na > 63 || nb > 63)
+        return 99;
+    unsigned d[64][64];
+    for (size_t i = 0; i <= na; i++)
+        d[i][0] = (unsigned)i;
+    for (size_t j = 0; j <= nb; j++)
+        d[0][j] = (unsigned)j;
+    for (size_t i = 1; i <= na; i++)
+        for (size_t j = 1; j <= nb; j++) {
+            int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+            unsigned best = d[i - 1][j - 1] + (ca != cb);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2])
+                && tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[na][nb];
+}
+
+/* The column k the header field f may have meant: one the header lacks,
+ * within one edit (names of up to 4 bytes) or two; -1 when none is. */
+static int near_column(const struct pflex_csv_field *f, const char *const headers[COL_COUNT],
+                       const int idx[COL_COUNT])
+{
+    int best = -1;
+    unsigned bd = 99;
+    for (int k = 0; k < COL_COUNT; k++) {
+        if (idx[k] >= 0)
+            continue;
+        size_t n = strlen(headers[k]);
+        unsigned d = name_distance(f->s, f->len, headers[k], n);
+        unsigned limit = (n <= 4 || f->len <= 4) ? 1 : 2;
+        /* a tie goes to the name of the same length ("gpsu": gpus, not gpu) */
+        if (d <= limit && (d < bd || (d == bd && n == f->len)))
+            bd = d, best = k;
+    }
+    return best;
+}
+
+/* The header row's checks: a column the reader uses given twice, a file
+ * of one field that is split by another separator, a required column
+ * missing (with the header that may have meant it); and the warnings of
+ * fields that are no column but lie close to one the header lacks.
+ * Returns 0 (with *warn malloc'd or NULL) or -1 with err set. */
+static int check_header(const pflex_csv_t *c, const char *name, unsigned line,
+                        const char *const headers[COL_COUNT], const int idx[COL_COUNT],
+                        char **warn, pflex_error_t *err)
+{
+    *warn = NULL;
+    for (int k = 0; k < COL_COUNT; k++) {
+        if (idx[k] < 0)
+            continue;
+        for (size_t f = (size_t)idx[k] + 1; f < c->nfields; f++)
+            if (pflex_csv_field_is(&c->fields[f], headers[k]))
+                return pflex_error_set(err, "%s:%u: column '%s' appears twice in the header "
+                                       "(fields %d and %zu)", name, line, headers[k],
+                                       idx[k] + 1, f + 1);
+    }
+    for (int k = COL_JOB; k <= COL_TPUT; k++) {
+        if (idx[k] >= 0)
+            continue;
+        const struct pflex_csv_field *f0 = &c->fields[0];
+        if (c->nfields == 1 && (memchr(f0->s, ';', f0->len) || memchr(f0->s, '\t', f0->len))) {
+            char sep = memchr(f0->s, ';', f0->len) ? ';' : '\t';
+            return pflex_error_set(err, "%s:%u: found one column '%.*s%s': is the separator "
+                                   "'%s'? (a sweep CSV is comma-separated)", name, line,
+                                   (int)(f0->len > 40 ? 40 : f0->len), f0->s,
+                                   f0->len > 40 ? "..." : "", sep == ';' ? ";" : "\\t");
+        }
+        for (size_t f = 0; f < c->nfields; f++) {
+            int m = near_column(&c->fields[f], headers, idx);
+            if (m == k)
+                return pflex_error_set(err, "%s:%u: missing column '%s' (the header has '%.*s': "
+                                       "did you mean '%s'? --columns maps other headers)", name,
+                                       line, headers[k], (int)(c->fields[f].len > 40 ? 40
+                                       : c->fields[f].len), c->fields[f].s, headers[k]);
+        }
+        if (headers[k] != col_name(k))
+            return pflex_error_set(err, "%s:%u: missing column '%s' (mapped to header '%s')",
+                                   name, line, col_name(k), headers[k]);
+        return pflex_error_set(err, "%s:%u: missing column '%s' (need job, cap_w, power_w, "
+                               "throughput; --columns maps other headers)", name, line,
+                               col_name(k));
+    }
+    size_t len = 0, cap = 0;
+    char *w = NULL;
+    for (size_t f = 0; f < c->nfields; f++) {
+        int used = 0;
+        for (int k = 0; k < COL_COUNT && !used; k++)
+            used = idx[k] == (int)f;
+        if (used || c->fields[f].len == 0)
+            continue;
+        int m = near_column(&c->fields[f], headers, idx);
+        if (m < 0)
+            continue;
+        char one[320];
+        int n = snprintf(one, sizeof one, "%s:%u: column '%.*s' is not a sweep column and is "
+                         "ignored: did you mean '%s'?\n", name, line,
+                         (int)(c->fields[f].len > 40 ? 40 : c->fields[f].len), c->fields[f].s,
+                         headers[m]);
+        if (n < 0)
+            continue;
+        if (len + (size_t)n + 1 > cap) {
+            size_t ncap = (len + (size_t)n + 1) * 2;
+            char *nw = realloc(w, ncap);
+            if (!nw) {
+                free(w);
+                return pflex_error_sys(err, "%s: out of memory", name);
+            }
+            w = nw;
+            cap = ncap;
+        }
+        memcpy(w + len, one, (size_t)n + 1);
+        len += (size_t)n;
+    }
+    *warn = w;
+    return 0;
+}
+
 /* One pass over s.  With try_grouped, each job's rows are averaged into
  * points as soon as the job's rows end, and no row is kept; the pass gives
  * up (returns 1, nothing set) at the first job whose rows do not all stand
@@ -449,7 +581,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
     r.one_cap = -1;
     *out = NULL;
     const char *headers[COL_COUNT];
-    char *spec_copy = NULL;
+    char *spec_copy = NULL, *warn = NULL;
     int idx[COL_COUNT];
     pflex_csv_t *c = &s->tok;
     int rc = -1;
@@ -472,17 +604,10 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
                 break;
             }
     }
-    for (int k = COL_JOB; k <= COL_TPUT; k++)
-        if (idx[k] < 0) {
-            if (headers[k] != col_name(k))
-                pflex_error_set(err, "%s:%u: missing column '%s' (mapped to header '%s')",
-                                r.name, header_line, col_name(k), headers[k]);
-            else
-                pflex_error_set(err, "%s:%u: missing column '%s' (need job, cap_w, power_w, "
-                                "throughput; --columns maps other headers)", r.name, header_line,
-                                col_name(k));
-            goto done;
-        }
+    if (check_header(c, r.name, header_line, headers, idx, &warn, err) < 0)
+        goto done;
+    if (warn && v && v->warn && try_grouped)
+        v->warn(v->ctx, warn);  /* once: the first pass reads every header */
     for (int k = COL_TM0; k < COL_COUNT; k++)
         if (idx[k] >= 0)
             r.has_tm = 1;
@@ -530,7 +655,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             if (last_job >= 0) {
                 int fr = flush_job(&r, last_job);
                 if (fr == -1)
-                    pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+                    pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
                 if (fr < 0)
                     goto done;
             }
@@ -540,7 +665,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
         }
         if (j != last_job) {    /* (j < 0 too) */
             if (j < 0) {
-                pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+                pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
                 goto done;
             }
             fresh = KEY(&r, j)->nrows == 0;
@@ -548,6 +673,13 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
         }
         last_job = j;
         if (fresh) {            /* after the last job's flush: it may share the slot */
+            size_t at;
+            const char *why = pflex_name_problem(jf->s, jf->len, &at);
+            if (why) {
+                pflex_error_set(err, "%s:%u: column 'job': the job name %s (byte %zu of %zu); "
+                                "names are UTF-8 text", r.name, line, why, at + 1, jf->len);
+                goto done;
+            }
             memset(jm, 0, sizeof *jm);
             jm->line = line;
             jm->weight = 1.0;
@@ -607,8 +739,15 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
         }
         if (more_cols) {        /* any of gpu, floor, tier, weight */
             if (idx[COL_GPU] >= 0 && f[idx[COL_GPU]].len && !jm->gpu_len) {
+                size_t at;
+                const char *why = pflex_name_problem(f[idx[COL_GPU]].s, f[idx[COL_GPU]].len, &at);
+                if (why) {
+                    pflex_error_set(err, "%s:%u: column 'gpu': the GPU name %s (byte %zu of %zu)",
+                                    r.name, line, why, at + 1, f[idx[COL_GPU]].len);
+                    goto done;
+                }
                 if (arena_add(&r, f[idx[COL_GPU]].s, f[idx[COL_GPU]].len, &jm->gpu_off) < 0) {
-                    pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+                    pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
                     goto done;
                 }
                 jm->gpu_len = f[idx[COL_GPU]].len;
@@ -657,7 +796,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
                 size_t ncap = r.cur_cap ? 2 * r.cur_cap : 16;
                 struct row *nc = realloc(r.cur, ncap * sizeof *nc);
                 if (!nc) {
-                    pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+                    pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
                     goto done;
                 }
                 r.cur = nc;
@@ -670,14 +809,14 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
             continue;
         }
         if (pflex_big_reserve(&r.rows, (r.nrows + 1) * sizeof(struct row)) < 0) {
-            pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+            pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
             goto done;
         }
         size_t rows_cap = r.rows.cap / sizeof(struct row);
         if (r.has_tm && r.tm_cap < rows_cap) {
             double *ntm = realloc(r.tm, rows_cap * PFLEX_TM_COUNT * sizeof *ntm);
             if (!ntm) {
-                pflex_error_set(err, "%s:%u: out of memory", r.name, line);
+                pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
                 goto done;
             }
             r.tm = ntm;
@@ -714,7 +853,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
     if (r.grouped && last_job >= 0) {
         int fr = flush_job(&r, last_job);
         if (fr == -1)
-            pflex_error_set(err, "%s: out of memory", r.name);
+            pflex_error_sys(err, "%s: out of memory", r.name);
         if (fr < 0)
             goto done;
     }
@@ -724,13 +863,16 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
     }
     pflex_sweep_t *sw = calloc(1, sizeof *sw);
     if (!sw) {
-        pflex_error_set(err, "%s: out of memory", r.name);
+        pflex_error_sys(err, "%s: out of memory", r.name);
         goto done;
     }
     if ((r.grouped ? grouped_finish(&r, sw, err) : sort_group(&r, sw, err)) < 0) {
         pflex_sweep_destroy(sw);
         goto done;
     }
+    ((struct store *)sw->priv)->warnings = warn;
+    sw->warnings = warn;
+    warn = NULL;
     *out = sw;
     rc = 0;
 done:
@@ -739,12 +881,97 @@ done:
     if (rc < 0 && r.grouped && has_dup(&r))
         rc = 1;
     free(spec_copy);
+    free(warn);
     reader_free(&r);
     return rc;
 }
 
+/* A job's rows ordered by cap, stably (rows at one cap keep their file
+ * order, so that their sums are the same bit for bit): a merge sort, top
+ * down, whose merge is skipped where the two halves are already in order,
+ * so that sorted input costs one compare a row and any order, such as a
+ * sweep's repeats from the highest cap down (700, 700, 700, 650, ...),
+ * O(n log n).  tmp has room for n. */
+static void rows_merge(struct row *a, struct row *tmp, size_t n)
+{
+    if (n < 2)
+        return;
+    if (n <= 16) {              /* insertion: stable, cheap this small */
+        for (size_t i = 1; i < n; i++) {
+            struct row v = a[i];
+            size_t b = i;
+            while (b > 0 && a[b - 1].cap > v.cap) {
+                a[b] = a[b - 1];
+                b--;
+            }
+            a[b] = v;
+        }
+        return;
+    }
+    size_t h = n / 2;
+    rows_merge(a, tmp, h);
+    rows_merge(a + h, tmp, n - h);
+    if (!(a[h - 1].cap > a[h].cap))
+        return;
+    memcpy(tmp, a, h * sizeof *a);
+    size_t i = 0, j = h, k = 0;
+    while (i < h && j < n)
+        a[k++] = a[j].cap < tmp[i].cap ? a[j++] : tmp[i++];
+    while (i < h)
+        a[k++] = tmp[i++];
+}
+
+static void rows_sort(struct row *a, struct row *tmp, size_t n)
+{
+    size_t i = 1;
+    while (i < n && !(a[i - 1].cap > a[i].cap))
+        i++;
+    if (i < n)
+        rows_merge(a, tmp, n);
+}
+
+/* The same for the general grouping: row indices o[0..n), by rows[].cap. */
+static void order_merge(uint32_t *o, uint32_t *tmp, size_t n, const struct row *rows)
+{
+    if (n < 2)
+        return;
+    if (n <= 16) {
+        for (size_t i = 1; i < n; i++) {
+            uint32_t v = o[i];
+            double cv = rows[v].cap;
+            size_t b = i;
+            while (b > 0 && rows[o[b - 1]].cap > cv) {
+                o[b] = o[b - 1];
+                b--;
+            }
+            o[b] = v;
+        }
+        return;
+    }
+    size_t h = n / 2;
+    order_merge(o, tmp, h, rows);
+    order_merge(o + h, tmp, n - h, rows);
+    if (!(rows[o[h - 1]].cap > rows[o[h]].cap))
+        return;
+    memcpy(tmp, o, h * sizeof *o);
+    size_t i = 0, j = h, k = 0;
+    while (i < h && j < n)
+        o[k++] = rows[o[j]].cap < rows[tmp[i]].cap ? o[j++] : tmp[i++];
+    while (i < h)
+        o[k++] = tmp[i++];
+}
+
+static void order_sort(uint32_t *o, uint32_t *tmp, size_t n, const struct row *rows)
+{
+    size_t i = 1;
+    while (i < n && !(rows[o[i - 1]].cap > rows[o[i]].cap))
+        i++;
+    if (i < n)
+        order_merge(o, tmp, n, rows);
+}
+
 /* Average one job's rows (r->cur, in file order) into points: ordered by
- * cap where they lie (insertion sort: stable, linear on sorted input) and
+ * cap where they lie (rows_sort: stable, linear on sorted input) and
  * rows at the same cap summed in that order, as the general grouping does.
  * A job with one cap is remembered, not reported: every row is checked
  * first, as the general grouping does. */
@@ -784,15 +1011,14 @@ static int flush_job(struct reader *r, long j)
                 .rows = 1, .line = o[a].line,
             };
     } else {
-        for (size_t a = 1; a < n; a++) {
-            struct row v = o[a];
-            size_t b = a;
-            while (b > 0 && o[b - 1].cap > v.cap) {
-                o[b] = o[b - 1];
-                b--;
-            }
-            o[b] = v;
+        if (r->cur_tmp_cap < n) {
+            struct row *nt = realloc(r->cur_tmp, r->cur_cap * sizeof *nt);
+            if (!nt)
+                return -1;
+            r->cur_tmp = nt;
+            r->cur_tmp_cap = r->cur_cap;
         }
+        rows_sort(o, r->cur_tmp, n);
         size_t a = 0;
         while (a < n) {
             size_t b = a;
@@ -865,7 +1091,7 @@ static int grouped_finish(struct reader *r, pflex_sweep_t *sw, pflex_error_t *er
     struct store *st = calloc(1, sizeof *st);
     sw->priv = st;
     if (!st || (!r->v && pflex_big_reserve(&st->jobs, r->njobs * sizeof *sw->jobs) < 0))
-        return pflex_error_set(err, "%s: out of memory", r->name);
+        return pflex_error_sys(err, "%s: out of memory", r->name);
     st->names = r->arena;
     st->points = r->points;
     memset(&r->arena, 0, sizeof r->arena);
@@ -894,6 +1120,11 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
     struct store *st = calloc(1, sizeof *st);
     size_t *start = calloc(r->njobs + 1, sizeof *start);
     uint32_t *order = malloc(r->nrows * sizeof *order);
+    size_t most = 1;            /* the most rows of one job: the merge's scratch */
+    for (size_t j = 0; j < r->njobs; j++)
+        if (KEYS(r)[j].nrows > most)
+            most = KEYS(r)[j].nrows;
+    uint32_t *otmp = malloc(most * sizeof *otmp);
     const struct row *rows = r->rows.p;
     int rc = -1;
     sw->priv = st;
@@ -905,8 +1136,8 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
         if (r->has_tm)
             st->telemetry = malloc(r->nrows * PFLEX_TM_COUNT * sizeof *st->telemetry);
     }
-    if (!st || !start || !order || !st->points.p || (r->has_tm && !st->telemetry)) {
-        pflex_error_set(err, "%s: out of memory", r->name);
+    if (!st || !start || !order || !otmp || !st->points.p || (r->has_tm && !st->telemetry)) {
+        pflex_error_sys(err, "%s: out of memory", r->name);
         goto out;
     }
     for (size_t j = 0; j < r->njobs; j++)
@@ -914,7 +1145,7 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
     {
         size_t *fill = malloc(r->njobs * sizeof *fill);
         if (!fill) {
-            pflex_error_set(err, "%s: out of memory", r->name);
+            pflex_error_sys(err, "%s: out of memory", r->name);
             goto out;
         }
         memcpy(fill, start, r->njobs * sizeof *fill);
@@ -932,17 +1163,8 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
         struct jobmeta *jm = META(r, j);
         uint32_t *o = order + start[j];
         size_t n = KEYS(r)[j].nrows;
-        /* Insertion sort by cap: stable, linear on sorted input. */
-        for (size_t a = 1; a < n; a++) {
-            uint32_t v = o[a];
-            double cv = rows[v].cap;
-            size_t b = a;
-            while (b > 0 && rows[o[b - 1]].cap > cv) {
-                o[b] = o[b - 1];
-                b--;
-            }
-            o[b] = v;
-        }
+        /* By cap: stable, linear on sorted input, O(n log n) in any order. */
+        order_sort(o, otmp, n, rows);
         struct pflex_sweep_job *job = &sw->jobs[j];
         job_out(&KEYS(r)[j], jm, st->names.p, job);
         job->points = points + np;
@@ -999,6 +1221,7 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
 out:
     free(start);
     free(order);
+    free(otmp);
     return rc;
 }
 
@@ -1012,57 +1235,112 @@ void pflex_sweep_destroy(pflex_sweep_t *s)
         pflex_big_free(&st->points);
         pflex_big_free(&st->jobs);
         free(st->telemetry);
+        free(st->warnings);
         free(st);
     }
     free(s);
 }
 
+/* Whether the lines of the text in [b, b + n) keep to the line limit:
+ * *run is the length of the line still open before b, updated.  Returns 0,
+ * or -1 with *bad at the end of the text before the line that does not
+ * (that line starts *run bytes before it). */
+static int lines_within(const char *b, size_t n, size_t *run, const char **bad)
+{
+    const char *e = b + n;
+    for (;;) {
+        const char *nl = memchr(b, '\n', (size_t)(e - b));
+        size_t seg = (size_t)((nl ? nl : e) - b);
+        if (*run + seg > PFLEX_LINE_MAX_BYTES) {
+            *bad = b;
+            return -1;
+        }
+        if (!nl) {
+            *run += seg;
+            return 0;
+        }
+        *run = 0;
+        b = nl + 1;
+    }
+}
+
 int pflex_read_all(const char *path, char **buf, size_t *len, pflex_error_t *err)
 {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f)
+    int is_stdin = strcmp(path, "-") == 0;
+    const char *name = is_stdin ? "<stdin>" : path;
+    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY);
+    if (fd < 0)
         return pflex_error_set(err, "%s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *b = NULL;
-    if (f != stdin && fseek(f, 0, SEEK_END) == 0) {
-        long sz = ftell(f);
-        if (sz > 0)
-            cap = (size_t)sz + 1;
-        rewind(f);
+    struct stat st;
+    size_t cap = 1 << 16, n = 0, run = 0;
+    if (fstat(fd, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            if (!is_stdin)
+                close(fd);
+            return pflex_error_set(err, "%s: is a directory (give a file)", name);
+        }
+        if (S_ISREG(st.st_mode) && st.st_size > 0) {
+            if ((uint64_t)st.st_size > PFLEX_INPUT_MAX_BYTES) {
+                if (!is_stdin)
+                    close(fd);
+                return pflex_error_set(err, "%s: %lld bytes, more than the %llu an input may hold",
+                                       name, (long long)st.st_size,
+                                       (unsigned long long)PFLEX_INPUT_MAX_BYTES);
+            }
+            cap = (size_t)st.st_size + 1;
+        }
     }
-    b = malloc(cap);
+    char *b = malloc(cap);
+    int rc = -1;
     if (!b) {
-        if (f != stdin)
-            fclose(f);
-        return pflex_error_set(err, "%s: out of memory", path);
+        pflex_error_sys(err, "%s: out of memory", name);
+        goto out;
     }
     for (;;) {
         if (n == cap) {
-            char *nb = realloc(b, cap * 2);
+            if (cap >= PFLEX_INPUT_MAX_BYTES) {
+                pflex_error_set(err, "%s: more than the %llu bytes an input may hold", name,
+                                (unsigned long long)PFLEX_INPUT_MAX_BYTES);
+                goto out;
+            }
+            size_t ncap = cap * 2 < PFLEX_INPUT_MAX_BYTES ? cap * 2 : PFLEX_INPUT_MAX_BYTES + 1;
+            char *nb = realloc(b, ncap);
             if (!nb) {
-                free(b);
-                if (f != stdin)
-                    fclose(f);
-                return pflex_error_set(err, "%s: out of memory", path);
+                pflex_error_sys(err, "%s: out of memory", name);
+                goto out;
             }
             b = nb;
-            cap *= 2;
+            cap = ncap;
         }
-        size_t got = fread(b + n, 1, cap - n, f);
-        n += got;
+        ssize_t got = read(fd, b + n, cap - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            pflex_error_sys(err, "%s: read error: %s", name, strerror(errno));
+            goto out;
+        }
         if (got == 0)
             break;
-    }
-    int bad = ferror(f);
-    if (f != stdin)
-        fclose(f);
-    if (bad) {
-        free(b);
-        return pflex_error_set(err, "%s: read error", path);
+        const char *bad;
+        if (lines_within(b + n, (size_t)got, &run, &bad) < 0) {
+            unsigned line = 1;
+            for (const char *q = b; q < bad - run; q++)
+                line += *q == '\n';
+            pflex_error_set(err, "%s:%u: line longer than %u bytes (is it a text file?)", name,
+                            line, (unsigned)PFLEX_LINE_MAX_BYTES);
+            goto out;
+        }
+        n += (size_t)got;
     }
     *buf = b;
     *len = n;
-    return 0;
+    b = NULL;
+    rc = 0;
+out:
+    free(b);
+    if (!is_stdin)
+        close(fd);
+    return rc;
 }
 
 /* The read buffer (it grows only for a longer record): small enough that
@@ -1102,7 +1380,7 @@ static int src_rewind(struct src *s, pflex_error_t *err)
     s->need = 0;
     if (s->fd >= 0) {
         if (lseek(s->fd, 0, SEEK_SET) < 0)
-            return pflex_error_set(err, "%s: %s", s->path, strerror(errno));
+            return pflex_error_sys(err, "%s: read error: %s", s->path, strerror(errno));
         s->len = 0;
         s->eof = 0;
     }
@@ -1113,6 +1391,9 @@ static int src_rewind(struct src *s, pflex_error_t *err)
 static int src_fill(struct src *s, pflex_error_t *err)
 {
     size_t keep = s->len - s->pos;
+    if (keep > PFLEX_LINE_MAX_BYTES)
+        return pflex_error_set(err, "%s:%u: line longer than %u bytes (is it a text file?)",
+                               s->path, s->line, (unsigned)PFLEX_LINE_MAX_BYTES);
     char *b = s->chunk.p;
     if (keep && s->pos)
         memmove(b, b + s->pos, keep);
@@ -1120,7 +1401,7 @@ static int src_fill(struct src *s, pflex_error_t *err)
     s->len = keep;
     if (s->len == s->chunk.cap
         && pflex_big_reserve(&s->chunk, s->chunk.cap ? 2 * s->chunk.cap : s->chunk0) < 0)
-        return pflex_error_set(err, "%s: out of memory", s->path);
+        return pflex_error_sys(err, "%s: out of memory", s->path);
     b = s->chunk.p;
     s->buf = b;
     while (s->len < s->chunk.cap) {
@@ -1128,7 +1409,7 @@ static int src_fill(struct src *s, pflex_error_t *err)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return pflex_error_set(err, "%s: read error", s->path);
+            return pflex_error_sys(err, "%s: read error: %s", s->path, strerror(errno));
         if (n == 0) {
             s->eof = 1;
             break;

@@ -605,7 +605,7 @@ static void alloc_section(struct ctx *c)
     fprintf(f, "<p>The %zu H200 main runs with a PFI share a site whose GPU power (%.1f kW at the "
                "highest cap) must drop by the cut, 0–40%% in 5%% steps as in the study's §6. "
                "Each policy plans per-job power; every plan is then scored on the measured "
-               "curves (SPEC §2). The PFI policies use the study's ratio PFI measured on each "
+               "curves (docs/contract.md §2). The PFI policies use the study's ratio PFI measured on each "
                "run's curve. The objective is total tokens/s; the last column plans again with "
                "the GPU-weighted objective (each job counts by its GPUs times its normalised "
                "throughput). Gap recovered: (policy − equal) / (optimal − equal), shown where "

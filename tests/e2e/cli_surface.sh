@@ -1,0 +1,41 @@
+#!/bin/sh
+# The command line a newcomer meets: --version listed in pflex --help, an
+# EXAMPLES section in pflex --help, sweep --help and study --help, whose
+# example commands run; one plain message for an unknown option in every
+# command, exit 2, nothing on stdout.
+P=${PFLEX:-build/pflex}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+"$P" --help > "$T/h" || fail "pflex --help exit"
+grep -q -- '--version' "$T/h" || fail "pflex --help does not list --version"
+grep -q 'docs/contract.md' "$T/h" || fail "pflex --help does not cite docs/contract.md"
+for c in "" sweep study; do
+    "$P" $c --help > "$T/h" || fail "$c --help exit"
+    grep -q '^EXAMPLES' "$T/h" || fail "pflex $c --help has no EXAMPLES section"
+    grep -q 'SPEC' "$T/h" && fail "pflex $c --help cites a SPEC the repository does not hold"
+done
+for c in pfi sweep allocate evaluate study; do
+    "$P" $c --frobnicate > "$T/out" 2> "$T/err"; rc=$?
+    [ $rc -eq 2 ] || fail "$c --frobnicate: exit $rc"
+    [ -s "$T/out" ] && fail "$c --frobnicate: wrote to stdout"
+    [ "$(cat "$T/err")" = "pflex $c: unknown option '--frobnicate' (see pflex $c --help)" ] \
+        || fail "$c --frobnicate: $(cat "$T/err")"
+    "$P" $c -Z > "$T/out" 2> "$T/err"; rc=$?
+    [ $rc -eq 2 ] || fail "$c -Z: exit $rc"
+    [ "$(cat "$T/err")" = "pflex $c: unknown option '-Z' (see pflex $c --help)" ] \
+        || fail "$c -Z: $(cat "$T/err")"
+done
+"$P" help sweep | grep -q "usage: pflex sweep" || fail "pflex help sweep"
+"$P" sweep --job > "$T/out" 2> "$T/err"
+grep -q -- "--job needs a value" "$T/err" || fail "sweep --job: $(cat "$T/err")"
+# --list-presets --json: every preset of the table, as JSON.
+"$P" sweep --list-presets > "$T/table" || fail "--list-presets"
+"$P" sweep --list-presets --json > "$T/presets.json" || fail "--list-presets --json"
+[ "$(grep -c '"name":' "$T/presets.json")" -eq "$(wc -l < "$T/table")" ] \
+    || fail "--list-presets --json lists $(grep -c '"name":' "$T/presets.json") presets, the table $(wc -l < "$T/table")"
+grep -q '"gpu": "H200-SXM-141GB"' "$T/presets.json" || fail "--list-presets --json lacks gpu"
+if command -v jq > /dev/null; then
+    [ "$(jq '.presets | length' "$T/presets.json")" -eq "$(wc -l < "$T/table")" ] || fail "jq count"
+fi
+echo "cli_surface: ok"
