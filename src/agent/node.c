@@ -19,20 +19,32 @@
 #include "agent/agent.h"
 #include "pflex/nvml.h"
 
+int agent_log_json;
+
 void agent_log(const char *fmt, ...)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     struct tm tm;
     gmtime_r(&ts.tv_sec, &tm);
-    char stamp[40];
-    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+    char stamp[80], sec[40];
+    strftime(sec, sizeof sec, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(stamp, sizeof stamp, "%s.%03d", sec, (int)(ts.tv_nsec / 1000000));
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s.%03ldZ pflex agent: %s\n", stamp, ts.tv_nsec / 1000000, msg);
+    if (agent_log_json) {
+        json_t *o = json_pack("{s:s+, s:s}", "time", stamp, "Z", "msg", msg);
+        char *line = o ? json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
+        if (line)
+            fprintf(stderr, "%s\n", line);
+        free(line);
+        json_decref(o);
+        return;
+    }
+    fprintf(stderr, "%sZ pflex agent: %s\n", stamp, msg);
 }
 
 double agent_mono_s(void)

@@ -82,6 +82,8 @@ static const char help_text[] =
     "  --label-style dcgm|prometheus  the model label of DCGM_* metrics: modelName as\n"
     "                          dcgm-exporter writes it (default; promtool's lint flags\n"
     "                          its camelCase) or model_name (lints clean)\n"
+    "  --json                  log JSON lines, {\"time\": ..., \"msg\": ...}, on stderr (the\n"
+    "                          API itself always speaks JSON)\n"
     "  --help                  this text\n"
     "\n"
     "Logs go to stderr, one timestamped line per event.  SIGHUP rereads the token\n"
@@ -120,7 +122,7 @@ int cmd_agent(int argc, char **argv)
 {
     enum { O_BACKEND = 256, O_GPUS, O_SIM_JOB, O_SEED, O_SIM_FAIL, O_LIB, O_LISTEN, O_PORT_FILE,
            O_TOKEN, O_AUTH_READS, O_STATE, O_KEEP, O_JOB_MAP, O_MAX_LEASE, O_INTERVAL, O_TPW,
-           O_MAX_BODY, O_TIMEOUT, O_READ_RATE, O_WRITE_RATE, O_LABELS, O_HELP };
+           O_MAX_BODY, O_TIMEOUT, O_READ_RATE, O_WRITE_RATE, O_LABELS, O_JSON, O_HELP };
     static const struct option longopts[] = {
         {"backend", required_argument, NULL, O_BACKEND},
         {"gpus", required_argument, NULL, O_GPUS},
@@ -143,6 +145,7 @@ int cmd_agent(int argc, char **argv)
         {"read-rate", required_argument, NULL, O_READ_RATE},
         {"write-rate", required_argument, NULL, O_WRITE_RATE},
         {"label-style", required_argument, NULL, O_LABELS},
+        {"json", no_argument, NULL, O_JSON},
         {"help", no_argument, NULL, O_HELP},
         {0, 0, 0, 0},
     };
@@ -219,6 +222,7 @@ int cmd_agent(int argc, char **argv)
             if (parse_rate("--write-rate", optarg, &write_rate))
                 return PFLEX_EXIT_BAD_INPUT;
             break;
+        case O_JSON: agent_log_json = 1; break;
         case O_LABELS:
             if (strcmp(optarg, "dcgm") && strcmp(optarg, "prometheus"))
                 return cli_usage_error(CMD, "--label-style %s: want dcgm or prometheus", optarg);
@@ -317,7 +321,8 @@ int cmd_agent(int argc, char **argv)
         }
     }
     if (stop_signal)
-        agent_log("stopping on signal %d: restoring every GPU", (int)stop_signal);
+        agent_log("stopping on signal %d (%s): restoring every GPU", (int)stop_signal,
+                  strsignal(stop_signal));
     pflex_http_server_stop(srv);
     unsigned failed = agent_close(&a);
     if (failed) {

@@ -170,6 +170,41 @@ grep -q 'GPU 5 (sim-5): pflex agent (pid [0-9]*) ended without restoring the pow
 [ -z "$(ls "$state"/*.state 2>/dev/null)" ] || fail "the state file outlived the recovery"
 stop_agents
 
+# A job map from a file; --auth-reads; SIGHUP rereads the token and the map.
+printf '{"jobs": {"from-file": [1, "SIM-GPU-2"]}}\n' >"$tmp/jobs.json"
+start_agent "$tmp/a.log" $sim --job-map "$tmp/jobs.json" --auth-reads --json || fail "the agent did not start"
+expect 401 GET /v1/status
+expect 401 GET /metrics
+expect 200 GET /v1/jobs/from-file "" "$TOKEN"
+grep -q '"gpus": \[1, 2\]' "$tmp/body" || fail "the job map file: $(cat "$tmp/body")"
+grep -q '^{"time":"[0-9T:.-]*Z","msg":"sim backend' "$tmp/a.log" || fail "--json logs are not JSON lines"
+new=new-token-0123456789abcdefgh
+printf '%s\n' "$new" >"$tmp/token"
+printf '{"jobs": {"added": [7]}}\n' >"$tmp/jobs.json"
+kill -HUP $apid
+i=0
+until grep -q 'token file and job map reloaded' "$tmp/a.log"; do
+    [ $i -lt 100 ] || fail "SIGHUP: no reload"
+    sleep 0.05; i=$((i + 1))
+done
+expect 401 GET /v1/status "" "$TOKEN"
+expect 200 GET /v1/jobs/added "" "$new"
+# A token file others can read is refused at reload (the old token stays).
+printf '%s\n' "$TOKEN" >"$tmp/token"
+chmod 644 "$tmp/token"
+kill -HUP $apid
+i=0
+until grep -q 'reload failed.*mode 0644' "$tmp/a.log"; do
+    [ $i -lt 100 ] || fail "SIGHUP: a mode-0644 token file was not refused"
+    sleep 0.05; i=$((i + 1))
+done
+expect 200 GET /v1/status "" "$new"
+stop_agents
+# ... and at start.
+"$PFLEX" agent $sim --listen 127.0.0.1:0 2>"$tmp/err.log"
+[ $? -eq 1 ] && grep -q 'mode 0644 lets others read it; chmod 600 it' "$tmp/err.log" || fail "a mode-0644 token file at start"
+chmod 600 "$tmp/token"
+
 # A GPU that fails mid-run is reported; the others keep working.
 start_agent "$tmp/a.log" $sim --sim-fail 3@0.5 || fail "the agent did not start"
 wait_metric pflex_gpu_up 3 0 5
