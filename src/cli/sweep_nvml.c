@@ -724,8 +724,14 @@ int sweep_nvml(int argc, char **argv)
             pflex_gpu_get_cap(&g, idx[k], &now_w, &err);
             char name[96] = "";
             pflex_gpu_describe(&g, idx[k], name, sizeof name, &err);
-            printf("GPU %u (%s): limit now %g W, range %g-%g W, restored to %g W at the end\n",
-                   idx[k], name, now_w, lim[k].min_w, lim[k].max_w, now_w);
+            /* What the guard will restore: the default, unless the limit now
+             * is the default or --keep-found-limit keeps it. */
+            double back_w = !o.keep_found && isfinite(lim[k].default_w)
+                            && fabs(now_w - lim[k].default_w) > 0.5 ? lim[k].default_w : now_w;
+            printf("GPU %u (%s): limit now %g W, range %g-%g W, restored to %g W at the end%s\n",
+                   idx[k], name, now_w, lim[k].min_w, lim[k].max_w, back_w,
+                   back_w != now_w ? " (the default: the limit now is taken as a cap left "
+                                     "behind)" : "");
         }
         printf("caps (W):");
         for (unsigned c = 0; c < ncaps; c++)

@@ -53,8 +53,10 @@ static void note(pflex_guard_t *gd, const char *fmt, ...) __attribute__((format(
 
 static void note(pflex_guard_t *gd, const char *fmt, ...)
 {
-    if (gd->nnotes == MAX_NOTES)    /* keep the newest: shift the oldest out */
-        memmove(gd->notes[0], gd->notes[1], sizeof gd->notes[0] * (MAX_NOTES - 1)), gd->nnotes--;
+    if (gd->nnotes == MAX_NOTES) {  /* keep the newest: shift the oldest out */
+        memmove(gd->notes[0], gd->notes[1], sizeof gd->notes[0] * (MAX_NOTES - 1));
+        gd->nnotes--;
+    }
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(gd->notes[gd->nnotes++], NOTE_LEN, fmt, ap);
@@ -195,8 +197,10 @@ static int save_state(pflex_guard_t *gd, struct ggpu *d, pflex_error_t *err)
     size_t len = strlen(text);
     ok = ok && write(fd, text, len) == (ssize_t)len && write(fd, "\n", 1) == 1 && fsync(fd) == 0;
     int e = errno;
-    if (fd >= 0 && close(fd) != 0 && ok)
-        ok = 0, e = errno;
+    if (fd >= 0 && close(fd) != 0 && ok) {
+        ok = 0;
+        e = errno;
+    }
     free(text);
     if (!ok || rename(tmp, d->state_path) != 0) {
         if (ok)
