@@ -55,7 +55,7 @@ struct agent_gpu {
     int leased;
     double lease_cap_w, lease_enforced_w, lease_until, lease_s;
     char lease_job[AGENT_NAME_MAX];
-    unsigned long errors, sets, expiries;
+    unsigned long errors, sets, expiries, drifts;
 };
 
 struct agent_job {

@@ -214,6 +214,8 @@ char *agent_metrics(struct agent *a, size_t *len)
             (double)d->sets);
     PER_GPU("pflex_lease_expired_total", "counter", "Leases that ended by expiring.",
             (double)d->expiries);
+    PER_GPU("pflex_lease_reapplied_total", "counter", "Times a leased cap was found unset "
+            "(driver reload, another tool) and set again.", (double)d->drifts);
 #undef PER_GPU
 #undef LABELS
     pflex_prom_family(p, "pflex_job_throughput", "gauge",

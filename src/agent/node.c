@@ -332,14 +332,28 @@ static void sample(struct agent *a, struct agent_gpu *d)
     d->energy_j = s.energy_j;
     memcpy(d->tm, s.tm, sizeof d->tm);
     d->enforced_w = enf;
-    if (!d->leased) {
-        double w;
-        if (pflex_nvml_is(&a->g)) {
-            struct pflex_nvml_info info;
-            if (pflex_nvml_info(&a->g, d->index, &info, &err) == 0 && isfinite(info.limit_w))
-                d->limit_w = info.limit_w;
-        } else if (pflex_gpu_get_cap(&a->g, d->index, &w, &err) == 0) {
-            d->limit_w = w;
+    double w = NAN;
+    if (pflex_nvml_is(&a->g)) {
+        struct pflex_nvml_info info;
+        if (pflex_nvml_info(&a->g, d->index, &info, &err) == 0)
+            w = info.limit_w;
+    } else if (pflex_gpu_get_cap(&a->g, d->index, &w, &err) != 0) {
+        w = NAN;
+    }
+    if (isfinite(w))
+        d->limit_w = w;
+    /* A leased cap that is no longer set (a driver reload resets limits;
+     * another tool may have written one): said, and set again. */
+    if (d->leased && isfinite(w) && fabs(w - d->lease_cap_w) > 0.5) {
+        d->drifts++;
+        agent_log("GPU %u: the limit is %g W, not the leased %g W (a driver reload, or another "
+                  "tool?); setting it again", d->index, w, d->lease_cap_w);
+        double enf2;
+        if (pflex_guard_set(d->guard, d->index, d->lease_cap_w, &enf2, &err) == 0) {
+            d->limit_w = d->lease_cap_w;
+            d->enforced_w = d->lease_enforced_w = enf2;
+        } else {
+            agent_gpu_failed(a, d, err.text);
         }
     }
 }

@@ -2,7 +2,8 @@
 # pflex agent --backend nvml against the fake NVML library: what the agent
 # sets is what the fake's state file (the "hardware") shows, and every way
 # of ending leaves the original limits there: lease expiry, DELETE,
-# SIGTERM, SIGPIPE (ignored), SIGKILL then a restart.  One owner per GPU:
+# SIGTERM, SIGPIPE (ignored), SIGKILL then a restart.  A cap a driver
+# reload wipes is set again.  One owner per GPU:
 # a second agent, or a sweep, on the same GPUs is refused.  The device's
 # real range is what caps are checked against; a GPU lost mid-run is
 # reported and the other keeps working.
@@ -82,6 +83,13 @@ start_agent "$tmp/a.log" $nv || fail "the agent did not start after SIGKILL"
 [ "$(limit 0)" = 600000 ] && [ "$(limit 1)" = 700000 ] || fail "after the restart: $(limit 0) $(limit 1)"
 grep -q "GPU 1 (GPU-fa4e0000-0000-4000-8000-000000000001): pflex agent (pid [0-9]*) ended without restoring the power limit (350 W found); restored the original 700 W" \
     "$tmp/a.log" || fail "the recovery is not reported"
+# A driver reload resets a leased cap behind the agent's back: it notices
+# within a sample and sets the cap again.
+expect 200 PUT /v1/caps '{"caps": [{"gpu": 1, "cap_w": 420}], "lease_s": 60}' "$TOKEN"
+sed 's/^gpu1.limit_mw=.*/gpu1.limit_mw=700000/' "$FAKE_NVML_STATE" >"$tmp/reload" && mv "$tmp/reload" "$FAKE_NVML_STATE"
+wait_limit 1 420000 5
+grep -q 'GPU 1: the limit is 700 W, not the leased 420 W' "$tmp/a.log" || fail "the lost cap is not reported"
+[ "$(metric pflex_lease_reapplied_total 1)" = 1 ] || fail "the re-application is not counted"
 # DELETE restores now.
 expect 200 PUT /v1/caps '{"caps": [{"gpu": 1, "cap_w": 500}], "lease_s": 60}' "$TOKEN"
 expect 200 DELETE '/v1/caps?gpu=1' "" "$TOKEN"
