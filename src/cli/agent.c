@@ -53,7 +53,8 @@ static const char help_text[] =
     "\n"
     "options:\n"
     "  --backend sim|nvml      simulated GPUs, or the real ones through NVML\n"
-    "  --gpus N                sim: number of GPUs (default 8)\n"
+    "  --gpus N                sim: number of GPUs (default 8); the nvml backend owns\n"
+    "                          every GPU NVML sees\n"
     "  --sim-job NAME|FILE     sim: the job each group of GPUs runs (a preset of\n"
     "                          'pflex sweep --list-presets' or a job file; default\n"
     "                          llama-8b-pretrain-h200 when N is a multiple of 8, else\n"
@@ -149,6 +150,7 @@ int cmd_agent(int argc, char **argv)
         {"help", no_argument, NULL, O_HELP},
         {0, 0, 0, 0},
     };
+    int gpus_given = 0;
     struct agent_config cfg = {.gpus = 8, .seed = 1, .max_lease_s = 86400, .interval_s = 1,
                                .tp_window_s = 30, .sim_fail_gpu = -1};
     const char *listen = "127.0.0.1:9410", *port_file = NULL;
@@ -169,6 +171,7 @@ int cmd_agent(int argc, char **argv)
             if (gpus != (unsigned)gpus)
                 return cli_usage_error(CMD, "--gpus %s: a whole number", optarg);
             cfg.gpus = (unsigned)gpus;
+            gpus_given = 1;
             break;
         case O_SIM_JOB: cfg.sim_job = optarg; break;
         case O_SEED:
@@ -238,6 +241,9 @@ int cmd_agent(int argc, char **argv)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     if (!cfg.backend)
         return cli_usage_error(CMD, "--backend sim|nvml is required");
+    if (gpus_given && strcmp(cfg.backend, "sim"))
+        return cli_usage_error(CMD, "--gpus is the sim backend's GPU count; the nvml backend "
+                               "owns every GPU NVML sees");
     int loop = pflex_http_listen_is_loopback(listen);
     if (loop < 0)
         return cli_usage_error(CMD, "--listen %s: want ADDR:PORT, e.g. 127.0.0.1:9410", listen);
