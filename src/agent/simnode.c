@@ -46,8 +46,8 @@ static int op_count(void *ctx, unsigned *n, pflex_error_t *err)
 
 static int op_describe(void *ctx, unsigned i, char *buf, size_t len, pflex_error_t *err)
 {
-    pflex_gpu_t *g;
-    unsigned l;
+    pflex_gpu_t *g = NULL;
+    unsigned l = 0;
     if (locate(ctx, i, &g, &l, err))
         return -1;
     return pflex_gpu_describe(g, l, buf, len, err);
@@ -55,8 +55,8 @@ static int op_describe(void *ctx, unsigned i, char *buf, size_t len, pflex_error
 
 static int op_limits(void *ctx, unsigned i, struct pflex_gpu_limits *out, pflex_error_t *err)
 {
-    pflex_gpu_t *g;
-    unsigned l;
+    pflex_gpu_t *g = NULL;
+    unsigned l = 0;
     if (locate(ctx, i, &g, &l, err))
         return -1;
     return pflex_gpu_limits(g, l, out, err);
@@ -64,8 +64,8 @@ static int op_limits(void *ctx, unsigned i, struct pflex_gpu_limits *out, pflex_
 
 static int op_get_cap(void *ctx, unsigned i, double *cap_w, pflex_error_t *err)
 {
-    pflex_gpu_t *g;
-    unsigned l;
+    pflex_gpu_t *g = NULL;
+    unsigned l = 0;
     if (locate(ctx, i, &g, &l, err))
         return -1;
     return pflex_gpu_get_cap(g, l, cap_w, err);
@@ -73,8 +73,8 @@ static int op_get_cap(void *ctx, unsigned i, double *cap_w, pflex_error_t *err)
 
 static int op_set_cap(void *ctx, unsigned i, double cap_w, pflex_error_t *err)
 {
-    pflex_gpu_t *g;
-    unsigned l;
+    pflex_gpu_t *g = NULL;
+    unsigned l = 0;
     if (locate(ctx, i, &g, &l, err))
         return -1;
     return pflex_gpu_set_cap(g, l, cap_w, err);
@@ -82,8 +82,8 @@ static int op_set_cap(void *ctx, unsigned i, double cap_w, pflex_error_t *err)
 
 static int op_sample(void *ctx, unsigned i, struct pflex_gpu_sample *out, pflex_error_t *err)
 {
-    pflex_gpu_t *g;
-    unsigned l;
+    pflex_gpu_t *g = NULL;
+    unsigned l = 0;
     if (locate(ctx, i, &g, &l, err))
         return -1;
     return pflex_gpu_sample(g, l, out, err);
