@@ -390,6 +390,12 @@ int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *e
         return pflex_error_set(err, "out of memory");
     struct pflex_guard_opts go = {.state_dir = cfg->state_dir, .owner = "agent",
                                   .keep_found = cfg->keep_found};
+    /* The state folder first: without it no GPU can be guarded, which is
+     * the agent's failure, not the GPUs'. */
+    pflex_guard_t *probe;
+    if (pflex_guard_open(&a->g, NULL, 0, &go, &probe, err))
+        return -1;
+    pflex_guard_close(probe);
     for (unsigned i = 0; i < a->n; i++) {
         struct agent_gpu *d = &a->gpu[i];
         d->index = i;

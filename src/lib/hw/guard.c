@@ -89,6 +89,9 @@ static int make_dir(const char *path, pflex_error_t *err)
     struct stat sb;
     if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return pflex_error_set(err, "state folder %s: not a folder", path);
+    if (access(path, W_OK | X_OK) != 0)
+        return pflex_error_set(err, "state folder %s: %s (changing power limits needs root, "
+                               "or a state folder of one's own)", path, strerror(errno));
     return 0;
 }
 
