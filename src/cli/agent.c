@@ -100,7 +100,8 @@ static const char help_text[] =
     "  curl -s localhost:9410/v1/status\n"
     "  curl -s -X PUT -H \"Authorization: Bearer $(cat agent.token)\" \\\n"
     "       -d '{\"caps\": [{\"gpu\": 0, \"cap_w\": 450}], \"lease_s\": 30}' localhost:9410/v1/caps\n"
-    "  sudo pflex agent --backend nvml --listen 127.0.0.1:9410 --token-file /etc/pflex/agent.token\n";
+    "  sudo pflex agent --backend nvml --listen 127.0.0.1:9410 \\\n"
+    "              --token-file /etc/pflex/agent.token\n";
 
 static volatile sig_atomic_t stop_signal, reload_signal;
 

@@ -58,7 +58,8 @@ static const char help_text[] =
     "\n"
     "EXAMPLES\n"
     "  pflex allocate sweep.csv --reduce 0.2 --json > plan.json\n"
-    "  pflex apply plan.json --agent http://127.0.0.1:9410 --token-file agent.token --lease 900\n"
+    "  pflex apply plan.json --agent http://127.0.0.1:9410 --token-file agent.token \\\n"
+    "              --lease 900\n"
     "  sudo pflex apply plan.json --local --job-map jobs.json --lease 300\n";
 
 struct plan_job {
