@@ -25,7 +25,11 @@ struct pflex_http_request {
     const char *body;       /* NUL-terminated; "" when none */
     size_t body_len;
     const char *peer;       /* the client's address, "127.0.0.1" */
-    void *conn_;            /* internal */
+    /* A request built without a connection (tests, fuzzers) carries its
+     * headers and query arguments here: name, value, ..., NULL. */
+    const char *const *headers;
+    const char *const *query;
+    void *conn_;            /* internal: the server's connection, or NULL */
 };
 
 struct pflex_http_response {

@@ -106,8 +106,9 @@ struct agent {
     pflex_http_server_t *http;  /* for the request counts in /metrics */
 };
 
-/* Timestamped line on stderr; a JSON object per line when agent_log_json. */
-extern int agent_log_json;
+/* Timestamped line on stderr; a JSON object per line when agent_log_json;
+ * nothing when agent_log_off (the fuzzer). */
+extern int agent_log_json, agent_log_off;
 void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 double agent_mono_s(void);
 

@@ -19,10 +19,12 @@
 #include "agent/agent.h"
 #include "pflex/nvml.h"
 
-int agent_log_json;
+int agent_log_json, agent_log_off;
 
 void agent_log(const char *fmt, ...)
 {
+    if (agent_log_off)
+        return;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     struct tm tm;

@@ -431,13 +431,25 @@ void pflex_http_server_stop(pflex_http_server_t *s)
     free(s);
 }
 
+static const char *lookup(const char *const *kv, const char *name, int fold)
+{
+    for (size_t k = 0; kv && kv[k] && kv[k + 1]; k += 2)
+        if (fold ? !strcasecmp(kv[k], name) : !strcmp(kv[k], name))
+            return kv[k + 1];
+    return NULL;
+}
+
 const char *pflex_http_header(const struct pflex_http_request *r, const char *name)
 {
+    if (!r->conn_)
+        return lookup(r->headers, name, 1);
     return MHD_lookup_connection_value(r->conn_, MHD_HEADER_KIND, name);
 }
 
 const char *pflex_http_query(const struct pflex_http_request *r, const char *key)
 {
+    if (!r->conn_)
+        return lookup(r->query, key, 0);
     return MHD_lookup_connection_value(r->conn_, MHD_GET_ARGUMENT_KIND, key);
 }
 
