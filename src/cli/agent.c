@@ -85,6 +85,8 @@ static const char help_text[] =
     "                          its camelCase) or model_name (lints clean)\n"
     "  --json                  log JSON lines, {\"time\": ..., \"msg\": ...}, on stderr (the\n"
     "                          API itself always speaks JSON)\n"
+    "  --restore-only          restore what a dead owner left in --state-dir, then exit\n"
+    "                          (the systemd unit's ExecStopPost); serves nothing\n"
     "  --help                  this text\n"
     "\n"
     "Logs go to stderr, one timestamped line per event.  SIGHUP rereads the token\n"
@@ -124,7 +126,7 @@ int cmd_agent(int argc, char **argv)
 {
     enum { O_BACKEND = 256, O_GPUS, O_SIM_JOB, O_SEED, O_SIM_FAIL, O_LIB, O_LISTEN, O_PORT_FILE,
            O_TOKEN, O_AUTH_READS, O_STATE, O_KEEP, O_JOB_MAP, O_MAX_LEASE, O_INTERVAL, O_TPW,
-           O_MAX_BODY, O_TIMEOUT, O_READ_RATE, O_WRITE_RATE, O_LABELS, O_JSON, O_HELP };
+           O_MAX_BODY, O_TIMEOUT, O_READ_RATE, O_WRITE_RATE, O_LABELS, O_JSON, O_RESTORE, O_HELP };
     static const struct option longopts[] = {
         {"backend", required_argument, NULL, O_BACKEND},
         {"gpus", required_argument, NULL, O_GPUS},
@@ -148,10 +150,11 @@ int cmd_agent(int argc, char **argv)
         {"write-rate", required_argument, NULL, O_WRITE_RATE},
         {"label-style", required_argument, NULL, O_LABELS},
         {"json", no_argument, NULL, O_JSON},
+        {"restore-only", no_argument, NULL, O_RESTORE},
         {"help", no_argument, NULL, O_HELP},
         {0, 0, 0, 0},
     };
-    int gpus_given = 0;
+    int gpus_given = 0, restore_only = 0;
     struct agent_config cfg = {.gpus = 8, .seed = 1, .max_lease_s = 86400, .interval_s = 1,
                                .tp_window_s = 30, .sim_fail_gpu = -1};
     const char *listen = "127.0.0.1:9410", *port_file = NULL;
@@ -227,6 +230,7 @@ int cmd_agent(int argc, char **argv)
                 return PFLEX_EXIT_BAD_INPUT;
             break;
         case O_JSON: agent_log_json = 1; break;
+        case O_RESTORE: restore_only = 1; break;
         case O_LABELS:
             if (strcmp(optarg, "dcgm") && strcmp(optarg, "prometheus"))
                 return cli_usage_error(CMD, "--label-style %s: want dcgm or prometheus", optarg);
@@ -277,6 +281,13 @@ int cmd_agent(int argc, char **argv)
         cli_error(CMD, "%s", err.text);
         agent_close(&a);
         return PFLEX_EXIT_INTERNAL;
+    }
+    if (restore_only) {
+        /* Opening the guards restored what a dead agent left: say so, stop. */
+        unsigned failed = agent_close(&a);
+        agent_log("--restore-only: %s", failed ? "some GPUs could not be restored"
+                                               : "every saved limit is restored");
+        return failed ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
     }
     struct pflex_http_limits lim = {
         .max_body = (size_t)max_body, .timeout_s = (unsigned)timeout,

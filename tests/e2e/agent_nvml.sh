@@ -90,6 +90,17 @@ sed 's/^gpu1.limit_mw=.*/gpu1.limit_mw=700000/' "$FAKE_NVML_STATE" >"$tmp/reload
 wait_limit 1 420000 5
 grep -q 'GPU 1: the limit is 700 W, not the leased 420 W' "$tmp/a.log" || fail "the lost cap is not reported"
 [ "$(metric pflex_lease_reapplied_total 1)" = 1 ] || fail "the re-application is not counted"
+# SIGKILL again; --restore-only (the unit's ExecStopPost) puts the limits
+# back without serving.
+expect 200 PUT /v1/caps '{"caps": [{"gpu": 0, "cap_w": 333}], "lease_s": 60}' "$TOKEN"
+kill -KILL $apid
+wait $apid 2>/dev/null
+[ "$(limit 0)" = 333000 ] || fail "SIGKILL: the fake should still be capped"
+"$PFLEX" agent --backend nvml --restore-only 2>"$tmp/restore.log" || fail "--restore-only failed"
+[ "$(limit 0)" = 600000 ] || fail "--restore-only left GPU 0 at $(limit 0) mW"
+grep -q 'restored the original 600 W it had saved' "$tmp/restore.log" || fail "--restore-only does not say what it restored"
+[ -z "$(ls "$PFLEX_STATE_DIR"/*.state 2>/dev/null)" ] || fail "--restore-only left a state file"
+start_agent "$tmp/a.log" $nv || fail "the agent did not restart"
 # DELETE restores now.
 expect 200 PUT /v1/caps '{"caps": [{"gpu": 1, "cap_w": 500}], "lease_s": 60}' "$TOKEN"
 expect 200 DELETE '/v1/caps?gpu=1' "" "$TOKEN"
