@@ -54,6 +54,7 @@ struct agent_gpu {
     /* The lease on the cap in force; none: the original limit. */
     int leased;
     double lease_cap_w, lease_enforced_w, lease_until, lease_s;
+    double retry_s;             /* wait before retrying a failed lease restore */
     char lease_job[AGENT_NAME_MAX];
     unsigned long errors, sets, expiries, drifts;
 };

@@ -390,8 +390,10 @@ int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *e
     a->gpu = calloc(a->n, sizeof *a->gpu);
     if (!a->gpu)
         return pflex_error_set(err, "out of memory");
+    /* Short in-line retries (0.35 s at most): the loop retries a failed
+     * lease restore later on its own. */
     struct pflex_guard_opts go = {.state_dir = cfg->state_dir, .owner = "agent",
-                                  .keep_found = cfg->keep_found};
+                                  .keep_found = cfg->keep_found, .tries = 4, .backoff_s = 0.05};
     /* The state folder first: without it no GPU can be guarded, which is
      * the agent's failure, not the GPUs'. */
     pflex_guard_t *probe;
@@ -471,8 +473,14 @@ void agent_tick(struct agent *a)
             if (agent_gpu_restore(a, d, why, &err) == 0) {
                 d->expiries++;
                 a->lease_expired++;
+                d->retry_s = 0;
             } else {
-                d->lease_until = now + 1;   /* try again in a second */
+                /* Try again later, less and less often (1 s to 60 s): a
+                 * lost GPU must not stall the service of the others. */
+                d->retry_s = d->retry_s < 1 ? 1 : d->retry_s * 2 > 60 ? 60 : d->retry_s * 2;
+                d->lease_until = now + d->retry_s;
+                agent_log("GPU %u: the lease ended but the restore failed; next try in %g s",
+                          d->index, d->retry_s);
             }
         }
     }

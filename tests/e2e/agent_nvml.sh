@@ -107,6 +107,22 @@ expect 200 DELETE '/v1/caps?gpu=1' "" "$TOKEN"
 [ "$(limit 1)" = 700000 ] || fail "DELETE did not restore GPU 1"
 kill -TERM $apid; wait $apid
 
+# Restores that fail for a while (8 sets of GPU 1 after its cap): the
+# lease's restore is retried later, less and less often, while GPU 0 is
+# served as usual, until it takes.
+FAKE_NVML_FAIL=set_limit/1:UNKNOWN:1:8 start_agent "$tmp/a.log" $nv || fail "the agent did not start"
+expect 200 PUT /v1/caps '{"caps": [{"gpu": 1, "cap_w": 380}], "lease_s": 0.5}' "$TOKEN"
+i=0
+until grep -q 'GPU 1: the lease ended but the restore failed; next try in 1 s' "$tmp/a.log"; do
+    [ $i -lt 100 ] || fail "the failed restore is not retried"
+    sleep 0.05; i=$((i + 1))
+done
+expect 200 PUT /v1/caps '{"caps": [{"gpu": 0, "cap_w": 500}], "lease_s": 60}' "$TOKEN"
+[ "$(limit 0)" = 500000 ] || fail "GPU 0 not served while GPU 1's restore is retried"
+wait_limit 1 700000 10
+kill -TERM $apid; wait $apid
+[ "$(limit 0)" = 600000 ] || fail "GPU 0 not restored at the end"
+
 # GPU 1 falls off the bus mid-run: reported, GPU 0 keeps working, and
 # the agent still stops cleanly.
 FAKE_NVML_FAIL=any/1:GPU_IS_LOST:40 start_agent "$tmp/a.log" $nv || fail "the agent did not start"
