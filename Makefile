@@ -20,7 +20,7 @@ ALL_CFLAGS  = $(WARN) $(CFLAGS) $(SAN) -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP
 LDLIBS      = $(PKG_LIBS) -ldl -lm -lpthread
 
 LIB_SRC  := $(sort $(wildcard src/lib/*/*.c))
-CLI_SRC  := $(sort $(wildcard src/cli/*.c))
+CLI_SRC  := $(sort $(wildcard src/cli/*.c src/agent/*.c))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 BENCH_SRC:= $(sort $(wildcard bench/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)

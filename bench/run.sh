@@ -40,3 +40,15 @@ done
 echo
 echo "== reading one job's sweep: rows vs time (about x2 per doubling: not quadratic) =="
 "$BUILD/bench/sweep_read_bench" 40000 80000 160000 1000000
+
+# == pflex agent on loopback: /metrics and PUT /v1/caps ==
+echo
+echo "== pflex agent (sim backend, 8 GPUs, rate limits off), one client on loopback =="
+A=$(mktemp -d)
+printf 'bench-token-0123456789abcdef\n' >"$A/token"; chmod 600 "$A/token"
+"$BUILD/pflex" agent --backend sim --gpus 8 --listen 127.0.0.1:0 --port-file "$A/port" \
+    --token-file "$A/token" --state-dir "$A/run" --read-rate 0 --write-rate 0 2>"$A/log" &
+apid=$!
+i=0; until [ -s "$A/port" ] || [ $i -ge 500 ]; do sleep 0.01; i=$((i + 1)); done
+"$BUILD/bench/agent_bench" "http://127.0.0.1:$(cat "$A/port")" "$A/token" 2000 || echo "  (agent benchmark failed)"
+kill -TERM $apid; wait $apid; rm -rf "$A"

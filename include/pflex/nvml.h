@@ -15,7 +15,10 @@
  * sets those limits back.  A cap outside the device's constraints is
  * refused before NVML is called.  The library installs no signal handler:
  * a caller that must restore on a signal sets a flag in its handler and
- * calls pflex_nvml_restore() from its main flow (pflex sweep does).
+ * restores from its main flow.  This record lives in the process only:
+ * commands that change limits go through the limit guard (pflex/guard.h),
+ * which locks each GPU, saves the originals on disk, recovers them after a
+ * crash, and takes over the restore from this backend.
  */
 #ifndef PFLEX_NVML_H
 #define PFLEX_NVML_H

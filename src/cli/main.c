@@ -18,6 +18,8 @@ static const struct command commands[] = {
     {"allocate", cmd_allocate, "split a site power budget between jobs"},
     {"evaluate", cmd_evaluate, "score equal, pfi and optimal plans on measured curves"},
     {"study", cmd_study, "the whole characterisation study on the built-in fleet"},
+    {"agent", cmd_agent, "the per-node daemon owning GPU power limits (leases, HTTP API)"},
+    {"apply", cmd_apply, "put a plan's caps into force, with a lease, through an agent or locally"},
 };
 
 static void usage(FILE *f)

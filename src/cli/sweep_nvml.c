@@ -2,10 +2,15 @@
  *
  * For each cap: set it on every chosen GPU, let the job settle, then sample
  * power and telemetry over a window while reading the job's own token
- * counter, and write one sweep CSV row.  The original power limits are put
- * back at the end, on any error, and on SIGINT/SIGTERM/SIGHUP: the handler
+ * counter, and write one sweep CSV row.  The limits go through the limit
+ * guard (pflex/guard.h): each GPU is locked against a second owner, its
+ * original limit is saved durably before the first change, and a limit a
+ * dead owner left is restored at start.  The originals are put back at the
+ * end, on any error, and on every signal whose default would kill us
+ * (SIGPIPE of `| head`, SIGUSR1 of a Slurm time limit, ...): the handler
  * only records the signal, the main flow notices it within one nap, restores
  * the limits and re-raises the signal so the caller sees how it ended.
+ * SIGKILL cannot be caught: the next start restores from the saved state.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "pflex/guard.h"
 #include "pflex/nvml.h"
 #include "pflex/sweep.h"
 
@@ -48,8 +54,14 @@ static const char help_text[] =
     "and its last line at the window's end, so the job must write at least once per\n"
     "window.  In Python:  print(time.time(), tokens_seen, file=f, flush=True)\n"
     "\n"
-    "The original power limits are restored at the end, on error, and on SIGINT,\n"
-    "SIGTERM or SIGHUP.\n"
+    "Each GPU's limit has one owner at a time: a second sweep (or a pflex agent)\n"
+    "on the same GPU is refused, naming the holder's pid.  The original limits are\n"
+    "saved in --state-dir before the first change and restored at the end, on\n"
+    "error, and on any signal that would otherwise kill the sweep (SIGINT, SIGTERM,\n"
+    "SIGHUP, SIGPIPE, SIGQUIT, SIGUSR1/2, SIGALRM, SIGXCPU, ...); after SIGKILL or\n"
+    "a crash the next start restores them first and says so.  A limit found at\n"
+    "start that is not the board's default is reported as a cap left behind, and\n"
+    "the default is what gets restored (--keep-found-limit keeps the found one).\n"
     "\n"
     "options:\n"
     "  --backend nvml          this backend\n"
@@ -70,15 +82,26 @@ static const char help_text[] =
     "  --nvml-lib PATH         NVML library to load (default: $PFLEX_NVML_LIB, else\n"
     "                          libnvidia-ml.so.1 from the loader's search path)\n"
     "  --progress              progress on stderr even when it is not a terminal\n"
+    "  --state-dir DIR         lock and saved-limit files (default: $PFLEX_STATE_DIR,\n"
+    "                          else " PFLEX_GUARD_DIR_DEFAULT ")\n"
+    "  --keep-found-limit      restore the limit found at start even when it is not the\n"
+    "                          board's default\n"
     "  --help                  this text\n"
     "\n"
     "exit: 0 done; 1 NVML or system error (the message names the GPU and NVML's\n"
-    "error); 2 bad usage or input; killed by the signal after restoring on a signal.\n";
+    "error, or another process owns a GPU's limit); 2 bad usage or input; killed by\n"
+    "the signal after restoring on a signal.\n"
+    "\n"
+    "EXAMPLES\n"
+    "  pflex sweep --backend nvml --list\n"
+    "  sudo pflex sweep --backend nvml --gpus 0,1 --caps 700,550,400 --window 60 \\\n"
+    "       --throughput-file /tmp/job.tokens --job llama8b --out sweep.csv\n"
+    "  sudo pflex sweep --backend nvml --power-only --caps 700:200:100 | head -3\n";
 
 struct opts {
-    const char *lib, *gpus, *caps, *tp_path, *job, *out;
+    const char *lib, *gpus, *caps, *tp_path, *job, *out, *state_dir;
     double window_s, settle_s;
-    int list, json, dry_run, power_only, progress;
+    int list, json, dry_run, power_only, progress, keep_found;
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -490,7 +513,7 @@ out:
 static int parse_opts(int argc, char **argv, struct opts *o, int *help)
 {
     enum { O_BACKEND = 256, O_GPUS, O_CAPS, O_WINDOW, O_SETTLE, O_TP, O_JOB, O_OUT, O_LIST,
-           O_JSON, O_DRY, O_POWER_ONLY, O_LIB, O_PROGRESS, O_HELP };
+           O_JSON, O_DRY, O_POWER_ONLY, O_LIB, O_PROGRESS, O_STATE_DIR, O_KEEP_FOUND, O_HELP };
     static const struct option longopts[] = {
         {"backend", required_argument, NULL, O_BACKEND},
         {"gpus", required_argument, NULL, O_GPUS},
@@ -506,6 +529,8 @@ static int parse_opts(int argc, char **argv, struct opts *o, int *help)
         {"power-only", no_argument, NULL, O_POWER_ONLY},
         {"nvml-lib", required_argument, NULL, O_LIB},
         {"progress", no_argument, NULL, O_PROGRESS},
+        {"state-dir", required_argument, NULL, O_STATE_DIR},
+        {"keep-found-limit", no_argument, NULL, O_KEEP_FOUND},
         {"help", no_argument, NULL, O_HELP},
         {0, 0, 0, 0},
     };
@@ -543,6 +568,8 @@ static int parse_opts(int argc, char **argv, struct opts *o, int *help)
         case O_POWER_ONLY: o->power_only = 1; break;
         case O_LIB: o->lib = optarg; break;
         case O_PROGRESS: o->progress = 1; break;
+        case O_STATE_DIR: o->state_dir = optarg; break;
+        case O_KEEP_FOUND: o->keep_found = 1; break;
         case 'h':
         case O_HELP: *help = 1; return 0;
         case ':':
@@ -564,21 +591,46 @@ static int parse_opts(int argc, char **argv, struct opts *o, int *help)
     return 0;
 }
 
+static void print_notes(pflex_guard_t *gd)
+{
+    for (unsigned i = 0; i < pflex_guard_note_count(gd); i++)
+        cli_error(CMD, "%s", pflex_guard_note(gd, i));
+    pflex_guard_notes_clear(gd);
+}
+
+static const char *sig_name(int sig)
+{
+    static const struct { int sig; const char *name; } names[] = {
+        {SIGHUP, "SIGHUP"}, {SIGINT, "SIGINT"}, {SIGQUIT, "SIGQUIT"}, {SIGPIPE, "SIGPIPE"},
+        {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGUSR1, "SIGUSR1"}, {SIGUSR2, "SIGUSR2"},
+        {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGVTALRM, "SIGVTALRM"},
+        {SIGPROF, "SIGPROF"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (names[i].sig == sig)
+            return names[i].name;
+    return "a signal";
+}
+
 /* Restore, close and report; returns the exit status to use. */
-static int finish(pflex_gpu_t *g, int status)
+static int finish(pflex_gpu_t *g, pflex_guard_t *gd, int status)
 {
     pflex_error_t err;
-    if (pflex_nvml_changed(g)) {
-        if (pflex_nvml_restore(g, &err)) {
+    int changed = 0;
+    for (unsigned i = 0; i < pflex_guard_count(gd); i++)
+        changed |= pflex_guard_gpu_at(gd, i)->changed;
+    if (changed) {
+        if (pflex_guard_restore_all(gd, &err)) {
             cli_error(CMD, "%s", err.text);
             cli_error(CMD, "could not restore every original power limit; check with "
                       "'nvidia-smi -q -d POWER'");
             status = PFLEX_EXIT_INTERNAL;
-            pflex_nvml_keep_limits(g);  /* nothing more to try */
         } else if (status != PFLEX_EXIT_OK || stop_signal) {
             cli_error(CMD, "original power limits restored");
         }
     }
+    print_notes(gd);
+    pflex_guard_close(gd);
     pflex_gpu_close(g);
     return status;
 }
@@ -621,6 +673,7 @@ int sweep_nvml(int argc, char **argv)
     char gpu_name[96] = "";
     FILE *out = NULL;
     struct pflex_gpu_limits *lim = NULL;
+    pflex_guard_t *gd = NULL;
     rc = PFLEX_EXIT_BAD_INPUT;
     if (parse_gpus(o.gpus, count, &idx, &n))
         goto done;
@@ -675,8 +728,14 @@ int sweep_nvml(int argc, char **argv)
             pflex_gpu_get_cap(&g, idx[k], &now_w, &err);
             char name[96] = "";
             pflex_gpu_describe(&g, idx[k], name, sizeof name, &err);
-            printf("GPU %u (%s): limit now %g W, range %g-%g W, restored to %g W at the end\n",
-                   idx[k], name, now_w, lim[k].min_w, lim[k].max_w, now_w);
+            /* What the guard will restore: the default, unless the limit now
+             * is the default or --keep-found-limit keeps it. */
+            double back_w = !o.keep_found && isfinite(lim[k].default_w)
+                            && fabs(now_w - lim[k].default_w) > 0.5 ? lim[k].default_w : now_w;
+            printf("GPU %u (%s): limit now %g W, range %g-%g W, restored to %g W at the end%s\n",
+                   idx[k], name, now_w, lim[k].min_w, lim[k].max_w, back_w,
+                   back_w != now_w ? " (the default: the limit now is taken as a cap left "
+                                     "behind)" : "");
         }
         printf("caps (W):");
         for (unsigned c = 0; c < ncaps; c++)
@@ -686,20 +745,36 @@ int sweep_nvml(int argc, char **argv)
         goto done;
     }
 
+    /* Signals first: from the guard's first change on, every signal that
+     * would kill us is caught, and the main flow restores. */
+    struct sigaction sa, old[16];
+    int sigs[16];
+    int nsig = pflex_guard_fatal_signals(NULL, sigs);
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;      /* no SA_RESTART: naps end early */
+    sigemptyset(&sa.sa_mask);
+    for (int s = 0; s < nsig; s++)
+        sigaction(sigs[s], &sa, &old[s]);
+    if (!o.state_dir) {
+        const char *env = getenv("PFLEX_STATE_DIR");
+        o.state_dir = env && *env ? env : PFLEX_GUARD_DIR_DEFAULT;
+    }
+    struct pflex_guard_opts gopts = {.state_dir = o.state_dir, .owner = "sweep",
+                                     .keep_found = o.keep_found};
+    int grc = pflex_guard_open(&g, idx, n, &gopts, &gd, &err);
+    if (grc) {
+        cli_error(CMD, "%s", err.text);
+        rc = PFLEX_EXIT_INTERNAL;
+        goto done;
+    }
+    print_notes(gd);
+
     out = o.out ? fopen(o.out, "w") : stdout;
     if (!out) {
         cli_error(CMD, "%s: %s", o.out, strerror(errno));
         rc = PFLEX_EXIT_INTERNAL;
         goto done;
     }
-    struct sigaction sa, old[3];
-    static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;      /* no SA_RESTART: naps end early */
-    sigemptyset(&sa.sa_mask);
-    for (int s = 0; s < 3; s++)
-        sigaction(sigs[s], &sa, &old[s]);
-
     int progress = cli_progress_wanted(o.progress);
     rc = PFLEX_EXIT_OK;
     if (pflex_sweep_write_header(out, 1) || fflush(out)) {
@@ -710,8 +785,7 @@ int sweep_nvml(int argc, char **argv)
         double set_wall = wall_s();     /* the job's lines after this see the new cap */
         for (unsigned k = 0; k < n && rc == PFLEX_EXIT_OK; k++) {
             double enforced;
-            if (pflex_gpu_set_cap(&g, idx[k], caps[c], &err)
-                || pflex_gpu_get_cap(&g, idx[k], &enforced, &err)) {
+            if (pflex_guard_set(gd, idx[k], caps[c], &enforced, &err)) {
                 cli_error(CMD, "%s", err.text);
                 rc = PFLEX_EXIT_INTERNAL;
             } else if (fabs(enforced - caps[c]) > 0.5) {
@@ -750,19 +824,22 @@ int sweep_nvml(int argc, char **argv)
         rc = PFLEX_EXIT_INTERNAL;
     }
     out = NULL;
-    rc = finish(&g, rc);
+    rc = finish(&g, gd, rc);
     free(idx);
     free(lim);
     if (stop_signal) {
         int sig = stop_signal;
-        cli_error(CMD, "stopped by %s", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM"
-                                         : "SIGHUP");
-        fflush(NULL);
+        cli_error(CMD, "stopped by %s", sig_name(sig));
+        fflush(stderr);
         signal(sig, SIG_DFL);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        sigprocmask(SIG_UNBLOCK, &one, NULL);
         raise(sig);
-        return 128 + sig;   /* not reached unless the signal is blocked */
+        return 128 + sig;   /* not reached unless the signal is ignored */
     }
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < nsig; s++)
         sigaction(sigs[s], &old[s], NULL);
     return rc;
 
@@ -771,5 +848,5 @@ done:
         fclose(out);
     free(idx);
     free(lim);
-    return finish(&g, rc);
+    return finish(&g, gd, rc);
 }

@@ -7,7 +7,7 @@ FAKE="${PFLEX_BUILD:-build}/fake-nvml/libnvidia-ml.so.1"
 [ -f "$FAKE" ] || { echo "the fake NVML library is not built"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-export FAKE_NVML_STATE="$tmp/state" PFLEX_NVML_LIB="$FAKE"
+export FAKE_NVML_STATE="$tmp/state" PFLEX_NVML_LIB="$FAKE" PFLEX_STATE_DIR="$tmp/run"
 unset FAKE_NVML_FAIL
 fail() { echo "FAIL: $*"; cat "$tmp/err" 2>/dev/null; exit 1; }
 fresh() { rm -f "$FAKE_NVML_STATE"; }
@@ -45,7 +45,7 @@ limits_are 700000 700000 || fail "not restored after a mid-sweep failure"
 
 # The GPU falls off the bus mid-sweep: exit 1, and the failed restore is said.
 fresh
-run 1 any:GPU_IS_LOST:30 -- $quick --caps 500,400,300
+run 1 any:GPU_IS_LOST:80 -- $quick --caps 500,400,300
 grep -q 'GPU is lost' "$tmp/err" || fail "no GPU lost message"
 grep -q 'could not restore' "$tmp/err" || fail "the failed restore is not reported"
 

@@ -7,7 +7,7 @@ FAKE="${PFLEX_BUILD:-build}/fake-nvml/libnvidia-ml.so.1"
 [ -f "$FAKE" ] || { echo "the fake NVML library is not built"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-export FAKE_NVML_STATE="$tmp/state" PFLEX_NVML_LIB="$FAKE"
+export FAKE_NVML_STATE="$tmp/state" PFLEX_NVML_LIB="$FAKE" PFLEX_STATE_DIR="$tmp/run"
 unset FAKE_NVML_FAIL
 fail() { echo "FAIL: $*"; exit 1; }
 

@@ -37,11 +37,25 @@
  *   GPU_IS_LOST, DRIVER_NOT_LOADED, ...).  The rule lets AFTER matching
  *   calls succeed, then fails COUNT calls (default: all that follow).
  *   Calls are counted per process, from nvmlInit_v2, which rereads the rule.
+ *   A transient error is a rule with a COUNT: "set_limit:UNKNOWN:1:1" lets
+ *   the first set through and fails the second once.
+ *
+ *   FAKE_NVML_RANGE=GPU:MIN_MW:MAX_MW:AFTER   the device's constraints
+ *       become [MIN_MW, MAX_MW] (saved in the state) once AFTER limit sets
+ *       of this process have succeeded, as after a driver reload or a
+ *       change of the board's power supply: a limit set before can then be
+ *       outside the range.
+ *
+ * Several processes may share one state file: a limit set reads, changes
+ * and writes the state under an flock() of STATE.lock, so that two
+ * processes setting limits at once lose neither change.
  */
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -594,11 +608,67 @@ nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t h, unsigned int *mw)
     return NVML_SUCCESS;
 }
 
+/* The state's lock for a read-change-write; -1 without a state file. */
+static int state_lock(void)
+{
+    const char *path = getenv("FAKE_NVML_STATE");
+    if (!path || !*path)
+        return -1;
+    char lp[4096];
+    snprintf(lp, sizeof lp, "%s.lock", path);
+    int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0)
+        flock(fd, LOCK_EX);
+    return fd;
+}
+
+static void state_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd);      /* releases the flock */
+}
+
+static long sets_done;  /* successful limit sets of this process (FAKE_NVML_RANGE) */
+
+/* FAKE_NVML_RANGE: new constraints for one GPU once enough sets are done. */
+static void range_change(struct fake_state *st)
+{
+    const char *env = getenv("FAKE_NVML_RANGE");
+    unsigned gpu;
+    double lo, hi;
+    long after;
+    if (!env || sscanf(env, "%u:%lf:%lf:%ld", &gpu, &lo, &hi, &after) != 4 || gpu >= MAX_GPUS)
+        return;
+    if (sets_done == after) {
+        st->gpu[gpu].min_mw = lo;
+        st->gpu[gpu].max_mw = hi;
+    }
+}
+
 nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t h, unsigned int mw)
 {
-    ENTER("set_limit", h)
-    if (mw < g->min_mw || mw > g->max_mw)
+    if (!initialised)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!h || h < handles || h >= handles + MAX_GPUS)
         return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = injected("set_limit", (int)h->index);
+    if (r != NVML_SUCCESS)
+        return r;
+    int lk = state_lock();
+    struct fake_state st;
+    if (load(&st) != 0) {
+        state_unlock(lk);
+        return NVML_ERROR_UNKNOWN;
+    }
+    if (h->index >= st.gpus) {
+        state_unlock(lk);
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    struct fake_gpu *g = &st.gpu[h->index];
+    if (mw < g->min_mw || mw > g->max_mw) {
+        state_unlock(lk);
+        return NVML_ERROR_INVALID_ARGUMENT;
+    }
     /* Fold the energy drawn so far at the old limit into the counter. */
     g->energy_mj = energy_now_mj(g);
     g->stamp = now_s();
@@ -607,7 +677,11 @@ nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t h, unsigned int mw)
         st.tokens_stamp = g->stamp;
     }
     g->limit_mw = mw;
-    if (save(&st) != 0)
+    sets_done++;
+    range_change(&st);
+    int saved = save(&st);
+    state_unlock(lk);
+    if (saved != 0)
         return NVML_ERROR_UNKNOWN;
     if (h->index == 0)
         job_writes(&st);

@@ -1,0 +1,145 @@
+/* agent.h — pflex agent: the per-node daemon that owns the GPUs' power
+ * limits (src/cli/agent.c parses the command line and runs the loop).
+ *
+ *   node.c     the GPUs: guards, samples, leases, jobs and their throughput
+ *   api.c      the HTTP API: auth, /metrics, /v1/status, /v1/caps, /v1/jobs
+ *   simnode.c  the sim backend: N simulated GPUs running simulated jobs
+ *
+ * Everything runs in one thread: the HTTP server is polled from the main
+ * loop, which also ticks the node (samples, lease expiry, sim progress).
+ */
+#ifndef PFLEX_AGENT_H
+#define PFLEX_AGENT_H
+
+#include <stdint.h>
+#include "pflex/gpu.h"
+#include "pflex/guard.h"
+#include "pflex/http.h"
+
+#define AGENT_MAX_GPUS 64
+#define AGENT_MAX_JOBS 256
+#define AGENT_TP_POINTS 64
+#define AGENT_NAME_MAX 64
+
+/* ---- the sim backend ------------------------------------------------- */
+
+struct simnode;
+
+/* n GPUs running copies of job (a preset or a job file; NULL: the default
+ * for n); the job's GPU count must divide n. */
+int simnode_create(unsigned n, const char *job, uint64_t seed, struct simnode **out,
+                   pflex_error_t *err);
+void simnode_destroy(struct simnode *s);
+/* All n GPUs as one gpu_ops backend. */
+void simnode_gpu(struct simnode *s, pflex_gpu_t *out);
+unsigned simnode_job_count(const struct simnode *s);
+const char *simnode_job_name(const struct simnode *s, unsigned k);
+void simnode_job_gpus(const struct simnode *s, unsigned k, unsigned *first, unsigned *count);
+/* Tokens/s of copy k at the caps in force (a noisy measurement). */
+int simnode_job_throughput(struct simnode *s, unsigned k, double *tokens_s, pflex_error_t *err);
+/* GPU i is lost from now on: every operation on it fails. */
+void simnode_fail(struct simnode *s, unsigned i);
+
+/* ---- the node -------------------------------------------------------- */
+
+struct agent_gpu {
+    unsigned index;
+    char uuid[100], name[96];
+    int ok;                     /* 0: failing; error says why */
+    char error[256];
+    pflex_guard_t *guard;       /* NULL when the GPU failed before its guard opened */
+    struct pflex_gpu_limits lim;
+    double limit_w, enforced_w, power_w, energy_j;
+    double tm[PFLEX_TM_COUNT];
+    /* The lease on the cap in force; none: the original limit. */
+    int leased;
+    double lease_cap_w, lease_enforced_w, lease_until, lease_s;
+    double retry_s;             /* wait before retrying a failed lease restore */
+    char lease_job[AGENT_NAME_MAX];
+    unsigned long errors, sets, expiries, drifts;
+};
+
+struct agent_job {
+    char name[AGENT_NAME_MAX];
+    unsigned gpu[AGENT_MAX_GPUS];
+    unsigned ngpus;
+    int sim;                    /* driven by the sim backend */
+    double tokens_total;
+    unsigned long reports;
+    /* (monotonic time, tokens_total), oldest first */
+    double pt_t[AGENT_TP_POINTS], pt_n[AGENT_TP_POINTS];
+    unsigned npt;
+};
+
+struct agent_config {
+    const char *backend;        /* "sim" or "nvml" */
+    unsigned gpus;              /* sim: how many */
+    const char *sim_job;        /* sim: preset or file */
+    uint64_t seed;
+    const char *nvml_lib;
+    const char *state_dir;
+    int keep_found;
+    const char *token_file;     /* NULL: writes refused */
+    int auth_reads;             /* reads need the token too */
+    const char *job_map;        /* job map file or NULL */
+    double max_lease_s;
+    double interval_s;          /* sampling period */
+    double tp_window_s;         /* throughput over this window */
+    int snake_labels;           /* model_name, not dcgm-exporter's modelName */
+    int sim_fail_gpu;           /* -1: none */
+    double sim_fail_after_s;
+};
+
+struct agent {
+    struct agent_config cfg;
+    char hostname[128];
+    char token[512];
+    int have_token;
+    pflex_gpu_t g;
+    int g_open;
+    struct simnode *sim;
+    unsigned n;
+    struct agent_gpu *gpu;
+    struct agent_job job[AGENT_MAX_JOBS];
+    unsigned njobs;
+    double started, last_sample, last_sim;
+    unsigned long auth_failures, bad_requests, lease_expired;
+    pflex_http_server_t *http;  /* for the request counts in /metrics */
+};
+
+/* Timestamped line on stderr; a JSON object per line when agent_log_json;
+ * nothing when agent_log_off (the fuzzer). */
+extern int agent_log_json, agent_log_off;
+void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+double agent_mono_s(void);
+
+/* Open the backend and a guard per GPU; PFLEX_GUARD_BUSY when another
+ * process owns a GPU, -1 on other failures (a GPU that fails alone is
+ * reported and the others serve). */
+int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *err);
+/* Periodic work: samples, lease expiry, sim jobs, injected failures. */
+void agent_tick(struct agent *a);
+/* Restore every GPU (leases end), then close.  Returns how many failed. */
+unsigned agent_close(struct agent *a);
+/* Read the token file (mode 0600 checked) and the job map file again. */
+int agent_load_token(struct agent *a, pflex_error_t *err);
+int agent_load_job_map(struct agent *a, pflex_error_t *err);
+
+/* Node operations the API calls. */
+struct agent_gpu *agent_gpu_find(struct agent *a, const json_t *ref, pflex_error_t *err);
+struct agent_job *agent_job_find(struct agent *a, const char *name);
+int agent_job_set(struct agent *a, const char *name, const json_t *gpus, pflex_error_t *err);
+int agent_job_progress(struct agent *a, struct agent_job *j, double tokens_total);
+double agent_job_throughput(const struct agent *a, const struct agent_job *j);
+int agent_gpu_cap(struct agent *a, struct agent_gpu *d, double cap_w, double lease_s,
+                  const char *job, pflex_error_t *err);
+int agent_gpu_restore(struct agent *a, struct agent_gpu *d, const char *why, pflex_error_t *err);
+void agent_gpu_failed(struct agent *a, struct agent_gpu *d, const char *what);
+
+/* The HTTP handler (ud: struct agent *). */
+void agent_api(void *ud, const struct pflex_http_request *req, struct pflex_http_response *resp);
+/* /metrics text, malloc'd; NULL when out of memory. */
+char *agent_metrics(struct agent *a, size_t *len);
+json_t *agent_status(struct agent *a);
+
+#endif

@@ -1,0 +1,353 @@
+/* agent.c — pflex agent: the per-node daemon that owns the GPUs' power
+ * limits and serves them over HTTP (src/agent/ holds the daemon itself).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "agent/agent.h"
+#include "cli/cli.h"
+#include "pflex/guard.h"
+#include "pflex/nvml.h"
+
+#define CMD "agent"
+
+static const char help_text[] =
+    "usage: pflex agent --backend sim|nvml [--gpus N] [--listen ADDR:PORT]\n"
+    "                   [--token-file FILE] [--state-dir DIR] [options]\n"
+    "\n"
+    "The per-node daemon: the one owner of this node's GPU power limits.  It serves\n"
+    "an HTTP API to read telemetry and set caps, each cap with a lease: when the\n"
+    "lease ends, the GPU goes back to its original limit.  So do all GPUs when the\n"
+    "agent stops (SIGTERM, SIGINT, any other fatal signal it can catch); after a\n"
+    "crash or SIGKILL, the next start restores them from the state files first.\n"
+    "Each GPU is locked (flock in --state-dir): a second agent, or a pflex sweep,\n"
+    "on the same GPU is refused.  A GPU that fails is reported in /v1/status and\n"
+    "/metrics (pflex_gpu_up 0) and the others keep working.\n"
+    "\n"
+    "API (JSON in and out; writes need 'Authorization: Bearer TOKEN'):\n"
+    "  GET    /metrics        Prometheus text: dcgm-exporter's names and labels\n"
+    "                         (DCGM_FI_DEV_POWER_USAGE, DCGM_FI_DEV_POWER_MGMT_LIMIT,\n"
+    "                         DCGM_FI_DEV_ENFORCED_POWER_LIMIT, DCGM_FI_DEV_SM_CLOCK, ...;\n"
+    "                         gpu, UUID, device, modelName, Hostname) and pflex_* for\n"
+    "                         leases, limit ranges, job throughput and errors\n"
+    "  GET    /v1/status      GPUs, limits, ranges, leases, jobs\n"
+    "  PUT    /v1/caps        {\"lease_s\": 60, \"caps\": [{\"gpu\": 0, \"cap_w\": 500},\n"
+    "                         {\"job\": \"train-a\", \"cap_w\": 400, \"lease_s\": 30}]};\n"
+    "                         gpu is an index or a UUID; checked whole against each\n"
+    "                         device's range (400 names it), set, read back; the answer\n"
+    "                         is what is now in force\n"
+    "  DELETE /v1/caps        restore now: all GPUs, or ?gpu=I or ?job=NAME\n"
+    "  PUT    /v1/jobs/JOB    {\"gpus\": [0, 1]}: the job map (indices or UUIDs)\n"
+    "  POST   /v1/jobs/JOB/progress  {\"tokens_total\": N} or {\"tokens\": n}: the agent\n"
+    "                         derives the job's throughput from these reports\n"
+    "\n"
+    "Privileges: the nvml backend changes power limits, which NVML allows to root\n"
+    "only (in a container: root with CAP_SYS_ADMIN and the /dev/nvidia* devices).\n"
+    "Reading telemetry needs no privilege; the sim backend needs none at all.  Run\n"
+    "it as root under the systemd unit in deploy/ (which keeps the rest locked\n"
+    "down), never on a port others can reach without --token-file.\n"
+    "\n"
+    "options:\n"
+    "  --backend sim|nvml      simulated GPUs, or the real ones through NVML\n"
+    "  --gpus N                sim: number of GPUs (default 8); the nvml backend owns\n"
+    "                          every GPU NVML sees\n"
+    "  --sim-job NAME|FILE     sim: the job each group of GPUs runs (a preset of\n"
+    "                          'pflex sweep --list-presets' or a job file; default\n"
+    "                          llama-8b-pretrain-h200 when N is a multiple of 8, else\n"
+    "                          llama-8b-lora-h200 on each GPU)\n"
+    "  --seed N                sim: seed of silicon variation and noise (default 1)\n"
+    "  --sim-fail GPU@S        sim: GPU falls off the bus S seconds after start (tests)\n"
+    "  --nvml-lib PATH         NVML library (default $PFLEX_NVML_LIB, else libnvidia-ml.so.1)\n"
+    "  --listen ADDR:PORT      where to serve (default 127.0.0.1:9410; port 0: any free\n"
+    "                          port, logged and written to --port-file)\n"
+    "  --port-file FILE        write the port listened on to FILE\n"
+    "  --token-file FILE       the bearer token (mode 0600 or stricter, >= 16 chars);\n"
+    "                          without it the agent takes no writes\n"
+    "  --auth-reads            GET requests need the token too\n"
+    "  --state-dir DIR         locks and saved limits (default $PFLEX_STATE_DIR, else\n"
+    "                          " PFLEX_GUARD_DIR_DEFAULT ")\n"
+    "  --keep-found-limit      a limit found at start that is not the default is the\n"
+    "                          one to restore (default: the board's default)\n"
+    "  --job-map FILE          {\"jobs\": {\"JOB\": [0, 1], ...}}; reread on SIGHUP\n"
+    "  --max-lease S           longest lease accepted (default 86400)\n"
+    "  --interval S            sampling period (default 1)\n"
+    "  --throughput-window S   job throughput over this window (default 30)\n"
+    "  --max-body BYTES        largest request body (default 65536; more: 413)\n"
+    "  --client-timeout S      a connection idle this long is closed (default 10)\n"
+    "  --read-rate R           GETs per second per client, burst 2R (default 100; 0: off)\n"
+    "  --write-rate R          writes per second per client, burst 2R (default 20; 0: off)\n"
+    "  --label-style dcgm|prometheus  the model label of DCGM_* metrics: modelName as\n"
+    "                          dcgm-exporter writes it (default; promtool's lint flags\n"
+    "                          its camelCase) or model_name (lints clean)\n"
+    "  --json                  log JSON lines, {\"time\": ..., \"msg\": ...}, on stderr (the\n"
+    "                          API itself always speaks JSON)\n"
+    "  --restore-only          restore what a dead owner left in --state-dir, then exit\n"
+    "                          (the systemd unit's ExecStopPost); serves nothing\n"
+    "  --help                  this text\n"
+    "\n"
+    "Logs go to stderr, one timestamped line per event.  SIGHUP rereads the token\n"
+    "file and the job map; SIGTERM and SIGINT restore every GPU and exit 0.\n"
+    "\n"
+    "exit: 0 stopped cleanly; 1 a system or NVML error, another process owns a\n"
+    "GPU, or a limit could not be restored; 2 bad usage.\n"
+    "\n"
+    "EXAMPLES\n"
+    "  umask 077; openssl rand -hex 32 > agent.token\n"
+    "  pflex agent --backend sim --gpus 8 --listen 127.0.0.1:9410 \\\n"
+    "              --token-file agent.token --state-dir /tmp/pflex-state\n"
+    "  curl -s localhost:9410/v1/status\n"
+    "  curl -s -X PUT -H \"Authorization: Bearer $(cat agent.token)\" \\\n"
+    "       -d '{\"caps\": [{\"gpu\": 0, \"cap_w\": 450}], \"lease_s\": 30}' localhost:9410/v1/caps\n"
+    "  sudo pflex agent --backend nvml --listen 127.0.0.1:9410 \\\n"
+    "              --token-file /etc/pflex/agent.token\n";
+
+static volatile sig_atomic_t stop_signal, reload_signal;
+
+static void on_stop(int sig)
+{
+    stop_signal = sig;
+}
+
+static void on_reload(int sig)
+{
+    reload_signal = 1;
+}
+
+static int parse_rate(const char *opt, const char *s, double *out)
+{
+    return cli_parse_double(CMD, opt, s, 0, 1e9, out);
+}
+
+int cmd_agent(int argc, char **argv)
+{
+    enum { O_BACKEND = 256, O_GPUS, O_SIM_JOB, O_SEED, O_SIM_FAIL, O_LIB, O_LISTEN, O_PORT_FILE,
+           O_TOKEN, O_AUTH_READS, O_STATE, O_KEEP, O_JOB_MAP, O_MAX_LEASE, O_INTERVAL, O_TPW,
+           O_MAX_BODY, O_TIMEOUT, O_READ_RATE, O_WRITE_RATE, O_LABELS, O_JSON, O_RESTORE, O_HELP };
+    static const struct option longopts[] = {
+        {"backend", required_argument, NULL, O_BACKEND},
+        {"gpus", required_argument, NULL, O_GPUS},
+        {"sim-job", required_argument, NULL, O_SIM_JOB},
+        {"seed", required_argument, NULL, O_SEED},
+        {"sim-fail", required_argument, NULL, O_SIM_FAIL},
+        {"nvml-lib", required_argument, NULL, O_LIB},
+        {"listen", required_argument, NULL, O_LISTEN},
+        {"port-file", required_argument, NULL, O_PORT_FILE},
+        {"token-file", required_argument, NULL, O_TOKEN},
+        {"auth-reads", no_argument, NULL, O_AUTH_READS},
+        {"state-dir", required_argument, NULL, O_STATE},
+        {"keep-found-limit", no_argument, NULL, O_KEEP},
+        {"job-map", required_argument, NULL, O_JOB_MAP},
+        {"max-lease", required_argument, NULL, O_MAX_LEASE},
+        {"interval", required_argument, NULL, O_INTERVAL},
+        {"throughput-window", required_argument, NULL, O_TPW},
+        {"max-body", required_argument, NULL, O_MAX_BODY},
+        {"client-timeout", required_argument, NULL, O_TIMEOUT},
+        {"read-rate", required_argument, NULL, O_READ_RATE},
+        {"write-rate", required_argument, NULL, O_WRITE_RATE},
+        {"label-style", required_argument, NULL, O_LABELS},
+        {"json", no_argument, NULL, O_JSON},
+        {"restore-only", no_argument, NULL, O_RESTORE},
+        {"help", no_argument, NULL, O_HELP},
+        {0, 0, 0, 0},
+    };
+    int gpus_given = 0, restore_only = 0;
+    struct agent_config cfg = {.gpus = 8, .seed = 1, .max_lease_s = 86400, .interval_s = 1,
+                               .tp_window_s = 30, .sim_fail_gpu = -1};
+    const char *listen = "127.0.0.1:9410", *port_file = NULL;
+    double gpus = 8, seed = 1, max_body = 65536, timeout = 10, read_rate = 100, write_rate = 20;
+    optind = 0;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case O_BACKEND:
+            if (strcmp(optarg, "sim") && strcmp(optarg, "nvml"))
+                return cli_usage_error(CMD, "--backend %s: want sim or nvml", optarg);
+            cfg.backend = optarg;
+            break;
+        case O_GPUS:
+            if (cli_parse_double(CMD, "--gpus", optarg, 1, AGENT_MAX_GPUS, &gpus))
+                return PFLEX_EXIT_BAD_INPUT;
+            if (gpus != (unsigned)gpus)
+                return cli_usage_error(CMD, "--gpus %s: a whole number", optarg);
+            cfg.gpus = (unsigned)gpus;
+            gpus_given = 1;
+            break;
+        case O_SIM_JOB: cfg.sim_job = optarg; break;
+        case O_SEED:
+            if (cli_parse_double(CMD, "--seed", optarg, 0, 9007199254740992.0, &seed))
+                return PFLEX_EXIT_BAD_INPUT;
+            cfg.seed = (uint64_t)seed;
+            break;
+        case O_SIM_FAIL: {
+            unsigned g;
+            double s;
+            char tail;
+            if (sscanf(optarg, "%u@%lf%c", &g, &s, &tail) != 2 || !(s >= 0))
+                return cli_usage_error(CMD, "--sim-fail %s: want GPU@SECONDS, e.g. 3@5", optarg);
+            cfg.sim_fail_gpu = (int)g;
+            cfg.sim_fail_after_s = s;
+            break;
+        }
+        case O_LIB: cfg.nvml_lib = optarg; break;
+        case O_LISTEN: listen = optarg; break;
+        case O_PORT_FILE: port_file = optarg; break;
+        case O_TOKEN: cfg.token_file = optarg; break;
+        case O_AUTH_READS: cfg.auth_reads = 1; break;
+        case O_STATE: cfg.state_dir = optarg; break;
+        case O_KEEP: cfg.keep_found = 1; break;
+        case O_JOB_MAP: cfg.job_map = optarg; break;
+        case O_MAX_LEASE:
+            if (cli_parse_double(CMD, "--max-lease", optarg, 1, 31536000, &cfg.max_lease_s))
+                return PFLEX_EXIT_BAD_INPUT;
+            break;
+        case O_INTERVAL:
+            if (cli_parse_double(CMD, "--interval", optarg, 0.01, 3600, &cfg.interval_s))
+                return PFLEX_EXIT_BAD_INPUT;
+            break;
+        case O_TPW:
+            if (cli_parse_double(CMD, "--throughput-window", optarg, 0.1, 86400, &cfg.tp_window_s))
+                return PFLEX_EXIT_BAD_INPUT;
+            break;
+        case O_MAX_BODY:
+            if (cli_parse_double(CMD, "--max-body", optarg, 64, 16777216, &max_body))
+                return PFLEX_EXIT_BAD_INPUT;
+            break;
+        case O_TIMEOUT:
+            if (cli_parse_double(CMD, "--client-timeout", optarg, 1, 3600, &timeout))
+                return PFLEX_EXIT_BAD_INPUT;
+            break;
+        case O_READ_RATE:
+            if (parse_rate("--read-rate", optarg, &read_rate))
+                return PFLEX_EXIT_BAD_INPUT;
+            break;
+        case O_WRITE_RATE:
+            if (parse_rate("--write-rate", optarg, &write_rate))
+                return PFLEX_EXIT_BAD_INPUT;
+            break;
+        case O_JSON: agent_log_json = 1; break;
+        case O_RESTORE: restore_only = 1; break;
+        case O_LABELS:
+            if (strcmp(optarg, "dcgm") && strcmp(optarg, "prometheus"))
+                return cli_usage_error(CMD, "--label-style %s: want dcgm or prometheus", optarg);
+            cfg.snake_labels = !strcmp(optarg, "prometheus");
+            break;
+        case 'h':
+        case O_HELP: return cli_help(help_text);
+        case ':': return cli_usage_error(CMD, "%s needs a value", argv[optind - 1]);
+        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
+    if (!cfg.backend)
+        return cli_usage_error(CMD, "--backend sim|nvml is required");
+    if (gpus_given && strcmp(cfg.backend, "sim"))
+        return cli_usage_error(CMD, "--gpus is the sim backend's GPU count; the nvml backend "
+                               "owns every GPU NVML sees");
+    int loop = pflex_http_listen_is_loopback(listen);
+    if (loop < 0)
+        return cli_usage_error(CMD, "--listen %s: want ADDR:PORT, e.g. 127.0.0.1:9410", listen);
+    if (!strcmp(cfg.backend, "nvml") && !cfg.nvml_lib) {
+        const char *env = getenv("PFLEX_NVML_LIB");
+        cfg.nvml_lib = env && *env ? env : PFLEX_NVML_LIB_DEFAULT;
+    }
+    if (!cfg.state_dir) {
+        const char *env = getenv("PFLEX_STATE_DIR");
+        cfg.state_dir = env && *env ? env : PFLEX_GUARD_DIR_DEFAULT;
+    }
+
+    /* Signals before the first limit can change: every fatal one stops
+     * the loop (which restores); SIGPIPE is ignored (a client that goes
+     * away is libmicrohttpd's business); SIGHUP reloads. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    int sigs[16];
+    int nsig = pflex_guard_fatal_signals(NULL, sigs);
+    for (int s = 0; s < nsig; s++) {
+        sa.sa_handler = sigs[s] == SIGPIPE ? SIG_IGN : sigs[s] == SIGHUP ? on_reload : on_stop;
+        sigaction(sigs[s], &sa, NULL);
+    }
+
+    static struct agent a;
+    pflex_error_t err;
+    int rc = agent_open(&a, &cfg, &err);
+    if (rc) {
+        cli_error(CMD, "%s", err.text);
+        agent_close(&a);
+        return PFLEX_EXIT_INTERNAL;
+    }
+    if (restore_only) {
+        /* Opening the guards restored what a dead agent left: say so, stop. */
+        unsigned failed = agent_close(&a);
+        agent_log("--restore-only: %s", failed ? "some GPUs could not be restored"
+                                               : "every saved limit is restored");
+        return failed ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
+    }
+    struct pflex_http_limits lim = {
+        .max_body = (size_t)max_body, .timeout_s = (unsigned)timeout,
+        .read_rate = read_rate, .read_burst = 2 * read_rate,
+        .write_rate = write_rate, .write_burst = 2 * write_rate,
+    };
+    pflex_http_server_t *srv;
+    if (pflex_http_server_start(listen, &lim, agent_api, &a, &srv, &err)) {
+        cli_error(CMD, "%s", err.text);
+        agent_close(&a);
+        return PFLEX_EXIT_INTERNAL;
+    }
+    a.http = srv;
+    unsigned port = pflex_http_server_port(srv);
+    unsigned up = 0;
+    for (unsigned i = 0; i < a.n; i++)
+        up += a.gpu[i].ok;
+    agent_log("%s backend, %u GPU%s (%u answering), state in %s; listening on %s (port %u)%s",
+              cfg.backend, a.n, a.n == 1 ? "" : "s", up, cfg.state_dir, listen, port,
+              a.have_token ? "" : "; no --token-file: read-only");
+    if (!loop && !a.have_token)
+        agent_log("warning: listening beyond loopback with no token: anyone who reaches %s "
+                  "reads this node's telemetry", listen);
+    if (port_file) {
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", port_file, (long)getpid());
+        FILE *f = fopen(tmp, "w");
+        if (!f || fprintf(f, "%u\n", port) < 0 || fclose(f) != 0 || rename(tmp, port_file)) {
+            cli_error(CMD, "--port-file %s: %s", port_file, strerror(errno));
+            unlink(tmp);
+            pflex_http_server_stop(srv);
+            agent_close(&a);
+            return PFLEX_EXIT_INTERNAL;
+        }
+    }
+
+    while (!stop_signal) {
+        if (pflex_http_server_run(srv, 0.1, &err)) {
+            agent_log("%s", err.text);
+            break;
+        }
+        agent_tick(&a);
+        if (reload_signal) {
+            reload_signal = 0;
+            if (agent_load_token(&a, &err) || agent_load_job_map(&a, &err))
+                agent_log("SIGHUP: reload failed, keeping what was loaded: %s", err.text);
+            else
+                agent_log("SIGHUP: token file and job map reloaded");
+        }
+    }
+    if (stop_signal)
+        agent_log("stopping on signal %d (%s): restoring every GPU", (int)stop_signal,
+                  strsignal(stop_signal));
+    pflex_http_server_stop(srv);
+    unsigned failed = agent_close(&a);
+    if (failed) {
+        agent_log("%u GPU%s could not be restored; their originals stay in %s for the next "
+                  "start", failed, failed == 1 ? "" : "s", cfg.state_dir);
+        return PFLEX_EXIT_INTERNAL;
+    }
+    agent_log("stopped; every GPU at its original limit");
+    return PFLEX_EXIT_OK;
+}

@@ -1,0 +1,324 @@
+/* test_guard.c — the limit guard against the fake libnvidia-ml.so.1 and
+ * the sim backend: locks, durable originals, recovery, retries, clamping,
+ * left-over caps.  Each test has its own fake state and state folder. */
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "pflex/guard.h"
+#include "pflex/nvml.h"
+#include "pflex/sim.h"
+
+static char lib_path[4096];
+static char tmp_dir[2048];
+static char fake_state[4096];
+static char run_dir[4096];
+
+static void write_fake(const char *contents)
+{
+    FILE *f = fopen(fake_state, "w");
+    assert_non_null(f);
+    fputs(contents, f);
+    fclose(f);
+}
+
+static double fake_value(const char *key)
+{
+    FILE *f = fopen(fake_state, "r");
+    if (!f)
+        return NAN;
+    char line[512];
+    double v = NAN;
+    size_t n = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, n) && line[n] == '=')
+            v = strtod(line + n + 1, NULL);
+    fclose(f);
+    return v;
+}
+
+static int count_state_files(void)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "ls %s/*.state 2>/dev/null | wc -l", run_dir);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    if (p) {
+        if (fscanf(p, "%d", &n) != 1)
+            n = -1;
+        pclose(p);
+    }
+    return n;
+}
+
+static int setup(void **state)
+{
+    static int k;
+    snprintf(run_dir, sizeof run_dir, "%s/run%d", tmp_dir, k++);
+    write_fake("");
+    unsetenv("FAKE_NVML_FAIL");
+    unsetenv("FAKE_NVML_RANGE");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    unsetenv("FAKE_NVML_FAIL");
+    unsetenv("FAKE_NVML_RANGE");
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", run_dir);
+    if (system(cmd) != 0)
+        return -1;
+    remove(fake_state);
+    return 0;
+}
+
+static void open_nvml(pflex_gpu_t *g)
+{
+    pflex_error_t err = {{0}};
+    if (pflex_nvml_open(lib_path, g, &err))
+        fail_msg("pflex_nvml_open: %s", err.text);
+}
+
+static pflex_guard_t *guard(pflex_gpu_t *g, const char *owner, int keep_found)
+{
+    static const unsigned idx[2] = {0, 1};
+    struct pflex_guard_opts o = {.state_dir = run_dir, .owner = owner, .keep_found = keep_found,
+                                 .backoff_s = 0.001};
+    pflex_guard_t *gd = NULL;
+    pflex_error_t err = {{0}};
+    if (pflex_guard_open(g, idx, 2, &o, &gd, &err))
+        fail_msg("pflex_guard_open: %s", err.text);
+    return gd;
+}
+
+static int has_note(pflex_guard_t *gd, const char *what)
+{
+    for (unsigned i = 0; i < pflex_guard_note_count(gd); i++)
+        if (strstr(pflex_guard_note(gd, i), what))
+            return 1;
+    return 0;
+}
+
+static void test_set_saves_then_restores(void **state)
+{
+    write_fake("gpu1.limit_mw=650000\n");
+    pflex_gpu_t g;
+    open_nvml(&g);
+    pflex_guard_t *gd = guard(&g, "test", 1);
+    const struct pflex_guard_gpu *d = pflex_guard_gpu_find(gd, 1);
+    assert_non_null(d);
+    assert_float_equal(d->found_w, 650.0, 1e-9);
+    assert_float_equal(d->original_w, 650.0, 1e-9);   /* kept: keep_found */
+    assert_true(strncmp(d->key, "GPU-", 4) == 0);
+    assert_int_equal(count_state_files(), 0);
+    pflex_error_t err;
+    double enf = 0;
+    assert_int_equal(pflex_guard_set(gd, 1, 400, &enf, &err), 0);
+    assert_float_equal(enf, 400.0, 1e-9);
+    assert_float_equal(fake_value("gpu1.limit_mw"), 400000, 1e-9);
+    assert_int_equal(count_state_files(), 1);     /* saved before the change */
+    assert_int_equal(pflex_guard_set(gd, 1, 300, &enf, &err), 0);
+    /* Outside the range: refused before NVML, nothing changed. */
+    assert_int_equal(pflex_guard_set(gd, 0, 800, &enf, &err), -1);
+    assert_non_null(strstr(err.text, "outside the device's range 200-700 W"));
+    assert_float_equal(fake_value("gpu0.limit_mw"), 700000, 1e-9);
+    assert_int_equal(pflex_guard_restore_all(gd, &err), 0);
+    assert_float_equal(fake_value("gpu1.limit_mw"), 650000, 1e-9);
+    assert_int_equal(count_state_files(), 0);
+    pflex_guard_close(gd);
+    pflex_gpu_close(&g);
+    /* The nvml backend's own restore must not undo the guard's. */
+    assert_float_equal(fake_value("gpu1.limit_mw"), 650000, 1e-9);
+}
+
+static void test_second_owner_refused(void **state)
+{
+    pflex_gpu_t g;
+    open_nvml(&g);
+    pflex_guard_t *gd = guard(&g, "first", 0);
+    pflex_error_t err;
+    assert_int_equal(pflex_guard_set(gd, 0, 500, NULL, &err), 0);
+    /* A second open of the lock file is a second owner, even in-process. */
+    pflex_gpu_t g2;
+    open_nvml(&g2);
+    static const unsigned one[1] = {0};
+    struct pflex_guard_opts o = {.state_dir = run_dir, .owner = "second"};
+    pflex_guard_t *gd2 = NULL;
+    assert_int_equal(pflex_guard_open(&g2, one, 1, &o, &gd2, &err), PFLEX_GUARD_BUSY);
+    assert_null(gd2);
+    char want[64];
+    snprintf(want, sizeof want, "pflex first, pid %ld", (long)getpid());
+    assert_non_null(strstr(err.text, want));
+    assert_float_equal(fake_value("gpu0.limit_mw"), 500000, 1e-9);
+    pflex_gpu_close(&g2);
+    pflex_guard_close(gd);      /* restores */
+    assert_float_equal(fake_value("gpu0.limit_mw"), 700000, 1e-9);
+    pflex_gpu_close(&g);
+}
+
+static void test_recovers_dead_owner(void **state)
+{
+    /* A dead owner: its state file says 700 W, the GPU is at 350 W. */
+    write_fake("gpu0.limit_mw=350000\n");
+    assert_int_equal(mkdir(run_dir, 0755), 0);
+    char path[4300];
+    snprintf(path, sizeof path, "%s/GPU-fa4e0000-0000-4000-8000-000000000000.state", run_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("{\"key\": \"GPU-fa4e0000-0000-4000-8000-000000000000\", \"original_w\": 700, "
+          "\"owner\": \"sweep\", \"pid\": 4242}\n", f);
+    fclose(f);
+    pflex_gpu_t g;
+    open_nvml(&g);
+    pflex_guard_t *gd = guard(&g, "test", 0);
+    assert_float_equal(fake_value("gpu0.limit_mw"), 700000, 1e-9);
+    assert_true(has_note(gd, "pflex sweep (pid 4242) ended without restoring the power limit "
+                             "(350 W found); restored the original 700 W"));
+    const struct pflex_guard_gpu *d = pflex_guard_gpu_find(gd, 0);
+    assert_int_equal(d->recovered, 1);
+    assert_float_equal(d->original_w, 700, 1e-9);
+    assert_int_equal(count_state_files(), 0);
+    pflex_guard_close(gd);
+    pflex_gpu_close(&g);
+
+    /* A state file that makes no sense: open fails and leaves it. */
+    f = fopen(path, "w");
+    fputs("{\"original_w\": \"lots\"}", f);
+    fclose(f);
+    open_nvml(&g);
+    static const unsigned one[1] = {0};
+    struct pflex_guard_opts o = {.state_dir = run_dir};
+    pflex_guard_t *gd2 = NULL;
+    pflex_error_t err;
+    assert_int_equal(pflex_guard_open(&g, one, 1, &o, &gd2, &err), -1);
+    assert_non_null(strstr(err.text, "original_w"));
+    assert_int_equal(count_state_files(), 1);
+    pflex_gpu_close(&g);
+}
+
+static void test_left_over_cap_named(void **state)
+{
+    write_fake("gpu0.limit_mw=450000\n");
+    pflex_gpu_t g;
+    open_nvml(&g);
+    pflex_guard_t *gd = guard(&g, "test", 0);
+    assert_true(has_note(gd, "the limit found, 450 W, is not the default 700 W: taken as a cap "
+                             "left behind"));
+    const struct pflex_guard_gpu *d = pflex_guard_gpu_find(gd, 0);
+    assert_float_equal(d->original_w, 700, 1e-9);
+    pflex_error_t err;
+    assert_int_equal(pflex_guard_set(gd, 0, 500, NULL, &err), 0);
+    pflex_guard_close(gd);
+    assert_float_equal(fake_value("gpu0.limit_mw"), 700000, 1e-9);
+    pflex_gpu_close(&g);
+}
+
+static void test_transient_restore_error_retried(void **state)
+{
+    /* Sets: #1 the cap (ok), #2 the restore (fails), #3 the retry. */
+    setenv("FAKE_NVML_FAIL", "set_limit/1:UNKNOWN:1:1", 1);
+    pflex_gpu_t g;
+    open_nvml(&g);
+    pflex_guard_t *gd = guard(&g, "test", 0);
+    pflex_error_t err;
+    assert_int_equal(pflex_guard_set(gd, 1, 250, NULL, &err), 0);
+    assert_int_equal(pflex_guard_restore(gd, 1, &err), 0);
+    assert_float_equal(fake_value("gpu1.limit_mw"), 700000, 1e-9);
+    assert_true(has_note(gd, "restored to 700 W after 1 failed attempt"));
+    pflex_guard_close(gd);
+    pflex_gpu_close(&g);
+
+    /* A persistent error: the restore fails, says so, keeps the state file. */
+    setenv("FAKE_NVML_FAIL", "set_limit/1:UNKNOWN:1", 1);
+    open_nvml(&g);
+    gd = guard(&g, "test", 0);
+    assert_int_equal(pflex_guard_set(gd, 1, 250, NULL, &err), 0);
+    assert_int_equal(pflex_guard_restore(gd, 1, &err), -1);
+    assert_non_null(strstr(err.text, "failed 6 times"));
+    assert_int_equal(count_state_files(), 1);
+    pflex_guard_close(gd);
+    pflex_gpu_close(&g);
+    /* The next start (error gone) recovers it. */
+    unsetenv("FAKE_NVML_FAIL");
+    open_nvml(&g);
+    gd = guard(&g, "test", 0);
+    assert_float_equal(fake_value("gpu1.limit_mw"), 700000, 1e-9);
+    assert_true(has_note(gd, "restored the original 700 W"));
+    pflex_guard_close(gd);
+    pflex_gpu_close(&g);
+}
+
+static void test_original_outside_range_clamped(void **state)
+{
+    setenv("FAKE_NVML_RANGE", "0:100000:550000:1", 1);
+    pflex_gpu_t g;
+    open_nvml(&g);
+    pflex_guard_t *gd = guard(&g, "test", 0);
+    pflex_error_t err;
+    assert_int_equal(pflex_guard_set(gd, 0, 300, NULL, &err), 0);
+    assert_float_equal(fake_value("gpu0.max_mw"), 550000, 1e-9);
+    assert_int_equal(pflex_guard_restore(gd, 0, &err), 0);
+    assert_float_equal(fake_value("gpu0.limit_mw"), 550000, 1e-9);
+    assert_true(has_note(gd, "the original limit 700 W is outside the range the device allows "
+                             "now (100-550 W); restored to 550 W"));
+    pflex_guard_close(gd);
+    pflex_gpu_close(&g);
+}
+
+static void test_sim_backend(void **state)
+{
+    struct pflex_job_desc d;
+    assert_int_equal(pflex_job_preset_find("llama-8b-pretrain-h200", &d), 0);
+    pflex_sim_job_t *j;
+    pflex_error_t err;
+    assert_int_equal(pflex_sim_job_create(&d, 1, &j, &err), 0);
+    pflex_gpu_t g;
+    pflex_sim_job_gpu(j, &g);
+    pflex_guard_t *gd = guard(&g, "test", 0);
+    assert_string_equal(pflex_guard_gpu_at(gd, 1)->key, "sim-1");
+    assert_int_equal(pflex_guard_set(gd, 1, 400, NULL, &err), 0);
+    double cap;
+    assert_int_equal(pflex_gpu_get_cap(&g, 1, &cap, &err), 0);
+    assert_float_equal(cap, 400, 1e-9);
+    pflex_guard_close(gd);
+    assert_int_equal(pflex_gpu_get_cap(&g, 1, &cap, &err), 0);
+    assert_float_equal(cap, pflex_sim_job_kind(j)->default_cap_w, 1e-9);
+    pflex_sim_job_destroy(j);
+}
+
+int main(void)
+{
+    const char *build = getenv("PFLEX_BUILD");
+    snprintf(lib_path, sizeof lib_path, "%s/fake-nvml/libnvidia-ml.so.1",
+             build && *build ? build : "build");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(tmp_dir, sizeof tmp_dir, "%s/pflex-test-guard-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(tmp_dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    snprintf(fake_state, sizeof fake_state, "%s/fake", tmp_dir);
+    setenv("FAKE_NVML_STATE", fake_state, 1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_set_saves_then_restores, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_second_owner_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_recovers_dead_owner, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_left_over_cap_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transient_restore_error_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_original_outside_range_clamped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sim_backend, setup, teardown),
+    };
+    int failed = cmocka_run_group_tests_name("guard", tests, NULL, NULL);
+    char cmd[2100];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
+    if (system(cmd) != 0)
+        failed++;
+    return failed;
+}
