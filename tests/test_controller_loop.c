@@ -27,7 +27,10 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include <microhttpd.h>
+#include "controller/cmd.h"
 #include "controller/controller.h"
+#include <fcntl.h>
+#include <sys/stat.h>
 #include "pflex/audit.h"
 #include "pflex/learn.h"
 #include "pflex/sim.h"
@@ -344,10 +347,111 @@ static void test_event(void **state)
         fake_stop(&f[a]);
 }
 
+/* Run the command with stdout into a file; returns the exit code. */
+static int run_cmd(const char *out, char **argv)
+{
+    int argc = 0;
+    while (argv[argc])
+        argc++;
+    fflush(stdout);
+    int saved = dup(1), fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(saved >= 0 && fd >= 0);
+    dup2(fd, 1);
+    close(fd);
+    int rc = controller_command(argc, argv);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    return rc;
+}
+
+static void test_command(void **state)
+{
+    struct fake f[2];
+    char u0[64], u1[64], dir[64], db[96], out[96], tok[96], log[96];
+    fake_start(&f[0], "llama-8b-pretrain-h200", 7);
+    fake_start(&f[1], "olmoe-1b-7b-pretrain-h200", 8);
+    snprintf(u0, sizeof u0, "http://127.0.0.1:%u", f[0].port);
+    snprintf(u1, sizeof u1, "http://127.0.0.1:%u", f[1].port);
+    snprintf(dir, sizeof dir, "/tmp/pflex-cmd-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    snprintf(db, sizeof db, "%s/state.db", dir);
+    snprintf(out, sizeof out, "%s/out.json", dir);
+    snprintf(tok, sizeof tok, "%s/token", dir);
+    snprintf(log, sizeof log, "%s/log", dir);
+    FILE *t = fopen(tok, "w");
+    fputs("s3cret\n", t);
+    fclose(t);
+    chmod(tok, 0644);
+    /* 16 GPUs at 700 W = 11.2 kW; the target 8 kW from now on */
+    char *bad_tok[] = {"controller", "run", "--agent", u0, "--token-file", tok, "--periods", "1", NULL};
+    assert_int_equal(run_cmd(out, bad_tok), 2);     /* readable by others: refused */
+    chmod(tok, 0600);
+    char *bad[] = {"controller", "run", "--agent", u0, "--target", "lots", NULL};
+    assert_int_equal(run_cmd(out, bad), 2);
+    char *noagent[] = {"controller", "run", "--periods", "1", NULL};
+    assert_int_equal(run_cmd(out, noagent), 2);
+    char *unknown[] = {"controller", "dance", NULL};
+    assert_int_equal(run_cmd(out, unknown), 2);
+    char *runv[] = {"controller", "run", "--agent", u0, "--agent", u1, "--token-file", tok,
+                    "--target", "8kW", "--period", "0.1", "--periods", "6", "--explore", "0",
+                    "--db", db, "--log", log, NULL};
+    assert_int_equal(run_cmd(out, runv), 0);
+    double real = true_power(&f[0]) + true_power(&f[1]);
+    print_message("  after 6 periods: the GPUs draw %.0f W under a target of 8000 W\n", real);
+    assert_true(real <= 8000);
+    /* a restart resumes the target from the database */
+    char *again[] = {"controller", "run", "--agent", u0, "--agent", u1, "--token-file", tok,
+                     "--period", "0.1", "--periods", "2", "--explore", "0", "--db", db, "--log", log, NULL};
+    for (int a = 0; a < 2; a++)
+        for (unsigned i = 0; i < NG; i++)
+            pflex_gpu_set_cap(&f[a].gpu, i, 700, NULL);     /* as after the leases expired */
+    assert_int_equal(run_cmd(out, again), 0);
+    real = true_power(&f[0]) + true_power(&f[1]);
+    assert_true(real <= 8000);
+    FILE *lf = fopen(log, "r");
+    char line[512];
+    int resumed = 0;
+    while (fgets(line, sizeof line, lf))
+        resumed |= strstr(line, "resumed 1 targets") != NULL;
+    fclose(lf);
+    assert_true(resumed);
+    /* the history */
+    char *hist[] = {"controller", "history", "--db", db, "--what", "periods", NULL};
+    assert_int_equal(run_cmd(out, hist), 0);
+    json_t *doc = json_load_file(out, 0, NULL);
+    assert_non_null(doc);
+    json_t *per = json_object_get(doc, "periods");
+    assert_int_equal(json_array_size(per), 8);
+    for (size_t i = 0; i < 8; i++) {
+        json_t *p = json_array_get(per, i);
+        assert_true(json_number_value(json_object_get(p, "worst_w")) <= 8000 + 1e-6);
+        assert_true(json_number_value(json_object_get(p, "limit_w")) == 8000);
+    }
+    json_decref(doc);
+    char *hist_bad[] = {"controller", "history", "--db", db, "--what", "everything", NULL};
+    assert_int_equal(run_cmd(out, hist_bad), 2);
+    char *hist_none[] = {"controller", "history", "--db", "/nonexistent.db", NULL};
+    assert_int_equal(run_cmd(out, hist_none), 2);
+    const char *sfx[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        char p[128];
+        snprintf(p, sizeof p, "%s%s", db, sfx[i]);
+        unlink(p);
+    }
+    unlink(out);
+    unlink(tok);
+    unlink(log);
+    rmdir(dir);
+    fake_stop(&f[0]);
+    fake_stop(&f[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_event),
+        cmocka_unit_test(test_command),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

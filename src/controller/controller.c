@@ -110,6 +110,39 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
     return 0;
 }
 
+static int resume_target(void *ud, const struct pflex_audit_target *at)
+{
+    ctl_t *c = ud;
+    struct pflex_target t = {.start_s = at->start_s, .end_s = at->end_s, .value = at->value,
+                             .unit = at->fraction ? PFLEX_TARGET_FRACTION : PFLEX_TARGET_WATTS,
+                             .ramp_s = at->ramp_s, .priority = at->priority};
+    snprintf(t.source, sizeof t.source, "%s", at->source ? at->source : "resumed");
+    snprintf(t.id, sizeof t.id, "%s", at->name ? at->name : "");
+    pflex_error_t e2;
+    if (pflex_target_set_add(&c->targets, &t, &e2) < 0)
+        logf_(c, "resume: target left out: %s", e2.text);
+    return 0;
+}
+
+int ctl_resume(ctl_t *c, double now, size_t *ntargets, pflex_error_t *err)
+{
+    size_t before = c->targets.n;
+    if (c->audit && pflex_audit_load_targets(c->audit, now, resume_target, c, err) < 0)
+        return -1;
+    /* what was loaded is in the audit already */
+    c->recorded_seq = c->targets.next_seq;
+    if (ntargets)
+        *ntargets = c->targets.n - before;
+    return 0;
+}
+
+static int resume_obs(void *ud, double t, double cap_w, double power_w, double tput)
+{
+    (void)t;
+    (void)pflex_learn_observe(ud, cap_w, power_w, tput, NULL);
+    return 0;
+}
+
 void ctl_destroy(ctl_t *c)
 {
     if (!c)
@@ -168,6 +201,11 @@ static struct ctl_job *job_get(ctl_t *c, const char *name, double min_w, double 
     if (pflex_learn_create(&lc, &j->learn, err) < 0)
         return NULL;
     pflex_learn_curve_init(&j->curve);
+    /* a job seen before a restart starts from what was learned */
+    if (c->audit && pflex_audit_load_observations(c->audit, j->name, 5000, resume_obs, j->learn, err) < 0) {
+        pflex_learn_destroy(j->learn);
+        return NULL;
+    }
     j->last_cap = NAN;
     j->min_w = min_w;
     j->max_w = max_w;

@@ -49,6 +49,11 @@ struct ctl_period_result {
     size_t agents_down, gpus, jobs, floor_breaches, held, probes;
 };
 
+/* After a restart: the live targets of the audit database back into the
+ * set (before any new ones, so that new ones win), *ntargets how many.
+ * Jobs' observations come back as each job is first seen. */
+int ctl_resume(ctl_t *c, double now, size_t *ntargets, pflex_error_t *err);
+
 struct pflex_learn_curve;
 /* A job's learned curve as of the last period, NULL for an unknown job. */
 const struct pflex_learn_curve *ctl_job_curve(const ctl_t *c, const char *job);
