@@ -37,3 +37,7 @@ for fmt in csv json; do
         echo "  --$fmt: $(echo "$(date +%s.%N) - $t0" | bc) s wall"
     fi
 done
+echo
+echo "== the controller's planning step (safeplan), one control period =="
+"$BUILD/bench/safeplan_bench" 8000 8 21
+"$BUILD/bench/safeplan_bench" 100000 8 11

@@ -112,7 +112,7 @@ struct site {
     struct pflex_site_gpu g[400];
     struct pflex_site_job j[16];
     double caps[16][16], loss[16][16], hi[16][16];
-    char names[16][8];
+    char names[16][24];
 };
 
 static void make_site(gsl_rng *r, struct site *s, struct pflex_safe_input *in)

@@ -311,6 +311,7 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
         struct ctl_agent *ag = &c->agents[a];
         if (!ag->seen)
             continue;
+        size_t first_g = g;     /* this agent's GPUs are [first_g, first_g + ngpus) */
         for (size_t k = 0; k < ag->st.ngpus; k++) {
             const struct agent_gpu *ug = &ag->st.gpu[k];
             struct pflex_site_gpu *sg = &c->gpus[g];
@@ -341,8 +342,8 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
             cj->seen_now = 1;
             size_t ji = (size_t)(cj - c->jobs);
             for (int q = 0; q < aj->ngpus; q++)
-                for (size_t k = 0; k < g; k++)
-                    if (c->gpu_agent[k] == a && ag->st.gpu[c->gpu_slot[k]].index == aj->gpus[q])
+                for (size_t k = first_g; k < g; k++)
+                    if (ag->st.gpu[c->gpu_slot[k]].index == aj->gpus[q])
                         c->gpus[k].job = (int)ji;
         }
     }
