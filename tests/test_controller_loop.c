@@ -47,6 +47,7 @@ struct fake {
     const struct pflex_gpu_kind *kind;
     char name[64];
     int down;                   /* answer 503 */
+    int no_power;               /* status without power readings */
     double power[NG], tput;     /* the last measurement */
     unsigned long puts;
 };
@@ -108,9 +109,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         for (unsigned i = 0; i < NG; i++) {
             double cap;
             pflex_gpu_get_cap(&f->gpu, i, &cap, &err);
-            json_array_append_new(gpus, json_pack("{s:i, s:s, s:f, s:f, s:f, s:f}", "index", i, "uuid", "GPU-x",
-                                                  "power_w", f->power[i], "limit_w", cap, "min_limit_w",
-                                                  f->kind->min_cap_w, "max_limit_w", f->kind->max_cap_w));
+            json_t *gj = json_pack("{s:i, s:s, s:f, s:f, s:f}", "index", i, "uuid", "GPU-x",
+                                   "limit_w", cap, "min_limit_w", f->kind->min_cap_w,
+                                   "max_limit_w", f->kind->max_cap_w);
+            if (!f->no_power)
+                json_object_set_new(gj, "power_w", json_real(f->power[i]));
+            json_array_append_new(gpus, gj);
             json_array_append_new(idx, json_integer(i));
         }
         r = send_json(c, 200, json_pack("{s:s, s:o, s:[{s:s, s:o, s:f}]}", "hostname", f->name, "gpus", gpus,
@@ -447,11 +451,66 @@ static void test_command(void **state)
     fake_stop(&f[1]);
 }
 
+/* Telemetry lost site-wide: the caps hold, even when the target goes. */
+static void test_hold(void **state)
+{
+    struct fake f[2];
+    char u[2][64];
+    const char *urls[2];
+    fake_start(&f[0], "llama-8b-pretrain-h200", 21);
+    fake_start(&f[1], "olmoe-1b-7b-pretrain-h200", 22);
+    for (int a = 0; a < 2; a++) {
+        snprintf(u[a], sizeof u[a], "http://127.0.0.1:%u", f[a].port);
+        urls[a] = u[a];
+    }
+    struct ctl_config cfg = {.nagents = 2, .agent_urls = urls, .period_s = 5, .explore_step = 0};
+    ctl_t *c;
+    pflex_error_t err;
+    assert_int_equal(ctl_create(&cfg, &c, &err), 0);
+    struct pflex_target t = {.start_s = 0, .end_s = 50, .value = 7000, .unit = PFLEX_TARGET_WATTS};
+    assert_int_equal(pflex_target_set_add(ctl_targets(c), &t, &err), 0);
+    struct ctl_period_result r;
+    for (int k = 0; k < 5; k++)
+        assert_int_equal(ctl_period(c, k * 5.0, &r, &err), 0);
+    assert_true(r.worst_w <= 7000);
+    double before[2][NG];
+    for (int a = 0; a < 2; a++)
+        for (unsigned i = 0; i < NG; i++)
+            pflex_gpu_get_cap(&f[a].gpu, i, &before[a][i], &err);
+    /* the target ends while no power readings come: nothing may rise */
+    f[0].no_power = f[1].no_power = 1;
+    for (int k = 10; k < 15; k++) {
+        assert_int_equal(ctl_period(c, k * 5.0, &r, &err), 0);
+        assert_true(r.held > 0);
+        for (int a = 0; a < 2; a++)
+            for (unsigned i = 0; i < NG; i++) {
+                double cap;
+                pflex_gpu_get_cap(&f[a].gpu, i, &cap, &err);
+                if (!(cap <= before[a][i]))
+                    fail_msg("period %d: GPU %d/%u rose from %g to %g without telemetry", k, a, i,
+                             before[a][i], cap);
+            }
+    }
+    /* readings back: the caps go back up to the maximum */
+    f[0].no_power = f[1].no_power = 0;
+    assert_int_equal(ctl_period(c, 100, &r, &err), 0);
+    for (int a = 0; a < 2; a++)
+        for (unsigned i = 0; i < NG; i++) {
+            double cap;
+            pflex_gpu_get_cap(&f[a].gpu, i, &cap, &err);
+            assert_true(cap == f[a].kind->max_cap_w);
+        }
+    ctl_destroy(c);
+    fake_stop(&f[0]);
+    fake_stop(&f[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_event),
         cmocka_unit_test(test_command),
+        cmocka_unit_test(test_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
