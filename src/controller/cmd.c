@@ -49,7 +49,10 @@ static const char help[] =
 "  --baseline-w W       site baseline for fraction targets (default: all GPUs\n"
 "                       at their maximum limit)\n"
 "  --agent-max-w W      worst case of an agent never reached (default 8000)\n"
-"  --floor S            service floor of every job, 0..1 (default 0)\n"
+"  --floor S            service floor of jobs the jobs file does not name, 0..1\n"
+"                       (default 0)\n"
+"  --jobs FILE          per-job floor (or tier), weight and prior PFI: a CSV\n"
+"                       job,floor|tier,weight,pfi (include/pflex/jobpolicy.h)\n"
 "  --explore X          largest probe below the plan, as a power reduction\n"
 "                       (default 0.05; 0: no exploration)\n"
 "  --db FILE            state and audit database (SQLite); a restart resumes\n"
@@ -138,7 +141,7 @@ static int run(int argc, char **argv)
 {
     enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECRET, O_VTN_PROGRAM,
            O_VTN_EVERY, O_VEN_NAME, O_SEED, O_PERIOD, O_LEASE, O_OTHER, O_BASELINE, O_AGENT_MAX,
-           O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG };
+           O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS };
     static const struct option opts[] = {
         {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
         {"target", required_argument, NULL, O_TARGET}, {"schedule", required_argument, NULL, O_SCHEDULE},
@@ -152,8 +155,10 @@ static int run(int argc, char **argv)
         {"agent-max-w", required_argument, NULL, O_AGENT_MAX}, {"floor", required_argument, NULL, O_FLOOR},
         {"explore", required_argument, NULL, O_EXPLORE}, {"db", required_argument, NULL, O_DB},
         {"periods", required_argument, NULL, O_PERIODS}, {"log", required_argument, NULL, O_LOG},
+        {"jobs", required_argument, NULL, O_JOBS},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
+    const char *jobs_path = NULL;
     const char *agents[256], *targets[64], *schedule = NULL, *token_file = NULL, *vtn = NULL,
                *vtn_id = NULL, *vtn_secret = NULL, *log_path = NULL;
     size_t nagents = 0, ntargets = 0;
@@ -226,6 +231,7 @@ static int run(int argc, char **argv)
                 return 2;
             break;
         case O_LOG: log_path = optarg; break;
+        case O_JOBS: jobs_path = optarg; break;
         default:
             return usage("%s", "unknown option");
         }
@@ -249,6 +255,14 @@ static int run(int argc, char **argv)
     char *token = NULL, *secret = NULL;
     ctl_t *ctl = NULL;
     FILE *log = stderr;
+    pflex_job_policies_t pol = {0};
+    if (jobs_path) {
+        if (pflex_job_policies_read(jobs_path, &pol, &err) < 0) {
+            fprintf(stderr, "pflex controller: %s\n", err.text);
+            goto out;
+        }
+        cfg.policies = &pol;
+    }
     for (size_t i = 0; i < ntargets; i++) {
         struct pflex_target t;
         if (pflex_target_parse(targets[i], t0, &t, &err) < 0 || pflex_target_set_add(&cli_targets, &t, &err) < 0) {
@@ -330,6 +344,7 @@ out:
     ctl_destroy(ctl);
     pflex_ven_destroy(cfg.ven);
     pflex_target_set_fini(&cli_targets);
+    pflex_job_policies_fini(&pol);
     if (token) {
         memset(token, 0, strlen(token));
         free(token);

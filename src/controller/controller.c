@@ -198,6 +198,9 @@ static struct ctl_job *job_get(ctl_t *c, const char *name, double min_w, double 
     memset(j, 0, sizeof *j);
     snprintf(j->name, sizeof j->name, "%s", name);
     struct pflex_learn_config lc = {.min_cap_w = min_w, .max_cap_w = max_w};
+    const struct pflex_job_policy *pol = pflex_job_policy_find(c->c.policies, name);
+    if (pol && isfinite(pol->pfi))
+        lc.prior_pfi = pol->pfi;       /* L = x/PFI until the job is learned */
     if (pflex_learn_create(&lc, &j->learn, err) < 0)
         return NULL;
     pflex_learn_curve_init(&j->curve);
@@ -403,8 +406,11 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
     for (size_t j = 0; j < c->njobs; j++) {
         struct ctl_job *cj = &c->jobs[j];
         double t0 = cj->curve.has_baseline && cj->curve.t0 > 0 ? cj->curve.t0 : 1;
-        c->sjobs[j] = (struct pflex_site_job){.name = cj->name, .t0 = t0, .weight = 1,
-                                              .floor = c->c.floor, .n = cj->curve.n, .cap_w = cj->curve.cap_w,
+        const struct pflex_job_policy *pol = pflex_job_policy_find(c->c.policies, cj->name);
+        c->sjobs[j] = (struct pflex_site_job){.name = cj->name, .t0 = t0,
+                                              .weight = pol ? pol->weight : 1,
+                                              .floor = pol && isfinite(pol->floor) ? pol->floor : c->c.floor,
+                                              .n = cj->curve.n, .cap_w = cj->curve.cap_w,
                                               .loss = cj->curve.loss, .loss_hi = cj->hi};
     }
     double other = c->c.other_w + never_w;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "pflex/error.h"
+#include "pflex/jobpolicy.h"
 #include "pflex/openadr.h"
 #include "pflex/target.h"
 
@@ -24,7 +25,8 @@ struct ctl_config {
     double agent_max_w;             /* worst case of an agent never reached; <= 0: 8 x 1000 W */
     double z;                       /* sd multiplier of the pessimistic curve; <= 0: 2 */
     double explore_step;            /* largest probe below the plan (reduction); 0: none */
-    double floor;                   /* service floor of every job (0..1); 0: none */
+    double floor;                   /* service floor of jobs without one (0..1); 0: none */
+    const pflex_job_policies_t *policies;   /* per-job floor, weight, prior PFI; NULL: none */
     const char *db_path;            /* NULL: no audit */
     pflex_ven_t *ven;               /* NULL: no OpenADR */
     struct pflex_oadr_opts oadr;    /* for the VEN's polls */
