@@ -383,9 +383,8 @@ static int history(int argc, char **argv)
         case O_TO: {
             double t;
             const char *s = optarg;
-            char rel[64];
             /* "-1h" reads as an hour ago */
-            if (s[0] == '-' && strlen(s) < sizeof rel - 1) {
+            if (s[0] == '-') {
                 double d;
                 if (pflex_target_parse_duration(s + 1, &d, &err) < 0) {
                     fprintf(stderr, "pflex controller: %s: %s\n", c == O_FROM ? "--from" : "--to", err.text);
@@ -396,7 +395,6 @@ static int history(int argc, char **argv)
                 fprintf(stderr, "pflex controller: %s: %s\n", c == O_FROM ? "--from" : "--to", err.text);
                 return 2;
             }
-            (void)rel;
             if (c == O_FROM)
                 q.from_s = t;
             else
