@@ -21,10 +21,12 @@ LDLIBS      = $(PKG_LIBS) -ldl -lm -lpthread
 
 LIB_SRC  := $(sort $(wildcard src/lib/*/*.c))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c src/agent/*.c))
+CTL_SRC  := $(sort $(wildcard src/controller/*.c))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 BENCH_SRC:= $(sort $(wildcard bench/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+CTL_OBJ  := $(CTL_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 LIBPFLEX := $(BUILD)/libpflex.a
@@ -69,14 +71,20 @@ $(LIBPFLEX): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(PFLEX): $(CLI_OBJ) $(LIBPFLEX)
+$(PFLEX): $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX)
 	@$(if $(V),,echo "  LINK    $@")
-	$(Q)$(CC) $(SAN) $(CLI_OBJ) $(LIBPFLEX) $(LDLIBS) -o $@
+	$(Q)$(CC) $(SAN) $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX) $(LDLIBS) -o $@
 
 $(BUILD)/tests/%: tests/%.c $(LIBPFLEX)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  TEST    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
+
+# Tests of the controller daemon link its objects too.
+$(BUILD)/tests/test_controller_%: tests/test_controller_%.c $(CTL_OBJ) $(LIBPFLEX)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  TEST    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_OBJ) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
 
 $(BUILD)/bench/%: bench/%.c $(LIBPFLEX)
 	@mkdir -p $(dir $@)

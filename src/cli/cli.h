@@ -22,6 +22,7 @@ int cmd_evaluate(int argc, char **argv);
 int cmd_study(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
+int cmd_controller(int argc, char **argv);
 
 /* pflex sweep --backend nvml: the whole command line of `pflex sweep`
  * (src/cli/sweep_nvml.c). */

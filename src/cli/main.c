@@ -16,10 +16,11 @@ static const struct command commands[] = {
     {"pfi", cmd_pfi, "Power Flexibility Index of each job in a sweep"},
     {"sweep", cmd_sweep, "run a power-cap sweep on a backend (sim or nvml)"},
     {"allocate", cmd_allocate, "split a site power budget between jobs"},
-    {"evaluate", cmd_evaluate, "score equal, pfi and optimal plans on measured curves"},
+    {"evaluate", cmd_evaluate, "score every policy's plan on the measured curves"},
     {"study", cmd_study, "the whole characterisation study on the built-in fleet"},
     {"agent", cmd_agent, "the per-node daemon owning GPU power limits (leases, HTTP API)"},
     {"apply", cmd_apply, "put a plan's caps into force, with a lease, through an agent or locally"},
+    {"controller", cmd_controller, "the site loop: follow a grid target, learn curves, push caps to agents"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,451 @@
+/* cmd.c — `pflex controller run|history`: options, the timed loop,
+ * signals, and the history query (controller.h, pflex/audit.h). */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include "controller/cmd.h"
+#include "controller/controller.h"
+#include "pflex/audit.h"
+#include "pflex/openadr.h"
+#include "pflex/target.h"
+
+static const char help[] =
+"usage: pflex controller run --agent URL [--agent URL ...] [options]\n"
+"       pflex controller history --db FILE [--from TIME] [--to TIME] [--job JOB]\n"
+"                                [--what TABLE] [--limit N]\n"
+"\n"
+"run: the site loop.  Every period it reads each agent (GET /v1/status),\n"
+"learns each job's loss curve from what the job does, plans per-GPU caps so\n"
+"that the plan's worst-case site power (GPUs of an agent that does not answer\n"
+"counted at their maximum limit) is at or under the target once its ramp is\n"
+"done, and pushes them with a lease (PUT /v1/caps).  Missing telemetry holds\n"
+"or tightens, never loosens; floors are kept or their breach is reported.\n"
+"When the controller stops, the caps stay until their leases expire.\n"
+"\n"
+"targets (latest wins; docs/targets.md):\n"
+"  --target SPEC        VALUE[,start=TIME][,end=TIME|,for=DUR][,ramp=DUR][,priority=N]\n"
+"                       e.g. 700kW,start=+5m,for=2h,ramp=10m  or  75%,ramp=PT15M\n"
+"  --schedule FILE      a schedule CSV (start, end|duration, target, ramp, ...)\n"
+"  --vtn URL            an OpenADR 3 VTN to poll for events (with the next two)\n"
+"  --vtn-client-id ID   OAuth2 client id\n"
+"  --vtn-secret-file F  file holding the client secret (mode 0600)\n"
+"  --vtn-program ID     follow only this program's events\n"
+"  --vtn-every N        poll every N periods (default 1)\n"
+"  --ven-name NAME      this site's name at the VTN (reports, randomizeStart)\n"
+"  --seed N             seed of the randomizeStart draw (default 1)\n"
+"\n"
+"site and loop:\n"
+"  --agent URL          an agent (repeat for every node)\n"
+"  --token-file FILE    bearer token for the agents' writes (mode 0600)\n"
+"  --period S           control period, seconds (default 5)\n"
+"  --lease S            lease on each cap, seconds (default 3 periods)\n"
+"  --other-w W          non-GPU site power counted against the target (default 0)\n"
+"  --baseline-w W       site baseline for fraction targets (default: all GPUs\n"
+"                       at their maximum limit)\n"
+"  --agent-max-w W      worst case of an agent never reached (default 8000)\n"
+"  --floor S            service floor of jobs the jobs file does not name, 0..1\n"
+"                       (default 0)\n"
+"  --jobs FILE          per-job floor (or tier), weight and prior PFI: a CSV\n"
+"                       job,floor|tier,weight,pfi (include/pflex/jobpolicy.h)\n"
+"  --explore X          largest probe below the plan, as a power reduction\n"
+"                       (default 0.05; 0: no exploration)\n"
+"  --db FILE            state and audit database (SQLite); a restart resumes\n"
+"  --periods N          stop after N periods (default: run until SIGTERM)\n"
+"  --log FILE           one line per period and per problem ('-': stderr, the\n"
+"                       default)\n"
+"\n"
+"history: what happened, as JSON, from the database: TABLE is targets,\n"
+"periods, caps, readings, observations, curves or notes (default: all);\n"
+"TIME as for targets; the newest N rows per table (default 1000).\n"
+"\n"
+"exit: 0 ok, 1 internal error, 2 bad usage or input.\n";
+
+static volatile sig_atomic_t stop_now;
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_now = 1;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int usage(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "pflex controller: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(see pflex controller --help)\n");
+    return 2;
+}
+
+static int parse_num(const char *opt, const char *s, double lo, double hi, double *out)
+{
+    char *e;
+    errno = 0;
+    double v = strtod(s, &e);
+    if (e == s || *e || errno || !isfinite(v) || v < lo || v > hi) {
+        fprintf(stderr, "pflex controller: %s: '%s' is not a number in [%g, %g]\n", opt, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A secret from a file: first line, whitespace trimmed; refused when
+ * others may read it. */
+static char *read_secret(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) < 0) {
+        fprintf(stderr, "pflex controller: %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    if (st.st_mode & 077) {
+        fprintf(stderr, "pflex controller: %s: readable by others (mode %03o); chmod 600 it\n", path,
+                (unsigned)(st.st_mode & 0777));
+        return NULL;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "pflex controller: %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    char buf[4200];
+    if (!fgets(buf, sizeof buf, f)) {
+        fclose(f);
+        fprintf(stderr, "pflex controller: %s: empty\n", path);
+        return NULL;
+    }
+    fclose(f);
+    size_t n = strlen(buf);
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+        buf[--n] = '\0';
+    if (!n) {
+        fprintf(stderr, "pflex controller: %s: empty\n", path);
+        return NULL;
+    }
+    return strdup(buf);
+}
+
+static int run(int argc, char **argv)
+{
+    enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECRET, O_VTN_PROGRAM,
+           O_VTN_EVERY, O_VEN_NAME, O_SEED, O_PERIOD, O_LEASE, O_OTHER, O_BASELINE, O_AGENT_MAX,
+           O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS };
+    static const struct option opts[] = {
+        {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
+        {"target", required_argument, NULL, O_TARGET}, {"schedule", required_argument, NULL, O_SCHEDULE},
+        {"vtn", required_argument, NULL, O_VTN}, {"vtn-client-id", required_argument, NULL, O_VTN_ID},
+        {"vtn-secret-file", required_argument, NULL, O_VTN_SECRET},
+        {"vtn-program", required_argument, NULL, O_VTN_PROGRAM},
+        {"vtn-every", required_argument, NULL, O_VTN_EVERY}, {"ven-name", required_argument, NULL, O_VEN_NAME},
+        {"seed", required_argument, NULL, O_SEED}, {"period", required_argument, NULL, O_PERIOD},
+        {"lease", required_argument, NULL, O_LEASE}, {"other-w", required_argument, NULL, O_OTHER},
+        {"baseline-w", required_argument, NULL, O_BASELINE},
+        {"agent-max-w", required_argument, NULL, O_AGENT_MAX}, {"floor", required_argument, NULL, O_FLOOR},
+        {"explore", required_argument, NULL, O_EXPLORE}, {"db", required_argument, NULL, O_DB},
+        {"periods", required_argument, NULL, O_PERIODS}, {"log", required_argument, NULL, O_LOG},
+        {"jobs", required_argument, NULL, O_JOBS},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    const char *jobs_path = NULL;
+    const char *agents[256], *targets[64], *schedule = NULL, *token_file = NULL, *vtn = NULL,
+               *vtn_id = NULL, *vtn_secret = NULL, *log_path = NULL;
+    size_t nagents = 0, ntargets = 0;
+    double periods = 0, seed = 1, every = 1;
+    struct ctl_config cfg = {.period_s = 5, .explore_step = 0.05, .timeout_ms = 2000};
+    pflex_oadr_opts_default(&cfg.oadr, 0);
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            fputs(help, stdout);
+            return 0;
+        case O_AGENT:
+            if (nagents == 256)
+                return usage("at most %s agents", "256");
+            agents[nagents++] = optarg;
+            break;
+        case O_TOKEN: token_file = optarg; break;
+        case O_TARGET:
+            if (ntargets == 64)
+                return usage("at most %s --target options", "64");
+            targets[ntargets++] = optarg;
+            break;
+        case O_SCHEDULE: schedule = optarg; break;
+        case O_VTN: vtn = optarg; break;
+        case O_VTN_ID: vtn_id = optarg; break;
+        case O_VTN_SECRET: vtn_secret = optarg; break;
+        case O_VTN_PROGRAM: cfg.oadr.program_id = optarg; break;
+        case O_VEN_NAME: cfg.oadr.client_name = optarg; break;
+        case O_VTN_EVERY:
+            if (parse_num("--vtn-every", optarg, 1, 1e6, &every) < 0)
+                return 2;
+            break;
+        case O_SEED:
+            if (parse_num("--seed", optarg, 0, 9e15, &seed) < 0)
+                return 2;
+            break;
+        case O_PERIOD:
+            if (parse_num("--period", optarg, 0.05, 86400, &cfg.period_s) < 0)
+                return 2;
+            break;
+        case O_LEASE:
+            if (parse_num("--lease", optarg, 0.1, 86400, &cfg.lease_s) < 0)
+                return 2;
+            break;
+        case O_OTHER:
+            if (parse_num("--other-w", optarg, 0, 1e12, &cfg.other_w) < 0)
+                return 2;
+            break;
+        case O_BASELINE:
+            if (parse_num("--baseline-w", optarg, 1, 1e12, &cfg.baseline_w) < 0)
+                return 2;
+            break;
+        case O_AGENT_MAX:
+            if (parse_num("--agent-max-w", optarg, 1, 1e9, &cfg.agent_max_w) < 0)
+                return 2;
+            break;
+        case O_FLOOR:
+            if (parse_num("--floor", optarg, 0, 1, &cfg.floor) < 0)
+                return 2;
+            break;
+        case O_EXPLORE:
+            if (parse_num("--explore", optarg, 0, 0.5, &cfg.explore_step) < 0)
+                return 2;
+            break;
+        case O_DB: cfg.db_path = optarg; break;
+        case O_PERIODS:
+            if (parse_num("--periods", optarg, 0, 1e12, &periods) < 0)
+                return 2;
+            break;
+        case O_LOG: log_path = optarg; break;
+        case O_JOBS: jobs_path = optarg; break;
+        default:
+            return usage("%s", "unknown option");
+        }
+    }
+    if (optind < argc)
+        return usage("unexpected argument '%s'", argv[optind]);
+    if (!nagents)
+        return usage("%s", "give at least one --agent URL");
+    if (vtn && (!vtn_id || !vtn_secret))
+        return usage("%s", "--vtn needs --vtn-client-id and --vtn-secret-file");
+    if (cfg.lease_s > 0 && cfg.lease_s <= cfg.period_s)
+        return usage("%s", "--lease must be longer than --period (or caps lapse between periods)");
+    cfg.oadr.seed = (uint64_t)seed;
+    cfg.vtn_every = (int)every;
+    double t0 = now_s();
+    /* every target is checked before anything starts */
+    pflex_target_set_t cli_targets;
+    pflex_target_set_init(&cli_targets);
+    pflex_error_t err;
+    int rc = 2;
+    char *token = NULL, *secret = NULL;
+    ctl_t *ctl = NULL;
+    FILE *log = stderr;
+    pflex_job_policies_t pol = {0};
+    if (jobs_path) {
+        if (pflex_job_policies_read(jobs_path, &pol, &err) < 0) {
+            fprintf(stderr, "pflex controller: %s\n", err.text);
+            goto out;
+        }
+        cfg.policies = &pol;
+    }
+    for (size_t i = 0; i < ntargets; i++) {
+        struct pflex_target t;
+        if (pflex_target_parse(targets[i], t0, &t, &err) < 0 || pflex_target_set_add(&cli_targets, &t, &err) < 0) {
+            fprintf(stderr, "pflex controller: --target %s: %s\n", targets[i], err.text);
+            goto out;
+        }
+    }
+    if (schedule && pflex_target_schedule_read(schedule, t0, &cli_targets, &err) < 0) {
+        fprintf(stderr, "pflex controller: %s\n", err.text);
+        goto out;
+    }
+    if (token_file && !(token = read_secret(token_file)))
+        goto out;
+    if (vtn_secret && !(secret = read_secret(vtn_secret)))
+        goto out;
+    if (log_path && strcmp(log_path, "-")) {
+        log = fopen(log_path, "a");
+        if (!log) {
+            fprintf(stderr, "pflex controller: %s: %s\n", log_path, strerror(errno));
+            log = stderr;
+            goto out;
+        }
+    }
+    cfg.log = log;
+    cfg.nagents = nagents;
+    cfg.agent_urls = agents;
+    cfg.agent_token = token;
+    rc = 1;
+    if (vtn) {
+        struct pflex_ven_config vc = {.url = vtn, .client_id = vtn_id, .client_secret = secret,
+                                      .timeout_ms = 5000};
+        if (pflex_ven_create(&vc, &cfg.ven, &err) < 0) {
+            fprintf(stderr, "pflex controller: %s\n", err.text);
+            rc = 2;
+            goto out;
+        }
+    }
+    if (ctl_create(&cfg, &ctl, &err) < 0) {
+        fprintf(stderr, "pflex controller: %s\n", err.text);
+        goto out;
+    }
+    size_t resumed = 0;
+    if (ctl_resume(ctl, t0, &resumed, &err) < 0) {
+        fprintf(stderr, "pflex controller: %s\n", err.text);
+        goto out;
+    }
+    if (resumed)
+        fprintf(log, "resumed %zu targets from %s\n", resumed, cfg.db_path);
+    for (size_t i = 0; i < cli_targets.n; i++)
+        if (pflex_target_set_add(ctl_targets(ctl), &cli_targets.t[i], &err) < 0) {
+            fprintf(stderr, "pflex controller: %s\n", err.text);
+            goto out;
+        }
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    double next = now_s();
+    for (double k = 0; !stop_now && (periods == 0 || k < periods); k++) {
+        struct ctl_period_result r;
+        if (ctl_period(ctl, now_s(), &r, &err) < 0)
+            fprintf(log, "period failed: %s\n", err.text);
+        next += cfg.period_s;
+        double wait = next - now_s();
+        if (wait < 0) {
+            next = now_s();     /* late: start the next period now, do not pile up */
+            continue;
+        }
+        if (periods && k + 1 >= periods)
+            break;
+        struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
+        while (!stop_now && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
+    }
+    fprintf(log, "stopping%s; caps stay until their leases expire\n", stop_now ? " on a signal" : "");
+    rc = 0;
+out:
+    ctl_destroy(ctl);
+    pflex_ven_destroy(cfg.ven);
+    pflex_target_set_fini(&cli_targets);
+    pflex_job_policies_fini(&pol);
+    if (token) {
+        memset(token, 0, strlen(token));
+        free(token);
+    }
+    if (secret) {
+        memset(secret, 0, strlen(secret));
+        free(secret);
+    }
+    if (log != stderr)
+        fclose(log);
+    return rc;
+}
+
+static int history(int argc, char **argv)
+{
+    enum { O_DB = 256, O_FROM, O_TO, O_JOB, O_WHAT, O_LIMIT };
+    static const struct option opts[] = {
+        {"db", required_argument, NULL, O_DB}, {"from", required_argument, NULL, O_FROM},
+        {"to", required_argument, NULL, O_TO}, {"job", required_argument, NULL, O_JOB},
+        {"what", required_argument, NULL, O_WHAT}, {"limit", required_argument, NULL, O_LIMIT},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    const char *db = NULL;
+    struct pflex_audit_query q = {.from_s = -INFINITY, .to_s = INFINITY};
+    double now = now_s(), limit = 0;
+    pflex_error_t err;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            fputs(help, stdout);
+            return 0;
+        case O_DB: db = optarg; break;
+        case O_FROM:
+        case O_TO: {
+            double t;
+            const char *s = optarg;
+            /* "-1h" reads as an hour ago */
+            if (s[0] == '-') {
+                double d;
+                if (pflex_target_parse_duration(s + 1, &d, &err) < 0) {
+                    fprintf(stderr, "pflex controller: %s: %s\n", c == O_FROM ? "--from" : "--to", err.text);
+                    return 2;
+                }
+                t = now - d;
+            } else if (pflex_target_parse_time(s, now, &t, &err) < 0) {
+                fprintf(stderr, "pflex controller: %s: %s\n", c == O_FROM ? "--from" : "--to", err.text);
+                return 2;
+            }
+            if (c == O_FROM)
+                q.from_s = t;
+            else
+                q.to_s = t;
+            break;
+        }
+        case O_JOB: q.job = optarg; break;
+        case O_WHAT: q.what = optarg; break;
+        case O_LIMIT:
+            if (parse_num("--limit", optarg, 1, 1e7, &limit) < 0)
+                return 2;
+            q.limit = (size_t)limit;
+            break;
+        default:
+            return usage("%s", "unknown option");
+        }
+    }
+    if (optind < argc)
+        return usage("unexpected argument '%s'", argv[optind]);
+    if (!db)
+        return usage("%s", "history needs --db FILE");
+    struct stat st;
+    if (stat(db, &st) < 0) {
+        fprintf(stderr, "pflex controller: %s: %s\n", db, strerror(errno));
+        return 2;
+    }
+    pflex_audit_t *a;
+    if (pflex_audit_open(db, &a, &err) < 0) {
+        fprintf(stderr, "pflex controller: %s\n", err.text);
+        return 2;
+    }
+    char *s = pflex_audit_history(a, &q, &err);
+    pflex_audit_close(a);
+    if (!s) {
+        fprintf(stderr, "pflex controller: %s\n", err.text);
+        return strstr(err.text, "unknown table") ? 2 : 1;
+    }
+    int ok = fputs(s, stdout) >= 0 && fputc('\n', stdout) != EOF && fflush(stdout) == 0;
+    free(s);
+    return ok ? 0 : 1;
+}
+
+int controller_command(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        fputs(help, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "run"))
+        return run(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "history"))
+        return history(argc - 1, argv + 1);
+    return usage("unknown subcommand '%s' (run, history)", argv[1]);
+}

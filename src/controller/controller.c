@@ -1,0 +1,558 @@
+/* controller.c — one control period of the site loop (controller.h).
+ *
+ * Read every agent (an agent that does not answer keeps its last known
+ * GPUs, counted at their maximum limits; one never reached counts at
+ * agent_max_w), feed each settled job's (cap, power, throughput) to its
+ * learner, plan with pflex_safe_plan on the learned curves against the
+ * smallest target limit over the period, probe a little deeper where the
+ * floor allows, push the caps with leases, and write the period down. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <curl/curl.h>
+#include "controller/agent_client.h"
+#include "controller/controller.h"
+#include "pflex/audit.h"
+#include "pflex/learn.h"
+#include "pflex/safeplan.h"
+
+struct ctl_agent {
+    agent_client_t *client;
+    struct agent_status st;     /* last answer */
+    int seen, up;
+};
+
+struct ctl_job {
+    char name[64];
+    pflex_learn_t *learn;
+    struct pflex_learn_curve curve;
+    double *hi;                 /* loss + z sd, beside the curve */
+    size_t hi_cap;
+    double last_cap;            /* the common enforced cap last period; NaN: none */
+    double min_w, max_w;
+    unsigned probe_wait;        /* periods before the next probe */
+    unsigned probe_left;        /* periods the current probe still holds */
+    double probe_cap;
+    int seen_now;
+};
+
+struct ctl {
+    struct ctl_config c;
+    struct ctl_agent *agents;
+    struct ctl_job *jobs;
+    size_t njobs, cap_jobs;
+    pflex_target_set_t targets;
+    uint64_t recorded_seq;      /* targets below this seq are in the audit */
+    pflex_audit_t *audit;
+    pflex_oadr_events_t evs;
+    struct pflex_safe_plan plan;
+    unsigned long periods;
+    /* per period scratch */
+    struct pflex_site_gpu *gpus;
+    struct pflex_site_job *sjobs;
+    size_t *gpu_agent, *gpu_slot, cap_gpus, cap_sjobs, cap_ga, cap_gs;
+};
+
+static void logf_(ctl_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(ctl_t *c, const char *fmt, ...)
+{
+    if (!c->c.log)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(c->c.log, fmt, ap);
+    va_end(ap);
+    fputc('\n', c->c.log);
+    fflush(c->c.log);
+}
+
+int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
+{
+    *out = NULL;
+    if (!cfg->nagents)
+        return pflex_error_set(err, "controller: no agents");
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return pflex_error_set(err, "libcurl failed to initialise");
+    ctl_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return pflex_error_set(err, "out of memory");
+    c->c = *cfg;
+    if (!(c->c.period_s > 0))
+        c->c.period_s = 5;
+    if (!(c->c.lease_s > 0))
+        c->c.lease_s = 3 * c->c.period_s;
+    if (!(c->c.agent_max_w > 0))
+        c->c.agent_max_w = 8000;
+    if (!(c->c.z > 0))
+        c->c.z = 2;
+    if (c->c.vtn_every <= 0)
+        c->c.vtn_every = 1;
+    pflex_target_set_init(&c->targets);
+    pflex_safe_plan_init(&c->plan);
+    c->agents = calloc(cfg->nagents, sizeof *c->agents);
+    if (!c->agents) {
+        ctl_destroy(c);
+        return pflex_error_set(err, "out of memory");
+    }
+    for (size_t a = 0; a < cfg->nagents; a++)
+        if (agent_client_create(cfg->agent_urls[a], cfg->agent_token, cfg->timeout_ms,
+                                &c->agents[a].client, err) < 0) {
+            ctl_destroy(c);
+            return -1;
+        }
+    if (cfg->db_path && pflex_audit_open(cfg->db_path, &c->audit, err) < 0) {
+        ctl_destroy(c);
+        return -1;
+    }
+    *out = c;
+    return 0;
+}
+
+static int resume_target(void *ud, const struct pflex_audit_target *at)
+{
+    ctl_t *c = ud;
+    struct pflex_target t = {.start_s = at->start_s, .end_s = at->end_s, .value = at->value,
+                             .unit = at->fraction ? PFLEX_TARGET_FRACTION : PFLEX_TARGET_WATTS,
+                             .ramp_s = at->ramp_s, .priority = at->priority};
+    snprintf(t.source, sizeof t.source, "%s", at->source ? at->source : "resumed");
+    snprintf(t.id, sizeof t.id, "%s", at->name ? at->name : "");
+    pflex_error_t e2;
+    if (pflex_target_set_add(&c->targets, &t, &e2) < 0)
+        logf_(c, "resume: target left out: %s", e2.text);
+    return 0;
+}
+
+int ctl_resume(ctl_t *c, double now, size_t *ntargets, pflex_error_t *err)
+{
+    size_t before = c->targets.n;
+    if (c->audit && pflex_audit_load_targets(c->audit, now, resume_target, c, err) < 0)
+        return -1;
+    /* what was loaded is in the audit already */
+    c->recorded_seq = c->targets.next_seq;
+    if (ntargets)
+        *ntargets = c->targets.n - before;
+    return 0;
+}
+
+static int resume_obs(void *ud, double t, double cap_w, double power_w, double tput)
+{
+    (void)t;
+    (void)pflex_learn_observe(ud, cap_w, power_w, tput, NULL);
+    return 0;
+}
+
+void ctl_destroy(ctl_t *c)
+{
+    if (!c)
+        return;
+    for (size_t a = 0; c->agents && a < c->c.nagents; a++)
+        agent_client_destroy(c->agents[a].client);
+    free(c->agents);
+    for (size_t j = 0; j < c->njobs; j++) {
+        pflex_learn_destroy(c->jobs[j].learn);
+        pflex_learn_curve_fini(&c->jobs[j].curve);
+        free(c->jobs[j].hi);
+    }
+    free(c->jobs);
+    pflex_target_set_fini(&c->targets);
+    pflex_audit_close(c->audit);
+    pflex_oadr_events_fini(&c->evs);
+    pflex_safe_plan_fini(&c->plan);
+    free(c->gpus);
+    free(c->sjobs);
+    free(c->gpu_agent);
+    free(c->gpu_slot);
+    free(c);
+}
+
+pflex_target_set_t *ctl_targets(ctl_t *c)
+{
+    return &c->targets;
+}
+
+const struct pflex_learn_curve *ctl_job_curve(const ctl_t *c, const char *job)
+{
+    for (size_t j = 0; j < c->njobs; j++)
+        if (!strcmp(c->jobs[j].name, job))
+            return &c->jobs[j].curve;
+    return NULL;
+}
+
+static struct ctl_job *job_get(ctl_t *c, const char *name, double min_w, double max_w,
+                               pflex_error_t *err)
+{
+    for (size_t j = 0; j < c->njobs; j++)
+        if (!strcmp(c->jobs[j].name, name))
+            return &c->jobs[j];
+    if (c->njobs == c->cap_jobs) {
+        size_t n = c->cap_jobs ? 2 * c->cap_jobs : 16;
+        struct ctl_job *nj = realloc(c->jobs, n * sizeof *nj);
+        if (!nj)
+            return pflex_error_set(err, "out of memory"), NULL;
+        c->jobs = nj;
+        c->cap_jobs = n;
+    }
+    struct ctl_job *j = &c->jobs[c->njobs];
+    memset(j, 0, sizeof *j);
+    snprintf(j->name, sizeof j->name, "%s", name);
+    struct pflex_learn_config lc = {.min_cap_w = min_w, .max_cap_w = max_w};
+    const struct pflex_job_policy *pol = pflex_job_policy_find(c->c.policies, name);
+    if (pol && isfinite(pol->pfi))
+        lc.prior_pfi = pol->pfi;       /* L = x/PFI until the job is learned */
+    if (pflex_learn_create(&lc, &j->learn, err) < 0)
+        return NULL;
+    pflex_learn_curve_init(&j->curve);
+    /* a job seen before a restart starts from what was learned */
+    if (c->audit && pflex_audit_load_observations(c->audit, j->name, 5000, resume_obs, j->learn, err) < 0) {
+        pflex_learn_destroy(j->learn);
+        return NULL;
+    }
+    j->last_cap = NAN;
+    j->min_w = min_w;
+    j->max_w = max_w;
+    c->njobs++;
+    return j;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * size);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+/* Record targets not yet in the audit, and the VTN's withdrawals. */
+static void audit_targets(ctl_t *c, double now)
+{
+    if (!c->audit)
+        return;
+    pflex_error_t err;
+    uint64_t top = c->recorded_seq;
+    const char *keep[512];
+    size_t nkeep = 0;
+    for (size_t i = 0; i < c->targets.n; i++) {
+        const struct pflex_target *t = &c->targets.t[i];
+        if (!strcmp(t->source, "openadr") && nkeep < 512)
+            keep[nkeep++] = t->id;
+        if (t->seq < c->recorded_seq)
+            continue;
+        struct pflex_audit_target at = {.t = now, .source = t->source, .name = t->id,
+                                        .start_s = t->start_s, .end_s = t->end_s, .value = t->value,
+                                        .fraction = t->unit == PFLEX_TARGET_FRACTION,
+                                        .ramp_s = t->ramp_s, .priority = t->priority, .seq = t->seq};
+        if (pflex_audit_target(c->audit, &at, &err) < 0)
+            logf_(c, "audit: %s", err.text);
+        if (t->seq + 1 > top)
+            top = t->seq + 1;
+    }
+    c->recorded_seq = top;
+    if (c->c.ven && pflex_audit_targets_withdraw(c->audit, now, "openadr", keep, nkeep, &err) < 0)
+        logf_(c, "audit: %s", err.text);
+}
+
+int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t *err)
+{
+    memset(r, 0, sizeof *r);
+    c->periods++;
+    /* 1. targets: the VTN's, when due; a failure keeps what we had */
+    if (c->c.ven && (c->periods - 1) % (unsigned long)c->c.vtn_every == 0) {
+        struct pflex_oadr_opts o = c->c.oadr;
+        o.now_s = now;
+        pflex_error_t e2;
+        if (pflex_ven_poll(c->c.ven, &o, &c->targets, &c->evs, &e2) < 0) {
+            logf_(c, "vtn: %s (targets kept)", e2.text);
+            if (c->audit)
+                pflex_audit_note(c->audit, now, "vtn", e2.text, NULL);
+        } else if (c->evs.skipped)
+            logf_(c, "vtn: %zu left out: %s", c->evs.skipped, c->evs.note);
+    }
+    pflex_target_set_expire(&c->targets, now);
+
+    /* 2. read the agents */
+    size_t ngpus = 0;
+    double never_w = 0;
+    for (size_t a = 0; a < c->c.nagents; a++) {
+        struct ctl_agent *ag = &c->agents[a];
+        struct agent_status st;
+        pflex_error_t e2;
+        ag->up = agent_client_status(ag->client, &st, &e2) == 0;
+        if (ag->up) {
+            ag->st = st;
+            ag->seen = 1;
+        } else {
+            r->agents_down++;
+            logf_(c, "agent %s: %s", agent_client_url(ag->client), e2.text);
+        }
+        if (ag->seen)
+            ngpus += ag->st.ngpus;
+        else
+            never_w += c->c.agent_max_w;
+    }
+    if (grow((void **)&c->gpus, &c->cap_gpus, ngpus + 1, sizeof *c->gpus) < 0)
+        return pflex_error_set(err, "out of memory");
+    if (grow((void **)&c->gpu_agent, &c->cap_ga, ngpus + 1, sizeof *c->gpu_agent) < 0
+        || grow((void **)&c->gpu_slot, &c->cap_gs, ngpus + 1, sizeof *c->gpu_slot) < 0)
+        return pflex_error_set(err, "out of memory");
+    for (size_t j = 0; j < c->njobs; j++)
+        c->jobs[j].seen_now = 0;
+
+    /* 3. the site's GPUs and jobs */
+    size_t g = 0;
+    double measured = 0, sum_max = 0;
+    int any_power = 0;
+    for (size_t a = 0; a < c->c.nagents; a++) {
+        struct ctl_agent *ag = &c->agents[a];
+        if (!ag->seen)
+            continue;
+        size_t first_g = g;     /* this agent's GPUs are [first_g, first_g + ngpus) */
+        for (size_t k = 0; k < ag->st.ngpus; k++) {
+            const struct agent_gpu *ug = &ag->st.gpu[k];
+            struct pflex_site_gpu *sg = &c->gpus[g];
+            *sg = (struct pflex_site_gpu){.job = -1, .reachable = ag->up && ug->ok,
+                                          .telemetry_ok = ag->up && isfinite(ug->power_w),
+                                          .min_cap_w = ug->min_w, .max_cap_w = ug->max_w,
+                                          .cap_w = ug->limit_w};
+            if (sg->reachable && isfinite(ug->power_w)) {
+                measured += ug->power_w;
+                any_power = 1;
+            }
+            sum_max += ug->max_w;
+            c->gpu_agent[g] = a;
+            c->gpu_slot[g] = k;
+            g++;
+        }
+        for (size_t m = 0; m < ag->st.njobs; m++) {
+            const struct agent_job *aj = &ag->st.job[m];
+            const struct agent_gpu *first = NULL;
+            for (size_t k = 0; k < ag->st.ngpus && !first; k++)
+                if (aj->ngpus && ag->st.gpu[k].index == aj->gpus[0])
+                    first = &ag->st.gpu[k];
+            if (!first)
+                continue;
+            struct ctl_job *cj = job_get(c, aj->name, first->min_w, first->max_w, err);
+            if (!cj)
+                return -1;
+            cj->seen_now = 1;
+            size_t ji = (size_t)(cj - c->jobs);
+            for (int q = 0; q < aj->ngpus; q++)
+                for (size_t k = first_g; k < g; k++)
+                    if (ag->st.gpu[c->gpu_slot[k]].index == aj->gpus[q])
+                        c->gpus[k].job = (int)ji;
+        }
+    }
+    r->gpus = g;
+
+    /* 4. learn: a job whose GPUs all answered, at one common cap held
+     * since last period, gives one observation */
+    for (size_t j = 0; j < c->njobs; j++) {
+        struct ctl_job *cj = &c->jobs[j];
+        double cap = NAN, power = 0, tput = 0;
+        int n = 0, ok = cj->seen_now, have_t = 0;
+        for (size_t k = 0; k < g && ok; k++) {
+            if (c->gpus[k].job != (int)j)
+                continue;
+            const struct agent_gpu *ug = &c->agents[c->gpu_agent[k]].st.gpu[c->gpu_slot[k]];
+            if (!c->gpus[k].reachable || !c->gpus[k].telemetry_ok || !isfinite(ug->limit_w))
+                ok = 0;
+            else if (n == 0)
+                cap = ug->limit_w;
+            else if (fabs(ug->limit_w - cap) > 1)
+                ok = 0;
+            power += ug->power_w;
+            n++;
+        }
+        for (size_t a = 0; a < c->c.nagents && ok; a++) {
+            if (!c->agents[a].up)
+                continue;
+            for (size_t m = 0; m < c->agents[a].st.njobs; m++)
+                if (!strcmp(c->agents[a].st.job[m].name, cj->name)
+                    && isfinite(c->agents[a].st.job[m].throughput)) {
+                    tput += c->agents[a].st.job[m].throughput;
+                    have_t = 1;
+                }
+        }
+        /* settled: the cap moved less than a learner bin (5 W) since the
+         * last reading, so the readings of the period were taken under it */
+        int settled = ok && n > 0 && have_t && isfinite(cj->last_cap) && fabs(cj->last_cap - cap) <= 5;
+        cj->last_cap = ok && n > 0 ? cap : NAN;
+        if (settled) {
+            pflex_error_t e2;
+            if (pflex_learn_observe(cj->learn, cap, power / n, tput, &e2) < 0)
+                logf_(c, "learn %s: %s", cj->name, e2.text);
+            else if (c->audit)
+                pflex_audit_observation(c->audit, now, cj->name, cap, power / n, tput, NULL);
+        }
+        if (pflex_learn_fit(cj->learn, &cj->curve, err) < 0)
+            return -1;
+        if (grow((void **)&cj->hi, &cj->hi_cap, cj->curve.n, sizeof *cj->hi) < 0)
+            return pflex_error_set(err, "out of memory");
+        for (size_t i = 0; i < cj->curve.n; i++)
+            cj->hi[i] = cj->curve.loss[i] + c->c.z * cj->curve.sd[i];
+    }
+
+    /* 5. plan */
+    if (grow((void **)&c->sjobs, &c->cap_sjobs, c->njobs + 1, sizeof *c->sjobs) < 0)
+        return pflex_error_set(err, "out of memory");
+    for (size_t j = 0; j < c->njobs; j++) {
+        struct ctl_job *cj = &c->jobs[j];
+        double t0 = cj->curve.has_baseline && cj->curve.t0 > 0 ? cj->curve.t0 : 1;
+        const struct pflex_job_policy *pol = pflex_job_policy_find(c->c.policies, cj->name);
+        c->sjobs[j] = (struct pflex_site_job){.name = cj->name, .t0 = t0,
+                                              .weight = pol ? pol->weight : 1,
+                                              .floor = pol && isfinite(pol->floor) ? pol->floor : c->c.floor,
+                                              .n = cj->curve.n, .cap_w = cj->curve.cap_w,
+                                              .loss = cj->curve.loss, .loss_hi = cj->hi};
+    }
+    double other = c->c.other_w + never_w;
+    double baseline = c->c.baseline_w > 0 ? c->c.baseline_w : sum_max;
+    double limit = pflex_target_limit_min_w(&c->targets, now, now + c->c.period_s, baseline,
+                                            sum_max + other);
+    struct pflex_safe_input in = {.ngpus = g, .gpus = c->gpus, .njobs = c->njobs, .jobs = c->sjobs,
+                                  .limit_w = limit, .other_w = other, .hold = g > 0 && !any_power,
+                                  .objective = PFLEX_OBJECTIVE_PROGRESS};
+    if (pflex_safe_plan(&in, &c->plan, err) < 0)
+        return -1;
+
+    /* 6. a little exploration: only deeper, only where the floor allows.
+     * A probe holds two periods, so that the second reads it settled. */
+    if (c->c.explore_step > 0)
+        for (size_t j = 0; j < c->njobs; j++) {
+            struct ctl_job *cj = &c->jobs[j];
+            double planned = c->plan.job_cap_w[j];
+            if (!isfinite(planned))
+                continue;
+            if (!cj->probe_left) {
+                double xp, cap;
+                if (cj->probe_wait) {
+                    cj->probe_wait--;
+                    continue;
+                }
+                if (!cj->curve.has_baseline)
+                    continue;
+                double x_now = 1 - planned / cj->curve.p0_w;
+                if (x_now < 0)
+                    x_now = 0;
+                if (!pflex_learn_probe(&cj->curve, c->sjobs[j].floor, c->c.z, x_now,
+                                       c->c.explore_step, 2 * cj->curve.sigma, &xp, &cap))
+                    continue;
+                cj->probe_cap = floor(cap);
+                logf_(c, "probe %s at %.0f W (x %.3f, plan %.0f W)", cj->name, cj->probe_cap, xp, planned);
+                cj->probe_left = 2;
+                cj->probe_wait = 3;
+                r->probes++;
+            }
+            cj->probe_left--;
+            for (size_t k = 0; k < g; k++)
+                if (c->gpus[k].job == (int)j && c->gpus[k].reachable
+                    && c->plan.cap_w[k] > cj->probe_cap && cj->probe_cap >= c->gpus[k].min_cap_w) {
+                    c->plan.worst_w -= c->plan.cap_w[k] - cj->probe_cap;
+                    c->plan.cap_w[k] = cj->probe_cap;
+                }
+        }
+
+    /* 7. push, per agent */
+    long long period_id = 0;
+    if (c->audit) {
+        if (pflex_audit_begin(c->audit, err) < 0)
+            return -1;
+        audit_targets(c, now);
+        struct pflex_audit_period ap = {.t = now, .limit_w = limit, .worst_w = c->plan.worst_w,
+                                        .least_w = c->plan.least_w,
+                                        .site_power_w = any_power ? measured + c->c.other_w : NAN,
+                                        .throughput = c->plan.throughput, .feasible = c->plan.feasible,
+                                        .floor_breaches = (long)c->plan.floor_breaches,
+                                        .held = (long)c->plan.held};
+        if (pflex_audit_period(c->audit, &ap, &period_id, err) < 0) {
+            pflex_audit_rollback(c->audit);
+            return -1;
+        }
+    }
+    struct agent_cap caps[AGENT_MAX_GPUS];
+    for (size_t a = 0; a < c->c.nagents; a++) {
+        struct ctl_agent *ag = &c->agents[a];
+        if (!ag->up)
+            continue;
+        size_t n = 0, first = 0;
+        for (size_t k = 0; k < g; k++)
+            if (c->gpu_agent[k] == a && c->gpus[k].reachable) {
+                if (!n)
+                    first = k;
+                caps[n++] = (struct agent_cap){.gpu = ag->st.gpu[c->gpu_slot[k]].index,
+                                               .cap_w = c->plan.cap_w[k], .enforced_w = NAN};
+            }
+        if (!n)
+            continue;
+        pflex_error_t e2;
+        int pushed = agent_client_put_caps(ag->client, caps, n, c->c.lease_s, &e2) == 0;
+        if (!pushed)
+            logf_(c, "agent %s: %s", agent_client_url(ag->client), e2.text);
+        for (size_t q = 0, k = first; q < n && k < g; k++) {
+            if (c->gpu_agent[k] != a || !c->gpus[k].reachable)
+                continue;
+            const struct agent_gpu *ug = &ag->st.gpu[c->gpu_slot[k]];
+            char gname[96];
+            snprintf(gname, sizeof gname, "%s/%d", ag->st.host[0] ? ag->st.host : agent_client_url(ag->client),
+                     ug->index);
+            const char *jn = c->gpus[k].job >= 0 ? c->jobs[c->gpus[k].job].name : NULL;
+            if (c->audit) {
+                pflex_audit_cap(c->audit, period_id, gname, jn, caps[q].cap_w, pushed,
+                                caps[q].enforced_w, NULL);
+                pflex_audit_reading(c->audit, now, gname, jn, ug->power_w, ug->limit_w, NAN, NULL);
+            }
+            q++;
+        }
+    }
+    if (c->audit) {
+        if (c->periods % 10 == 1)
+            for (size_t j = 0; j < c->njobs; j++) {
+                struct pflex_learn_curve *cv = &c->jobs[j].curve;
+                pflex_audit_curve(c->audit, now, c->jobs[j].name, cv->n, cv->x, cv->loss, cv->sd,
+                                  cv->cap_w, cv->p0_w, cv->t0, NULL);
+            }
+        if (c->plan.floor_breaches)
+            pflex_audit_note(c->audit, now, "floor", "jobs cut past their floor to keep the target", NULL);
+        if (pflex_audit_commit(c->audit, err) < 0) {
+            pflex_audit_rollback(c->audit);
+            return -1;
+        }
+    }
+
+    /* 8. reports to the VTN for the events in force */
+    if (c->c.ven && any_power)
+        for (size_t e = 0; e < c->evs.n; e++) {
+            const struct pflex_oadr_event *ev = &c->evs.ev[e];
+            if (!(ev->start_s <= now && now < ev->end_s))
+                continue;
+            struct pflex_oadr_report rep = {.program_id = ev->program_id, .event_id = ev->id,
+                                            .client_name = c->c.oadr.client_name ? c->c.oadr.client_name : "pflex",
+                                            .start_s = now, .duration_s = c->c.period_s,
+                                            .usage_wh = (measured + c->c.other_w) * c->c.period_s / 3600,
+                                            .demand_w = measured + c->c.other_w};
+            pflex_error_t e2;
+            if (pflex_ven_post_report(c->c.ven, &rep, &e2) < 0)
+                logf_(c, "vtn report: %s", e2.text);
+        }
+
+    r->limit_w = limit;
+    r->worst_w = c->plan.worst_w;
+    r->measured_w = any_power ? measured + c->c.other_w : NAN;
+    r->feasible = c->plan.feasible;
+    r->jobs = c->njobs;
+    r->floor_breaches = c->plan.floor_breaches;
+    r->held = c->plan.held;
+    logf_(c, "period %lu: limit %.0f W, worst case %.0f W, measured %.0f W, %zu GPUs, %zu jobs, "
+             "%zu agents down, %zu held, %zu floor breaches, %zu probes%s",
+          c->periods, limit, r->worst_w, r->measured_w, r->gpus, r->jobs, r->agents_down, r->held,
+          r->floor_breaches, r->probes, r->feasible ? "" : ", INFEASIBLE");
+    return 0;
+}

@@ -1,0 +1,66 @@
+/* controller.h — the site loop of `pflex controller run`: each period it
+ * reads the agents, learns each job's curve, plans caps that keep the
+ * worst case under the target (pflex/safeplan.h), pushes them with leases,
+ * and writes everything to the audit database. */
+#ifndef PFLEX_CONTROLLER_H
+#define PFLEX_CONTROLLER_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "pflex/error.h"
+#include "pflex/jobpolicy.h"
+#include "pflex/openadr.h"
+#include "pflex/target.h"
+
+struct ctl_config {
+    size_t nagents;
+    const char *const *agent_urls;
+    const char *agent_token;        /* bearer token for PUT /v1/caps; NULL: none */
+    long timeout_ms;                /* per agent request; <= 0: 2000 */
+    double period_s;                /* control period; <= 0: 5 */
+    double lease_s;                 /* lease on every cap; <= 0: 3 periods */
+    double other_w;                 /* non-GPU site power counted against the target */
+    double baseline_w;              /* site baseline for fraction targets; <= 0: the GPUs'
+                                     * summed maximum limits */
+    double agent_max_w;             /* worst case of an agent never reached; <= 0: 8 x 1000 W */
+    double z;                       /* sd multiplier of the pessimistic curve; <= 0: 2 */
+    double explore_step;            /* largest probe below the plan (reduction); 0: none */
+    double floor;                   /* service floor of jobs without one (0..1); 0: none */
+    const pflex_job_policies_t *policies;   /* per-job floor, weight, prior PFI; NULL: none */
+    const char *db_path;            /* NULL: no audit */
+    pflex_ven_t *ven;               /* NULL: no OpenADR */
+    struct pflex_oadr_opts oadr;    /* for the VEN's polls */
+    int vtn_every;                  /* poll the VTN every N periods; <= 0: 1 */
+    FILE *log;                      /* one line per period and per problem; NULL: none */
+};
+
+typedef struct ctl ctl_t;
+
+int ctl_create(const struct ctl_config *c, ctl_t **out, pflex_error_t *err);
+void ctl_destroy(ctl_t *c);
+
+/* The controller's targets (add CLI and schedule targets here before the
+ * first period). */
+pflex_target_set_t *ctl_targets(ctl_t *c);
+
+struct ctl_period_result {
+    double limit_w;             /* the smallest limit over the period */
+    double worst_w;             /* the plan's worst case */
+    double measured_w;          /* GPU power read this period (reachable GPUs) + other; NaN: none */
+    int feasible;
+    size_t agents_down, gpus, jobs, floor_breaches, held, probes;
+};
+
+/* After a restart: the live targets of the audit database back into the
+ * set (before any new ones, so that new ones win), *ntargets how many.
+ * Jobs' observations come back as each job is first seen. */
+int ctl_resume(ctl_t *c, double now, size_t *ntargets, pflex_error_t *err);
+
+struct pflex_learn_curve;
+/* A job's learned curve as of the last period, NULL for an unknown job. */
+const struct pflex_learn_curve *ctl_job_curve(const ctl_t *c, const char *job);
+
+/* One control period at unix time now. */
+int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t *err);
+
+#endif

@@ -1,0 +1,384 @@
+/* learn.c — online loss curves: binned observations, a Bayesian blend
+ * with a prior curve point by point, isotonic regression (pool adjacent
+ * violators) through (0, 0), and the exploration rule (pflex/learn.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pflex/learn.h"
+
+struct bin {
+    unsigned n;
+    double cap, power, tput;    /* running means */
+    double m2;                  /* sum of squared deviations of throughput */
+};
+
+struct pflex_learn {
+    struct pflex_learn_config c;
+    double *prior_x, *prior_loss;
+    size_t nbins;
+    struct bin *bins;
+    size_t count, used;
+};
+
+int pflex_learn_create(const struct pflex_learn_config *c, pflex_learn_t **out, pflex_error_t *err)
+{
+    *out = NULL;
+    if (!(c->min_cap_w > 0) || !(c->max_cap_w > c->min_cap_w) || !isfinite(c->max_cap_w)
+        || c->max_cap_w > 1e5)
+        return pflex_error_set(err, "learn: the cap range must satisfy 0 < min < max <= 100 kW");
+    pflex_learn_t *l = calloc(1, sizeof *l);
+    if (!l)
+        return pflex_error_set(err, "out of memory");
+    l->c = *c;
+    if (!(l->c.bin_w > 0))
+        l->c.bin_w = 5;
+    if (!(l->c.noise_sd > 0))
+        l->c.noise_sd = 0.03;
+    if (!(l->c.prior_sd > 0))
+        l->c.prior_sd = 0.10;
+    if (!(l->c.grid_dx > 0))
+        l->c.grid_dx = 0.02;
+    l->c.prior_x = l->c.prior_loss = NULL;
+    if (c->prior_n) {
+        if (c->prior_n < 2 || !c->prior_x || !c->prior_loss || c->prior_x[0] != 0) {
+            free(l);
+            return pflex_error_set(err, "learn: a prior curve needs 2 or more points from x = 0");
+        }
+        for (size_t i = 0; i < c->prior_n; i++)
+            if (!isfinite(c->prior_x[i]) || !isfinite(c->prior_loss[i])
+                || (i && !(c->prior_x[i] > c->prior_x[i - 1]))) {
+                free(l);
+                return pflex_error_set(err, "learn: prior point %zu is out of order or not finite", i);
+            }
+        l->prior_x = malloc(c->prior_n * sizeof *l->prior_x);
+        l->prior_loss = malloc(c->prior_n * sizeof *l->prior_loss);
+        if (!l->prior_x || !l->prior_loss) {
+            pflex_learn_destroy(l);
+            return pflex_error_set(err, "out of memory");
+        }
+        memcpy(l->prior_x, c->prior_x, c->prior_n * sizeof *l->prior_x);
+        memcpy(l->prior_loss, c->prior_loss, c->prior_n * sizeof *l->prior_loss);
+    }
+    l->nbins = (size_t)ceil((l->c.max_cap_w - l->c.min_cap_w) / l->c.bin_w) + 1;
+    l->bins = calloc(l->nbins, sizeof *l->bins);
+    if (!l->bins) {
+        pflex_learn_destroy(l);
+        return pflex_error_set(err, "out of memory");
+    }
+    *out = l;
+    return 0;
+}
+
+void pflex_learn_destroy(pflex_learn_t *l)
+{
+    if (!l)
+        return;
+    free(l->prior_x);
+    free(l->prior_loss);
+    free(l->bins);
+    free(l);
+}
+
+/* Bin 0 holds the largest cap: the baseline. */
+static size_t bin_of(const pflex_learn_t *l, double cap_w)
+{
+    double k = floor((l->c.max_cap_w - cap_w) / l->c.bin_w + 0.5);
+    if (k < 0)
+        k = 0;
+    if (k > (double)(l->nbins - 1))
+        k = (double)(l->nbins - 1);
+    return (size_t)k;
+}
+
+int pflex_learn_observe(pflex_learn_t *l, double cap_w, double power_w, double throughput,
+                        pflex_error_t *err)
+{
+    if (!isfinite(cap_w) || !isfinite(power_w) || !isfinite(throughput))
+        return pflex_error_set(err, "learn: an observation must be finite");
+    if (cap_w < l->c.min_cap_w - l->c.bin_w || cap_w > l->c.max_cap_w + l->c.bin_w)
+        return pflex_error_set(err, "learn: cap %g W is outside %g..%g W", cap_w, l->c.min_cap_w,
+                               l->c.max_cap_w);
+    if (!(power_w > 0) || power_w > 1e5)
+        return pflex_error_set(err, "learn: power %g W is out of range", power_w);
+    if (throughput < 0)
+        return pflex_error_set(err, "learn: throughput cannot be negative");
+    struct bin *b = &l->bins[bin_of(l, cap_w)];
+    if (b->n == 0)
+        l->used++;
+    b->n++;
+    double d = throughput - b->tput;
+    b->tput += d / b->n;
+    b->m2 += d * (throughput - b->tput);
+    b->power += (power_w - b->power) / b->n;
+    b->cap += (cap_w - b->cap) / b->n;
+    l->count++;
+    return 0;
+}
+
+size_t pflex_learn_count(const pflex_learn_t *l)
+{
+    return l->count;
+}
+
+size_t pflex_learn_bins(const pflex_learn_t *l)
+{
+    return l->used;
+}
+
+void pflex_learn_curve_init(struct pflex_learn_curve *c)
+{
+    memset(c, 0, sizeof *c);
+}
+
+void pflex_learn_curve_fini(struct pflex_learn_curve *c)
+{
+    free(c->x);
+    free(c->loss);
+    free(c->sd);
+    free(c->cap_w);
+    free(c->count);
+    memset(c, 0, sizeof *c);
+}
+
+static double prior_at(const pflex_learn_t *l, double x)
+{
+    if (l->prior_x) {
+        size_t n = l->c.prior_n;
+        if (x <= 0)
+            return 0;
+        if (x >= l->prior_x[n - 1]) {
+            /* past the prior's range: its last slope, never flatter than
+             * proportional loss beyond it (no optimism where nothing is known) */
+            double s = (l->prior_loss[n - 1] - l->prior_loss[n - 2])
+                       / (l->prior_x[n - 1] - l->prior_x[n - 2]);
+            if (s < 1)
+                s = 1;
+            return l->prior_loss[n - 1] + s * (x - l->prior_x[n - 1]);
+        }
+        size_t i = 1;
+        while (l->prior_x[i] < x)
+            i++;
+        double f = (x - l->prior_x[i - 1]) / (l->prior_x[i] - l->prior_x[i - 1]);
+        return l->prior_loss[i - 1] + f * (l->prior_loss[i] - l->prior_loss[i - 1]);
+    }
+    double pfi = l->c.prior_pfi > 0 ? l->c.prior_pfi : 1;
+    return x / pfi;
+}
+
+struct pt {
+    double x, y, w, cap;
+    unsigned n;
+};
+
+static int cmp_pt(const void *a, const void *b)
+{
+    double d = ((const struct pt *)a)->x - ((const struct pt *)b)->x;
+    return (d > 0) - (d < 0);
+}
+
+static int grow(struct pflex_learn_curve *c, size_t n)
+{
+    double *x = realloc(c->x, n * sizeof *x);
+    if (x)
+        c->x = x;
+    double *y = realloc(c->loss, n * sizeof *y);
+    if (y)
+        c->loss = y;
+    double *s = realloc(c->sd, n * sizeof *s);
+    if (s)
+        c->sd = s;
+    double *k = realloc(c->cap_w, n * sizeof *k);
+    if (k)
+        c->cap_w = k;
+    unsigned *m = realloc(c->count, n * sizeof *m);
+    if (m)
+        c->count = m;
+    return x && y && s && k && m ? 0 : -1;
+}
+
+int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex_error_t *err)
+{
+    const struct bin *base = &l->bins[0];
+    int has_base = base->n > 0 && base->tput > 0;
+    double p0 = has_base ? base->power : l->c.max_cap_w;
+    double t0 = has_base ? base->tput : NAN;
+    /* The observation sd of L, pooled over bins. */
+    double m2 = 0, dof = 0;
+    for (size_t k = 0; k < l->nbins; k++)
+        if (l->bins[k].n > 1) {
+            m2 += l->bins[k].m2;
+            dof += l->bins[k].n - 1;
+        }
+    double sigma = has_base && dof >= 5 ? sqrt(m2 / dof) / t0 : l->c.noise_sd;
+    if (sigma < 1e-3)
+        sigma = 1e-3;
+    double psd = l->c.prior_sd, dx = l->c.grid_dx;
+    double x_lim = 1 - l->c.min_cap_w / p0;
+    if (x_lim > 0.95)
+        x_lim = 0.95;
+    size_t ngrid = x_lim > 0 ? (size_t)floor(x_lim / dx + 1e-9) : 0;
+    size_t cap_pts = l->used + ngrid + 2;
+    struct pt *pts = malloc(cap_pts * sizeof *pts);
+    if (!pts)
+        return pflex_error_set(err, "out of memory");
+    size_t np = 0;
+    pts[np++] = (struct pt){0, 0, 1e18, has_base ? base->cap : l->c.max_cap_w, has_base ? base->n : 0};
+    if (has_base)
+        for (size_t k = 1; k < l->nbins; k++) {
+            const struct bin *b = &l->bins[k];
+            if (!b->n)
+                continue;
+            double x = 1 - b->power / p0, y = 1 - b->tput / t0;
+            if (!(x > 1e-6))
+                continue;       /* the cap did not bind: nothing about L */
+            double neff = 1 / (1.0 / b->n + 1.0 / base->n);
+            double prec = 1 / (psd * psd) + neff / (sigma * sigma);
+            double mean = (prior_at(l, x) / (psd * psd) + neff * y / (sigma * sigma)) / prec;
+            pts[np++] = (struct pt){x, mean, prec, b->cap, b->n};
+        }
+    size_t ndata = np;
+    for (size_t g = 1; g <= ngrid; g++) {
+        double x = g * dx;
+        int near = 0;
+        for (size_t i = 1; i < ndata && !near; i++)
+            near = fabs(pts[i].x - x) < dx;
+        if (!near)
+            pts[np++] = (struct pt){x, prior_at(l, x), 1 / (psd * psd), p0 * (1 - x), 0};
+    }
+    qsort(pts + 1, np - 1, sizeof *pts, cmp_pt);
+    /* Merge points at the same x (to the allocator's strict order). */
+    size_t m = 1;
+    for (size_t i = 1; i < np; i++) {
+        if (pts[i].x <= pts[m - 1].x + 1e-9) {
+            struct pt *a = &pts[m - 1];
+            if (m - 1 == 0)
+                continue;
+            double w = a->w + pts[i].w;
+            a->y = (a->y * a->w + pts[i].y * pts[i].w) / w;
+            a->w = w;
+            a->n += pts[i].n;
+            continue;
+        }
+        pts[m++] = pts[i];
+    }
+    np = m;
+    if (grow(out, np) < 0) {
+        free(pts);
+        return pflex_error_set(err, "out of memory");
+    }
+    /* Pool adjacent violators: blocks of (weight, weighted sum, length). */
+    double *bw = malloc(np * sizeof *bw), *by = malloc(np * sizeof *by);
+    size_t *bl = malloc(np * sizeof *bl);
+    if (!bw || !by || !bl) {
+        free(bw);
+        free(by);
+        free(bl);
+        free(pts);
+        return pflex_error_set(err, "out of memory");
+    }
+    size_t nb = 0;
+    for (size_t i = 0; i < np; i++) {
+        bw[nb] = pts[i].w;
+        by[nb] = pts[i].w * pts[i].y;
+        bl[nb] = 1;
+        nb++;
+        while (nb > 1 && by[nb - 2] / bw[nb - 2] > by[nb - 1] / bw[nb - 1]) {
+            bw[nb - 2] += bw[nb - 1];
+            by[nb - 2] += by[nb - 1];
+            bl[nb - 2] += bl[nb - 1];
+            nb--;
+        }
+    }
+    size_t i = 0;
+    for (size_t b = 0; b < nb; b++)
+        for (size_t k = 0; k < bl[b]; k++, i++) {
+            out->x[i] = pts[i].x;
+            out->loss[i] = by[b] / bw[b];
+            out->sd[i] = 1 / sqrt(pts[i].w);
+            out->cap_w[i] = pts[i].cap;
+            out->count[i] = pts[i].n;
+        }
+    out->x[0] = 0;
+    out->loss[0] = 0;
+    out->sd[0] = 0;
+    out->n = np;
+    out->p0_w = has_base ? p0 : NAN;
+    out->t0 = t0;
+    out->sigma = sigma;
+    out->has_baseline = has_base;
+    free(bw);
+    free(by);
+    free(bl);
+    free(pts);
+    return 0;
+}
+
+static double interp(const struct pflex_learn_curve *c, const double *y, double x)
+{
+    if (c->n == 0)
+        return NAN;
+    if (x <= c->x[0])
+        return y[0];
+    if (x >= c->x[c->n - 1])
+        return y[c->n - 1];
+    size_t lo = 0, hi = c->n - 1;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (c->x[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    double f = (x - c->x[lo]) / (c->x[hi] - c->x[lo]);
+    return y[lo] + f * (y[hi] - y[lo]);
+}
+
+double pflex_learn_loss(const struct pflex_learn_curve *c, double x)
+{
+    return interp(c, c->loss, x);
+}
+
+double pflex_learn_sd(const struct pflex_learn_curve *c, double x)
+{
+    return interp(c, c->sd, x);
+}
+
+double pflex_learn_safe_x(const struct pflex_learn_curve *c, double floor, double z)
+{
+    double lim = 1 - floor;
+    if (c->n == 0)
+        return 0;
+    for (size_t i = 1; i < c->n; i++) {
+        double u1 = c->loss[i] + z * c->sd[i];
+        if (u1 > lim) {
+            double u0 = c->loss[i - 1] + z * c->sd[i - 1];
+            if (u0 >= lim)
+                return c->x[i - 1];
+            return c->x[i - 1] + (c->x[i] - c->x[i - 1]) * (lim - u0) / (u1 - u0);
+        }
+    }
+    return c->x[c->n - 1];
+}
+
+int pflex_learn_probe(const struct pflex_learn_curve *c, double floor, double z, double x_now,
+                      double step, double min_sd, double *x_probe, double *cap_w)
+{
+    if (c->n < 2 || !c->has_baseline || !(step > 0))
+        return 0;
+    double hi = x_now + step, safe = pflex_learn_safe_x(c, floor, z);
+    if (hi > safe)
+        hi = safe;
+    if (!(hi > x_now))
+        return 0;
+    double best_x = hi, best = pflex_learn_sd(c, hi);
+    for (size_t i = 1; i < c->n; i++)
+        if (c->x[i] > x_now && c->x[i] < hi && c->sd[i] > best) {
+            best = c->sd[i];
+            best_x = c->x[i];
+        }
+    if (!(best > min_sd))
+        return 0;
+    *x_probe = best_x;
+    *cap_w = c->p0_w * (1 - best_x);
+    return 1;
+}

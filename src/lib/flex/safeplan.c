@@ -1,0 +1,403 @@
+/* safeplan.c — one control period's caps: the optimal split of the site
+ * limit in the cap domain, floors kept or their breach reported, holds on
+ * missing telemetry, whole-watt caps under the limit (pflex/safeplan.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pflex/safeplan.h"
+
+struct jobstate {
+    size_t n;               /* reachable GPUs */
+    double cmax, cmin;      /* largest max limit, largest min limit over them */
+    double gmin;            /* smallest min limit over them */
+    double y_hw;            /* 1 - cmin/cmax: the deepest cut the plan makes */
+    double y_end;           /* 1 - gmin/cmax: where the curve must reach (a held
+                             * GPU may sit as low as its own minimum) */
+    double u_floor;         /* deepest y the pessimistic curve keeps the floor at */
+    size_t off, npts;       /* its points in the arena */
+};
+
+struct scratch {
+    struct jobstate *js;
+    struct pflex_alloc_job *aj;
+    double *y, *loss, *loss_hi;
+    size_t *order;
+    size_t c_js, c_aj, c_y, c_loss, c_hi, c_order, c_cap, c_jcap, c_jloss, c_fb;
+    struct pflex_alloc_plan alloc;
+};
+
+void pflex_safe_plan_init(struct pflex_safe_plan *p)
+{
+    memset(p, 0, sizeof *p);
+}
+
+void pflex_safe_plan_fini(struct pflex_safe_plan *p)
+{
+    struct scratch *s = p->priv;
+    if (s) {
+        free(s->js);
+        free(s->aj);
+        free(s->y);
+        free(s->loss);
+        free(s->loss_hi);
+        free(s->order);
+        pflex_alloc_plan_fini(&s->alloc);
+        free(s);
+    }
+    free(p->cap_w);
+    free(p->job_cap_w);
+    free(p->job_loss);
+    free(p->floor_breached);
+    memset(p, 0, sizeof *p);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 16;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * size);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+/* Buffers for a problem this size; nothing allocated when an earlier one
+ * was as large. */
+static int ensure(struct pflex_safe_plan *p, const struct pflex_safe_input *in, size_t npts,
+                  size_t maxpts)
+{
+    struct scratch *s = p->priv;
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s)
+            return -1;
+        pflex_alloc_plan_init(&s->alloc);
+        p->priv = s;
+    }
+    if (grow((void **)&s->js, &s->c_js, in->njobs, sizeof *s->js)
+        || grow((void **)&s->aj, &s->c_aj, in->njobs, sizeof *s->aj)
+        || grow((void **)&s->y, &s->c_y, npts, sizeof *s->y)
+        || grow((void **)&s->loss, &s->c_loss, npts, sizeof *s->loss)
+        || grow((void **)&s->loss_hi, &s->c_hi, npts, sizeof *s->loss_hi)
+        || grow((void **)&s->order, &s->c_order, maxpts, sizeof *s->order)
+        || grow((void **)&p->cap_w, &s->c_cap, in->ngpus, sizeof *p->cap_w)
+        || grow((void **)&p->job_cap_w, &s->c_jcap, in->njobs, sizeof *p->job_cap_w)
+        || grow((void **)&p->job_loss, &s->c_jloss, in->njobs, sizeof *p->job_loss)
+        || grow((void **)&p->floor_breached, &s->c_fb, in->njobs, sizeof *p->floor_breached))
+        return -1;
+    return 0;
+}
+
+static const double *sort_key;
+static int by_cap_desc(const void *a, const void *b)
+{
+    double x = sort_key[*(const size_t *)a], y = sort_key[*(const size_t *)b];
+    return (x < y) - (x > y);
+}
+
+/* Linear interpolation on ascending ys, clipped to the range. */
+static double at(const double *ys, const double *v, size_t n, double y)
+{
+    if (y <= ys[0])
+        return v[0];
+    if (y >= ys[n - 1])
+        return v[n - 1];
+    size_t lo = 0, hi = n - 1;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (ys[mid] <= y)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return v[lo] + (v[hi] - v[lo]) * (y - ys[lo]) / (ys[hi] - ys[lo]);
+}
+
+/* First crossing of lim by the ascending-y curve v (SPEC §2 shed). */
+static double shed(const double *ys, const double *v, size_t n, double lim)
+{
+    for (size_t i = 1; i < n; i++)
+        if (v[i] > lim) {
+            if (v[i - 1] >= lim)
+                return ys[i - 1];
+            return ys[i - 1] + (ys[i] - ys[i - 1]) * (lim - v[i - 1]) / (v[i] - v[i - 1]);
+        }
+    return ys[n - 1];
+}
+
+static double clampd(double v, double lo, double hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
+                    pflex_error_t *err)
+{
+    /* Check the input and size the arena. */
+    size_t npts = 0, maxpts = 1;
+    for (size_t j = 0; j < in->njobs; j++) {
+        const struct pflex_site_job *jb = &in->jobs[j];
+        if (!(jb->t0 > 0) || !isfinite(jb->t0))
+            return pflex_error_set(err, "job %zu: baseline throughput must be positive", j);
+        if (!(jb->weight >= 0) || !isfinite(jb->weight))
+            return pflex_error_set(err, "job %zu: weight must be 0 or more", j);
+        if (!(jb->floor >= 0 && jb->floor <= 1))
+            return pflex_error_set(err, "job %zu: floor must be in [0, 1]", j);
+        if (jb->n && (!jb->cap_w || !jb->loss))
+            return pflex_error_set(err, "job %zu: curve arrays missing", j);
+        for (size_t k = 0; k < jb->n; k++)
+            if (!isfinite(jb->cap_w[k]) || !isfinite(jb->loss[k])
+                || (jb->loss_hi && !isfinite(jb->loss_hi[k])))
+                return pflex_error_set(err, "job %zu: curve point %zu is not finite", j, k);
+        npts += jb->n + 3;
+        if (jb->n + 3 > maxpts)
+            maxpts = jb->n + 3;
+    }
+    for (size_t g = 0; g < in->ngpus; g++) {
+        const struct pflex_site_gpu *gp = &in->gpus[g];
+        if (gp->job < -1 || (gp->job >= 0 && (size_t)gp->job >= in->njobs))
+            return pflex_error_set(err, "GPU %zu: job %d out of range", g, gp->job);
+        if (!(gp->min_cap_w > 0) || !(gp->max_cap_w >= gp->min_cap_w) || !isfinite(gp->max_cap_w))
+            return pflex_error_set(err, "GPU %zu: range must satisfy 0 < min <= max", g);
+    }
+    if (isnan(in->limit_w) || !isfinite(in->other_w) || in->other_w < 0)
+        return pflex_error_set(err, "the limit and the other power must be numbers (other >= 0)");
+    if (ensure(out, in, npts, maxpts) < 0)
+        return pflex_error_set(err, "out of memory");
+    struct scratch *s = out->priv;
+    out->ngpus = in->ngpus;
+    out->njobs = in->njobs;
+    out->limit_w = in->limit_w;
+    out->floor_breaches = 0;
+    out->held = 0;
+
+    /* Power that the plan cannot move, and each job's reachable GPUs. */
+    double fixed = in->other_w, least = in->other_w, idle_min = 0;
+    for (size_t j = 0; j < in->njobs; j++)
+        s->js[j] = (struct jobstate){0};
+    for (size_t g = 0; g < in->ngpus; g++) {
+        const struct pflex_site_gpu *gp = &in->gpus[g];
+        if (!gp->reachable) {
+            fixed += gp->max_cap_w;
+            least += gp->max_cap_w;
+            continue;
+        }
+        least += gp->min_cap_w;
+        if (gp->job < 0) {
+            idle_min += gp->min_cap_w;
+            continue;
+        }
+        struct jobstate *js = &s->js[gp->job];
+        if (js->n == 0 || gp->max_cap_w > js->cmax)
+            js->cmax = gp->max_cap_w;
+        if (js->n == 0 || gp->min_cap_w > js->cmin)
+            js->cmin = gp->min_cap_w;
+        if (js->n == 0 || gp->min_cap_w < js->gmin)
+            js->gmin = gp->min_cap_w;
+        js->n++;
+    }
+    out->least_w = least;
+    int limited = isfinite(in->limit_w);
+
+    /* Each job's curve in the cap domain: y = 1 - cap/C, monotone,
+     * extended pessimistically to the hardware minimum. */
+    size_t off = 0, nactive = 0;
+    int floors_bind = 0;
+    for (size_t j = 0; j < in->njobs; j++) {
+        struct jobstate *js = &s->js[j];
+        const struct pflex_site_job *jb = &in->jobs[j];
+        if (!js->n)
+            continue;
+        double C = js->cmax;
+        js->y_hw = C > js->cmin ? 1 - js->cmin / C : 0;
+        js->y_end = C > js->gmin ? 1 - js->gmin / C : 0;
+        js->off = off;
+        double *y = s->y + off, *l = s->loss + off, *h = s->loss_hi + off;
+        size_t m = 0;
+        y[m] = 0;
+        l[m] = 0;
+        h[m] = 0;
+        m++;
+        for (size_t k = 0; k < jb->n; k++)
+            s->order[k] = k;
+        sort_key = jb->cap_w;
+        qsort(s->order, jb->n, sizeof *s->order, by_cap_desc);
+        for (size_t q = 0; q < jb->n; q++) {
+            size_t k = s->order[q];
+            double yk = 1 - jb->cap_w[k] / C;
+            double lk = jb->loss[k], hk = jb->loss_hi ? jb->loss_hi[k] : lk;
+            if (hk < lk)
+                hk = lk;
+            if (!(yk > y[m - 1] + 1e-9))
+                continue;
+            lk = clampd(lk > l[m - 1] ? lk : l[m - 1], 0, 1);
+            hk = clampd(hk > h[m - 1] ? hk : h[m - 1], 0, 1);
+            if (yk > js->y_end + 1e-9) {
+                /* past the hardware minimum: the curve up to it, then stop */
+                if (js->y_end > y[m - 1] + 1e-9) {
+                    double f = (js->y_end - y[m - 1]) / (yk - y[m - 1]);
+                    y[m] = js->y_end;
+                    l[m] = l[m - 1] + f * (lk - l[m - 1]);
+                    h[m] = h[m - 1] + f * (hk - h[m - 1]);
+                    m++;
+                }
+                break;
+            }
+            y[m] = yk;
+            l[m] = lk;
+            h[m] = hk;
+            m++;
+        }
+        if (js->y_end > y[m - 1] + 1e-9) {
+            double sl = 1, sh = 1;
+            if (m >= 3) {
+                double d = y[m - 1] - y[m - 2];
+                double a = (l[m - 1] - l[m - 2]) / d, b = (h[m - 1] - h[m - 2]) / d;
+                sl = a > 1 ? a : 1;
+                sh = b > 1 ? b : 1;
+            }
+            double dy = js->y_end - y[m - 1];
+            y[m] = js->y_end;
+            l[m] = clampd(l[m - 1] + sl * dy, 0, 1);
+            h[m] = clampd(h[m - 1] + sh * dy, 0, 1);
+            if (h[m] < l[m])
+                h[m] = l[m];
+            m++;
+        }
+        js->npts = m;
+        off += m;
+        js->u_floor = js->y_hw;
+        if (jb->floor > 0) {
+            /* The floor's cap, rounded up to a whole watt, so that whole-watt
+             * caps at the limit still keep the floor. */
+            double u = shed(y, h, m, 1 - jb->floor);
+            double cap = ceil(C * (1 - u) - 1e-6);
+            u = cap >= C ? 0 : 1 - cap / C;
+            js->u_floor = u < js->y_hw ? u : js->y_hw;
+        }
+        if (js->u_floor < js->y_hw - 1e-12)
+            floors_bind = 1;
+        struct pflex_alloc_job *a = &s->aj[nactive++];
+        *a = (struct pflex_alloc_job){
+            .name = jb->name, .gpus = (int)js->n, .npoints = (unsigned)m, .p0_w = C, .t0 = jb->t0,
+            .cap0_w = C, .weight = jb->weight, .floor = 0, .x_hi = js->u_floor, .pfi = NAN,
+            .x = y, .loss = l,
+        };
+    }
+
+    /* Split the budget. */
+    double budget = in->limit_w - fixed - idle_min;
+    const double *x_of = NULL;
+    if (limited && nactive) {
+        struct pflex_alloc_problem prob = {.njobs = nactive, .jobs = s->aj, .budget_w = budget,
+                                           .objective = in->objective};
+        if (pflex_alloc_plan(&prob, PFLEX_POLICY_OPTIMAL, &s->alloc, err) < 0)
+            return -1;
+        if (!s->alloc.feasible && floors_bind) {
+            /* Safety first: the floors give way, and the breach is reported. */
+            size_t a = 0;
+            for (size_t j = 0; j < in->njobs; j++)
+                if (s->js[j].n)
+                    s->aj[a++].x_hi = s->js[j].y_hw;
+            if (pflex_alloc_plan(&prob, PFLEX_POLICY_OPTIMAL, &s->alloc, err) < 0)
+                return -1;
+        }
+        x_of = s->alloc.x;
+    }
+
+    /* Per job cap, then per GPU: whole watts down, clamped, held. */
+    size_t a = 0;
+    for (size_t j = 0; j < in->njobs; j++) {
+        struct jobstate *js = &s->js[j];
+        if (!js->n) {
+            out->job_cap_w[j] = NAN;
+            continue;
+        }
+        double x = x_of ? x_of[a] : 0;
+        a++;
+        out->job_cap_w[j] = js->cmax * (1 - x);
+    }
+    for (size_t g = 0; g < in->ngpus; g++) {
+        const struct pflex_site_gpu *gp = &in->gpus[g];
+        if (!gp->reachable) {
+            out->cap_w[g] = NAN;
+            continue;
+        }
+        double c;
+        if (gp->job < 0)
+            c = limited ? gp->min_cap_w : gp->max_cap_w;
+        else
+            c = floor(out->job_cap_w[gp->job] + 1e-6);
+        c = clampd(c, gp->min_cap_w, gp->max_cap_w);
+        if ((in->hold || !gp->telemetry_ok) && isfinite(gp->cap_w) && c > gp->cap_w) {
+            c = clampd(floor(gp->cap_w + 1e-6), gp->min_cap_w, gp->max_cap_w);
+            out->held++;
+        }
+        out->cap_w[g] = c;
+    }
+
+    /* The worst case, counted from the caps themselves; rounding can leave
+     * it a hair over the limit: take it off, GPU by GPU. */
+    double worst = fixed;
+    for (size_t g = 0; g < in->ngpus; g++)
+        if (in->gpus[g].reachable)
+            worst += out->cap_w[g];
+    if (limited && worst > in->limit_w) {
+        double over = worst - in->limit_w;
+        for (size_t g = 0; g < in->ngpus && over > 0; g++) {
+            const struct pflex_site_gpu *gp = &in->gpus[g];
+            if (!gp->reachable)
+                continue;
+            double room = out->cap_w[g] - gp->min_cap_w;
+            double cut = ceil(over - 1e-9);
+            if (cut > room)
+                cut = floor(room);
+            if (cut <= 0)
+                continue;
+            out->cap_w[g] -= cut;
+            worst -= cut;
+            over -= cut;
+        }
+    }
+    out->worst_w = worst;
+    out->feasible = !limited || worst <= in->limit_w + 1e-6;
+
+    /* What the plan costs each job: at the pace of its slowest GPU. */
+    out->throughput = 0;
+    for (size_t j = 0; j < in->njobs; j++) {
+        out->floor_breached[j] = 0;
+        out->job_loss[j] = NAN;
+    }
+    for (size_t j = 0; j < in->njobs; j++)
+        if (s->js[j].n)
+            out->job_loss[j] = INFINITY;    /* min cap found below */
+    for (size_t g = 0; g < in->ngpus; g++) {
+        const struct pflex_site_gpu *gp = &in->gpus[g];
+        if (!gp->reachable || gp->job < 0)
+            continue;
+        /* job_loss holds the least cap until the loop below */
+        if (out->cap_w[g] < out->job_loss[gp->job])
+            out->job_loss[gp->job] = out->cap_w[g];
+    }
+    for (size_t j = 0; j < in->njobs; j++) {
+        struct jobstate *js = &s->js[j];
+        if (!js->n)
+            continue;
+        double y = 1 - out->job_loss[j] / js->cmax;
+        const double *ys = s->y + js->off;
+        double lm = at(ys, s->loss + js->off, js->npts, y);
+        double lh = at(ys, s->loss_hi + js->off, js->npts, y);
+        out->job_loss[j] = lm;
+        out->throughput += in->jobs[j].t0 * (1 - lm);
+        if (in->jobs[j].floor > 0 && lh > 1 - in->jobs[j].floor + 1e-9) {
+            out->floor_breached[j] = 1;
+            out->floor_breaches++;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,662 @@
+/* target.c — site power targets: a set, "latest wins" resolution, ramps,
+ * and the text forms (values, times, durations, schedule CSV). */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pflex/csv.h"
+#include "pflex/target.h"
+
+/* Deepest chain of ramps followed back to find where a ramp starts: past
+ * it the ramp starts from its own target (a step), which bounds the work
+ * on hostile input. */
+#define RAMP_DEPTH 32
+
+void pflex_target_set_init(pflex_target_set_t *s)
+{
+    memset(s, 0, sizeof *s);
+}
+
+void pflex_target_set_fini(pflex_target_set_t *s)
+{
+    free(s->t);
+    memset(s, 0, sizeof *s);
+}
+
+static int target_check(const struct pflex_target *t, pflex_error_t *err)
+{
+    if (!isfinite(t->start_s))
+        return pflex_error_set(err, "start is not a finite time");
+    if (!(t->end_s > t->start_s))
+        return pflex_error_set(err, "end must come after start");
+    if (!isfinite(t->value) || t->value <= 0)
+        return pflex_error_set(err, "the target must be a positive number");
+    if (t->unit == PFLEX_TARGET_FRACTION && t->value > 10)
+        return pflex_error_set(err, "a fraction of baseline of %g is out of range (0, 10]", t->value);
+    if (t->unit == PFLEX_TARGET_WATTS && t->value > 1e12)
+        return pflex_error_set(err, "%g W is out of range (at most 1 TW)", t->value);
+    if (!isfinite(t->ramp_s) || t->ramp_s < 0)
+        return pflex_error_set(err, "the ramp must be a duration of 0 or more");
+    return 0;
+}
+
+int pflex_target_set_add(pflex_target_set_t *s, const struct pflex_target *t, pflex_error_t *err)
+{
+    if (target_check(t, err) < 0)
+        return -1;
+    if (s->n >= PFLEX_TARGET_MAX)
+        return pflex_error_set(err, "too many targets (at most %d)", PFLEX_TARGET_MAX);
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        struct pflex_target *nt = realloc(s->t, cap * sizeof *nt);
+        if (!nt)
+            return pflex_error_set(err, "out of memory");
+        s->t = nt;
+        s->cap = cap;
+    }
+    s->t[s->n] = *t;
+    s->t[s->n].source[sizeof s->t[s->n].source - 1] = '\0';
+    s->t[s->n].id[sizeof s->t[s->n].id - 1] = '\0';
+    s->t[s->n].seq = s->next_seq++;
+    s->n++;
+    return 0;
+}
+
+static size_t remove_if(pflex_target_set_t *s, const char *source, double t)
+{
+    size_t k = 0, before = s->n;
+    for (size_t i = 0; i < s->n; i++) {
+        int drop = source ? strcmp(s->t[i].source, source) == 0 : s->t[i].end_s <= t;
+        if (!drop)
+            s->t[k++] = s->t[i];
+    }
+    s->n = k;
+    return before - k;
+}
+
+size_t pflex_target_set_remove_source(pflex_target_set_t *s, const char *source)
+{
+    return remove_if(s, source, 0);
+}
+
+size_t pflex_target_set_expire(pflex_target_set_t *s, double t)
+{
+    return remove_if(s, NULL, t);
+}
+
+const struct pflex_target *pflex_target_set_winner(const pflex_target_set_t *s, double t)
+{
+    const struct pflex_target *w = NULL;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct pflex_target *c = &s->t[i];
+        if (!(c->start_s <= t && t < c->end_s))
+            continue;
+        if (!w || c->priority < w->priority || (c->priority == w->priority && c->seq > w->seq))
+            w = c;
+    }
+    return w;
+}
+
+double pflex_target_watts(const struct pflex_target *t, double baseline_w)
+{
+    return t->unit == PFLEX_TARGET_WATTS ? t->value : t->value * baseline_w;
+}
+
+static double limit_at(const pflex_target_set_t *s, double t, double base, double unl, int depth)
+{
+    const struct pflex_target *w = pflex_target_set_winner(s, t);
+    if (!w)
+        return INFINITY;
+    double v = pflex_target_watts(w, base);
+    if (w->ramp_s <= 0 || t >= w->start_s + w->ramp_s || depth >= RAMP_DEPTH)
+        return v;
+    double prev = limit_at(s, nextafter(w->start_s, -INFINITY), base, unl, depth + 1);
+    if (!isfinite(prev))
+        prev = unl;
+    if (!isfinite(prev) || prev <= 0)
+        return v;
+    double f = (t - w->start_s) / w->ramp_s;
+    return prev + (v - prev) * f;
+}
+
+double pflex_target_limit_w(const pflex_target_set_t *s, double t, double baseline_w,
+                            double unlimited_w)
+{
+    return limit_at(s, t, baseline_w, unlimited_w, 0);
+}
+
+static void consider(const pflex_target_set_t *s, double t, double t0, double t1, double base,
+                     double unl, double *lo)
+{
+    if (t < t0 || t > t1)
+        return;
+    double v = limit_at(s, t, base, unl, 0);
+    if (v < *lo)
+        *lo = v;
+}
+
+double pflex_target_limit_min_w(const pflex_target_set_t *s, double t0, double t1,
+                                double baseline_w, double unlimited_w)
+{
+    /* The limit is linear between the instants where a target starts, ends
+     * or finishes its ramp, so its least value over [t0, t1] is at one of
+     * them, or just before a start or an end, where it may jump. */
+    double lo = INFINITY;
+    consider(s, t0, t0, t1, baseline_w, unlimited_w, &lo);
+    consider(s, t1, t0, t1, baseline_w, unlimited_w, &lo);
+    for (size_t i = 0; i < s->n; i++) {
+        const struct pflex_target *c = &s->t[i];
+        consider(s, c->start_s, t0, t1, baseline_w, unlimited_w, &lo);
+        consider(s, nextafter(c->start_s, -INFINITY), t0, t1, baseline_w, unlimited_w, &lo);
+        consider(s, c->start_s + c->ramp_s, t0, t1, baseline_w, unlimited_w, &lo);
+        if (isfinite(c->end_s)) {
+            consider(s, c->end_s, t0, t1, baseline_w, unlimited_w, &lo);
+            consider(s, nextafter(c->end_s, -INFINITY), t0, t1, baseline_w, unlimited_w, &lo);
+        }
+    }
+    return lo;
+}
+
+/* ---- text forms ---- */
+
+static int ieq(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++)
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
+            return 0;
+    return *a == *b;
+}
+
+int pflex_target_parse_value(const char *s, double *value, enum pflex_target_unit *unit,
+                             pflex_error_t *err)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !isfinite(v))
+        return pflex_error_set(err, "'%s' is not a target (e.g. 700kW, 80%%, 0.8x)", s);
+    while (*end == ' ')
+        end++;
+    double mul = 1;
+    enum pflex_target_unit u = PFLEX_TARGET_WATTS;
+    if (!*end || ieq(end, "W"))
+        mul = 1;
+    else if (ieq(end, "kW"))
+        mul = 1e3;
+    else if (ieq(end, "MW"))
+        mul = 1e6;
+    else if (!strcmp(end, "%")) {
+        mul = 0.01;
+        u = PFLEX_TARGET_FRACTION;
+    } else if (ieq(end, "x"))
+        u = PFLEX_TARGET_FRACTION;
+    else
+        return pflex_error_set(err, "'%s': unknown unit '%s' (W, kW, MW, %%, x)", s, end);
+    v *= mul;
+    if (!(v > 0))
+        return pflex_error_set(err, "'%s': a target must be positive", s);
+    if (u == PFLEX_TARGET_FRACTION && v > 10)
+        return pflex_error_set(err, "'%s': a fraction of baseline must be at most 10x", s);
+    if (u == PFLEX_TARGET_WATTS && v > 1e12)
+        return pflex_error_set(err, "'%s': out of range (at most 1 TW)", s);
+    *value = v;
+    *unit = u;
+    return 0;
+}
+
+/* ISO 8601 durations as OpenADR 3 writes them: P[nY][nM][nD|nW][T[nH][nM][n[.n]S]].
+ * A year counts 365 days and a month 30 (no calendar is attached); 9999
+ * years or more mean forever. */
+static int parse_iso_duration(const char *s, double *out, pflex_error_t *err)
+{
+    const char *p = s + 1;      /* past 'P' */
+    int in_time = 0, any = 0;
+    double total = 0;
+    int forever = 0;
+    while (*p) {
+        if (*p == 'T') {
+            if (in_time)
+                return pflex_error_set(err, "'%s' is not an ISO 8601 duration", s);
+            in_time = 1;
+            p++;
+            if (!*p)
+                return pflex_error_set(err, "'%s' is not an ISO 8601 duration", s);
+            continue;
+        }
+        if (!isdigit((unsigned char)*p))
+            return pflex_error_set(err, "'%s' is not an ISO 8601 duration", s);
+        char *e;
+        double v = strtod(p, &e);
+        if (e == p || !isfinite(v) || v > 1e12)
+            return pflex_error_set(err, "'%s' is not an ISO 8601 duration", s);
+        double mul;
+        switch (*e) {
+        case 'Y': mul = in_time ? -1 : 365 * 86400.0; if (!in_time && v >= 9999) forever = 1; break;
+        case 'M': mul = in_time ? 60 : 30 * 86400.0; break;
+        case 'W': mul = in_time ? -1 : 7 * 86400.0; break;
+        case 'D': mul = in_time ? -1 : 86400.0; break;
+        case 'H': mul = in_time ? 3600 : -1; break;
+        case 'S': mul = in_time ? 1 : -1; break;
+        default: mul = -1;
+        }
+        if (mul < 0)
+            return pflex_error_set(err, "'%s' is not an ISO 8601 duration", s);
+        total += v * mul;
+        any = 1;
+        p = e + 1;
+    }
+    if (!any)
+        return pflex_error_set(err, "'%s' is not an ISO 8601 duration", s);
+    *out = forever ? INFINITY : total;
+    return 0;
+}
+
+int pflex_target_parse_duration(const char *s, double *seconds, pflex_error_t *err)
+{
+    if (!s || !*s)
+        return pflex_error_set(err, "empty duration");
+    if (ieq(s, "forever") || ieq(s, "inf")) {
+        *seconds = INFINITY;
+        return 0;
+    }
+    if (s[0] == '-')
+        return pflex_error_set(err, "'%s': a duration cannot be negative", s);
+    if (s[0] == 'P')
+        return parse_iso_duration(s, seconds, err);
+    const char *p = s;
+    double total = 0;
+    while (*p) {
+        char *e;
+        errno = 0;
+        double v = strtod(p, &e);
+        if (e == p || errno || !isfinite(v) || v < 0 || v > 1e12)
+            return pflex_error_set(err, "'%s' is not a duration (e.g. 90s, 15m, 2h, PT15M)", s);
+        double mul;
+        switch (*e) {
+        case '\0': mul = 1; break;
+        case 's': mul = 1; break;
+        case 'm': mul = 60; break;
+        case 'h': mul = 3600; break;
+        case 'd': mul = 86400; break;
+        default:
+            return pflex_error_set(err, "'%s' is not a duration (e.g. 90s, 15m, 2h, PT15M)", s);
+        }
+        total += v * mul;
+        p = *e ? e + 1 : e;
+    }
+    *seconds = total;
+    return 0;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
+ * days_from_civil). */
+static double days_from_civil(long y, unsigned m, unsigned d)
+{
+    y -= m <= 2;
+    long era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return (double)era * 146097 + (double)doe - 719468;
+}
+
+static int digits(const char *p, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)p[i]))
+            return -1;
+        v = v * 10 + (p[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_rfc3339(const char *s, double *out, pflex_error_t *err)
+{
+    int Y, M, D, h = 0, mi = 0, sec = 0;
+    size_t len = strlen(s);
+    const char *bad = "'%s' is not a time (now, +15m, @UNIX, or RFC 3339 like 2026-05-03T18:00:00Z)";
+    if (len < 10 || digits(s, 4, &Y) || s[4] != '-' || digits(s + 5, 2, &M) || s[7] != '-'
+        || digits(s + 8, 2, &D))
+        return pflex_error_set(err, bad, s);
+    const char *p = s + 10;
+    double frac = 0, off = 0;
+    if (*p) {
+        if (!(*p == 'T' || *p == 't' || *p == ' ') || strlen(p) < 9 || digits(p + 1, 2, &h)
+            || p[3] != ':' || digits(p + 4, 2, &mi) || p[6] != ':' || digits(p + 7, 2, &sec))
+            return pflex_error_set(err, bad, s);
+        p += 9;
+        if (*p == '.') {
+            double scale = 0.1;
+            p++;
+            if (!isdigit((unsigned char)*p))
+                return pflex_error_set(err, bad, s);
+            while (isdigit((unsigned char)*p)) {
+                frac += (*p - '0') * scale;
+                scale /= 10;
+                p++;
+            }
+        }
+        if (*p == 'Z' || *p == 'z')
+            p++;
+        else if (*p == '+' || *p == '-') {
+            int oh, om;
+            if (strlen(p) != 6 || digits(p + 1, 2, &oh) || p[3] != ':' || digits(p + 4, 2, &om)
+                || oh > 23 || om > 59)
+                return pflex_error_set(err, bad, s);
+            off = (oh * 3600.0 + om * 60.0) * (*p == '-' ? -1 : 1);
+            p += 6;
+        } else if (*p)
+            return pflex_error_set(err, bad, s);
+        if (*p)
+            return pflex_error_set(err, bad, s);
+    }
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (M < 1 || M > 12 || D < 1 || D > mdays[M - 1] || h > 23 || mi > 59 || sec > 60)
+        return pflex_error_set(err, "'%s': date or time out of range", s);
+    *out = days_from_civil(Y, (unsigned)M, (unsigned)D) * 86400.0 + h * 3600.0 + mi * 60.0 + sec
+           + frac - off;
+    return 0;
+}
+
+int pflex_target_parse_time(const char *s, double now_s, double *unix_s, pflex_error_t *err)
+{
+    if (!s || !*s)
+        return pflex_error_set(err, "empty time");
+    if (ieq(s, "now")) {
+        *unix_s = now_s;
+        return 0;
+    }
+    if (s[0] == '+') {
+        double d;
+        if (pflex_target_parse_duration(s + 1, &d, err) < 0)
+            return -1;
+        if (!isfinite(d))
+            return pflex_error_set(err, "'%s': a start cannot be forever from now", s);
+        *unix_s = now_s + d;
+        return 0;
+    }
+    if (s[0] == '@') {
+        char *e;
+        errno = 0;
+        double v = strtod(s + 1, &e);
+        if (e == s + 1 || *e || errno || !isfinite(v) || fabs(v) > 1e11)
+            return pflex_error_set(err, "'%s' is not a unix time", s);
+        *unix_s = v;
+        return 0;
+    }
+    return parse_rfc3339(s, unix_s, err);
+}
+
+char *pflex_target_format_time(double unix_s, char *buf, size_t size)
+{
+    if (!isfinite(unix_s)) {
+        snprintf(buf, size, "%s", unix_s > 0 ? "forever" : "never");
+        return buf;
+    }
+    double fl = floor(unix_s);
+    long long secs = (long long)fl;
+    int ms = (int)llround((unix_s - fl) * 1000);
+    if (ms == 1000) {
+        secs++;
+        ms = 0;
+    }
+    long long days = secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
+    long long rem = secs - days * 86400;
+    /* civil_from_days (H. Hinnant) */
+    long long z = days + 719468;
+    long long era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    long long y = (long long)yoe + era * 400;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    unsigned d = doy - (153 * mp + 2) / 5 + 1;
+    unsigned m = mp < 10 ? mp + 3 : mp - 9;
+    y += m <= 2;
+    if (ms)
+        snprintf(buf, size, "%04lld-%02u-%02uT%02d:%02d:%02d.%03dZ", y, m, d, (int)(rem / 3600),
+                 (int)(rem / 60 % 60), (int)(rem % 60), ms);
+    else
+        snprintf(buf, size, "%04lld-%02u-%02uT%02d:%02d:%02dZ", y, m, d, (int)(rem / 3600),
+                 (int)(rem / 60 % 60), (int)(rem % 60));
+    return buf;
+}
+
+int pflex_target_parse(const char *spec, double now_s, struct pflex_target *out, pflex_error_t *err)
+{
+    char buf[512];
+    if (!spec || strlen(spec) >= sizeof buf)
+        return pflex_error_set(err, "target too long or empty");
+    strcpy(buf, spec);
+    struct pflex_target t = {.start_s = now_s, .end_s = INFINITY, .unit = PFLEX_TARGET_WATTS};
+    snprintf(t.source, sizeof t.source, "cli");
+    char *save = NULL;
+    char *tok = strtok_r(buf, ",", &save);
+    if (!tok)
+        return pflex_error_set(err, "empty target");
+    if (pflex_target_parse_value(tok, &t.value, &t.unit, err) < 0)
+        return -1;
+    const char *end_s = NULL, *for_s = NULL;
+    while ((tok = strtok_r(NULL, ",", &save))) {
+        char *eq = strchr(tok, '=');
+        if (!eq)
+            return pflex_error_set(err, "'%s': expected key=value (start, end, for, ramp, priority)", tok);
+        *eq = '\0';
+        const char *k = tok, *v = eq + 1;
+        if (!strcmp(k, "start")) {
+            if (pflex_target_parse_time(v, now_s, &t.start_s, err) < 0)
+                return -1;
+        } else if (!strcmp(k, "end"))
+            end_s = v;
+        else if (!strcmp(k, "for"))
+            for_s = v;
+        else if (!strcmp(k, "ramp")) {
+            if (pflex_target_parse_duration(v, &t.ramp_s, err) < 0)
+                return -1;
+            if (!isfinite(t.ramp_s))
+                return pflex_error_set(err, "ramp '%s' must be finite", v);
+        } else if (!strcmp(k, "priority")) {
+            char *e;
+            long p = strtol(v, &e, 10);
+            if (e == v || *e || p < 0 || p > 1000000)
+                return pflex_error_set(err, "priority '%s' must be a whole number 0..1000000", v);
+            t.priority = (int)p;
+        } else
+            return pflex_error_set(err, "unknown key '%s' (start, end, for, ramp, priority)", k);
+    }
+    if (end_s && for_s)
+        return pflex_error_set(err, "give end= or for=, not both");
+    if (end_s && !ieq(end_s, "forever")) {
+        if (pflex_target_parse_time(end_s, now_s, &t.end_s, err) < 0)
+            return -1;
+    } else if (for_s) {
+        double d;
+        if (pflex_target_parse_duration(for_s, &d, err) < 0)
+            return -1;
+        t.end_s = t.start_s + d;
+    }
+    if (target_check(&t, err) < 0)
+        return -1;
+    *out = t;
+    return 0;
+}
+
+/* ---- schedule CSV ---- */
+
+enum { C_START, C_END, C_DURATION, C_TARGET, C_RAMP, C_PRIORITY, C_ID, C_N };
+static const char *const col_names[C_N] = {"start", "end", "duration", "target", "ramp",
+                                           "priority", "id"};
+
+static int field_str(const struct pflex_csv_field *f, char *buf, size_t size)
+{
+    if (f->len >= size)
+        return -1;
+    memcpy(buf, f->s, f->len);
+    buf[f->len] = '\0';
+    return 0;
+}
+
+int pflex_target_schedule_read_mem(const char *buf, size_t len, const char *name, double now_s,
+                                   pflex_target_set_t *s, pflex_error_t *err)
+{
+    pflex_csv_t c;
+    pflex_csv_init(&c, buf, len, name);
+    pflex_target_set_t tmp;
+    pflex_target_set_init(&tmp);
+    int idx[C_N], rc = -1, got;
+    for (int k = 0; k < C_N; k++)
+        idx[k] = -1;
+    if ((got = pflex_csv_next(&c, err)) <= 0) {
+        if (got == 0)
+            pflex_error_set(err, "%s:1: empty schedule (expected a header: start,end,target,ramp)", name);
+        goto out;
+    }
+    for (size_t f = 0; f < c.nfields; f++)
+        for (int k = 0; k < C_N; k++)
+            if (pflex_csv_field_is(&c.fields[f], col_names[k]) && idx[k] < 0)
+                idx[k] = (int)f;
+    if (idx[C_START] < 0 || idx[C_TARGET] < 0) {
+        pflex_error_set(err, "%s:%u: the header needs columns 'start' and 'target'", name, c.line);
+        goto out;
+    }
+    if (idx[C_END] >= 0 && idx[C_DURATION] >= 0) {
+        pflex_error_set(err, "%s:%u: give 'end' or 'duration', not both", name, c.line);
+        goto out;
+    }
+    while ((got = pflex_csv_next(&c, err)) == 1) {
+        struct pflex_target t = {.end_s = INFINITY};
+        snprintf(t.source, sizeof t.source, "schedule");
+        char v[256];
+        pflex_error_t e2;
+        int k;
+        for (k = 0; k < C_N; k++) {
+            if (idx[k] < 0)
+                continue;
+            if ((size_t)idx[k] >= c.nfields) {
+                if (k == C_START || k == C_TARGET) {
+                    pflex_error_set(err, "%s:%u: column '%s': missing", name, c.line, col_names[k]);
+                    goto out;
+                }
+                continue;
+            }
+            if (field_str(&c.fields[idx[k]], v, sizeof v) < 0) {
+                pflex_error_set(err, "%s:%u: column '%s': too long", name, c.line, col_names[k]);
+                goto out;
+            }
+            int bad = 0;
+            switch (k) {
+            case C_START:
+                bad = pflex_target_parse_time(v, now_s, &t.start_s, &e2);
+                break;
+            case C_TARGET:
+                bad = pflex_target_parse_value(v, &t.value, &t.unit, &e2);
+                break;
+            case C_END:
+                if (*v && !ieq(v, "forever"))
+                    bad = pflex_target_parse_time(v, now_s, &t.end_s, &e2);
+                break;
+            case C_DURATION:
+                if (*v) {
+                    double d;
+                    bad = pflex_target_parse_duration(v, &d, &e2);
+                    if (!bad)
+                        t.end_s = d;    /* made absolute below, once start is known */
+                }
+                break;
+            case C_RAMP:
+                if (*v) {
+                    bad = pflex_target_parse_duration(v, &t.ramp_s, &e2);
+                    if (!bad && !isfinite(t.ramp_s))
+                        bad = pflex_error_set(&e2, "a ramp must be finite");
+                }
+                break;
+            case C_PRIORITY:
+                if (*v) {
+                    char *e;
+                    long p = strtol(v, &e, 10);
+                    if (e == v || *e || p < 0 || p > 1000000)
+                        bad = pflex_error_set(&e2, "'%s' is not a priority 0..1000000", v);
+                    t.priority = (int)p;
+                }
+                break;
+            case C_ID:
+                if (strlen(v) >= sizeof t.id)
+                    bad = pflex_error_set(&e2, "an id is at most %zu characters", sizeof t.id - 1);
+                else
+                    memcpy(t.id, v, strlen(v) + 1);
+                break;
+            }
+            if (bad) {
+                pflex_error_set(err, "%s:%u: column '%s': %s", name, c.line, col_names[k], e2.text);
+                goto out;
+            }
+        }
+        if (idx[C_DURATION] >= 0 && (size_t)idx[C_DURATION] < c.nfields
+            && c.fields[idx[C_DURATION]].len > 0)
+            t.end_s = t.start_s + t.end_s;
+        if (pflex_target_set_add(&tmp, &t, &e2) < 0) {
+            pflex_error_set(err, "%s:%u: %s", name, c.line, e2.text);
+            goto out;
+        }
+    }
+    if (got < 0)
+        goto out;
+    if (s->n + tmp.n > PFLEX_TARGET_MAX) {
+        pflex_error_set(err, "%s: too many targets (at most %d)", name, PFLEX_TARGET_MAX);
+        goto out;
+    }
+    for (size_t i = 0; i < tmp.n; i++)
+        if (pflex_target_set_add(s, &tmp.t[i], err) < 0)
+            goto out;
+    rc = 0;
+out:
+    pflex_target_set_fini(&tmp);
+    pflex_csv_fini(&c);
+    return rc;
+}
+
+int pflex_target_schedule_read(const char *path, double now_s, pflex_target_set_t *s,
+                               pflex_error_t *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return pflex_error_set(err, "%s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    if (!buf) {
+        fclose(f);
+        return pflex_error_set(err, "out of memory");
+    }
+    size_t got;
+    while ((got = fread(buf + len, 1, cap - len, f)) > 0) {
+        len += got;
+        if (len == cap) {
+            if (cap >= (64u << 20)) {
+                free(buf);
+                fclose(f);
+                return pflex_error_set(err, "%s: schedule larger than 64 MiB", path);
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return pflex_error_set(err, "out of memory");
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    int rd = ferror(f);
+    fclose(f);
+    if (rd) {
+        free(buf);
+        return pflex_error_set(err, "%s: read error", path);
+    }
+    int rc = pflex_target_schedule_read_mem(buf, len, path, now_s, s, err);
+    free(buf);
+    return rc;
+}

@@ -1,0 +1,839 @@
+/* openadr.c — OpenADR 3.0.1 on the VEN side: events into targets, reports
+ * out, and the client that talks to a VTN (libcurl, Jansson). */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include "pflex/openadr.h"
+
+void pflex_oadr_opts_default(struct pflex_oadr_opts *o, double now_s)
+{
+    memset(o, 0, sizeof *o);
+    o->now_s = now_s;
+    o->seed = 1;
+    o->simple_fraction[0] = 0;
+    o->simple_fraction[1] = 0.90;
+    o->simple_fraction[2] = 0.75;
+    o->simple_fraction[3] = 0.50;
+}
+
+void pflex_oadr_events_fini(pflex_oadr_events_t *e)
+{
+    if (!e)
+        return;
+    free(e->ev);
+    memset(e, 0, sizeof *e);
+}
+
+/* ---- the randomizeStart draw ---- */
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+    for (; s && *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ULL;
+    }
+    return h ^ 0xff;    /* separates "ab"+"c" from "a"+"bc" */
+}
+
+static uint64_t splitmix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* A uniform draw in [0, 1) fixed by the seed, the VEN and the object. */
+static double draw(const struct pflex_oadr_opts *o, const char *event_id, long interval_id)
+{
+    uint64_t h = fnv1a(0xcbf29ce484222325ULL, o->client_name);
+    h = fnv1a(h, event_id);
+    h ^= (uint64_t)interval_id * 0x9e3779b97f4a7c15ULL;
+    return (double)(splitmix64(h ^ splitmix64(o->seed)) >> 11) * 0x1.0p-53;
+}
+
+/* ---- intervalPeriod ---- */
+
+struct period {
+    int has_start, has_duration;
+    double start_s;             /* resolved ("now" applied) */
+    double duration_s;          /* INFINITY: forever or until withdrawn */
+    double randomize_s;         /* 0: none */
+};
+
+static int parse_start(const char *s, double now_s, double *out, pflex_error_t *err)
+{
+    if (!strncmp(s, "0001-01-01", 10) || !strncmp(s, "0000-00-00", 10)) {
+        *out = now_s;
+        return 0;
+    }
+    if (s[0] == '+' || s[0] == '@' || !strcmp(s, "now"))
+        return pflex_error_set(err, "start '%s' is not an RFC 3339 date-time", s);
+    return pflex_target_parse_time(s, now_s, out, err);
+}
+
+static int parse_period(json_t *p, double now_s, struct period *out, pflex_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!p || json_is_null(p))
+        return 0;
+    if (!json_is_object(p))
+        return pflex_error_set(err, "intervalPeriod is not an object");
+    json_t *st = json_object_get(p, "start"), *du = json_object_get(p, "duration"),
+           *rs = json_object_get(p, "randomizeStart");
+    pflex_error_t e2;
+    if (st && !json_is_null(st)) {
+        if (!json_is_string(st))
+            return pflex_error_set(err, "intervalPeriod.start is not a string");
+        if (parse_start(json_string_value(st), now_s, &out->start_s, &e2) < 0)
+            return pflex_error_set(err, "intervalPeriod.start: %s", e2.text);
+        out->has_start = 1;
+    }
+    if (du && !json_is_null(du)) {
+        const char *d = json_is_string(du) ? json_string_value(du) : NULL;
+        if (!d || d[0] != 'P')
+            return pflex_error_set(err, "intervalPeriod.duration is not an ISO 8601 duration");
+        if (pflex_target_parse_duration(d, &out->duration_s, &e2) < 0)
+            return pflex_error_set(err, "intervalPeriod.duration: %s", e2.text);
+        if (out->duration_s == 0)
+            out->duration_s = INFINITY;     /* PT0S: until withdrawn, for a limit */
+        out->has_duration = 1;
+    }
+    if (rs && !json_is_null(rs)) {
+        const char *d = json_is_string(rs) ? json_string_value(rs) : NULL;
+        if (!d || d[0] != 'P')
+            return pflex_error_set(err, "intervalPeriod.randomizeStart is not an ISO 8601 duration");
+        if (pflex_target_parse_duration(d, &out->randomize_s, &e2) < 0)
+            return pflex_error_set(err, "intervalPeriod.randomizeStart: %s", e2.text);
+        if (!isfinite(out->randomize_s) || out->randomize_s > 366 * 86400.0)
+            return pflex_error_set(err, "intervalPeriod.randomizeStart is out of range");
+    }
+    return 0;
+}
+
+/* ---- payloads ---- */
+
+enum kind { K_NONE, K_LIMIT, K_SETPOINT, K_RELATIVE, K_OFFSET_PCT, K_SIMPLE };
+
+static enum kind payload_kind(const char *t)
+{
+    if (!strcmp(t, "IMPORT_CAPACITY_LIMIT"))
+        return K_LIMIT;
+    if (!strcmp(t, "DISPATCH_SETPOINT"))
+        return K_SETPOINT;
+    if (!strcmp(t, "DISPATCH_SETPOINT_RELATIVE"))
+        return K_RELATIVE;
+    if (!strcmp(t, "CONTROL_LEVEL_OFFSET_PERCENT"))
+        return K_OFFSET_PCT;
+    if (!strcmp(t, "SIMPLE"))
+        return K_SIMPLE;
+    return K_NONE;
+}
+
+/* Watts per unit of a power payload, from the event's descriptors; -1 for
+ * units that are not power. */
+static double unit_w(json_t *descriptors, const char *type)
+{
+    size_t i;
+    json_t *d;
+    if (!json_is_array(descriptors))
+        return 1e3;
+    json_array_foreach(descriptors, i, d) {
+        json_t *pt = json_object_get(d, "payloadType");
+        if (!json_is_string(pt) || strcmp(json_string_value(pt), type))
+            continue;
+        json_t *u = json_object_get(d, "units");
+        if (!u || json_is_null(u))
+            return 1e3;
+        if (!json_is_string(u))
+            return -1;
+        const char *s = json_string_value(u);
+        if (!strcmp(s, "W"))
+            return 1;
+        if (!strcmp(s, "KW"))
+            return 1e3;
+        if (!strcmp(s, "MW"))
+            return 1e6;
+        return -1;
+    }
+    return 1e3;
+}
+
+static int number(json_t *v, double *out)
+{
+    if (json_is_integer(v))
+        *out = (double)json_integer_value(v);
+    else if (json_is_real(v))
+        *out = json_real_value(v);
+    else
+        return -1;
+    return isfinite(*out) ? 0 : -1;
+}
+
+/* The limit an interval's payloads ask for: 1 with value and unit set, 0 for
+ * none (nothing we follow, or SIMPLE level 0), -1 malformed (err set). */
+static int interval_limit(json_t *payloads, json_t *descriptors, const struct pflex_oadr_opts *o,
+                          double *value, enum pflex_target_unit *unit, pflex_error_t *err)
+{
+    if (!json_is_array(payloads))
+        return pflex_error_set(err, "payloads is not an array");
+    int found = 0;
+    double best_w = INFINITY;
+    size_t i;
+    json_t *p;
+    json_array_foreach(payloads, i, p) {
+        json_t *ty = json_object_get(p, "type"), *vals = json_object_get(p, "values");
+        if (!json_is_string(ty))
+            return pflex_error_set(err, "payload %zu has no type", i);
+        enum kind k = payload_kind(json_string_value(ty));
+        if (k == K_NONE)
+            continue;
+        double v;
+        if (!json_is_array(vals) || json_array_size(vals) < 1 || number(json_array_get(vals, 0), &v) < 0)
+            return pflex_error_set(err, "payload %s: values[0] is not a number", json_string_value(ty));
+        double val;
+        enum pflex_target_unit u = PFLEX_TARGET_WATTS;
+        double mul = k == K_LIMIT || k == K_SETPOINT || k == K_RELATIVE
+                         ? unit_w(descriptors, json_string_value(ty)) : 1;
+        if (mul < 0)
+            return pflex_error_set(err, "payload %s: units are not W, KW or MW", json_string_value(ty));
+        switch (k) {
+        case K_LIMIT:
+        case K_SETPOINT:
+            val = v * mul;
+            break;
+        case K_RELATIVE:
+            if (!(o->baseline_w > 0))
+                return pflex_error_set(err, "DISPATCH_SETPOINT_RELATIVE needs the site baseline");
+            val = o->baseline_w + v * mul;
+            break;
+        case K_OFFSET_PCT:
+            val = 1 + v / 100;
+            u = PFLEX_TARGET_FRACTION;
+            break;
+        case K_SIMPLE:
+            if (v != floor(v) || v < 0 || v > 3)
+                return pflex_error_set(err, "SIMPLE level %g is not 0..3", v);
+            val = o->simple_fraction[(int)v];
+            if (!(val > 0))
+                continue;       /* normal operation: no limit */
+            u = PFLEX_TARGET_FRACTION;
+            break;
+        default:
+            continue;
+        }
+        if (!(val > 0) || !isfinite(val) || (u == PFLEX_TARGET_FRACTION && val > 10)
+            || (u == PFLEX_TARGET_WATTS && val > 1e12))
+            return pflex_error_set(err, "payload %s: limit %g is out of range", json_string_value(ty), val);
+        double w = u == PFLEX_TARGET_WATTS ? val : val * o->baseline_w;
+        if (!found || (o->baseline_w > 0 && w < best_w)) {
+            *value = val;
+            *unit = u;
+            best_w = w;
+        }
+        found = 1;
+    }
+    return found;
+}
+
+static void note(pflex_oadr_events_t *evs, const char *what, const char *id, const pflex_error_t *e)
+{
+    if (!evs)
+        return;
+    evs->skipped++;
+    if (!evs->note[0])
+        snprintf(evs->note, sizeof evs->note, "%s '%.64s' left out: %.160s", what, id, e->text);
+}
+
+static int copy_id(json_t *v, char *buf, size_t size)
+{
+    if (!json_is_string(v))
+        return -1;
+    const char *s = json_string_value(v);
+    if (strlen(s) >= size || !*s)
+        return -1;
+    memcpy(buf, s, strlen(s) + 1);
+    return 0;
+}
+
+/* One event into tmp; 0, or -1 with err set (the event is left out). */
+static int one_event(json_t *ev, const struct pflex_oadr_opts *o, pflex_target_set_t *tmp,
+                     struct pflex_oadr_event *out, size_t *intervals_seen, pflex_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(ev))
+        return pflex_error_set(err, "not an object");
+    if (copy_id(json_object_get(ev, "id"), out->id, sizeof out->id) < 0)
+        snprintf(out->id, sizeof out->id, "unnamed");
+    if (copy_id(json_object_get(ev, "programID"), out->program_id, sizeof out->program_id) < 0)
+        return pflex_error_set(err, "programID missing or not a string of 1..128 characters");
+    json_t *pr = json_object_get(ev, "priority");
+    out->priority = -1;
+    if (pr && !json_is_null(pr)) {
+        if (!json_is_integer(pr) || json_integer_value(pr) < 0 || json_integer_value(pr) > 1000000)
+            return pflex_error_set(err, "priority is not a whole number 0..1000000");
+        out->priority = (int)json_integer_value(pr);
+    }
+    struct period ep;
+    if (parse_period(json_object_get(ev, "intervalPeriod"), o->now_s, &ep, err) < 0)
+        return -1;
+    json_t *ivs = json_object_get(ev, "intervals");
+    if (!json_is_array(ivs))
+        return pflex_error_set(err, "intervals is not an array");
+    *intervals_seen += json_array_size(ivs);
+    if (*intervals_seen > PFLEX_OADR_MAX_INTERVALS)
+        return pflex_error_set(err, "more than %d intervals", PFLEX_OADR_MAX_INTERVALS);
+    out->offset_s = ep.randomize_s > 0 ? draw(o, out->id, -1) * ep.randomize_s : 0;
+    double ev_start = ep.has_start ? ep.start_s : NAN;
+    double ev_dur = ep.has_duration ? ep.duration_s : INFINITY;
+    double next = ev_start;     /* where an interval without its own period starts */
+    json_t *descr = json_object_get(ev, "payloadDescriptors");
+    out->start_s = INFINITY;
+    out->end_s = -INFINITY;
+    size_t i;
+    json_t *iv;
+    json_array_foreach(ivs, i, iv) {
+        if (!json_is_object(iv))
+            return pflex_error_set(err, "interval %zu is not an object", i);
+        json_t *jid = json_object_get(iv, "id");
+        if (!json_is_integer(jid))
+            return pflex_error_set(err, "interval %zu: id is not an integer", i);
+        long iid = (long)json_integer_value(jid);
+        struct period ip;
+        if (parse_period(json_object_get(iv, "intervalPeriod"), o->now_s, &ip, err) < 0)
+            return -1;
+        double start = ip.has_start ? ip.start_s : next;
+        double dur = ip.has_duration ? ip.duration_s : ev_dur;
+        if (!isfinite(start))
+            return pflex_error_set(err, "interval %ld: no start (neither its own nor the event's)", iid);
+        double ioff = ip.randomize_s > 0 ? draw(o, out->id, iid) * ip.randomize_s : 0;
+        next = start + dur;
+        double value = 0;
+        enum pflex_target_unit unit = PFLEX_TARGET_WATTS;
+        int got = interval_limit(json_object_get(iv, "payloads"), descr, o, &value, &unit, err);
+        if (got < 0)
+            return -1;
+        if (!got)
+            continue;
+        struct pflex_target t = {
+            .start_s = start + out->offset_s + ioff,
+            .end_s = start + out->offset_s + ioff + dur,
+            .value = value, .unit = unit, .ramp_s = o->ramp_s,
+            .priority = out->priority < 0 ? 1000000 : out->priority,
+        };
+        snprintf(t.source, sizeof t.source, "openadr");
+        char tid[64];
+        snprintf(tid, sizeof tid, "%.40s/%ld", out->id, iid);
+        memcpy(t.id, tid, sizeof t.id);
+        if (pflex_target_set_add(tmp, &t, err) < 0)
+            return -1;
+        out->ntargets++;
+        if (t.start_s < out->start_s)
+            out->start_s = t.start_s;
+        if (t.end_s > out->end_s)
+            out->end_s = t.end_s;
+    }
+    return 0;
+}
+
+static int parse_array(json_t *arr, const char *name, const struct pflex_oadr_opts *o,
+                       pflex_target_set_t *out, pflex_oadr_events_t *evs, pflex_error_t *err)
+{
+    if (!json_is_array(arr))
+        return pflex_error_set(err, "%s: not a JSON array of events", name);
+    if (json_array_size(arr) > PFLEX_OADR_MAX_EVENTS)
+        return pflex_error_set(err, "%s: more than %d events", name, PFLEX_OADR_MAX_EVENTS);
+    pflex_target_set_t tmp;
+    pflex_target_set_init(&tmp);
+    pflex_oadr_events_t got = {0};
+    int rc = -1;
+    size_t nseen = 0;
+    if (json_array_size(arr)) {
+        got.ev = calloc(json_array_size(arr), sizeof *got.ev);
+        if (!got.ev) {
+            pflex_error_set(err, "out of memory");
+            goto out;
+        }
+    }
+    size_t i;
+    json_t *ev;
+    json_array_foreach(arr, i, ev) {
+        if (o->program_id && json_is_object(ev)) {
+            json_t *p = json_object_get(ev, "programID");
+            if (!json_is_string(p) || strcmp(json_string_value(p), o->program_id))
+                continue;
+        }
+        size_t before = tmp.n;
+        pflex_error_t e2;
+        struct pflex_oadr_event one;
+        if (one_event(ev, o, &tmp, &one, &nseen, &e2) < 0) {
+            tmp.n = before;     /* the event's targets go with it */
+            if (nseen > PFLEX_OADR_MAX_INTERVALS) {
+                pflex_error_set(err, "%s: %s", name, e2.text);
+                goto out;
+            }
+            note(&got, "event", one.id[0] ? one.id : "?", &e2);
+            continue;
+        }
+        got.ev[got.n++] = one;
+    }
+    if (out->n + tmp.n > PFLEX_TARGET_MAX) {
+        pflex_error_set(err, "%s: too many targets", name);
+        goto out;
+    }
+    for (size_t k = 0; k < tmp.n; k++)
+        if (pflex_target_set_add(out, &tmp.t[k], err) < 0)
+            goto out;
+    rc = 0;
+    if (evs) {
+        pflex_oadr_events_fini(evs);
+        *evs = got;
+        got.ev = NULL;
+    }
+out:
+    free(got.ev);
+    pflex_target_set_fini(&tmp);
+    return rc;
+}
+
+int pflex_oadr_parse_events(const char *body, size_t len, const char *name,
+                            const struct pflex_oadr_opts *o, pflex_target_set_t *out,
+                            pflex_oadr_events_t *evs, pflex_error_t *err)
+{
+    json_error_t je;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return pflex_error_set(err, "%s:%d:%d: %s", name, je.line, je.column, je.text);
+    int rc = parse_array(root, name, o, out, evs, err);
+    json_decref(root);
+    return rc;
+}
+
+/* ---- reports ---- */
+
+static json_t *descriptor(const char *type, const char *units)
+{
+    return json_pack("{s:s, s:s, s:s, s:s}", "objectType", "REPORT_PAYLOAD_DESCRIPTOR",
+                     "payloadType", type, "readingType", "DIRECT_READ", "units", units);
+}
+
+char *pflex_oadr_report_json(const struct pflex_oadr_report *r, pflex_error_t *err)
+{
+    if (!r->program_id || !*r->program_id || !r->event_id || !*r->event_id || !r->client_name
+        || !*r->client_name)
+        return pflex_error_set(err, "a report needs programID, eventID and clientName"), NULL;
+    if (!isfinite(r->start_s) || !(r->duration_s > 0) || !isfinite(r->duration_s)
+        || !isfinite(r->usage_wh) || !isfinite(r->demand_w))
+        return pflex_error_set(err, "a report needs a finite start, duration, usage and demand"), NULL;
+    char start[40], dur[40];
+    pflex_target_format_time(r->start_s, start, sizeof start);
+    snprintf(dur, sizeof dur, "PT%.3fS", r->duration_s);
+    json_t *payloads = json_pack("[{s:s, s:[f]}, {s:s, s:[f]}]", "type", "USAGE", "values",
+                                 r->usage_wh / 1e3, "type", "DEMAND", "values", r->demand_w / 1e3);
+    json_t *res = json_pack("{s:s, s:{s:s, s:s}, s:[{s:i, s:o}]}", "resourceName",
+                            r->resource_name ? r->resource_name : "AGGREGATED_REPORT",
+                            "intervalPeriod", "start", start, "duration", dur, "intervals", "id", 0,
+                            "payloads", payloads);
+    json_t *rep = json_pack("{s:s, s:s, s:s, s:s, s:[o, o], s:[o]}", "objectType", "REPORT",
+                            "programID", r->program_id, "eventID", r->event_id, "clientName",
+                            r->client_name, "payloadDescriptors", descriptor("USAGE", "KWH"),
+                            descriptor("DEMAND", "KW"), "resources", res);
+    if (!rep)
+        return pflex_error_set(err, "report: out of memory or an id that is not UTF-8"), NULL;
+    if (r->report_name)
+        json_object_set_new(rep, "reportName", json_string(r->report_name));
+    char *s = json_dumps(rep, JSON_COMPACT | JSON_REAL_PRECISION(12));
+    json_decref(rep);
+    if (!s)
+        pflex_error_set(err, "out of memory");
+    return s;
+}
+
+/* ---- the VEN client ---- */
+
+struct pflex_ven {
+    char *url, *client_id, *client_secret, *scope;
+    long timeout_ms;
+    size_t max_body;
+    char token[4097];
+    double token_expiry;        /* CLOCK_MONOTONIC seconds */
+    unsigned long requests, tokens;
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static int curl_ok;
+static void curl_init_once(void)
+{
+    curl_ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+int pflex_ven_create(const struct pflex_ven_config *c, pflex_ven_t **out, pflex_error_t *err)
+{
+    *out = NULL;
+    if (!c->url || (strncmp(c->url, "http://", 7) && strncmp(c->url, "https://", 8)))
+        return pflex_error_set(err, "VTN URL must start with http:// or https://");
+    if (!c->client_id || !c->client_secret || !*c->client_id || !*c->client_secret)
+        return pflex_error_set(err, "VEN needs a client id and a client secret");
+    pthread_once(&curl_once, curl_init_once);
+    if (!curl_ok)
+        return pflex_error_set(err, "libcurl failed to initialise");
+    pflex_ven_t *v = calloc(1, sizeof *v);
+    if (!v)
+        return pflex_error_set(err, "out of memory");
+    v->url = strdup(c->url);
+    v->client_id = strdup(c->client_id);
+    v->client_secret = strdup(c->client_secret);
+    v->scope = dup_or_null(c->scope);
+    if (!v->url || !v->client_id || !v->client_secret || (c->scope && !v->scope)) {
+        pflex_ven_destroy(v);
+        return pflex_error_set(err, "out of memory");
+    }
+    size_t l = strlen(v->url);
+    while (l > 0 && v->url[l - 1] == '/')
+        v->url[--l] = '\0';
+    v->timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : 5000;
+    v->max_body = c->max_body ? c->max_body : (4u << 20);
+    *out = v;
+    return 0;
+}
+
+void pflex_ven_destroy(pflex_ven_t *v)
+{
+    if (!v)
+        return;
+    free(v->url);
+    free(v->client_id);
+    if (v->client_secret) {
+        memset(v->client_secret, 0, strlen(v->client_secret));
+        free(v->client_secret);
+    }
+    free(v->scope);
+    memset(v->token, 0, sizeof v->token);
+    free(v);
+}
+
+void pflex_ven_counts(const pflex_ven_t *v, unsigned long *requests, unsigned long *tokens)
+{
+    if (requests)
+        *requests = v->requests;
+    if (tokens)
+        *tokens = v->tokens;
+}
+
+struct body {
+    char *buf;
+    size_t len, max;
+    int too_big;
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *ud)
+{
+    struct body *b = ud;
+    size_t add = size * n;
+    if (b->len + add > b->max) {
+        b->too_big = 1;
+        return 0;       /* abort the transfer */
+    }
+    char *nb = realloc(b->buf, b->len + add + 1);
+    if (!nb)
+        return 0;
+    b->buf = nb;
+    memcpy(b->buf + b->len, p, add);
+    b->len += add;
+    b->buf[b->len] = '\0';
+    return add;
+}
+
+/* One request; *status the HTTP status, body the response (caller frees
+ * body->buf).  0, or -1 on a transport failure or an oversized response. */
+static int request(pflex_ven_t *v, const char *method, const char *path, const char *content_type,
+                   const char *data, int auth, long *status, struct body *body, pflex_error_t *err)
+{
+    CURL *h = curl_easy_init();
+    if (!h)
+        return pflex_error_set(err, "libcurl: cannot create a handle");
+    char url[2048];
+    if (snprintf(url, sizeof url, "%s%s", v->url, path) >= (int)sizeof url) {
+        curl_easy_cleanup(h);
+        return pflex_error_set(err, "VTN URL too long");
+    }
+    memset(body, 0, sizeof *body);
+    body->max = v->max_body;
+    struct curl_slist *hdr = NULL;
+    char line[4200];
+    hdr = curl_slist_append(hdr, "Accept: application/json");
+    if (content_type) {
+        snprintf(line, sizeof line, "Content-Type: %s", content_type);
+        hdr = curl_slist_append(hdr, line);
+    }
+    if (auth) {
+        snprintf(line, sizeof line, "Authorization: Bearer %s", v->token);
+        hdr = curl_slist_append(hdr, line);
+    }
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, v->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, v->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)v->max_body);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
+    if (data) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, data);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(data));
+    }
+    if (strcmp(method, "GET") && strcmp(method, "POST"))
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    v->requests++;
+    CURLcode rc = curl_easy_perform(h);
+    long code = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    curl_slist_free_all(hdr);
+    curl_easy_cleanup(h);
+    if (body->too_big || rc == CURLE_FILESIZE_EXCEEDED) {
+        free(body->buf);
+        body->buf = NULL;
+        return pflex_error_set(err, "%s %s: response larger than %zu bytes", method, path, v->max_body);
+    }
+    if (rc != CURLE_OK) {
+        free(body->buf);
+        body->buf = NULL;
+        return pflex_error_set(err, "%s %s: %s", method, path, curl_easy_strerror(rc));
+    }
+    *status = code;
+    return 0;
+}
+
+static int fetch_token(pflex_ven_t *v, pflex_error_t *err)
+{
+    CURL *h = curl_easy_init();
+    if (!h)
+        return pflex_error_set(err, "libcurl: cannot create a handle");
+    char *id = curl_easy_escape(h, v->client_id, 0), *sec = curl_easy_escape(h, v->client_secret, 0);
+    char *sc = v->scope ? curl_easy_escape(h, v->scope, 0) : NULL;
+    curl_easy_cleanup(h);
+    if (!id || !sec || (v->scope && !sc)) {
+        curl_free(id);
+        curl_free(sec);
+        curl_free(sc);
+        return pflex_error_set(err, "out of memory");
+    }
+    size_t n = strlen(id) + strlen(sec) + (sc ? strlen(sc) : 0) + 80;
+    char *form = malloc(n);
+    if (!form) {
+        curl_free(id);
+        curl_free(sec);
+        curl_free(sc);
+        return pflex_error_set(err, "out of memory");
+    }
+    snprintf(form, n, "grant_type=client_credentials&client_id=%s&client_secret=%s%s%s", id, sec,
+             sc ? "&scope=" : "", sc ? sc : "");
+    curl_free(id);
+    curl_free(sec);
+    curl_free(sc);
+    long status = 0;
+    struct body b;
+    int rc = request(v, "POST", "/auth/token", "application/x-www-form-urlencoded", form, 0,
+                     &status, &b, err);
+    memset(form, 0, strlen(form));
+    free(form);
+    if (rc < 0)
+        return -1;
+    rc = -1;
+    json_t *j = NULL;
+    if (status != 200) {
+        pflex_error_set(err, "POST /auth/token: HTTP %ld", status);
+        goto out;
+    }
+    json_error_t je;
+    j = json_loadb(b.buf ? b.buf : "", b.len, 0, &je);
+    json_t *tok = json_object_get(j, "access_token"), *ty = json_object_get(j, "token_type"),
+           *ex = json_object_get(j, "expires_in");
+    if (!json_is_string(tok) || !*json_string_value(tok) || strlen(json_string_value(tok)) > 4096) {
+        pflex_error_set(err, "POST /auth/token: no access_token of 1..4096 characters in the answer");
+        goto out;
+    }
+    if (ty && (!json_is_string(ty) || strcasecmp(json_string_value(ty), "Bearer"))) {
+        pflex_error_set(err, "POST /auth/token: token_type is not Bearer");
+        goto out;
+    }
+    for (const char *c = json_string_value(tok); *c; c++)
+        if ((unsigned char)*c < 0x21 || (unsigned char)*c > 0x7e) {
+            pflex_error_set(err, "POST /auth/token: the token holds characters a header cannot carry");
+            goto out;
+        }
+    strcpy(v->token, json_string_value(tok));
+    double life = json_is_integer(ex) && json_integer_value(ex) > 0 ? (double)json_integer_value(ex) : 3600;
+    if (life > 86400)
+        life = 86400;
+    v->token_expiry = mono_s() + life - (life > 60 ? 30 : life / 2);
+    v->tokens++;
+    rc = 0;
+out:
+    json_decref(j);
+    free(b.buf);
+    return rc;
+}
+
+/* An authenticated request: a token fetched when there is none or it has
+ * expired, and fetched again once when the VTN answers 401. */
+static int authed(pflex_ven_t *v, const char *method, const char *path, const char *data,
+                  long *status, struct body *b, pflex_error_t *err)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (!v->token[0] || mono_s() >= v->token_expiry)
+            if (fetch_token(v, err) < 0)
+                return -1;
+        if (request(v, method, path, data ? "application/json" : NULL, data, 1, status, b, err) < 0)
+            return -1;
+        if (*status != 401 && *status != 403)
+            return 0;
+        free(b->buf);
+        b->buf = NULL;
+        v->token[0] = '\0';
+    }
+    return pflex_error_set(err, "%s %s: refused (HTTP %ld) with a fresh token", method, path, *status);
+}
+
+int pflex_ven_poll(pflex_ven_t *v, const struct pflex_oadr_opts *o, pflex_target_set_t *set,
+                   pflex_oadr_events_t *evs, pflex_error_t *err)
+{
+    json_t *all = json_array();
+    if (!all)
+        return pflex_error_set(err, "out of memory");
+    int rc = -1;
+    /* Pages of 50 (the specification's largest limit), at most enough for
+     * PFLEX_OADR_MAX_EVENTS. */
+    for (int skip = 0; skip <= PFLEX_OADR_MAX_EVENTS; skip += 50) {
+        char path[512];
+        CURL *h = NULL;
+        char *prog = NULL;
+        if (o->program_id) {
+            h = curl_easy_init();
+            prog = h ? curl_easy_escape(h, o->program_id, 0) : NULL;
+            if (h)
+                curl_easy_cleanup(h);
+            if (!prog) {
+                pflex_error_set(err, "out of memory");
+                goto out;
+            }
+        }
+        snprintf(path, sizeof path, "/events?skip=%d&limit=50%s%.400s", skip,
+                 prog ? "&programID=" : "", prog ? prog : "");
+        curl_free(prog);
+        long status;
+        struct body b;
+        if (authed(v, "GET", path, NULL, &status, &b, err) < 0)
+            goto out;
+        if (status != 200) {
+            free(b.buf);
+            pflex_error_set(err, "GET /events: HTTP %ld", status);
+            goto out;
+        }
+        json_error_t je;
+        json_t *page = json_loadb(b.buf ? b.buf : "", b.len, JSON_REJECT_DUPLICATES, &je);
+        free(b.buf);
+        if (!page) {
+            pflex_error_set(err, "GET /events:%d:%d: %s", je.line, je.column, je.text);
+            goto out;
+        }
+        if (!json_is_array(page)) {
+            json_decref(page);
+            pflex_error_set(err, "GET /events: not a JSON array of events");
+            goto out;
+        }
+        size_t n = json_array_size(page);
+        json_array_extend(all, page);
+        json_decref(page);
+        if (json_array_size(all) > PFLEX_OADR_MAX_EVENTS) {
+            pflex_error_set(err, "GET /events: more than %d events", PFLEX_OADR_MAX_EVENTS);
+            goto out;
+        }
+        if (n < 50)
+            break;
+    }
+    pflex_target_set_t fresh;
+    pflex_target_set_init(&fresh);
+    if (parse_array(all, "GET /events", o, &fresh, evs, err) < 0) {
+        pflex_target_set_fini(&fresh);
+        goto out;
+    }
+    /* Replace the VTN's targets only now that the whole answer is good.
+     * Others keep their place; a VTN target seen before, unchanged, keeps
+     * the order it first came in (latest wins counts from first receipt). */
+    pflex_target_set_t next;
+    pflex_target_set_init(&next);
+    int ok = 1;
+    for (size_t i = 0; i < set->n && ok; i++)
+        if (strcmp(set->t[i].source, "openadr")) {
+            ok = pflex_target_set_add(&next, &set->t[i], err) == 0;
+            if (ok)
+                next.t[next.n - 1].seq = set->t[i].seq;
+        }
+    next.next_seq = set->next_seq;
+    for (size_t i = 0; i < fresh.n && ok; i++) {
+        const struct pflex_target *f = &fresh.t[i];
+        ok = pflex_target_set_add(&next, f, err) == 0;
+        for (size_t k = 0; k < set->n && ok; k++) {
+            const struct pflex_target *old = &set->t[k];
+            if (!strcmp(old->source, "openadr") && !strcmp(old->id, f->id)
+                && old->start_s == f->start_s && old->end_s == f->end_s && old->value == f->value
+                && old->unit == f->unit && old->priority == f->priority && old->ramp_s == f->ramp_s) {
+                next.t[next.n - 1].seq = old->seq;
+                break;
+            }
+        }
+    }
+    pflex_target_set_fini(&fresh);
+    if (!ok) {
+        pflex_target_set_fini(&next);
+        goto out;
+    }
+    pflex_target_set_fini(set);
+    *set = next;
+    rc = 0;
+out:
+    json_decref(all);
+    return rc;
+}
+
+int pflex_ven_post_report(pflex_ven_t *v, const struct pflex_oadr_report *r, pflex_error_t *err)
+{
+    char *js = pflex_oadr_report_json(r, err);
+    if (!js)
+        return -1;
+    long status;
+    struct body b;
+    int rc = authed(v, "POST", "/reports", js, &status, &b, err);
+    free(js);
+    if (rc < 0)
+        return -1;
+    free(b.buf);
+    if (status < 200 || status > 299)
+        return pflex_error_set(err, "POST /reports: HTTP %ld", status);
+    return 0;
+}

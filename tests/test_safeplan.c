@@ -1,0 +1,345 @@
+/* test_safeplan.c — the safe planning step.
+ *
+ * Hand-computed sites, then properties over 5,000 seeded random sites
+ * (jobs with curves convex, noisy or missing, floors, unreachable GPUs,
+ * missing telemetry, holds, limits from infeasible to none), each checked
+ * against quantities recomputed here from the caps alone: the worst case,
+ * the ranges, the holds, the floors on the input curve, and that a floor
+ * is only breached when keeping every floor could not meet the limit. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <gsl/gsl_rng.h>
+#include "pflex/safeplan.h"
+
+#define assert_near(a, b, eps) near_((a), (b), (eps), #a, __LINE__)
+static void near_(double a, double b, double eps, const char *what, int line)
+{
+    if (a == b || fabs(a - b) <= eps)
+        return;
+    fail_msg("line %d: %s = %.9g, expected %.9g (within %g)", line, what, a, b, eps);
+}
+
+static struct pflex_site_gpu gpu(int job, double lo, double hi, double cap)
+{
+    return (struct pflex_site_gpu){.job = job, .reachable = 1, .telemetry_ok = 1,
+                                   .min_cap_w = lo, .max_cap_w = hi, .cap_w = cap};
+}
+
+static void test_hand(void **state)
+{
+    /* Two jobs of 2 GPUs, 200..700 W.  Job 0 loses 0.2 per unit of cap
+     * reduction, job 1 loses 1.0: job 0 is cut first, down to its minimum
+     * (y = 1 - 200/700) before job 1 is touched. */
+    double caps[] = {700, 200}, l0[] = {0, 0.2 * (500.0 / 700)}, l1[] = {0, 500.0 / 700};
+    struct pflex_site_job jobs[] = {
+        {.name = "flex", .t0 = 100, .weight = 1, .n = 2, .cap_w = caps, .loss = l0},
+        {.name = "stiff", .t0 = 100, .weight = 1, .n = 2, .cap_w = caps, .loss = l1},
+    };
+    struct pflex_site_gpu g[] = {gpu(0, 200, 700, 700), gpu(0, 200, 700, 700),
+                                 gpu(1, 200, 700, 700), gpu(1, 200, 700, 700)};
+    struct pflex_safe_input in = {.ngpus = 4, .gpus = g, .njobs = 2, .jobs = jobs,
+                                  .limit_w = 2000, .other_w = 100};
+    struct pflex_safe_plan p;
+    pflex_safe_plan_init(&p);
+    pflex_error_t err;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    /* GPU budget 1900: job 0 at 200 W each (400), job 1 gets 1500 -> 700 each (1400)
+     * = 1800 <= 1900: job 1 keeps 700.  Then job 0 can rise: 1900 - 1400 = 500 -> 250 each. */
+    assert_near(p.cap_w[0], 250, 1);
+    assert_near(p.cap_w[2], 700, 0);
+    assert_true(p.worst_w <= 2000);
+    assert_true(p.feasible);
+    /* An unreachable GPU counts at its maximum: 700 of the limit is gone. */
+    g[3].reachable = 0;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_true(isnan(p.cap_w[3]));
+    assert_near(p.worst_w, 100 + 700 + p.cap_w[0] + p.cap_w[1] + p.cap_w[2], 1e-9);
+    assert_true(p.worst_w <= 2000);
+    /* Floors: job 1 at floor 0.9 cannot go under 1 - 0.1*700/500... its
+     * loss 1 per unit y: y <= 0.1, cap >= 630.  With a limit of 1000 both
+     * at the minimum are 100 + 700 + 600 = 1400 > 1000: infeasible. */
+    jobs[1].floor = 0.9;
+    in.limit_w = 1000;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_false(p.feasible);
+    assert_near(p.worst_w, p.least_w, 1e-9);
+    assert_near(p.least_w, 100 + 700 + 3 * 200, 1e-9);
+    /* Feasible only by breaking job 1's floor: the breach is reported. */
+    in.limit_w = 100 + 700 + 200 + 200 + 300;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_true(p.feasible);
+    assert_int_equal(p.floor_breaches, 1);
+    assert_true(p.floor_breached[1]);
+    /* Enough room to keep it: no breach, job 1 at 630 or above. */
+    in.limit_w = 100 + 700 + 200 + 200 + 630;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_true(p.feasible);
+    assert_int_equal(p.floor_breaches, 0);
+    assert_true(p.cap_w[2] >= 630);
+    /* Missing telemetry holds a GPU at its current cap even with room. */
+    g[3].reachable = 1;
+    in.limit_w = INFINITY;
+    g[0].telemetry_ok = 0;
+    g[0].cap_w = 450;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_near(p.cap_w[0], 450, 0);
+    assert_near(p.cap_w[1], 700, 0);
+    assert_int_equal(p.held, 1);
+    in.hold = 1;
+    g[1].cap_w = 300;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_near(p.cap_w[1], 300, 0);
+    /* Malformed input. */
+    g[0].job = 5;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), -1);
+    g[0].job = 0;
+    g[0].min_cap_w = 800;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), -1);
+    pflex_safe_plan_fini(&p);
+}
+
+/* ---- random sites ---- */
+
+struct site {
+    size_t ngpus, njobs;
+    struct pflex_site_gpu g[400];
+    struct pflex_site_job j[16];
+    double caps[16][16], loss[16][16], hi[16][16];
+    char names[16][24];
+};
+
+static void make_site(gsl_rng *r, struct site *s, struct pflex_safe_input *in)
+{
+    static const double kinds[][2] = {{200, 700}, {100, 400}, {150, 350}};
+    memset(s, 0, sizeof *s);
+    s->njobs = 1 + gsl_rng_uniform_int(r, 12);
+    for (size_t j = 0; j < s->njobs; j++) {
+        int kind = (int)gsl_rng_uniform_int(r, 3);
+        double lo = kinds[kind][0], hi = kinds[kind][1];
+        int n = (int)gsl_rng_uniform_int(r, 14);    /* 0: no curve */
+        double a = gsl_rng_uniform(r) * 0.8, b = gsl_rng_uniform(r) * 1.5;
+        double noise = gsl_rng_uniform(r) < 0.3 ? 0.05 : 0;
+        s->caps[j][0] = hi;
+        s->loss[j][0] = 0;
+        s->hi[j][0] = 0;
+        for (int k = 1; k < n; k++) {
+            double cap = hi - (hi - lo) * (k + gsl_rng_uniform(r) * 0.5) / n;
+            double y = 1 - cap / hi;
+            s->caps[j][k] = cap;
+            s->loss[j][k] = a * y + b * y * y + noise * (gsl_rng_uniform(r) - 0.5);
+            s->hi[j][k] = s->loss[j][k] + gsl_rng_uniform(r) * 0.05;
+        }
+        snprintf(s->names[j], sizeof s->names[j], "j%zu", j);
+        static const double floors[] = {0, 0, 0.5, 0.75, 0.9};
+        s->j[j] = (struct pflex_site_job){.name = s->names[j], .t0 = 10 + gsl_rng_uniform(r) * 1000,
+                                          .weight = 1, .floor = floors[gsl_rng_uniform_int(r, 5)],
+                                          .n = (size_t)n, .cap_w = s->caps[j], .loss = s->loss[j],
+                                          .loss_hi = gsl_rng_uniform(r) < 0.7 ? s->hi[j] : NULL};
+        int ng = 1 + (int)gsl_rng_uniform_int(r, 24);
+        for (int k = 0; k < ng && s->ngpus < 390; k++) {
+            int mixed = gsl_rng_uniform(r) < 0.1;
+            double glo = mixed ? lo + 20 : lo, ghi = hi;  /* one kind per job; the odd GPU settles higher */
+            struct pflex_site_gpu *g = &s->g[s->ngpus++];
+            *g = gpu((int)j, glo, ghi, glo + floor(gsl_rng_uniform(r) * (ghi - glo)));
+            g->reachable = gsl_rng_uniform(r) < 0.9;
+            g->telemetry_ok = gsl_rng_uniform(r) < 0.98;
+            if (gsl_rng_uniform(r) < 0.1)
+                g->cap_w = NAN;
+        }
+    }
+    int idle = (int)gsl_rng_uniform_int(r, 6);
+    for (int k = 0; k < idle; k++) {
+        struct pflex_site_gpu *g = &s->g[s->ngpus++];
+        *g = gpu(-1, 200, 700, 700);
+        g->reachable = gsl_rng_uniform(r) < 0.9;
+    }
+    double least = 0, most = 0, other = floor(gsl_rng_uniform(r) * 1000);
+    for (size_t k = 0; k < s->ngpus; k++) {
+        least += s->g[k].reachable ? s->g[k].min_cap_w : s->g[k].max_cap_w;
+        most += s->g[k].max_cap_w;
+    }
+    *in = (struct pflex_safe_input){.ngpus = s->ngpus, .gpus = s->g, .njobs = s->njobs,
+                                    .jobs = s->j, .other_w = other,
+                                    .hold = gsl_rng_uniform(r) < 0.05,
+                                    .objective = gsl_rng_uniform(r) < 0.5 ? PFLEX_OBJECTIVE_PROGRESS
+                                                                          : PFLEX_OBJECTIVE_THROUGHPUT};
+    double u = gsl_rng_uniform(r);
+    in->limit_w = u < 0.05 ? INFINITY : other + least * 0.9 + (most * 1.1 - least * 0.9) * gsl_rng_uniform(r);
+}
+
+/* The pessimistic loss of job j at a cap, from its raw points: ordered by
+ * cap from the top, running maximum, linear in the cap; NaN past the
+ * deepest point (where the planner's own extension applies). */
+static double hi_at(const struct pflex_site_job *jb, double C, double cap)
+{
+    double pc[20], pl[20];
+    size_t n = 0, idx[20];
+    for (size_t k = 0; k < jb->n; k++)
+        idx[k] = k;
+    for (size_t a = 0; a < jb->n; a++)      /* insertion sort, cap descending */
+        for (size_t b = a + 1; b < jb->n; b++)
+            if (jb->cap_w[idx[b]] > jb->cap_w[idx[a]]) {
+                size_t t = idx[a];
+                idx[a] = idx[b];
+                idx[b] = t;
+            }
+    pc[n] = C;
+    pl[n++] = 0;
+    for (size_t q = 0; q < jb->n; q++) {
+        size_t k = idx[q];
+        double c = jb->cap_w[k], v = jb->loss_hi ? fmax(jb->loss_hi[k], jb->loss[k]) : jb->loss[k];
+        if (!(c < pc[n - 1] - 1e-9 * C))
+            continue;
+        pc[n] = c;
+        pl[n] = fmin(1, fmax(v, pl[n - 1]));
+        n++;
+    }
+    if (cap >= pc[0])
+        return 0;
+    for (size_t k = 1; k < n; k++)
+        if (cap >= pc[k])
+            return pl[k - 1] + (pl[k] - pl[k - 1]) * (pc[k - 1] - cap) / (pc[k - 1] - pc[k]);
+    return NAN;
+}
+
+static void test_random_sites(void **state)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 20261203);
+    static struct site s;
+    struct pflex_safe_plan p, q;
+    pflex_safe_plan_init(&p);
+    pflex_safe_plan_init(&q);
+    pflex_error_t err;
+    int infeasible = 0, breached = 0, held = 0, unreach = 0, floor_checks = 0, needless_checks = 0;
+    for (int trial = 0; trial < 5000; trial++) {
+        struct pflex_safe_input in;
+        make_site(r, &s, &in);
+        if (pflex_safe_plan(&in, &p, &err) < 0)
+            fail_msg("trial %d: %s", trial, err.text);
+        /* the worst case, from the caps alone */
+        double worst = in.other_w, least = in.other_w;
+        for (size_t k = 0; k < s.ngpus; k++) {
+            const struct pflex_site_gpu *g = &s.g[k];
+            if (!g->reachable) {
+                assert_true(isnan(p.cap_w[k]));
+                worst += g->max_cap_w;
+                least += g->max_cap_w;
+                unreach++;
+                continue;
+            }
+            double c = p.cap_w[k];
+            if (!(c >= g->min_cap_w && c <= g->max_cap_w))
+                fail_msg("trial %d: GPU %zu cap %g outside %g..%g", trial, k, c, g->min_cap_w, g->max_cap_w);
+            assert_true(c == floor(c));
+            if ((in.hold || !g->telemetry_ok) && isfinite(g->cap_w))
+                if (!(c <= g->cap_w))
+                    fail_msg("trial %d: GPU %zu loosened from %g to %g without telemetry", trial, k, g->cap_w, c);
+            if (!isfinite(in.limit_w) && !in.hold && g->telemetry_ok)
+                assert_true(c == g->max_cap_w);
+            worst += c;
+            least += g->min_cap_w;
+        }
+        assert_near(p.worst_w, worst, 1e-6);
+        assert_near(p.least_w, least, 1e-6);
+        if (in.limit_w >= least) {
+            if (!(p.feasible && worst <= in.limit_w + 1e-6))
+                fail_msg("trial %d: worst %g over the limit %g (least %g)", trial, worst, in.limit_w, least);
+        } else {
+            assert_false(p.feasible);
+            assert_near(worst, least, 1e-6);
+            infeasible++;
+        }
+        held += p.held > 0;
+        /* floors: a job not flagged keeps its floor on the input curve */
+        double floor_worst = in.other_w;
+        int floors_reachable = 1;
+        for (size_t j = 0; j < s.njobs; j++) {
+            const struct pflex_site_job *jb = &s.j[j];
+            double C = 0, cmin = 0, mincap = INFINITY;
+            size_t n = 0;
+            for (size_t k = 0; k < s.ngpus; k++)
+                if (s.g[k].job == (int)j && s.g[k].reachable) {
+                    C = fmax(C, s.g[k].max_cap_w);
+                    cmin = fmax(cmin, s.g[k].min_cap_w);
+                    mincap = fmin(mincap, p.cap_w[k]);
+                    n++;
+                }
+            if (!n)
+                continue;
+            double h = hi_at(jb, C, mincap);
+            if (jb->floor > 0 && !p.floor_breached[j] && !isnan(h)) {
+                floor_checks++;
+                if (!(h <= 1 - jb->floor + 1e-6)) {
+                    for (size_t k = 0; k < jb->n; k++) print_message("   %g %g %g\n", jb->cap_w[k], jb->loss[k], jb->loss_hi ? jb->loss_hi[k] : -1);
+                    print_message("C %g cmin %g jobcap %g\n", C, cmin, p.job_cap_w[j]);
+                    fail_msg("trial %d: job %zu at %g W loses %g > 1 - floor %g, not flagged", trial, j, mincap, h, jb->floor);
+                }
+            }
+            if (p.floor_breached[j])
+                breached++;
+            /* the least power that keeps this job's floor: the lowest whole
+             * cap with every cap above it within the floor */
+            double fc = C;
+            if (jb->floor > 0)
+                for (double c = C; c >= cmin - 1e-9; c -= 1) {
+                    double v = hi_at(jb, C, c);
+                    if (isnan(v) || v > 1 - jb->floor + 1e-9)
+                        break;
+                    fc = c;
+                }
+            else
+                fc = cmin;
+            if (jb->floor > 0 && fc == C && isnan(hi_at(jb, C, C - 1)))
+                floors_reachable = 0;   /* no curve below the top: the planner extends it */
+            for (size_t k = 0; k < s.ngpus; k++)
+                if (s.g[k].job == (int)j && s.g[k].reachable)
+                    floor_worst += fmin(fmax(fc, s.g[k].min_cap_w), s.g[k].max_cap_w) + 1;
+        }
+        for (size_t k = 0; k < s.ngpus; k++)
+            floor_worst += !s.g[k].reachable ? s.g[k].max_cap_w : s.g[k].job < 0 ? s.g[k].min_cap_w : 0;
+        /* no needless breach: when every floor fits under the limit (and
+         * nothing was held lower), none is broken */
+        if (floors_reachable && p.held == 0 && isfinite(in.limit_w) && floor_worst <= in.limit_w) {
+            needless_checks++;
+            if (p.floor_breaches) {
+                for (size_t j = 0; j < s.njobs; j++) {
+                    print_message("job %zu floor %g n %zu breached %d jobcap %g loss %g\n", j, s.j[j].floor, s.j[j].n, p.floor_breached[j], p.job_cap_w[j], p.job_loss[j]);
+                    for (size_t k = 0; k < s.j[j].n; k++) print_message("   %g %g %g\n", s.j[j].cap_w[k], s.j[j].loss[k], s.j[j].loss_hi ? s.j[j].loss_hi[k] : -1);
+                }
+                for (size_t k = 0; k < s.ngpus; k++) print_message("gpu %zu job %d r %d t %d %g..%g cur %g -> %g\n", k, s.g[k].job, s.g[k].reachable, s.g[k].telemetry_ok, s.g[k].min_cap_w, s.g[k].max_cap_w, s.g[k].cap_w, p.cap_w[k]);
+                fail_msg("trial %d: %zu floors broken though keeping all needs %g <= %g", trial,
+                         p.floor_breaches, floor_worst, in.limit_w);
+            }
+        }
+        /* deterministic */
+        assert_int_equal(pflex_safe_plan(&in, &q, &err), 0);
+        for (size_t k = 0; k < s.ngpus; k++)
+            assert_true(memcmp(&p.cap_w[k], &q.cap_w[k], sizeof(double)) == 0);
+    }
+    print_message("  5000 sites: %d infeasible, %d with holds, %d floor breaches reported, "
+                  "%d unreachable GPUs, %d floor checks, %d no-needless-breach checks\n",
+                  infeasible, held, breached, unreach, floor_checks, needless_checks);
+    /* the generator reaches every case */
+    assert_true(infeasible > 50 && held > 500 && breached > 50 && floor_checks > 1000
+                && needless_checks > 500);
+    pflex_safe_plan_fini(&p);
+    pflex_safe_plan_fini(&q);
+    gsl_rng_free(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hand),
+        cmocka_unit_test(test_random_sites),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

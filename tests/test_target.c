@@ -1,0 +1,331 @@
+/* test_target.c — site power targets: text forms, latest wins, ramps,
+ * schedule CSV.
+ *
+ * Times are checked against the C library's timegm (an independent
+ * calendar), the smallest limit over a window against dense sampling of
+ * the limit itself on random target sets. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+#include <gsl/gsl_rng.h>
+#include "pflex/target.h"
+
+/* cmocka compares floats in single precision; unix times need doubles. */
+#define assert_near(a, b, eps) near_((a), (b), (eps), #a, __LINE__)
+static void near_(double a, double b, double eps, const char *what, int line)
+{
+    if (a == b || fabs(a - b) <= eps)
+        return;
+    fail_msg("line %d: %s = %.9g, expected %.9g (within %g)", line, what, a, b, eps);
+}
+
+static void test_values(void **state)
+{
+    double v;
+    enum pflex_target_unit u;
+    pflex_error_t err;
+    assert_int_equal(pflex_target_parse_value("700kW", &v, &u, &err), 0);
+    assert_near(v, 700e3, 1e-9);
+    assert_int_equal(u, PFLEX_TARGET_WATTS);
+    assert_int_equal(pflex_target_parse_value("1.2MW", &v, &u, &err), 0);
+    assert_near(v, 1.2e6, 1e-6);
+    assert_int_equal(pflex_target_parse_value("650000", &v, &u, &err), 0);
+    assert_near(v, 650000, 0);
+    assert_int_equal(pflex_target_parse_value("80%", &v, &u, &err), 0);
+    assert_near(v, 0.8, 1e-12);
+    assert_int_equal(u, PFLEX_TARGET_FRACTION);
+    assert_int_equal(pflex_target_parse_value("0.75x", &v, &u, &err), 0);
+    assert_near(v, 0.75, 0);
+    const char *bad[] = {"", "kW", "-5kW", "0", "12 parsecs", "nan", "inf", "2000%", "5e13"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        assert_int_equal(pflex_target_parse_value(bad[i], &v, &u, &err), -1);
+}
+
+static void test_durations(void **state)
+{
+    double d;
+    pflex_error_t err;
+    struct { const char *s; double want; } ok[] = {
+        {"90s", 90}, {"15m", 900}, {"2h", 7200}, {"1d", 86400}, {"1h30m", 5400}, {"0", 0},
+        {"45", 45}, {"PT15M", 900}, {"PT1H30M", 5400}, {"P1D", 86400}, {"PT0.5S", 0.5},
+        {"P1W", 7 * 86400}, {"P1DT1H", 90000}, {"PT0S", 0},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        assert_int_equal(pflex_target_parse_duration(ok[i].s, &d, &err), 0);
+        assert_near(d, ok[i].want, 1e-9);
+    }
+    assert_int_equal(pflex_target_parse_duration("P9999Y", &d, &err), 0);
+    assert_true(isinf(d));
+    assert_int_equal(pflex_target_parse_duration("forever", &d, &err), 0);
+    assert_true(isinf(d));
+    const char *bad[] = {"", "P", "PT", "-5m", "5x", "PT5D", "P5H", "PTT5M", "P5M5", "m"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (pflex_target_parse_duration(bad[i], &d, &err) != -1)
+            fail_msg("'%s' accepted", bad[i]);
+}
+
+static void test_times(void **state)
+{
+    double t;
+    pflex_error_t err;
+    struct tm tm = {.tm_year = 2026 - 1900, .tm_mon = 4, .tm_mday = 3, .tm_hour = 18};
+    double want = (double)timegm(&tm);
+    assert_int_equal(pflex_target_parse_time("2026-05-03T18:00:00Z", 0, &t, &err), 0);
+    assert_near(t, want, 0);
+    assert_int_equal(pflex_target_parse_time("2026-05-03T20:00:00+02:00", 0, &t, &err), 0);
+    assert_near(t, want, 0);
+    assert_int_equal(pflex_target_parse_time("2026-05-03T17:30:00.250-00:30", 0, &t, &err), 0);
+    assert_near(t, want + 0.25, 1e-6);
+    assert_int_equal(pflex_target_parse_time("now", 1000, &t, &err), 0);
+    assert_near(t, 1000, 0);
+    assert_int_equal(pflex_target_parse_time("+15m", 1000, &t, &err), 0);
+    assert_near(t, 1900, 0);
+    assert_int_equal(pflex_target_parse_time("@1700000000", 0, &t, &err), 0);
+    assert_near(t, 1700000000, 0);
+    const char *bad[] = {"", "2026-13-01T00:00:00Z", "2026-05-03T25:00:00Z", "2026-05-03X",
+                         "2026-05-03T18:00:00+2", "tomorrow", "@x", "+forever", "2026-02-30"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (pflex_target_parse_time(bad[i], 0, &t, &err) != -1)
+            fail_msg("'%s' accepted", bad[i]);
+
+    /* Formatting and parsing agree with timegm on random instants. */
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 7);
+    for (int i = 0; i < 2000; i++) {
+        time_t s = (time_t)gsl_rng_uniform_int(r, 4000000000UL);
+        struct tm g;
+        gmtime_r(&s, &g);
+        char want_s[64], got[64];
+        strftime(want_s, sizeof want_s, "%Y-%m-%dT%H:%M:%SZ", &g);
+        pflex_target_format_time((double)s, got, sizeof got);
+        assert_string_equal(got, want_s);
+        assert_int_equal(pflex_target_parse_time(got, 0, &t, &err), 0);
+        assert_near(t, (double)s, 0);
+    }
+    gsl_rng_free(r);
+}
+
+static void test_spec(void **state)
+{
+    struct pflex_target t;
+    pflex_error_t err;
+    assert_int_equal(pflex_target_parse("700kW,start=+5m,for=2h,ramp=10m,priority=3", 1000, &t, &err), 0);
+    assert_near(t.value, 700e3, 0);
+    assert_near(t.start_s, 1300, 0);
+    assert_near(t.end_s, 1300 + 7200, 0);
+    assert_near(t.ramp_s, 600, 0);
+    assert_int_equal(t.priority, 3);
+    assert_string_equal(t.source, "cli");
+    assert_int_equal(pflex_target_parse("80%", 1000, &t, &err), 0);
+    assert_near(t.start_s, 1000, 0);
+    assert_true(isinf(t.end_s));
+    assert_int_equal(pflex_target_parse("80%,start=+1h,end=+30m", 1000, &t, &err), -1);
+    assert_non_null(strstr(err.text, "after start"));
+    assert_int_equal(pflex_target_parse("80%,for=1h,end=+2h", 1000, &t, &err), -1);
+    assert_int_equal(pflex_target_parse("80%,colour=red", 1000, &t, &err), -1);
+    assert_int_equal(pflex_target_parse("80%,ramp", 1000, &t, &err), -1);
+    assert_int_equal(pflex_target_parse("80%,ramp=forever", 1000, &t, &err), -1);
+}
+
+static struct pflex_target mk(double start, double end, double w, double ramp, int prio)
+{
+    struct pflex_target t = {.start_s = start, .end_s = end, .value = w,
+                             .unit = PFLEX_TARGET_WATTS, .ramp_s = ramp, .priority = prio};
+    return t;
+}
+
+static void test_latest_wins(void **state)
+{
+    pflex_target_set_t s;
+    pflex_target_set_init(&s);
+    assert_near(pflex_target_limit_w(&s, 0, 1000, 2000), INFINITY, 0);
+    struct pflex_target a = mk(0, 100, 800, 0, 0), b = mk(50, 150, 900, 0, 0);
+    assert_int_equal(pflex_target_set_add(&s, &a, NULL), 0);
+    assert_int_equal(pflex_target_set_add(&s, &b, NULL), 0);
+    assert_near(pflex_target_limit_w(&s, 10, 1000, 2000), 800, 0);
+    assert_near(pflex_target_limit_w(&s, 60, 1000, 2000), 900, 0);   /* later, looser: wins */
+    assert_near(pflex_target_limit_w(&s, 120, 1000, 2000), 900, 0);
+    assert_near(pflex_target_limit_w(&s, 150, 1000, 2000), INFINITY, 0);   /* end exclusive */
+    /* A higher priority (lower number) beats a later one. */
+    struct pflex_target c = mk(0, 1000, 500, 0, 5), d = mk(0, 1000, 600, 0, 1);
+    pflex_target_set_t s2;
+    pflex_target_set_init(&s2);
+    assert_int_equal(pflex_target_set_add(&s2, &d, NULL), 0);
+    assert_int_equal(pflex_target_set_add(&s2, &c, NULL), 0);
+    assert_near(pflex_target_limit_w(&s2, 10, 1000, 2000), 600, 0);
+    /* Fractions scale with the baseline. */
+    struct pflex_target f = {.start_s = 0, .end_s = INFINITY, .value = 0.7,
+                             .unit = PFLEX_TARGET_FRACTION};
+    pflex_target_set_t s3;
+    pflex_target_set_init(&s3);
+    assert_int_equal(pflex_target_set_add(&s3, &f, NULL), 0);
+    assert_near(pflex_target_limit_w(&s3, 10, 1000, 2000), 700, 1e-9);
+    /* Sources and expiry. */
+    snprintf(a.source, sizeof a.source, "openadr");
+    assert_int_equal(pflex_target_set_add(&s, &a, NULL), 0);
+    assert_int_equal(pflex_target_set_remove_source(&s, "openadr"), 1);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(pflex_target_set_expire(&s, 100), 1);
+    assert_int_equal(s.n, 1);
+    assert_near(s.t[0].value, 900, 0);
+    /* Malformed targets are refused. */
+    struct pflex_target bad = mk(10, 10, 800, 0, 0);
+    assert_int_equal(pflex_target_set_add(&s, &bad, NULL), -1);
+    bad = mk(0, 10, -1, 0, 0);
+    assert_int_equal(pflex_target_set_add(&s, &bad, NULL), -1);
+    bad = mk(0, 10, 5, -1, 0);
+    assert_int_equal(pflex_target_set_add(&s, &bad, NULL), -1);
+    pflex_target_set_fini(&s);
+    pflex_target_set_fini(&s2);
+    pflex_target_set_fini(&s3);
+}
+
+static void test_ramp(void **state)
+{
+    pflex_target_set_t s;
+    pflex_target_set_init(&s);
+    struct pflex_target a = mk(0, INFINITY, 1000, 0, 0), b = mk(100, 300, 600, 40, 0);
+    assert_int_equal(pflex_target_set_add(&s, &a, NULL), 0);
+    assert_int_equal(pflex_target_set_add(&s, &b, NULL), 0);
+    /* Linear descent from the previous target (1000) to 600 over 40 s. */
+    assert_near(pflex_target_limit_w(&s, 99, 0, 5000), 1000, 0);
+    assert_near(pflex_target_limit_w(&s, 100, 0, 5000), 1000, 1e-9);
+    assert_near(pflex_target_limit_w(&s, 110, 0, 5000), 900, 1e-6);
+    assert_near(pflex_target_limit_w(&s, 130, 0, 5000), 700, 1e-6);
+    assert_near(pflex_target_limit_w(&s, 140, 0, 5000), 600, 0);
+    assert_near(pflex_target_limit_w(&s, 299, 0, 5000), 600, 0);
+    assert_near(pflex_target_limit_w(&s, 300, 0, 5000), 1000, 0);
+    /* The window minimum sees the ramp's end inside the window. */
+    assert_near(pflex_target_limit_min_w(&s, 105, 120, 0, 5000), 800, 1e-6);
+    assert_near(pflex_target_limit_min_w(&s, 90, 1000, 0, 5000), 600, 0);
+    /* With nothing before, a ramp starts from the unlimited level. */
+    pflex_target_set_t s2;
+    pflex_target_set_init(&s2);
+    struct pflex_target c = mk(0, 100, 1000, 100, 0);
+    assert_int_equal(pflex_target_set_add(&s2, &c, NULL), 0);
+    assert_near(pflex_target_limit_w(&s2, 50, 0, 3000), 2000, 1e-6);
+    /* ... or steps at once when that level is unknown. */
+    assert_near(pflex_target_limit_w(&s2, 50, 0, INFINITY), 1000, 0);
+    pflex_target_set_fini(&s);
+    pflex_target_set_fini(&s2);
+}
+
+/* The window minimum against dense sampling on random sets. */
+static void test_window_min_property(void **state)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 11);
+    for (int trial = 0; trial < 300; trial++) {
+        pflex_target_set_t s;
+        pflex_target_set_init(&s);
+        int n = 1 + (int)gsl_rng_uniform_int(r, 6);
+        for (int i = 0; i < n; i++) {
+            double st = gsl_rng_uniform(r) * 100;
+            double en = gsl_rng_uniform(r) < 0.2 ? INFINITY : st + 1 + gsl_rng_uniform(r) * 60;
+            double ramp = gsl_rng_uniform(r) < 0.5 ? 0 : 1 + gsl_rng_uniform(r) * 20;
+            struct pflex_target t = mk(st, en, 200 + gsl_rng_uniform(r) * 800, ramp,
+                                       (int)gsl_rng_uniform_int(r, 2));
+            assert_int_equal(pflex_target_set_add(&s, &t, NULL), 0);
+        }
+        double t0 = gsl_rng_uniform(r) * 120, t1 = t0 + gsl_rng_uniform(r) * 30;
+        double got = pflex_target_limit_min_w(&s, t0, t1, 0, 1500);
+        double sampled = INFINITY;
+        for (int k = 0; k <= 20000; k++) {
+            double v = pflex_target_limit_w(&s, t0 + (t1 - t0) * k / 20000.0, 0, 1500);
+            if (v < sampled)
+                sampled = v;
+        }
+        /* Never above what sampling finds, and below it only by what the
+         * limit can move between two samples (ramps of 1 s or more move at
+         * most 1000 W/s; samples are 1.5 ms apart). */
+        if (!(got <= sampled + 1e-6)) {
+            for (size_t i = 0; i < s.n; i++)
+                print_message("  %g %g %g ramp %g prio %d\n", s.t[i].start_s, s.t[i].end_s, s.t[i].value, s.t[i].ramp_s, s.t[i].priority);
+            fail_msg("trial %d: window min %g above a sampled %g [%g,%g]", trial, got, sampled, t0, t1);
+        }
+        if (isfinite(sampled) && !(got >= sampled - 2))
+            fail_msg("trial %d: window min %g far under every sample (%g)", trial, got, sampled);
+        if (!isfinite(sampled))
+            assert_true(isinf(got));
+        pflex_target_set_fini(&s);
+    }
+    gsl_rng_free(r);
+}
+
+static void test_schedule(void **state)
+{
+    const char *csv = "# SRP-style event\n"
+                      "start,end,target,ramp,priority,id\n"
+                      "2026-05-03T18:00:00Z,2026-05-03T19:00:00Z,75%,PT5M,,first\n"
+                      "+1h,,500kW,0,2,second\n"
+                      "@1000,@2000,\"1.5MW\",90s,1,\n";
+    pflex_target_set_t s;
+    pflex_target_set_init(&s);
+    pflex_error_t err;
+    assert_int_equal(pflex_target_schedule_read_mem(csv, strlen(csv), "s.csv", 100, &s, &err), 0);
+    assert_int_equal(s.n, 3);
+    struct tm tm = {.tm_year = 2026 - 1900, .tm_mon = 4, .tm_mday = 3, .tm_hour = 18};
+    assert_near(s.t[0].start_s, (double)timegm(&tm), 0);
+    assert_near(s.t[0].end_s - s.t[0].start_s, 3600, 0);
+    assert_int_equal(s.t[0].unit, PFLEX_TARGET_FRACTION);
+    assert_near(s.t[0].ramp_s, 300, 0);
+    assert_string_equal(s.t[0].id, "first");
+    assert_string_equal(s.t[0].source, "schedule");
+    assert_near(s.t[1].start_s, 3700, 0);
+    assert_true(isinf(s.t[1].end_s));
+    assert_int_equal(s.t[1].priority, 2);
+    assert_near(s.t[2].value, 1.5e6, 1e-6);
+    /* duration instead of end */
+    const char *dur = "start,duration,target\n@0,PT1H,600kW\n@0,,700kW\n";
+    pflex_target_set_t s2;
+    pflex_target_set_init(&s2);
+    assert_int_equal(pflex_target_schedule_read_mem(dur, strlen(dur), "d.csv", 0, &s2, &err), 0);
+    assert_near(s2.t[0].end_s, 3600, 0);
+    assert_true(isinf(s2.t[1].end_s));
+
+    struct { const char *csv; const char *needle; } bad[] = {
+        {"", "d.csv:1: empty"},
+        {"begin,target\n1,2\n", "d.csv:1: the header needs"},
+        {"start,end,duration,target\n", "not both"},
+        {"start,target\n@0,700kW\n@0,lots\n", "d.csv:3: column 'target'"},
+        {"start,end,target\n@0,@0,700kW\n", "d.csv:2: end must come after start"},
+        {"start,target,ramp\n@0,700kW,-5s\n", "d.csv:2: column 'ramp'"},
+        {"start,target\n# c\n\nyesterday,700kW\n", "d.csv:4: column 'start'"},
+        {"start,target\n@0\n", "d.csv:2: column 'target': missing"},
+        {"start,target\n\"@0,700kW\n", "d.csv"},
+    };
+    size_t before = s2.n;
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        memset(&err, 0, sizeof err);
+        assert_int_equal(pflex_target_schedule_read_mem(bad[i].csv, strlen(bad[i].csv), "d.csv", 0,
+                                                        &s2, &err), -1);
+        if (!strstr(err.text, bad[i].needle))
+            fail_msg("case %zu: '%s' lacks '%s'", i, err.text, bad[i].needle);
+        assert_int_equal(s2.n, before);     /* nothing added on error */
+    }
+    assert_int_equal(pflex_target_schedule_read("/nonexistent/x.csv", 0, &s2, &err), -1);
+    pflex_target_set_fini(&s);
+    pflex_target_set_fini(&s2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_values),
+        cmocka_unit_test(test_durations),
+        cmocka_unit_test(test_times),
+        cmocka_unit_test(test_spec),
+        cmocka_unit_test(test_latest_wins),
+        cmocka_unit_test(test_ramp),
+        cmocka_unit_test(test_window_min_property),
+        cmocka_unit_test(test_schedule),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
