@@ -15,6 +15,7 @@ static const struct command commands[] = {
     {"allocate", cmd_allocate, "split a site power budget between jobs"},
     {"evaluate", cmd_evaluate, "score equal, pfi and optimal plans on measured curves"},
     {"study", cmd_study, "the whole characterisation study on the built-in fleet"},
+    {"telemetry", cmd_telemetry, "read nvidia-smi, dcgmi, dcgm-exporter, Prometheus telemetry"},
 };
 
 static void usage(FILE *f)
