@@ -607,7 +607,8 @@ int pflex_tm_sort(pflex_tm_t *t, pflex_error_t *err)
             qsort(out + b, e - b, sizeof *out, sample_time_cmp);
         b = e;
     }
-    memcpy(t->series, sv, ns * sizeof *sv);
+    if (ns)
+        memcpy(t->series, sv, ns * sizeof *sv);
     free(t->samples);
     t->samples = out;
     ((struct store *)t->priv)->samples_cap = nm ? nm : 1;
@@ -847,7 +848,8 @@ int pflex_tm_jobmap_read_mem(const char *buf, size_t len, const char *name,
         pflex_error_set(err, "%s: internal error", name);
         goto out;
     }
-    qsort(m->rows, m->n, sizeof *m->rows, row_cmp);
+    if (m->n)
+        qsort(m->rows, m->n, sizeof *m->rows, row_cmp);
     m->by_uuid = malloc((m->n ? m->n : 1) * sizeof *m->by_uuid);
     if (!m->by_uuid) {
         pflex_error_set(err, "%s: out of memory", name);
@@ -889,6 +891,8 @@ int pflex_tm_jobmap_read_file(const char *path, pflex_tm_jobmap_t **out, pflex_e
 static const struct maprow *find_row(const pflex_tm_jobmap_t *m, const char *host, long gpu)
 {
     struct maprow key = {NULL, host, NULL, gpu};
+    if (!m->n)
+        return NULL;
     return bsearch(&key, m->rows, m->n, sizeof *m->rows, row_cmp);
 }
 

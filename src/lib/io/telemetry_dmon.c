@@ -71,6 +71,9 @@ int tm_read_dmon(pflex_tm_t *t, const char *buf, size_t len, const char *name,
                     f = pflex_dcgm_by_name(w[i], wl[i]);
                 if (f < 0 && tm_parse_index(w[i], wl[i], &id) == 0)
                     f = pflex_dcgm_by_id(id);
+                if (nc == MAX_COLS)
+                    return pflex_error_set(err, "%s:%u: more than %d columns", name, ln.line,
+                                           MAX_COLS);
                 cols[nc++] = f; /* -1: a field pflex does not read */
             }
             if (nc == 0)
