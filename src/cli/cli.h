@@ -21,6 +21,7 @@ int cmd_evaluate(int argc, char **argv);
 int cmd_study(int argc, char **argv);
 /* telemetry branch: readers, features, correlation, the PFI model */
 int cmd_telemetry(int argc, char **argv);
+int cmd_features(int argc, char **argv);
 
 /* pflex sweep --backend nvml: the whole command line of `pflex sweep`
  * (src/cli/sweep_nvml.c). */

@@ -16,6 +16,7 @@ static const struct command commands[] = {
     {"evaluate", cmd_evaluate, "score equal, pfi and optimal plans on measured curves"},
     {"study", cmd_study, "the whole characterisation study on the built-in fleet"},
     {"telemetry", cmd_telemetry, "read nvidia-smi, dcgmi, dcgm-exporter, Prometheus telemetry"},
+    {"features", cmd_features, "per-job features of an uncapped run (DRAM copy product, ...)"},
 };
 
 static void usage(FILE *f)
