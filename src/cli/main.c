@@ -17,6 +17,7 @@ static const struct command commands[] = {
     {"study", cmd_study, "the whole characterisation study on the built-in fleet"},
     {"telemetry", cmd_telemetry, "read nvidia-smi, dcgmi, dcgm-exporter, Prometheus telemetry"},
     {"features", cmd_features, "per-job features of an uncapped run (DRAM copy product, ...)"},
+    {"correlate", cmd_correlate, "each feature against PFI: Spearman, Pearson, intervals, q"},
 };
 
 static void usage(FILE *f)
