@@ -18,6 +18,7 @@ static const struct command commands[] = {
     {"telemetry", cmd_telemetry, "read nvidia-smi, dcgmi, dcgm-exporter, Prometheus telemetry"},
     {"features", cmd_features, "per-job features of an uncapped run (DRAM copy product, ...)"},
     {"correlate", cmd_correlate, "each feature against PFI: Spearman, Pearson, intervals, q"},
+    {"train", cmd_train, "fit a PFI and loss-curve model on sweeps with telemetry"},
 };
 
 static void usage(FILE *f)
