@@ -19,6 +19,7 @@ static const struct command commands[] = {
     {"features", cmd_features, "per-job features of an uncapped run (DRAM copy product, ...)"},
     {"correlate", cmd_correlate, "each feature against PFI: Spearman, Pearson, intervals, q"},
     {"train", cmd_train, "fit a PFI and loss-curve model on sweeps with telemetry"},
+    {"predict", cmd_predict, "PFI and loss curves from telemetry alone, with a trained model"},
 };
 
 static void usage(FILE *f)
