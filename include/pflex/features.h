@@ -32,6 +32,8 @@ enum pflex_feat {
     PFLEX_FEAT_DRAM_COPY_CV,    /* variability: coefficient of variation of the
                                  * per-sample DRAM copy product (telemetry only) */
     PFLEX_FEAT_LOG2_GPUS,       /* log2 of the job's GPU count (metadata) */
+    PFLEX_FEAT_ARCH_MOE,        /* 1 mixture of experts, 0 dense (metadata; NaN unknown) */
+    PFLEX_FEAT_TASK_FT,         /* 1 fine-tuning (LoRA or full), 0 pretraining (metadata) */
     PFLEX_FEAT_COUNT
 };
 

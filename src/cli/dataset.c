@@ -21,6 +21,11 @@ void dataset_fini(struct dataset *d)
     free(d->job); free(d->cluster); free(d->gpu); free(d->gpus); free(d->x); free(d->pfi);
     free(d->loss); free(d->p0_w); free(d->t0); free(d->cap0_w); free(d->x_max);
     free(d->used); free(d->dropped);
+    for (size_t i = 0; i < d->n && d->cx; i++) {
+        free(d->cx[i]);
+        free(d->cl[i]);
+    }
+    free(d->cn); free(d->cx); free(d->cl);
     memset(d, 0, sizeof *d);
 }
 
@@ -30,7 +35,7 @@ static int grow(struct dataset *d, size_t cap)
                      d->p = q; } while (0)
     G(job, 1); G(cluster, 1); G(gpu, 1); G(gpus, 1); G(x, PFLEX_FEAT_COUNT); G(pfi, 1);
     G(loss, DS_NCUT); G(p0_w, 1); G(t0, 1); G(cap0_w, 1); G(x_max, 1); G(used, 1);
-    G(dropped, 1);
+    G(dropped, 1); G(cn, 1); G(cx, 1); G(cl, 1);
 #undef G
     return 0;
 }
@@ -194,6 +199,8 @@ int dataset_load(const char *cmd, int nfiles, char **files, const char *clusters
             d->gpu[i] = sj->gpu ? strdup(sj->gpu) : NULL;
             d->gpus[i] = sj->gpus;
             d->cluster[i] = NULL;
+            d->cx[i] = d->cl[i] = NULL;
+            d->cn[i] = 0;
             for (size_t k = 0; k < cm.n && !d->cluster[i]; k++)
                 if (!strcmp(cm.job[k], sj->name))
                     d->cluster[i] = strdup(cm.cl[k]);
@@ -227,7 +234,20 @@ int dataset_load(const char *cmd, int nfiles, char **files, const char *clusters
             for (int k = 0; k < DS_NCUT; k++)
                 d->loss[i * DS_NCUT + k] =
                     ds_cuts[k] <= c.x_max + 1e-12 ? pflex_curve_loss(&c, ds_cuts[k]) : NAN;
+            d->cx[i] = malloc(c.n * sizeof *d->cx[i]);
+            d->cl[i] = malloc(c.n * sizeof *d->cl[i]);
+            if (d->cx[i] && d->cl[i]) {
+                memcpy(d->cx[i], c.x, c.n * sizeof *c.x);
+                memcpy(d->cl[i], c.loss, c.n * sizeof *c.loss);
+                d->cn[i] = c.n;
+            }
             pflex_curve_fini(&c);
+            const char *cl = d->cluster[i];
+            d->x[i * PFLEX_FEAT_COUNT + PFLEX_FEAT_ARCH_MOE] =
+                !strncmp(cl, "moe-", 4) ? 1 : !strncmp(cl, "dense-", 6) ? 0 : NAN;
+            d->x[i * PFLEX_FEAT_COUNT + PFLEX_FEAT_TASK_FT] =
+                strstr(cl, "lora") || strstr(cl, "finetune") || strstr(cl, "-ft") ? 1
+                : strstr(cl, "pretrain") || strstr(cl, "-pt") ? 0 : NAN;
         }
         pflex_sweep_destroy(sw);
     }

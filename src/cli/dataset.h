@@ -20,9 +20,13 @@ struct dataset {
     double *loss;       /* n x DS_NCUT: L at each cut, NaN past x_max */
     double *p0_w, *t0, *cap0_w, *x_max;
     unsigned *used, *dropped;
+    /* the measured loss curves: cn[i] points cx[i][k], cl[i][k], (0, 0) first */
+    size_t *cn;
+    double **cx, **cl;
 };
 
-/* Read the sweeps (none: stdin).  clusters: NULL or a CSV with job and
+/* Read the sweeps (none: stdin).  The metadata features arch_moe and
+ * task_ft come from the cluster ("moe-..." and "...-lora"/"...-ft").  clusters: NULL or a CSV with job and
  * cluster columns, or job, arch and task (the study's pfi.csv); without it
  * a job's cluster is its architecture and task read from its name
  * (dense|moe and pt|lora|ft tokens), else its name.  filter: NULL or a

@@ -7,6 +7,8 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "cli/model_common.h"
+#include "cli/study_predict.h"
+#include <unistd.h>
 
 static const char help[] =
 "usage: pflex train [options] -o MODEL.json SWEEP.csv...\n"
@@ -33,12 +35,21 @@ static const char help[] =
 "  --clusters FILE  CSV job,cluster or job,arch,task (the study's pfi.csv)\n"
 "  --filter TEXT    only jobs whose name holds TEXT (e.g. h200-)\n"
 "  --json           one JSON document on stdout\n"
+"  --study DIR      instead: the study's prediction sections on DIR/sweeps.csv\n"
+"                   (clusters from DIR/pfi.csv when present): Table 3 (the seven\n"
+"                   OLS predictor sets and pflex's models, in-sample, LOO and LOCO\n"
+"                   R^2, RMSE, rho, beside the study's), the H200 fit on H100, and\n"
+"                   the 6 protocol (workloads of 100 jobs, random and production\n"
+"                   mix, cuts 0-40 %%, every policy scored on the measured curves)\n"
+"  --workloads N    workloads per mix for --study (default 500)\n"
+"  --seed S         seed for --study (default 1)\n"
 "  -h, --help       this help\n"
 "\n"
 "EXAMPLES\n"
 "  pflex study --out study-out\n"
 "  pflex train --cv --filter h200- -o pfi-model.json study-out/sweeps.csv\n"
 "  pflex predict --model pfi-model.json --pfi-out pfi.csv --curves-out curves.csv new.csv\n"
+"  pflex train --study study-out\n"
 "\n"
 "exit: 0 ok, 2 bad input (file:line: what is wrong on stderr), 1 system error.\n";
 
@@ -54,7 +65,7 @@ static json_t *score_json(const struct pflex_fit_score *s)
 
 int cmd_train(int argc, char **argv)
 {
-    enum { O_KIND = 4000, O_CV, O_CLUSTERS, O_FILTER };
+    enum { O_KIND = 4000, O_CV, O_CLUSTERS, O_FILTER, O_STUDY, O_WORKLOADS, O_SEED };
     static const struct option opts[] = {
         {"out", required_argument, NULL, 'o'},
         {"kind", required_argument, NULL, O_KIND},
@@ -62,10 +73,14 @@ int cmd_train(int argc, char **argv)
         {"clusters", required_argument, NULL, O_CLUSTERS},
         {"filter", required_argument, NULL, O_FILTER},
         {"json", no_argument, NULL, 'J'},
+        {"study", required_argument, NULL, O_STUDY},
+        {"workloads", required_argument, NULL, O_WORKLOADS},
+        {"seed", required_argument, NULL, O_SEED},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *out = NULL, *kind = "auto", *clusters = NULL, *filter = NULL;
+    const char *out = NULL, *kind = "auto", *clusters = NULL, *filter = NULL, *study = NULL;
+    double workloads = 500, seed = 1;
     int cv = 0, json = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
@@ -76,9 +91,43 @@ int cmd_train(int argc, char **argv)
         case O_CLUSTERS: clusters = optarg; break;
         case O_FILTER: filter = optarg; break;
         case 'J': json = 1; break;
+        case O_STUDY: study = optarg; break;
+        case O_WORKLOADS:
+            if (cli_parse_double("train", "--workloads", optarg, 1, 100000, &workloads) < 0)
+                return PFLEX_EXIT_BAD_INPUT;
+            break;
+        case O_SEED:
+            if (cli_parse_double("train", "--seed", optarg, 0, 4294967295.0, &seed) < 0)
+                return PFLEX_EXIT_BAD_INPUT;
+            break;
         case 'h': return cli_help(help);
         default: return cli_usage_error("train", "bad option");
         }
+    }
+    if (study) {
+        size_t n = strlen(study) + 16;
+        char *sw = malloc(n), *pf = malloc(n);
+        json_t *doc = NULL;
+        int rc = PFLEX_EXIT_INTERNAL;
+        if (sw && pf) {
+            snprintf(sw, n, "%s/sweeps.csv", study);
+            snprintf(pf, n, "%s/pfi.csv", study);
+            rc = study_predict(sw, clusters ? clusters : access(pf, R_OK) == 0 ? pf : NULL,
+                               (unsigned)workloads, (unsigned long)seed, &doc);
+        }
+        if (rc == PFLEX_EXIT_OK) {
+            if (json)
+                rc = cli_json_print(doc) < 0 ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
+            else {
+                study_predict_print(stdout, doc);
+                json_decref(doc);
+            }
+            if (fflush(stdout) != 0)
+                rc = PFLEX_EXIT_INTERNAL;
+        }
+        free(sw);
+        free(pf);
+        return rc;
     }
     if (!out)
         return cli_usage_error("train", "-o MODEL.json is required");

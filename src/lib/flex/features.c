@@ -11,11 +11,11 @@
 static const char *const feat_names[PFLEX_FEAT_COUNT] = {
     "dram_copy_product", "arith_intensity", "dram_active", "mem_copy_util", "tensor_active",
     "sm_active", "sm_occupancy", "gr_engine_active", "gpu_util", "power_over_limit",
-    "sm_clock_over_max", "mem_clock_mhz", "pcie_gbs", "nvlink_gbs", "dram_copy_cv", "log2_gpus",
+    "sm_clock_over_max", "mem_clock_mhz", "pcie_gbs", "nvlink_gbs", "dram_copy_cv", "log2_gpus", "arch_moe", "task_ft",
 };
 static const char *const feat_units[PFLEX_FEAT_COUNT] = {
     "ratio", "ratio", "ratio", "%", "ratio", "ratio", "ratio", "ratio", "%", "ratio", "ratio",
-    "MHz", "GB/s", "GB/s", "ratio", "log2",
+    "MHz", "GB/s", "GB/s", "ratio", "log2", "0/1", "0/1",
 };
 
 const char *pflex_feat_name(enum pflex_feat f)
