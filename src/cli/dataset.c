@@ -9,7 +9,8 @@
 #include "pflex/pfi.h"
 #include "pflex/sweep.h"
 
-const double ds_cuts[DS_NCUT] = {0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40};
+const double ds_cuts[DS_NCUT] = {0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40, 0.45, 0.50,
+                                  0.55, 0.60};
 
 void dataset_fini(struct dataset *d)
 {

@@ -8,8 +8,8 @@
 #include "pflex/features.h"
 
 /* The reductions at which whole curves are learnt and predicted. */
-#define DS_NCUT 8
-extern const double ds_cuts[DS_NCUT];   /* 0.05, 0.10, ..., 0.40 */
+#define DS_NCUT 12
+extern const double ds_cuts[DS_NCUT];   /* 0.05, 0.10, ..., 0.60 */
 
 struct dataset {
     size_t n;

@@ -14,7 +14,7 @@ static const char help[] =
 "usage: pflex train [options] -o MODEL.json SWEEP.csv...\n"
 "\n"
 "Fits a model that predicts each job's ratio PFI and its whole loss curve\n"
-"(the throughput loss at cuts of 5, 10, ..., 40 % of power) from the\n"
+"(the throughput loss at cuts of 5, 10, ..., 60 % of power) from the\n"
 "telemetry of its uncapped run (the sweep's telemetry columns at the job's\n"
 "highest cap; 'pflex features --sweep' shows them).  Candidates:\n"
 "  ols-dram-copy    the study's baseline: OLS on the DRAM copy product\n"
@@ -222,7 +222,7 @@ int cmd_train(int argc, char **argv)
                        ev[k].loco.r2, ev[k].loco.rmse, ev[k].loco.rho, ev[k].curve_loo_rmse,
                        ev[k].curve_loco_rmse, k == best ? "  <- chosen" : "");
             printf("PFI: R^2, RMSE (ratio units) and Spearman rho; curve: RMSE of the loss at "
-                   "5..40 %% cuts\n");
+                   "5..60 %% cuts\n");
         }
     }
     json_decref(tr);
