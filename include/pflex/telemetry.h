@@ -136,6 +136,20 @@ int pflex_tm_read_file(pflex_tm_t *t, const char *path, const struct pflex_tm_re
  * timeout_ms and max_fetch; an HTTP status >= 400 is an error). */
 int pflex_tm_fetch(pflex_tm_t *t, const char *url, const struct pflex_tm_read_opts *o,
                    pflex_error_t *err);
+/* Add one sample (job, uuid may be NULL; host NULL = ""; gpu -1 = none;
+ * field an enum pflex_dcgm).  Returns 0, or -1 with err (limits, memory). */
+int pflex_tm_add(pflex_tm_t *t, const char *job, const char *host, int gpu, const char *uuid,
+                 int field, double time_s, double value, pflex_error_t *err);
+
+/* Live sampling through a GPU backend (pflex/gpu.h: NVML with Hopper GPM
+ * metrics, or any other): one sample of every GPU of g at time_s, each
+ * field the backend reports (power, energy, the enforced limit, clocks,
+ * utilisations, profiling ratios, PCIe/NVLink rates) added as a DCGM field.
+ * Reads only; never sets a limit.  Returns 0, or -1 with err. */
+struct pflex_gpu;
+int pflex_tm_sample_gpus(pflex_tm_t *t, struct pflex_gpu *g, const char *host, const char *job,
+                         double time_s, pflex_error_t *err);
+
 /* True when s looks like a URL pflex fetches. */
 int pflex_tm_is_url(const char *s);
 

@@ -4,13 +4,18 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include "cli/cli.h"
 #include "cli/tmread.h"
 #include "pflex/csv.h"
+#include "pflex/gpu.h"
+#include "pflex/nvml.h"
 #include "pflex/telemetry.h"
 
 static const char help[] =
 "usage: pflex telemetry [options] FILE|URL...\n"
+"       pflex telemetry --nvml [--samples N] [--interval-ms MS] [options]\n"
 "\n"
 "Reads GPU telemetry as the tools write it and prints per-GPU, per-job\n"
 "samples with DCGM field names and units:\n"
@@ -32,6 +37,11 @@ static const char help[] =
 "  --max-series N   most series accepted (default 1000000)\n"
 "  --max-bytes N    most bytes one URL may return (default 268435456)\n"
 "  --timeout-ms N   limit on one fetch (default 10000)\n"
+"  --nvml           sample this node's GPUs live through NVML instead (read\n"
+"                   only: no limit is set), Hopper GPM metrics included\n"
+"  --nvml-lib PATH  NVML library (default: $PFLEX_NVML_LIB, else libnvidia-ml.so.1)\n"
+"  --samples N      --nvml: samples per GPU (default 10)\n"
+"  --interval-ms MS --nvml: between samples (default 1000)\n"
 "  --csv            every sample: job,host,gpu,uuid,time_s,field,value\n"
 "  --json           one JSON document: series with their samples\n"
 "  -h, --help       this help\n"
@@ -44,6 +54,7 @@ static const char help[] =
 "  curl -s http://node1:9400/metrics | pflex telemetry --csv - > samples.csv\n"
 "  pflex telemetry --json 'http://prom:9090/api/v1/query?query=DCGM_FI_DEV_POWER_USAGE'\n"
 "  pflex telemetry --job-map jobs.csv dmon.txt\n"
+"  pflex telemetry --nvml --samples 60 --job llama --csv > live.csv\n"
 "\n"
 "exit: 0 ok, 2 bad input (file:line: what is wrong on stderr), 1 system error.\n";
 
@@ -101,17 +112,75 @@ static json_t *to_json(const pflex_tm_t *t)
     return doc;
 }
 
+/* Live samples of this node's GPUs through NVML into a new store. */
+static int sample_nvml(const struct tmread *r, const char *lib, double samples, double interval_ms,
+                       pflex_tm_t **out)
+{
+    pflex_error_t err;
+    pflex_gpu_t g;
+    char host[256] = "";
+    const char *h = r->ro.host;
+    if (!h) {
+        if (gethostname(host, sizeof host - 1) != 0)
+            host[0] = 0;
+        h = host;
+    }
+    if (!lib) {
+        const char *env = getenv("PFLEX_NVML_LIB");
+        lib = env && *env ? env : PFLEX_NVML_LIB_DEFAULT;
+    }
+    if (pflex_nvml_open(lib, &g, &err) < 0) {
+        cli_error("telemetry", "%s", err.text);
+        return PFLEX_EXIT_INTERNAL;
+    }
+    pflex_tm_t *t = pflex_tm_create(&r->lim);
+    int rc = t ? PFLEX_EXIT_OK : PFLEX_EXIT_INTERNAL;
+    for (long k = 0; rc == PFLEX_EXIT_OK && k < (long)samples; k++) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        if (pflex_tm_sample_gpus(t, &g, h, r->ro.job, (double)now.tv_sec + now.tv_nsec / 1e9,
+                                 &err) < 0) {
+            cli_error("telemetry", "%s", err.text);
+            rc = PFLEX_EXIT_INTERNAL;
+            break;
+        }
+        if (k + 1 < (long)samples) {
+            struct timespec d = {(time_t)(interval_ms / 1000),
+                                 (long)(fmod(interval_ms, 1000) * 1e6)};
+            while (nanosleep(&d, &d) != 0)
+                ;
+        }
+    }
+    pflex_gpu_close(&g);
+    if (rc == PFLEX_EXIT_OK && pflex_tm_sort(t, &err) < 0) {
+        cli_error("telemetry", "%s", err.text);
+        rc = PFLEX_EXIT_INTERNAL;
+    }
+    if (rc != PFLEX_EXIT_OK) {
+        pflex_tm_destroy(t);
+        return rc;
+    }
+    *out = t;
+    return rc;
+}
+
 int cmd_telemetry(int argc, char **argv)
 {
     static const struct option opts[] = {
         TMREAD_LONG_OPTIONS,
+        {"nvml", no_argument, NULL, 'N'},
+        {"nvml-lib", required_argument, NULL, 'L'},
+        {"samples", required_argument, NULL, 'S'},
+        {"interval-ms", required_argument, NULL, 'I'},
         {"csv", no_argument, NULL, 'C'},
         {"json", no_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct tmread r;
-    int csv = 0, json = 0, c;
+    int csv = 0, json = 0, nvml = 0, c;
+    const char *lib = NULL;
+    double samples = 10, interval_ms = 1000;
     tmread_init(&r);
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -121,6 +190,16 @@ int cmd_telemetry(int argc, char **argv)
         if (t > 0)
             continue;
         switch (c) {
+        case 'N': nvml = 1; break;
+        case 'L': lib = optarg; break;
+        case 'S':
+            if (cli_parse_double("telemetry", "--samples", optarg, 1, 1e7, &samples) < 0)
+                return PFLEX_EXIT_BAD_INPUT;
+            break;
+        case 'I':
+            if (cli_parse_double("telemetry", "--interval-ms", optarg, 0, 3.6e6, &interval_ms) < 0)
+                return PFLEX_EXIT_BAD_INPUT;
+            break;
         case 'C': csv = 1; break;
         case 'J': json = 1; break;
         case 'h': return cli_help(help);
@@ -130,7 +209,10 @@ int cmd_telemetry(int argc, char **argv)
     if (csv && json)
         return cli_usage_error("telemetry", "--csv and --json exclude each other");
     pflex_tm_t *t = NULL;
-    int rc = tmread_load(&r, "telemetry", argc - optind, argv + optind, &t);
+    if (nvml && optind < argc)
+        return cli_usage_error("telemetry", "--nvml samples live: no FILE or URL with it");
+    int rc = nvml ? sample_nvml(&r, lib, samples, interval_ms, &t)
+                  : tmread_load(&r, "telemetry", argc - optind, argv + optind, &t);
     if (rc != PFLEX_EXIT_OK)
         return rc;
     if (json)

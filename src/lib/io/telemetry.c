@@ -354,6 +354,25 @@ int tm_add(pflex_tm_t *t, const struct tm_key *k, double time_s, double value,
     return 0;
 }
 
+int pflex_tm_add(pflex_tm_t *t, const char *job, const char *host, int gpu, const char *uuid,
+                 int field, double time_s, double value, pflex_error_t *err)
+{
+    if ((unsigned)field >= PFLEX_DCGM_COUNT)
+        return pflex_error_set(err, "telemetry: field %d out of range", field);
+    if (!isfinite(value) || !isfinite(time_s))
+        return pflex_error_set(err, "telemetry: a sample must be finite");
+    struct tm_key k = {0};
+    k.job = job;
+    k.job_len = job ? strlen(job) : 0;
+    k.host = host ? host : "";
+    k.host_len = strlen(k.host);
+    k.uuid = uuid;
+    k.uuid_len = uuid ? strlen(uuid) : 0;
+    k.gpu = gpu < 0 ? -1 : gpu;
+    k.field = field;
+    return tm_add(t, &k, time_s, value, "sample", 0, err);
+}
+
 /* ---- lines and numbers ---- */
 
 void tm_lines_init(struct tm_lines *l, const char *buf, size_t len, const char *name, size_t max)
