@@ -132,6 +132,61 @@ static void test_json_roundtrip(void **state)
     pflex_model_destroy(m);
 }
 
+/* A smooth non-linear PFI: the GP must beat OLS out of sample, and its
+ * model file must give the same predictions back. */
+static void test_gp(void **state)
+{
+    make_data();
+    for (int i = 0; i < N; i++) {
+        double a = X[i * PFLEX_FEAT_COUNT + PFLEX_FEAT_DRAM_COPY];
+        Y[i * 3] = 1 + sin(6 * a);
+    }
+    struct pflex_train_data d = {N, X, Y, NCUT, cuts, NULL};
+    struct pflex_model_spec gp = spec2(PFLEX_MODEL_GP), ols = spec2(PFLEX_MODEL_OLS);
+    pflex_error_t err;
+    double pg[N * 3], po[N * 3];
+    int g[N];
+    for (int i = 0; i < N; i++)
+        g[i] = i;
+    assert_int_equal(pflex_model_cv(&gp, &d, g, pg, &err), 0);
+    assert_int_equal(pflex_model_cv(&ols, &d, g, po, &err), 0);
+    struct pflex_fit_score sg, so;
+    pflex_fit_score(pg, Y, N, 3, &sg);
+    pflex_fit_score(po, Y, N, 3, &so);
+    assert_int_equal(sg.n, N);
+    assert_true(sg.rmse < 0.5 * so.rmse);
+    assert_true(sg.r2 > 0.9);
+    pflex_model_t *m = pflex_model_fit(&gp, &d, &err);
+    if (!m)
+        fail_msg("%s", err.text);
+    char *txt = pflex_model_to_json(m, NULL);
+    pflex_model_t *b = pflex_model_from_json(txt, strlen(txt), "gp.json", &err);
+    if (!b)
+        fail_msg("%s", err.text);
+    double m1[3], s1[3], m2[3], s2[3];
+    for (int i = 0; i < N; i += 7) {
+        pflex_model_predict(m, X + i * PFLEX_FEAT_COUNT, m1, s1);
+        pflex_model_predict(b, X + i * PFLEX_FEAT_COUNT, m2, s2);
+        for (int k = 0; k < 3; k++) {
+            assert_dbl(m1[k], m2[k], 1e-9);
+            assert_dbl(s1[k], s2[k], 1e-9);
+        }
+        assert_true(s1[0] > 0);
+    }
+    /* far from every training job the GP reverts to the mean, less sure */
+    double far[PFLEX_FEAT_COUNT];
+    for (int f = 0; f < PFLEX_FEAT_COUNT; f++)
+        far[f] = NAN;
+    far[PFLEX_FEAT_DRAM_COPY] = 50;
+    far[PFLEX_FEAT_TENSOR_ACTIVE] = 50;
+    pflex_model_predict(m, far, m2, s2);
+    assert_true(s2[0] > s1[0]);
+    assert_dbl(m2[0], m->t[0].intercept, 1e-6);
+    free(txt);
+    pflex_model_destroy(b);
+    pflex_model_destroy(m);
+}
+
 static void test_too_few(void **state)
 {
     make_data();
@@ -147,6 +202,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ols_matches_gsl),
         cmocka_unit_test(test_json_roundtrip),
+        cmocka_unit_test(test_gp),
         cmocka_unit_test(test_too_few),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

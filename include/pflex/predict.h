@@ -6,7 +6,8 @@
  * target is a linear model on standardised features (missing features are
  * imputed with the training mean), fitted by ordinary least squares or
  * ridge (the penalty chosen by the closed-form leave-one-out error), with a
- * per-job standard error from the residual spread and the job's leverage.
+ * per-job standard error from the residual spread and the job's leverage;
+ * or a Gaussian process with its own predictive variance.
  * A model is saved as a versioned JSON file.
  */
 #ifndef PFLEX_PREDICT_H
@@ -20,11 +21,14 @@
 #define PFLEX_MODEL_VERSION 1
 #define PFLEX_MODEL_MAX_CUTS 16
 #define PFLEX_MODEL_MAX_TERMS 64
+#define PFLEX_GP_MAX_TRAIN 3000
 
 enum pflex_model_kind {
     PFLEX_MODEL_OLS,        /* plain least squares (the study's baseline on dram_copy_product) */
     PFLEX_MODEL_RIDGE,      /* ridge on the features */
     PFLEX_MODEL_RIDGE2,     /* ridge on the features, their squares and pairwise products */
+    PFLEX_MODEL_GP,         /* Gaussian process, squared-exponential kernel on the
+                             * standardised features (at most PFLEX_GP_MAX_TRAIN jobs) */
     PFLEX_MODEL_KIND_COUNT
 };
 const char *pflex_model_kind_name(enum pflex_model_kind k);
@@ -45,6 +49,10 @@ struct pflex_model_target {
     double zmean[PFLEX_MODEL_MAX_TERMS];    /* term means over this target's rows */
     /* (Z'Z + lambda I)^-1 over the terms, for the leverage of a new job */
     double *cov;            /* nterms x nterms */
+    /* GP: alpha = (K + r I)^-1 (y - intercept) over the training jobs, and
+     * the signal variance; sigma and cov unused */
+    double *alpha;
+    double gp_s2;
 };
 
 typedef struct pflex_model {
@@ -56,6 +64,12 @@ typedef struct pflex_model {
     size_t ncut;
     double cuts[PFLEX_MODEL_MAX_CUTS];
     size_t ntarget;                     /* 1 + ncut */
+    /* GP: the training jobs' standardised terms (ntrain x nterms), the
+     * kernel's length scale and noise ratio r, and (K + r I)^-1 */
+    size_t ntrain;
+    double *gp_z;
+    double gp_length, gp_ratio;
+    double *gp_kinv;
     struct pflex_model_target t[1 + PFLEX_MODEL_MAX_CUTS];
 } pflex_model_t;
 

@@ -43,6 +43,13 @@ size_t model_candidates(struct candidate *out, size_t max)
         memcpy(out[n].spec.feat, compact, sizeof compact);
         n++;
     }
+    if (n < max) {
+        out[n].name = "gp-compact";
+        out[n].spec.kind = PFLEX_MODEL_GP;
+        out[n].spec.nfeat = sizeof compact / sizeof *compact;
+        memcpy(out[n].spec.feat, compact, sizeof compact);
+        n++;
+    }
     return n;
 }
 

@@ -9,8 +9,9 @@
 #include <gsl/gsl_matrix.h>
 #include "pflex/correlate.h"
 #include "pflex/predict.h"
+#include "lib/flex/predict_gp.h"
 
-static const char *const kind_names[PFLEX_MODEL_KIND_COUNT] = {"ols", "ridge", "ridge2"};
+static const char *const kind_names[PFLEX_MODEL_KIND_COUNT] = {"ols", "ridge", "ridge2", "gp"};
 
 const char *pflex_model_kind_name(enum pflex_model_kind k)
 {
@@ -21,8 +22,12 @@ void pflex_model_destroy(pflex_model_t *m)
 {
     if (!m)
         return;
-    for (size_t k = 0; k < m->ntarget; k++)
+    for (size_t k = 0; k < m->ntarget; k++) {
         free(m->t[k].cov);
+        free(m->t[k].alpha);
+    }
+    free(m->gp_z);
+    free(m->gp_kinv);
     free(m);
 }
 
@@ -248,6 +253,12 @@ pflex_model_t *pflex_model_fit(const struct pflex_model_spec *s, const struct pf
         for (size_t i = 0; i < r; i++)
             Z[i * q + j] = (Z[i * q + j] - mu) / m->tscale[j];
     }
+    if (s->kind == PFLEX_MODEL_GP) {
+        if (pflex_gp_fit(m, d, Z, r, err) < 0)
+            goto fail;
+        free(Z); free(yy); free(zrow); free(Zt);
+        return m;
+    }
     for (size_t k = 0; k < nt; k++) {
         size_t mr = 0;
         for (size_t i = 0, ri = 0; i < d->n; i++) {
@@ -295,7 +306,9 @@ void pflex_model_predict(const pflex_model_t *m, const double *x, double *mean, 
     double z[PFLEX_MODEL_MAX_TERMS], zc[PFLEX_MODEL_MAX_TERMS];
     size_t q = m->nterms;
     terms_of(m, x, z);
-    for (size_t k = 0; k < m->ntarget; k++) {
+    if (m->spec.kind == PFLEX_MODEL_GP)
+        pflex_gp_predict(m, z, mean, se);
+    for (size_t k = 0; k < m->ntarget && m->spec.kind != PFLEX_MODEL_GP; k++) {
         const struct pflex_model_target *t = &m->t[k];
         double y = t->intercept, h = t->nobs ? 1.0 / (double)t->nobs : 0;
         for (size_t j = 0; j < q; j++) {

@@ -52,9 +52,22 @@ char *pflex_model_to_json(const pflex_model_t *m, const char *extra)
         json_object_set_new(j, "lambda", json_real(t->lambda));
         json_object_set_new(j, "zmean", reals(t->zmean, q));
         json_object_set_new(j, "cov", t->cov ? reals(t->cov, q * q) : json_array());
+        if (m->spec.kind == PFLEX_MODEL_GP) {
+            json_object_set_new(j, "alpha", reals(t->alpha, m->ntrain));
+            json_object_set_new(j, "s2", json_real(t->gp_s2));
+        }
         json_array_append_new(targets, j);
     }
     json_object_set_new(o, "targets", targets);
+    if (m->spec.kind == PFLEX_MODEL_GP) {
+        json_t *g = json_object();
+        json_object_set_new(g, "ntrain", json_integer((json_int_t)m->ntrain));
+        json_object_set_new(g, "length", json_real(m->gp_length));
+        json_object_set_new(g, "ratio", json_real(m->gp_ratio));
+        json_object_set_new(g, "z", reals(m->gp_z, m->ntrain * q));
+        json_object_set_new(g, "kinv", reals(m->gp_kinv, m->ntrain * m->ntrain));
+        json_object_set_new(o, "gp", g);
+    }
     if (extra) {
         json_t *e = json_loads(extra, 0, NULL);
         if (e)
@@ -117,7 +130,7 @@ pflex_model_t *pflex_model_from_json(const char *buf, size_t len, const char *na
         if (!strcmp(json_string_value(kind), pflex_model_kind_name(i)))
             k = i;
     if (k < 0) {
-        pflex_error_set(err, "%s: \"kind\": ols, ridge or ridge2", name);
+        pflex_error_set(err, "%s: \"kind\": ols, ridge, ridge2 or gp", name);
         goto fail;
     }
     m->spec.kind = (enum pflex_model_kind)k;
@@ -173,6 +186,24 @@ pflex_model_t *pflex_model_from_json(const char *buf, size_t len, const char *na
                         m->ntarget);
         goto fail;
     }
+    if (m->spec.kind == PFLEX_MODEL_GP) {
+        json_t *g = json_object_get(o, "gp"), *nn = json_object_get(g, "ntrain");
+        if (!json_is_integer(nn) || json_integer_value(nn) < 1 ||
+            json_integer_value(nn) > PFLEX_GP_MAX_TRAIN || get_real(g, "length", &m->gp_length) < 0 ||
+            get_real(g, "ratio", &m->gp_ratio) < 0 || !(m->gp_length > 0) || m->gp_ratio < 0) {
+            pflex_error_set(err, "%s: \"gp\": ntrain (1..%d), length > 0, ratio >= 0", name,
+                            PFLEX_GP_MAX_TRAIN);
+            goto fail;
+        }
+        m->ntrain = (size_t)json_integer_value(nn);
+        m->gp_z = malloc(m->ntrain * q * sizeof *m->gp_z);
+        m->gp_kinv = malloc(m->ntrain * m->ntrain * sizeof *m->gp_kinv);
+        if (!m->gp_z || !m->gp_kinv || get_reals(g, "z", m->gp_z, m->ntrain * q) < 0 ||
+            get_reals(g, "kinv", m->gp_kinv, m->ntrain * m->ntrain) < 0) {
+            pflex_error_set(err, "%s: gp.z or gp.kinv malformed", name);
+            goto fail;
+        }
+    }
     for (size_t t = 0; t < m->ntarget; t++) {
         json_t *j = json_array_get(targets, t), *nobs = json_object_get(j, "nobs");
         struct pflex_model_target *mt = &m->t[t];
@@ -184,6 +215,14 @@ pflex_model_t *pflex_model_from_json(const char *buf, size_t len, const char *na
             goto fail;
         }
         mt->nobs = (size_t)json_integer_value(nobs);
+        if (m->spec.kind == PFLEX_MODEL_GP) {
+            if (!(mt->alpha = malloc(m->ntrain * sizeof *mt->alpha)) ||
+                get_reals(j, "alpha", mt->alpha, m->ntrain) < 0 ||
+                get_real(j, "s2", &mt->gp_s2) < 0 || mt->gp_s2 < 0) {
+                pflex_error_set(err, "%s: targets[%zu]: alpha or s2 malformed", name, t);
+                goto fail;
+            }
+        }
         json_t *cov = json_object_get(j, "cov");
         if (json_is_array(cov) && json_array_size(cov) == q * q) {
             if (!(mt->cov = malloc(q * q * sizeof *mt->cov)) ||
