@@ -174,6 +174,24 @@ static void test_prom_text(void **state)
     pflex_tm_destroy(t);
 }
 
+static void test_prom_mig(void **state)
+{
+    const char *txt = "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",GPU_I_ID=\"2\",Hostname=\"n\"} 50\n"
+                      "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",Hostname=\"n\"} 60\n";
+    pflex_tm_t *t = pflex_tm_create(NULL);
+    pflex_error_t err;
+    assert_int_equal(pflex_tm_read_mem(t, txt, strlen(txt), "mig", NULL, &err), 0);
+    assert_int_equal(pflex_tm_sort(t, &err), 0);
+    double v[2];
+    assert_int_equal(values(t, NULL, "n", 1, PFLEX_DCGM_GPU_UTIL, v, NULL, 2), 1);
+    assert_dbl(v[0], 60, 0);
+    assert_int_equal(values(t, NULL, "n", 10102, PFLEX_DCGM_GPU_UTIL, v, NULL, 2), 1);
+    assert_dbl(v[0], 50, 0);
+    pflex_tm_destroy(t);
+    expect_error("DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",GPU_I_ID=\"x\"} 50\n", PFLEX_TMF_PROM,
+                 "bad.txt:1: label GPU_I_ID");
+}
+
 static void test_prom_json(void **state)
 {
     pflex_tm_t *t = load(DIR "prom_vector.json", NULL);
@@ -399,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_smi_nounits),
         cmocka_unit_test(test_dmon),
         cmocka_unit_test(test_prom_text),
+        cmocka_unit_test(test_prom_mig),
         cmocka_unit_test(test_prom_json),
         cmocka_unit_test(test_roundtrip_pflex_csv),
         cmocka_unit_test(test_jobmap),

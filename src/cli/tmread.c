@@ -33,6 +33,7 @@ int tmread_option(struct tmread *r, const char *cmd, int c, const char *arg)
     case TMR_JOB: r->ro.job = arg; return 1;
     case TMR_HOST: r->ro.host = arg; return 1;
     case TMR_JOBMAP: r->job_map = arg; return 1;
+    case TMR_JOBFILE: r->job_from_file = 1; return 1;
     case TMR_MAXLINE:
         if (count(cmd, "--max-line", arg, 16, 1 << 30, &r->lim.max_line) < 0)
             return -1;
@@ -78,6 +79,17 @@ int tmread_load(struct tmread *r, const char *cmd, int n, char **inputs, pflex_t
     for (int i = 0; i < n; i++) {
         struct pflex_tm_read_opts o = r->ro;
         o.time0_s = i;  /* successive scrapes without timestamps */
+        char jobname[256];
+        if (r->job_from_file && strcmp(inputs[i], "-") && !pflex_tm_is_url(inputs[i])) {
+            /* "runs/llama-70b.prom" -> "llama-70b" */
+            const char *b = strrchr(inputs[i], '/');
+            b = b ? b + 1 : inputs[i];
+            snprintf(jobname, sizeof jobname, "%s", b);
+            char *dot = strrchr(jobname, '.');
+            if (dot && dot != jobname)
+                *dot = 0;
+            o.job = jobname;
+        }
         int rc = pflex_tm_is_url(inputs[i]) ? pflex_tm_fetch(t, inputs[i], &o, &err)
                                             : pflex_tm_read_file(t, inputs[i], &o, &err);
         if (rc < 0) {

@@ -10,16 +10,18 @@ struct tmread {
     struct pflex_tm_limits lim;
     struct pflex_tm_read_opts ro;
     const char *job_map;
+    int job_from_file;      /* each file's samples belong to the job its name gives */
 };
 
 enum { TMR_FORMAT = 1000, TMR_JOB, TMR_HOST, TMR_JOBMAP, TMR_MAXLINE, TMR_MAXSERIES,
-       TMR_MAXBYTES, TMR_TIMEOUT };
+       TMR_MAXBYTES, TMR_TIMEOUT, TMR_JOBFILE };
 
 #define TMREAD_LONG_OPTIONS \
     {"format", required_argument, NULL, TMR_FORMAT}, \
     {"job", required_argument, NULL, TMR_JOB}, \
     {"host", required_argument, NULL, TMR_HOST}, \
     {"job-map", required_argument, NULL, TMR_JOBMAP}, \
+    {"job-from-file", no_argument, NULL, TMR_JOBFILE}, \
     {"max-line", required_argument, NULL, TMR_MAXLINE}, \
     {"max-series", required_argument, NULL, TMR_MAXSERIES}, \
     {"max-bytes", required_argument, NULL, TMR_MAXBYTES}, \

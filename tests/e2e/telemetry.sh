@@ -25,6 +25,11 @@ grep -q '"slurm-4242"' "$T/json" || fail "json job"
 "$P" telemetry --csv --job-map "$D/jobmap.csv" --host node-a "$D/dmon.txt" > "$T/mapped" || fail "job map"
 grep -q '^llama-pt,node-a,1,' "$T/mapped" || fail "job map did not map GPU 1"
 
+# one job per file, named by the file
+"$P" telemetry --csv --job-from-file "$D/smi_units.csv" "$D/dmon.txt" > "$T/perfile" || fail "--job-from-file"
+grep -q '^smi_units,,0,' "$T/perfile" || fail "--job-from-file: smi_units"
+grep -q '^dmon,,1,' "$T/perfile" || fail "--job-from-file: dmon"
+
 bad() { # name, expected message part, content, options...
     printf '%b' "$3" > "$T/$1"
     n=$1; m=$2; shift 3

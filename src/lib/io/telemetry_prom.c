@@ -6,7 +6,8 @@
  *   DCGM_FI_DEV_SM_CLOCK{gpu="0",UUID="GPU-...",Hostname="n1",pod="p"} 1980 1714564800000
  *
  * Labels come in any order, values escape \\ \" and \n.  The labels pflex
- * reads: gpu (index), UUID, Hostname or hostname, hpc_job, pod.  A sample's
+ * reads: gpu (index), UUID, Hostname or hostname, hpc_job, pod, GPU_I_ID
+ * (a MIG instance: gpu = 10000 + 100 x gpu + GPU_I_ID).  A sample's
  * job is its hpc_job label, else its pod label, else the read's job.
  * Metrics other than the DCGM fields pflex knows are skipped and counted, so
  * are blank sentinels and NaN.  The optional timestamp is in milliseconds.
@@ -188,7 +189,7 @@ int tm_read_prom(pflex_tm_t *t, const char *buf, size_t len, const char *name,
         struct tm_key k = {0};
         k.gpu = -1;
         k.field = field;
-        const struct label *job = NULL, *pod = NULL, *host = NULL, *instance = NULL;
+        const struct label *job = NULL, *pod = NULL, *host = NULL, *instance = NULL, *mig = NULL;
         for (size_t q = 0; q < nl; q++) {
             const struct label *l = &labels[q];
             if (lname_is(l, "gpu")) {
@@ -208,7 +209,16 @@ int tm_read_prom(pflex_tm_t *t, const char *buf, size_t len, const char *name,
                 job = l;
             } else if (lname_is(l, "pod")) {
                 pod = l;
+            } else if (lname_is(l, "GPU_I_ID")) {
+                mig = l;
             }
+        }
+        if (mig && mig->value_len && k.gpu >= 0) {
+            long gi;
+            if (tm_parse_index(mig->value, mig->value_len, &gi) < 0 || gi > 99 || k.gpu > 999)
+                FAIL("%s:%u: label GPU_I_ID=\"%.*s\" is not a MIG instance id (0-99)", name,
+                     ln.line, (int)(mig->value_len > 40 ? 40 : mig->value_len), mig->value);
+            k.gpu = 10000 + 100 * k.gpu + gi;   /* a MIG instance, apart from whole GPUs */
         }
         if (!host)
             host = instance;

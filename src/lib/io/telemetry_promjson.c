@@ -114,6 +114,16 @@ int tm_read_promjson(pflex_tm_t *t, const char *buf, size_t len, const char *nam
                             name, i, g);
             goto out;
         }
+        const char *mig = label(metric, "GPU_I_ID", NULL, &l);
+        if (mig && l && k.gpu >= 0) {
+            long gi;
+            if (tm_parse_index(mig, l, &gi) < 0 || gi > 99 || k.gpu > 999) {
+                pflex_error_set(err, "%s: data.result[%zu]: label GPU_I_ID=\"%.40s\" is not a MIG "
+                                "instance id (0-99)", name, i, mig);
+                goto out;
+            }
+            k.gpu = 10000 + 100 * k.gpu + gi;
+        }
         if ((k.uuid = label(metric, "UUID", "uuid", &k.uuid_len)) && !k.uuid_len)
             k.uuid = NULL;
         if (!(k.host = label(metric, "Hostname", "hostname", &k.host_len)) &&
