@@ -23,6 +23,12 @@ int cmd_study(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
 int cmd_controller(int argc, char **argv);
+/* telemetry branch: readers, features, correlation, the PFI model */
+int cmd_telemetry(int argc, char **argv);
+int cmd_features(int argc, char **argv);
+int cmd_correlate(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
 
 /* pflex sweep --backend nvml: the whole command line of `pflex sweep`
  * (src/cli/sweep_nvml.c). */

@@ -21,6 +21,11 @@ static const struct command commands[] = {
     {"agent", cmd_agent, "the per-node daemon owning GPU power limits (leases, HTTP API)"},
     {"apply", cmd_apply, "put a plan's caps into force, with a lease, through an agent or locally"},
     {"controller", cmd_controller, "the site loop: follow a grid target, learn curves, push caps to agents"},
+    {"telemetry", cmd_telemetry, "read nvidia-smi, dcgmi, dcgm-exporter, Prometheus telemetry"},
+    {"features", cmd_features, "per-job features of an uncapped run (DRAM copy product, ...)"},
+    {"correlate", cmd_correlate, "each feature against PFI: Spearman, Pearson, intervals, q"},
+    {"train", cmd_train, "fit a PFI and loss-curve model on sweeps with telemetry"},
+    {"predict", cmd_predict, "PFI and loss curves from telemetry alone, with a trained model"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,175 @@
+/* telemetry_bench.c — how fast pflex reads telemetry and fits/uses models.
+ *
+ *   telemetry_bench gen NODES GPUS METRICS SEED FILE
+ *                         write a dcgm-exporter scrape: NODES hosts x GPUS
+ *                         GPUs x METRICS DCGM fields, with HELP/TYPE lines
+ *                         and the exporter's labels
+ *   telemetry_bench read FILE REPS
+ *                         time reading FILE into a telemetry store (median
+ *                         CPU seconds of REPS runs)
+ *   telemetry_bench model JOBS PREDICT REPS
+ *                         time fitting a ridge PFI + curve model on JOBS
+ *                         synthetic jobs and predicting PREDICT jobs
+ *
+ * Times are this process's CPU time (user + system), medians.  Nothing
+ * here asserts a time. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include "pflex/predict.h"
+#include "pflex/sweep.h"
+#include "pflex/telemetry.h"
+
+static uint64_t rs;
+static double unif(void)
+{
+    uint64_t z = (rs += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (double)((z ^ (z >> 31)) >> 11) / 9007199254740992.0;
+}
+
+static double cpu_s(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + (double)u.ru_stime.tv_sec +
+           u.ru_stime.tv_usec / 1e6;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int gen(int nodes, int gpus, int metrics, unsigned long seed, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 1;
+    rs = seed;
+    if (metrics > PFLEX_DCGM_COUNT)
+        metrics = PFLEX_DCGM_COUNT;
+    for (int m = 0; m < metrics; m++) {
+        const struct pflex_dcgm_info *fi = pflex_dcgm_info(m);
+        fprintf(f, "# HELP %s %s (in %s).\n# TYPE %s %s\n", fi->name, fi->name, fi->unit, fi->name,
+                m == PFLEX_DCGM_TOTAL_ENERGY ? "counter" : "gauge");
+        for (int n = 0; n < nodes; n++)
+            for (int g = 0; g < gpus; g++)
+                fprintf(f, "%s{gpu=\"%d\",UUID=\"GPU-%08x-%04x-0000-0000-%012d\",device=\"nvidia%d\","
+                        "modelName=\"NVIDIA H200\",Hostname=\"node-%04d\",container=\"trainer\","
+                        "namespace=\"ml\",pod=\"job-%d-worker-%d\"} %.6g\n",
+                        fi->name, g, n, g, n * gpus + g, g, n, n / 4, n % 4, unif() * 700);
+    }
+    return fclose(f) ? 1 : 0;
+}
+
+static int bench_read(const char *path, int reps)
+{
+    char *buf;
+    size_t len;
+    pflex_error_t err;
+    if (pflex_read_all(path, &buf, &len, &err) < 0) {
+        fprintf(stderr, "%s\n", err.text);
+        return 1;
+    }
+    double *t = malloc((size_t)reps * sizeof *t);
+    size_t samples = 0, series = 0;
+    for (int r = 0; r < reps; r++) {
+        double t0 = cpu_s();
+        pflex_tm_t *tm = pflex_tm_create(NULL);
+        if (pflex_tm_read_mem(tm, buf, len, path, NULL, &err) < 0) {
+            fprintf(stderr, "%s\n", err.text);
+            return 1;
+        }
+        t[r] = cpu_s() - t0;
+        samples = tm->nsamples;
+        series = tm->nseries;
+        pflex_tm_destroy(tm);
+    }
+    printf("  pflex read: %zu samples, %zu series, %.1f MB: %.3f s (median of %d), %.1f MB/s\n",
+           samples, series, (double)len / 1e6, median(t, reps), reps,
+           (double)len / 1e6 / median(t, reps));
+    free(t);
+    free(buf);
+    return 0;
+}
+
+static void synth(size_t n, double *x, double *y, size_t ncut, const double *cuts)
+{
+    for (size_t i = 0; i < n; i++) {
+        double *r = x + i * PFLEX_FEAT_COUNT;
+        for (int f = 0; f < PFLEX_FEAT_COUNT; f++)
+            r[f] = unif();
+        r[PFLEX_FEAT_MEM_COPY_UTIL] *= 100;
+        r[PFLEX_FEAT_DRAM_COPY] = r[PFLEX_FEAT_DRAM_ACTIVE] * r[PFLEX_FEAT_MEM_COPY_UTIL] / 100;
+        double pfi = 1 + 1.5 * r[PFLEX_FEAT_DRAM_COPY] - 0.6 * r[PFLEX_FEAT_TENSOR_ACTIVE] +
+                     0.1 * (unif() - 0.5);
+        if (y) {
+            y[i * (1 + ncut)] = pfi;
+            for (size_t k = 0; k < ncut; k++)
+                y[i * (1 + ncut) + 1 + k] = cuts[k] / (pfi > 0.5 ? pfi : 0.5);
+        }
+    }
+}
+
+static int bench_model(size_t jobs, size_t npred, int reps)
+{
+    static const double cuts[8] = {0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40};
+    double *x = malloc(jobs * PFLEX_FEAT_COUNT * sizeof *x), *y = malloc(jobs * 9 * sizeof *y);
+    double *px = malloc(npred * PFLEX_FEAT_COUNT * sizeof *px);
+    double *tf = malloc((size_t)reps * sizeof *tf), *tp = malloc((size_t)reps * sizeof *tp);
+    rs = 20261203;
+    synth(jobs, x, y, 8, cuts);
+    synth(npred, px, NULL, 8, cuts);
+    struct pflex_model_spec s = {PFLEX_MODEL_RIDGE, 14, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}};
+    struct pflex_train_data d = {jobs, x, y, 8, cuts, NULL};
+    double sum = 0;
+    for (int r = 0; r < reps; r++) {
+        pflex_error_t err;
+        double t0 = cpu_s();
+        pflex_model_t *m = pflex_model_fit(&s, &d, &err);
+        tf[r] = cpu_s() - t0;
+        if (!m) {
+            fprintf(stderr, "%s\n", err.text);
+            return 1;
+        }
+        double mean[9], se[9];
+        t0 = cpu_s();
+        for (size_t i = 0; i < npred; i++) {
+            pflex_model_predict(m, px + i * PFLEX_FEAT_COUNT, mean, se);
+            sum += mean[0];
+        }
+        tp[r] = cpu_s() - t0;
+        pflex_model_destroy(m);
+    }
+    printf("  ridge, 14 features, PFI + 8 cuts: fit on %zu jobs %.3f s, predict %zu jobs %.3f s "
+           "(medians of %d; checksum %.6g)\n", jobs, median(tf, reps), npred, median(tp, reps), reps,
+           sum);
+    free(x); free(y); free(px); free(tf); free(tp);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 7 && !strcmp(argv[1], "gen"))
+        return gen(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), strtoul(argv[5], NULL, 10),
+                   argv[6]);
+    if (argc == 4 && !strcmp(argv[1], "read"))
+        return bench_read(argv[2], atoi(argv[3]));
+    if (argc == 5 && !strcmp(argv[1], "model"))
+        return bench_model((size_t)atol(argv[2]), (size_t)atol(argv[3]), atoi(argv[4]));
+    fprintf(stderr, "usage: telemetry_bench gen NODES GPUS METRICS SEED FILE | read FILE REPS | "
+                    "model JOBS PREDICT REPS\n");
+    return 2;
+}

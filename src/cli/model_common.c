@@ -1,0 +1,193 @@
+/* model_common.c — candidates, evaluation and atomic writes for the model
+ * commands (see model_common.h). */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cli/model_common.h"
+
+size_t model_candidates(struct candidate *out, size_t max)
+{
+    static const int all[] = {
+        PFLEX_FEAT_DRAM_COPY, PFLEX_FEAT_ARITH_INTENSITY, PFLEX_FEAT_DRAM_ACTIVE,
+        PFLEX_FEAT_MEM_COPY_UTIL, PFLEX_FEAT_TENSOR_ACTIVE, PFLEX_FEAT_SM_ACTIVE,
+        PFLEX_FEAT_SM_OCCUPANCY, PFLEX_FEAT_GR_ENGINE_ACTIVE, PFLEX_FEAT_GPU_UTIL,
+        PFLEX_FEAT_POWER_OVER_LIMIT, PFLEX_FEAT_SM_CLOCK_OVER_MAX, PFLEX_FEAT_MEM_CLOCK_MHZ,
+        PFLEX_FEAT_PCIE_GBS, PFLEX_FEAT_NVLINK_GBS,
+    };
+    static const int compact[] = {
+        PFLEX_FEAT_DRAM_COPY, PFLEX_FEAT_ARITH_INTENSITY, PFLEX_FEAT_TENSOR_ACTIVE,
+        PFLEX_FEAT_POWER_OVER_LIMIT, PFLEX_FEAT_SM_ACTIVE, PFLEX_FEAT_MEM_COPY_UTIL,
+    };
+    size_t n = 0;
+    if (n < max) {
+        out[n].name = "ols-dram-copy";
+        out[n].spec.kind = PFLEX_MODEL_OLS;
+        out[n].spec.nfeat = 1;
+        out[n].spec.feat[0] = PFLEX_FEAT_DRAM_COPY;
+        n++;
+    }
+    if (n < max) {
+        out[n].name = "ridge-telemetry";
+        out[n].spec.kind = PFLEX_MODEL_RIDGE;
+        out[n].spec.nfeat = sizeof all / sizeof *all;
+        memcpy(out[n].spec.feat, all, sizeof all);
+        n++;
+    }
+    if (n < max) {
+        out[n].name = "ridge2-compact";
+        out[n].spec.kind = PFLEX_MODEL_RIDGE2;
+        out[n].spec.nfeat = sizeof compact / sizeof *compact;
+        memcpy(out[n].spec.feat, compact, sizeof compact);
+        n++;
+    }
+    if (n < max) {
+        out[n].name = "gp-compact";
+        out[n].spec.kind = PFLEX_MODEL_GP;
+        out[n].spec.nfeat = sizeof compact / sizeof *compact;
+        memcpy(out[n].spec.feat, compact, sizeof compact);
+        n++;
+    }
+    return n;
+}
+
+void model_train_data(const struct dataset *d, struct pflex_train_data *td, double **y)
+{
+    size_t nt = 1 + DS_NCUT;
+    double *v = malloc((d->n ? d->n : 1) * nt * sizeof *v);
+    if (v)
+        for (size_t i = 0; i < d->n; i++) {
+            v[i * nt] = d->pfi[i];
+            for (int k = 0; k < DS_NCUT; k++)
+                v[i * nt + 1 + k] = d->loss[i * DS_NCUT + k];
+        }
+    td->n = d->n;
+    td->x = d->x;
+    td->y = v;
+    td->ncut = DS_NCUT;
+    td->cuts = ds_cuts;
+    td->use = NULL;
+    *y = v;
+}
+
+int *cluster_ids(const struct dataset *d, size_t *ngroups)
+{
+    int *g = malloc((d->n ? d->n : 1) * sizeof *g);
+    size_t ng = 0;
+    if (!g)
+        return NULL;
+    for (size_t i = 0; i < d->n; i++) {
+        g[i] = -1;
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(d->cluster[i], d->cluster[j])) {
+                g[i] = g[j];
+                break;
+            }
+        if (g[i] < 0)
+            g[i] = (int)ng++;
+    }
+    *ngroups = ng;
+    return g;
+}
+
+static double curve_rmse(const double *pred, const double *y, size_t n)
+{
+    size_t nt = 1 + DS_NCUT, m = 0;
+    double ss = 0;
+    for (size_t i = 0; i < n; i++)
+        for (int k = 1; k < (int)nt; k++) {
+            double p = pred[i * nt + k], t = y[i * nt + k];
+            if (!isnan(p) && !isnan(t)) {
+                ss += (p - t) * (p - t);
+                m++;
+            }
+        }
+    return m ? sqrt(ss / (double)m) : NAN;
+}
+
+int model_evaluate(const struct pflex_model_spec *s, const struct dataset *d, int loo,
+                   struct evaluation *ev, pflex_error_t *err)
+{
+    struct pflex_train_data td;
+    double *y;
+    size_t nt = 1 + DS_NCUT, ng = 0;
+    model_train_data(d, &td, &y);
+    double *pred = malloc((d->n ? d->n : 1) * nt * sizeof *pred);
+    double *se = malloc(nt * sizeof *se);
+    int *g = cluster_ids(d, &ng), *ids = malloc((d->n ? d->n : 1) * sizeof *ids), rc = -1;
+    memset(ev, 0, sizeof *ev);
+    ev->loo.r2 = ev->loco.r2 = ev->curve_loo_rmse = ev->curve_loco_rmse = NAN;
+    if (!y || !pred || !se || !g || !ids) {
+        pflex_error_set(err, "model: out of memory");
+        goto out;
+    }
+    ev->clusters = ng;
+    pflex_model_t *m = pflex_model_fit(s, &td, err);
+    if (!m)
+        goto out;
+    for (size_t i = 0; i < d->n; i++)
+        pflex_model_predict(m, d->x + i * PFLEX_FEAT_COUNT, pred + i * nt, se);
+    pflex_model_destroy(m);
+    pflex_fit_score(pred, y, d->n, nt, &ev->in);
+    if (loo) {
+        for (size_t i = 0; i < d->n; i++)
+            ids[i] = (int)i;
+        if (pflex_model_cv(s, &td, ids, pred, err) < 0)
+            goto out;
+        pflex_fit_score(pred, y, d->n, nt, &ev->loo);
+        ev->curve_loo_rmse = curve_rmse(pred, y, d->n);
+    }
+    if (ng >= 2) {
+        if (pflex_model_cv(s, &td, g, pred, err) < 0)
+            goto out;
+        pflex_fit_score(pred, y, d->n, nt, &ev->loco);
+        ev->curve_loco_rmse = curve_rmse(pred, y, d->n);
+    }
+    rc = 0;
+out:
+    free(y);
+    free(pred);
+    free(se);
+    free(g);
+    free(ids);
+    return rc;
+}
+
+int write_atomic(const char *path, const char *text, size_t len)
+{
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 16);
+    if (!tmp)
+        return -1;
+    snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        free(tmp);
+        return -1;
+    }
+    (void)fchmod(fd, 0644);
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        off += (size_t)w;
+    }
+    int ok = off == len && fsync(fd) == 0;
+    if (close(fd) != 0)
+        ok = 0;
+    if (!ok || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        free(tmp);
+        errno = e ? e : EIO;
+        return -1;
+    }
+    free(tmp);
+    return 0;
+}

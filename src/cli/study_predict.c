@@ -1,0 +1,660 @@
+/* study_predict.c — the study's prediction sections on a study's sweeps:
+ *
+ *  - Table 3: the seven OLS predictor sets (and pflex's own models), R^2 in
+ *    sample, leave-one-out and leave-one-cluster-out R^2, RMSE and rho,
+ *    beside the study's numbers;
+ *  - the DRAM-copy-product fit on the H200 jobs scored on the H100 jobs;
+ *  - §6: workloads of 100 jobs drawn with replacement from the H200 jobs, a
+ *    random and a production mix, site cuts 0-40 %, every policy scored on
+ *    the measured curves: tokens/s per job and the share of the
+ *    equal-to-oracle gap recovered, with the spread over the workloads.
+ *
+ * Predicted PFIs and curves used in §6 are leave-one-out predictions (each
+ * job's from a model fitted without it), so no job is planned with a model
+ * that saw its own sweep.
+ *
+ * Production mix (documented in docs/telemetry.md): each draw is a
+ * fine-tuning job (LoRA or full) with probability 0.8 and a pretraining job
+ * with probability 0.2, uniform within the class: many fine-tuning jobs,
+ * few pretraining ones, as in the Acme trace the study follows.  Random
+ * mix: uniform over the jobs. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include "cli/cli.h"
+#include "cli/model_common.h"
+#include "cli/study_predict.h"
+#include "pflex/alloc.h"
+
+/* ---- Table 3 ---- */
+
+struct pset {
+    const char *name;
+    size_t n;
+    int f[PFLEX_FEAT_COUNT];
+    /* the study's Table 3: R2 in, LOO R2, RMSE, rho, LOCO R2, RMSE, rho */
+    double study[7];
+};
+
+#define DCGM11 PFLEX_FEAT_SM_CLOCK_OVER_MAX, PFLEX_FEAT_MEM_CLOCK_MHZ, PFLEX_FEAT_GPU_UTIL, \
+    PFLEX_FEAT_MEM_COPY_UTIL, PFLEX_FEAT_SM_ACTIVE, PFLEX_FEAT_SM_OCCUPANCY, \
+    PFLEX_FEAT_TENSOR_ACTIVE, PFLEX_FEAT_DRAM_ACTIVE, PFLEX_FEAT_GR_ENGINE_ACTIVE, \
+    PFLEX_FEAT_PCIE_GBS, PFLEX_FEAT_NVLINK_GBS
+#define META PFLEX_FEAT_ARCH_MOE, PFLEX_FEAT_TASK_FT, PFLEX_FEAT_LOG2_GPUS
+
+static const struct pset psets[] = {
+    {"DRAM copy product", 1, {PFLEX_FEAT_DRAM_COPY},
+     {0.675, 0.524, 0.241, 0.489, 0.246, 0.303, 0.515}},
+    {"arithmetic intensity (tensor / DRAM)", 1, {PFLEX_FEAT_ARITH_INTENSITY},
+     {0.381, 0.238, 0.305, 0.482, -1.652, 0.569, 0.311}},
+    {"both", 2, {PFLEX_FEAT_DRAM_COPY, PFLEX_FEAT_ARITH_INTENSITY},
+     {0.676, 0.462, 0.256, 0.435, -0.588, 0.440, 0.357}},
+    {"job metadata (arch, task, log GPUs)", 3, {META},
+     {0.519, 0.310, 0.290, 0.377, -4.106, 0.789, 0.188}},
+    {"DRAM copy product + metadata", 4, {PFLEX_FEAT_DRAM_COPY, META},
+     {0.687, 0.350, 0.282, 0.386, -2.391, 0.643, 0.208}},
+    {"all DCGM fields (11; tx+rx summed)", 11, {DCGM11},
+     {0.885, -0.187, 0.381, 0.323, -18.5, 1.542, 0.077}},
+    {"all DCGM + metadata", 14, {DCGM11, META},
+     {0.942, -0.010, 0.351, 0.412, -104, 3.572, -0.508}},
+};
+
+static json_t *score(const struct pflex_fit_score *s)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "r2", cli_json_real(s->r2));
+    json_object_set_new(o, "rmse", cli_json_real(s->rmse));
+    json_object_set_new(o, "rho", cli_json_real(s->rho));
+    return o;
+}
+
+/* Deep copy of the rows of d with keep[i]. */
+static int subset(const struct dataset *d, const unsigned char *keep, struct dataset *o)
+{
+    memset(o, 0, sizeof *o);
+    size_t n = 0;
+    for (size_t i = 0; i < d->n; i++)
+        n += keep[i];
+    size_t c = n ? n : 1;
+#define A(p, k) (o->p = calloc(c * (k), sizeof *o->p))
+    if (!A(job, 1) || !A(cluster, 1) || !A(gpu, 1) || !A(gpus, 1) || !A(x, PFLEX_FEAT_COUNT) ||
+        !A(pfi, 1) || !A(loss, DS_NCUT) || !A(p0_w, 1) || !A(t0, 1) || !A(cap0_w, 1) ||
+        !A(x_max, 1) || !A(used, 1) || !A(dropped, 1) || !A(cn, 1) || !A(cx, 1) || !A(cl, 1))
+        return -1;
+#undef A
+    for (size_t i = 0, k = 0; i < d->n; i++) {
+        if (!keep[i])
+            continue;
+        o->job[k] = strdup(d->job[i]);
+        o->cluster[k] = strdup(d->cluster[i]);
+        o->gpu[k] = d->gpu[i] ? strdup(d->gpu[i]) : NULL;
+        o->gpus[k] = d->gpus[i];
+        memcpy(o->x + k * PFLEX_FEAT_COUNT, d->x + i * PFLEX_FEAT_COUNT,
+               PFLEX_FEAT_COUNT * sizeof *o->x);
+        o->pfi[k] = d->pfi[i];
+        memcpy(o->loss + k * DS_NCUT, d->loss + i * DS_NCUT, DS_NCUT * sizeof *o->loss);
+        o->p0_w[k] = d->p0_w[i];
+        o->t0[k] = d->t0[i];
+        o->cap0_w[k] = d->cap0_w[i];
+        o->x_max[k] = d->x_max[i];
+        o->used[k] = d->used[i];
+        o->dropped[k] = d->dropped[i];
+        o->cn[k] = d->cn[i];
+        o->cx[k] = malloc((d->cn[i] ? d->cn[i] : 1) * sizeof *o->cx[k]);
+        o->cl[k] = malloc((d->cn[i] ? d->cn[i] : 1) * sizeof *o->cl[k]);
+        o->n = ++k;
+        if (!o->job[k - 1] || !o->cluster[k - 1] || !o->cx[k - 1] || !o->cl[k - 1])
+            return -1;
+        if (d->cn[i]) {
+            memcpy(o->cx[k - 1], d->cx[i], d->cn[i] * sizeof *d->cx[i]);
+            memcpy(o->cl[k - 1], d->cl[i], d->cn[i] * sizeof *d->cl[i]);
+        }
+    }
+    return 0;
+}
+
+static int has(const char *s, const char *needle)
+{
+    return s && strstr(s, needle);
+}
+
+/* LOO predictions of a spec: pred (n x (1 + DS_NCUT)). */
+static int loo_pred(const struct pflex_model_spec *s, const struct dataset *d, double *pred,
+                    pflex_error_t *err)
+{
+    struct pflex_train_data td;
+    double *y;
+    model_train_data(d, &td, &y);
+    int *g = malloc((d->n ? d->n : 1) * sizeof *g);
+    int rc = -1;
+    if (y && g) {
+        for (size_t i = 0; i < d->n; i++)
+            g[i] = (int)i;
+        rc = pflex_model_cv(s, &td, g, pred, err);
+    }
+    free(g);
+    free(y);
+    return rc;
+}
+
+/* ---- §6 ---- */
+
+enum { P_ORACLE, P_EQUAL, P_MOEFT, P_DCGM, P_PFIW_MEAS, P_PFIW_OLS, P_PFIW_BEST, P_PFI_BEST,
+       P_OPT_PRED, P_COUNT };
+static const char *const pnames[P_COUNT] = {
+    "oracle (optimal, measured curves)", "equal", "MoE-FT-weighted", "uncalibrated DCGM",
+    "pfi-weighted, measured PFI", "pfi-weighted, predicted PFI (study OLS)",
+    "pfi-weighted, predicted PFI (best model)", "pfi, predicted PFI (best model)",
+    "optimal on predicted curves (best model)",
+};
+static const char *const pkeys[P_COUNT] = {
+    "oracle", "equal", "moe-ft-weighted", "uncalibrated-dcgm", "pfi-weighted-measured",
+    "pfi-weighted-predicted-ols", "pfi-weighted-predicted-best", "pfi-predicted-best",
+    "optimal-predicted-curves",
+};
+
+struct sjob {
+    int gpus;
+    double p0, t0, xhi, pfi, pfi_ols, pfi_best, dcp;
+    int moe_ft, ft;
+    size_t cn;
+    const double *cx, *cl;
+    double px[DS_NCUT + 1], pl[DS_NCUT + 1];    /* predicted curve, (0, 0) first */
+};
+
+static double interp(const double *x, const double *l, size_t n, double v)
+{
+    if (n < 2 || v <= 0)
+        return 0;
+    if (v >= x[n - 1])
+        return l[n - 1];
+    size_t k = 1;
+    while (k < n - 1 && x[k] < v)
+        k++;
+    double t = (v - x[k - 1]) / (x[k] - x[k - 1]);
+    return l[k - 1] + t * (l[k] - l[k - 1]);
+}
+
+/* Cuts in W proportional to w[i], each at most cmax[i], adding up to W
+ * (all at their limit when that cannot be met): x[i] = cut / (n P0). */
+static void proportional(const struct sjob *const *js, size_t n, const double *w, double W,
+                         double *x)
+{
+    double lo = 0, hi = 1, tot = 0;
+    for (size_t i = 0; i < n; i++)
+        tot += js[i]->gpus * js[i]->p0 * js[i]->xhi;
+    if (tot <= W) {
+        for (size_t i = 0; i < n; i++)
+            x[i] = js[i]->xhi;
+        return;
+    }
+    /* grow hi until it cuts enough */
+    for (;;) {
+        double s = 0;
+        for (size_t i = 0; i < n; i++)
+            s += fmin(hi * w[i], js[i]->gpus * js[i]->p0 * js[i]->xhi);
+        if (s >= W || hi > 1e300)
+            break;
+        hi *= 2;
+    }
+    for (int it = 0; it < 100; it++) {
+        double mid = (lo + hi) / 2, s = 0;
+        for (size_t i = 0; i < n; i++)
+            s += fmin(mid * w[i], js[i]->gpus * js[i]->p0 * js[i]->xhi);
+        if (s < W)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    for (size_t i = 0; i < n; i++)
+        x[i] = fmin(hi * w[i], js[i]->gpus * js[i]->p0 * js[i]->xhi) / (js[i]->gpus * js[i]->p0);
+}
+
+static const struct sjob *const *knap_js;
+static const double *knap_pfi;
+static int knap_cmp(const void *a, const void *b)
+{
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    const struct sjob *p = knap_js[i], *q = knap_js[j];
+    double ci = p->t0 / (knap_pfi[i] * p->gpus * p->p0), cj = q->t0 / (knap_pfi[j] * q->gpus * q->p0);
+    if (ci != cj)
+        return ci < cj ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+/* pfi: loss modelled as x / PFI: cut the cheapest watts first. */
+static void pfi_knapsack(const struct sjob *const *js, size_t n, const double *pfi, double W,
+                         double *x, size_t *order)
+{
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    knap_js = js;
+    knap_pfi = pfi;
+    qsort(order, n, sizeof *order, knap_cmp);
+    for (size_t k = 0; k < n; k++) {
+        size_t i = order[k];
+        double cap = js[i]->gpus * js[i]->p0 * js[i]->xhi, c = fmin(cap, W);
+        x[i] = c / (js[i]->gpus * js[i]->p0);
+        W -= c;
+    }
+}
+
+static int optimal(const struct sjob *const *js, size_t n, int predicted, double budget,
+                   struct pflex_alloc_job *aj, double *x)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct sjob *j = js[i];
+        memset(&aj[i], 0, sizeof aj[i]);
+        aj[i].name = "job";
+        aj[i].gpus = j->gpus;
+        aj[i].p0_w = j->p0;
+        aj[i].t0 = j->t0;
+        aj[i].cap0_w = j->p0;
+        aj[i].weight = 1;
+        aj[i].pfi = NAN;
+        if (predicted) {
+            aj[i].npoints = DS_NCUT + 1;
+            aj[i].x = j->px;
+            aj[i].loss = j->pl;
+            aj[i].x_hi = fmin(j->xhi, j->px[DS_NCUT]);
+        } else {
+            aj[i].npoints = (unsigned)j->cn;
+            aj[i].x = j->cx;
+            aj[i].loss = j->cl;
+            aj[i].x_hi = j->xhi;
+        }
+    }
+    struct pflex_alloc_problem p = {.njobs = n, .jobs = aj, .budget_w = budget,
+                                    .objective = PFLEX_OBJECTIVE_THROUGHPUT};
+    struct pflex_alloc_plan plan;
+    pflex_error_t err;
+    pflex_alloc_plan_init(&plan);
+    if (pflex_alloc_plan(&p, PFLEX_POLICY_OPTIMAL, &plan, &err) < 0) {
+        pflex_alloc_plan_fini(&plan);
+        return -1;
+    }
+    memcpy(x, plan.x, n * sizeof *x);
+    pflex_alloc_plan_fini(&plan);
+    return 0;
+}
+
+#define NCUTS 9
+static const double site_cuts[NCUTS] = {0, 0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40};
+
+static json_t *protocol(const struct sjob *jobs, size_t nj, int production, unsigned nw,
+                        unsigned long seed)
+{
+    enum { WJ = 100 };
+    size_t nft = 0, npt = 0;
+    for (size_t i = 0; i < nj; i++) {
+        nft += jobs[i].ft == 1;
+        npt += jobs[i].ft == 0;
+    }
+    double *tput = malloc((size_t)nw * NCUTS * P_COUNT * sizeof *tput);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    if (!tput || !rng)
+        return NULL;
+    gsl_rng_set(rng, seed + (unsigned long)production);
+    const struct sjob *pick[WJ];
+    struct pflex_alloc_job aj[WJ];
+    double x[WJ], w[WJ], pf[WJ];
+    size_t order[WJ];
+    for (unsigned wl = 0; wl < nw; wl++) {
+        for (int k = 0; k < WJ; k++) {
+            size_t idx;
+            if (production && nft && npt) {
+                int ft = gsl_rng_uniform(rng) < 0.8;
+                size_t r = gsl_rng_uniform_int(rng, ft ? nft : npt);
+                for (idx = 0; idx < nj; idx++)
+                    if (jobs[idx].ft == ft && r-- == 0)
+                        break;
+            } else {
+                idx = gsl_rng_uniform_int(rng, nj);
+            }
+            pick[k] = &jobs[idx];
+        }
+        double base = 0;
+        for (int k = 0; k < WJ; k++)
+            base += pick[k]->gpus * pick[k]->p0;
+        for (int c = 0; c < NCUTS; c++) {
+            double W = site_cuts[c] * base;
+            for (int p = 0; p < P_COUNT; p++) {
+                int ok = 0;
+                switch (p) {
+                case P_ORACLE:
+                case P_OPT_PRED:
+                    ok = optimal(pick, WJ, p == P_OPT_PRED, base - W, aj, x) == 0;
+                    break;
+                case P_PFI_BEST:
+                    for (int k = 0; k < WJ; k++)
+                        pf[k] = pick[k]->pfi_best > 0 ? pick[k]->pfi_best : 1;
+                    pfi_knapsack(pick, WJ, pf, W, x, order);
+                    ok = 1;
+                    break;
+                default:
+                    for (int k = 0; k < WJ; k++) {
+                        const struct sjob *j = pick[k];
+                        double np0 = j->gpus * j->p0, v;
+                        switch (p) {
+                        case P_EQUAL: w[k] = np0; break;
+                        case P_MOEFT: w[k] = np0 * (j->moe_ft ? 2 : 1); break;
+                        case P_DCGM: w[k] = np0 * (j->dcp > 0 ? j->dcp : 0); break;
+                        default:
+                            v = p == P_PFIW_MEAS ? j->pfi : p == P_PFIW_OLS ? j->pfi_ols : j->pfi_best;
+                            w[k] = np0 / j->t0 * (v > 0 ? v : 1);
+                        }
+                    }
+                    proportional(pick, WJ, w, W, x);
+                    ok = 1;
+                }
+                double t = 0;
+                for (int k = 0; k < WJ && ok; k++)
+                    t += pick[k]->t0 * (1 - interp(pick[k]->cx, pick[k]->cl, pick[k]->cn, x[k]));
+                tput[((size_t)wl * NCUTS + c) * P_COUNT + p] = ok ? t : NAN;
+            }
+        }
+    }
+    gsl_rng_free(rng);
+    json_t *o = json_object(), *cuts = json_array(), *pol = json_object();
+    json_object_set_new(o, "mix", json_string(production ? "production" : "random"));
+    json_object_set_new(o, "workloads", json_integer(nw));
+    json_object_set_new(o, "jobs_per_workload", json_integer(WJ));
+    for (int c = 0; c < NCUTS; c++)
+        json_array_append_new(cuts, json_real(site_cuts[c]));
+    json_object_set_new(o, "cuts", cuts);
+    double *g = malloc((size_t)nw * sizeof *g);
+    for (int p = 0; p < P_COUNT && g; p++) {
+        json_t *pp = json_object(), *tpj = json_array(), *gain = json_array(), *med = json_array(),
+               *p10 = json_array(), *p90 = json_array(), *pooled = json_array();
+        json_object_set_new(pp, "name", json_string(pnames[p]));
+        for (int c = 0; c < NCUTS; c++) {
+            double st = 0, sg = 0, sd = 0, sn = 0;
+            size_t ng = 0;
+            for (unsigned wl = 0; wl < nw; wl++) {
+                const double *r = tput + ((size_t)wl * NCUTS + c) * P_COUNT;
+                st += r[p] / WJ;
+                sg += (r[p] - r[P_EQUAL]) / WJ;
+                double den = r[P_ORACLE] - r[P_EQUAL];
+                sn += r[p] - r[P_EQUAL];
+                sd += den;
+                if (den > 1e-9 * r[P_EQUAL])
+                    g[ng++] = (r[p] - r[P_EQUAL]) / den;
+            }
+            json_array_append_new(tpj, cli_json_real(st / nw));
+            json_array_append_new(gain, cli_json_real(sg / nw));
+            if (ng) {
+                gsl_sort(g, 1, ng);
+                json_array_append_new(med, cli_json_real(gsl_stats_median_from_sorted_data(g, 1, ng)));
+                json_array_append_new(p10, cli_json_real(gsl_stats_quantile_from_sorted_data(g, 1, ng, 0.1)));
+                json_array_append_new(p90, cli_json_real(gsl_stats_quantile_from_sorted_data(g, 1, ng, 0.9)));
+            } else {
+                json_array_append_new(med, json_null());
+                json_array_append_new(p10, json_null());
+                json_array_append_new(p90, json_null());
+            }
+            json_array_append_new(pooled, sd > 0 ? cli_json_real(sn / sd) : json_null());
+        }
+        json_object_set_new(pp, "tokens_per_s_per_job", tpj);
+        json_object_set_new(pp, "gain_over_equal_per_job", gain);
+        json_object_set_new(pp, "gap_recovered", pooled);
+        json_object_set_new(pp, "gap_recovered_median", med);
+        json_object_set_new(pp, "gap_recovered_p10", p10);
+        json_object_set_new(pp, "gap_recovered_p90", p90);
+        json_object_set_new(pol, pkeys[p], pp);
+    }
+    free(g);
+    free(tput);
+    json_object_set_new(o, "policies", pol);
+    return o;
+}
+
+int study_predict(const char *sweeps_csv, const char *clusters_csv, unsigned workloads,
+                  unsigned long seed, json_t **out)
+{
+    struct dataset all, h200 = {0}, h100 = {0};
+    char *files[1] = {(char *)sweeps_csv};
+    pflex_error_t err;
+    int rc = dataset_load("study", 1, files, clusters_csv, NULL, 1, &all);
+    if (rc != PFLEX_EXIT_OK)
+        return rc;
+    rc = PFLEX_EXIT_INTERNAL;
+    unsigned char *k2 = calloc(all.n ? all.n : 1, 1), *k1 = calloc(all.n ? all.n : 1, 1);
+    json_t *doc = json_object(), *t3 = json_array();
+    double *pred = NULL, *pols = NULL;
+    struct sjob *sj = NULL;
+    if (!k2 || !k1)
+        goto out;
+    size_t n200 = 0;
+    for (size_t i = 0; i < all.n; i++) {
+        int g200 = has(all.gpu[i], "H200") || (!all.gpu[i] && !has(all.job[i], "h100"));
+        k2[i] = g200 && !isnan(all.pfi[i]);
+        k1[i] = has(all.gpu[i], "H100") && !isnan(all.pfi[i]);
+        n200 += k2[i];
+    }
+    if (n200 < 10) {
+        cli_error("study", "%s: %zu H200 jobs with a PFI: too few for the prediction sections",
+                  sweeps_csv, n200);
+        rc = PFLEX_EXIT_BAD_INPUT;
+        goto out;
+    }
+    if (subset(&all, k2, &h200) < 0 || subset(&all, k1, &h100) < 0)
+        goto out;
+    json_object_set_new(doc, "jobs", json_integer((json_int_t)h200.n));
+    size_t ng = 0;
+    free(cluster_ids(&h200, &ng));
+    json_object_set_new(doc, "clusters", json_integer((json_int_t)ng));
+    /* Table 3 */
+    struct candidate cand[8];
+    size_t nc = model_candidates(cand, 8);
+    size_t nrows = sizeof psets / sizeof *psets, best = 2;
+    double best_rmse = INFINITY;
+    for (size_t r = 0; r < nrows + nc - 1; r++) {
+        struct pflex_model_spec s;
+        const char *name;
+        const double *study = NULL;
+        if (r < nrows) {
+            s.kind = PFLEX_MODEL_OLS;
+            s.nfeat = psets[r].n;
+            memcpy(s.feat, psets[r].f, sizeof s.feat);
+            name = psets[r].name;
+            study = psets[r].study;
+        } else {
+            s = cand[r - nrows + 1].spec;
+            name = cand[r - nrows + 1].name;
+        }
+        struct evaluation ev;
+        json_t *o = json_object();
+        json_object_set_new(o, "features", json_string(name));
+        json_object_set_new(o, "model", json_string(pflex_model_kind_name(s.kind)));
+        json_object_set_new(o, "p", json_integer((json_int_t)s.nfeat));
+        if (model_evaluate(&s, &h200, 1, &ev, &err) < 0) {
+            json_object_set_new(o, "error", json_string(err.text));
+        } else {
+            /* pflex's best model: the lowest leave-one-cluster-out RMSE */
+            if (r >= nrows && ev.loco.rmse < best_rmse) {
+                best_rmse = ev.loco.rmse;
+                best = r - nrows + 1;
+            }
+            json_object_set_new(o, "r2_in", cli_json_real(ev.in.r2));
+            json_object_set_new(o, "loo", score(&ev.loo));
+            json_object_set_new(o, "loco", score(&ev.loco));
+            json_object_set_new(o, "curve_loo_rmse", cli_json_real(ev.curve_loo_rmse));
+            json_object_set_new(o, "curve_loco_rmse", cli_json_real(ev.curve_loco_rmse));
+        }
+        if (study) {
+            json_t *st = json_object();
+            json_object_set_new(st, "r2_in", json_real(study[0]));
+            json_object_set_new(st, "loo", json_pack("{s:f,s:f,s:f}", "r2", study[1], "rmse",
+                                                     study[2], "rho", study[3]));
+            json_object_set_new(st, "loco", json_pack("{s:f,s:f,s:f}", "r2", study[4], "rmse",
+                                                      study[5], "rho", study[6]));
+            json_object_set_new(o, "study", st);
+        }
+        json_array_append_new(t3, o);
+    }
+    json_object_set_new(doc, "table3", t3);
+    json_object_set_new(doc, "best_model", json_string(cand[best].name));
+    /* the DRAM-copy-product fit transferred to H100 */
+    {
+        struct pflex_model_spec s = {PFLEX_MODEL_OLS, 1, {PFLEX_FEAT_DRAM_COPY}};
+        struct pflex_train_data td;
+        double *y, *p1 = malloc((h100.n ? h100.n : 1) * (1 + DS_NCUT) * sizeof *p1), se[1 + DS_NCUT];
+        double *t1 = malloc((h100.n ? h100.n : 1) * sizeof *t1);
+        model_train_data(&h200, &td, &y);
+        pflex_model_t *m = y ? pflex_model_fit(&s, &td, &err) : NULL;
+        json_t *o = json_object();
+        json_object_set_new(o, "h100_jobs", json_integer((json_int_t)h100.n));
+        if (m && p1 && t1 && h100.n >= 3) {
+            for (size_t i = 0; i < h100.n; i++) {
+                double mm[1 + DS_NCUT];
+                pflex_model_predict(m, h100.x + i * PFLEX_FEAT_COUNT, mm, se);
+                p1[i] = mm[0];
+                t1[i] = h100.pfi[i];
+            }
+            struct pflex_fit_score sc;
+            pflex_fit_score(p1, t1, h100.n, 1, &sc);
+            json_object_set_new(o, "r2", cli_json_real(sc.r2));
+            json_object_set_new(o, "rmse", cli_json_real(sc.rmse));
+            json_object_set_new(o, "rho", cli_json_real(sc.rho));
+        }
+        json_object_set_new(o, "study_r2", json_real(0.56));
+        json_object_set_new(doc, "h100_transfer", o);
+        pflex_model_destroy(m);
+        free(y);
+        free(p1);
+        free(t1);
+    }
+    /* §6 */
+    size_t nt = 1 + DS_NCUT;
+    pred = malloc(h200.n * nt * sizeof *pred);
+    pols = malloc(h200.n * nt * sizeof *pols);
+    sj = calloc(h200.n, sizeof *sj);
+    struct pflex_model_spec sols = {PFLEX_MODEL_OLS, 1, {PFLEX_FEAT_DRAM_COPY}};
+    if (!pred || !pols || !sj || loo_pred(&cand[best].spec, &h200, pred, &err) < 0 ||
+        loo_pred(&sols, &h200, pols, &err) < 0)
+        goto out;
+    for (size_t i = 0; i < h200.n; i++) {
+        struct sjob *j = &sj[i];
+        j->gpus = h200.gpus[i];
+        j->p0 = h200.p0_w[i];
+        j->t0 = h200.t0[i];
+        j->xhi = h200.x_max[i];
+        j->pfi = h200.pfi[i];
+        j->pfi_ols = pols[i * nt];
+        j->pfi_best = pred[i * nt];
+        j->dcp = h200.x[i * PFLEX_FEAT_COUNT + PFLEX_FEAT_DRAM_COPY];
+        j->ft = isnan(h200.x[i * PFLEX_FEAT_COUNT + PFLEX_FEAT_TASK_FT])
+                    ? -1 : (int)h200.x[i * PFLEX_FEAT_COUNT + PFLEX_FEAT_TASK_FT];
+        j->moe_ft = j->ft == 1 && h200.x[i * PFLEX_FEAT_COUNT + PFLEX_FEAT_ARCH_MOE] == 1;
+        j->cn = h200.cn[i];
+        j->cx = h200.cx[i];
+        j->cl = h200.cl[i];
+        j->px[0] = j->pl[0] = 0;
+        for (int k = 0; k < DS_NCUT; k++) {
+            j->px[k + 1] = ds_cuts[k];
+            double v = pred[i * nt + 1 + k];
+            j->pl[k + 1] = isnan(v) ? (k ? j->pl[k] : 0) : v;
+        }
+    }
+    json_t *alloc = json_object();
+    json_t *r = protocol(sj, h200.n, 0, workloads, seed), *p = protocol(sj, h200.n, 1, workloads, seed);
+    if (!r || !p) {
+        json_decref(r);
+        json_decref(p);
+        json_decref(alloc);
+        goto out;
+    }
+    json_object_set_new(alloc, "random", r);
+    json_object_set_new(alloc, "production", p);
+    json_object_set_new(alloc, "study", json_pack("{s:s,s:f,s:f}", "headline",
+                        "production mix, 30 % cut: pfi-weighted with predicted PFI recovers 63 % of "
+                        "the equal-to-oracle gap, +1.5k tokens/s per job", "gap_recovered", 0.63,
+                        "gain_per_job", 1500.0));
+    json_object_set_new(doc, "allocation", alloc);
+    *out = doc;
+    doc = NULL;
+    rc = PFLEX_EXIT_OK;
+out:
+    if (rc == PFLEX_EXIT_INTERNAL)
+        cli_error("study", "prediction sections: %s", err.text[0] ? err.text : "out of memory");
+    json_decref(doc);
+    free(k1);
+    free(k2);
+    free(pred);
+    free(pols);
+    free(sj);
+    dataset_fini(&all);
+    dataset_fini(&h200);
+    dataset_fini(&h100);
+    return rc;
+}
+
+static double jr(const json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static double jri(const json_t *o, const char *k, size_t i)
+{
+    json_t *v = json_array_get(json_object_get(o, k), i);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+void study_predict_print(FILE *f, const json_t *doc)
+{
+    fprintf(f, "== Table 3 on the simulated fleet: %lld H200 jobs, %lld clusters (study: n = 25) ==\n",
+            (long long)json_integer_value(json_object_get(doc, "jobs")),
+            (long long)json_integer_value(json_object_get(doc, "clusters")));
+    fprintf(f, "%-38s %-6s %3s | %6s | %7s %6s %6s | %7s %6s %6s\n", "features", "model", "p",
+            "R2 in", "LOO R2", "RMSE", "rho", "LOCO R2", "RMSE", "rho");
+    size_t i;
+    json_t *row;
+    json_array_foreach(json_object_get(doc, "table3"), i, row) {
+        json_t *loo = json_object_get(row, "loo"), *loco = json_object_get(row, "loco");
+        fprintf(f, "%-38.38s %-6s %3lld | %6.3f | %7.3f %6.3f %6.3f | %7.3f %6.3f %6.3f\n",
+                json_string_value(json_object_get(row, "features")),
+                json_string_value(json_object_get(row, "model")),
+                (long long)json_integer_value(json_object_get(row, "p")), jr(row, "r2_in"),
+                jr(loo, "r2"), jr(loo, "rmse"), jr(loo, "rho"), jr(loco, "r2"), jr(loco, "rmse"),
+                jr(loco, "rho"));
+        json_t *st = json_object_get(row, "study");
+        if (st)
+            fprintf(f, "%-38s %-6s %3s | %6.3f | %7.3f %6.3f %6.3f | %7.3f %6.3f %6.3f\n",
+                    "  the study", "", "", jr(st, "r2_in"), jr(json_object_get(st, "loo"), "r2"),
+                    jr(json_object_get(st, "loo"), "rmse"), jr(json_object_get(st, "loo"), "rho"),
+                    jr(json_object_get(st, "loco"), "r2"), jr(json_object_get(st, "loco"), "rmse"),
+                    jr(json_object_get(st, "loco"), "rho"));
+    }
+    json_t *h = json_object_get(doc, "h100_transfer");
+    fprintf(f, "best model (lowest LOCO RMSE), used for the predicted policies below: %s\n",
+            json_string_value(json_object_get(doc, "best_model")));
+    fprintf(f, "\nDRAM-copy-product OLS fitted on H200, scored on %lld H100 jobs: R2 %.3f, RMSE "
+            "%.3f, rho %.3f (study: R2 0.56)\n",
+            (long long)json_integer_value(json_object_get(h, "h100_jobs")), jr(h, "r2"),
+            jr(h, "rmse"), jr(h, "rho"));
+    static const char *const mixes[2] = {"random", "production"};
+    for (int m = 0; m < 2; m++) {
+        json_t *mx = json_object_get(json_object_get(doc, "allocation"), mixes[m]);
+        json_t *pol = json_object_get(mx, "policies");
+        fprintf(f, "\n== §6, %s mix: %lld workloads of 100 jobs; gap recovered (pooled; median "
+                "[p10, p90] over workloads) and tokens/s per job over equal ==\n", mixes[m],
+                (long long)json_integer_value(json_object_get(mx, "workloads")));
+        fprintf(f, "%-42s %s\n", "policy", "  cut 10%                     20%                     30%                     40%");
+        const char *key;
+        json_t *p;
+        json_object_foreach(pol, key, p) {
+            fprintf(f, "%-42.42s", json_string_value(json_object_get(p, "name")));
+            for (size_t c = 2; c <= 8; c += 2)
+                fprintf(f, "  %5.1f%% [%5.1f,%5.1f] %+6.0f", 100 * jri(p, "gap_recovered", c),
+                        100 * jri(p, "gap_recovered_p10", c), 100 * jri(p, "gap_recovered_p90", c),
+                        jri(p, "gain_over_equal_per_job", c));
+            fputc('\n', f);
+        }
+    }
+    fprintf(f, "\nthe study: production mix, 30 %% cut, pfi-weighted with predicted PFI: 63 %% of "
+            "the gap, +1.5k tokens/s per job\n");
+}

@@ -1,0 +1,416 @@
+/* predict.c — linear PFI and loss-curve models on uncapped-run features:
+ * OLS (the study's baseline) and ridge with the penalty chosen by the
+ * closed-form leave-one-out error; cross-validation and scores. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_linalg.h>
+#include <gsl/gsl_matrix.h>
+#include "pflex/correlate.h"
+#include "pflex/predict.h"
+#include "lib/flex/predict_gp.h"
+
+static const char *const kind_names[PFLEX_MODEL_KIND_COUNT] = {"ols", "ridge", "ridge2", "gp"};
+
+const char *pflex_model_kind_name(enum pflex_model_kind k)
+{
+    return (unsigned)k < PFLEX_MODEL_KIND_COUNT ? kind_names[k] : "?";
+}
+
+void pflex_model_destroy(pflex_model_t *m)
+{
+    if (!m)
+        return;
+    for (size_t k = 0; k < m->ntarget; k++) {
+        free(m->t[k].cov);
+        free(m->t[k].alpha);
+    }
+    free(m->gp_z);
+    free(m->gp_kinv);
+    free(m);
+}
+
+static size_t n_terms(const struct pflex_model_spec *s)
+{
+    size_t p = s->nfeat;
+    return s->kind == PFLEX_MODEL_RIDGE2 ? p + p + p * (p - 1) / 2 : p;
+}
+
+/* Standardised features of one job (missing -> 0, the training mean),
+ * expanded into terms, standardised again. */
+static void terms_of(const pflex_model_t *m, const double *x, double *z)
+{
+    double f[PFLEX_FEAT_COUNT];
+    size_t p = m->spec.nfeat, q = 0;
+    for (size_t i = 0; i < p; i++) {
+        double v = x[m->spec.feat[i]];
+        f[i] = isnan(v) ? 0 : (v - m->center[i]) / m->scale[i];
+    }
+    for (size_t i = 0; i < p; i++)
+        z[q++] = f[i];
+    if (m->spec.kind == PFLEX_MODEL_RIDGE2) {
+        for (size_t i = 0; i < p; i++)
+            z[q++] = f[i] * f[i];
+        for (size_t i = 0; i < p; i++)
+            for (size_t j = i + 1; j < p; j++)
+                z[q++] = f[i] * f[j];
+    }
+    for (size_t i = 0; i < q; i++)
+        z[i] = (z[i] - m->tcenter[i]) / m->tscale[i];
+}
+
+/* A^-1 for A = Z'Z + lambda I (q x q, Z centred), via Cholesky.  Returns 0
+ * or -1 when A is not positive definite. */
+static int inverse(const double *ztz, size_t q, double lambda, gsl_matrix *a)
+{
+    for (size_t i = 0; i < q; i++)
+        for (size_t j = 0; j < q; j++)
+            gsl_matrix_set(a, i, j, ztz[i * q + j] + (i == j ? lambda : 0));
+    gsl_error_handler_t *old = gsl_set_error_handler_off();
+    int rc = gsl_linalg_cholesky_decomp1(a);
+    if (rc == 0)
+        rc = gsl_linalg_cholesky_invert(a);
+    gsl_set_error_handler(old);
+    return rc ? -1 : 0;
+}
+
+static int fit_target(pflex_model_t *m, struct pflex_model_target *t, const double *Z,
+                      const double *y, size_t m_rows, size_t q, pflex_error_t *err)
+{
+    double *zc = malloc(m_rows * q * sizeof *zc), *ztz = calloc(q * q, sizeof *ztz);
+    double *zty = calloc(q, sizeof *zty), *beta = calloc(q, sizeof *beta);
+    gsl_matrix *a = gsl_matrix_alloc(q, q), *best = gsl_matrix_alloc(q, q);
+    int rc = -1;
+    if (!zc || !ztz || !zty || !beta || !a || !best) {
+        pflex_error_set(err, "model: out of memory");
+        goto out;
+    }
+    double ym = 0;
+    for (size_t i = 0; i < m_rows; i++)
+        ym += y[i];
+    ym /= (double)m_rows;
+    for (size_t j = 0; j < q; j++) {
+        double s = 0;
+        for (size_t i = 0; i < m_rows; i++)
+            s += Z[i * q + j];
+        t->zmean[j] = s / (double)m_rows;
+    }
+    for (size_t i = 0; i < m_rows; i++)
+        for (size_t j = 0; j < q; j++)
+            zc[i * q + j] = Z[i * q + j] - t->zmean[j];
+    for (size_t i = 0; i < m_rows; i++) {
+        const double *r = zc + i * q;
+        double yc = y[i] - ym;
+        for (size_t j = 0; j < q; j++) {
+            zty[j] += r[j] * yc;
+            for (size_t k = j; k < q; k++)
+                ztz[j * q + k] += r[j] * r[k];
+        }
+    }
+    for (size_t j = 0; j < q; j++)
+        for (size_t k = 0; k < j; k++)
+            ztz[j * q + k] = ztz[k * q + j];
+    static const double grid[] = {1e-6, 1e-5, 1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1, 3};
+    size_t ng = m->spec.kind == PFLEX_MODEL_OLS ? 1 : sizeof grid / sizeof *grid;
+    double best_mse = INFINITY, best_lambda = 0;
+    for (size_t g = 0; g < ng; g++) {
+        /* OLS: a vanishing penalty only keeps the system solvable */
+        double lambda = m->spec.kind == PFLEX_MODEL_OLS ? 1e-10 * (double)m_rows
+                                                        : grid[g] * (double)m_rows;
+        if (inverse(ztz, q, lambda, a) < 0)
+            continue;
+        for (size_t j = 0; j < q; j++) {
+            double s = 0;
+            for (size_t k = 0; k < q; k++)
+                s += gsl_matrix_get(a, j, k) * zty[k];
+            beta[j] = s;
+        }
+        /* closed-form leave-one-out residuals e_i / (1 - h_ii) */
+        double sse = 0;
+        size_t cnt = 0;
+        for (size_t i = 0; i < m_rows; i++) {
+            const double *r = zc + i * q;
+            double pred = ym, h = 1.0 / (double)m_rows;
+            for (size_t j = 0; j < q; j++) {
+                pred += beta[j] * r[j];
+                double s = 0;
+                for (size_t k = 0; k < q; k++)
+                    s += gsl_matrix_get(a, j, k) * r[k];
+                h += r[j] * s;
+            }
+            if (h < 1 - 1e-9) {
+                double e = (y[i] - pred) / (1 - h);
+                sse += e * e;
+                cnt++;
+            }
+        }
+        double mse = cnt ? sse / (double)cnt : INFINITY;
+        if (mse < best_mse) {
+            best_mse = mse;
+            best_lambda = lambda;
+            gsl_matrix_memcpy(best, a);
+            for (size_t j = 0; j < q; j++)
+                t->coef[j] = beta[j];
+        }
+    }
+    if (!isfinite(best_mse)) {
+        pflex_error_set(err, "model: the least-squares system is singular (%zu rows, %zu terms)",
+                        m_rows, q);
+        goto out;
+    }
+    t->lambda = m->spec.kind == PFLEX_MODEL_OLS ? 0 : best_lambda;
+    t->nobs = m_rows;
+    t->sigma = sqrt(best_mse);
+    t->intercept = ym;
+    for (size_t j = 0; j < q; j++)
+        t->intercept -= t->coef[j] * t->zmean[j];
+    if (!(t->cov = malloc(q * q * sizeof *t->cov))) {
+        pflex_error_set(err, "model: out of memory");
+        goto out;
+    }
+    for (size_t j = 0; j < q; j++)
+        for (size_t k = 0; k < q; k++)
+            t->cov[j * q + k] = gsl_matrix_get(best, j, k);
+    rc = 0;
+out:
+    free(zc); free(ztz); free(zty); free(beta);
+    if (a)
+        gsl_matrix_free(a);
+    if (best)
+        gsl_matrix_free(best);
+    return rc;
+}
+
+pflex_model_t *pflex_model_fit(const struct pflex_model_spec *s, const struct pflex_train_data *d,
+                               pflex_error_t *err)
+{
+    size_t q = n_terms(s), nt = 1 + d->ncut, p = s->nfeat;
+    if (p == 0 || p > PFLEX_FEAT_COUNT)
+        return pflex_error_set(err, "model: %zu features", p), NULL;
+    if (q > PFLEX_MODEL_MAX_TERMS)
+        return pflex_error_set(err, "model: %zu terms, at most %d", q, PFLEX_MODEL_MAX_TERMS), NULL;
+    if (d->ncut > PFLEX_MODEL_MAX_CUTS)
+        return pflex_error_set(err, "model: %zu cuts, at most %d", d->ncut, PFLEX_MODEL_MAX_CUTS),
+               NULL;
+    pflex_model_t *m = calloc(1, sizeof *m);
+    double *Z = malloc((d->n ? d->n : 1) * q * sizeof *Z);
+    double *yy = malloc((d->n ? d->n : 1) * sizeof *yy), *zrow = malloc(q * sizeof *zrow);
+    double *Zt = malloc((d->n ? d->n : 1) * q * sizeof *Zt);
+    if (!m || !Z || !yy || !zrow || !Zt) {
+        pflex_error_set(err, "model: out of memory");
+        goto fail;
+    }
+    m->spec = *s;
+    m->nterms = q;
+    m->ncut = d->ncut;
+    memcpy(m->cuts, d->cuts, d->ncut * sizeof *d->cuts);
+    m->ntarget = nt;
+    size_t nuse = 0;
+    for (size_t i = 0; i < d->n; i++)
+        nuse += !d->use || d->use[i];
+    /* feature standardisation over the training rows */
+    for (size_t f = 0; f < p; f++) {
+        double sum = 0, ss = 0;
+        size_t c = 0;
+        for (size_t i = 0; i < d->n; i++) {
+            double v = d->x[i * PFLEX_FEAT_COUNT + s->feat[f]];
+            if ((d->use && !d->use[i]) || isnan(v))
+                continue;
+            sum += v;
+            c++;
+        }
+        m->center[f] = c ? sum / (double)c : 0;
+        for (size_t i = 0; i < d->n; i++) {
+            double v = d->x[i * PFLEX_FEAT_COUNT + s->feat[f]];
+            if ((d->use && !d->use[i]) || isnan(v))
+                continue;
+            ss += (v - m->center[f]) * (v - m->center[f]);
+        }
+        m->scale[f] = c > 1 && ss > 0 ? sqrt(ss / (double)(c - 1)) : 1;
+    }
+    for (size_t j = 0; j < q; j++) {
+        m->tcenter[j] = 0;
+        m->tscale[j] = 1;
+    }
+    /* term standardisation */
+    size_t r = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        if (d->use && !d->use[i])
+            continue;
+        terms_of(m, d->x + i * PFLEX_FEAT_COUNT, Z + r * q);
+        r++;
+    }
+    for (size_t j = 0; j < q; j++) {
+        double sum = 0, ss = 0;
+        for (size_t i = 0; i < r; i++)
+            sum += Z[i * q + j];
+        double mu = r ? sum / (double)r : 0;
+        for (size_t i = 0; i < r; i++)
+            ss += (Z[i * q + j] - mu) * (Z[i * q + j] - mu);
+        m->tcenter[j] = mu;
+        m->tscale[j] = r > 1 && ss > 0 ? sqrt(ss / (double)(r - 1)) : 1;
+        for (size_t i = 0; i < r; i++)
+            Z[i * q + j] = (Z[i * q + j] - mu) / m->tscale[j];
+    }
+    if (s->kind == PFLEX_MODEL_GP) {
+        if (pflex_gp_fit(m, d, Z, r, err) < 0)
+            goto fail;
+        free(Z); free(yy); free(zrow); free(Zt);
+        return m;
+    }
+    for (size_t k = 0; k < nt; k++) {
+        size_t mr = 0;
+        for (size_t i = 0, ri = 0; i < d->n; i++) {
+            if (d->use && !d->use[i])
+                continue;
+            double y = d->y[i * nt + k];
+            if (!isnan(y)) {
+                memcpy(Zt + mr * q, Z + ri * q, q * sizeof *Z);
+                yy[mr++] = y;
+            }
+            ri++;
+        }
+        if (mr < q + 2) {
+            if (k == 0) {
+                pflex_error_set(err, "model: %zu jobs with a PFI for %zu terms: too few", mr, q);
+                goto fail;
+            }
+            /* a cut too deep for most sweeps: predicted from its neighbour */
+            m->t[k] = m->t[k - 1];
+            if (m->t[k - 1].cov) {
+                m->t[k].cov = malloc(q * q * sizeof *m->t[k].cov);
+                if (!m->t[k].cov) {
+                    pflex_error_set(err, "model: out of memory");
+                    goto fail;
+                }
+                memcpy(m->t[k].cov, m->t[k - 1].cov, q * q * sizeof *m->t[k].cov);
+            }
+            m->t[k].nobs = mr;
+            continue;
+        }
+        if (fit_target(m, &m->t[k], Zt, yy, mr, q, err) < 0)
+            goto fail;
+    }
+    (void)nuse;
+    free(Z); free(yy); free(zrow); free(Zt);
+    return m;
+fail:
+    free(Z); free(yy); free(zrow); free(Zt);
+    pflex_model_destroy(m);
+    return NULL;
+}
+
+void pflex_model_predict(const pflex_model_t *m, const double *x, double *mean, double *se)
+{
+    double z[PFLEX_MODEL_MAX_TERMS], zc[PFLEX_MODEL_MAX_TERMS];
+    size_t q = m->nterms;
+    terms_of(m, x, z);
+    if (m->spec.kind == PFLEX_MODEL_GP)
+        pflex_gp_predict(m, z, mean, se);
+    for (size_t k = 0; k < m->ntarget && m->spec.kind != PFLEX_MODEL_GP; k++) {
+        const struct pflex_model_target *t = &m->t[k];
+        double y = t->intercept, h = t->nobs ? 1.0 / (double)t->nobs : 0;
+        for (size_t j = 0; j < q; j++) {
+            y += t->coef[j] * z[j];
+            zc[j] = z[j] - t->zmean[j];
+        }
+        if (t->cov)
+            for (size_t j = 0; j < q; j++) {
+                double s = 0;
+                for (size_t i = 0; i < q; i++)
+                    s += t->cov[j * q + i] * zc[i];
+                h += zc[j] * s;
+            }
+        mean[k] = y;
+        se[k] = t->sigma * sqrt(1 + h);
+    }
+    /* a loss curve: within [0, 1], not falling as the cut deepens */
+    for (size_t k = 1; k < m->ntarget; k++) {
+        if (mean[k] < 0)
+            mean[k] = 0;
+        if (mean[k] > 1)
+            mean[k] = 1;
+        if (k > 1 && mean[k] < mean[k - 1])
+            mean[k] = mean[k - 1];
+    }
+}
+
+/* ---- cross-validation and scores ---- */
+
+int pflex_model_cv(const struct pflex_model_spec *s, const struct pflex_train_data *d,
+                   const int *g, double *pred, pflex_error_t *err)
+{
+    size_t nt = 1 + d->ncut;
+    unsigned char *use = malloc(d->n ? d->n : 1), *done = calloc(d->n ? d->n : 1, 1);
+    double *se = malloc(nt * sizeof *se);
+    int rc = -1;
+    if (!use || !done || !se) {
+        pflex_error_set(err, "model: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < d->n * nt; i++)
+        pred[i] = NAN;
+    for (size_t i = 0; i < d->n; i++) {
+        if (done[i] || (d->use && !d->use[i]))
+            continue;
+        for (size_t j = 0; j < d->n; j++)
+            use[j] = g[j] != g[i] && (!d->use || d->use[j]);
+        struct pflex_train_data fold = *d;
+        fold.use = use;
+        pflex_error_t ferr;
+        pflex_model_t *m = pflex_model_fit(s, &fold, &ferr);
+        for (size_t j = 0; j < d->n; j++) {
+            if (g[j] != g[i])
+                continue;
+            done[j] = 1;
+            if (m)
+                pflex_model_predict(m, d->x + j * PFLEX_FEAT_COUNT, pred + j * nt, se);
+        }
+        pflex_model_destroy(m);
+    }
+    rc = 0;
+out:
+    free(use);
+    free(done);
+    free(se);
+    return rc;
+}
+
+void pflex_fit_score(const double *pred, const double *truth, size_t n, size_t stride,
+                     struct pflex_fit_score *out)
+{
+    double *a = malloc((n ? n : 1) * sizeof *a), *b = malloc((n ? n : 1) * sizeof *b);
+    size_t m = 0;
+    out->n = 0;
+    out->r2 = out->rmse = out->rho = NAN;
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        double p = pred[i * stride], t = truth[i * stride];
+        if (!isnan(p) && !isnan(t)) {
+            a[m] = p;
+            b[m] = t;
+            m++;
+        }
+    }
+    out->n = m;
+    if (m >= 2) {
+        double mu = 0, ssr = 0, sst = 0;
+        for (size_t i = 0; i < m; i++)
+            mu += b[i];
+        mu /= (double)m;
+        for (size_t i = 0; i < m; i++) {
+            ssr += (a[i] - b[i]) * (a[i] - b[i]);
+            sst += (b[i] - mu) * (b[i] - mu);
+        }
+        out->rmse = sqrt(ssr / (double)m);
+        out->r2 = sst > 0 ? 1 - ssr / sst : NAN;
+        out->rho = pflex_spearman(a, b, m);
+    }
+    free(a);
+    free(b);
+}

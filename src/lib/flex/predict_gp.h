@@ -1,0 +1,16 @@
+/* predict_gp.h — the Gaussian-process model kind (internal to libpflex). */
+#ifndef PFLEX_PREDICT_GP_H
+#define PFLEX_PREDICT_GP_H
+
+#include "pflex/predict.h"
+
+/* Fit m (spec, scalings and cuts set) on the training rows: Z holds the
+ * standardised terms of the nz rows d->use selects (all when NULL), in
+ * order.  Returns 0, or -1 with err. */
+int pflex_gp_fit(pflex_model_t *m, const struct pflex_train_data *d, const double *Z, size_t nz,
+                 pflex_error_t *err);
+
+/* Mean and standard error of every target at standardised terms z. */
+void pflex_gp_predict(const pflex_model_t *m, const double *z, double *mean, double *se);
+
+#endif

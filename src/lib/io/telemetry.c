@@ -1,0 +1,950 @@
+/* telemetry.c — the telemetry store: DCGM fields, series, samples, format
+ * detection, the job map and pflex's long CSV (reader and writer). */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "pflex/csv.h"
+#include "pflex/sweep.h"
+#include "lib/io/telemetry_impl.h"
+
+static const struct pflex_dcgm_info fields[PFLEX_DCGM_COUNT] = {
+    [PFLEX_DCGM_SM_CLOCK] = {"DCGM_FI_DEV_SM_CLOCK", 100, "SMCLK", "MHz"},
+    [PFLEX_DCGM_MEM_CLOCK] = {"DCGM_FI_DEV_MEM_CLOCK", 101, "MMCLK", "MHz"},
+    [PFLEX_DCGM_MAX_SM_CLOCK] = {"DCGM_FI_DEV_MAX_SM_CLOCK", 110, "MSMCK", "MHz"},
+    [PFLEX_DCGM_CLOCKS_EVENT_REASONS] = {"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", 112, "DVCCTR",
+                                         "bitmask"},
+    [PFLEX_DCGM_GPU_TEMP] = {"DCGM_FI_DEV_GPU_TEMP", 150, "TMPTR", "C"},
+    [PFLEX_DCGM_POWER_USAGE] = {"DCGM_FI_DEV_POWER_USAGE", 155, "POWER", "W"},
+    [PFLEX_DCGM_TOTAL_ENERGY] = {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 156, "TOTEC", "mJ"},
+    [PFLEX_DCGM_POWER_USAGE_INSTANT] = {"DCGM_FI_DEV_POWER_USAGE_INSTANT", 157, "POWEI", "W"},
+    [PFLEX_DCGM_POWER_LIMIT] = {"DCGM_FI_DEV_POWER_MGMT_LIMIT", 160, "PMLMT", "W"},
+    [PFLEX_DCGM_POWER_LIMIT_MIN] = {"DCGM_FI_DEV_POWER_MGMT_LIMIT_MIN", 161, "PMMIN", "W"},
+    [PFLEX_DCGM_POWER_LIMIT_MAX] = {"DCGM_FI_DEV_POWER_MGMT_LIMIT_MAX", 162, "PMMAX", "W"},
+    [PFLEX_DCGM_ENFORCED_LIMIT] = {"DCGM_FI_DEV_ENFORCED_POWER_LIMIT", 164, "EPLMT", "W"},
+    [PFLEX_DCGM_GPU_UTIL] = {"DCGM_FI_DEV_GPU_UTIL", 203, "GPUTL", "%"},
+    [PFLEX_DCGM_MEM_COPY_UTIL] = {"DCGM_FI_DEV_MEM_COPY_UTIL", 204, "MCUTL", "%"},
+    [PFLEX_DCGM_FB_USED] = {"DCGM_FI_DEV_FB_USED", 252, "FBUSD", "MiB"},
+    [PFLEX_DCGM_GR_ENGINE_ACTIVE] = {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", 1001, "GRACT", "ratio"},
+    [PFLEX_DCGM_SM_ACTIVE] = {"DCGM_FI_PROF_SM_ACTIVE", 1002, "SMACT", "ratio"},
+    [PFLEX_DCGM_SM_OCCUPANCY] = {"DCGM_FI_PROF_SM_OCCUPANCY", 1003, "SMOCC", "ratio"},
+    [PFLEX_DCGM_TENSOR_ACTIVE] = {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", 1004, "TENSO", "ratio"},
+    [PFLEX_DCGM_DRAM_ACTIVE] = {"DCGM_FI_PROF_DRAM_ACTIVE", 1005, "DRAMA", "ratio"},
+    [PFLEX_DCGM_FP64_ACTIVE] = {"DCGM_FI_PROF_PIPE_FP64_ACTIVE", 1006, "FP64A", "ratio"},
+    [PFLEX_DCGM_FP32_ACTIVE] = {"DCGM_FI_PROF_PIPE_FP32_ACTIVE", 1007, "FP32A", "ratio"},
+    [PFLEX_DCGM_FP16_ACTIVE] = {"DCGM_FI_PROF_PIPE_FP16_ACTIVE", 1008, "FP16A", "ratio"},
+    [PFLEX_DCGM_PCIE_TX_BYTES] = {"DCGM_FI_PROF_PCIE_TX_BYTES", 1009, "PCITX", "bytes/s"},
+    [PFLEX_DCGM_PCIE_RX_BYTES] = {"DCGM_FI_PROF_PCIE_RX_BYTES", 1010, "PCIRX", "bytes/s"},
+    [PFLEX_DCGM_NVLINK_TX_BYTES] = {"DCGM_FI_PROF_NVLINK_TX_BYTES", 1011, "NVLTX", "bytes/s"},
+    [PFLEX_DCGM_NVLINK_RX_BYTES] = {"DCGM_FI_PROF_NVLINK_RX_BYTES", 1012, "NVLRX", "bytes/s"},
+};
+
+const struct pflex_dcgm_info *pflex_dcgm_info(enum pflex_dcgm f)
+{
+    return (unsigned)f < PFLEX_DCGM_COUNT ? &fields[f] : NULL;
+}
+
+static int eq(const char *s, size_t len, const char *z)
+{
+    return strlen(z) == len && memcmp(s, z, len) == 0;
+}
+
+int pflex_dcgm_by_name(const char *s, size_t len)
+{
+    for (int i = 0; i < PFLEX_DCGM_COUNT; i++)
+        if (eq(s, len, fields[i].name))
+            return i;
+    /* dcgm-exporter before 3.x and DCGM itself spell it THROTTLE. */
+    if (eq(s, len, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"))
+        return PFLEX_DCGM_CLOCKS_EVENT_REASONS;
+    return -1;
+}
+
+int pflex_dcgm_by_tag(const char *s, size_t len)
+{
+    for (int i = 0; i < PFLEX_DCGM_COUNT; i++)
+        if (eq(s, len, fields[i].tag))
+            return i;
+    if (eq(s, len, "PWR"))
+        return PFLEX_DCGM_POWER_USAGE;
+    return -1;
+}
+
+int pflex_dcgm_by_id(long id)
+{
+    for (int i = 0; i < PFLEX_DCGM_COUNT; i++)
+        if (fields[i].id == id)
+            return i;
+    return -1;
+}
+
+int pflex_dcgm_is_blank(double v)
+{
+    /* DCGM_INT64_BLANK = 0x7ffffffffffffff0 and up (NOT_FOUND, NOT_SUPPORTED,
+     * NOT_PERMISSIONED ...); as doubles they all round to about 9.2234e18.
+     * DCGM_FP64_BLANK = 2^47 and the next few. */
+    if (v >= 9223372036854775792.0 * (1 - 1e-15))
+        return 1;
+    return v >= 140737488355328.0 && v <= 140737488355328.0 + 15;
+}
+
+static const char *const format_names[PFLEX_TMF_COUNT] = {
+    "auto", "nvidia-smi", "dcgmi", "prometheus", "prometheus-json", "pflex",
+};
+
+const char *pflex_tm_format_name(enum pflex_tm_format f)
+{
+    return (unsigned)f < PFLEX_TMF_COUNT ? format_names[f] : "?";
+}
+
+int pflex_tm_format_parse(const char *s, enum pflex_tm_format *out)
+{
+    for (int i = 0; i < PFLEX_TMF_COUNT; i++)
+        if (!strcmp(s, format_names[i])) {
+            *out = (enum pflex_tm_format)i;
+            return 0;
+        }
+    if (!strcmp(s, "dcgm-exporter") || !strcmp(s, "prom")) {
+        *out = PFLEX_TMF_PROM;
+        return 0;
+    }
+    if (!strcmp(s, "dmon")) {
+        *out = PFLEX_TMF_DMON;
+        return 0;
+    }
+    if (!strcmp(s, "smi")) {
+        *out = PFLEX_TMF_SMI;
+        return 0;
+    }
+    return -1;
+}
+
+/* ---- the store ---- */
+
+struct block {
+    struct block *next;
+    size_t used, cap;
+    char data[];
+};
+
+struct store {
+    struct pflex_tm_limits lim;
+    uint32_t *hash;         /* series index + 1, 0 = empty */
+    size_t hash_cap;        /* power of two */
+    size_t series_cap, samples_cap;
+    struct block *blocks;
+};
+
+static const struct pflex_tm_limits default_limits = {
+    65536, 1000000, 100000000, (size_t)256 << 20, 10000,
+};
+
+pflex_tm_t *pflex_tm_create(const struct pflex_tm_limits *lim)
+{
+    pflex_tm_t *t = calloc(1, sizeof *t);
+    struct store *st = calloc(1, sizeof *st);
+    if (!t || !st) {
+        free(t);
+        free(st);
+        return NULL;
+    }
+    st->lim = default_limits;
+    if (lim) {
+        if (lim->max_line)
+            st->lim.max_line = lim->max_line;
+        if (lim->max_series)
+            st->lim.max_series = lim->max_series;
+        if (lim->max_samples)
+            st->lim.max_samples = lim->max_samples;
+        if (lim->max_fetch)
+            st->lim.max_fetch = lim->max_fetch;
+        if (lim->timeout_ms)
+            st->lim.timeout_ms = lim->timeout_ms;
+    }
+    if (st->lim.max_series > UINT32_MAX - 1)
+        st->lim.max_series = UINT32_MAX - 1;
+    t->priv = st;
+    return t;
+}
+
+void pflex_tm_destroy(pflex_tm_t *t)
+{
+    if (!t)
+        return;
+    struct store *st = t->priv;
+    for (struct block *b = st->blocks, *n; b; b = n) {
+        n = b->next;
+        free(b);
+    }
+    free(st->hash);
+    free(st);
+    free(t->series);
+    free(t->samples);
+    free(t);
+}
+
+const struct pflex_tm_limits *tm_limits(const pflex_tm_t *t)
+{
+    return &((const struct store *)t->priv)->lim;
+}
+
+static char *arena_str(struct store *st, const char *s, size_t len)
+{
+    struct block *b = st->blocks;
+    if (!b || b->cap - b->used < len + 1) {
+        size_t cap = len + 1 > 65536 ? len + 1 : 65536;
+        b = malloc(sizeof *b + cap);
+        if (!b)
+            return NULL;
+        b->next = st->blocks;
+        b->used = 0;
+        b->cap = cap;
+        st->blocks = b;
+    }
+    char *p = b->data + b->used;
+    memcpy(p, s, len);
+    p[len] = 0;
+    b->used += len + 1;
+    return p;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *s = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ s[i]) * 1099511628211ULL;
+    return h;
+}
+
+static uint64_t key_hash(const char *job, size_t jl, const char *host, size_t hl,
+                         const char *uuid, size_t ul, long gpu, int field)
+{
+    uint64_t h = 1469598103934665603ULL;
+    h = fnv(h, job ? "J" : "N", 1);
+    if (job)
+        h = fnv(h, job, jl);
+    h = fnv(h, "\0", 1);
+    h = fnv(h, host, hl);
+    h = fnv(h, "\0", 1);
+    if (uuid)
+        h = fnv(h, uuid, ul);
+    h = fnv(h, "\0", 1);
+    h = fnv(h, &gpu, sizeof gpu);
+    h = fnv(h, &field, sizeof field);
+    return h;
+}
+
+static uint64_t series_hash(const struct pflex_tm_series *s)
+{
+    return key_hash(s->job, s->job ? strlen(s->job) : 0, s->host, strlen(s->host), s->uuid,
+                    s->uuid ? strlen(s->uuid) : 0, s->gpu, s->field);
+}
+
+static int streq_n(const char *z, const char *s, size_t n)
+{
+    if (!z || !s)
+        return !z && !s;
+    return strncmp(z, s, n) == 0 && z[n] == 0;
+}
+
+static int series_is(const struct pflex_tm_series *s, const struct tm_key *k)
+{
+    return s->gpu == k->gpu && s->field == k->field && streq_n(s->job, k->job, k->job_len) &&
+           streq_n(s->host, k->host ? k->host : "", k->host ? k->host_len : 0) &&
+           streq_n(s->uuid, k->uuid, k->uuid_len);
+}
+
+static int rehash(pflex_tm_t *t, size_t cap)
+{
+    struct store *st = t->priv;
+    uint32_t *h = calloc(cap, sizeof *h);
+    if (!h)
+        return -1;
+    for (size_t i = 0; i < t->nseries; i++) {
+        size_t j = series_hash(&t->series[i]) & (cap - 1);
+        while (h[j])
+            j = (j + 1) & (cap - 1);
+        h[j] = (uint32_t)(i + 1);
+    }
+    free(st->hash);
+    st->hash = h;
+    st->hash_cap = cap;
+    return 0;
+}
+
+/* Strings of the series just before: most inputs repeat them. */
+static const char *reuse(const pflex_tm_t *t, const char *s, size_t n, int which)
+{
+    if (!t->nseries)
+        return NULL;
+    const struct pflex_tm_series *p = &t->series[t->nseries - 1];
+    const char *z = which == 0 ? p->job : which == 1 ? p->host : p->uuid;
+    return streq_n(z, s, n) ? z : NULL;
+}
+
+int tm_add(pflex_tm_t *t, const struct tm_key *k, double time_s, double value,
+           const char *name, unsigned line, pflex_error_t *err)
+{
+    struct store *st = t->priv;
+    if (!st->hash && rehash(t, 1024) < 0)
+        return pflex_error_set(err, "%s:%u: out of memory", name, line);
+    uint64_t h = key_hash(k->job, k->job_len, k->host ? k->host : "", k->host ? k->host_len : 0,
+                          k->uuid, k->uuid_len, k->gpu, k->field);
+    size_t j = h & (st->hash_cap - 1);
+    uint32_t idx = 0;
+    while (st->hash[j]) {
+        if (series_is(&t->series[st->hash[j] - 1], k)) {
+            idx = st->hash[j];
+            break;
+        }
+        j = (j + 1) & (st->hash_cap - 1);
+    }
+    if (!idx) {
+        if (t->nseries >= st->lim.max_series)
+            return pflex_error_set(err, "%s:%u: more than %zu series (limit)", name, line,
+                                   st->lim.max_series);
+        if (t->nseries == st->series_cap) {
+            size_t nc = st->series_cap ? st->series_cap * 2 : 256;
+            void *ns = realloc(t->series, nc * sizeof *t->series);
+            if (!ns)
+                return pflex_error_set(err, "%s:%u: out of memory", name, line);
+            t->series = ns;
+            st->series_cap = nc;
+        }
+        struct pflex_tm_series *s = &t->series[t->nseries];
+        const char *hs = k->host ? k->host : "";
+        size_t hl = k->host ? k->host_len : 0;
+        s->job = NULL;
+        s->uuid = NULL;
+        if (k->job && !(s->job = reuse(t, k->job, k->job_len, 0)) &&
+            !(s->job = arena_str(st, k->job, k->job_len)))
+            return pflex_error_set(err, "%s:%u: out of memory", name, line);
+        if (!(s->host = reuse(t, hs, hl, 1)) && !(s->host = arena_str(st, hs, hl)))
+            return pflex_error_set(err, "%s:%u: out of memory", name, line);
+        if (k->uuid && !(s->uuid = reuse(t, k->uuid, k->uuid_len, 2)) &&
+            !(s->uuid = arena_str(st, k->uuid, k->uuid_len)))
+            return pflex_error_set(err, "%s:%u: out of memory", name, line);
+        s->gpu = (int)k->gpu;
+        s->field = k->field;
+        s->line = line;
+        t->nseries++;
+        st->hash[j] = (uint32_t)t->nseries;
+        idx = (uint32_t)t->nseries;
+        if (t->nseries * 2 > st->hash_cap && rehash(t, st->hash_cap * 2) < 0)
+            return pflex_error_set(err, "%s:%u: out of memory", name, line);
+    }
+    if (t->nsamples >= st->lim.max_samples)
+        return pflex_error_set(err, "%s:%u: more than %zu samples (limit)", name, line,
+                               st->lim.max_samples);
+    if (t->nsamples == st->samples_cap) {
+        size_t nc = st->samples_cap ? st->samples_cap * 2 : 4096;
+        void *ns = realloc(t->samples, nc * sizeof *t->samples);
+        if (!ns)
+            return pflex_error_set(err, "%s:%u: out of memory", name, line);
+        t->samples = ns;
+        st->samples_cap = nc;
+    }
+    t->samples[t->nsamples].time_s = time_s;
+    t->samples[t->nsamples].value = value;
+    t->samples[t->nsamples].series = idx - 1;
+    t->nsamples++;
+    return 0;
+}
+
+int pflex_tm_add(pflex_tm_t *t, const char *job, const char *host, int gpu, const char *uuid,
+                 int field, double time_s, double value, pflex_error_t *err)
+{
+    if ((unsigned)field >= PFLEX_DCGM_COUNT)
+        return pflex_error_set(err, "telemetry: field %d out of range", field);
+    if (!isfinite(value) || !isfinite(time_s))
+        return pflex_error_set(err, "telemetry: a sample must be finite");
+    struct tm_key k = {0};
+    k.job = job;
+    k.job_len = job ? strlen(job) : 0;
+    k.host = host ? host : "";
+    k.host_len = strlen(k.host);
+    k.uuid = uuid;
+    k.uuid_len = uuid ? strlen(uuid) : 0;
+    k.gpu = gpu < 0 ? -1 : gpu;
+    k.field = field;
+    return tm_add(t, &k, time_s, value, "sample", 0, err);
+}
+
+/* ---- lines and numbers ---- */
+
+void tm_lines_init(struct tm_lines *l, const char *buf, size_t len, const char *name, size_t max)
+{
+    l->p = buf;
+    l->end = buf + len;
+    l->name = name;
+    l->line = 0;
+    l->max = max;
+    /* A UTF-8 byte-order mark. */
+    if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
+        l->p += 3;
+}
+
+int tm_lines_next(struct tm_lines *l, const char **s, size_t *len, pflex_error_t *err)
+{
+    if (l->p >= l->end)
+        return 0;
+    size_t room = (size_t)(l->end - l->p);
+    size_t look = room < l->max + 2 ? room : l->max + 2;
+    const char *nl = memchr(l->p, '\n', look);
+    l->line++;
+    size_t n;
+    if (nl)
+        n = (size_t)(nl - l->p);
+    else if (room <= l->max + 1)
+        n = room;
+    else
+        return pflex_error_set(err, "%s:%u: line longer than %zu bytes", l->name, l->line, l->max);
+    *s = l->p;
+    l->p += n + (nl ? 1 : 0);
+    if (n && (*s)[n - 1] == '\r')
+        n--;
+    if (n > l->max)
+        return pflex_error_set(err, "%s:%u: line longer than %zu bytes", l->name, l->line, l->max);
+    *len = n;
+    return 1;
+}
+
+int tm_parse_double(const char *s, size_t len, double *out)
+{
+    char buf[64];
+    if (len == 0 || len >= sizeof buf)
+        return -1;
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    /* strtod accepts hex and "inf"/"nan" words: numbers only here. */
+    for (size_t i = 0; i < len; i++)
+        if (!strchr("0123456789+-.eE", buf[i]))
+            return -1;
+    char *e;
+    errno = 0;
+    double v = strtod(buf, &e);
+    if (e != buf + len || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int tm_parse_index(const char *s, size_t len, long *out)
+{
+    if (len == 0 || len > 9)
+        return -1;
+    long v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+/* ---- detection and reading ---- */
+
+static const char *skip_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+        p++;
+    return p;
+}
+
+static int starts(const char *p, const char *end, const char *z)
+{
+    size_t n = strlen(z);
+    return (size_t)(end - p) >= n && memcmp(p, z, n) == 0;
+}
+
+enum pflex_tm_format pflex_tm_detect(const char *buf, size_t len)
+{
+    const char *end = buf + len, *p = buf;
+    if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
+        p += 3;
+    p = skip_ws(p, end);
+    if (p < end && *p == '{')
+        return PFLEX_TMF_PROMJSON;
+    /* Look at the first lines that say something. */
+    for (int lines = 0; p < end && lines < 64; lines++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        if (starts(p, le, "#Entity") || starts(p, le, "# Entity"))
+            return PFLEX_TMF_DMON;
+        if (starts(p, le, "# HELP ") || starts(p, le, "# TYPE "))
+            return PFLEX_TMF_PROM;
+        if (starts(p, le, "DCGM_FI_") || starts(p, le, "dcgm_"))
+            return PFLEX_TMF_PROM;
+        if (starts(p, le, "job,host,gpu,uuid,time_s,field,value"))
+            return PFLEX_TMF_PFLEX;
+        if (*p != '#' && le > p) {
+            /* An nvidia-smi header names query fields: dotted names or
+             * one of the identity columns. */
+            const char *q = p;
+            while (q < le && (isalnum((unsigned char)*q) || *q == '_' || *q == '.'))
+                q++;
+            size_t n = (size_t)(q - p);
+            if (memchr(p, '.', n) || eq(p, n, "timestamp") || eq(p, n, "index") ||
+                eq(p, n, "uuid") || eq(p, n, "name"))
+                return PFLEX_TMF_SMI;
+            return PFLEX_TMF_AUTO;
+        }
+        p = skip_ws(nl ? nl + 1 : end, end);
+    }
+    return PFLEX_TMF_AUTO;
+}
+
+int pflex_tm_read_mem(pflex_tm_t *t, const char *buf, size_t len, const char *name,
+                      const struct pflex_tm_read_opts *o, pflex_error_t *err)
+{
+    struct pflex_tm_read_opts d = {0};
+    if (!o)
+        o = &d;
+    if (!name)
+        name = "-";
+    if (len == 0)
+        return pflex_error_set(err, "%s: empty file", name);
+    enum pflex_tm_format f = o->format;
+    if (f == PFLEX_TMF_AUTO && (f = pflex_tm_detect(buf, len)) == PFLEX_TMF_AUTO)
+        return pflex_error_set(err, "%s:1: not telemetry pflex knows (nvidia-smi CSV, dcgmi "
+                               "dmon, Prometheus text or API JSON); --format forces one", name);
+    size_t ns = t->nseries, nm = t->nsamples, sk = t->skipped;
+    int rc;
+    switch (f) {
+    case PFLEX_TMF_SMI: rc = tm_read_smi(t, buf, len, name, o, err); break;
+    case PFLEX_TMF_DMON: rc = tm_read_dmon(t, buf, len, name, o, err); break;
+    case PFLEX_TMF_PROM: rc = tm_read_prom(t, buf, len, name, o, err); break;
+    case PFLEX_TMF_PROMJSON: rc = tm_read_promjson(t, buf, len, name, o, err); break;
+    case PFLEX_TMF_PFLEX: rc = tm_read_pflex(t, buf, len, name, o, err); break;
+    default: return pflex_error_set(err, "%s: unknown format", name);
+    }
+    if (rc < 0) {
+        /* Nothing of a failed read stays. */
+        t->nseries = ns;
+        t->nsamples = nm;
+        t->skipped = sk;
+        struct store *st = t->priv;
+        if (st->hash)
+            rehash(t, st->hash_cap);
+    }
+    return rc;
+}
+
+int pflex_tm_read_file(pflex_tm_t *t, const char *path, const struct pflex_tm_read_opts *o,
+                       pflex_error_t *err)
+{
+    char *buf;
+    size_t len;
+    if (pflex_read_all(path, &buf, &len, err) < 0)
+        return -1;
+    int rc = pflex_tm_read_mem(t, buf, len, strcmp(path, "-") ? path : "<stdin>", o, err);
+    free(buf);
+    return rc;
+}
+
+/* ---- sorting ---- */
+
+static int cmp_null_last(const char *a, const char *b)
+{
+    if (!a || !b)
+        return (a == NULL) - (b == NULL);
+    return strcmp(a, b);
+}
+
+static int series_cmp(const struct pflex_tm_series *a, const struct pflex_tm_series *b)
+{
+    int c = cmp_null_last(a->job, b->job);
+    if (c)
+        return c;
+    if ((c = strcmp(a->host, b->host)))
+        return c;
+    if (a->gpu != b->gpu)
+        return a->gpu < b->gpu ? -1 : 1;
+    if ((c = cmp_null_last(a->uuid, b->uuid)))
+        return c;
+    return (a->field > b->field) - (a->field < b->field);
+}
+
+static const pflex_tm_t *sort_t;
+static int series_idx_cmp(const void *a, const void *b)
+{
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    int c = series_cmp(&sort_t->series[i], &sort_t->series[j]);
+    return c ? c : (i > j) - (i < j);
+}
+
+static int sample_time_cmp(const void *a, const void *b)
+{
+    const struct pflex_tm_sample *p = a, *q = b;
+    if (p->time_s != q->time_s)
+        return p->time_s < q->time_s ? -1 : 1;
+    return (p->value > q->value) - (p->value < q->value);
+}
+
+int pflex_tm_sort(pflex_tm_t *t, pflex_error_t *err)
+{
+    size_t ns = t->nseries, nm = t->nsamples;
+    uint32_t *order = malloc((ns ? ns : 1) * sizeof *order);
+    uint32_t *rank = malloc((ns ? ns : 1) * sizeof *rank);
+    size_t *start = calloc(ns + 1, sizeof *start);
+    struct pflex_tm_series *sv = malloc((ns ? ns : 1) * sizeof *sv);
+    struct pflex_tm_sample *out = malloc((nm ? nm : 1) * sizeof *out);
+    int rc = -1;
+    if (!order || !rank || !start || !sv || !out) {
+        pflex_error_set(err, "telemetry: out of memory sorting %zu samples", nm);
+        goto done;
+    }
+    for (size_t i = 0; i < ns; i++)
+        order[i] = (uint32_t)i;
+    sort_t = t;
+    qsort(order, ns, sizeof *order, series_idx_cmp);
+    for (size_t i = 0; i < ns; i++) {
+        rank[order[i]] = (uint32_t)i;
+        sv[i] = t->series[order[i]];
+    }
+    /* A counting sort by series keeps file order inside each. */
+    for (size_t i = 0; i < nm; i++)
+        start[rank[t->samples[i].series] + 1]++;
+    for (size_t i = 0; i < ns; i++)
+        start[i + 1] += start[i];
+    for (size_t i = 0; i < nm; i++) {
+        uint32_t r = rank[t->samples[i].series];
+        out[start[r]] = t->samples[i];
+        out[start[r]].series = r;
+        start[r]++;
+    }
+    for (size_t i = 0, b = 0; i < ns; i++) {
+        size_t e = start[i];
+        int sorted = 1;
+        for (size_t k = b + 1; k < e && sorted; k++)
+            sorted = out[k - 1].time_s <= out[k].time_s;
+        if (!sorted)
+            qsort(out + b, e - b, sizeof *out, sample_time_cmp);
+        b = e;
+    }
+    if (ns)
+        memcpy(t->series, sv, ns * sizeof *sv);
+    free(t->samples);
+    t->samples = out;
+    ((struct store *)t->priv)->samples_cap = nm ? nm : 1;
+    out = NULL;
+    rc = rehash(t, ((struct store *)t->priv)->hash_cap ? ((struct store *)t->priv)->hash_cap : 1024);
+    if (rc < 0)
+        pflex_error_set(err, "telemetry: out of memory");
+done:
+    free(order);
+    free(rank);
+    free(start);
+    free(sv);
+    free(out);
+    return rc;
+}
+
+/* ---- pflex's long CSV ---- */
+
+int pflex_tm_write_csv(const pflex_tm_t *t, FILE *f)
+{
+    fputs("job,host,gpu,uuid,time_s,field,value\n", f);
+    for (size_t i = 0; i < t->nsamples; i++) {
+        const struct pflex_tm_sample *m = &t->samples[i];
+        const struct pflex_tm_series *s = &t->series[m->series];
+        pflex_csv_write_field(f, s->job ? s->job : "");
+        fputc(',', f);
+        pflex_csv_write_field(f, s->host);
+        if (s->gpu >= 0)
+            fprintf(f, ",%d,", s->gpu);
+        else
+            fputs(",,", f);
+        pflex_csv_write_field(f, s->uuid ? s->uuid : "");
+        fprintf(f, ",%.17g,%s,%.17g\n", m->time_s, fields[s->field].name, m->value);
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+static int col_index(const pflex_csv_t *c, const char *z)
+{
+    for (size_t i = 0; i < c->nfields; i++)
+        if (pflex_csv_field_is(&c->fields[i], z))
+            return (int)i;
+    return -1;
+}
+
+int tm_read_pflex(pflex_tm_t *t, const char *buf, size_t len, const char *name,
+                  const struct pflex_tm_read_opts *o, pflex_error_t *err)
+{
+    static const char *const cols[7] = {"job", "host", "gpu", "uuid", "time_s", "field", "value"};
+    pflex_csv_t c;
+    pflex_csv_init(&c, buf, len, name);
+    int idx[7], got, rc = -1;
+    if ((got = pflex_csv_next(&c, err)) <= 0) {
+        if (got == 0)
+            pflex_error_set(err, "%s: empty file", name);
+        goto out;
+    }
+    for (int i = 0; i < 7; i++)
+        if ((idx[i] = col_index(&c, cols[i])) < 0) {
+            pflex_error_set(err, "%s:%u: missing column '%s'", name, c.line, cols[i]);
+            goto out;
+        }
+    while ((got = pflex_csv_next(&c, err)) > 0) {
+        const struct pflex_csv_field *f = c.fields;
+        for (int i = 0; i < 7; i++)
+            if ((size_t)idx[i] >= c.nfields) {
+                pflex_error_set(err, "%s:%u: %zu fields, the header has more", name, c.line,
+                                c.nfields);
+                goto out;
+            }
+        struct tm_key k = {0};
+        const struct pflex_csv_field *fj = &f[idx[0]], *fh = &f[idx[1]], *fg = &f[idx[2]],
+                                     *fu = &f[idx[3]], *ft = &f[idx[4]], *ff = &f[idx[5]],
+                                     *fv = &f[idx[6]];
+        if (fj->len) {
+            k.job = fj->s;
+            k.job_len = fj->len;
+        } else if (o->job) {
+            k.job = o->job;
+            k.job_len = strlen(o->job);
+        }
+        k.host = fh->s;
+        k.host_len = fh->len;
+        if (fu->len) {
+            k.uuid = fu->s;
+            k.uuid_len = fu->len;
+        }
+        k.gpu = -1;
+        if (fg->len && tm_parse_index(fg->s, fg->len, &k.gpu) < 0) {
+            pflex_error_set(err, "%s:%u: column 'gpu': '%.*s' is not a GPU index", name, c.line,
+                            (int)(fg->len > 40 ? 40 : fg->len), fg->s);
+            goto out;
+        }
+        if ((k.field = pflex_dcgm_by_name(ff->s, ff->len)) < 0) {
+            pflex_error_set(err, "%s:%u: column 'field': '%.*s' is not a DCGM field pflex knows",
+                            name, c.line, (int)(ff->len > 60 ? 60 : ff->len), ff->s);
+            goto out;
+        }
+        double tv, v;
+        if (tm_parse_double(ft->s, ft->len, &tv) < 0 || tm_parse_double(fv->s, fv->len, &v) < 0) {
+            pflex_error_set(err, "%s:%u: time_s or value is not a finite number", name, c.line);
+            goto out;
+        }
+        if (tm_add(t, &k, tv, v, name, c.line, err) < 0)
+            goto out;
+    }
+    rc = got < 0 ? -1 : 0;
+out:
+    pflex_csv_fini(&c);
+    return rc;
+}
+
+/* ---- the job map ---- */
+
+struct maprow {
+    const char *job, *host, *uuid;  /* host "" = any */
+    long gpu;                       /* -1 when the row names a UUID */
+};
+
+struct pflex_tm_jobmap {
+    size_t n;
+    struct maprow *rows;            /* by (host, gpu) */
+    struct maprow **by_uuid;
+    size_t nuuid;
+    char *strings;
+};
+
+void pflex_tm_jobmap_destroy(pflex_tm_jobmap_t *m)
+{
+    if (!m)
+        return;
+    free(m->rows);
+    free(m->by_uuid);
+    free(m->strings);
+    free(m);
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+    const struct maprow *p = a, *q = b;
+    int c = strcmp(p->host, q->host);
+    if (c)
+        return c;
+    return (p->gpu > q->gpu) - (p->gpu < q->gpu);
+}
+
+static int uuid_cmp(const void *a, const void *b)
+{
+    const struct maprow *const *p = a, *const *q = b;
+    return strcasecmp((*p)->uuid, (*q)->uuid);
+}
+
+int pflex_tm_jobmap_read_mem(const char *buf, size_t len, const char *name,
+                             pflex_tm_jobmap_t **out, pflex_error_t *err)
+{
+    pflex_csv_t c;
+    pflex_csv_init(&c, buf, len, name);
+    pflex_tm_jobmap_t *m = calloc(1, sizeof *m);
+    /* Every string of the map fits in a copy of the file. */
+    char *sp = malloc(len + 1);
+    size_t cap = 0, used = 0;
+    int got, ij, ig, ih, rc = -1;
+    *out = NULL;
+    if (!m || !sp) {
+        free(sp);
+        free(m);
+        return pflex_error_set(err, "%s: out of memory", name);
+    }
+    m->strings = sp;
+    if ((got = pflex_csv_next(&c, err)) <= 0) {
+        if (got == 0)
+            pflex_error_set(err, "%s: empty file", name);
+        goto out;
+    }
+    ij = col_index(&c, "job");
+    ig = col_index(&c, "gpu");
+    ih = col_index(&c, "host");
+    if (ij < 0 || ig < 0) {
+        pflex_error_set(err, "%s:%u: missing column '%s'", name, c.line, ij < 0 ? "job" : "gpu");
+        goto out;
+    }
+    while ((got = pflex_csv_next(&c, err)) > 0) {
+        if ((size_t)ij >= c.nfields || (size_t)ig >= c.nfields ||
+            (ih >= 0 && (size_t)ih >= c.nfields)) {
+            pflex_error_set(err, "%s:%u: %zu fields, the header has more", name, c.line,
+                            c.nfields);
+            goto out;
+        }
+        const struct pflex_csv_field *fj = &c.fields[ij], *fg = &c.fields[ig];
+        if (!fj->len || !fg->len) {
+            pflex_error_set(err, "%s:%u: empty %s", name, c.line, fj->len ? "gpu" : "job");
+            goto out;
+        }
+        if (m->n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            void *nr = realloc(m->rows, nc * sizeof *m->rows);
+            if (!nr) {
+                pflex_error_set(err, "%s:%u: out of memory", name, c.line);
+                goto out;
+            }
+            m->rows = nr;
+            cap = nc;
+        }
+        struct maprow *r = &m->rows[m->n];
+        /* the three strings together are never longer than the line */
+        r->job = sp + used;
+        memcpy(sp + used, fj->s, fj->len);
+        sp[used + fj->len] = 0;
+        used += fj->len + 1;
+        r->host = "";
+        if (ih >= 0 && c.fields[ih].len && !pflex_csv_field_is(&c.fields[ih], "*")) {
+            r->host = sp + used;
+            memcpy(sp + used, c.fields[ih].s, c.fields[ih].len);
+            sp[used + c.fields[ih].len] = 0;
+            used += c.fields[ih].len + 1;
+        }
+        r->uuid = NULL;
+        r->gpu = -1;
+        if (tm_parse_index(fg->s, fg->len, &r->gpu) < 0) {
+            if (fg->len < 4 || (strncasecmp(fg->s, "GPU-", 4) && strncasecmp(fg->s, "MIG-", 4))) {
+                pflex_error_set(err, "%s:%u: column 'gpu': '%.*s' is neither an index nor a "
+                                "UUID (GPU-...)", name, c.line, (int)(fg->len > 40 ? 40 : fg->len),
+                                fg->s);
+                goto out;
+            }
+            r->uuid = sp + used;
+            memcpy(sp + used, fg->s, fg->len);
+            sp[used + fg->len] = 0;
+            used += fg->len + 1;
+            r->gpu = -1;
+        }
+        m->n++;
+    }
+    if (got < 0)
+        goto out;
+    if (used > len + 1) {   /* cannot happen: fields are parts of lines */
+        pflex_error_set(err, "%s: internal error", name);
+        goto out;
+    }
+    if (m->n)
+        qsort(m->rows, m->n, sizeof *m->rows, row_cmp);
+    m->by_uuid = malloc((m->n ? m->n : 1) * sizeof *m->by_uuid);
+    if (!m->by_uuid) {
+        pflex_error_set(err, "%s: out of memory", name);
+        goto out;
+    }
+    for (size_t i = 0; i < m->n; i++)
+        if (m->rows[i].uuid)
+            m->by_uuid[m->nuuid++] = &m->rows[i];
+    qsort(m->by_uuid, m->nuuid, sizeof *m->by_uuid, uuid_cmp);
+    /* The same GPU mapped twice is ambiguous. */
+    for (size_t i = 1; i < m->n; i++)
+        if (m->rows[i].gpu >= 0 && m->rows[i - 1].gpu == m->rows[i].gpu &&
+            !strcmp(m->rows[i].host, m->rows[i - 1].host) &&
+            strcmp(m->rows[i].job, m->rows[i - 1].job)) {
+            pflex_error_set(err, "%s: GPU %ld of host '%s' is mapped to both '%s' and '%s'", name,
+                            m->rows[i].gpu, m->rows[i].host, m->rows[i - 1].job, m->rows[i].job);
+            goto out;
+        }
+    *out = m;
+    m = NULL;
+    rc = 0;
+out:
+    pflex_csv_fini(&c);
+    pflex_tm_jobmap_destroy(m);
+    return rc;
+}
+
+int pflex_tm_jobmap_read_file(const char *path, pflex_tm_jobmap_t **out, pflex_error_t *err)
+{
+    char *buf;
+    size_t len;
+    if (pflex_read_all(path, &buf, &len, err) < 0)
+        return -1;
+    int rc = pflex_tm_jobmap_read_mem(buf, len, strcmp(path, "-") ? path : "<stdin>", out, err);
+    free(buf);
+    return rc;
+}
+
+static const struct maprow *find_row(const pflex_tm_jobmap_t *m, const char *host, long gpu)
+{
+    struct maprow key = {NULL, host, NULL, gpu};
+    if (!m->n)
+        return NULL;
+    return bsearch(&key, m->rows, m->n, sizeof *m->rows, row_cmp);
+}
+
+size_t pflex_tm_jobmap_apply(pflex_tm_t *t, const pflex_tm_jobmap_t *m)
+{
+    struct store *st = t->priv;
+    const char *last_src = NULL, *last_copy = NULL;
+    size_t left = 0;
+    for (size_t i = 0; i < t->nseries; i++) {
+        struct pflex_tm_series *s = &t->series[i];
+        if (s->job)
+            continue;
+        const struct maprow *r = NULL;
+        if (s->uuid && m->nuuid) {
+            struct maprow key = {NULL, "", s->uuid, -1}, *kp = &key;
+            struct maprow **f = bsearch(&kp, m->by_uuid, m->nuuid, sizeof *m->by_uuid, uuid_cmp);
+            if (f)
+                r = *f;
+        }
+        if (!r && s->gpu >= 0 && !(r = find_row(m, s->host, s->gpu)))
+            r = find_row(m, "", s->gpu);
+        /* The store owns its strings: the job name is copied once. */
+        if (r && r->job != last_src) {
+            last_copy = arena_str(st, r->job, strlen(r->job));
+            last_src = last_copy ? r->job : NULL;
+        }
+        if (r && last_copy)
+            s->job = last_copy;
+        else
+            left++;
+    }
+    /* Series keys changed: the hash must follow. */
+    if (st->hash)
+        rehash(t, st->hash_cap);
+    return left;
+}

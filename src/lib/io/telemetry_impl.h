@@ -1,0 +1,53 @@
+/* telemetry_impl.h — what the telemetry readers share inside libpflex. */
+#ifndef PFLEX_TELEMETRY_IMPL_H
+#define PFLEX_TELEMETRY_IMPL_H
+
+#include "pflex/telemetry.h"
+
+/* A series key: strings point into the input, with lengths. */
+struct tm_key {
+    const char *job, *host, *uuid;
+    size_t job_len, host_len, uuid_len;   /* job/uuid NULL: none */
+    long gpu;                             /* -1: none */
+    int field;
+};
+
+/* Add one sample.  name and line are for messages (series and sample
+ * limits). */
+int tm_add(pflex_tm_t *t, const struct tm_key *k, double time_s, double value,
+           const char *name, unsigned line, pflex_error_t *err);
+
+const struct pflex_tm_limits *tm_limits(const pflex_tm_t *t);
+
+/* Lines of a buffer, each at most max bytes (its '\n' and a '\r' before it
+ * excluded).  Returns 1 with a line, 0 at the end, -1 (err set) when one is
+ * longer. */
+struct tm_lines {
+    const char *p, *end;
+    const char *name;
+    unsigned line;
+    size_t max;
+};
+void tm_lines_init(struct tm_lines *l, const char *buf, size_t len, const char *name, size_t max);
+int tm_lines_next(struct tm_lines *l, const char **s, size_t *len, pflex_error_t *err);
+
+/* A finite double from s[0..len) (C locale, no trailing garbage). */
+int tm_parse_double(const char *s, size_t len, double *out);
+/* An integer index 0..INT32_MAX from s[0..len). */
+int tm_parse_index(const char *s, size_t len, long *out);
+
+int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
+                const struct pflex_tm_read_opts *o, pflex_error_t *err);
+int tm_read_dmon(pflex_tm_t *t, const char *buf, size_t len, const char *name,
+                 const struct pflex_tm_read_opts *o, pflex_error_t *err);
+int tm_read_prom(pflex_tm_t *t, const char *buf, size_t len, const char *name,
+                 const struct pflex_tm_read_opts *o, pflex_error_t *err);
+int tm_read_promjson(pflex_tm_t *t, const char *buf, size_t len, const char *name,
+                     const struct pflex_tm_read_opts *o, pflex_error_t *err);
+int tm_read_pflex(pflex_tm_t *t, const char *buf, size_t len, const char *name,
+                  const struct pflex_tm_read_opts *o, pflex_error_t *err);
+
+/* Map a Prometheus label set's job labels onto a key: hpc_job wins over
+ * pod.  Shared by the text and JSON readers. */
+
+#endif

@@ -1,0 +1,250 @@
+/* telemetry_smi.c — nvidia-smi --query-gpu=... --format=csv[,noheader is not
+ * read][,nounits].
+ *
+ * The header names the query fields, with the unit in brackets unless
+ * nounits ("power.draw [W]"); values carry the unit unless nounits
+ * ("655.21 W", "1980 MHz", "45 %"); "[N/A]", "[Not Supported]" and other
+ * bracketed words are no data.  Identity columns: index, uuid (gpu_uuid),
+ * timestamp ("2024/05/01 12:00:00.123", read as UTC), name, pci.bus_id.
+ * Rows without a timestamp get the row number as time.
+ */
+#include <string.h>
+#include <stdlib.h>
+#include <strings.h>
+#include <time.h>
+#include "pflex/csv.h"
+#include "lib/io/telemetry_impl.h"
+
+enum { ID_NONE = -1, ID_TIME = -2, ID_INDEX = -3, ID_UUID = -4, ID_SWCAP = -5 };
+
+struct smi_name {
+    const char *name;
+    int field;          /* enum pflex_dcgm or ID_* */
+};
+
+static const struct smi_name smi_names[] = {
+    {"timestamp", ID_TIME},
+    {"index", ID_INDEX},
+    {"uuid", ID_UUID},
+    {"gpu_uuid", ID_UUID},
+    {"power.draw", PFLEX_DCGM_POWER_USAGE},
+    {"power.draw.average", PFLEX_DCGM_POWER_USAGE},
+    {"power.draw.instant", PFLEX_DCGM_POWER_USAGE_INSTANT},
+    {"power.limit", PFLEX_DCGM_POWER_LIMIT},
+    {"enforced.power.limit", PFLEX_DCGM_ENFORCED_LIMIT},
+    {"power.min_limit", PFLEX_DCGM_POWER_LIMIT_MIN},
+    {"power.max_limit", PFLEX_DCGM_POWER_LIMIT_MAX},
+    {"clocks.sm", PFLEX_DCGM_SM_CLOCK},
+    {"clocks.current.sm", PFLEX_DCGM_SM_CLOCK},
+    {"clocks.mem", PFLEX_DCGM_MEM_CLOCK},
+    {"clocks.current.memory", PFLEX_DCGM_MEM_CLOCK},
+    {"clocks.max.sm", PFLEX_DCGM_MAX_SM_CLOCK},
+    {"clocks.max.streaming_multiprocessor", PFLEX_DCGM_MAX_SM_CLOCK},
+    {"utilization.gpu", PFLEX_DCGM_GPU_UTIL},
+    {"utilization.memory", PFLEX_DCGM_MEM_COPY_UTIL},
+    {"temperature.gpu", PFLEX_DCGM_GPU_TEMP},
+    {"memory.used", PFLEX_DCGM_FB_USED},
+    {"clocks_event_reasons.sw_power_cap", ID_SWCAP},
+    {"clocks_throttle_reasons.sw_power_cap", ID_SWCAP},
+    {"clocks_event_reasons.active", PFLEX_DCGM_CLOCKS_EVENT_REASONS},
+    {"clocks_throttle_reasons.active", PFLEX_DCGM_CLOCKS_EVENT_REASONS},
+};
+
+/* nvmlClocksEventReasonSwPowerCap */
+#define SW_POWER_CAP_BIT 0x4
+
+static int smi_lookup(const char *s, size_t len)
+{
+    /* "power.draw [W]": the bracketed unit is not part of the name. */
+    const char *br = memchr(s, '[', len);
+    if (br) {
+        len = (size_t)(br - s);
+        while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+            len--;
+    }
+    for (size_t i = 0; i < sizeof smi_names / sizeof *smi_names; i++)
+        if (strlen(smi_names[i].name) == len && !strncasecmp(smi_names[i].name, s, len))
+            return smi_names[i].field;
+    return ID_NONE;
+}
+
+/* "2024/05/01 12:00:00.123" (nvidia-smi's timestamp) as Unix seconds. */
+static int parse_stamp(const char *s, size_t len, double *out)
+{
+    char buf[40];
+    if (len < 19 || len >= sizeof buf)
+        return -1;
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    struct tm tm = {0};
+    int y, mo, d, h, mi;
+    double sec;
+    int n = 0;
+    if (sscanf(buf, "%4d/%2d/%2d %2d:%2d:%lf%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 ||
+        (size_t)n != len)
+        return -1;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec < 0 || sec >= 61 ||
+        y < 1970 || y > 9999)
+        return -1;
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    *out = (double)timegm(&tm) + sec;
+    return 0;
+}
+
+/* A value with or without its unit; 1 = number, 0 = no data, -1 = bad. */
+static int smi_value(const char *s, size_t len, int id, double *v)
+{
+    if (len == 0)
+        return 0;
+    if (s[0] == '[' || (len == 3 && !memcmp(s, "N/A", 3)))
+        return 0;
+    if (id == ID_SWCAP) {
+        if (len == 6 && !strncasecmp(s, "Active", 6)) {
+            *v = SW_POWER_CAP_BIT;
+            return 1;
+        }
+        if (len == 10 && !strncasecmp(s, "Not Active", 10)) {
+            *v = 0;
+            return 1;
+        }
+        return -1;
+    }
+    if (id == PFLEX_DCGM_CLOCKS_EVENT_REASONS && len > 2 && s[0] == '0' && (s[1] | 32) == 'x') {
+        unsigned long long m = 0;
+        for (size_t i = 2; i < len; i++) {
+            int c = s[i] | 32, dv = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+            if (dv < 0 || i > 17)
+                return -1;
+            m = m * 16 + (unsigned)dv;
+        }
+        *v = (double)m;
+        return 1;
+    }
+    size_t n = len;
+    const char *sp = memchr(s, ' ', len);
+    if (sp) {
+        static const char *const units[] = {"W", "MHz", "%", "MiB", "C", "KiB", "GiB"};
+        size_t ul = len - (size_t)(sp - s) - 1;
+        int ok = 0;
+        for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+            if (strlen(units[i]) == ul && !memcmp(sp + 1, units[i], ul))
+                ok = 1;
+        if (!ok)
+            return -1;
+        n = (size_t)(sp - s);
+    }
+    return tm_parse_double(s, n, v) < 0 ? -1 : 1;
+}
+
+int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
+                const struct pflex_tm_read_opts *o, pflex_error_t *err)
+{
+    /* The tokenizer reads the whole buffer: bound the lines first. */
+    struct tm_lines ln;
+    const char *s;
+    size_t n;
+    int got;
+    tm_lines_init(&ln, buf, len, name, tm_limits(t)->max_line);
+    while ((got = tm_lines_next(&ln, &s, &n, err)) > 0)
+        ;
+    if (got < 0)
+        return -1;
+
+    pflex_csv_t c;
+    pflex_csv_init(&c, buf, len, name);
+    int rc = -1, *cols = NULL, it = -1, ii = -1, iu = -1, known = 0;
+    size_t ncols = 0;
+    unsigned row = 0;
+    if ((got = pflex_csv_next(&c, err)) <= 0) {
+        if (got == 0)
+            pflex_error_set(err, "%s: empty file", name);
+        goto out;
+    }
+    ncols = c.nfields;
+    cols = malloc(ncols * sizeof *cols);
+    if (!cols) {
+        pflex_error_set(err, "%s: out of memory", name);
+        goto out;
+    }
+    for (size_t i = 0; i < ncols; i++) {
+        cols[i] = smi_lookup(c.fields[i].s, c.fields[i].len);
+        if (cols[i] == ID_TIME)
+            it = (int)i;
+        else if (cols[i] == ID_INDEX)
+            ii = (int)i;
+        else if (cols[i] == ID_UUID)
+            iu = (int)i;
+        else if (cols[i] >= 0 || cols[i] == ID_SWCAP)
+            known++;
+    }
+    if (!known) {
+        pflex_error_set(err, "%s:%u: no nvidia-smi query field pflex reads (power.draw, "
+                        "clocks.sm, utilization.gpu, ...) in the header", name, c.line);
+        goto out;
+    }
+    if (ii < 0 && iu < 0) {
+        pflex_error_set(err, "%s:%u: the header names neither index nor uuid: samples cannot "
+                        "be told apart by GPU", name, c.line);
+        goto out;
+    }
+    while ((got = pflex_csv_next(&c, err)) > 0) {
+        if (c.nfields != ncols) {
+            pflex_error_set(err, "%s:%u: %zu fields, the header has %zu", name, c.line,
+                            c.nfields, ncols);
+            goto out;
+        }
+        struct tm_key k = {0};
+        if (o->job) {
+            k.job = o->job;
+            k.job_len = strlen(o->job);
+        }
+        k.host = o->host ? o->host : "";
+        k.host_len = strlen(k.host);
+        k.gpu = -1;
+        if (ii >= 0 && tm_parse_index(c.fields[ii].s, c.fields[ii].len, &k.gpu) < 0) {
+            pflex_error_set(err, "%s:%u: column 'index': '%.*s' is not a GPU index", name,
+                            c.line, (int)(c.fields[ii].len > 40 ? 40 : c.fields[ii].len),
+                            c.fields[ii].s);
+            goto out;
+        }
+        if (iu >= 0 && c.fields[iu].len && c.fields[iu].s[0] != '[') {
+            k.uuid = c.fields[iu].s;
+            k.uuid_len = c.fields[iu].len;
+        }
+        double time = o->time0_s + row++;
+        if (it >= 0 && parse_stamp(c.fields[it].s, c.fields[it].len, &time) < 0) {
+            pflex_error_set(err, "%s:%u: column 'timestamp': '%.*s' is not YYYY/MM/DD "
+                            "HH:MM:SS.mmm", name, c.line,
+                            (int)(c.fields[it].len > 40 ? 40 : c.fields[it].len), c.fields[it].s);
+            goto out;
+        }
+        for (size_t i = 0; i < ncols; i++) {
+            if (cols[i] < 0 && cols[i] != ID_SWCAP)
+                continue;
+            double v;
+            int r = smi_value(c.fields[i].s, c.fields[i].len, cols[i], &v);
+            if (r < 0) {
+                pflex_error_set(err, "%s:%u: column %zu: '%.*s' is not a value", name, c.line,
+                                i + 1, (int)(c.fields[i].len > 40 ? 40 : c.fields[i].len),
+                                c.fields[i].s);
+                goto out;
+            }
+            if (r == 0) {
+                t->skipped++;
+                continue;
+            }
+            k.field = cols[i] == ID_SWCAP ? PFLEX_DCGM_CLOCKS_EVENT_REASONS : cols[i];
+            if (tm_add(t, &k, time, v, name, c.line, err) < 0)
+                goto out;
+        }
+    }
+    rc = got < 0 ? -1 : 0;
+out:
+    free(cols);
+    pflex_csv_fini(&c);
+    return rc;
+}

@@ -1,0 +1,430 @@
+/* test_telemetry.c — the telemetry readers against fixtures written from the
+ * tools' documented formats (tests/data/telemetry/), hostile input, limits,
+ * the job map, and a fetch from a real HTTP server on loopback
+ * (libmicrohttpd, bounded in time). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <microhttpd.h>
+#include "pflex/telemetry.h"
+
+#define DIR "tests/data/telemetry/"
+
+/* cmocka 1.1's assert_float_equal compares floats: doubles here. */
+#define assert_dbl(a, b, eps) do { double a_ = (a), b_ = (b); \
+    if (!(fabs(a_ - b_) <= (eps))) fail_msg("%.17g != %.17g", a_, b_); } while (0)
+
+static pflex_tm_t *load(const char *path, const char *job)
+{
+    pflex_tm_t *t = pflex_tm_create(NULL);
+    pflex_error_t err;
+    struct pflex_tm_read_opts o = {0};
+    o.job = job;
+    assert_non_null(t);
+    if (pflex_tm_read_file(t, path, &o, &err) < 0)
+        fail_msg("%s: %s", path, err.text);
+    assert_int_equal(pflex_tm_sort(t, &err), 0);
+    return t;
+}
+
+/* The values of one series in time order; returns how many. */
+static size_t values(const pflex_tm_t *t, const char *job, const char *host, int gpu, int field,
+                     double *out, double *times, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->nsamples; i++) {
+        const struct pflex_tm_series *s = &t->series[t->samples[i].series];
+        if (s->gpu != gpu || s->field != field || strcmp(s->host, host))
+            continue;
+        if ((job == NULL) != (s->job == NULL) || (job && strcmp(job, s->job)))
+            continue;
+        if (n < max) {
+            out[n] = t->samples[i].value;
+            if (times)
+                times[n] = t->samples[i].time_s;
+        }
+        n++;
+    }
+    return n;
+}
+
+static void expect_error(const char *text, enum pflex_tm_format f, const char *needle)
+{
+    pflex_tm_t *t = pflex_tm_create(NULL);
+    pflex_error_t err = {{0}};
+    struct pflex_tm_read_opts o = {0};
+    o.format = f;
+    int rc = pflex_tm_read_mem(t, text, strlen(text), "bad.txt", &o, &err);
+    assert_int_equal(rc, -1);
+    assert_int_equal(t->nsamples, 0);
+    if (!strstr(err.text, needle))
+        fail_msg("error '%s' lacks '%s'", err.text, needle);
+    pflex_tm_destroy(t);
+}
+
+static void test_detect(void **state)
+{
+    static const struct { const char *file; enum pflex_tm_format f; } cases[] = {
+        {DIR "smi_units.csv", PFLEX_TMF_SMI}, {DIR "smi_nounits.csv", PFLEX_TMF_SMI},
+        {DIR "dmon.txt", PFLEX_TMF_DMON}, {DIR "dcgm_exporter.prom", PFLEX_TMF_PROM},
+        {DIR "prom_vector.json", PFLEX_TMF_PROMJSON}, {DIR "prom_matrix.json", PFLEX_TMF_PROMJSON},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        FILE *f = fopen(cases[i].file, "rb");
+        char buf[4096];
+        assert_non_null(f);
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        assert_int_equal(pflex_tm_detect(buf, n), cases[i].f);
+    }
+    assert_int_equal(pflex_tm_detect("hello world\n", 12), PFLEX_TMF_AUTO);
+}
+
+static void test_smi_units(void **state)
+{
+    pflex_tm_t *t = load(DIR "smi_units.csv", "j");
+    double v[8], ts[8];
+    assert_int_equal(values(t, "j", "", 0, PFLEX_DCGM_POWER_USAGE, v, ts, 8), 2);
+    assert_dbl(v[0], 655.21, 1e-9);
+    assert_dbl(v[1], 499.87, 1e-9);
+    /* 2026/12/03 10:00:00.125 UTC */
+    assert_dbl(ts[0], 1796292000.125, 1e-6);
+    assert_dbl(ts[1] - ts[0], 5.0, 1e-6);
+    assert_int_equal(values(t, "j", "", 1, PFLEX_DCGM_SM_CLOCK, v, NULL, 8), 2);
+    assert_dbl(v[0], 1965, 0);
+    assert_dbl(v[1], 1590, 0);
+    assert_int_equal(values(t, "j", "", 0, PFLEX_DCGM_POWER_LIMIT_MIN, v, NULL, 8), 2);
+    assert_dbl(v[0], 200, 0);
+    /* "Not Active" then "Active": the SW power cap bit of the reasons mask */
+    assert_int_equal(values(t, "j", "", 0, PFLEX_DCGM_CLOCKS_EVENT_REASONS, v, NULL, 8), 2);
+    assert_dbl(v[0], 0, 0);
+    assert_dbl(v[1], 4, 0);
+    /* [N/A] and [Not Supported] averages are no data */
+    assert_int_equal(values(t, "j", "", 0, PFLEX_DCGM_POWER_USAGE_INSTANT, v, NULL, 8), 0);
+    assert_int_equal(t->skipped, 4);
+    /* UUIDs are kept */
+    assert_string_equal(t->series[0].uuid, "GPU-1b2c3d4e-0000-1111-2222-333344445555");
+    pflex_tm_destroy(t);
+}
+
+static void test_smi_nounits(void **state)
+{
+    pflex_tm_t *t = load(DIR "smi_nounits.csv", NULL);
+    double v[8], ts[8];
+    assert_int_equal(values(t, NULL, "", 0, PFLEX_DCGM_GPU_UTIL, v, ts, 8), 2);
+    assert_dbl(v[0], 0, 0);
+    assert_dbl(v[1], 100, 0);
+    /* no timestamp: the row number */
+    assert_dbl(ts[0], 0, 0);
+    assert_dbl(ts[1], 2, 0);
+    assert_int_equal(values(t, NULL, "", 1, PFLEX_DCGM_POWER_USAGE, v, NULL, 8), 1);
+    assert_dbl(v[0], 650.0, 0);
+    assert_int_equal(values(t, NULL, "", 0, PFLEX_DCGM_FB_USED, v, NULL, 8), 2);
+    assert_dbl(v[1], 120034, 0);
+    assert_int_equal(t->nsamples, 27);
+    pflex_tm_destroy(t);
+}
+
+static void test_dmon(void **state)
+{
+    pflex_tm_t *t = load(DIR "dmon.txt", NULL);
+    double v[8], ts[8];
+    assert_int_equal(values(t, NULL, "", 0, PFLEX_DCGM_DRAM_ACTIVE, v, ts, 8), 2);
+    assert_dbl(v[0], 0.322, 1e-12);
+    assert_dbl(v[1], 0.320, 1e-12);
+    assert_dbl(ts[0], 0, 0);
+    assert_dbl(ts[1], 1, 0);
+    /* GPU 1's second GPUTL is N/A */
+    assert_int_equal(values(t, NULL, "", 1, PFLEX_DCGM_GPU_UTIL, v, NULL, 8), 1);
+    assert_int_equal(values(t, NULL, "", 1, PFLEX_DCGM_POWER_USAGE, v, NULL, 8), 2);
+    assert_dbl(v[1], 641.0, 0);
+    /* the GPU-I row is all N/A */
+    assert_int_equal(t->nsamples, 23);
+    assert_int_equal(t->skipped, 7);
+    pflex_tm_destroy(t);
+}
+
+static void test_prom_text(void **state)
+{
+    pflex_tm_t *t = load(DIR "dcgm_exporter.prom", "fallback");
+    double v[8], ts[8];
+    /* pod label (empty hpc_job does not count), labels in any order */
+    assert_int_equal(values(t, "llama70b-lora-0", "node-a", 1, PFLEX_DCGM_SM_CLOCK, v, NULL, 8), 1);
+    assert_dbl(v[0], 1965, 0);
+    assert_int_equal(values(t, "llama70b-lora-0", "node-a", 0, PFLEX_DCGM_TOTAL_ENERGY, v, NULL,
+                            8), 1);
+    assert_dbl(v[0], 4.0123456789e9, 1);
+    /* the sentinel 9223372036854775794 is no data */
+    assert_int_equal(values(t, "llama70b-lora-0", "node-a", 1, PFLEX_DCGM_TOTAL_ENERGY, v, NULL,
+                            8), 0);
+    /* hpc_job beats pod; lower-case hostname; escaped label values; a
+     * timestamp in ms */
+    assert_int_equal(values(t, "slurm-4242", "node-b", 0, PFLEX_DCGM_DRAM_ACTIVE, v, ts, 8), 2);
+    assert_dbl(v[0], 0.322, 1e-12);
+    assert_dbl(ts[1], 1764756005.0, 1e-9);
+    /* XID errors: a metric pflex does not read, skipped with the sentinel */
+    assert_int_equal(t->skipped, 2);
+    assert_int_equal(t->nsamples, 7);
+    pflex_tm_destroy(t);
+}
+
+static void test_prom_mig(void **state)
+{
+    const char *txt = "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",GPU_I_ID=\"2\",Hostname=\"n\"} 50\n"
+                      "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",Hostname=\"n\"} 60\n";
+    pflex_tm_t *t = pflex_tm_create(NULL);
+    pflex_error_t err;
+    assert_int_equal(pflex_tm_read_mem(t, txt, strlen(txt), "mig", NULL, &err), 0);
+    assert_int_equal(pflex_tm_sort(t, &err), 0);
+    double v[2];
+    assert_int_equal(values(t, NULL, "n", 1, PFLEX_DCGM_GPU_UTIL, v, NULL, 2), 1);
+    assert_dbl(v[0], 60, 0);
+    assert_int_equal(values(t, NULL, "n", 10102, PFLEX_DCGM_GPU_UTIL, v, NULL, 2), 1);
+    assert_dbl(v[0], 50, 0);
+    pflex_tm_destroy(t);
+    expect_error("DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",GPU_I_ID=\"x\"} 50\n", PFLEX_TMF_PROM,
+                 "bad.txt:1: label GPU_I_ID");
+}
+
+static void test_prom_json(void **state)
+{
+    pflex_tm_t *t = load(DIR "prom_vector.json", NULL);
+    double v[8], ts[8];
+    assert_int_equal(values(t, "llama70b-lora-0", "node-a", 1, PFLEX_DCGM_POWER_USAGE, v, ts, 8),
+                     1);
+    assert_dbl(v[0], 640.5, 0);
+    assert_dbl(ts[0], 1764756000.125, 1e-9);
+    assert_int_equal(t->skipped, 1);    /* "up" */
+    pflex_tm_destroy(t);
+    t = load(DIR "prom_matrix.json", NULL);
+    assert_int_equal(values(t, "slurm-4242", "node-b", 0, PFLEX_DCGM_DRAM_ACTIVE, v, ts, 8), 3);
+    assert_dbl(v[2], 0.318, 1e-12);
+    assert_dbl(ts[2], 1764756015, 0);
+    assert_int_equal(t->skipped, 1);    /* NaN */
+    pflex_tm_destroy(t);
+}
+
+static void test_roundtrip_pflex_csv(void **state)
+{
+    pflex_tm_t *t = load(DIR "dcgm_exporter.prom", NULL);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(pflex_tm_write_csv(t, f), 0);
+    fclose(f);
+    pflex_tm_t *u = pflex_tm_create(NULL);
+    pflex_error_t err;
+    assert_int_equal(pflex_tm_detect(buf, len), PFLEX_TMF_PFLEX);
+    if (pflex_tm_read_mem(u, buf, len, "rt.csv", NULL, &err) < 0)
+        fail_msg("%s", err.text);
+    assert_int_equal(pflex_tm_sort(u, &err), 0);
+    assert_int_equal(u->nsamples, t->nsamples);
+    assert_int_equal(u->nseries, t->nseries);
+    for (size_t i = 0; i < t->nsamples; i++) {
+        assert_dbl(u->samples[i].value, t->samples[i].value, 0);
+        assert_dbl(u->samples[i].time_s, t->samples[i].time_s, 0);
+        assert_int_equal(u->series[u->samples[i].series].field,
+                         t->series[t->samples[i].series].field);
+    }
+    free(buf);
+    pflex_tm_destroy(t);
+    pflex_tm_destroy(u);
+}
+
+static void test_jobmap(void **state)
+{
+    pflex_tm_t *t = load(DIR "smi_units.csv", NULL);
+    pflex_tm_jobmap_t *m;
+    pflex_error_t err;
+    /* smi names no host: the host-less rows and UUID rows match */
+    const char *map = "job,gpu,host\nA,0,\nB,GPU-9a8b7c6d-0000-1111-2222-333344445555,*\n";
+    assert_int_equal(pflex_tm_jobmap_read_mem(map, strlen(map), "m.csv", &m, &err), 0);
+    assert_int_equal(pflex_tm_jobmap_apply(t, m), 0);
+    pflex_tm_jobmap_destroy(m);     /* the store keeps its own copy */
+    assert_int_equal(pflex_tm_sort(t, &err), 0);
+    double v[4];
+    assert_int_equal(values(t, "A", "", 0, PFLEX_DCGM_POWER_USAGE, v, NULL, 4), 2);
+    assert_int_equal(values(t, "B", "", 1, PFLEX_DCGM_POWER_USAGE, v, NULL, 4), 2);
+    pflex_tm_destroy(t);
+
+    pflex_tm_jobmap_t *m2;
+    assert_int_equal(pflex_tm_jobmap_read_file(DIR "jobmap.csv", &m2, &err), 0);
+    pflex_tm_jobmap_destroy(m2);
+    const char *dup = "job,host,gpu\nA,n,0\nB,n,0\n";
+    assert_int_equal(pflex_tm_jobmap_read_mem(dup, strlen(dup), "d.csv", &m2, &err), -1);
+    assert_non_null(strstr(err.text, "mapped to both"));
+    const char *badgpu = "job,gpu\nA,zero\n";
+    assert_int_equal(pflex_tm_jobmap_read_mem(badgpu, strlen(badgpu), "b.csv", &m2, &err), -1);
+    assert_non_null(strstr(err.text, "b.csv:2: column 'gpu'"));
+}
+
+static void test_bad_input(void **state)
+{
+    expect_error("index, power.draw [W]\n0, fast W\n", PFLEX_TMF_SMI, "bad.txt:2: column 2");
+    expect_error("index, power.draw [W]\n0\n", PFLEX_TMF_SMI, "bad.txt:2: 1 fields");
+    expect_error("power.draw [W]\n650 W\n", PFLEX_TMF_SMI, "neither index nor uuid");
+    expect_error("timestamp, index, power.draw\n2026-12-03, 0, 1\n", PFLEX_TMF_SMI,
+                 "bad.txt:2: column 'timestamp'");
+    expect_error("index, pstate\n0, P0\n", PFLEX_TMF_SMI, "no nvidia-smi query field");
+    expect_error("GPU 0 1 2\n", PFLEX_TMF_DMON, "bad.txt:1: a row before");
+    expect_error("#Entity POWER\nGPU 0 1 2\n", PFLEX_TMF_DMON, "bad.txt:2: 2 values");
+    expect_error("#Entity POWER\nCPU 0 1\n", PFLEX_TMF_DMON, "is not an entity");
+    expect_error("#Entity POWER\nGPU 0 12x\n", PFLEX_TMF_DMON, "bad.txt:2: column 2");
+    expect_error("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\" 1\n", PFLEX_TMF_PROM,
+                 "bad.txt:1: column 33: expected ',' or '}'");
+    expect_error("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",gpu=\"1\"} 1\n", PFLEX_TMF_PROM,
+                 "given twice");
+    expect_error("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\\x\"} 1\n", PFLEX_TMF_PROM, "unknown escape");
+    expect_error("x 1\nDCGM_FI_DEV_POWER_USAGE{gpu=\"zero\"} 1\n", PFLEX_TMF_PROM,
+                 "bad.txt:2: label gpu");
+    expect_error("DCGM_FI_DEV_POWER_USAGE 1 2 3\n", PFLEX_TMF_PROM, "after the timestamp");
+    expect_error("DCGM_FI_DEV_POWER_USAGE{gpu=\"0\"} one\n", PFLEX_TMF_PROM, "not a sample value");
+    expect_error("{\"status\":\"error\",\"error\":\"bad query\"}", PFLEX_TMF_PROMJSON,
+                 "Prometheus says error: bad query");
+    expect_error("{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[{"
+                 "\"metric\":{\"__name__\":\"DCGM_FI_DEV_GPU_UTIL\"},\"values\":[[1,\"2\"],[1]]}]}}",
+                 PFLEX_TMF_PROMJSON, "data.result[0].values[1]");
+    expect_error("{\"status\": ", PFLEX_TMF_PROMJSON, "bad.txt:1:");
+    expect_error("hello\n", PFLEX_TMF_AUTO, "not telemetry pflex knows");
+    expect_error("", PFLEX_TMF_AUTO, "empty file");
+    /* a failed read leaves what earlier reads added */
+    pflex_tm_t *t = load(DIR "dmon.txt", NULL);
+    size_t n = t->nsamples;
+    pflex_error_t err;
+    const char *bad = "#Entity POWER\nGPU 0 1\nGPU 0 x\n";
+    assert_int_equal(pflex_tm_read_mem(t, bad, strlen(bad), "b", NULL, &err), -1);
+    assert_int_equal(t->nsamples, n);
+    pflex_tm_destroy(t);
+}
+
+static void test_limits(void **state)
+{
+    /* a line over the limit fails before the reader looks at it */
+    struct pflex_tm_limits lim = {0};
+    lim.max_line = 64;
+    lim.max_series = 3;
+    pflex_tm_t *t = pflex_tm_create(&lim);
+    pflex_error_t err;
+    char line[200];
+    memset(line, 'a', sizeof line);
+    line[sizeof line - 1] = '\n';
+    char buf[400];
+    snprintf(buf, sizeof buf, "# HELP x\n%.*s", (int)sizeof line, line);
+    struct pflex_tm_read_opts o = {0};
+    o.format = PFLEX_TMF_PROM;
+    assert_int_equal(pflex_tm_read_mem(t, buf, strlen(buf), "long", &o, &err), -1);
+    assert_non_null(strstr(err.text, "long:2: line longer than 64 bytes"));
+    const char *many = "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 1\nDCGM_FI_DEV_GPU_UTIL{gpu=\"1\"} 1\n"
+                       "DCGM_FI_DEV_GPU_UTIL{gpu=\"2\"} 1\nDCGM_FI_DEV_GPU_UTIL{gpu=\"3\"} 1\n";
+    assert_int_equal(pflex_tm_read_mem(t, many, strlen(many), "many", &o, &err), -1);
+    assert_non_null(strstr(err.text, "many:4: more than 3 series"));
+    assert_int_equal(t->nseries, 0);
+    pflex_tm_destroy(t);
+}
+
+static void test_blank_sentinels(void **state)
+{
+    assert_true(pflex_dcgm_is_blank(9223372036854775794.0));
+    assert_true(pflex_dcgm_is_blank(9223372036854775792.0));
+    assert_true(pflex_dcgm_is_blank(140737488355328.0));
+    assert_true(pflex_dcgm_is_blank(140737488355329.0));
+    assert_false(pflex_dcgm_is_blank(4.0123456789e9));
+    assert_false(pflex_dcgm_is_blank(0));
+    assert_int_equal(pflex_dcgm_by_id(1005), PFLEX_DCGM_DRAM_ACTIVE);
+    assert_int_equal(pflex_dcgm_by_tag("DRAMA", 5), PFLEX_DCGM_DRAM_ACTIVE);
+    assert_int_equal(pflex_dcgm_by_name("DCGM_FI_DEV_MEM_COPY_UTIL", 25), PFLEX_DCGM_MEM_COPY_UTIL);
+}
+
+/* ---- a real HTTP server on loopback ---- */
+
+static const char *served;
+static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *data,
+                              size_t *size, void **ctx)
+{
+    unsigned code = MHD_HTTP_OK;
+    const char *body = served;
+    if (!strcmp(url, "/missing")) {
+        code = MHD_HTTP_NOT_FOUND;
+        body = "not here";
+    }
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
+    enum MHD_Result ret = MHD_queue_response(c, code, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static void test_fetch(void **state)
+{
+    static char body[8192];
+    FILE *f = fopen(DIR "prom_matrix.json", "rb");
+    assert_non_null(f);
+    size_t n = fread(body, 1, sizeof body - 1, f);
+    fclose(f);
+    body[n] = 0;
+    served = body;
+    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
+                                            answer, NULL, MHD_OPTION_CONNECTION_TIMEOUT, 5u,
+                                            MHD_OPTION_END);
+    if (!d)
+        skip();
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    assert_non_null(info);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/api/v1/query_range?query=x",
+             (unsigned)info->port);
+    struct pflex_tm_limits lim = {0};
+    lim.timeout_ms = 5000;
+    pflex_tm_t *t = pflex_tm_create(&lim);
+    pflex_error_t err;
+    if (pflex_tm_fetch(t, url, NULL, &err) < 0)
+        fail_msg("%s", err.text);
+    assert_int_equal(t->nsamples, 6);
+    pflex_tm_destroy(t);
+    /* 404 */
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/missing", (unsigned)info->port);
+    t = pflex_tm_create(&lim);
+    assert_int_equal(pflex_tm_fetch(t, url, NULL, &err), -1);
+    assert_non_null(strstr(err.text, "HTTP status 404"));
+    pflex_tm_destroy(t);
+    /* the size limit */
+    lim.max_fetch = 100;
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/big", (unsigned)info->port);
+    t = pflex_tm_create(&lim);
+    assert_int_equal(pflex_tm_fetch(t, url, NULL, &err), -1);
+    assert_non_null(strstr(err.text, "larger than 100 bytes"));
+    pflex_tm_destroy(t);
+    MHD_stop_daemon(d);
+    /* nothing listens there any more: an error, not a hang */
+    t = pflex_tm_create(&lim);
+    assert_int_equal(pflex_tm_fetch(t, url, NULL, &err), -1);
+    assert_int_equal(pflex_tm_fetch(t, "ftp://127.0.0.1/x", NULL, &err), -1);
+    pflex_tm_destroy(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_detect),
+        cmocka_unit_test(test_smi_units),
+        cmocka_unit_test(test_smi_nounits),
+        cmocka_unit_test(test_dmon),
+        cmocka_unit_test(test_prom_text),
+        cmocka_unit_test(test_prom_mig),
+        cmocka_unit_test(test_prom_json),
+        cmocka_unit_test(test_roundtrip_pflex_csv),
+        cmocka_unit_test(test_jobmap),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_blank_sentinels),
+        cmocka_unit_test(test_fetch),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
