@@ -19,6 +19,7 @@ int cmd_sweep(int argc, char **argv);
 int cmd_allocate(int argc, char **argv);
 int cmd_evaluate(int argc, char **argv);
 int cmd_study(int argc, char **argv);
+int cmd_jobs(int argc, char **argv);
 
 /* pflex sweep --backend nvml: the whole command line of `pflex sweep`
  * (src/cli/sweep_nvml.c). */

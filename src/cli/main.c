@@ -15,6 +15,7 @@ static const struct command commands[] = {
     {"allocate", cmd_allocate, "split a site power budget between jobs"},
     {"evaluate", cmd_evaluate, "score equal, pfi and optimal plans on measured curves"},
     {"study", cmd_study, "the whole characterisation study on the built-in fleet"},
+    {"jobs", cmd_jobs, "which job holds which GPU, from Slurm output or a job map"},
 };
 
 static void usage(FILE *f)
