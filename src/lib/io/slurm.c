@@ -63,7 +63,8 @@ static char *dup_n(const char *s, size_t n)
 {
     char *d = malloc(n + 1);
     if (d) {
-        memcpy(d, s, n);
+        if (n)
+            memcpy(d, s, n);
         d[n] = 0;
     }
     return d;
@@ -224,7 +225,7 @@ static int cmp_entry(const void *a, const void *b)
 
 static int job_in_hosts(const struct job *j, uint32_t h)
 {
-    return bsearch(&h, j->hosts, j->nhosts, sizeof h, cmp_u32) != NULL;
+    return j->nhosts && bsearch(&h, j->hosts, j->nhosts, sizeof h, cmp_u32) != NULL;
 }
 
 static int add_entry(pflex_jobmap_t *m, struct job *j, uint32_t host, int gpu, unsigned line,
@@ -249,7 +250,8 @@ static int add_entry(pflex_jobmap_t *m, struct job *j, uint32_t host, int gpu, u
 /* Sort a finished job's entries; a repeated (host, gpu) is an error. */
 static int job_finish(pflex_jobmap_t *m, struct job *j, const char *file, pflex_error_t *err)
 {
-    qsort(j->e, j->ne, sizeof *j->e, cmp_entry);
+    if (j->ne)      /* qsort's base may not be NULL, even for no element */
+        qsort(j->e, j->ne, sizeof *j->e, cmp_entry);
     for (size_t i = 1; i < j->ne; i++)
         if (cmp_entry(&j->e[i - 1], &j->e[i]) == 0) {
             unsigned a = j->e[i - 1].line, b = j->e[i].line;
@@ -262,7 +264,8 @@ static int job_finish(pflex_jobmap_t *m, struct job *j, const char *file, pflex_
                                    m->hosts.s[x->host]);
         }
     if (j->has_hosts) {
-        qsort(j->hosts, j->nhosts, sizeof *j->hosts, cmp_u32);
+        if (j->nhosts)
+            qsort(j->hosts, j->nhosts, sizeof *j->hosts, cmp_u32);
         for (size_t i = 1; i < j->nhosts; i++)
             if (j->hosts[i] == j->hosts[i - 1])
                 return pflex_error_set(err, "%s:%u: job %s: host '%s' twice in its node list",
@@ -331,7 +334,7 @@ static int merge_job(pflex_jobmap_t *m, struct job *j, pflex_error_t *err)
     }
     if (o->has_hosts && j->has_hosts
         && (o->nhosts != j->nhosts
-            || memcmp(o->hosts, j->hosts, o->nhosts * sizeof *o->hosts))) {
+                || (o->nhosts && memcmp(o->hosts, j->hosts, o->nhosts * sizeof *o->hosts)))) {
         pflex_error_set(err, "%s:%u: job %s runs on other hosts than in %s:%u", j->src,
                         j->line, j->id, o->src, o->line);
         goto done;
@@ -1224,8 +1227,10 @@ static int finish_record(pflex_jobmap_t *m, struct srec *r, const char *file,
                                    "%zu hosts", file, r->nodelist_line, j->id, r->num_nodes,
                                    j->nhosts);
         if (r->groups) {
-            qsort(j->hosts, j->nhosts, sizeof *j->hosts, cmp_u32);
-            qsort(r->covered, r->ncovered, sizeof *r->covered, cmp_u32);
+            if (j->nhosts)
+                qsort(j->hosts, j->nhosts, sizeof *j->hosts, cmp_u32);
+            if (r->ncovered)
+                qsort(r->covered, r->ncovered, sizeof *r->covered, cmp_u32);
             for (size_t q = 0; q < r->ncovered; q++) {
                 if (!job_in_hosts(j, r->covered[q]))
                     return pflex_error_set(err, "%s:%u: job %s: detail line names host '%s', "
@@ -1583,10 +1588,14 @@ static int all_digits(const char *s)
     return 1;
 }
 
-/* Job ids numerically when both are numbers, else as strings. */
+/* A total order of job ids: numbers first, by value, then the others as
+ * strings (mixing the two rules pair by pair would not be transitive). */
 static int cmp_id(const char *a, const char *b)
 {
-    if (all_digits(a) && all_digits(b)) {
+    int da = all_digits(a), db = all_digits(b);
+    if (da != db)
+        return da ? -1 : 1;
+    if (da) {
         while (*a == '0' && a[1])
             a++;
         while (*b == '0' && b[1])
