@@ -96,7 +96,11 @@ $(FAKE_NVML): tests/fake_nvml/fake_nvml.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) $(SAN) -fPIC -shared -Wl,-soname,libnvidia-ml.so.1 $< -o $@
 
-test-bins: $(PFLEX) $(TEST_BIN) $(if $(wildcard tests/fake_nvml/fake_nvml.c),$(FAKE_NVML))
+# Helpers the end-to-end scripts run (built by the tests/% rule, never run
+# as tests themselves: only tests/test_*.c are).
+TEST_HELPERS := $(if $(wildcard tests/metrics_server.c),$(BUILD)/tests/metrics_server)
+
+test-bins: $(PFLEX) $(TEST_BIN) $(TEST_HELPERS) $(if $(wildcard tests/fake_nvml/fake_nvml.c),$(FAKE_NVML))
 
 # One build, its tests run.
 test: test-bins

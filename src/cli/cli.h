@@ -29,6 +29,7 @@ int cmd_features(int argc, char **argv);
 int cmd_correlate(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
+int cmd_jobs(int argc, char **argv);
 
 /* pflex sweep --backend nvml: the whole command line of `pflex sweep`
  * (src/cli/sweep_nvml.c). */

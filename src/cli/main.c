@@ -15,17 +15,18 @@ struct command {
 static const struct command commands[] = {
     {"pfi", cmd_pfi, "Power Flexibility Index of each job in a sweep"},
     {"sweep", cmd_sweep, "run a power-cap sweep on a backend (sim or nvml)"},
+    {"study", cmd_study, "the whole characterisation study on the built-in fleet"},
     {"allocate", cmd_allocate, "split a site power budget between jobs"},
     {"evaluate", cmd_evaluate, "score every policy's plan on the measured curves"},
-    {"study", cmd_study, "the whole characterisation study on the built-in fleet"},
-    {"agent", cmd_agent, "the per-node daemon owning GPU power limits (leases, HTTP API)"},
-    {"apply", cmd_apply, "put a plan's caps into force, with a lease, through an agent or locally"},
-    {"controller", cmd_controller, "the site loop: follow a grid target, learn curves, push caps to agents"},
     {"telemetry", cmd_telemetry, "read nvidia-smi, dcgmi, dcgm-exporter, Prometheus telemetry"},
     {"features", cmd_features, "per-job features of an uncapped run (DRAM copy product, ...)"},
     {"correlate", cmd_correlate, "each feature against PFI: Spearman, Pearson, intervals, q"},
     {"train", cmd_train, "fit a PFI and loss-curve model on sweeps with telemetry"},
     {"predict", cmd_predict, "PFI and loss curves from telemetry alone, with a trained model"},
+    {"jobs", cmd_jobs, "which job holds which GPU, from Slurm output or a job map"},
+    {"agent", cmd_agent, "the per-node daemon owning GPU power limits (leases, HTTP API)"},
+    {"apply", cmd_apply, "put a plan's caps into force, with a lease, through an agent or locally"},
+    {"controller", cmd_controller, "the site loop: follow a grid target, learn curves, push caps to agents"},
 };
 
 static void usage(FILE *f)
@@ -36,7 +37,7 @@ static void usage(FILE *f)
                "responds to GPU power caps, condenses it into the Power Flexibility\n"
                "Index (PFI) and plans per-job caps under a site power target.\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\noptions:\n"
                "  -h, --help   this help\n"
                "  --version    the version of pflex\n"
