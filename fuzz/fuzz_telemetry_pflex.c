@@ -1,25 +1,7 @@
 /* fuzz_telemetry_pflex.c — libFuzzer target for the pflex telemetry reader. */
-#include <stddef.h>
-#include <stdint.h>
-#include "pflex/telemetry.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_telemetry.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    /* Small limits, so that the limit paths are reached too. */
-    struct pflex_tm_limits lim = {4096, 256, 4096, 0, 0};
-    pflex_tm_t *t = pflex_tm_create(&lim);
-    pflex_error_t err;
-    struct pflex_tm_read_opts o = {0};
-    o.format = PFLEX_TMF_PFLEX;
-    o.job = size & 1 ? "fuzz" : NULL;
-    if (!t)
-        return 0;
-    if (pflex_tm_read_mem(t, (const char *)data, size, "fuzz", &o, &err) == 0) {
-        (void)pflex_tm_sort(t, &err);
-        (void)pflex_tm_detect((const char *)data, size);
-    }
-    pflex_tm_destroy(t);
-    return 0;
+    return fuzz_telemetry(data, size, PFLEX_TMF_PFLEX);
 }
