@@ -47,6 +47,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const struct pflex_jobmap_row *r;
     long k = rc == 0 ? pflex_jobmap_rows(m, &r, &err) : -1;
     if (k > 0) {
+        /* every GPU row is found by its host and index, for its job */
+        for (long i = 0; i < k; i++)
+            if (r[i].gpu >= 0) {
+                const struct pflex_jobmap_row *f = pflex_jobmap_find(m, r[i].host, r[i].gpu);
+                if (!f || strcmp(f->job, r[i].job))
+                    abort();
+            }
         /* the CSV written must read back to the same rows */
         char *buf = NULL;
         size_t len = 0;

@@ -239,6 +239,35 @@ static void test_csv_round_trip(void **state)
     free(buf);
 }
 
+static void test_find(void **state)
+{
+    pflex_jobmap_t *m = read_ok(D "squeue.txt", D "scontrol_detail.txt", NULL);
+    const struct pflex_jobmap_row *r = pflex_jobmap_find(m, "gpu-04", 5);
+    assert_non_null(r);
+    assert_string_equal(r->job, "4243");
+    assert_string_equal(r->host, "gpu-04");
+    assert_int_equal(r->gpu, 5);
+    r = pflex_jobmap_find(m, "gpu-02", 0);
+    assert_non_null(r);
+    assert_string_equal(r->job, "4242");
+    assert_null(pflex_jobmap_find(m, "gpu-03", 4));    /* 4243 has 0-3 there */
+    assert_null(pflex_jobmap_find(m, "gpu-05", 0));    /* 4245's indices unknown */
+    assert_null(pflex_jobmap_find(m, "gpu-09", 0));
+    assert_null(pflex_jobmap_find(m, "gpu-01", -1));
+    /* a read after a lookup rebuilds the index */
+    pflex_error_t err;
+    const char *more = "9|RUNNING|1|gpu-09|late\n";
+    assert_int_equal(pflex_slurm_squeue_read_mem(m, more, strlen(more), "more", &err), 0);
+    assert_null(pflex_jobmap_find(m, "gpu-09", 0));
+    const char *csv = "job,host,gpu\n10,gpu-10,2\n";
+    assert_int_equal(pflex_jobmap_csv_read_mem(m, csv, strlen(csv), "c.csv", &err), 0);
+    r = pflex_jobmap_find(m, "gpu-10", 2);
+    assert_non_null(r);
+    assert_string_equal(r->job, "10");
+    assert_string_equal(pflex_jobmap_find(m, "gpu-04", 7)->job, "4243");
+    pflex_jobmap_destroy(m);
+}
+
 static void test_rows_sorted_numerically(void **state)
 {
     const char *csv = "job,host,gpu\n100,b,1\n9,b,0\n100,a,\n100,a,2\n";
@@ -374,6 +403,7 @@ int main(void)
         cmocka_unit_test(test_squeue_text_and_merge),
         cmocka_unit_test(test_squeue_json),
         cmocka_unit_test(test_csv_round_trip),
+        cmocka_unit_test(test_find),
         cmocka_unit_test(test_rows_sorted_numerically),
         cmocka_unit_test(test_scontrol_errors),
         cmocka_unit_test(test_squeue_errors),

@@ -78,6 +78,12 @@ int pflex_jobmap_csv_read_file(pflex_jobmap_t *m, const char *path, pflex_error_
 long pflex_jobmap_rows(pflex_jobmap_t *m, const struct pflex_jobmap_row **rows,
                        pflex_error_t *err);
 
+/* The row of the job holding GPU gpu (an index, >= 0) of host, or NULL when
+ * no job is known to hold it (or the rows cannot be built: see
+ * pflex_jobmap_rows).  For attributing a GPU's telemetry to its job; valid
+ * as the rows are. */
+const struct pflex_jobmap_row *pflex_jobmap_find(pflex_jobmap_t *m, const char *host, int gpu);
+
 /* Jobs read but not mapped because they were not RUNNING. */
 size_t pflex_jobmap_skipped(const pflex_jobmap_t *m);
 

@@ -37,6 +37,7 @@ static const char help[] =
     "  pflex jobs --slurm-squeue q.txt --slurm-scontrol s.txt\n"
     "  pflex jobs --slurm-scontrol tests/data/slurm/scontrol_detail.txt --csv\n"
     "  squeue --json | pflex jobs --slurm-squeue - --json\n"
+    "  pflex jobs --slurm-scontrol s.txt --csv --out jobmap.csv\n"
     "  pflex jobs --map jobmap.csv --json\n"
     "\n"
     "Exit: 0 ok, 1 internal error, 2 bad usage or input (file:line named).\n";

@@ -98,7 +98,7 @@ void pflex_jobmap_destroy(pflex_jobmap_t *m)
     strtab_fini(&m->hosts);
     strtab_fini(&m->ids);
     strtab_fini(&m->srcs);
-    free(m->rows);
+    pflex_jm_rows_reset(m);
     free(m);
 }
 
@@ -336,9 +336,7 @@ int pflex_jobmap_csv_read_mem(pflex_jobmap_t *m, const char *buf, size_t len,
     int got, rc = -1, ci[4] = {-1, -1, -1, -1};
     static const char *const cols[4] = {"job", "name", "host", "gpu"};
     char eb[48];
-    free(m->rows);
-    m->rows = NULL;
-    m->nrows = 0;
+    pflex_jm_rows_reset(m);
     if (!(file = pflex_jm_src_name(m, file, err)))
         return -1;
     pflex_csv_init(&c, buf, len, file);
@@ -525,6 +523,7 @@ struct claim {
     int32_t gpu;
     uint32_t job;
 };
+
 static int cmp_claim(const void *x, const void *y)
 {
     const struct claim *a = x, *b = y;
@@ -533,6 +532,25 @@ static int cmp_claim(const void *x, const void *y)
     if (a->gpu != b->gpu)
         return a->gpu < b->gpu ? -1 : 1;
     return a->job < b->job ? -1 : a->job > b->job;
+}
+
+void pflex_jm_rows_reset(pflex_jobmap_t *m)
+{
+    free(m->rows);
+    free(m->by_gpu);
+    m->rows = NULL;
+    m->by_gpu = NULL;
+    m->nrows = m->nby_gpu = 0;
+}
+
+static int cmp_host_gpu(const void *x, const void *y)
+{
+    const struct pflex_jobmap_row *a = *(const struct pflex_jobmap_row *const *)x;
+    const struct pflex_jobmap_row *b = *(const struct pflex_jobmap_row *const *)y;
+    int c = strcmp(a->host, b->host);
+    if (c)
+        return c;
+    return a->gpu < b->gpu ? -1 : a->gpu > b->gpu;
 }
 
 long pflex_jobmap_rows(pflex_jobmap_t *m, const struct pflex_jobmap_row **rows,
@@ -578,11 +596,35 @@ long pflex_jobmap_rows(pflex_jobmap_t *m, const struct pflex_jobmap_row **rows,
             }
         free(cl);
         qsort(r, k, sizeof *r, cmp_row);
+        const struct pflex_jobmap_row **by = malloc((nc ? nc : 1) * sizeof *by);
+        if (!by) {
+            free(r);
+            return pflex_error_set(err, "out of memory");
+        }
+        size_t nb = 0;
+        for (size_t q = 0; q < k; q++)
+            if (r[q].gpu >= 0)
+                by[nb++] = &r[q];
+        qsort(by, nb, sizeof *by, cmp_host_gpu);
         m->rows = r;
         m->nrows = k;
+        m->by_gpu = by;
+        m->nby_gpu = nb;
     }
     *rows = m->rows;
     return (long)m->nrows;
+}
+
+const struct pflex_jobmap_row *pflex_jobmap_find(pflex_jobmap_t *m, const char *host, int gpu)
+{
+    const struct pflex_jobmap_row *rows;
+    pflex_error_t err;
+    if (gpu < 0 || pflex_jobmap_rows(m, &rows, &err) < 0 || !m->nby_gpu)
+        return NULL;
+    struct pflex_jobmap_row key = {NULL, NULL, host, gpu};
+    const struct pflex_jobmap_row *kp = &key, *const *hit;
+    hit = bsearch(&kp, m->by_gpu, m->nby_gpu, sizeof *m->by_gpu, cmp_host_gpu);
+    return hit ? *hit : NULL;
 }
 
 int pflex_jobmap_write_csv(const struct pflex_jobmap_row *rows, size_t n, FILE *f)

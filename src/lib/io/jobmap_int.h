@@ -59,11 +59,15 @@ struct pflex_jobmap {
     struct strtab srcs;
     struct pflex_jobmap_row *rows;
     size_t nrows;
+    const struct pflex_jobmap_row **by_gpu;  /* rows with a GPU, by host then gpu */
+    size_t nby_gpu;
 };
 
 /* Index of s[0..n) in t (*added: it was new), or -1 out of memory. */
 long pflex_jm_intern(struct strtab *t, const char *s, size_t n, int *added);
 void pflex_jm_job_fini(struct job *j);
+/* Forget the rows built: the map is about to change. */
+void pflex_jm_rows_reset(pflex_jobmap_t *m);
 int pflex_jm_cmp_u32(const void *a, const void *b);
 /* Is host id h in j's (sorted) node list? */
 int pflex_jm_in_hosts(const struct job *j, uint32_t h);

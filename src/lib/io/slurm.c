@@ -318,9 +318,7 @@ int pflex_slurm_squeue_read_mem(pflex_jobmap_t *m, const char *buf, size_t len,
     size_t i = 0;
     while (i < len && isspace((unsigned char)buf[i]))
         i++;
-    free(m->rows);
-    m->rows = NULL;
-    m->nrows = 0;
+    pflex_jm_rows_reset(m);
     if (!(file = pflex_jm_src_name(m, file, err)))
         return -1;
     if (i < len && buf[i] == '{')
@@ -332,6 +330,7 @@ struct tok {
     const char *k, *v;
     size_t kl, vl;
 };
+
 /* Next KEY=VALUE token of the line s[*i..n).  Returns 1, 0 at the end of the
  * line, -1 for a word without '='. */
 static int next_tok(const char *s, size_t n, size_t *i, struct tok *t)
@@ -407,6 +406,7 @@ struct srec {           /* one scontrol record being read */
     char **group_hosts;
     size_t ngroup_hosts;
 };
+
 static void srec_reset(struct srec *r)
 {
     pflex_jm_job_fini(&r->j);
@@ -532,9 +532,7 @@ int pflex_slurm_scontrol_read_mem(pflex_jobmap_t *m, const char *buf, size_t len
     char eb[48];
     memset(&r, 0, sizeof r);
     srec_reset(&r);
-    free(m->rows);
-    m->rows = NULL;
-    m->nrows = 0;
+    pflex_jm_rows_reset(m);
     if (!(file = pflex_jm_src_name(m, file, err)))
         return -1;
     while (p < end) {

@@ -60,10 +60,12 @@ char *pflex_jm_dup(const char *s, size_t n)
 struct group {          /* one bracket group: ranges lo..hi with a width */
     size_t first, count;
 };
+
 struct range {
     unsigned long lo, hi;
     int width;
 };
+
 /* Parse the ranges of "[...]" body s[0..n) into r[], bounded by rcap.
  * Returns the number of values, or 0 with err. */
 static unsigned long parse_ranges(const char *s, size_t n, struct range *r, size_t rcap,

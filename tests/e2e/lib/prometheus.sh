@@ -9,6 +9,8 @@
 #   prom_query 'EXPR'            # /api/v1/query JSON on stdout
 #   prom_value 'EXPR'            # the first sample's value ("" when none)
 #   prom_wait_value 'EXPR' WANT SECONDS   # until the value is WANT, or fail
+#   prom_wait_up N SECONDS       # until N targets are up, or fail
+#   prom_query_range 'EXPR' START END STEP   # /api/v1/query_range JSON
 #   prom_stop                    # TERM, then KILL after PROM_STOP_SECONDS
 #
 # Settings: PROM_MAX_SECONDS (default 300: prometheus is run under timeout
@@ -141,6 +143,15 @@ prom_wait_value() {
     done
     prom_log "$1 is '$v' after $3 s, not '$2'"
     return 1
+}
+
+prom_wait_up() {
+    prom_wait_value 'count(up{job="harness"} == 1)' "$1" "$2"
+}
+
+prom_query_range() {
+    curl -sf --max-time 5 -G --data-urlencode "query=$1" --data-urlencode "start=$2" \
+        --data-urlencode "end=$3" --data-urlencode "step=$4" "$PROM_URL/api/v1/query_range"
 }
 
 prom_stop() {
