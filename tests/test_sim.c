@@ -62,7 +62,10 @@ static void test_kinds(void **state)
     assert_non_null(pflex_gpu_kind_find("A100-40"));
     assert_non_null(pflex_gpu_kind_find("A100-80"));
     assert_non_null(pflex_gpu_kind_find("NVIDIA A40"));
-    assert_null(pflex_gpu_kind_find("V100"));
+    assert_null(pflex_gpu_kind_find("K80"));
+    assert_non_null(pflex_gpu_kind_find("V100"));
+    assert_non_null(pflex_gpu_kind_find("L40S"));
+    assert_non_null(pflex_gpu_kind_find("B200"));
     int n = 0;
     for (const struct pflex_gpu_kind *k; (k = pflex_gpu_kind_at(n)); n++) {
         assert_true(k->min_cap_w < k->max_cap_w && k->idle_w < k->min_cap_w);

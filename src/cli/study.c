@@ -21,6 +21,7 @@
 #include "cli/cli.h"
 #include "pflex/alloc.h"
 #include "pflex/calib.h"
+#include "pflex/csv.h"
 #include "pflex/fleet.h"
 #include "pflex/pfi.h"
 #include "pflex/report.h"
@@ -29,10 +30,14 @@
 static const char help[] =
 "usage: pflex study [options]\n"
 "\n"
-"The whole power-elasticity study on the built-in fleet of simulated training\n"
-"runs (131 H200 runs, 24 H200 validation runs, 34 H100 runs matched to H200\n"
-"ones; dense and MoE, pretraining and fine-tuning, 1 to 32 GPUs).  Every run\n"
-"is swept over power caps on the sim backend; needs no GPU and no input.\n"
+"The seed study's own experiment on the sim backend: its 25 headline H200\n"
+"sweep groups (131 runs), 4 held-out validation groups (24 runs) and 6 H100\n"
+"groups matched to headline ones (34 runs), with the models' public shapes,\n"
+"FSDP full shard (FSDP2 + expert parallelism for MoE pretraining), LoRA rank\n"
+"32 and the study's cap grids.  Each run is 30 minutes sampled every 5 s with\n"
+"warm-up, start-up, an evaluation at 10 min and a checkpoint at 20 min,\n"
+"aggregated as the mean of the top 10 % of training samples.  PFI is the\n"
+"study's ratio PFI.  Needs no GPU and no input.\n"
 "\n"
 "Writes into the output folder:\n"
 "  sweeps.csv    every measurement (sweep CSV with telemetry)\n"
@@ -44,10 +49,13 @@ static const char help[] =
 "options:\n"
 "  --out DIR        output folder (default study-out; created if missing)\n"
 "  --seed S         seed of the simulated noise and silicon (default 1)\n"
-"  --caps LIST      per-GPU caps in W: 'HI:LO:STEP' or 'C1,C2,...'\n"
-"                   (default: each GPU kind's maximum down to its minimum\n"
-"                   every 50 W; caps outside a kind's range are skipped)\n"
-"  --repeats N      measurements per cap, averaged (default 3)\n"
+"  --fleet NAME     study (default: the 35 groups above) or extended (a\n"
+"                   generated catalogue of thousands of groups over sizes,\n"
+"                   tasks and GPU kinds, each on 6 caps over its kind's range)\n"
+"  --caps LIST      per-GPU caps in W: 'HI:LO:STEP' or 'C1,C2,...' for every\n"
+"                   group (default: each group's own grid; caps outside a\n"
+"                   kind's range are skipped)\n"
+"  --repeats N      runs per cap, averaged (default 1, as in the study)\n"
 "  --range X        PFI range (default 0.30)\n"
 "  --jobs N         sweep only N runs spread evenly over the fleet (quick look)\n"
 "  --threads N      worker threads (default: the online CPUs)\n"
@@ -59,6 +67,11 @@ static const char help[] =
 "  --progress       progress on stderr even when it is not a terminal\n"
 "  --json           print summary.json on stdout instead of the table\n"
 "  -h, --help       this help\n"
+"\n"
+"EXAMPLES\n"
+"  pflex study --out study-out          the study, simulated beside measured PFI\n"
+"  pflex study --jobs 10 --no-charts    ten groups spread over the fleet\n"
+"  pflex study --fleet extended --out ext   thousands of generated groups\n"
 "\n"
 "Same seed, same output: the CSVs and summary.json are byte-identical from\n"
 "run to run except summary.json's runtime_s.\n"
@@ -86,6 +99,7 @@ struct pool {
     const double *caps;
     size_t ncaps;
     int repeats;
+    int caps_given;             /* --caps: these caps for every group, else each group's grid */
     uint64_t seed;
     atomic_size_t next;
     atomic_size_t done;
@@ -101,7 +115,9 @@ static uint64_t mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-/* Sweep one run: caps from high to low, `repeats` windows at each. */
+/* Sweep one group: its caps (or --caps within the kind's range) from high
+ * to low, `repeats` 30-minute runs at each, each aggregated as the study
+ * aggregates a run (pflex_sim_job_run). */
 static void sweep_one(struct pool *p, struct task *t)
 {
     pflex_error_t err = {{0}};
@@ -109,18 +125,22 @@ static void sweep_one(struct pool *p, struct task *t)
     if (pflex_sim_job_create(&t->fleet.desc, mix(p->seed ^ mix(t->index)), &job, &err) < 0)
         goto fail;
     const struct pflex_gpu_kind *kind = pflex_sim_job_kind(job);
-    t->rows = calloc(p->ncaps * (size_t)p->repeats, sizeof *t->rows);
+    const double *caps = p->caps_given ? p->caps : t->fleet.caps_w;
+    size_t ncaps = p->caps_given ? p->ncaps : t->fleet.ncaps;
+    t->rows = calloc(ncaps * (size_t)p->repeats, sizeof *t->rows);
     if (!t->rows) {
         pflex_error_set(&err, "out of memory");
         goto fail;
     }
-    for (size_t c = 0; c < p->ncaps; c++) {
-        double cap = p->caps[c];
+    for (size_t c = ncaps; c-- > 0;) {
+        double cap = caps[c];
         if (cap < kind->min_cap_w - 1e-9 || cap > kind->max_cap_w + 1e-9)
             continue;
         for (int k = 0; k < p->repeats; k++) {
+            struct pflex_sim_run_opts o = PFLEX_SIM_RUN_DEFAULTS;
             struct pflex_sim_measure m;
-            if (pflex_sim_job_measure(job, cap, &m, &err) < 0)
+            o.run = (unsigned)k;
+            if (pflex_sim_job_run(job, cap, &o, NULL, 0, NULL, &m, &err) < 0)
                 goto fail;
             struct row *r = &t->rows[t->nrows++];
             r->cap_w = cap;
@@ -289,28 +309,46 @@ static int write_sweeps(const char *path, const struct task *tasks, size_t n)
     return close_out(f, path);
 }
 
+static void put_num(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.10g", v);
+}
+
+/* A row per group: the columns of issue 9 first, then the PFI CSV columns
+ * (SPEC section 3) that `pflex allocate --pfi` reads, then the layout. */
 static int write_pfi(const char *dir, const struct pflex_report_run *runs, size_t n)
 {
     char path[PATH_MAX];
     FILE *f = open_out(dir, "pfi.csv", path, sizeof path);
     if (!f)
         return -1;
-    fputs("job,gpus,power_w,throughput,pfi,range,floor,shed_flex1,shed_flex2,shed_flex3,"
-          "gpu,family,arch,task,split,match,params_b,seq_len,micro_batch,global_batch,"
-          "dp,tp,pp,ep,act_ckpt,cap_w,x_max,step_s\n", f);
+    fputs("group,set,model,arch,task,gpus,gpu,seq_len,batch,ep,compile,checkpointing,pfi,"
+          "pfi_grid4,pfi_measured,job,power_w,throughput,metric,grid,cap_w,pfi_loss_area,range,"
+          "shed_flex1,shed_flex2,shed_flex3,family,split,match,params_b,global_batch,dp,tp,pp,"
+          "x_max,step_s\n", f);
     for (size_t i = 0; i < n; i++) {
         const struct pflex_report_run *r = &runs[i];
         const struct pflex_job_desc *d = &r->fleet.desc;
-        fprintf(f, "%s,%d,%.10g,%.10g,", d->name, r->fleet.gpus, r->p0_w, r->t0);
-        if (r->pfi_valid)
-            fprintf(f, "%.10g", r->pfi);
-        fprintf(f, ",%.10g,,%.10g,%.10g,%.10g,%s,%s,%s,%s,%s,%s,%g,%d,%d,%d,%d,%d,%d,%d,%d,"
-                   "%.10g,%.10g,%.6g\n",
-                r->range_used, r->shed[1], r->shed[2], r->shed[3], d->gpu, r->fleet.family,
-                r->fleet.arch, r->fleet.task, pflex_fleet_split_name(r->fleet.split),
-                r->partner >= 0 ? runs[r->partner].fleet.desc.name : "", d->params_b, d->seq_len,
-                d->micro_batch, d->global_batch, d->dp, d->tp, d->pp, d->ep, d->act_ckpt,
-                r->cap0_w, r->x_max, r->step_s);
+        pflex_csv_write_field(f, r->fleet.label);
+        fprintf(f, ",%s,%s,%s,%s,%d,%s,%d,%d,%d,%d,%d,", r->fleet.set, r->fleet.model,
+                r->fleet.arch, r->fleet.task, r->fleet.gpus, d->gpu, d->seq_len, d->micro_batch,
+                d->ep, r->fleet.compile, d->act_ckpt);
+        put_num(f, r->pfi_valid ? r->pfi : NAN);
+        fputc(',', f);
+        put_num(f, r->pfi_grid4);
+        fputc(',', f);
+        put_num(f, r->fleet.measured_pfi);
+        fprintf(f, ",%s,%.10g,%.10g,ratio,", d->name, r->p0_w, r->t0);
+        for (size_t k = 0; k < r->npoints; k++)
+            fprintf(f, "%s%.0f", k ? " " : "", r->cap_w[k]);
+        fprintf(f, ",%.10g,", r->cap0_w);
+        put_num(f, r->pfi_loss_area);
+        fprintf(f, ",%.10g,%.10g,%.10g,%.10g,%s,%s,%s,%g,%d,%d,%d,%d,%.10g,%.6g\n",
+                r->range_used, r->shed[1], r->shed[2], r->shed[3], r->fleet.family,
+                pflex_fleet_split_name(r->fleet.split),
+                r->partner >= 0 ? runs[r->partner].fleet.desc.name : "", d->params_b,
+                d->global_batch, d->dp, d->tp, d->pp, r->x_max, r->step_s);
     }
     return close_out(f, path);
 }
@@ -500,11 +538,11 @@ static void print_row(const char *label, const json_t *st)
 
 static void print_table(const struct pflex_report *r, const json_t *S, const char *dir, int charts)
 {
-    printf("pflex study: %zu run%s swept on the sim backend, caps %.0f..%.0f W, %d repeats, "
-           "seed %llu, %.1f s\n", r->nruns, r->nruns == 1 ? "" : "s", r->caps_w[0],
-           r->caps_w[r->ncaps - 1], r->repeats,
-           (unsigned long long)r->seed, r->runtime_s);
-    printf("PFI over range %.2f (H200 main runs unless noted)\n", r->range);
+    printf("pflex study: %zu sweep group%s on the sim backend, %s, %d run%s per cap "
+           "(30 min, 5-s samples, top-10 %% aggregate), seed %llu, %.1f s\n", r->nruns,
+           r->nruns == 1 ? "" : "s", r->cap_step_w < 0 ? "each group's cap grid" : "caps given",
+           r->repeats, r->repeats == 1 ? "" : "s", (unsigned long long)r->seed, r->runtime_s);
+    printf("ratio PFI, each group's grid (H200 headline groups unless noted)\n");
     printf("  %-26s %5s %7s %7s %7s %7s\n", "group", "runs", "mean", "median", "q1", "q3");
     print_row("all", pflex_report_json_get(S, "pfi", "all", NULL));
     print_row("dense", pflex_report_json_get(S, "pfi", "by_arch", "dense"));
@@ -568,54 +606,31 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* A subset of n runs in the fleet's proportions: main and validation runs
- * at even strides, then H100 runs whose H200 partner was picked (so that
- * pairs survive), topped up at even strides.  In fleet order. */
-static size_t pick_runs(size_t total, size_t n, size_t *idx)
+/* A subset of n groups of the fleet at even strides, in fleet order, plus
+ * the H200 partners of the H100 groups picked (so that pairs survive). */
+static size_t pick_runs(enum pflex_fleet_set set, size_t total, size_t n, size_t *idx)
 {
     if (n == 0 || n >= total) {
         for (size_t i = 0; i < total; i++)
             idx[i] = i;
         return total;
     }
-    const size_t M = PFLEX_FLEET_MAIN_RUNS, V = PFLEX_FLEET_VALIDATION_RUNS, H = total - M - V;
-    size_t nm = (n * M + total / 2) / total, nv = (n * V + total / 2) / total;
-    if (nm == 0)
-        nm = 1;
-    if (nm + nv > n)
-        nv = n - nm;
-    size_t nh = n - nm - nv, k = 0;
-    unsigned char *main_in = calloc(M, 1), *h_in = calloc(H, 1);
-    if (!main_in || !h_in) {
-        free(main_in);
-        free(h_in);
+    unsigned char *in = calloc(total, 1);
+    if (!in)
         return 0;
-    }
-    for (size_t i = 0; i < nm; i++)
-        main_in[i * M / nm] = 1;
-    for (size_t i = 0; i < M; i++)
-        if (main_in[i])
-            idx[k++] = i;
-    for (size_t i = 0; i < nv; i++)
-        idx[k++] = M + i * V / nv;
-    size_t got = 0;
-    for (size_t i = 0; i < H && got < nh; i++) {
+    for (size_t i = 0; i < n; i++)
+        in[i * total / n] = 1;
+    for (size_t i = 0; i < total; i++) {
         struct pflex_fleet_run r;
-        if (pflex_fleet_get(M + V + i, &r) == 0 && r.match >= 0 && main_in[r.match]) {
-            h_in[i] = 1;
-            got++;
-        }
+        if (in[i] && pflex_fleet_entry(set, i, &r) == 0 && r.match >= 0
+            && (size_t)r.match < total)
+            in[r.match] = 1;
     }
-    for (size_t i = 0; i < H && got < nh; i++)
-        if (!h_in[i]) {
-            h_in[i] = 1;
-            got++;
-        }
-    for (size_t i = 0; i < H; i++)
-        if (h_in[i])
-            idx[k++] = M + V + i;
-    free(main_in);
-    free(h_in);
+    size_t k = 0;
+    for (size_t i = 0; i < total; i++)
+        if (in[i])
+            idx[k++] = i;
+    free(in);
     return k;
 }
 
@@ -637,6 +652,7 @@ int cmd_study(int argc, char **argv)
         {"out", required_argument, NULL, 'o'},
         {"seed", required_argument, NULL, 's'},
         {"caps", required_argument, NULL, 'c'},
+        {"fleet", required_argument, NULL, 'F'},
         {"repeats", required_argument, NULL, 'r'},
         {"range", required_argument, NULL, 'R'},
         {"jobs", required_argument, NULL, 'j'},
@@ -653,7 +669,8 @@ int cmd_study(int argc, char **argv)
     double caps[MAX_CAPS], cap_step = 50, range = PFLEX_PFI_RANGE_DEFAULT, v;
     size_t ncaps = 0, njobs = 0;
     uint64_t seed = 1;
-    int repeats = 3, progress = 0, json = 0, c;
+    int repeats = 1, progress = 0, json = 0, caps_given = 0, c;
+    enum pflex_fleet_set set = PFLEX_FLEET_STUDY;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = cpus > 0 ? (int)cpus : 1;
     default_caps(caps, &ncaps);
@@ -670,6 +687,15 @@ int cmd_study(int argc, char **argv)
             if (parse_caps(optarg, caps, &ncaps, &cap_step) < 0)
                 return cli_usage_error("study", "--caps: '%s' is not HI:LO:STEP or a list of "
                                        "two or more caps in W", optarg);
+            caps_given = 1;
+            break;
+        case 'F':
+            if (!strcmp(optarg, "study"))
+                set = PFLEX_FLEET_STUDY;
+            else if (!strcmp(optarg, "extended"))
+                set = PFLEX_FLEET_EXTENDED;
+            else
+                return cli_usage_error("study", "--fleet: '%s' is not study or extended", optarg);
             break;
         case 'r':
             if (parse_count("--repeats", optarg, 1, 100, &v) < 0)
@@ -704,7 +730,7 @@ int cmd_study(int argc, char **argv)
 
     double t_start = now_s();
     int rc = PFLEX_EXIT_INTERNAL;
-    size_t total = pflex_fleet_count();
+    size_t total = pflex_fleet_size(set);
     size_t *idx = calloc(total, sizeof *idx);
     struct task *tasks = NULL;
     struct pflex_report_run *runs = NULL;
@@ -717,7 +743,7 @@ int cmd_study(int argc, char **argv)
     pflex_error_t err;
     if (!idx)
         goto out;
-    n = pick_runs(total, njobs, idx);
+    n = pick_runs(set, total, njobs, idx);
     if (n == 0)
         goto out;
     tasks = calloc(n, sizeof *tasks);
@@ -727,11 +753,11 @@ int cmd_study(int argc, char **argv)
         goto out;
     for (size_t i = 0; i < n; i++) {
         tasks[i].index = idx[i];
-        if (pflex_fleet_get(idx[i], &tasks[i].fleet) < 0)
+        if (pflex_fleet_entry(set, idx[i], &tasks[i].fleet) < 0)
             goto out;
     }
-    /* Every GPU kind in the study needs two caps within its range. */
-    for (size_t i = 0; i < n; i++) {
+    /* With --caps, every GPU kind in the study needs two caps within its range. */
+    for (size_t i = 0; caps_given && i < n; i++) {
         const struct pflex_gpu_kind *k = pflex_gpu_kind_find(tasks[i].fleet.desc.gpu);
         size_t in = 0;
         for (size_t j = 0; k && j < ncaps; j++)
@@ -749,7 +775,7 @@ int cmd_study(int argc, char **argv)
 
     /* Sweep. */
     struct pool pool = {.tasks = tasks, .ntasks = n, .caps = caps, .ncaps = ncaps,
-                        .repeats = repeats, .seed = seed,
+                        .repeats = repeats, .seed = seed, .caps_given = caps_given,
                         .progress = isatty(STDERR_FILENO) ? 2 : progress};
     atomic_init(&pool.next, 0);
     atomic_init(&pool.done, 0);
@@ -792,9 +818,20 @@ int cmd_study(int argc, char **argv)
         }
         ncurves = i + 1;
         pflex_pfi_compute(&curves[i], range, &pfi);
-        r->pfi_valid = pfi.valid;
-        r->pfi = pfi.pfi;
+        r->pfi_loss_area = pfi.valid ? pfi.pfi : NAN;
         r->range_used = pfi.range_used;
+        /* The study's ratio PFI, on the group's grid and on the coarse one. */
+        struct pflex_pfi_ratio ratio;
+        if (pflex_pfi_ratio(sj->points, sj->npoints, NULL, 0, &ratio, &err) < 0) {
+            cli_error("study", "%s: job '%s': %s", path, sj->name, err.text);
+            goto out;
+        }
+        r->pfi_valid = ratio.valid;
+        r->pfi = ratio.valid ? ratio.pfi : NAN;
+        static const double grid4[] = {200, 500, 600, 700};
+        r->pfi_grid4 = NAN;
+        if (pflex_pfi_ratio(sj->points, sj->npoints, grid4, 4, &ratio, NULL) == 0 && ratio.valid)
+            r->pfi_grid4 = ratio.pfi;
         memcpy(r->shed, pfi.shed, sizeof r->shed);
         r->x_max = curves[i].x_max;
         r->p0_w = curves[i].p0_w;
@@ -826,7 +863,7 @@ int cmd_study(int argc, char **argv)
                     runs[i].partner = (int)k;
 
     struct pflex_report rep = {.seed = seed, .range = range, .repeats = repeats,
-                               .cap_step_w = cap_step, .ncaps = ncaps, .caps_w = caps,
+                               .cap_step_w = caps_given ? cap_step : -1, .ncaps = ncaps, .caps_w = caps,
                                .nruns = n, .runs = runs};
     char why[512] = "";
     const char *data_dir = find_data(data_opt, why, sizeof why);

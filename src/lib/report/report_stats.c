@@ -152,8 +152,8 @@ static json_t *counts(const struct pflex_report *r)
             continue;
         run->fleet.is_moe ? moe++ : dense++;
         pt += !strcmp(run->fleet.task, "pretrain");
-        ft += !strcmp(run->fleet.task, "finetune-full");
-        lora += !strcmp(run->fleet.task, "finetune-lora");
+        ft += !strcmp(run->fleet.task, "finetune");
+        lora += !strcmp(run->fleet.task, "lora");
     }
     json_t *o = json_object();
     json_object_set_new(o, "runs", json_integer((json_int_t)r->nruns));
@@ -182,8 +182,8 @@ static json_t *pfi_groups(const struct pflex_report *r, double *buf)
     json_t *task = json_object();
     json_object_set_new(task, "pretrain", group(r, pick_task, "pretrain", buf));
     json_object_set_new(task, "finetune", group(r, pick_finetune, NULL, buf));
-    json_object_set_new(task, "finetune_full", group(r, pick_task, "finetune-full", buf));
-    json_object_set_new(task, "finetune_lora", group(r, pick_task, "finetune-lora", buf));
+    json_object_set_new(task, "finetune_full", group(r, pick_task, "finetune", buf));
+    json_object_set_new(task, "finetune_lora", group(r, pick_task, "lora", buf));
     json_object_set_new(o, "by_task", task);
     json_t *gpus = json_object();
     for (size_t i = 0; i < sizeof gpu_counts / sizeof *gpu_counts; i++) {
