@@ -150,8 +150,9 @@ static void test_memory_bound_more_flexible(void **state)
  * so it holds their time-averaged power at the cap with one clock: a
  * binding cap is used in full, and the memory-bound kernels give up power
  * at the lower clock without slowing.  Unfused eager kernels (more
- * memory-bound time) therefore make the same job more flexible, and its
- * natural draw at the top cap lower. */
+ * memory-bound time) lower the natural draw at the top cap.  (Whether they
+ * make a job more flexible is not asserted: the study's compile / no-compile
+ * pairs go both ways, PAPER.md section 4.) */
 static void test_cap_averages_interleaved_kernels(void **state)
 {
     struct pflex_job_desc d;
@@ -171,8 +172,6 @@ static void test_cap_averages_interleaved_kernels(void **state)
         assert_int_equal(pflex_sim_job_expect(eager, cap, &me, NULL), 0);
         assert_true(me.power_w > 0.98 * cap && me.power_w <= cap);
     }
-    double pf = pfi_of(fused), pe = pfi_of(eager);
-    assert_true(pe > pf + 0.10);
     pflex_sim_job_destroy(fused);
     pflex_sim_job_destroy(eager);
 }

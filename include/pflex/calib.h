@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "pflex/error.h"
+#include "pflex/sim.h"
+#include "pflex/sweep.h"
 
 #define PFLEX_CALIB_MAX_CAPS 16
 
@@ -41,5 +43,34 @@ int pflex_calibrate_emerald(const char *data_dir, uint64_t seed, struct pflex_ca
 /* The path of the Emerald sweep CSV under data_dir (as above) into buf;
  * 0, or -1 when it is not there. */
 int pflex_calib_emerald_path(const char *data_dir, char *buf, size_t len);
+
+/* --- the fit of the model's free constants (tools/calibrate.c) ---------- */
+
+/* Jobs the fit scores: the five Emerald A100 curves, then the study's 25
+ * headline H200 groups (PAPER.md section 4). */
+#define PFLEX_CALIB_EMERALD_JOBS 5
+#define PFLEX_CALIB_JOBS (PFLEX_CALIB_EMERALD_JOBS + 25)
+#define PFLEX_CALIB_MAX_RESIDUALS 64
+
+/* Weights of the residuals (1 sigma of what each measurement repeats to):
+ * normalised throughput of one Emerald cap, and one group's ratio PFI. */
+#define PFLEX_CALIB_SIGMA_T 0.01
+#define PFLEX_CALIB_SIGMA_PFI 0.15
+
+struct pflex_calib_eval {
+    size_t n;                               /* residuals */
+    double r[PFLEX_CALIB_MAX_RESIDUALS];    /* (simulated - measured) / sigma */
+    int job[PFLEX_CALIB_MAX_RESIDUALS];     /* 0..PFLEX_CALIB_JOBS-1 */
+    double pfi_sim[25], pfi_measured[25];   /* the headline groups' ratio PFI */
+    double rmse_emerald[PFLEX_CALIB_EMERALD_JOBS];  /* normalised T over 200-400 W */
+};
+
+/* The Emerald sweep, read once (path from pflex_calib_emerald_path). */
+int pflex_calib_emerald_load(const char *data_dir, pflex_sweep_t **out, pflex_error_t *err);
+
+/* Residuals of the noise-free model with constants fit against the
+ * Emerald sweep (NULL: only the study's PFIs are scored). */
+int pflex_calib_evaluate(const pflex_sweep_t *emerald, const struct pflex_sim_fit *fit,
+                         struct pflex_calib_eval *out, pflex_error_t *err);
 
 #endif

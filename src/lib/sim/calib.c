@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "pflex/calib.h"
+#include "pflex/fleet.h"
 #include "pflex/curve.h"
 #include "pflex/pfi.h"
 #include "pflex/sim.h"
@@ -123,4 +124,93 @@ int pflex_calibrate_emerald(const char *data_dir, uint64_t seed, struct pflex_ca
     }
     pflex_sweep_destroy(sw);
     return rc;
+}
+
+int pflex_calib_emerald_load(const char *data_dir, pflex_sweep_t **out, pflex_error_t *err)
+{
+    char path[4096];
+    if (pflex_calib_emerald_path(data_dir, path, sizeof path) < 0)
+        return pflex_error_set(err, "%s: no emerald-demo/data/dvfs_sweep.csv there",
+                               data_dir ? data_dir : "(null)");
+    return pflex_sweep_read_file(path, emerald_columns, out, err);
+}
+
+/* Noise-free sweep of a description at caps (ascending). */
+static int expect_sweep(const struct pflex_job_desc *d, const struct pflex_sim_fit *fit,
+                        const double *caps, size_t n, struct pflex_sweep_point *pts,
+                        pflex_error_t *err)
+{
+    pflex_sim_job_t *j;
+    if (pflex_sim_job_create_fit(d, 1, fit, &j, err) < 0)
+        return -1;
+    for (size_t k = 0; k < n; k++) {
+        struct pflex_sim_measure m;
+        if (pflex_sim_job_expect(j, caps[k], &m, err) < 0) {
+            pflex_sim_job_destroy(j);
+            return -1;
+        }
+        pts[k] = (struct pflex_sweep_point){caps[k], m.power_w, m.throughput, 1, 0};
+    }
+    pflex_sim_job_destroy(j);
+    return 0;
+}
+
+int pflex_calib_evaluate(const pflex_sweep_t *emerald, const struct pflex_sim_fit *fit,
+                         struct pflex_calib_eval *out, pflex_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t p = 0; emerald && p < PFLEX_CALIB_EMERALD_JOBS; p++) {
+        const struct pflex_sweep_job *mj = NULL;
+        for (size_t i = 0; i < emerald->njobs; i++)
+            if (!strcmp(emerald->jobs[i].name, pairs[p].job))
+                mj = &emerald->jobs[i];
+        if (!mj || mj->npoints < 2 || mj->npoints > PFLEX_CALIB_MAX_CAPS)
+            return pflex_error_set(err, "calibration: no usable job %s in the Emerald sweep",
+                                   pairs[p].job);
+        struct pflex_job_desc d;
+        if (pflex_job_preset_find(pairs[p].preset, &d) < 0)
+            return pflex_error_set(err, "calibration: no preset %s", pairs[p].preset);
+        double caps[PFLEX_CALIB_MAX_CAPS];
+        struct pflex_sweep_point pts[PFLEX_CALIB_MAX_CAPS];
+        for (size_t k = 0; k < mj->npoints; k++)
+            caps[k] = mj->points[k].cap_w;
+        if (expect_sweep(&d, fit, caps, mj->npoints, pts, err) < 0)
+            return -1;
+        double mt0 = mj->points[mj->npoints - 1].throughput, st0 = pts[mj->npoints - 1].throughput;
+        double se = 0;
+        int cnt = 0;
+        for (size_t k = 0; k < mj->npoints; k++) {
+            if (caps[k] < PFLEX_CALIB_RMSE_MIN_W || caps[k] > PFLEX_CALIB_RMSE_MAX_W
+                || out->n >= PFLEX_CALIB_MAX_RESIDUALS)
+                continue;
+            double e = pts[k].throughput / st0 - mj->points[k].throughput / mt0;
+            se += e * e;
+            cnt++;
+            if (k + 1 < mj->npoints) {      /* the top cap is 1 by construction */
+                out->job[out->n] = (int)p;
+                out->r[out->n++] = e / PFLEX_CALIB_SIGMA_T;
+            }
+        }
+        out->rmse_emerald[p] = cnt ? sqrt(se / cnt) : NAN;
+    }
+    for (size_t g = 0; g < 25; g++) {
+        struct pflex_fleet_run r;
+        struct pflex_sweep_point pts[PFLEX_FLEET_MAX_CAPS];
+        if (pflex_fleet_get(g, &r) < 0)
+            return pflex_error_set(err, "calibration: no study group %zu", g);
+        if (expect_sweep(&r.desc, fit, r.caps_w, r.ncaps, pts, err) < 0)
+            return -1;
+        struct pflex_pfi_ratio pr;
+        if (pflex_pfi_ratio(pts, r.ncaps, NULL, 0, &pr, err) < 0)
+            return -1;
+        /* A group whose caps never bind in the model scores as PFI 10:
+         * far off, but finite, so the fit moves away from it. */
+        out->pfi_sim[g] = pr.valid ? pr.pfi : 10;
+        out->pfi_measured[g] = r.measured_pfi;
+        if (out->n < PFLEX_CALIB_MAX_RESIDUALS) {
+            out->job[out->n] = PFLEX_CALIB_EMERALD_JOBS + (int)g;
+            out->r[out->n++] = (out->pfi_sim[g] - r.measured_pfi) / PFLEX_CALIB_SIGMA_PFI;
+        }
+    }
+    return 0;
 }
