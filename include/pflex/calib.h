@@ -50,12 +50,14 @@ int pflex_calib_emerald_path(const char *data_dir, char *buf, size_t len);
  * headline H200 groups (PAPER.md section 4). */
 #define PFLEX_CALIB_EMERALD_JOBS 5
 #define PFLEX_CALIB_JOBS (PFLEX_CALIB_EMERALD_JOBS + 25)
-#define PFLEX_CALIB_MAX_RESIDUALS 64
+#define PFLEX_CALIB_MAX_RESIDUALS 80
 
 /* Weights of the residuals (1 sigma of what each measurement repeats to):
- * normalised throughput of one Emerald cap, and one group's ratio PFI. */
+ * normalised throughput and power drawn at one Emerald cap, and one
+ * group's ratio PFI. */
 #define PFLEX_CALIB_SIGMA_T 0.01
 #define PFLEX_CALIB_SIGMA_PFI 0.15
+#define PFLEX_CALIB_SIGMA_P 0.02        /* relative, the power drawn at one Emerald cap */
 
 struct pflex_calib_eval {
     size_t n;                               /* residuals */
@@ -63,6 +65,7 @@ struct pflex_calib_eval {
     int job[PFLEX_CALIB_MAX_RESIDUALS];     /* 0..PFLEX_CALIB_JOBS-1 */
     double pfi_sim[25], pfi_measured[25];   /* the headline groups' ratio PFI */
     double rmse_emerald[PFLEX_CALIB_EMERALD_JOBS];  /* normalised T over 200-400 W */
+    double power_err_emerald[PFLEX_CALIB_EMERALD_JOBS]; /* relative RMS error of the power drawn */
 };
 
 /* The Emerald sweep, read once (path from pflex_calib_emerald_path). */

@@ -109,6 +109,8 @@ struct pflex_job_desc {
     int gpus_per_node;          /* [the kind's] */
     int lora_rank;              /* [16] */
     int compile;                /* torch.compile: fused elementwise kernels (sets eager = 0) */
+    int moe_loop;               /* MoE experts run one by one from Python (Hugging Face
+                                 * Transformers' eager MoE block), not as grouped GEMMs */
 };
 
 enum pflex_mlp { PFLEX_MLP_SWIGLU, PFLEX_MLP_GEGLU, PFLEX_MLP_GELU };

@@ -43,6 +43,8 @@ struct pflex_sim_fit {
     double a_mem;           /* switching activity of memory-bound kernels, over a GEMM's */
     double eager_mult;      /* elementwise DRAM traffic of unfused eager kernels over fused */
     double eta_dp;          /* share of the compute time that hides data-parallel traffic */
+    double v_ratio_gh100;   /* GH100's V-f floor, V at the lowest clock over V at the top
+                             * (not public; GA100's, 0.798, was fitted to the Emerald curves) */
 };
 extern const struct pflex_sim_fit pflex_sim_fit_default;     /* the constants in the source */
 

@@ -177,20 +177,25 @@ int pflex_calib_evaluate(const pflex_sweep_t *emerald, const struct pflex_sim_fi
         if (expect_sweep(&d, fit, caps, mj->npoints, pts, err) < 0)
             return -1;
         double mt0 = mj->points[mj->npoints - 1].throughput, st0 = pts[mj->npoints - 1].throughput;
-        double se = 0;
+        double se = 0, sp = 0;
         int cnt = 0;
         for (size_t k = 0; k < mj->npoints; k++) {
             if (caps[k] < PFLEX_CALIB_RMSE_MIN_W || caps[k] > PFLEX_CALIB_RMSE_MAX_W
-                || out->n >= PFLEX_CALIB_MAX_RESIDUALS)
+                || out->n + 2 > PFLEX_CALIB_MAX_RESIDUALS)
                 continue;
             double e = pts[k].throughput / st0 - mj->points[k].throughput / mt0;
+            double ep = pts[k].power_w / mj->points[k].power_w - 1;
             se += e * e;
+            sp += ep * ep;
             cnt++;
             if (k + 1 < mj->npoints) {      /* the top cap is 1 by construction */
                 out->job[out->n] = (int)p;
                 out->r[out->n++] = e / PFLEX_CALIB_SIGMA_T;
             }
+            out->job[out->n] = (int)p;      /* the power drawn, absolute */
+            out->r[out->n++] = ep / PFLEX_CALIB_SIGMA_P;
         }
+        out->power_err_emerald[p] = cnt ? sqrt(sp / cnt) : NAN;
         out->rmse_emerald[p] = cnt ? sqrt(se / cnt) : NAN;
     }
     for (size_t g = 0; g < 25; g++) {

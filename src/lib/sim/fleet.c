@@ -226,6 +226,7 @@ static void build(int ci, uint64_t rng, const char *suffix, const struct pflex_g
     d->eager = hf;
     if (hf) {
         d->ep = 1;              /* Transformers has no expert parallelism either */
+        d->moe_loop = m->moe;
         if (c->kind == FT && dp > 1)
             d->zero = 3;
     }
@@ -437,7 +438,11 @@ static int study_group(size_t i, struct pflex_fleet_run *r)
     d->mlp = m->mlp;
     d->window = m->window;
     d->window_layers = m->window_layers;
-    d->attention = PFLEX_ATTN_FLASH;        /* FlashAttention 2.8 (PAPER.md section 3) */
+    /* FlashAttention 2.8 (PAPER.md section 3); it has no learned attention
+     * sinks, so Transformers runs gpt-oss's attention eagerly (LoRA runs);
+     * torchtitan's gpt-oss (pretraining) has its own sink-aware kernel. */
+    d->attention = g->task == LORA && !strcmp(g->model, GPTOSS) ? PFLEX_ATTN_EAGER
+                                                                 : PFLEX_ATTN_FLASH;
     d->precision = PFLEX_PREC_BF16;
     d->kind = g->task == LORA ? PFLEX_JOB_FINETUNE_LORA : PFLEX_JOB_PRETRAIN;
     d->seq_len = g->seq;
@@ -452,6 +457,9 @@ static int study_group(size_t i, struct pflex_fleet_run *r)
     d->compile = g->compile;
     d->eager = !g->compile;                 /* without torch.compile: unfused elementwise */
     d->lora_rank = 32;
+    /* LoRA runs on Transformers + PEFT, whose MoE block loops over the
+     * experts; MoE pretraining runs on torchtitan's grouped GEMMs. */
+    d->moe_loop = m->experts > 0 && g->task == LORA;
     int fam = 0;
     while (strcmp(family_models[fam], g->model))
         fam++;

@@ -260,6 +260,7 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
     d->tied_embeddings = d->tied_embeddings != 0;
     d->bidirectional = d->bidirectional != 0;
     d->compile = d->compile != 0;
+    d->moe_loop = d->moe_loop != 0 && d->experts > 0;
     if (d->compile)
         d->eager = 0;
     static const struct { const char *name; long max; } limits[] = {

@@ -103,8 +103,12 @@ int pflex_sim_job_run(pflex_sim_job_t *j, double cap_w, const struct pflex_sim_r
     double fb_train = fmin(k->mem_gb * 0.85, 12 + shard_gb * 4);
     uint64_t seed = mix(pflex_sim_job_noise_seed(j) ^ mix((uint64_t)llround(cap_w * 16))
                         ^ mix(0x72756eULL + o->run));
-    size_t ntrain = 0;
+    size_t ntrain = 0, nsched = 0;
     double *ptr = col, *ttr = col + nt, *ftr = col + 2 * nt;
+    /* The study's training phase is gpu_util >= 50 %; a run that never
+     * reaches it (a host-bound job) is taken by its schedule instead. */
+    int by_util = 1;
+again:
     size_t written = 0;
     for (size_t t = 0; t < nt; t++) {
         double ts = (double)(t + 1) * o->interval_s;
@@ -159,14 +163,22 @@ int pflex_sim_job_run(pflex_sim_job_t *j, double cap_w, const struct pflex_sim_r
         }
         /* The study's training phase: gpu_util >= 50 % (evaluation included,
          * the top-10 % then leaves it out). */
-        if (tsum[PFLEX_TM_GPU_UTIL] / g >= 50 || (ph == PFLEX_SIM_TRAINING
-                                                 && !isfinite(tsum[PFLEX_TM_GPU_UTIL]))) {
+        nsched += ph == PFLEX_SIM_TRAINING;
+        if (by_util ? tsum[PFLEX_TM_GPU_UTIL] / g >= 50 || (ph == PFLEX_SIM_TRAINING
+                                                         && !isfinite(tsum[PFLEX_TM_GPU_UTIL]))
+                    : ph == PFLEX_SIM_TRAINING || ph == PFLEX_SIM_EVAL) {
             ptr[ntrain] = psum / g;
             ttr[ntrain] = tput;
             for (int f = 0; f < PFLEX_TM_COUNT; f++)
                 ftr[(size_t)f * nt + ntrain] = tsum[f] / g;
             ntrain++;
         }
+    }
+    if (ntrain == 0 && by_util && nsched > 0) {
+        by_util = 0;
+        nsched = 0;
+        written = 0;
+        goto again;
     }
     if (n)
         *n = nt * (size_t)g;

@@ -42,6 +42,9 @@ struct physics {
     double kernels_per_layer; /* kernels per layer and pass */
     double host_step_s;     /* per optimizer step host work (data loader, logging) */
     double host_iter_s;     /* per decode iteration host work (inference scheduler) */
+    double py_op_s;         /* host time of one eager PyTorch operator (Python + launch) */
+    double ops_per_expert;  /* operators per expert in an eager MoE loop */
+    double sync_s;          /* one host-device synchronisation */
     double lora_rank;
     double sigma_leak, sigma_v; /* silicon variation (relative, 1 sigma) */
     double noise_power, noise_tput, noise_tm; /* measurement noise (relative, 1 sigma) */
@@ -57,8 +60,9 @@ static const struct physics P_DEFAULT = {
     .eff_gemm = 0.895, .gemm_h0 = 54.8, .gemm_m0 = 63.9, .eff_attn = 0.656, .eff_mem = 0.606,
     .r_sat = 0.665, .a_gemm = 1.0, .a_attn = 0.604, .a_mem = 0.672, .a_comm = 0.50, .a_idle = 0.03,
     .act_bytes = 75.6, .eager_mult = 4.94, .eff_link = 0.80, .eff_a2a = 0.60, .eta_dp = 0.303,
-    .eta_moe = 0.25, .ovl_width = 0.0256, .coll_lat_s = 10e-6, .launch_s = 4e-6,
-    .kernels_per_layer = 20, .host_step_s = 0.005, .host_iter_s = 0.0, .lora_rank = 16,
+    .eta_moe = 0.25, .ovl_width = 0.25, .coll_lat_s = 10e-6, .launch_s = 4e-6,
+    .kernels_per_layer = 20, .host_step_s = 0.005, .host_iter_s = 0.0,
+    .py_op_s = 10e-6, .ops_per_expert = 25, .sync_s = 30e-6, .lora_rank = 16,
     /* Not calibrated: silicon spread and sensor noise of the right order. */
     .sigma_leak = 0.06, .sigma_v = 0.008, .noise_power = 0.005, .noise_tput = 0.007,
     .noise_tm = 0.01,
@@ -69,8 +73,8 @@ static const struct physics P_DEFAULT = {
  * gives the uncertainties and errors; tests/test_calibration.c checks that
  * these reproduce them). */
 const struct pflex_sim_fit pflex_sim_fit_default = {
-    .k_dyn_ga100 = 1.2825, .k_dyn_gh100 = 0.9668, .a_mem = 0.3163, .eager_mult = 4.7217,
-    .eta_dp = 0.0004,
+    .k_dyn_ga100 = 1.1850, .k_dyn_gh100 = 1.1091, .a_mem = 0.4592, .eager_mult = 5.1768,
+    .eta_dp = 0.2628, .v_ratio_gh100 = 0.9036,
 };
 
 
@@ -103,6 +107,10 @@ struct step {
     double pcie_bytes;      /* per step, host to GPU */
     double tokens;          /* tokens per step, the whole job */
     double comm_bytes;      /* per step, collective traffic one GPU sends (any link) */
+    double host_layer_s;    /* host time per layer and pass of an eager MoE loop (0: none) */
+    double host_layers;     /* layer passes per micro-step with it */
+    double host_experts;    /* experts run per layer and pass */
+    double expert_share;    /* their share of the layer's GPU work */
 };
 
 struct gpu {
@@ -121,6 +129,7 @@ struct pflex_sim_job {
     double bpe;             /* bytes per element of weights and activations */
     int gpn;                /* GPUs per node */
     double host_mult;       /* this job's data-loader speed (seeded) */
+    double v_ratio;         /* the die's V-f floor (fitted for GH100) */
     struct physics phys;
     /* Scratch of the last evaluation: per-GPU power and telemetry. */
     double *power_w, *tm;
@@ -156,7 +165,7 @@ static double gauss(uint64_t a, uint64_t b)
  * at its floor below the knee, linear above. */
 static double volt(const struct pflex_sim_job *j, double r)
 {
-    double knee = j->k->f_knee_mhz / j->k->sm_clock_max_mhz, vr = j->k->v_ratio;
+    double knee = j->k->f_knee_mhz / j->k->sm_clock_max_mhz, vr = j->v_ratio;
     if (r <= knee)
         return vr;
     return vr + (1 - vr) * (r - knee) / (1 - knee);
@@ -423,9 +432,22 @@ static void build_step(struct pflex_sim_job *j)
     double dp_bytes = 0;
     if (d->dp > 1) {
         if (d->zero == 3) {
-            double v = 3 * (n - 1) / n * n_loc * bpe;
+            /* FSDP gathers every weight of a layer before using it.  With
+             * expert parallelism nested inside the FSDP group (torchtitan's
+             * FSDP2 + EP) a GPU holds 1/ep of the routed experts and gathers
+             * them only across the dp/ep ranks that share them. */
+            double ef = d->expert_ffn > 0 ? d->expert_ffn : d->ffn_hidden;
+            double n_exp = d->experts > 0
+                           ? (L - d->dense_layers) * d->experts
+                             * (d->mlp == PFLEX_MLP_GELU ? 2.0 : 3.0) * h * ef * scale / (tp * pp)
+                           : 0;
+            if (n_exp > n_loc)
+                n_exp = n_loc;
+            double ne = d->ep > 1 ? n / d->ep : n;
+            double gath = (n - 1) / n * (n_loc - n_exp) + (ne > 1 ? (ne - 1) / ne : 0) * n_exp / d->ep;
+            double v = 3 * gath * bpe;
             if (lora)       /* frozen weights still gathered twice; adapters reduced */
-                v = 2 * (n - 1) / n * n_loc * bpe + (n - 1) / n * train_loc * bpe;
+                v = 2 * gath * bpe + (n - 1) / n * train_loc * bpe;
             s->fsdp_s = v / dp_bw + ring_lat(j, d->dp, 3 * lloc);
             dp_bytes = v * s->micro;
         } else {
@@ -452,6 +474,27 @@ static void build_step(struct pflex_sim_job *j)
         s->pp_s = 2 * tok * h * bpe / tp / ring_bw(j, 2, d->tp * d->dp < gpn ? 2 : 1);
     s->bubble_micro = pp - 1;
     s->launch_s = lloc * P.kernels_per_layer * (d->eager ? 2.5 : 1) * passes * P.launch_s;
+    /* Hugging Face Transformers' eager MoE block runs the experts one after
+     * another from Python: for each expert that received tokens, a
+     * torch.where that syncs host and device, a gather, the three
+     * projections (each, under PEFT LoRA, base + dropout + A + B + scale +
+     * add), the activation, the routing weight and an index_add: about 25
+     * operators.  The sync keeps the host from running ahead of the GPU,
+     * so per layer and pass the step takes the longer of the host's
+     * operator stream and the GPU's work (exposed() below). */
+    if (d->experts > 0 && d->moe_loop) {
+        double routed = tok * d->top_k / d->ep;
+        double hit = d->experts / (double)d->ep
+                     * (1 - pow(1 - 1.0 / (d->experts / (double)d->ep), routed));
+        s->host_layer_s = hit * (P.ops_per_expert * P.py_op_s + P.sync_s) + 12 * P.py_op_s;
+        s->host_layers = lact * passes;
+        s->host_experts = hit;
+        /* The routed experts' share of the layer's GPU work. */
+        double ef = d->expert_ffn > 0 ? d->expert_ffn : d->ffn_hidden;
+        double exp_act = (L - d->dense_layers) * d->top_k * (d->mlp == PFLEX_MLP_GELU ? 2.0 : 3.0)
+                         * h * ef * scale / tp;
+        s->expert_share = fmin(1, exp_act / (n_gemm_loc * tp));
+    }
     s->host_s = P.host_step_s * j->host_mult;
     int dp_in_node = d->dp * d->tp <= gpn;
     if (k->nvlink_gbs > 0)
@@ -557,6 +600,29 @@ static double exposed(const struct pflex_sim_job *j, double c, double h)
     return e < c ? e : c;
 }
 
+/* The eager MoE loop's exposed host time per micro-step, given the GPU
+ * time g of the micro-step.  Per layer and pass the non-expert work runs
+ * while the host waits at the loop's first sync; then each expert takes the
+ * longer of its host operators (h) and its GPU work G_e.  Experts receive
+ * unequal shares of the tokens (coefficient of variation ROUTE_CV), so
+ * E[max(h, G_e)] with G_e ~ N(mu, (cv mu)^2): mu Phi(z) + h Phi(-z) +
+ * sigma phi(z), z = (mu - h) / sigma. */
+#define ROUTE_CV 0.4
+
+static double moe_loop_exposed(const struct pflex_sim_job *j, double g)
+{
+    const struct step *s = &j->s;
+    double layer = g / s->host_layers, e = s->host_experts > 0 ? s->host_experts : 1;
+    double mu = layer * s->expert_share / e, sig = ROUTE_CV * mu;
+    double h = s->host_layer_s / e;
+    if (!(sig > 0))
+        return s->host_layers * fmax(0, s->host_layer_s - layer * s->expert_share);
+    double z = (mu - h) / sig;
+    double emax = mu * 0.5 * erfc(-z / M_SQRT2) + h * 0.5 * erfc(z / M_SQRT2)
+                  + sig * exp(-0.5 * z * z) / sqrt(2 * M_PI);
+    return s->host_layers * e * (emax - mu);
+}
+
 /* Telemetry weights per phase type: sm_active, sm_occupancy. */
 static const double sm_act[] = {0.98, 0.95, 0.90, 0.90}, sm_occ[] = {0.22, 0.30, 0.55, 0.55};
 
@@ -601,6 +667,8 @@ static double eval_group(struct pflex_sim_job *j, const struct ph_run *runs, int
     double launch_exp = decode ? s->launch_s : s->launch_s - tm_slow;
     if (launch_exp < 0)
         launch_exp = 0;
+    if (s->host_layers > 0)
+        launch_exp += moe_loop_exposed(j, tm_slow);
     double comm = m * comm_micro + dp_exp;
     double bubble = s->bubble_micro * (tm_slow + comm_micro);
     double host = s->host_s + m * launch_exp;
@@ -810,7 +878,8 @@ int pflex_sim_job_breakdown(pflex_sim_job_t *j, double cap_w, struct pflex_sim_b
     out->memory = m * ts[PH_MEM] / step;
     out->optimizer = iters * ts[PH_OPT] / step;
     out->bubble = s->bubble_micro * tmicro / step;
-    double host = s->host_s + m * (s->decode ? s->launch_s : fmax(0, s->launch_s - tmicro));
+    double hl = s->host_layers > 0 ? moe_loop_exposed(j, tmicro) : 0;
+    double host = s->host_s + m * ((s->decode ? s->launch_s : fmax(0, s->launch_s - tmicro)) + hl);
     out->host = host / step;
     out->comm_exposed = 1 - out->gemm - out->attention - out->memory - out->optimizer
                         - out->bubble - out->host;
@@ -852,7 +921,8 @@ int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
     if (!fit)
         fit = &pflex_sim_fit_default;
     if (!(fit->k_dyn_ga100 > 0 && fit->k_dyn_gh100 > 0 && fit->a_mem >= 0 && fit->a_mem <= 1
-          && fit->eager_mult >= 1 && fit->eta_dp >= 0 && fit->eta_dp <= 1))
+          && fit->eager_mult >= 1 && fit->eta_dp >= 0 && fit->eta_dp <= 1
+          && fit->v_ratio_gh100 > 0.3 && fit->v_ratio_gh100 <= 1))
         return pflex_error_set(err, "sim: fitted constants out of range");
     pflex_sim_job_t *j = calloc(1, sizeof *j);
     if (!j)
@@ -882,6 +952,7 @@ int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
                 : !strcmp(k->die, "GH100") ? P.k_dyn_gh100
                 : 0.5 * (P.k_dyn_ga100 + P.k_dyn_gh100);
     j->leak_w = k->leak_w;
+    j->v_ratio = !strcmp(k->die, "GH100") ? fit->v_ratio_gh100 : k->v_ratio;
     j->dyn_w = kd * k->dyn_budget_w;
     j->mem_w_per_gbs = k->mem_pj_per_bit * 8e-12 * 1e9;    /* W per GB/s */
     j->gpn = r.gpus_per_node > 0 ? r.gpus_per_node : (k->gpus_per_node > 0 ? k->gpus_per_node : 8);
