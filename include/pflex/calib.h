@@ -46,10 +46,21 @@ int pflex_calib_emerald_path(const char *data_dir, char *buf, size_t len);
 
 /* --- the fit of the model's free constants (tools/calibrate.c) ---------- */
 
-/* Jobs the fit scores: the five Emerald A100 curves, then the study's 25
- * headline H200 groups (PAPER.md section 4). */
+/* Jobs the fit scores: the five Emerald A100 curves, the study's 25
+ * headline H200 groups (PAPER.md section 4), then six public absolute
+ * throughputs (llm-foundry's benchmarks, calib.c). */
 #define PFLEX_CALIB_EMERALD_JOBS 5
-#define PFLEX_CALIB_JOBS (PFLEX_CALIB_EMERALD_JOBS + 25)
+#define PFLEX_CALIB_MFU_POINTS 6
+#define PFLEX_CALIB_JOBS (PFLEX_CALIB_EMERALD_JOBS + 25 + PFLEX_CALIB_MFU_POINTS)
+
+struct pflex_calib_mfu {
+    const char *name, *gpu;
+    int layers, hidden, heads, seq_len, micro_batch, act_ckpt;
+    double tokens_per_gpu;      /* measured tokens/s per GPU */
+};
+extern const struct pflex_calib_mfu pflex_calib_mfu_points[PFLEX_CALIB_MFU_POINTS];
+/* The job description of a throughput point (8 GPUs, FSDP, fused kernels). */
+int pflex_calib_mfu_desc(const struct pflex_calib_mfu *m, struct pflex_job_desc *d);
 #define PFLEX_CALIB_MAX_RESIDUALS 80
 
 /* Weights of the residuals (1 sigma of what each measurement repeats to):
@@ -58,6 +69,7 @@ int pflex_calib_emerald_path(const char *data_dir, char *buf, size_t len);
 #define PFLEX_CALIB_SIGMA_T 0.01
 #define PFLEX_CALIB_SIGMA_PFI 0.15
 #define PFLEX_CALIB_SIGMA_P 0.02        /* relative, the power drawn at one Emerald cap */
+#define PFLEX_CALIB_SIGMA_TPUT 0.10     /* log, an absolute throughput of another software stack */
 
 struct pflex_calib_eval {
     size_t n;                               /* residuals */
@@ -66,6 +78,7 @@ struct pflex_calib_eval {
     double pfi_sim[25], pfi_measured[25];   /* the headline groups' ratio PFI */
     double rmse_emerald[PFLEX_CALIB_EMERALD_JOBS];  /* normalised T over 200-400 W */
     double power_err_emerald[PFLEX_CALIB_EMERALD_JOBS]; /* relative RMS error of the power drawn */
+    double tput_ratio[PFLEX_CALIB_MFU_POINTS];      /* simulated / measured tokens/s per GPU */
 };
 
 /* The Emerald sweep, read once (path from pflex_calib_emerald_path). */

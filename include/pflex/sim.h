@@ -45,6 +45,8 @@ struct pflex_sim_fit {
     double eta_dp;          /* share of the compute time that hides data-parallel traffic */
     double v_ratio_gh100;   /* GH100's V-f floor, V at the lowest clock over V at the top
                              * (not public; GA100's, 0.798, was fitted to the Emerald curves) */
+    double f_knee_gh100;    /* GH100's V-f knee, fraction of the top clock (not public;
+                             * GA100's is 0.577) */
 };
 extern const struct pflex_sim_fit pflex_sim_fit_default;     /* the constants in the source */
 

@@ -126,6 +126,41 @@ int pflex_calibrate_emerald(const char *data_dir, uint64_t seed, struct pflex_ca
     return rc;
 }
 
+/* Absolute throughput: public llm-foundry benchmarks (mosaicml/llm-foundry,
+ * scripts/train/benchmarking/README.md, tables "H100 80GB BF16" and "A100
+ * 80GB with 1600 Gbps node-node interconnect"): MPT models (GELU MLP 4h,
+ * tied embeddings, vocabulary 50432) under FSDP FULL_SHARD, bf16, 8 GPUs,
+ * measured tokens/s per GPU. */
+const struct pflex_calib_mfu pflex_calib_mfu_points[PFLEX_CALIB_MFU_POINTS] = {
+    {"mpt-7b h100 s2048 mb6", "H100-SXM5-80GB", 32, 4096, 32, 2048, 6, 0, 10643},
+    {"mpt-13b h100 s2048 mb2", "H100-SXM5-80GB", 40, 5120, 40, 2048, 2, 0, 4792},
+    {"mpt-7b h100 s8192 mb8 ckpt", "H100-SXM5-80GB", 32, 4096, 32, 8192, 8, 1, 6935},
+    {"mpt-13b a100 s2048 mb2", "A100-SXM4-80GB", 40, 5120, 40, 2048, 2, 0, 2262},
+    {"mpt-30b a100 s2048 mb3 ckpt", "A100-SXM4-80GB", 48, 7168, 56, 2048, 3, 1, 916},
+    {"mpt-13b a100 s8192 mb5 ckpt", "A100-SXM4-80GB", 40, 5120, 40, 8192, 5, 1, 1795},
+};
+
+int pflex_calib_mfu_desc(const struct pflex_calib_mfu *m, struct pflex_job_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "%s", m->name);
+    snprintf(d->gpu, sizeof d->gpu, "%s", m->gpu);
+    d->gpus = 8;
+    d->layers = m->layers;
+    d->hidden = m->hidden;
+    d->heads = m->heads;
+    d->ffn_hidden = 4 * m->hidden;
+    d->mlp = PFLEX_MLP_GELU;
+    d->vocab = 50432;
+    d->tied_embeddings = 1;
+    d->seq_len = m->seq_len;
+    d->micro_batch = m->micro_batch;
+    d->kind = PFLEX_JOB_PRETRAIN;
+    d->zero = 3;
+    d->act_ckpt = m->act_ckpt;
+    return pflex_job_desc_resolve(d, NULL);
+}
+
 int pflex_calib_emerald_load(const char *data_dir, pflex_sweep_t **out, pflex_error_t *err)
 {
     char path[4096];
@@ -197,6 +232,23 @@ int pflex_calib_evaluate(const pflex_sweep_t *emerald, const struct pflex_sim_fi
         }
         out->power_err_emerald[p] = cnt ? sqrt(sp / cnt) : NAN;
         out->rmse_emerald[p] = cnt ? sqrt(se / cnt) : NAN;
+    }
+    for (size_t i = 0; i < PFLEX_CALIB_MFU_POINTS; i++) {
+        struct pflex_job_desc d;
+        pflex_sim_job_t *j;
+        struct pflex_sim_measure m;
+        if (pflex_calib_mfu_desc(&pflex_calib_mfu_points[i], &d) < 0
+            || pflex_sim_job_create_fit(&d, 1, fit, &j, err) < 0)
+            return pflex_error_set(err, "calibration: throughput point %zu", i);
+        int rc = pflex_sim_job_expect(j, pflex_sim_job_kind(j)->max_cap_w, &m, err);
+        pflex_sim_job_destroy(j);
+        if (rc < 0)
+            return -1;
+        out->tput_ratio[i] = m.throughput / d.gpus / pflex_calib_mfu_points[i].tokens_per_gpu;
+        if (out->n < PFLEX_CALIB_MAX_RESIDUALS) {
+            out->job[out->n] = PFLEX_CALIB_EMERALD_JOBS + 25 + (int)i;
+            out->r[out->n++] = log(out->tput_ratio[i]) / PFLEX_CALIB_SIGMA_TPUT;
+        }
     }
     for (size_t g = 0; g < 25; g++) {
         struct pflex_fleet_run r;

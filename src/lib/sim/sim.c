@@ -73,8 +73,8 @@ static const struct physics P_DEFAULT = {
  * gives the uncertainties and errors; tests/test_calibration.c checks that
  * these reproduce them). */
 const struct pflex_sim_fit pflex_sim_fit_default = {
-    .k_dyn_ga100 = 1.1850, .k_dyn_gh100 = 1.1091, .a_mem = 0.4592, .eager_mult = 5.1768,
-    .eta_dp = 0.2628, .v_ratio_gh100 = 0.9036,
+    .k_dyn_ga100 = 1.2999, .k_dyn_gh100 = 2.7010, .a_mem = 0.3752, .eager_mult = 6.2522,
+    .eta_dp = 0.0000, .v_ratio_gh100 = 0.7293, .f_knee_gh100 = 0.3741,
 };
 
 
@@ -130,6 +130,7 @@ struct pflex_sim_job {
     int gpn;                /* GPUs per node */
     double host_mult;       /* this job's data-loader speed (seeded) */
     double v_ratio;         /* the die's V-f floor (fitted for GH100) */
+    double f_knee;          /* its knee, fraction of the top clock (fitted for GH100) */
     struct physics phys;
     /* Scratch of the last evaluation: per-GPU power and telemetry. */
     double *power_w, *tm;
@@ -165,7 +166,7 @@ static double gauss(uint64_t a, uint64_t b)
  * at its floor below the knee, linear above. */
 static double volt(const struct pflex_sim_job *j, double r)
 {
-    double knee = j->k->f_knee_mhz / j->k->sm_clock_max_mhz, vr = j->v_ratio;
+    double knee = j->f_knee, vr = j->v_ratio;
     if (r <= knee)
         return vr;
     return vr + (1 - vr) * (r - knee) / (1 - knee);
@@ -922,7 +923,8 @@ int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
         fit = &pflex_sim_fit_default;
     if (!(fit->k_dyn_ga100 > 0 && fit->k_dyn_gh100 > 0 && fit->a_mem >= 0 && fit->a_mem <= 1
           && fit->eager_mult >= 1 && fit->eta_dp >= 0 && fit->eta_dp <= 1
-          && fit->v_ratio_gh100 > 0.3 && fit->v_ratio_gh100 <= 1))
+          && fit->v_ratio_gh100 > 0.3 && fit->v_ratio_gh100 <= 1
+          && fit->f_knee_gh100 > 0.05 && fit->f_knee_gh100 < 0.95))
         return pflex_error_set(err, "sim: fitted constants out of range");
     pflex_sim_job_t *j = calloc(1, sizeof *j);
     if (!j)
@@ -953,6 +955,7 @@ int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
                 : 0.5 * (P.k_dyn_ga100 + P.k_dyn_gh100);
     j->leak_w = k->leak_w;
     j->v_ratio = !strcmp(k->die, "GH100") ? fit->v_ratio_gh100 : k->v_ratio;
+    j->f_knee = !strcmp(k->die, "GH100") ? fit->f_knee_gh100 : k->f_knee_mhz / k->sm_clock_max_mhz;
     j->dyn_w = kd * k->dyn_budget_w;
     j->mem_w_per_gbs = k->mem_pj_per_bit * 8e-12 * 1e9;    /* W per GB/s */
     j->gpn = r.gpus_per_node > 0 ? r.gpus_per_node : (k->gpus_per_node > 0 ? k->gpus_per_node : 8);
