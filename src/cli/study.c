@@ -59,6 +59,9 @@ static const char help[] =
 "                   group (default: each group's own grid; caps outside a\n"
 "                   kind's range are skipped)\n"
 "  --repeats N      runs per cap, averaged (default 1, as in the study)\n"
+"  --samples FILE   also write every run's per-GPU 5-s samples (phase, frame\n"
+"                   buffer, power, tokens/s, counters) to FILE (large: about\n"
+"                   100 MB for the study fleet)\n"
 "  --range X        PFI range (default 0.30)\n"
 "  --jobs N         sweep only N runs spread evenly over the fleet (quick look)\n"
 "  --threads N      worker threads (default: the online CPUs)\n"
@@ -602,6 +605,86 @@ static void print_table(const struct pflex_report *r, const json_t *S, const cha
            dir, dir, dir, charts);
 }
 
+/* --samples: every run's per-GPU 5-s samples, phases included, in fleet
+ * and cap order.  Written after the sweep, one group at a time: each run's
+ * noise depends only on (seed, group, cap, run), so these are the very
+ * samples the sweep aggregated. */
+static int write_samples(const char *path, const struct task *tasks, size_t n, uint64_t seed,
+                         int repeats)
+{
+    FILE *f = fopen(path, "w");
+    struct pflex_sim_sample *smp = NULL;
+    size_t cap_n = 0;
+    if (!f) {
+        cli_error("study", "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    fputs("# pflex study: per-GPU samples every 5 s of each 30-minute run (docs/sim-model.md)\n"
+          "job,gpu,gpu_index,cap_w,run,t_s,phase,fb_used_gib,power_w,throughput", f);
+    for (int k = 0; k < PFLEX_TM_COUNT; k++)
+        fprintf(f, ",%s", pflex_tm_name((enum pflex_tm)k));
+    fputc('\n', f);
+    for (size_t i = 0; i < n; i++) {
+        pflex_error_t err;
+        pflex_sim_job_t *job;
+        if (pflex_sim_job_create(&tasks[i].fleet.desc, mix(seed ^ mix(tasks[i].index)), &job,
+                                 &err) < 0) {
+            cli_error("study", "%s: %s", tasks[i].fleet.desc.name, err.text);
+            goto fail;
+        }
+        double last = -1;
+        for (size_t r = 0; r < tasks[i].nrows; r++) {
+            double cap = tasks[i].rows[r].cap_w;
+            if (cap == last)
+                continue;       /* the repeats of one cap come together */
+            last = cap;
+            for (int k = 0; k < repeats; k++) {
+                struct pflex_sim_run_opts o = PFLEX_SIM_RUN_DEFAULTS;
+                size_t want;
+                o.run = (unsigned)k;
+                if (pflex_sim_job_run(job, cap, &o, NULL, 0, &want, NULL, &err) < 0)
+                    goto fail_job;
+                if (want > cap_n) {
+                    free(smp);
+                    smp = malloc(want * sizeof *smp);
+                    cap_n = smp ? want : 0;
+                    if (!smp) {
+                        pflex_error_set(&err, "out of memory");
+                        goto fail_job;
+                    }
+                }
+                if (pflex_sim_job_run(job, cap, &o, smp, cap_n, &want, NULL, &err) < 0)
+                    goto fail_job;
+                for (size_t q = 0; q < want; q++) {
+                    const struct pflex_sim_sample *x = &smp[q];
+                    fprintf(f, "%s,%s,%u,%.10g,%d,%.0f,%s,%.3f,%.6g,%.6g", tasks[i].fleet.desc.name,
+                            tasks[i].fleet.desc.gpu, x->gpu, cap, k, x->t_s,
+                            pflex_sim_phase_name(x->phase), x->fb_used_gib, x->power_w,
+                            x->throughput);
+                    for (int t = 0; t < PFLEX_TM_COUNT; t++) {
+                        fputc(',', f);
+                        if (isfinite(x->tm[t]))
+                            fprintf(f, "%.6g", x->tm[t]);
+                    }
+                    fputc('\n', f);
+                }
+            }
+        }
+        pflex_sim_job_destroy(job);
+        continue;
+fail_job:
+        cli_error("study", "%s: %s", tasks[i].fleet.desc.name, err.text);
+        pflex_sim_job_destroy(job);
+        goto fail;
+    }
+    free(smp);
+    return close_out(f, path);
+fail:
+    free(smp);
+    fclose(f);
+    return -1;
+}
+
 /* --- the study's comparison: simulated beside measured ------------------ */
 
 /* The study's three clusters: dense (PT + LoRA), MoE PT, MoE LoRA. */
@@ -849,6 +932,7 @@ int cmd_study(int argc, char **argv)
         {"seed", required_argument, NULL, 's'},
         {"caps", required_argument, NULL, 'c'},
         {"fleet", required_argument, NULL, 'F'},
+        {"samples", required_argument, NULL, 'S'},
         {"repeats", required_argument, NULL, 'r'},
         {"range", required_argument, NULL, 'R'},
         {"jobs", required_argument, NULL, 'j'},
@@ -861,7 +945,7 @@ int cmd_study(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *out_dir = "study-out", *data_opt = NULL, *gnuplot = "gnuplot";
+    const char *out_dir = "study-out", *data_opt = NULL, *gnuplot = "gnuplot", *samples = NULL;
     double caps[MAX_CAPS], cap_step = 50, range = PFLEX_PFI_RANGE_DEFAULT, v;
     size_t ncaps = 0, njobs = 0;
     uint64_t seed = 1;
@@ -885,6 +969,7 @@ int cmd_study(int argc, char **argv)
                                        "two or more caps in W", optarg);
             caps_given = 1;
             break;
+        case 'S': samples = optarg; break;
         case 'F':
             if (!strcmp(optarg, "study"))
                 set = PFLEX_FLEET_STUDY;
@@ -1069,6 +1154,8 @@ int cmd_study(int argc, char **argv)
     rep.runtime_s = now_s() - t_start;
 
     if (write_pfi(out_dir, runs, n) < 0)
+        goto out;
+    if (samples && write_samples(samples, tasks, n, seed, repeats) < 0)
         goto out;
     summary = pflex_report_summary(&rep);
     if (!summary)

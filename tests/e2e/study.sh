@@ -106,6 +106,32 @@ cmp -s "$T/x" "$T/y" || fail "summary.json differs beyond runtime_s"
 "$P" study --out "$T/d" --jobs 20 --seed 7 --no-charts > /dev/null 2>&1 || fail "--seed 7"
 cmp -s "$T/a/sweeps.csv" "$T/d/sweeps.csv" && fail "another seed gave the same sweeps"
 
+# --samples: the 5-s per-GPU trace; the sweep's power is the study's
+# aggregate of it (mean of the top 10 % of training-phase samples, gpu_util
+# >= 50 %, of the job's mean over its GPUs), recomputed here.
+"$P" study --out "$T/s" --jobs 3 --no-charts --samples "$T/s/samples.csv" > /dev/null 2>&1 \
+    || fail "--samples"
+if command -v python3 > /dev/null 2>&1; then
+    python3 - "$T/s/samples.csv" "$T/s/sweeps.csv" <<'EOF2' || fail "samples.csv does not aggregate to sweeps.csv"
+import csv, math, sys
+by = {}
+for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith('#')):
+    k = (r['job'], float(r['cap_w']), r['run'], r['t_s'])
+    by.setdefault(k, []).append((float(r['power_w']), float(r['gpu_util']), r['phase']))
+runs = {}
+for (job, cap, run, t), v in by.items():
+    util = sum(u for _, u, _ in v) / len(v)
+    if util >= 50:
+        runs.setdefault((job, cap), []).append(sum(p for p, _, _ in v) / len(v))
+    assert len({ph for _, _, ph in v}) == 1
+for r in csv.DictReader(l for l in open(sys.argv[2]) if not l.startswith('#')):
+    v = sorted(runs[(r['job'], float(r['cap_w']))], reverse=True)
+    k = math.ceil(0.10 * len(v))
+    want = sum(v[:k]) / k
+    assert abs(want - float(r['power_w'])) < 1e-3 * want, (r['job'], r['cap_w'], want, r['power_w'])
+EOF2
+fi
+
 # --json prints the summary; bad usage exits 2 with nothing on stdout.
 "$P" study --out "$T/e" --jobs 5 --no-charts --json > "$T/json" || fail "--json exit"
 grep -q '"pfi"' "$T/json" || fail "--json prints no summary"
