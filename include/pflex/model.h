@@ -128,6 +128,17 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err);
 double pflex_job_params_total_b(const struct pflex_job_desc *d);
 double pflex_job_params_active_b(const struct pflex_job_desc *d);
 
+/* The description fields added for the study's models, by name, for job
+ * files: integers (head_dim, expert_ffn, shared_experts, shared_ffn,
+ * dense_layers, window, window_layers, encoder_layers, target_len,
+ * gpus_per_node, lora_rank), booleans (tied_embeddings, bidirectional,
+ * compile, moe_loop) and names (mlp: swiglu|geglu|gelu, attention:
+ * flash|eager, precision: bf16|fp16|tf32|fp32).  type: 'n' number (num),
+ * 'b' boolean (num 0/1), 's' string (str).  Returns 1 when set, 0 when key
+ * is not one of these, -1 with a reason in why (a static string). */
+int pflex_job_field_set(struct pflex_job_desc *d, const char *key, char type, double num,
+                        const char *str, const char **why);
+
 /* Named presets (pflex sweep --list-presets).  find: 0 and *out (resolved),
  * or -1 when unknown.  preset_at: name of preset i, NULL past the end;
  * summary (may be NULL) gets a one-line description. */

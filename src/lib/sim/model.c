@@ -1,6 +1,7 @@
 /* model.c — GPU kinds (datasheet constants) and job descriptions.
  * Sources of the constants: docs/sim-model.md. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -394,5 +395,54 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
         return pflex_error_set(err, "field 'global_batch': %d is less than micro_batch %d x dp %d",
                                d->global_batch, d->micro_batch, d->dp);
     }
+    return 0;
+}
+
+int pflex_job_field_set(struct pflex_job_desc *d, const char *key, char type, double num,
+                        const char *str, const char **why)
+{
+    static const struct { const char *key; size_t off; } ints[] = {
+#define F(k) {#k, offsetof(struct pflex_job_desc, k)}
+        F(head_dim), F(expert_ffn), F(shared_experts), F(shared_ffn), F(dense_layers), F(window),
+        F(window_layers), F(encoder_layers), F(target_len), F(gpus_per_node), F(lora_rank),
+    }, bools[] = {
+        F(tied_embeddings), F(bidirectional), F(compile), F(moe_loop),
+#undef F
+    };
+    static const struct { const char *key; size_t off; const char *names[4]; } enums[] = {
+        {"mlp", offsetof(struct pflex_job_desc, mlp), {"swiglu", "geglu", "gelu", NULL}},
+        {"attention", offsetof(struct pflex_job_desc, attention), {"flash", "eager", NULL, NULL}},
+        {"precision", offsetof(struct pflex_job_desc, precision), {"bf16", "fp16", "tf32", "fp32"}},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
+        if (!strcmp(key, ints[i].key)) {
+            if (type != 'n' || num != floor(num) || num < 0 || num > 1 << 24) {
+                *why = "must be a whole number from 0 to 16777216";
+                return -1;
+            }
+            *(int *)((char *)d + ints[i].off) = (int)num;
+            return 1;
+        }
+    for (size_t i = 0; i < sizeof bools / sizeof *bools; i++)
+        if (!strcmp(key, bools[i].key)) {
+            if (type != 'b') {
+                *why = "must be true or false";
+                return -1;
+            }
+            *(int *)((char *)d + bools[i].off) = num != 0;
+            return 1;
+        }
+    for (size_t i = 0; i < sizeof enums / sizeof *enums; i++)
+        if (!strcmp(key, enums[i].key)) {
+            for (int k = 0; type == 's' && str && k < 4 && enums[i].names[k]; k++)
+                if (!strcasecmp(str, enums[i].names[k])) {
+                    *(int *)((char *)d + enums[i].off) = k;
+                    return 1;
+                }
+            *why = i == 0 ? "must be \"swiglu\", \"geglu\" or \"gelu\""
+                   : i == 1 ? "must be \"flash\" or \"eager\""
+                            : "must be \"bf16\", \"fp16\", \"tf32\" or \"fp32\"";
+            return -1;
+        }
     return 0;
 }
