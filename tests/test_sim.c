@@ -611,6 +611,45 @@ static void test_counters(void **state)
     assert_true(hi > 1.2 * lo);
 }
 
+/* A T5-like encoder-decoder in fp16 on PCIe boards, as its owner would
+ * write it; the new fields land, a bad one is refused with its name. */
+static void test_job_fields(void **state)
+{
+    static const char t5[] =
+        "{\"gpu\": \"A100-PCIE-80GB\", \"gpus\": 8, \"task\": \"pretrain\",\n"
+        " \"model\": {\"layers\": 48, \"encoder_layers\": 24, \"hidden\": 1024, \"heads\": 32,\n"
+        "  \"head_dim\": 128, \"ffn_hidden\": 16384, \"mlp\": \"gelu\", \"vocab\": 32128,\n"
+        "  \"tied_embeddings\": true, \"target_len\": 128},\n"
+        " \"batch\": {\"seq_len\": 512, \"micro_batch\": 4, \"global_batch\": 128},\n"
+        " \"parallel\": {\"pp\": 4, \"gpus_per_node\": 4}, \"precision\": \"fp16\",\n"
+        " \"attention\": \"eager\"}";
+    struct pflex_job_desc d;
+    pflex_error_t err;
+    if (pflex_job_parse(t5, sizeof t5 - 1, "t5.json", &d, &err) < 0)
+        fail_msg("%s", err.text);
+    assert_int_equal(d.encoder_layers, 24);
+    assert_int_equal(d.head_dim, 128);
+    assert_int_equal(d.mlp, PFLEX_MLP_GELU);
+    assert_int_equal(d.precision, PFLEX_PREC_FP16);
+    assert_int_equal(d.attention, PFLEX_ATTN_EAGER);
+    assert_int_equal(d.tied_embeddings, 1);
+    assert_int_equal(d.gpus_per_node, 4);
+    assert_int_equal(d.dp, 2);
+    /* T5-3B is 2.9 B parameters (its card); the shape gives that within 5 %. */
+    assert_true(fabs(pflex_job_params_total_b(&d) / 2.88 - 1) < 0.05);
+    pflex_sim_job_t *j = make(&d, 1);
+    struct pflex_sim_measure hi, lo;
+    assert_int_equal(pflex_sim_job_expect(j, 300, &hi, NULL), 0);
+    assert_int_equal(pflex_sim_job_expect(j, 150, &lo, NULL), 0);
+    assert_true(lo.throughput < hi.throughput && lo.power_w < hi.power_w);
+    assert_true(isnan(hi.tm[PFLEX_TM_NVLINK_TX_BYTES]));
+    pflex_sim_job_destroy(j);
+    static const char bad[] = "{\"gpu\": \"A40\", \"task\": \"pretrain\", \"params_b\": 1, "
+                              "\"precision\": \"int4\"}";
+    assert_int_equal(pflex_job_parse(bad, sizeof bad - 1, "bad.json", &d, &err), -1);
+    assert_non_null(strstr(err.text, "precision"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -633,6 +672,7 @@ int main(void)
         cmocka_unit_test(test_run_trace),
         cmocka_unit_test(test_noise_per_job),
         cmocka_unit_test(test_counters),
+        cmocka_unit_test(test_job_fields),
     };
     return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
 }
