@@ -3,8 +3,8 @@
  * Each Emerald job (shared/data/emerald-demo/data/dvfs_sweep.csv) has a
  * preset describing it (emerald-*); calibration sweeps the preset on the
  * sim backend at the measured caps and compares normalised throughput
- * (T / T at the highest cap) and PFI (pflex_curve_init + pflex_pfi_compute,
- * range 0.30).  The physics constants are global: no job has its own.
+ * (T / T at the highest cap) and the study's ratio PFI over the measured
+ * caps (pflex_pfi_ratio).  The physics constants are global: no job has its own.
  */
 #ifndef PFLEX_CALIB_H
 #define PFLEX_CALIB_H

@@ -403,7 +403,7 @@ static void calibrate(const char *data_dir, const char *why_not, uint64_t seed,
     snprintf(cal->note, sizeof cal->note,
              "%zu measured A100-SXM4 jobs of the Emerald AI field demonstration "
              "(emerald-demo/data/dvfs_sweep.csv) against the same jobs described to the simulator; "
-             "RMSE of normalised throughput over caps %.0f-%.0f W, PFI over range 0.30",
+             "RMSE of normalised throughput over caps %.0f-%.0f W, ratio PFI over the measured caps",
              n, PFLEX_CALIB_RMSE_MIN_W, PFLEX_CALIB_RMSE_MAX_W);
 }
 
@@ -569,7 +569,7 @@ static void print_table(const struct pflex_report *r, const json_t *S, const cha
     if (json_is_number(dram))
         printf("  PFI vs dram_active at the highest cap: Pearson r = %.2f\n", json_number_value(dram));
     if (r->calib.done) {
-        printf("calibration vs Emerald: RMSE max %.3f, |PFI error| max %.3f over %zu jobs\n",
+        printf("calibration vs Emerald: curve RMSE max %.3f, |ratio PFI error| max %.3f over %zu jobs\n",
                json_number_value(pflex_report_json_get(S, "calibration", "rmse_max", NULL)),
                json_number_value(pflex_report_json_get(S, "calibration", "pfi_error_max", NULL)), r->calib.njobs);
     } else {

@@ -669,7 +669,7 @@ static void calib_section(struct ctx *c)
     chart_calibration(c);
     fputs("<table class=\"num\">\n<tr><th>measured job</th><th>simulated as</th>"
           "<th>RMSE of T/T<sub>0</sub></th>"
-          "<th>PFI measured</th><th>PFI simulated</th><th>PFI error</th></tr>\n", f);
+          "<th>ratio PFI measured</th><th>ratio PFI simulated</th><th>difference</th></tr>\n", f);
     for (size_t j = 0; j < cal->njobs; j++) {
         const struct pflex_report_calib_job *J = &cal->jobs[j];
         fputs("<tr><td>", f);
@@ -880,8 +880,8 @@ int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
     calib_section(&c);
     alloc_section(&c);
     fputs("<h2>Runs and files</h2>\n<p>Files beside this page: <code>sweeps.csv</code> (every "
-          "measurement; <code>pflex pfi sweeps.csv</code> recomputes the PFIs), <code>pfi.csv</code> "
-          "(one row per run, the input of <code>pflex allocate --pfi</code>), "
+          "measurement; <code>pflex pfi --metric ratio sweeps.csv</code> recomputes the PFIs), <code>pfi.csv</code> "
+          "(one row per sweep group, the input of <code>pflex allocate --pfi</code>), "
           "<code>summary.json</code> (the numbers above; keys in docs/study.md).</p>\n", f);
     runs_table(&c);
     if (c.broken || c.charts < c.tried) {

@@ -13,8 +13,11 @@
 
 /* What the simulator must meet against the Emerald measurements (issue 2):
  * normalised-throughput RMSE and PFI error. */
-#define CALIB_RMSE_LIMIT 0.05
-#define CALIB_PFI_LIMIT 0.05
+/* The calibration's target: normalised throughput within 0.03 RMSE over
+ * 200-400 W (tests/test_calibration.c).  No target on the ratio PFI: it
+ * divides by the small losses of shallow caps, so a curve within 0.01 RMSE
+ * can differ by 0.5 in PFI (docs/sim-model.md section 5). */
+#define CALIB_RMSE_LIMIT 0.03
 
 void pflex_report_stats(const double *v, size_t n, struct pflex_report_stats *out)
 {
@@ -267,9 +270,8 @@ static json_t *calibration(const struct pflex_report_calib *c)
     json_object_set_new(o, "rmse_max", real(rmse_max));
     json_object_set_new(o, "pfi_error_max", real(pfi_max));
     json_object_set_new(o, "rmse_limit", real(CALIB_RMSE_LIMIT));
-    json_object_set_new(o, "pfi_error_limit", real(CALIB_PFI_LIMIT));
-    json_object_set_new(o, "within_limits",
-                        json_boolean(rmse_max <= CALIB_RMSE_LIMIT && pfi_max <= CALIB_PFI_LIMIT));
+    json_object_set_new(o, "pfi_error_limit", json_null());
+    json_object_set_new(o, "within_limits", json_boolean(rmse_max <= CALIB_RMSE_LIMIT));
     return o;
 }
 

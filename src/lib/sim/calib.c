@@ -40,15 +40,13 @@ int pflex_calib_emerald_path(const char *data_dir, char *buf, size_t len)
     return -1;
 }
 
+/* The study's ratio PFI of a sweep (every cap; SPEC section 2). */
 static int pfi_of(const struct pflex_sweep_point *pts, size_t n, double *pfi, pflex_error_t *err)
 {
-    struct pflex_curve c;
-    if (pflex_curve_init(&c, pts, n, err) < 0)
+    struct pflex_pfi_ratio r;
+    if (pflex_pfi_ratio(pts, n, NULL, 0, &r, err) < 0)
         return -1;
-    struct pflex_pfi p;
-    pflex_pfi_compute(&c, PFLEX_PFI_RANGE_DEFAULT, &p);
-    *pfi = p.valid ? p.pfi : NAN;
-    pflex_curve_fini(&c);
+    *pfi = r.valid ? r.pfi : NAN;
     return 0;
 }
 
