@@ -33,7 +33,7 @@ LIBPFLEX := $(BUILD)/libpflex.a
 PFLEX    := $(BUILD)/pflex
 FAKE_NVML:= $(BUILD)/fake-nvml/libnvidia-ml.so.1
 
-.PHONY: all deps check test test-plain test-san demo bench fuzz clean install uninstall
+.PHONY: all deps check test test-plain test-san demo bench fuzz clean install uninstall calibrate models-table
 all: $(PFLEX)
 
 # make install [PREFIX=/usr/local] [DESTDIR=staging]: the binary, the
@@ -90,6 +90,20 @@ $(BUILD)/bench/%: bench/%.c $(LIBPFLEX)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  BENCH   $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIBPFLEX) $(LDLIBS) -o $@
+
+# The sim model's calibration (docs/sim-model.md section 4): fits the free
+# constants to the shared measurements and prints them with their errors.
+$(BUILD)/tools/%: tools/%.c $(LIBPFLEX)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIBPFLEX) $(LDLIBS) -o $@
+
+calibrate: $(BUILD)/tools/calibrate
+	$(BUILD)/tools/calibrate $(if $(PFLEX_SHARED_DATA),$(PFLEX_SHARED_DATA),../shared/data)
+
+# The study's model shapes as a C table (the CSV is not needed to build).
+MODELS_CSV ?= ../shared/data/models/models.csv
+models-table:
+	python3 tools/gen_models.py $(MODELS_CSV) > src/lib/sim/models_table.c
 
 # The fake NVML library the test suite loads in place of the real driver.
 $(FAKE_NVML): tests/fake_nvml/fake_nvml.c

@@ -39,7 +39,7 @@ static void make_report(struct pflex_report *r, struct pflex_report_run *runs)
     static const double caps[] = {700, 450, 200};
     memset(r, 0, sizeof *r);
     memset(runs, 0, 4 * sizeof *runs);
-    const size_t fleet_index[4] = {0, 1, 2, PFLEX_FLEET_MAIN_RUNS + PFLEX_FLEET_VALIDATION_RUNS};
+    const size_t fleet_index[4] = {0, 1, 14, PFLEX_FLEET_MAIN_GROUPS + PFLEX_FLEET_VALIDATION_GROUPS};
     const double pfi[4] = {0.2, 0.4, 0.6, 0.3};
     for (int i = 0; i < 4; i++) {
         struct pflex_report_run *x = &runs[i];

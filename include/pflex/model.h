@@ -29,7 +29,25 @@ struct pflex_gpu_kind {
     double mem_gb;              /* device memory, GB */
     double mem_pj_per_bit;      /* DRAM access energy incl. PHY and controller, pJ/bit */
     double clock_step_mhz;      /* SM clock granularity of the power loop */
+    /* The die and its voltage-frequency curve (docs/sim-model.md section 1):
+     * boards built on one die share its switching power, whatever their
+     * power limit. */
+    const char *die;            /* "GA100", "GH100", ... */
+    double fp16_tflops;         /* dense FP16 tensor rate at max SM clock */
+    double tf32_tflops;         /* dense TF32 tensor rate (0: none, FP32 cores) */
+    double fp32_tflops;         /* FP32 CUDA-core rate */
+    double v_ratio;             /* V at the lowest clock / V at the top clock */
+    double f_knee_mhz;          /* below this SM clock the voltage stays at its floor */
+    double dyn_budget_w;        /* the die's flagship board limit minus its idle and
+                                 * leakage: the switching power the die is built to
+                                 * burn at its top clock */
+    double leak_w;              /* leakage at the top-clock voltage, W */
+    int measured;               /* 1: power-cap sweeps of this kind constrain the model;
+                                 * 0: datasheet only */
 };
+
+/* The settable power range of a kind by name: 0, or -1 when unknown. */
+int pflex_gpu_kind_limits(const char *name, double *min_w, double *max_w, double *default_w);
 
 /* The table of known kinds, and lookup by name (case-insensitive; also
  * accepts short names such as "H200", "H100", "A100-40", "A100-80", "A40").
@@ -74,7 +92,30 @@ struct pflex_job_desc {
     int gen_len;                /* inference: generated tokens per sequence; 0: 128 */
     int eager;                  /* unfused eager PyTorch kernels (e.g. Hugging Face
                                  * Transformers as is); 0: fused (Megatron-LM, llm-foundry) */
+    /* Added for the study's models (0 = the default in brackets). */
+    int head_dim;               /* attention head width [hidden / heads] */
+    int expert_ffn;             /* MoE: routed expert width [ffn_hidden] */
+    int shared_experts;         /* MoE: always-active experts per MoE layer [0] */
+    int shared_ffn;             /* their width [expert_ffn] */
+    int dense_layers;           /* MoE: leading layers with a dense MLP of ffn_hidden [0] */
+    int tied_embeddings;        /* LM head shares the input embedding [no] */
+    int mlp;                    /* enum pflex_mlp [SwiGLU] */
+    int attention;              /* enum pflex_attention [flash] */
+    int window, window_layers;  /* sliding-window attention: window tokens, layers with it */
+    int encoder_layers;         /* encoder-decoder: of `layers`, the encoder's [0: decoder only] */
+    int target_len;             /* encoder-decoder: decoder tokens per sequence [seq_len / 4] */
+    int bidirectional;          /* encoder-only (BERT-like): attention is not causal */
+    int precision;              /* enum pflex_precision [bf16] */
+    int gpus_per_node;          /* [the kind's] */
+    int lora_rank;              /* [16] */
+    int compile;                /* torch.compile: fused elementwise kernels (sets eager = 0) */
+    int moe_loop;               /* MoE experts run one by one from Python (Hugging Face
+                                 * Transformers' eager MoE block), not as grouped GEMMs */
 };
+
+enum pflex_mlp { PFLEX_MLP_SWIGLU, PFLEX_MLP_GEGLU, PFLEX_MLP_GELU };
+enum pflex_attention { PFLEX_ATTN_FLASH, PFLEX_ATTN_EAGER };
+enum pflex_precision { PFLEX_PREC_BF16, PFLEX_PREC_FP16, PFLEX_PREC_TF32, PFLEX_PREC_FP32 };
 
 /* Check a description and fill every derived field in place (dp from
  * gpus/(tp*pp), ffn_hidden, vocab, params_b or the shape, top_k, ...).
@@ -86,6 +127,17 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err);
  * top_k of the experts).  Of a resolved description. */
 double pflex_job_params_total_b(const struct pflex_job_desc *d);
 double pflex_job_params_active_b(const struct pflex_job_desc *d);
+
+/* The description fields added for the study's models, by name, for job
+ * files: integers (head_dim, expert_ffn, shared_experts, shared_ffn,
+ * dense_layers, window, window_layers, encoder_layers, target_len,
+ * gpus_per_node, lora_rank), booleans (tied_embeddings, bidirectional,
+ * compile, moe_loop) and names (mlp: swiglu|geglu|gelu, attention:
+ * flash|eager, precision: bf16|fp16|tf32|fp32).  type: 'n' number (num),
+ * 'b' boolean (num 0/1), 's' string (str).  Returns 1 when set, 0 when key
+ * is not one of these, -1 with a reason in why (a static string). */
+int pflex_job_field_set(struct pflex_job_desc *d, const char *key, char type, double num,
+                        const char *str, const char **why);
 
 /* Named presets (pflex sweep --list-presets).  find: 0 and *out (resolved),
  * or -1 when unknown.  preset_at: name of preset i, NULL past the end;

@@ -27,7 +27,11 @@ struct pflex_report_run {
     struct pflex_fleet_run fleet;
     size_t index;               /* position in the fleet */
     int pfi_valid;              /* 0: no cap binds, no PFI */
-    double pfi, range_used, x_max;
+    double pfi;                 /* the study's ratio PFI on the group's grid (SPEC section 2) */
+    double pfi_grid4;           /* the same on the coarse grid 200/500/600/700 W; NaN when
+                                 * those caps were not all run */
+    double pfi_loss_area;       /* pflex's grid-independent variant, range `range` */
+    double range_used, x_max;
     double shed[4];             /* shed at Flex 0..3 floors */
     double p0_w, t0, cap0_w;    /* baseline per-GPU power (W), throughput (tokens/s), cap (W) */
     double step_s;              /* baseline seconds per optimizer step */

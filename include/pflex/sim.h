@@ -33,6 +33,28 @@ int pflex_sim_job_create(const struct pflex_job_desc *d, uint64_t seed,
                          pflex_sim_job_t **out, pflex_error_t *err);
 void pflex_sim_job_destroy(pflex_sim_job_t *j);
 
+/* The model's few fitted constants (docs/sim-model.md section 4; fitted by
+ * `make calibrate`, tools/calibrate.c).  Everything else is set from
+ * datasheets and the literature. */
+struct pflex_sim_fit {
+    double k_dyn_ga100;     /* switching power of a full-rate GEMM at the top clock and
+                             * voltage, over the die's budget (kind dyn_budget_w): GA100 */
+    double k_dyn_gh100;     /* the same for GH100 (H100, H200) */
+    double a_mem;           /* switching activity of memory-bound kernels, over a GEMM's */
+    double eager_mult;      /* elementwise DRAM traffic of unfused eager kernels over fused */
+    double eta_dp;          /* share of the compute time that hides data-parallel traffic */
+    double v_ratio_gh100;   /* GH100's V-f floor, V at the lowest clock over V at the top
+                             * (not public; GA100's, 0.798, was fitted to the Emerald curves) */
+    double f_knee_gh100;    /* GH100's V-f knee, fraction of the top clock (not public;
+                             * GA100's is 0.577) */
+};
+extern const struct pflex_sim_fit pflex_sim_fit_default;     /* the constants in the source */
+
+/* pflex_sim_job_create with other constants (NULL: the defaults). */
+int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
+                             const struct pflex_sim_fit *fit, pflex_sim_job_t **out,
+                             pflex_error_t *err);
+
 /* Run the job at a per-GPU cap for one measurement window (noisy).
  * cap_w is clipped to the kind's settable range and set on every GPU.
  * cap_w <= 0 (or NaN) measures at the caps currently set on the GPUs
@@ -54,6 +76,56 @@ void pflex_sim_job_gpu(pflex_sim_job_t *j, pflex_gpu_t *out);
 /* The resolved description and the GPU kind of a job. */
 const struct pflex_job_desc *pflex_sim_job_desc(const pflex_sim_job_t *j);
 const struct pflex_gpu_kind *pflex_sim_job_kind(const pflex_sim_job_t *j);
+
+/* The noise-free state of every GPU at a per-GPU cap (cap_w <= 0: the
+ * caps set): power_w[n] per GPU, tm[n * PFLEX_TM_COUNT] (NaN: the board has
+ * no such counter), *mean the job's expectation.  Either array may be NULL. */
+int pflex_sim_job_per_gpu(pflex_sim_job_t *j, double cap_w, double *power_w, double *tm,
+                          struct pflex_sim_measure *mean, pflex_error_t *err);
+int pflex_sim_job_gpus(const pflex_sim_job_t *j);
+/* The job's own noise seed (the seed given, mixed with the description). */
+uint64_t pflex_sim_job_noise_seed(const pflex_sim_job_t *j);
+
+/* --- a whole training run, sampled as the study sampled it -------------- */
+
+/* The phases of a run's trace (PAPER.md section 3): warm-up (frame buffer
+ * under 10 GiB), start-up (weights loaded, gpu_util 0), training
+ * (gpu_util >= 50 %), and inside training the evaluation and the
+ * checkpoint. */
+enum pflex_sim_phase {
+    PFLEX_SIM_WARMUP, PFLEX_SIM_STARTUP, PFLEX_SIM_TRAINING, PFLEX_SIM_EVAL, PFLEX_SIM_CHECKPOINT,
+};
+const char *pflex_sim_phase_name(enum pflex_sim_phase p);
+
+struct pflex_sim_run_opts {
+    double duration_s;          /* 1800 */
+    double interval_s;          /* 5: the dcgm-exporter scrape */
+    double eval_at_s, eval_s;   /* 600, 60 */
+    double ckpt_at_s;           /* 1200; its length follows the model's size */
+    double top_frac;            /* 0.10: aggregate = mean of the top 10 % of training samples */
+    unsigned run;               /* which repetition: a fresh noise stream */
+};
+#define PFLEX_SIM_RUN_DEFAULTS {1800, 5, 600, 60, 1200, 0.10, 0}
+
+/* One 5-s sample of one GPU. */
+struct pflex_sim_sample {
+    double t_s;
+    unsigned gpu;
+    enum pflex_sim_phase phase;
+    double fb_used_gib;         /* frame buffer in use */
+    double power_w;
+    double throughput;          /* the job's tokens/s over the interval (same on every GPU) */
+    double tm[PFLEX_TM_COUNT];
+};
+
+/* Run the job at cap_w for one run: samples (max of them, may be NULL) in
+ * time order, GPU by GPU within an instant; *n the number a full trace has
+ * (gpus x duration / interval).  agg: the study's aggregate of the trace
+ * (per field, the mean of the top top_frac of training-phase samples of
+ * the job's mean over its GPUs).  Deterministic in (seed, job, cap, run). */
+int pflex_sim_job_run(pflex_sim_job_t *j, double cap_w, const struct pflex_sim_run_opts *o,
+                      struct pflex_sim_sample *samples, size_t max, size_t *n,
+                      struct pflex_sim_measure *agg, pflex_error_t *err);
 
 /* Where the time of one step goes at full power, noise-free, slowest GPU
  * (fractions of step time; they sum to 1). */

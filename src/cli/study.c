@@ -21,19 +21,27 @@
 #include "cli/cli.h"
 #include "pflex/alloc.h"
 #include "pflex/calib.h"
+#include "pflex/csv.h"
 #include "pflex/fleet.h"
 #include "pflex/outfile.h"
 #include "pflex/pfi.h"
 #include "pflex/report.h"
 #include "pflex/sim.h"
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
 
 static const char help[] =
 "usage: pflex study [options]\n"
 "\n"
-"The whole power-elasticity study on the built-in fleet of simulated training\n"
-"runs (131 H200 runs, 24 H200 validation runs, 34 H100 runs matched to H200\n"
-"ones; dense and MoE, pretraining and fine-tuning, 1 to 32 GPUs).  Every run\n"
-"is swept over power caps on the sim backend; needs no GPU and no input.\n"
+"The seed study's own experiment on the sim backend: its 25 headline H200\n"
+"sweep groups (131 runs), 4 held-out validation groups (24 runs) and 6 H100\n"
+"groups matched to headline ones (34 runs), with the models' public shapes,\n"
+"FSDP full shard (FSDP2 + expert parallelism for MoE pretraining), LoRA rank\n"
+"32 and the study's cap grids.  Each run is 30 minutes sampled every 5 s with\n"
+"warm-up, start-up, an evaluation at 10 min and a checkpoint at 20 min,\n"
+"aggregated as the mean of the top 10 % of training samples.  PFI is the\n"
+"study's ratio PFI.  Needs no GPU and no input.\n"
 "\n"
 "Writes into the output folder:\n"
 "  sweeps.csv    every measurement (sweep CSV with telemetry)\n"
@@ -45,10 +53,16 @@ static const char help[] =
 "options:\n"
 "  --out DIR        output folder (default study-out; created if missing)\n"
 "  --seed S         seed of the simulated noise and silicon (default 1)\n"
-"  --caps LIST      per-GPU caps in W: 'A:B:STEP' (either order) or 'C1,C2,...'\n"
-"                   (default: each GPU kind's maximum down to its minimum\n"
-"                   every 50 W; caps outside a kind's range are skipped)\n"
-"  --repeats N      measurements per cap, averaged (default 3)\n"
+"  --fleet NAME     study (default: the 35 groups above) or extended (a\n"
+"                   generated catalogue of thousands of groups over sizes,\n"
+"                   tasks and GPU kinds, each on 6 caps over its kind's range)\n"
+"  --caps LIST      per-GPU caps in W for every group: 'A:B:STEP' (either\n"
+"                   order) or 'C1,C2,...' (default: each group's own grid;\n"
+"                   caps outside a kind's range are skipped)\n"
+"  --repeats N      runs per cap, averaged (default 1, as in the study)\n"
+"  --samples FILE   also write every run's per-GPU 5-s samples (phase, frame\n"
+"                   buffer, power, tokens/s, counters) to FILE (large: about\n"
+"                   100 MB for the study fleet)\n"
 "  --range X        PFI range (default 0.30)\n"
 "  --jobs N         sweep only N runs spread evenly over the fleet (quick look)\n"
 "  --threads N      worker threads (default: the online CPUs)\n"
@@ -60,6 +74,11 @@ static const char help[] =
 "  --progress       progress on stderr even when it is not a terminal\n"
 "  --json           print summary.json on stdout instead of the table\n"
 "  -h, --help       this help\n"
+"\n"
+"EXAMPLES\n"
+"  pflex study --out study-out          the study, simulated beside measured PFI\n"
+"  pflex study --jobs 10 --no-charts    ten groups spread over the fleet\n"
+"  pflex study --fleet extended --out ext   thousands of generated groups\n"
 "\n"
 "Same seed, same output: the CSVs and summary.json are byte-identical from\n"
 "run to run except summary.json's runtime_s.\n"
@@ -93,6 +112,7 @@ struct pool {
     const double *caps;
     size_t ncaps;
     int repeats;
+    int caps_given;             /* --caps: these caps for every group, else each group's grid */
     uint64_t seed;
     atomic_size_t next;
     atomic_size_t done;
@@ -108,7 +128,9 @@ static uint64_t mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-/* Sweep one run: caps from high to low, `repeats` windows at each. */
+/* Sweep one group: its caps (or --caps within the kind's range) from high
+ * to low, `repeats` 30-minute runs at each, each aggregated as the study
+ * aggregates a run (pflex_sim_job_run). */
 static void sweep_one(struct pool *p, struct task *t)
 {
     pflex_error_t err = {{0}};
@@ -116,18 +138,22 @@ static void sweep_one(struct pool *p, struct task *t)
     if (pflex_sim_job_create(&t->fleet.desc, mix(p->seed ^ mix(t->index)), &job, &err) < 0)
         goto fail;
     const struct pflex_gpu_kind *kind = pflex_sim_job_kind(job);
-    t->rows = calloc(p->ncaps * (size_t)p->repeats, sizeof *t->rows);
+    const double *caps = p->caps_given ? p->caps : t->fleet.caps_w;
+    size_t ncaps = p->caps_given ? p->ncaps : t->fleet.ncaps;
+    t->rows = calloc(ncaps * (size_t)p->repeats, sizeof *t->rows);
     if (!t->rows) {
         pflex_error_set(&err, "out of memory");
         goto fail;
     }
-    for (size_t c = 0; c < p->ncaps; c++) {
-        double cap = p->caps[c];
+    for (size_t c = ncaps; c-- > 0;) {
+        double cap = caps[c];
         if (cap < kind->min_cap_w - 1e-9 || cap > kind->max_cap_w + 1e-9)
             continue;
         for (int k = 0; k < p->repeats; k++) {
+            struct pflex_sim_run_opts o = PFLEX_SIM_RUN_DEFAULTS;
             struct pflex_sim_measure m;
-            if (pflex_sim_job_measure(job, cap, &m, &err) < 0)
+            o.run = (unsigned)k;
+            if (pflex_sim_job_run(job, cap, &o, NULL, 0, NULL, &m, &err) < 0)
                 goto fail;
             struct row *r = &t->rows[t->nrows++];
             r->cap_w = cap;
@@ -312,28 +338,46 @@ static int write_sweeps(char *path, size_t len, const struct task *tasks, size_t
     return 0;
 }
 
+static void put_num(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.10g", v);
+}
+
+/* A row per group: the columns of issue 9 first, then the PFI CSV columns
+ * (SPEC section 3) that `pflex allocate --pfi` reads, then the layout. */
 static int write_pfi(const char *dir, const struct pflex_report_run *runs, size_t n)
 {
     char path[PATH_MAX];
     FILE *f = open_out(dir, "pfi.csv", path, sizeof path);
     if (!f)
         return -1;
-    fputs("job,gpus,power_w,throughput,pfi,range,floor,shed_flex1,shed_flex2,shed_flex3,"
-          "gpu,family,arch,task,split,match,params_b,seq_len,micro_batch,global_batch,"
-          "dp,tp,pp,ep,act_ckpt,cap_w,x_max,step_s\n", f);
+    fputs("group,set,model,arch,task,gpus,gpu,seq_len,batch,ep,compile,checkpointing,pfi,"
+          "pfi_grid4,pfi_measured,job,power_w,throughput,metric,grid,cap_w,pfi_loss_area,range,"
+          "shed_flex1,shed_flex2,shed_flex3,family,split,match,params_b,global_batch,dp,tp,pp,"
+          "x_max,step_s\n", f);
     for (size_t i = 0; i < n; i++) {
         const struct pflex_report_run *r = &runs[i];
         const struct pflex_job_desc *d = &r->fleet.desc;
-        fprintf(f, "%s,%d,%.10g,%.10g,", d->name, r->fleet.gpus, r->p0_w, r->t0);
-        if (r->pfi_valid)
-            fprintf(f, "%.10g", r->pfi);
-        fprintf(f, ",%.10g,,%.10g,%.10g,%.10g,%s,%s,%s,%s,%s,%s,%g,%d,%d,%d,%d,%d,%d,%d,%d,"
-                   "%.10g,%.10g,%.6g\n",
-                r->range_used, r->shed[1], r->shed[2], r->shed[3], d->gpu, r->fleet.family,
-                r->fleet.arch, r->fleet.task, pflex_fleet_split_name(r->fleet.split),
-                r->partner >= 0 ? runs[r->partner].fleet.desc.name : "", d->params_b, d->seq_len,
-                d->micro_batch, d->global_batch, d->dp, d->tp, d->pp, d->ep, d->act_ckpt,
-                r->cap0_w, r->x_max, r->step_s);
+        pflex_csv_write_field(f, r->fleet.label);
+        fprintf(f, ",%s,%s,%s,%s,%d,%s,%d,%d,%d,%d,%d,", r->fleet.set, r->fleet.model,
+                r->fleet.arch, r->fleet.task, r->fleet.gpus, d->gpu, d->seq_len, d->micro_batch,
+                d->ep, r->fleet.compile, d->act_ckpt);
+        put_num(f, r->pfi_valid ? r->pfi : NAN);
+        fputc(',', f);
+        put_num(f, r->pfi_grid4);
+        fputc(',', f);
+        put_num(f, r->fleet.measured_pfi);
+        fprintf(f, ",%s,%.10g,%.10g,ratio,", d->name, r->p0_w, r->t0);
+        for (size_t k = 0; k < r->npoints; k++)
+            fprintf(f, "%s%.0f", k ? " " : "", r->cap_w[k]);
+        fprintf(f, ",%.10g,", r->cap0_w);
+        put_num(f, r->pfi_loss_area);
+        fprintf(f, ",%.10g,%.10g,%.10g,%.10g,%s,%s,%s,%g,%d,%d,%d,%d,%.10g,%.6g\n",
+                r->range_used, r->shed[1], r->shed[2], r->shed[3], r->fleet.family,
+                pflex_fleet_split_name(r->fleet.split),
+                r->partner >= 0 ? runs[r->partner].fleet.desc.name : "", d->params_b,
+                d->global_batch, d->dp, d->tp, d->pp, r->x_max, r->step_s);
     }
     return close_out(f, path);
 }
@@ -382,7 +426,7 @@ static void calibrate(const char *data_dir, const char *why_not, uint64_t seed,
     snprintf(cal->note, sizeof cal->note,
              "%zu measured A100-SXM4 jobs of the Emerald AI field demonstration "
              "(emerald-demo/data/dvfs_sweep.csv) against the same jobs described to the simulator; "
-             "RMSE of normalised throughput over caps %.0f-%.0f W, PFI over range 0.30",
+             "RMSE of normalised throughput over caps %.0f-%.0f W, ratio PFI over the measured caps",
              n, PFLEX_CALIB_RMSE_MIN_W, PFLEX_CALIB_RMSE_MAX_W);
 }
 
@@ -580,11 +624,11 @@ static void print_alloc(const struct pflex_report_alloc *a)
 
 static void print_table(const struct pflex_report *r, const json_t *S, const char *dir, int charts)
 {
-    printf("pflex study: %zu run%s swept on the sim backend, caps %.0f..%.0f W, %d repeats, "
-           "seed %llu, %.1f s\n", r->nruns, r->nruns == 1 ? "" : "s", r->caps_w[0],
-           r->caps_w[r->ncaps - 1], r->repeats,
-           (unsigned long long)r->seed, r->runtime_s);
-    printf("PFI over range %.2f (H200 main runs unless noted)\n", r->range);
+    printf("pflex study: %zu sweep group%s on the sim backend, %s, %d run%s per cap "
+           "(30 min, 5-s samples, top-10 %% aggregate), seed %llu, %.1f s\n", r->nruns,
+           r->nruns == 1 ? "" : "s", r->cap_step_w < 0 ? "each group's cap grid" : "caps given",
+           r->repeats, r->repeats == 1 ? "" : "s", (unsigned long long)r->seed, r->runtime_s);
+    printf("ratio PFI, each group's grid (H200 headline groups unless noted)\n");
     printf("  %-26s %5s %7s %7s %7s %7s\n", "group", "runs", "mean", "median", "q1", "q3");
     print_row("all", pflex_report_json_get(S, "pfi", "all", NULL));
     print_row("dense", pflex_report_json_get(S, "pfi", "by_arch", "dense"));
@@ -605,7 +649,7 @@ static void print_table(const struct pflex_report *r, const json_t *S, const cha
     if (json_is_number(dram))
         printf("  PFI vs dram_active at the highest cap: Pearson r = %.2f\n", json_number_value(dram));
     if (r->calib.done) {
-        printf("calibration vs Emerald: RMSE max %.3f, |PFI error| max %.3f over %zu jobs\n",
+        printf("calibration vs Emerald: curve RMSE max %.3f, |ratio PFI error| max %.3f over %zu jobs\n",
                json_number_value(pflex_report_json_get(S, "calibration", "rmse_max", NULL)),
                json_number_value(pflex_report_json_get(S, "calibration", "pfi_error_max", NULL)), r->calib.njobs);
     } else {
@@ -619,6 +663,279 @@ static void print_table(const struct pflex_report *r, const json_t *S, const cha
            dir, dir, dir, charts);
 }
 
+/* --samples: every run's per-GPU 5-s samples, phases included, in fleet
+ * and cap order.  Written after the sweep, one group at a time: each run's
+ * noise depends only on (seed, group, cap, run), so these are the very
+ * samples the sweep aggregated. */
+static int write_samples(const char *path, const struct task *tasks, size_t n, uint64_t seed,
+                         int repeats)
+{
+    FILE *f = fopen(path, "w");
+    struct pflex_sim_sample *smp = NULL;
+    size_t cap_n = 0;
+    if (!f) {
+        cli_error("study", "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    fputs("# pflex study: per-GPU samples every 5 s of each 30-minute run (docs/sim-model.md)\n"
+          "job,gpu,gpu_index,cap_w,run,t_s,phase,fb_used_gib,power_w,throughput", f);
+    for (int k = 0; k < PFLEX_TM_COUNT; k++)
+        fprintf(f, ",%s", pflex_tm_name((enum pflex_tm)k));
+    fputc('\n', f);
+    for (size_t i = 0; i < n; i++) {
+        pflex_error_t err;
+        pflex_sim_job_t *job;
+        if (pflex_sim_job_create(&tasks[i].fleet.desc, mix(seed ^ mix(tasks[i].index)), &job,
+                                 &err) < 0) {
+            cli_error("study", "%s: %s", tasks[i].fleet.desc.name, err.text);
+            goto fail;
+        }
+        double last = -1;
+        for (size_t r = 0; r < tasks[i].nrows; r++) {
+            double cap = tasks[i].rows[r].cap_w;
+            if (cap == last)
+                continue;       /* the repeats of one cap come together */
+            last = cap;
+            for (int k = 0; k < repeats; k++) {
+                struct pflex_sim_run_opts o = PFLEX_SIM_RUN_DEFAULTS;
+                size_t want;
+                o.run = (unsigned)k;
+                if (pflex_sim_job_run(job, cap, &o, NULL, 0, &want, NULL, &err) < 0)
+                    goto fail_job;
+                if (want > cap_n) {
+                    free(smp);
+                    smp = malloc(want * sizeof *smp);
+                    cap_n = smp ? want : 0;
+                    if (!smp) {
+                        pflex_error_set(&err, "out of memory");
+                        goto fail_job;
+                    }
+                }
+                if (pflex_sim_job_run(job, cap, &o, smp, cap_n, &want, NULL, &err) < 0)
+                    goto fail_job;
+                for (size_t q = 0; q < want; q++) {
+                    const struct pflex_sim_sample *x = &smp[q];
+                    fprintf(f, "%s,%s,%u,%.10g,%d,%.0f,%s,%.3f,%.6g,%.6g", tasks[i].fleet.desc.name,
+                            tasks[i].fleet.desc.gpu, x->gpu, cap, k, x->t_s,
+                            pflex_sim_phase_name(x->phase), x->fb_used_gib, x->power_w,
+                            x->throughput);
+                    for (int t = 0; t < PFLEX_TM_COUNT; t++) {
+                        fputc(',', f);
+                        if (isfinite(x->tm[t]))
+                            fprintf(f, "%.6g", x->tm[t]);
+                    }
+                    fputc('\n', f);
+                }
+            }
+        }
+        pflex_sim_job_destroy(job);
+        continue;
+fail_job:
+        cli_error("study", "%s: %s", tasks[i].fleet.desc.name, err.text);
+        pflex_sim_job_destroy(job);
+        goto fail;
+    }
+    free(smp);
+    return close_out(f, path);
+fail:
+    free(smp);
+    fclose(f);
+    return -1;
+}
+
+/* --- the study's comparison: simulated beside measured ------------------ */
+
+/* The study's three clusters: dense (PT + LoRA), MoE PT, MoE LoRA. */
+static int cluster_of(const struct pflex_fleet_run *f)
+{
+    return !f->is_moe ? 0 : f->is_finetune ? 2 : 1;
+}
+
+/* Mid-ranks of v[0..n) into rank[], and the tie term sum(t^3 - t). */
+static double midranks(const double *v, size_t n, double *rank)
+{
+    size_t *p = malloc(n * sizeof *p);
+    double ties = 0;
+    if (!p)
+        return NAN;
+    gsl_sort_index(p, v, 1, n);
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j + 1 < n && v[p[j + 1]] == v[p[i]])
+            j++;
+        double t = (double)(j - i + 1);
+        for (size_t k = i; k <= j; k++)
+            rank[p[k]] = (double)(i + j) / 2 + 1;
+        ties += t * t * t - t;
+        i = j + 1;
+    }
+    free(p);
+    return ties;
+}
+
+/* Kruskal-Wallis over the clusters and Dunn's pairwise test with Holm's
+ * correction (as the study), from GSL's chi-square and normal tails. */
+static json_t *kruskal_dunn(const double *v, const int *grp, size_t n)
+{
+    double *rank = malloc((n ? n : 1) * sizeof *rank);
+    json_t *o = json_object();
+    if (!rank || n < 3) {
+        free(rank);
+        return o;
+    }
+    double ties = midranks(v, n, rank), rs[3] = {0}, N = (double)n;
+    size_t cnt[3] = {0};
+    for (size_t i = 0; i < n; i++) {
+        rs[grp[i]] += rank[i];
+        cnt[grp[i]]++;
+    }
+    double h = 0;
+    int k = 0;
+    for (int g = 0; g < 3; g++)
+        if (cnt[g]) {
+            h += rs[g] * rs[g] / (double)cnt[g];
+            k++;
+        }
+    h = 12 / (N * (N + 1)) * h - 3 * (N + 1);
+    h /= 1 - ties / (N * N * N - N);
+    json_object_set_new(o, "kruskal_h", json_real(h));
+    json_object_set_new(o, "kruskal_p", json_real(k > 1 ? gsl_cdf_chisq_Q(h, k - 1) : NAN));
+    static const char *const names[] = {"dense-moe_pt", "dense-moe_lora", "moe_pt-moe_lora"};
+    static const int pa[] = {0, 0, 1}, pb[] = {1, 2, 2};
+    double p[3], s2 = (N * (N + 1) / 12 - ties / (12 * (N - 1)));
+    for (int c = 0; c < 3; c++) {
+        int a = pa[c], b = pb[c];
+        if (!cnt[a] || !cnt[b]) {
+            p[c] = NAN;
+            continue;
+        }
+        double z = (rs[a] / cnt[a] - rs[b] / cnt[b]) / sqrt(s2 * (1.0 / cnt[a] + 1.0 / cnt[b]));
+        p[c] = 2 * gsl_cdf_ugaussian_Q(fabs(z));
+    }
+    /* Holm: sort the p-values, multiply the i-th smallest by (m - i), keep
+     * the adjusted values monotone. */
+    size_t ord[3] = {0, 1, 2};
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++)
+            if (!(p[ord[i]] <= p[ord[j]])) {
+                size_t t = ord[i];
+                ord[i] = ord[j];
+                ord[j] = t;
+            }
+    json_t *d = json_object();
+    double prev = 0;
+    for (int i = 0; i < 3; i++) {
+        double adj = fmin(1, fmax(prev, p[ord[i]] * (3 - i)));
+        prev = adj;
+        json_object_set_new(d, names[ord[i]], json_real(adj));
+    }
+    json_object_set_new(o, "dunn_holm_p", d);
+    free(rank);
+    return o;
+}
+
+static double median_of(double *v, size_t n)
+{
+    if (!n)
+        return NAN;
+    gsl_sort(v, 1, n);
+    return gsl_stats_median_from_sorted_data(v, 1, n);
+}
+
+/* Per headline group simulated beside measured ratio PFI, the cluster
+ * medians against the study's 1.27 / 1.43 / 2.10, Kruskal-Wallis and Dunn
+ * (simulated), the H100-vs-H200 rank correlation, the grid sensitivity. */
+static json_t *study_compare(const struct pflex_report_run *runs, size_t n, int print)
+{
+    static const double study_median[3] = {1.27, 1.43, 2.10};
+    static const char *const cname[3] = {"dense", "moe_pt", "moe_lora"};
+    double v[64], med_in[3][64], grid6[64], grid4[64], ha[8], hb[8], work[16];
+    int grp[64];
+    size_t nv = 0, nc[3] = {0}, ng = 0, nh = 0;
+    json_t *o = json_object(), *groups = json_array();
+    double abs_err = 0;
+    size_t nerr = 0;
+    if (print)
+        printf("simulated beside measured ratio PFI, headline H200 groups:\n");
+    for (size_t i = 0; i < n && nv < 64; i++) {
+        const struct pflex_report_run *r = &runs[i];
+        if (r->fleet.split == PFLEX_FLEET_H100 && r->partner >= 0 && r->pfi_valid
+            && runs[r->partner].pfi_valid && nh < 8) {
+            ha[nh] = r->pfi;
+            hb[nh++] = runs[r->partner].pfi;
+        }
+        if (r->fleet.split != PFLEX_FLEET_MAIN || !r->pfi_valid)
+            continue;
+        int c = cluster_of(&r->fleet);
+        v[nv] = r->pfi;
+        grp[nv++] = c;
+        med_in[c][nc[c]++] = r->pfi;
+        if (r->fleet.ncaps == 6 && isfinite(r->pfi_grid4)) {
+            grid6[ng] = r->pfi;
+            grid4[ng++] = r->pfi_grid4;
+        }
+        json_t *g = json_object();
+        json_object_set_new(g, "group", json_string(r->fleet.label));
+        json_object_set_new(g, "simulated", json_real(r->pfi));
+        json_object_set_new(g, "measured", isfinite(r->fleet.measured_pfi)
+                                           ? json_real(r->fleet.measured_pfi) : json_null());
+        json_array_append_new(groups, g);
+        if (isfinite(r->fleet.measured_pfi)) {
+            abs_err += fabs(r->pfi - r->fleet.measured_pfi);
+            nerr++;
+        }
+        if (print)
+            printf("  %-46s %6.2f sim  %5.2f measured\n", r->fleet.label, r->pfi,
+                   r->fleet.measured_pfi);
+    }
+    json_object_set_new(o, "groups", groups);
+    json_object_set_new(o, "mean_abs_error", nerr ? json_real(abs_err / nerr) : json_null());
+    json_t *med = json_object();
+    for (int c = 0; c < 3; c++) {
+        json_t *m = json_object();
+        double x = median_of(med_in[c], nc[c]);
+        json_object_set_new(m, "n", json_integer((json_int_t)nc[c]));
+        json_object_set_new(m, "simulated", isfinite(x) ? json_real(x) : json_null());
+        json_object_set_new(m, "study", json_real(study_median[c]));
+        json_object_set_new(med, cname[c], m);
+        if (print)
+            printf("  median %-9s n=%2zu  %5.2f simulated, study %.2f\n", cname[c], nc[c], x,
+                   study_median[c]);
+    }
+    json_object_set_new(o, "medians", med);
+    json_t *kw = kruskal_dunn(v, grp, nv);
+    if (print && json_object_get(kw, "kruskal_h"))
+        printf("  Kruskal-Wallis H = %.2f, p = %.4f (study: H = 12.37, p = 0.0021); Dunn-Holm p: "
+               "dense-MoE PT %.3f, dense-MoE LoRA %.3f, MoE PT-MoE LoRA %.3f\n",
+               json_number_value(json_object_get(kw, "kruskal_h")),
+               json_number_value(json_object_get(kw, "kruskal_p")),
+               json_number_value(pflex_report_json_get(kw, "dunn_holm_p", "dense-moe_pt", NULL)),
+               json_number_value(pflex_report_json_get(kw, "dunn_holm_p", "dense-moe_lora", NULL)),
+               json_number_value(pflex_report_json_get(kw, "dunn_holm_p", "moe_pt-moe_lora", NULL)));
+    json_object_set_new(o, "kruskal_dunn", kw);
+    double rho = nh > 2 ? gsl_stats_spearman(ha, 1, hb, 1, nh, work) : NAN;
+    json_object_set_new(o, "h100_h200_spearman", isfinite(rho) ? json_real(rho) : json_null());
+    double rho_g = ng > 2 ? gsl_stats_spearman(grid6, 1, grid4, 1, ng, work + 0) : NAN;
+    double rel[64];
+    for (size_t i = 0; i < ng; i++)
+        rel[i] = grid4[i] / grid6[i] - 1;
+    double med_rel = median_of(rel, ng);
+    json_t *gs = json_object();
+    json_object_set_new(gs, "groups", json_integer((json_int_t)ng));
+    json_object_set_new(gs, "median_change", isfinite(med_rel) ? json_real(med_rel) : json_null());
+    json_object_set_new(gs, "spearman", isfinite(rho_g) ? json_real(rho_g) : json_null());
+    json_object_set_new(o, "grid_sensitivity", gs);
+    if (print) {
+        printf("  H100 vs H200 matched groups: Spearman %.3f over %zu pairs (study 0.943)\n", rho,
+               nh);
+        printf("  coarse grid (4 caps) vs 6 caps, 8-GPU groups: median change %+.1f %%, Spearman "
+               "%.3f (study +10.7 %%, 0.940)\n", 100 * med_rel, rho_g);
+        if (nerr)
+            printf("  mean |simulated - measured| over %zu groups: %.3f\n", nerr, abs_err / nerr);
+    }
+    return o;
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -626,54 +943,31 @@ static double now_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* A subset of n runs in the fleet's proportions: main and validation runs
- * at even strides, then H100 runs whose H200 partner was picked (so that
- * pairs survive), topped up at even strides.  In fleet order. */
-static size_t pick_runs(size_t total, size_t n, size_t *idx)
+/* A subset of n groups of the fleet at even strides, in fleet order, plus
+ * the H200 partners of the H100 groups picked (so that pairs survive). */
+static size_t pick_runs(enum pflex_fleet_set set, size_t total, size_t n, size_t *idx)
 {
     if (n == 0 || n >= total) {
         for (size_t i = 0; i < total; i++)
             idx[i] = i;
         return total;
     }
-    const size_t M = PFLEX_FLEET_MAIN_RUNS, V = PFLEX_FLEET_VALIDATION_RUNS, H = total - M - V;
-    size_t nm = (n * M + total / 2) / total, nv = (n * V + total / 2) / total;
-    if (nm == 0)
-        nm = 1;
-    if (nm + nv > n)
-        nv = n - nm;
-    size_t nh = n - nm - nv, k = 0;
-    unsigned char *main_in = calloc(M, 1), *h_in = calloc(H, 1);
-    if (!main_in || !h_in) {
-        free(main_in);
-        free(h_in);
+    unsigned char *in = calloc(total, 1);
+    if (!in)
         return 0;
-    }
-    for (size_t i = 0; i < nm; i++)
-        main_in[i * M / nm] = 1;
-    for (size_t i = 0; i < M; i++)
-        if (main_in[i])
-            idx[k++] = i;
-    for (size_t i = 0; i < nv; i++)
-        idx[k++] = M + i * V / nv;
-    size_t got = 0;
-    for (size_t i = 0; i < H && got < nh; i++) {
+    for (size_t i = 0; i < n; i++)
+        in[i * total / n] = 1;
+    for (size_t i = 0; i < total; i++) {
         struct pflex_fleet_run r;
-        if (pflex_fleet_get(M + V + i, &r) == 0 && r.match >= 0 && main_in[r.match]) {
-            h_in[i] = 1;
-            got++;
-        }
+        if (in[i] && pflex_fleet_entry(set, i, &r) == 0 && r.match >= 0
+            && (size_t)r.match < total)
+            in[r.match] = 1;
     }
-    for (size_t i = 0; i < H && got < nh; i++)
-        if (!h_in[i]) {
-            h_in[i] = 1;
-            got++;
-        }
-    for (size_t i = 0; i < H; i++)
-        if (h_in[i])
-            idx[k++] = M + V + i;
-    free(main_in);
-    free(h_in);
+    size_t k = 0;
+    for (size_t i = 0; i < total; i++)
+        if (in[i])
+            idx[k++] = i;
+    free(in);
     return k;
 }
 
@@ -695,6 +989,8 @@ int cmd_study(int argc, char **argv)
         {"out", required_argument, NULL, 'o'},
         {"seed", required_argument, NULL, 's'},
         {"caps", required_argument, NULL, 'c'},
+        {"fleet", required_argument, NULL, 'F'},
+        {"samples", required_argument, NULL, 'S'},
         {"repeats", required_argument, NULL, 'r'},
         {"range", required_argument, NULL, 'R'},
         {"jobs", required_argument, NULL, 'j'},
@@ -707,11 +1003,12 @@ int cmd_study(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *out_dir = "study-out", *data_opt = NULL, *gnuplot = "gnuplot";
+    const char *out_dir = "study-out", *data_opt = NULL, *gnuplot = "gnuplot", *samples = NULL;
     double caps[MAX_CAPS], cap_step = 50, range = PFLEX_PFI_RANGE_DEFAULT, v;
     size_t ncaps = 0, njobs = 0;
     uint64_t seed = 1;
-    int repeats = 3, progress = 0, json = 0, c;
+    int repeats = 1, progress = 0, json = 0, caps_given = 0, c;
+    enum pflex_fleet_set set = PFLEX_FLEET_STUDY;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = cpus > 0 ? (int)cpus : 1;
     default_caps(caps, &ncaps);
@@ -728,6 +1025,16 @@ int cmd_study(int argc, char **argv)
             if (cli_parse_caps("study", "--caps", optarg, 2, caps, MAX_CAPS, &ncaps, &cap_step))
                 return PFLEX_EXIT_BAD_INPUT;
             cli_caps_sort_desc(caps, ncaps);    /* the study sweeps from high to low */
+            caps_given = 1;
+            break;
+        case 'S': samples = optarg; break;
+        case 'F':
+            if (!strcmp(optarg, "study"))
+                set = PFLEX_FLEET_STUDY;
+            else if (!strcmp(optarg, "extended"))
+                set = PFLEX_FLEET_EXTENDED;
+            else
+                return cli_usage_error("study", "--fleet: '%s' is not study or extended", optarg);
             break;
         case 'r':
             if (parse_count("--repeats", optarg, 1, 100, &v) < 0)
@@ -762,7 +1069,7 @@ int cmd_study(int argc, char **argv)
 
     double t_start = now_s();
     int rc = PFLEX_EXIT_INTERNAL;
-    size_t total = pflex_fleet_count();
+    size_t total = pflex_fleet_size(set);
     size_t *idx = calloc(total, sizeof *idx);
     struct task *tasks = NULL;
     struct pflex_report_run *runs = NULL;
@@ -775,7 +1082,7 @@ int cmd_study(int argc, char **argv)
     pflex_error_t err;
     if (!idx)
         goto out;
-    n = pick_runs(total, njobs, idx);
+    n = pick_runs(set, total, njobs, idx);
     if (n == 0)
         goto out;
     tasks = calloc(n, sizeof *tasks);
@@ -785,11 +1092,11 @@ int cmd_study(int argc, char **argv)
         goto out;
     for (size_t i = 0; i < n; i++) {
         tasks[i].index = idx[i];
-        if (pflex_fleet_get(idx[i], &tasks[i].fleet) < 0)
+        if (pflex_fleet_entry(set, idx[i], &tasks[i].fleet) < 0)
             goto out;
     }
-    /* Every GPU kind in the study needs two caps within its range. */
-    for (size_t i = 0; i < n; i++) {
+    /* With --caps, every GPU kind in the study needs two caps within its range. */
+    for (size_t i = 0; caps_given && i < n; i++) {
         const struct pflex_gpu_kind *k = pflex_gpu_kind_find(tasks[i].fleet.desc.gpu);
         size_t in = 0;
         for (size_t j = 0; k && j < ncaps; j++)
@@ -807,7 +1114,7 @@ int cmd_study(int argc, char **argv)
 
     /* Sweep. */
     struct pool pool = {.tasks = tasks, .ntasks = n, .caps = caps, .ncaps = ncaps,
-                        .repeats = repeats, .seed = seed,
+                        .repeats = repeats, .seed = seed, .caps_given = caps_given,
                         .progress = isatty(STDERR_FILENO) ? 2 : progress};
     atomic_init(&pool.next, 0);
     atomic_init(&pool.done, 0);
@@ -850,9 +1157,20 @@ int cmd_study(int argc, char **argv)
         }
         ncurves = i + 1;
         pflex_pfi_compute(&curves[i], range, &pfi);
-        r->pfi_valid = pfi.valid;
-        r->pfi = pfi.pfi;
+        r->pfi_loss_area = pfi.valid ? pfi.pfi : NAN;
         r->range_used = pfi.range_used;
+        /* The study's ratio PFI, on the group's grid and on the coarse one. */
+        struct pflex_pfi_ratio ratio;
+        if (pflex_pfi_ratio(sj->points, sj->npoints, NULL, 0, &ratio, &err) < 0) {
+            cli_error("study", "%s: job '%s': %s", path, sj->name, err.text);
+            goto out;
+        }
+        r->pfi_valid = ratio.valid;
+        r->pfi = ratio.valid ? ratio.pfi : NAN;
+        static const double grid4[] = {200, 500, 600, 700};
+        r->pfi_grid4 = NAN;
+        if (pflex_pfi_ratio(sj->points, sj->npoints, grid4, 4, &ratio, NULL) == 0 && ratio.valid)
+            r->pfi_grid4 = ratio.pfi;
         memcpy(r->shed, pfi.shed, sizeof r->shed);
         r->x_max = curves[i].x_max;
         r->p0_w = curves[i].p0_w;
@@ -884,7 +1202,7 @@ int cmd_study(int argc, char **argv)
                     runs[i].partner = (int)k;
 
     struct pflex_report rep = {.seed = seed, .range = range, .repeats = repeats,
-                               .cap_step_w = cap_step, .ncaps = ncaps, .caps_w = caps,
+                               .cap_step_w = caps_given ? cap_step : -1, .ncaps = ncaps, .caps_w = caps,
                                .nruns = n, .runs = runs};
     char why[512] = "";
     const char *data_dir = find_data(data_opt, why, sizeof why);
@@ -895,9 +1213,17 @@ int cmd_study(int argc, char **argv)
 
     if (write_pfi(out_dir, runs, n) < 0)
         goto out;
+    if (samples && write_samples(samples, tasks, n, seed, repeats) < 0)
+        goto out;
     summary = pflex_report_summary(&rep);
     if (!summary)
         goto out;
+    {   /* the study comparison, before runtime_s (which stays last) */
+        json_t *rt = json_incref(json_object_get(summary, "runtime_s"));
+        json_object_del(summary, "runtime_s");
+        json_object_set_new(summary, "study", study_compare(runs, n, 0));
+        json_object_set_new(summary, "runtime_s", rt ? rt : json_null());
+    }
     FILE *f = open_out(out_dir, "summary.json", path, sizeof path);
     if (!f)
         goto out;
@@ -923,6 +1249,7 @@ int cmd_study(int argc, char **argv)
             goto out;
     } else {
         print_table(&rep, summary, out_dir, charts);
+        json_decref(study_compare(runs, n, 1));
     }
     rc = fflush(stdout) == 0 ? PFLEX_EXIT_OK : PFLEX_EXIT_INTERNAL;
 out:

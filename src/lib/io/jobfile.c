@@ -113,7 +113,8 @@ static int set_field_once(struct ctx *c, struct pflex_job_desc *d, const char *k
                                        "that every output writes them whole)");
         if (!strcmp(key, "gpu") && !pflex_gpu_kind_find(s))
             return field_error(c, key, "unknown GPU kind (H100-SXM5-80GB, H200-SXM-141GB, "
-                                       "A100-SXM4-40GB, A100-PCIE-80GB, A40)");
+                                       "A100-SXM4-40GB, A100-SXM4-80GB, A100-PCIE-80GB, A40, "
+                                       "L40S, V100-SXM2-32GB, B200-SXM-180GB)");
         snprintf(!strcmp(key, "name") ? d->name : d->gpu, cap, "%s", s);
         return 0;
     }
@@ -135,6 +136,14 @@ static int set_field_once(struct ctx *c, struct pflex_job_desc *d, const char *k
         *(key[0] == 'e' ? &d->eager : &d->act_ckpt) = json_is_true(v);
         return 0;
     }
+    /* The sim's further shape and software fields (pflex_job_field_set). */
+    const char *why = NULL;
+    int got = pflex_job_field_set(d, key, json_is_boolean(v) ? 'b' : json_is_number(v) ? 'n'
+                                          : json_is_string(v) ? 's' : '?',
+                                  json_is_number(v) ? json_number_value(v) : json_is_true(v),
+                                  json_string_value(v), &why);
+    if (got != 0)
+        return got > 0 ? 0 : field_error(c, key, why);
     return field_error(c, key, "unknown field (see docs/job-format.md)");
 }
 

@@ -561,6 +561,111 @@ static void headline_table(struct ctx *c)
     fputs("</table>\n", f);
 }
 
+static const char *pct(const json_t *v, char *buf, size_t len)
+{
+    if (!json_is_number(v))
+        return "-";
+    snprintf(buf, len, "%+.1f", 100 * json_number_value(v));
+    return buf;
+}
+
+/* The study's comparison (summary key "study", docs/study.md): simulated
+ * beside measured ratio PFI per headline group, as a chart and a table,
+ * and the statistics the study reported. */
+static void study_section(struct ctx *c)
+{
+    FILE *f = c->out;
+    const json_t *S = json_object_get(c->summary, "study");
+    const json_t *groups = json_object_get(S, "groups");
+    fputs("<h2 id=\"study\">Simulated beside the study's measurements</h2>\n", f);
+    if (!json_array_size(groups)) {
+        fputs("<p>No headline group in this study (<code>--jobs</code> or <code>--fleet "
+              "extended</code>).</p>\n", f);
+        return;
+    }
+    char *buf;
+    size_t len;
+    FILE *s = script_open(c, &buf, &len, 760, 680);
+    if (s) {
+        double lo = 1, hi = 1;
+        for (int moe = 0; moe <= 2; moe++) {
+            fprintf(s, "$s%d << EOD\n", moe);
+            size_t i;
+            json_t *g;
+            json_array_foreach(groups, i, g) {
+                const char *name = json_string_value(json_object_get(g, "group"));
+                double sim = json_number_value(json_object_get(g, "simulated"));
+                double mea = json_number_value(json_object_get(g, "measured"));
+                int cl = !name || strncmp(name, "MoE", 3) ? 0 : strstr(name, "LoRA") ? 2 : 1;
+                if (cl != moe || !json_is_number(json_object_get(g, "measured")))
+                    continue;
+                fprintf(s, "%.5f %.5f\n", mea, sim);
+                lo = fmin(lo, fmin(sim, mea));
+                hi = fmax(hi, fmax(sim, mea));
+            }
+            fputs("EOD\n", s);
+        }
+        double pad = 0.05 * (hi - lo) + 0.05;
+        fprintf(s, "set title 'Ratio PFI per headline group: simulated against measured' font ',16'\n"
+                   "set xlabel 'measured (the study)'\nset ylabel 'simulated'\nset size ratio -1\n"
+                   "set xrange [%.3f:%.3f]\nset yrange [%.3f:%.3f]\nset key top left\n"
+                   "plot $s0 with points pt 7 ps 1.2 lc rgb '%s' title 'dense', \\\n"
+                   "  $s1 with points pt 9 ps 1.4 lc rgb '%s' title 'MoE PT', \\\n"
+                   "  $s2 with points pt 5 ps 1.2 lc rgb '%s' title 'MoE LoRA', \\\n"
+                   "  x with lines dt 2 lc rgb '#000000' title 'simulated = measured'\n",
+                lo - pad, hi + pad, lo - pad, hi + pad, palette[0], palette[1], palette[2]);
+        char cap[200], e[16];
+        snprintf(cap, sizeof cap, "Each point is one of the study's 25 headline groups; mean "
+                 "|simulated - measured| %s.",
+                 num(json_object_get(S, "mean_abs_error"), e, sizeof e, "%.3f"));
+        figure(c, s, &buf, &len, cap);
+    }
+    fputs("<table>\n<tr><th>group</th><th>simulated</th><th>measured</th><th>difference</th></tr>\n",
+          f);
+    size_t i;
+    json_t *g;
+    json_array_foreach(groups, i, g) {
+        char a[16], b[16], d[16];
+        const json_t *sim = json_object_get(g, "simulated"), *mea = json_object_get(g, "measured");
+        json_t *diff = json_is_number(sim) && json_is_number(mea)
+                       ? json_real(json_number_value(sim) - json_number_value(mea)) : json_null();
+        fputs("<tr><td>", f);
+        esc(f, json_string_value(json_object_get(g, "group")));
+        fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", num(sim, a, 16, "%.2f"),
+                num(mea, b, 16, "%.2f"), num(diff, d, 16, "%+.2f"));
+        json_decref(diff);
+    }
+    fputs("</table>\n<table>\n<tr><th>cluster</th><th>groups</th><th>median simulated</th>"
+          "<th>median, the study</th></tr>\n", f);
+    static const char *const cl[] = {"dense", "moe_pt", "moe_lora"};
+    static const char *const label[] = {"dense (PT + LoRA)", "MoE pretraining", "MoE LoRA"};
+    for (int k = 0; k < 3; k++) {
+        const json_t *m = json_object_get(json_object_get(S, "medians"), cl[k]);
+        char a[16], b[16], n[16];
+        fprintf(f, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", label[k],
+                num(json_object_get(m, "n"), n, 16, "%.0f"),
+                num(json_object_get(m, "simulated"), a, 16, "%.2f"),
+                num(json_object_get(m, "study"), b, 16, "%.2f"));
+    }
+    fputs("</table>\n", f);
+    const json_t *kw = json_object_get(S, "kruskal_dunn"), *gs = json_object_get(S, "grid_sensitivity");
+    char h[16], p[16], d1[16], d2[16], d3[16], rho[16], gm[16], gr[16];
+    fprintf(f, "<p>Kruskal&ndash;Wallis over the three clusters: H = %s, p = %s (the study: H = "
+               "12.37, p = 0.0021). Dunn's test with Holm's correction, p: dense&ndash;MoE PT %s, "
+               "dense&ndash;MoE LoRA %s, MoE PT&ndash;MoE LoRA %s (the study separated only dense "
+               "from MoE LoRA). H100 against H200 over the matched groups: Spearman %s (the study: "
+               "0.943). Coarse grid (200/500/600/700 W) against the 6-cap grid over the 8-GPU "
+               "groups: median change %s %%, Spearman %s (the study: +10.7 %%, 0.940).</p>\n",
+            num(json_object_get(kw, "kruskal_h"), h, 16, "%.2f"),
+            num(json_object_get(kw, "kruskal_p"), p, 16, "%.4f"),
+            num(pflex_report_json_get(kw, "dunn_holm_p", "dense-moe_pt", NULL), d1, 16, "%.3f"),
+            num(pflex_report_json_get(kw, "dunn_holm_p", "dense-moe_lora", NULL), d2, 16, "%.3f"),
+            num(pflex_report_json_get(kw, "dunn_holm_p", "moe_pt-moe_lora", NULL), d3, 16, "%.3f"),
+            num(json_object_get(S, "h100_h200_spearman"), rho, 16, "%.3f"),
+            pct(json_object_get(gs, "median_change"), gm, 16),
+            num(json_object_get(gs, "spearman"), gr, 16, "%.3f"));
+}
+
 static void calib_section(struct ctx *c)
 {
     FILE *f = c->out;
@@ -578,7 +683,7 @@ static void calib_section(struct ctx *c)
     chart_calibration(c);
     fputs("<table class=\"num\">\n<tr><th>measured job</th><th>simulated as</th>"
           "<th>RMSE of T/T<sub>0</sub></th>"
-          "<th>PFI measured</th><th>PFI simulated</th><th>PFI error</th></tr>\n", f);
+          "<th>ratio PFI measured</th><th>ratio PFI simulated</th><th>difference</th></tr>\n", f);
     for (size_t j = 0; j < cal->njobs; j++) {
         const struct pflex_report_calib_job *J = &cal->jobs[j];
         fputs("<tr><td>", f);
@@ -733,22 +838,23 @@ int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
     json_int_t val_n = json_integer_value(pflex_report_json_get(summary, "counts", "validation", NULL));
     json_int_t h100_n = json_integer_value(pflex_report_json_get(summary, "counts", "h100_matched", NULL));
     fprintf(f, "<h1>Power flexibility of the built-in training fleet</h1>\n"
-               "<p class=\"meta\">pflex study, seed %llu: %zu simulated runs (%lld H200 main, %lld H200 "
-               "validation, %lld H100 matched), each swept over %zu power caps from %.0f W to %.0f W "
-               "with %d measurements per cap; PFI over range %.2f; %.1f s.</p>\n",
+               "<p class=\"meta\">pflex study, seed %llu: %zu simulated sweep groups (%lld H200 "
+               "headline, %lld H200 validation, %lld H100 matched), each run for 30 minutes at "
+               "every cap of its grid (%d run%s per cap, sampled every 5 s, top-10 %% aggregate); "
+               "%.1f s.</p>\n",
             (unsigned long long)r->seed, r->nruns, (long long)main_n, (long long)val_n,
-            (long long)h100_n, r->ncaps, r->ncaps ? r->caps_w[0] : 0,
-            r->ncaps ? r->caps_w[r->ncaps - 1] : 0, r->repeats, r->range, r->runtime_s);
-    fputs("<p>The Power Flexibility Index (PFI) says how much throughput a training job gives up "
-          "when its GPUs' power is capped: 1 means power cuts cost nothing, 0 means throughput "
-          "falls in proportion to power, below 0 is worse than proportional. It is one minus "
-          "the area under the job's loss curve relative to the proportional line, over power "
-          "reductions up to the range.</p>\n", f);
+            (long long)h100_n, r->repeats, r->repeats == 1 ? "" : "s", r->runtime_s);
+    fputs("<p>The Power Flexibility Index (PFI) here is the seed study's ratio PFI: for each "
+          "capped run, the fractional power reduction over the fractional throughput loss "
+          "against the highest cap, averaged over the group's caps (SPEC section 2). Above 1 a job "
+          "is inelastic (throughput falls slower than power), 1 is proportional, below 1 "
+          "elastic. It depends on the cap grid, which is the study's for every group.</p>\n", f);
     fputs("<h2>The fleet</h2>\n<p>Every run is a training job described by what its owner "
           "knows (model shape, batch, parallelism, GPU kind and count) and simulated from first "
           "principles; docs/study.md describes the catalogue. H200 main runs by model family:</p>\n",
           f);
     fleet_table(&c);
+    study_section(&c);
     fputs("<h2>PFI by group</h2>\n", f);
     headline_table(&c);
     fputs("<h2>Throughput under a power cap, by model family</h2>\n", f);
@@ -758,8 +864,8 @@ int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
     {
         struct category cat[] = {
             {"Dense", by_arch, "dense"}, {"MoE", by_arch, "moe"},
-            {"Pretraining", by_task, "pretrain"}, {"Full fine-tuning", by_task, "finetune-full"},
-            {"LoRA fine-tuning", by_task, "finetune-lora"},
+            {"Pretraining", by_task, "pretrain"}, {"Full fine-tuning", by_task, "finetune"},
+            {"LoRA fine-tuning", by_task, "lora"},
         };
         char cap[400], v[5][16];
         snprintf(cap, sizeof cap, "Boxes span the middle half of the runs, the bar is the median, "
@@ -796,8 +902,8 @@ int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
     calib_section(&c);
     alloc_section(&c);
     fputs("<h2>Runs and files</h2>\n<p>Files beside this page: <code>sweeps.csv</code> (every "
-          "measurement; <code>pflex pfi sweeps.csv</code> recomputes the PFIs), <code>pfi.csv</code> "
-          "(one row per run, the input of <code>pflex allocate --pfi</code>), "
+          "measurement; <code>pflex pfi --metric ratio sweeps.csv</code> recomputes the PFIs), <code>pfi.csv</code> "
+          "(one row per sweep group, the input of <code>pflex allocate --pfi</code>), "
           "<code>summary.json</code> (the numbers above; keys in docs/study.md).</p>\n", f);
     runs_table(&c);
     if (c.broken || c.charts < c.tried) {

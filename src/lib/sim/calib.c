@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "pflex/calib.h"
+#include "pflex/fleet.h"
 #include "pflex/curve.h"
 #include "pflex/pfi.h"
 #include "pflex/sim.h"
@@ -39,15 +40,13 @@ int pflex_calib_emerald_path(const char *data_dir, char *buf, size_t len)
     return -1;
 }
 
+/* The study's ratio PFI of a sweep (every cap; SPEC section 2). */
 static int pfi_of(const struct pflex_sweep_point *pts, size_t n, double *pfi, pflex_error_t *err)
 {
-    struct pflex_curve c;
-    if (pflex_curve_init(&c, pts, n, err) < 0)
+    struct pflex_pfi_ratio r;
+    if (pflex_pfi_ratio(pts, n, NULL, 0, &r, err) < 0)
         return -1;
-    struct pflex_pfi p;
-    pflex_pfi_compute(&c, PFLEX_PFI_RANGE_DEFAULT, &p);
-    *pfi = p.valid ? p.pfi : NAN;
-    pflex_curve_fini(&c);
+    *pfi = r.valid ? r.pfi : NAN;
     return 0;
 }
 
@@ -123,4 +122,150 @@ int pflex_calibrate_emerald(const char *data_dir, uint64_t seed, struct pflex_ca
     }
     pflex_sweep_destroy(sw);
     return rc;
+}
+
+/* Absolute throughput: public llm-foundry benchmarks (mosaicml/llm-foundry,
+ * scripts/train/benchmarking/README.md, tables "H100 80GB BF16" and "A100
+ * 80GB with 1600 Gbps node-node interconnect"): MPT models (GELU MLP 4h,
+ * tied embeddings, vocabulary 50432) under FSDP FULL_SHARD, bf16, 8 GPUs,
+ * measured tokens/s per GPU. */
+const struct pflex_calib_mfu pflex_calib_mfu_points[PFLEX_CALIB_MFU_POINTS] = {
+    {"mpt-7b h100 s2048 mb6", "H100-SXM5-80GB", 32, 4096, 32, 2048, 6, 0, 10643},
+    {"mpt-13b h100 s2048 mb2", "H100-SXM5-80GB", 40, 5120, 40, 2048, 2, 0, 4792},
+    {"mpt-7b h100 s8192 mb8 ckpt", "H100-SXM5-80GB", 32, 4096, 32, 8192, 8, 1, 6935},
+    {"mpt-13b a100 s2048 mb2", "A100-SXM4-80GB", 40, 5120, 40, 2048, 2, 0, 2262},
+    {"mpt-30b a100 s2048 mb3 ckpt", "A100-SXM4-80GB", 48, 7168, 56, 2048, 3, 1, 916},
+    {"mpt-13b a100 s8192 mb5 ckpt", "A100-SXM4-80GB", 40, 5120, 40, 8192, 5, 1, 1795},
+};
+
+int pflex_calib_mfu_desc(const struct pflex_calib_mfu *m, struct pflex_job_desc *d)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "%s", m->name);
+    snprintf(d->gpu, sizeof d->gpu, "%s", m->gpu);
+    d->gpus = 8;
+    d->layers = m->layers;
+    d->hidden = m->hidden;
+    d->heads = m->heads;
+    d->ffn_hidden = 4 * m->hidden;
+    d->mlp = PFLEX_MLP_GELU;
+    d->vocab = 50432;
+    d->tied_embeddings = 1;
+    d->seq_len = m->seq_len;
+    d->micro_batch = m->micro_batch;
+    d->kind = PFLEX_JOB_PRETRAIN;
+    d->zero = 3;
+    d->act_ckpt = m->act_ckpt;
+    return pflex_job_desc_resolve(d, NULL);
+}
+
+int pflex_calib_emerald_load(const char *data_dir, pflex_sweep_t **out, pflex_error_t *err)
+{
+    char path[4096];
+    if (pflex_calib_emerald_path(data_dir, path, sizeof path) < 0)
+        return pflex_error_set(err, "%s: no emerald-demo/data/dvfs_sweep.csv there",
+                               data_dir ? data_dir : "(null)");
+    return pflex_sweep_read_file(path, emerald_columns, out, err);
+}
+
+/* Noise-free sweep of a description at caps (ascending). */
+static int expect_sweep(const struct pflex_job_desc *d, const struct pflex_sim_fit *fit,
+                        const double *caps, size_t n, struct pflex_sweep_point *pts,
+                        pflex_error_t *err)
+{
+    pflex_sim_job_t *j;
+    if (pflex_sim_job_create_fit(d, 1, fit, &j, err) < 0)
+        return -1;
+    for (size_t k = 0; k < n; k++) {
+        struct pflex_sim_measure m;
+        if (pflex_sim_job_expect(j, caps[k], &m, err) < 0) {
+            pflex_sim_job_destroy(j);
+            return -1;
+        }
+        pts[k] = (struct pflex_sweep_point){caps[k], m.power_w, m.throughput, 1, 0};
+    }
+    pflex_sim_job_destroy(j);
+    return 0;
+}
+
+int pflex_calib_evaluate(const pflex_sweep_t *emerald, const struct pflex_sim_fit *fit,
+                         struct pflex_calib_eval *out, pflex_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t p = 0; emerald && p < PFLEX_CALIB_EMERALD_JOBS; p++) {
+        const struct pflex_sweep_job *mj = NULL;
+        for (size_t i = 0; i < emerald->njobs; i++)
+            if (!strcmp(emerald->jobs[i].name, pairs[p].job))
+                mj = &emerald->jobs[i];
+        if (!mj || mj->npoints < 2 || mj->npoints > PFLEX_CALIB_MAX_CAPS)
+            return pflex_error_set(err, "calibration: no usable job %s in the Emerald sweep",
+                                   pairs[p].job);
+        struct pflex_job_desc d;
+        if (pflex_job_preset_find(pairs[p].preset, &d) < 0)
+            return pflex_error_set(err, "calibration: no preset %s", pairs[p].preset);
+        double caps[PFLEX_CALIB_MAX_CAPS];
+        struct pflex_sweep_point pts[PFLEX_CALIB_MAX_CAPS];
+        for (size_t k = 0; k < mj->npoints; k++)
+            caps[k] = mj->points[k].cap_w;
+        if (expect_sweep(&d, fit, caps, mj->npoints, pts, err) < 0)
+            return -1;
+        double mt0 = mj->points[mj->npoints - 1].throughput, st0 = pts[mj->npoints - 1].throughput;
+        double se = 0, sp = 0;
+        int cnt = 0;
+        for (size_t k = 0; k < mj->npoints; k++) {
+            if (caps[k] < PFLEX_CALIB_RMSE_MIN_W || caps[k] > PFLEX_CALIB_RMSE_MAX_W
+                || out->n + 2 > PFLEX_CALIB_MAX_RESIDUALS)
+                continue;
+            double e = pts[k].throughput / st0 - mj->points[k].throughput / mt0;
+            double ep = pts[k].power_w / mj->points[k].power_w - 1;
+            se += e * e;
+            sp += ep * ep;
+            cnt++;
+            if (k + 1 < mj->npoints) {      /* the top cap is 1 by construction */
+                out->job[out->n] = (int)p;
+                out->r[out->n++] = e / PFLEX_CALIB_SIGMA_T;
+            }
+            out->job[out->n] = (int)p;      /* the power drawn, absolute */
+            out->r[out->n++] = ep / PFLEX_CALIB_SIGMA_P;
+        }
+        out->power_err_emerald[p] = cnt ? sqrt(sp / cnt) : NAN;
+        out->rmse_emerald[p] = cnt ? sqrt(se / cnt) : NAN;
+    }
+    for (size_t i = 0; i < PFLEX_CALIB_MFU_POINTS; i++) {
+        struct pflex_job_desc d;
+        pflex_sim_job_t *j;
+        struct pflex_sim_measure m;
+        if (pflex_calib_mfu_desc(&pflex_calib_mfu_points[i], &d) < 0
+            || pflex_sim_job_create_fit(&d, 1, fit, &j, err) < 0)
+            return pflex_error_set(err, "calibration: throughput point %zu", i);
+        int rc = pflex_sim_job_expect(j, pflex_sim_job_kind(j)->max_cap_w, &m, err);
+        pflex_sim_job_destroy(j);
+        if (rc < 0)
+            return -1;
+        out->tput_ratio[i] = m.throughput / d.gpus / pflex_calib_mfu_points[i].tokens_per_gpu;
+        if (out->n < PFLEX_CALIB_MAX_RESIDUALS) {
+            out->job[out->n] = PFLEX_CALIB_EMERALD_JOBS + 25 + (int)i;
+            out->r[out->n++] = log(out->tput_ratio[i]) / PFLEX_CALIB_SIGMA_TPUT;
+        }
+    }
+    for (size_t g = 0; g < 25; g++) {
+        struct pflex_fleet_run r;
+        struct pflex_sweep_point pts[PFLEX_FLEET_MAX_CAPS];
+        if (pflex_fleet_get(g, &r) < 0)
+            return pflex_error_set(err, "calibration: no study group %zu", g);
+        if (expect_sweep(&r.desc, fit, r.caps_w, r.ncaps, pts, err) < 0)
+            return -1;
+        struct pflex_pfi_ratio pr;
+        if (pflex_pfi_ratio(pts, r.ncaps, NULL, 0, &pr, err) < 0)
+            return -1;
+        /* A group whose caps never bind in the model scores as PFI 10:
+         * far off, but finite, so the fit moves away from it. */
+        out->pfi_sim[g] = pr.valid ? pr.pfi : 10;
+        out->pfi_measured[g] = r.measured_pfi;
+        if (out->n < PFLEX_CALIB_MAX_RESIDUALS) {
+            out->job[out->n] = PFLEX_CALIB_EMERALD_JOBS + (int)g;
+            out->r[out->n++] = (out->pfi_sim[g] - r.measured_pfi) / PFLEX_CALIB_SIGMA_PFI;
+        }
+    }
+    return 0;
 }

@@ -1,16 +1,24 @@
-/* fleet.c — the built-in fleet: a seeded, index-addressed catalogue of runs.
+/* fleet.c — the built-in fleets.
  *
- * Each run is a (model, task, GPU count, parallel layout) configuration from
- * the table below plus sequence length, micro batch, global batch and
- * activation recomputation drawn from a generator seeded by the run's index
- * alone.  The micro batch shrinks (and recomputation turns on) until a coarse
- * per-GPU memory estimate fits the GPU, so every run is one a practitioner
- * could launch.  H100 runs copy H200 main runs that also fit in 80 GB.
+ * The study fleet: the seed study's 35 sweep groups (PAPER.md sections 3-4)
+ * with the public shapes of its seven models (models_table.c) and, where the
+ * study leaves a field open (sequence length, batch, checkpointing of a
+ * group), the choice written beside the group and in docs/study.md.
+ *
+ * The extended fleet: each (model, task, GPU count, parallel layout)
+ * configuration of the table below on each GPU kind, three times, with
+ * sequence length, micro batch, global batch and recomputation drawn from a
+ * generator seeded by the entry's index alone.  The micro batch shrinks (and
+ * recomputation turns on) until a coarse per-GPU memory estimate fits the
+ * kind's memory.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <math.h>
+#include <stdlib.h>
 #include "pflex/fleet.h"
+#include "lib/sim/models_table.h"
 
 struct model {
     const char *family;
@@ -84,8 +92,6 @@ static const struct config configs[] = {
 };
 enum { NCONFIGS = sizeof configs / sizeof *configs };
 
-#define H200_MEM_GB 141.0
-#define H100_MEM_GB 80.0
 #define MEM_USABLE 0.85         /* allocator slack, fragmentation, NCCL buffers */
 
 static uint64_t splitmix64(uint64_t *s)
@@ -136,12 +142,14 @@ static const char *kind_code(int kind)
 
 static const char *task_name(int kind)
 {
-    return kind == PT ? "pretrain" : kind == FT ? "finetune-full" : "finetune-lora";
+    return kind == PT ? "pretrain" : kind == FT ? "finetune" : "lora";
 }
 
 /* Build the H200 run with configuration index ci from the generator state. */
-static void build(int ci, uint64_t rng, const char *suffix, struct pflex_fleet_run *r)
+static void build(int ci, uint64_t rng, const char *suffix, const struct pflex_gpu_kind *kind,
+                  struct pflex_fleet_run *r)
 {
+    const double mem_cap = kind->mem_gb;
     static const int seq_pt[] = {2048, 4096, 4096, 8192, 1024, 2048};
     static const int seq_ft[] = {512, 1024, 2048, 2048, 4096, 8192};
     static const int mbs[] = {1, 2, 2, 4, 4, 8};
@@ -157,9 +165,9 @@ static void build(int ci, uint64_t rng, const char *suffix, struct pflex_fleet_r
     /* Large models are pretrained with recomputation as a matter of course. */
     int mb = mb_pref, ckpt = c->kind == PT && m->params_b >= 30;
     for (;;) {
-        for (mb = mb_pref; mb > 1 && mem_gb(m, c, seq, mb, ckpt, 0) > MEM_USABLE * H200_MEM_GB; mb /= 2)
+        for (mb = mb_pref; mb > 1 && mem_gb(m, c, seq, mb, ckpt, 0) > MEM_USABLE * mem_cap; mb /= 2)
             ;
-        if (mem_gb(m, c, seq, mb, ckpt, 0) <= MEM_USABLE * H200_MEM_GB)
+        if (mem_gb(m, c, seq, mb, ckpt, 0) <= MEM_USABLE * mem_cap)
             break;
         if (!ckpt)
             ckpt = 1;
@@ -192,7 +200,7 @@ static void build(int ci, uint64_t rng, const char *suffix, struct pflex_fleet_r
 
     memset(r, 0, sizeof *r);
     struct pflex_job_desc *d = &r->desc;
-    snprintf(d->gpu, sizeof d->gpu, "H200-SXM-141GB");
+    snprintf(d->gpu, sizeof d->gpu, "%s", kind->name);
     d->gpus = c->gpus;
     d->params_b = m->params_b;
     d->layers = m->layers;
@@ -218,12 +226,30 @@ static void build(int ci, uint64_t rng, const char *suffix, struct pflex_fleet_r
     d->eager = hf;
     if (hf) {
         d->ep = 1;              /* Transformers has no expert parallelism either */
+        d->moe_loop = m->moe;
         if (c->kind == FT && dp > 1)
             d->zero = 3;
     }
-    snprintf(d->name, sizeof d->name, "h200-%s-%s-%s%s-%dg-s%d-mb%d-%s", m->moe ? "moe" : "dense",
-             m->family, kind_code(c->kind), hf ? "-hf" : "", c->gpus, seq, mb, suffix);
+    if (kind->bf16_tflops <= 0)
+        d->precision = PFLEX_PREC_FP16;     /* no bf16 tensor path (V100) */
+    char kn[16];
+    size_t kl = 0;
+    for (const char *q = kind->name; *q && *q != '-' && kl + 1 < sizeof kn; q++)
+        kn[kl++] = (char)(*q >= 'A' && *q <= 'Z' ? *q - 'A' + 'a' : *q);
+    kn[kl] = '\0';
+    snprintf(d->name, sizeof d->name, "%s-%s-%s-%s%s-%dg-s%d-mb%d-%s", kn,
+             m->moe ? "moe" : "dense", m->family, kind_code(c->kind), hf ? "-hf" : "", c->gpus,
+             seq, mb, suffix);
     r->split = PFLEX_FLEET_MAIN;
+    r->set = "extended";
+    r->label = d->name;
+    r->model = m->family;
+    r->compile = !hf;
+    r->measured_pfi = NAN;
+    /* Six caps over the kind's settable range, 10 W apart at least. */
+    r->ncaps = 6;
+    for (int q = 0; q < 6; q++)
+        r->caps_w[q] = round((kind->min_cap_w + q * (kind->max_cap_w - kind->min_cap_w) / 5) / 10) * 10;
     r->family = m->family;
     r->arch = m->moe ? "moe" : "dense";
     r->task = task_name(c->kind);
@@ -237,68 +263,254 @@ static void build(int ci, uint64_t rng, const char *suffix, struct pflex_fleet_r
     r->mem_gb = mem_gb(m, &run, seq, mb, ckpt, d->zero == 3);
 }
 
-static void main_run(int i, struct pflex_fleet_run *r)
+/* --- the extended fleet ------------------------------------------------- */
+
+static const char *const ext_kinds[] = {
+    "H200-SXM-141GB", "H100-SXM5-80GB", "B200-SXM-180GB", "A100-SXM4-80GB", "A100-SXM4-40GB",
+    "A100-PCIE-80GB", "A40", "L40S", "V100-SXM2-32GB",
+};
+enum { NEXT_KINDS = sizeof ext_kinds / sizeof *ext_kinds, EXT_DRAWS = 3 };
+
+static int extended_run(size_t i, struct pflex_fleet_run *r)
 {
+    if (i >= (size_t)NEXT_KINDS * NCONFIGS * EXT_DRAWS)
+        return -1;
+    const struct pflex_gpu_kind *kind = pflex_gpu_kind_find(ext_kinds[i / (NCONFIGS * EXT_DRAWS)]);
+    size_t k = i % ((size_t)NCONFIGS * EXT_DRAWS);
     char suffix[16];
-    uint64_t rng = 0x50f1e3c0de000000ULL + (uint64_t)i;
-    snprintf(suffix, sizeof suffix, "r%03d", i + 1);
-    /* 37 is prime to NCONFIGS: the first NCONFIGS runs visit every
-     * configuration once, the rest revisit a spread of them. */
-    build((i * 37) % NCONFIGS, rng, suffix, r);
+    snprintf(suffix, sizeof suffix, "x%04zu", i + 1);
+    /* 37 is prime to NCONFIGS: consecutive entries visit different
+     * configurations. */
+    build((int)((k * 37) % NCONFIGS), 0x50f1e3c0de000000ULL + (uint64_t)i, suffix, kind, r);
+    return 0;
 }
 
-/* The i-th H200 main run that also fits an H100, visiting the main runs in
- * a fixed stride so the pairs spread over families and sizes. */
-static int h100_source(int k)
+/* --- the study fleet ---------------------------------------------------- */
+
+enum grid { G6, G4, G3, G4H };
+static const double grids[][6] = {
+    {200, 300, 400, 500, 600, 700},     /* 8-GPU groups */
+    {200, 500, 600, 700},               /* 16- and 32-GPU groups */
+    {200, 600, 700},                    /* the 16-GPU group with 3 runs (500 W: not run) */
+    {200, 500, 600, 700},               /* the H100 group with 4 runs (300, 400 W failed) */
+};
+static const size_t grid_n[] = {6, 4, 3, 4};
+
+/* One sweep group of the study.  seq and batch (per GPU, one micro-step per
+ * optimizer step), ep, compile and checkpointing: PAPER.md Table 1's
+ * ranges; where the headline table leaves a field unsaid, the value here is
+ * the project's choice (docs/study.md, "The study fleet"). */
+struct group {
+    const char *label;
+    const char *model;          /* Hugging Face name, a row of models_table.c */
+    unsigned char task, gpus, ep, compile, ckpt, grid;
+    short seq, batch;
+    double pfi;                 /* measured (Table 6), NaN: not published */
+    signed char match;          /* H100: the headline group it mirrors */
+};
+
+#define GPTOSS "openai/gpt-oss-20b"
+#define QWEN30 "Qwen/Qwen3-30B-A3B"
+#define QWEN32 "Qwen/Qwen3-32B"
+#define LLAMA70 "meta-llama/Llama-3.1-70B"
+#define DSV2 "deepseek-ai/DeepSeek-V2-Lite"
+#define MISTRAL "mistralai/Mistral-Small-24B-Base-2501"
+#define GEMMA "google/gemma-4-26B-A4B"
+
+static const struct group headline[] = {
+    {"Dense LoRA 16 x Llama-3.1-70B", LLAMA70, LORA, 16, 1, 1, 1, G3, 2048, 16, 1.10, -1},
+    {"Dense LoRA 8 x Llama-3.1-70B, no compile", LLAMA70, LORA, 8, 1, 0, 1, G6, 4096, 2, 1.22, -1},
+    {"Dense LoRA 8 x Llama-3.1-70B, compile", LLAMA70, LORA, 8, 1, 1, 1, G6, 4096, 2, 1.27, -1},
+    {"Dense LoRA 16 x Qwen3-32B", QWEN32, LORA, 16, 1, 1, 1, G4, 4096, 8, 1.52, -1},
+    {"Dense PT 8 x Llama-3.1-70B, compile", LLAMA70, PT, 8, 1, 1, 1, G6, 4096, 2, 1.17, -1},
+    {"Dense PT 32 x Qwen3-32B, seq 4096, batch 8", QWEN32, PT, 32, 1, 1, 1, G4, 4096, 8, 1.23, -1},
+    {"Dense PT 32 x Qwen3-32B, seq 4096, batch 4", QWEN32, PT, 32, 1, 1, 1, G4, 4096, 4, 1.25, -1},
+    {"Dense PT 8 x Llama-3.1-70B, no compile", LLAMA70, PT, 8, 1, 0, 1, G6, 4096, 2, 1.26, -1},
+    {"Dense PT 32 x Qwen3-32B, seq 8192, batch 8", QWEN32, PT, 32, 1, 1, 1, G4, 8192, 8, 1.27, -1},
+    {"Dense PT 8 x Qwen3-32B, no compile", QWEN32, PT, 8, 1, 0, 1, G6, 4096, 4, 1.30, -1},
+    {"Dense PT 32 x Qwen3-32B, seq 8192, batch 4", QWEN32, PT, 32, 1, 1, 1, G4, 8192, 4, 1.30, -1},
+    {"Dense PT 16 x Llama-3.1-70B", LLAMA70, PT, 16, 1, 1, 1, G4, 4096, 2, 1.34, -1},
+    {"Dense PT 16 x Qwen3-32B", QWEN32, PT, 16, 1, 1, 1, G4, 4096, 8, 1.47, -1},
+    {"Dense PT 8 x Qwen3-32B, compile", QWEN32, PT, 8, 1, 1, 1, G6, 4096, 4, 1.51, -1},
+    {"MoE LoRA 8 x gpt-oss-20b, seq 2048, batch 8", GPTOSS, LORA, 8, 1, 1, 0, G6, 2048, 8, 1.79, -1},
+    {"MoE LoRA 8 x Qwen3-30B-A3B", QWEN30, LORA, 8, 1, 1, 1, G6, 4096, 16, 2.00, -1},
+    {"MoE LoRA 16 x Qwen3-30B-A3B", QWEN30, LORA, 16, 1, 1, 1, G4, 4096, 16, 2.20, -1},
+    {"MoE LoRA 8 x gpt-oss-20b, seq 4096, batch 8", GPTOSS, LORA, 8, 1, 1, 0, G6, 4096, 8, 2.67, -1},
+    {"MoE PT 8 x gpt-oss-20b, EP 1, no compile", GPTOSS, PT, 8, 1, 0, 1, G6, 4096, 2, 1.24, -1},
+    {"MoE PT 8 x gpt-oss-20b, EP 1, compile", GPTOSS, PT, 8, 1, 1, 1, G6, 4096, 2, 1.35, -1},
+    {"MoE PT 8 x Qwen3-30B-A3B, EP 1", QWEN30, PT, 8, 1, 1, 0, G6, 4096, 2, 1.36, -1},
+    {"MoE PT 8 x gpt-oss-20b, EP 8, compile", GPTOSS, PT, 8, 8, 1, 0, G6, 4096, 2, 1.43, -1},
+    {"MoE PT 8 x gpt-oss-20b, EP 4, compile", GPTOSS, PT, 8, 4, 1, 0, G6, 4096, 2, 1.45, -1},
+    {"MoE PT 8 x Qwen3-30B-A3B, EP 8", QWEN30, PT, 8, 8, 1, 0, G6, 4096, 2, 1.52, -1},
+    {"MoE PT 8 x gpt-oss-20b, EP 8, no compile", GPTOSS, PT, 8, 8, 0, 0, G6, 4096, 2, 1.57, -1},
+};
+static const struct group validation[] = {
+    {"MoE PT 8 x DeepSeek-V2-Lite, EP 8", DSV2, PT, 8, 8, 1, 0, G6, 4096, 2, NAN, -1},
+    {"Dense PT 8 x Mistral-Small-24B-Base-2501", MISTRAL, PT, 8, 1, 1, 1, G6, 4096, 4, NAN, -1},
+    {"Dense LoRA 8 x Mistral-Small-24B-Base-2501", MISTRAL, LORA, 8, 1, 1, 1, G6, 4096, 4, NAN, -1},
+    {"MoE LoRA 8 x Gemma-4-26B-A4B", GEMMA, LORA, 8, 1, 1, 1, G6, 4096, 4, NAN, -1},
+};
+/* H100 groups: the same job as a headline 8-GPU group (index `match`). */
+static const struct group h100[] = {
+    {"H100 MoE PT 8 x gpt-oss-20b, EP 8, compile", GPTOSS, PT, 8, 8, 1, 0, G6, 4096, 2, NAN, 21},
+    {"H100 MoE PT 8 x gpt-oss-20b, EP 4, compile", GPTOSS, PT, 8, 4, 1, 0, G6, 4096, 2, NAN, 22},
+    {"H100 MoE PT 8 x Qwen3-30B-A3B, EP 8", QWEN30, PT, 8, 8, 1, 0, G6, 4096, 2, NAN, 23},
+    {"H100 MoE LoRA 8 x gpt-oss-20b, seq 2048, batch 8", GPTOSS, LORA, 8, 1, 1, 0, G6, 2048, 8,
+     NAN, 14},
+    {"H100 MoE LoRA 8 x Qwen3-30B-A3B", QWEN30, LORA, 8, 1, 1, 1, G6, 4096, 16, NAN, 15},
+    {"H100 Dense LoRA 8 x Llama-3.1-70B, compile", LLAMA70, LORA, 8, 1, 1, 1, G4H, 4096, 2, NAN, 2},
+};
+enum {
+    NHEAD = sizeof headline / sizeof *headline,
+    NVAL = sizeof validation / sizeof *validation,
+    NH100 = sizeof h100 / sizeof *h100,
+};
+
+static const struct pflex_model_shape *shape_of(const char *model)
 {
-    int found = 0;
-    for (int step = 0; step < PFLEX_FLEET_MAIN_RUNS; step++) {
-        int i = (step * 7 + 3) % PFLEX_FLEET_MAIN_RUNS;
-        struct pflex_fleet_run r;
-        main_run(i, &r);
-        if (r.mem_gb > MEM_USABLE * H100_MEM_GB)
-            continue;
-        if (found++ == k)
-            return i;
+    for (int i = 0; i < pflex_model_shape_count; i++)
+        if (!strcmp(pflex_model_shapes[i].model, model))
+            return &pflex_model_shapes[i];
+    return NULL;
+}
+
+/* The short family name: the model name after its organisation, lower case. */
+static const char *const families[] = {
+    "gpt-oss-20b", "qwen3-30b-a3b", "qwen3-32b", "llama-3.1-70b", "deepseek-v2-lite",
+    "mistral-small-24b", "gemma-4-26b-a4b",
+};
+static const char *const family_models[] = {GPTOSS, QWEN30, QWEN32, LLAMA70, DSV2, MISTRAL, GEMMA};
+
+/* Per-GPU memory of an FSDP full-shard job, GB: 16 bytes of state per
+ * trained parameter sharded over the GPUs (LoRA: bf16 frozen weights,
+ * sharded, and the adapters' state), activations (34 bytes per token per
+ * hidden unit per layer, 2 kept per layer with recomputation; Korthikanti et
+ * al. 2022 with flash attention), fp32 logits, a fixed runtime overhead. */
+static double study_mem_gb(const struct pflex_model_shape *m, const struct group *g)
+{
+    double p = m->params_total_b * 1e9, tokens = (double)g->seq * g->batch;
+    double state = g->task == LORA ? p * 2.0 / g->gpus + 0.01 * p * 16.0 : p * 16.0 / g->gpus;
+    double per_layer = tokens * m->hidden;
+    double act = g->ckpt ? m->layers * per_layer * 2.0 + per_layer * 34.0
+                         : m->layers * per_layer * 34.0;
+    return (state + act + tokens * m->vocab * 4.0) / 1e9 + 3.0;
+}
+
+static int study_group(size_t i, struct pflex_fleet_run *r)
+{
+    const struct group *g;
+    enum pflex_fleet_split split;
+    if (i < NHEAD) {
+        g = &headline[i];
+        split = PFLEX_FLEET_MAIN;
+    } else if (i < NHEAD + NVAL) {
+        g = &validation[i - NHEAD];
+        split = PFLEX_FLEET_VALIDATION;
+    } else if (i < NHEAD + NVAL + NH100) {
+        g = &h100[i - NHEAD - NVAL];
+        split = PFLEX_FLEET_H100;
+    } else {
+        return -1;
     }
+    const struct pflex_model_shape *m = shape_of(g->model);
+    if (!m)
+        return -1;
+    memset(r, 0, sizeof *r);
+    struct pflex_job_desc *d = &r->desc;
+    snprintf(d->gpu, sizeof d->gpu, "%s", split == PFLEX_FLEET_H100 ? "H100-SXM5-80GB"
+                                                                    : "H200-SXM-141GB");
+    d->gpus = g->gpus;
+    d->params_b = m->params_total_b;
+    d->layers = m->layers;
+    d->hidden = m->hidden;
+    d->heads = m->heads;
+    d->kv_heads = m->kv_heads;
+    d->head_dim = m->head_dim;
+    d->ffn_hidden = m->ffn_hidden;
+    d->vocab = m->vocab;
+    d->experts = m->experts;
+    d->top_k = m->top_k;
+    d->shared_experts = m->shared_experts;
+    d->expert_ffn = m->expert_ffn;
+    d->shared_ffn = m->shared_ffn;
+    d->dense_layers = m->dense_layers;
+    d->tied_embeddings = m->tied_embeddings;
+    d->mlp = m->mlp;
+    d->window = m->window;
+    d->window_layers = m->window_layers;
+    /* FlashAttention 2.8 (PAPER.md section 3); it has no learned attention
+     * sinks, so Transformers runs gpt-oss's attention eagerly (LoRA runs);
+     * torchtitan's gpt-oss (pretraining) has its own sink-aware kernel. */
+    d->attention = g->task == LORA && !strcmp(g->model, GPTOSS) ? PFLEX_ATTN_EAGER
+                                                                 : PFLEX_ATTN_FLASH;
+    d->precision = PFLEX_PREC_BF16;
+    d->kind = g->task == LORA ? PFLEX_JOB_FINETUNE_LORA : PFLEX_JOB_PRETRAIN;
+    d->seq_len = g->seq;
+    d->micro_batch = g->batch;
+    d->global_batch = g->batch * g->gpus;
+    d->dp = g->gpus;
+    d->tp = 1;
+    d->pp = 1;
+    d->ep = m->experts > 0 && g->task == PT ? g->ep : 1;    /* EP nested in the FSDP group */
+    d->zero = 3;                            /* FSDP full shard (FSDP2 for MoE pretraining) */
+    d->act_ckpt = g->ckpt;
+    d->compile = g->compile;
+    d->eager = !g->compile;                 /* without torch.compile: unfused elementwise */
+    d->lora_rank = 32;
+    /* LoRA runs on Transformers + PEFT, whose MoE block loops over the
+     * experts; MoE pretraining runs on torchtitan's grouped GEMMs. */
+    d->moe_loop = m->experts > 0 && g->task == LORA;
+    int fam = 0;
+    while (strcmp(family_models[fam], g->model))
+        fam++;
+    snprintf(d->name, sizeof d->name, "%s-%s-%s-%dg-s%d-b%d%s%s%s",
+             split == PFLEX_FLEET_H100 ? "h100" : "h200", families[fam],
+             g->task == LORA ? "lora" : "pt", g->gpus, g->seq, g->batch,
+             d->ep > 1 ? (g->ep == 8 ? "-ep8" : "-ep4") : "", g->compile ? "" : "-nocompile",
+             split == PFLEX_FLEET_VALIDATION ? "-val" : "");
+    r->split = split;
+    r->set = split == PFLEX_FLEET_MAIN ? "headline" : split == PFLEX_FLEET_VALIDATION
+                                                      ? "validation" : "h100";
+    r->label = g->label;
+    r->model = g->model;
+    r->family = families[fam];
+    r->arch = m->experts > 0 ? "moe" : "dense";
+    r->task = g->task == LORA ? "lora" : "pretrain";
+    r->is_moe = m->experts > 0;
+    r->is_finetune = g->task == LORA;
+    r->gpus = g->gpus;
+    r->compile = g->compile;
+    r->match = g->match;
+    r->mem_gb = study_mem_gb(m, g);
+    r->ncaps = grid_n[g->grid];
+    memcpy(r->caps_w, grids[g->grid], r->ncaps * sizeof *r->caps_w);
+    r->measured_pfi = g->pfi;
+    return 0;
+}
+
+size_t pflex_fleet_size(enum pflex_fleet_set f)
+{
+    return f == PFLEX_FLEET_STUDY ? NHEAD + NVAL + NH100
+           : f == PFLEX_FLEET_EXTENDED ? (size_t)NEXT_KINDS * NCONFIGS * EXT_DRAWS : 0;
+}
+
+int pflex_fleet_entry(enum pflex_fleet_set f, size_t i, struct pflex_fleet_run *out)
+{
+    if (f == PFLEX_FLEET_STUDY)
+        return study_group(i, out);
+    if (f == PFLEX_FLEET_EXTENDED)
+        return extended_run(i, out);
     return -1;
 }
 
 size_t pflex_fleet_count(void)
 {
-    return PFLEX_FLEET_MAIN_RUNS + PFLEX_FLEET_VALIDATION_RUNS + PFLEX_FLEET_H100_RUNS;
+    return pflex_fleet_size(PFLEX_FLEET_STUDY);
 }
 
 int pflex_fleet_get(size_t i, struct pflex_fleet_run *out)
 {
-    if (i < PFLEX_FLEET_MAIN_RUNS) {
-        main_run((int)i, out);
-        return 0;
-    }
-    i -= PFLEX_FLEET_MAIN_RUNS;
-    if (i < PFLEX_FLEET_VALIDATION_RUNS) {
-        char suffix[16];
-        uint64_t rng = 0x7a11da7e00000000ULL + i;
-        snprintf(suffix, sizeof suffix, "v%02zu", i + 1);
-        build((int)((i * 53 + 11) % NCONFIGS), rng, suffix, out);
-        out->split = PFLEX_FLEET_VALIDATION;
-        return 0;
-    }
-    i -= PFLEX_FLEET_VALIDATION_RUNS;
-    if (i < PFLEX_FLEET_H100_RUNS) {
-        int src = h100_source((int)i);
-        if (src < 0)
-            return -1;
-        main_run(src, out);
-        /* Same job, same run number: only the GPU kind differs
-         * ("h200-..." becomes "h100-..."). */
-        out->desc.name[1] = '1';
-        snprintf(out->desc.gpu, sizeof out->desc.gpu, "H100-SXM5-80GB");
-        out->split = PFLEX_FLEET_H100;
-        out->match = src;
-        return 0;
-    }
-    return -1;
+    return pflex_fleet_entry(PFLEX_FLEET_STUDY, i, out);
 }
 
 const char *pflex_fleet_split_name(enum pflex_fleet_split s)
@@ -313,5 +525,5 @@ const char *pflex_fleet_split_name(enum pflex_fleet_split s)
 
 const char *pflex_fleet_family_at(int i)
 {
-    return i >= 0 && i < NMODELS ? models[i].family : NULL;
+    return i >= 0 && i < (int)(sizeof families / sizeof *families) ? families[i] : NULL;
 }

@@ -1,37 +1,84 @@
 /* model.c — GPU kinds (datasheet constants) and job descriptions.
  * Sources of the constants: docs/sim-model.md. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include "pflex/model.h"
+
+/* The dies.  Boards built on one die share its V-f curve, its leakage and
+ * its switching power: the A100-PCIe burns the same watts per GEMM at a
+ * given clock as the A100-SXM4, it is only allowed fewer of them.
+ * dyn_budget_w = flagship board limit - its idle - leakage; the sim scales
+ * it by a fitted constant per die family (src/lib/sim/sim.c).  Sources and
+ * which values are measured or assumed: docs/sim-model.md section 1. */
+#define LEAK_FRAC 0.0486        /* leakage at V_max, fraction of the flagship limit */
+#define DIE(name_, flagship_w, idle_w_, vr, knee) \
+    .die = name_, .v_ratio = vr, .f_knee_mhz = knee, .leak_w = LEAK_FRAC * (flagship_w), \
+    .dyn_budget_w = (flagship_w) - (idle_w_) - LEAK_FRAC * (flagship_w)
+#define GA100 DIE("GA100", 400, 55, 0.798, 814)
+#define GH100 DIE("GH100", 700, 75, 0.798, 1143)
+#define GB100 DIE("GB100", 1000, 110, 0.798, 1134)
+#define GA102 DIE("GA102", 300, 55, 0.69, 1000)
+#define AD102 DIE("AD102", 350, 60, 0.80, 1450)
+#define GV100 DIE("GV100", 300, 40, 0.67, 765)
 
 static const struct pflex_gpu_kind kinds[] = {
     {.name = "H100-SXM5-80GB", .min_cap_w = 200, .max_cap_w = 700, .default_cap_w = 700,
      .idle_w = 75, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980, .mem_clock_mhz = 2619,
      .mem_bw_gbs = 3350, .bf16_tflops = 989.4, .nvlink_gbs = 450, .net_gbs = 50, .sms = 132,
      .gpus_per_node = 8, .pcie_gbs = 64, .mem_gb = 80, .mem_pj_per_bit = 3.0,
-     .clock_step_mhz = 15},
+     .clock_step_mhz = 15, GH100, .fp16_tflops = 989.4, .tf32_tflops = 494.7,
+     .fp32_tflops = 66.9, .measured = 1},
     {.name = "H200-SXM-141GB", .min_cap_w = 200, .max_cap_w = 700, .default_cap_w = 700,
      .idle_w = 80, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980, .mem_clock_mhz = 3201,
      .mem_bw_gbs = 4800, .bf16_tflops = 989.4, .nvlink_gbs = 450, .net_gbs = 50, .sms = 132,
      .gpus_per_node = 8, .pcie_gbs = 64, .mem_gb = 141, .mem_pj_per_bit = 2.6,
-     .clock_step_mhz = 15},
+     .clock_step_mhz = 15, GH100, .fp16_tflops = 989.4, .tf32_tflops = 494.7,
+     .fp32_tflops = 66.9, .measured = 1},
     {.name = "A100-SXM4-40GB", .min_cap_w = 100, .max_cap_w = 400, .default_cap_w = 400,
      .idle_w = 55, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1410, .mem_clock_mhz = 1215,
      .mem_bw_gbs = 1555, .bf16_tflops = 312, .nvlink_gbs = 300, .net_gbs = 25, .sms = 108,
      .gpus_per_node = 8, .pcie_gbs = 32, .mem_gb = 40, .mem_pj_per_bit = 4.0,
-     .clock_step_mhz = 15},
+     .clock_step_mhz = 15, GA100, .fp16_tflops = 312, .tf32_tflops = 156, .fp32_tflops = 19.5,
+     .measured = 1},
+    {.name = "A100-SXM4-80GB", .min_cap_w = 100, .max_cap_w = 400, .default_cap_w = 400,
+     .idle_w = 60, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1410, .mem_clock_mhz = 1593,
+     .mem_bw_gbs = 2039, .bf16_tflops = 312, .nvlink_gbs = 300, .net_gbs = 25, .sms = 108,
+     .gpus_per_node = 8, .pcie_gbs = 32, .mem_gb = 80, .mem_pj_per_bit = 3.6,
+     .clock_step_mhz = 15, GA100, .fp16_tflops = 312, .tf32_tflops = 156, .fp32_tflops = 19.5,
+     .measured = 0},
     {.name = "A100-PCIE-80GB", .min_cap_w = 150, .max_cap_w = 300, .default_cap_w = 300,
      .idle_w = 45, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1410, .mem_clock_mhz = 1512,
-     .mem_bw_gbs = 1935, .bf16_tflops = 312, .nvlink_gbs = 0, .net_gbs = 25, .sms = 108,
-     .gpus_per_node = 8, .pcie_gbs = 32, .mem_gb = 80, .mem_pj_per_bit = 3.6,
-     .clock_step_mhz = 15},
+     .mem_bw_gbs = 1935, .bf16_tflops = 312, .nvlink_gbs = 0, .net_gbs = 12.5, .sms = 108,
+     .gpus_per_node = 4, .pcie_gbs = 32, .mem_gb = 80, .mem_pj_per_bit = 3.6,
+     .clock_step_mhz = 15, GA100, .fp16_tflops = 312, .tf32_tflops = 156, .fp32_tflops = 19.5,
+     .measured = 0},
     {.name = "A40", .min_cap_w = 100, .max_cap_w = 300, .default_cap_w = 300,
-     .idle_w = 30, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1740, .mem_clock_mhz = 7251,
-     .mem_bw_gbs = 696, .bf16_tflops = 149.7, .nvlink_gbs = 0, .net_gbs = 25, .sms = 84,
+     .idle_w = 55, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1740, .mem_clock_mhz = 7251,
+     .mem_bw_gbs = 696, .bf16_tflops = 149.7, .nvlink_gbs = 0, .net_gbs = 12.5, .sms = 84,
+     .gpus_per_node = 4, .pcie_gbs = 32, .mem_gb = 48, .mem_pj_per_bit = 7.0,
+     .clock_step_mhz = 15, GA102, .fp16_tflops = 149.7, .tf32_tflops = 74.8, .fp32_tflops = 37.4,
+     .measured = 0},
+    {.name = "L40S", .min_cap_w = 100, .max_cap_w = 350, .default_cap_w = 350,
+     .idle_w = 60, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 2520, .mem_clock_mhz = 9001,
+     .mem_bw_gbs = 864, .bf16_tflops = 362, .nvlink_gbs = 0, .net_gbs = 25, .sms = 142,
      .gpus_per_node = 8, .pcie_gbs = 32, .mem_gb = 48, .mem_pj_per_bit = 7.0,
-     .clock_step_mhz = 15},
+     .clock_step_mhz = 15, AD102, .fp16_tflops = 362, .tf32_tflops = 183, .fp32_tflops = 91.6,
+     .measured = 0},
+    {.name = "V100-SXM2-32GB", .min_cap_w = 150, .max_cap_w = 300, .default_cap_w = 300,
+     .idle_w = 40, .sm_clock_min_mhz = 135, .sm_clock_max_mhz = 1530, .mem_clock_mhz = 877,
+     .mem_bw_gbs = 900, .bf16_tflops = 0, .nvlink_gbs = 150, .net_gbs = 12.5, .sms = 80,
+     .gpus_per_node = 8, .pcie_gbs = 16, .mem_gb = 32, .mem_pj_per_bit = 4.0,
+     .clock_step_mhz = 7.5, GV100, .fp16_tflops = 125, .tf32_tflops = 0, .fp32_tflops = 15.7,
+     .measured = 0},
+    {.name = "B200-SXM-180GB", .min_cap_w = 200, .max_cap_w = 1000, .default_cap_w = 1000,
+     .idle_w = 110, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1965, .mem_clock_mhz = 3996,
+     .mem_bw_gbs = 8000, .bf16_tflops = 2250, .nvlink_gbs = 900, .net_gbs = 50, .sms = 148,
+     .gpus_per_node = 8, .pcie_gbs = 64, .mem_gb = 180, .mem_pj_per_bit = 2.6,
+     .clock_step_mhz = 15, GB100, .fp16_tflops = 2250, .tf32_tflops = 1100, .fp32_tflops = 75,
+     .measured = 0},
 };
 #define NKINDS ((int)(sizeof kinds / sizeof *kinds))
 
@@ -41,7 +88,25 @@ static const struct { const char *alias, *name; } aliases[] = {
     {"A100", "A100-SXM4-40GB"}, {"A100-40", "A100-SXM4-40GB"}, {"A100-SXM4", "A100-SXM4-40GB"},
     {"A100-SXM4-40G", "A100-SXM4-40GB"}, {"A100-80", "A100-PCIE-80GB"},
     {"A100-PCIE", "A100-PCIE-80GB"}, {"A100-PCIe-80GB", "A100-PCIE-80GB"},
+    {"A100-SXM4-80G", "A100-SXM4-80GB"}, {"A100-SXM-80GB", "A100-SXM4-80GB"},
+    {"V100", "V100-SXM2-32GB"}, {"V100-SXM2", "V100-SXM2-32GB"}, {"Tesla V100-SXM2-32GB",
+    "V100-SXM2-32GB"}, {"L40S-48GB", "L40S"}, {"B200", "B200-SXM-180GB"},
+    {"B200-SXM", "B200-SXM-180GB"},
 };
+
+int pflex_gpu_kind_limits(const char *name, double *min_w, double *max_w, double *default_w)
+{
+    const struct pflex_gpu_kind *k = pflex_gpu_kind_find(name);
+    if (!k)
+        return -1;
+    if (min_w)
+        *min_w = k->min_cap_w;
+    if (max_w)
+        *max_w = k->max_cap_w;
+    if (default_w)
+        *default_w = k->default_cap_w;
+    return 0;
+}
 
 const struct pflex_gpu_kind *pflex_gpu_kind_find(const char *name)
 {
@@ -88,35 +153,55 @@ int pflex_job_kind_parse(const char *s, enum pflex_job_kind *out)
     return -1;
 }
 
-/* Parameters of one transformer layer that every token uses (attention:
- * Q and O are h x h, K and V are h x kv_dim) and of one FFN expert
- * (SwiGLU: three h x ffn matrices). */
+/* Parameters of one attention block (Q and O: hidden x heads*head_dim, K
+ * and V: hidden x kv_heads*head_dim), of an MLP of width f (SwiGLU and
+ * GeGLU: three hidden x f matrices; GELU: two), of the embeddings (input
+ * and, untied, the LM head). */
 static double attn_params(const struct pflex_job_desc *d)
 {
-    double kv_dim = (double)d->hidden * d->kv_heads / d->heads;
-    return 2.0 * d->hidden * d->hidden + 2.0 * d->hidden * kv_dim;
+    double hd = d->head_dim > 0 ? d->head_dim : (double)d->hidden / d->heads;
+    return 2.0 * d->hidden * d->heads * hd + 2.0 * d->hidden * d->kv_heads * hd;
 }
 
-static double expert_params(const struct pflex_job_desc *d)
+static double mlp_params(const struct pflex_job_desc *d, double f)
 {
-    return 3.0 * d->hidden * (double)d->ffn_hidden;
+    return (d->mlp == PFLEX_MLP_GELU ? 2.0 : 3.0) * d->hidden * f;
 }
 
 static double embed_params(const struct pflex_job_desc *d)
 {
-    return 2.0 * d->vocab * (double)d->hidden;  /* input embedding + untied LM head */
+    return (d->tied_embeddings ? 1.0 : 2.0) * d->vocab * (double)d->hidden;
+}
+
+/* MLP parameters of the whole model: all of them, or those a token passes. */
+static double mlp_total(const struct pflex_job_desc *d, int active)
+{
+    if (d->experts <= 0)
+        return d->layers * mlp_params(d, d->ffn_hidden);
+    double ef = d->expert_ffn > 0 ? d->expert_ffn : d->ffn_hidden;
+    double sf = d->shared_ffn > 0 ? d->shared_ffn : ef;
+    int moe_layers = d->layers - d->dense_layers;
+    double per = (active ? d->top_k : d->experts) * mlp_params(d, ef)
+                 + d->shared_experts * mlp_params(d, sf) + (double)d->hidden * d->experts;
+    return d->dense_layers * mlp_params(d, d->ffn_hidden) + moe_layers * per;
+}
+
+/* Encoder-decoder: the decoder layers' cross-attention. */
+static double cross_params(const struct pflex_job_desc *d)
+{
+    return d->encoder_layers > 0 ? (d->layers - d->encoder_layers) * attn_params(d) : 0;
 }
 
 double pflex_job_params_total_b(const struct pflex_job_desc *d)
 {
-    int e = d->experts > 0 ? d->experts : 1;
-    return (d->layers * (attn_params(d) + e * expert_params(d)) + embed_params(d)) / 1e9;
+    return (d->layers * attn_params(d) + cross_params(d) + mlp_total(d, 0) + embed_params(d))
+           / 1e9;
 }
 
 double pflex_job_params_active_b(const struct pflex_job_desc *d)
 {
-    int k = d->experts > 0 ? d->top_k : 1;
-    return (d->layers * (attn_params(d) + k * expert_params(d)) + embed_params(d)) / 1e9;
+    return (d->layers * attn_params(d) + cross_params(d) + mlp_total(d, 1) + embed_params(d))
+           / 1e9;
 }
 
 /* A Llama-like shape for a parameter count alone. */
@@ -150,8 +235,35 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
     NONNEG(gpus); NONNEG(layers); NONNEG(hidden); NONNEG(heads); NONNEG(ffn_hidden);
     NONNEG(vocab); NONNEG(seq_len); NONNEG(micro_batch); NONNEG(global_batch); NONNEG(experts);
     NONNEG(top_k); NONNEG(dp); NONNEG(tp); NONNEG(pp); NONNEG(ep); NONNEG(kv_heads);
-    NONNEG(gen_len);
+    NONNEG(gen_len); NONNEG(head_dim); NONNEG(expert_ffn); NONNEG(shared_experts);
+    NONNEG(shared_ffn); NONNEG(dense_layers); NONNEG(window); NONNEG(window_layers);
+    NONNEG(encoder_layers); NONNEG(target_len); NONNEG(gpus_per_node); NONNEG(lora_rank);
 #undef NONNEG
+    static const struct { const char *name; long max; } more[] = {
+        {"head_dim", 1 << 16}, {"expert_ffn", 1 << 22}, {"shared_experts", 64},
+        {"shared_ffn", 1 << 22}, {"dense_layers", 10000}, {"window", 1 << 24},
+        {"window_layers", 10000}, {"encoder_layers", 10000}, {"target_len", 1 << 24},
+        {"gpus_per_node", 64}, {"lora_rank", 1 << 16},
+    };
+    const int mvals[] = {d->head_dim, d->expert_ffn, d->shared_experts, d->shared_ffn,
+                         d->dense_layers, d->window, d->window_layers, d->encoder_layers,
+                         d->target_len, d->gpus_per_node, d->lora_rank};
+    for (size_t i = 0; i < sizeof more / sizeof *more; i++)
+        if (mvals[i] > more[i].max)
+            return pflex_error_set(err, "field '%s': %d is more than %ld", more[i].name,
+                                   mvals[i], more[i].max);
+    if ((unsigned)d->mlp > PFLEX_MLP_GELU)
+        return pflex_error_set(err, "field 'mlp': unknown MLP %d", d->mlp);
+    if ((unsigned)d->attention > PFLEX_ATTN_EAGER)
+        return pflex_error_set(err, "field 'attention': unknown attention %d", d->attention);
+    if ((unsigned)d->precision > PFLEX_PREC_FP32)
+        return pflex_error_set(err, "field 'precision': unknown precision %d", d->precision);
+    d->tied_embeddings = d->tied_embeddings != 0;
+    d->bidirectional = d->bidirectional != 0;
+    d->compile = d->compile != 0;
+    d->moe_loop = d->moe_loop != 0 && d->experts > 0;
+    if (d->compile)
+        d->eager = 0;
     static const struct { const char *name; long max; } limits[] = {
         {"gpus", 65536}, {"dp", 65536}, {"tp", 1024}, {"pp", 1024}, {"ep", 65536},
         {"layers", 10000}, {"hidden", 1 << 20}, {"heads", 1 << 16}, {"kv_heads", 1 << 16},
@@ -232,7 +344,7 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
     if (!d->layers) {
         if (!d->ffn_hidden)
             d->ffn_hidden = (int)(8.0 / 3.0 * d->hidden / 256.0 + 0.5) * 256;
-        double per_layer = attn_params(d) + e * expert_params(d);
+        double per_layer = attn_params(d) + e * mlp_params(d, d->ffn_hidden);
         double l = (d->params_b * 1e9 - embed_params(d)) / per_layer;
         if (!(l <= 10000))      /* also NaN: a shape no real model has */
             return pflex_error_set(err, "field 'params_b': %g billion parameters at hidden %d "
@@ -243,7 +355,7 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
         double f = 0;
         if (d->params_b > 0)
             f = (d->params_b * 1e9 - embed_params(d) - d->layers * attn_params(d))
-                / (d->layers * 3.0 * d->hidden * e);
+                / (d->layers * (d->mlp == PFLEX_MLP_GELU ? 2.0 : 3.0) * d->hidden * e);
         if (!(f >= d->hidden / 4.0))   /* no count, or one too small for the shape */
             f = e > 1 ? d->hidden * 0.5 : 8.0 / 3.0 * d->hidden;
         if (!(f <= 1 << 24))
@@ -252,12 +364,25 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
                                    d->params_b, d->layers, d->hidden, f);
         d->ffn_hidden = (int)(f + 0.5);
     }
+    if (d->experts == 0 && (d->expert_ffn || d->shared_experts || d->dense_layers))
+        return pflex_error_set(err, "field 'expert_ffn': expert fields need experts");
+    if (d->dense_layers > d->layers || d->window_layers > d->layers)
+        return pflex_error_set(err, "field 'dense_layers': more than the %d layers", d->layers);
+    if (d->encoder_layers >= d->layers && d->encoder_layers > 0)
+        return pflex_error_set(err, "field 'encoder_layers': %d leaves no decoder layer of %d",
+                               d->encoder_layers, d->layers);
+    if (d->window_layers > 0 && d->window == 0)
+        return pflex_error_set(err, "field 'window_layers': needs a window");
+    if (!d->lora_rank)
+        d->lora_rank = 16;
     if (!d->params_b)
         d->params_b = pflex_job_params_total_b(d);
     if (d->pp > d->layers)
         return pflex_error_set(err, "field 'pp': %d stages for %d layers", d->pp, d->layers);
     if (!d->seq_len)
         d->seq_len = 2048;
+    if (d->encoder_layers > 0 && !d->target_len)
+        d->target_len = d->seq_len / 4 > 0 ? d->seq_len / 4 : 1;
     if (!d->micro_batch)
         d->micro_batch = 1;
     if (!d->global_batch)
@@ -270,5 +395,54 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
         return pflex_error_set(err, "field 'global_batch': %d is less than micro_batch %d x dp %d",
                                d->global_batch, d->micro_batch, d->dp);
     }
+    return 0;
+}
+
+int pflex_job_field_set(struct pflex_job_desc *d, const char *key, char type, double num,
+                        const char *str, const char **why)
+{
+    static const struct { const char *key; size_t off; } ints[] = {
+#define F(k) {#k, offsetof(struct pflex_job_desc, k)}
+        F(head_dim), F(expert_ffn), F(shared_experts), F(shared_ffn), F(dense_layers), F(window),
+        F(window_layers), F(encoder_layers), F(target_len), F(gpus_per_node), F(lora_rank),
+    }, bools[] = {
+        F(tied_embeddings), F(bidirectional), F(compile), F(moe_loop),
+#undef F
+    };
+    static const struct { const char *key; size_t off; const char *names[4]; } enums[] = {
+        {"mlp", offsetof(struct pflex_job_desc, mlp), {"swiglu", "geglu", "gelu", NULL}},
+        {"attention", offsetof(struct pflex_job_desc, attention), {"flash", "eager", NULL, NULL}},
+        {"precision", offsetof(struct pflex_job_desc, precision), {"bf16", "fp16", "tf32", "fp32"}},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
+        if (!strcmp(key, ints[i].key)) {
+            if (type != 'n' || num != floor(num) || num < 0 || num > 1 << 24) {
+                *why = "must be a whole number from 0 to 16777216";
+                return -1;
+            }
+            *(int *)((char *)d + ints[i].off) = (int)num;
+            return 1;
+        }
+    for (size_t i = 0; i < sizeof bools / sizeof *bools; i++)
+        if (!strcmp(key, bools[i].key)) {
+            if (type != 'b') {
+                *why = "must be true or false";
+                return -1;
+            }
+            *(int *)((char *)d + bools[i].off) = num != 0;
+            return 1;
+        }
+    for (size_t i = 0; i < sizeof enums / sizeof *enums; i++)
+        if (!strcmp(key, enums[i].key)) {
+            for (int k = 0; type == 's' && str && k < 4 && enums[i].names[k]; k++)
+                if (!strcasecmp(str, enums[i].names[k])) {
+                    *(int *)((char *)d + enums[i].off) = k;
+                    return 1;
+                }
+            *why = i == 0 ? "must be \"swiglu\", \"geglu\" or \"gelu\""
+                   : i == 1 ? "must be \"flash\" or \"eager\""
+                            : "must be \"bf16\", \"fp16\", \"tf32\" or \"fp32\"";
+            return -1;
+        }
     return 0;
 }

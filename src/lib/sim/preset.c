@@ -9,12 +9,12 @@
  * 128256-token vocabulary. */
 #define LLAMA3_8B .params_b = 8.03, .layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 8, \
                   .ffn_hidden = 14336, .vocab = 128256
-/* MPT-7B / MPT-13B: GELU MLP of 4h (two matrices, written as the
- * equivalent three-matrix width 8h/3), vocabulary 50432. */
-#define MPT_7B .params_b = 6.7, .layers = 32, .hidden = 4096, .heads = 32, .ffn_hidden = 10923, \
-               .vocab = 50432
-#define MPT_13B .params_b = 12.9, .layers = 40, .hidden = 5120, .heads = 40, .ffn_hidden = 13653, \
-                .vocab = 50432
+/* MPT-7B / MPT-13B (llm-foundry): GELU MLP of 4h (two matrices), the LM
+ * head tied to the input embedding, vocabulary 50432. */
+#define MPT_7B .params_b = 6.7, .layers = 32, .hidden = 4096, .heads = 32, .ffn_hidden = 16384, \
+               .vocab = 50432, .mlp = PFLEX_MLP_GELU, .tied_embeddings = 1
+#define MPT_13B .params_b = 12.9, .layers = 40, .hidden = 5120, .heads = 40, .ffn_hidden = 20480, \
+                .vocab = 50432, .mlp = PFLEX_MLP_GELU, .tied_embeddings = 1
 
 static const struct preset {
     const char *summary;

@@ -18,13 +18,10 @@
 
 /* Global physical constants, the same for every job and kind.  Calibrated
  * once against the Emerald A100 measurements (docs/sim-model.md). */
-static const struct physics {
+struct physics {
     double v_ratio;         /* Vmin / Vmax of the V-f curve */
     double f_knee;          /* fraction of f_max below which V stays at Vmin */
     double guard;           /* the power loop holds each phase this far under the cap */
-    double leak_frac;       /* leakage at Vmax, fraction of the max cap */
-    double dyn_frac;        /* switching power of a full-rate GEMM at f_max, Vmax, as a
-                             * fraction of (max cap - idle - leakage) */
     double eff_gemm;        /* achieved fraction of the tensor peak in large GEMMs */
     double gemm_h0;         /* GEMM efficiency halves at this per-GPU width (hidden/tp) */
     double gemm_m0;         /* ... and at this many rows (tokens per micro-batch) */
@@ -45,20 +42,39 @@ static const struct physics {
     double kernels_per_layer; /* kernels per layer and pass */
     double host_step_s;     /* per optimizer step host work (data loader, logging) */
     double host_iter_s;     /* per decode iteration host work (inference scheduler) */
+    double py_op_s;         /* host time of one eager PyTorch operator (Python + launch) */
+    double ops_per_expert;  /* operators per expert in an eager MoE loop */
+    double sync_s;          /* one host-device synchronisation */
     double lora_rank;
     double sigma_leak, sigma_v; /* silicon variation (relative, 1 sigma) */
     double noise_power, noise_tput, noise_tm; /* measurement noise (relative, 1 sigma) */
-} P = {
+    /* Fitted per die family (struct pflex_sim_fit). */
+    double k_dyn_ga100, k_dyn_gh100;
+    double sigma_host;      /* spread of the host (data-loader) time between jobs, log-normal */
+    double nccl_sm_frac;    /* SMs a running NCCL kernel occupies (channels), fraction */
+};
+
+static const struct physics P_DEFAULT = {
     /* Calibrated on the Emerald A100 sweeps (docs/sim-model.md). */
-    .v_ratio = 0.798, .f_knee = 0.577, .guard = 0.0050, .leak_frac = 0.0486, .dyn_frac = 1.024,
+    .v_ratio = 0.798, .f_knee = 0.577, .guard = 0.0050,
     .eff_gemm = 0.895, .gemm_h0 = 54.8, .gemm_m0 = 63.9, .eff_attn = 0.656, .eff_mem = 0.606,
     .r_sat = 0.665, .a_gemm = 1.0, .a_attn = 0.604, .a_mem = 0.672, .a_comm = 0.50, .a_idle = 0.03,
     .act_bytes = 75.6, .eager_mult = 4.94, .eff_link = 0.80, .eff_a2a = 0.60, .eta_dp = 0.303,
-    .eta_moe = 0.25, .ovl_width = 0.0256, .coll_lat_s = 10e-6, .launch_s = 4e-6,
-    .kernels_per_layer = 20, .host_step_s = 0.005, .host_iter_s = 0.0, .lora_rank = 16,
+    .eta_moe = 0.25, .ovl_width = 0.25, .coll_lat_s = 10e-6, .launch_s = 4e-6,
+    .kernels_per_layer = 20, .host_step_s = 0.005, .host_iter_s = 0.0,
+    .py_op_s = 10e-6, .ops_per_expert = 25, .sync_s = 30e-6, .lora_rank = 16,
     /* Not calibrated: silicon spread and sensor noise of the right order. */
     .sigma_leak = 0.06, .sigma_v = 0.008, .noise_power = 0.005, .noise_tput = 0.007,
     .noise_tm = 0.01,
+    .k_dyn_ga100 = 1.024, .k_dyn_gh100 = 1.024, .sigma_host = 0.5, .nccl_sm_frac = 0.18,
+};
+
+/* Fitted by `make calibrate` (tools/calibrate.c; docs/sim-model.md section 4
+ * gives the uncertainties and errors; tests/test_calibration.c checks that
+ * these reproduce them). */
+const struct pflex_sim_fit pflex_sim_fit_default = {
+    .k_dyn_ga100 = 1.2999, .k_dyn_gh100 = 2.7010, .a_mem = 0.3752, .eager_mult = 6.2522,
+    .eta_dp = 0.0000, .v_ratio_gh100 = 0.7293, .f_knee_gh100 = 0.3741,
 };
 
 
@@ -90,6 +106,11 @@ struct step {
     double nvlink_bytes;    /* per step, sent over NVLink by one GPU */
     double pcie_bytes;      /* per step, host to GPU */
     double tokens;          /* tokens per step, the whole job */
+    double comm_bytes;      /* per step, collective traffic one GPU sends (any link) */
+    double host_layer_s;    /* host time per layer and pass of an eager MoE loop (0: none) */
+    double host_layers;     /* layer passes per micro-step with it */
+    double host_experts;    /* experts run per layer and pass */
+    double expert_share;    /* their share of the layer's GPU work */
 };
 
 struct gpu {
@@ -104,9 +125,18 @@ struct pflex_sim_job {
     struct gpu *g;
     struct step s;
     double leak_w, dyn_w, mem_w_per_gbs;
+    double rate_tflops;     /* tensor (or FP32) rate of the job's precision at f_max */
+    double bpe;             /* bytes per element of weights and activations */
+    int gpn;                /* GPUs per node */
+    double host_mult;       /* this job's data-loader speed (seeded) */
+    double v_ratio;         /* the die's V-f floor (fitted for GH100) */
+    double f_knee;          /* its knee, fraction of the top clock (fitted for GH100) */
+    struct physics phys;
     /* Scratch of the last evaluation: per-GPU power and telemetry. */
     double *power_w, *tm;
 };
+
+#define P (j->phys)
 
 /* --- randomness: splitmix64, Box-Muller ---------------------------------- */
 
@@ -132,19 +162,21 @@ static double gauss(uint64_t a, uint64_t b)
 
 /* --- the GPU: V-f curve, phase power, the power loop ---------------------- */
 
-/* Voltage relative to Vmax at SM clock fraction r. */
-static double volt(double r)
+/* Voltage relative to Vmax at SM clock fraction r: the die's curve, flat
+ * at its floor below the knee, linear above. */
+static double volt(const struct pflex_sim_job *j, double r)
 {
-    if (r <= P.f_knee)
-        return P.v_ratio;
-    return P.v_ratio + (1 - P.v_ratio) * (r - P.f_knee) / (1 - P.f_knee);
+    double knee = j->f_knee, vr = j->v_ratio;
+    if (r <= knee)
+        return vr;
+    return vr + (1 - vr) * (r - knee) / (1 - knee);
 }
 
 /* Time of a compute phase at clock fraction r, and its compute-bound part. */
 static double phase_time(const struct pflex_sim_job *j, const struct work *w, double r,
                          double *tcomp)
 {
-    double tc = w->flops > 0 ? w->flops / (j->k->bf16_tflops * 1e12 * w->eff * r) : 0;
+    double tc = w->flops > 0 ? w->flops / (j->rate_tflops * 1e12 * w->eff * r) : 0;
     double tm = w->bytes / (j->k->mem_bw_gbs * 1e9 * P.eff_mem);
     if (r < P.r_sat)
         tm *= P.r_sat / r;
@@ -158,7 +190,7 @@ static double phase_time(const struct pflex_sim_job *j, const struct work *w, do
 static double phase_power(const struct pflex_sim_job *j, const struct gpu *g,
                           const struct work *w, double act, double r)
 {
-    double v = volt(r) * g->v_mult, mem = 0;
+    double v = volt(j, r) * g->v_mult, mem = 0;
     if (w) {
         double tc, t = phase_time(j, w, r, &tc);
         if (t <= 0)
@@ -194,10 +226,14 @@ static double loop_clock(const struct pflex_sim_job *j, const struct gpu *g,
 
 /* --- the job's work ------------------------------------------------------- */
 
+/* Achieved bandwidth of a ring over n GPUs with per_node of them in a node:
+ * NVLink inside a node where the board has it, else PCIe peer-to-peer
+ * (which also crosses the host bridge: half its rate is achieved); across
+ * nodes the node's network links. */
 static double ring_bw(const struct pflex_sim_job *j, int n, int per_node)
 {
     const struct pflex_gpu_kind *k = j->k;
-    double intra = (k->nvlink_gbs > 0 ? k->nvlink_gbs : k->pcie_gbs) * 1e9;
+    double intra = (k->nvlink_gbs > 0 ? k->nvlink_gbs : 0.5 * k->pcie_gbs) * 1e9;
     if (n <= 1)
         return INFINITY;
     if (per_node >= n)
@@ -206,7 +242,7 @@ static double ring_bw(const struct pflex_sim_job *j, int n, int per_node)
     return (inter < intra ? inter : intra) * P.eff_link;
 }
 
-static double ring_lat(int n, double count)
+static double ring_lat(const struct pflex_sim_job *j, int n, double count)
 {
     return n > 1 ? count * P.coll_lat_s * (1 + log2((double)n)) : 0;
 }
@@ -219,7 +255,8 @@ static int imin(int a, int b)
 /* A GEMM phase: its efficiency falls for narrow (hidden/tp) and short
  * (few rows) matrices, and its switching activity follows the tensor-core
  * issue rate it achieves. */
-static struct work gemm_work(double flops, double bytes, double width_factor, double rows)
+static struct work gemm_work(const struct pflex_sim_job *j, double flops, double bytes,
+                             double width_factor, double rows)
 {
     double rel = width_factor * rows / (rows + P.gemm_m0);
     double eff = P.eff_gemm * rel;
@@ -228,41 +265,86 @@ static struct work gemm_work(double flops, double bytes, double width_factor, do
     return (struct work){flops, bytes, eff, P.a_mem + (P.a_gemm - P.a_mem) * rel};
 }
 
+/* The precision's tensor rate (FP32 CUDA cores where the kind has no
+ * tensor path for it, e.g. bf16 on V100) and its bytes per element. */
+static void precision_rate(struct pflex_sim_job *j)
+{
+    const struct pflex_gpu_kind *k = j->k;
+    double r = 0;
+    j->bpe = 2;
+    switch (j->d.precision) {
+    case PFLEX_PREC_BF16: r = k->bf16_tflops; break;
+    case PFLEX_PREC_FP16: r = k->fp16_tflops > 0 ? k->fp16_tflops : k->bf16_tflops; break;
+    case PFLEX_PREC_TF32: r = k->tf32_tflops; j->bpe = 4; break;
+    default: j->bpe = 4; break;
+    }
+    j->rate_tflops = r > 0 ? r : k->fp32_tflops;
+}
+
+/* Per layer and token: attention context the kernels compute (causal flash
+ * skips masked blocks; eager attention computes the whole score matrix;
+ * sliding windows bound it), averaged over the layers. */
+static double attn_context(const struct pflex_job_desc *d, double seq)
+{
+    double full = d->bidirectional || d->attention == PFLEX_ATTN_EAGER ? seq : seq / 2;
+    if (d->window > 0 && d->window_layers > 0 && d->attention != PFLEX_ATTN_EAGER) {
+        double w = d->window < seq ? d->window - (double)d->window * d->window / (2 * seq) : seq / 2;
+        return (d->window_layers * w + (d->layers - d->window_layers) * full) / d->layers;
+    }
+    return full;
+}
+
 static void build_step(struct pflex_sim_job *j)
 {
     const struct pflex_job_desc *d = &j->d;
     const struct pflex_gpu_kind *k = j->k;
     struct step *s = &j->s;
     memset(s, 0, sizeof *s);
-    int gpn = k->gpus_per_node > 0 ? k->gpus_per_node : 8;
+    int gpn = j->gpn;
     double h = d->hidden, L = d->layers, tp = d->tp, pp = d->pp;
     double lloc = ceil(L / pp);
-    double kv_dim = h * d->kv_heads / d->heads;
+    double hd = d->head_dim > 0 ? d->head_dim : h / d->heads;
+    double q_dim = d->heads * hd, kv_dim = d->kv_heads * hd;
     /* Parameters: scale the shape to the stated count. */
     double shape_total = pflex_job_params_total_b(d), shape_active = pflex_job_params_active_b(d);
     double n_total = d->params_b * 1e9;
+    double scale = n_total / (shape_total * 1e9);
     double n_active = n_total * shape_active / shape_total;
-    double n_embed_in = d->vocab * h * n_total / (shape_total * 1e9);  /* scaled like the rest */
-    double n_gemm = n_active - n_embed_in;          /* GEMM weights a token passes */
+    double n_embed_in = d->vocab * h * scale;           /* a lookup, not a GEMM */
+    double n_head = d->vocab * h * scale;               /* the LM head GEMM (tied or not) */
+    double n_gemm = n_active - n_embed_in * (d->tied_embeddings ? 0 : 1);
+    if (d->tied_embeddings)
+        n_gemm += 0;        /* the shared matrix counts once, as the LM head */
+    double n_layers_gemm = n_gemm - n_head;             /* per token, all layers */
+    /* Pipeline stages are as slow as the busiest: ceil(L/pp) layers, and
+     * the last stage also holds the LM head. */
+    double n_gemm_loc = (n_layers_gemm * lloc / L + (pp > 1 ? n_head : n_head / pp)) / tp;
     double n_loc = n_total / (tp * pp);             /* weights held per GPU (unsharded) */
-    double n_gemm_loc = n_gemm / (tp * pp);
     double eff_w = (h / tp) / (h / tp + P.gemm_h0);      /* width factor of GEMM efficiency */
-    double bpe = 2;                                 /* bf16 */
-    double act_bytes = P.act_bytes * (d->eager ? P.eager_mult : 1);
+    double bpe = j->bpe;
+    double act_bytes = P.act_bytes * (d->eager ? P.eager_mult : 1) * bpe / 2;
+    double ctx = attn_context(d, d->seq_len);
+    /* Eager attention materialises heads x seq x seq scores per layer and
+     * sequence: written, soft-maxed, read for P.V (forward), and as much
+     * again twice in the backward. */
+    double score_bytes = d->attention == PFLEX_ATTN_EAGER
+                         ? (double)d->heads / tp * d->seq_len * bpe * 4 : 0;   /* per token */
 
     if (d->kind == PFLEX_JOB_INFERENCE) {
         double B = d->micro_batch, sl = d->seq_len, gen = d->gen_len;
         double tok = B * sl;
         s->micro = 1;
-        s->ph[PH_GEMM] = gemm_work(2 * n_gemm_loc * tok, n_loc * bpe + tok * lloc * h / tp * bpe * 8,
+        s->ph[PH_GEMM] = gemm_work(j, 2 * n_gemm_loc * tok, n_loc * bpe + tok * lloc * h / tp * bpe * 8,
                                    eff_w, tok);
-        s->ph[PH_ATTN] = (struct work){2 * sl * h * lloc / tp * tok, tok * lloc * 4 * h / tp * bpe,
+        s->ph[PH_ATTN] = (struct work){4 * ctx * q_dim * lloc / tp * tok,
+                                       tok * lloc * 2 * (q_dim + kv_dim) / tp * bpe,
                                        P.eff_attn, P.a_attn};
         s->ph[PH_MEM] = (struct work){0, tok * lloc * h / tp * act_bytes
+                                      + tok * lloc * score_bytes / 4
                                       + tok / pp * d->vocab / tp * 4.0 / sl, 0, P.a_mem};
         /* One decode iteration: all weights (MoE: the experts the batch
          * touches), the KV cache of the batch, a GEMV/GEMM of B rows. */
-        double ctx = sl + gen / 2;
+        double cx = sl + gen / 2;
         double touched = 1.0;
         if (d->experts > 0) {
             double e_hit = d->experts * (1 - pow(1 - (double)d->top_k / d->experts, B));
@@ -273,44 +355,66 @@ static void build_step(struct pflex_sim_job *j)
         }
         s->decode = 1;
         s->decode_iters = gen;
-        s->ph[PH_OPT] = gemm_work(2 * n_gemm_loc * B + 4 * ctx * h * lloc / tp * B,
-                                  n_loc * touched * bpe + B * ctx * lloc * 2 * kv_dim / tp * bpe
+        s->ph[PH_OPT] = gemm_work(j, 2 * n_gemm_loc * B + 4 * cx * q_dim * lloc / tp * B,
+                                  n_loc * touched * bpe + B * cx * lloc * 2 * kv_dim / tp * bpe
                                   + B * lloc * h / tp * act_bytes, eff_w, B);
         double tp_bw = ring_bw(j, d->tp, imin(d->tp, gpn));
         double tp_count = 2 * lloc;
         s->tp_s = d->tp > 1 ? 2 * (tp - 1) / tp * tok * h * bpe * tp_count / tp_bw
-                              + ring_lat(d->tp, tp_count) : 0;
+                              + ring_lat(j, d->tp, tp_count) : 0;
         /* Per decode iteration: TP all-reduces of B rows, host scheduling. */
         s->launch_s = gen * ((d->tp > 1 ? 2 * (tp - 1) / tp * B * h * bpe * tp_count / tp_bw
-                              + ring_lat(d->tp, tp_count) : 0) + P.host_iter_s);
+                              + ring_lat(j, d->tp, tp_count) : 0) + P.host_iter_s);
         s->pp_s = d->pp > 1 ? (1 + gen) * B * h * bpe / ring_bw(j, 2, 1) : 0;
-        s->host_s = P.host_step_s;
-        s->nvlink_bytes = d->tp > 1 ? 2 * (tp - 1) / tp * (tok + B * gen) * h * bpe * tp_count : 0;
+        s->host_s = P.host_step_s * j->host_mult;
+        if (k->nvlink_gbs > 0)
+            s->nvlink_bytes = d->tp > 1 ? 2 * (tp - 1) / tp * (tok + B * gen) * h * bpe * tp_count : 0;
+        s->comm_bytes = d->tp > 1 ? 2 * (tp - 1) / tp * (tok + B * gen) * h * bpe * tp_count : 0;
         s->pcie_bytes = tok * 4 + B * gen * 8;
         s->tokens = B * gen * d->dp;
         return;
     }
 
     int lora = d->kind == PFLEX_JOB_FINETUNE_LORA;
-    double tok = (double)d->micro_batch * d->seq_len;
+    /* Encoder-decoder: a sequence is seq_len encoder and target_len decoder
+     * tokens; a token passes only its own half's layers (the decoder's
+     * also attend to the encoder output).  Work is written per encoder+
+     * decoder token: the mean over the two. */
+    double seq_tok = d->seq_len + (d->encoder_layers > 0 ? d->target_len : 0);
+    double tok = (double)d->micro_batch * seq_tok;
+    double layer_frac = 1.0;    /* share of the layers a token passes */
+    if (d->encoder_layers > 0) {
+        double enc = d->encoder_layers, dec = L - enc;
+        layer_frac = (enc * d->seq_len + dec * d->target_len) / (L * seq_tok);
+        ctx = (enc * attn_context(d, d->seq_len) * d->seq_len
+               + dec * (attn_context(d, d->target_len) + d->seq_len) * d->target_len)
+              / (L * seq_tok) / layer_frac;
+    }
+    n_gemm_loc = (n_layers_gemm * layer_frac * lloc / L + (pp > 1 ? n_head : n_head / pp)) / tp;
+    double lact = lloc * layer_frac;    /* layers a token passes on this GPU */
     s->micro = ceil((double)d->global_batch / ((double)d->micro_batch * d->dp));
     /* FLOPs per weight per token: forward 2, backward 4 (LoRA: 2, no
      * weight gradients); recomputation adds a forward. */
     double cg = (lora ? 4 : 6) + (d->act_ckpt ? 2 : 0);
     double passes = 3 + (d->act_ckpt ? 1 : 0);      /* forward-equivalents of elementwise work */
-    s->ph[PH_GEMM] = gemm_work(cg * n_gemm_loc * tok,
-                               cg / 2 * n_gemm_loc * bpe + tok * lloc * h / tp * bpe * 8 * passes,
+    s->ph[PH_GEMM] = gemm_work(j, cg * n_gemm_loc * tok,
+                               cg / 2 * n_gemm_loc * bpe + tok * lact * h / tp * bpe * 8 * passes,
                                eff_w, tok);
-    s->ph[PH_ATTN] = (struct work){passes * 2 * d->seq_len * h * lloc / tp * tok,
-                                   passes * tok * lloc * 4 * h / tp * bpe, P.eff_attn, P.a_attn};
-    double trainable = lora ? L * P.lora_rank * (4 * h + 2 * kv_dim + 2 * h + 3 * (h + d->ffn_hidden))
+    s->ph[PH_ATTN] = (struct work){passes * 4 * ctx * q_dim * lact / tp * tok,
+                                   passes * tok * lact * 2 * (q_dim + kv_dim) / tp * bpe,
+                                   P.eff_attn, P.a_attn};
+    double rank = d->lora_rank > 0 ? d->lora_rank : P.lora_rank;
+    double ffn_a = d->experts > 0 ? (d->expert_ffn > 0 ? d->expert_ffn : d->ffn_hidden) : d->ffn_hidden;
+    double trainable = lora ? L * rank * (2 * h + 2 * q_dim + 2 * (h + kv_dim)
+                                          + (d->mlp == PFLEX_MLP_GELU ? 2 : 3) * (h + ffn_a))
                             : n_total;
     double train_loc = trainable / (tp * pp);
-    double mem = tok * lloc * h / tp * act_bytes * passes
+    double mem = tok * lact * h / tp * act_bytes * passes
+                 + tok * lact * score_bytes * passes
                  + tok / pp * d->vocab / tp * 4.0 * 3    /* fp32 logits, softmax, loss */
                  + train_loc * bpe * 2;                   /* gradient accumulation */
     if (d->experts > 0)
-        mem += tok * lloc * d->top_k * h * bpe * 4 * passes;  /* routing, permutation */
+        mem += tok * lact * d->top_k * h * bpe * 4 * passes;  /* routing, permutation */
     s->ph[PH_MEM] = (struct work){0, mem, 0, P.a_mem};
     /* Adam over the local trainable shard: read param, grad, m, v; write
      * param, m, v and the bf16 copy. */
@@ -322,21 +426,34 @@ static void build_step(struct pflex_sim_job *j)
     double tp_count = 2 * lloc * (2 + (d->act_ckpt ? 1 : 0));
     double tp_bw = ring_bw(j, d->tp, imin(d->tp, gpn));
     double tp_bytes = d->tp > 1 ? 2 * (tp - 1) / tp * tok * h * bpe * tp_count : 0;
-    s->tp_s = d->tp > 1 ? tp_bytes / tp_bw + ring_lat(d->tp, tp_count) : 0;
+    s->tp_s = d->tp > 1 ? tp_bytes / tp_bw + ring_lat(j, d->tp, tp_count) : 0;
     /* Data parallel over dp ranks with stride tp; as many per node as fit. */
     int dp_per_node = imin(d->dp, gpn / d->tp > 0 ? gpn / d->tp : 1);
     double dp_bw = ring_bw(j, d->dp, dp_per_node), n = d->dp;
     double dp_bytes = 0;
     if (d->dp > 1) {
         if (d->zero == 3) {
-            double v = 3 * (n - 1) / n * n_loc * bpe;
+            /* FSDP gathers every weight of a layer before using it.  With
+             * expert parallelism nested inside the FSDP group (torchtitan's
+             * FSDP2 + EP) a GPU holds 1/ep of the routed experts and gathers
+             * them only across the dp/ep ranks that share them. */
+            double ef = d->expert_ffn > 0 ? d->expert_ffn : d->ffn_hidden;
+            double n_exp = d->experts > 0
+                           ? (L - d->dense_layers) * d->experts
+                             * (d->mlp == PFLEX_MLP_GELU ? 2.0 : 3.0) * h * ef * scale / (tp * pp)
+                           : 0;
+            if (n_exp > n_loc)
+                n_exp = n_loc;
+            double ne = d->ep > 1 ? n / d->ep : n;
+            double gath = (n - 1) / n * (n_loc - n_exp) + (ne > 1 ? (ne - 1) / ne : 0) * n_exp / d->ep;
+            double v = 3 * gath * bpe;
             if (lora)       /* frozen weights still gathered twice; adapters reduced */
-                v = 2 * (n - 1) / n * n_loc * bpe + (n - 1) / n * train_loc * bpe;
-            s->fsdp_s = v / dp_bw + ring_lat(d->dp, 3 * lloc);
+                v = 2 * gath * bpe + (n - 1) / n * train_loc * bpe;
+            s->fsdp_s = v / dp_bw + ring_lat(j, d->dp, 3 * lloc);
             dp_bytes = v * s->micro;
         } else {
             double v = 2 * (n - 1) / n * train_loc * bpe;
-            s->dp_s = v / dp_bw + ring_lat(d->dp, ceil(train_loc * bpe / 25e6) + 1);
+            s->dp_s = v / dp_bw + ring_lat(j, d->dp, ceil(train_loc * bpe / 25e6) + 1);
             dp_bytes = v;
         }
     }
@@ -348,20 +465,46 @@ static void build_step(struct pflex_sim_job *j)
                              : k->net_gbs * 1e9) * P.eff_a2a;
         double v = count * (ep - 1) / ep * tok * d->top_k * h * bpe / tp;
         s->moe_s = v / bw + count * P.coll_lat_s * (in_node ? 1 : 4);
-        if (in_node)
+        if (in_node && k->nvlink_gbs > 0)
             s->nvlink_bytes += v * s->micro;
+        s->comm_bytes += v * s->micro;
     }
+    /* Pipeline neighbours are tp * dp ranks apart: in one node when that
+     * stride is under the node size. */
     if (d->pp > 1)
-        s->pp_s = 2 * tok * h * bpe / tp / ring_bw(j, 2, gpn >= 2 ? 1 : 1);
+        s->pp_s = 2 * tok * h * bpe / tp / ring_bw(j, 2, d->tp * d->dp < gpn ? 2 : 1);
     s->bubble_micro = pp - 1;
-    s->launch_s = lloc * P.kernels_per_layer * passes * P.launch_s;
-    s->host_s = P.host_step_s;
+    s->launch_s = lloc * P.kernels_per_layer * (d->eager ? 2.5 : 1) * passes * P.launch_s;
+    /* Hugging Face Transformers' eager MoE block runs the experts one after
+     * another from Python: for each expert that received tokens, a
+     * torch.where that syncs host and device, a gather, the three
+     * projections (each, under PEFT LoRA, base + dropout + A + B + scale +
+     * add), the activation, the routing weight and an index_add: about 25
+     * operators.  The sync keeps the host from running ahead of the GPU,
+     * so per layer and pass the step takes the longer of the host's
+     * operator stream and the GPU's work (exposed() below). */
+    if (d->experts > 0 && d->moe_loop) {
+        double routed = tok * d->top_k / d->ep;
+        double hit = d->experts / (double)d->ep
+                     * (1 - pow(1 - 1.0 / (d->experts / (double)d->ep), routed));
+        s->host_layer_s = hit * (P.ops_per_expert * P.py_op_s + P.sync_s) + 12 * P.py_op_s;
+        s->host_layers = lact * passes;
+        s->host_experts = hit;
+        /* The routed experts' share of the layer's GPU work. */
+        double ef = d->expert_ffn > 0 ? d->expert_ffn : d->ffn_hidden;
+        double exp_act = (L - d->dense_layers) * d->top_k * (d->mlp == PFLEX_MLP_GELU ? 2.0 : 3.0)
+                         * h * ef * scale / tp;
+        s->expert_share = fmin(1, exp_act / (n_gemm_loc * tp));
+    }
+    s->host_s = P.host_step_s * j->host_mult;
     int dp_in_node = d->dp * d->tp <= gpn;
-    s->nvlink_bytes += s->micro * tp_bytes + (dp_in_node ? dp_bytes : dp_bytes * (gpn > d->tp ? 0.5 : 0));
-    s->pcie_bytes = s->micro * tok * 8;
-    s->tokens = (double)d->global_batch * d->seq_len;
+    if (k->nvlink_gbs > 0)
+        s->nvlink_bytes += s->micro * tp_bytes
+                           + (dp_in_node ? dp_bytes : dp_bytes * (gpn > d->tp ? 0.5 : 0));
+    s->comm_bytes += s->micro * tp_bytes + dp_bytes;
     /* The global batch is rounded up to whole micro-steps on every rank. */
-    s->tokens = s->micro * d->micro_batch * d->dp * (double)d->seq_len;
+    s->tokens = s->micro * d->micro_batch * d->dp * seq_tok;
+    s->pcie_bytes = s->tokens / d->dp * 8;
 }
 
 /* --- evaluation ----------------------------------------------------------- */
@@ -384,9 +527,9 @@ static void run_phase(const struct pflex_sim_job *j, const struct gpu *g, const 
 
 /* Exposed communication that interleaves with a micro-step's kernels layer
  * by layer: tensor-parallel all-reduces and MoE all-to-all. */
-static double interleaved_comm_s(const struct step *s)
+static double interleaved_comm_s(const struct pflex_sim_job *j)
 {
-    return s->tp_s + s->moe_s * (1 - P.eta_moe);
+    return j->s.tp_s + j->s.moe_s * (1 - P.eta_moe);
 }
 
 /* Time-averaged power of the interleaved kernels of one micro-step (GEMMs,
@@ -395,7 +538,7 @@ static double interleaved_comm_s(const struct step *s)
 static double micro_power(const struct pflex_sim_job *j, const struct gpu *g,
                           const struct work *w, double r)
 {
-    double t = interleaved_comm_s(&j->s), e = t * phase_power(j, g, NULL, P.a_comm, r);
+    double t = interleaved_comm_s(j), e = t * phase_power(j, g, NULL, P.a_comm, r);
     for (int p = PH_GEMM; p <= PH_MEM; p++) {
         if (w[p].flops <= 0 && w[p].bytes <= 0)
             continue;
@@ -450,7 +593,7 @@ static void run_phases(const struct pflex_sim_job *j, const struct gpu *g, const
 /* Communication time c left exposed behind compute time that can hide h.
  * Per layer (bucket) the traffic and the compute differ, so the exposure
  * is a smooth max(0, c - h): soft over a width of ovl_width * c. */
-static double exposed(double c, double h)
+static double exposed(const struct pflex_sim_job *j, double c, double h)
 {
     if (c <= 0)
         return 0;
@@ -458,8 +601,44 @@ static double exposed(double c, double h)
     return e < c ? e : c;
 }
 
+/* The eager MoE loop's exposed host time per micro-step, given the GPU
+ * time g of the micro-step.  Per layer and pass the non-expert work runs
+ * while the host waits at the loop's first sync; then each expert takes the
+ * longer of its host operators (h) and its GPU work G_e.  Experts receive
+ * unequal shares of the tokens (coefficient of variation ROUTE_CV), so
+ * E[max(h, G_e)] with G_e ~ N(mu, (cv mu)^2): mu Phi(z) + h Phi(-z) +
+ * sigma phi(z), z = (mu - h) / sigma. */
+#define ROUTE_CV 0.4
+
+static double moe_loop_exposed(const struct pflex_sim_job *j, double g)
+{
+    const struct step *s = &j->s;
+    double layer = g / s->host_layers, e = s->host_experts > 0 ? s->host_experts : 1;
+    double mu = layer * s->expert_share / e, sig = ROUTE_CV * mu;
+    double h = s->host_layer_s / e;
+    if (!(sig > 0))
+        return s->host_layers * fmax(0, s->host_layer_s - layer * s->expert_share);
+    double z = (mu - h) / sig;
+    double emax = mu * 0.5 * erfc(-z / M_SQRT2) + h * 0.5 * erfc(z / M_SQRT2)
+                  + sig * exp(-0.5 * z * z) / sqrt(2 * M_PI);
+    return s->host_layers * e * (emax - mu);
+}
+
 /* Telemetry weights per phase type: sm_active, sm_occupancy. */
 static const double sm_act[] = {0.98, 0.95, 0.90, 0.90}, sm_occ[] = {0.22, 0.30, 0.55, 0.55};
+
+/* MEM_COPY_UTIL (nvidia-smi utilization.memory) is the share of sample
+ * time in which the memory controller is busy at all, not the share of its
+ * bandwidth used (that is DRAM_ACTIVE).  A phase streaming a fraction u of
+ * the bandwidth keeps it busy about min(1, u / U_BUSY) of its time: the
+ * controller's busy flag is set while any request is queued, and requests
+ * come in bursts per warp.  U_BUSY is an assumed constant (docs). */
+#define U_BUSY 0.35
+
+static double busy_frac(double u)
+{
+    return u >= U_BUSY ? 1.0 : u / U_BUSY;
+}
 
 /* One synchronous group of GPUs [lo, hi) (the whole job for training, one
  * replica for inference): its step time at the pace of its slowest GPU,
@@ -481,19 +660,22 @@ static double eval_group(struct pflex_sim_job *j, const struct ph_run *runs, int
     }
     double m = s->micro;
     /* Exposed communication, with the compute time of the slowest GPU. */
-    double fsdp_exp = exposed(s->fsdp_s, P.eta_dp * tm_slow);
-    double dp_exp = exposed(s->dp_s, P.eta_dp * (2.0 / 3.0) * tm_slow);
+    double fsdp_exp = exposed(j, s->fsdp_s, P.eta_dp * tm_slow);
+    double dp_exp = exposed(j, s->dp_s, P.eta_dp * (2.0 / 3.0) * tm_slow);
     double moe_exp = s->moe_s * (1 - P.eta_moe);
     double comm_micro = s->tp_s + moe_exp + fsdp_exp + s->pp_s;
-    double comm_int = m * interleaved_comm_s(s);    /* under the micro-step's clock */
+    double comm_int = m * interleaved_comm_s(j);    /* under the micro-step's clock */
     double launch_exp = decode ? s->launch_s : s->launch_s - tm_slow;
     if (launch_exp < 0)
         launch_exp = 0;
+    if (s->host_layers > 0)
+        launch_exp += moe_loop_exposed(j, tm_slow);
     double comm = m * comm_micro + dp_exp;
     double bubble = s->bubble_micro * (tm_slow + comm_micro);
     double host = s->host_s + m * launch_exp;
     double step = m * tm_slow + topt_slow + comm + bubble + host;
     const struct pflex_gpu_kind *k = j->k;
+    double nccl = P.nccl_sm_frac;
     for (int i = lo; i < hi; i++) {
         const struct gpu *g = &j->g[i];
         const struct ph_run *r = runs + (size_t)i * PH_NCOMPUTE;
@@ -501,6 +683,10 @@ static double eval_group(struct pflex_sim_job *j, const struct ph_run *runs, int
         double pc = phase_power(j, g, NULL, P.a_comm, rc), pi = phase_power(j, g, NULL, P.a_idle, ri);
         double rm = r[PH_GEMM].r, pm = phase_power(j, g, NULL, P.a_comm, rm);
         double busy = m * (r[PH_GEMM].t + r[PH_ATTN].t + r[PH_MEM].t) + r[PH_OPT].t * iters;
+        /* A faster GPU waits for the slowest inside the next collective: an
+         * NCCL kernel spinning on a flag, so the wait counts as a kernel. */
+        double straggle = m * (tm_slow - (r[PH_GEMM].t + r[PH_ATTN].t + r[PH_MEM].t))
+                          + (topt_slow - r[PH_OPT].t * iters);
         double wait = step - busy - comm;
         double e = m * (r[PH_GEMM].t * r[PH_GEMM].p + r[PH_ATTN].t * r[PH_ATTN].p
                         + r[PH_MEM].t * r[PH_MEM].p)
@@ -508,31 +694,44 @@ static double eval_group(struct pflex_sim_job *j, const struct ph_run *runs, int
                    + wait * pi;
         j->power_w[i] = e / step;
         double *tm = j->tm + (size_t)i * PFLEX_TM_COUNT;
-        double clk = 0, act = 0, occ = 0, tens = 0, bytes = 0;
+        double clk = 0, act = 0, occ = 0, tens = 0, bytes = 0, mbusy = 0;
         for (int p = 0; p < PH_NCOMPUTE; p++) {
             double reps = p == PH_OPT ? iters : m, t = reps * r[p].t;
             clk += t * r[p].r;
             act += t * sm_act[p];
             occ += t * sm_occ[p];
-            tens += reps * s->ph[p].flops / (k->bf16_tflops * 1e12 * r[p].r);
+            tens += reps * s->ph[p].flops / (j->rate_tflops * 1e12 * r[p].r);
             bytes += reps * s->ph[p].bytes;
+            if (r[p].t > 0)
+                mbusy += t * busy_frac(s->ph[p].bytes / (r[p].t * k->mem_bw_gbs * 1e9));
         }
+        if (j->rate_tflops == k->fp32_tflops && k->fp32_tflops != k->bf16_tflops)
+            tens = 0;           /* FP32 on CUDA cores: the tensor pipe is idle */
         clk += (comm - comm_int) * rc + comm_int * rm + wait * ri;
-        act += comm * 0.15;
-        occ += comm * 0.05;
+        /* NCCL kernels hold a few SMs busy (spinning included) for the whole
+         * exposed communication and for straggler waits; they copy through
+         * device memory at the link's rate. */
+        act += (comm + straggle) * nccl;
+        occ += (comm + straggle) * nccl * 0.25;
+        double link_u = comm > 0 ? s->comm_bytes / step / (k->mem_bw_gbs * 1e9) : 0;
+        mbusy += comm * busy_frac(link_u * 2);
+        double kernel_time = busy + comm + straggle;
+        if (kernel_time > step)
+            kernel_time = step;
         tm[PFLEX_TM_SM_CLOCK_MHZ] = clk / step * k->sm_clock_max_mhz;
         tm[PFLEX_TM_MEM_CLOCK_MHZ] = k->mem_clock_mhz;
-        tm[PFLEX_TM_GPU_UTIL] = 100 * (busy + comm) / step;
-        tm[PFLEX_TM_GR_ENGINE_ACTIVE] = (busy + comm) / step;
-        tm[PFLEX_TM_SM_ACTIVE] = act / step;
-        tm[PFLEX_TM_SM_OCCUPANCY] = occ / step;
+        tm[PFLEX_TM_GPU_UTIL] = 100 * kernel_time / step;
+        tm[PFLEX_TM_GR_ENGINE_ACTIVE] = kernel_time / step;
+        tm[PFLEX_TM_SM_ACTIVE] = fmin(1, act / step);
+        tm[PFLEX_TM_SM_OCCUPANCY] = fmin(1, occ / step);
         tm[PFLEX_TM_TENSOR_ACTIVE] = tens / step;
-        tm[PFLEX_TM_DRAM_ACTIVE] = bytes / (k->mem_bw_gbs * 1e9 * step);
-        tm[PFLEX_TM_MEM_COPY_UTIL] = fmin(100, 100 * tm[PFLEX_TM_DRAM_ACTIVE] * 1.1);
+        tm[PFLEX_TM_DRAM_ACTIVE] = fmin(1, (bytes + 2 * s->comm_bytes) / (k->mem_bw_gbs * 1e9 * step));
+        tm[PFLEX_TM_MEM_COPY_UTIL] = fmin(100, 100 * mbusy / step);
         tm[PFLEX_TM_PCIE_RX_BYTES] = s->pcie_bytes / step;
         tm[PFLEX_TM_PCIE_TX_BYTES] = s->pcie_bytes / step * 0.05;
-        tm[PFLEX_TM_NVLINK_TX_BYTES] = s->nvlink_bytes / step;
-        tm[PFLEX_TM_NVLINK_RX_BYTES] = s->nvlink_bytes / step;
+        /* Boards without NVLink have no NVLink counters. */
+        tm[PFLEX_TM_NVLINK_TX_BYTES] = k->nvlink_gbs > 0 ? s->nvlink_bytes / step : NAN;
+        tm[PFLEX_TM_NVLINK_RX_BYTES] = k->nvlink_gbs > 0 ? s->nvlink_bytes / step : NAN;
     }
     return step;
 }
@@ -588,7 +787,7 @@ static int measure(pflex_sim_job_t *j, double cap_w, struct pflex_sim_measure *o
         caps += j->g[i].cap_w;
         pw += j->power_w[i];
         for (int f = 0; f < PFLEX_TM_COUNT; f++)
-            out->tm[f] += j->tm[(size_t)i * PFLEX_TM_COUNT + f];
+            out->tm[f] += j->tm[(size_t)i * PFLEX_TM_COUNT + f];     /* NaN stays NaN */
     }
     out->cap_w = caps / j->n;
     out->power_w = pw / j->n;
@@ -625,6 +824,31 @@ int pflex_sim_job_expect(pflex_sim_job_t *j, double cap_w, struct pflex_sim_meas
     return measure(j, cap_w, out, 0, err);
 }
 
+int pflex_sim_job_per_gpu(pflex_sim_job_t *j, double cap_w, double *power_w, double *tm,
+                          struct pflex_sim_measure *mean, pflex_error_t *err)
+{
+    struct pflex_sim_measure m;
+    if (measure(j, cap_w, &m, 0, err) < 0)
+        return -1;
+    if (power_w)
+        memcpy(power_w, j->power_w, (size_t)j->n * sizeof *power_w);
+    if (tm)
+        memcpy(tm, j->tm, (size_t)j->n * PFLEX_TM_COUNT * sizeof *tm);
+    if (mean)
+        *mean = m;
+    return 0;
+}
+
+int pflex_sim_job_gpus(const pflex_sim_job_t *j)
+{
+    return j->n;
+}
+
+uint64_t pflex_sim_job_noise_seed(const pflex_sim_job_t *j)
+{
+    return j->seed;
+}
+
 int pflex_sim_job_breakdown(pflex_sim_job_t *j, double cap_w, struct pflex_sim_breakdown *out,
                             pflex_error_t *err)
 {
@@ -655,7 +879,8 @@ int pflex_sim_job_breakdown(pflex_sim_job_t *j, double cap_w, struct pflex_sim_b
     out->memory = m * ts[PH_MEM] / step;
     out->optimizer = iters * ts[PH_OPT] / step;
     out->bubble = s->bubble_micro * tmicro / step;
-    double host = s->host_s + m * (s->decode ? s->launch_s : fmax(0, s->launch_s - tmicro));
+    double hl = s->host_layers > 0 ? moe_loop_exposed(j, tmicro) : 0;
+    double host = s->host_s + m * ((s->decode ? s->launch_s : fmax(0, s->launch_s - tmicro)) + hl);
     out->host = host / step;
     out->comm_exposed = 1 - out->gemm - out->attention - out->memory - out->optimizer
                         - out->bubble - out->host;
@@ -667,18 +892,52 @@ int pflex_sim_job_breakdown(pflex_sim_job_t *j, double cap_w, struct pflex_sim_b
 
 /* --- life cycle ----------------------------------------------------------- */
 
-int pflex_sim_job_create(const struct pflex_job_desc *d, uint64_t seed,
-                         pflex_sim_job_t **out, pflex_error_t *err)
+/* FNV-1a over the description's bytes: two different jobs given the same
+ * seed draw different silicon and noise (a `pflex sweep` of one job never
+ * shares its noise stream with another's). */
+static uint64_t desc_hash(const struct pflex_job_desc *d)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    const unsigned char *p = (const unsigned char *)d->name;
+    for (size_t i = 0; i < sizeof d->name && p[i]; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    const int v[] = {d->gpus, d->layers, d->hidden, d->heads, d->ffn_hidden, d->vocab, d->seq_len,
+                     d->micro_batch, d->global_batch, d->experts, d->top_k, (int)d->kind, d->dp,
+                     d->tp, d->pp, d->ep, d->act_ckpt, d->zero, d->eager, d->attention,
+                     d->precision, (int)(d->params_b * 1000)};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+        h = (h ^ (uint64_t)(unsigned)v[i]) * 0x100000001b3ULL;
+    for (const char *c = d->gpu; *c; c++)
+        h = (h ^ (unsigned char)*c) * 0x100000001b3ULL;
+    return h;
+}
+
+int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
+                             const struct pflex_sim_fit *fit, pflex_sim_job_t **out,
+                             pflex_error_t *err)
 {
     struct pflex_job_desc r = *d;
     if (pflex_job_desc_resolve(&r, err) < 0)
         return -1;
+    if (!fit)
+        fit = &pflex_sim_fit_default;
+    if (!(fit->k_dyn_ga100 > 0 && fit->k_dyn_gh100 > 0 && fit->a_mem >= 0 && fit->a_mem <= 1
+          && fit->eager_mult >= 1 && fit->eta_dp >= 0 && fit->eta_dp <= 1
+          && fit->v_ratio_gh100 > 0.3 && fit->v_ratio_gh100 <= 1
+          && fit->f_knee_gh100 > 0.05 && fit->f_knee_gh100 < 0.95))
+        return pflex_error_set(err, "sim: fitted constants out of range");
     pflex_sim_job_t *j = calloc(1, sizeof *j);
     if (!j)
         return pflex_error_set(err, "out of memory");
     j->d = r;
     j->k = pflex_gpu_kind_find(r.gpu);
-    j->seed = seed;
+    j->phys = P_DEFAULT;
+    P.k_dyn_ga100 = fit->k_dyn_ga100;
+    P.k_dyn_gh100 = fit->k_dyn_gh100;
+    P.a_mem = fit->a_mem;
+    P.eager_mult = fit->eager_mult;
+    P.eta_dp = fit->eta_dp;
+    j->seed = mix64(seed ^ desc_hash(&r));
     j->n = r.gpus;
     j->g = calloc((size_t)j->n, sizeof *j->g);
     j->power_w = calloc((size_t)j->n, sizeof *j->power_w);
@@ -688,10 +947,24 @@ int pflex_sim_job_create(const struct pflex_job_desc *d, uint64_t seed,
         return pflex_error_set(err, "out of memory");
     }
     const struct pflex_gpu_kind *k = j->k;
-    j->leak_w = P.leak_frac * k->max_cap_w;
-    j->dyn_w = P.dyn_frac * (k->max_cap_w - k->idle_w - j->leak_w);
+    /* Leakage and switching power belong to the die (model.c): the fitted
+     * scale of the die family, the mean of the two fitted ones for dies
+     * nothing measured constrains. */
+    double kd = !strcmp(k->die, "GA100") ? P.k_dyn_ga100
+                : !strcmp(k->die, "GH100") ? P.k_dyn_gh100
+                : 0.5 * (P.k_dyn_ga100 + P.k_dyn_gh100);
+    j->leak_w = k->leak_w;
+    j->v_ratio = !strcmp(k->die, "GH100") ? fit->v_ratio_gh100 : k->v_ratio;
+    j->f_knee = !strcmp(k->die, "GH100") ? fit->f_knee_gh100 : k->f_knee_mhz / k->sm_clock_max_mhz;
+    j->dyn_w = kd * k->dyn_budget_w;
     j->mem_w_per_gbs = k->mem_pj_per_bit * 8e-12 * 1e9;    /* W per GB/s */
-    uint64_t sil = mix64(seed ^ 0x73696c69636f6eULL);
+    j->gpn = r.gpus_per_node > 0 ? r.gpus_per_node : (k->gpus_per_node > 0 ? k->gpus_per_node : 8);
+    precision_rate(j);
+    /* The data loader's speed differs from job to job (tokenisation,
+     * storage, CPU per GPU): a log-normal factor fixed by the seed. */
+    j->host_mult = exp(P.sigma_host * gauss(mix64(j->seed ^ 0x686f7374ULL), 0)
+                       - 0.5 * P.sigma_host * P.sigma_host);
+    uint64_t sil = mix64(j->seed ^ 0x73696c69636f6eULL);
     for (int i = 0; i < j->n; i++) {
         j->g[i].leak_mult = fmax(0.5, 1 + P.sigma_leak * gauss(sil, 2 * (uint64_t)i));
         j->g[i].v_mult = 1 + P.sigma_v * gauss(sil, 2 * (uint64_t)i + 1);
@@ -700,6 +973,12 @@ int pflex_sim_job_create(const struct pflex_job_desc *d, uint64_t seed,
     build_step(j);
     *out = j;
     return 0;
+}
+
+int pflex_sim_job_create(const struct pflex_job_desc *d, uint64_t seed,
+                         pflex_sim_job_t **out, pflex_error_t *err)
+{
+    return pflex_sim_job_create_fit(d, seed, NULL, out, err);
 }
 
 void pflex_sim_job_destroy(pflex_sim_job_t *j)

@@ -1,0 +1,205 @@
+/* run.c — a whole 30-minute training run, sampled every 5 s as the study's
+ * dcgm-exporter sidecar sampled it, and the study's aggregate of it.
+ *
+ * The steady state at the cap comes from the model (pflex_sim_job_per_gpu);
+ * the trace adds what a run has around it: a warm-up while the process
+ * starts (frame buffer under 10 GiB), a start-up while the weights load
+ * (gpu_util 0), then training, interrupted by an evaluation at 10 minutes
+ * (forward passes only: lower power, no training tokens) and a checkpoint
+ * at 20 minutes (the GPUs wait on storage).  Each 5-s sample carries the
+ * noise of a short window: the board's power sensor, and the steps that
+ * fall in the window.  The aggregate is the study's: per field, the mean of
+ * the top 10 % of training-phase samples (gpu_util >= 50 %), which leaves
+ * the evaluation and the checkpoint out.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pflex/sim.h"
+
+/* Relative 1-sigma noise of one 5-s sample (Yang et al., SC24: NVML's
+ * power reading is a 1-s average of a sensor sampled a quarter of the
+ * time; step-time jitter of synchronous training, about 1 %). */
+#define NOISE_POWER 0.010
+#define NOISE_TPUT 0.012
+#define NOISE_TM 0.015
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static double gauss(uint64_t a, uint64_t b)
+{
+    double u = ((mix(a ^ mix(2 * b)) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    double v = ((mix(a ^ mix(2 * b + 1)) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    return sqrt(-2 * log(u)) * cos(2 * M_PI * v);
+}
+
+const char *pflex_sim_phase_name(enum pflex_sim_phase p)
+{
+    static const char *const names[] = {"warmup", "startup", "training", "eval", "checkpoint"};
+    return (unsigned)p < 5 ? names[p] : NULL;
+}
+
+static int cmp_desc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Mean of the top frac of v[0..n) (at least one value); sorts v. */
+static double top_mean(double *v, size_t n, double frac)
+{
+    if (n == 0)
+        return NAN;
+    qsort(v, n, sizeof *v, cmp_desc);
+    size_t k = (size_t)ceil(frac * (double)n);
+    if (k < 1)
+        k = 1;
+    double s = 0;
+    for (size_t i = 0; i < k; i++)
+        s += v[i];
+    return s / (double)k;
+}
+
+int pflex_sim_job_run(pflex_sim_job_t *j, double cap_w, const struct pflex_sim_run_opts *o,
+                      struct pflex_sim_sample *samples, size_t max, size_t *n,
+                      struct pflex_sim_measure *agg, pflex_error_t *err)
+{
+    static const struct pflex_sim_run_opts defaults = PFLEX_SIM_RUN_DEFAULTS;
+    if (!j)
+        return pflex_error_set(err, "sim: no job");
+    if (!o)
+        o = &defaults;
+    if (!(o->interval_s > 0) || !(o->duration_s >= o->interval_s) || o->duration_s > 86400 * 7
+        || !(o->top_frac > 0 && o->top_frac <= 1))
+        return pflex_error_set(err, "sim: run of %g s sampled every %g s, top %g: out of range",
+                               o->duration_s, o->interval_s, o->top_frac);
+    int g = pflex_sim_job_gpus(j);
+    const struct pflex_job_desc *d = pflex_sim_job_desc(j);
+    const struct pflex_gpu_kind *k = pflex_sim_job_kind(j);
+    size_t nt = (size_t)floor(o->duration_s / o->interval_s + 1e-9);
+    double *pw = malloc((size_t)g * sizeof *pw);
+    double *tm = malloc((size_t)g * PFLEX_TM_COUNT * sizeof *tm);
+    double *col = malloc(nt * (PFLEX_TM_COUNT + 2) * sizeof *col);
+    struct pflex_sim_measure mean;
+    int rc = -1;
+    if (!pw || !tm || !col) {
+        pflex_error_set(err, "out of memory");
+        goto out;
+    }
+    if (pflex_sim_job_per_gpu(j, cap_w, pw, tm, &mean, err) < 0)
+        goto out;
+    /* The run's timeline: process start and allocator warm-up, weights
+     * loaded from storage (about 2 GB/s per GPU of its shard), the
+     * evaluation, a checkpoint written at about 1 GB/s per GPU. */
+    double shard_gb = d->params_b * 2 / g;
+    double warm_end = 60, start_end = warm_end + 20 + shard_gb / 2.0;
+    double ckpt_s = 10 + d->params_b * (d->kind == PFLEX_JOB_FINETUNE_LORA ? 0.2 : 14.0) / g;
+    double fb_train = fmin(k->mem_gb * 0.85, 12 + shard_gb * 4);
+    uint64_t seed = mix(pflex_sim_job_noise_seed(j) ^ mix((uint64_t)llround(cap_w * 16))
+                        ^ mix(0x72756eULL + o->run));
+    size_t ntrain = 0, nsched = 0;
+    double *ptr = col, *ttr = col + nt, *ftr = col + 2 * nt;
+    /* The study's training phase is gpu_util >= 50 %; a run that never
+     * reaches it (a host-bound job) is taken by its schedule instead. */
+    int by_util = 1;
+again:
+    size_t written = 0;
+    for (size_t t = 0; t < nt; t++) {
+        double ts = (double)(t + 1) * o->interval_s;
+        enum pflex_sim_phase ph = ts <= warm_end ? PFLEX_SIM_WARMUP
+                                 : ts <= start_end ? PFLEX_SIM_STARTUP
+                                 : ts > o->eval_at_s && ts <= o->eval_at_s + o->eval_s ? PFLEX_SIM_EVAL
+                                 : ts > o->ckpt_at_s && ts <= o->ckpt_at_s + ckpt_s ? PFLEX_SIM_CHECKPOINT
+                                 : PFLEX_SIM_TRAINING;
+        uint64_t st = mix(seed ^ (uint64_t)t);
+        double tput = 0;
+        if (ph == PFLEX_SIM_TRAINING)
+            tput = mean.throughput * (1 + NOISE_TPUT * gauss(st, 0));
+        double psum = 0, tsum[PFLEX_TM_COUNT] = {0};
+        for (int i = 0; i < g; i++) {
+            uint64_t sg = mix(st ^ mix(0x677075ULL + (uint64_t)i));
+            const double *tg = tm + (size_t)i * PFLEX_TM_COUNT;
+            struct pflex_sim_sample s = {ts, (unsigned)i, ph, 0, 0, tput, {0}};
+            double busy;        /* how much of the training draw and activity this phase has */
+            switch (ph) {
+            case PFLEX_SIM_WARMUP: busy = 0; s.fb_used_gib = 0.5 + 8 * ts / warm_end; break;
+            case PFLEX_SIM_STARTUP: busy = 0; s.fb_used_gib = 9 + shard_gb; break;
+            case PFLEX_SIM_EVAL: busy = 0.55; s.fb_used_gib = fb_train; break;
+            case PFLEX_SIM_CHECKPOINT: busy = 0.02; s.fb_used_gib = fb_train; break;
+            default: busy = 1; s.fb_used_gib = fb_train; break;
+            }
+            s.power_w = (k->idle_w * (ph == PFLEX_SIM_WARMUP ? 0.8 : 1.0)
+                         + busy * (pw[i] - k->idle_w)) * (1 + NOISE_POWER * gauss(sg, 1));
+            for (int f = 0; f < PFLEX_TM_COUNT; f++) {
+                double v = tg[f];
+                if (f == PFLEX_TM_MEM_CLOCK_MHZ || !isfinite(v)) {
+                    s.tm[f] = v;
+                } else if (f == PFLEX_TM_SM_CLOCK_MHZ) {
+                    s.tm[f] = busy > 0.5 ? v * (1 + 0.3 * NOISE_TM * gauss(sg, 2 + (uint64_t)f))
+                                         : k->sm_clock_max_mhz;
+                } else {
+                    /* Evaluation keeps the GPUs busy (gpu_util high) at a
+                     * lighter load; the checkpoint and start-up leave them idle. */
+                    double scale = f == PFLEX_TM_GPU_UTIL || f == PFLEX_TM_GR_ENGINE_ACTIVE
+                                   ? (ph == PFLEX_SIM_EVAL ? 0.95 : busy) : busy;
+                    s.tm[f] = v * scale * (1 + NOISE_TM * gauss(sg, 2 + (uint64_t)f));
+                    if (f == PFLEX_TM_GPU_UTIL || f == PFLEX_TM_MEM_COPY_UTIL)
+                        s.tm[f] = fmin(100, fmax(0, s.tm[f]));
+                    else if (f <= PFLEX_TM_GR_ENGINE_ACTIVE)
+                        s.tm[f] = fmin(1, fmax(0, s.tm[f]));
+                }
+            }
+            psum += s.power_w;
+            for (int f = 0; f < PFLEX_TM_COUNT; f++)
+                tsum[f] += s.tm[f];
+            if (samples && written < max)
+                samples[written++] = s;
+        }
+        /* The study's training phase: gpu_util >= 50 % (evaluation included,
+         * the top-10 % then leaves it out). */
+        nsched += ph == PFLEX_SIM_TRAINING;
+        if (by_util ? tsum[PFLEX_TM_GPU_UTIL] / g >= 50 || (ph == PFLEX_SIM_TRAINING
+                                                         && !isfinite(tsum[PFLEX_TM_GPU_UTIL]))
+                    : ph == PFLEX_SIM_TRAINING || ph == PFLEX_SIM_EVAL) {
+            ptr[ntrain] = psum / g;
+            ttr[ntrain] = tput;
+            for (int f = 0; f < PFLEX_TM_COUNT; f++)
+                ftr[(size_t)f * nt + ntrain] = tsum[f] / g;
+            ntrain++;
+        }
+    }
+    if (ntrain == 0 && by_util && nsched > 0) {
+        by_util = 0;
+        nsched = 0;
+        written = 0;
+        goto again;
+    }
+    if (n)
+        *n = nt * (size_t)g;
+    if (agg) {
+        memset(agg, 0, sizeof *agg);
+        agg->cap_w = mean.cap_w;
+        if (ntrain == 0) {
+            pflex_error_set(err, "sim: %s: no training-phase sample in %g s", d->name,
+                            o->duration_s);
+            goto out;
+        }
+        agg->power_w = top_mean(ptr, ntrain, o->top_frac);
+        agg->throughput = top_mean(ttr, ntrain, o->top_frac);
+        agg->step_s = agg->throughput > 0 ? mean.step_s * mean.throughput / agg->throughput : NAN;
+        for (int f = 0; f < PFLEX_TM_COUNT; f++)
+            agg->tm[f] = top_mean(ftr + (size_t)f * nt, ntrain, o->top_frac);
+    }
+    rc = 0;
+out:
+    free(pw);
+    free(tm);
+    free(col);
+    return rc;
+}
