@@ -450,11 +450,11 @@ static void test_gpu_ranges_match_sim(void **state)
         m++;
     assert_int_equal(m, n);
     static const char *const names[] = {"H100", "h200", "NVIDIA H200-SXM-141GB", "A100-40",
-                                        "A100-80", "A40", "A100"};
+                                        "A100-80", "A40", "A100", "V100", "B200", "L40S-48GB"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         assert_ptr_equal(pflex_gpu_range_find(names[i]),
                          pflex_gpu_range_find(pflex_gpu_kind_find(names[i])->name));
-    assert_null(pflex_gpu_range_find("V100"));
+    assert_null(pflex_gpu_range_find("V200"));
     assert_null(pflex_gpu_range_find(NULL));
 }
 

@@ -2,7 +2,8 @@
  *
  * A small table that every layer may read (the planner clamps its caps to
  * it, readers resolve a gpu column with it).  The same numbers as the
- * datasheet table of the simulator (pflex/model.h), which a test checks;
+ * datasheet table of the simulator (pflex/model.h), which resolves names
+ * through this one and whose ranges a test checks;
  * the real range of a GPU comes from NVML where there is one.
  */
 #ifndef PFLEX_GPUKIND_H

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include "pflex/gpukind.h"
 #include "pflex/model.h"
 
 /* The dies.  Boards built on one die share its V-f curve, its leakage and
@@ -82,18 +83,6 @@ static const struct pflex_gpu_kind kinds[] = {
 };
 #define NKINDS ((int)(sizeof kinds / sizeof *kinds))
 
-static const struct { const char *alias, *name; } aliases[] = {
-    {"H100", "H100-SXM5-80GB"}, {"H100-SXM", "H100-SXM5-80GB"}, {"H100-SXM5", "H100-SXM5-80GB"},
-    {"H200", "H200-SXM-141GB"}, {"H200-SXM", "H200-SXM-141GB"},
-    {"A100", "A100-SXM4-40GB"}, {"A100-40", "A100-SXM4-40GB"}, {"A100-SXM4", "A100-SXM4-40GB"},
-    {"A100-SXM4-40G", "A100-SXM4-40GB"}, {"A100-80", "A100-PCIE-80GB"},
-    {"A100-PCIE", "A100-PCIE-80GB"}, {"A100-PCIe-80GB", "A100-PCIE-80GB"},
-    {"A100-SXM4-80G", "A100-SXM4-80GB"}, {"A100-SXM-80GB", "A100-SXM4-80GB"},
-    {"V100", "V100-SXM2-32GB"}, {"V100-SXM2", "V100-SXM2-32GB"}, {"Tesla V100-SXM2-32GB",
-    "V100-SXM2-32GB"}, {"L40S-48GB", "L40S"}, {"B200", "B200-SXM-180GB"},
-    {"B200-SXM", "B200-SXM-180GB"},
-};
-
 int pflex_gpu_kind_limits(const char *name, double *min_w, double *max_w, double *default_w)
 {
     const struct pflex_gpu_kind *k = pflex_gpu_kind_find(name);
@@ -117,9 +106,11 @@ const struct pflex_gpu_kind *pflex_gpu_kind_find(const char *name)
     for (int i = 0; i < NKINDS; i++)
         if (!strcasecmp(name, kinds[i].name))
             return &kinds[i];
-    for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
-        if (!strcasecmp(name, aliases[i].alias))
-            return pflex_gpu_kind_find(aliases[i].name);
+    /* Short and vendor names resolve through the one table of names. */
+    const struct pflex_gpu_range *r = pflex_gpu_range_find(name);
+    for (int i = 0; r && i < NKINDS; i++)
+        if (!strcmp(r->name, kinds[i].name))
+            return &kinds[i];
     return NULL;
 }
 

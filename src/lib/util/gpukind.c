@@ -1,6 +1,7 @@
 /* gpukind.c — the settable power-limit range of each known GPU kind
- * (datasheet values; the simulator's table in src/lib/sim/model.c holds the
- * same, checked by tests/test_alloc.c). */
+ * (datasheet values) and the names a kind goes by: the one table of names
+ * and aliases, which the simulator's kinds (src/lib/sim/model.c) resolve
+ * through; tests/test_alloc_policies.c checks that the ranges agree. */
 #include <stddef.h>
 #include <strings.h>
 #include "pflex/gpukind.h"
@@ -10,7 +11,11 @@ static const struct pflex_gpu_range kinds[] = {
     {"H200-SXM-141GB", 200, 700},
     {"A100-SXM4-40GB", 100, 400},
     {"A100-PCIE-80GB", 150, 300},
+    {"A100-SXM4-80GB", 100, 400},
     {"A40", 100, 300},
+    {"L40S", 100, 350},
+    {"V100-SXM2-32GB", 150, 300},
+    {"B200-SXM-180GB", 200, 1000},
 };
 #define NKINDS ((int)(sizeof kinds / sizeof *kinds))
 
@@ -20,6 +25,10 @@ static const struct { const char *alias, *name; } aliases[] = {
     {"A100", "A100-SXM4-40GB"}, {"A100-40", "A100-SXM4-40GB"}, {"A100-SXM4", "A100-SXM4-40GB"},
     {"A100-SXM4-40G", "A100-SXM4-40GB"}, {"A100-80", "A100-PCIE-80GB"},
     {"A100-PCIE", "A100-PCIE-80GB"}, {"A100-PCIe-80GB", "A100-PCIE-80GB"},
+    {"A100-SXM4-80G", "A100-SXM4-80GB"}, {"A100-SXM-80GB", "A100-SXM4-80GB"},
+    {"V100", "V100-SXM2-32GB"}, {"V100-SXM2", "V100-SXM2-32GB"}, {"Tesla V100-SXM2-32GB",
+    "V100-SXM2-32GB"}, {"L40S-48GB", "L40S"}, {"B200", "B200-SXM-180GB"},
+    {"B200-SXM", "B200-SXM-180GB"},
 };
 
 const struct pflex_gpu_range *pflex_gpu_range_find(const char *name)
