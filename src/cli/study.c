@@ -670,13 +670,11 @@ static void print_table(const struct pflex_report *r, const json_t *S, const cha
 static int write_samples(const char *path, const struct task *tasks, size_t n, uint64_t seed,
                          int repeats)
 {
-    FILE *f = fopen(path, "w");
+    FILE *f = open_out_path(path);      /* atomic, committed with the others */
     struct pflex_sim_sample *smp = NULL;
     size_t cap_n = 0;
-    if (!f) {
-        cli_error("study", "%s: %s", path, strerror(errno));
+    if (!f)
         return -1;
-    }
     fputs("# pflex study: per-GPU samples every 5 s of each 30-minute run (docs/sim-model.md)\n"
           "job,gpu,gpu_index,cap_w,run,t_s,phase,fb_used_gib,power_w,throughput", f);
     for (int k = 0; k < PFLEX_TM_COUNT; k++)
@@ -739,8 +737,7 @@ fail_job:
     return close_out(f, path);
 fail:
     free(smp);
-    fclose(f);
-    return -1;
+    return -1;                          /* the caller aborts every output */
 }
 
 /* --- the study's comparison: simulated beside measured ------------------ */
