@@ -370,7 +370,7 @@ static int write_pfi(const char *dir, const struct pflex_report_run *runs, size_
         put_num(f, r->fleet.measured_pfi);
         fprintf(f, ",%s,%.10g,%.10g,ratio,", d->name, r->p0_w, r->t0);
         for (size_t k = 0; k < r->npoints; k++)
-            fprintf(f, "%s%.0f", k ? " " : "", r->cap_w[k]);
+            fprintf(f, "%s%.0f", k ? "/" : "", r->cap_w[k]);
         fprintf(f, ",%.10g,", r->cap0_w);
         put_num(f, r->pfi_loss_area);
         fprintf(f, ",%.10g,%.10g,%.10g,%.10g,%s,%s,%s,%g,%d,%d,%d,%d,%.10g,%.6g\n",
