@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "cli/study_predict.h"
 #include "pflex/alloc.h"
 #include "pflex/calib.h"
 #include "pflex/csv.h"
@@ -346,7 +347,10 @@ static void put_num(FILE *f, double v)
 
 /* A row per group: the columns of issue 9 first, then the PFI CSV columns
  * (SPEC section 3) that `pflex allocate --pfi` reads, then the layout. */
-static int write_pfi(const char *dir, const struct pflex_report_run *runs, size_t n)
+/* Leaves the temporary file's name in tmp (len bytes), to be read back
+ * before the set is committed. */
+static int write_pfi(const char *dir, const struct pflex_report_run *runs, size_t n, char *tmp,
+                     size_t len)
 {
     char path[PATH_MAX];
     FILE *f = open_out(dir, "pfi.csv", path, sizeof path);
@@ -379,7 +383,11 @@ static int write_pfi(const char *dir, const struct pflex_report_run *runs, size_
                 r->partner >= 0 ? runs[r->partner].fleet.desc.name : "", d->params_b,
                 d->global_batch, d->dp, d->tp, d->pp, r->x_max, r->step_s);
     }
-    return close_out(f, path);
+    pflex_outfile_t *o = out_of(f);
+    if (close_out(f, path) < 0)
+        return -1;
+    snprintf(tmp, len, "%s", pflex_outfile_temp_path(o));
+    return 0;
 }
 
 /* The calibration against the Emerald measurements (pflex/calib.h): the
@@ -1074,7 +1082,8 @@ int cmd_study(int argc, char **argv)
     pflex_sweep_t *sweep = NULL;
     json_t *summary = NULL;
     size_t n = 0, ncurves = 0;
-    char path[PATH_MAX];
+    char path[PATH_MAX], sweeps_tmp[PATH_MAX], pfi_tmp[PATH_MAX];
+    json_t *pred = NULL;
     struct pflex_report_calib_job cal_jobs[PFLEX_REPORT_MAX_CALIB];
     pflex_error_t err;
     if (!idx)
@@ -1128,6 +1137,7 @@ int cmd_study(int argc, char **argv)
     snprintf(path, sizeof path, "%s/sweeps.csv", out_dir);
     if (write_sweeps(path, sizeof path, tasks, n) < 0)
         goto out;
+    snprintf(sweeps_tmp, sizeof sweeps_tmp, "%s", path);
     if (pflex_sweep_read_file(path, NULL, &sweep, &err) < 0) {
         cli_error("study", "reading back %s", err.text);
         goto out;
@@ -1208,7 +1218,7 @@ int cmd_study(int argc, char **argv)
         goto out;
     rep.runtime_s = now_s() - t_start;
 
-    if (write_pfi(out_dir, runs, n) < 0)
+    if (write_pfi(out_dir, runs, n, pfi_tmp, sizeof pfi_tmp) < 0)
         goto out;
     if (samples && write_samples(samples, tasks, n, seed, repeats) < 0)
         goto out;
@@ -1219,6 +1229,12 @@ int cmd_study(int argc, char **argv)
         json_t *rt = json_incref(json_object_get(summary, "runtime_s"));
         json_object_del(summary, "runtime_s");
         json_object_set_new(summary, "study", study_compare(runs, n, 0));
+        /* The study's prediction sections (Table 3, the H100 transfer,
+         * §6) on its own sweeps, read back as `pflex train --study` would. */
+        if (study_predict(sweeps_tmp, pfi_tmp, 500, (unsigned long)seed, &pred) == PFLEX_EXIT_OK)
+            json_object_set_new(summary, "prediction", json_incref(pred));
+        else
+            cli_error("study", "note: the prediction sections are left out of the report");
         json_object_set_new(summary, "runtime_s", rt ? rt : json_null());
     }
     FILE *f = open_out(out_dir, "summary.json", path, sizeof path);
@@ -1247,10 +1263,13 @@ int cmd_study(int argc, char **argv)
     } else {
         print_table(&rep, summary, out_dir, charts);
         json_decref(study_compare(runs, n, 1));
+        if (pred)
+            study_predict_print(stdout, pred);
     }
     rc = fflush(stdout) == 0 ? PFLEX_EXIT_OK : PFLEX_EXIT_INTERNAL;
 out:
     drop_outs();
+    json_decref(pred);
     json_decref(summary);
     for (size_t i = 0; i < ncurves; i++)
         pflex_curve_fini(&curves[i]);

@@ -743,6 +743,118 @@ static void alloc_section(struct ctx *c)
     fputs("</table>\n", f);
 }
 
+/* The prediction sections (summary "prediction", written by the study from
+ * its own sweeps): the study's Table 3 on the simulated fleet, beside the
+ * study's numbers, the H100 transfer, and the §6 workload protocol. */
+static void pred_cell(FILE *f, const json_t *v, const char *fmt)
+{
+    char b[32];
+    fprintf(f, "<td>%s</td>", num(v, b, sizeof b, fmt));
+}
+
+static void prediction_section(struct ctx *c)
+{
+    FILE *f = c->out;
+    const json_t *p = json_object_get(c->summary, "prediction");
+    fputs("<h2 id=\"prediction\">Predicting PFI from telemetry</h2>\n", f);
+    if (!json_is_object(p)) {
+        fputs("<p class=\"note\">Prediction section skipped (see the study's messages).</p>\n", f);
+        return;
+    }
+    fputs("<p>The study's Table 3 on the simulated H200 groups: ordinary least squares on "
+          "DCGM features of each group's uncapped run, scored leave-one-out (LOO) and "
+          "leave-one-cluster-out (LOCO, the clusters being architecture × task), then pflex's "
+          "own models. Each row is followed by the study's numbers. The simulated telemetry "
+          "is not the real one: where a row does much better than the study, that says how "
+          "much of the simulator's PFI its counters reveal, not what real counters would.</p>\n"
+          "<table class=\"num\">\n<tr><th>features</th><th>model</th><th>p</th><th>R² in</th>"
+          "<th>LOO R²</th><th>LOO RMSE</th><th>LOO ρ</th><th>LOCO R²</th><th>LOCO RMSE</th>"
+          "<th>LOCO ρ</th></tr>\n", f);
+    size_t i;
+    const json_t *row;
+    json_array_foreach(json_object_get(p, "table3"), i, row) {
+        for (int study = 0; study < 2; study++) {
+            const json_t *r = study ? json_object_get(row, "study") : row;
+            if (!json_is_object(r))
+                continue;
+            fputs(study ? "<tr class=\"meta\"><td>&nbsp;&nbsp;the study</td><td></td><td></td>"
+                        : "<tr><td>", f);
+            if (!study) {
+                esc(f, json_string_value(json_object_get(row, "features")));
+                fputs("</td><td>", f);
+                esc(f, json_string_value(json_object_get(row, "model")));
+                fputs("</td>", f);
+                pred_cell(f, json_object_get(row, "p"), "%.0f");
+            }
+            pred_cell(f, json_object_get(r, "r2_in"), "%.3f");
+            for (int k = 0; k < 2; k++) {
+                const json_t *cv = json_object_get(r, k ? "loco" : "loo");
+                pred_cell(f, json_object_get(cv, "r2"), "%.3f");
+                pred_cell(f, json_object_get(cv, "rmse"), "%.3f");
+                pred_cell(f, json_object_get(cv, "rho"), "%.3f");
+            }
+            fputs("</tr>\n", f);
+        }
+    }
+    fputs("</table>\n", f);
+    const json_t *h = json_object_get(p, "h100_transfer");
+    if (json_is_object(h)) {
+        char b[3][32];
+        fprintf(f, "<p>The DRAM-copy-product model fitted on H200, scored on the %s H100 "
+                   "groups: R² %s, ρ %s (the study: R² %s).</p>\n",
+                num(json_object_get(h, "h100_jobs"), b[0], 32, "%.0f"),
+                num(json_object_get(h, "r2"), b[1], 32, "%.3f"),
+                num(json_object_get(h, "rho"), b[2], 32, "%.3f"),
+                num(json_object_get(h, "study_r2"), b[0], 32, "%.2f"));
+    }
+    static const char *const mixes[] = {"random", "production"};
+    for (int m = 0; m < 2; m++) {
+        const json_t *mix = json_object_get(json_object_get(p, "allocation"), mixes[m]);
+        const json_t *cuts = json_object_get(mix, "cuts");
+        if (!json_is_array(cuts))
+            continue;
+        char b[32], b2[32];
+        fprintf(f, "<p>§6 protocol, %s mix: %s workloads of %s jobs drawn with replacement from "
+                   "the H200 groups; each plan scored on the measured curves; predicted values "
+                   "are leave-one-out predictions. Gap recovered (policy − equal) / (oracle − "
+                   "equal), pooled over the workloads, and tokens/s per job over equal:</p>\n",
+                mixes[m], num(json_object_get(mix, "workloads"), b, sizeof b, "%.0f"),
+                num(json_object_get(mix, "jobs_per_workload"), b2, sizeof b2, "%.0f"));
+        fputs("<table class=\"num\">\n<tr><th>policy</th>", f);
+        size_t k;
+        const json_t *cut;
+        json_array_foreach(cuts, k, cut)
+            if (k % 2 == 0 && k > 0)
+                fprintf(f, "<th>%.0f%%</th>", 100 * json_number_value(cut));
+        fputs("</tr>\n", f);
+        const char *key;
+        const json_t *pol;
+        json_object_foreach((json_t *)json_object_get(mix, "policies"), key, pol) {
+            fputs("<tr><td>", f);
+            esc(f, json_string_value(json_object_get(pol, "name")));
+            fputs("</td>", f);
+            const json_t *g = json_object_get(pol, "gap_recovered");
+            const json_t *d = json_object_get(pol, "gain_over_equal_per_job");
+            for (size_t q = 2; q < json_array_size(cuts); q += 2) {
+                const json_t *gv = json_array_get(g, q);
+                if (json_is_number(gv))
+                    fprintf(f, "<td>%.1f%% (%+.0f)</td>", 100 * json_number_value(gv),
+                            json_number_value(json_array_get(d, q)));
+                else
+                    fputs("<td>–</td>", f);
+            }
+            fputs("</tr>\n", f);
+        }
+        fputs("</table>\n", f);
+    }
+    const json_t *st = json_object_get(json_object_get(p, "allocation"), "study");
+    if (json_is_object(st)) {
+        fputs("<p>The study: ", f);
+        esc(f, json_string_value(json_object_get(st, "headline")));
+        fputs(".</p>\n", f);
+    }
+}
+
 /* The fleet at a glance: per family, what runs and how flexible it is. */
 static void fleet_table(struct ctx *c)
 {
@@ -846,7 +958,7 @@ int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
             (long long)h100_n, r->repeats, r->repeats == 1 ? "" : "s", r->runtime_s);
     fputs("<p>The Power Flexibility Index (PFI) here is the seed study's ratio PFI: for each "
           "capped run, the fractional power reduction over the fractional throughput loss "
-          "against the highest cap, averaged over the group's caps (SPEC section 2). Above 1 a job "
+          "against the highest cap, averaged over the group's caps (docs/contract.md §2). Above 1 a job "
           "is inelastic (throughput falls slower than power), 1 is proportional, below 1 "
           "elastic. It depends on the cap grid, which is the study's for every group.</p>\n", f);
     fputs("<h2>The fleet</h2>\n<p>Every run is a training job described by what its owner "
@@ -901,6 +1013,7 @@ int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
     chart_telemetry(&c);
     calib_section(&c);
     alloc_section(&c);
+    prediction_section(&c);
     fputs("<h2>Runs and files</h2>\n<p>Files beside this page: <code>sweeps.csv</code> (every "
           "measurement; <code>pflex pfi --metric ratio sweeps.csv</code> recomputes the PFIs), <code>pfi.csv</code> "
           "(one row per sweep group, the input of <code>pflex allocate --pfi</code>), "
