@@ -416,7 +416,7 @@ int study_predict(const char *sweeps_csv, const char *clusters_csv, unsigned wor
 {
     struct dataset all, h200 = {0}, h100 = {0};
     char *files[1] = {(char *)sweeps_csv};
-    pflex_error_t err;
+    pflex_error_t err = {{0}};
     int rc = dataset_load("study", 1, files, clusters_csv, NULL, 1, &all);
     if (rc != PFLEX_EXIT_OK)
         return rc;
@@ -425,6 +425,12 @@ int study_predict(const char *sweeps_csv, const char *clusters_csv, unsigned wor
     json_t *doc = json_object(), *t3 = json_array();
     double *pred = NULL, *pols = NULL;
     struct sjob *sj = NULL;
+    /* doc owns t3 from the start (set_new steals it even when it fails), so
+     * that every way out frees it; t3 stays a borrowed pointer */
+    if (!doc)
+        json_decref(t3);
+    if (!doc || json_object_set_new(doc, "table3", t3) < 0)
+        goto out;
     if (!k2 || !k1)
         goto out;
     size_t n200 = 0;
@@ -495,7 +501,6 @@ int study_predict(const char *sweeps_csv, const char *clusters_csv, unsigned wor
         }
         json_array_append_new(t3, o);
     }
-    json_object_set_new(doc, "table3", t3);
     json_object_set_new(doc, "best_model", json_string(cand[best].name));
     /* the DRAM-copy-product fit transferred to H100 */
     {
