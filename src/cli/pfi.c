@@ -80,8 +80,8 @@ struct run {
 };
 
 static const char *metric_range[PFLEX_PFI_METRICS] = {
-    "> 1 inelastic (throughput falls slower than power), 1 proportional, < 1 elastic;"
-    " the study's H200 jobs: 1.10-2.67",
+    ("> 1 inelastic (throughput falls slower than power), 1 proportional, < 1 elastic;"
+     " the study's H200 jobs: 1.10-2.67"),
     "0 proportional on average, > 0 inelastic, < 0 elastic; the study's jobs: about -0.1..0.1",
     "0 proportional (T grows as P), 1 power cuts cost nothing, < 0 elastic",
     "1 power cuts cost nothing, 0 proportional loss, < 0 worse than proportional",

@@ -108,8 +108,9 @@ int pflex_sim_job_run(pflex_sim_job_t *j, double cap_w, const struct pflex_sim_r
     /* The study's training phase is gpu_util >= 50 %; a run that never
      * reaches it (a host-bound job) is taken by its schedule instead. */
     int by_util = 1;
+    size_t written;
 again:
-    size_t written = 0;
+    written = 0;
     for (size_t t = 0; t < nt; t++) {
         double ts = (double)(t + 1) * o->interval_s;
         enum pflex_sim_phase ph = ts <= warm_end ? PFLEX_SIM_WARMUP
