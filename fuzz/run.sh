@@ -17,13 +17,29 @@ if ! $CC -fsanitize=fuzzer "$OUT/probe.c" -o "$OUT/probe" 2>/dev/null; then
     [ -n "${SUMMARY:-}" ] && echo "0 0 1" >> "$SUMMARY"
     exit 0
 fi
-FLAGS="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -Iinclude -Isrc \
- $(pkg-config --cflags gsl jansson libmicrohttpd libcurl sqlite3) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all"
+COMMON="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -Iinclude -Isrc \
+ $(pkg-config --cflags gsl jansson libmicrohttpd libcurl sqlite3) -fno-sanitize-recover=all"
 LIBS="$(pkg-config --libs gsl jansson libmicrohttpd libcurl sqlite3) -ldl -lm -lpthread"
 status=0
+# The library is compiled once, instrumented for the fuzzer but without its
+# main (fuzzer-no-link), and every target links against it.
+mkdir -p "$OUT/lib"
+rm -f "$OUT/lib/"*.o
+for src in src/lib/*/*.c; do echo "$src"; done |
+    xargs -P "${FUZZ_JOBS:-2}" -I{} sh -c '
+        o="$0/lib/$(echo "{}" | tr / _ | sed "s/\.c\$/.o/")"
+        '"$CC $COMMON"' -fsanitize=fuzzer-no-link,address,undefined -c "{}" -o "$o"' "$OUT" ||
+    { echo "fuzz: the library did not build"; [ -n "${SUMMARY:-}" ] && echo "0 1 0" >> "$SUMMARY"; exit 1; }
+rm -f "$OUT/libpflex-fuzz.a"
+ar rcs "$OUT/libpflex-fuzz.a" "$OUT/lib/"*.o
 for src in fuzz/fuzz_*.c; do
     t=$(basename "$src" .c)
-    $CC $FLAGS "$src" src/lib/*/*.c $LIBS -o "$OUT/$t" || { status=1; continue; }
+    if ! $CC $COMMON -fsanitize=fuzzer,address,undefined "$src" "$OUT/libpflex-fuzz.a" $LIBS \
+            -o "$OUT/$t"; then
+        echo "fuzz: $t did not build"; status=1
+        [ -n "${SUMMARY:-}" ] && echo "0 1 0" >> "$SUMMARY"
+        continue
+    fi
     mkdir -p "$OUT/corpus-$t"
     [ -d "fuzz/corpus/$t" ] && cp fuzz/corpus/$t/* "$OUT/corpus-$t/" 2>/dev/null
     cp tests/data/* "$OUT/corpus-$t/" 2>/dev/null
