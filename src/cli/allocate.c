@@ -457,15 +457,16 @@ int cmd_allocate(int argc, char **argv)
     pflex_error_t err;
     pflex_alloc_input_t *in;
     struct pflex_alloc_problem prob;
-    if (cli_site_load(cmd, &site, &in, &prob) < 0)
-        return PFLEX_EXIT_BAD_INPUT;
+    int load = cli_site_load(cmd, &site, &in, &prob);
+    if (load < 0)
+        return -load;
     prob.rate_by = in->by;
     struct pflex_alloc_plan plan;
     pflex_alloc_plan_init(&plan);
     int rc = PFLEX_EXIT_OK;
     if (pflex_alloc_plan(&prob, policy, &plan, &err) < 0) {
         cli_error(cmd, "%s", err.text);
-        rc = PFLEX_EXIT_BAD_INPUT;
+        rc = cli_input_exit(&err);
         goto out;
     }
     struct out o = {.in = in, .pl = &plan, .by = site.src.by,

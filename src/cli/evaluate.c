@@ -121,8 +121,9 @@ int cmd_evaluate(int argc, char **argv)
     pflex_error_t err;
     pflex_alloc_input_t *in = NULL, *in_dc = NULL;
     struct pflex_alloc_problem prob;
-    if (cli_site_load(cmd, &site, &in, &prob) < 0)
-        return PFLEX_EXIT_BAD_INPUT;
+    int load = cli_site_load(cmd, &site, &in, &prob);
+    if (load < 0)
+        return -load;
     double base = pflex_alloc_baseline_w(&prob);
     double reduce = isnan(site.reduce) ? 1.0 - prob.budget_w / base : site.reduce;
     int progress = site.objective == PFLEX_OBJECTIVE_PROGRESS;
@@ -177,8 +178,8 @@ int cmd_evaluate(int argc, char **argv)
         struct cli_site s2 = site;
         struct pflex_alloc_problem p2;
         s2.src.by = "dram_copy";
-        if (cli_site_load(cmd, &s2, &in_dc, &p2) < 0) {
-            rc = PFLEX_EXIT_BAD_INPUT;
+        if ((load = cli_site_load(cmd, &s2, &in_dc, &p2)) < 0) {
+            rc = -load;
             goto done;
         }
         struct entry *e = &ent[ne++];
@@ -288,7 +289,7 @@ int cmd_evaluate(int argc, char **argv)
     goto done;
 bad:
     cli_error(cmd, "%s", err.text);
-    rc = PFLEX_EXIT_BAD_INPUT;
+    rc = cli_input_exit(&err);
 done:
     free(weights);
     pflex_alloc_plan_fini(&plan);

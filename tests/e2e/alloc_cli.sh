@@ -114,4 +114,22 @@ bad objective "--objective" allocate "$T/s.csv" --reduce 0.1 --objective speed
 bad missing "nonexistent.csv" allocate "$T/nonexistent.csv" --reduce 0.1
 printf 'job,gpus,power_w,throughput,pfi\na,8,400,100,0.7\n' > "$T/onlya.csv"
 bad nopfirow "onlya.csv: no row for job 'b'" evaluate "$T/s.csv" --pfi "$T/onlya.csv" --reduce 0.1
+# a jobs file names each job once
+printf 'job,curve,gpus\nx,a,8\ny,b,4\nz,a,2\ny,a,1\nx,b,1\n' > "$T/dupjobs.csv"
+bad dupjobs "dupjobs.csv:5: job 'y' already on line 3" allocate "$T/s.csv" --jobs "$T/dupjobs.csv" --reduce 0.1
+bad dupjobs-eval "dupjobs.csv:5: job 'y' already on line 3" evaluate "$T/s.csv" --jobs "$T/dupjobs.csv" --reduce 0.1
+
+# a misspelt sweep column: the warning pflex pfi gives, from allocate and
+# evaluate too (once each), with or without a jobs file; the plan is made
+sed '2s/tier$/flor/' "$T/s.csv" > "$T/flor.csv"
+"$P" pfi "$T/flor.csv" > /dev/null 2> "$T/pfi.err" || fail "pfi flor"
+grep -q "did you mean 'floor'?" "$T/pfi.err" || fail "pfi flor: $(cat "$T/pfi.err")"
+printf 'job,curve,gpus\nx,a,8\n' > "$T/onejob.csv"
+for args in "allocate" "evaluate" "allocate --jobs $T/onejob.csv" "evaluate --jobs $T/onejob.csv"; do
+    cmd=${args%% *}
+    "$P" $args "$T/flor.csv" --reduce 0.1 > "$T/out" 2> "$T/err" || fail "$args flor: exit $?"
+    [ -s "$T/out" ] || fail "$args flor: no plan"
+    sed "s/^pflex pfi: /pflex $cmd: /" "$T/pfi.err" | cmp -s - "$T/err" \
+        || fail "$args flor: stderr '$(cat "$T/err")', want pfi's '$(cat "$T/pfi.err")'"
+done
 echo ok

@@ -28,6 +28,7 @@ struct storage {
     int by_known;               /* the by column is one the sweep keeps */
     size_t dram_copy_jobs;      /* sweep jobs with dram_active and mem_copy_util */
     int any_weight;             /* some sweep job's weight is not 1 */
+    char *warnings;             /* the sweep reader's, when read job by job */
 };
 
 void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
@@ -42,6 +43,7 @@ void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
         free(st->jobs_buf);
         free(st->by_name);
         free(st->sweep_by);
+        free(st->warnings);
         pflex_big_free(&st->points);
         pflex_big_free(&st->names);
         if (st->jobs.p)
@@ -149,12 +151,13 @@ static void job_from_curve(struct pflex_alloc_job *j, struct pflex_alloc_capinfo
  * points (24 bytes a point into 32): the sweep is private here and its
  * points are not read again. */
 static int read_sweep(const struct pflex_alloc_source *src, struct storage *st,
-                      pflex_error_t *err)
+                      pflex_alloc_input_t *in, pflex_error_t *err)
 {
     const char *sname = strcmp(src->sweep_path, "-") == 0 ? "<stdin>" : src->sweep_path;
     if (pflex_sweep_read_file(src->sweep_path, src->columns, &st->sweep, err) < 0)
         return -1;
     pflex_sweep_t *sw = st->sweep;
+    in->warnings = sw->warnings;
     size_t n = sw->njobs, maxp = 1;
     for (size_t k = 0; k < n; k++)
         if (sw->jobs[k].npoints > maxp)
@@ -165,7 +168,7 @@ static int read_sweep(const struct pflex_alloc_source *src, struct storage *st,
     st->sweep_by = malloc((n ? n : 1) * sizeof *st->sweep_by);
     if (!tmp || !st->curves || !st->by_name || !st->sweep_by) {
         free(tmp);
-        return pflex_error_set(err, "%s: out of memory", sname);
+        return pflex_error_sys(err, "%s: out of memory", sname);
     }
     for (size_t k = 0; k < n; k++) {
         struct pflex_sweep_job *sj = &sw->jobs[k];
@@ -211,6 +214,7 @@ struct collect {
     int by_known;               /* by_name is a column the sweep keeps */
     int any_weight;             /* some job's weight is not 1 */
     size_t dram_copy_jobs;      /* jobs with dram_active and mem_copy_util */
+    int warn_nomem;             /* the warnings could not be kept */
 };
 
 static void collect_restart(void *ctx)
@@ -220,6 +224,14 @@ static void collect_restart(void *ctx)
     k->failed = 0;
     k->any_weight = 0;
     k->dram_copy_jobs = 0;
+}
+
+static void collect_warn(void *ctx, const char *warnings)
+{
+    struct collect *k = ctx;
+    free(k->st->warnings);
+    k->st->warnings = strdup(warnings);
+    k->warn_nomem = !k->st->warnings;
 }
 
 static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_t *err)
@@ -233,7 +245,7 @@ static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_
      * x. */
     size_t np = sj->npoints;
     if (pflex_big_reserve(&st->points, (k->nvals + 3 * np) * sizeof(double)) < 0)
-        return pflex_error_set(err, "%s: out of memory", k->sname);
+        return pflex_error_sys(err, "%s: out of memory", k->sname);
     double *v = (double *)st->points.p + k->nvals;
     struct pflex_curve c;
     pflex_error_t e;
@@ -251,13 +263,13 @@ static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_
     size_t namelen = strlen(sj->name) + 1;
     if (pflex_big_reserve(&st->jobs, (k->njobs + 1) * sizeof(struct pflex_alloc_job)) < 0
         || pflex_big_reserve(&st->names, k->nname + namelen) < 0)
-        return pflex_error_set(err, "%s: out of memory", k->sname);
+        return pflex_error_sys(err, "%s: out of memory", k->sname);
     memcpy((char *)st->names.p + k->nname, sj->name, namelen);
     if (k->njobs == k->caps_cap) {
         size_t nc = k->caps_cap ? 2 * k->caps_cap : 64;
         struct pflex_alloc_capinfo *ncp = realloc(k->caps, nc * sizeof *ncp);
         if (!ncp)
-            return pflex_error_set(err, "%s: out of memory", k->sname);
+            return pflex_error_sys(err, "%s: out of memory", k->sname);
         k->caps = ncp;
         k->caps_cap = nc;
     }
@@ -267,7 +279,7 @@ static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_
             size_t nc = k->by_cap ? 2 * k->by_cap : 64;
             double *nb = realloc(k->by, nc * sizeof *nb);
             if (!nb)
-                return pflex_error_set(err, "%s: out of memory", k->sname);
+                return pflex_error_sys(err, "%s: out of memory", k->sname);
             k->by = nb;
             k->by_cap = nc;
         }
@@ -290,8 +302,11 @@ static int read_sweep_jobs(const struct pflex_alloc_source *src, struct storage 
 {
     struct collect k = {.st = st, .in = in, .by_name = src->by};
     k.sname = strcmp(src->sweep_path, "-") == 0 ? "<stdin>" : src->sweep_path;
-    struct pflex_sweep_visitor v = {.ctx = &k, .job = collect_job, .restart = collect_restart};
+    struct pflex_sweep_visitor v = {.ctx = &k, .job = collect_job, .restart = collect_restart,
+                                    .warn = collect_warn};
     int rc = pflex_sweep_read_file_each(src->sweep_path, src->columns, &v, err);
+    if (rc == 0 && !k.failed && k.warn_nomem)
+        rc = pflex_error_sys(err, "%s: out of memory", k.sname);
     if (rc < 0 || k.failed) {
         if (rc == 0)
             *err = k.first;
@@ -305,6 +320,7 @@ static int read_sweep_jobs(const struct pflex_alloc_source *src, struct storage 
         free(k.by);
     in->has_weight = k.any_weight;
     in->has_dram_copy = k.njobs > 0 && k.dram_copy_jobs == k.njobs;
+    in->warnings = st->warnings;
     struct pflex_alloc_job *jobs = st->jobs.p;
     const double *vals = st->points.p;
     const char *name = st->names.p;
@@ -332,6 +348,41 @@ static int jbad(pflex_error_t *err, const char *file, unsigned line, int col,
                            (int)(f->len > 40 ? 40 : f->len), f->s, what);
 }
 
+static int cmp_job_name(const void *a, const void *b)
+{
+    const struct pflex_alloc_job *const *p = a, *const *q = b;
+    int c = strcmp((*p)->name, (*q)->name);
+    return c ? c : (*p > *q) - (*p < *q);   /* rows of one name in file order */
+}
+
+/* A jobs file names each job once: two rows of one name would be two jobs
+ * no output could tell apart.  The error names the earliest repeated row
+ * and the first row of its name. */
+static int check_unique(const pflex_alloc_input_t *in, const unsigned *lines, const char *file,
+                        pflex_error_t *err)
+{
+    const struct pflex_alloc_job **by = malloc(in->njobs * sizeof *by);
+    if (!by)
+        return pflex_error_sys(err, "%s: out of memory", file);
+    for (size_t k = 0; k < in->njobs; k++)
+        by[k] = &in->jobs[k];
+    qsort(by, in->njobs, sizeof *by, cmp_job_name);
+    size_t first = 0, second = in->njobs;
+    for (size_t k = 1; k < in->njobs; k++)
+        if (strcmp(by[k]->name, by[k - 1]->name) == 0
+            && (k < 2 || strcmp(by[k - 2]->name, by[k]->name) != 0)
+            && (size_t)(by[k] - in->jobs) < second) {
+            first = (size_t)(by[k - 1] - in->jobs);
+            second = (size_t)(by[k] - in->jobs);
+        }
+    free(by);
+    if (second == in->njobs)
+        return 0;
+    return pflex_error_set(err, "%s:%u: job '%s' already on line %u (a job once a row; rows "
+                           "may share a curve)", file, lines[second], in->jobs[second].name,
+                           lines[first]);
+}
+
 static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
                      pflex_alloc_input_t *in, pflex_error_t *err)
 {
@@ -343,12 +394,13 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
     st->jobs_buf = malloc(len + 1);
     if (!st->jobs_buf) {
         free(buf);
-        return pflex_error_set(err, "%s: out of memory", file);
+        return pflex_error_sys(err, "%s: out of memory", file);
     }
     char *names = st->jobs_buf;
     size_t cap = 0;
     int idx[J_COUNT], rc = -1, got, by_idx = -1;
     double *by = NULL;
+    unsigned *lines = NULL;     /* per job, its line */
     pflex_csv_t c;
     pflex_csv_init(&c, buf, len, file);
     if ((got = pflex_csv_next(&c, err)) <= 0) {
@@ -394,11 +446,14 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
             if (ncp)
                 in->caps = ncp;
             double *nb = ncp ? realloc(by, nc * sizeof *nb) : NULL;
-            if (!nb) {
-                pflex_error_set(err, "%s:%u: out of memory", file, line);
+            if (nb)
+                by = nb;
+            unsigned *nl = nb ? realloc(lines, nc * sizeof *nl) : NULL;
+            if (!nl) {
+                pflex_error_sys(err, "%s:%u: out of memory", file, line);
                 goto done;
             }
-            by = nb;
+            lines = nl;
             cap = nc;
         }
         const struct pflex_csv_field *jf = &f[idx[J_JOB]], *cf = &f[idx[J_CURVE]];
@@ -436,6 +491,7 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
         names[jf->len] = 0;
         j->name = names;
         names += jf->len + 1;
+        lines[in->njobs] = line;
         double g;
         const struct pflex_csv_field *gf = &f[idx[J_GPUS]];
         if (pflex_parse_double(gf->s, gf->len, &g) < 0 || g < 1 || g > 1e8 || g != floor(g)) {
@@ -477,6 +533,8 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
         pflex_error_set(err, "%s: no jobs after the header", file);
         goto done;
     }
+    if (check_unique(in, lines, file, err) < 0)
+        goto done;
     if (src->by && (by_idx >= 0 || st->by_known)) {
         in->by = by;
         by = NULL;
@@ -484,6 +542,7 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
     rc = 0;
 done:
     free(by);
+    free(lines);
     pflex_csv_fini(&c);
     free(buf);
     return rc;
@@ -510,7 +569,7 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
     if (!in || !st) {
         free(in);
         free(st);
-        return pflex_error_set(err, "out of memory");
+        return pflex_error_sys(err, "out of memory");
     }
     in->priv = st;
     if (!src->sweep_path && !src->pfi_path) {
@@ -533,7 +592,7 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
             }
     if (src->sweep_path) {
         if (src->jobs_path) {
-            if (read_sweep(src, st, err) < 0 || read_jobs(src, st, in, err) < 0)
+            if (read_sweep(src, st, in, err) < 0 || read_jobs(src, st, in, err) < 0)
                 goto fail;
         } else if (read_sweep_jobs(src, st, in, err) < 0) {
             goto fail;
@@ -558,7 +617,7 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
         in->jobs = calloc(n, sizeof *in->jobs);
         in->caps = calloc(n, sizeof *in->caps);
         if (!in->jobs || !in->caps) {
-            pflex_error_set(err, "out of memory");
+            pflex_error_sys(err, "out of memory");
             goto fail;
         }
         for (size_t k = 0; k < n; k++) {
@@ -585,7 +644,7 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
     if (src->by && !in->by && st->pfi && st->pfi->has_by) {
         in->by = malloc((in->njobs ? in->njobs : 1) * sizeof *in->by);
         if (!in->by) {
-            pflex_error_set(err, "out of memory");
+            pflex_error_sys(err, "out of memory");
             goto fail;
         }
         for (size_t k = 0; k < in->njobs; k++) {
