@@ -20,6 +20,7 @@
 #include "pflex/alloc.h"
 #include "pflex/gpukind.h"
 #include "pflex/model.h"
+#include "pflex/pfi.h"
 #include "pflex/pficsv.h"
 
 #define MAXJ 48
@@ -492,6 +493,96 @@ static void test_pficsv_interface(void **state)
     pflex_pficsv_destroy(p);
 }
 
+/* One PFI CSV row of the given metric, pfi and range ("" for none):
+ * whether the reader takes it (and then the value read). */
+static int pfi_row_ok(const char *metric, const char *pfi, const char *range, double *got)
+{
+    char s[256];
+    snprintf(s, sizeof s, "job,gpus,power_w,throughput,pfi,metric,range\nj,1,300,10,%s,%s,%s\n",
+             pfi, metric, range);
+    pflex_pficsv_t *p;
+    pflex_error_t err;
+    if (pflex_pficsv_read_mem(s, strlen(s), "v.csv", &p, &err) < 0) {
+        assert_non_null(strstr(err.text, "v.csv:2: column 'pfi'"));
+        return 0;
+    }
+    if (got)
+        *got = p->rows[0].pfi;
+    pflex_pficsv_destroy(p);
+    return 1;
+}
+
+/* Every value a metric can produce is read, every other refused at its
+ * line: the bounds from the ratio rule's thresholds (x >= MIN_REDUCTION,
+ * L >= MIN_LOSS, both at most 1), and every metric of thousands of random
+ * sweeps, written as pflex pfi --csv writes it, read back. */
+static void test_pficsv_values(void **state)
+{
+    char v[64];
+    double lo = PFLEX_PFI_MIN_REDUCTION / 1.0, hi = 1.0 / PFLEX_PFI_MIN_LOSS;
+    const struct { const char *metric, *range; double pfi; int ok; } edges[] = {
+        {"ratio", "", lo, 1}, {"ratio", "", lo * (1 - 1e-12), 1}, {"ratio", "", lo * (1 - 1e-6), 0},
+        {"ratio", "", hi, 1}, {"ratio", "", hi * (1 + 1e-12), 1}, {"ratio", "", hi * (1 + 1e-6), 0},
+        {"ratio", "", 1.5, 1},
+        {"area", "", 1, 1}, {"area", "", -1, 1}, {"area", "", 1 + 1e-6, 0}, {"area", "", -1 - 1e-6, 0},
+        /* loss-area over R = 0.2: at least 1 - 2/R = -9 */
+        {"loss-area", "0.2", -9, 1}, {"loss-area", "0.2", -9 * (1 + 1e-12), 1},
+        {"loss-area", "0.2", -9 * (1 + 1e-6), 0}, {"loss-area", "0.2", 1.7, 1},
+        {"loss-area", "", -40, 1},
+        {"elasticity", "", -3.5, 1}, {"elasticity", "", 12, 1},
+    };
+    for (size_t i = 0; i < sizeof edges / sizeof *edges; i++) {
+        snprintf(v, sizeof v, "%.17g", edges[i].pfi);
+        if (pfi_row_ok(edges[i].metric, v, edges[i].range, NULL) != edges[i].ok)
+            fail_msg("%s PFI %s (range '%s'): %s, want %s", edges[i].metric, v, edges[i].range,
+                     edges[i].ok ? "refused" : "read", edges[i].ok ? "read" : "refused");
+    }
+    static const char *const never[] = {"0", "-1", "-0", "nan", "inf", "-inf", "1e400", "x"};
+    for (size_t i = 0; i < sizeof never / sizeof *never; i++)
+        assert_int_equal(pfi_row_ok("ratio", never[i], "", NULL), 0);
+    assert_int_equal(pfi_row_ok("elasticity", "nan", "", NULL), 0);
+    assert_int_equal(pfi_row_ok("loss-area", "inf", "", NULL), 0);
+
+    rng_state = 77;
+    static const char *const mname[] = {"ratio", "area", "elasticity", "loss-area"};
+    size_t read[PFLEX_PFI_METRICS] = {0};
+    for (int it = 0; it < 3000; it++) {
+        struct pflex_sweep_point pts[8];
+        size_t n = (size_t)irand(2, 8);
+        double p0 = unif(100, 700), t0 = unif(1, 1000);
+        int extreme = irand(0, 3) == 0;
+        for (size_t k = 0; k < n; k++) {
+            double cap = 100.0 * (double)(k + 1);
+            double u = k + 1 == n ? 1 : extreme ? unif(0, 1) : unif(0.3, 1.02);
+            double f = k + 1 == n ? 1 : extreme ? (irand(0, 1) ? unif(0, 0.01) : unif(0.99, 1))
+                                               : unif(0.2, 1.05);
+            pts[k] = (struct pflex_sweep_point){.cap_w = cap, .power_w = p0 * u,
+                                                .throughput = t0 * f, .rows = 1};
+        }
+        for (int m = 0; m < PFLEX_PFI_METRICS; m++) {
+            struct pflex_pfi_opts o = {.metric = (enum pflex_pfi_metric)m,
+                                       .range = irand(0, 1) ? unif(0.01, 1) : 0};
+            struct pflex_pfi_result r;
+            pflex_error_t err;
+            assert_int_equal(pflex_pfi_eval(pts, n, &o, &r, &err), 0);
+            if (r.valid) {
+                char pv[64], rv[64] = "";
+                snprintf(pv, sizeof pv, "%.10g", r.pfi);
+                if (m == PFLEX_PFI_METRIC_LOSS_AREA)
+                    snprintf(rv, sizeof rv, "%.10g", r.range_used);
+                double got;
+                if (!pfi_row_ok(mname[m], pv, rv, &got))
+                    fail_msg("sweep %d: %s PFI %s (range %s) refused", it, mname[m], pv, rv);
+                assert_float_equal(got, r.pfi, 1e-9 * fabs(r.pfi));
+                read[m]++;
+            }
+            pflex_pfi_result_fini(&r);
+        }
+    }
+    for (int m = 0; m < PFLEX_PFI_METRICS; m++)
+        assert_true(read[m] > 1000);
+}
+
 /* Jobs from a PFI file alone: their GPU's range, their cap kept uncut. */
 static void test_input_from_pfi_file(void **state)
 {
@@ -682,6 +773,7 @@ int main(void)
         cmocka_unit_test(test_measured_scores),
         cmocka_unit_test(test_gpu_ranges_match_sim),
         cmocka_unit_test(test_pficsv_interface),
+        cmocka_unit_test(test_pficsv_values),
         cmocka_unit_test(test_input_from_pfi_file),
         cmocka_unit_test(test_by_columns),
         cmocka_unit_test(test_emerald),

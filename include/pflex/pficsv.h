@@ -8,8 +8,10 @@
  * empty), weight, gpu (GPU model name, for its settable range), cap_w (the
  * baseline cap, kept by a job that is not cut).  Other columns are ignored
  * (one of them may be read as "by").  One row per job.  A pfi the named
- * metric cannot produce (ratio: <= 0; area: outside [-1, 1]; any: not
- * finite) is refused with file:line.
+ * metric cannot produce (ratio: outside [0.01, 200]; area: outside
+ * [-1, 1]; loss-area: under 1 - 2/range where range is given; any: not
+ * finite) is refused with file:line, and so is a job or gpu name that
+ * pflex_name_problem refuses.
  */
 #ifndef PFLEX_PFICSV_H
 #define PFLEX_PFICSV_H

@@ -461,6 +461,13 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
             pflex_error_set(err, "%s:%u: column 'job': empty job name", file, line);
             goto done;
         }
+        size_t at;
+        const char *why = pflex_name_problem(jf->s, jf->len, &at);
+        if (why) {
+            pflex_error_set(err, "%s:%u: column 'job': the job name %s (byte %zu of %zu); "
+                            "names are UTF-8 text", file, line, why, at + 1, jf->len);
+            goto done;
+        }
         char cname[256];
         if (cf->len == 0 || cf->len >= sizeof cname) {
             jbad(err, file, line, J_CURVE, cf, "is not a job name of the sweep");

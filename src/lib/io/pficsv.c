@@ -15,6 +15,13 @@ static const char *names[C_COUNT] = {
 
 static const char *const metrics[] = {"ratio", "area", "elasticity", "loss-area"};
 
+/* The ratio PFI's bounds: x_k / L_k over the points the ratio rule of
+ * docs/contract.md §2 keeps (x_k >= 0.01, L_k >= 0.005; pflex/pfi.h's
+ * PFLEX_PFI_MIN_*, which a test checks against these), with x_k <= 1 and
+ * L_k <= 1 (power and throughput are not negative). */
+#define RATIO_MIN 0.01
+#define RATIO_MAX 200.0
+
 struct store {
     char *strings;
     size_t len, cap;
@@ -148,6 +155,19 @@ int pflex_pficsv_read_mem_by(const char *buf, size_t len, const char *name, cons
             pflex_error_set(err, "%s:%u: column 'job': empty job name", file, line);
             goto done;
         }
+        size_t at;
+        const char *why = pflex_name_problem(jf->s, jf->len, &at);
+        if (why) {
+            pflex_error_set(err, "%s:%u: column 'job': the job name %s (byte %zu of %zu); "
+                            "names are UTF-8 text", file, line, why, at + 1, jf->len);
+            goto done;
+        }
+        if (idx[C_GPU] >= 0 && f[idx[C_GPU]].len
+            && (why = pflex_name_problem(f[idx[C_GPU]].s, f[idx[C_GPU]].len, &at))) {
+            pflex_error_set(err, "%s:%u: column 'gpu': the GPU name %s (byte %zu of %zu)", file,
+                            line, why, at + 1, f[idx[C_GPU]].len);
+            goto done;
+        }
         if (add_str(st, jf, &job_off[p->n]) < 0) {
             pflex_error_set(err, "%s:%u: out of memory", file, line);
             goto done;
@@ -198,12 +218,15 @@ int pflex_pficsv_read_mem_by(const char *buf, size_t len, const char *name, cons
             bad(err, file, line, C_PFI, xf, "is not a finite number");
             goto done;
         }
-        /* What the metric cannot produce: a ratio PFI is a mean of positive
-         * ratios x/L (docs/contract.md §2); the area between curves over the unit square
-         * lies within [-1, 1]. */
-        if (xf->len && r->metric == metrics[0] && !(r->pfi > 0)) {
+        /* What the metric cannot produce (docs/contract.md §2): a ratio PFI
+         * is a mean of x/L over points with x in [0.01, 1] and L in [0.005,
+         * 1], so within [0.01, 200]; the area between curves over the unit
+         * square lies within [-1, 1]; loss-area over R, with L <= 1, is at
+         * least 1 - 2/R.  A written value is rounded: 1e-9 of slack. */
+        if (xf->len && r->metric == metrics[0]
+            && !(r->pfi >= RATIO_MIN * (1 - 1e-9) && r->pfi <= RATIO_MAX * (1 + 1e-9))) {
             bad(err, file, line, C_PFI, xf, "cannot be a ratio PFI (a mean of x/L over "
-                "capped points: > 0)");
+                "capped points with x >= 0.01 and L >= 0.005: within [0.01, 200])");
             goto done;
         }
         if (xf->len && r->metric == metrics[1] && !(r->pfi >= -1 && r->pfi <= 1)) {
@@ -215,6 +238,12 @@ int pflex_pficsv_read_mem_by(const char *buf, size_t len, const char *name, cons
             if (pflex_parse_double(rf->s, rf->len, &r->range) < 0 || r->range < 0
                 || r->range > 1) {
                 bad(err, file, line, C_RANGE, rf, "is not a fraction between 0 and 1");
+                goto done;
+            }
+            if (xf->len && r->metric == metrics[3] && r->range > 0
+                && r->pfi < (1 - 2 / r->range) - 1e-9 * (2 / r->range)) {
+                bad(err, file, line, C_PFI, xf, "cannot be a loss-area PFI over that range "
+                    "(at least 1 - 2/range, the loss being at most 1)");
                 goto done;
             }
         }
