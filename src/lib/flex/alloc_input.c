@@ -144,6 +144,7 @@ static void job_from_curve(struct pflex_alloc_job *j, struct pflex_alloc_capinfo
     j->loss = c->loss;
     ci->cap_w = c->cap_w;
     sweep_range(sj, c, &ci->cap_min_w, &ci->cap_max_w);
+    j->x_hi = pflex_alloc_cap_x_hi(j, ci);
 }
 
 /* A sweep for a jobs file to pick curves from: the sweep, each job's
