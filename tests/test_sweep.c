@@ -262,6 +262,40 @@ static void test_names(void **state)
     free(text);
 }
 
+/* The field messages the PFI CSV and jobs-file readers share are the
+ * sweep reader's, word for word, for the same fields. */
+static void test_field_messages(void **state)
+{
+    static const struct { const char *csv; const char *col; int kind; } cases[] = {
+        {"job,cap_w,power_w,throughput\nb\377d,700,600,100\n", "job", 0},
+        {"job,cap_w,power_w,throughput\n\"a\tb\",700,600,100\n", "job", 0},
+        {"job,cap_w,power_w,throughput,tier\na,700,600,100,flex9\n", "tier", 1},
+        {"job,cap_w,power_w,throughput,gpus\na,700,600,100,two\n", "gpus", 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *t = cases[i].csv;
+        pflex_sweep_t *sw;
+        pflex_error_t want, got;
+        assert_int_equal(pflex_sweep_read_mem(t, strlen(t), "f.csv", NULL, &sw, &want), -1);
+        pflex_csv_t c;
+        pflex_csv_init(&c, t, strlen(t), "f.csv");
+        assert_int_equal(pflex_csv_next(&c, &got), 1);
+        size_t col = 0;
+        while (!pflex_csv_field_is(&c.fields[col], cases[i].col))
+            col++;
+        assert_int_equal(pflex_csv_next(&c, &got), 1);
+        const struct pflex_csv_field *f = &c.fields[col];
+        double fl;
+        int rc = cases[i].kind == 0 ? pflex_csv_field_name(&got, "f.csv", c.line, "job", "job name", f)
+               : cases[i].kind == 1 ? pflex_csv_field_tier(&got, "f.csv", c.line, "tier", f, &fl)
+               : pflex_csv_field_error(&got, "f.csv", c.line, "gpus", f,
+                                       "is not a positive whole number");
+        assert_int_equal(rc, -1);
+        assert_string_equal(got.text, want.text);
+        pflex_csv_fini(&c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_streams_bounded),
         cmocka_unit_test(test_header_checks),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_field_messages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,6 +63,21 @@ int pflex_parse_double(const char *s, size_t len, double *out);
  * offset. */
 const char *pflex_name_problem(const char *s, size_t len, size_t *at);
 
+/* What the readers of job rows (the PFI CSV, a jobs file) say of a field,
+ * as "file:line: column 'col': ..."; each returns -1 with err set, or 0
+ * when the field is good.
+ *   pflex_csv_field_error: "'<field, 40 bytes at most>' what".
+ *   pflex_csv_field_name: a name pflex_name_problem refuses, what being
+ *     "job name" or "GPU name".
+ *   pflex_csv_field_tier: a tier pflex_tier_floor knows (flex0..flex3),
+ *     its floor to *floor. */
+int pflex_csv_field_error(pflex_error_t *err, const char *file, unsigned line, const char *col,
+                          const struct pflex_csv_field *f, const char *what);
+int pflex_csv_field_name(pflex_error_t *err, const char *file, unsigned line, const char *col,
+                         const char *what, const struct pflex_csv_field *f);
+int pflex_csv_field_tier(pflex_error_t *err, const char *file, unsigned line, const char *col,
+                         const struct pflex_csv_field *f, double *floor);
+
 /* Write s to f as one CSV field, quoted when it holds a comma, a quote or a
  * line break, or starts with '#' (else it would read back as a comment). */
 void pflex_csv_write_field(FILE *f, const char *s);

@@ -7,7 +7,6 @@
 #include "cli/cli.h"
 #include "cli/site.h"
 #include "pflex/alloc.h"
-#include "pflex/fmt.h"
 
 static const char help[] =
 "usage: pflex evaluate [SWEEP.csv] (--reduce F | --budget-w W) [options]\n"
@@ -69,17 +68,6 @@ static int run_one(const struct pflex_alloc_problem *p, struct pflex_alloc_plan 
         return -1;
     e->feasible = plan->feasible;
     return 0;
-}
-
-static void csv_num(double v)
-{
-    char b[PFLEX_FMT_G_MAX + 1];
-    b[0] = ',';
-    int n = pflex_fmt_g(b + 1, v, 10);
-    if (isfinite(v))
-        fwrite(b, 1, (size_t)n + 1, stdout);
-    else
-        putchar(',');
 }
 
 int cmd_evaluate(int argc, char **argv)
@@ -233,12 +221,12 @@ int cmd_evaluate(int argc, char **argv)
                "per_job_recovered\n");
         for (size_t k = 0; k < ne; k++) {
             fputs(ent[k].name, stdout);
-            csv_num(ent[k].score.throughput);
-            csv_num(ent[k].score.objective);
-            csv_num(ent[k].score.power_w);
+            cli_csv_num(ent[k].score.throughput);
+            cli_csv_num(ent[k].score.objective);
+            cli_csv_num(ent[k].score.power_w);
             printf(",%d,%d", ent[k].score.sla_violations, ent[k].feasible);
-            csv_num(ent[k].gap_recovered);
-            csv_num(ent[k].per_job);
+            cli_csv_num(ent[k].gap_recovered);
+            cli_csv_num(ent[k].per_job);
             putchar('\n');
         }
     } else {

@@ -345,8 +345,7 @@ static const char *const jcols[J_COUNT] = {"job", "curve", "gpus", "tier", "floo
 static int jbad(pflex_error_t *err, const char *file, unsigned line, int col,
                 const struct pflex_csv_field *f, const char *what)
 {
-    return pflex_error_set(err, "%s:%u: column '%s': '%.*s' %s", file, line, jcols[col],
-                           (int)(f->len > 40 ? 40 : f->len), f->s, what);
+    return pflex_csv_field_error(err, file, line, jcols[col], f, what);
 }
 
 static int cmp_job_name(const void *a, const void *b)
@@ -462,13 +461,8 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
             pflex_error_set(err, "%s:%u: column 'job': empty job name", file, line);
             goto done;
         }
-        size_t at;
-        const char *why = pflex_name_problem(jf->s, jf->len, &at);
-        if (why) {
-            pflex_error_set(err, "%s:%u: column 'job': the job name %s (byte %zu of %zu); "
-                            "names are UTF-8 text", file, line, why, at + 1, jf->len);
+        if (pflex_csv_field_name(err, file, line, "job", "job name", jf) < 0)
             goto done;
-        }
         char cname[256];
         if (cf->len == 0 || cf->len >= sizeof cname) {
             jbad(err, file, line, J_CURVE, cf, "is not a job name of the sweep");
@@ -490,8 +484,7 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
             by[in->njobs] = NAN;
             if (bf->len && (pflex_parse_double(bf->s, bf->len, &by[in->njobs]) < 0
                             || !isfinite(by[in->njobs]))) {
-                pflex_error_set(err, "%s:%u: column '%s': '%.*s' is not a number", file, line,
-                                src->by, (int)(bf->len > 40 ? 40 : bf->len), bf->s);
+                pflex_csv_field_error(err, file, line, src->by, bf, "is not a number");
                 goto done;
             }
         }
@@ -507,17 +500,9 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
             goto done;
         }
         j->gpus = (int)g;
-        if (idx[J_TIER] >= 0 && f[idx[J_TIER]].len) {
-            const struct pflex_csv_field *tf = &f[idx[J_TIER]];
-            char tb[32];
-            size_t n = tf->len < sizeof tb - 1 ? tf->len : sizeof tb - 1;
-            memcpy(tb, tf->s, n);
-            tb[n] = 0;
-            if (tf->len >= sizeof tb || pflex_tier_floor(tb, &j->floor) < 0) {
-                jbad(err, file, line, J_TIER, tf, "is not a tier (flex0, flex1, flex2, flex3)");
-                goto done;
-            }
-        }
+        if (idx[J_TIER] >= 0 && f[idx[J_TIER]].len
+            && pflex_csv_field_tier(err, file, line, "tier", &f[idx[J_TIER]], &j->floor) < 0)
+            goto done;
         if (idx[J_FLOOR] >= 0 && f[idx[J_FLOOR]].len) {
             const struct pflex_csv_field *ff = &f[idx[J_FLOOR]];
             if (pflex_parse_double(ff->s, ff->len, &j->floor) < 0 || j->floor < 0

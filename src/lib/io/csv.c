@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pflex/csv.h"
+#include "pflex/sweep.h"
 
 void pflex_csv_init(pflex_csv_t *c, const char *buf, size_t len, const char *name)
 {
@@ -373,4 +374,35 @@ void pflex_csv_write_field(FILE *f, const char *s)
         fputc(*s, f);
     }
     fputc('"', f);
+}
+
+int pflex_csv_field_error(pflex_error_t *err, const char *file, unsigned line, const char *col,
+                          const struct pflex_csv_field *f, const char *what)
+{
+    return pflex_error_set(err, "%s:%u: column '%s': '%.*s' %s", file, line, col,
+                           (int)(f->len > 40 ? 40 : f->len), f->s, what);
+}
+
+int pflex_csv_field_name(pflex_error_t *err, const char *file, unsigned line, const char *col,
+                         const char *what, const struct pflex_csv_field *f)
+{
+    size_t at;
+    const char *why = pflex_name_problem(f->s, f->len, &at);
+    if (!why)
+        return 0;
+    return pflex_error_set(err, "%s:%u: column '%s': the %s %s (byte %zu of %zu); names are "
+                           "UTF-8 text", file, line, col, what, why, at + 1, f->len);
+}
+
+int pflex_csv_field_tier(pflex_error_t *err, const char *file, unsigned line, const char *col,
+                         const struct pflex_csv_field *f, double *floor)
+{
+    char tb[32];
+    size_t n = f->len < sizeof tb - 1 ? f->len : sizeof tb - 1;
+    memcpy(tb, f->s, n);
+    tb[n] = 0;
+    if (f->len >= sizeof tb || pflex_tier_floor(tb, floor) < 0)
+        return pflex_csv_field_error(err, file, line, col, f,
+                                     "is not a tier (flex0, flex1, flex2, flex3)");
+    return 0;
 }

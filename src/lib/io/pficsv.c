@@ -56,8 +56,7 @@ static int add_str(struct store *st, const struct pflex_csv_field *f, size_t *of
 static int bad(pflex_error_t *err, const char *file, unsigned line, int col,
                const struct pflex_csv_field *f, const char *what)
 {
-    return pflex_error_set(err, "%s:%u: column '%s': '%.*s' %s", file, line, names[col],
-                           (int)(f->len > 40 ? 40 : f->len), f->s, what);
+    return pflex_csv_field_error(err, file, line, names[col], f, what);
 }
 
 void pflex_pficsv_destroy(pflex_pficsv_t *p)
@@ -155,19 +154,10 @@ int pflex_pficsv_read_mem_by(const char *buf, size_t len, const char *name, cons
             pflex_error_set(err, "%s:%u: column 'job': empty job name", file, line);
             goto done;
         }
-        size_t at;
-        const char *why = pflex_name_problem(jf->s, jf->len, &at);
-        if (why) {
-            pflex_error_set(err, "%s:%u: column 'job': the job name %s (byte %zu of %zu); "
-                            "names are UTF-8 text", file, line, why, at + 1, jf->len);
+        if (pflex_csv_field_name(err, file, line, "job", "job name", jf) < 0
+            || (idx[C_GPU] >= 0
+                && pflex_csv_field_name(err, file, line, "gpu", "GPU name", &f[idx[C_GPU]]) < 0))
             goto done;
-        }
-        if (idx[C_GPU] >= 0 && f[idx[C_GPU]].len
-            && (why = pflex_name_problem(f[idx[C_GPU]].s, f[idx[C_GPU]].len, &at))) {
-            pflex_error_set(err, "%s:%u: column 'gpu': the GPU name %s (byte %zu of %zu)", file,
-                            line, why, at + 1, f[idx[C_GPU]].len);
-            goto done;
-        }
         if (add_str(st, jf, &job_off[p->n]) < 0) {
             pflex_error_set(err, "%s:%u: out of memory", file, line);
             goto done;
@@ -247,17 +237,9 @@ int pflex_pficsv_read_mem_by(const char *buf, size_t len, const char *name, cons
                 goto done;
             }
         }
-        if (idx[C_TIER] >= 0 && f[idx[C_TIER]].len) {
-            const struct pflex_csv_field *tr = &f[idx[C_TIER]];
-            char tb[32];
-            size_t n = tr->len < sizeof tb - 1 ? tr->len : sizeof tb - 1;
-            memcpy(tb, tr->s, n);
-            tb[n] = 0;
-            if (tr->len >= sizeof tb || pflex_tier_floor(tb, &r->floor) < 0) {
-                bad(err, file, line, C_TIER, tr, "is not a tier (flex0, flex1, flex2, flex3)");
-                goto done;
-            }
-        }
+        if (idx[C_TIER] >= 0 && f[idx[C_TIER]].len
+            && pflex_csv_field_tier(err, file, line, "tier", &f[idx[C_TIER]], &r->floor) < 0)
+            goto done;
         if (idx[C_FLOOR] >= 0 && f[idx[C_FLOOR]].len) {
             const struct pflex_csv_field *ff = &f[idx[C_FLOOR]];
             if (pflex_parse_double(ff->s, ff->len, &r->floor) < 0 || r->floor < 0
@@ -283,8 +265,7 @@ int pflex_pficsv_read_mem_by(const char *buf, size_t len, const char *name, cons
         if (idx[C_BY] >= 0 && f[idx[C_BY]].len) {
             const struct pflex_csv_field *bf = &f[idx[C_BY]];
             if (pflex_parse_double(bf->s, bf->len, &r->by) < 0 || !isfinite(r->by)) {
-                pflex_error_set(err, "%s:%u: column '%s': '%.*s' is not a number", file, line,
-                                by, (int)(bf->len > 40 ? 40 : bf->len), bf->s);
+                pflex_csv_field_error(err, file, line, by, bf, "is not a number");
                 goto done;
             }
         }
