@@ -296,6 +296,62 @@ static void test_field_messages(void **state)
     }
 }
 
+/* pflex_csv_header_check guesses as the sweep reader does: given the
+ * sweep's columns, its warnings are the sweep's word for word (but for
+ * the kind of file named), and a column twice is the sweep's error. */
+static void test_header_check_as_sweep(void **state)
+{
+    const char *cols[9 + PFLEX_TM_COUNT] = {"job", "cap_w", "power_w", "throughput", "gpu",
+                                            "gpus", "floor", "weight", "tier"};
+    for (int k = 0; k < PFLEX_TM_COUNT; k++)
+        cols[9 + k] = pflex_tm_name((enum pflex_tm)k);
+    size_t ncols = 9 + PFLEX_TM_COUNT;
+    static const char *const extra[] = {
+        "flor", "gpsu", "Floor", "weigth", "tierr", "sm_activ", "dram_actve", "notes,flor,wieght",
+        "gpu,gpuss", "floor,flor", "zzz",
+    };
+    for (size_t i = 0; i < sizeof extra / sizeof *extra + 1; i++) {
+        int twice = i == sizeof extra / sizeof *extra;
+        char t[256], pad[16] = ",";
+        for (const char *q = extra[twice ? 0 : i]; *q; q++)
+            if (*q == ',')
+                strcat(pad, ",");
+        snprintf(t, sizeof t, "job,cap_w,power_w,throughput,%s\na,700,600,100%s\na,500,450,90%s\n",
+                 twice ? "floor,gpus,floor" : extra[i], twice ? ",0.5,1,0.5" : pad,
+                 twice ? ",0.5,1,0.5" : pad);
+        pflex_sweep_t *sw = NULL;
+        pflex_error_t want, got;
+        int rsw = pflex_sweep_read_mem(t, strlen(t), "f.csv", NULL, &sw, &want);
+        pflex_csv_t c;
+        pflex_csv_init(&c, t, strlen(t), "f.csv");
+        assert_int_equal(pflex_csv_next(&c, &got), 1);
+        int idx[9 + PFLEX_TM_COUNT];
+        for (size_t k = 0; k < ncols; k++) {
+            idx[k] = -1;
+            for (size_t f = 0; f < c.nfields && idx[k] < 0; f++)
+                if (pflex_csv_field_is(&c.fields[f], cols[k]))
+                    idx[k] = (int)f;
+        }
+        char *warn = NULL;
+        int rc = pflex_csv_header_check(&c, "f.csv", "sweep", cols, ncols, idx, &warn, &got);
+        assert_int_equal(rc, rsw);
+        if (rc < 0) {
+            assert_string_equal(got.text, want.text);
+        } else if (sw->warnings) {
+            assert_non_null(warn);
+            assert_string_equal(warn, sw->warnings);
+        } else {
+            assert_null(warn);
+        }
+        /* "flor" beside "floor" and "zzz" are near no column the header lacks */
+        int none = twice || strcmp(extra[i], "zzz") == 0 || strcmp(extra[i], "floor,flor") == 0;
+        assert_int_equal(none, warn == NULL);
+        free(warn);
+        pflex_csv_fini(&c);
+        pflex_sweep_destroy(sw);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -305,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_header_checks),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_field_messages),
+        cmocka_unit_test(test_header_check_as_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -275,9 +275,9 @@ typedef struct pflex_alloc_input {
     double *by;                 /* per job, the source's by column; NULL without */
     int has_weight;             /* some input file has a weight column */
     int has_dram_copy;          /* the sweep has dram_active and mem_copy_util */
-    const char *warnings;       /* what the sweep reader warns of (pflex_sweep_t.warnings:
-                                 * a line each, ending in '\n'), or NULL; the caller
-                                 * shows them */
+    const char *warnings;       /* what the readers warn of (a misspelt column of the
+                                 * sweep, the jobs file or the PFI CSV: a line each,
+                                 * ending in '\n'), or NULL; the caller shows them */
     void *priv;                 /* storage; do not touch */
 } pflex_alloc_input_t;
 

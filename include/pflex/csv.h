@@ -78,6 +78,22 @@ int pflex_csv_field_name(pflex_error_t *err, const char *file, unsigned line, co
 int pflex_csv_field_tier(pflex_error_t *err, const char *file, unsigned line, const char *col,
                          const struct pflex_csv_field *f, double *floor);
 
+/* The header checks of the row readers (PFI CSV, jobs file), as the sweep
+ * reader's: cols[0..ncols) the columns the reader knows (NULL entries
+ * skipped), idx[k] the field of column k or -1.  A known column given twice
+ * is an error ("file:line: column 'floor' appears twice in the header
+ * (fields 5 and 6)"); a field that is no column but lies within an edit or
+ * two of one the header lacks ("flor") adds a line to *warn ("file:line:
+ * column 'flor' is not a <kind> column and is ignored: did you mean
+ * 'floor'?\n"; *warn is NULL or malloc'd, and grows).  Returns 0, or -1
+ * with err set (out of memory: a system error). */
+int pflex_csv_header_check(const pflex_csv_t *c, const char *file, const char *kind,
+                           const char *const *cols, size_t ncols, const int *idx, char **warn,
+                           pflex_error_t *err);
+
+/* Append text to the malloc'd string *s (NULL: empty).  -1 out of memory. */
+int pflex_str_append(char **s, const char *text);
+
 /* Write s to f as one CSV field, quoted when it holds a comma, a quote or a
  * line break, or starts with '#' (else it would read back as a comment). */
 void pflex_csv_write_field(FILE *f, const char *s);

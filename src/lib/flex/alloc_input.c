@@ -28,7 +28,8 @@ struct storage {
     int by_known;               /* the by column is one the sweep keeps */
     size_t dram_copy_jobs;      /* sweep jobs with dram_active and mem_copy_util */
     int any_weight;             /* some sweep job's weight is not 1 */
-    char *warnings;             /* the sweep reader's, when read job by job */
+    char *warnings;             /* in->warnings: the PFI CSV's, the sweep's, the jobs
+                                 * file's, in the order they are read */
 };
 
 void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
@@ -152,13 +153,14 @@ static void job_from_curve(struct pflex_alloc_job *j, struct pflex_alloc_capinfo
  * points (24 bytes a point into 32): the sweep is private here and its
  * points are not read again. */
 static int read_sweep(const struct pflex_alloc_source *src, struct storage *st,
-                      pflex_alloc_input_t *in, pflex_error_t *err)
+                      pflex_error_t *err)
 {
     const char *sname = strcmp(src->sweep_path, "-") == 0 ? "<stdin>" : src->sweep_path;
     if (pflex_sweep_read_file(src->sweep_path, src->columns, &st->sweep, err) < 0)
         return -1;
     pflex_sweep_t *sw = st->sweep;
-    in->warnings = sw->warnings;
+    if (sw->warnings && pflex_str_append(&st->warnings, sw->warnings) < 0)
+        return pflex_error_sys(err, "%s: out of memory", sname);
     size_t n = sw->njobs, maxp = 1;
     for (size_t k = 0; k < n; k++)
         if (sw->jobs[k].npoints > maxp)
@@ -230,9 +232,7 @@ static void collect_restart(void *ctx)
 static void collect_warn(void *ctx, const char *warnings)
 {
     struct collect *k = ctx;
-    free(k->st->warnings);
-    k->st->warnings = strdup(warnings);
-    k->warn_nomem = !k->st->warnings;
+    k->warn_nomem = pflex_str_append(&k->st->warnings, warnings) < 0;
 }
 
 static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_t *err)
@@ -321,7 +321,6 @@ static int read_sweep_jobs(const struct pflex_alloc_source *src, struct storage 
         free(k.by);
     in->has_weight = k.any_weight;
     in->has_dram_copy = k.njobs > 0 && k.dram_copy_jobs == k.njobs;
-    in->warnings = st->warnings;
     struct pflex_alloc_job *jobs = st->jobs.p;
     const double *vals = st->points.p;
     const char *name = st->names.p;
@@ -411,7 +410,7 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
     size_t need = 0;
     for (int k = 0; k < J_COUNT; k++) {
         idx[k] = -1;
-        for (size_t f = 0; f < c.nfields; f++)
+        for (size_t f = 0; f < c.nfields && idx[k] < 0; f++)
             if (pflex_csv_field_is(&c.fields[f], jcols[k]))
                 idx[k] = (int)f;
         if (k <= J_GPUS && idx[k] < 0) {
@@ -422,9 +421,20 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
         if (idx[k] >= 0 && (size_t)idx[k] + 1 > need)
             need = (size_t)idx[k] + 1;
     }
-    for (size_t f = 0; src->by && f < c.nfields; f++)
+    for (size_t f = 0; src->by && f < c.nfields && by_idx < 0; f++)
         if (pflex_csv_field_is(&c.fields[f], src->by))
             by_idx = (int)f;
+    {
+        const char *cols[J_COUNT + 1];
+        int cidx[J_COUNT + 1];
+        for (int k = 0; k < J_COUNT; k++)
+            cols[k] = jcols[k], cidx[k] = idx[k];
+        cols[J_COUNT] = src->by;
+        cidx[J_COUNT] = by_idx;
+        if (pflex_csv_header_check(&c, file, "jobs-file", cols, J_COUNT + 1, cidx,
+                                   &st->warnings, err) < 0)
+            goto done;
+    }
     if (by_idx >= 0 && (size_t)by_idx + 1 > need)
         need = (size_t)by_idx + 1;
     in->has_weight = idx[J_WEIGHT] >= 0 || st->any_weight;
@@ -575,6 +585,10 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
     }
     if (src->pfi_path && pflex_pficsv_read_file_by(src->pfi_path, src->by, &st->pfi, err) < 0)
         goto fail;
+    if (st->pfi && st->pfi->warnings && pflex_str_append(&st->warnings, st->pfi->warnings) < 0) {
+        pflex_error_sys(err, "%s: out of memory", src->pfi_path);
+        goto fail;
+    }
     if (st->pfi)
         for (size_t k = 0; k < st->pfi->n; k++)
             if (strcmp(st->pfi->rows[k].metric, "ratio") != 0) {
@@ -585,7 +599,7 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
             }
     if (src->sweep_path) {
         if (src->jobs_path) {
-            if (read_sweep(src, st, in, err) < 0 || read_jobs(src, st, in, err) < 0)
+            if (read_sweep(src, st, err) < 0 || read_jobs(src, st, in, err) < 0)
                 goto fail;
         } else if (read_sweep_jobs(src, st, in, err) < 0) {
             goto fail;
@@ -662,6 +676,7 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
         if (isnan(j->floor))
             j->floor = isnan(src->floor) ? 0 : src->floor;
     }
+    in->warnings = st->warnings;
     *out = in;
     return 0;
 fail:

@@ -26,6 +26,7 @@ struct store {
     char *strings;
     size_t len, cap;
     const struct pflex_pfi_row **sorted;    /* rows by job name, for lookups */
+    char *warnings;                         /* pflex_pficsv_t.warnings */
 };
 
 static int cmp_row(const void *a, const void *b)
@@ -67,6 +68,7 @@ void pflex_pficsv_destroy(pflex_pficsv_t *p)
     if (st) {
         free(st->strings);
         free(st->sorted);
+        free(st->warnings);
     }
     free(st);
     free(p->rows);
@@ -114,6 +116,10 @@ int pflex_pficsv_read_mem_by(const char *buf, size_t len, const char *name, cons
         if (idx[k] >= 0 && (size_t)idx[k] + 1 > need)
             need = (size_t)idx[k] + 1;
     }
+    if (pflex_csv_header_check(&c, file, "PFI CSV", colnames, C_COUNT, idx, &st->warnings,
+                               err) < 0)
+        goto done;
+    p->warnings = st->warnings;
     p->has_weight = idx[C_WEIGHT] >= 0;
     p->has_by = idx[C_BY] >= 0;
     while ((got = pflex_csv_next(&c, err)) == 1) {
