@@ -20,6 +20,7 @@
 #include "pflex/alloc.h"
 #include "pflex/gpukind.h"
 #include "pflex/model.h"
+#include "pflex/pfi.h"
 #include "pflex/pficsv.h"
 
 #define MAXJ 48
@@ -492,6 +493,96 @@ static void test_pficsv_interface(void **state)
     pflex_pficsv_destroy(p);
 }
 
+/* One PFI CSV row of the given metric, pfi and range ("" for none):
+ * whether the reader takes it (and then the value read). */
+static int pfi_row_ok(const char *metric, const char *pfi, const char *range, double *got)
+{
+    char s[256];
+    snprintf(s, sizeof s, "job,gpus,power_w,throughput,pfi,metric,range\nj,1,300,10,%s,%s,%s\n",
+             pfi, metric, range);
+    pflex_pficsv_t *p;
+    pflex_error_t err;
+    if (pflex_pficsv_read_mem(s, strlen(s), "v.csv", &p, &err) < 0) {
+        assert_non_null(strstr(err.text, "v.csv:2: column 'pfi'"));
+        return 0;
+    }
+    if (got)
+        *got = p->rows[0].pfi;
+    pflex_pficsv_destroy(p);
+    return 1;
+}
+
+/* Every value a metric can produce is read, every other refused at its
+ * line: the bounds from the ratio rule's thresholds (x >= MIN_REDUCTION,
+ * L >= MIN_LOSS, both at most 1), and every metric of thousands of random
+ * sweeps, written as pflex pfi --csv writes it, read back. */
+static void test_pficsv_values(void **state)
+{
+    char v[64];
+    double lo = PFLEX_PFI_MIN_REDUCTION / 1.0, hi = 1.0 / PFLEX_PFI_MIN_LOSS;
+    const struct { const char *metric, *range; double pfi; int ok; } edges[] = {
+        {"ratio", "", lo, 1}, {"ratio", "", lo * (1 - 1e-12), 1}, {"ratio", "", lo * (1 - 1e-6), 0},
+        {"ratio", "", hi, 1}, {"ratio", "", hi * (1 + 1e-12), 1}, {"ratio", "", hi * (1 + 1e-6), 0},
+        {"ratio", "", 1.5, 1},
+        {"area", "", 1, 1}, {"area", "", -1, 1}, {"area", "", 1 + 1e-6, 0}, {"area", "", -1 - 1e-6, 0},
+        /* loss-area over R = 0.2: at least 1 - 2/R = -9 */
+        {"loss-area", "0.2", -9, 1}, {"loss-area", "0.2", -9 * (1 + 1e-12), 1},
+        {"loss-area", "0.2", -9 * (1 + 1e-6), 0}, {"loss-area", "0.2", 1.7, 1},
+        {"loss-area", "", -40, 1},
+        {"elasticity", "", -3.5, 1}, {"elasticity", "", 12, 1},
+    };
+    for (size_t i = 0; i < sizeof edges / sizeof *edges; i++) {
+        snprintf(v, sizeof v, "%.17g", edges[i].pfi);
+        if (pfi_row_ok(edges[i].metric, v, edges[i].range, NULL) != edges[i].ok)
+            fail_msg("%s PFI %s (range '%s'): %s, want %s", edges[i].metric, v, edges[i].range,
+                     edges[i].ok ? "refused" : "read", edges[i].ok ? "read" : "refused");
+    }
+    static const char *const never[] = {"0", "-1", "-0", "nan", "inf", "-inf", "1e400", "x"};
+    for (size_t i = 0; i < sizeof never / sizeof *never; i++)
+        assert_int_equal(pfi_row_ok("ratio", never[i], "", NULL), 0);
+    assert_int_equal(pfi_row_ok("elasticity", "nan", "", NULL), 0);
+    assert_int_equal(pfi_row_ok("loss-area", "inf", "", NULL), 0);
+
+    rng_state = 77;
+    static const char *const mname[] = {"ratio", "area", "elasticity", "loss-area"};
+    size_t read[PFLEX_PFI_METRICS] = {0};
+    for (int it = 0; it < 3000; it++) {
+        struct pflex_sweep_point pts[8];
+        size_t n = (size_t)irand(2, 8);
+        double p0 = unif(100, 700), t0 = unif(1, 1000);
+        int extreme = irand(0, 3) == 0;
+        for (size_t k = 0; k < n; k++) {
+            double cap = 100.0 * (double)(k + 1);
+            double u = k + 1 == n ? 1 : extreme ? unif(0, 1) : unif(0.3, 1.02);
+            double f = k + 1 == n ? 1 : extreme ? (irand(0, 1) ? unif(0, 0.01) : unif(0.99, 1))
+                                               : unif(0.2, 1.05);
+            pts[k] = (struct pflex_sweep_point){.cap_w = cap, .power_w = p0 * u,
+                                                .throughput = t0 * f, .rows = 1};
+        }
+        for (int m = 0; m < PFLEX_PFI_METRICS; m++) {
+            struct pflex_pfi_opts o = {.metric = (enum pflex_pfi_metric)m,
+                                       .range = irand(0, 1) ? unif(0.01, 1) : 0};
+            struct pflex_pfi_result r;
+            pflex_error_t err;
+            assert_int_equal(pflex_pfi_eval(pts, n, &o, &r, &err), 0);
+            if (r.valid) {
+                char pv[64], rv[64] = "";
+                snprintf(pv, sizeof pv, "%.10g", r.pfi);
+                if (m == PFLEX_PFI_METRIC_LOSS_AREA)
+                    snprintf(rv, sizeof rv, "%.10g", r.range_used);
+                double got;
+                if (!pfi_row_ok(mname[m], pv, rv, &got))
+                    fail_msg("sweep %d: %s PFI %s (range %s) refused", it, mname[m], pv, rv);
+                assert_float_equal(got, r.pfi, 1e-9 * fabs(r.pfi));
+                read[m]++;
+            }
+            pflex_pfi_result_fini(&r);
+        }
+    }
+    for (int m = 0; m < PFLEX_PFI_METRICS; m++)
+        assert_true(read[m] > 1000);
+}
+
 /* Jobs from a PFI file alone: their GPU's range, their cap kept uncut. */
 static void test_input_from_pfi_file(void **state)
 {
@@ -549,6 +640,139 @@ static void write_file(char *path, const char *s)
     assert_true(fd >= 0);
     assert_int_equal(write(fd, s, strlen(s)), (ssize_t)strlen(s));
     close(fd);
+}
+
+/* Power drawn at a cap, by linear interpolation over the job's own rows
+ * (cap ascending, power rising with it), clipped at the ends. */
+static double power_at(const double *cap, const double *pw, int n, double c)
+{
+    if (c <= cap[0])
+        return pw[0];
+    for (int k = 1; k < n; k++)
+        if (c <= cap[k])
+            return pw[k - 1] + (pw[k] - pw[k - 1]) * (c - cap[k - 1]) / (cap[k] - cap[k - 1]);
+    return pw[n - 1];
+}
+
+/* Sweeps measured below their GPU kind's minimum settable cap: every plan
+ * of every policy sets only caps the GPU accepts (none clamped), and the
+ * power those caps draw, interpolated over the sweep's own rows, is within
+ * the budget wherever the plan says it is feasible. */
+static void test_caps_within_budget(void **state)
+{
+    static const struct { const char *gpu; double lo, hi; } kinds[] = {
+        {"H200", 200, 700}, {"A100", 100, 400}, {"A40", 100, 300}, {"mystery", 0, 0},
+    };
+    static const enum pflex_policy pols[] = {PFLEX_POLICY_EQUAL, PFLEX_POLICY_PFI,
+        PFLEX_POLICY_OPTIMAL, PFLEX_POLICY_PFI_WEIGHTED, PFLEX_POLICY_PROPORTIONAL};
+    enum { NJ = 10, NP = 8 };
+    static double cap[NJ][NP], pw[NJ][NP];
+    static int np[NJ], gpus[NJ];
+    static char buf[NJ * NP * 96 + 128];
+    rng_state = 4242;
+    size_t plans = 0, below = 0, cut_to_min = 0;
+    struct pflex_alloc_plan pl;
+    pflex_alloc_plan_init(&pl);
+    for (int it = 0; it < 400; it++) {
+        int n = irand(1, NJ);
+        size_t len = (size_t)snprintf(buf, sizeof buf, "job,gpu,gpus,cap_w,power_w,throughput,floor\n");
+        for (int j = 0; j < n; j++) {
+            int kd = irand(0, 3);
+            double hi = kinds[kd].hi > 0 ? kinds[kd].hi : 500, lo = kinds[kd].lo > 0 ? kinds[kd].lo : 150;
+            np[j] = irand(2, NP);
+            gpus[j] = irand(1, 16);
+            double r = unif(0.85, 0.97), t0 = unif(10, 1000), floor = irand(0, 2) ? 0 : unif(0.3, 0.9);
+            /* caps from the top of the range down, the lowest ones often under its minimum */
+            double c = hi - (irand(0, 2) ? 0 : unif(0, 0.2 * (hi - lo)));
+            double step = (c - unif(0.4, 1.1) * lo) / (np[j] - 1);
+            if (step < 30)
+                step = 30;
+            for (int k = np[j] - 1; k >= 0; k--, c -= step) {
+                cap[j][k] = c;
+                pw[j][k] = c * (r + unif(-0.01, 0.01));
+            }
+            below += cap[j][0] < kinds[kd].lo;
+            double loss = 0;
+            for (int k = np[j] - 1; k >= 0; k--) {
+                double tput = t0 * (1 - loss);
+                len += (size_t)snprintf(buf + len, sizeof buf - len, "j%d,%s,%d,%.17g,%.17g,%.17g,%.3f\n",
+                                        j, kinds[kd].gpu, gpus[j], cap[j][k], pw[j][k], tput, floor);
+                loss += unif(0, 0.2) * (1 - loss);
+            }
+        }
+        char path[] = "/tmp/pflex-test-lowXXXXXX";
+        write_file(path, buf);
+        struct pflex_alloc_source src = {.sweep_path = path, .floor = NAN};
+        pflex_alloc_input_t *in;
+        pflex_error_t err;
+        if (pflex_alloc_input_read(&src, &in, &err) < 0)
+            fail_msg("sweep %d: %s", it, err.text);
+        unlink(path);
+        assert_int_equal(in->njobs, (size_t)n);
+        struct pflex_alloc_problem p = {.njobs = in->njobs, .jobs = in->jobs};
+        double base = pflex_alloc_baseline_w(&p);
+        for (int b = 0; b < 4; b++) {
+            p.budget_w = (1 - unif(0, 0.8)) * base;
+            p.objective = irand(0, 1) ? PFLEX_OBJECTIVE_PROGRESS : PFLEX_OBJECTIVE_THROUGHPUT;
+            for (size_t q = 0; q < sizeof pols / sizeof *pols; q++) {
+                if (pflex_alloc_plan(&p, pols[q], &pl, &err) < 0)
+                    fail_msg("sweep %d: %s", it, err.text);
+                double drawn = 0;
+                for (int j = 0; j < n; j++) {
+                    struct pflex_alloc_cap cp;
+                    pflex_alloc_cap(&in->jobs[j], &in->caps[j], pl.x[j], &cp);
+                    if (cp.clamped)
+                        fail_msg("sweep %d, %s, job %d: cap %.3f W clamped from %.3f W (range "
+                                 "%g-%g W)", it, pflex_policy_name(pols[q]), j, cp.cap_w,
+                                 cp.wanted_w, in->caps[j].cap_min_w, in->caps[j].cap_max_w);
+                    cut_to_min += in->caps[j].cap_min_w > 0
+                                  && cp.cap_w < in->caps[j].cap_min_w * (1 + 1e-9);
+                    drawn += gpus[j] * power_at(cap[j], pw[j], np[j], cp.cap_w);
+                }
+                if (pl.feasible && drawn > p.budget_w * (1 + 1e-9))
+                    fail_msg("sweep %d, %s: the caps draw %.6f W, over the budget %.6f W "
+                             "(the plan counts %.6f W)", it, pflex_policy_name(pols[q]), drawn,
+                             p.budget_w, pl.power_w);
+                plans += pl.feasible;
+            }
+        }
+        pflex_alloc_input_destroy(in);
+    }
+    pflex_alloc_plan_fini(&pl);
+    print_message("%zu feasible plans, %zu sweeps measured under their minimum, %zu caps at it\n",
+                  plans, below, cut_to_min);
+    assert_true(plans > 1000 && below > 500 && cut_to_min > 500);
+}
+
+/* pflex_alloc_cap_x_hi by hand: caps over x falling through the minimum,
+ * a sweep wholly under it, no caps (the target), no known range. */
+static void test_cap_x_hi(void **state)
+{
+    const double x[] = {0, 0.2, 0.5}, loss[] = {0, 0.1, 0.4}, caps[] = {600, 400, 100};
+    struct pflex_alloc_job j = {.gpus = 1, .npoints = 3, .p0_w = 500, .t0 = 1, .cap0_w = 700,
+                                .x_hi = 0.5, .x = x, .loss = loss};
+    struct pflex_alloc_capinfo ci = {.cap_w = caps, .cap_min_w = 200, .cap_max_w = 700};
+    /* 400 W at 0.2, 100 W at 0.5: 200 W two thirds of the way */
+    double xh = pflex_alloc_cap_x_hi(&j, &ci);
+    assert_float_equal(xh, 0.2 + 0.3 * 2.0 / 3, 1e-12);
+    assert_true(pflex_alloc_cap_w(&j, &ci, xh) >= 200);
+    struct pflex_alloc_cap c;
+    pflex_alloc_cap(&j, &ci, xh, &c);
+    assert_false(c.clamped);
+    pflex_alloc_cap(&j, &ci, xh + 1e-6, &c);
+    assert_true(c.clamped);
+    ci.cap_min_w = 50;                              /* never reached */
+    assert_true(pflex_alloc_cap_x_hi(&j, &ci) == 0.5);
+    ci.cap_min_w = 0;                               /* no known range */
+    assert_true(pflex_alloc_cap_x_hi(&j, &ci) == 0.5);
+    const double low[] = {150, 120, 100};           /* wholly under 200 W */
+    ci = (struct pflex_alloc_capinfo){.cap_w = low, .cap_min_w = 200, .cap_max_w = 700};
+    assert_true(pflex_alloc_cap_x_hi(&j, &ci) == 0);
+    ci.cap_w = NULL;                                /* the target: 500 (1 - x) >= 200 */
+    j.x_hi = 0.9;
+    assert_float_equal(pflex_alloc_cap_x_hi(&j, &ci), 0.6, 1e-12);
+    j.x_hi = 0.3;
+    assert_true(pflex_alloc_cap_x_hi(&j, &ci) == 0.3);
 }
 
 /* --by columns: a sweep's telemetry at the baseline cap, dram_copy, gpus,
@@ -682,8 +906,11 @@ int main(void)
         cmocka_unit_test(test_measured_scores),
         cmocka_unit_test(test_gpu_ranges_match_sim),
         cmocka_unit_test(test_pficsv_interface),
+        cmocka_unit_test(test_pficsv_values),
         cmocka_unit_test(test_input_from_pfi_file),
         cmocka_unit_test(test_by_columns),
+        cmocka_unit_test(test_cap_x_hi),
+        cmocka_unit_test(test_caps_within_budget),
         cmocka_unit_test(test_emerald),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,6 +33,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "pflex/alloc.h"
+#include "pflex/gpukind.h"
 #include "pflex/curve.h"
 #include "pflex/sweep.h"
 
@@ -274,7 +275,13 @@ static void same_problem(const char *path, const pflex_sweep_t *sw)
         assert_memory_equal(&a->cap0_w, &c.cap0_w, sizeof(double));
         assert_memory_equal(&a->weight, &j->weight, sizeof(double));
         assert_memory_equal(&a->floor, &fl, sizeof(double));
-        assert_memory_equal(&a->x_hi, &c.x_max, sizeof(double));
+        /* x_max, up to where the cap reaches the GPU kind's minimum */
+        struct pflex_alloc_job ref = *a;
+        ref.x_hi = c.x_max;
+        const struct pflex_gpu_range *gk = pflex_gpu_range_find(j->gpu);
+        struct pflex_alloc_capinfo ci = {.cap_w = c.cap_w, .cap_min_w = gk ? gk->min_cap_w : 0};
+        double xh = pflex_alloc_cap_x_hi(&ref, &ci);
+        assert_memory_equal(&a->x_hi, &xh, sizeof(double));
         assert_true(isnan(a->pfi));
         assert_int_equal(a->npoints, c.n);
         assert_memory_equal(a->x, c.x, c.n * sizeof(double));

@@ -262,6 +262,96 @@ static void test_names(void **state)
     free(text);
 }
 
+/* The field messages the PFI CSV and jobs-file readers share are the
+ * sweep reader's, word for word, for the same fields. */
+static void test_field_messages(void **state)
+{
+    static const struct { const char *csv; const char *col; int kind; } cases[] = {
+        {"job,cap_w,power_w,throughput\nb\377d,700,600,100\n", "job", 0},
+        {"job,cap_w,power_w,throughput\n\"a\tb\",700,600,100\n", "job", 0},
+        {"job,cap_w,power_w,throughput,tier\na,700,600,100,flex9\n", "tier", 1},
+        {"job,cap_w,power_w,throughput,gpus\na,700,600,100,two\n", "gpus", 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *t = cases[i].csv;
+        pflex_sweep_t *sw;
+        pflex_error_t want, got;
+        assert_int_equal(pflex_sweep_read_mem(t, strlen(t), "f.csv", NULL, &sw, &want), -1);
+        pflex_csv_t c;
+        pflex_csv_init(&c, t, strlen(t), "f.csv");
+        assert_int_equal(pflex_csv_next(&c, &got), 1);
+        size_t col = 0;
+        while (!pflex_csv_field_is(&c.fields[col], cases[i].col))
+            col++;
+        assert_int_equal(pflex_csv_next(&c, &got), 1);
+        const struct pflex_csv_field *f = &c.fields[col];
+        double fl;
+        int rc = cases[i].kind == 0 ? pflex_csv_field_name(&got, "f.csv", c.line, "job", "job name", f)
+               : cases[i].kind == 1 ? pflex_csv_field_tier(&got, "f.csv", c.line, "tier", f, &fl)
+               : pflex_csv_field_error(&got, "f.csv", c.line, "gpus", f,
+                                       "is not a positive whole number");
+        assert_int_equal(rc, -1);
+        assert_string_equal(got.text, want.text);
+        pflex_csv_fini(&c);
+    }
+}
+
+/* pflex_csv_header_check guesses as the sweep reader does: given the
+ * sweep's columns, its warnings are the sweep's word for word (but for
+ * the kind of file named), and a column twice is the sweep's error. */
+static void test_header_check_as_sweep(void **state)
+{
+    const char *cols[9 + PFLEX_TM_COUNT] = {"job", "cap_w", "power_w", "throughput", "gpu",
+                                            "gpus", "floor", "weight", "tier"};
+    for (int k = 0; k < PFLEX_TM_COUNT; k++)
+        cols[9 + k] = pflex_tm_name((enum pflex_tm)k);
+    size_t ncols = 9 + PFLEX_TM_COUNT;
+    static const char *const extra[] = {
+        "flor", "gpsu", "Floor", "weigth", "tierr", "sm_activ", "dram_actve", "notes,flor,wieght",
+        "gpu,gpuss", "floor,flor", "zzz",
+    };
+    for (size_t i = 0; i < sizeof extra / sizeof *extra + 1; i++) {
+        int twice = i == sizeof extra / sizeof *extra;
+        char t[256], pad[16] = ",";
+        for (const char *q = extra[twice ? 0 : i]; *q; q++)
+            if (*q == ',')
+                strcat(pad, ",");
+        snprintf(t, sizeof t, "job,cap_w,power_w,throughput,%s\na,700,600,100%s\na,500,450,90%s\n",
+                 twice ? "floor,gpus,floor" : extra[i], twice ? ",0.5,1,0.5" : pad,
+                 twice ? ",0.5,1,0.5" : pad);
+        pflex_sweep_t *sw = NULL;
+        pflex_error_t want, got;
+        int rsw = pflex_sweep_read_mem(t, strlen(t), "f.csv", NULL, &sw, &want);
+        pflex_csv_t c;
+        pflex_csv_init(&c, t, strlen(t), "f.csv");
+        assert_int_equal(pflex_csv_next(&c, &got), 1);
+        int idx[9 + PFLEX_TM_COUNT];
+        for (size_t k = 0; k < ncols; k++) {
+            idx[k] = -1;
+            for (size_t f = 0; f < c.nfields && idx[k] < 0; f++)
+                if (pflex_csv_field_is(&c.fields[f], cols[k]))
+                    idx[k] = (int)f;
+        }
+        char *warn = NULL;
+        int rc = pflex_csv_header_check(&c, "f.csv", "sweep", cols, ncols, idx, &warn, &got);
+        assert_int_equal(rc, rsw);
+        if (rc < 0) {
+            assert_string_equal(got.text, want.text);
+        } else if (sw->warnings) {
+            assert_non_null(warn);
+            assert_string_equal(warn, sw->warnings);
+        } else {
+            assert_null(warn);
+        }
+        /* "flor" beside "floor" and "zzz" are near no column the header lacks */
+        int none = twice || strcmp(extra[i], "zzz") == 0 || strcmp(extra[i], "floor,flor") == 0;
+        assert_int_equal(none, warn == NULL);
+        free(warn);
+        pflex_csv_fini(&c);
+        pflex_sweep_destroy(sw);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,6 +360,8 @@ int main(void)
         cmocka_unit_test(test_streams_bounded),
         cmocka_unit_test(test_header_checks),
         cmocka_unit_test(test_names),
+        cmocka_unit_test(test_field_messages),
+        cmocka_unit_test(test_header_check_as_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -92,8 +92,9 @@ struct pflex_alloc_job {
     double cap0_w;          /* the cap in force at baseline, W (kept when x_j = 0) */
     double weight;          /* w_j >= 0 (1 by default) */
     double floor;           /* s_j in [0, 1]; 0 = no floor */
-    double x_hi;            /* largest reduction allowed: the measured range or
-                             * 1 - P_min/P0 from the hardware minimum cap */
+    double x_hi;            /* largest reduction allowed: the measured range, up to
+                             * where the cap reaches the hardware minimum
+                             * (pflex_alloc_cap_x_hi), or 1 - P_min/P0 */
     double pfi;             /* ratio PFI_j for PFI and PFI_WEIGHTED; NaN: measured
                              * on the curve (pflex_pfi_ratio_xl), else 1 */
     /* The measured loss curve (docs/contract.md §2): npoints >= 1 ascending reductions
@@ -174,6 +175,14 @@ void pflex_alloc_cap(const struct pflex_alloc_job *j, const struct pflex_alloc_c
                      double x, struct pflex_alloc_cap *out);
 double pflex_alloc_cap_w(const struct pflex_alloc_job *j, const struct pflex_alloc_capinfo *ci,
                          double x);
+/* j->x_hi, shortened to where the cap to set would leave the settable
+ * range: the first reduction at which the cap interpolated over ci->cap_w
+ * (or, without them, the target P0 (1 - x)) reaches ci->cap_min_w; 0 when
+ * even the smallest cut's cap is under it.  Unchanged where cap_min_w is
+ * not known or is never reached.  A problem whose jobs have this x_hi
+ * plans only caps the GPU accepts, so the power it counts is the power the
+ * caps draw (pflex_alloc_input_read sets it). */
+double pflex_alloc_cap_x_hi(const struct pflex_alloc_job *j, const struct pflex_alloc_capinfo *ci);
 
 /* 1 - L_j(x) on the job's measured curve, NaN without one; and whether that
  * falls under the job's floor (1e-9 relative slack; 0 without a curve). */
@@ -229,7 +238,9 @@ int pflex_alloc_compare(const struct pflex_alloc_problem *p,
  * jobs file that names a sweep job's curve), or from a PFI CSV alone.
  *
  *  - sweep: P0, T0, the baseline cap and the curve of each job, with the
- *    cap of each point; x_hi is the curve's x_max; floor, tier, weight and
+ *    cap of each point; x_hi is the curve's x_max, shortened by
+ *    pflex_alloc_cap_x_hi to where the cap reaches the GPU kind's minimum
+ *    (so planned caps need no clamping); floor, tier, weight and
  *    gpus columns are used; the settable cap range is the gpu column's GPU
  *    kind's (pflex/gpukind.h), else the measured caps'.
  *  - jobs file (CSV: job, curve, gpus, optional tier, floor, weight): each
@@ -264,6 +275,9 @@ typedef struct pflex_alloc_input {
     double *by;                 /* per job, the source's by column; NULL without */
     int has_weight;             /* some input file has a weight column */
     int has_dram_copy;          /* the sweep has dram_active and mem_copy_util */
+    const char *warnings;       /* what the readers warn of (a misspelt column of the
+                                 * sweep, the jobs file or the PFI CSV: a line each,
+                                 * ending in '\n'), or NULL; the caller shows them */
     void *priv;                 /* storage; do not touch */
 } pflex_alloc_input_t;
 

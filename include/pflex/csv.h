@@ -63,6 +63,37 @@ int pflex_parse_double(const char *s, size_t len, double *out);
  * offset. */
 const char *pflex_name_problem(const char *s, size_t len, size_t *at);
 
+/* What the readers of job rows (the PFI CSV, a jobs file) say of a field,
+ * as "file:line: column 'col': ..."; each returns -1 with err set, or 0
+ * when the field is good.
+ *   pflex_csv_field_error: "'<field, 40 bytes at most>' what".
+ *   pflex_csv_field_name: a name pflex_name_problem refuses, what being
+ *     "job name" or "GPU name".
+ *   pflex_csv_field_tier: a tier pflex_tier_floor knows (flex0..flex3),
+ *     its floor to *floor. */
+int pflex_csv_field_error(pflex_error_t *err, const char *file, unsigned line, const char *col,
+                          const struct pflex_csv_field *f, const char *what);
+int pflex_csv_field_name(pflex_error_t *err, const char *file, unsigned line, const char *col,
+                         const char *what, const struct pflex_csv_field *f);
+int pflex_csv_field_tier(pflex_error_t *err, const char *file, unsigned line, const char *col,
+                         const struct pflex_csv_field *f, double *floor);
+
+/* The header checks of the row readers (PFI CSV, jobs file), as the sweep
+ * reader's: cols[0..ncols) the columns the reader knows (NULL entries
+ * skipped), idx[k] the field of column k or -1.  A known column given twice
+ * is an error ("file:line: column 'floor' appears twice in the header
+ * (fields 5 and 6)"); a field that is no column but lies within an edit or
+ * two of one the header lacks ("flor") adds a line to *warn ("file:line:
+ * column 'flor' is not a <kind> column and is ignored: did you mean
+ * 'floor'?\n"; *warn is NULL or malloc'd, and grows).  Returns 0, or -1
+ * with err set (out of memory: a system error). */
+int pflex_csv_header_check(const pflex_csv_t *c, const char *file, const char *kind,
+                           const char *const *cols, size_t ncols, const int *idx, char **warn,
+                           pflex_error_t *err);
+
+/* Append text to the malloc'd string *s (NULL: empty).  -1 out of memory. */
+int pflex_str_append(char **s, const char *text);
+
 /* Write s to f as one CSV field, quoted when it holds a comma, a quote or a
  * line break, or starts with '#' (else it would read back as a comment). */
 void pflex_csv_write_field(FILE *f, const char *s);

@@ -7,9 +7,13 @@
  * used by loss-area), floor, tier (flex0..flex3, sets floor where floor is
  * empty), weight, gpu (GPU model name, for its settable range), cap_w (the
  * baseline cap, kept by a job that is not cut).  Other columns are ignored
- * (one of them may be read as "by").  One row per job.  A pfi the named
- * metric cannot produce (ratio: <= 0; area: outside [-1, 1]; any: not
- * finite) is refused with file:line.
+ * (one of them may be read as "by"; one close to a column the header
+ * lacks is a warning, in warnings).  A column given twice is refused.  One
+ * row per job.  A pfi the named
+ * metric cannot produce (ratio: outside [0.01, 200]; area: outside
+ * [-1, 1]; loss-area: under 1 - 2/range where range is given; any: not
+ * finite) is refused with file:line, and so is a job or gpu name that
+ * pflex_name_problem refuses.
  */
 #ifndef PFLEX_PFICSV_H
 #define PFLEX_PFICSV_H
@@ -39,6 +43,8 @@ typedef struct pflex_pficsv {
     struct pflex_pfi_row *rows;
     int has_weight;         /* the file has a weight column */
     int has_by;             /* the file has the "by" column */
+    const char *warnings;   /* a header field close to a column it lacks ("flor"):
+                             * a line each, ending in '\n'; NULL when none */
     void *priv;             /* storage; do not touch */
 } pflex_pficsv_t;
 

@@ -262,15 +262,6 @@ static int plan_json(const struct out *ou)
     return ferror(stdout) ? -1 : 0;
 }
 
-/* ",%.10g" of v, through the fast exact formatter. */
-static void csv_num(double v)
-{
-    char b[PFLEX_FMT_G_MAX + 1];
-    b[0] = ',';
-    int n = pflex_fmt_g(b + 1, v, 10);
-    fwrite(b, 1, (size_t)n + 1, stdout);
-}
-
 static void plan_csv(const struct out *ou)
 {
     const pflex_alloc_input_t *in = ou->in;
@@ -284,17 +275,17 @@ static void plan_csv(const struct out *ou)
         pflex_alloc_cap(j, &in->caps[k], x, &cap);
         pflex_csv_write_field(stdout, j->name);
         printf(",%d", j->gpus);
-        csv_num(j->p0_w);
-        csv_num(pflex_alloc_power_w(j, x));
-        csv_num(cap.cap_w);
-        csv_num(x);
-        csv_num(pl->throughput_j[k]);
-        csv_num(pl->throughput_j[k] / j->t0);
-        csv_num(j->floor);
+        cli_csv_num(j->p0_w);
+        cli_csv_num(pflex_alloc_power_w(j, x));
+        cli_csv_num(cap.cap_w);
+        cli_csv_num(x);
+        cli_csv_num(pl->throughput_j[k]);
+        cli_csv_num(pl->throughput_j[k] / j->t0);
+        cli_csv_num(j->floor);
         if (isnan(mf))
             fputs(",,", stdout);
         else {
-            csv_num(mf);
+            cli_csv_num(mf);
             fputs(pflex_alloc_floor_violated(j, x) ? ",1" : ",0", stdout);
         }
         fputs(cap.clamped ? ",1\n" : ",0\n", stdout);
@@ -457,15 +448,16 @@ int cmd_allocate(int argc, char **argv)
     pflex_error_t err;
     pflex_alloc_input_t *in;
     struct pflex_alloc_problem prob;
-    if (cli_site_load(cmd, &site, &in, &prob) < 0)
-        return PFLEX_EXIT_BAD_INPUT;
+    int load = cli_site_load(cmd, &site, &in, &prob);
+    if (load < 0)
+        return -load;
     prob.rate_by = in->by;
     struct pflex_alloc_plan plan;
     pflex_alloc_plan_init(&plan);
     int rc = PFLEX_EXIT_OK;
     if (pflex_alloc_plan(&prob, policy, &plan, &err) < 0) {
         cli_error(cmd, "%s", err.text);
-        rc = PFLEX_EXIT_BAD_INPUT;
+        rc = cli_input_exit(&err);
         goto out;
     }
     struct out o = {.in = in, .pl = &plan, .by = site.src.by,

@@ -88,6 +88,10 @@ int cli_json_print(json_t *doc);
 void cli_json_real_text(char *buf, double x);
 
 /* A JSON real, or null when x is NaN or infinite. */
+/* ",%.10g" of v to stdout (pflex_fmt_g, printf's digits, faster): a CSV
+ * number field with its comma; "," alone when v is not finite. */
+void cli_csv_num(double v);
+
 json_t *cli_json_real(double x);
 
 /* Progress goes to stderr only when it is a terminal or --progress. */

@@ -202,6 +202,14 @@ void cli_json_real_text(char *buf, double x)
     memmove(d, from, strlen(from) + 1);
 }
 
+void cli_csv_num(double v)
+{
+    char b[PFLEX_FMT_G_MAX + 1];
+    b[0] = ',';
+    int n = isfinite(v) ? pflex_fmt_g(b + 1, v, 10) : 0;
+    fwrite(b, 1, (size_t)n + 1, stdout);
+}
+
 json_t *cli_json_real(double x)
 {
     return isfinite(x) ? json_real(x) : json_null();

@@ -7,7 +7,6 @@
 #include "cli/cli.h"
 #include "cli/site.h"
 #include "pflex/alloc.h"
-#include "pflex/fmt.h"
 
 static const char help[] =
 "usage: pflex evaluate [SWEEP.csv] (--reduce F | --budget-w W) [options]\n"
@@ -71,17 +70,6 @@ static int run_one(const struct pflex_alloc_problem *p, struct pflex_alloc_plan 
     return 0;
 }
 
-static void csv_num(double v)
-{
-    char b[PFLEX_FMT_G_MAX + 1];
-    b[0] = ',';
-    int n = pflex_fmt_g(b + 1, v, 10);
-    if (isfinite(v))
-        fwrite(b, 1, (size_t)n + 1, stdout);
-    else
-        putchar(',');
-}
-
 int cmd_evaluate(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -121,8 +109,9 @@ int cmd_evaluate(int argc, char **argv)
     pflex_error_t err;
     pflex_alloc_input_t *in = NULL, *in_dc = NULL;
     struct pflex_alloc_problem prob;
-    if (cli_site_load(cmd, &site, &in, &prob) < 0)
-        return PFLEX_EXIT_BAD_INPUT;
+    int load = cli_site_load(cmd, &site, &in, &prob);
+    if (load < 0)
+        return -load;
     double base = pflex_alloc_baseline_w(&prob);
     double reduce = isnan(site.reduce) ? 1.0 - prob.budget_w / base : site.reduce;
     int progress = site.objective == PFLEX_OBJECTIVE_PROGRESS;
@@ -177,8 +166,8 @@ int cmd_evaluate(int argc, char **argv)
         struct cli_site s2 = site;
         struct pflex_alloc_problem p2;
         s2.src.by = "dram_copy";
-        if (cli_site_load(cmd, &s2, &in_dc, &p2) < 0) {
-            rc = PFLEX_EXIT_BAD_INPUT;
+        if ((load = cli_site_load(cmd, &s2, &in_dc, &p2)) < 0) {
+            rc = -load;
             goto done;
         }
         struct entry *e = &ent[ne++];
@@ -232,12 +221,12 @@ int cmd_evaluate(int argc, char **argv)
                "per_job_recovered\n");
         for (size_t k = 0; k < ne; k++) {
             fputs(ent[k].name, stdout);
-            csv_num(ent[k].score.throughput);
-            csv_num(ent[k].score.objective);
-            csv_num(ent[k].score.power_w);
+            cli_csv_num(ent[k].score.throughput);
+            cli_csv_num(ent[k].score.objective);
+            cli_csv_num(ent[k].score.power_w);
             printf(",%d,%d", ent[k].score.sla_violations, ent[k].feasible);
-            csv_num(ent[k].gap_recovered);
-            csv_num(ent[k].per_job);
+            cli_csv_num(ent[k].gap_recovered);
+            cli_csv_num(ent[k].per_job);
             putchar('\n');
         }
     } else {
@@ -288,7 +277,7 @@ int cmd_evaluate(int argc, char **argv)
     goto done;
 bad:
     cli_error(cmd, "%s", err.text);
-    rc = PFLEX_EXIT_BAD_INPUT;
+    rc = cli_input_exit(&err);
 done:
     free(weights);
     pflex_alloc_plan_fini(&plan);

@@ -76,8 +76,11 @@ int cli_site_load(const char *cmd, struct cli_site *s, pflex_alloc_input_t **in,
     pflex_error_t err;
     if (pflex_alloc_input_read(&s->src, in, &err) < 0) {
         cli_error(cmd, "%s", err.text);
-        return -1;
+        return -cli_input_exit(&err);
     }
+    if (!s->warned)
+        cli_print_warnings(cmd, (*in)->warnings);
+    s->warned = 1;
     memset(prob, 0, sizeof *prob);
     prob->njobs = (*in)->njobs;
     prob->jobs = (*in)->jobs;

@@ -11,6 +11,7 @@ struct cli_site {
     double budget_w;            /* NaN unless --budget-w */
     double reduce;              /* NaN unless --reduce */
     enum pflex_objective objective;
+    int warned;                 /* the input's warnings are printed (once a command) */
 };
 
 /* getopt_long entries of the shared options; end a command's table with
@@ -35,7 +36,9 @@ int cli_site_option(const char *cmd, struct cli_site *s, int c, const char *arg)
 int cli_site_check(const char *cmd, const struct cli_site *s);
 
 /* Read the jobs (s->src) and fill prob with them, the objective and the
- * budget.  Returns 0, or -1 with the message printed. */
+ * budget; print the reader's warnings the first time.  Returns 0, or minus
+ * the exit code (PFLEX_EXIT_BAD_INPUT, PFLEX_EXIT_INTERNAL for out of
+ * memory or a read error) with the message printed. */
 int cli_site_load(const char *cmd, struct cli_site *s, pflex_alloc_input_t **in,
                   struct pflex_alloc_problem *prob);
 

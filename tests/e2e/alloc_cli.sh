@@ -114,4 +114,42 @@ bad objective "--objective" allocate "$T/s.csv" --reduce 0.1 --objective speed
 bad missing "nonexistent.csv" allocate "$T/nonexistent.csv" --reduce 0.1
 printf 'job,gpus,power_w,throughput,pfi\na,8,400,100,0.7\n' > "$T/onlya.csv"
 bad nopfirow "onlya.csv: no row for job 'b'" evaluate "$T/s.csv" --pfi "$T/onlya.csv" --reduce 0.1
+# a jobs file names each job once
+printf 'job,curve,gpus\nx,a,8\ny,b,4\nz,a,2\ny,a,1\nx,b,1\n' > "$T/dupjobs.csv"
+bad dupjobs "dupjobs.csv:5: job 'y' already on line 3" allocate "$T/s.csv" --jobs "$T/dupjobs.csv" --reduce 0.1
+bad dupjobs-eval "dupjobs.csv:5: job 'y' already on line 3" evaluate "$T/s.csv" --jobs "$T/dupjobs.csv" --reduce 0.1
+
+# the jobs file and the PFI CSV: a misspelt column is a warning naming the
+# column meant, a column given twice an error
+printf 'job,curve,gpus,flor\nx,a,8,0.9\n' > "$T/jflor.csv"
+"$P" allocate "$T/s.csv" --jobs "$T/jflor.csv" --reduce 0.1 > "$T/out" 2> "$T/err" || fail "jobs flor: exit $?"
+grep -qF "pflex allocate: warning: $T/jflor.csv:1: column 'flor' is not a jobs-file column and is ignored: did you mean 'floor'?" "$T/err" \
+    || fail "jobs flor: $(cat "$T/err")"
+[ -s "$T/out" ] || fail "jobs flor: no plan"
+printf 'job,gpus,power_w,throughput,pfi,wieght\na,8,400,100,1.5,2\nb,4,400,100,1.2,1\n' > "$T/pwt.csv"
+"$P" evaluate "$T/s.csv" --pfi "$T/pwt.csv" --reduce 0.1 > "$T/out" 2> "$T/err" || fail "pfi wieght: exit $?"
+[ "$(grep -c "warning: $T/pwt.csv:1: column 'wieght' is not a PFI CSV column and is ignored: did you mean 'weight'?" "$T/err")" -eq 1 ] \
+    || fail "pfi wieght (once): $(cat "$T/err")"
+printf 'job,curve,gpus,floor,floor\nx,a,8,0.9,0.5\n' > "$T/j2.csv"
+bad jobs-twice "j2.csv:1: column 'floor' appears twice in the header (fields 4 and 5)" allocate "$T/s.csv" --jobs "$T/j2.csv" --reduce 0.1
+printf 'job,gpus,power_w,throughput,pfi,gpus\na,8,400,100,1.5,4\n' > "$T/p2.csv"
+bad pfi-twice "p2.csv:1: column 'gpus' appears twice in the header (fields 2 and 6)" allocate --pfi "$T/p2.csv" --reduce 0.1
+# pfi --csv, read back, warns of nothing
+"$P" pfi --csv --all-metrics "$T/s.csv" > "$T/pall.csv" || fail "pfi --csv --all-metrics"
+"$P" allocate "$T/s.csv" --pfi "$T/pall.csv" --reduce 0.1 > /dev/null 2> "$T/err" || fail "pfi csv back: exit $?"
+[ -s "$T/err" ] && fail "pfi csv back: $(cat "$T/err")"
+
+# a misspelt sweep column: the warning pflex pfi gives, from allocate and
+# evaluate too (once each), with or without a jobs file; the plan is made
+sed '2s/tier$/flor/' "$T/s.csv" > "$T/flor.csv"
+"$P" pfi "$T/flor.csv" > /dev/null 2> "$T/pfi.err" || fail "pfi flor"
+grep -q "did you mean 'floor'?" "$T/pfi.err" || fail "pfi flor: $(cat "$T/pfi.err")"
+printf 'job,curve,gpus\nx,a,8\n' > "$T/onejob.csv"
+for args in "allocate" "evaluate" "allocate --jobs $T/onejob.csv" "evaluate --jobs $T/onejob.csv"; do
+    cmd=${args%% *}
+    "$P" $args "$T/flor.csv" --reduce 0.1 > "$T/out" 2> "$T/err" || fail "$args flor: exit $?"
+    [ -s "$T/out" ] || fail "$args flor: no plan"
+    sed "s/^pflex pfi: /pflex $cmd: /" "$T/pfi.err" | cmp -s - "$T/err" \
+        || fail "$args flor: stderr '$(cat "$T/err")', want pfi's '$(cat "$T/pfi.err")'"
+done
 echo ok

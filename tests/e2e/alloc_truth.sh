@@ -31,25 +31,41 @@ awk -F, 'NR > 1 && ($5 < 200 || $5 > 700) { print $1 " cap " $5; bad = 1 } END {
 awk -F, 'NR > 1 && $5 != 200 { bad = 1 } END { exit bad }' "$T/h.csv" \
     || fail "caps at the limit should be the measured 200 W: $(cat "$T/h.csv")"
 
-# A foreign sweep measured below the H200's minimum: the cap is clamped to
-# 200 W and flagged in every output.
+# A foreign sweep measured below the H200's minimum: the job's range stops
+# where its cap reaches 200 W (196.4 W drawn, between the 400 W and 150 W
+# points), so a 70 % cut is infeasible and says so, with the power the caps
+# really draw, and no cap is clamped.
 cat > "$T/low.csv" <<'CSV'
 job,gpu,gpus,cap_w,power_w,throughput
 c,H200,8,700,650,1000
 c,H200,8,400,390,800
 c,H200,8,150,148,300
 CSV
-"$P" allocate "$T/low.csv" --reduce 0.7 --json > "$T/low.json"; rc=$?
-[ $rc -eq 0 ] || [ $rc -eq 3 ] || fail "low: exit $rc"
-grep -q '"cap_w": 200.0' "$T/low.json" || fail "low: cap not clamped to 200: $(grep cap "$T/low.json")"
-grep -q '"cap_clamped": true' "$T/low.json" || fail "low: clamp not flagged in JSON"
-grep -q '"caps_clamped": 1' "$T/low.json" || fail "low: caps_clamped"
-"$P" allocate "$T/low.csv" --reduce 0.7 --csv > "$T/low.csv.out" 2>/dev/null
-head -1 "$T/low.csv.out" | grep -q ',cap_clamped$' || fail "low: csv header"
-awk -F, 'NR == 2 { exit !($5 == 200 && $NF == 1) }' "$T/low.csv.out" || fail "low: csv flag"
-"$P" allocate "$T/low.csv" --reduce 0.7 > "$T/low.txt" 2>/dev/null
-grep -q '200\.0\*' "$T/low.txt" || fail "low: table mark"
-grep -q 'caps clamped to the GPU.s settable range: 1' "$T/low.txt" || fail "low: table line"
+"$P" allocate "$T/low.csv" --reduce 0.7 --json > "$T/low.json" 2> /dev/null; rc=$?
+[ $rc -eq 3 ] || fail "low: exit $rc, want 3 (infeasible)"
+grep -q '"cap_w": 200.0' "$T/low.json" || fail "low: cap not 200: $(grep cap "$T/low.json")"
+grep -q '"cap_clamped": false' "$T/low.json" || fail "low: cap clamped"
+grep -q '"caps_clamped": 0' "$T/low.json" || fail "low: caps_clamped"
+grep -q '"power_w": 1571.2' "$T/low.json" || fail "low: power: $(grep power_w "$T/low.json")"
+# Clamping stays as a safety net: a sweep wholly under the minimum keeps its
+# cap (x = 0 is all its range allows), clamped up to 200 W and flagged in
+# every output.
+cat > "$T/low2.csv" <<'CSV'
+job,gpu,gpus,cap_w,power_w,throughput
+c,H200,8,180,170,1000
+c,H200,8,150,140,800
+CSV
+"$P" allocate "$T/low2.csv" --reduce 0.1 --json > "$T/low.json" 2> /dev/null; rc=$?
+[ $rc -eq 3 ] || fail "low2: exit $rc, want 3"
+grep -q '"cap_w": 200.0' "$T/low.json" || fail "low2: cap not clamped to 200: $(grep cap "$T/low.json")"
+grep -q '"cap_clamped": true' "$T/low.json" || fail "low2: clamp not flagged in JSON"
+grep -q '"caps_clamped": 1' "$T/low.json" || fail "low2: caps_clamped"
+"$P" allocate "$T/low2.csv" --reduce 0.1 --csv > "$T/low.csv.out" 2>/dev/null
+head -1 "$T/low.csv.out" | grep -q ',cap_clamped$' || fail "low2: csv header"
+awk -F, 'NR == 2 { exit !($5 == 200 && $NF == 1) }' "$T/low.csv.out" || fail "low2: csv flag"
+"$P" allocate "$T/low2.csv" --reduce 0.1 > "$T/low.txt" 2>/dev/null
+grep -q '200\.0\*' "$T/low.txt" || fail "low2: table mark"
+grep -q 'caps clamped to the GPU.s settable range: 1' "$T/low.txt" || fail "low2: table line"
 
 # --reduce takes a percentage
 "$P" allocate "$T/h200.csv" --reduce 30% --json > "$T/p30.json" || fail "30% exit"

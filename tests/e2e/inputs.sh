@@ -43,5 +43,16 @@ if (ulimit -v 60000 && "$P" --version) > /dev/null 2>&1; then
     (ulimit -v 60000; "$P" pfi - < "$T/big.csv" > "$T/out" 2> "$T/err"); rc=$?
     [ $rc -eq 1 ] || fail "out of memory: exit $rc, want 1 ($(cat "$T/err"))"
     grep -q "out of memory" "$T/err" || fail "out of memory: $(cat "$T/err")"
+    # allocate and evaluate read a sweep job by job: 1.5 million jobs of two
+    # caps each do not fit either
+    awk 'BEGIN { print "job,cap_w,power_w,throughput";
+                 for (i = 0; i < 1500000; i++) printf "j%d,700,600,1\nj%d,500,450,0.9\n", i, i }' \
+        > "$T/big2.csv"
+    for cmd in allocate evaluate; do
+        (ulimit -v 60000; "$P" $cmd "$T/big2.csv" --reduce 0.1 > "$T/out" 2> "$T/err"); rc=$?
+        [ $rc -eq 1 ] || fail "$cmd out of memory: exit $rc, want 1 ($(cat "$T/err"))"
+        grep -q "out of memory" "$T/err" || fail "$cmd out of memory: $(cat "$T/err")"
+        [ -s "$T/out" ] && fail "$cmd out of memory: wrote to stdout"
+    done
 fi
 echo "inputs: ok"

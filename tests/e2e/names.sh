@@ -59,4 +59,32 @@ printf 'job,cap_w,power_w,throughput\n"a\nb",700,600,100\n' > "$T/r.csv"
 refuse "line break" "r.csv:2: column 'job': the job name holds a control character"
 printf 'job,gpu,cap_w,power_w,throughput\na,H\377,700,600,100\n' > "$T/r.csv"
 refuse "GPU name" "r.csv:2: column 'gpu': the GPU name is not valid UTF-8"
+# The same names refused by the PFI CSV (--pfi) and the jobs file (--jobs)
+# at their line, by allocate and evaluate alike.
+refuse_in() {
+    what=$1 want=$2; shift 2
+    for cmd in allocate evaluate; do
+        "$P" $cmd "$@" --reduce 0.1 > "$T/out" 2> "$T/err"; rc=$?
+        [ $rc -eq 2 ] || fail "$cmd $what: exit $rc, want 2 ($(cat "$T/err"))"
+        [ -s "$T/out" ] && fail "$cmd $what: wrote to stdout"
+        grep -qF "$want" "$T/err" || fail "$cmd $what: $(cat "$T/err")"
+    done
+    return 0
+}
+printf 'job,cap_w,power_w,throughput\nok,700,600,100\nok,500,450,90\n' > "$T/ok.csv"
+P1='job,gpus,power_w,throughput,pfi'
+printf "$P1\nok,1,600,100,1.5\nb\377d,1,600,100,1.5\n" > "$T/r.csv"
+refuse_in "PFI CSV invalid UTF-8" "r.csv:3: column 'job': the job name is not valid UTF-8" --pfi "$T/r.csv"
+printf "$P1\na\000x,1,600,100,1.5\na\000y,1,600,100,1.5\n" > "$T/r.csv"
+refuse_in "PFI CSV NUL" "r.csv:2: column 'job': the job name holds a NUL byte" --pfi "$T/r.csv"
+printf "$P1\n\"a\tb\",1,600,100,1.5\n" > "$T/r.csv"
+refuse_in "PFI CSV control" "r.csv:2: column 'job': the job name holds a control character" --pfi "$T/r.csv"
+printf "$P1,gpu\na,1,600,100,1.5,H\377\n" > "$T/r.csv"
+refuse_in "PFI CSV GPU name" "r.csv:2: column 'gpu': the GPU name is not valid UTF-8" --pfi "$T/r.csv"
+printf 'job,curve,gpus\nx,ok,1\nb\377d,ok,1\n' > "$T/r.csv"
+refuse_in "jobs file invalid UTF-8" "r.csv:3: column 'job': the job name is not valid UTF-8" "$T/ok.csv" --jobs "$T/r.csv"
+printf 'job,curve,gpus\na\000x,ok,1\na\000y,ok,1\n' > "$T/r.csv"
+refuse_in "jobs file NUL" "r.csv:2: column 'job': the job name holds a NUL byte" "$T/ok.csv" --jobs "$T/r.csv"
+printf 'job,curve,gpus\n"a\nb",ok,1\n' > "$T/r.csv"
+refuse_in "jobs file control" "r.csv:2: column 'job': the job name holds a control character" "$T/ok.csv" --jobs "$T/r.csv"
 echo "names: ok"

@@ -156,6 +156,15 @@ double pflex_alloc_power_w(const struct pflex_alloc_job *j, double x)
 
 static double curve_loss(const double *xs, const double *ls, size_t n, double x);
 
+/* The cap wanted for reduction x > 0, before clamping. */
+static double cap_wanted(const struct pflex_alloc_job *j,
+                                       const struct pflex_alloc_capinfo *ci, double x)
+{
+    if (ci && ci->cap_w && j->npoints >= 2)
+        return curve_loss(j->x, ci->cap_w, j->npoints, x);     /* caps over x, x > 0 */
+    return j->p0_w * (1.0 - x);
+}
+
 void pflex_alloc_cap(const struct pflex_alloc_job *j, const struct pflex_alloc_capinfo *ci,
                      double x, struct pflex_alloc_cap *out)
 {
@@ -166,10 +175,8 @@ void pflex_alloc_cap(const struct pflex_alloc_job *j, const struct pflex_alloc_c
     out->kept = !(x > 0);
     if (out->kept)
         c = j->cap0_w > 0 ? j->cap0_w : j->p0_w;
-    else if (ci->cap_w && j->npoints >= 2)
-        c = curve_loss(j->x, ci->cap_w, j->npoints, x);     /* caps over x, x > 0 */
     else
-        c = j->p0_w * (1.0 - x);
+        c = cap_wanted(j, ci, x);
     out->wanted_w = c;
     out->clamped = 0;
     if (ci->cap_min_w > 0 && c < ci->cap_min_w) {
@@ -181,6 +188,36 @@ void pflex_alloc_cap(const struct pflex_alloc_job *j, const struct pflex_alloc_c
         out->clamped = 1;
     }
     out->cap_w = c;
+}
+
+double pflex_alloc_cap_x_hi(const struct pflex_alloc_job *j, const struct pflex_alloc_capinfo *ci)
+{
+    double lo = ci ? ci->cap_min_w : 0, x = j->x_hi;
+    if (!(lo > 0) || !(x > 0))
+        return x;
+    double cross = x;
+    if (ci->cap_w && j->npoints >= 2) {
+        /* the first point whose cap is under the minimum; the crossing on
+         * the segment before it (caps need not fall with x on noisy sweeps) */
+        const double *c = ci->cap_w, *xs = j->x;
+        if (c[0] < lo)
+            return 0;
+        for (unsigned k = 1; k < j->npoints; k++)
+            if (c[k] < lo) {
+                cross = xs[k - 1] + (xs[k] - xs[k - 1]) * ((c[k - 1] - lo) / (c[k - 1] - c[k]));
+                break;
+            }
+    } else if (j->p0_w > lo) {
+        cross = 1.0 - lo / j->p0_w;
+    } else {
+        return 0;
+    }
+    if (cross < x)
+        x = cross;
+    /* the cap there, interpolated as pflex_alloc_cap does, may round under */
+    for (int k = 0; k < 64 && x > 0 && cap_wanted(j, ci, x) < lo; k++)
+        x = nextafter(x, 0);
+    return x;
 }
 
 double pflex_alloc_cap_w(const struct pflex_alloc_job *j, const struct pflex_alloc_capinfo *ci,

@@ -28,6 +28,8 @@ struct storage {
     int by_known;               /* the by column is one the sweep keeps */
     size_t dram_copy_jobs;      /* sweep jobs with dram_active and mem_copy_util */
     int any_weight;             /* some sweep job's weight is not 1 */
+    char *warnings;             /* in->warnings: the PFI CSV's, the sweep's, the jobs
+                                 * file's, in the order they are read */
 };
 
 void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
@@ -42,6 +44,7 @@ void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
         free(st->jobs_buf);
         free(st->by_name);
         free(st->sweep_by);
+        free(st->warnings);
         pflex_big_free(&st->points);
         pflex_big_free(&st->names);
         if (st->jobs.p)
@@ -142,6 +145,7 @@ static void job_from_curve(struct pflex_alloc_job *j, struct pflex_alloc_capinfo
     j->loss = c->loss;
     ci->cap_w = c->cap_w;
     sweep_range(sj, c, &ci->cap_min_w, &ci->cap_max_w);
+    j->x_hi = pflex_alloc_cap_x_hi(j, ci);
 }
 
 /* A sweep for a jobs file to pick curves from: the sweep, each job's
@@ -155,6 +159,8 @@ static int read_sweep(const struct pflex_alloc_source *src, struct storage *st,
     if (pflex_sweep_read_file(src->sweep_path, src->columns, &st->sweep, err) < 0)
         return -1;
     pflex_sweep_t *sw = st->sweep;
+    if (sw->warnings && pflex_str_append(&st->warnings, sw->warnings) < 0)
+        return pflex_error_sys(err, "%s: out of memory", sname);
     size_t n = sw->njobs, maxp = 1;
     for (size_t k = 0; k < n; k++)
         if (sw->jobs[k].npoints > maxp)
@@ -165,7 +171,7 @@ static int read_sweep(const struct pflex_alloc_source *src, struct storage *st,
     st->sweep_by = malloc((n ? n : 1) * sizeof *st->sweep_by);
     if (!tmp || !st->curves || !st->by_name || !st->sweep_by) {
         free(tmp);
-        return pflex_error_set(err, "%s: out of memory", sname);
+        return pflex_error_sys(err, "%s: out of memory", sname);
     }
     for (size_t k = 0; k < n; k++) {
         struct pflex_sweep_job *sj = &sw->jobs[k];
@@ -211,6 +217,7 @@ struct collect {
     int by_known;               /* by_name is a column the sweep keeps */
     int any_weight;             /* some job's weight is not 1 */
     size_t dram_copy_jobs;      /* jobs with dram_active and mem_copy_util */
+    int warn_nomem;             /* the warnings could not be kept */
 };
 
 static void collect_restart(void *ctx)
@@ -220,6 +227,12 @@ static void collect_restart(void *ctx)
     k->failed = 0;
     k->any_weight = 0;
     k->dram_copy_jobs = 0;
+}
+
+static void collect_warn(void *ctx, const char *warnings)
+{
+    struct collect *k = ctx;
+    k->warn_nomem = pflex_str_append(&k->st->warnings, warnings) < 0;
 }
 
 static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_t *err)
@@ -233,7 +246,7 @@ static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_
      * x. */
     size_t np = sj->npoints;
     if (pflex_big_reserve(&st->points, (k->nvals + 3 * np) * sizeof(double)) < 0)
-        return pflex_error_set(err, "%s: out of memory", k->sname);
+        return pflex_error_sys(err, "%s: out of memory", k->sname);
     double *v = (double *)st->points.p + k->nvals;
     struct pflex_curve c;
     pflex_error_t e;
@@ -251,13 +264,13 @@ static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_
     size_t namelen = strlen(sj->name) + 1;
     if (pflex_big_reserve(&st->jobs, (k->njobs + 1) * sizeof(struct pflex_alloc_job)) < 0
         || pflex_big_reserve(&st->names, k->nname + namelen) < 0)
-        return pflex_error_set(err, "%s: out of memory", k->sname);
+        return pflex_error_sys(err, "%s: out of memory", k->sname);
     memcpy((char *)st->names.p + k->nname, sj->name, namelen);
     if (k->njobs == k->caps_cap) {
         size_t nc = k->caps_cap ? 2 * k->caps_cap : 64;
         struct pflex_alloc_capinfo *ncp = realloc(k->caps, nc * sizeof *ncp);
         if (!ncp)
-            return pflex_error_set(err, "%s: out of memory", k->sname);
+            return pflex_error_sys(err, "%s: out of memory", k->sname);
         k->caps = ncp;
         k->caps_cap = nc;
     }
@@ -267,7 +280,7 @@ static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_
             size_t nc = k->by_cap ? 2 * k->by_cap : 64;
             double *nb = realloc(k->by, nc * sizeof *nb);
             if (!nb)
-                return pflex_error_set(err, "%s: out of memory", k->sname);
+                return pflex_error_sys(err, "%s: out of memory", k->sname);
             k->by = nb;
             k->by_cap = nc;
         }
@@ -290,8 +303,11 @@ static int read_sweep_jobs(const struct pflex_alloc_source *src, struct storage 
 {
     struct collect k = {.st = st, .in = in, .by_name = src->by};
     k.sname = strcmp(src->sweep_path, "-") == 0 ? "<stdin>" : src->sweep_path;
-    struct pflex_sweep_visitor v = {.ctx = &k, .job = collect_job, .restart = collect_restart};
+    struct pflex_sweep_visitor v = {.ctx = &k, .job = collect_job, .restart = collect_restart,
+                                    .warn = collect_warn};
     int rc = pflex_sweep_read_file_each(src->sweep_path, src->columns, &v, err);
+    if (rc == 0 && !k.failed && k.warn_nomem)
+        rc = pflex_error_sys(err, "%s: out of memory", k.sname);
     if (rc < 0 || k.failed) {
         if (rc == 0)
             *err = k.first;
@@ -328,8 +344,42 @@ static const char *const jcols[J_COUNT] = {"job", "curve", "gpus", "tier", "floo
 static int jbad(pflex_error_t *err, const char *file, unsigned line, int col,
                 const struct pflex_csv_field *f, const char *what)
 {
-    return pflex_error_set(err, "%s:%u: column '%s': '%.*s' %s", file, line, jcols[col],
-                           (int)(f->len > 40 ? 40 : f->len), f->s, what);
+    return pflex_csv_field_error(err, file, line, jcols[col], f, what);
+}
+
+static int cmp_job_name(const void *a, const void *b)
+{
+    const struct pflex_alloc_job *const *p = a, *const *q = b;
+    int c = strcmp((*p)->name, (*q)->name);
+    return c ? c : (*p > *q) - (*p < *q);   /* rows of one name in file order */
+}
+
+/* A jobs file names each job once: two rows of one name would be two jobs
+ * no output could tell apart.  The error names the earliest repeated row
+ * and the first row of its name. */
+static int check_unique(const pflex_alloc_input_t *in, const unsigned *lines, const char *file,
+                        pflex_error_t *err)
+{
+    const struct pflex_alloc_job **by = malloc(in->njobs * sizeof *by);
+    if (!by)
+        return pflex_error_sys(err, "%s: out of memory", file);
+    for (size_t k = 0; k < in->njobs; k++)
+        by[k] = &in->jobs[k];
+    qsort(by, in->njobs, sizeof *by, cmp_job_name);
+    size_t first = 0, second = in->njobs;
+    for (size_t k = 1; k < in->njobs; k++)
+        if (strcmp(by[k]->name, by[k - 1]->name) == 0
+            && (k < 2 || strcmp(by[k - 2]->name, by[k]->name) != 0)
+            && (size_t)(by[k] - in->jobs) < second) {
+            first = (size_t)(by[k - 1] - in->jobs);
+            second = (size_t)(by[k] - in->jobs);
+        }
+    free(by);
+    if (second == in->njobs)
+        return 0;
+    return pflex_error_set(err, "%s:%u: job '%s' already on line %u (a job once a row; rows "
+                           "may share a curve)", file, lines[second], in->jobs[second].name,
+                           lines[first]);
 }
 
 static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
@@ -343,12 +393,13 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
     st->jobs_buf = malloc(len + 1);
     if (!st->jobs_buf) {
         free(buf);
-        return pflex_error_set(err, "%s: out of memory", file);
+        return pflex_error_sys(err, "%s: out of memory", file);
     }
     char *names = st->jobs_buf;
     size_t cap = 0;
     int idx[J_COUNT], rc = -1, got, by_idx = -1;
     double *by = NULL;
+    unsigned *lines = NULL;     /* per job, its line */
     pflex_csv_t c;
     pflex_csv_init(&c, buf, len, file);
     if ((got = pflex_csv_next(&c, err)) <= 0) {
@@ -359,7 +410,7 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
     size_t need = 0;
     for (int k = 0; k < J_COUNT; k++) {
         idx[k] = -1;
-        for (size_t f = 0; f < c.nfields; f++)
+        for (size_t f = 0; f < c.nfields && idx[k] < 0; f++)
             if (pflex_csv_field_is(&c.fields[f], jcols[k]))
                 idx[k] = (int)f;
         if (k <= J_GPUS && idx[k] < 0) {
@@ -370,9 +421,20 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
         if (idx[k] >= 0 && (size_t)idx[k] + 1 > need)
             need = (size_t)idx[k] + 1;
     }
-    for (size_t f = 0; src->by && f < c.nfields; f++)
+    for (size_t f = 0; src->by && f < c.nfields && by_idx < 0; f++)
         if (pflex_csv_field_is(&c.fields[f], src->by))
             by_idx = (int)f;
+    {
+        const char *cols[J_COUNT + 1];
+        int cidx[J_COUNT + 1];
+        for (int k = 0; k < J_COUNT; k++)
+            cols[k] = jcols[k], cidx[k] = idx[k];
+        cols[J_COUNT] = src->by;
+        cidx[J_COUNT] = by_idx;
+        if (pflex_csv_header_check(&c, file, "jobs-file", cols, J_COUNT + 1, cidx,
+                                   &st->warnings, err) < 0)
+            goto done;
+    }
     if (by_idx >= 0 && (size_t)by_idx + 1 > need)
         need = (size_t)by_idx + 1;
     in->has_weight = idx[J_WEIGHT] >= 0 || st->any_weight;
@@ -394,11 +456,14 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
             if (ncp)
                 in->caps = ncp;
             double *nb = ncp ? realloc(by, nc * sizeof *nb) : NULL;
-            if (!nb) {
-                pflex_error_set(err, "%s:%u: out of memory", file, line);
+            if (nb)
+                by = nb;
+            unsigned *nl = nb ? realloc(lines, nc * sizeof *nl) : NULL;
+            if (!nl) {
+                pflex_error_sys(err, "%s:%u: out of memory", file, line);
                 goto done;
             }
-            by = nb;
+            lines = nl;
             cap = nc;
         }
         const struct pflex_csv_field *jf = &f[idx[J_JOB]], *cf = &f[idx[J_CURVE]];
@@ -406,6 +471,8 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
             pflex_error_set(err, "%s:%u: column 'job': empty job name", file, line);
             goto done;
         }
+        if (pflex_csv_field_name(err, file, line, "job", "job name", jf) < 0)
+            goto done;
         char cname[256];
         if (cf->len == 0 || cf->len >= sizeof cname) {
             jbad(err, file, line, J_CURVE, cf, "is not a job name of the sweep");
@@ -427,8 +494,7 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
             by[in->njobs] = NAN;
             if (bf->len && (pflex_parse_double(bf->s, bf->len, &by[in->njobs]) < 0
                             || !isfinite(by[in->njobs]))) {
-                pflex_error_set(err, "%s:%u: column '%s': '%.*s' is not a number", file, line,
-                                src->by, (int)(bf->len > 40 ? 40 : bf->len), bf->s);
+                pflex_csv_field_error(err, file, line, src->by, bf, "is not a number");
                 goto done;
             }
         }
@@ -436,6 +502,7 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
         names[jf->len] = 0;
         j->name = names;
         names += jf->len + 1;
+        lines[in->njobs] = line;
         double g;
         const struct pflex_csv_field *gf = &f[idx[J_GPUS]];
         if (pflex_parse_double(gf->s, gf->len, &g) < 0 || g < 1 || g > 1e8 || g != floor(g)) {
@@ -443,17 +510,9 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
             goto done;
         }
         j->gpus = (int)g;
-        if (idx[J_TIER] >= 0 && f[idx[J_TIER]].len) {
-            const struct pflex_csv_field *tf = &f[idx[J_TIER]];
-            char tb[32];
-            size_t n = tf->len < sizeof tb - 1 ? tf->len : sizeof tb - 1;
-            memcpy(tb, tf->s, n);
-            tb[n] = 0;
-            if (tf->len >= sizeof tb || pflex_tier_floor(tb, &j->floor) < 0) {
-                jbad(err, file, line, J_TIER, tf, "is not a tier (flex0, flex1, flex2, flex3)");
-                goto done;
-            }
-        }
+        if (idx[J_TIER] >= 0 && f[idx[J_TIER]].len
+            && pflex_csv_field_tier(err, file, line, "tier", &f[idx[J_TIER]], &j->floor) < 0)
+            goto done;
         if (idx[J_FLOOR] >= 0 && f[idx[J_FLOOR]].len) {
             const struct pflex_csv_field *ff = &f[idx[J_FLOOR]];
             if (pflex_parse_double(ff->s, ff->len, &j->floor) < 0 || j->floor < 0
@@ -477,6 +536,8 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
         pflex_error_set(err, "%s: no jobs after the header", file);
         goto done;
     }
+    if (check_unique(in, lines, file, err) < 0)
+        goto done;
     if (src->by && (by_idx >= 0 || st->by_known)) {
         in->by = by;
         by = NULL;
@@ -484,6 +545,7 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
     rc = 0;
 done:
     free(by);
+    free(lines);
     pflex_csv_fini(&c);
     free(buf);
     return rc;
@@ -510,7 +572,7 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
     if (!in || !st) {
         free(in);
         free(st);
-        return pflex_error_set(err, "out of memory");
+        return pflex_error_sys(err, "out of memory");
     }
     in->priv = st;
     if (!src->sweep_path && !src->pfi_path) {
@@ -523,6 +585,10 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
     }
     if (src->pfi_path && pflex_pficsv_read_file_by(src->pfi_path, src->by, &st->pfi, err) < 0)
         goto fail;
+    if (st->pfi && st->pfi->warnings && pflex_str_append(&st->warnings, st->pfi->warnings) < 0) {
+        pflex_error_sys(err, "%s: out of memory", src->pfi_path);
+        goto fail;
+    }
     if (st->pfi)
         for (size_t k = 0; k < st->pfi->n; k++)
             if (strcmp(st->pfi->rows[k].metric, "ratio") != 0) {
@@ -558,7 +624,7 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
         in->jobs = calloc(n, sizeof *in->jobs);
         in->caps = calloc(n, sizeof *in->caps);
         if (!in->jobs || !in->caps) {
-            pflex_error_set(err, "out of memory");
+            pflex_error_sys(err, "out of memory");
             goto fail;
         }
         for (size_t k = 0; k < n; k++) {
@@ -585,7 +651,7 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
     if (src->by && !in->by && st->pfi && st->pfi->has_by) {
         in->by = malloc((in->njobs ? in->njobs : 1) * sizeof *in->by);
         if (!in->by) {
-            pflex_error_set(err, "out of memory");
+            pflex_error_sys(err, "out of memory");
             goto fail;
         }
         for (size_t k = 0; k < in->njobs; k++) {
@@ -610,6 +676,7 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
         if (isnan(j->floor))
             j->floor = isnan(src->floor) ? 0 : src->floor;
     }
+    in->warnings = st->warnings;
     *out = in;
     return 0;
 fail:

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pflex/csv.h"
+#include "pflex/sweep.h"
 
 void pflex_csv_init(pflex_csv_t *c, const char *buf, size_t len, const char *name)
 {
@@ -373,4 +374,117 @@ void pflex_csv_write_field(FILE *f, const char *s)
         fputc(*s, f);
     }
     fputc('"', f);
+}
+
+int pflex_csv_field_error(pflex_error_t *err, const char *file, unsigned line, const char *col,
+                          const struct pflex_csv_field *f, const char *what)
+{
+    return pflex_error_set(err, "%s:%u: column '%s': '%.*s' %s", file, line, col,
+                           (int)(f->len > 40 ? 40 : f->len), f->s, what);
+}
+
+int pflex_csv_field_name(pflex_error_t *err, const char *file, unsigned line, const char *col,
+                         const char *what, const struct pflex_csv_field *f)
+{
+    size_t at;
+    const char *why = pflex_name_problem(f->s, f->len, &at);
+    if (!why)
+        return 0;
+    return pflex_error_set(err, "%s:%u: column '%s': the %s %s (byte %zu of %zu); names are "
+                           "UTF-8 text", file, line, col, what, why, at + 1, f->len);
+}
+
+int pflex_csv_field_tier(pflex_error_t *err, const char *file, unsigned line, const char *col,
+                         const struct pflex_csv_field *f, double *floor)
+{
+    char tb[32];
+    size_t n = f->len < sizeof tb - 1 ? f->len : sizeof tb - 1;
+    memcpy(tb, f->s, n);
+    tb[n] = 0;
+    if (f->len >= sizeof tb || pflex_tier_floor(tb, floor) < 0)
+        return pflex_csv_field_error(err, file, line, col, f,
+                                     "is not a tier (flex0, flex1, flex2, flex3)");
+    return 0;
+}
+
+int pflex_str_append(char **s, const char *text)
+{
+    size_t a = *s ? strlen(*s) : 0, b = strlen(text);
+    char *n = realloc(*s, a + b + 1);
+    if (!n)
+        return -1;
+    memcpy(n + a, text, b + 1);
+    *s = n;
+    return 0;
+}
+
+/* Optimal string alignment distance of a and b (lengths up to 63), case
+ * ignored: edits, and swaps of two neighbours ("gpsu" is 1 from "gpus").
+ * The sweep reader's rule, so that every reader guesses alike. */
+static unsigned name_distance(const char *a, size_t na, const char *b, size_t nb)
+{
+    if (na > 63 || nb > 63)
+        return 99;
+    unsigned d[64][64];
+    for (size_t i = 0; i <= na; i++)
+        d[i][0] = (unsigned)i;
+    for (size_t j = 0; j <= nb; j++)
+        d[0][j] = (unsigned)j;
+    for (size_t i = 1; i <= na; i++)
+        for (size_t j = 1; j <= nb; j++) {
+            int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+            unsigned best = d[i - 1][j - 1] + (ca != cb);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2])
+                && tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[na][nb];
+}
+
+int pflex_csv_header_check(const pflex_csv_t *c, const char *file, const char *kind,
+                           const char *const *cols, size_t ncols, const int *idx, char **warn,
+                           pflex_error_t *err)
+{
+    for (size_t k = 0; k < ncols; k++) {
+        if (!cols[k] || idx[k] < 0)
+            continue;
+        for (size_t f = (size_t)idx[k] + 1; f < c->nfields; f++)
+            if (pflex_csv_field_is(&c->fields[f], cols[k]))
+                return pflex_error_set(err, "%s:%u: column '%s' appears twice in the header "
+                                       "(fields %d and %zu)", file, c->line, cols[k],
+                                       idx[k] + 1, f + 1);
+    }
+    for (size_t f = 0; f < c->nfields; f++) {
+        const struct pflex_csv_field *fd = &c->fields[f];
+        int used = 0, best = -1;
+        for (size_t k = 0; k < ncols && !used; k++)
+            used = cols[k] && idx[k] == (int)f;
+        if (used || fd->len == 0)
+            continue;
+        unsigned bd = 99;
+        for (size_t k = 0; k < ncols; k++) {
+            if (!cols[k] || idx[k] >= 0)
+                continue;
+            size_t n = strlen(cols[k]);
+            unsigned d = name_distance(fd->s, fd->len, cols[k], n);
+            unsigned limit = (n <= 4 || fd->len <= 4) ? 1 : 2;
+            /* a tie goes to the name of the same length ("gpsu": gpus, not gpu) */
+            if (d <= limit && (d < bd || (d == bd && n == fd->len)))
+                bd = d, best = (int)k;
+        }
+        if (best < 0)
+            continue;
+        char one[320];
+        snprintf(one, sizeof one, "%s:%u: column '%.*s' is not a %s column and is ignored: "
+                 "did you mean '%s'?\n", file, c->line, (int)(fd->len > 40 ? 40 : fd->len), fd->s,
+                 kind, cols[best]);
+        if (pflex_str_append(warn, one) < 0)
+            return pflex_error_sys(err, "%s: out of memory", file);
+    }
+    return 0;
 }

@@ -15,10 +15,18 @@ static const char *names[C_COUNT] = {
 
 static const char *const metrics[] = {"ratio", "area", "elasticity", "loss-area"};
 
+/* The ratio PFI's bounds: x_k / L_k over the points the ratio rule of
+ * docs/contract.md §2 keeps (x_k >= 0.01, L_k >= 0.005; pflex/pfi.h's
+ * PFLEX_PFI_MIN_*, which a test checks against these), with x_k <= 1 and
+ * L_k <= 1 (power and throughput are not negative). */
+#define RATIO_MIN 0.01
+#define RATIO_MAX 200.0
+
 struct store {
     char *strings;
     size_t len, cap;
     const struct pflex_pfi_row **sorted;    /* rows by job name, for lookups */
+    char *warnings;                         /* pflex_pficsv_t.warnings */
 };
 
 static int cmp_row(const void *a, const void *b)
@@ -49,8 +57,7 @@ static int add_str(struct store *st, const struct pflex_csv_field *f, size_t *of
 static int bad(pflex_error_t *err, const char *file, unsigned line, int col,
                const struct pflex_csv_field *f, const char *what)
 {
-    return pflex_error_set(err, "%s:%u: column '%s': '%.*s' %s", file, line, names[col],
-                           (int)(f->len > 40 ? 40 : f->len), f->s, what);
+    return pflex_csv_field_error(err, file, line, names[col], f, what);
 }
 
 void pflex_pficsv_destroy(pflex_pficsv_t *p)
@@ -61,6 +68,7 @@ void pflex_pficsv_destroy(pflex_pficsv_t *p)
     if (st) {
         free(st->strings);
         free(st->sorted);
+        free(st->warnings);
     }
     free(st);
     free(p->rows);
@@ -108,6 +116,10 @@ int pflex_pficsv_read_mem_by(const char *buf, size_t len, const char *name, cons
         if (idx[k] >= 0 && (size_t)idx[k] + 1 > need)
             need = (size_t)idx[k] + 1;
     }
+    if (pflex_csv_header_check(&c, file, "PFI CSV", colnames, C_COUNT, idx, &st->warnings,
+                               err) < 0)
+        goto done;
+    p->warnings = st->warnings;
     p->has_weight = idx[C_WEIGHT] >= 0;
     p->has_by = idx[C_BY] >= 0;
     while ((got = pflex_csv_next(&c, err)) == 1) {
@@ -148,6 +160,10 @@ int pflex_pficsv_read_mem_by(const char *buf, size_t len, const char *name, cons
             pflex_error_set(err, "%s:%u: column 'job': empty job name", file, line);
             goto done;
         }
+        if (pflex_csv_field_name(err, file, line, "job", "job name", jf) < 0
+            || (idx[C_GPU] >= 0
+                && pflex_csv_field_name(err, file, line, "gpu", "GPU name", &f[idx[C_GPU]]) < 0))
+            goto done;
         if (add_str(st, jf, &job_off[p->n]) < 0) {
             pflex_error_set(err, "%s:%u: out of memory", file, line);
             goto done;
@@ -198,12 +214,15 @@ int pflex_pficsv_read_mem_by(const char *buf, size_t len, const char *name, cons
             bad(err, file, line, C_PFI, xf, "is not a finite number");
             goto done;
         }
-        /* What the metric cannot produce: a ratio PFI is a mean of positive
-         * ratios x/L (docs/contract.md §2); the area between curves over the unit square
-         * lies within [-1, 1]. */
-        if (xf->len && r->metric == metrics[0] && !(r->pfi > 0)) {
+        /* What the metric cannot produce (docs/contract.md §2): a ratio PFI
+         * is a mean of x/L over points with x in [0.01, 1] and L in [0.005,
+         * 1], so within [0.01, 200]; the area between curves over the unit
+         * square lies within [-1, 1]; loss-area over R, with L <= 1, is at
+         * least 1 - 2/R.  A written value is rounded: 1e-9 of slack. */
+        if (xf->len && r->metric == metrics[0]
+            && !(r->pfi >= RATIO_MIN * (1 - 1e-9) && r->pfi <= RATIO_MAX * (1 + 1e-9))) {
             bad(err, file, line, C_PFI, xf, "cannot be a ratio PFI (a mean of x/L over "
-                "capped points: > 0)");
+                "capped points with x >= 0.01 and L >= 0.005: within [0.01, 200])");
             goto done;
         }
         if (xf->len && r->metric == metrics[1] && !(r->pfi >= -1 && r->pfi <= 1)) {
@@ -217,18 +236,16 @@ int pflex_pficsv_read_mem_by(const char *buf, size_t len, const char *name, cons
                 bad(err, file, line, C_RANGE, rf, "is not a fraction between 0 and 1");
                 goto done;
             }
-        }
-        if (idx[C_TIER] >= 0 && f[idx[C_TIER]].len) {
-            const struct pflex_csv_field *tr = &f[idx[C_TIER]];
-            char tb[32];
-            size_t n = tr->len < sizeof tb - 1 ? tr->len : sizeof tb - 1;
-            memcpy(tb, tr->s, n);
-            tb[n] = 0;
-            if (tr->len >= sizeof tb || pflex_tier_floor(tb, &r->floor) < 0) {
-                bad(err, file, line, C_TIER, tr, "is not a tier (flex0, flex1, flex2, flex3)");
+            if (xf->len && r->metric == metrics[3] && r->range > 0
+                && r->pfi < (1 - 2 / r->range) - 1e-9 * (2 / r->range)) {
+                bad(err, file, line, C_PFI, xf, "cannot be a loss-area PFI over that range "
+                    "(at least 1 - 2/range, the loss being at most 1)");
                 goto done;
             }
         }
+        if (idx[C_TIER] >= 0 && f[idx[C_TIER]].len
+            && pflex_csv_field_tier(err, file, line, "tier", &f[idx[C_TIER]], &r->floor) < 0)
+            goto done;
         if (idx[C_FLOOR] >= 0 && f[idx[C_FLOOR]].len) {
             const struct pflex_csv_field *ff = &f[idx[C_FLOOR]];
             if (pflex_parse_double(ff->s, ff->len, &r->floor) < 0 || r->floor < 0
@@ -254,8 +271,7 @@ int pflex_pficsv_read_mem_by(const char *buf, size_t len, const char *name, cons
         if (idx[C_BY] >= 0 && f[idx[C_BY]].len) {
             const struct pflex_csv_field *bf = &f[idx[C_BY]];
             if (pflex_parse_double(bf->s, bf->len, &r->by) < 0 || !isfinite(r->by)) {
-                pflex_error_set(err, "%s:%u: column '%s': '%.*s' is not a number", file, line,
-                                by, (int)(bf->len > 40 ? 40 : bf->len), bf->s);
+                pflex_csv_field_error(err, file, line, by, bf, "is not a number");
                 goto done;
             }
         }
