@@ -211,6 +211,20 @@ static void test_probe_keeps_floor(void **state)
     }
     /* It went a fair way down (the floor allows about x = 0.38 on this job). */
     assert_true(x_now > 0.2);
+    /* From a plan at the top (x_now = 0, the quiet periods), a probe walks
+     * on from the deepest cut observed, not from the plan: it goes past
+     * that cut by at most a step, and stays safe. */
+    {
+        double deepest = 0, xp, cap;
+        for (size_t i = 1; i < cv.n; i++)
+            if (cv.count[i])
+                deepest = fmax(deepest, cv.x[i]);
+        if (pflex_learn_probe(&cv, 0.5, z, 0, 0.05, 0.02, &xp, &cap)) {
+            assert_true(xp > deepest && xp <= deepest + 0.05 + 1e-12);
+            assert_true(xp <= pflex_learn_safe_x(&cv, 0.5, z) + 1e-12);
+        } else
+            fail_msg("no probe past x = %.3f at a floor of 0.5", deepest);
+    }
     /* Nothing is safe at a floor of 1. */
     double xp, cap;
     assert_int_equal(pflex_learn_probe(&cv, 1.0, z, 0, 0.05, 0, &xp, &cap), 0);

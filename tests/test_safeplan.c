@@ -105,6 +105,71 @@ static void test_hand(void **state)
     pflex_safe_plan_fini(&p);
 }
 
+/* Floors that cannot all be kept give way only as far as the limit needs:
+ * first the pessimistic margin, then the floors on the mean curve, every
+ * job by the same measure; a job the objective would rather cut to its
+ * minimum still keeps what the relaxed floor allows. */
+static void test_floors_give_way(void **state)
+{
+    /* Two jobs of 2 GPUs, 200..700 W, both with mean loss y = 1 - cap/700
+     * and a pessimistic curve 0.2 above it; floor 0.5.  Job 0 weighs ten
+     * times job 1, so without floors job 1 would go to 200 W first. */
+    double caps[11], loss[11], hi[11];
+    for (int k = 0; k <= 10; k++) {
+        caps[k] = 700 - 50 * k;
+        loss[k] = 1 - caps[k] / 700;
+        hi[k] = k ? fmin(1, loss[k] + 0.2) : 0;
+    }
+    struct pflex_site_job jobs[] = {
+        {.name = "heavy", .t0 = 100, .weight = 10, .floor = 0.5, .n = 11, .cap_w = caps, .loss = loss, .loss_hi = hi},
+        {.name = "light", .t0 = 100, .weight = 1, .floor = 0.5, .n = 11, .cap_w = caps, .loss = loss, .loss_hi = hi},
+    };
+    struct pflex_site_gpu g[] = {gpu(0, 200, 700, 700), gpu(0, 200, 700, 700),
+                                 gpu(1, 200, 700, 700), gpu(1, 200, 700, 700)};
+    struct pflex_safe_input in = {.ngpus = 4, .gpus = g, .njobs = 2, .jobs = jobs,
+                                  .limit_w = 100 + 4 * 490, .other_w = 100};
+    struct pflex_safe_plan p;
+    pflex_safe_plan_init(&p);
+    pflex_error_t err;
+    /* The pessimistic floors (y <= 0.3, 490 W) fit exactly: kept. */
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_true(p.feasible);
+    assert_int_equal(p.floor_breaches, 0);
+    assert_near(p.floor_relax, 0, 0);
+    for (int k = 0; k < 4; k++)
+        assert_true(p.cap_w[k] >= 490);
+    /* 420 W a GPU: only with half the margin (y + 0.1 <= 0.5).  Both jobs
+     * sit there; the light one is not sent to its minimum. */
+    in.limit_w = 100 + 4 * 420;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_true(p.feasible && p.worst_w <= in.limit_w);
+    assert_near(p.floor_relax, 0.5, 0.01);
+    assert_int_equal(p.floor_breaches, 2);
+    for (int k = 0; k < 4; k++)
+        assert_near(p.cap_w[k], 420, 1);
+    /* 300 W a GPU: past the mean curve's floors (350 W); they fall to
+     * 1 - 300/700 = 0.43 of baseline for both, r = 2 - 0.43/0.5. */
+    in.limit_w = 100 + 4 * 300;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_true(p.feasible && p.worst_w <= in.limit_w);
+    assert_near(p.floor_relax, 2 - (300.0 / 700) / 0.5, 0.01);
+    for (int k = 0; k < 4; k++)
+        assert_near(p.cap_w[k], 300, 1);
+    /* Every GPU at its minimum: the floors fall to what 200 W keeps. */
+    in.limit_w = 100 + 4 * 200;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_true(p.feasible);
+    assert_near(p.floor_relax, 2 - (200.0 / 700) / 0.5, 0.01);
+    /* Under that, nothing fits: the floors are dropped (r = 2), every GPU
+     * at its minimum. */
+    in.limit_w = 100 + 4 * 200 - 1;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_false(p.feasible);
+    assert_near(p.floor_relax, 2, 0);
+    assert_near(p.worst_w, p.least_w, 1e-9);
+    pflex_safe_plan_fini(&p);
+}
+
 /* ---- random sites ---- */
 
 struct site {
@@ -339,6 +404,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand),
+        cmocka_unit_test(test_floors_give_way),
         cmocka_unit_test(test_random_sites),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -90,8 +90,10 @@ double pflex_learn_sd(const struct pflex_learn_curve *c, double x);
  * L(x') + z sd(x') <= 1 - floor for every x' <= x (first crossing). */
 double pflex_learn_safe_x(const struct pflex_learn_curve *c, double floor, double z);
 
-/* Propose a probe: the x in (x_now, x_now + step] (and within the safe x
- * at the floor, above) whose sd is largest, when that sd exceeds min_sd.
+/* Propose a probe: the x in (x_now, x_seen + step], x_seen the larger of
+ * x_now and the deepest x observed (and within the safe x at the floor,
+ * above), whose sd is largest, when that sd exceeds min_sd: repeated, the
+ * probes walk down the curve a step at a time as far as the floor allows.
  * Returns 1 with *x_probe and *cap_w (P0 (1 - x)), 0 when nothing is worth
  * probing or nothing is safe. */
 int pflex_learn_probe(const struct pflex_learn_curve *c, double floor, double z, double x_now,

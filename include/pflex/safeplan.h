@@ -19,8 +19,11 @@
  * Rules:
  *  - floors: a job is not cut past where its pessimistic curve (loss_hi)
  *    reaches 1 - floor; when the limit cannot be met that way, the floors
- *    give way (the plan is made again without them), the jobs cut past
- *    their floor are flagged and counted: safety first, the breach reported;
+ *    give way only as far as the limit needs: first the pessimistic margin
+ *    shrinks toward the mean curve, then the floors on the mean curve
+ *    fall, all jobs by the same measure (floor_relax, the least that fits);
+ *    the jobs cut past their floor on the pessimistic curve are flagged
+ *    and counted: safety first, the breach reported;
  *  - hold: a GPU whose telemetry is missing this period (or every GPU, when
  *    the input says hold) gets at most the cap it has now: missing data
  *    holds or tightens, never loosens;
@@ -81,6 +84,10 @@ struct pflex_safe_plan {
     double *job_loss;       /* per job: mean loss at that cap */
     int *floor_breached;    /* per job: cut past its floor (pessimistic curve) */
     size_t floor_breaches;
+    double floor_relax;     /* how far the floors gave way: 0 kept on the pessimistic
+                             * curve; (0, 1] the margin z sd shrunk by that share;
+                             * (1, 2] the mean curve with floors scaled by 2 - r;
+                             * 2 dropped (the hardware range) */
     size_t held;            /* GPUs whose cap was held at or under their current one */
     double worst_w;         /* worst-case site power of the plan, W */
     double limit_w;

@@ -365,7 +365,14 @@ int pflex_learn_probe(const struct pflex_learn_curve *c, double floor, double z,
 {
     if (c->n < 2 || !c->has_baseline || !(step > 0))
         return 0;
-    double hi = x_now + step, safe = pflex_learn_safe_x(c, floor, z);
+    /* Walk down from what is known: a step past the deepest cut observed
+     * (or the plan, when it is deeper), so that in quiet periods the curve
+     * is learned as far down as the floor allows before an event needs it. */
+    double x_known = x_now;
+    for (size_t i = 1; i < c->n; i++)
+        if (c->count[i] && c->x[i] > x_known)
+            x_known = c->x[i];
+    double hi = x_known + step, safe = pflex_learn_safe_x(c, floor, z);
     if (hi > safe)
         hi = safe;
     if (!(hi > x_now))

@@ -118,16 +118,47 @@ static double at(const double *ys, const double *v, size_t n, double y)
     return v[lo] + (v[hi] - v[lo]) * (y - ys[lo]) / (ys[hi] - ys[lo]);
 }
 
-/* First crossing of lim by the ascending-y curve v (SPEC §2 shed). */
-static double shed(const double *ys, const double *v, size_t n, double lim)
+/* The deepest cut at which job js keeps its floor, relaxed by r in [0, 2]:
+ * r = 0 on the pessimistic curve h; up to 1 the pessimistic margin shrinks
+ * (h - l scaled by 1 - r); past 1 the mean curve l with the floor scaled
+ * by 2 - r; at 2 no floor (the hardware range).  Non-decreasing in r.  The
+ * cap is rounded up to a whole watt, so that whole-watt caps at the limit
+ * still keep the floor. */
+static double floor_cut(const struct jobstate *js, const double *y, const double *l, const double *h,
+                        double floor, double r)
 {
-    for (size_t i = 1; i < n; i++)
-        if (v[i] > lim) {
-            if (v[i - 1] >= lim)
-                return ys[i - 1];
-            return ys[i - 1] + (ys[i] - ys[i - 1]) * (lim - v[i - 1]) / (v[i] - v[i - 1]);
+    if (!(floor > 0) || r >= 2)
+        return js->y_hw;
+    double a = r < 1 ? 1 - r : 0, lim = 1 - (r > 1 ? floor * (2 - r) : floor);
+    size_t n = js->npts;
+    double u = y[n - 1];
+    for (size_t i = 1; i < n; i++) {
+        double v1 = l[i] + a * (h[i] - l[i]);
+        if (v1 > lim) {
+            double v0 = l[i - 1] + a * (h[i - 1] - l[i - 1]);
+            u = v0 >= lim ? y[i - 1] : y[i - 1] + (y[i] - y[i - 1]) * (lim - v0) / (v1 - v0);
+            break;
         }
-    return ys[n - 1];
+    }
+    double C = js->cmax, cap = ceil(C * (1 - u) - 1e-6);
+    u = cap >= C ? 0 : 1 - cap / C;
+    return u < js->y_hw ? u : js->y_hw;
+}
+
+/* Power the jobs need with every floor relaxed by r (their caps at the
+ * floors' cuts). */
+static double floors_need(const struct scratch *s, const struct pflex_safe_input *in, double r)
+{
+    double w = 0;
+    for (size_t j = 0; j < in->njobs; j++) {
+        const struct jobstate *js = &s->js[j];
+        if (!js->n)
+            continue;
+        size_t o = js->off;
+        double u = floor_cut(js, s->y + o, s->loss + o, s->loss_hi + o, in->jobs[j].floor, r);
+        w += (double)js->n * js->cmax * (1 - u);
+    }
+    return w;
 }
 
 static double clampd(double v, double lo, double hi)
@@ -174,6 +205,7 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
     out->njobs = in->njobs;
     out->limit_w = in->limit_w;
     out->floor_breaches = 0;
+    out->floor_relax = 0;
     out->held = 0;
 
     /* Power that the plan cannot move, and each job's reachable GPUs. */
@@ -271,15 +303,7 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
         }
         js->npts = m;
         off += m;
-        js->u_floor = js->y_hw;
-        if (jb->floor > 0) {
-            /* The floor's cap, rounded up to a whole watt, so that whole-watt
-             * caps at the limit still keep the floor. */
-            double u = shed(y, h, m, 1 - jb->floor);
-            double cap = ceil(C * (1 - u) - 1e-6);
-            u = cap >= C ? 0 : 1 - cap / C;
-            js->u_floor = u < js->y_hw ? u : js->y_hw;
-        }
+        js->u_floor = floor_cut(js, y, l, h, jb->floor, 0);
         if (js->u_floor < js->y_hw - 1e-12)
             floors_bind = 1;
         struct pflex_alloc_job *a = &s->aj[nactive++];
@@ -299,11 +323,30 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
         if (pflex_alloc_plan(&prob, PFLEX_POLICY_OPTIMAL, &s->alloc, err) < 0)
             return -1;
         if (!s->alloc.feasible && floors_bind) {
-            /* Safety first: the floors give way, and the breach is reported. */
+            /* Safety first: the floors give way, no further than the limit
+             * needs (the least relaxation r whose floors fit the budget),
+             * and the breach is reported.  Dropping them outright would let
+             * the plan cut a job anywhere on its mean curve, which past the
+             * deepest cut observed is the prior's guess, not knowledge. */
+            double r = 2;
+            if (floors_need(s, in, 2) <= budget) {
+                double lo = 0;
+                for (int it = 0; it < 40; it++) {
+                    double mid = (lo + r) / 2;
+                    if (floors_need(s, in, mid) <= budget)
+                        r = mid;
+                    else
+                        lo = mid;
+                }
+            }
+            out->floor_relax = r;
             size_t a = 0;
             for (size_t j = 0; j < in->njobs; j++)
-                if (s->js[j].n)
-                    s->aj[a++].x_hi = s->js[j].y_hw;
+                if (s->js[j].n) {
+                    size_t o = s->js[j].off;
+                    s->aj[a++].x_hi = floor_cut(&s->js[j], s->y + o, s->loss + o, s->loss_hi + o,
+                                                in->jobs[j].floor, r);
+                }
             if (pflex_alloc_plan(&prob, PFLEX_POLICY_OPTIMAL, &s->alloc, err) < 0)
                 return -1;
         }
