@@ -57,9 +57,6 @@ int pflex_pfi_ratio(const struct pflex_sweep_point *pts, size_t npts,
                     const double *grid_w, size_t ngrid,
                     struct pflex_pfi_ratio *out, pflex_error_t *err);
 
-/* Service floors of the Emerald flex tiers: Flex 0..3. */
-extern const double pflex_tier_floors[4];
-
 struct pflex_pfi {
     int valid;              /* 0: no cap binds, pfi undefined */
     const char *reason;     /* why not valid (static string) */

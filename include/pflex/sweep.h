@@ -98,6 +98,9 @@ int pflex_sweep_read_file_each(const char *path, const char *columns,
 
 void pflex_sweep_destroy(pflex_sweep_t *s);
 
+/* Service floors of the Emerald flex tiers: Flex 0..3 (1.0, 0.90, 0.75, 0.50). */
+extern const double pflex_tier_floors[4];
+
 /* Service floor of a tier name "flex0".."flex3" (also "Flex 2", "2"):
  * 1.0, 0.90, 0.75, 0.50.  Returns 0 and *floor, or -1. */
 int pflex_tier_floor(const char *tier, double *floor);

@@ -7,7 +7,6 @@
 #include <gsl/gsl_fit.h>
 #include "pflex/pfi.h"
 
-const double pflex_tier_floors[4] = {1.0, 0.90, 0.75, 0.50};
 
 /* ---- loss-area (pflex's own) and the pointwise PFI ------------------- */
 

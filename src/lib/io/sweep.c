@@ -31,7 +31,6 @@
 #include <emmintrin.h>
 #endif
 #include "pflex/csv.h"
-#include "pflex/pfi.h"
 #include "pflex/sweep.h"
 #include "lib/util/bigmem.h"
 
@@ -162,6 +161,8 @@ struct reader {
 #define KEY(r, j) ((struct jobkey *)(r)->keys.p + ((r)->slot ? 0 : (j)))
 #define META(r, j) ((struct jobmeta *)(r)->jobs.p + ((r)->slot ? 0 : (j)))
 #define ARENA(r) ((char *)(r)->arena.p)
+
+const double pflex_tier_floors[4] = {1.0, 0.90, 0.75, 0.50};
 
 int pflex_tier_floor(const char *tier, double *floor)
 {
