@@ -16,9 +16,9 @@ static void test_status(void **state)
 {
     const char *ok =
         "{\"hostname\":\"node-01\",\"gpus\":["
-        "{\"index\":0,\"uuid\":\"GPU-a\",\"power_w\":512.5,\"limit_w\":600,\"min_limit_w\":200,\"max_limit_w\":700},"
-        "{\"index\":1,\"uuid\":\"GPU-b\",\"enforced_limit_w\":550,\"min_limit_w\":200,\"max_limit_w\":700,\"ok\":false,\"extra\":[1,2]}],"
-        "\"jobs\":[{\"job\":\"train-1\",\"gpus\":[0,1],\"throughput\":1234.5},{\"name\":\"idle-job\",\"gpus\":[]}]}";
+        "{\"gpu\":0,\"uuid\":\"GPU-a\",\"power_w\":512.5,\"limit_w\":600,\"enforced_w\":600,\"min_w\":200,\"max_w\":700,\"ok\":true,\"lease\":null},"
+        "{\"gpu\":1,\"uuid\":\"GPU-b\",\"power_w\":null,\"limit_w\":550,\"min_w\":200,\"max_w\":700,\"ok\":false,\"error\":\"lost\",\"extra\":[1,2]}],"
+        "\"jobs\":[{\"job\":\"train-1\",\"gpus\":[0,1],\"tokens_total\":9e6,\"throughput\":1234.5},{\"job\":\"idle-job\",\"gpus\":[],\"throughput\":null}]}";
     struct agent_status st;
     pflex_error_t err;
     if (agent_parse_status(ok, strlen(ok), &st, &err) < 0)
@@ -35,9 +35,9 @@ static void test_status(void **state)
     assert_string_equal(st.job[1].name, "idle-job");
     assert_true(isnan(st.job[1].throughput));
     const char *bad[] = {
-        "", "[]", "{", "null", "{\"gpus\":{}}", "{\"gpus\":[{\"index\":-1,\"min_limit_w\":1,\"max_limit_w\":2}]}",
-        "{\"gpus\":[{\"index\":0}]}", "{\"gpus\":[{\"index\":0,\"min_limit_w\":300,\"max_limit_w\":200}]}",
-        "{\"gpus\":[{\"index\":\"0\",\"min_limit_w\":1,\"max_limit_w\":2}]}",
+        "", "[]", "{", "null", "{\"gpus\":{}}", "{\"gpus\":[{\"gpu\":-1,\"min_w\":1,\"max_w\":2}]}",
+        "{\"gpus\":[{\"gpu\":0}]}", "{\"gpus\":[{\"gpu\":0,\"min_w\":300,\"max_w\":200}]}",
+        "{\"gpus\":[{\"gpu\":\"0\",\"min_w\":1,\"max_w\":2}]}",
         "{\"gpus\":[],\"jobs\":[{\"gpus\":[0]}]}", "{\"gpus\":[],\"jobs\":[{\"job\":\"x\",\"gpus\":[\"a\"]}]}",
         "{\"gpus\":[],\"jobs\":{}}",
     };
@@ -47,12 +47,12 @@ static void test_status(void **state)
     /* more GPUs than an agent may have: refused, not overrun */
     char big[20000] = "{\"gpus\":[";
     for (int i = 0; i < AGENT_MAX_GPUS + 1; i++)
-        snprintf(big + strlen(big), sizeof big - strlen(big), "%s{\"index\":%d,\"min_limit_w\":1,\"max_limit_w\":2}",
+        snprintf(big + strlen(big), sizeof big - strlen(big), "%s{\"gpu\":%d,\"min_w\":1,\"max_w\":2}",
                  i ? "," : "", i);
     strcat(big, "]}");
     assert_int_equal(agent_parse_status(big, strlen(big), &st, &err), -1);
     /* a negative or absurd power is no reading */
-    const char *neg = "{\"gpus\":[{\"index\":0,\"power_w\":-5,\"min_limit_w\":100,\"max_limit_w\":400}]}";
+    const char *neg = "{\"gpus\":[{\"gpu\":0,\"power_w\":-5,\"min_w\":100,\"max_w\":400}]}";
     assert_int_equal(agent_parse_status(neg, strlen(neg), &st, &err), 0);
     assert_true(isnan(st.gpu[0].power_w));
 }
@@ -61,7 +61,7 @@ static void test_caps_answer(void **state)
 {
     struct agent_cap caps[3] = {{0, 500, 0}, {1, 450, 0}, {5, 300, 0}};
     pflex_error_t err;
-    const char *ans = "{\"caps\":[{\"gpu\":1,\"enforced_w\":450},{\"gpu\":0,\"limit_w\":499},{\"gpu\":9,\"enforced_w\":1}]}";
+    const char *ans = "{\"applied\":[{\"gpu\":1,\"limit_w\":450,\"enforced_w\":450},{\"gpu\":0,\"limit_w\":500,\"enforced_w\":499},{\"gpu\":9,\"enforced_w\":1}],\"errors\":[]}";
     assert_int_equal(agent_parse_caps_answer(ans, strlen(ans), caps, 3, &err), 0);
     assert_true(caps[0].enforced_w == 499 && caps[1].enforced_w == 450);
     assert_true(isnan(caps[2].enforced_w));     /* not confirmed */

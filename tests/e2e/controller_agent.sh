@@ -1,0 +1,64 @@
+#!/bin/sh
+# pflex controller against real `pflex agent --backend sim` processes: the
+# controller reads each agent's /v1/status (GPUs, ranges, job map, job
+# throughput from the jobs' progress reports), pushes caps with PUT
+# /v1/caps, the caps take, the site's measured power comes under the
+# target, the jobs' observations reach the audit, and the caps go back to
+# the agents' originals when the leases run out after the controller stops.
+set -u
+[ -n "${PFLEX_TEST_BOUNDED:-}" ] || PFLEX_TEST_BOUNDED=1 exec timeout 120 sh "$0" "$@"
+tmp=$(mktemp -d)
+trap 'stop_agents; rm -rf "$tmp"' EXIT
+trap 'exit 1' TERM INT
+. "$(dirname "$0")/lib/agent.sh"
+command -v jq >/dev/null || { echo "jq missing"; exit 77; }
+
+sim="--backend sim --gpus 8 --token-file $tmp/token --interval 0.1 --throughput-window 1"
+start_agent "$tmp/a.log" $sim --sim-job llama-8b-pretrain-h200 --state-dir "$tmp/sa" || fail "agent a"
+pa=$port
+start_agent "$tmp/b.log" $sim --sim-job olmoe-1b-7b-pretrain-h200 --seed 2 --state-dir "$tmp/sb" || fail "agent b"
+pb=$port
+
+# the agents' own view before: every GPU at its original 700 W
+for p in $pa $pb; do
+    curl -s -m 5 "http://127.0.0.1:$p/v1/status" | jq -e '[.gpus[].limit_w] | all(. == 700)' >/dev/null \
+        || fail "agent $p does not start at 700 W"
+done
+
+target=7000
+"$PFLEX" controller run --agent "http://127.0.0.1:$pa" --agent "http://127.0.0.1:$pb" \
+    --token-file "$tmp/token" --target "${target}W" --period 0.4 --lease 2 --periods 20 \
+    --db "$tmp/ctl.db" --log "$tmp/ctl.log" || fail "controller run: exit $?"
+
+# every GPU of both agents now holds a lease from the controller
+for p in $pa $pb; do
+    curl -s -m 5 "http://127.0.0.1:$p/v1/status" >"$tmp/st" || fail "status of $p"
+    jq -e '[.gpus[] | .lease != null and .limit_w < 700] | all' "$tmp/st" >/dev/null \
+        || fail "agent $p: not every GPU capped: $(jq -c '[.gpus[].limit_w]' "$tmp/st")"
+done
+# the controller saw two agents, 16 GPUs and both jobs
+grep -q "16 GPUs, 2 jobs, 0 agents down" "$tmp/ctl.log" || fail "the controller did not see both agents"
+# after the first periods (caps take within a sample), measured power is at
+# or under the target in every period
+awk -v t=$target '/^period/ { n++; for (i = 1; i <= NF; i++) if ($i == "measured") m = $(i + 1) + 0;
+                              if (n > 3 && m > t) { print "period " n ": " m " W over " t; bad = 1 } }
+                  END { exit bad || n != 20 }' "$tmp/ctl.log" || fail "measured power over the target"
+# the jobs' throughput reached the learner: observations in the audit
+"$PFLEX" controller history --db "$tmp/ctl.db" --what observations >"$tmp/h.json" || fail "history"
+for j in llama-8b-pretrain-h200 olmoe-1b-7b-pretrain-h200; do
+    n=$(jq --arg j "$j" '[.observations[] | select(.job == $j and .throughput > 0)] | length' "$tmp/h.json")
+    [ "$n" -ge 3 ] || fail "job $j: $n observations with throughput in the audit"
+done
+# leases run out (2 s): every GPU back at 700 W
+i=0
+while :; do
+    ok=1
+    for p in $pa $pb; do
+        curl -s -m 5 "http://127.0.0.1:$p/v1/status" | jq -e '[.gpus[] | .limit_w == 700 and .lease == null] | all' \
+            >/dev/null || ok=0
+    done
+    [ $ok = 1 ] && break
+    [ $i -lt 100 ] || fail "caps not restored 10 s after the controller stopped"
+    sleep 0.1; i=$((i + 1))
+done
+echo "ok: controller with two real agents: caps pushed and taken, power under ${target} W, leases restored"
