@@ -14,10 +14,14 @@ trap 'exit 1' TERM INT
 command -v jq >/dev/null || { echo "jq missing"; exit 77; }
 
 sim="--backend sim --gpus 8 --token-file $tmp/token --interval 0.1 --throughput-window 1"
-start_agent "$tmp/a.log" $sim --sim-job llama-8b-pretrain-h200 --state-dir "$tmp/sa" || fail "agent a"
+start_agent "$tmp/a.log" $sim --sim-job llama-8b-pretrain-h200 --hostname node-a --state-dir "$tmp/sa" || fail "agent a"
 pa=$port
-start_agent "$tmp/b.log" $sim --sim-job olmoe-1b-7b-pretrain-h200 --seed 2 --state-dir "$tmp/sb" || fail "agent b"
+start_agent "$tmp/b.log" $sim --sim-job olmoe-1b-7b-pretrain-h200 --seed 2 --hostname node-b --state-dir "$tmp/sb" || fail "agent b"
 pb=$port
+# --hostname: two sim agents on one machine read as two nodes
+[ "$(curl -s -m 5 "http://127.0.0.1:$pb/v1/status" | jq -r .hostname)" = node-b ] || fail "--hostname not in /v1/status"
+curl -s -m 5 "http://127.0.0.1:$pb/metrics" | grep -q '^DCGM_FI_DEV_POWER_USAGE{gpu="0",.*Hostname="node-b"}' \
+    || fail "--hostname not the Hostname label of /metrics"
 
 # the agents' own view before: every GPU at its original 700 W
 for p in $pa $pb; do
