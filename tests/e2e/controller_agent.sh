@@ -65,4 +65,46 @@ while :; do
     [ $i -lt 100 ] || fail "caps not restored 10 s after the controller stopped"
     sleep 0.1; i=$((i + 1))
 done
+# The controller's own API: PUT /v1/target with the token, 401 without or
+# with a wrong one and 400 out of range (nothing changed), /v1/status, and
+# /metrics through promtool; a job map file in place of the agents' maps.
+printf 'job,name,host,gpu\n' >"$tmp/map.csv"
+for g in 0 1 2 3 4 5 6 7; do printf 'llama-8b-pretrain-h200,,node-a,%s\nolmoe-1b-7b-pretrain-h200,,node-b,%s\n' $g $g; done >>"$tmp/map.csv"
+"$PFLEX" controller run --agent "http://127.0.0.1:$pa" --agent "http://127.0.0.1:$pb" \
+    --token-file "$tmp/token" --api-token-file "$tmp/token" --listen 127.0.0.1:0 --port-file "$tmp/cport" \
+    --job-map "$tmp/map.csv" --period 0.3 --lease 2 --log "$tmp/api.log" &
+cpid=$!
+agents="$agents $cpid"
+i=0
+until [ -s "$tmp/cport" ]; do [ $i -lt 100 ] || fail "controller API did not start"; sleep 0.05; i=$((i + 1)); done
+port=$(cat "$tmp/cport")
+expect 401 PUT /v1/target '{"target": "5000W"}'
+expect 401 PUT /v1/target '{"target": "5000W"}' wrong-token-0123456789
+expect 400 PUT /v1/target '{"target": "-5W"}' "$TOKEN"
+expect 400 PUT /v1/target '{"target": "2x"}' "$TOKEN"
+expect 400 PUT /v1/target '{"target": "5000W,ramp=3d"}' "$TOKEN"
+expect 400 PUT /v1/target '{"watts": 5000}' "$TOKEN"
+expect 200 GET /v1/status
+jq -e '.target == null and .limit_w == null' "$tmp/body" >/dev/null || fail "a refused target changed something: $(cat "$tmp/body")"
+expect 200 PUT /v1/target '{"target": "6000W,for=1m", "id": "api-test"}' "$TOKEN"
+i=0
+while :; do
+    expect 200 GET /v1/status
+    jq -e '.limit_w == 6000 and .site_power_w <= 6000 and (.jobs | length) == 2' "$tmp/body" >/dev/null && break
+    [ $i -lt 50 ] || fail "PUT /v1/target not followed: $(cat "$tmp/body")"
+    sleep 0.2; i=$((i + 1))
+done
+jq -e '.target.id == "api-test" and .target.source == "api" and ([.jobs[].gpus] == [8, 8])' "$tmp/body" >/dev/null \
+    || fail "status: $(cat "$tmp/body")"
+curl -s -m 5 "http://127.0.0.1:$port/metrics" >"$tmp/cm" || fail "GET /metrics"
+promtool_ok "$tmp/cm" || fail "promtool rejects the controller's /metrics"
+for m in pflex_controller_target_watts pflex_controller_site_power_watts pflex_controller_headroom_watts; do
+    awk -v m=$m '$1 == m { f = 1 } END { exit !f }' "$tmp/cm" || fail "/metrics lacks $m"
+done
+grep -q '^pflex_controller_job_cap_watts{job="olmoe-1b-7b-pretrain-h200"} ' "$tmp/cm" || fail "/metrics lacks a job cap"
+grep -q '^pflex_controller_job_floor_breached{job="llama-8b-pretrain-h200"} 0$' "$tmp/cm" || fail "/metrics lacks the floor state"
+grep -q "api: refused PUT /v1/target from 127.0.0.1: wrong token" "$tmp/api.log" || fail "a wrong token is not logged"
+expect 200 DELETE /v1/target "" "$TOKEN"
+kill -TERM $cpid; wait $cpid || fail "controller exit $?"
+
 echo "ok: controller with two real agents: caps pushed and taken, power under ${target} W, leases restored"
