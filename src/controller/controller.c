@@ -71,7 +71,14 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
             ctl_destroy(c);
             return -1;
         }
-    if (cfg->prometheus_url && prom_source_create(cfg->prometheus_url, cfg->timeout_ms, &c->prom, err) < 0) {
+    /* two queries a period: each bounded by 0.4 period, so that a server
+     * that hangs never delays the renewal of the leases past their end */
+    long prom_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 2000;
+    if (prom_ms > (long)(400 * c->c.period_s))
+        prom_ms = (long)(400 * c->c.period_s);
+    if (prom_ms < 50)
+        prom_ms = 50;
+    if (cfg->prometheus_url && prom_source_create(cfg->prometheus_url, prom_ms, &c->prom, err) < 0) {
         ctl_destroy(c);
         return -1;
     }
@@ -281,7 +288,10 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
         } else if (c->evs.skipped)
             logf_(c, "vtn: %zu left out: %s", c->evs.skipped, c->evs.note);
     }
-    pflex_target_set_expire(&c->targets, now);
+    /* a target is kept a day past its end: the ramp of the one that
+     * follows starts from it (pflex/target.h), and an interval of an
+     * event follows the one before without a gap */
+    pflex_target_set_expire(&c->targets, now - 86400);
 
     /* 2. read the site: each agent's status, or Prometheus (the agents
      * then only for their host name and job map, now and then) */
@@ -534,6 +544,25 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
         }
     }
     struct agent_cap caps[AGENT_MAX_GPUS];
+    /* cuts first: every GPU whose cap falls, on every agent, before any
+     * cap rises anywhere, so that the site never sums a raise on one node
+     * with a cut not yet made on another */
+    for (size_t a = 0; a < c->c.nagents; a++) {
+        struct ctl_agent *ag = &c->agents[a];
+        if (!ag->up)
+            continue;
+        size_t n = 0;
+        for (size_t k = 0; k < g; k++) {
+            const struct agent_gpu *ug = &ag->st.gpu[c->gpu_slot[k]];
+            if (c->gpu_agent[k] == a && c->gpus[k].reachable
+                && !(c->plan.cap_w[k] >= ug->limit_w - 0.5))
+                caps[n++] = (struct agent_cap){.gpu = ug->index, .cap_w = c->plan.cap_w[k],
+                                               .enforced_w = NAN};
+        }
+        pflex_error_t e2;
+        if (n && agent_client_put_caps(ag->client, caps, n, c->c.lease_s, &e2) < 0)
+            logf_(c, "agent %s: %s", agent_client_url(ag->client), e2.text);
+    }
     for (size_t a = 0; a < c->c.nagents; a++) {
         struct ctl_agent *ag = &c->agents[a];
         if (!ag->up)
