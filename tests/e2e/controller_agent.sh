@@ -5,6 +5,9 @@
 # /v1/caps, the caps take, the site's measured power comes under the
 # target, the jobs' observations reach the audit, and the caps go back to
 # the agents' originals when the leases run out after the controller stops.
+# Then the controller's own API (PUT /v1/target with and without the token,
+# out-of-range targets, /v1/status, /metrics through promtool) with a job
+# map file in place of the agents' maps; --hostname of the agent.
 set -u
 [ -n "${PFLEX_TEST_BOUNDED:-}" ] || PFLEX_TEST_BOUNDED=1 exec timeout 120 sh "$0" "$@"
 tmp=$(mktemp -d)

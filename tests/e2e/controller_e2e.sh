@@ -190,14 +190,20 @@ sleep 3
 kill -0 $cpid || fail "the controller died"
 
 # caps restored when the event ends: no target, every job planned at its
-# maximum cap, and the live GPUs' limits back within the exploration step
-# (the controller still probes a job 5 % deeper now and then, to learn)
+# maximum cap, and every live GPU at 700 W or within the exploration step
+# (the controller still probes a job 5 % of its uncapped power deeper now
+# and then, to learn, from the uncapped power it learned, which may sit a
+# few % under the truth's: 10 % allows for both)
 [ "$(api GET /v1/status)" = 200 ] || fail "GET /v1/status after the event"
 jq -e '.target == null and ([.jobs[] | select(.cap_w != null) | .cap_w == 700] | all and length == 3)' "$tmp/body" >/dev/null \
     || fail "the plan is not back at 700 W after the event: $(jq -c '[.target, [.jobs[].cap_w]]' "$tmp/body")"
-for i in 1 2 3; do
+i=0
+for j in $jobs; do
+    i=$((i + 1))
+    [ $i -le 3 ] || break
     eval "p=\$aport$i"
-    curl -s -m 2 "http://127.0.0.1:$p/v1/status" | jq -e '([.gpus[].limit_w] | add) >= 0.95 * 8 * 700' >/dev/null \
+    p0=$(awk -F, -v j="$j" '$1 == j && $4 == 700 { s += $5; n++ } END { print s / n }' "$tmp/truth.csv")
+    curl -s -m 2 "http://127.0.0.1:$p/v1/status" | jq -e --argjson lo "$p0" '[.gpus[].limit_w | . == 700 or . >= 0.9 * $lo] | all' >/dev/null \
         || fail "node-$i: caps not restored after the event: $(curl -s "http://127.0.0.1:$p/v1/status" | jq -c '[.gpus[].limit_w]')"
 done
 
@@ -287,9 +293,10 @@ lost_ctl=$(awk -v t0=$t0 -v te="$tend" -v d="$dur" -v tb="$t_base" '$1 >= t0 && 
 lost_eq=0
 k=0
 while [ $k -lt $((nint - 1)) ]; do
-    red=$(awk -F, -v f="$(lvl $k)" 'NR > 1 && $4 == 700 { P[$1] = $5 * $3 } END { for (j in P) s += P[j]; r = 1 - f / s; print r > 0 ? r : 0 }' "$tmp/truth.csv")
-    "$PFLEX" evaluate "$tmp/truth.csv" --reduce "$red" --json >"$tmp/ev.json" 2>/dev/null
-    te=$(jq '.policies.equal.throughput' "$tmp/ev.json")
+    red=$(awk -F, -v f="$(lvl $k)" 'NR > 1 && $4 == 700 { P[$1] = $5 * $3 } END { for (j in P) s += P[j]; r = 1 - f / s; print (r > 0 ? r : 0) }' "$tmp/truth.csv")
+    "$PFLEX" evaluate "$tmp/truth.csv" --reduce "$red" --json >"$tmp/ev.json" 2>"$tmp/evaluate.log" \
+        || fail "pflex evaluate --reduce '$red': $(cat "$tmp/evaluate.log")"
+    te=$(jq -e '.policies.equal.throughput' "$tmp/ev.json") || fail "no equal-cuts throughput"
     t0eq=$(awk -F, 'NR > 1 && $4 == 700 { T[$1] += $6; N[$1]++ } END { for (j in T) s += T[j] / N[j]; print s }' "$tmp/truth.csv")
     lost_eq=$(awk -v a="$lost_eq" -v t="$t0eq" -v e="$te" -v d="$dur" 'BEGIN { printf "%.0f\n", a + (t - e) * d }')
     k=$((k + 1))
@@ -310,7 +317,7 @@ jq -e 'length > 10 and (.[0].resources[0].intervals[0].payloads | map(.type) | i
 
 echo "event: $nint intervals of ${dur} s (the SRP event x1/300), baseline $base W, ramp $ramp s"
 echo "time above target after the ramp: ${above} s"
-echo "largest overshoot (any time, lookback $((1)) s): ${overshoot} W (time over at all: ${anyover} s)"
+echo "largest overshoot (any time, a reading against the highest limit of its last 0.2 s): ${overshoot} W (time over at all: ${anyover} s)"
 echo "Prometheus stopped: the site drew at most $hold_max W under a $lim W target"
 echo "learned curves: mean |error| ${err_learned} at $npts points (the prior L = x/$prior: ${err_prior})"
 echo "floors: $(cat "$tmp/floors.txt"); breaches the controller planned on its pessimistic curves: $breaches job-periods"
