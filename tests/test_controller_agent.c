@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "controller/agent_client.h"
+#include "controller/prom_source.h"
 
 static void test_status(void **state)
 {
@@ -84,12 +85,60 @@ static void test_client(void **state)
     agent_client_destroy(c);
 }
 
+
+/* Prometheus answers (controller --prometheus): the agents' metric names
+ * grouped by Hostname; a host without a range is unusable; an answer that
+ * is not a success, or not JSON, is refused whole. */
+static void test_prometheus(void **state)
+{
+    const char *dcgm =
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
+        "{\"metric\":{\"__name__\":\"DCGM_FI_DEV_POWER_USAGE\",\"gpu\":\"0\",\"Hostname\":\"n1\",\"instance\":\"a:1\"},\"value\":[1700000000,\"512.5\"]},"
+        "{\"metric\":{\"__name__\":\"DCGM_FI_DEV_POWER_MGMT_LIMIT\",\"gpu\":\"0\",\"Hostname\":\"n1\"},\"value\":[1700000000,\"600\"]},"
+        "{\"metric\":{\"__name__\":\"DCGM_FI_DEV_POWER_USAGE\",\"gpu\":\"1\",\"Hostname\":\"n2\"},\"value\":[1700000000,\"300\"]}]}}";
+    const char *own =
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
+        "{\"metric\":{\"__name__\":\"pflex_gpu_limit_min_watts\",\"gpu\":\"0\",\"Hostname\":\"n1\"},\"value\":[1,\"200\"]},"
+        "{\"metric\":{\"__name__\":\"pflex_gpu_limit_max_watts\",\"gpu\":\"0\",\"Hostname\":\"n1\"},\"value\":[1,\"700\"]},"
+        "{\"metric\":{\"__name__\":\"pflex_gpu_up\",\"gpu\":\"0\",\"Hostname\":\"n1\"},\"value\":[1,\"1\"]},"
+        "{\"metric\":{\"__name__\":\"pflex_job_throughput\",\"job\":\"scrape\",\"exported_job\":\"train-1\",\"Hostname\":\"n1\"},\"value\":[1,\"1234.5\"]},"
+        "{\"metric\":{\"__name__\":\"pflex_job_throughput\",\"job\":\"x\",\"Hostname\":\"n1\"},\"value\":[1,\"NaN\"]},"
+        "{\"metric\":{\"__name__\":\"pflex_gpu_up\",\"gpu\":\"zz\",\"Hostname\":\"n1\"},\"value\":[1,\"1\"]}]}}";
+    prom_source_t *p;
+    pflex_error_t err;
+    assert_int_equal(prom_source_create("ftp://x", 100, &p, &err), -1);
+    assert_int_equal(prom_source_create("http://127.0.0.1:9/", 100, &p, &err), 0);
+    if (prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), &err) < 0)
+        fail_msg("%s", err.text);
+    struct agent_status st;
+    assert_int_equal(prom_source_status(p, "n1", &st), 0);
+    assert_int_equal(st.ngpus, 1);
+    assert_true(st.gpu[0].index == 0 && st.gpu[0].power_w == 512.5 && st.gpu[0].limit_w == 600);
+    assert_true(st.gpu[0].min_w == 200 && st.gpu[0].max_w == 700 && st.gpu[0].ok);
+    assert_int_equal(st.njobs, 1);      /* the NaN rate is no reading */
+    assert_string_equal(st.job[0].name, "train-1");
+    assert_true(st.job[0].throughput == 1234.5);
+    assert_int_equal(prom_source_status(p, "n2", &st), -1);    /* no range: unusable */
+    assert_int_equal(prom_source_status(p, "n3", &st), -1);    /* not scraped */
+    const char *bad[] = {"", "{", "[]", "{\"status\":\"error\",\"error\":\"x\"}",
+                         "{\"status\":\"success\",\"data\":{\"result\":{}}}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(prom_source_parse(p, dcgm, strlen(dcgm), bad[i], strlen(bad[i]), &err), -1);
+        assert_int_equal(prom_source_parse(p, bad[i], strlen(bad[i]), own, strlen(own), &err), -1);
+        assert_int_equal(prom_source_status(p, "n1", &st), -1);     /* nothing kept of a bad read */
+    }
+    /* unreachable: an error, no crash */
+    assert_int_equal(prom_source_read(p, &err), -1);
+    prom_source_destroy(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status),
         cmocka_unit_test(test_caps_answer),
         cmocka_unit_test(test_client),
+        cmocka_unit_test(test_prometheus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
