@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <jansson.h>
 #include "pflex/error.h"
 #include "pflex/jobpolicy.h"
 #include "pflex/slurm.h"
@@ -78,7 +79,6 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
  * (status.c): GET /v1/status as JSON (the caller owns it), and GET
  * /metrics as Prometheus text (malloc'd, *len its length; NULL out of
  * memory).  now resolves the target in force. */
-#include <jansson.h>
 json_t *ctl_status_json(const ctl_t *c, double now);
 char *ctl_metrics(const ctl_t *c, double now, size_t *len);
 
