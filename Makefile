@@ -86,6 +86,12 @@ $(BUILD)/tests/test_controller_%: tests/test_controller_%.c $(CTL_OBJ) $(LIBPFLE
 	@$(if $(V),,echo "  TEST    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_OBJ) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
 
+# The controller's benchmark links the daemon's objects, as its tests do.
+$(BUILD)/bench/controller_bench: bench/controller_bench.c $(CTL_OBJ) $(LIBPFLEX)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  BENCH   $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_OBJ) $(LIBPFLEX) $(LDLIBS) -o $@
+
 $(BUILD)/bench/%: bench/%.c $(LIBPFLEX)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  BENCH   $@")

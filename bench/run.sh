@@ -1,5 +1,5 @@
 #!/bin/sh
-# make bench: allocation at scale.  Generates seeded sweeps, then prints
+# make bench: allocation at scale, and one control period of the controller.  Generates seeded sweeps, then prints
 # read-only vs read+plan times and their ratio, and planning alone on
 # in-memory problems, for DVFS-shaped (convex) curves and for the same
 # with measurement noise (non-convex: optimal repairs).  One core;
@@ -80,3 +80,6 @@ else
 fi
 echo "== telemetry: training on 10,000 jobs, predicting 100,000 =="
 "$TB" model 10000 100000 3
+echo
+echo "== the controller: one control period, 1,000 nodes x 8 GPUs, simulated agents in process =="
+"$BUILD/bench/controller_bench" 1000 12

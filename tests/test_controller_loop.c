@@ -109,9 +109,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         for (unsigned i = 0; i < NG; i++) {
             double cap;
             pflex_gpu_get_cap(&f->gpu, i, &cap, &err);
-            json_t *gj = json_pack("{s:i, s:s, s:f, s:f, s:f}", "index", i, "uuid", "GPU-x",
-                                   "limit_w", cap, "min_limit_w", f->kind->min_cap_w,
-                                   "max_limit_w", f->kind->max_cap_w);
+            json_t *gj = json_pack("{s:i, s:s, s:f, s:f, s:f}", "gpu", i, "uuid", "GPU-x",
+                                   "limit_w", cap, "min_w", f->kind->min_cap_w,
+                                   "max_w", f->kind->max_cap_w);
             if (!f->no_power)
                 json_object_set_new(gj, "power_w", json_real(f->power[i]));
             json_array_append_new(gpus, gj);
@@ -133,10 +133,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                 pflex_gpu_set_cap(&f->gpu, (unsigned)g, w, &err);
             double now;
             pflex_gpu_get_cap(&f->gpu, (unsigned)g, &now, &err);
-            json_array_append_new(ans, json_pack("{s:i, s:f}", "gpu", g, "enforced_w", now));
+            json_array_append_new(ans, json_pack("{s:i, s:f, s:f}", "gpu", g, "limit_w", now,
+                                                 "enforced_w", now));
         }
         json_decref(j);
-        r = send_json(c, 200, json_pack("{s:o}", "caps", ans));
+        r = send_json(c, 200, json_pack("{s:o, s:[]}", "applied", ans, "errors"));
     } else
         r = send_json(c, 404, json_pack("{s:s}", "title", "not found"));
     pthread_mutex_unlock(&f->mu);

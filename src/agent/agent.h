@@ -75,6 +75,7 @@ struct agent_config {
     const char *backend;        /* "sim" or "nvml" */
     unsigned gpus;              /* sim: how many */
     const char *sim_job;        /* sim: preset or file */
+    const char *hostname;       /* the node's name in /v1/status and /metrics; NULL: gethostname */
     uint64_t seed;
     const char *nvml_lib;
     const char *state_dir;

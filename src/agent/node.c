@@ -365,7 +365,9 @@ int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *e
     memset(a, 0, sizeof *a);
     a->cfg = *cfg;
     a->started = a->last_sample = a->last_sim = agent_mono_s();
-    if (gethostname(a->hostname, sizeof a->hostname) != 0)
+    if (cfg->hostname)
+        snprintf(a->hostname, sizeof a->hostname, "%s", cfg->hostname);
+    else if (gethostname(a->hostname, sizeof a->hostname) != 0)
         snprintf(a->hostname, sizeof a->hostname, "localhost");
     a->hostname[sizeof a->hostname - 1] = '\0';
     if (agent_load_token(a, err))

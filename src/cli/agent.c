@@ -61,6 +61,9 @@ static const char help_text[] =
     "                          llama-8b-lora-h200 on each GPU)\n"
     "  --seed N                sim: seed of silicon variation and noise (default 1)\n"
     "  --sim-fail GPU@S        sim: GPU falls off the bus S seconds after start (tests)\n"
+    "  --hostname NAME         the node's name in /v1/status and the Hostname label of\n"
+    "                          /metrics (default: the system's host name; several sim\n"
+    "                          agents on one machine need one each)\n"
     "  --nvml-lib PATH         NVML library (default $PFLEX_NVML_LIB, else libnvidia-ml.so.1)\n"
     "  --listen ADDR:PORT      where to serve (default 127.0.0.1:9410; port 0: any free\n"
     "                          port, logged and written to --port-file)\n"
@@ -126,7 +129,7 @@ int cmd_agent(int argc, char **argv)
 {
     enum { O_BACKEND = 256, O_GPUS, O_SIM_JOB, O_SEED, O_SIM_FAIL, O_LIB, O_LISTEN, O_PORT_FILE,
            O_TOKEN, O_AUTH_READS, O_STATE, O_KEEP, O_JOB_MAP, O_MAX_LEASE, O_INTERVAL, O_TPW,
-           O_MAX_BODY, O_TIMEOUT, O_READ_RATE, O_WRITE_RATE, O_LABELS, O_JSON, O_RESTORE, O_HELP };
+           O_MAX_BODY, O_TIMEOUT, O_READ_RATE, O_WRITE_RATE, O_LABELS, O_JSON, O_RESTORE, O_HOSTNAME, O_HELP };
     static const struct option longopts[] = {
         {"backend", required_argument, NULL, O_BACKEND},
         {"gpus", required_argument, NULL, O_GPUS},
@@ -151,6 +154,7 @@ int cmd_agent(int argc, char **argv)
         {"label-style", required_argument, NULL, O_LABELS},
         {"json", no_argument, NULL, O_JSON},
         {"restore-only", no_argument, NULL, O_RESTORE},
+        {"hostname", required_argument, NULL, O_HOSTNAME},
         {"help", no_argument, NULL, O_HELP},
         {0, 0, 0, 0},
     };
@@ -194,6 +198,15 @@ int cmd_agent(int argc, char **argv)
             break;
         }
         case O_LIB: cfg.nvml_lib = optarg; break;
+        case O_HOSTNAME: {
+            size_t n = strlen(optarg);
+            if (n == 0 || n > 63 || strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                           "0123456789-_.") != n)
+                return cli_usage_error(CMD, "--hostname %s: 1 to 63 letters, digits, '-', '_' or '.'",
+                                       optarg);
+            cfg.hostname = optarg;
+            break;
+        }
         case O_LISTEN: listen = optarg; break;
         case O_PORT_FILE: port_file = optarg; break;
         case O_TOKEN: cfg.token_file = optarg; break;

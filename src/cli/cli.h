@@ -23,6 +23,7 @@ int cmd_study(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
 int cmd_controller(int argc, char **argv);
+int cmd_vtn(int argc, char **argv);
 /* telemetry branch: readers, features, correlation, the PFI model */
 int cmd_telemetry(int argc, char **argv);
 int cmd_features(int argc, char **argv);

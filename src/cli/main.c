@@ -27,6 +27,7 @@ static const struct command commands[] = {
     {"agent", cmd_agent, "the per-node daemon owning GPU power limits (leases, HTTP API)"},
     {"apply", cmd_apply, "put a plan's caps into force, with a lease, through an agent or locally"},
     {"controller", cmd_controller, "the site loop: follow a grid target, learn curves, push caps to agents"},
+    {"vtn", cmd_vtn, "a small OpenADR 3 VTN on loopback serving events from a file (tests, demos)"},
 };
 
 static void usage(FILE *f)

@@ -1,24 +1,29 @@
 /* agent_client.c — talking to one `pflex agent` over HTTP (libcurl).
  *
- * ASSUMPTIONS ABOUT THE AGENT'S API (issue 12), all of them here, to be
- * checked against the agent when both are merged:
- *  - GET /v1/status answers 200 with a JSON object
+ * What the controller reads of the agent's API (docs/agent.md, served by
+ * src/agent/api.c); nothing else in the controller parses it:
+ *  - GET /v1/status answers 200 with
  *      {"hostname": str,
- *       "gpus": [{"index": int, "uuid": str, "power_w": num,
- *                 "limit_w": num (the enforced limit),
- *                 "min_limit_w": num, "max_limit_w": num,
- *                 "ok": bool (optional, true when absent)}],
- *       "jobs": [{"job": str, "gpus": [int (GPU indices)],
- *                 "throughput": num (tokens/s, optional)}]}
- *    Unknown fields are ignored; "enforced_limit_w" is read when "limit_w"
- *    is absent; "name" when "job" is.
+ *       "gpus": [{"gpu": int (the index), "uuid": str, "ok": bool,
+ *                 "power_w": num|null, "limit_w": num|null (the limit set),
+ *                 "enforced_w": num|null (what the driver enforces),
+ *                 "min_w": num, "max_w": num (the settable range), ...}],
+ *       "jobs": [{"job": str, "gpus": [int], "throughput": num|null}, ...]}
+ *    Unknown fields are ignored.  A GPU without a settable range (the
+ *    agent could not read it) makes the answer unusable: the agent is then
+ *    counted as down, its GPUs at their last known maximum.
  *  - PUT /v1/caps takes {"lease_s": num, "caps": [{"gpu": int, "cap_w": num}]}
- *    with "Authorization: Bearer TOKEN", and answers 200 with
- *    {"caps": [{"gpu": int, "enforced_w": num}]} (or "limit_w"), what is
- *    now in force; 400 names a cap out of range, 401 a bad token.
- *  - A job's throughput is per node: the controller sums it over agents.
- *  - GET /metrics (Prometheus text, dcgm-exporter names) is not read here:
- *    /v1/status carries what a period needs.
+ *    with "Authorization: Bearer TOKEN"; 200 answers {"applied": [GPU as in
+ *    the status], "errors": []}, 502 the same with the GPUs that failed in
+ *    "errors" (the others were set), 400 names a cap out of range and sets
+ *    nothing, 401 a bad token.  A cap is confirmed by its GPU's enforced_w
+ *    in "applied".
+ *  - A job's throughput is what the job reports to that agent (POST
+ *    /v1/jobs/JOB/progress), over the agent's --throughput-window; a job
+ *    spread over several nodes reports to each, so the controller sums it
+ *    over agents.
+ *  - GET /metrics (dcgm-exporter names) is read only through Prometheus
+ *    (controller --prometheus), never here.
  */
 #include <math.h>
 #include <stdio.h>
@@ -173,18 +178,17 @@ int agent_parse_status(const char *body, size_t len, struct agent_status *out, p
     json_t *g;
     json_array_foreach(gpus, i, g) {
         struct agent_gpu *o = &out->gpu[out->ngpus];
-        json_t *idx = json_object_get(g, "index");
+        json_t *idx = json_object_get(g, "gpu");
         if (!json_is_integer(idx) || json_integer_value(idx) < 0 || json_integer_value(idx) > 4096) {
-            pflex_error_set(err, "/v1/status: gpus[%zu].index is not a GPU index", i);
+            pflex_error_set(err, "/v1/status: gpus[%zu].gpu is not a GPU index", i);
             goto out;
         }
         o->index = (int)json_integer_value(idx);
         copy_str(o->uuid, sizeof o->uuid, json_object_get(g, "uuid"));
         o->power_w = num_or(json_object_get(g, "power_w"), NAN);
-        json_t *lim = json_object_get(g, "limit_w");
-        o->limit_w = num_or(lim ? lim : json_object_get(g, "enforced_limit_w"), NAN);
-        o->min_w = num_or(json_object_get(g, "min_limit_w"), NAN);
-        o->max_w = num_or(json_object_get(g, "max_limit_w"), NAN);
+        o->limit_w = num_or(json_object_get(g, "limit_w"), NAN);
+        o->min_w = num_or(json_object_get(g, "min_w"), NAN);
+        o->max_w = num_or(json_object_get(g, "max_w"), NAN);
         json_t *ok = json_object_get(g, "ok");
         o->ok = ok ? json_is_true(ok) : 1;
         if (!(o->min_w > 0) || !(o->max_w >= o->min_w) || o->max_w > 1e5) {
@@ -203,8 +207,7 @@ int agent_parse_status(const char *body, size_t len, struct agent_status *out, p
         json_t *jb;
         json_array_foreach(jobs, i, jb) {
             struct agent_job *o = &out->job[out->njobs];
-            json_t *name = json_object_get(jb, "job");
-            copy_str(o->name, sizeof o->name, name ? name : json_object_get(jb, "name"));
+            copy_str(o->name, sizeof o->name, json_object_get(jb, "job"));
             if (!o->name[0]) {
                 pflex_error_set(err, "/v1/status: jobs[%zu] has no name", i);
                 goto out;
@@ -255,17 +258,15 @@ int agent_parse_caps_answer(const char *body, size_t len, struct agent_cap *caps
     for (size_t k = 0; k < n; k++)
         caps[k].enforced_w = NAN;
     json_t *j = json_loadb(body, len, 0, NULL);
-    json_t *arr = json_object_get(j, "caps");
+    json_t *arr = json_object_get(j, "applied");
     if (!json_is_array(arr)) {
         json_decref(j);
-        return pflex_error_set(err, "PUT /v1/caps: the answer has no 'caps' array");
+        return pflex_error_set(err, "PUT /v1/caps: the answer has no 'applied' array");
     }
     size_t i;
     json_t *e;
     json_array_foreach(arr, i, e) {
         json_t *g = json_object_get(e, "gpu"), *w = json_object_get(e, "enforced_w");
-        if (!w)
-            w = json_object_get(e, "limit_w");
         if (!json_is_integer(g))
             continue;
         for (size_t k = 0; k < n; k++)
@@ -293,11 +294,16 @@ int agent_client_put_caps(agent_client_t *c, struct agent_cap *caps, size_t n, d
     free(s);
     if (rc < 0)
         return -1;
-    if (status != 200)
+    if (status == 200)
+        rc = agent_parse_caps_answer(b.buf ? b.buf : "", b.len, caps, n, err);
+    else {
+        /* 502: some GPUs failed and were restored; the others took their
+         * caps, and the answer says which */
+        if (status == 502)
+            agent_parse_caps_answer(b.buf ? b.buf : "", b.len, caps, n, NULL);
         rc = pflex_error_set(err, "PUT %s/v1/caps: HTTP %ld%s%.200s", c->url, status,
                              b.buf ? ": " : "", b.buf ? b.buf : "");
-    else
-        rc = agent_parse_caps_answer(b.buf ? b.buf : "", b.len, caps, n, err);
+    }
     free(b.buf);
     return rc;
 }

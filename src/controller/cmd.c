@@ -10,9 +10,12 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "controller/cmd.h"
+#include "controller/api.h"
 #include "controller/controller.h"
 #include "pflex/audit.h"
+#include "pflex/http.h"
 #include "pflex/openadr.h"
+#include "pflex/slurm.h"
 #include "pflex/target.h"
 
 static const char help[] =
@@ -39,10 +42,17 @@ static const char help[] =
 "  --vtn-every N        poll every N periods (default 1)\n"
 "  --ven-name NAME      this site's name at the VTN (reports, randomizeStart)\n"
 "  --seed N             seed of the randomizeStart draw (default 1)\n"
+"  --vtn-ramp DUR       ramp of each target an event makes (default 0)\n"
 "\n"
 "site and loop:\n"
 "  --agent URL          an agent (repeat for every node)\n"
 "  --token-file FILE    bearer token for the agents' writes (mode 0600)\n"
+"  --prometheus URL     telemetry from this Prometheus server's HTTP API (the\n"
+"                       agents' metric names) instead of each agent's status;\n"
+"                       the agents are then asked only for their host name and\n"
+"                       job map, every --status-every N periods (default 10)\n"
+"  --job-map FILE       the job map CSV (job,name,host,gpu: what 'pflex jobs\n"
+"                       --csv' writes) in place of the agents' own maps\n"
 "  --period S           control period, seconds (default 5)\n"
 "  --lease S            lease on each cap, seconds (default 3 periods)\n"
 "  --other-w W          non-GPU site power counted against the target (default 0)\n"
@@ -59,6 +69,16 @@ static const char help[] =
 "  --periods N          stop after N periods (default: run until SIGTERM)\n"
 "  --log FILE           one line per period and per problem ('-': stderr, the\n"
 "                       default)\n"
+"\n"
+"the controller's API (with --listen):\n"
+"  --listen ADDR:PORT   serve GET /v1/status, GET /metrics, PUT and DELETE\n"
+"                       /v1/target (port 0: any free port, see --port-file)\n"
+"  --port-file FILE     write the port listened on to FILE\n"
+"  --api-token-file F   bearer token for PUT/DELETE /v1/target (mode 0600);\n"
+"                       without it the API takes no writes\n"
+"  PUT /v1/target takes {\"target\": \"SPEC\", \"id\": \"...\"} (SPEC as for\n"
+"  --target; watts in (0, 1 GW], fractions in (0, 1.5]): 401 without the\n"
+"  token, 400 out of range, and nothing changes either way\n"
 "\n"
 "history: what happened, as JSON, from the database: TABLE is targets,\n"
 "periods, caps, readings, observations, curves or notes (default: all);\n"
@@ -141,7 +161,8 @@ static int run(int argc, char **argv)
 {
     enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECRET, O_VTN_PROGRAM,
            O_VTN_EVERY, O_VEN_NAME, O_SEED, O_PERIOD, O_LEASE, O_OTHER, O_BASELINE, O_AGENT_MAX,
-           O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS };
+           O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
+           O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP };
     static const struct option opts[] = {
         {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
         {"target", required_argument, NULL, O_TARGET}, {"schedule", required_argument, NULL, O_SCHEDULE},
@@ -156,9 +177,17 @@ static int run(int argc, char **argv)
         {"explore", required_argument, NULL, O_EXPLORE}, {"db", required_argument, NULL, O_DB},
         {"periods", required_argument, NULL, O_PERIODS}, {"log", required_argument, NULL, O_LOG},
         {"jobs", required_argument, NULL, O_JOBS},
+        {"prometheus", required_argument, NULL, O_PROM},
+        {"status-every", required_argument, NULL, O_STATUS_EVERY},
+        {"job-map", required_argument, NULL, O_JOB_MAP}, {"listen", required_argument, NULL, O_LISTEN},
+        {"port-file", required_argument, NULL, O_PORT_FILE},
+        {"api-token-file", required_argument, NULL, O_API_TOKEN},
+        {"vtn-ramp", required_argument, NULL, O_VTN_RAMP},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
-    const char *jobs_path = NULL;
+    const char *jobs_path = NULL, *job_map_path = NULL, *listen = NULL, *port_file = NULL,
+               *api_token_file = NULL, *vtn_ramp = NULL;
+    double status_every = 10;
     const char *agents[256], *targets[64], *schedule = NULL, *token_file = NULL, *vtn = NULL,
                *vtn_id = NULL, *vtn_secret = NULL, *log_path = NULL;
     size_t nagents = 0, ntargets = 0;
@@ -232,6 +261,16 @@ static int run(int argc, char **argv)
             break;
         case O_LOG: log_path = optarg; break;
         case O_JOBS: jobs_path = optarg; break;
+        case O_PROM: cfg.prometheus_url = optarg; break;
+        case O_STATUS_EVERY:
+            if (parse_num("--status-every", optarg, 1, 1e6, &status_every) < 0)
+                return 2;
+            break;
+        case O_JOB_MAP: job_map_path = optarg; break;
+        case O_LISTEN: listen = optarg; break;
+        case O_PORT_FILE: port_file = optarg; break;
+        case O_API_TOKEN: api_token_file = optarg; break;
+        case O_VTN_RAMP: vtn_ramp = optarg; break;
         default:
             return usage("%s", "unknown option");
         }
@@ -244,6 +283,16 @@ static int run(int argc, char **argv)
         return usage("%s", "--vtn needs --vtn-client-id and --vtn-secret-file");
     if (cfg.lease_s > 0 && cfg.lease_s <= cfg.period_s)
         return usage("%s", "--lease must be longer than --period (or caps lapse between periods)");
+    if (cfg.prometheus_url && strncmp(cfg.prometheus_url, "http://", 7) && strncmp(cfg.prometheus_url, "https://", 8))
+        return usage("--prometheus %s: want an http:// or https:// URL", cfg.prometheus_url);
+    if ((port_file || api_token_file) && !listen)
+        return usage("%s", "--port-file and --api-token-file go with --listen");
+    if (vtn_ramp) {
+        pflex_error_t e0;
+        if (pflex_target_parse_duration(vtn_ramp, &cfg.oadr.ramp_s, &e0) < 0)
+            return usage("--vtn-ramp: %s", e0.text);
+    }
+    cfg.status_every = (int)status_every;
     cfg.oadr.seed = (uint64_t)seed;
     cfg.vtn_every = (int)every;
     double t0 = now_s();
@@ -256,6 +305,10 @@ static int run(int argc, char **argv)
     ctl_t *ctl = NULL;
     FILE *log = stderr;
     pflex_job_policies_t pol = {0};
+    pflex_jobmap_t *jmap = NULL;
+    char *api_token = NULL;
+    pflex_http_server_t *srv = NULL;
+    struct ctl_api api = {0};
     if (jobs_path) {
         if (pflex_job_policies_read(jobs_path, &pol, &err) < 0) {
             fprintf(stderr, "pflex controller: %s\n", err.text);
@@ -274,7 +327,25 @@ static int run(int argc, char **argv)
         fprintf(stderr, "pflex controller: %s\n", err.text);
         goto out;
     }
+    if (job_map_path) {
+        const struct pflex_jobmap_row *rows;
+        long n;
+        if (!(jmap = pflex_jobmap_create())) {
+            fprintf(stderr, "pflex controller: out of memory\n");
+            rc = 1;
+            goto out;
+        }
+        if (pflex_jobmap_csv_read_file(jmap, job_map_path, &err) < 0
+            || (n = pflex_jobmap_rows(jmap, &rows, &err)) < 0) {
+            fprintf(stderr, "pflex controller: %s\n", err.text);
+            goto out;
+        }
+        cfg.job_map = rows;
+        cfg.job_map_n = (size_t)n;
+    }
     if (token_file && !(token = read_secret(token_file)))
+        goto out;
+    if (api_token_file && !(api_token = read_secret(api_token_file)))
         goto out;
     if (vtn_secret && !(secret = read_secret(vtn_secret)))
         goto out;
@@ -316,6 +387,27 @@ static int run(int argc, char **argv)
             fprintf(stderr, "pflex controller: %s\n", err.text);
             goto out;
         }
+    if (listen) {
+        api = (struct ctl_api){.ctl = ctl, .token = api_token, .log = log};
+        struct pflex_http_limits lim = {.max_body = 4096, .read_rate = 50, .read_burst = 100,
+                                        .write_rate = 5, .write_burst = 10};
+        if (pflex_http_server_start(listen, &lim, ctl_api_handle, &api, &srv, &err) < 0) {
+            fprintf(stderr, "pflex controller: --listen %s: %s\n", listen, err.text);
+            goto out;
+        }
+        fprintf(log, "listening on %s (port %u)\n", listen, pflex_http_server_port(srv));
+        fflush(log);
+        if (port_file) {
+            char tmpf[4200];
+            snprintf(tmpf, sizeof tmpf, "%s.tmp", port_file);
+            FILE *pf = fopen(tmpf, "w");
+            if (!pf || fprintf(pf, "%u\n", pflex_http_server_port(srv)) < 0 || fclose(pf) != 0
+                || rename(tmpf, port_file) < 0) {
+                fprintf(stderr, "pflex controller: %s: %s\n", port_file, strerror(errno));
+                goto out;
+            }
+        }
+    }
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
@@ -334,14 +426,29 @@ static int run(int argc, char **argv)
         }
         if (periods && k + 1 >= periods)
             break;
-        struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
-        while (!stop_now && nanosleep(&ts, &ts) < 0 && errno == EINTR)
-            ;
+        if (srv) {
+            /* serve the API until the next period */
+            while (!stop_now && (wait = next - now_s()) > 0)
+                if (pflex_http_server_run(srv, wait, &err) < 0) {
+                    fprintf(log, "api: %s\n", err.text);
+                    break;
+                }
+        } else {
+            struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
+            while (!stop_now && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+        }
     }
     fprintf(log, "stopping%s; caps stay until their leases expire\n", stop_now ? " on a signal" : "");
     rc = 0;
 out:
+    pflex_http_server_stop(srv);
     ctl_destroy(ctl);
+    pflex_jobmap_destroy(jmap);
+    if (api_token) {
+        memset(api_token, 0, strlen(api_token));
+        free(api_token);
+    }
     pflex_ven_destroy(cfg.ven);
     pflex_target_set_fini(&cli_targets);
     pflex_job_policies_fini(&pol);

@@ -14,46 +14,11 @@
 #include <curl/curl.h>
 #include "controller/agent_client.h"
 #include "controller/controller.h"
+#include "controller/ctl_int.h"
+#include "controller/prom_source.h"
 #include "pflex/audit.h"
 #include "pflex/learn.h"
 #include "pflex/safeplan.h"
-
-struct ctl_agent {
-    agent_client_t *client;
-    struct agent_status st;     /* last answer */
-    int seen, up;
-};
-
-struct ctl_job {
-    char name[64];
-    pflex_learn_t *learn;
-    struct pflex_learn_curve curve;
-    double *hi;                 /* loss + z sd, beside the curve */
-    size_t hi_cap;
-    double last_cap;            /* the common enforced cap last period; NaN: none */
-    double min_w, max_w;
-    unsigned probe_wait;        /* periods before the next probe */
-    unsigned probe_left;        /* periods the current probe still holds */
-    double probe_cap;
-    int seen_now;
-};
-
-struct ctl {
-    struct ctl_config c;
-    struct ctl_agent *agents;
-    struct ctl_job *jobs;
-    size_t njobs, cap_jobs;
-    pflex_target_set_t targets;
-    uint64_t recorded_seq;      /* targets below this seq are in the audit */
-    pflex_audit_t *audit;
-    pflex_oadr_events_t evs;
-    struct pflex_safe_plan plan;
-    unsigned long periods;
-    /* per period scratch */
-    struct pflex_site_gpu *gpus;
-    struct pflex_site_job *sjobs;
-    size_t *gpu_agent, *gpu_slot, cap_gpus, cap_sjobs, cap_ga, cap_gs;
-};
 
 static void logf_(ctl_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void logf_(ctl_t *c, const char *fmt, ...)
@@ -89,6 +54,10 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
         c->c.z = 2;
     if (c->c.vtn_every <= 0)
         c->c.vtn_every = 1;
+    if (c->c.status_every <= 0)
+        c->c.status_every = 10;
+    c->last_limit_w = INFINITY;
+    c->last_measured_w = NAN;
     pflex_target_set_init(&c->targets);
     pflex_safe_plan_init(&c->plan);
     c->agents = calloc(cfg->nagents, sizeof *c->agents);
@@ -102,6 +71,17 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
             ctl_destroy(c);
             return -1;
         }
+    /* two queries a period: each bounded by 0.4 period, so that a server
+     * that hangs never delays the renewal of the leases past their end */
+    long prom_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 2000;
+    if (prom_ms > (long)(400 * c->c.period_s))
+        prom_ms = (long)(400 * c->c.period_s);
+    if (prom_ms < 50)
+        prom_ms = 50;
+    if (cfg->prometheus_url && prom_source_create(cfg->prometheus_url, prom_ms, &c->prom, err) < 0) {
+        ctl_destroy(c);
+        return -1;
+    }
     if (cfg->db_path && pflex_audit_open(cfg->db_path, &c->audit, err) < 0) {
         ctl_destroy(c);
         return -1;
@@ -150,6 +130,7 @@ void ctl_destroy(ctl_t *c)
     for (size_t a = 0; c->agents && a < c->c.nagents; a++)
         agent_client_destroy(c->agents[a].client);
     free(c->agents);
+    prom_source_destroy(c->prom);
     for (size_t j = 0; j < c->njobs; j++) {
         pflex_learn_destroy(c->jobs[j].learn);
         pflex_learn_curve_fini(&c->jobs[j].curve);
@@ -260,6 +241,37 @@ static void audit_targets(ctl_t *c, double now)
         logf_(c, "audit: %s", err.text);
 }
 
+/* The job map file's jobs on st's host, in place of the agent's own; a
+ * job's throughput stays what the source measured for that name. */
+static void apply_job_map(ctl_t *c, struct agent_status *st)
+{
+    struct agent_job jobs[AGENT_MAX_JOBS];
+    size_t n = 0;
+    for (size_t r = 0; r < c->c.job_map_n; r++) {
+        const struct pflex_jobmap_row *row = &c->c.job_map[r];
+        if (strcmp(row->host, st->host) || row->gpu < 0)
+            continue;
+        size_t k = 0;
+        while (k < n && strcmp(jobs[k].name, row->job))
+            k++;
+        if (k == n) {
+            if (n == AGENT_MAX_JOBS || strlen(row->job) >= sizeof jobs[0].name)
+                continue;
+            memset(&jobs[n], 0, sizeof jobs[n]);
+            snprintf(jobs[n].name, sizeof jobs[n].name, "%s", row->job);
+            jobs[n].throughput = NAN;
+            for (size_t m = 0; m < st->njobs; m++)
+                if (!strcmp(st->job[m].name, row->job))
+                    jobs[n].throughput = st->job[m].throughput;
+            n++;
+        }
+        if (jobs[k].ngpus < AGENT_MAX_GPUS)
+            jobs[k].gpus[jobs[k].ngpus++] = row->gpu;
+    }
+    memcpy(st->job, jobs, n * sizeof *jobs);
+    st->njobs = n;
+}
+
 int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t *err)
 {
     memset(r, 0, sizeof *r);
@@ -276,20 +288,74 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
         } else if (c->evs.skipped)
             logf_(c, "vtn: %zu left out: %s", c->evs.skipped, c->evs.note);
     }
-    pflex_target_set_expire(&c->targets, now);
+    /* a target is kept a day past its end: the ramp of the one that
+     * follows starts from it (pflex/target.h), and an interval of an
+     * event follows the one before without a gap */
+    pflex_target_set_expire(&c->targets, now - 86400);
 
-    /* 2. read the agents */
+    /* 2. read the site: each agent's status, or Prometheus (the agents
+     * then only for their host name and job map, now and then) */
     size_t ngpus = 0;
     double never_w = 0;
+    if (c->prom) {
+        pflex_error_t e2;
+        c->prom_ok = prom_source_read(c->prom, &e2) == 0;
+        if (!c->prom_ok) {
+            logf_(c, "prometheus: %s (caps held)", e2.text);
+            if (c->audit)
+                pflex_audit_note(c->audit, now, "prometheus", e2.text, NULL);
+        }
+    }
     for (size_t a = 0; a < c->c.nagents; a++) {
         struct ctl_agent *ag = &c->agents[a];
         struct agent_status st;
         pflex_error_t e2;
-        ag->up = agent_client_status(ag->client, &st, &e2) == 0;
-        if (ag->up) {
-            ag->st = st;
-            ag->seen = 1;
+        if (!c->prom) {
+            ag->up = ag->tele = agent_client_status(ag->client, &st, &e2) == 0;
+            if (ag->up) {
+                ag->st = st;
+                ag->seen = 1;
+            }
         } else {
+            if (!ag->meta_seen || (c->periods - 1) % (unsigned long)c->c.status_every == 0) {
+                if (agent_client_status(ag->client, &st, &e2) == 0) {
+                    ag->meta = st;
+                    ag->meta_seen = 1;
+                } else
+                    logf_(c, "agent %s: %s", agent_client_url(ag->client), e2.text);
+            }
+            if (!ag->meta_seen) {
+                ag->up = ag->tele = 0;
+                snprintf(e2.text, sizeof e2.text, "never reached: its host name is unknown");
+            } else if (c->prom_ok) {
+                ag->up = ag->tele = prom_source_status(c->prom, ag->meta.host, &st) == 0;
+                if (ag->up) {
+                    /* the job map is the agent's; the throughput Prometheus's */
+                    struct agent_status fresh = st;
+                    st.njobs = 0;
+                    for (size_t m = 0; m < ag->meta.njobs; m++) {
+                        st.job[st.njobs] = ag->meta.job[m];
+                        st.job[st.njobs].throughput = NAN;
+                        for (size_t q = 0; q < fresh.njobs; q++)
+                            if (!strcmp(fresh.job[q].name, ag->meta.job[m].name))
+                                st.job[st.njobs].throughput = fresh.job[q].throughput;
+                        st.njobs++;
+                    }
+                    ag->st = st;
+                    ag->seen = 1;
+                } else
+                    snprintf(e2.text, sizeof e2.text, "no fresh series of host '%s' in Prometheus",
+                             ag->meta.host);
+            } else {
+                /* no telemetry at all: the agent is still there to hold
+                 * its caps (the plan holds: nothing rises) */
+                ag->up = ag->seen;
+                ag->tele = 0;
+            }
+        }
+        if (ag->up && c->c.job_map)
+            apply_job_map(c, &ag->st);
+        if (!ag->up) {
             r->agents_down++;
             logf_(c, "agent %s: %s", agent_client_url(ag->client), e2.text);
         }
@@ -319,10 +385,10 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
             const struct agent_gpu *ug = &ag->st.gpu[k];
             struct pflex_site_gpu *sg = &c->gpus[g];
             *sg = (struct pflex_site_gpu){.job = -1, .reachable = ag->up && ug->ok,
-                                          .telemetry_ok = ag->up && isfinite(ug->power_w),
+                                          .telemetry_ok = ag->up && ag->tele && isfinite(ug->power_w),
                                           .min_cap_w = ug->min_w, .max_cap_w = ug->max_w,
                                           .cap_w = ug->limit_w};
-            if (sg->reachable && isfinite(ug->power_w)) {
+            if (sg->telemetry_ok) {
                 measured += ug->power_w;
                 any_power = 1;
             }
@@ -372,7 +438,7 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
             n++;
         }
         for (size_t a = 0; a < c->c.nagents && ok; a++) {
-            if (!c->agents[a].up)
+            if (!c->agents[a].up || !c->agents[a].tele)
                 continue;
             for (size_t m = 0; m < c->agents[a].st.njobs; m++)
                 if (!strcmp(c->agents[a].st.job[m].name, cj->name)
@@ -478,6 +544,25 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
         }
     }
     struct agent_cap caps[AGENT_MAX_GPUS];
+    /* cuts first: every GPU whose cap falls, on every agent, before any
+     * cap rises anywhere, so that the site never sums a raise on one node
+     * with a cut not yet made on another */
+    for (size_t a = 0; a < c->c.nagents; a++) {
+        struct ctl_agent *ag = &c->agents[a];
+        if (!ag->up)
+            continue;
+        size_t n = 0;
+        for (size_t k = 0; k < g; k++) {
+            const struct agent_gpu *ug = &ag->st.gpu[c->gpu_slot[k]];
+            if (c->gpu_agent[k] == a && c->gpus[k].reachable
+                && !(c->plan.cap_w[k] >= ug->limit_w - 0.5))
+                caps[n++] = (struct agent_cap){.gpu = ug->index, .cap_w = c->plan.cap_w[k],
+                                               .enforced_w = NAN};
+        }
+        pflex_error_t e2;
+        if (n && agent_client_put_caps(ag->client, caps, n, c->c.lease_s, &e2) < 0)
+            logf_(c, "agent %s: %s", agent_client_url(ag->client), e2.text);
+    }
     for (size_t a = 0; a < c->c.nagents; a++) {
         struct ctl_agent *ag = &c->agents[a];
         if (!ag->up)
@@ -543,6 +628,10 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
                 logf_(c, "vtn report: %s", e2.text);
         }
 
+    c->last_limit_w = limit;
+    c->last_measured_w = any_power ? measured + c->c.other_w : NAN;
+    c->last_t = now;
+    c->last_agents_down = r->agents_down;
     r->limit_w = limit;
     r->worst_w = c->plan.worst_w;
     r->measured_w = any_power ? measured + c->c.other_w : NAN;

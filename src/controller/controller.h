@@ -7,8 +7,10 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <jansson.h>
 #include "pflex/error.h"
 #include "pflex/jobpolicy.h"
+#include "pflex/slurm.h"
 #include "pflex/openadr.h"
 #include "pflex/target.h"
 
@@ -32,6 +34,16 @@ struct ctl_config {
     struct pflex_oadr_opts oadr;    /* for the VEN's polls */
     int vtn_every;                  /* poll the VTN every N periods; <= 0: 1 */
     FILE *log;                      /* one line per period and per problem; NULL: none */
+    /* Telemetry from a Prometheus server instead of each agent's status:
+     * the agents are then asked only for their host name and job map,
+     * every status_every periods (<= 0: 10), and for the caps. */
+    const char *prometheus_url;     /* NULL: read the agents */
+    int status_every;
+    /* A job map (pflex/slurm.h rows: job, host, GPU) in place of the
+     * agents' own: a job's GPUs on a host are the rows naming the agent's
+     * host name; NULL: the agents' maps.  Borrowed. */
+    const struct pflex_jobmap_row *job_map;
+    size_t job_map_n;
 };
 
 typedef struct ctl ctl_t;
@@ -62,5 +74,12 @@ const struct pflex_learn_curve *ctl_job_curve(const ctl_t *c, const char *job);
 
 /* One control period at unix time now. */
 int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t *err);
+
+/* The state after the last period, for the controller's own API
+ * (status.c): GET /v1/status as JSON (the caller owns it), and GET
+ * /metrics as Prometheus text (malloc'd, *len its length; NULL out of
+ * memory).  now resolves the target in force. */
+json_t *ctl_status_json(const ctl_t *c, double now);
+char *ctl_metrics(const ctl_t *c, double now, size_t *len);
 
 #endif

@@ -1,0 +1,224 @@
+/* controller_bench.c — one control period of `pflex controller run` (read
+ * telemetry, learn, plan, push) for N nodes of 8 simulated GPUs, the
+ * agents simulated in this process: one loopback HTTP server answers for
+ * all N (agent K at http://127.0.0.1:PORT/n/K, the real agent's
+ * GET /v1/status and PUT /v1/caps JSON), each node a simulated 8-GPU job
+ * (the public sim API).  The site follows a target of 75 % of its
+ * maximum.  Prints the median and the slowest wall time of a period, the
+ * first (unlimited) period left out; asserts nothing.
+ *
+ *   controller_bench [NODES [PERIODS]]      (defaults 1000 and 12)
+ */
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <math.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "controller/controller.h"
+#include "pflex/gpu.h"
+#include "pflex/model.h"
+#include "pflex/sim.h"
+
+#define NG 8
+
+struct node {
+    pthread_mutex_t mu;
+    pflex_sim_job_t *job;
+    pflex_gpu_t gpu;
+    const struct pflex_gpu_kind *kind;
+    char name[32];
+};
+
+static struct node *nodes;
+static unsigned nnodes;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_t *j)
+{
+    char *s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+    enum MHD_Result ok = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static json_t *gpu_json(struct node *n, unsigned i)
+{
+    pflex_error_t err;
+    double cap = NAN;
+    struct pflex_gpu_sample s = {.power_w = NAN};
+    pflex_gpu_get_cap(&n->gpu, i, &cap, &err);
+    pflex_gpu_sample(&n->gpu, i, &s, &err);
+    return json_pack("{s:i, s:s, s:b, s:f, s:f, s:f, s:f, s:f}", "gpu", (int)i, "uuid", "SIM", "ok", 1,
+                     "limit_w", cap, "enforced_w", cap, "power_w", s.power_w, "min_w", n->kind->min_cap_w,
+                     "max_w", n->kind->max_cap_w);
+}
+
+struct upload {
+    char buf[16384];
+    size_t len;
+};
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                              const char *version, const char *data, size_t *size, void **con)
+{
+    (void)cls;
+    (void)version;
+    struct upload *u = *con;
+    if (!u) {
+        *con = calloc(1, sizeof *u);
+        return *con ? MHD_YES : MHD_NO;
+    }
+    if (*size) {
+        size_t n = *size < sizeof u->buf - 1 - u->len ? *size : sizeof u->buf - 1 - u->len;
+        memcpy(u->buf + u->len, data, n);
+        u->len += n;
+        *size = 0;
+        return MHD_YES;
+    }
+    unsigned k;
+    int off = 0;
+    if (sscanf(url, "/n/%u%n", &k, &off) != 1 || k >= nnodes)
+        return send_json(c, 404, json_pack("{s:s}", "error", "no such node"));
+    struct node *n = &nodes[k];
+    const char *path = url + off;
+    pthread_mutex_lock(&n->mu);
+    enum MHD_Result r;
+    pflex_error_t err;
+    if (!strcmp(path, "/v1/status")) {
+        struct pflex_sim_measure m = {0};
+        pflex_sim_job_measure(n->job, 0, &m, &err);
+        json_t *gpus = json_array(), *idx = json_array();
+        for (unsigned i = 0; i < NG; i++) {
+            json_array_append_new(gpus, gpu_json(n, i));
+            json_array_append_new(idx, json_integer(i));
+        }
+        r = send_json(c, 200, json_pack("{s:s, s:o, s:[{s:s, s:o, s:f}]}", "hostname", n->name, "gpus", gpus,
+                                        "jobs", "job", n->name, "gpus", idx, "throughput", m.throughput));
+    } else if (!strcmp(path, "/v1/caps") && !strcmp(method, "PUT")) {
+        json_t *j = json_loadb(u->buf, u->len, 0, NULL), *caps = json_object_get(j, "caps"), *e;
+        json_t *applied = json_array();
+        size_t i;
+        json_array_foreach(caps, i, e) {
+            json_int_t g = json_integer_value(json_object_get(e, "gpu"));
+            double w = json_number_value(json_object_get(e, "cap_w"));
+            if (g >= 0 && g < NG && w >= n->kind->min_cap_w && w <= n->kind->max_cap_w
+                && pflex_gpu_set_cap(&n->gpu, (unsigned)g, w, &err) == 0)
+                json_array_append_new(applied, gpu_json(n, (unsigned)g));
+        }
+        json_decref(j);
+        r = send_json(c, 200, json_pack("{s:o, s:[]}", "applied", applied, "errors"));
+    } else {
+        r = send_json(c, 404, json_pack("{s:s}", "error", "not found"));
+    }
+    pthread_mutex_unlock(&n->mu);
+    return r;
+}
+
+static void done(void *cls, struct MHD_Connection *c, void **con, enum MHD_RequestTerminationCode t)
+{
+    (void)cls;
+    (void)c;
+    (void)t;
+    free(*con);
+    *con = NULL;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    nnodes = argc > 1 ? (unsigned)atoi(argv[1]) : 1000;
+    int periods = argc > 2 ? atoi(argv[2]) : 12;
+    if (nnodes < 1 || nnodes > 100000 || periods < 2) {
+        fprintf(stderr, "usage: controller_bench [NODES [PERIODS]]\n");
+        return 2;
+    }
+    nodes = calloc(nnodes, sizeof *nodes);
+    char **urls = calloc(nnodes, sizeof *urls);
+    struct pflex_job_desc d;
+    pflex_error_t err;
+    if (!nodes || !urls || pflex_job_load("llama-8b-pretrain-h200", &d, &err) < 0) {
+        fprintf(stderr, "controller_bench: setup failed\n");
+        return 1;
+    }
+    for (unsigned k = 0; k < nnodes; k++) {
+        pthread_mutex_init(&nodes[k].mu, NULL);
+        if (pflex_sim_job_create(&d, 1 + k, &nodes[k].job, &err) < 0) {
+            fprintf(stderr, "controller_bench: %s\n", err.text);
+            return 1;
+        }
+        pflex_sim_job_gpu(nodes[k].job, &nodes[k].gpu);
+        nodes[k].kind = pflex_sim_job_kind(nodes[k].job);
+        snprintf(nodes[k].name, sizeof nodes[k].name, "node-%u", k);
+    }
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct MHD_Daemon *md = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
+                                             handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                                             MHD_OPTION_THREAD_POOL_SIZE, 2u,
+                                             MHD_OPTION_CONNECTION_LIMIT, 4096u,
+                                             MHD_OPTION_NOTIFY_COMPLETED, done, NULL, MHD_OPTION_END);
+    if (!md) {
+        fprintf(stderr, "controller_bench: cannot start the HTTP server\n");
+        return 1;
+    }
+    unsigned short port = MHD_get_daemon_info(md, MHD_DAEMON_INFO_BIND_PORT)->port;
+    for (unsigned k = 0; k < nnodes; k++) {
+        urls[k] = malloc(64);
+        snprintf(urls[k], 64, "http://127.0.0.1:%u/n/%u", port, k);
+    }
+    struct ctl_config cfg = {.nagents = nnodes, .agent_urls = (const char *const *)urls, .period_s = 5,
+                             .explore_step = 0.05, .timeout_ms = 5000};
+    ctl_t *ctl;
+    if (ctl_create(&cfg, &ctl, &err) < 0) {
+        fprintf(stderr, "controller_bench: %s\n", err.text);
+        return 1;
+    }
+    struct pflex_target t = {.start_s = 0, .end_s = INFINITY, .value = 0.75, .unit = PFLEX_TARGET_FRACTION,
+                             .ramp_s = 0};
+    snprintf(t.source, sizeof t.source, "bench");
+    pflex_target_set_add(ctl_targets(ctl), &t, &err);
+    double *w = calloc((size_t)periods, sizeof *w);
+    struct ctl_period_result r = {0};
+    for (int p = 0; p < periods; p++) {
+        double t0 = now_s();
+        if (ctl_period(ctl, 1000 + 5.0 * p, &r, &err) < 0) {
+            fprintf(stderr, "controller_bench: %s\n", err.text);
+            return 1;
+        }
+        w[p] = now_s() - t0;
+    }
+    qsort(w + 1, (size_t)periods - 1, sizeof *w, cmp);
+    printf("  %u nodes x %d GPUs (%u GPUs, %zu jobs), agents over loopback HTTP in process: one period "
+           "(read, learn, plan, push) median %.3f s, slowest %.3f s over %d periods; last: limit %.0f W, "
+           "worst case %.0f W, %zu agents down\n",
+           nnodes, NG, nnodes * NG, r.jobs, w[1 + (periods - 1) / 2], w[periods - 1], periods - 1, r.limit_w,
+           r.worst_w, r.agents_down);
+    ctl_destroy(ctl);
+    MHD_stop_daemon(md);
+    for (unsigned k = 0; k < nnodes; k++) {
+        pflex_sim_job_destroy(nodes[k].job);
+        free(urls[k]);
+    }
+    free(urls);
+    free(nodes);
+    free(w);
+    return 0;
+}

@@ -1,0 +1,32 @@
+/* prom_source.h — the site's telemetry from a Prometheus server's HTTP API
+ * (controller --prometheus), in place of each agent's /v1/status: the
+ * metric names the agents export, read with the telemetry readers
+ * (pflex/telemetry.h) for the DCGM fields and here for pflex's own. */
+#ifndef PFLEX_CONTROLLER_PROM_SOURCE_H
+#define PFLEX_CONTROLLER_PROM_SOURCE_H
+
+#include "controller/agent_client.h"
+#include "pflex/error.h"
+
+typedef struct prom_source prom_source_t;
+
+/* url: "http://host:port" of the Prometheus server. */
+int prom_source_create(const char *url, long timeout_ms, prom_source_t **out, pflex_error_t *err);
+void prom_source_destroy(prom_source_t *p);
+
+/* One instant read of every GPU's power, limit and range, and every job's
+ * throughput.  0, or -1 with err (the server unreachable, an answer that is
+ * not a Prometheus success): the caller then holds. */
+int prom_source_read(prom_source_t *p, pflex_error_t *err);
+
+/* The GPUs of host as the last read saw them (index, power, limit, range,
+ * ok from pflex_gpu_up), and its jobs (name and throughput; no GPU lists:
+ * the job map comes from the agents or a file).  0, or -1 when the read
+ * had no fresh series of host (its agent not scraped: down, or stale). */
+int prom_source_status(const prom_source_t *p, const char *host, struct agent_status *st);
+
+/* The parsers, exposed for tests: the DCGM fields' answer and pflex's own. */
+int prom_source_parse(prom_source_t *p, const char *dcgm, size_t dlen, const char *own, size_t olen,
+                      pflex_error_t *err);
+
+#endif
