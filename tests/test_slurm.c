@@ -394,6 +394,21 @@ static void test_hostile_bounded(void **state)
     free(big);
 }
 
+/* A job id holding a NUL (or another byte no name may hold) is refused at
+ * its line; before, two ids equal up to the NUL were compared past the end
+ * of the shorter one (found by fuzz_slurm). */
+static void test_csv_nul_in_id(void **state)
+{
+    (void)state;
+    static const char csv[] = "job,name,host,gpu\n4242,a,gpu-01,1\n4242\0\0x,a,gpu-01,2\n";
+    pflex_jobmap_t *m = pflex_jobmap_create();
+    pflex_error_t err;
+    assert_non_null(m);
+    assert_int_equal(pflex_jobmap_csv_read_mem(m, csv, sizeof csv - 1, "nul.csv", &err), -1);
+    assert_non_null(strstr(err.text, "nul.csv:3:"));
+    pflex_jobmap_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -409,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_squeue_errors),
         cmocka_unit_test(test_csv_errors),
         cmocka_unit_test(test_hostile_bounded),
+        cmocka_unit_test(test_csv_nul_in_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,7 +52,8 @@ long pflex_jm_intern(struct strtab *t, const char *s, size_t n, int *added)
     size_t h = hash(s, n) & (t->nslot - 1);
     while (t->slot[h]) {
         const char *x = t->s[t->slot[h] - 1];
-        if (strncmp(x, s, n) == 0 && x[n] == 0)
+        /* by length first: s may hold a NUL, and x may be shorter than n */
+        if (strlen(x) == n && memcmp(x, s, n) == 0)
             return (long)t->slot[h] - 1;
         h = (h + 1) & (t->nslot - 1);
     }
