@@ -190,10 +190,11 @@ sleep 3
 kill -0 $cpid || fail "the controller died"
 
 # caps restored when the event ends: no target, every job planned at its
-# maximum cap, and every live GPU at 700 W or within the exploration step
-# (the controller still probes a job 5 % of its uncapped power deeper now
-# and then, to learn, from the uncapped power it learned, which may sit a
-# few % under the truth's: 10 % allows for both)
+# maximum cap, and every live GPU back at 700 W (or within 10 % of the job's
+# uncapped power, the plan's own rounding of a learned baseline).  Between
+# events the controller still walks each curve down with short probes (two
+# periods on, three off, only where the floor allows; docs/controller.md),
+# so a node may be seen mid-probe: each must be seen back within 8 periods.
 [ "$(api GET /v1/status)" = 200 ] || fail "GET /v1/status after the event"
 jq -e '.target == null and ([.jobs[] | select(.cap_w != null) | .cap_w == 700] | all and length == 3)' "$tmp/body" >/dev/null \
     || fail "the plan is not back at 700 W after the event: $(jq -c '[.target, [.jobs[].cap_w]]' "$tmp/body")"
@@ -203,8 +204,15 @@ for j in $jobs; do
     [ $i -le 3 ] || break
     eval "p=\$aport$i"
     p0=$(awk -F, -v j="$j" '$1 == j && $4 == 700 { s += $5; n++ } END { print s / n }' "$tmp/truth.csv")
-    curl -s -m 2 "http://127.0.0.1:$p/v1/status" | jq -e --argjson lo "$p0" '[.gpus[].limit_w | . == 700 or . >= 0.9 * $lo] | all' >/dev/null \
-        || fail "node-$i: caps not restored after the event: $(curl -s "http://127.0.0.1:$p/v1/status" | jq -c '[.gpus[].limit_w]')"
+    back=0; k=0
+    while [ $k -lt 40 ]; do
+        if curl -s -m 2 "http://127.0.0.1:$p/v1/status" |
+                jq -e --argjson lo "$p0" '[.gpus[].limit_w | . == 700 or . >= 0.9 * $lo] | all' >/dev/null; then
+            back=1; break
+        fi
+        sleep 0.1; k=$((k + 1))
+    done
+    [ $back = 1 ] || fail "node-$i: caps not restored after the event: $(curl -s "http://127.0.0.1:$p/v1/status" | jq -c '[.gpus[].limit_w]')"
 done
 
 # 5. what Prometheus saw: site power against the target, every scrape
