@@ -4,7 +4,7 @@
  * GPUs, counted at their maximum limits; one never reached counts at
  * agent_max_w), feed each settled job's (cap, power, throughput) to its
  * learner, plan with pflex_safe_plan on the learned curves against the
- * smallest target limit over the period, probe a little deeper where the
+ * smallest target limit over this period and the next, probe a little deeper where the
  * floor allows, push the caps with leases, and write the period down. */
 #include <math.h>
 #include <stdarg.h>
@@ -481,7 +481,10 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
     }
     double other = c->c.other_w + never_w;
     double baseline = c->c.baseline_w > 0 ? c->c.baseline_w : sum_max;
-    double limit = pflex_target_limit_min_w(&c->targets, now, now + c->c.period_s, baseline,
+    /* The lowest limit over this period and the next: the caps pushed now
+     * must still hold if the next period runs late (a slow agent, a busy
+     * host), so a step down is met one period early rather than late. */
+    double limit = pflex_target_limit_min_w(&c->targets, now, now + 2 * c->c.period_s, baseline,
                                             sum_max + other);
     struct pflex_safe_input in = {.ngpus = g, .gpus = c->gpus, .njobs = c->njobs, .jobs = c->sjobs,
                                   .limit_w = limit, .other_w = other, .hold = g > 0 && !any_power,
