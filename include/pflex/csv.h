@@ -61,6 +61,10 @@ int pflex_parse_double(const char *s, size_t len, double *out);
  * names are UTF-8 text without control characters, so that every format
  * (CSV, JSON, a table) writes them whole.  *at is the offending byte's
  * offset. */
+/* Optimal string alignment distance of two header names, case ignored (99
+ * past 63 bytes): what every reader's "did you mean" goes by. */
+unsigned pflex_csv_name_distance(const char *a, size_t na, const char *b, size_t nb);
+
 const char *pflex_name_problem(const char *s, size_t len, size_t *at);
 
 /* What the readers of job rows (the PFI CSV, a jobs file) say of a field,

@@ -420,8 +420,8 @@ int pflex_str_append(char **s, const char *text)
 
 /* Optimal string alignment distance of a and b (lengths up to 63), case
  * ignored: edits, and swaps of two neighbours ("gpsu" is 1 from "gpus").
- * The sweep reader's rule, so that every reader guesses alike. */
-static unsigned name_distance(const char *a, size_t na, const char *b, size_t nb)
+ * Every reader's rule for "did you mean", so that they guess alike. */
+unsigned pflex_csv_name_distance(const char *a, size_t na, const char *b, size_t nb)
 {
     if (na > 63 || nb > 63)
         return 99;
@@ -471,7 +471,7 @@ int pflex_csv_header_check(const pflex_csv_t *c, const char *file, const char *k
             if (!cols[k] || idx[k] >= 0)
                 continue;
             size_t n = strlen(cols[k]);
-            unsigned d = name_distance(fd->s, fd->len, cols[k], n);
+            unsigned d = pflex_csv_name_distance(fd->s, fd->len, cols[k], n);
             unsigned limit = (n <= 4 || fd->len <= 4) ? 1 : 2;
             /* a tie goes to the name of the same length ("gpsu": gpus, not gpu) */
             if (d <= limit && (d < bd || (d == bd && n == fd->len)))

@@ -438,33 +438,6 @@ static void job_out(const struct jobkey *jk, const struct jobmeta *jm, const cha
                     struct pflex_sweep_job *job);
 static int next_record(struct src *s, pflex_error_t *err);
 
-/* Optimal string alignment distance of a and b (lengths up to 63), case
- * ignored: edits, and swaps of two neighbours ("gpsu" is 1 from "gpus"). */
-static unsigned name_distance(const char *a, size_t na, const char *b, size_t nb)
-{
-    if (na > 63 || nb > 63)
-        return 99;
-    unsigned d[64][64];
-    for (size_t i = 0; i <= na; i++)
-        d[i][0] = (unsigned)i;
-    for (size_t j = 0; j <= nb; j++)
-        d[0][j] = (unsigned)j;
-    for (size_t i = 1; i <= na; i++)
-        for (size_t j = 1; j <= nb; j++) {
-            int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
-            unsigned best = d[i - 1][j - 1] + (ca != cb);
-            if (d[i - 1][j] + 1 < best)
-                best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best)
-                best = d[i][j - 1] + 1;
-            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2])
-                && tolower((unsigned char)a[i - 2]) == cb && d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
-        }
-    return d[na][nb];
-}
-
 /* The column k the header field f may have meant: one the header lacks,
  * within one edit (names of up to 4 bytes) or two; -1 when none is. */
 static int near_column(const struct pflex_csv_field *f, const char *const headers[COL_COUNT],
@@ -476,7 +449,7 @@ static int near_column(const struct pflex_csv_field *f, const char *const header
         if (idx[k] >= 0)
             continue;
         size_t n = strlen(headers[k]);
-        unsigned d = name_distance(f->s, f->len, headers[k], n);
+        unsigned d = pflex_csv_name_distance(f->s, f->len, headers[k], n);
         unsigned limit = (n <= 4 || f->len <= 4) ? 1 : 2;
         /* a tie goes to the name of the same length ("gpsu": gpus, not gpu) */
         if (d <= limit && (d < bd || (d == bd && n == f->len)))
