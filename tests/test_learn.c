@@ -195,7 +195,13 @@ static void test_probe_keeps_floor(void **state)
         double xp, cap;
         if (!pflex_learn_probe(&cv, floor, z, x_now, 0.05, 0.02, &xp, &cap))
             break;
-        assert_true(xp > x_now && xp <= x_now + 0.05 + 1e-12);
+        /* within a step of what is known: the deepest observed point's
+         * x is its power's, a little past the cap's */
+        double seen = x_now;
+        for (size_t i = 1; i < cv.n; i++)
+            if (cv.count[i] && cv.x[i] > seen)
+                seen = cv.x[i];
+        assert_true(xp > x_now && xp <= seen + 0.05 + 1e-12);
         double safe = pflex_learn_safe_x(&cv, floor, z);
         assert_true(xp <= safe + 1e-12);
         assert_int_equal(pflex_sim_job_expect(j, cap, &m, &err), 0);
@@ -272,12 +278,54 @@ static void test_bad_input(void **state)
     assert_int_equal(pflex_learn_create(&badp, &l, &err), -1);
 }
 
+/* What a fitted point says about its neighbours: the sd past the deepest
+ * cut seen grows from the point's own to the prior's over corr_dx, the
+ * mean follows the prior's shape from the point; probes near the plan stay
+ * within a step of it. */
+static void test_reach(void **state)
+{
+    (void)state;
+    struct pflex_learn_config c = {.min_cap_w = 200, .max_cap_w = 700, .prior_pfi = 1.5};
+    pflex_learn_t *l;
+    pflex_error_t err;
+    assert_int_equal(pflex_learn_create(&c, &l, &err), 0);
+    /* uncapped, then at 490 W (x = 0.3) a loss of 0.12 (PFI 2.5) */
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(pflex_learn_observe(l, 700, 700 + (i % 2 ? 1 : -1), 1000 + (i % 2 ? 3 : -3), &err), 0);
+        assert_int_equal(pflex_learn_observe(l, 490, 490 + (i % 2 ? 1 : -1), 880 + (i % 2 ? 3 : -3), &err), 0);
+    }
+    struct pflex_learn_curve cv;
+    pflex_learn_curve_init(&cv);
+    assert_int_equal(pflex_learn_fit(l, &cv, &err), 0);
+    double sd_seen = pflex_learn_sd(&cv, 0.3), sd_near = pflex_learn_sd(&cv, 0.34);
+    double sd_far = pflex_learn_sd(&cv, 0.46), l_near = pflex_learn_loss(&cv, 0.34);
+    print_message("  seen at x 0.30: sd %.4f; at 0.34: L %.4f sd %.4f; at 0.46: sd %.4f (prior sd 0.10)\n",
+                  sd_seen, l_near, sd_near, sd_far);
+    assert_true(sd_seen < 0.01);
+    /* 0.04 past it: sqrt(sd_seen^2 + 0.1^2 * 0.04 / 0.1) */
+    assert_true(fabs(sd_near - sqrt(sd_seen * sd_seen + 0.004)) < 0.01);
+    assert_true(fabs(sd_far - 0.10) < 1e-9);
+    /* the mean: the point's level plus the prior's rise, 0.04 / 1.5 */
+    assert_true(fabs(l_near - (pflex_learn_loss(&cv, 0.3) + 0.04 / 1.5)) < 0.01);
+    double xp, cap;
+    assert_int_equal(pflex_learn_probe_near(&cv, 0.5, 2, 0.1, 0.05, 0.001, &xp, &cap), 1);
+    assert_true(xp > 0.1 && xp <= 0.15 + 1e-12);
+    /* between the origin and 0.3 a bridge: least known half-way */
+    double mid = pflex_learn_sd(&cv, 0.16);
+    assert_true(mid > pflex_learn_sd(&cv, 0.04) && mid > pflex_learn_sd(&cv, 0.26) && mid < 0.1);
+    assert_int_equal(pflex_learn_probe(&cv, 0.5, 2, 0.3, 0.05, 0.001, &xp, &cap), 1);
+    assert_true(xp > 0.3 && xp <= 0.35 + 1e-9);     /* the walk goes on from the deepest cut seen */
+    pflex_learn_curve_fini(&cv);
+    pflex_learn_destroy(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_convergence),
         cmocka_unit_test(test_probe_keeps_floor),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_reach),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,10 +14,20 @@
  * within bins, noise_sd until there is enough of it) give
  *     mean = (L_prior/prior_sd^2 + n_b L_b/sigma^2) / (1/prior_sd^2 + n_b/sigma^2),
  *     sd   = (1/prior_sd^2 + n_b/sigma^2)^(-1/2);
- * where no bin lies within grid_dx of a grid point the prior stands alone
- * (sd = prior_sd).  The points are then made monotone (weighted isotonic
- * regression, pool-adjacent-violators, through (0, 0)): a larger cut never
- * loses less.  The prior is the predicted curve of the job, or its PFI as
+ * where no bin lies within grid_dx of a grid point, the curve's departure
+ * from the prior there is that of a Wiener process in x (variance
+ * prior_sd^2 / corr_dx per unit of x) through the fitted points, the
+ * origin first: between two of them a Brownian bridge (the departures
+ * interpolated, the variance theirs interpolated plus
+ * q (x - x_a)(x_b - x)/(x_b - x_a)); past the deepest its departure, the
+ * variance growing by q (x - x_a); never more than prior_sd^2.  A loss
+ * curve is continuous: what a job lost at x_a says much about x_a + 0.05
+ * and less and less further on.  At z = 2 a probe a step of 0.05 past the
+ * deepest cut seen keeps a margin of 2 prior_sd sqrt(0.05 / corr_dx)
+ * (0.14 at the defaults) for a curve steeper than the prior's.  The
+ * points are then made monotone (weighted isotonic regression,
+ * pool-adjacent-violators, through (0, 0)): a larger cut never loses
+ * less.  The prior is the predicted curve of the job, or its PFI as
  * L = x/PFI (SPEC §2 pointwise form), or with neither, proportional loss
  * (PFI = 1), which is pessimistic for almost every training job.
  *
@@ -38,6 +48,7 @@ struct pflex_learn_config {
                                      * estimated; <= 0: 0.03 */
     double prior_sd;                /* sd of the prior curve; <= 0: 0.10 */
     double grid_dx;                 /* spacing of the prior's points; <= 0: 0.02 */
+    double corr_dx;                 /* reach of a fitted point along x (above); <= 0: 0.10 */
     /* The prior: n >= 2 ascending x from 0 with loss (copied), or n = 0
      * and pfi > 0 for L = x/PFI, or neither for L = x. */
     size_t prior_n;
@@ -98,5 +109,10 @@ double pflex_learn_safe_x(const struct pflex_learn_curve *c, double floor, doubl
  * probing or nothing is safe. */
 int pflex_learn_probe(const struct pflex_learn_curve *c, double floor, double z, double x_now,
                       double step, double min_sd, double *x_probe, double *cap_w);
+
+/* The same within a step of the plan only, (x_now, x_now + step]: where
+ * the plan is about to go, for use while a target is in force. */
+int pflex_learn_probe_near(const struct pflex_learn_curve *c, double floor, double z, double x_now,
+                           double step, double min_sd, double *x_probe, double *cap_w);
 
 #endif

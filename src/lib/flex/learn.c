@@ -38,6 +38,8 @@ int pflex_learn_create(const struct pflex_learn_config *c, pflex_learn_t **out, 
         l->c.prior_sd = 0.10;
     if (!(l->c.grid_dx > 0))
         l->c.grid_dx = 0.02;
+    if (!(l->c.corr_dx > 0))
+        l->c.corr_dx = 0.10;
     l->c.prior_x = l->c.prior_loss = NULL;
     if (c->prior_n) {
         if (c->prior_n < 2 || !c->prior_x || !c->prior_loss || c->prior_x[0] != 0) {
@@ -237,13 +239,41 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
             pts[np++] = (struct pt){x, mean, prec, b->cap, b->n};
         }
     size_t ndata = np;
+    /* The fitted points sorted (the origin stays first), as anchors of the
+     * grid points between and past them. */
+    qsort(pts + 1, np - 1, sizeof *pts, cmp_pt);
+    double q = psd * psd / l->c.corr_dx;
+    size_t an = 0;
     for (size_t g = 1; g <= ngrid; g++) {
         double x = g * dx;
         int near = 0;
         for (size_t i = 1; i < ndata && !near; i++)
             near = fabs(pts[i].x - x) < dx;
-        if (!near)
-            pts[np++] = (struct pt){x, prior_at(l, x), 1 / (psd * psd), p0 * (1 - x), 0};
+        if (near)
+            continue;
+        /* The curve's departure from the prior is an Wiener process in x
+         * (variance q per unit of x) through the fitted points: between
+         * two of them an bridge, past the deepest the last one's departure
+         * with its variance growing, never beyond the prior's own. */
+        while (an + 1 < ndata && pts[an + 1].x < x)
+            an++;
+        double ra = an ? pts[an].y - prior_at(l, pts[an].x) : 0, va = an ? 1 / pts[an].w : 0;
+        double r, var;
+        if (an + 1 < ndata) {
+            const struct pt *b = &pts[an + 1];
+            double rb = b->y - prior_at(l, b->x), vb = 1 / b->w;
+            double t = (x - pts[an].x) / (b->x - pts[an].x);
+            r = (1 - t) * ra + t * rb;
+            var = (1 - t) * (1 - t) * va + t * t * vb + q * (x - pts[an].x) * (b->x - x) / (b->x - pts[an].x);
+        } else {
+            r = ra;
+            var = va + q * (x - pts[an].x);
+        }
+        if (var > psd * psd)
+            var = psd * psd;
+        if (var < 1e-12)
+            var = 1e-12;
+        pts[np++] = (struct pt){x, prior_at(l, x) + r, 1 / var, p0 * (1 - x), 0};
     }
     qsort(pts + 1, np - 1, sizeof *pts, cmp_pt);
     /* Merge points at the same x (to the allocator's strict order). */
@@ -360,6 +390,9 @@ double pflex_learn_safe_x(const struct pflex_learn_curve *c, double floor, doubl
     return c->x[c->n - 1];
 }
 
+static int probe_from(const struct pflex_learn_curve *c, double floor, double z, double x_now,
+                      double x_known, double step, double min_sd, double *x_probe, double *cap_w);
+
 int pflex_learn_probe(const struct pflex_learn_curve *c, double floor, double z, double x_now,
                       double step, double min_sd, double *x_probe, double *cap_w)
 {
@@ -372,6 +405,20 @@ int pflex_learn_probe(const struct pflex_learn_curve *c, double floor, double z,
     for (size_t i = 1; i < c->n; i++)
         if (c->count[i] && c->x[i] > x_known)
             x_known = c->x[i];
+    return probe_from(c, floor, z, x_now, x_known, step, min_sd, x_probe, cap_w);
+}
+
+int pflex_learn_probe_near(const struct pflex_learn_curve *c, double floor, double z, double x_now,
+                           double step, double min_sd, double *x_probe, double *cap_w)
+{
+    if (c->n < 2 || !c->has_baseline || !(step > 0))
+        return 0;
+    return probe_from(c, floor, z, x_now, x_now, step, min_sd, x_probe, cap_w);
+}
+
+static int probe_from(const struct pflex_learn_curve *c, double floor, double z, double x_now,
+                      double x_known, double step, double min_sd, double *x_probe, double *cap_w)
+{
     double hi = x_known + step, safe = pflex_learn_safe_x(c, floor, z);
     if (hi > safe)
         hi = safe;
