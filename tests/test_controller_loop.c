@@ -514,12 +514,95 @@ static void test_hold(void **state)
     fake_stop(&f[1]);
 }
 
+/* Tokens the three jobs make over an event (the simulator's expectation
+ * at the caps each period leaves), the controller planning with the
+ * given objective; and equal cuts' on the same event (every GPU at the
+ * same cap meeting the limit, the worst case as the controller counts it). */
+static double event_tokens(int progress, double *equal_tokens)
+{
+    static const char *presets[NAGENTS] = {"llama-8b-pretrain-h200", "olmoe-1b-7b-pretrain-h200",
+                                           "llama-8b-pretrain-h100"};
+    struct fake f[NAGENTS];
+    char urls[NAGENTS][64];
+    const char *url_p[NAGENTS];
+    for (int a = 0; a < NAGENTS; a++) {
+        fake_start(&f[a], presets[a], 200 + a);
+        snprintf(urls[a], sizeof urls[a], "http://127.0.0.1:%u", f[a].port);
+        url_p[a] = urls[a];
+    }
+    const double P = 5;
+    struct ctl_config cfg = {.nagents = NAGENTS, .agent_urls = url_p, .timeout_ms = 2000,
+                             .period_s = P, .explore_step = 0.05, .agent_max_w = 8 * 700,
+                             .floor = 0.5, .progress = progress};
+    if (getenv("PFLEX_DEBUG"))
+        cfg.log = stderr;
+    ctl_t *c;
+    pflex_error_t err;
+    if (ctl_create(&cfg, &c, &err) < 0)
+        fail_msg("%s", err.text);
+    double site_max = 0;
+    for (int a = 0; a < NAGENTS; a++)
+        site_max += NG * f[a].kind->max_cap_w;
+    struct pflex_target t = {.start_s = 20 * P, .end_s = 60 * P, .value = 0.7 * site_max,
+                             .unit = PFLEX_TARGET_WATTS, .ramp_s = 0};
+    snprintf(t.source, sizeof t.source, "schedule");
+    assert_int_equal(pflex_target_set_add(ctl_targets(c), &t, &err), 0);
+    double tokens = 0, eq = 0;
+    for (int k = 0; k < 60; k++) {
+        struct ctl_period_result r;
+        if (ctl_period(c, k * P, &r, &err) < 0)
+            fail_msg("period %d: %s", k, err.text);
+        if (k < 20)
+            continue;
+        for (int a = 0; a < NAGENTS; a++) {
+            struct pflex_sim_measure m;
+            pthread_mutex_lock(&f[a].mu);
+            assert_int_equal(pflex_sim_job_expect(f[a].job, 0, &m, &err), 0);
+            pthread_mutex_unlock(&f[a].mu);
+            tokens += m.throughput * P;
+            /* equal cuts: 70 % of every GPU's maximum (the kinds share it) */
+            assert_int_equal(pflex_sim_job_expect(f[a].job, 0.7 * f[a].kind->max_cap_w, &m, &err), 0);
+            eq += m.throughput * P;
+        }
+    }
+    if (getenv("PFLEX_DEBUG"))
+        for (int a = 0; a < NAGENTS; a++) {
+            const struct pflex_learn_curve *cv = ctl_job_curve(c, presets[a]);
+            for (size_t i = 0; cv && i < cv->n; i++)
+                print_message("  %s x %.3f L %.3f sd %.3f cap %.0f n %u\n", presets[a], cv->x[i],
+                              cv->loss[i], cv->sd[i], cv->cap_w[i], cv->count[i]);
+        }
+    ctl_destroy(c);
+    for (int a = 0; a < NAGENTS; a++)
+        fake_stop(&f[a]);
+    *equal_tokens = eq;
+    return tokens;
+}
+
+/* The plan's objective, measured: over the same event, the controller
+ * planning for the jobs' summed throughput (the default, SPEC §2) makes
+ * more tokens than planning for GPU-weighted progress when one job's
+ * tokens are worth more watts than the others' (the MoE job here), and
+ * more than equal cuts. */
+static void test_objective(void **state)
+{
+    (void)state;
+    double eq, eq2;
+    double tput = event_tokens(0, &eq);
+    double prog = event_tokens(1, &eq2);
+    print_message("  tokens over the event: throughput objective %.6g, progress objective %.6g, "
+                  "equal cuts %.6g\n", tput, prog, eq);
+    assert_true(tput > prog);
+    assert_true(tput > eq);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_event),
         cmocka_unit_test(test_command),
         cmocka_unit_test(test_hold),
+        cmocka_unit_test(test_objective),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include "pflex/http.h"
 #include "pflex/openadr.h"
 #include "pflex/slurm.h"
+#include "pflex/sweep.h"
 #include "pflex/target.h"
 
 static const char help[] =
@@ -46,6 +47,7 @@ static const char help[] =
 "\n"
 "site and loop:\n"
 "  --agent URL          an agent (repeat for every node)\n"
+"  --agents FILE        agents' URLs, one a line ('#' comments; repeatable)\n"
 "  --token-file FILE    bearer token for the agents' writes (mode 0600)\n"
 "  --prometheus URL     telemetry from this Prometheus server's HTTP API (the\n"
 "                       agents' metric names) instead of each agent's status;\n"
@@ -63,6 +65,10 @@ static const char help[] =
 "                       (default 0)\n"
 "  --jobs FILE          per-job floor (or tier), weight and prior PFI: a CSV\n"
 "                       job,floor|tier,weight,pfi (include/pflex/jobpolicy.h)\n"
+"  --objective O        throughput (default: the jobs' summed rates, SPEC 2;\n"
+"                       their rates must share a unit, tokens/s) or progress\n"
+"                       (each job's rate as a fraction of its own, GPU-weighted:\n"
+"                       for jobs whose rates are in different units)\n"
 "  --explore X          largest probe below the plan, as a power reduction\n"
 "                       (default 0.05; 0: no exploration)\n"
 "  --db FILE            state and audit database (SQLite); a restart resumes\n"
@@ -157,12 +163,78 @@ static char *read_secret(const char *path)
     return strdup(buf);
 }
 
+static int add_url(const char ***list, size_t *n, size_t *cap, const char *url)
+{
+    if (*n == *cap) {
+        size_t c2 = *cap ? 2 * *cap : 256;
+        const char **v = realloc(*list, c2 * sizeof *v);
+        if (!v) {
+            fprintf(stderr, "pflex controller: out of memory\n");
+            return -1;
+        }
+        *list = v;
+        *cap = c2;
+    }
+    (*list)[(*n)++] = url;
+    return 0;
+}
+
+/* The URLs of an agents file onto *list (pointers into *buf, which the
+ * caller frees): one a line, blanks and '#' comments skipped. */
+static int read_agents(const char *path, char **buf, const char ***list, size_t *n, size_t *cap)
+{
+    size_t len;
+    pflex_error_t err;
+    if (pflex_read_all(path, buf, &len, &err) < 0) {
+        fprintf(stderr, "pflex controller: %s\n", err.text);
+        return -1;
+    }
+    if (memchr(*buf, '\0', len)) {
+        fprintf(stderr, "pflex controller: %s: not a text file (a NUL byte)\n", path);
+        return -1;
+    }
+    long line = 0;
+    for (char *p = *buf, *next; p < *buf + len; p = next) {
+        char *e = memchr(p, '\n', (size_t)(*buf + len - p));
+        next = e ? e + 1 : *buf + len;
+        if (e)
+            *e = '\0';
+        line++;
+        char *h = strchr(p, '#');
+        if (h)
+            *h = '\0';
+        while (*p == ' ' || *p == '\t')
+            p++;
+        size_t m = strlen(p);
+        while (m && (p[m - 1] == ' ' || p[m - 1] == '\t' || p[m - 1] == '\r'))
+            p[--m] = '\0';
+        if (!m)
+            continue;
+        if ((strncmp(p, "http://", 7) && strncmp(p, "https://", 8)) || strpbrk(p, " \t") || m > 500) {
+            fprintf(stderr, "pflex controller: %s:%ld: '%.60s' is not an agent's http:// or https:// URL\n",
+                    path, line, p);
+            return -1;
+        }
+        if (add_url(list, n, cap, p) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* An option that takes a number: its name, range, and where it goes. */
+struct num_opt {
+    int id;
+    const char *name;
+    double lo, hi;
+    double *dst;
+};
+
 static int run(int argc, char **argv)
 {
     enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECRET, O_VTN_PROGRAM,
            O_VTN_EVERY, O_VEN_NAME, O_SEED, O_PERIOD, O_LEASE, O_OTHER, O_BASELINE, O_AGENT_MAX,
            O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
-           O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP };
+           O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE };
     static const struct option opts[] = {
         {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
         {"target", required_argument, NULL, O_TARGET}, {"schedule", required_argument, NULL, O_SCHEDULE},
@@ -183,6 +255,8 @@ static int run(int argc, char **argv)
         {"port-file", required_argument, NULL, O_PORT_FILE},
         {"api-token-file", required_argument, NULL, O_API_TOKEN},
         {"vtn-ramp", required_argument, NULL, O_VTN_RAMP},
+        {"agents", required_argument, NULL, O_AGENTS},
+        {"objective", required_argument, NULL, O_OBJECTIVE},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     const char *jobs_path = NULL, *job_map_path = NULL, *listen = NULL, *port_file = NULL,
@@ -194,6 +268,21 @@ static int run(int argc, char **argv)
     double periods = 0, seed = 1, every = 1;
     struct ctl_config cfg = {.period_s = 5, .explore_step = 0.05, .timeout_ms = 2000};
     pflex_oadr_opts_default(&cfg.oadr, 0);
+    const char *agent_files[8];
+    size_t nagent_files = 0;
+    const struct num_opt nums[] = {
+        {O_VTN_EVERY, "--vtn-every", 1, 1e6, &every},
+        {O_SEED, "--seed", 0, 9e15, &seed},
+        {O_PERIOD, "--period", 0.05, 86400, &cfg.period_s},
+        {O_LEASE, "--lease", 0.1, 86400, &cfg.lease_s},
+        {O_OTHER, "--other-w", 0, 1e12, &cfg.other_w},
+        {O_BASELINE, "--baseline-w", 1, 1e12, &cfg.baseline_w},
+        {O_AGENT_MAX, "--agent-max-w", 1, 1e9, &cfg.agent_max_w},
+        {O_FLOOR, "--floor", 0, 1, &cfg.floor},
+        {O_EXPLORE, "--explore", 0, 0.5, &cfg.explore_step},
+        {O_PERIODS, "--periods", 0, 1e12, &periods},
+        {O_STATUS_EVERY, "--status-every", 1, 1e6, &status_every},
+    };
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -218,67 +307,43 @@ static int run(int argc, char **argv)
         case O_VTN_SECRET: vtn_secret = optarg; break;
         case O_VTN_PROGRAM: cfg.oadr.program_id = optarg; break;
         case O_VEN_NAME: cfg.oadr.client_name = optarg; break;
-        case O_VTN_EVERY:
-            if (parse_num("--vtn-every", optarg, 1, 1e6, &every) < 0)
-                return 2;
-            break;
-        case O_SEED:
-            if (parse_num("--seed", optarg, 0, 9e15, &seed) < 0)
-                return 2;
-            break;
-        case O_PERIOD:
-            if (parse_num("--period", optarg, 0.05, 86400, &cfg.period_s) < 0)
-                return 2;
-            break;
-        case O_LEASE:
-            if (parse_num("--lease", optarg, 0.1, 86400, &cfg.lease_s) < 0)
-                return 2;
-            break;
-        case O_OTHER:
-            if (parse_num("--other-w", optarg, 0, 1e12, &cfg.other_w) < 0)
-                return 2;
-            break;
-        case O_BASELINE:
-            if (parse_num("--baseline-w", optarg, 1, 1e12, &cfg.baseline_w) < 0)
-                return 2;
-            break;
-        case O_AGENT_MAX:
-            if (parse_num("--agent-max-w", optarg, 1, 1e9, &cfg.agent_max_w) < 0)
-                return 2;
-            break;
-        case O_FLOOR:
-            if (parse_num("--floor", optarg, 0, 1, &cfg.floor) < 0)
-                return 2;
-            break;
-        case O_EXPLORE:
-            if (parse_num("--explore", optarg, 0, 0.5, &cfg.explore_step) < 0)
-                return 2;
-            break;
         case O_DB: cfg.db_path = optarg; break;
-        case O_PERIODS:
-            if (parse_num("--periods", optarg, 0, 1e12, &periods) < 0)
-                return 2;
-            break;
         case O_LOG: log_path = optarg; break;
         case O_JOBS: jobs_path = optarg; break;
         case O_PROM: cfg.prometheus_url = optarg; break;
-        case O_STATUS_EVERY:
-            if (parse_num("--status-every", optarg, 1, 1e6, &status_every) < 0)
-                return 2;
-            break;
         case O_JOB_MAP: job_map_path = optarg; break;
         case O_LISTEN: listen = optarg; break;
         case O_PORT_FILE: port_file = optarg; break;
         case O_API_TOKEN: api_token_file = optarg; break;
         case O_VTN_RAMP: vtn_ramp = optarg; break;
-        default:
-            return usage("%s", "unknown option");
+        case O_AGENTS:
+            if (nagent_files == 8)
+                return usage("at most %s --agents files", "8");
+            agent_files[nagent_files++] = optarg;
+            break;
+        case O_OBJECTIVE:
+            if (!strcmp(optarg, "throughput"))
+                cfg.progress = 0;
+            else if (!strcmp(optarg, "progress"))
+                cfg.progress = 1;
+            else
+                return usage("--objective %s: want throughput or progress", optarg);
+            break;
+        default: {
+            size_t i = 0;
+            while (i < sizeof nums / sizeof *nums && nums[i].id != c)
+                i++;
+            if (i == sizeof nums / sizeof *nums)
+                return usage("%s", "unknown option");
+            if (parse_num(nums[i].name, optarg, nums[i].lo, nums[i].hi, nums[i].dst) < 0)
+                return 2;
+        }
         }
     }
     if (optind < argc)
         return usage("unexpected argument '%s'", argv[optind]);
-    if (!nagents)
-        return usage("%s", "give at least one --agent URL");
+    if (!nagents && !nagent_files)
+        return usage("%s", "give at least one --agent URL (or --agents FILE)");
     if (vtn && (!vtn_id || !vtn_secret))
         return usage("%s", "--vtn needs --vtn-client-id and --vtn-secret-file");
     if (cfg.lease_s > 0 && cfg.lease_s <= cfg.period_s)
@@ -309,6 +374,19 @@ static int run(int argc, char **argv)
     char *api_token = NULL;
     pflex_http_server_t *srv = NULL;
     struct ctl_api api = {0};
+    char *agent_bufs[8] = {0};
+    const char **urls = NULL;
+    size_t nurls = 0, curls = 0;
+    for (size_t i = 0; i < nagents; i++)
+        if (add_url(&urls, &nurls, &curls, agents[i]) < 0)
+            goto out;
+    for (size_t i = 0; i < nagent_files; i++)
+        if (read_agents(agent_files[i], &agent_bufs[i], &urls, &nurls, &curls) < 0)
+            goto out;
+    if (!nurls) {
+        fprintf(stderr, "pflex controller: the --agents files name no agent\n");
+        goto out;
+    }
     if (jobs_path) {
         if (pflex_job_policies_read(jobs_path, &pol, &err) < 0) {
             fprintf(stderr, "pflex controller: %s\n", err.text);
@@ -358,8 +436,8 @@ static int run(int argc, char **argv)
         }
     }
     cfg.log = log;
-    cfg.nagents = nagents;
-    cfg.agent_urls = agents;
+    cfg.nagents = nurls;
+    cfg.agent_urls = urls;
     cfg.agent_token = token;
     rc = 1;
     if (vtn) {
@@ -462,6 +540,9 @@ out:
     }
     if (log != stderr)
         fclose(log);
+    free(urls);
+    for (size_t i = 0; i < nagent_files; i++)
+        free(agent_bufs[i]);
     return rc;
 }
 

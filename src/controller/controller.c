@@ -8,6 +8,7 @@
  * floor allows, push the caps with leases, and write the period down. */
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,8 @@ void ctl_destroy(ctl_t *c)
         free(c->jobs[j].hi);
     }
     free(c->jobs);
+    free(c->job_index);
+    free(c->gpu_next);
     pflex_target_set_fini(&c->targets);
     pflex_audit_close(c->audit);
     pflex_oadr_events_fini(&c->evs);
@@ -161,12 +164,49 @@ const struct pflex_learn_curve *ctl_job_curve(const ctl_t *c, const char *job)
     return NULL;
 }
 
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* The job index's slot for name: the one holding it, or the empty one
+ * where it would go (open addressing, linear probing, at most half
+ * full). */
+static size_t job_slot(const ctl_t *c, const char *name)
+{
+    size_t mask = c->job_index_n - 1, i = (size_t)name_hash(name) & mask;
+    while (c->job_index[i] && strcmp(c->jobs[c->job_index[i] - 1].name, name))
+        i = (i + 1) & mask;
+    return i;
+}
+
+static int job_index_grow(ctl_t *c)
+{
+    size_t n = c->job_index_n ? 2 * c->job_index_n : 64;
+    size_t *idx = calloc(n, sizeof *idx);
+    if (!idx)
+        return -1;
+    free(c->job_index);
+    c->job_index = idx;
+    c->job_index_n = n;
+    for (size_t j = 0; j < c->njobs; j++)
+        c->job_index[job_slot(c, c->jobs[j].name)] = j + 1;
+    return 0;
+}
+
 static struct ctl_job *job_get(ctl_t *c, const char *name, double min_w, double max_w,
                                pflex_error_t *err)
 {
-    for (size_t j = 0; j < c->njobs; j++)
-        if (!strcmp(c->jobs[j].name, name))
-            return &c->jobs[j];
+    if (2 * (c->njobs + 1) > c->job_index_n && job_index_grow(c) < 0)
+        return pflex_error_set(err, "out of memory"), NULL;
+    char key[sizeof c->jobs[0].name];
+    snprintf(key, sizeof key, "%s", name);  /* as stored: names are kept to 63 bytes */
+    size_t slot = job_slot(c, key);
+    if (c->job_index[slot])
+        return &c->jobs[c->job_index[slot] - 1];
     if (c->njobs == c->cap_jobs) {
         size_t n = c->cap_jobs ? 2 * c->cap_jobs : 16;
         struct ctl_job *nj = realloc(c->jobs, n * sizeof *nj);
@@ -191,9 +231,11 @@ static struct ctl_job *job_get(ctl_t *c, const char *name, double min_w, double 
         return NULL;
     }
     j->last_cap = NAN;
+    j->tput_now = NAN;
     j->min_w = min_w;
     j->max_w = max_w;
     c->njobs++;
+    c->job_index[slot] = c->njobs;
     return j;
 }
 
@@ -210,6 +252,45 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
     *p = q;
     *cap = n;
     return 0;
+}
+
+/* Each job's baseline rate T0 for the plan's objective (in t0_plan).  A
+ * job seen uncapped has its own; one first seen under a cap has the rate
+ * it shows divided by what its curve says that cap keeps (1 - L); one
+ * with no rate yet has the per-GPU mean of the others times its GPUs (1
+ * per GPU when no job is known), so that a job without data is planned
+ * as a typical one, neither spared nor cut first. */
+static void job_baselines(ctl_t *c, size_t ngpus)
+{
+    double sum_t = 0, sum_n = 0;
+    for (size_t j = 0; j < c->njobs; j++)
+        c->jobs[j].n_now = 0;
+    for (size_t k = 0; k < ngpus; k++)
+        if (c->gpus[k].job >= 0 && c->gpus[k].reachable)
+            c->jobs[c->gpus[k].job].n_now++;
+    for (size_t j = 0; j < c->njobs; j++) {
+        struct ctl_job *cj = &c->jobs[j];
+        const struct pflex_learn_curve *cv = &cj->curve;
+        cj->t0_plan = NAN;
+        if (cv->has_baseline && cv->t0 > 0)
+            cj->t0_plan = cv->t0;
+        else if (isfinite(cj->tput_now) && cj->tput_now > 0 && isfinite(cj->last_cap)
+                 && cj->max_w > 0) {
+            double x = 1 - cj->last_cap / (cv->p0_w > 0 ? cv->p0_w : cj->max_w);
+            double keep = 1 - pflex_learn_loss(cv, x > 0 ? x : 0);
+            cj->t0_plan = cj->tput_now / (keep > 0.05 ? keep : 0.05);
+        }
+        if (isfinite(cj->t0_plan) && cj->n_now) {
+            sum_t += cj->t0_plan;
+            sum_n += cj->n_now;
+        }
+    }
+    double per_gpu = sum_n > 0 ? sum_t / sum_n : 1;
+    for (size_t j = 0; j < c->njobs; j++) {
+        struct ctl_job *cj = &c->jobs[j];
+        if (!isfinite(cj->t0_plan))
+            cj->t0_plan = per_gpu * (double)(cj->n_now ? cj->n_now : 1);
+    }
 }
 
 /* Record targets not yet in the audit, and the VTN's withdrawals. */
@@ -373,6 +454,12 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
         c->jobs[j].seen_now = 0;
 
     /* 3. the site's GPUs and jobs */
+    if (grow((void **)&c->gpu_next, &c->cap_gn, ngpus + 1, sizeof *c->gpu_next) < 0)
+        return pflex_error_set(err, "out of memory");
+    for (size_t j = 0; j < c->njobs; j++) {
+        c->jobs[j].tput_sum = 0;
+        c->jobs[j].have_t = 0;
+    }
     size_t g = 0;
     double measured = 0, sum_max = 0;
     int any_power = 0;
@@ -409,6 +496,10 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
             if (!cj)
                 return -1;
             cj->seen_now = 1;
+            if (ag->up && ag->tele && isfinite(aj->throughput)) {
+                cj->tput_sum += aj->throughput;
+                cj->have_t = 1;
+            }
             size_t ji = (size_t)(cj - c->jobs);
             for (int q = 0; q < aj->ngpus; q++)
                 for (size_t k = first_g; k < g; k++)
@@ -419,37 +510,47 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
     r->gpus = g;
 
     /* 4. learn: a job whose GPUs all answered, at one common cap held
-     * since last period, gives one observation */
+     * since last period, gives one observation.  One pass over the GPUs
+     * gathers each job's (its GPUs chained from gpu_head by gpu_next, in
+     * site order, for the probes below). */
     for (size_t j = 0; j < c->njobs; j++) {
         struct ctl_job *cj = &c->jobs[j];
-        double cap = NAN, power = 0, tput = 0;
-        int n = 0, ok = cj->seen_now, have_t = 0;
-        for (size_t k = 0; k < g && ok; k++) {
-            if (c->gpus[k].job != (int)j)
-                continue;
-            const struct agent_gpu *ug = &c->agents[c->gpu_agent[k]].st.gpu[c->gpu_slot[k]];
-            if (!c->gpus[k].reachable || !c->gpus[k].telemetry_ok || !isfinite(ug->limit_w))
-                ok = 0;
-            else if (n == 0)
-                cap = ug->limit_w;
-            else if (fabs(ug->limit_w - cap) > 1)
-                ok = 0;
-            power += ug->power_w;
-            n++;
-        }
-        for (size_t a = 0; a < c->c.nagents && ok; a++) {
-            if (!c->agents[a].up || !c->agents[a].tele)
-                continue;
-            for (size_t m = 0; m < c->agents[a].st.njobs; m++)
-                if (!strcmp(c->agents[a].st.job[m].name, cj->name)
-                    && isfinite(c->agents[a].st.job[m].throughput)) {
-                    tput += c->agents[a].st.job[m].throughput;
-                    have_t = 1;
-                }
-        }
+        cj->gpu_head = cj->gpu_tail = SIZE_MAX;
+        cj->agg_n = 0;
+        cj->agg_ok = cj->seen_now;
+        cj->agg_cap = NAN;
+        cj->agg_power = 0;
+    }
+    for (size_t k = 0; k < g; k++) {
+        c->gpu_next[k] = SIZE_MAX;
+        if (c->gpus[k].job < 0)
+            continue;
+        struct ctl_job *cj = &c->jobs[c->gpus[k].job];
+        if (cj->gpu_tail == SIZE_MAX)
+            cj->gpu_head = k;
+        else
+            c->gpu_next[cj->gpu_tail] = k;
+        cj->gpu_tail = k;
+        if (!cj->agg_ok)
+            continue;
+        const struct agent_gpu *ug = &c->agents[c->gpu_agent[k]].st.gpu[c->gpu_slot[k]];
+        if (!c->gpus[k].reachable || !c->gpus[k].telemetry_ok || !isfinite(ug->limit_w))
+            cj->agg_ok = 0;
+        else if (cj->agg_n == 0)
+            cj->agg_cap = ug->limit_w;
+        else if (fabs(ug->limit_w - cj->agg_cap) > 1)
+            cj->agg_ok = 0;
+        cj->agg_power += ug->power_w;
+        cj->agg_n++;
+    }
+    for (size_t j = 0; j < c->njobs; j++) {
+        struct ctl_job *cj = &c->jobs[j];
+        double cap = cj->agg_cap, power = cj->agg_power, tput = cj->tput_sum;
+        int n = (int)cj->agg_n, ok = cj->agg_ok, have_t = cj->have_t;
         /* settled: the cap moved less than a learner bin (5 W) since the
          * last reading, so the readings of the period were taken under it */
         int settled = ok && n > 0 && have_t && isfinite(cj->last_cap) && fabs(cj->last_cap - cap) <= 5;
+        cj->tput_now = ok && n > 0 && have_t ? tput : NAN;
         cj->last_cap = ok && n > 0 ? cap : NAN;
         if (settled) {
             pflex_error_t e2;
@@ -469,9 +570,10 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
     /* 5. plan */
     if (grow((void **)&c->sjobs, &c->cap_sjobs, c->njobs + 1, sizeof *c->sjobs) < 0)
         return pflex_error_set(err, "out of memory");
+    job_baselines(c, g);
     for (size_t j = 0; j < c->njobs; j++) {
         struct ctl_job *cj = &c->jobs[j];
-        double t0 = cj->curve.has_baseline && cj->curve.t0 > 0 ? cj->curve.t0 : 1;
+        double t0 = cj->t0_plan;
         const struct pflex_job_policy *pol = pflex_job_policy_find(c->c.policies, cj->name);
         c->sjobs[j] = (struct pflex_site_job){.name = cj->name, .t0 = t0,
                                               .weight = pol ? pol->weight : 1,
@@ -488,7 +590,8 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
                                             sum_max + other);
     struct pflex_safe_input in = {.ngpus = g, .gpus = c->gpus, .njobs = c->njobs, .jobs = c->sjobs,
                                   .limit_w = limit, .other_w = other, .hold = g > 0 && !any_power,
-                                  .objective = PFLEX_OBJECTIVE_PROGRESS};
+                                  .objective = c->c.progress ? PFLEX_OBJECTIVE_PROGRESS
+                                                             : PFLEX_OBJECTIVE_THROUGHPUT};
     if (pflex_safe_plan(&in, &c->plan, err) < 0)
         return -1;
 
@@ -511,8 +614,18 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
                 double x_now = 1 - planned / cj->curve.p0_w;
                 if (x_now < 0)
                     x_now = 0;
-                if (!pflex_learn_probe(&cj->curve, c->sjobs[j].floor, c->c.z, x_now,
-                                       c->c.explore_step, 2 * cj->curve.sigma, &xp, &cap))
+                /* between events: walk the curve down for the next one;
+                 * under a target: only near the plan, where the next
+                 * periods' plans will look (a probe's watts are not given
+                 * to the others, so deep probes there cost throughput) */
+                int found = isfinite(limit)
+                    ? pflex_learn_probe_near(&cj->curve, c->sjobs[j].floor, c->c.z, x_now,
+                                             c->c.explore_step, 2 * cj->curve.sigma, &xp, &cap)
+                    : pflex_learn_probe(&cj->curve, c->sjobs[j].floor, c->c.z, x_now,
+                                        c->c.explore_step, 2 * cj->curve.sigma, &xp, &cap);
+                /* a probe less than a learner bin (5 W) below the plan
+                 * teaches nothing the plan's own readings do not */
+                if (!found || planned - floor(cap) < 5)
                     continue;
                 cj->probe_cap = floor(cap);
                 logf_(c, "probe %s at %.0f W (x %.3f, plan %.0f W)", cj->name, cj->probe_cap, xp, planned);
@@ -521,8 +634,8 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
                 r->probes++;
             }
             cj->probe_left--;
-            for (size_t k = 0; k < g; k++)
-                if (c->gpus[k].job == (int)j && c->gpus[k].reachable
+            for (size_t k = cj->gpu_head; k != SIZE_MAX; k = c->gpu_next[k])
+                if (c->gpus[k].reachable
                     && c->plan.cap_w[k] > cj->probe_cap && cj->probe_cap >= c->gpus[k].min_cap_w) {
                     c->plan.worst_w -= c->plan.cap_w[k] - cj->probe_cap;
                     c->plan.cap_w[k] = cj->probe_cap;

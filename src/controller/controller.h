@@ -28,6 +28,10 @@ struct ctl_config {
     double z;                       /* sd multiplier of the pessimistic curve; <= 0: 2 */
     double explore_step;            /* largest probe below the plan (reduction); 0: none */
     double floor;                   /* service floor of jobs without one (0..1); 0: none */
+    int progress;                   /* objective: 0 the jobs' summed throughput (SPEC §2's
+                                     * default; the jobs' rates must share a unit), 1
+                                     * GPU-weighted progress (each job's rate as a fraction
+                                     * of its own baseline) */
     const pflex_job_policies_t *policies;   /* per-job floor, weight, prior PFI; NULL: none */
     const char *db_path;            /* NULL: no audit */
     pflex_ven_t *ven;               /* NULL: no OpenADR */

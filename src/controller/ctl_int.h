@@ -27,6 +27,15 @@ struct ctl_job {
     double *hi;                 /* loss + z sd, beside the curve */
     size_t hi_cap;
     double last_cap;            /* the common enforced cap last period; NaN: none */
+    double tput_now;            /* the job's rate read this period; NaN: none */
+    double t0_plan;             /* the baseline rate the plan weighs it by */
+    size_t n_now;               /* its reachable GPUs this period */
+    /* gathered each period: its GPUs (a chain through ctl.gpu_next), their
+     * common cap, summed power and count, whether all answered, and the
+     * rate its agents report */
+    size_t gpu_head, gpu_tail, agg_n;
+    double agg_cap, agg_power, tput_sum;
+    int agg_ok, have_t;
     double min_w, max_w;
     unsigned probe_wait;        /* periods before the next probe */
     unsigned probe_left;        /* periods the current probe still holds */
@@ -39,6 +48,7 @@ struct ctl {
     struct ctl_agent *agents;
     struct ctl_job *jobs;
     size_t njobs, cap_jobs;
+    size_t *job_index, job_index_n;     /* name -> job index + 1 (0: empty slot) */
     pflex_target_set_t targets;
     uint64_t recorded_seq;      /* targets below this seq are in the audit */
     pflex_audit_t *audit;
@@ -53,6 +63,7 @@ struct ctl {
     struct pflex_site_gpu *gpus;
     struct pflex_site_job *sjobs;
     size_t *gpu_agent, *gpu_slot, cap_gpus, cap_sjobs, cap_ga, cap_gs;
+    size_t *gpu_next, cap_gn;           /* the next GPU of the same job; SIZE_MAX: none */
 };
 
 #endif

@@ -85,7 +85,9 @@ prior=1.2
     for c in 0 1 2 3 4 5 6 7; do echo "llama-8b-infer-h200-$c,flex2,$prior"; done
 } >"$tmp/policies.csv"
 
-# 3. the site baseline (Prometheus, uncapped) and the event
+# 3. the site baseline (Prometheus, uncapped, once every job's rate has
+# been scraped for a few seconds) and the event
+sleep 3
 base=$(prom_value 'sum(DCGM_FI_DEV_POWER_USAGE)')
 base=${base%.*}
 [ "${base:-0}" -gt 10000 ] || fail "site baseline $base W"
@@ -110,6 +112,7 @@ until [ -s "$tmp/vtn.port" ]; do [ $k -lt 200 ] || fail "pflex vtn did not start
 
 # 4. the controller, reading Prometheus, following the VTN
 ramp=1
+tc=$(date +%s.%N)      # the controller starts: the site is uncapped until now
 "$PFLEX" controller run --agent "http://127.0.0.1:$aport1" --agent "http://127.0.0.1:$aport2" \
     --agent "http://127.0.0.1:$aport3" --agent "http://127.0.0.1:$aport4" --token-file "$tmp/token" \
     --prometheus "$PROM_URL" --vtn "http://127.0.0.1:$(cat "$tmp/vtn.port")" --vtn-client-id site-e2e \
@@ -295,18 +298,34 @@ awk -v a="$err_learned" -v b="$err_prior" 'BEGIN { exit !(a < b && a < 0.05) }' 
     || fail "learned curves: mean error $err_learned, the prior's $err_prior ($npts points)"
 
 # tokens lost during the event: the controller's (Prometheus, against the
-# uncapped throughput before it) and equal cuts' on the simulated truth
-t_base=$(awk -v t0=$t0 '$1 < t0 - 1 && $1 > t0 - 3 { s += $2; n++ } END { print s / n }' "$tmp/tput.txt")
+# site's uncapped throughput in the 2.5 s before the controller started: once
+# it runs it probes between events) and equal cuts' and the optimum's on
+# the simulated truth
+pq2() { curl -s -m 10 -G "$PROM_URL/api/v1/query_range" --data-urlencode "query=$1" \
+        --data-urlencode "start=$(awk -v t=$tc 'BEGIN { printf "%.3f", t - 2.5 }')" --data-urlencode "end=$tc" \
+        --data-urlencode "step=0.25"; }
+pq2 'sum(pflex_job_throughput)' | jq -r '.data.result[0].values[] | "\(.[0]) \(.[1])"' >"$tmp/tput0.txt"
+[ "$(wc -l <"$tmp/tput0.txt")" -ge 6 ] || fail "Prometheus has no uncapped throughput before the controller started: $(head -c 300 "$tmp/tput0.txt")"
+t_base=$(awk '{ s += $2; n++ } END { print s / n }' "$tmp/tput0.txt")
 lost_ctl=$(awk -v t0=$t0 -v te="$tend" -v d="$dur" -v tb="$t_base" '$1 >= t0 && $1 < te - d { s += (tb - $2) * 0.25 } END { printf "%.0f\n", s }' "$tmp/tput.txt")
+# the jobs with their floors, for the policies on the truth: job, curve, gpus, tier
+awk -F, 'FNR == NR { if (FNR > 1) tier[$1] = $2; next }
+         FNR == 1 { print "job,curve,gpus,tier"; next }
+         !($1 in g) { g[$1] = $3; o[n++] = $1 }
+         END { for (i = 0; i < n; i++) print o[i] "," o[i] "," g[o[i]] "," tier[o[i]] }' \
+    "$tmp/policies.csv" "$tmp/truth.csv" >"$tmp/evjobs.csv"
 lost_eq=0
+lost_opt=0
 k=0
 while [ $k -lt $((nint - 1)) ]; do
     red=$(awk -F, -v f="$(lvl $k)" 'NR > 1 && $4 == 700 { P[$1] = $5 * $3 } END { for (j in P) s += P[j]; r = 1 - f / s; print (r > 0 ? r : 0) }' "$tmp/truth.csv")
-    "$PFLEX" evaluate "$tmp/truth.csv" --reduce "$red" --json >"$tmp/ev.json" 2>"$tmp/evaluate.log" \
+    "$PFLEX" evaluate "$tmp/truth.csv" --jobs "$tmp/evjobs.csv" --reduce "$red" --json >"$tmp/ev.json" 2>"$tmp/evaluate.log" \
         || fail "pflex evaluate --reduce '$red': $(cat "$tmp/evaluate.log")"
     te=$(jq -e '.policies.equal.throughput' "$tmp/ev.json") || fail "no equal-cuts throughput"
     t0eq=$(awk -F, 'NR > 1 && $4 == 700 { T[$1] += $6; N[$1]++ } END { for (j in T) s += T[j] / N[j]; print s }' "$tmp/truth.csv")
     lost_eq=$(awk -v a="$lost_eq" -v t="$t0eq" -v e="$te" -v d="$dur" 'BEGIN { printf "%.0f\n", a + (t - e) * d }')
+    to=$(jq -e '.policies.optimal.throughput' "$tmp/ev.json") || fail "no optimal throughput"
+    lost_opt=$(awk -v a="$lost_opt" -v t="$t0eq" -v e="$to" -v d="$dur" 'BEGIN { printf "%.0f\n", a + (t - e) * d }')
     k=$((k + 1))
 done
 
@@ -329,6 +348,6 @@ echo "largest overshoot (any time, a reading against the highest limit of its la
 echo "Prometheus stopped: the site drew at most $hold_max W under a $lim W target"
 echo "learned curves: mean |error| ${err_learned} at $npts points (the prior L = x/$prior: ${err_prior})"
 echo "floors: $(cat "$tmp/floors.txt"); breaches the controller planned on its pessimistic curves: $breaches job-periods"
-echo "tokens lost in the event (less its last interval): controller $lost_ctl, equal cuts $lost_eq (simulated truth)"
+echo "tokens lost in the event (less its last interval): controller $lost_ctl (measured; uncapped $t_base tokens/s), equal cuts $lost_eq, optimal $lost_opt (simulated truth, the same floors, sum uncapped $t0eq tokens/s)"
 [ "$above" = 0.00 ] || fail "site power above the target after the ramp for $above s"
 echo ok
