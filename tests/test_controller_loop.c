@@ -381,7 +381,7 @@ static int run_cmd(const char *out, char **argv)
 static void test_command(void **state)
 {
     struct fake f[2];
-    char u0[64], u1[64], dir[64], db[96], out[96], tok[96], log[96];
+    char u0[64], u1[64], dir[64], db[96], out[96], tok[96], log[96], agf[96], badf[96];
     fake_start(&f[0], "llama-8b-pretrain-h200", 7);
     fake_start(&f[1], "olmoe-1b-7b-pretrain-h200", 8);
     snprintf(u0, sizeof u0, "http://127.0.0.1:%u", f[0].port);
@@ -392,6 +392,14 @@ static void test_command(void **state)
     snprintf(out, sizeof out, "%s/out.json", dir);
     snprintf(tok, sizeof tok, "%s/token", dir);
     snprintf(log, sizeof log, "%s/log", dir);
+    snprintf(agf, sizeof agf, "%s/agents.txt", dir);
+    snprintf(badf, sizeof badf, "%s/bad-agents.txt", dir);
+    FILE *af = fopen(agf, "w");
+    fprintf(af, "# the two nodes\n%s\n\n  %s   # the MoE node\n", u0, u1);
+    fclose(af);
+    af = fopen(badf, "w");
+    fprintf(af, "%s\nnode-2:9400\n", u0);
+    fclose(af);
     FILE *t = fopen(tok, "w");
     fputs("s3cret\n", t);
     fclose(t);
@@ -406,6 +414,10 @@ static void test_command(void **state)
     assert_int_equal(run_cmd(out, noagent), 2);
     char *unknown[] = {"controller", "dance", NULL};
     assert_int_equal(run_cmd(out, unknown), 2);
+    char *bad_file[] = {"controller", "run", "--agents", badf, "--periods", "1", NULL};
+    assert_int_equal(run_cmd(out, bad_file), 2);      /* line 2 is no URL */
+    char *bad_obj[] = {"controller", "run", "--agent", u0, "--objective", "tokens", NULL};
+    assert_int_equal(run_cmd(out, bad_obj), 2);
     char *runv[] = {"controller", "run", "--agent", u0, "--agent", u1, "--token-file", tok,
                     "--target", "8kW", "--period", "0.1", "--periods", "6", "--explore", "0",
                     "--db", db, "--log", log, NULL};
@@ -414,7 +426,7 @@ static void test_command(void **state)
     print_message("  after 6 periods: the GPUs draw %.0f W under a target of 8000 W\n", real);
     assert_true(real <= 8000);
     /* a restart resumes the target from the database */
-    char *again[] = {"controller", "run", "--agent", u0, "--agent", u1, "--token-file", tok,
+    char *again[] = {"controller", "run", "--agents", agf, "--token-file", tok, "--objective", "progress",
                      "--period", "0.1", "--periods", "2", "--explore", "0", "--db", db, "--log", log, NULL};
     for (int a = 0; a < 2; a++)
         for (unsigned i = 0; i < NG; i++)
@@ -455,6 +467,8 @@ static void test_command(void **state)
     unlink(out);
     unlink(tok);
     unlink(log);
+    unlink(agf);
+    unlink(badf);
     rmdir(dir);
     fake_stop(&f[0]);
     fake_stop(&f[1]);

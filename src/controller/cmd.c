@@ -90,6 +90,15 @@ static const char help[] =
 "periods, caps, readings, observations, curves or notes (default: all);\n"
 "TIME as for targets; the newest N rows per table (default 1000).\n"
 "\n"
+"EXAMPLES\n"
+"  pflex controller run --agents agents.txt --token-file agent.token \\\n"
+"      --target 75%,start=+5m,for=2h,ramp=10m --db controller.db\n"
+"  pflex controller run --agent http://node-01:9400 --agent http://node-02:9400 \\\n"
+"      --prometheus http://prometheus:9090 --jobs jobs.csv --listen 127.0.0.1:9420 \\\n"
+"      --api-token-file api.token --vtn https://vtn.example/openadr3 \\\n"
+"      --vtn-client-id site-1 --vtn-secret-file vtn.secret --vtn-ramp 5m\n"
+"  pflex controller history --db controller.db --from -1h --what periods\n"
+"\n"
 "exit: 0 ok, 1 internal error, 2 bad usage or input.\n";
 
 static volatile sig_atomic_t stop_now;

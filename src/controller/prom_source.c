@@ -14,6 +14,7 @@
  * host is then missing, and the controller counts it as down.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ struct prom_source {
     long timeout_ms;
     struct host *hosts;
     size_t nhosts, cap;
+    size_t *index, index_n;     /* host name -> host + 1 (0: empty), at most half full */
 };
 
 int prom_source_create(const char *url, long timeout_ms, prom_source_t **out, pflex_error_t *err)
@@ -61,18 +63,63 @@ void prom_source_destroy(prom_source_t *p)
     if (!p)
         return;
     free(p->hosts);
+    free(p->index);
     free(p);
+}
+
+/* The index slot of a host name: the one holding it or the empty one
+ * where it goes (open addressing, linear probing). */
+static size_t host_slot(const prom_source_t *p, const char *name, size_t len)
+{
+    uint64_t hash = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++)
+        hash = (hash ^ (unsigned char)name[i]) * 1099511628211ull;
+    size_t mask = p->index_n - 1, i = (size_t)hash & mask;
+    while (p->index[i]) {
+        const char *o = p->hosts[p->index[i] - 1].name;
+        if (strlen(o) == len && !memcmp(o, name, len))
+            break;
+        i = (i + 1) & mask;
+    }
+    return i;
+}
+
+/* Forget every host (a new read starts). */
+static void hosts_clear(prom_source_t *p)
+{
+    p->nhosts = 0;
+    if (p->index)
+        memset(p->index, 0, p->index_n * sizeof *p->index);
+}
+
+static struct host *host_find(const prom_source_t *p, const char *name, size_t len)
+{
+    if (!p->index_n)
+        return NULL;
+    size_t i = host_slot(p, name, len);
+    return p->index[i] ? &p->hosts[p->index[i] - 1] : NULL;
 }
 
 static struct host *host_get(prom_source_t *p, const char *name, size_t len)
 {
     if (len == 0 || len >= sizeof p->hosts->name)
         return NULL;
-    for (size_t h = 0; h < p->nhosts; h++)
-        if (strlen(p->hosts[h].name) == len && !memcmp(p->hosts[h].name, name, len))
-            return &p->hosts[h];
+    struct host *found = host_find(p, name, len);
+    if (found)
+        return found;
     if (p->nhosts == MAX_HOSTS)
         return NULL;
+    if (2 * (p->nhosts + 1) > p->index_n) {
+        size_t n = p->index_n ? 2 * p->index_n : 64;
+        size_t *idx = calloc(n, sizeof *idx);
+        if (!idx)
+            return NULL;
+        free(p->index);
+        p->index = idx;
+        p->index_n = n;
+        for (size_t h = 0; h < p->nhosts; h++)
+            p->index[host_slot(p, p->hosts[h].name, strlen(p->hosts[h].name))] = h + 1;
+    }
     if (p->nhosts == p->cap) {
         size_t n = p->cap ? 2 * p->cap : 16;
         struct host *nh = realloc(p->hosts, n * sizeof *nh);
@@ -84,6 +131,7 @@ static struct host *host_get(prom_source_t *p, const char *name, size_t len)
     struct host *h = &p->hosts[p->nhosts++];
     memset(h, 0, sizeof *h);
     memcpy(h->name, name, len);
+    p->index[host_slot(p, name, len)] = p->nhosts;
     return h;
 }
 
@@ -165,7 +213,7 @@ static int parse_own(prom_source_t *p, const char *buf, size_t len, pflex_error_
 int prom_source_parse(prom_source_t *p, const char *dcgm, size_t dlen, const char *own, size_t olen,
                       pflex_error_t *err)
 {
-    p->nhosts = 0;
+    hosts_clear(p);
     if (parse_own(p, own, olen, err) < 0)
         return -1;
     pflex_tm_t *t = pflex_tm_create(NULL);
@@ -174,7 +222,7 @@ int prom_source_parse(prom_source_t *p, const char *dcgm, size_t dlen, const cha
     struct pflex_tm_read_opts o = {.format = PFLEX_TMF_PROMJSON};
     if (pflex_tm_read_mem(t, dcgm, dlen, "prometheus", &o, err) < 0) {
         pflex_tm_destroy(t);
-        p->nhosts = 0;
+        hosts_clear(p);
         return -1;
     }
     for (size_t s = 0; s < t->nsamples; s++) {
@@ -225,7 +273,7 @@ int prom_source_read(prom_source_t *p, pflex_error_t *err)
                     "|pflex_job_throughput\"}", &own, err) == 0)
         rc = prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), err);
     if (rc < 0)
-        p->nhosts = 0;
+        hosts_clear(p);
     free(dcgm);
     free(own);
     return rc;
@@ -233,10 +281,8 @@ int prom_source_read(prom_source_t *p, pflex_error_t *err)
 
 int prom_source_status(const prom_source_t *p, const char *host, struct agent_status *st)
 {
-    for (size_t h = 0; h < p->nhosts; h++) {
-        const struct host *o = &p->hosts[h];
-        if (strcmp(o->name, host))
-            continue;
+    const struct host *o = host_find(p, host, strlen(host));
+    if (o) {
         memset(st, 0, sizeof *st);
         snprintf(st->host, sizeof st->host, "%s", o->name);
         /* a GPU whose range is missing cannot be planned: the host is
