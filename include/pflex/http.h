@@ -51,6 +51,9 @@ struct pflex_http_limits {
     unsigned per_peer_conns;    /* from one address (0: 16) */
     double read_rate, read_burst;   /* GET/HEAD per peer per second, bucket size; 0: no limit */
     double write_rate, write_burst; /* other methods, the same */
+    /* HTTPS: PEM files of the server's certificate (chain) and private
+     * key, read at start; both NULL: plain HTTP. */
+    const char *tls_cert_file, *tls_key_file;
 };
 
 /* Listen on "ADDR:PORT" ("127.0.0.1:9410", "[::1]:0", "0.0.0.0:9410");
@@ -59,6 +62,9 @@ int pflex_http_server_start(const char *listen, const struct pflex_http_limits *
                             pflex_http_handler handler, void *ud, pflex_http_server_t **out,
                             pflex_error_t *err);
 unsigned pflex_http_server_port(const pflex_http_server_t *s);
+/* Read and check the PEM files an HTTPS server would use (that the key is
+ * the certificate's is known only at start); 0, or -1 with err. */
+int pflex_http_tls_check(const char *cert_file, const char *key_file, pflex_error_t *err);
 /* Wait up to max_wait_s for traffic, serve it, return.  A signal ends the
  * wait early.  0, or -1 with err. */
 int pflex_http_server_run(pflex_http_server_t *s, double max_wait_s, pflex_error_t *err);

@@ -71,6 +71,9 @@ static const char help_text[] =
     "  --token-file FILE       the bearer token (mode 0600 or stricter, >= 16 chars);\n"
     "                          without it the agent takes no writes\n"
     "  --auth-reads            GET requests need the token too\n"
+    "  --tls-cert FILE         serve HTTPS with this PEM certificate (chain) ...\n"
+    "  --tls-key FILE          ... and its PEM private key (mode 0600); beyond\n"
+    "                          loopback the token then never crosses the wire in clear\n"
     "  --state-dir DIR         locks and saved limits (default $PFLEX_STATE_DIR, else\n"
     "                          " PFLEX_GUARD_DIR_DEFAULT ")\n"
     "  --keep-found-limit      a limit found at start that is not the default is the\n"
@@ -129,7 +132,7 @@ int cmd_agent(int argc, char **argv)
 {
     enum { O_BACKEND = 256, O_GPUS, O_SIM_JOB, O_SEED, O_SIM_FAIL, O_LIB, O_LISTEN, O_PORT_FILE,
            O_TOKEN, O_AUTH_READS, O_STATE, O_KEEP, O_JOB_MAP, O_MAX_LEASE, O_INTERVAL, O_TPW,
-           O_MAX_BODY, O_TIMEOUT, O_READ_RATE, O_WRITE_RATE, O_LABELS, O_JSON, O_RESTORE, O_HOSTNAME, O_HELP };
+           O_MAX_BODY, O_TIMEOUT, O_READ_RATE, O_WRITE_RATE, O_LABELS, O_JSON, O_RESTORE, O_HOSTNAME, O_TLS_CERT, O_TLS_KEY, O_HELP };
     static const struct option longopts[] = {
         {"backend", required_argument, NULL, O_BACKEND},
         {"gpus", required_argument, NULL, O_GPUS},
@@ -155,13 +158,15 @@ int cmd_agent(int argc, char **argv)
         {"json", no_argument, NULL, O_JSON},
         {"restore-only", no_argument, NULL, O_RESTORE},
         {"hostname", required_argument, NULL, O_HOSTNAME},
+        {"tls-cert", required_argument, NULL, O_TLS_CERT},
+        {"tls-key", required_argument, NULL, O_TLS_KEY},
         {"help", no_argument, NULL, O_HELP},
         {0, 0, 0, 0},
     };
     int gpus_given = 0, restore_only = 0;
     struct agent_config cfg = {.gpus = 8, .seed = 1, .max_lease_s = 86400, .interval_s = 1,
                                .tp_window_s = 30, .sim_fail_gpu = -1};
-    const char *listen = "127.0.0.1:9410", *port_file = NULL;
+    const char *listen = "127.0.0.1:9410", *port_file = NULL, *tls_cert = NULL, *tls_key = NULL;
     double gpus = 8, seed = 1, max_body = 65536, timeout = 10, read_rate = 100, write_rate = 20;
     optind = 0;
     opterr = 0;
@@ -208,6 +213,8 @@ int cmd_agent(int argc, char **argv)
             break;
         }
         case O_LISTEN: listen = optarg; break;
+        case O_TLS_CERT: tls_cert = optarg; break;
+        case O_TLS_KEY: tls_key = optarg; break;
         case O_PORT_FILE: port_file = optarg; break;
         case O_TOKEN: cfg.token_file = optarg; break;
         case O_AUTH_READS: cfg.auth_reads = 1; break;
@@ -265,6 +272,15 @@ int cmd_agent(int argc, char **argv)
     int loop = pflex_http_listen_is_loopback(listen);
     if (loop < 0)
         return cli_usage_error(CMD, "--listen %s: want ADDR:PORT, e.g. 127.0.0.1:9410", listen);
+    if ((tls_cert || tls_key) && !(tls_cert && tls_key))
+        return cli_usage_error(CMD, "--tls-cert and --tls-key go together");
+    if (tls_cert) {
+        pflex_error_t e0;
+        if (pflex_http_tls_check(tls_cert, tls_key, &e0) < 0) {
+            cli_error(CMD, "%s", e0.text);
+            return PFLEX_EXIT_BAD_INPUT;
+        }
+    }
     if (!strcmp(cfg.backend, "nvml") && !cfg.nvml_lib) {
         const char *env = getenv("PFLEX_NVML_LIB");
         cfg.nvml_lib = env && *env ? env : PFLEX_NVML_LIB_DEFAULT;
@@ -306,20 +322,22 @@ int cmd_agent(int argc, char **argv)
         .max_body = (size_t)max_body, .timeout_s = (unsigned)timeout,
         .read_rate = read_rate, .read_burst = 2 * read_rate,
         .write_rate = write_rate, .write_burst = 2 * write_rate,
+        .tls_cert_file = tls_cert, .tls_key_file = tls_key,
     };
     pflex_http_server_t *srv;
     if (pflex_http_server_start(listen, &lim, agent_api, &a, &srv, &err)) {
         cli_error(CMD, "%s", err.text);
         agent_close(&a);
-        return PFLEX_EXIT_INTERNAL;
+        return tls_cert ? PFLEX_EXIT_BAD_INPUT : PFLEX_EXIT_INTERNAL;
     }
     a.http = srv;
     unsigned port = pflex_http_server_port(srv);
     unsigned up = 0;
     for (unsigned i = 0; i < a.n; i++)
         up += a.gpu[i].ok;
-    agent_log("%s backend, %u GPU%s (%u answering), state in %s; listening on %s (port %u)%s",
+    agent_log("%s backend, %u GPU%s (%u answering), state in %s; listening on %s (port %u, %s)%s",
               cfg.backend, a.n, a.n == 1 ? "" : "s", up, cfg.state_dir, listen, port,
+              tls_cert ? "HTTPS" : "HTTP",
               a.have_token ? "" : "; no --token-file: read-only");
     if (!loop && !a.have_token)
         agent_log("warning: listening beyond loopback with no token: anyone who reaches %s "

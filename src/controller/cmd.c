@@ -82,6 +82,8 @@ static const char help[] =
 "  --port-file FILE     write the port listened on to FILE\n"
 "  --api-token-file F   bearer token for PUT/DELETE /v1/target (mode 0600);\n"
 "                       without it the API takes no writes\n"
+"  --tls-cert FILE      serve the API over HTTPS with this PEM certificate\n"
+"  --tls-key FILE       and its PEM private key (mode 0600)\n"
 "  PUT /v1/target takes {\"target\": \"SPEC\", \"id\": \"...\"} (SPEC as for\n"
 "  --target; watts in (0, 1 GW], fractions in (0, 1.5]): 401 without the\n"
 "  token, 400 out of range, and nothing changes either way\n"
@@ -243,7 +245,7 @@ static int run(int argc, char **argv)
     enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECRET, O_VTN_PROGRAM,
            O_VTN_EVERY, O_VEN_NAME, O_SEED, O_PERIOD, O_LEASE, O_OTHER, O_BASELINE, O_AGENT_MAX,
            O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
-           O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE };
+           O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY };
     static const struct option opts[] = {
         {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
         {"target", required_argument, NULL, O_TARGET}, {"schedule", required_argument, NULL, O_SCHEDULE},
@@ -266,6 +268,8 @@ static int run(int argc, char **argv)
         {"vtn-ramp", required_argument, NULL, O_VTN_RAMP},
         {"agents", required_argument, NULL, O_AGENTS},
         {"objective", required_argument, NULL, O_OBJECTIVE},
+        {"tls-cert", required_argument, NULL, O_TLS_CERT},
+        {"tls-key", required_argument, NULL, O_TLS_KEY},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     const char *jobs_path = NULL, *job_map_path = NULL, *listen = NULL, *port_file = NULL,
@@ -277,7 +281,7 @@ static int run(int argc, char **argv)
     double periods = 0, seed = 1, every = 1;
     struct ctl_config cfg = {.period_s = 5, .explore_step = 0.05, .timeout_ms = 2000};
     pflex_oadr_opts_default(&cfg.oadr, 0);
-    const char *agent_files[8];
+    const char *agent_files[8], *tls_cert = NULL, *tls_key = NULL;
     size_t nagent_files = 0;
     const struct num_opt nums[] = {
         {O_VTN_EVERY, "--vtn-every", 1, 1e6, &every},
@@ -325,6 +329,8 @@ static int run(int argc, char **argv)
         case O_PORT_FILE: port_file = optarg; break;
         case O_API_TOKEN: api_token_file = optarg; break;
         case O_VTN_RAMP: vtn_ramp = optarg; break;
+        case O_TLS_CERT: tls_cert = optarg; break;
+        case O_TLS_KEY: tls_key = optarg; break;
         case O_AGENTS:
             if (nagent_files == 8)
                 return usage("at most %s --agents files", "8");
@@ -359,8 +365,10 @@ static int run(int argc, char **argv)
         return usage("%s", "--lease must be longer than --period (or caps lapse between periods)");
     if (cfg.prometheus_url && strncmp(cfg.prometheus_url, "http://", 7) && strncmp(cfg.prometheus_url, "https://", 8))
         return usage("--prometheus %s: want an http:// or https:// URL", cfg.prometheus_url);
-    if ((port_file || api_token_file) && !listen)
-        return usage("%s", "--port-file and --api-token-file go with --listen");
+    if ((port_file || api_token_file || tls_cert || tls_key) && !listen)
+        return usage("%s", "--port-file, --api-token-file and --tls-cert/--tls-key go with --listen");
+    if (!tls_cert != !tls_key)
+        return usage("%s", "--tls-cert and --tls-key go together");
     if (vtn_ramp) {
         pflex_error_t e0;
         if (pflex_target_parse_duration(vtn_ramp, &cfg.oadr.ramp_s, &e0) < 0)
@@ -436,6 +444,10 @@ static int run(int argc, char **argv)
         goto out;
     if (vtn_secret && !(secret = read_secret(vtn_secret)))
         goto out;
+    if (tls_cert && pflex_http_tls_check(tls_cert, tls_key, &err) < 0) {
+        fprintf(stderr, "pflex controller: %s\n", err.text);
+        goto out;
+    }
     if (log_path && strcmp(log_path, "-")) {
         log = fopen(log_path, "a");
         if (!log) {
@@ -477,12 +489,14 @@ static int run(int argc, char **argv)
     if (listen) {
         api = (struct ctl_api){.ctl = ctl, .token = api_token, .log = log};
         struct pflex_http_limits lim = {.max_body = 4096, .read_rate = 50, .read_burst = 100,
-                                        .write_rate = 5, .write_burst = 10};
+                                        .write_rate = 5, .write_burst = 10,
+                                        .tls_cert_file = tls_cert, .tls_key_file = tls_key};
         if (pflex_http_server_start(listen, &lim, ctl_api_handle, &api, &srv, &err) < 0) {
             fprintf(stderr, "pflex controller: --listen %s: %s\n", listen, err.text);
             goto out;
         }
-        fprintf(log, "listening on %s (port %u)\n", listen, pflex_http_server_port(srv));
+        fprintf(log, "listening on %s (port %u, %s)\n", listen, pflex_http_server_port(srv),
+                tls_cert ? "HTTPS" : "HTTP");
         fflush(log);
         if (port_file) {
             char tmpf[4200];

@@ -14,7 +14,7 @@ state="$tmp/run"
 sim="--backend sim --gpus 8 --state-dir $state --token-file $tmp/token --interval 0.1 --throughput-window 0.5"
 
 start_agent "$tmp/a.log" $sim || fail "the agent did not start"
-grep -q "listening on 127.0.0.1:0 (port $port)" "$tmp/a.log" || fail "the port is not logged"
+grep -q "listening on 127.0.0.1:0 (port $port, HTTP)" "$tmp/a.log" || fail "the port is not logged"
 
 # /metrics: dcgm-exporter names and labels, promtool-clean.
 curl -s -m 10 "http://127.0.0.1:$port/metrics" >"$tmp/m" || fail "GET /metrics"

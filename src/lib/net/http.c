@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include "pflex/http.h"
+#include "pflex/sweep.h"
 
 #define PEERS 256
 
@@ -38,6 +39,7 @@ struct pflex_http_server {
     unsigned port;
     unsigned long counts[6];
     struct bucket peers[PEERS];
+    char *tls_cert, *tls_key;   /* PEM, kept while the daemon runs */
 };
 
 struct req_ctx {
@@ -359,6 +361,48 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     }
 }
 
+/* The PEM certificate and key of an HTTPS server, read and checked. */
+static int load_tls(const char *cert_file, const char *key_file, char **cert, char **key,
+                    pflex_error_t *err)
+{
+    size_t n;
+    *cert = *key = NULL;
+    if (!cert_file || !key_file)
+        return pflex_error_set(err, "HTTPS needs both a certificate and a key file");
+    if (!MHD_is_feature_supported(MHD_FEATURE_TLS))
+        return pflex_error_set(err, "this libmicrohttpd has no TLS");
+    if (pflex_read_all(cert_file, cert, &n, err) < 0)
+        return -1;
+    if (pflex_read_all(key_file, key, &n, err) < 0) {
+        free(*cert);
+        *cert = NULL;
+        return -1;
+    }
+    const char *bad = !strstr(*cert, "-----BEGIN CERTIFICATE-----") ? cert_file
+                      : !strstr(*key, "PRIVATE KEY-----") ? key_file : NULL;
+    if (bad) {
+        pflex_error_set(err, "%s: %s", bad, bad == cert_file ? "no PEM certificate in it"
+                                                             : "no PEM private key in it");
+        memset(*key, 0, strlen(*key));
+        free(*cert);
+        free(*key);
+        *cert = *key = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int pflex_http_tls_check(const char *cert_file, const char *key_file, pflex_error_t *err)
+{
+    char *c, *k;
+    if (load_tls(cert_file, key_file, &c, &k, err) < 0)
+        return -1;
+    memset(k, 0, strlen(k));
+    free(c);
+    free(k);
+    return 0;
+}
+
 int pflex_http_server_start(const char *listen, const struct pflex_http_limits *lim,
                             pflex_http_handler handler, void *ud, pflex_http_server_t **out,
                             pflex_error_t *err)
@@ -383,7 +427,19 @@ int pflex_http_server_start(const char *listen, const struct pflex_http_limits *
     if (!s->lim.per_peer_conns)
         s->lim.per_peer_conns = 16;
     unsigned flags = MHD_USE_ERROR_LOG | (a.v6 ? MHD_USE_IPv6 : 0);
+    struct MHD_OptionItem tls[3] = {{MHD_OPTION_END, 0, NULL}};
+    if (s->lim.tls_cert_file || s->lim.tls_key_file) {
+        if (load_tls(s->lim.tls_cert_file, s->lim.tls_key_file, &s->tls_cert, &s->tls_key, err) < 0) {
+            free(s);
+            return -1;
+        }
+        flags |= MHD_USE_TLS;
+        tls[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert};
+        tls[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key};
+        tls[2] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    }
     s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
+                            MHD_OPTION_ARRAY, tls,
                             MHD_OPTION_EXTERNAL_LOGGER, quiet_logger, NULL,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a.ss,
                             MHD_OPTION_CONNECTION_TIMEOUT, s->lim.timeout_s,
@@ -394,9 +450,13 @@ int pflex_http_server_start(const char *listen, const struct pflex_http_limits *
                             MHD_OPTION_END);
     if (!s->d) {
         int e = errno;
+        int tls_on = s->tls_cert != NULL;
+        free(s->tls_cert);
+        free(s->tls_key);
         free(s);
         return pflex_error_set(err, "cannot listen on %s: %s", listen,
-                               e ? strerror(e) : "libmicrohttpd refused");
+                               tls_on ? "libmicrohttpd refused (is the key the certificate's?)"
+                               : e ? strerror(e) : "libmicrohttpd refused");
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? di->port : 0;
@@ -428,6 +488,10 @@ void pflex_http_server_stop(pflex_http_server_t *s)
     if (!s)
         return;
     MHD_stop_daemon(s->d);
+    if (s->tls_key)
+        memset(s->tls_key, 0, strlen(s->tls_key));
+    free(s->tls_cert);
+    free(s->tls_key);
     free(s);
 }
 
