@@ -37,6 +37,7 @@ struct ctl_job {
 struct ctl {
     struct ctl_config c;
     struct ctl_agent *agents;
+    pflex_http_client_t *http;  /* every agent request, batched, connections kept */
     struct ctl_job *jobs;
     size_t njobs, cap_jobs;
     pflex_target_set_t targets;
