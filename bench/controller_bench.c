@@ -8,9 +8,13 @@
  * first (unlimited) period left out, and the medians of its parts (reading
  * the agents, learning and planning, pushing the caps); asserts nothing.
  * The controller talks to up to PARALLEL agents at once over kept
- * connections; the server answers on a pool of threads, on the same cores.
+ * connections; the server answers on a pool of two threads, on the same
+ * cores.  LATENCY_MS delays every answer (a thread per connection then),
+ * as agents on other hosts with their own work would, so that what the
+ * requests in flight at once buy shows on a machine of two cores.
  *
- *   controller_bench [NODES [PERIODS [PARALLEL]]]   (defaults 1000, 12, 64)
+ *   controller_bench [NODES [PERIODS [PARALLEL [LATENCY_MS]]]]
+ *   (defaults 1000, 12, 64, 0)
  */
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -39,6 +43,7 @@ struct node {
 
 static struct node *nodes;
 static unsigned nnodes;
+static unsigned latency_ms;     /* each answer this late, as from an agent on another host */
 
 static double now_s(void)
 {
@@ -105,6 +110,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return send_json(c, 404, json_pack("{s:s}", "error", "no such node"));
     struct node *n = &nodes[k];
     const char *path = url + off;
+    if (latency_ms) {
+        struct timespec d = {.tv_sec = latency_ms / 1000, .tv_nsec = (long)(latency_ms % 1000) * 1000000};
+        nanosleep(&d, NULL);
+    }
     pthread_mutex_lock(&n->mu);
     enum MHD_Result r;
     pflex_error_t err;
@@ -158,8 +167,9 @@ int main(int argc, char **argv)
     nnodes = argc > 1 ? (unsigned)atoi(argv[1]) : 1000;
     int periods = argc > 2 ? atoi(argv[2]) : 12;
     unsigned parallel = argc > 3 ? (unsigned)atoi(argv[3]) : 64;
-    if (nnodes < 1 || nnodes > 100000 || periods < 2 || parallel < 1) {
-        fprintf(stderr, "usage: controller_bench [NODES [PERIODS [PARALLEL]]]\n");
+    latency_ms = argc > 4 ? (unsigned)atoi(argv[4]) : 0;
+    if (nnodes < 1 || nnodes > 100000 || periods < 2 || parallel < 1 || latency_ms > 10000) {
+        fprintf(stderr, "usage: controller_bench [NODES [PERIODS [PARALLEL [LATENCY_MS]]]]\n");
         return 2;
     }
     nodes = calloc(nnodes, sizeof *nodes);
@@ -182,11 +192,17 @@ int main(int argc, char **argv)
     }
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    struct MHD_Daemon *md = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
-                                             handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                                             MHD_OPTION_THREAD_POOL_SIZE, 2u,
-                                             MHD_OPTION_CONNECTION_LIMIT, 4096u,
-                                             MHD_OPTION_NOTIFY_COMPLETED, done, NULL, MHD_OPTION_END);
+    /* two threads for all connections; with a latency, a thread per
+     * connection, so that answers wait side by side as on separate hosts */
+    struct MHD_Daemon *md =
+        latency_ms ? MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL,
+                                      0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                                      MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_NOTIFY_COMPLETED, done, NULL,
+                                      MHD_OPTION_END)
+                   : MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, handle, NULL,
+                                      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE, 2u,
+                                      MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_NOTIFY_COMPLETED, done, NULL,
+                                      MHD_OPTION_END);
     if (!md) {
         fprintf(stderr, "controller_bench: cannot start the HTTP server\n");
         return 1;
@@ -228,12 +244,12 @@ int main(int argc, char **argv)
     qsort(pl + 1, m, sizeof *pl, cmp);
     qsort(pu + 1, m, sizeof *pu, cmp);
     qsort(cpu + 1, m, sizeof *cpu, cmp);
-    printf("  %u nodes x %d GPUs (%u GPUs, %zu jobs), agents over loopback HTTP in process, %u requests "
-           "at once: one period (read, learn, plan, push) median %.3f s, slowest %.3f s over %d periods "
+    printf("  %u nodes x %d GPUs (%u GPUs, %zu jobs), agents over loopback HTTP in process answering "
+           "%u ms late, %u requests at once: one period (read, learn, plan, push) median %.3f s, slowest %.3f s over %d periods "
            "(medians: read %.3f s, learn + plan %.3f s, push %.3f s; the controller's own CPU %.3f s, "
            "the rest the simulated agents'); last: limit %.0f W, worst case %.0f W, "
            "%zu agents down\n",
-           nnodes, NG, nnodes * NG, r.jobs, parallel, w[mid], w[periods - 1], periods - 1, rd[mid], pl[mid],
+           nnodes, NG, nnodes * NG, r.jobs, latency_ms, parallel, w[mid], w[periods - 1], periods - 1, rd[mid], pl[mid],
            pu[mid], cpu[mid], r.limit_w, r.worst_w, r.agents_down);
     ctl_destroy(ctl);
     MHD_stop_daemon(md);
