@@ -5,9 +5,16 @@
  * GET /v1/status and PUT /v1/caps JSON), each node a simulated 8-GPU job
  * (the public sim API).  The site follows a target of 75 % of its
  * maximum.  Prints the median and the slowest wall time of a period, the
- * first (unlimited) period left out; asserts nothing.
+ * first (unlimited) period left out, and the medians of its parts (reading
+ * the agents, learning and planning, pushing the caps); asserts nothing.
+ * The controller talks to up to PARALLEL agents at once over kept
+ * connections; the server answers on a pool of two threads, on the same
+ * cores.  LATENCY_MS delays every answer (a thread per connection then),
+ * as agents on other hosts with their own work would, so that what the
+ * requests in flight at once buy shows on a machine of two cores.
  *
- *   controller_bench [NODES [PERIODS]]      (defaults 1000 and 12)
+ *   controller_bench [NODES [PERIODS [PARALLEL [LATENCY_MS]]]]
+ *   (defaults 1000, 12, 64, 0)
  */
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -36,11 +43,20 @@ struct node {
 
 static struct node *nodes;
 static unsigned nnodes;
+static unsigned latency_ms;     /* each answer this late, as from an agent on another host */
 
 static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* CPU time of this thread, the controller's (the server has its own). */
+static double cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -94,6 +110,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return send_json(c, 404, json_pack("{s:s}", "error", "no such node"));
     struct node *n = &nodes[k];
     const char *path = url + off;
+    if (latency_ms) {
+        struct timespec d = {.tv_sec = latency_ms / 1000, .tv_nsec = (long)(latency_ms % 1000) * 1000000};
+        nanosleep(&d, NULL);
+    }
     pthread_mutex_lock(&n->mu);
     enum MHD_Result r;
     pflex_error_t err;
@@ -146,8 +166,10 @@ int main(int argc, char **argv)
 {
     nnodes = argc > 1 ? (unsigned)atoi(argv[1]) : 1000;
     int periods = argc > 2 ? atoi(argv[2]) : 12;
-    if (nnodes < 1 || nnodes > 100000 || periods < 2) {
-        fprintf(stderr, "usage: controller_bench [NODES [PERIODS]]\n");
+    unsigned parallel = argc > 3 ? (unsigned)atoi(argv[3]) : 64;
+    latency_ms = argc > 4 ? (unsigned)atoi(argv[4]) : 0;
+    if (nnodes < 1 || nnodes > 100000 || periods < 2 || parallel < 1 || latency_ms > 10000) {
+        fprintf(stderr, "usage: controller_bench [NODES [PERIODS [PARALLEL [LATENCY_MS]]]]\n");
         return 2;
     }
     nodes = calloc(nnodes, sizeof *nodes);
@@ -170,11 +192,17 @@ int main(int argc, char **argv)
     }
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    struct MHD_Daemon *md = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL,
-                                             handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                                             MHD_OPTION_THREAD_POOL_SIZE, 2u,
-                                             MHD_OPTION_CONNECTION_LIMIT, 4096u,
-                                             MHD_OPTION_NOTIFY_COMPLETED, done, NULL, MHD_OPTION_END);
+    /* two threads for all connections; with a latency, a thread per
+     * connection, so that answers wait side by side as on separate hosts */
+    struct MHD_Daemon *md =
+        latency_ms ? MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL,
+                                      0, NULL, NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                                      MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_NOTIFY_COMPLETED, done, NULL,
+                                      MHD_OPTION_END)
+                   : MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, handle, NULL,
+                                      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE, 2u,
+                                      MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_NOTIFY_COMPLETED, done, NULL,
+                                      MHD_OPTION_END);
     if (!md) {
         fprintf(stderr, "controller_bench: cannot start the HTTP server\n");
         return 1;
@@ -185,7 +213,7 @@ int main(int argc, char **argv)
         snprintf(urls[k], 64, "http://127.0.0.1:%u/n/%u", port, k);
     }
     struct ctl_config cfg = {.nagents = nnodes, .agent_urls = (const char *const *)urls, .period_s = 5,
-                             .explore_step = 0.05, .timeout_ms = 5000};
+                             .explore_step = 0.05, .timeout_ms = 5000, .parallel = parallel};
     ctl_t *ctl;
     if (ctl_create(&cfg, &ctl, &err) < 0) {
         fprintf(stderr, "controller_bench: %s\n", err.text);
@@ -195,22 +223,34 @@ int main(int argc, char **argv)
                              .ramp_s = 0};
     snprintf(t.source, sizeof t.source, "bench");
     pflex_target_set_add(ctl_targets(ctl), &t, &err);
-    double *w = calloc((size_t)periods, sizeof *w);
+    double *w = calloc((size_t)periods * 5, sizeof *w);
+    double *rd = w + periods, *pl = rd + periods, *pu = pl + periods, *cpu = pu + periods;
     struct ctl_period_result r = {0};
     for (int p = 0; p < periods; p++) {
-        double t0 = now_s();
+        double t0 = now_s(), c0 = cpu_s();
         if (ctl_period(ctl, 1000 + 5.0 * p, &r, &err) < 0) {
             fprintf(stderr, "controller_bench: %s\n", err.text);
             return 1;
         }
         w[p] = now_s() - t0;
+        cpu[p] = cpu_s() - c0;
+        rd[p] = r.read_s;
+        pl[p] = r.plan_s;
+        pu[p] = r.push_s;
     }
-    qsort(w + 1, (size_t)periods - 1, sizeof *w, cmp);
-    printf("  %u nodes x %d GPUs (%u GPUs, %zu jobs), agents over loopback HTTP in process: one period "
-           "(read, learn, plan, push) median %.3f s, slowest %.3f s over %d periods; last: limit %.0f W, "
-           "worst case %.0f W, %zu agents down\n",
-           nnodes, NG, nnodes * NG, r.jobs, w[1 + (periods - 1) / 2], w[periods - 1], periods - 1, r.limit_w,
-           r.worst_w, r.agents_down);
+    size_t m = (size_t)periods - 1, mid = 1 + m / 2;
+    qsort(w + 1, m, sizeof *w, cmp);
+    qsort(rd + 1, m, sizeof *rd, cmp);
+    qsort(pl + 1, m, sizeof *pl, cmp);
+    qsort(pu + 1, m, sizeof *pu, cmp);
+    qsort(cpu + 1, m, sizeof *cpu, cmp);
+    printf("  %u nodes x %d GPUs (%u GPUs, %zu jobs), agents over loopback HTTP in process answering "
+           "%u ms late, %u requests at once: one period (read, learn, plan, push) median %.3f s, slowest %.3f s over %d periods "
+           "(medians: read %.3f s, learn + plan %.3f s, push %.3f s; the controller's own CPU %.3f s, "
+           "the rest the simulated agents'); last: limit %.0f W, worst case %.0f W, "
+           "%zu agents down\n",
+           nnodes, NG, nnodes * NG, r.jobs, latency_ms, parallel, w[mid], w[periods - 1], periods - 1, rd[mid], pl[mid],
+           pu[mid], cpu[mid], r.limit_w, r.worst_w, r.agents_down);
     ctl_destroy(ctl);
     MHD_stop_daemon(md);
     for (unsigned k = 0; k < nnodes; k++) {

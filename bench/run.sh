@@ -81,5 +81,9 @@ fi
 echo "== telemetry: training on 10,000 jobs, predicting 100,000 =="
 "$TB" model 10000 100000 3
 echo
-echo "== the controller: one control period, 1,000 nodes x 8 GPUs, simulated agents in process =="
+echo "== the controller: one control period, 1,000 and 12,500 nodes x 8 GPUs, simulated agents in process =="
 "$BUILD/bench/controller_bench" 1000 12
+"$BUILD/bench/controller_bench" 12500 4
+echo "== the same, each agent answering 2 ms late (as from other hosts): 64 requests at once, then one =="
+"$BUILD/bench/controller_bench" 1000 12 64 2
+"$BUILD/bench/controller_bench" 1000 3 1 2

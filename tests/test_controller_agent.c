@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <pthread.h>
 #include "controller/agent_client.h"
 #include "controller/prom_source.h"
 
@@ -132,12 +133,107 @@ static void test_prometheus(void **state)
     prom_source_destroy(p);
 }
 
+/* Many agents at once against a loopback server that answers for two
+ * (/a and /b; /b's caps fail on GPU 1 with 502), and a third agent on a
+ * port nobody listens on: each agent its own result. */
+struct fake {
+    pflex_http_server_t *s;
+    volatile int stop;
+};
+
+static void fake_agent(void *ud, const struct pflex_http_request *req, struct pflex_http_response *r)
+{
+    (void)ud;
+    int b = !strncmp(req->path, "/b/", 3);
+    if (!strcmp(req->path + 2, "/v1/status")) {
+        char body[512];
+        snprintf(body, sizeof body, "{\"hostname\":\"node-%c\",\"gpus\":[{\"gpu\":0,\"power_w\":300,"
+                 "\"limit_w\":700,\"min_w\":200,\"max_w\":700},{\"gpu\":1,\"power_w\":310,\"limit_w\":700,"
+                 "\"min_w\":200,\"max_w\":700}],\"jobs\":[]}", b ? 'b' : 'a');
+        pflex_http_respond_text(r, 200, "application/json", body, strlen(body));
+    } else if (!strcmp(req->path + 2, "/v1/caps") && !strcmp(req->method, "PUT")) {
+        const char *auth = pflex_http_header(req, "Authorization");
+        if (!auth || strcmp(auth, "Bearer tok")) {
+            pflex_http_respond_error(r, 401, "bad token");
+            return;
+        }
+        const char *ok = "{\"applied\":[{\"gpu\":0,\"enforced_w\":450},{\"gpu\":1,\"enforced_w\":460}],\"errors\":[]}";
+        const char *part = "{\"applied\":[{\"gpu\":0,\"enforced_w\":450}],\"errors\":[{\"gpu\":1}]}";
+        pflex_http_respond_text(r, b ? 502 : 200, "application/json", b ? part : ok, strlen(b ? part : ok));
+    } else
+        pflex_http_respond_error(r, 404, "no %s", req->path);
+}
+
+static void *fake_serve(void *arg)
+{
+    struct fake *f = arg;
+    while (!f->stop)
+        pflex_http_server_run(f->s, 0.05, NULL);
+    return NULL;
+}
+
+static void test_batch(void **state)
+{
+    struct fake f = {0};
+    pflex_error_t err;
+    if (pflex_http_server_start("127.0.0.1:0", NULL, fake_agent, &f, &f.s, &err) < 0)
+        fail_msg("%s", err.text);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, fake_serve, &f), 0);
+    unsigned port = pflex_http_server_port(f.s);
+    char url[3][64];
+    snprintf(url[0], sizeof url[0], "http://127.0.0.1:%u/a", port);
+    snprintf(url[1], sizeof url[1], "http://127.0.0.1:%u/b", port);
+    snprintf(url[2], sizeof url[2], "http://127.0.0.1:1");
+    agent_client_t *ag[3];
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(agent_client_create(url[i], "tok", 1000, &ag[i], &err), 0);
+    pflex_http_client_t *http;
+    assert_int_equal(agent_client_http_create(1000, 4, 0, &http, &err), 0);
+
+    static struct agent_status st[4];
+    memset(st, 0, sizeof st);
+    snprintf(st[2].host, sizeof st[2].host, "kept");
+    struct agent_read rd[4] = {{.agent = ag[0], .out = &st[0]}, {.agent = ag[1], .out = &st[1]},
+                               {.agent = ag[2], .out = &st[2]}, {.agent = NULL, .out = &st[3]}};
+    assert_int_equal(agent_client_status_many(http, rd, 4, &err), 0);
+    assert_true(rd[0].ok && rd[1].ok && !rd[2].ok && !rd[3].ok);
+    assert_string_equal(st[0].host, "node-a");
+    assert_string_equal(st[1].host, "node-b");
+    assert_int_equal(st[1].ngpus, 2);
+    assert_string_equal(st[2].host, "kept");            /* a failure leaves it as it was */
+    assert_non_null(strstr(rd[2].err.text, "GET http://127.0.0.1:1/v1/status: "));
+
+    struct agent_cap caps[3][2] = {{{0, 450, 0}, {1, 460, 0}}, {{0, 450, 0}, {1, 460, 0}}, {{0, 450, 0}}};
+    struct agent_push p[3] = {{.agent = ag[0], .caps = caps[0], .n = 2}, {.agent = ag[1], .caps = caps[1], .n = 2},
+                              {.agent = ag[2], .caps = caps[2], .n = 1}};
+    assert_int_equal(agent_client_put_caps_many(http, p, 3, 15, &err), 0);
+    assert_true(p[0].ok && !p[1].ok && !p[2].ok);
+    assert_true(caps[0][0].enforced_w == 450 && caps[0][1].enforced_w == 460);
+    assert_true(caps[1][0].enforced_w == 450 && isnan(caps[1][1].enforced_w));  /* 502: the one set */
+    assert_non_null(strstr(p[1].err.text, "HTTP 502"));
+    assert_true(isnan(caps[2][0].enforced_w));
+    /* the second batch goes over the first one's connections: two, and a refused attempt */
+    unsigned long req, conn;
+    pflex_http_client_counts(http, &req, &conn);
+    assert_int_equal(req, 6);
+    assert_true(conn <= 4);
+
+    pflex_http_client_destroy(http);
+    for (int i = 0; i < 3; i++)
+        agent_client_destroy(ag[i]);
+    f.stop = 1;
+    pthread_join(th, NULL);
+    pflex_http_server_stop(f.s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status),
         cmocka_unit_test(test_caps_answer),
         cmocka_unit_test(test_client),
+        cmocka_unit_test(test_batch),
         cmocka_unit_test(test_prometheus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,14 @@
  * the JSON body reader, and a server on a loopback port picked by the
  * kernel, polled from a thread while the client (libcurl) talks to it:
  * answers, 404 from the handler, 413 before the body is read, 429 with
- * Retry-After. */
+ * Retry-After; and the batch client: many requests at once over kept
+ * connections, a port nobody listens on, a server that never answers, an
+ * answer over the size limit.  Loopback only; every wait is bounded. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -103,6 +110,12 @@ static void handler(void *ud, const struct pflex_http_request *req, struct pflex
 {
     struct live *l = ud;
     l->handled++;
+    if (!strcmp(req->path, "/big")) {
+        static char big[5000];
+        memset(big, 'b', sizeof big);
+        pflex_http_respond_text(r, 200, "text/plain", big, sizeof big);
+        return;
+    }
     if (!strcmp(req->path, "/echo")) {
         const char *h = pflex_http_header(req, "X-Test");
         const char *q = pflex_http_query(req, "q");
@@ -184,6 +197,132 @@ static void test_server_roundtrip(void **state)
     assert_int_equal(pflex_http_server_start("127.0.0.1:bad", NULL, handler, &l, &l.s, &err), -1);
 }
 
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A loopback socket: listening (it accepts in the kernel and never
+ * answers) or closed again (its port then refuses).  Its port. */
+static unsigned loopback_socket(int listening, int *fd_out)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    if (listening)
+        assert_int_equal(listen(fd, 16), 0);
+    else
+        close(fd);
+    *fd_out = listening ? fd : -1;
+    return ntohs(sa.sin_port);
+}
+
+struct tally {
+    unsigned done;
+};
+
+static void count_done(void *ud, struct pflex_http_call *call)
+{
+    ((struct tally *)ud)->done++;
+    assert_true(call->ok || call->error[0]);
+}
+
+static void test_client_batch(void **state)
+{
+    struct live l = {0};
+    pflex_error_t err;
+    struct pflex_http_limits lim = {.max_body = 4096, .max_conns = 256, .per_peer_conns = 128};
+    if (pflex_http_server_start("127.0.0.1:0", &lim, handler, &l, &l.s, &err))
+        fail_msg("start: %s", err.text);
+    unsigned port = pflex_http_server_port(l.s);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, serve, &l), 0);
+    struct pflex_http_client_opts o = {.parallel = 16, .timeout_s = 1, .max_response = 4096,
+                                       .accept = "application/json"};
+    pflex_http_client_t *c;
+    assert_int_equal(pflex_http_client_create(&o, &c, &err), 0);
+
+    /* Many at once: every one answered with its own body, over at most
+     * 16 connections, which the second batch reuses. */
+    enum { N = 200 };
+    static struct pflex_http_call calls[N];
+    static char urls[N][96], bodies[N][32];
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < N; i++) {
+            snprintf(urls[i], sizeof urls[i], "http://127.0.0.1:%u/echo?q=%d", port, i);
+            snprintf(bodies[i], sizeof bodies[i], "{\"i\": %d}", i);
+            calls[i] = (struct pflex_http_call){.method = i % 2 ? "PUT" : "GET", .url = urls[i],
+                                                .body = i % 2 ? bodies[i] : NULL, .token = "tok"};
+        }
+        struct tally t = {0};
+        double t0 = mono();
+        assert_int_equal(pflex_http_client_run(c, calls, N, count_done, &t, &err), 0);
+        assert_true(mono() - t0 < 10);
+        assert_int_equal(t.done, N);
+        for (int i = 0; i < N; i++) {
+            char want[64];
+            assert_int_equal(calls[i].ok, 1);
+            assert_int_equal(calls[i].status, 200);
+            snprintf(want, sizeof want, "\"q\": \"%d\"", i);
+            assert_non_null(strstr(calls[i].resp, want));
+            assert_non_null(strstr(calls[i].resp, i % 2 ? "\"method\": \"PUT\"" : "\"method\": \"GET\""));
+            if (i % 2) {
+                /* the server echoes the body it got, JSON-escaped */
+                char echoed[64];
+                snprintf(echoed, sizeof echoed, "\"body\": \"{\\\"i\\\": %d}\"", i);
+                assert_non_null(strstr(calls[i].resp, echoed));
+            }
+            assert_int_equal(calls[i].resp_len, strlen(calls[i].resp));
+            free(calls[i].resp);
+        }
+        unsigned long req, conn;
+        pflex_http_client_counts(c, &req, &conn);
+        assert_int_equal(req, (unsigned long)N * (round + 1));
+        assert_true(conn >= 1 && conn <= 16);       /* kept: none new in round 2 */
+    }
+
+    /* A port nobody listens on, a server that never answers, an answer
+     * over the limit: each its own error, the others answered. */
+    int hang_fd, gone_fd;
+    unsigned hang = loopback_socket(1, &hang_fd), gone = loopback_socket(0, &gone_fd);
+    char u[5][96];
+    snprintf(u[0], sizeof u[0], "http://127.0.0.1:%u/echo?q=a", port);
+    snprintf(u[1], sizeof u[1], "http://127.0.0.1:%u/v1/status", gone);
+    snprintf(u[2], sizeof u[2], "http://127.0.0.1:%u/v1/status", hang);
+    snprintf(u[3], sizeof u[3], "http://127.0.0.1:%u/big", port);
+    snprintf(u[4], sizeof u[4], "http://127.0.0.1:%u/nothing", port);
+    struct pflex_http_call mixed[5];
+    for (int i = 0; i < 5; i++)
+        mixed[i] = (struct pflex_http_call){.method = "GET", .url = u[i]};
+    double t0 = mono();
+    assert_int_equal(pflex_http_client_run(c, mixed, 5, NULL, NULL, &err), 3);
+    double took = mono() - t0;
+    assert_true(took >= 0.9 && took < 5);           /* the 1 s timeout, once */
+    assert_true(mixed[0].ok && mixed[0].status == 200 && strstr(mixed[0].resp, "\"q\": \"a\""));
+    assert_true(!mixed[1].ok && mixed[1].status == 0 && !mixed[1].resp);
+    assert_non_null(strstr(mixed[1].error, "connect"));
+    assert_true(!mixed[2].ok && !mixed[2].too_big);
+    assert_non_null(strstr(mixed[2].error, "Timeout"));
+    assert_true(!mixed[3].ok && mixed[3].too_big && !mixed[3].resp);
+    assert_string_equal(mixed[3].error, "answer over 4096 bytes");
+    assert_true(mixed[4].ok && mixed[4].status == 404);     /* an answer, if not a good one */
+    free(mixed[0].resp);
+    free(mixed[4].resp);
+    close(hang_fd);
+    /* an empty batch does nothing */
+    assert_int_equal(pflex_http_client_run(c, NULL, 0, NULL, NULL, &err), 0);
+    pflex_http_client_destroy(c);
+    l.stop = 1;
+    pthread_join(th, NULL);
+    pflex_http_server_stop(l.s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +331,7 @@ int main(void)
         cmocka_unit_test(test_listen_addresses),
         cmocka_unit_test(test_json_body),
         cmocka_unit_test(test_server_roundtrip),
+        cmocka_unit_test(test_client_batch),
     };
     return cmocka_run_group_tests_name("net", tests, NULL, NULL);
 }

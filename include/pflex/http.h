@@ -1,5 +1,6 @@
 /* pflex/http.h — HTTP glue for the daemons: a small server over
- * libmicrohttpd, a JSON body reader with limits, and a client over libcurl.
+ * libmicrohttpd, a JSON body reader with limits, and a client over libcurl
+ * (one request, or many at once over kept connections).
  *
  * The server runs in the caller's thread: pflex_http_server_run() waits for
  * at most a given time, serves what arrived and returns, so that a daemon's
@@ -98,10 +99,69 @@ void pflex_http_respond_error(struct pflex_http_response *resp, int status, cons
  * the candidate's length only). 1 when equal. */
 int pflex_http_secret_equal(const char *secret, const char *candidate);
 
-/* The client: one request with libcurl.  token (may be NULL) goes as
- * "Authorization: Bearer TOKEN", body (may be NULL) as JSON.  *status gets
- * the HTTP status, *resp a malloc'd NUL-terminated body (at most 16 MiB).
- * -1 with err when no answer came (connection refused, timeout, ...). */
+/* The client, over libcurl: one request at a time, or a batch of many run
+ * at once over the curl multi interface.  A client keeps its connections
+ * open between calls and batches (HTTP/1.1 keep-alive), so that a daemon
+ * that talks to the same hosts every period pays for TCP set-up once.
+ * Redirects are never followed; only http and https are spoken.  A client
+ * is used by one thread at a time. */
+typedef struct pflex_http_client pflex_http_client_t;
+
+struct pflex_http_client_opts {
+    unsigned parallel;          /* requests of a batch in flight at once (0: 64) */
+    unsigned keep_conns;        /* idle connections kept for reuse (0: parallel) */
+    double timeout_s;           /* whole request, from its start (<= 0: 10) */
+    double connect_timeout_s;   /* connection set-up (<= 0: timeout_s) */
+    size_t max_response;        /* bytes; a longer answer fails the request (0: 16 MiB) */
+    const char *accept;         /* an Accept header (NULL: curl's, any type) */
+};
+
+/* One request of a batch.  The caller fills the first part and owns its
+ * strings; the client fills the second. */
+struct pflex_http_call {
+    const char *method;         /* "GET", "PUT", "POST", ... */
+    const char *url;
+    const char *body;           /* NUL-terminated; NULL: none */
+    const char *content_type;   /* of body (NULL: application/json) */
+    const char *token;          /* "Authorization: Bearer TOKEN"; NULL or "": none */
+    void *ud;                   /* the caller's, untouched */
+    /* filled by the client */
+    int ok;                     /* 1: an answer came (any HTTP status) */
+    long status;                /* the HTTP status; 0 without an answer */
+    char *resp;                 /* the answer, malloc'd and NUL-terminated (the caller
+                                 * frees it); NULL without an answer */
+    size_t resp_len;
+    int too_big;                /* no answer: it was over max_response */
+    char error[200];            /* no answer: why ("Couldn't connect to server",
+                                 * "Timeout was reached", "answer over 16 MiB"),
+                                 * without the method and URL */
+};
+
+/* Called as each call of a batch completes (answered or not), in the
+ * order they complete; it may take call->resp (set it to NULL). */
+typedef void (*pflex_http_done_fn)(void *ud, struct pflex_http_call *call);
+
+int pflex_http_client_create(const struct pflex_http_client_opts *o, pflex_http_client_t **out,
+                             pflex_error_t *err);
+void pflex_http_client_destroy(pflex_http_client_t *c);
+
+/* Run n calls, at most opts.parallel at once, each under the client's
+ * timeouts, and return when every one is done; done (may be NULL) is
+ * called for each as it completes.  The number of calls without an answer
+ * (0..n), or -1 with err when the batch could not run at all (out of
+ * memory, libcurl), every call then failed with err's text. */
+long pflex_http_client_run(pflex_http_client_t *c, struct pflex_http_call *calls, size_t n,
+                           pflex_http_done_fn done, void *ud, pflex_error_t *err);
+
+/* Requests run and TCP connections opened over the client's life. */
+void pflex_http_client_counts(const pflex_http_client_t *c, unsigned long *requests,
+                              unsigned long *connects);
+
+/* One request on a client of its own (no connection kept).  token (may be
+ * NULL) goes as "Authorization: Bearer TOKEN", body (may be NULL) as JSON.
+ * *status gets the HTTP status, *resp a malloc'd NUL-terminated body (at
+ * most 16 MiB).  -1 with err ("METHOD URL: why") when no answer came
+ * (connection refused, timeout, ...). */
 int pflex_http_request(const char *method, const char *url, const char *token, const char *body,
                        double timeout_s, long *status, char **resp, pflex_error_t *err);
 

@@ -1,4 +1,5 @@
-/* agent_client.c — talking to one `pflex agent` over HTTP (libcurl).
+/* agent_client.c — talking to `pflex agent`s over HTTP (pflex/http.h), one
+ * at a time or many at once, each batch over one client's kept connections.
  *
  * What the controller reads of the agent's API (docs/agent.md, served by
  * src/agent/api.c); nothing else in the controller parses it:
@@ -29,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <curl/curl.h>
 #include <jansson.h>
 #include "controller/agent_client.h"
 
@@ -37,8 +37,10 @@
 
 struct agent_client {
     char url[512];
+    char status_url[528], caps_url[528];
     char *token;
     long timeout_ms;
+    pflex_http_client_t *http;  /* for the one-agent calls; made on first use */
 };
 
 int agent_client_create(const char *url, const char *token, long timeout_ms,
@@ -54,6 +56,8 @@ int agent_client_create(const char *url, const char *token, long timeout_ms,
     size_t l = strlen(c->url);
     while (l && c->url[l - 1] == '/')
         c->url[--l] = '\0';
+    snprintf(c->status_url, sizeof c->status_url, "%s/v1/status", c->url);
+    snprintf(c->caps_url, sizeof c->caps_url, "%s/v1/caps", c->url);
     c->token = token ? strdup(token) : NULL;
     c->timeout_ms = timeout_ms > 0 ? timeout_ms : 2000;
     *out = c;
@@ -68,6 +72,7 @@ void agent_client_destroy(agent_client_t *c)
         memset(c->token, 0, strlen(c->token));
         free(c->token);
     }
+    pflex_http_client_destroy(c->http);
     free(c);
 }
 
@@ -76,71 +81,21 @@ const char *agent_client_url(const agent_client_t *c)
     return c->url;
 }
 
-struct body {
-    char *buf;
-    size_t len;
-    int too_big;
-};
-
-static size_t on_data(char *p, size_t size, size_t n, void *ud)
+int agent_client_http_create(long timeout_ms, unsigned parallel, unsigned keep_conns,
+                             pflex_http_client_t **out, pflex_error_t *err)
 {
-    struct body *b = ud;
-    size_t add = size * n;
-    if (b->len + add > MAX_BODY) {
-        b->too_big = 1;
-        return 0;
-    }
-    char *nb = realloc(b->buf, b->len + add + 1);
-    if (!nb)
-        return 0;
-    b->buf = nb;
-    memcpy(b->buf + b->len, p, add);
-    b->len += add;
-    b->buf[b->len] = '\0';
-    return add;
+    struct pflex_http_client_opts o = {.parallel = parallel, .keep_conns = keep_conns,
+                                       .timeout_s = (timeout_ms > 0 ? timeout_ms : 2000) / 1e3,
+                                       .max_response = MAX_BODY, .accept = "application/json"};
+    return pflex_http_client_create(&o, out, err);
 }
 
-static int request(agent_client_t *c, const char *method, const char *path, const char *data,
-                   long *status, struct body *b, pflex_error_t *err)
+/* The one-agent calls' client: one connection, kept. */
+static pflex_http_client_t *own_http(agent_client_t *c, pflex_error_t *err)
 {
-    CURL *h = curl_easy_init();
-    if (!h)
-        return pflex_error_set(err, "libcurl: cannot create a handle");
-    char url[600], auth[4200];
-    snprintf(url, sizeof url, "%s%s", c->url, path);
-    memset(b, 0, sizeof *b);
-    struct curl_slist *hdr = curl_slist_append(NULL, "Accept: application/json");
-    if (data)
-        hdr = curl_slist_append(hdr, "Content-Type: application/json");
-    if (c->token) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", c->token);
-        hdr = curl_slist_append(hdr, auth);
-    }
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
-    if (data) {
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, data);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(data));
-    }
-    CURLcode rc = curl_easy_perform(h);
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-    curl_slist_free_all(hdr);
-    curl_easy_cleanup(h);
-    memset(auth, 0, sizeof auth);
-    if (rc != CURLE_OK || b->too_big) {
-        free(b->buf);
-        b->buf = NULL;
-        return pflex_error_set(err, "%s %s%s: %s", method, c->url, path,
-                               b->too_big ? "answer too large" : curl_easy_strerror(rc));
-    }
-    return 0;
+    if (!c->http && agent_client_http_create(c->timeout_ms, 1, 1, &c->http, err) < 0)
+        return NULL;
+    return c->http;
 }
 
 static double num_or(json_t *v, double dflt)
@@ -237,21 +192,6 @@ out:
     return rc;
 }
 
-int agent_client_status(agent_client_t *c, struct agent_status *out, pflex_error_t *err)
-{
-    long status = 0;
-    struct body b;
-    if (request(c, "GET", "/v1/status", NULL, &status, &b, err) < 0)
-        return -1;
-    int rc;
-    if (status != 200)
-        rc = pflex_error_set(err, "GET %s/v1/status: HTTP %ld", c->url, status);
-    else
-        rc = agent_parse_status(b.buf ? b.buf : "", b.len, out, err);
-    free(b.buf);
-    return rc;
-}
-
 int agent_parse_caps_answer(const char *body, size_t len, struct agent_cap *caps, size_t n,
                             pflex_error_t *err)
 {
@@ -277,8 +217,81 @@ int agent_parse_caps_answer(const char *body, size_t len, struct agent_cap *caps
     return 0;
 }
 
-int agent_client_put_caps(agent_client_t *c, struct agent_cap *caps, size_t n, double lease_s,
-                          pflex_error_t *err)
+/* ---- many agents at once ---- */
+
+/* A batch's calls are its entries with an agent, each call's ud its entry. */
+struct batch {
+    struct agent_status scratch;        /* a status parsed before it is known good */
+};
+
+static void read_done(void *ud, struct pflex_http_call *call)
+{
+    struct batch *b = ud;
+    struct agent_read *r = call->ud;
+    if (!call->ok)
+        pflex_error_set(&r->err, "GET %s: %s", call->url, call->error);
+    else if (call->status != 200)
+        pflex_error_set(&r->err, "GET %s: HTTP %ld", call->url, call->status);
+    else if (agent_parse_status(call->resp, call->resp_len, &b->scratch, &r->err) == 0) {
+        *r->out = b->scratch;
+        r->ok = 1;
+    }
+    free(call->resp);
+    call->resp = NULL;
+}
+
+int agent_client_status_many(pflex_http_client_t *http, struct agent_read *r, size_t n,
+                             pflex_error_t *err)
+{
+    struct batch *b = malloc(sizeof *b);
+    struct pflex_http_call *calls = malloc((n ? n : 1) * sizeof *calls);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!r[i].agent)
+            continue;
+        r[i].ok = 0;
+        r[i].err.text[0] = '\0';
+        if (calls)
+            calls[m++] = (struct pflex_http_call){.method = "GET", .url = r[i].agent->status_url,
+                                                  .ud = &r[i]};
+    }
+    int rc = 0;
+    if (!b || !calls) {
+        rc = pflex_error_set(err, "out of memory");
+        for (size_t i = 0; i < n; i++)
+            if (r[i].agent)
+                r[i].err = *err;
+    } else {
+        if (pflex_http_client_run(http, calls, m, read_done, b, err) < 0)
+            rc = -1;
+    }
+    free(calls);
+    free(b);
+    return rc;
+}
+
+static void push_done(void *ud, struct pflex_http_call *call)
+{
+    (void)ud;
+    struct agent_push *p = call->ud;
+    const char *body = call->resp ? call->resp : "";
+    if (!call->ok)
+        pflex_error_set(&p->err, "PUT %s: %s", call->url, call->error);
+    else if (call->status == 200)
+        p->ok = agent_parse_caps_answer(body, call->resp_len, p->caps, p->n, &p->err) == 0;
+    else {
+        /* 502: some GPUs failed and were restored; the others took their
+         * caps, and the answer says which */
+        if (call->status == 502)
+            agent_parse_caps_answer(body, call->resp_len, p->caps, p->n, NULL);
+        pflex_error_set(&p->err, "PUT %s: HTTP %ld%s%.200s", call->url, call->status,
+                        call->resp_len ? ": " : "", body);
+    }
+    free(call->resp);
+    call->resp = NULL;
+}
+
+static char *caps_json(const struct agent_cap *caps, size_t n, double lease_s)
 {
     json_t *arr = json_array();
     for (size_t k = 0; k < n; k++)
@@ -286,24 +299,70 @@ int agent_client_put_caps(agent_client_t *c, struct agent_cap *caps, size_t n, d
     json_t *doc = json_pack("{s:f, s:o}", "lease_s", lease_s, "caps", arr);
     char *s = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
-    if (!s)
-        return pflex_error_set(err, "out of memory");
-    long status = 0;
-    struct body b;
-    int rc = request(c, "PUT", "/v1/caps", s, &status, &b, err);
-    free(s);
-    if (rc < 0)
-        return -1;
-    if (status == 200)
-        rc = agent_parse_caps_answer(b.buf ? b.buf : "", b.len, caps, n, err);
-    else {
-        /* 502: some GPUs failed and were restored; the others took their
-         * caps, and the answer says which */
-        if (status == 502)
-            agent_parse_caps_answer(b.buf ? b.buf : "", b.len, caps, n, NULL);
-        rc = pflex_error_set(err, "PUT %s/v1/caps: HTTP %ld%s%.200s", c->url, status,
-                             b.buf ? ": " : "", b.buf ? b.buf : "");
+    return s;
+}
+
+int agent_client_put_caps_many(pflex_http_client_t *http, struct agent_push *p, size_t n,
+                               double lease_s, pflex_error_t *err)
+{
+    struct pflex_http_call *calls = malloc((n ? n : 1) * sizeof *calls);
+    size_t m = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!p[i].agent)
+            continue;
+        p[i].ok = 0;
+        p[i].err.text[0] = '\0';
+        for (size_t k = 0; k < p[i].n; k++)
+            p[i].caps[k].enforced_w = NAN;
+        char *body = calls ? caps_json(p[i].caps, p[i].n, lease_s) : NULL;
+        if (!body) {
+            pflex_error_set(&p[i].err, "out of memory");
+            continue;
+        }
+        calls[m++] = (struct pflex_http_call){.method = "PUT", .url = p[i].agent->caps_url, .body = body,
+                                              .token = p[i].agent->token, .ud = &p[i]};
     }
-    free(b.buf);
+    if (!calls) {
+        rc = pflex_error_set(err, "out of memory");
+        for (size_t i = 0; i < n; i++)
+            if (p[i].agent)
+                p[i].err = *err;
+        return rc;
+    }
+    if (pflex_http_client_run(http, calls, m, push_done, NULL, err) < 0)
+        rc = -1;
+    for (size_t i = 0; i < m; i++)
+        free((char *)calls[i].body);
+    free(calls);
     return rc;
+}
+
+/* ---- one agent ---- */
+
+int agent_client_status(agent_client_t *c, struct agent_status *out, pflex_error_t *err)
+{
+    pflex_http_client_t *http = own_http(c, err);
+    if (!http)
+        return -1;
+    struct agent_read r = {.agent = c, .out = out};
+    if (agent_client_status_many(http, &r, 1, err) < 0)
+        return -1;
+    if (!r.ok)
+        *err = r.err;
+    return r.ok ? 0 : -1;
+}
+
+int agent_client_put_caps(agent_client_t *c, struct agent_cap *caps, size_t n, double lease_s,
+                          pflex_error_t *err)
+{
+    pflex_http_client_t *http = own_http(c, err);
+    if (!http)
+        return -1;
+    struct agent_push p = {.agent = c, .caps = caps, .n = n};
+    if (agent_client_put_caps_many(http, &p, 1, lease_s, err) < 0)
+        return -1;
+    if (!p.ok)
+        *err = p.err;
+    return p.ok ? 0 : -1;
 }

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include "pflex/error.h"
+#include "pflex/http.h"
 
 #define AGENT_MAX_GPUS 64
 #define AGENT_MAX_JOBS 64
@@ -52,6 +53,36 @@ int agent_client_status(agent_client_t *c, struct agent_status *out, pflex_error
 /* PUT /v1/caps with a lease; each cap's enforced_w from the answer. */
 int agent_client_put_caps(agent_client_t *c, struct agent_cap *caps, size_t n, double lease_s,
                           pflex_error_t *err);
+
+/* Many agents at once.  The HTTP client for them: timeout_ms per request
+ * (<= 0: 2000), parallel requests in flight (0: 64), keep_conns open
+ * connections kept from one period to the next (0: parallel), answers of
+ * at most 1 MiB. */
+int agent_client_http_create(long timeout_ms, unsigned parallel, unsigned keep_conns,
+                             pflex_http_client_t **out, pflex_error_t *err);
+
+/* One agent's part of a batch; an entry whose agent is NULL is left alone. */
+struct agent_read {
+    agent_client_t *agent;
+    struct agent_status *out;   /* written only when ok */
+    int ok;
+    pflex_error_t err;          /* !ok: why, as agent_client_status says it */
+};
+struct agent_push {
+    agent_client_t *agent;
+    struct agent_cap *caps;     /* each one's enforced_w from the answer */
+    size_t n;
+    int ok;
+    pflex_error_t err;
+};
+/* GET /v1/status of every entry's agent, all at once over http; returns
+ * when all are done.  0, or -1 with err when the batch could not run (every
+ * entry then failed with that text); one agent's failure is its entry's. */
+int agent_client_status_many(pflex_http_client_t *http, struct agent_read *r, size_t n,
+                             pflex_error_t *err);
+/* PUT /v1/caps to every entry's agent (its own caps, one lease), the same. */
+int agent_client_put_caps_many(pflex_http_client_t *http, struct agent_push *p, size_t n,
+                               double lease_s, pflex_error_t *err);
 
 /* The parsers, exposed for tests. */
 int agent_parse_status(const char *body, size_t len, struct agent_status *out, pflex_error_t *err);

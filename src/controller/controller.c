@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <curl/curl.h>
+#include <sys/resource.h>
 #include "controller/agent_client.h"
 #include "controller/controller.h"
 #include "controller/ctl_int.h"
@@ -72,6 +74,19 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
             ctl_destroy(c);
             return -1;
         }
+    /* one HTTP client for all agents: a connection kept open to each from
+     * one period to the next, as far as the descriptors allow */
+    unsigned parallel = cfg->parallel ? cfg->parallel : 64;
+    size_t keep = cfg->nagents;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < keep + 256)
+        keep = rl.rlim_cur > 256 + parallel ? rl.rlim_cur - 256 : parallel;
+    if (keep < parallel)
+        keep = parallel;
+    if (agent_client_http_create(cfg->timeout_ms, parallel, (unsigned)keep, &c->http, err) < 0) {
+        ctl_destroy(c);
+        return -1;
+    }
     /* two queries a period: each bounded by 0.4 period, so that a server
      * that hangs never delays the renewal of the leases past their end */
     long prom_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 2000;
@@ -131,6 +146,7 @@ void ctl_destroy(ctl_t *c)
     for (size_t a = 0; c->agents && a < c->c.nagents; a++)
         agent_client_destroy(c->agents[a].client);
     free(c->agents);
+    pflex_http_client_destroy(c->http);
     prom_source_destroy(c->prom);
     for (size_t j = 0; j < c->njobs; j++) {
         pflex_learn_destroy(c->jobs[j].learn);
@@ -353,6 +369,13 @@ static void apply_job_map(ctl_t *c, struct agent_status *st)
     st->njobs = n;
 }
 
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t *err)
 {
     memset(r, 0, sizeof *r);
@@ -376,6 +399,7 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
 
     /* 2. read the site: each agent's status, or Prometheus (the agents
      * then only for their host name and job map, now and then) */
+    double t_read = wall_s();
     size_t ngpus = 0;
     double never_w = 0;
     if (c->prom) {
@@ -387,22 +411,35 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
                 pflex_audit_note(c->audit, now, "prometheus", e2.text, NULL);
         }
     }
+    /* every agent due a status read, all at once: each agent's status
+     * (direct), or its host name and job map (Prometheus: now and then) */
+    struct agent_read *rd = calloc(c->c.nagents, sizeof *rd);
+    if (!rd)
+        return pflex_error_set(err, "out of memory");
+    for (size_t a = 0; a < c->c.nagents; a++) {
+        struct ctl_agent *ag = &c->agents[a];
+        if (!c->prom)
+            rd[a] = (struct agent_read){.agent = ag->client, .out = &ag->st};
+        else if (!ag->meta_seen || (c->periods - 1) % (unsigned long)c->c.status_every == 0)
+            rd[a] = (struct agent_read){.agent = ag->client, .out = &ag->meta};
+    }
+    {
+        pflex_error_t e2;
+        (void)agent_client_status_many(c->http, rd, c->c.nagents, &e2);    /* failures are per agent */
+    }
     for (size_t a = 0; a < c->c.nagents; a++) {
         struct ctl_agent *ag = &c->agents[a];
         struct agent_status st;
-        pflex_error_t e2;
+        pflex_error_t e2 = rd[a].err;
         if (!c->prom) {
-            ag->up = ag->tele = agent_client_status(ag->client, &st, &e2) == 0;
-            if (ag->up) {
-                ag->st = st;
+            ag->up = ag->tele = rd[a].ok;
+            if (ag->up)
                 ag->seen = 1;
-            }
         } else {
-            if (!ag->meta_seen || (c->periods - 1) % (unsigned long)c->c.status_every == 0) {
-                if (agent_client_status(ag->client, &st, &e2) == 0) {
-                    ag->meta = st;
+            if (rd[a].agent) {
+                if (rd[a].ok)
                     ag->meta_seen = 1;
-                } else
+                else
                     logf_(c, "agent %s: %s", agent_client_url(ag->client), e2.text);
             }
             if (!ag->meta_seen) {
@@ -445,6 +482,9 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
         else
             never_w += c->c.agent_max_w;
     }
+    free(rd);
+    double t_plan = wall_s();
+    r->read_s = t_plan - t_read;
     if (grow((void **)&c->gpus, &c->cap_gpus, ngpus + 1, sizeof *c->gpus) < 0)
         return pflex_error_set(err, "out of memory");
     if (grow((void **)&c->gpu_agent, &c->cap_ga, ngpus + 1, sizeof *c->gpu_agent) < 0
@@ -642,7 +682,10 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
                 }
         }
 
-    /* 7. push, per agent */
+    /* 7. push: every cut on every agent in one batch, and only when all
+     * of them have answered, every cap in a second */
+    double t_push = wall_s();
+    r->plan_s = t_push - t_plan;
     long long period_id = 0;
     if (c->audit) {
         if (pflex_audit_begin(c->audit, err) < 0)
@@ -659,47 +702,70 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
             return -1;
         }
     }
-    struct agent_cap caps[AGENT_MAX_GPUS];
+    /* each agent's reachable GPUs, in site order, as its slice
+     * [first[a], first[a + 1]) of capk (their site indices) and caps */
+    size_t na = c->c.nagents;
+    size_t *first = calloc(na + 1, sizeof *first), *capk = malloc((g + 1) * sizeof *capk);
+    struct agent_cap *caps = malloc((g + 1) * sizeof *caps);
+    struct agent_push *push = calloc(na, sizeof *push);
+    if (!first || !capk || !caps || !push) {
+        free(first);
+        free(capk);
+        free(caps);
+        free(push);
+        if (c->audit)
+            pflex_audit_rollback(c->audit);
+        return pflex_error_set(err, "out of memory");
+    }
+    for (size_t k = 0; k < g; k++)
+        if (c->gpus[k].reachable && c->agents[c->gpu_agent[k]].up)
+            first[c->gpu_agent[k] + 1]++;
+    for (size_t a = 0; a < na; a++)
+        first[a + 1] += first[a];
+    for (size_t k = 0; k < g; k++)
+        if (c->gpus[k].reachable && c->agents[c->gpu_agent[k]].up) {
+            size_t a = c->gpu_agent[k];
+            capk[first[a] + push[a].n++] = k;
+        }
     /* cuts first: every GPU whose cap falls, on every agent, before any
      * cap rises anywhere, so that the site never sums a raise on one node
      * with a cut not yet made on another */
-    for (size_t a = 0; a < c->c.nagents; a++) {
+    for (size_t a = 0; a < na; a++) {
         struct ctl_agent *ag = &c->agents[a];
-        if (!ag->up)
-            continue;
         size_t n = 0;
-        for (size_t k = 0; k < g; k++) {
+        for (size_t q = first[a]; q < first[a + 1]; q++) {
+            size_t k = capk[q];
             const struct agent_gpu *ug = &ag->st.gpu[c->gpu_slot[k]];
-            if (c->gpu_agent[k] == a && c->gpus[k].reachable
-                && !(c->plan.cap_w[k] >= ug->limit_w - 0.5))
-                caps[n++] = (struct agent_cap){.gpu = ug->index, .cap_w = c->plan.cap_w[k],
-                                               .enforced_w = NAN};
+            if (!(c->plan.cap_w[k] >= ug->limit_w - 0.5))
+                caps[first[a] + n++] = (struct agent_cap){.gpu = ug->index, .cap_w = c->plan.cap_w[k],
+                                                          .enforced_w = NAN};
         }
-        pflex_error_t e2;
-        if (n && agent_client_put_caps(ag->client, caps, n, c->c.lease_s, &e2) < 0)
-            logf_(c, "agent %s: %s", agent_client_url(ag->client), e2.text);
+        push[a] = (struct agent_push){.agent = n ? ag->client : NULL, .caps = &caps[first[a]], .n = n};
     }
-    for (size_t a = 0; a < c->c.nagents; a++) {
+    pflex_error_t perr;
+    (void)agent_client_put_caps_many(c->http, push, na, c->c.lease_s, &perr);  /* failures are per agent */
+    for (size_t a = 0; a < na; a++)
+        if (push[a].agent && !push[a].ok)
+            logf_(c, "agent %s: %s", agent_client_url(c->agents[a].client), push[a].err.text);
+    /* then every cap, on every agent that answered this period */
+    for (size_t a = 0; a < na; a++) {
         struct ctl_agent *ag = &c->agents[a];
-        if (!ag->up)
+        for (size_t q = first[a]; q < first[a + 1]; q++)
+            caps[q] = (struct agent_cap){.gpu = ag->st.gpu[c->gpu_slot[capk[q]]].index,
+                                         .cap_w = c->plan.cap_w[capk[q]], .enforced_w = NAN};
+        size_t n = first[a + 1] - first[a];
+        push[a] = (struct agent_push){.agent = n ? ag->client : NULL, .caps = &caps[first[a]], .n = n};
+    }
+    (void)agent_client_put_caps_many(c->http, push, na, c->c.lease_s, &perr);
+    for (size_t a = 0; a < na; a++) {
+        struct ctl_agent *ag = &c->agents[a];
+        if (!push[a].agent)
             continue;
-        size_t n = 0, first = 0;
-        for (size_t k = 0; k < g; k++)
-            if (c->gpu_agent[k] == a && c->gpus[k].reachable) {
-                if (!n)
-                    first = k;
-                caps[n++] = (struct agent_cap){.gpu = ag->st.gpu[c->gpu_slot[k]].index,
-                                               .cap_w = c->plan.cap_w[k], .enforced_w = NAN};
-            }
-        if (!n)
-            continue;
-        pflex_error_t e2;
-        int pushed = agent_client_put_caps(ag->client, caps, n, c->c.lease_s, &e2) == 0;
+        int pushed = push[a].ok;
         if (!pushed)
-            logf_(c, "agent %s: %s", agent_client_url(ag->client), e2.text);
-        for (size_t q = 0, k = first; q < n && k < g; k++) {
-            if (c->gpu_agent[k] != a || !c->gpus[k].reachable)
-                continue;
+            logf_(c, "agent %s: %s", agent_client_url(ag->client), push[a].err.text);
+        for (size_t q = first[a]; q < first[a + 1]; q++) {
+            size_t k = capk[q];
             const struct agent_gpu *ug = &ag->st.gpu[c->gpu_slot[k]];
             char gname[96];
             snprintf(gname, sizeof gname, "%s/%d", ag->st.host[0] ? ag->st.host : agent_client_url(ag->client),
@@ -710,9 +776,12 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
                                 caps[q].enforced_w, NULL);
                 pflex_audit_reading(c->audit, now, gname, jn, ug->power_w, ug->limit_w, NAN, NULL);
             }
-            q++;
         }
     }
+    free(first);
+    free(capk);
+    free(caps);
+    free(push);
     if (c->audit) {
         if (c->periods % 10 == 1)
             for (size_t j = 0; j < c->njobs; j++) {
@@ -727,6 +796,7 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
             return -1;
         }
     }
+    r->push_s = wall_s() - t_push;
 
     /* 8. reports to the VTN for the events in force */
     if (c->c.ven && any_power)

@@ -19,6 +19,7 @@ struct ctl_config {
     const char *const *agent_urls;
     const char *agent_token;        /* bearer token for PUT /v1/caps; NULL: none */
     long timeout_ms;                /* per agent request; <= 0: 2000 */
+    unsigned parallel;              /* agent requests in flight at once; 0: 64 */
     double period_s;                /* control period; <= 0: 5 */
     double lease_s;                 /* lease on every cap; <= 0: 3 periods */
     double other_w;                 /* non-GPU site power counted against the target */
@@ -65,6 +66,8 @@ struct ctl_period_result {
     double measured_w;          /* GPU power read this period (reachable GPUs) + other; NaN: none */
     int feasible;
     size_t agents_down, gpus, jobs, floor_breaches, held, probes;
+    double read_s, plan_s, push_s;  /* wall time: reading the site (step 2), from
+                                     * there to the push, the push with its audit */
 };
 
 /* After a restart: the live targets of the audit database back into the

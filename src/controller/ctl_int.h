@@ -46,6 +46,7 @@ struct ctl_job {
 struct ctl {
     struct ctl_config c;
     struct ctl_agent *agents;
+    pflex_http_client_t *http;  /* every agent request, batched, connections kept */
     struct ctl_job *jobs;
     size_t njobs, cap_jobs;
     size_t *job_index, job_index_n;     /* name -> job index + 1 (0: empty slot) */

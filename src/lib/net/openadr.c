@@ -1,7 +1,6 @@
 /* openadr.c — OpenADR 3.0.1 on the VEN side: events into targets, reports
  * out, and the client that talks to a VTN (libcurl, Jansson). */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 #include <time.h>
 #include <curl/curl.h>
 #include <jansson.h>
+#include "pflex/http.h"
 #include "pflex/openadr.h"
 
 void pflex_oadr_opts_default(struct pflex_oadr_opts *o, double now_s)
@@ -464,14 +464,8 @@ struct pflex_ven {
     char token[4097];
     double token_expiry;        /* CLOCK_MONOTONIC seconds */
     unsigned long requests, tokens;
+    pflex_http_client_t *http;  /* one connection to the VTN, kept */
 };
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static int curl_ok;
-static void curl_init_once(void)
-{
-    curl_ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
-}
 
 static double mono_s(void)
 {
@@ -492,9 +486,6 @@ int pflex_ven_create(const struct pflex_ven_config *c, pflex_ven_t **out, pflex_
         return pflex_error_set(err, "VTN URL must start with http:// or https://");
     if (!c->client_id || !c->client_secret || !*c->client_id || !*c->client_secret)
         return pflex_error_set(err, "VEN needs a client id and a client secret");
-    pthread_once(&curl_once, curl_init_once);
-    if (!curl_ok)
-        return pflex_error_set(err, "libcurl failed to initialise");
     pflex_ven_t *v = calloc(1, sizeof *v);
     if (!v)
         return pflex_error_set(err, "out of memory");
@@ -511,6 +502,12 @@ int pflex_ven_create(const struct pflex_ven_config *c, pflex_ven_t **out, pflex_
         v->url[--l] = '\0';
     v->timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : 5000;
     v->max_body = c->max_body ? c->max_body : (4u << 20);
+    struct pflex_http_client_opts ho = {.parallel = 1, .keep_conns = 1, .timeout_s = v->timeout_ms / 1e3,
+                                        .max_response = v->max_body, .accept = "application/json"};
+    if (pflex_http_client_create(&ho, &v->http, err) < 0) {
+        pflex_ven_destroy(v);
+        return -1;
+    }
     *out = v;
     return 0;
 }
@@ -526,6 +523,7 @@ void pflex_ven_destroy(pflex_ven_t *v)
         free(v->client_secret);
     }
     free(v->scope);
+    pflex_http_client_destroy(v->http);
     memset(v->token, 0, sizeof v->token);
     free(v);
 }
@@ -540,91 +538,30 @@ void pflex_ven_counts(const pflex_ven_t *v, unsigned long *requests, unsigned lo
 
 struct body {
     char *buf;
-    size_t len, max;
-    int too_big;
+    size_t len;
 };
 
-static size_t on_data(char *p, size_t size, size_t n, void *ud)
-{
-    struct body *b = ud;
-    size_t add = size * n;
-    if (b->len + add > b->max) {
-        b->too_big = 1;
-        return 0;       /* abort the transfer */
-    }
-    char *nb = realloc(b->buf, b->len + add + 1);
-    if (!nb)
-        return 0;
-    b->buf = nb;
-    memcpy(b->buf + b->len, p, add);
-    b->len += add;
-    b->buf[b->len] = '\0';
-    return add;
-}
-
-/* One request; *status the HTTP status, body the response (caller frees
- * body->buf).  0, or -1 on a transport failure or an oversized response. */
+/* One request over the VEN's HTTP client (pflex/http.h); *status the HTTP
+ * status, body the response (caller frees body->buf).  0, or -1 on a
+ * transport failure or an oversized response. */
 static int request(pflex_ven_t *v, const char *method, const char *path, const char *content_type,
                    const char *data, int auth, long *status, struct body *body, pflex_error_t *err)
 {
-    CURL *h = curl_easy_init();
-    if (!h)
-        return pflex_error_set(err, "libcurl: cannot create a handle");
     char url[2048];
-    if (snprintf(url, sizeof url, "%s%s", v->url, path) >= (int)sizeof url) {
-        curl_easy_cleanup(h);
-        return pflex_error_set(err, "VTN URL too long");
-    }
     memset(body, 0, sizeof *body);
-    body->max = v->max_body;
-    struct curl_slist *hdr = NULL;
-    char line[4200];
-    hdr = curl_slist_append(hdr, "Accept: application/json");
-    if (content_type) {
-        snprintf(line, sizeof line, "Content-Type: %s", content_type);
-        hdr = curl_slist_append(hdr, line);
-    }
-    if (auth) {
-        snprintf(line, sizeof line, "Authorization: Bearer %s", v->token);
-        hdr = curl_slist_append(hdr, line);
-    }
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, v->timeout_ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, v->timeout_ms);
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-    curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)v->max_body);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
-    if (data) {
-        curl_easy_setopt(h, CURLOPT_POSTFIELDS, data);
-        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(data));
-    }
-    if (strcmp(method, "GET") && strcmp(method, "POST"))
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    if (snprintf(url, sizeof url, "%s%s", v->url, path) >= (int)sizeof url)
+        return pflex_error_set(err, "VTN URL too long");
+    struct pflex_http_call call = {.method = method, .url = url, .body = data,
+                                   .content_type = content_type, .token = auth ? v->token : NULL};
     v->requests++;
-    CURLcode rc = curl_easy_perform(h);
-    long code = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    curl_slist_free_all(hdr);
-    curl_easy_cleanup(h);
-    if (body->too_big || rc == CURLE_FILESIZE_EXCEEDED) {
-        free(body->buf);
-        body->buf = NULL;
-        return pflex_error_set(err, "%s %s: response larger than %zu bytes", method, path, v->max_body);
+    if (pflex_http_client_run(v->http, &call, 1, NULL, NULL, err) != 0) {
+        if (call.too_big)
+            return pflex_error_set(err, "%s %s: response larger than %zu bytes", method, path, v->max_body);
+        return pflex_error_set(err, "%s %s: %s", method, path, call.error);
     }
-    if (rc != CURLE_OK) {
-        free(body->buf);
-        body->buf = NULL;
-        return pflex_error_set(err, "%s %s: %s", method, path, curl_easy_strerror(rc));
-    }
-    *status = code;
+    *status = call.status;
+    body->buf = call.resp;
+    body->len = call.resp_len;
     return 0;
 }
 
