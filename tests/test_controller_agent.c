@@ -189,7 +189,7 @@ static void test_batch(void **state)
     for (int i = 0; i < 3; i++)
         assert_int_equal(agent_client_create(url[i], "tok", 1000, &ag[i], &err), 0);
     pflex_http_client_t *http;
-    assert_int_equal(agent_client_http_create(1000, 4, 0, &http, &err), 0);
+    assert_int_equal(agent_client_http_create(1000, 4, 0, NULL, &http, &err), 0);
 
     static struct agent_status st[4];
     memset(st, 0, sizeof st);

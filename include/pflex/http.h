@@ -114,6 +114,8 @@ struct pflex_http_client_opts {
     double connect_timeout_s;   /* connection set-up (<= 0: timeout_s) */
     size_t max_response;        /* bytes; a longer answer fails the request (0: 16 MiB) */
     const char *accept;         /* an Accept header (NULL: curl's, any type) */
+    const char *ca_file;        /* PEM CA bundle to check HTTPS servers by (copied; NULL:
+                                 * the system's) */
 };
 
 /* One request of a batch.  The caller fills the first part and owns its

@@ -114,6 +114,7 @@ struct pflex_ven_config {
     const char *scope;          /* NULL: none sent */
     long timeout_ms;            /* per request, connect included; <= 0: 5000 */
     size_t max_body;            /* largest response read; 0: 4 MiB */
+    const char *ca_file;        /* PEM CA bundle for an https:// VTN; NULL: the system's */
 };
 
 typedef struct pflex_ven pflex_ven_t;

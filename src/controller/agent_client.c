@@ -41,6 +41,7 @@ struct agent_client {
     char *token;
     long timeout_ms;
     pflex_http_client_t *http;  /* for the one-agent calls; made on first use */
+    char *ca_file;              /* for https:// agents; NULL: the system's CAs */
 };
 
 int agent_client_create(const char *url, const char *token, long timeout_ms,
@@ -73,6 +74,7 @@ void agent_client_destroy(agent_client_t *c)
         free(c->token);
     }
     pflex_http_client_destroy(c->http);
+    free(c->ca_file);
     free(c);
 }
 
@@ -82,20 +84,30 @@ const char *agent_client_url(const agent_client_t *c)
 }
 
 int agent_client_http_create(long timeout_ms, unsigned parallel, unsigned keep_conns,
-                             pflex_http_client_t **out, pflex_error_t *err)
+                             const char *ca_file, pflex_http_client_t **out, pflex_error_t *err)
 {
     struct pflex_http_client_opts o = {.parallel = parallel, .keep_conns = keep_conns,
                                        .timeout_s = (timeout_ms > 0 ? timeout_ms : 2000) / 1e3,
-                                       .max_response = MAX_BODY, .accept = "application/json"};
+                                       .max_response = MAX_BODY, .accept = "application/json",
+                                       .ca_file = ca_file};
     return pflex_http_client_create(&o, out, err);
 }
 
 /* The one-agent calls' client: one connection, kept. */
 static pflex_http_client_t *own_http(agent_client_t *c, pflex_error_t *err)
 {
-    if (!c->http && agent_client_http_create(c->timeout_ms, 1, 1, &c->http, err) < 0)
+    if (!c->http && agent_client_http_create(c->timeout_ms, 1, 1, c->ca_file, &c->http, err) < 0)
         return NULL;
     return c->http;
+}
+
+int agent_client_set_ca_file(agent_client_t *c, const char *ca_file, pflex_error_t *err)
+{
+    free(c->ca_file);
+    c->ca_file = NULL;
+    if (ca_file && !(c->ca_file = strdup(ca_file)))
+        return pflex_error_set(err, "out of memory");
+    return 0;
 }
 
 static double num_or(json_t *v, double dflt)

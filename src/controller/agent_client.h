@@ -59,7 +59,10 @@ int agent_client_put_caps(agent_client_t *c, struct agent_cap *caps, size_t n, d
  * connections kept from one period to the next (0: parallel), answers of
  * at most 1 MiB. */
 int agent_client_http_create(long timeout_ms, unsigned parallel, unsigned keep_conns,
-                             pflex_http_client_t **out, pflex_error_t *err);
+                             const char *ca_file, pflex_http_client_t **out, pflex_error_t *err);
+/* The CA bundle (PEM) the one-agent calls check an https:// agent by
+ * (copied; NULL: the system's); before the first call. */
+int agent_client_set_ca_file(agent_client_t *c, const char *ca_file, pflex_error_t *err);
 
 /* One agent's part of a batch; an entry whose agent is NULL is left alone. */
 struct agent_read {

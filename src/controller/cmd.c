@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include "controller/cmd.h"
 #include "controller/api.h"
 #include "controller/controller.h"
@@ -49,6 +50,8 @@ static const char help[] =
 "  --agent URL          an agent (repeat for every node)\n"
 "  --agents FILE        agents' URLs, one a line ('#' comments; repeatable)\n"
 "  --token-file FILE    bearer token for the agents' writes (mode 0600)\n"
+"  --ca-file FILE       PEM CA bundle that https:// agents and VTN are checked by\n"
+"                       (default: the system's)\n"
 "  --prometheus URL     telemetry from this Prometheus server's HTTP API (the\n"
 "                       agents' metric names) instead of each agent's status;\n"
 "                       the agents are then asked only for their host name and\n"
@@ -245,7 +248,7 @@ static int run(int argc, char **argv)
     enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECRET, O_VTN_PROGRAM,
            O_VTN_EVERY, O_VEN_NAME, O_SEED, O_PERIOD, O_LEASE, O_OTHER, O_BASELINE, O_AGENT_MAX,
            O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
-           O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY };
+           O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY, O_CA_FILE };
     static const struct option opts[] = {
         {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
         {"target", required_argument, NULL, O_TARGET}, {"schedule", required_argument, NULL, O_SCHEDULE},
@@ -270,6 +273,7 @@ static int run(int argc, char **argv)
         {"objective", required_argument, NULL, O_OBJECTIVE},
         {"tls-cert", required_argument, NULL, O_TLS_CERT},
         {"tls-key", required_argument, NULL, O_TLS_KEY},
+        {"ca-file", required_argument, NULL, O_CA_FILE},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     const char *jobs_path = NULL, *job_map_path = NULL, *listen = NULL, *port_file = NULL,
@@ -331,6 +335,7 @@ static int run(int argc, char **argv)
         case O_VTN_RAMP: vtn_ramp = optarg; break;
         case O_TLS_CERT: tls_cert = optarg; break;
         case O_TLS_KEY: tls_key = optarg; break;
+        case O_CA_FILE: cfg.ca_file = optarg; break;
         case O_AGENTS:
             if (nagent_files == 8)
                 return usage("at most %s --agents files", "8");
@@ -444,6 +449,10 @@ static int run(int argc, char **argv)
         goto out;
     if (vtn_secret && !(secret = read_secret(vtn_secret)))
         goto out;
+    if (cfg.ca_file && access(cfg.ca_file, R_OK) < 0) {
+        fprintf(stderr, "pflex controller: --ca-file %s: %s\n", cfg.ca_file, strerror(errno));
+        goto out;
+    }
     if (tls_cert && pflex_http_tls_check(tls_cert, tls_key, &err) < 0) {
         fprintf(stderr, "pflex controller: %s\n", err.text);
         goto out;
@@ -463,7 +472,7 @@ static int run(int argc, char **argv)
     rc = 1;
     if (vtn) {
         struct pflex_ven_config vc = {.url = vtn, .client_id = vtn_id, .client_secret = secret,
-                                      .timeout_ms = 5000};
+                                      .timeout_ms = 5000, .ca_file = cfg.ca_file};
         if (pflex_ven_create(&vc, &cfg.ven, &err) < 0) {
             fprintf(stderr, "pflex controller: %s\n", err.text);
             rc = 2;

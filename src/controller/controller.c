@@ -70,7 +70,8 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
     }
     for (size_t a = 0; a < cfg->nagents; a++)
         if (agent_client_create(cfg->agent_urls[a], cfg->agent_token, cfg->timeout_ms,
-                                &c->agents[a].client, err) < 0) {
+                                &c->agents[a].client, err) < 0
+            || agent_client_set_ca_file(c->agents[a].client, cfg->ca_file, err) < 0) {
             ctl_destroy(c);
             return -1;
         }
@@ -83,7 +84,7 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
         keep = rl.rlim_cur > 256 + parallel ? rl.rlim_cur - 256 : parallel;
     if (keep < parallel)
         keep = parallel;
-    if (agent_client_http_create(cfg->timeout_ms, parallel, (unsigned)keep, &c->http, err) < 0) {
+    if (agent_client_http_create(cfg->timeout_ms, parallel, (unsigned)keep, cfg->ca_file, &c->http, err) < 0) {
         ctl_destroy(c);
         return -1;
     }

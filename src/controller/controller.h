@@ -18,6 +18,7 @@ struct ctl_config {
     size_t nagents;
     const char *const *agent_urls;
     const char *agent_token;        /* bearer token for PUT /v1/caps; NULL: none */
+    const char *ca_file;            /* PEM CA bundle for https:// agents; NULL: the system's */
     long timeout_ms;                /* per agent request; <= 0: 2000 */
     unsigned parallel;              /* agent requests in flight at once; 0: 64 */
     double period_s;                /* control period; <= 0: 5 */

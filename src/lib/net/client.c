@@ -34,6 +34,7 @@ struct slot {
 struct pflex_http_client {
     struct pflex_http_client_opts o;
     char *accept;
+    char *ca_file;              /* opts.ca_file, copied */
     CURLM *m;
     struct slot *slots;
     unsigned long requests, connects;
@@ -99,9 +100,12 @@ int pflex_http_client_create(const struct pflex_http_client_opts *o, pflex_http_
         if (c->accept)
             snprintf(c->accept, n, "Accept: %s", o->accept);
     }
+    c->o.ca_file = NULL;
+    if (o && o->ca_file)
+        c->ca_file = strdup(o->ca_file);
     c->m = curl_multi_init();
     c->slots = calloc(c->o.parallel, sizeof *c->slots);
-    if (!c->m || !c->slots || (o && o->accept && !c->accept)) {
+    if (!c->m || !c->slots || (o && o->accept && !c->accept) || (o && o->ca_file && !c->ca_file)) {
         pflex_http_client_destroy(c);
         return pflex_error_set(err, "libcurl: cannot create a client (out of memory)");
     }
@@ -121,6 +125,7 @@ void pflex_http_client_destroy(pflex_http_client_t *c)
         curl_multi_cleanup(c->m);
     free(c->slots);
     free(c->accept);
+    free(c->ca_file);
     free(c);
 }
 
@@ -211,6 +216,8 @@ static int start(pflex_http_client_t *c, struct slot *s, struct pflex_http_call 
     curl_easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    if (c->ca_file)
+        curl_easy_setopt(h, CURLOPT_CAINFO, c->ca_file);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(c->o.timeout_s * 1e3));
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(c->o.connect_timeout_s * 1e3));
     curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->o.max_response);

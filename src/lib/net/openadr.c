@@ -503,7 +503,8 @@ int pflex_ven_create(const struct pflex_ven_config *c, pflex_ven_t **out, pflex_
     v->timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : 5000;
     v->max_body = c->max_body ? c->max_body : (4u << 20);
     struct pflex_http_client_opts ho = {.parallel = 1, .keep_conns = 1, .timeout_s = v->timeout_ms / 1e3,
-                                        .max_response = v->max_body, .accept = "application/json"};
+                                        .max_response = v->max_body, .accept = "application/json",
+                                        .ca_file = c->ca_file};
     if (pflex_http_client_create(&ho, &v->http, err) < 0) {
         pflex_ven_destroy(v);
         return -1;
