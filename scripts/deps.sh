@@ -5,8 +5,9 @@ set -e
 # libmicrohttpd: the agent's and controller's HTTP servers; libcurl: HTTP clients
 # (Prometheus API, agents, OpenADR VTN); SQLite: the controller's state;
 # prometheus (promtool), curl and jq: used by the tests against real components
-# and to check every JSON field the commands write is documented.
-PKGS="build-essential pkg-config libgsl-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl jq"
+# and to check every JSON field the commands write is documented; slurmctld,
+# slurmd, slurm-client and munge: a real Slurm on loopback for the job map's test.
+PKGS="build-essential pkg-config libgsl-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl jq slurmctld slurmd slurm-client munge"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
