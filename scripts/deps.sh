@@ -6,8 +6,9 @@ set -e
 # (Prometheus API, agents, OpenADR VTN); SQLite: the controller's state;
 # prometheus (promtool), curl and jq: used by the tests against real components
 # and to check every JSON field the commands write is documented; openssl makes
-# the HTTPS test's certificates.
-PKGS="build-essential pkg-config libgsl-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl jq openssl"
+# the HTTPS test's certificates; slurmctld, slurmd, slurm-client and munge: a
+# real Slurm on loopback for the job map's test.
+PKGS="build-essential pkg-config libgsl-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl jq openssl slurmctld slurmd slurm-client munge"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
