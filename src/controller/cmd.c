@@ -59,6 +59,9 @@ static const char help[] =
 "  --job-map FILE       the job map CSV (job,name,host,gpu: what 'pflex jobs\n"
 "                       --csv' writes) in place of the agents' own maps\n"
 "  --period S           control period, seconds (default 5)\n"
+"  --http-threads N     threads talking to the agents, each to its share of\n"
+"                       them (default: one per 1,000 agents, at most 4 and the\n"
+"                       CPUs); --parallel N requests in flight each (default 64)\n"
 "  --lease S            lease on each cap, seconds (default 3 periods)\n"
 "  --other-w W          non-GPU site power counted against the target (default 0)\n"
 "  --baseline-w W       site baseline for fraction targets (default: all GPUs\n"
@@ -248,7 +251,7 @@ static int run(int argc, char **argv)
     enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECRET, O_VTN_PROGRAM,
            O_VTN_EVERY, O_VEN_NAME, O_SEED, O_PERIOD, O_LEASE, O_OTHER, O_BASELINE, O_AGENT_MAX,
            O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
-           O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY, O_CA_FILE };
+           O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY, O_CA_FILE, O_HTTP_THREADS, O_PARALLEL };
     static const struct option opts[] = {
         {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
         {"target", required_argument, NULL, O_TARGET}, {"schedule", required_argument, NULL, O_SCHEDULE},
@@ -274,6 +277,8 @@ static int run(int argc, char **argv)
         {"tls-cert", required_argument, NULL, O_TLS_CERT},
         {"tls-key", required_argument, NULL, O_TLS_KEY},
         {"ca-file", required_argument, NULL, O_CA_FILE},
+        {"http-threads", required_argument, NULL, O_HTTP_THREADS},
+        {"parallel", required_argument, NULL, O_PARALLEL},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     const char *jobs_path = NULL, *job_map_path = NULL, *listen = NULL, *port_file = NULL,
@@ -282,7 +287,7 @@ static int run(int argc, char **argv)
     const char *agents[256], *targets[64], *schedule = NULL, *token_file = NULL, *vtn = NULL,
                *vtn_id = NULL, *vtn_secret = NULL, *log_path = NULL;
     size_t nagents = 0, ntargets = 0;
-    double periods = 0, seed = 1, every = 1;
+    double periods = 0, seed = 1, every = 1, http_threads = 0, parallel = 64;
     struct ctl_config cfg = {.period_s = 5, .explore_step = 0.05, .timeout_ms = 2000};
     pflex_oadr_opts_default(&cfg.oadr, 0);
     const char *agent_files[8], *tls_cert = NULL, *tls_key = NULL;
@@ -299,6 +304,8 @@ static int run(int argc, char **argv)
         {O_EXPLORE, "--explore", 0, 0.5, &cfg.explore_step},
         {O_PERIODS, "--periods", 0, 1e12, &periods},
         {O_STATUS_EVERY, "--status-every", 1, 1e6, &status_every},
+        {O_HTTP_THREADS, "--http-threads", 1, 16, &http_threads},
+        {O_PARALLEL, "--parallel", 1, 1024, &parallel},
     };
     int c;
     optind = 1;
@@ -380,6 +387,8 @@ static int run(int argc, char **argv)
             return usage("--vtn-ramp: %s", e0.text);
     }
     cfg.status_every = (int)status_every;
+    cfg.http_threads = (unsigned)http_threads;
+    cfg.parallel = (unsigned)parallel;
     cfg.oadr.seed = (uint64_t)seed;
     cfg.vtn_every = (int)every;
     double t0 = now_s();

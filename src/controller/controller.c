@@ -7,11 +7,13 @@
  * smallest target limit over this period and the next, probe a little deeper where the
  * floor allows, push the caps with leases, and write the period down. */
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 #include <curl/curl.h>
 #include <sys/resource.h>
@@ -84,10 +86,31 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
         keep = rl.rlim_cur > 256 + parallel ? rl.rlim_cur - 256 : parallel;
     if (keep < parallel)
         keep = parallel;
-    if (agent_client_http_create(cfg->timeout_ms, parallel, (unsigned)keep, cfg->ca_file, &c->http, err) < 0) {
-        ctl_destroy(c);
-        return -1;
+    size_t nh = cfg->http_threads;
+    if (!nh) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        nh = (cfg->nagents + 999) / 1000;
+        if (nh > 4)
+            nh = 4;
+        if (cpus > 0 && nh > (size_t)cpus)
+            nh = (size_t)cpus;
     }
+    if (nh < 1)
+        nh = 1;
+    if (nh > CTL_MAX_HTTP)
+        nh = CTL_MAX_HTTP;
+    if (nh > cfg->nagents)
+        nh = cfg->nagents;
+    keep = (keep + nh - 1) / nh;
+    if (keep < parallel)
+        keep = parallel;
+    c->nhttp = nh;
+    for (size_t t = 0; t < nh; t++)
+        if (agent_client_http_create(cfg->timeout_ms, parallel, (unsigned)keep, cfg->ca_file, &c->http[t],
+                                     err) < 0) {
+            ctl_destroy(c);
+            return -1;
+        }
     /* two queries a period: each bounded by 0.4 period, so that a server
      * that hangs never delays the renewal of the leases past their end */
     long prom_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 2000;
@@ -147,7 +170,8 @@ void ctl_destroy(ctl_t *c)
     for (size_t a = 0; c->agents && a < c->c.nagents; a++)
         agent_client_destroy(c->agents[a].client);
     free(c->agents);
-    pflex_http_client_destroy(c->http);
+    for (size_t t = 0; t < c->nhttp; t++)
+        pflex_http_client_destroy(c->http[t]);
     prom_source_destroy(c->prom);
     for (size_t j = 0; j < c->njobs; j++) {
         pflex_learn_destroy(c->jobs[j].learn);
@@ -269,6 +293,54 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
     *p = q;
     *cap = n;
     return 0;
+}
+
+/* One range of agents' reads or pushes, on one client. */
+struct shard {
+    pflex_http_client_t *http;
+    struct agent_read *rd;
+    struct agent_push *push;
+    size_t n;
+    double lease_s;
+};
+
+static void *shard_run(void *arg)
+{
+    struct shard *s = arg;
+    pflex_error_t e;
+    if (s->rd)
+        (void)agent_client_status_many(s->http, s->rd, s->n, &e);
+    else
+        (void)agent_client_put_caps_many(s->http, s->push, s->n, s->lease_s, &e);
+    return NULL;
+}
+
+/* Read (rd) or push (push) n agents, indexed as c->agents, every range of
+ * them on its own client and thread at once; returns when all are done.
+ * The outcome is per agent, in rd[] or push[].  A thread that cannot be
+ * started runs its range in this one. */
+static void agents_batch(ctl_t *c, struct agent_read *rd, struct agent_push *push, size_t n)
+{
+    size_t T = c->nhttp < n ? c->nhttp : n;
+    if (!T)
+        return;
+    struct shard sh[CTL_MAX_HTTP];
+    pthread_t th[CTL_MAX_HTTP];
+    int started[CTL_MAX_HTTP] = {0};
+    for (size_t t = 0; t < T; t++) {
+        size_t lo = n * t / T, hi = n * (t + 1) / T;
+        sh[t] = (struct shard){.http = c->http[t], .rd = rd ? rd + lo : NULL, .push = push ? push + lo : NULL,
+                               .n = hi - lo, .lease_s = c->c.lease_s};
+    }
+    for (size_t t = 1; t < T; t++)
+        started[t] = pthread_create(&th[t], NULL, shard_run, &sh[t]) == 0;
+    shard_run(&sh[0]);
+    for (size_t t = 1; t < T; t++) {
+        if (started[t])
+            pthread_join(th[t], NULL);
+        else
+            shard_run(&sh[t]);
+    }
 }
 
 /* Each job's baseline rate T0 for the plan's objective (in t0_plan).  A
@@ -426,7 +498,8 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
     }
     {
         pflex_error_t e2;
-        (void)agent_client_status_many(c->http, rd, c->c.nagents, &e2);    /* failures are per agent */
+        (void)e2;
+        agents_batch(c, rd, NULL, c->c.nagents);    /* failures are per agent */
     }
     for (size_t a = 0; a < c->c.nagents; a++) {
         struct ctl_agent *ag = &c->agents[a];
@@ -743,8 +816,7 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
         }
         push[a] = (struct agent_push){.agent = n ? ag->client : NULL, .caps = &caps[first[a]], .n = n};
     }
-    pflex_error_t perr;
-    (void)agent_client_put_caps_many(c->http, push, na, c->c.lease_s, &perr);  /* failures are per agent */
+    agents_batch(c, NULL, push, na);   /* failures are per agent */
     for (size_t a = 0; a < na; a++)
         if (push[a].agent && !push[a].ok)
             logf_(c, "agent %s: %s", agent_client_url(c->agents[a].client), push[a].err.text);
@@ -757,7 +829,7 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
         size_t n = first[a + 1] - first[a];
         push[a] = (struct agent_push){.agent = n ? ag->client : NULL, .caps = &caps[first[a]], .n = n};
     }
-    (void)agent_client_put_caps_many(c->http, push, na, c->c.lease_s, &perr);
+    agents_batch(c, NULL, push, na);
     for (size_t a = 0; a < na; a++) {
         struct ctl_agent *ag = &c->agents[a];
         if (!push[a].agent)

@@ -20,7 +20,9 @@ struct ctl_config {
     const char *agent_token;        /* bearer token for PUT /v1/caps; NULL: none */
     const char *ca_file;            /* PEM CA bundle for https:// agents; NULL: the system's */
     long timeout_ms;                /* per agent request; <= 0: 2000 */
-    unsigned parallel;              /* agent requests in flight at once; 0: 64 */
+    unsigned parallel;              /* agent requests in flight at once, per thread; 0: 64 */
+    unsigned http_threads;          /* threads that talk to the agents (1..16); 0: one per
+                                     * 1,000 agents, at most 4 and the CPUs online */
     double period_s;                /* control period; <= 0: 5 */
     double lease_s;                 /* lease on every cap; <= 0: 3 periods */
     double other_w;                 /* non-GPU site power counted against the target */

@@ -20,6 +20,8 @@ struct ctl_agent {
     int meta_seen;
 };
 
+#define CTL_MAX_HTTP 16
+
 struct ctl_job {
     char name[64];
     pflex_learn_t *learn;
@@ -46,7 +48,11 @@ struct ctl_job {
 struct ctl {
     struct ctl_config c;
     struct ctl_agent *agents;
-    pflex_http_client_t *http;  /* every agent request, batched, connections kept */
+    /* every agent request, batched, connections kept: agents split in nhttp
+     * contiguous ranges by index, each range's requests run by its own
+     * client on its own thread */
+    pflex_http_client_t *http[CTL_MAX_HTTP];
+    size_t nhttp;
     struct ctl_job *jobs;
     size_t njobs, cap_jobs;
     size_t *job_index, job_index_n;     /* name -> job index + 1 (0: empty slot) */
