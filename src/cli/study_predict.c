@@ -417,9 +417,16 @@ int study_predict(const char *sweeps_csv, const char *clusters_csv, unsigned wor
                 best_rmse = ev.loco.rmse;
                 best = r - nrows + 1;
             }
+            char why[96];
             json_object_set_new(o, "r2_in", cli_json_real(ev.in.r2));
             json_object_set_new(o, "loo", score(&ev.loo));
+            if (ev.loo_na)
+                json_object_set_new(o, "loo_na", json_string(evaluation_na(&ev, ev.loo_fold, why,
+                                                                           sizeof why)));
             json_object_set_new(o, "loco", score(&ev.loco));
+            if (ev.loco_na)
+                json_object_set_new(o, "loco_na", json_string(evaluation_na(&ev, ev.loco_fold, why,
+                                                                            sizeof why)));
             json_object_set_new(o, "curve_loo_rmse", cli_json_real(ev.curve_loo_rmse));
             json_object_set_new(o, "curve_loco_rmse", cli_json_real(ev.curve_loco_rmse));
         }
@@ -553,12 +560,27 @@ void study_predict_print(FILE *f, const json_t *doc)
     json_t *row;
     json_array_foreach(json_object_get(doc, "table3"), i, row) {
         json_t *loo = json_object_get(row, "loo"), *loco = json_object_get(row, "loco");
-        fprintf(f, "%-38.38s %-6s %3lld | %6.3f | %7.3f %6.3f %6.3f | %7.3f %6.3f %6.3f\n",
+        const char *loo_na = json_string_value(json_object_get(row, "loo_na"));
+        const char *loco_na = json_string_value(json_object_get(row, "loco_na"));
+        char a[32], b[32];
+        if (loo_na)
+            snprintf(a, sizeof a, "%7s %6s %6s", "n/a", "n/a", "n/a");
+        else
+            snprintf(a, sizeof a, "%7.3f %6.3f %6.3f", jr(loo, "r2"), jr(loo, "rmse"), jr(loo, "rho"));
+        if (loco_na)
+            snprintf(b, sizeof b, "%7s %6s %6s", "n/a", "n/a", "n/a");
+        else
+            snprintf(b, sizeof b, "%7.3f %6.3f %6.3f", jr(loco, "r2"), jr(loco, "rmse"),
+                     jr(loco, "rho"));
+        fprintf(f, "%-38.38s %-6s %3lld | %6.3f | %s | %s\n",
                 json_string_value(json_object_get(row, "features")),
                 json_string_value(json_object_get(row, "model")),
-                (long long)json_integer_value(json_object_get(row, "p")), jr(row, "r2_in"),
-                jr(loo, "r2"), jr(loo, "rmse"), jr(loo, "rho"), jr(loco, "r2"), jr(loco, "rmse"),
-                jr(loco, "rho"));
+                (long long)json_integer_value(json_object_get(row, "p")), jr(row, "r2_in"), a, b);
+        if (loo_na || loco_na)
+            fprintf(f, "  %s: %s%s%s%s%s\n", json_string_value(json_object_get(row, "features")),
+                    loo_na ? "LOO n/a, " : "", loo_na ? loo_na : "",
+                    loo_na && loco_na ? "; " : "", loco_na ? "LOCO n/a, " : "",
+                    loco_na ? loco_na : "");
         json_t *st = json_object_get(row, "study");
         if (st)
             fprintf(f, "%-38s %-6s %3s | %6.3f | %7.3f %6.3f %6.3f | %7.3f %6.3f %6.3f\n",

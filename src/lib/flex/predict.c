@@ -37,6 +37,11 @@ static size_t n_terms(const struct pflex_model_spec *s)
     return s->kind == PFLEX_MODEL_RIDGE2 ? p + p + p * (p - 1) / 2 : p;
 }
 
+size_t pflex_model_min_jobs(const struct pflex_model_spec *s)
+{
+    return s->kind == PFLEX_MODEL_GP ? PFLEX_GP_MIN_TRAIN : n_terms(s) + 2;
+}
+
 /* Standardised features of one job (missing -> 0, the training mean),
  * expanded into terms, standardised again. */
 static void terms_of(const pflex_model_t *m, const double *x, double *z)
@@ -271,9 +276,10 @@ pflex_model_t *pflex_model_fit(const struct pflex_model_spec *s, const struct pf
             }
             ri++;
         }
-        if (mr < q + 2) {
+        if (mr < pflex_model_min_jobs(s)) {
             if (k == 0) {
-                pflex_error_set(err, "model: %zu jobs with a PFI for %zu terms: too few", mr, q);
+                pflex_error_set(err, "model: %zu jobs with a PFI for %zu terms: too few "
+                                "(needs %zu)", mr, q, pflex_model_min_jobs(s));
                 goto fail;
             }
             /* a cut too deep for most sweeps: predicted from its neighbour */

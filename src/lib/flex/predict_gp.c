@@ -43,7 +43,7 @@ int pflex_gp_fit(pflex_model_t *m, const struct pflex_train_data *d, const doubl
             rows[n++] = zi;
         zi++;
     }
-    if (n < 5) {
+    if (n < PFLEX_GP_MIN_TRAIN) {
         pflex_error_set(err, "model: %zu jobs with a PFI: too few for a Gaussian process", n);
         goto out;
     }

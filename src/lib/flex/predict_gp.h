@@ -4,6 +4,9 @@
 
 #include "pflex/predict.h"
 
+/* The fewest training jobs with a PFI a Gaussian process is fitted on. */
+#define PFLEX_GP_MIN_TRAIN 5
+
 /* Fit m (spec, scalings and cuts set) on the training rows: Z holds the
  * standardised terms of the nz rows d->use selects (all when NULL), in
  * order.  Returns 0, or -1 with err. */
