@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <gsl/gsl_cdf.h>
-#include <gsl/gsl_linalg.h>
 #include <gsl/gsl_matrix.h>
 #include "pflex/correlate.h"
 #include "pflex/predict.h"
@@ -72,12 +71,7 @@ static int inverse(const double *ztz, size_t q, double lambda, gsl_matrix *a)
     for (size_t i = 0; i < q; i++)
         for (size_t j = 0; j < q; j++)
             gsl_matrix_set(a, i, j, ztz[i * q + j] + (i == j ? lambda : 0));
-    gsl_error_handler_t *old = gsl_set_error_handler_off();
-    int rc = gsl_linalg_cholesky_decomp1(a);
-    if (rc == 0)
-        rc = gsl_linalg_cholesky_invert(a);
-    gsl_set_error_handler(old);
-    return rc ? -1 : 0;
+    return pflex_spd_invert(a);
 }
 
 static int fit_target(pflex_model_t *m, struct pflex_model_target *t, const double *Z,
