@@ -3,8 +3,9 @@
 #
 # Sources are found by wildcard: a new file under src/lib/<layer>/ joins libpflex,
 # a new src/cli/<command>.c joins the pflex binary, a new tests/test_<topic>.c
-# becomes a test binary.  BUILD selects the output folder so that several
-# builds (plain, sanitized) live side by side.
+# becomes a test binary (linking what tests/support/ holds for several
+# tests).  BUILD selects the output folder so that several builds (plain,
+# sanitized) live side by side.
 
 BUILD    ?= build
 CC       ?= cc
@@ -29,6 +30,9 @@ CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 CTL_OBJ  := $(CTL_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+TEST_SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
+TEST_SUPPORT_OBJ := $(TEST_SUPPORT_SRC:%.c=$(BUILD)/%.o)
+TEST_SUPPORT := $(BUILD)/tests/libsupport.a
 LIBPFLEX := $(BUILD)/libpflex.a
 PFLEX    := $(BUILD)/pflex
 FAKE_NVML:= $(BUILD)/fake-nvml/libnvidia-ml.so.1
@@ -75,16 +79,27 @@ $(PFLEX): $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX)
 	@$(if $(V),,echo "  LINK    $@")
 	$(Q)$(CC) $(SAN) $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX) $(LDLIBS) -o $@
 
-$(BUILD)/tests/%: tests/%.c $(LIBPFLEX)
+# What several tests share (tests/support/: seeded random numbers, reference
+# pieces, the fake NVML's fixture), one archive that every test links: each
+# takes only what it calls.
+$(TEST_SUPPORT_OBJ): $(BUILD)/tests/support/%.o: tests/support/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests -c $< -o $@
+
+$(TEST_SUPPORT): $(TEST_SUPPORT_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(LIBPFLEX)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  TEST    $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(TEST_SUPPORT) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
 
 # Tests of the controller daemon link its objects too.
-$(BUILD)/tests/test_controller_%: tests/test_controller_%.c $(CTL_OBJ) $(LIBPFLEX)
+$(BUILD)/tests/test_controller_%: tests/test_controller_%.c $(CTL_OBJ) $(TEST_SUPPORT) $(LIBPFLEX)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  TEST    $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_OBJ) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_OBJ) $(TEST_SUPPORT) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
 
 # The controller's benchmark links the daemon's objects, as its tests do.
 $(BUILD)/bench/controller_bench: bench/controller_bench.c $(CTL_OBJ) $(LIBPFLEX)

@@ -19,28 +19,10 @@
 #include <cmocka.h>
 #include "pflex/alloc.h"
 #include "pflex/pficsv.h"
+#include "support/alloc_ref.h"
+#include "support/rand.h"
 
 #define MAXP 10
-
-static uint64_t rng_state;
-
-static uint64_t next_u64(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double unif(double a, double b)
-{
-    return a + (b - a) * (double)(next_u64() >> 11) / 9007199254740992.0;
-}
-
-static int irand(int a, int b)
-{
-    return a + (int)(next_u64() % (uint64_t)(b - a + 1));
-}
 
 struct inst {
     size_t n;
@@ -56,13 +38,13 @@ enum shape { CONVEX, NOISY };
 static void rand_job(struct inst *in, size_t j, enum shape sh, int floors)
 {
     struct pflex_alloc_job *jb = &in->jobs[j];
-    int np = irand(1, MAXP - 1);
+    int np = rng_int(1, MAXP - 1);
     double *x = in->xs[j], *l = in->ls[j];
     double slopes[MAXP];
     x[0] = 0;
     l[0] = 0;
     for (int k = 1; k <= np; k++)
-        x[k] = unif(0.01, 0.7);
+        x[k] = rng_unif(0.01, 0.7);
     /* sort x */
     for (int a = 2; a <= np; a++)
         for (int b = a; b > 1 && x[b - 1] > x[b]; b--) {
@@ -76,7 +58,7 @@ static void rand_job(struct inst *in, size_t j, enum shape sh, int floors)
             x[m++] = x[k];
     np = m - 1;
     for (int k = 1; k <= np; k++)
-        slopes[k] = unif(-0.05, 1.4);
+        slopes[k] = rng_unif(-0.05, 1.4);
     if (sh == CONVEX)
         for (int a = 2; a <= np; a++)
             for (int b = a; b > 1 && slopes[b - 1] > slopes[b]; b--) {
@@ -85,17 +67,17 @@ static void rand_job(struct inst *in, size_t j, enum shape sh, int floors)
                 slopes[b - 1] = t;
             }
     for (int k = 1; k <= np; k++) {
-        l[k] = sh == CONVEX ? l[k - 1] + slopes[k] * (x[k] - x[k - 1]) : unif(-0.05, 0.9);
+        l[k] = sh == CONVEX ? l[k - 1] + slopes[k] * (x[k] - x[k - 1]) : rng_unif(-0.05, 0.9);
     }
     memset(jb, 0, sizeof *jb);
     jb->name = "j";
-    jb->gpus = irand(1, 64);
-    jb->p0_w = unif(150, 700);
-    jb->t0 = unif(1, 5000);
+    jb->gpus = rng_int(1, 64);
+    jb->p0_w = rng_unif(150, 700);
+    jb->t0 = rng_unif(1, 5000);
     jb->cap0_w = jb->p0_w + 10;
-    jb->weight = irand(0, 3) ? 1.0 : unif(0, 3);
-    jb->floor = floors && irand(0, 1) ? unif(0.3, 1.0) : 0;
-    jb->x_hi = irand(0, 3) ? 1.0 : unif(0, 0.7);
+    jb->weight = rng_int(0, 3) ? 1.0 : rng_unif(0, 3);
+    jb->floor = floors && rng_int(0, 1) ? rng_unif(0.3, 1.0) : 0;
+    jb->x_hi = rng_int(0, 3) ? 1.0 : rng_unif(0, 0.7);
     jb->pfi = NAN;
     jb->npoints = (size_t)np + 1;
     jb->x = x;
@@ -111,20 +93,11 @@ static void rand_inst(struct inst *in, size_t n, enum shape sh, int floors, int 
     in->p.jobs = in->jobs;
     in->p.objective = progress ? PFLEX_OBJECTIVE_PROGRESS : PFLEX_OBJECTIVE_THROUGHPUT;
     double base = pflex_alloc_baseline_w(&in->p);
-    in->p.budget_w = base * (1.0 - unif(0, 0.6));
+    in->p.budget_w = base * (1.0 - rng_unif(0, 0.6));
 }
 
-/* Independent pieces of the reference. */
-static double ref_loss(const struct pflex_alloc_job *j, double x)
-{
-    if (x <= 0)
-        return 0;
-    for (size_t k = 1; k < j->npoints; k++)
-        if (x <= j->x[k])
-            return j->loss[k - 1] + (j->loss[k] - j->loss[k - 1]) * (x - j->x[k - 1])
-                                    / (j->x[k] - j->x[k - 1]);
-    return j->loss[j->npoints - 1];
-}
+/* Independent pieces of the reference (the loss on a curve, ref_loss, is
+ * in support/alloc_ref.c). */
 
 /* Largest x keeping L <= 1 - floor on all of [0, x], by bisection on a
  * fine scan (independent of the library's first-crossing formula). */
@@ -274,9 +247,9 @@ static void test_optimal_matches_brute_force_convex(void **state)
 {
     struct pflex_alloc_plan pl;
     pflex_alloc_plan_init(&pl);
-    rng_state = 1;
+    rng_seed(1);
     for (int it = 0; it < 4000; it++) {
-        rand_inst(I, (size_t)irand(1, 4), CONVEX, it % 2, it % 3 == 0);
+        rand_inst(I, (size_t)rng_int(1, 4), CONVEX, it % 2, it % 3 == 0);
         assert_int_equal(pflex_alloc_plan(&I->p, PFLEX_POLICY_OPTIMAL, &pl, NULL), 0);
         check_basic(&I->p, &pl);
         double ref = brute(&I->p);
@@ -303,10 +276,10 @@ static void test_optimal_gap_bound_honest_nonconvex(void **state)
 {
     struct pflex_alloc_plan pl;
     pflex_alloc_plan_init(&pl);
-    rng_state = 2;
+    rng_seed(2);
     int repaired = 0;
     for (int it = 0; it < 4000; it++) {
-        rand_inst(I, (size_t)irand(1, 4), NOISY, it % 2, 0);
+        rand_inst(I, (size_t)rng_int(1, 4), NOISY, it % 2, 0);
         assert_int_equal(pflex_alloc_plan(&I->p, PFLEX_POLICY_OPTIMAL, &pl, NULL), 0);
         check_basic(&I->p, &pl);
         double ref = brute(&I->p);
@@ -339,11 +312,11 @@ static void test_pfi_optimal_under_its_model(void **state)
     pflex_alloc_plan_init(&pl);
     pflex_alloc_plan_init(&ref_pl);
     static struct inst model;
-    rng_state = 3;
+    rng_seed(3);
     for (int it = 0; it < 3000; it++) {
-        rand_inst(I, (size_t)irand(1, 4), it % 2 ? CONVEX : NOISY, it % 3 == 0, it % 5 == 0);
+        rand_inst(I, (size_t)rng_int(1, 4), it % 2 ? CONVEX : NOISY, it % 3 == 0, it % 5 == 0);
         for (size_t j = 0; j < I->n; j++)
-            I->jobs[j].pfi = irand(0, 1) ? NAN : unif(-0.5, 3.0);
+            I->jobs[j].pfi = rng_int(0, 1) ? NAN : rng_unif(-0.5, 3.0);
         assert_int_equal(pflex_alloc_plan(&I->p, PFLEX_POLICY_PFI, &pl, NULL), 0);
         check_basic(&I->p, &pl);
         /* The model problem: each job's curve is the line to its limit. */
@@ -404,9 +377,9 @@ static void test_optimal_matches_sorted_greedy_at_scale(void **state)
     struct pflex_alloc_plan pl;
     pflex_alloc_plan_init(&pl);
     struct segref *segs = malloc(4096 * MAXP * sizeof *segs);
-    rng_state = 4;
+    rng_seed(4);
     for (int it = 0; it < 60; it++) {
-        size_t n = (size_t)irand(100, 4096);
+        size_t n = (size_t)rng_int(100, 4096);
         rand_inst(I, n, CONVEX, 0, it % 2);
         for (size_t j = 0; j < n; j++)
             I->jobs[j].x_hi = 1;
@@ -519,9 +492,9 @@ static void test_repair_at_scale_matches_full_replan(void **state)
     double *x = malloc(4096 * sizeof *x), *u = malloc(4096 * sizeof *u);
     double hx[MAXP + 2], hl[MAXP + 2];
     int repaired = 0;
-    rng_state = 9;
+    rng_seed(9);
     for (int it = 0; it < 40; it++) {
-        size_t n = (size_t)irand(2048, 4096);
+        size_t n = (size_t)rng_int(2048, 4096);
         rand_inst(I, n, NOISY, it % 2, it % 3 == 0);
         assert_int_equal(pflex_alloc_plan(&I->p, PFLEX_POLICY_OPTIMAL, &pl, NULL), 0);
         check_basic(&I->p, &pl);
@@ -628,10 +601,10 @@ static void test_dominance_and_monotonicity(void **state)
     struct pflex_alloc_plan pl[3];
     for (int k = 0; k < 3; k++)
         pflex_alloc_plan_init(&pl[k]);
-    rng_state = 5;
+    rng_seed(5);
     long compared = 0;
     for (int it = 0; it < 2000; it++) {
-        rand_inst(I, (size_t)irand(1, 30), CONVEX, it % 2, it % 3 == 0);
+        rand_inst(I, (size_t)rng_int(1, 30), CONVEX, it % 2, it % 3 == 0);
         double base = pflex_alloc_baseline_w(&I->p);
         double prev[3] = {-INFINITY, -INFINITY, -INFINITY};
         double prev_x[30];
@@ -787,22 +760,22 @@ static void test_repair_on_long_noisy_curve(void **state)
     static const double x2[] = {0, 0.6}, l2[] = {0, 0.6};
     struct pflex_alloc_plan pl;
     pflex_alloc_plan_init(&pl);
-    rng_state = 6;
+    rng_seed(6);
     for (int it = 0; it < 300; it++) {
         x1[0] = l1[0] = 0;
         for (int k = 1; k <= 40; k++) {
             x1[k] = 0.015 * k;
-            l1[k] = 0.5 * x1[k] + unif(0, 0.15);
+            l1[k] = 0.5 * x1[k] + rng_unif(0, 0.15);
         }
         struct pflex_alloc_job jobs[2] = {
-            {.name = "noisy", .gpus = irand(1, 8), .p0_w = 400, .t0 = unif(10, 100), .weight = 1,
+            {.name = "noisy", .gpus = rng_int(1, 8), .p0_w = 400, .t0 = rng_unif(10, 100), .weight = 1,
              .x_hi = 1, .pfi = NAN, .npoints = 41, .x = x1, .loss = l1},
-            {.name = "line", .gpus = irand(1, 8), .p0_w = 300, .t0 = unif(10, 100), .weight = 1,
+            {.name = "line", .gpus = rng_int(1, 8), .p0_w = 300, .t0 = rng_unif(10, 100), .weight = 1,
              .x_hi = 1, .pfi = NAN, .npoints = 2, .x = x2, .loss = l2},
         };
         struct pflex_alloc_problem p = {.njobs = 2, .jobs = jobs};
         double b1 = jobs[0].gpus * 400.0, b2 = jobs[1].gpus * 300.0;
-        double save = unif(0.05, 0.5) * (b1 + b2);
+        double save = rng_unif(0.05, 0.5) * (b1 + b2);
         p.budget_w = b1 + b2 - save;
         assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_OPTIMAL, &pl, NULL), 0);
         double best = -INFINITY, xs[2];

@@ -14,34 +14,9 @@
 #include "pflex/guard.h"
 #include "pflex/nvml.h"
 #include "pflex/sim.h"
+#include "support/nvml_fixture.h"
 
-static char lib_path[4096];
-static char tmp_dir[2048];
-static char fake_state[4096];
 static char run_dir[4096];
-
-static void write_fake(const char *contents)
-{
-    FILE *f = fopen(fake_state, "w");
-    assert_non_null(f);
-    fputs(contents, f);
-    fclose(f);
-}
-
-static double fake_value(const char *key)
-{
-    FILE *f = fopen(fake_state, "r");
-    if (!f)
-        return NAN;
-    char line[512];
-    double v = NAN;
-    size_t n = strlen(key);
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, key, n) && line[n] == '=')
-            v = strtod(line + n + 1, NULL);
-    fclose(f);
-    return v;
-}
 
 static int count_state_files(void)
 {
@@ -60,8 +35,8 @@ static int count_state_files(void)
 static int setup(void **state)
 {
     static int k;
-    snprintf(run_dir, sizeof run_dir, "%s/run%d", tmp_dir, k++);
-    write_fake("");
+    snprintf(run_dir, sizeof run_dir, "%s/run%d", nvml_fixture_dir(), k++);
+    nvml_fixture_write("");
     unsetenv("FAKE_NVML_FAIL");
     unsetenv("FAKE_NVML_RANGE");
     return 0;
@@ -75,15 +50,8 @@ static int teardown(void **state)
     snprintf(cmd, sizeof cmd, "rm -rf %s", run_dir);
     if (system(cmd) != 0)
         return -1;
-    remove(fake_state);
+    nvml_fixture_remove();
     return 0;
-}
-
-static void open_nvml(pflex_gpu_t *g)
-{
-    pflex_error_t err = {{0}};
-    if (pflex_nvml_open(lib_path, g, &err))
-        fail_msg("pflex_nvml_open: %s", err.text);
 }
 
 static pflex_guard_t *guard(pflex_gpu_t *g, const char *owner, int keep_found)
@@ -108,9 +76,9 @@ static int has_note(pflex_guard_t *gd, const char *what)
 
 static void test_set_saves_then_restores(void **state)
 {
-    write_fake("gpu1.limit_mw=650000\n");
+    nvml_fixture_write("gpu1.limit_mw=650000\n");
     pflex_gpu_t g;
-    open_nvml(&g);
+    nvml_fixture_open(&g);
     pflex_guard_t *gd = guard(&g, "test", 1);
     const struct pflex_guard_gpu *d = pflex_guard_gpu_find(gd, 1);
     assert_non_null(d);
@@ -122,32 +90,32 @@ static void test_set_saves_then_restores(void **state)
     double enf = 0;
     assert_int_equal(pflex_guard_set(gd, 1, 400, &enf, &err), 0);
     assert_float_equal(enf, 400.0, 1e-9);
-    assert_float_equal(fake_value("gpu1.limit_mw"), 400000, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu1.limit_mw"), 400000, 1e-9);
     assert_int_equal(count_state_files(), 1);     /* saved before the change */
     assert_int_equal(pflex_guard_set(gd, 1, 300, &enf, &err), 0);
     /* Outside the range: refused before NVML, nothing changed. */
     assert_int_equal(pflex_guard_set(gd, 0, 800, &enf, &err), -1);
     assert_non_null(strstr(err.text, "outside the device's range 200-700 W"));
-    assert_float_equal(fake_value("gpu0.limit_mw"), 700000, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 700000, 1e-9);
     assert_int_equal(pflex_guard_restore_all(gd, &err), 0);
-    assert_float_equal(fake_value("gpu1.limit_mw"), 650000, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu1.limit_mw"), 650000, 1e-9);
     assert_int_equal(count_state_files(), 0);
     pflex_guard_close(gd);
     pflex_gpu_close(&g);
     /* The nvml backend's own restore must not undo the guard's. */
-    assert_float_equal(fake_value("gpu1.limit_mw"), 650000, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu1.limit_mw"), 650000, 1e-9);
 }
 
 static void test_second_owner_refused(void **state)
 {
     pflex_gpu_t g;
-    open_nvml(&g);
+    nvml_fixture_open(&g);
     pflex_guard_t *gd = guard(&g, "first", 0);
     pflex_error_t err;
     assert_int_equal(pflex_guard_set(gd, 0, 500, NULL, &err), 0);
     /* A second open of the lock file is a second owner, even in-process. */
     pflex_gpu_t g2;
-    open_nvml(&g2);
+    nvml_fixture_open(&g2);
     static const unsigned one[1] = {0};
     struct pflex_guard_opts o = {.state_dir = run_dir, .owner = "second"};
     pflex_guard_t *gd2 = NULL;
@@ -156,17 +124,17 @@ static void test_second_owner_refused(void **state)
     char want[64];
     snprintf(want, sizeof want, "pflex first, pid %ld", (long)getpid());
     assert_non_null(strstr(err.text, want));
-    assert_float_equal(fake_value("gpu0.limit_mw"), 500000, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 500000, 1e-9);
     pflex_gpu_close(&g2);
     pflex_guard_close(gd);      /* restores */
-    assert_float_equal(fake_value("gpu0.limit_mw"), 700000, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 700000, 1e-9);
     pflex_gpu_close(&g);
 }
 
 static void test_recovers_dead_owner(void **state)
 {
     /* A dead owner: its state file says 700 W, the GPU is at 350 W. */
-    write_fake("gpu0.limit_mw=350000\n");
+    nvml_fixture_write("gpu0.limit_mw=350000\n");
     assert_int_equal(mkdir(run_dir, 0755), 0);
     char path[4300];
     snprintf(path, sizeof path, "%s/GPU-fa4e0000-0000-4000-8000-000000000000.state", run_dir);
@@ -176,9 +144,9 @@ static void test_recovers_dead_owner(void **state)
           "\"owner\": \"sweep\", \"pid\": 4242}\n", f);
     fclose(f);
     pflex_gpu_t g;
-    open_nvml(&g);
+    nvml_fixture_open(&g);
     pflex_guard_t *gd = guard(&g, "test", 0);
-    assert_float_equal(fake_value("gpu0.limit_mw"), 700000, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 700000, 1e-9);
     assert_true(has_note(gd, "pflex sweep (pid 4242) ended without restoring the power limit "
                              "(350 W found); restored the original 700 W"));
     const struct pflex_guard_gpu *d = pflex_guard_gpu_find(gd, 0);
@@ -192,7 +160,7 @@ static void test_recovers_dead_owner(void **state)
     f = fopen(path, "w");
     fputs("{\"original_w\": \"lots\"}", f);
     fclose(f);
-    open_nvml(&g);
+    nvml_fixture_open(&g);
     static const unsigned one[1] = {0};
     struct pflex_guard_opts o = {.state_dir = run_dir};
     pflex_guard_t *gd2 = NULL;
@@ -205,9 +173,9 @@ static void test_recovers_dead_owner(void **state)
 
 static void test_left_over_cap_named(void **state)
 {
-    write_fake("gpu0.limit_mw=450000\n");
+    nvml_fixture_write("gpu0.limit_mw=450000\n");
     pflex_gpu_t g;
-    open_nvml(&g);
+    nvml_fixture_open(&g);
     pflex_guard_t *gd = guard(&g, "test", 0);
     assert_true(has_note(gd, "the limit found, 450 W, is not the default 700 W: taken as a cap "
                              "left behind"));
@@ -216,7 +184,7 @@ static void test_left_over_cap_named(void **state)
     pflex_error_t err;
     assert_int_equal(pflex_guard_set(gd, 0, 500, NULL, &err), 0);
     pflex_guard_close(gd);
-    assert_float_equal(fake_value("gpu0.limit_mw"), 700000, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 700000, 1e-9);
     pflex_gpu_close(&g);
 }
 
@@ -225,19 +193,19 @@ static void test_transient_restore_error_retried(void **state)
     /* Sets: #1 the cap (ok), #2 the restore (fails), #3 the retry. */
     setenv("FAKE_NVML_FAIL", "set_limit/1:UNKNOWN:1:1", 1);
     pflex_gpu_t g;
-    open_nvml(&g);
+    nvml_fixture_open(&g);
     pflex_guard_t *gd = guard(&g, "test", 0);
     pflex_error_t err;
     assert_int_equal(pflex_guard_set(gd, 1, 250, NULL, &err), 0);
     assert_int_equal(pflex_guard_restore(gd, 1, &err), 0);
-    assert_float_equal(fake_value("gpu1.limit_mw"), 700000, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu1.limit_mw"), 700000, 1e-9);
     assert_true(has_note(gd, "restored to 700 W after 1 failed attempt"));
     pflex_guard_close(gd);
     pflex_gpu_close(&g);
 
     /* A persistent error: the restore fails, says so, keeps the state file. */
     setenv("FAKE_NVML_FAIL", "set_limit/1:UNKNOWN:1", 1);
-    open_nvml(&g);
+    nvml_fixture_open(&g);
     gd = guard(&g, "test", 0);
     assert_int_equal(pflex_guard_set(gd, 1, 250, NULL, &err), 0);
     assert_int_equal(pflex_guard_restore(gd, 1, &err), -1);
@@ -247,9 +215,9 @@ static void test_transient_restore_error_retried(void **state)
     pflex_gpu_close(&g);
     /* The next start (error gone) recovers it. */
     unsetenv("FAKE_NVML_FAIL");
-    open_nvml(&g);
+    nvml_fixture_open(&g);
     gd = guard(&g, "test", 0);
-    assert_float_equal(fake_value("gpu1.limit_mw"), 700000, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu1.limit_mw"), 700000, 1e-9);
     assert_true(has_note(gd, "restored the original 700 W"));
     pflex_guard_close(gd);
     pflex_gpu_close(&g);
@@ -259,13 +227,13 @@ static void test_original_outside_range_clamped(void **state)
 {
     setenv("FAKE_NVML_RANGE", "0:100000:550000:1", 1);
     pflex_gpu_t g;
-    open_nvml(&g);
+    nvml_fixture_open(&g);
     pflex_guard_t *gd = guard(&g, "test", 0);
     pflex_error_t err;
     assert_int_equal(pflex_guard_set(gd, 0, 300, NULL, &err), 0);
-    assert_float_equal(fake_value("gpu0.max_mw"), 550000, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu0.max_mw"), 550000, 1e-9);
     assert_int_equal(pflex_guard_restore(gd, 0, &err), 0);
-    assert_float_equal(fake_value("gpu0.limit_mw"), 550000, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 550000, 1e-9);
     assert_true(has_note(gd, "the original limit 700 W is outside the range the device allows "
                              "now (100-550 W); restored to 550 W"));
     pflex_guard_close(gd);
@@ -295,17 +263,8 @@ static void test_sim_backend(void **state)
 
 int main(void)
 {
-    const char *build = getenv("PFLEX_BUILD");
-    snprintf(lib_path, sizeof lib_path, "%s/fake-nvml/libnvidia-ml.so.1",
-             build && *build ? build : "build");
-    const char *tmp = getenv("TMPDIR");
-    snprintf(tmp_dir, sizeof tmp_dir, "%s/pflex-test-guard-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(tmp_dir)) {
-        perror("mkdtemp");
+    if (nvml_fixture_init("guard") < 0)
         return 1;
-    }
-    snprintf(fake_state, sizeof fake_state, "%s/fake", tmp_dir);
-    setenv("FAKE_NVML_STATE", fake_state, 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_set_saves_then_restores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_owner_refused, setup, teardown),
@@ -316,9 +275,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sim_backend, setup, teardown),
     };
     int failed = cmocka_run_group_tests_name("guard", tests, NULL, NULL);
-    char cmd[2100];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
-    if (system(cmd) != 0)
+    if (nvml_fixture_fini() < 0)
         failed++;
     return failed;
 }

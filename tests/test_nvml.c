@@ -1,8 +1,8 @@
 /* test_nvml.c — the nvml backend against the fake libnvidia-ml.so.1.
  *
  * The fake is built by the test suite at $PFLEX_BUILD/fake-nvml/ (default
- * build/); each test gets its own state file, so nothing here touches a
- * real GPU or depends on another test.
+ * build/; tests/support/nvml_fixture.c finds it); each test gets its own
+ * state file, so nothing here touches a real GPU or depends on another test.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -15,39 +15,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "pflex/nvml.h"
-
-static char lib_path[4096];
-static char state_path[4096];
-static char state_dir[2048];
-
-/* Write a fresh state file (contents may be empty: the fake's defaults). */
-static void write_state(const char *contents)
-{
-    FILE *f = fopen(state_path, "w");
-    assert_non_null(f);
-    fputs(contents, f);
-    fclose(f);
-}
-
-/* A value from the fake's state file ("gpu0.limit_mw"), NaN when absent. */
-static double state_value(const char *key)
-{
-    FILE *f = fopen(state_path, "r");
-    if (!f)
-        return NAN;
-    char line[512];
-    double v = NAN;
-    size_t n = strlen(key);
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, key, n) && line[n] == '=')
-            v = strtod(line + n + 1, NULL);
-    fclose(f);
-    return v;
-}
+#include "support/nvml_fixture.h"
 
 static int setup(void **state)
 {
-    write_state("");
+    nvml_fixture_write("");
     unsetenv("FAKE_NVML_FAIL");
     return 0;
 }
@@ -55,22 +27,19 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     unsetenv("FAKE_NVML_FAIL");
-    remove(state_path);
+    nvml_fixture_remove();
     return 0;
 }
 
 static void open_ok(pflex_gpu_t *g)
 {
-    pflex_error_t err = {{0}};
-    int rc = pflex_nvml_open(lib_path, g, &err);
-    if (rc != 0)
-        fail_msg("pflex_nvml_open: %s", err.text);
+    nvml_fixture_open(g);
     assert_true(pflex_nvml_is(g));
 }
 
 static void test_count_describe_limits(void **state)
 {
-    write_state("gpus=3\ngpu2.name=NVIDIA H100 80GB HBM3\ngpu2.min_mw=150000\n");
+    nvml_fixture_write("gpus=3\ngpu2.name=NVIDIA H100 80GB HBM3\ngpu2.min_mw=150000\n");
     pflex_gpu_t g;
     open_ok(&g);
     pflex_error_t err;
@@ -111,8 +80,8 @@ static void test_set_then_get(void **state)
     double cap;
     assert_int_equal(pflex_gpu_get_cap(&g, 1, &cap, &err), 0);
     assert_float_equal(cap, 450.0, 1e-9);
-    assert_float_equal(state_value("gpu1.limit_mw"), 450000.0, 1e-9);
-    assert_float_equal(state_value("gpu0.limit_mw"), 700000.0, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu1.limit_mw"), 450000.0, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 700000.0, 1e-9);
     assert_int_equal(pflex_nvml_changed(&g), 1);
 
     /* Power follows the binding limit, just under it. */
@@ -138,7 +107,7 @@ static void test_out_of_range_refused(void **state)
     assert_non_null(strstr(err.text, "refused"));
     assert_int_equal(pflex_gpu_set_cap(&g, 0, NAN, &err), -1);
     assert_int_equal(pflex_nvml_changed(&g), 0);
-    assert_float_equal(state_value("gpu0.limit_mw"), 700000.0, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 700000.0, 1e-9);
     pflex_gpu_close(&g);
 }
 
@@ -154,7 +123,7 @@ static void test_no_permission(void **state)
     assert_non_null(strstr(err.text, "NVML_ERROR_NO_PERMISSION"));
     assert_int_equal(pflex_nvml_changed(&g), 0);
     pflex_gpu_close(&g);
-    assert_float_equal(state_value("gpu1.limit_mw"), 700000.0, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu1.limit_mw"), 700000.0, 1e-9);
 }
 
 static void test_gpu_lost(void **state)
@@ -182,7 +151,7 @@ static void test_init_fails(void **state)
     setenv("FAKE_NVML_FAIL", "init:DRIVER_NOT_LOADED", 1);
     pflex_gpu_t g;
     pflex_error_t err = {{0}};
-    assert_int_equal(pflex_nvml_open(lib_path, &g, &err), -1);
+    assert_int_equal(pflex_nvml_open(nvml_fixture_lib(), &g, &err), -1);
     assert_non_null(strstr(err.text, "nvmlInit_v2"));
     assert_non_null(strstr(err.text, "Driver Not Loaded"));
     assert_null(g.ops);
@@ -199,7 +168,7 @@ static void test_missing_library(void **state)
 
 static void test_restore(void **state)
 {
-    write_state("gpu1.limit_mw=600000\n");
+    nvml_fixture_write("gpu1.limit_mw=600000\n");
     pflex_gpu_t g;
     open_ok(&g);
     pflex_error_t err;
@@ -217,17 +186,17 @@ static void test_restore(void **state)
 
     /* Closing restores too. */
     assert_int_equal(pflex_gpu_set_cap(&g, 0, 350.0, &err), 0);
-    assert_float_equal(state_value("gpu0.limit_mw"), 350000.0, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 350000.0, 1e-9);
     pflex_gpu_close(&g);
-    assert_float_equal(state_value("gpu0.limit_mw"), 700000.0, 1e-9);
-    assert_float_equal(state_value("gpu1.limit_mw"), 600000.0, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 700000.0, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu1.limit_mw"), 600000.0, 1e-9);
 
     /* Unless told to keep the limits. */
     open_ok(&g);
     assert_int_equal(pflex_gpu_set_cap(&g, 0, 320.0, &err), 0);
     pflex_nvml_keep_limits(&g);
     pflex_gpu_close(&g);
-    assert_float_equal(state_value("gpu0.limit_mw"), 320000.0, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 320000.0, 1e-9);
 }
 
 static void test_restore_reports_failure(void **state)
@@ -244,14 +213,14 @@ static void test_restore_reports_failure(void **state)
     assert_non_null(strstr(err.text, "GPU 0"));
     assert_non_null(strstr(err.text, "restoring the power limit to 700 W"));
     assert_int_equal(pflex_nvml_changed(&g), 1);
-    assert_float_equal(state_value("gpu1.limit_mw"), 700000.0, 1e-9);
+    assert_float_equal(nvml_fixture_value("gpu1.limit_mw"), 700000.0, 1e-9);
     pflex_nvml_keep_limits(&g);
     pflex_gpu_close(&g);
 }
 
 static void test_sample_telemetry(void **state)
 {
-    write_state("gpu1.gpm=0\ngpu1.energy=0\n");
+    nvml_fixture_write("gpu1.gpm=0\ngpu1.energy=0\n");
     pflex_gpu_t g;
     open_ok(&g);
     pflex_error_t err;
@@ -296,17 +265,8 @@ static void test_sample_telemetry(void **state)
 
 int main(void)
 {
-    const char *build = getenv("PFLEX_BUILD");
-    snprintf(lib_path, sizeof lib_path, "%s/fake-nvml/libnvidia-ml.so.1",
-             build && *build ? build : "build");
-    const char *tmp = getenv("TMPDIR");
-    snprintf(state_dir, sizeof state_dir, "%s/pflex-test-nvml-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(state_dir)) {
-        perror("mkdtemp");
+    if (nvml_fixture_init("nvml") < 0)
         return 1;
-    }
-    snprintf(state_path, sizeof state_path, "%s/state", state_dir);
-    setenv("FAKE_NVML_STATE", state_path, 1);
 
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_count_describe_limits, setup, teardown),
@@ -321,6 +281,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sample_telemetry, setup, teardown),
     };
     int failed = cmocka_run_group_tests_name("nvml", tests, NULL, NULL);
-    rmdir(state_dir);
+    if (nvml_fixture_fini() < 0)
+        failed++;
     return failed;
 }

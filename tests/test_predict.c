@@ -197,6 +197,40 @@ static void test_too_few(void **state)
     assert_non_null(strstr(err.text, "too few"));
 }
 
+/* The fewest jobs a model is fitted on: terms + 2 (ridge2 on the six
+ * compact features: 27 terms, 29 jobs), 5 for a GP; one job fewer fails
+ * and says how many it needs, and a leave-one-out on exactly that many
+ * jobs predicts nothing (each fold has one too few), which is why the
+ * commands check the folds first. */
+static void test_min_jobs(void **state)
+{
+    make_data();
+    struct pflex_model_spec r6 = {PFLEX_MODEL_RIDGE2, 6, {PFLEX_FEAT_DRAM_COPY,
+        PFLEX_FEAT_ARITH_INTENSITY, PFLEX_FEAT_TENSOR_ACTIVE, PFLEX_FEAT_POWER_OVER_LIMIT,
+        PFLEX_FEAT_SM_ACTIVE, PFLEX_FEAT_MEM_COPY_UTIL}};
+    struct pflex_model_spec r2 = spec2(PFLEX_MODEL_RIDGE2), gp = spec2(PFLEX_MODEL_GP);
+    struct pflex_model_spec ols = {PFLEX_MODEL_OLS, 1, {PFLEX_FEAT_DRAM_COPY}};
+    assert_int_equal(pflex_model_min_jobs(&r6), 29);
+    assert_int_equal(pflex_model_min_jobs(&r2), 7);
+    assert_int_equal(pflex_model_min_jobs(&ols), 3);
+    assert_int_equal(pflex_model_min_jobs(&gp), 5);
+    pflex_error_t err;
+    struct pflex_train_data d = {6, X, Y, NCUT, cuts, NULL};
+    assert_null(pflex_model_fit(&r2, &d, &err));
+    assert_non_null(strstr(err.text, "(needs 7)"));
+    d.n = 7;
+    pflex_model_t *m = pflex_model_fit(&r2, &d, &err);
+    assert_non_null(m);
+    pflex_model_destroy(m);
+    int g[7];
+    double pred[7 * (1 + NCUT)];
+    for (int i = 0; i < 7; i++)
+        g[i] = i;
+    assert_int_equal(pflex_model_cv(&r2, &d, g, pred, &err), 0);
+    for (int i = 0; i < 7; i++)
+        assert_true(isnan(pred[i * (1 + NCUT)]));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -204,6 +238,7 @@ int main(void)
         cmocka_unit_test(test_json_roundtrip),
         cmocka_unit_test(test_gp),
         cmocka_unit_test(test_too_few),
+        cmocka_unit_test(test_min_jobs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include "pflex/curve.h"
 #include "pflex/pfi.h"
 #include "pflex/calib.h"
+#include "pflex/gpukind.h"
 #include "pflex/sim.h"
 
 static pflex_sim_job_t *make(const struct pflex_job_desc *d, uint64_t seed)
@@ -73,6 +74,46 @@ static void test_kinds(void **state)
         assert_true(k->sm_clock_min_mhz < k->sm_clock_max_mhz && k->mem_bw_gbs > 0);
     }
     assert_true(n >= 5);
+}
+
+/* Every kind takes its settable range from the one table of ranges
+ * (pflex/gpukind.h), under its own name, and the table has no kind the
+ * simulator lacks; a job on each kind accepts caps at the ends of that
+ * range, refuses caps a watt beyond, and starts at its highest. */
+static void test_kind_ranges(void **state)
+{
+    struct pflex_job_desc d;
+    assert_int_equal(pflex_job_preset_find("llama-8b-lora-h200", &d), 0);
+    int n = 0;
+    for (const struct pflex_gpu_kind *k; (k = pflex_gpu_kind_at(n)); n++) {
+        const struct pflex_gpu_range *r = pflex_gpu_range_find(k->name);
+        assert_non_null(r);
+        assert_string_equal(r->name, k->name);
+        double lo, hi, def;
+        assert_int_equal(pflex_gpu_kind_limits(k->name, &lo, &hi, &def), 0);
+        assert_true(lo == r->min_cap_w && hi == r->max_cap_w && def == r->max_cap_w);
+        snprintf(d.gpu, sizeof d.gpu, "%s", k->name);
+        pflex_sim_job_t *j = make(&d, 1);
+        pflex_gpu_t g;
+        pflex_sim_job_gpu(j, &g);
+        pflex_error_t err;
+        struct pflex_gpu_limits lim;
+        double cap;
+        assert_int_equal(pflex_gpu_limits(&g, 0, &lim, &err), 0);
+        assert_true(lim.min_w == r->min_cap_w && lim.max_w == r->max_cap_w);
+        assert_int_equal(pflex_gpu_get_cap(&g, 0, &cap, &err), 0);
+        assert_true(cap == r->max_cap_w);
+        assert_int_equal(pflex_gpu_set_cap(&g, 0, r->min_cap_w, &err), 0);
+        assert_int_equal(pflex_gpu_set_cap(&g, 0, r->max_cap_w, &err), 0);
+        assert_int_equal(pflex_gpu_set_cap(&g, 0, r->min_cap_w - 1, &err), -1);
+        assert_int_equal(pflex_gpu_set_cap(&g, 0, r->max_cap_w + 1, &err), -1);
+        pflex_gpu_close(&g);
+        pflex_sim_job_destroy(j);
+    }
+    int m = 0;
+    while (pflex_gpu_range_at(m))
+        m++;
+    assert_int_equal(m, n);
 }
 
 /* Throughput never rises as the cap falls (beyond noise), power stays
@@ -723,6 +764,7 @@ int main(void)
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_h100_vs_h200),
         cmocka_unit_test(test_gpu_ops),
+        cmocka_unit_test(test_kind_ranges),
         cmocka_unit_test(test_bad_descriptions),
         cmocka_unit_test(test_presets),
         cmocka_unit_test(test_absolute_throughput),

@@ -77,6 +77,10 @@ const char *pflex_name_problem(const char *s, size_t len, size_t *at);
  *     its floor to *floor. */
 int pflex_csv_field_error(pflex_error_t *err, const char *file, unsigned line, const char *col,
                           const struct pflex_csv_field *f, const char *what);
+/* A row with another number of fields than its header: "file:line: N
+ * fields, the header has M". */
+int pflex_csv_row_error(pflex_error_t *err, const char *file, unsigned line, size_t nfields,
+                        size_t header);
 int pflex_csv_field_name(pflex_error_t *err, const char *file, unsigned line, const char *col,
                          const char *what, const struct pflex_csv_field *f);
 int pflex_csv_field_tier(pflex_error_t *err, const char *file, unsigned line, const char *col,

@@ -1,9 +1,8 @@
 /* pflex/gpukind.h — the settable power-limit range of each known GPU kind.
  *
  * A small table that every layer may read (the planner clamps its caps to
- * it, readers resolve a gpu column with it).  The same numbers as the
- * datasheet table of the simulator (pflex/model.h), which resolves names
- * through this one and whose ranges a test checks;
+ * it, readers resolve a gpu column with it).  The simulator's kinds
+ * (pflex/model.h) take their names and ranges from it;
  * the real range of a GPU comes from NVML where there is one.
  */
 #ifndef PFLEX_GPUKIND_H

@@ -87,10 +87,13 @@ const char *pflex_http_query(const struct pflex_http_request *r, const char *key
 json_t *pflex_http_json_body(const struct pflex_http_request *r, size_t max_len,
                              pflex_error_t *err);
 
-/* Fill resp: text (copied), a JSON document (stolen; written compactly, keys
- * in insertion order), or {"error": message}. */
+/* Fill resp: text (copied), malloc'd text (taken: resp frees it), a JSON
+ * document (stolen; written compactly, keys in insertion order), or
+ * {"error": message}. */
 void pflex_http_respond_text(struct pflex_http_response *resp, int status, const char *ctype,
                              const char *text, size_t len);
+void pflex_http_respond_take(struct pflex_http_response *resp, int status, const char *ctype,
+                             char *text, size_t len);
 void pflex_http_respond_json(struct pflex_http_response *resp, int status, json_t *doc);
 void pflex_http_respond_error(struct pflex_http_response *resp, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -14,7 +14,8 @@
 /* Datasheet constants of one GPU kind (sources in docs/sim-model.md). */
 struct pflex_gpu_kind {
     const char *name;           /* "H200-SXM-141GB", ... */
-    double min_cap_w, max_cap_w, default_cap_w;
+    double min_cap_w, max_cap_w, default_cap_w;    /* settable limits, W: the range is
+                                 * pflex/gpukind.h's, the default its highest */
     double idle_w;              /* board power idle at the active P-state, W */
     double sm_clock_min_mhz, sm_clock_max_mhz;
     double mem_clock_mhz;

@@ -84,6 +84,12 @@ struct pflex_train_data {
     const unsigned char *use;   /* NULL or n flags: rows to train on */
 };
 
+/* The fewest training jobs with a PFI that pflex_model_fit accepts for a
+ * spec: its terms + 2 for the linear kinds (ridge2 on 6 features: 27
+ * terms, 29 jobs), 5 for a Gaussian process.  A cross-validation fold
+ * trains on fewer jobs than the data holds: see pflex_model_cv. */
+size_t pflex_model_min_jobs(const struct pflex_model_spec *s);
+
 /* Fit a model.  Returns a new model, or NULL with err (too few rows, a
  * singular system, memory). */
 pflex_model_t *pflex_model_fit(const struct pflex_model_spec *s, const struct pflex_train_data *d,

@@ -537,11 +537,7 @@ void agent_api(void *ud, const struct pflex_http_request *req, struct pflex_http
             pflex_http_respond_error(resp, 500, "out of memory");
             return;
         }
-        free(resp->body);
-        resp->status = 200;
-        resp->content_type = PFLEX_PROM_CONTENT_TYPE;
-        resp->body = text;
-        resp->len = len;
+        pflex_http_respond_take(resp, 200, PFLEX_PROM_CONTENT_TYPE, text, len);
     } else if (!strcmp(req->path, "/v1/status")) {
         if (!read)
             pflex_http_respond_error(resp, 405, "/v1/status: GET only");

@@ -118,12 +118,31 @@ int model_evaluate(const struct pflex_model_spec *s, const struct dataset *d, in
     double *se = malloc(nt * sizeof *se);
     int *g = cluster_ids(d, &ng), *ids = malloc((d->n ? d->n : 1) * sizeof *ids), rc = -1;
     memset(ev, 0, sizeof *ev);
-    ev->loo.r2 = ev->loco.r2 = ev->curve_loo_rmse = ev->curve_loco_rmse = NAN;
+    ev->loo.r2 = ev->loo.rmse = ev->loo.rho = NAN;
+    ev->loco.r2 = ev->loco.rmse = ev->loco.rho = NAN;
+    ev->curve_loo_rmse = ev->curve_loco_rmse = NAN;
     if (!y || !pred || !se || !g || !ids) {
         pflex_error_set(err, "model: out of memory");
         goto out;
     }
     ev->clusters = ng;
+    ev->min_jobs = pflex_model_min_jobs(s);
+    /* the smallest fold of each scheme: all jobs with a PFI but one, or
+     * but the largest cluster's */
+    size_t npfi = 0, top = 0;
+    for (size_t i = 0; i < d->n; i++)
+        npfi += !isnan(d->pfi[i]);
+    for (size_t c = 0; c < ng; c++) {
+        size_t k = 0;
+        for (size_t i = 0; i < d->n; i++)
+            k += g[i] == (int)c && !isnan(d->pfi[i]);
+        if (k > top)
+            top = k;
+    }
+    ev->loo_fold = npfi ? npfi - 1 : 0;
+    ev->loco_fold = npfi - top;
+    ev->loo_na = ev->loo_fold < ev->min_jobs;
+    ev->loco_na = ng >= 2 && ev->loco_fold < ev->min_jobs;
     pflex_model_t *m = pflex_model_fit(s, &td, err);
     if (!m)
         goto out;
@@ -131,7 +150,7 @@ int model_evaluate(const struct pflex_model_spec *s, const struct dataset *d, in
         pflex_model_predict(m, d->x + i * PFLEX_FEAT_COUNT, pred + i * nt, se);
     pflex_model_destroy(m);
     pflex_fit_score(pred, y, d->n, nt, &ev->in);
-    if (loo) {
+    if (loo && !ev->loo_na) {
         for (size_t i = 0; i < d->n; i++)
             ids[i] = (int)i;
         if (pflex_model_cv(s, &td, ids, pred, err) < 0)
@@ -139,7 +158,7 @@ int model_evaluate(const struct pflex_model_spec *s, const struct dataset *d, in
         pflex_fit_score(pred, y, d->n, nt, &ev->loo);
         ev->curve_loo_rmse = curve_rmse(pred, y, d->n);
     }
-    if (ng >= 2) {
+    if (ng >= 2 && !ev->loco_na) {
         if (pflex_model_cv(s, &td, g, pred, err) < 0)
             goto out;
         pflex_fit_score(pred, y, d->n, nt, &ev->loco);
@@ -153,6 +172,12 @@ out:
     free(g);
     free(ids);
     return rc;
+}
+
+const char *evaluation_na(const struct evaluation *ev, size_t fold, char *buf, size_t len)
+{
+    snprintf(buf, len, "a fold trains on %zu jobs, the model needs %zu", fold, ev->min_jobs);
+    return buf;
 }
 
 int write_atomic(const char *path, const char *text, size_t len)

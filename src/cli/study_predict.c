@@ -165,119 +165,44 @@ struct sjob {
     double px[DS_NCUT + 1], pl[DS_NCUT + 1];    /* predicted curve, (0, 0) first */
 };
 
-static double interp(const double *x, const double *l, size_t n, double v)
+/* The §6 jobs as the library's planner sees them: the measured curve
+ * (what every policy is scored on, and what the oracle plans on) or the
+ * predicted one, and the PFI a PFI policy is given (> 0; the study counts a
+ * job without a usable prediction as PFI 1). */
+static void alloc_job(const struct sjob *j, int predicted, double pfi, struct pflex_alloc_job *aj)
 {
-    if (n < 2 || v <= 0)
-        return 0;
-    if (v >= x[n - 1])
-        return l[n - 1];
-    size_t k = 1;
-    while (k < n - 1 && x[k] < v)
-        k++;
-    double t = (v - x[k - 1]) / (x[k] - x[k - 1]);
-    return l[k - 1] + t * (l[k] - l[k - 1]);
-}
-
-/* Cuts in W proportional to w[i], each at most cmax[i], adding up to W
- * (all at their limit when that cannot be met): x[i] = cut / (n P0). */
-static void proportional(const struct sjob *const *js, size_t n, const double *w, double W,
-                         double *x)
-{
-    double lo = 0, hi = 1, tot = 0;
-    for (size_t i = 0; i < n; i++)
-        tot += js[i]->gpus * js[i]->p0 * js[i]->xhi;
-    if (tot <= W) {
-        for (size_t i = 0; i < n; i++)
-            x[i] = js[i]->xhi;
-        return;
-    }
-    /* grow hi until it cuts enough */
-    for (;;) {
-        double s = 0;
-        for (size_t i = 0; i < n; i++)
-            s += fmin(hi * w[i], js[i]->gpus * js[i]->p0 * js[i]->xhi);
-        if (s >= W || hi > 1e300)
-            break;
-        hi *= 2;
-    }
-    for (int it = 0; it < 100; it++) {
-        double mid = (lo + hi) / 2, s = 0;
-        for (size_t i = 0; i < n; i++)
-            s += fmin(mid * w[i], js[i]->gpus * js[i]->p0 * js[i]->xhi);
-        if (s < W)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    for (size_t i = 0; i < n; i++)
-        x[i] = fmin(hi * w[i], js[i]->gpus * js[i]->p0 * js[i]->xhi) / (js[i]->gpus * js[i]->p0);
-}
-
-static const struct sjob *const *knap_js;
-static const double *knap_pfi;
-static int knap_cmp(const void *a, const void *b)
-{
-    size_t i = *(const size_t *)a, j = *(const size_t *)b;
-    const struct sjob *p = knap_js[i], *q = knap_js[j];
-    double ci = p->t0 / (knap_pfi[i] * p->gpus * p->p0), cj = q->t0 / (knap_pfi[j] * q->gpus * q->p0);
-    if (ci != cj)
-        return ci < cj ? -1 : 1;
-    return (i > j) - (i < j);
-}
-
-/* pfi: loss modelled as x / PFI: cut the cheapest watts first. */
-static void pfi_knapsack(const struct sjob *const *js, size_t n, const double *pfi, double W,
-                         double *x, size_t *order)
-{
-    for (size_t i = 0; i < n; i++)
-        order[i] = i;
-    knap_js = js;
-    knap_pfi = pfi;
-    qsort(order, n, sizeof *order, knap_cmp);
-    for (size_t k = 0; k < n; k++) {
-        size_t i = order[k];
-        double cap = js[i]->gpus * js[i]->p0 * js[i]->xhi, c = fmin(cap, W);
-        x[i] = c / (js[i]->gpus * js[i]->p0);
-        W -= c;
+    memset(aj, 0, sizeof *aj);
+    aj->name = "job";
+    aj->gpus = j->gpus;
+    aj->p0_w = j->p0;
+    aj->t0 = j->t0;
+    aj->cap0_w = j->p0;
+    aj->weight = 1;
+    aj->pfi = pfi > 0 ? pfi : 1;
+    if (predicted) {
+        aj->npoints = DS_NCUT + 1;
+        aj->x = j->px;
+        aj->loss = j->pl;
+        aj->x_hi = fmin(j->xhi, j->px[DS_NCUT]);
+    } else {
+        aj->npoints = (unsigned)j->cn;
+        aj->x = j->cx;
+        aj->loss = j->cl;
+        aj->x_hi = j->xhi;
     }
 }
 
-static int optimal(const struct sjob *const *js, size_t n, int predicted, double budget,
-                   struct pflex_alloc_job *aj, double *x)
+/* One policy's plan of the jobs aj (rate_by: PROPORTIONAL's c_j, else
+ * NULL) within budget W into x. */
+static int plan(const struct pflex_alloc_job *aj, size_t n, enum pflex_policy policy,
+                const double *rate_by, double budget, struct pflex_alloc_plan *pl, double *x)
 {
-    for (size_t i = 0; i < n; i++) {
-        const struct sjob *j = js[i];
-        memset(&aj[i], 0, sizeof aj[i]);
-        aj[i].name = "job";
-        aj[i].gpus = j->gpus;
-        aj[i].p0_w = j->p0;
-        aj[i].t0 = j->t0;
-        aj[i].cap0_w = j->p0;
-        aj[i].weight = 1;
-        aj[i].pfi = NAN;
-        if (predicted) {
-            aj[i].npoints = DS_NCUT + 1;
-            aj[i].x = j->px;
-            aj[i].loss = j->pl;
-            aj[i].x_hi = fmin(j->xhi, j->px[DS_NCUT]);
-        } else {
-            aj[i].npoints = (unsigned)j->cn;
-            aj[i].x = j->cx;
-            aj[i].loss = j->cl;
-            aj[i].x_hi = j->xhi;
-        }
-    }
     struct pflex_alloc_problem p = {.njobs = n, .jobs = aj, .budget_w = budget,
-                                    .objective = PFLEX_OBJECTIVE_THROUGHPUT};
-    struct pflex_alloc_plan plan;
+                                    .objective = PFLEX_OBJECTIVE_THROUGHPUT, .rate_by = rate_by};
     pflex_error_t err;
-    pflex_alloc_plan_init(&plan);
-    if (pflex_alloc_plan(&p, PFLEX_POLICY_OPTIMAL, &plan, &err) < 0) {
-        pflex_alloc_plan_fini(&plan);
+    if (pflex_alloc_plan(&p, policy, pl, &err) < 0)
         return -1;
-    }
-    memcpy(x, plan.x, n * sizeof *x);
-    pflex_alloc_plan_fini(&plan);
+    memcpy(x, pl->x, n * sizeof *x);
     return 0;
 }
 
@@ -299,9 +224,12 @@ static json_t *protocol(const struct sjob *jobs, size_t nj, int production, unsi
         return NULL;
     gsl_rng_set(rng, seed + (unsigned long)production);
     const struct sjob *pick[WJ];
-    struct pflex_alloc_job aj[WJ];
-    double x[WJ], w[WJ], pf[WJ];
-    size_t order[WJ];
+    /* meas: the picked jobs on their measured curves, which every plan is
+     * scored on; aj: as a policy that sees predictions or PFIs plans them */
+    struct pflex_alloc_job meas[WJ], aj[WJ];
+    struct pflex_alloc_plan pl;
+    double x[WJ], rate[WJ];
+    pflex_alloc_plan_init(&pl);
     for (unsigned wl = 0; wl < nw; wl++) {
         for (int k = 0; k < WJ; k++) {
             size_t idx;
@@ -315,6 +243,7 @@ static json_t *protocol(const struct sjob *jobs, size_t nj, int production, unsi
                 idx = gsl_rng_uniform_int(rng, nj);
             }
             pick[k] = &jobs[idx];
+            alloc_job(pick[k], 0, 1, &meas[k]);
         }
         double base = 0;
         for (int k = 0; k < WJ; k++)
@@ -322,41 +251,45 @@ static json_t *protocol(const struct sjob *jobs, size_t nj, int production, unsi
         for (int c = 0; c < NCUTS; c++) {
             double W = site_cuts[c] * base;
             for (int p = 0; p < P_COUNT; p++) {
-                int ok = 0;
+                enum pflex_policy pol = PFLEX_POLICY_PROPORTIONAL;
+                const struct pflex_alloc_job *pj = meas;
                 switch (p) {
-                case P_ORACLE:
-                case P_OPT_PRED:
-                    ok = optimal(pick, WJ, p == P_OPT_PRED, base - W, aj, x) == 0;
-                    break;
-                case P_PFI_BEST:
+                case P_ORACLE: pol = PFLEX_POLICY_OPTIMAL; break;
+                case P_EQUAL: pol = PFLEX_POLICY_EQUAL; break;
+                case P_MOEFT:
                     for (int k = 0; k < WJ; k++)
-                        pf[k] = pick[k]->pfi_best > 0 ? pick[k]->pfi_best : 1;
-                    pfi_knapsack(pick, WJ, pf, W, x, order);
-                    ok = 1;
+                        rate[k] = pick[k]->moe_ft ? 2 : 1;
+                    break;
+                case P_DCGM:
+                    for (int k = 0; k < WJ; k++)
+                        rate[k] = pick[k]->dcp > 0 ? pick[k]->dcp : 0;
+                    break;
+                case P_OPT_PRED:
+                    pol = PFLEX_POLICY_OPTIMAL;
+                    for (int k = 0; k < WJ; k++)
+                        alloc_job(pick[k], 1, 1, &aj[k]);
+                    pj = aj;
                     break;
                 default:
+                    pol = p == P_PFI_BEST ? PFLEX_POLICY_PFI : PFLEX_POLICY_PFI_WEIGHTED;
                     for (int k = 0; k < WJ; k++) {
                         const struct sjob *j = pick[k];
-                        double np0 = j->gpus * j->p0, v;
-                        switch (p) {
-                        case P_EQUAL: w[k] = np0; break;
-                        case P_MOEFT: w[k] = np0 * (j->moe_ft ? 2 : 1); break;
-                        case P_DCGM: w[k] = np0 * (j->dcp > 0 ? j->dcp : 0); break;
-                        default:
-                            v = p == P_PFIW_MEAS ? j->pfi : p == P_PFIW_OLS ? j->pfi_ols : j->pfi_best;
-                            w[k] = np0 / j->t0 * (v > 0 ? v : 1);
-                        }
+                        double v = p == P_PFIW_MEAS ? j->pfi : p == P_PFIW_OLS ? j->pfi_ols
+                                                                              : j->pfi_best;
+                        alloc_job(j, 0, v, &aj[k]);
                     }
-                    proportional(pick, WJ, w, W, x);
-                    ok = 1;
+                    pj = aj;
                 }
+                int ok = plan(pj, WJ, pol, pol == PFLEX_POLICY_PROPORTIONAL ? rate : NULL,
+                              base - W, &pl, x) == 0;
                 double t = 0;
                 for (int k = 0; k < WJ && ok; k++)
-                    t += pick[k]->t0 * (1 - interp(pick[k]->cx, pick[k]->cl, pick[k]->cn, x[k]));
+                    t += pick[k]->t0 * pflex_alloc_measured_fraction(&meas[k], x[k]);
                 tput[((size_t)wl * NCUTS + c) * P_COUNT + p] = ok ? t : NAN;
             }
         }
     }
+    pflex_alloc_plan_fini(&pl);
     gsl_rng_free(rng);
     json_t *o = json_object(), *cuts = json_array(), *pol = json_object();
     json_object_set_new(o, "mix", json_string(production ? "production" : "random"));
@@ -484,9 +417,16 @@ int study_predict(const char *sweeps_csv, const char *clusters_csv, unsigned wor
                 best_rmse = ev.loco.rmse;
                 best = r - nrows + 1;
             }
+            char why[96];
             json_object_set_new(o, "r2_in", cli_json_real(ev.in.r2));
             json_object_set_new(o, "loo", score(&ev.loo));
+            if (ev.loo_na)
+                json_object_set_new(o, "loo_na", json_string(evaluation_na(&ev, ev.loo_fold, why,
+                                                                           sizeof why)));
             json_object_set_new(o, "loco", score(&ev.loco));
+            if (ev.loco_na)
+                json_object_set_new(o, "loco_na", json_string(evaluation_na(&ev, ev.loco_fold, why,
+                                                                            sizeof why)));
             json_object_set_new(o, "curve_loo_rmse", cli_json_real(ev.curve_loo_rmse));
             json_object_set_new(o, "curve_loco_rmse", cli_json_real(ev.curve_loco_rmse));
         }
@@ -620,12 +560,27 @@ void study_predict_print(FILE *f, const json_t *doc)
     json_t *row;
     json_array_foreach(json_object_get(doc, "table3"), i, row) {
         json_t *loo = json_object_get(row, "loo"), *loco = json_object_get(row, "loco");
-        fprintf(f, "%-38.38s %-6s %3lld | %6.3f | %7.3f %6.3f %6.3f | %7.3f %6.3f %6.3f\n",
+        const char *loo_na = json_string_value(json_object_get(row, "loo_na"));
+        const char *loco_na = json_string_value(json_object_get(row, "loco_na"));
+        char a[32], b[32];
+        if (loo_na)
+            snprintf(a, sizeof a, "%7s %6s %6s", "n/a", "n/a", "n/a");
+        else
+            snprintf(a, sizeof a, "%7.3f %6.3f %6.3f", jr(loo, "r2"), jr(loo, "rmse"), jr(loo, "rho"));
+        if (loco_na)
+            snprintf(b, sizeof b, "%7s %6s %6s", "n/a", "n/a", "n/a");
+        else
+            snprintf(b, sizeof b, "%7.3f %6.3f %6.3f", jr(loco, "r2"), jr(loco, "rmse"),
+                     jr(loco, "rho"));
+        fprintf(f, "%-38.38s %-6s %3lld | %6.3f | %s | %s\n",
                 json_string_value(json_object_get(row, "features")),
                 json_string_value(json_object_get(row, "model")),
-                (long long)json_integer_value(json_object_get(row, "p")), jr(row, "r2_in"),
-                jr(loo, "r2"), jr(loo, "rmse"), jr(loo, "rho"), jr(loco, "r2"), jr(loco, "rmse"),
-                jr(loco, "rho"));
+                (long long)json_integer_value(json_object_get(row, "p")), jr(row, "r2_in"), a, b);
+        if (loo_na || loco_na)
+            fprintf(f, "  %s: %s%s%s%s%s\n", json_string_value(json_object_get(row, "features")),
+                    loo_na ? "LOO n/a, " : "", loo_na ? loo_na : "",
+                    loo_na && loco_na ? "; " : "", loco_na ? "LOCO n/a, " : "",
+                    loco_na ? loco_na : "");
         json_t *st = json_object_get(row, "study");
         if (st)
             fprintf(f, "%-38s %-6s %3s | %6.3f | %7.3f %6.3f %6.3f | %7.3f %6.3f %6.3f\n",

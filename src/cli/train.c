@@ -56,6 +56,24 @@ static const char help[] =
 "\n"
 "exit: 0 ok, 2 bad input (file:line: what is wrong on stderr), 1 system error.\n";
 
+/* A score's three table cells (R2, RMSE, rho); na: the same text in each
+ * instead ("n/a": too few jobs for its folds, "-": not asked for). */
+static void score_cells(char *buf, size_t len, const char *na, const struct pflex_fit_score *s)
+{
+    if (na)
+        snprintf(buf, len, "%7s %7s %6s", na, na, na);
+    else
+        snprintf(buf, len, "%7.3f %7.3f %6.3f", s->r2, s->rmse, s->rho);
+}
+
+static void curve_cell(char *buf, size_t len, const char *na, double rmse)
+{
+    if (na)
+        snprintf(buf, len, "%9s", na);
+    else
+        snprintf(buf, len, "%9.4f", rmse);
+}
+
 static json_t *score_json(const struct pflex_fit_score *s)
 {
     json_t *o = json_object();
@@ -172,7 +190,8 @@ int cmd_train(int argc, char **argv)
         ok[k] = 1;
         double sk = ng >= 3 ? ev[k].loco.rmse : ev[k].loo.rmse;
         double sb = ng >= 3 ? ev[best].loco.rmse : ev[best].loo.rmse;
-        if (!ok[best] || sk < sb)
+        /* a score that could not be had (too few jobs for its folds) loses */
+        if (!ok[best] || sk < sb || (isnan(sb) && !isnan(sk)))
             best = k;
     }
     if (need_cv && !ok[best]) {
@@ -205,13 +224,20 @@ int cmd_train(int argc, char **argv)
         json_object_set_new(o, "name", json_string(cand[k].name));
         json_object_set_new(o, "kind", json_string(pflex_model_kind_name(cand[k].spec.kind)));
         json_object_set_new(o, "in_sample", score_json(&ev[k].in));
+        char why[96];
         if (cv || ng < 3) {
             json_object_set_new(o, "loo", score_json(&ev[k].loo));
             json_object_set_new(o, "curve_loo_rmse", cli_json_real(ev[k].curve_loo_rmse));
+            if (ev[k].loo_na)
+                json_object_set_new(o, "loo_na", json_string(evaluation_na(&ev[k], ev[k].loo_fold,
+                                                                           why, sizeof why)));
         }
         if (ng >= 2) {
             json_object_set_new(o, "loco", score_json(&ev[k].loco));
             json_object_set_new(o, "curve_loco_rmse", cli_json_real(ev[k].curve_loco_rmse));
+            if (ev[k].loco_na)
+                json_object_set_new(o, "loco_na", json_string(evaluation_na(&ev[k],
+                                                    ev[k].loco_fold, why, sizeof why)));
         }
         json_array_append_new(cands, o);
     }
@@ -233,12 +259,29 @@ int cmd_train(int argc, char **argv)
         if (need_cv) {
             printf("%-16s %7s | %7s %7s %6s | %7s %7s %6s | %9s %9s\n", "candidate", "R2 in",
                    "LOO R2", "RMSE", "rho", "LOCO R2", "RMSE", "rho", "curve LOO", "curve LOCO");
-            for (size_t k = first; k < last; k++)
-                if (ok[k])
-                    printf("%-16s %7.3f | %7.3f %7.3f %6.3f | %7.3f %7.3f %6.3f | %9.4f %9.4f%s\n",
-                       cand[k].name, ev[k].in.r2, ev[k].loo.r2, ev[k].loo.rmse, ev[k].loo.rho,
-                       ev[k].loco.r2, ev[k].loco.rmse, ev[k].loco.rho, ev[k].curve_loo_rmse,
-                       ev[k].curve_loco_rmse, k == best ? "  <- chosen" : "");
+            for (size_t k = first; k < last; k++) {
+                if (!ok[k])
+                    continue;
+                /* a scheme not run: n/a, and why on the next line */
+                const struct evaluation *e = &ev[k];
+                char a[32], b[32], ca[16], cb[16], why[96];
+                int run_a = cv || ng < 3, run_b = ng >= 2;
+                int na_a = e->loo_na && run_a, na_b = e->loco_na && run_b;
+                const char *ta = !run_a ? "-" : na_a ? "n/a" : NULL;
+                const char *tb = !run_b ? "-" : na_b ? "n/a" : NULL;
+                score_cells(a, sizeof a, ta, &e->loo);
+                score_cells(b, sizeof b, tb, &e->loco);
+                curve_cell(ca, sizeof ca, ta, e->curve_loo_rmse);
+                curve_cell(cb, sizeof cb, tb, e->curve_loco_rmse);
+                printf("%-16s %7.3f | %s | %s | %s %s%s\n", cand[k].name, e->in.r2, a, b, ca, cb,
+                       k == best ? "  <- chosen" : "");
+                if (na_a)
+                    printf("  %s: LOO n/a, %s\n", cand[k].name,
+                           evaluation_na(e, e->loo_fold, why, sizeof why));
+                if (na_b)
+                    printf("  %s: LOCO n/a, %s\n", cand[k].name,
+                           evaluation_na(e, e->loco_fold, why, sizeof why));
+            }
             printf("PFI: R^2, RMSE (ratio units) and Spearman rho; curve: RMSE of the loss at "
                    "5..60 %% cuts\n");
         }

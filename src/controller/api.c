@@ -129,11 +129,7 @@ void ctl_api_handle(void *ud, const struct pflex_http_request *req, struct pflex
             pflex_http_respond_error(resp, 500, "out of memory");
             return;
         }
-        free(resp->body);
-        resp->status = 200;
-        resp->content_type = PFLEX_PROM_CONTENT_TYPE;
-        resp->body = text;
-        resp->len = len;
+        pflex_http_respond_take(resp, 200, PFLEX_PROM_CONTENT_TYPE, text, len);
     } else if (!strcmp(req->path, "/healthz")) {
         pflex_http_respond_text(resp, 200, "text/plain", "ok\n", 3);
     } else {

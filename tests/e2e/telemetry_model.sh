@@ -22,6 +22,15 @@ grep -q '^dram_copy_product,ratio,' "$T/corr.csv" || fail "correlate lacks dram_
 "$P" train --cv --kind ridge-telemetry --filter h200- -o "$T/m.json" "$S" > "$T/train" || fail "train"
 grep -q 'LOCO' "$T/train" || fail "train --cv table"
 grep -q '"format": "pflex-model"' "$T/m.json" || fail "model file"
+# ridge2-compact (27 terms) needs 29 jobs to fit on; the study's 29 H200
+# jobs leave 28 per leave-one-out fold: n/a and why, never nan
+"$P" train --cv --kind ridge2-compact --filter h200- -o "$T/m2.json" "$S" > "$T/train2" || fail "train ridge2"
+grep -q 'LOO n/a, a fold trains on 28 jobs, the model needs 29' "$T/train2" || fail "train ridge2: no n/a line"
+grep -qi 'nan' "$T/train2" && fail "train ridge2 prints nan"
+"$P" train --study "$T/study" > "$T/t3" 2>&1 || fail "train --study"
+grep -q '^ridge2-compact .* n/a ' "$T/t3" || fail "Table 3: ridge2 row lacks n/a"
+grep -q 'ridge2-compact: LOO n/a, a fold trains on 28 jobs, the model needs 29' "$T/t3" || fail "Table 3: no reason"
+grep -qi 'nan' "$T/t3" && fail "Table 3 prints nan"
 "$P" predict --model "$T/m.json" --curves-out "$T/curves.csv" "$S" > "$T/pfi.csv" || fail "predict"
 head -1 "$T/pfi.csv" | grep -qx 'job,gpus,power_w,throughput,pfi,metric,grid,range,floor,gpu,cap_w,points_used,points_dropped,shed_flex1,shed_flex2,shed_flex3,pfi_lo,pfi_hi' \
     || fail "PFI CSV header"

@@ -41,6 +41,7 @@
 #include "pflex/alloc.h"
 #include "pflex/pfi.h"
 #include "lib/util/bigmem.h"
+#include "lib/util/interp.h"
 
 struct item {
     double c;   /* cost per watt saved (equal: the limit u) */
@@ -233,18 +234,7 @@ static double curve_loss(const double *xs, const double *ls, size_t n, double x)
 {
     if (n < 2 || x <= 0)
         return 0;
-    if (x >= xs[n - 1])
-        return ls[n - 1];
-    size_t lo = 0, hi = n - 1;
-    while (hi - lo > 1) {
-        size_t mid = (lo + hi) / 2;
-        if (xs[mid] <= x)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    double t = (x - xs[lo]) / (xs[hi] - xs[lo]);
-    return ls[lo] + t * (ls[hi] - ls[lo]);
+    return pflex_interp_linear(xs, ls, n, x);
 }
 
 /* shed(s): first crossing of L above 1 - s (docs/contract.md §2). */

@@ -443,8 +443,7 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
         const struct pflex_csv_field *f = c.fields;
         unsigned line = c.line;
         if (c.nfields < need) {
-            pflex_error_set(err, "%s:%u: %zu fields, the header has %zu", file, line,
-                            c.nfields, need);
+            pflex_csv_row_error(err, file, line, c.nfields, need);
             goto done;
         }
         if (in->njobs == cap) {

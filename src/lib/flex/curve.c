@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pflex/curve.h"
+#include "lib/util/interp.h"
 
 /* (x, cap) of point a before that of point b. */
 static int point_before(const double *xs, const double *cs, size_t a, size_t b)
@@ -193,18 +194,7 @@ double pflex_curve_loss(const struct pflex_curve *c, double x)
 {
     if (c->n < 2 || x <= 0)
         return 0;
-    if (x >= c->x_max)
-        return c->loss[c->n - 1];
-    size_t lo = 0, hi = c->n - 1;           /* x[lo] <= x < x[hi] */
-    while (hi - lo > 1) {
-        size_t mid = (lo + hi) / 2;
-        if (c->x[mid] <= x)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    double t = (x - c->x[lo]) / (c->x[hi] - c->x[lo]);
-    return c->loss[lo] + t * (c->loss[hi] - c->loss[lo]);
+    return pflex_interp_linear(c->x, c->loss, c->n, x);     /* x[n - 1] = x_max */
 }
 
 double pflex_curve_area(const struct pflex_curve *c, double r)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pflex/learn.h"
+#include "lib/util/interp.h"
 
 struct bin {
     unsigned n;
@@ -347,20 +348,7 @@ static double interp(const struct pflex_learn_curve *c, const double *y, double 
 {
     if (c->n == 0)
         return NAN;
-    if (x <= c->x[0])
-        return y[0];
-    if (x >= c->x[c->n - 1])
-        return y[c->n - 1];
-    size_t lo = 0, hi = c->n - 1;
-    while (hi - lo > 1) {
-        size_t mid = (lo + hi) / 2;
-        if (c->x[mid] <= x)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    double f = (x - c->x[lo]) / (c->x[hi] - c->x[lo]);
-    return y[lo] + f * (y[hi] - y[lo]);
+    return pflex_interp_linear(c->x, y, c->n, x);
 }
 
 double pflex_learn_loss(const struct pflex_learn_curve *c, double x)

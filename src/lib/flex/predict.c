@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <gsl/gsl_cdf.h>
-#include <gsl/gsl_linalg.h>
 #include <gsl/gsl_matrix.h>
 #include "pflex/correlate.h"
 #include "pflex/predict.h"
@@ -35,6 +34,11 @@ static size_t n_terms(const struct pflex_model_spec *s)
 {
     size_t p = s->nfeat;
     return s->kind == PFLEX_MODEL_RIDGE2 ? p + p + p * (p - 1) / 2 : p;
+}
+
+size_t pflex_model_min_jobs(const struct pflex_model_spec *s)
+{
+    return s->kind == PFLEX_MODEL_GP ? PFLEX_GP_MIN_TRAIN : n_terms(s) + 2;
 }
 
 /* Standardised features of one job (missing -> 0, the training mean),
@@ -67,12 +71,7 @@ static int inverse(const double *ztz, size_t q, double lambda, gsl_matrix *a)
     for (size_t i = 0; i < q; i++)
         for (size_t j = 0; j < q; j++)
             gsl_matrix_set(a, i, j, ztz[i * q + j] + (i == j ? lambda : 0));
-    gsl_error_handler_t *old = gsl_set_error_handler_off();
-    int rc = gsl_linalg_cholesky_decomp1(a);
-    if (rc == 0)
-        rc = gsl_linalg_cholesky_invert(a);
-    gsl_set_error_handler(old);
-    return rc ? -1 : 0;
+    return pflex_spd_invert(a);
 }
 
 static int fit_target(pflex_model_t *m, struct pflex_model_target *t, const double *Z,
@@ -271,9 +270,10 @@ pflex_model_t *pflex_model_fit(const struct pflex_model_spec *s, const struct pf
             }
             ri++;
         }
-        if (mr < q + 2) {
+        if (mr < pflex_model_min_jobs(s)) {
             if (k == 0) {
-                pflex_error_set(err, "model: %zu jobs with a PFI for %zu terms: too few", mr, q);
+                pflex_error_set(err, "model: %zu jobs with a PFI for %zu terms: too few "
+                                "(needs %zu)", mr, q, pflex_model_min_jobs(s));
                 goto fail;
             }
             /* a cut too deep for most sweeps: predicted from its neighbour */

@@ -15,7 +15,7 @@
 #include <gsl/gsl_matrix.h>
 #include "lib/flex/predict_gp.h"
 
-static int invert(gsl_matrix *a)
+int pflex_spd_invert(gsl_matrix *a)
 {
     gsl_error_handler_t *old = gsl_set_error_handler_off();
     int rc = gsl_linalg_cholesky_decomp1(a);
@@ -43,7 +43,7 @@ int pflex_gp_fit(pflex_model_t *m, const struct pflex_train_data *d, const doubl
             rows[n++] = zi;
         zi++;
     }
-    if (n < 5) {
+    if (n < PFLEX_GP_MIN_TRAIN) {
         pflex_error_set(err, "model: %zu jobs with a PFI: too few for a Gaussian process", n);
         goto out;
     }
@@ -95,7 +95,7 @@ int pflex_gp_fit(pflex_model_t *m, const struct pflex_train_data *d, const doubl
             for (size_t i = 0; i < n; i++)
                 for (size_t j = 0; j < n; j++)
                     gsl_matrix_set(K, i, j, exp(-d2[i * n + j] / (2 * l * l)) + (i == j ? r : 0));
-            if (invert(K) < 0)
+            if (pflex_spd_invert(K) < 0)
                 continue;
             double sse = 0;
             for (size_t i = 0; i < n; i++) {

@@ -2,7 +2,16 @@
 #ifndef PFLEX_PREDICT_GP_H
 #define PFLEX_PREDICT_GP_H
 
+#include <gsl/gsl_matrix.h>
 #include "pflex/predict.h"
+
+/* The fewest training jobs with a PFI a Gaussian process is fitted on. */
+#define PFLEX_GP_MIN_TRAIN 5
+
+/* a^-1 in place for a symmetric positive definite a, via Cholesky (GSL's
+ * error handler off meanwhile): 0, or -1 when a is not positive definite.
+ * The ridge fit (predict.c) and the GP both invert with it. */
+int pflex_spd_invert(gsl_matrix *a);
 
 /* Fit m (spec, scalings and cuts set) on the training rows: Z holds the
  * standardised terms of the nz rows d->use selects (all when NULL), in

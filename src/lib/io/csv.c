@@ -383,6 +383,13 @@ int pflex_csv_field_error(pflex_error_t *err, const char *file, unsigned line, c
                            (int)(f->len > 40 ? 40 : f->len), f->s, what);
 }
 
+int pflex_csv_row_error(pflex_error_t *err, const char *file, unsigned line, size_t nfields,
+                        size_t header)
+{
+    return pflex_error_set(err, "%s:%u: %zu fields, the header has %zu", file, line, nfields,
+                           header);
+}
+
 int pflex_csv_field_name(pflex_error_t *err, const char *file, unsigned line, const char *col,
                          const char *what, const struct pflex_csv_field *f)
 {

@@ -364,8 +364,7 @@ int pflex_jobmap_csv_read_mem(pflex_jobmap_t *m, const char *buf, size_t len,
         unsigned line = c.line;
         const struct pflex_csv_field *f = c.fields;
         if (c.nfields < need) {
-            pflex_error_set(err, "%s:%u: %zu fields, the header has %zu", file, line,
-                            c.nfields, need);
+            pflex_csv_row_error(err, file, line, c.nfields, need);
             goto done;
         }
         const struct pflex_csv_field *jf = &f[ci[0]], *hf = &f[ci[2]], *gf = &f[ci[3]];

@@ -126,8 +126,7 @@ int pflex_pficsv_read_mem_by(const char *buf, size_t len, const char *name, cons
         unsigned line = c.line;
         const struct pflex_csv_field *f = c.fields;
         if (c.nfields < need) {
-            pflex_error_set(err, "%s:%u: %zu fields, the header has %zu", file, line,
-                            c.nfields, need);
+            pflex_csv_row_error(err, file, line, c.nfields, need);
             goto done;
         }
         if (p->n == cap) {

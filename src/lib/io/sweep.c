@@ -607,8 +607,7 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
     while ((got = next_record(s, err)) == 1) {
         unsigned line = c->line;
         if (c->nfields < need) {
-            pflex_error_set(err, "%s:%u: %zu fields, the header has %zu", r.name, line,
-                            c->nfields, need);
+            pflex_csv_row_error(err, r.name, line, c->nfields, need);
             goto done;
         }
         const struct pflex_csv_field *f = c->fields;

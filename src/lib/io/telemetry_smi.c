@@ -193,8 +193,7 @@ int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
     }
     while ((got = pflex_csv_next(&c, err)) > 0) {
         if (c.nfields != ncols) {
-            pflex_error_set(err, "%s:%u: %zu fields, the header has %zu", name, c.line,
-                            c.nfields, ncols);
+            pflex_csv_row_error(err, name, c.line, c.nfields, ncols);
             goto out;
         }
         struct tm_key k = {0};

@@ -227,6 +227,16 @@ void pflex_http_respond_text(struct pflex_http_response *resp, int status, const
     }
 }
 
+void pflex_http_respond_take(struct pflex_http_response *resp, int status, const char *ctype,
+                             char *text, size_t len)
+{
+    free(resp->body);
+    resp->status = status;
+    resp->content_type = ctype;
+    resp->body = text;
+    resp->len = len;
+}
+
 void pflex_http_respond_json(struct pflex_http_response *resp, int status, json_t *doc)
 {
     free(resp->body);

@@ -789,6 +789,14 @@ static void prediction_section(struct ctx *c)
             pred_cell(f, json_object_get(r, "r2_in"), "%.3f");
             for (int k = 0; k < 2; k++) {
                 const json_t *cv = json_object_get(r, k ? "loco" : "loo");
+                /* a scheme too few jobs to train its folds on: why, not dashes */
+                const char *na = json_string_value(json_object_get(r, k ? "loco_na" : "loo_na"));
+                if (na) {
+                    fputs("<td colspan=\"3\">n/a: ", f);
+                    esc(f, na);
+                    fputs("</td>", f);
+                    continue;
+                }
                 pred_cell(f, json_object_get(cv, "r2"), "%.3f");
                 pred_cell(f, json_object_get(cv, "rmse"), "%.3f");
                 pred_cell(f, json_object_get(cv, "rho"), "%.3f");

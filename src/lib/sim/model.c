@@ -1,6 +1,7 @@
 /* model.c — GPU kinds (datasheet constants) and job descriptions.
  * Sources of the constants: docs/sim-model.md. */
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,63 +26,73 @@
 #define AD102 DIE("AD102", 350, 60, 0.80, 1450)
 #define GV100 DIE("GV100", 300, 40, 0.67, 765)
 
-static const struct pflex_gpu_kind kinds[] = {
-    {.name = "H100-SXM5-80GB", .min_cap_w = 200, .max_cap_w = 700, .default_cap_w = 700,
-     .idle_w = 75, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980, .mem_clock_mhz = 2619,
+/* The settable range of each kind is not written here: fill_ranges() reads
+ * it from the one table of ranges (src/lib/util/gpukind.c) before anyone
+ * sees a kind.  The default limit is the highest one for every known kind. */
+static struct pflex_gpu_kind kinds[] = {
+    {.name = "H100-SXM5-80GB", .idle_w = 75, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980, .mem_clock_mhz = 2619,
      .mem_bw_gbs = 3350, .bf16_tflops = 989.4, .nvlink_gbs = 450, .net_gbs = 50, .sms = 132,
      .gpus_per_node = 8, .pcie_gbs = 64, .mem_gb = 80, .mem_pj_per_bit = 3.0,
      .clock_step_mhz = 15, GH100, .fp16_tflops = 989.4, .tf32_tflops = 494.7,
      .fp32_tflops = 66.9, .measured = 1},
-    {.name = "H200-SXM-141GB", .min_cap_w = 200, .max_cap_w = 700, .default_cap_w = 700,
-     .idle_w = 80, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980, .mem_clock_mhz = 3201,
+    {.name = "H200-SXM-141GB", .idle_w = 80, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980, .mem_clock_mhz = 3201,
      .mem_bw_gbs = 4800, .bf16_tflops = 989.4, .nvlink_gbs = 450, .net_gbs = 50, .sms = 132,
      .gpus_per_node = 8, .pcie_gbs = 64, .mem_gb = 141, .mem_pj_per_bit = 2.6,
      .clock_step_mhz = 15, GH100, .fp16_tflops = 989.4, .tf32_tflops = 494.7,
      .fp32_tflops = 66.9, .measured = 1},
-    {.name = "A100-SXM4-40GB", .min_cap_w = 100, .max_cap_w = 400, .default_cap_w = 400,
-     .idle_w = 55, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1410, .mem_clock_mhz = 1215,
+    {.name = "A100-SXM4-40GB", .idle_w = 55, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1410, .mem_clock_mhz = 1215,
      .mem_bw_gbs = 1555, .bf16_tflops = 312, .nvlink_gbs = 300, .net_gbs = 25, .sms = 108,
      .gpus_per_node = 8, .pcie_gbs = 32, .mem_gb = 40, .mem_pj_per_bit = 4.0,
      .clock_step_mhz = 15, GA100, .fp16_tflops = 312, .tf32_tflops = 156, .fp32_tflops = 19.5,
      .measured = 1},
-    {.name = "A100-SXM4-80GB", .min_cap_w = 100, .max_cap_w = 400, .default_cap_w = 400,
-     .idle_w = 60, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1410, .mem_clock_mhz = 1593,
+    {.name = "A100-SXM4-80GB", .idle_w = 60, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1410, .mem_clock_mhz = 1593,
      .mem_bw_gbs = 2039, .bf16_tflops = 312, .nvlink_gbs = 300, .net_gbs = 25, .sms = 108,
      .gpus_per_node = 8, .pcie_gbs = 32, .mem_gb = 80, .mem_pj_per_bit = 3.6,
      .clock_step_mhz = 15, GA100, .fp16_tflops = 312, .tf32_tflops = 156, .fp32_tflops = 19.5,
      .measured = 0},
-    {.name = "A100-PCIE-80GB", .min_cap_w = 150, .max_cap_w = 300, .default_cap_w = 300,
-     .idle_w = 45, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1410, .mem_clock_mhz = 1512,
+    {.name = "A100-PCIE-80GB", .idle_w = 45, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1410, .mem_clock_mhz = 1512,
      .mem_bw_gbs = 1935, .bf16_tflops = 312, .nvlink_gbs = 0, .net_gbs = 12.5, .sms = 108,
      .gpus_per_node = 4, .pcie_gbs = 32, .mem_gb = 80, .mem_pj_per_bit = 3.6,
      .clock_step_mhz = 15, GA100, .fp16_tflops = 312, .tf32_tflops = 156, .fp32_tflops = 19.5,
      .measured = 0},
-    {.name = "A40", .min_cap_w = 100, .max_cap_w = 300, .default_cap_w = 300,
-     .idle_w = 55, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1740, .mem_clock_mhz = 7251,
+    {.name = "A40", .idle_w = 55, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1740, .mem_clock_mhz = 7251,
      .mem_bw_gbs = 696, .bf16_tflops = 149.7, .nvlink_gbs = 0, .net_gbs = 12.5, .sms = 84,
      .gpus_per_node = 4, .pcie_gbs = 32, .mem_gb = 48, .mem_pj_per_bit = 7.0,
      .clock_step_mhz = 15, GA102, .fp16_tflops = 149.7, .tf32_tflops = 74.8, .fp32_tflops = 37.4,
      .measured = 0},
-    {.name = "L40S", .min_cap_w = 100, .max_cap_w = 350, .default_cap_w = 350,
-     .idle_w = 60, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 2520, .mem_clock_mhz = 9001,
+    {.name = "L40S", .idle_w = 60, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 2520, .mem_clock_mhz = 9001,
      .mem_bw_gbs = 864, .bf16_tflops = 362, .nvlink_gbs = 0, .net_gbs = 25, .sms = 142,
      .gpus_per_node = 8, .pcie_gbs = 32, .mem_gb = 48, .mem_pj_per_bit = 7.0,
      .clock_step_mhz = 15, AD102, .fp16_tflops = 362, .tf32_tflops = 183, .fp32_tflops = 91.6,
      .measured = 0},
-    {.name = "V100-SXM2-32GB", .min_cap_w = 150, .max_cap_w = 300, .default_cap_w = 300,
-     .idle_w = 40, .sm_clock_min_mhz = 135, .sm_clock_max_mhz = 1530, .mem_clock_mhz = 877,
+    {.name = "V100-SXM2-32GB", .idle_w = 40, .sm_clock_min_mhz = 135, .sm_clock_max_mhz = 1530, .mem_clock_mhz = 877,
      .mem_bw_gbs = 900, .bf16_tflops = 0, .nvlink_gbs = 150, .net_gbs = 12.5, .sms = 80,
      .gpus_per_node = 8, .pcie_gbs = 16, .mem_gb = 32, .mem_pj_per_bit = 4.0,
      .clock_step_mhz = 7.5, GV100, .fp16_tflops = 125, .tf32_tflops = 0, .fp32_tflops = 15.7,
      .measured = 0},
-    {.name = "B200-SXM-180GB", .min_cap_w = 200, .max_cap_w = 1000, .default_cap_w = 1000,
-     .idle_w = 110, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1965, .mem_clock_mhz = 3996,
+    {.name = "B200-SXM-180GB", .idle_w = 110, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1965, .mem_clock_mhz = 3996,
      .mem_bw_gbs = 8000, .bf16_tflops = 2250, .nvlink_gbs = 900, .net_gbs = 50, .sms = 148,
      .gpus_per_node = 8, .pcie_gbs = 64, .mem_gb = 180, .mem_pj_per_bit = 2.6,
      .clock_step_mhz = 15, GB100, .fp16_tflops = 2250, .tf32_tflops = 1100, .fp32_tflops = 75,
      .measured = 0},
 };
 #define NKINDS ((int)(sizeof kinds / sizeof *kinds))
+
+static pthread_once_t ranges_once = PTHREAD_ONCE_INIT;
+
+static void fill_ranges(void)
+{
+    for (int i = 0; i < NKINDS; i++) {
+        const struct pflex_gpu_range *r = pflex_gpu_range_find(kinds[i].name);
+        /* a kind missing from the table keeps [0, 0]: no cap is settable
+         * (tests/test_sim.c checks that every kind is there) */
+        if (r) {
+            kinds[i].min_cap_w = r->min_cap_w;
+            kinds[i].max_cap_w = r->max_cap_w;
+            kinds[i].default_cap_w = r->max_cap_w;
+        }
+    }
+}
 
 int pflex_gpu_kind_limits(const char *name, double *min_w, double *max_w, double *default_w)
 {
@@ -101,6 +112,7 @@ const struct pflex_gpu_kind *pflex_gpu_kind_find(const char *name)
 {
     if (!name)
         return NULL;
+    pthread_once(&ranges_once, fill_ranges);
     if (!strncasecmp(name, "NVIDIA ", 7))
         name += 7;
     for (int i = 0; i < NKINDS; i++)
@@ -116,6 +128,7 @@ const struct pflex_gpu_kind *pflex_gpu_kind_find(const char *name)
 
 const struct pflex_gpu_kind *pflex_gpu_kind_at(int i)
 {
+    pthread_once(&ranges_once, fill_ranges);
     return i >= 0 && i < NKINDS ? &kinds[i] : NULL;
 }
 

@@ -4,25 +4,31 @@
 #include <string.h>
 #include "pflex/error.h"
 
-int pflex_error_set(pflex_error_t *err, const char *fmt, ...)
+__attribute__((format(printf, 2, 0)))
+static int vset(pflex_error_t *err, const char *fmt, va_list ap)
 {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
+    if (err)
         vsnprintf(err->text, sizeof err->text, fmt, ap);
-        va_end(ap);
-    }
     return -1;
 }
 
+int pflex_error_set(pflex_error_t *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vset(err, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* A system failure is told by its text alone (pflex/error.h), so this is
+ * pflex_error_set under the name that says what the caller means. */
 int pflex_error_sys(pflex_error_t *err, const char *fmt, ...)
 {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->text, sizeof err->text, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    vset(err, fmt, ap);
+    va_end(ap);
     return -1;
 }
 

@@ -1,7 +1,7 @@
 /* gpukind.c — the settable power-limit range of each known GPU kind
  * (datasheet values) and the names a kind goes by: the one table of names
- * and aliases, which the simulator's kinds (src/lib/sim/model.c) resolve
- * through; tests/test_alloc_policies.c checks that the ranges agree. */
+ * and aliases.  The simulator's kinds (src/lib/sim/model.c) resolve
+ * through it and read their ranges from it. */
 #include <stddef.h>
 #include <strings.h>
 #include "pflex/gpukind.h"
