@@ -452,6 +452,9 @@ static double wall_s(void)
 int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t *err)
 {
     memset(r, 0, sizeof *r);
+    double t_start = wall_s();
+    if (c->periods && now > c->last_t)
+        c->gap_hist[c->hist_n % 16] = now - c->last_t;
     c->periods++;
     /* 1. targets: the VTN's, when due; a failure keeps what we had */
     if (c->c.ven && (c->periods - 1) % (unsigned long)c->c.vtn_every == 0) {
@@ -697,11 +700,22 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
     }
     double other = c->c.other_w + never_w;
     double baseline = c->c.baseline_w > 0 ? c->c.baseline_w : sum_max;
-    /* The lowest limit over this period and the next: the caps pushed now
-     * must still hold if the next period runs late (a slow agent, a busy
-     * host), so a step down is met one period early rather than late. */
-    double limit = pflex_target_limit_min_w(&c->targets, now, now + 2 * c->c.period_s, baseline,
-                                            sum_max + other);
+    /* The lowest limit over as long as the caps pushed now may have to
+     * hold: until the next period has pushed its own, at least this period
+     * and the next, longer when periods have run late or long (a slow
+     * agent, a busy host: the longest gap between periods plus the longest
+     * run of one, over the last 16), at most 10 periods.  A step down is
+     * met early rather than late. */
+    double horizon = 2 * c->c.period_s, gmax = 0, rmax = 0;
+    for (unsigned i = 0; i < 16 && i < c->hist_n; i++) {
+        gmax = c->gap_hist[i] > gmax ? c->gap_hist[i] : gmax;
+        rmax = c->run_hist[i] > rmax ? c->run_hist[i] : rmax;
+    }
+    if (gmax + rmax > horizon)
+        horizon = gmax + rmax;
+    if (horizon > 10 * c->c.period_s)
+        horizon = 10 * c->c.period_s;
+    double limit = pflex_target_limit_min_w(&c->targets, now, now + horizon, baseline, sum_max + other);
     struct pflex_safe_input in = {.ngpus = g, .gpus = c->gpus, .njobs = c->njobs, .jobs = c->sjobs,
                                   .limit_w = limit, .other_w = other, .hold = g > 0 && !any_power,
                                   .objective = c->c.progress ? PFLEX_OBJECTIVE_PROGRESS
@@ -870,6 +884,10 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
         }
     }
     r->push_s = wall_s() - t_push;
+    c->run_hist[c->hist_n % 16] = wall_s() - t_start;
+    if (c->periods == 1)
+        c->gap_hist[0] = c->c.period_s;
+    c->hist_n++;
 
     /* 8. reports to the VTN for the events in force */
     if (c->c.ven && any_power)

@@ -62,6 +62,10 @@ struct ctl {
     prom_source_t *prom;
     int prom_ok;                /* the last Prometheus read worked */
     double last_limit_w, last_measured_w, last_t;   /* of the last period */
+    /* the last 16 periods' gaps (start to start, s) and run times (start to
+     * the caps pushed, s): how long caps pushed now may have to hold */
+    double gap_hist[16], run_hist[16];
+    unsigned hist_n;
     size_t last_agents_down;
     pflex_oadr_events_t evs;
     struct pflex_safe_plan plan;
