@@ -13,7 +13,7 @@
  * as agents on other hosts with their own work would, so that what the
  * requests in flight at once buy shows on a machine of two cores.
  *
- *   controller_bench [NODES [PERIODS [PARALLEL [LATENCY_MS]]]]
+ *   controller_bench [NODES [PERIODS [PARALLEL [LATENCY_MS [THREADS [sim|table]]]]]]
  *   (defaults 1000, 12, 64, 0)
  */
 #include <arpa/inet.h>
@@ -43,6 +43,22 @@ struct node {
 
 static struct node *nodes;
 static unsigned nnodes;
+
+/* "table" mode: every node answers from node 0's simulated curve, computed
+ * once at start on a 1 W grid (pflex_sim_job_expect), instead of running
+ * the simulator on each request, so that the agents' side costs little and
+ * the period measures the controller's own work. */
+static int table_mode;
+static double *tab_power, *tab_tput;
+static int tab_lo, tab_hi;
+static double (*node_cap)[NG];
+
+static double tab_at(const double *t, double cap)
+{
+    int w = (int)floor(cap + 0.5);
+    w = w < tab_lo ? tab_lo : w > tab_hi ? tab_hi : w;
+    return t[w - tab_lo];
+}
 static unsigned latency_ms;     /* each answer this late, as from an agent on another host */
 
 static double now_s(void)
@@ -75,8 +91,13 @@ static json_t *gpu_json(struct node *n, unsigned i)
     pflex_error_t err;
     double cap = NAN;
     struct pflex_gpu_sample s = {.power_w = NAN};
-    pflex_gpu_get_cap(&n->gpu, i, &cap, &err);
-    pflex_gpu_sample(&n->gpu, i, &s, &err);
+    if (table_mode) {
+        cap = node_cap[n - nodes][i];
+        s.power_w = tab_at(tab_power, cap);
+    } else {
+        pflex_gpu_get_cap(&n->gpu, i, &cap, &err);
+        pflex_gpu_sample(&n->gpu, i, &s, &err);
+    }
     return json_pack("{s:i, s:s, s:b, s:f, s:f, s:f, s:f, s:f}", "gpu", (int)i, "uuid", "SIM", "ok", 1,
                      "limit_w", cap, "enforced_w", cap, "power_w", s.power_w, "min_w", n->kind->min_cap_w,
                      "max_w", n->kind->max_cap_w);
@@ -119,7 +140,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     pflex_error_t err;
     if (!strcmp(path, "/v1/status")) {
         struct pflex_sim_measure m = {0};
-        pflex_sim_job_measure(n->job, 0, &m, &err);
+        if (table_mode) {
+            double lo = INFINITY;
+            for (unsigned i = 0; i < NG; i++)
+                lo = fmin(lo, node_cap[k][i]);
+            m.throughput = tab_at(tab_tput, lo);
+        } else
+            pflex_sim_job_measure(n->job, 0, &m, &err);
         json_t *gpus = json_array(), *idx = json_array();
         for (unsigned i = 0; i < NG; i++) {
             json_array_append_new(gpus, gpu_json(n, i));
@@ -134,9 +161,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         json_array_foreach(caps, i, e) {
             json_int_t g = json_integer_value(json_object_get(e, "gpu"));
             double w = json_number_value(json_object_get(e, "cap_w"));
-            if (g >= 0 && g < NG && w >= n->kind->min_cap_w && w <= n->kind->max_cap_w
-                && pflex_gpu_set_cap(&n->gpu, (unsigned)g, w, &err) == 0)
-                json_array_append_new(applied, gpu_json(n, (unsigned)g));
+            if (g < 0 || g >= NG || !(w >= n->kind->min_cap_w && w <= n->kind->max_cap_w))
+                continue;
+            if (table_mode)
+                node_cap[k][g] = w;
+            else if (pflex_gpu_set_cap(&n->gpu, (unsigned)g, w, &err) < 0)
+                continue;
+            json_array_append_new(applied, gpu_json(n, (unsigned)g));
         }
         json_decref(j);
         r = send_json(c, 200, json_pack("{s:o, s:[]}", "applied", applied, "errors"));
@@ -168,8 +199,10 @@ int main(int argc, char **argv)
     int periods = argc > 2 ? atoi(argv[2]) : 12;
     unsigned parallel = argc > 3 ? (unsigned)atoi(argv[3]) : 64;
     latency_ms = argc > 4 ? (unsigned)atoi(argv[4]) : 0;
-    if (nnodes < 1 || nnodes > 100000 || periods < 2 || parallel < 1 || latency_ms > 10000) {
-        fprintf(stderr, "usage: controller_bench [NODES [PERIODS [PARALLEL [LATENCY_MS]]]]\n");
+    unsigned threads = argc > 5 ? (unsigned)atoi(argv[5]) : 0;     /* 0: the controller's default */
+    table_mode = argc > 6 && !strcmp(argv[6], "table");
+    if (nnodes < 1 || nnodes > 100000 || periods < 2 || parallel < 1 || latency_ms > 10000 || threads > 16) {
+        fprintf(stderr, "usage: controller_bench [NODES [PERIODS [PARALLEL [LATENCY_MS [THREADS [sim|table]]]]]]\n");
         return 2;
     }
     nodes = calloc(nnodes, sizeof *nodes);
@@ -189,6 +222,30 @@ int main(int argc, char **argv)
         pflex_sim_job_gpu(nodes[k].job, &nodes[k].gpu);
         nodes[k].kind = pflex_sim_job_kind(nodes[k].job);
         snprintf(nodes[k].name, sizeof nodes[k].name, "node-%u", k);
+    }
+    if (table_mode) {
+        const struct pflex_gpu_kind *kd = nodes[0].kind;
+        tab_lo = (int)ceil(kd->min_cap_w);
+        tab_hi = (int)floor(kd->max_cap_w);
+        tab_power = malloc((size_t)(tab_hi - tab_lo + 1) * sizeof *tab_power);
+        tab_tput = malloc((size_t)(tab_hi - tab_lo + 1) * sizeof *tab_tput);
+        node_cap = malloc(nnodes * sizeof *node_cap);
+        if (!tab_power || !tab_tput || !node_cap) {
+            fprintf(stderr, "controller_bench: out of memory\n");
+            return 1;
+        }
+        for (int w = tab_lo; w <= tab_hi; w++) {
+            struct pflex_sim_measure m;
+            if (pflex_sim_job_expect(nodes[0].job, w, &m, &err) < 0) {
+                fprintf(stderr, "controller_bench: %s\n", err.text);
+                return 1;
+            }
+            tab_power[w - tab_lo] = m.power_w;
+            tab_tput[w - tab_lo] = m.throughput;
+        }
+        for (unsigned k = 0; k < nnodes; k++)
+            for (unsigned i = 0; i < NG; i++)
+                node_cap[k][i] = kd->max_cap_w;
     }
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -213,7 +270,8 @@ int main(int argc, char **argv)
         snprintf(urls[k], 64, "http://127.0.0.1:%u/n/%u", port, k);
     }
     struct ctl_config cfg = {.nagents = nnodes, .agent_urls = (const char *const *)urls, .period_s = 5,
-                             .explore_step = 0.05, .timeout_ms = 5000, .parallel = parallel};
+                             .explore_step = 0.05, .timeout_ms = 5000, .parallel = parallel,
+                             .http_threads = threads};
     ctl_t *ctl;
     if (ctl_create(&cfg, &ctl, &err) < 0) {
         fprintf(stderr, "controller_bench: %s\n", err.text);
@@ -245,11 +303,11 @@ int main(int argc, char **argv)
     qsort(pu + 1, m, sizeof *pu, cmp);
     qsort(cpu + 1, m, sizeof *cpu, cmp);
     printf("  %u nodes x %d GPUs (%u GPUs, %zu jobs), agents over loopback HTTP in process answering "
-           "%u ms late, %u requests at once: one period (read, learn, plan, push) median %.3f s, slowest %.3f s over %d periods "
-           "(medians: read %.3f s, learn + plan %.3f s, push %.3f s; the controller's own CPU %.3f s, "
+           "%u ms late%s, %u requests at once on %s HTTP threads: one period (read, learn, plan, push) median %.3f s, slowest %.3f s over %d periods "
+           "(medians: read %.3f s, learn + plan %.3f s, push %.3f s; the CPU of the controller's calling thread %.3f s, "
            "the rest the simulated agents'); last: limit %.0f W, worst case %.0f W, "
            "%zu agents down\n",
-           nnodes, NG, nnodes * NG, r.jobs, latency_ms, parallel, w[mid], w[periods - 1], periods - 1, rd[mid], pl[mid],
+           nnodes, NG, nnodes * NG, r.jobs, latency_ms, table_mode ? " from a table of node 0's curve" : "", parallel, threads ? argv[5] : "the default", w[mid], w[periods - 1], periods - 1, rd[mid], pl[mid],
            pu[mid], cpu[mid], r.limit_w, r.worst_w, r.agents_down);
     ctl_destroy(ctl);
     MHD_stop_daemon(md);

@@ -83,7 +83,12 @@ echo "== telemetry: training on 10,000 jobs, predicting 100,000 =="
 echo
 echo "== the controller: one control period, 1,000 and 12,500 nodes x 8 GPUs, simulated agents in process =="
 "$BUILD/bench/controller_bench" 1000 12
-"$BUILD/bench/controller_bench" 12500 4
+"$BUILD/bench/controller_bench" 12500 4 64 0 1
+"$BUILD/bench/controller_bench" 12500 4 64 0 2
+echo "== the same, every node answering from one simulated curve (the controller's own work) =="
+"$BUILD/bench/controller_bench" 1000 12 64 0 1 table
+"$BUILD/bench/controller_bench" 12500 4 64 0 1 table
+"$BUILD/bench/controller_bench" 12500 4 64 0 2 table
 echo "== the same, each agent answering 2 ms late (as from other hosts): 64 requests at once, then one =="
 "$BUILD/bench/controller_bench" 1000 12 64 2
 "$BUILD/bench/controller_bench" 1000 3 1 2

@@ -133,7 +133,9 @@ int agent_parse_status(const char *body, size_t len, struct agent_status *out, p
         json_decref(j);
         return pflex_error_set(err, "/v1/status: not a JSON object (%d:%d: %s)", je.line, je.column, je.text);
     }
-    memset(out, 0, sizeof *out);
+    /* the header only: the entries are written as they are read (a status
+     * is 29 KB, most of it room for GPUs and jobs a node does not have) */
+    out->ngpus = out->njobs = 0;
     copy_str(out->host, sizeof out->host, json_object_get(j, "hostname"));
     json_t *gpus = json_object_get(j, "gpus"), *jobs = json_object_get(j, "jobs");
     int rc = -1;
@@ -174,6 +176,7 @@ int agent_parse_status(const char *body, size_t len, struct agent_status *out, p
         json_t *jb;
         json_array_foreach(jobs, i, jb) {
             struct agent_job *o = &out->job[out->njobs];
+            o->ngpus = 0;
             copy_str(o->name, sizeof o->name, json_object_get(jb, "job"));
             if (!o->name[0]) {
                 pflex_error_set(err, "/v1/status: jobs[%zu] has no name", i);
@@ -229,6 +232,22 @@ int agent_parse_caps_answer(const char *body, size_t len, struct agent_cap *caps
     return 0;
 }
 
+void agent_status_copy(struct agent_status *dst, const struct agent_status *src)
+{
+    memcpy(dst->host, src->host, sizeof dst->host);
+    dst->ngpus = src->ngpus;
+    dst->njobs = src->njobs;
+    memcpy(dst->gpu, src->gpu, src->ngpus * sizeof *src->gpu);
+    for (size_t m = 0; m < src->njobs; m++) {
+        const struct agent_job *a = &src->job[m];
+        struct agent_job *b = &dst->job[m];
+        memcpy(b->name, a->name, sizeof b->name);
+        b->ngpus = a->ngpus;
+        b->throughput = a->throughput;
+        memcpy(b->gpus, a->gpus, (size_t)a->ngpus * sizeof *a->gpus);
+    }
+}
+
 /* ---- many agents at once ---- */
 
 /* A batch's calls are its entries with an agent, each call's ud its entry. */
@@ -245,7 +264,7 @@ static void read_done(void *ud, struct pflex_http_call *call)
     else if (call->status != 200)
         pflex_error_set(&r->err, "GET %s: HTTP %ld", call->url, call->status);
     else if (agent_parse_status(call->resp, call->resp_len, &b->scratch, &r->err) == 0) {
-        *r->out = b->scratch;
+        agent_status_copy(r->out, &b->scratch);
         r->ok = 1;
     }
     free(call->resp);

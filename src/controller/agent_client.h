@@ -87,6 +87,10 @@ int agent_client_status_many(pflex_http_client_t *http, struct agent_read *r, si
 int agent_client_put_caps_many(pflex_http_client_t *http, struct agent_push *p, size_t n,
                                double lease_s, pflex_error_t *err);
 
+/* Copy a status: its header and the GPUs and jobs it has (not the room
+ * for the ones it has not). */
+void agent_status_copy(struct agent_status *dst, const struct agent_status *src);
+
 /* The parsers, exposed for tests. */
 int agent_parse_status(const char *body, size_t len, struct agent_status *out, pflex_error_t *err);
 int agent_parse_caps_answer(const char *body, size_t len, struct agent_cap *caps, size_t n,

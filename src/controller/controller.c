@@ -526,7 +526,8 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
                 ag->up = ag->tele = prom_source_status(c->prom, ag->meta.host, &st) == 0;
                 if (ag->up) {
                     /* the job map is the agent's; the throughput Prometheus's */
-                    struct agent_status fresh = st;
+                    struct agent_status fresh;
+                    agent_status_copy(&fresh, &st);
                     st.njobs = 0;
                     for (size_t m = 0; m < ag->meta.njobs; m++) {
                         st.job[st.njobs] = ag->meta.job[m];
@@ -536,7 +537,7 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
                                 st.job[st.njobs].throughput = fresh.job[q].throughput;
                         st.njobs++;
                     }
-                    ag->st = st;
+                    agent_status_copy(&ag->st, &st);
                     ag->seen = 1;
                 } else
                     snprintf(e2.text, sizeof e2.text, "no fresh series of host '%s' in Prometheus",

@@ -283,7 +283,7 @@ int prom_source_status(const prom_source_t *p, const char *host, struct agent_st
 {
     const struct host *o = host_find(p, host, strlen(host));
     if (o) {
-        memset(st, 0, sizeof *st);
+        st->ngpus = st->njobs = 0;      /* the entries are written as they are copied */
         snprintf(st->host, sizeof st->host, "%s", o->name);
         /* a GPU whose range is missing cannot be planned: the host is
          * unusable this period, as an agent whose status is malformed */
