@@ -395,7 +395,7 @@ static void test_command(void **state)
     snprintf(agf, sizeof agf, "%s/agents.txt", dir);
     snprintf(badf, sizeof badf, "%s/bad-agents.txt", dir);
     FILE *af = fopen(agf, "w");
-    fprintf(af, "# the two nodes\n%s\n\n  %s   # the MoE node\n", u0, u1);
+    fprintf(af, "# the two nodes\n%s\n\n  %s   # the MoE node, no newline after it", u0, u1);
     fclose(af);
     af = fopen(badf, "w");
     fprintf(af, "%s\nnode-2:9400\n", u0);

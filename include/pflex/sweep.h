@@ -114,7 +114,8 @@ int pflex_tier_floor(const char *tier, double *floor);
 #define PFLEX_LINE_MAX_BYTES (1u << 20)
 #define PFLEX_INPUT_MAX_BYTES ((size_t)1 << 30)
 
-/* Read a whole file ("-" = stdin) into a malloc'd buffer.  A directory is
+/* Read a whole file ("-" = stdin) into a malloc'd buffer, NUL-terminated
+ * one byte past *len (the file may hold NULs of its own).  A directory is
  * refused ("FILE: is a directory"), so are the inputs past the limits
  * above; out of memory and read errors set err->system. */
 int pflex_read_all(const char *path, char **buf, size_t *len, pflex_error_t *err);

@@ -1305,6 +1305,15 @@ int pflex_read_all(const char *path, char **buf, size_t *len, pflex_error_t *err
         }
         n += (size_t)got;
     }
+    if (n == cap) {
+        char *nb = realloc(b, cap + 1);
+        if (!nb) {
+            pflex_error_sys(err, "%s: out of memory", name);
+            goto out;
+        }
+        b = nb;
+    }
+    b[n] = '\0';      /* callers may read it as a string */
     *buf = b;
     *len = n;
     b = NULL;
