@@ -593,6 +593,58 @@ static double event_tokens(int progress, double *equal_tokens)
     return tokens;
 }
 
+/* Observations a job gives over 10 periods at one target, with readings
+ * settling after settle_s (0: the default, one period). */
+static unsigned settled_obs(double settle_s)
+{
+    struct fake f;
+    char url[64];
+    const char *u = url;
+    fake_start(&f, "llama-8b-pretrain-h200", 300);
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", f.port);
+    const double P = 5;
+    struct ctl_config cfg = {.nagents = 1, .agent_urls = &u, .timeout_ms = 2000, .period_s = P,
+                             .explore_step = 0, .settle_s = settle_s};
+    if (getenv("PFLEX_DEBUG"))
+        cfg.log = stderr;
+    ctl_t *c;
+    pflex_error_t err;
+    if (ctl_create(&cfg, &c, &err) < 0)
+        fail_msg("%s", err.text);
+    struct pflex_target t = {.start_s = 5 * P, .end_s = 1e9, .value = 0.7 * NG * f.kind->max_cap_w,
+                             .unit = PFLEX_TARGET_WATTS};
+    snprintf(t.source, sizeof t.source, "schedule");
+    assert_int_equal(pflex_target_set_add(ctl_targets(c), &t, &err), 0);
+    for (int k = 0; k < 10; k++) {
+        struct ctl_period_result r;
+        if (ctl_period(c, k * P, &r, &err) < 0)
+            fail_msg("period %d: %s", k, err.text);
+    }
+    const struct pflex_learn_curve *cv = ctl_job_curve(c, "llama-8b-pretrain-h200");
+    unsigned n = 0;
+    for (size_t i = 0; cv && i < cv->n; i++)
+        n += cv->count[i];
+    if (getenv("PFLEX_DEBUG"))
+        print_message("  curve %p: %zu points, baseline %d\n", (const void *)cv, cv ? cv->n : 0,
+                      cv ? cv->has_baseline : -1);
+    ctl_destroy(c);
+    fake_stop(&f);
+    return n;
+}
+
+/* --settle: a reading teaches the learner only once the job's cap has been
+ * seen that long; each period of settling more is one observation fewer
+ * at each cap the job holds: here two caps (uncapped, then the target's)
+ * and two periods more, so 8 observations become 4. */
+static void test_settle(void **state)
+{
+    (void)state;
+    unsigned n1 = settled_obs(0), n3 = settled_obs(15);
+    print_message("  observations over 10 periods: %u settling in one period, %u in three\n", n1, n3);
+    assert_true(n3 > 0);
+    assert_int_equal(n1 - n3, 4);
+}
+
 /* The plan's objective, measured: over the same event, the controller
  * planning for the jobs' summed throughput (the default, SPEC §2) makes
  * more tokens than planning for GPU-weighted progress when one job's
@@ -617,6 +669,7 @@ int main(void)
         cmocka_unit_test(test_command),
         cmocka_unit_test(test_hold),
         cmocka_unit_test(test_objective),
+        cmocka_unit_test(test_settle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

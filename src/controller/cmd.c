@@ -75,6 +75,10 @@ static const char help[] =
 "                       their rates must share a unit, tokens/s) or progress\n"
 "                       (each job's rate as a fraction of its own, GPU-weighted:\n"
 "                       for jobs whose rates are in different units)\n"
+"  --settle S           seconds a job's cap must have been seen before its\n"
+"                       readings teach the learner (default: one period); set\n"
+"                       it to the agents' --throughput-window plus the\n"
+"                       telemetry's delay (the Prometheus scrape interval)\n"
 "  --explore X          largest probe below the plan, as a power reduction\n"
 "                       (default 0.05; 0: no exploration)\n"
 "  --db FILE            state and audit database (SQLite); a restart resumes\n"
@@ -251,7 +255,7 @@ static int run(int argc, char **argv)
     enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECRET, O_VTN_PROGRAM,
            O_VTN_EVERY, O_VEN_NAME, O_SEED, O_PERIOD, O_LEASE, O_OTHER, O_BASELINE, O_AGENT_MAX,
            O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
-           O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY, O_CA_FILE, O_HTTP_THREADS, O_PARALLEL };
+           O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY, O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE };
     static const struct option opts[] = {
         {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
         {"target", required_argument, NULL, O_TARGET}, {"schedule", required_argument, NULL, O_SCHEDULE},
@@ -279,6 +283,7 @@ static int run(int argc, char **argv)
         {"ca-file", required_argument, NULL, O_CA_FILE},
         {"http-threads", required_argument, NULL, O_HTTP_THREADS},
         {"parallel", required_argument, NULL, O_PARALLEL},
+        {"settle", required_argument, NULL, O_SETTLE},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     const char *jobs_path = NULL, *job_map_path = NULL, *listen = NULL, *port_file = NULL,
@@ -306,6 +311,7 @@ static int run(int argc, char **argv)
         {O_STATUS_EVERY, "--status-every", 1, 1e6, &status_every},
         {O_HTTP_THREADS, "--http-threads", 1, 16, &http_threads},
         {O_PARALLEL, "--parallel", 1, 1024, &parallel},
+        {O_SETTLE, "--settle", 0, 86400, &cfg.settle_s},
     };
     int c;
     optind = 1;

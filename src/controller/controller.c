@@ -57,6 +57,7 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
         c->c.agent_max_w = 8000;
     if (!(c->c.z > 0))
         c->c.z = 2;
+    c->settle_s = c->c.settle_s > c->c.period_s ? c->c.settle_s : c->c.period_s;
     if (c->c.vtn_every <= 0)
         c->c.vtn_every = 1;
     if (c->c.status_every <= 0)
@@ -273,6 +274,7 @@ static struct ctl_job *job_get(ctl_t *c, const char *name, double min_w, double 
     }
     j->last_cap = NAN;
     j->tput_now = NAN;
+    j->cap_since = NAN;
     j->min_w = min_w;
     j->max_w = max_w;
     c->njobs++;
@@ -668,6 +670,14 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
         /* settled: the cap moved less than a learner bin (5 W) since the
          * last reading, so the readings of the period were taken under it */
         int settled = ok && n > 0 && have_t && isfinite(cj->last_cap) && fabs(cj->last_cap - cap) <= 5;
+        /* the cap must also have been seen for --settle seconds, so that
+         * a rate averaged over the agents' throughput window (and aged by
+         * the telemetry's own delay) was measured under it alone */
+        if (!(ok && n > 0))
+            cj->cap_since = NAN;
+        else if (!isfinite(cj->last_cap) || fabs(cj->last_cap - cap) > 5 || !isfinite(cj->cap_since))
+            cj->cap_since = now;
+        settled = settled && isfinite(cj->cap_since) && now - cj->cap_since >= c->settle_s - 1e-6;
         cj->tput_now = ok && n > 0 && have_t ? tput : NAN;
         cj->last_cap = ok && n > 0 ? cap : NAN;
         if (settled) {
@@ -758,7 +768,8 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
                     continue;
                 cj->probe_cap = floor(cap);
                 logf_(c, "probe %s at %.0f W (x %.3f, plan %.0f W)", cj->name, cj->probe_cap, xp, planned);
-                cj->probe_left = 2;
+                /* held until a reading under it has settled */
+                cj->probe_left = 1 + (unsigned)ceil(c->settle_s / c->c.period_s - 1e-6);
                 cj->probe_wait = 3;
                 r->probes++;
             }

@@ -31,6 +31,10 @@ struct ctl_config {
     double agent_max_w;             /* worst case of an agent never reached; <= 0: 8 x 1000 W */
     double z;                       /* sd multiplier of the pessimistic curve; <= 0: 2 */
     double explore_step;            /* largest probe below the plan (reduction); 0: none */
+    double settle_s;                /* how long a job's cap must have been seen before its
+                                     * readings teach the learner (at least, and by
+                                     * default, one period): at least the agents'
+                                     * throughput window plus the telemetry's delay */
     double floor;                   /* service floor of jobs without one (0..1); 0: none */
     int progress;                   /* objective: 0 the jobs' summed throughput (SPEC §2's
                                      * default; the jobs' rates must share a unit), 1

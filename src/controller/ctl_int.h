@@ -30,6 +30,7 @@ struct ctl_job {
     size_t hi_cap;
     double last_cap;            /* the common enforced cap last period; NaN: none */
     double tput_now;            /* the job's rate read this period; NaN: none */
+    double cap_since;           /* when its common cap was first seen at its value; NaN: none */
     double t0_plan;             /* the baseline rate the plan weighs it by */
     size_t n_now;               /* its reachable GPUs this period */
     /* gathered each period: its GPUs (a chain through ctl.gpu_next), their
@@ -47,6 +48,7 @@ struct ctl_job {
 
 struct ctl {
     struct ctl_config c;
+    double settle_s;            /* c.settle_s, at least a period */
     struct ctl_agent *agents;
     /* every agent request, batched, connections kept: agents split in nhttp
      * contiguous ranges by index, each range's requests run by its own

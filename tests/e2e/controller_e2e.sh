@@ -110,14 +110,19 @@ prom_track $vpid
 k=0
 until [ -s "$tmp/vtn.port" ]; do [ $k -lt 200 ] || fail "pflex vtn did not start"; sleep 0.05; k=$((k + 1)); done
 
-# 4. the controller, reading Prometheus, following the VTN
+# 4. the controller, reading Prometheus, following the VTN.  --settle 2.2:
+# a rate Prometheus serves was averaged over the agents' 1-s throughput
+# window and scraped up to 1 s later, so a cap must have been seen for
+# 2.2 s before its readings teach the learner (with one period, deep
+# probes were learned from rates partly measured under the cap before
+# them, 0.07 too optimistic, and a job was once planned under its floor)
 ramp=1
 tc=$(date +%s.%N)      # the controller starts: the site is uncapped until now
 "$PFLEX" controller run --agent "http://127.0.0.1:$aport1" --agent "http://127.0.0.1:$aport2" \
     --agent "http://127.0.0.1:$aport3" --agent "http://127.0.0.1:$aport4" --token-file "$tmp/token" \
     --prometheus "$PROM_URL" --vtn "http://127.0.0.1:$(cat "$tmp/vtn.port")" --vtn-client-id site-e2e \
     --vtn-secret-file "$tmp/vtn.secret" --vtn-ramp ${ramp}s --ven-name site-e2e --baseline-w "$base" \
-    --jobs "$tmp/policies.csv" --period 0.5 --lease 2 --db "$tmp/ctl.db" \
+    --jobs "$tmp/policies.csv" --period 0.5 --settle 2.2 --lease 2 --db "$tmp/ctl.db" \
     --listen 127.0.0.1:0 --port-file "$tmp/c.port" --api-token-file "$tmp/token" --log "$tmp/ctl.log" &
 cpid=$!
 prom_track $cpid

@@ -47,6 +47,8 @@ prom_cleanup() {
         prom_wait_gone "$p" 5 || kill -KILL "$p" 2>/dev/null
     done
     PROM_TRACKED=
+    # PFLEX_E2E_KEEP=DIR keeps a copy of the test's files for a post-mortem
+    [ -n "${PROM_DIR:-}" ] && [ -n "${PFLEX_E2E_KEEP:-}" ] && cp -r "$PROM_DIR" "$PFLEX_E2E_KEEP"
     [ -n "${PROM_DIR:-}" ] && rm -rf "$PROM_DIR"
     PROM_DIR=
 }
