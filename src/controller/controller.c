@@ -21,6 +21,7 @@
 #include "controller/controller.h"
 #include "controller/ctl_int.h"
 #include "controller/prom_source.h"
+#include "lib/util/strtab.h"
 #include "pflex/audit.h"
 #include "pflex/learn.h"
 #include "pflex/safeplan.h"
@@ -180,7 +181,7 @@ void ctl_destroy(ctl_t *c)
         free(c->jobs[j].hi);
     }
     free(c->jobs);
-    free(c->job_index);
+    pflex_strtab_fini(&c->job_names);
     free(c->gpu_next);
     pflex_target_set_fini(&c->targets);
     pflex_audit_close(c->audit);
@@ -206,49 +207,14 @@ const struct pflex_learn_curve *ctl_job_curve(const ctl_t *c, const char *job)
     return NULL;
 }
 
-static uint64_t name_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-/* The job index's slot for name: the one holding it, or the empty one
- * where it would go (open addressing, linear probing, at most half
- * full). */
-static size_t job_slot(const ctl_t *c, const char *name)
-{
-    size_t mask = c->job_index_n - 1, i = (size_t)name_hash(name) & mask;
-    while (c->job_index[i] && strcmp(c->jobs[c->job_index[i] - 1].name, name))
-        i = (i + 1) & mask;
-    return i;
-}
-
-static int job_index_grow(ctl_t *c)
-{
-    size_t n = c->job_index_n ? 2 * c->job_index_n : 64;
-    size_t *idx = calloc(n, sizeof *idx);
-    if (!idx)
-        return -1;
-    free(c->job_index);
-    c->job_index = idx;
-    c->job_index_n = n;
-    for (size_t j = 0; j < c->njobs; j++)
-        c->job_index[job_slot(c, c->jobs[j].name)] = j + 1;
-    return 0;
-}
-
 static struct ctl_job *job_get(ctl_t *c, const char *name, double min_w, double max_w,
                                pflex_error_t *err)
 {
-    if (2 * (c->njobs + 1) > c->job_index_n && job_index_grow(c) < 0)
-        return pflex_error_set(err, "out of memory"), NULL;
     char key[sizeof c->jobs[0].name];
     snprintf(key, sizeof key, "%s", name);  /* as stored: names are kept to 63 bytes */
-    size_t slot = job_slot(c, key);
-    if (c->job_index[slot])
-        return &c->jobs[c->job_index[slot] - 1];
+    long found = pflex_strtab_find(&c->job_names, key, strlen(key));
+    if (found >= 0)
+        return &c->jobs[found];
     if (c->njobs == c->cap_jobs) {
         size_t n = c->cap_jobs ? 2 * c->cap_jobs : 16;
         struct ctl_job *nj = realloc(c->jobs, n * sizeof *nj);
@@ -277,8 +243,13 @@ static struct ctl_job *job_get(ctl_t *c, const char *name, double min_w, double 
     j->cap_since = NAN;
     j->min_w = min_w;
     j->max_w = max_w;
+    /* the names' indices are the jobs': both only grow, in this order */
+    if (pflex_strtab_intern(&c->job_names, key, strlen(key), NULL) != (long)c->njobs) {
+        pflex_learn_destroy(j->learn);
+        pflex_learn_curve_fini(&j->curve);
+        return pflex_error_set(err, "out of memory"), NULL;
+    }
     c->njobs++;
-    c->job_index[slot] = c->njobs;
     return j;
 }
 

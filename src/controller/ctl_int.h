@@ -6,6 +6,7 @@
 #include "controller/agent_client.h"
 #include "controller/controller.h"
 #include "controller/prom_source.h"
+#include "lib/util/strtab.h"
 #include "pflex/audit.h"
 #include "pflex/learn.h"
 #include "pflex/safeplan.h"
@@ -57,7 +58,7 @@ struct ctl {
     size_t nhttp;
     struct ctl_job *jobs;
     size_t njobs, cap_jobs;
-    size_t *job_index, job_index_n;     /* name -> job index + 1 (0: empty slot) */
+    struct pflex_strtab job_names;      /* jobs[i].name is job_names.s[i] */
     pflex_target_set_t targets;
     uint64_t recorded_seq;      /* targets below this seq are in the audit */
     pflex_audit_t *audit;

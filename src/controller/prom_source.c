@@ -14,13 +14,13 @@
  * host is then missing, and the controller counts it as down.
  */
 #include <math.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <curl/curl.h>
 #include <jansson.h>
 #include "controller/prom_source.h"
+#include "lib/util/strtab.h"
 #include "pflex/http.h"
 #include "pflex/telemetry.h"
 
@@ -38,7 +38,7 @@ struct prom_source {
     long timeout_ms;
     struct host *hosts;
     size_t nhosts, cap;
-    size_t *index, index_n;     /* host name -> host + 1 (0: empty), at most half full */
+    struct pflex_strtab names;  /* hosts[i].name is names.s[i] */
 };
 
 int prom_source_create(const char *url, long timeout_ms, prom_source_t **out, pflex_error_t *err)
@@ -63,41 +63,21 @@ void prom_source_destroy(prom_source_t *p)
     if (!p)
         return;
     free(p->hosts);
-    free(p->index);
+    pflex_strtab_fini(&p->names);
     free(p);
-}
-
-/* The index slot of a host name: the one holding it or the empty one
- * where it goes (open addressing, linear probing). */
-static size_t host_slot(const prom_source_t *p, const char *name, size_t len)
-{
-    uint64_t hash = 1469598103934665603ull;
-    for (size_t i = 0; i < len; i++)
-        hash = (hash ^ (unsigned char)name[i]) * 1099511628211ull;
-    size_t mask = p->index_n - 1, i = (size_t)hash & mask;
-    while (p->index[i]) {
-        const char *o = p->hosts[p->index[i] - 1].name;
-        if (strlen(o) == len && !memcmp(o, name, len))
-            break;
-        i = (i + 1) & mask;
-    }
-    return i;
 }
 
 /* Forget every host (a new read starts). */
 static void hosts_clear(prom_source_t *p)
 {
     p->nhosts = 0;
-    if (p->index)
-        memset(p->index, 0, p->index_n * sizeof *p->index);
+    pflex_strtab_clear(&p->names);
 }
 
 static struct host *host_find(const prom_source_t *p, const char *name, size_t len)
 {
-    if (!p->index_n)
-        return NULL;
-    size_t i = host_slot(p, name, len);
-    return p->index[i] ? &p->hosts[p->index[i] - 1] : NULL;
+    long k = pflex_strtab_find(&p->names, name, len);
+    return k >= 0 ? &p->hosts[k] : NULL;
 }
 
 static struct host *host_get(prom_source_t *p, const char *name, size_t len)
@@ -109,17 +89,6 @@ static struct host *host_get(prom_source_t *p, const char *name, size_t len)
         return found;
     if (p->nhosts == MAX_HOSTS)
         return NULL;
-    if (2 * (p->nhosts + 1) > p->index_n) {
-        size_t n = p->index_n ? 2 * p->index_n : 64;
-        size_t *idx = calloc(n, sizeof *idx);
-        if (!idx)
-            return NULL;
-        free(p->index);
-        p->index = idx;
-        p->index_n = n;
-        for (size_t h = 0; h < p->nhosts; h++)
-            p->index[host_slot(p, p->hosts[h].name, strlen(p->hosts[h].name))] = h + 1;
-    }
     if (p->nhosts == p->cap) {
         size_t n = p->cap ? 2 * p->cap : 16;
         struct host *nh = realloc(p->hosts, n * sizeof *nh);
@@ -128,10 +97,13 @@ static struct host *host_get(prom_source_t *p, const char *name, size_t len)
         p->hosts = nh;
         p->cap = n;
     }
+    /* the names' indices are the hosts': both cleared together, then grown
+     * in this order */
+    if (pflex_strtab_intern(&p->names, name, len, NULL) != (long)p->nhosts)
+        return NULL;
     struct host *h = &p->hosts[p->nhosts++];
     memset(h, 0, sizeof *h);
     memcpy(h->name, name, len);
-    p->index[host_slot(p, name, len)] = p->nhosts;
     return h;
 }
 

@@ -12,69 +12,6 @@
 #include "pflex/csv.h"
 #include "pflex/sweep.h"
 
-static uint64_t hash(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
-
-static void strtab_fini(struct strtab *t)
-{
-    for (size_t i = 0; i < t->n; i++)
-        free(t->s[i]);
-    free(t->s);
-    free(t->slot);
-    memset(t, 0, sizeof *t);
-}
-
-/* Index of s[0..n) in t, 0 + *added when it was new; -1 out of memory. */
-long pflex_jm_intern(struct strtab *t, const char *s, size_t n, int *added)
-{
-    if (added)
-        *added = 0;
-    if ((t->n + 1) * 2 > t->nslot) {
-        size_t ns = t->nslot ? t->nslot * 2 : 64;
-        uint32_t *sl = calloc(ns, sizeof *sl);
-        if (!sl)
-            return -1;
-        for (size_t i = 0; i < t->n; i++) {
-            size_t h = hash(t->s[i], strlen(t->s[i])) & (ns - 1);
-            while (sl[h])
-                h = (h + 1) & (ns - 1);
-            sl[h] = (uint32_t)i + 1;
-        }
-        free(t->slot);
-        t->slot = sl;
-        t->nslot = ns;
-    }
-    size_t h = hash(s, n) & (t->nslot - 1);
-    while (t->slot[h]) {
-        const char *x = t->s[t->slot[h] - 1];
-        /* by length first: s may hold a NUL, and x may be shorter than n */
-        if (strlen(x) == n && memcmp(x, s, n) == 0)
-            return (long)t->slot[h] - 1;
-        h = (h + 1) & (t->nslot - 1);
-    }
-    if (t->n == t->cap) {
-        size_t nc = t->cap ? t->cap * 2 : 64;
-        char **ns = realloc(t->s, nc * sizeof *ns);
-        if (!ns)
-            return -1;
-        t->s = ns;
-        t->cap = nc;
-    }
-    char *d = pflex_jm_dup(s, n);
-    if (!d)
-        return -1;
-    t->s[t->n] = d;
-    t->slot[h] = (uint32_t)t->n + 1;
-    if (added)
-        *added = 1;
-    return (long)t->n++;
-}
-
 void pflex_jm_job_fini(struct job *j)
 {
     free(j->id);
@@ -96,9 +33,9 @@ void pflex_jobmap_destroy(pflex_jobmap_t *m)
     for (size_t i = 0; i < m->njobs; i++)
         pflex_jm_job_fini(&m->jobs[i]);
     free(m->jobs);
-    strtab_fini(&m->hosts);
-    strtab_fini(&m->ids);
-    strtab_fini(&m->srcs);
+    pflex_strtab_fini(&m->hosts);
+    pflex_strtab_fini(&m->ids);
+    pflex_strtab_fini(&m->srcs);
     pflex_jm_rows_reset(m);
     free(m);
 }
@@ -200,7 +137,7 @@ int pflex_jm_merge(pflex_jobmap_t *m, struct job *j, pflex_error_t *err)
         m->jobs = nj;
         m->capjobs = nc;
     }
-    long k = pflex_jm_intern(&m->ids, j->id, strlen(j->id), &added);
+    long k = pflex_strtab_intern(&m->ids, j->id, strlen(j->id), &added);
     if (k < 0) {
         pflex_error_set(err, "%s:%u: out of memory", j->src, j->line);
         goto done;
@@ -279,7 +216,7 @@ done:
 
 const char *pflex_jm_src_name(pflex_jobmap_t *m, const char *name, pflex_error_t *err)
 {
-    long k = pflex_jm_intern(&m->srcs, name, strlen(name), NULL);
+    long k = pflex_strtab_intern(&m->srcs, name, strlen(name), NULL);
     if (k < 0) {
         pflex_error_set(err, "%s: out of memory", name);
         return NULL;
@@ -331,7 +268,7 @@ int pflex_jobmap_csv_read_mem(pflex_jobmap_t *m, const char *buf, size_t len,
 {
     const char *file = name ? name : "-";
     pflex_csv_t c;
-    struct strtab ids = {0};
+    struct pflex_strtab ids = {0};
     struct job *jobs = NULL;
     size_t njobs = 0, capjobs = 0;
     int got, rc = -1, ci[4] = {-1, -1, -1, -1};
@@ -369,7 +306,7 @@ int pflex_jobmap_csv_read_mem(pflex_jobmap_t *m, const char *buf, size_t len,
         }
         const struct pflex_csv_field *jf = &f[ci[0]], *hf = &f[ci[2]], *gf = &f[ci[3]];
         int added;
-        long k = pflex_jm_intern(&ids, jf->s, jf->len, &added);
+        long k = pflex_strtab_intern(&ids, jf->s, jf->len, &added);
         if (k < 0) {
             pflex_error_set(err, "%s:%u: out of memory", file, line);
             goto done;
@@ -434,7 +371,7 @@ int pflex_jobmap_csv_read_mem(pflex_jobmap_t *m, const char *buf, size_t len,
             }
             gpu = (int)v;
         }
-        long hk = pflex_jm_intern(&m->hosts, hf->s, hf->len, NULL);
+        long hk = pflex_strtab_intern(&m->hosts, hf->s, hf->len, NULL);
         if (hk < 0) {
             pflex_error_set(err, "%s:%u: out of memory", file, line);
             goto done;
@@ -457,7 +394,7 @@ done:
         pflex_jm_job_fini(&jobs[q]);
     }
     free(jobs);
-    strtab_fini(&ids);
+    pflex_strtab_fini(&ids);
     pflex_csv_fini(&c);
     return rc;
 }

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "lib/util/strtab.h"
 #include "pflex/slurm.h"
 
 #define MAX_HOST_LEN 255        /* a DNS name's limit */
@@ -24,12 +25,6 @@ char *pflex_jm_dup(const char *s, size_t n);
 int pflex_jm_gres_parse(const char *s, size_t n, unsigned char *set, pflex_error_t *err);
 
 /* ---- the map (jobmap.c) */
-struct strtab {
-    char **s;
-    size_t n, cap;
-    uint32_t *slot;     /* open addressing: index + 1, 0 = empty */
-    size_t nslot;
-};
 
 struct entry {
     uint32_t host;
@@ -51,20 +46,18 @@ struct job {
 };
 
 struct pflex_jobmap {
-    struct strtab hosts;
-    struct strtab ids;      /* job ids; jobs[i] is ids.s[i] */
+    struct pflex_strtab hosts;
+    struct pflex_strtab ids;      /* job ids; jobs[i] is ids.s[i] */
     struct job *jobs;
     size_t njobs, capjobs;
     size_t entries;         /* across all jobs, for the row bound */
-    struct strtab srcs;
+    struct pflex_strtab srcs;
     struct pflex_jobmap_row *rows;
     size_t nrows;
     const struct pflex_jobmap_row **by_gpu;  /* rows with a GPU, by host then gpu */
     size_t nby_gpu;
 };
 
-/* Index of s[0..n) in t (*added: it was new), or -1 out of memory. */
-long pflex_jm_intern(struct strtab *t, const char *s, size_t n, int *added);
 void pflex_jm_job_fini(struct job *j);
 /* Forget the rows built: the map is about to change. */
 void pflex_jm_rows_reset(pflex_jobmap_t *m);

@@ -25,7 +25,7 @@ static int set_hosts(pflex_jobmap_t *m, struct job *j, const char *list, size_t 
         return pflex_error_set(err, "%s:%u: out of memory", file, line);
     }
     for (size_t i = 0; i < n; i++) {
-        long k = pflex_jm_intern(&m->hosts, h[i], strlen(h[i]), NULL);
+        long k = pflex_strtab_intern(&m->hosts, h[i], strlen(h[i]), NULL);
         if (k < 0) {
             pflex_slurm_hostlist_free(h, n);
             return pflex_error_set(err, "%s:%u: out of memory", file, line);
@@ -277,7 +277,7 @@ static int read_squeue_json(pflex_jobmap_t *m, const char *buf, size_t len, cons
                 int gpus = 0, bad = 0;
                 for (size_t q = 0; q < json_array_size(gd) && !bad; q++) {
                     json_t *x = json_array_get(gd, q);
-                    long hk = pflex_jm_intern(&m->hosts, h[q], strlen(h[q]), NULL);
+                    long hk = pflex_strtab_intern(&m->hosts, h[q], strlen(h[q]), NULL);
                     if (!json_is_string(x)) {
                         pflex_error_set(err, "%s:%u: job %s: gres_detail[%zu] is not a "
                                         "string", file, line, j.id, q);
@@ -426,7 +426,7 @@ static int close_group(pflex_jobmap_t *m, struct srec *r, const char *g, size_t 
         return 0;
     r->pending = 0;
     for (size_t q = 0; q < r->ngroup_hosts; q++) {
-        long hk = pflex_jm_intern(&m->hosts, r->group_hosts[q], strlen(r->group_hosts[q]), NULL);
+        long hk = pflex_strtab_intern(&m->hosts, r->group_hosts[q], strlen(r->group_hosts[q]), NULL);
         int bad;
         if (hk < 0)
             return pflex_error_set(err, "%s:%u: out of memory", file, r->pending_line);
