@@ -191,6 +191,40 @@ static double true_power(struct fake *f)
     return s;
 }
 
+/* n fakes running presets[i] with seeds seed + i, their URLs in urls and url_p. */
+static void fakes_start(struct fake *f, const char *const *presets, int n, uint64_t seed, char (*urls)[64],
+                        const char **url_p)
+{
+    for (int a = 0; a < n; a++) {
+        fake_start(&f[a], presets[a], seed + (uint64_t)a);
+        snprintf(urls[a], 64, "http://127.0.0.1:%u", f[a].port);
+        url_p[a] = urls[a];
+    }
+}
+
+/* The controller for cfg (its log on stderr with PFLEX_DEBUG). */
+static ctl_t *ctl_start(struct ctl_config *cfg)
+{
+    if (getenv("PFLEX_DEBUG"))
+        cfg->log = stderr;
+    ctl_t *c;
+    pflex_error_t err;
+    if (ctl_create(cfg, &c, &err) < 0)
+        fail_msg("%s", err.text);
+    return c;
+}
+
+/* A schedule target of w watts over [start, end), ramped, added to c. */
+static struct pflex_target add_target(ctl_t *c, double start, double end, double w, double ramp)
+{
+    struct pflex_target t = {.start_s = start, .end_s = end, .value = w, .unit = PFLEX_TARGET_WATTS,
+                             .ramp_s = ramp};
+    snprintf(t.source, sizeof t.source, "schedule");
+    pflex_error_t err;
+    assert_int_equal(pflex_target_set_add(ctl_targets(c), &t, &err), 0);
+    return t;
+}
+
 static void test_event(void **state)
 {
     static const char *presets[NAGENTS] = {"llama-8b-pretrain-h200", "olmoe-1b-7b-pretrain-h200",
@@ -198,11 +232,7 @@ static void test_event(void **state)
     struct fake f[NAGENTS];
     char urls[NAGENTS][64];
     const char *url_p[NAGENTS];
-    for (int a = 0; a < NAGENTS; a++) {
-        fake_start(&f[a], presets[a], 100 + a);
-        snprintf(urls[a], sizeof urls[a], "http://127.0.0.1:%u", f[a].port);
-        url_p[a] = urls[a];
-    }
+    fakes_start(f, presets, NAGENTS, 100, urls, url_p);
     char db[64];
     snprintf(db, sizeof db, "/tmp/pflex-ctl-XXXXXX");
     int fd = mkstemp(db);
@@ -217,20 +247,13 @@ static void test_event(void **state)
     pflex_job_policies_t pol;
     assert_int_equal(pflex_job_policies_read_mem(jobs_csv, strlen(jobs_csv), "jobs.csv", &pol, NULL), 0);
     cfg.policies = &pol;
-    if (getenv("PFLEX_DEBUG"))
-        cfg.log = stderr;
-    ctl_t *c;
+    ctl_t *c = ctl_start(&cfg);
     pflex_error_t err;
-    if (ctl_create(&cfg, &c, &err) < 0)
-        fail_msg("%s", err.text);
     double site_max = 500;
     for (int a = 0; a < NAGENTS; a++)
         site_max += NG * f[a].kind->max_cap_w;
     /* the event: 75 % of the site maximum from period 20 to 60, ramp 5 periods */
-    struct pflex_target t = {.start_s = 20 * P, .end_s = 60 * P, .value = 0.75 * site_max,
-                             .unit = PFLEX_TARGET_WATTS, .ramp_s = 5 * P};
-    snprintf(t.source, sizeof t.source, "schedule");
-    assert_int_equal(pflex_target_set_add(ctl_targets(c), &t, &err), 0);
+    struct pflex_target t = add_target(c, 20 * P, 60 * P, 0.75 * site_max, 5 * P);
     int over = 0, worst_over = 0, probes = 0, breaches = 0;
     double t0[NAGENTS], min_frac = 1, min_frac0 = 1;
     for (int a = 0; a < NAGENTS; a++) {
@@ -539,28 +562,17 @@ static double event_tokens(int progress, double *equal_tokens)
     struct fake f[NAGENTS];
     char urls[NAGENTS][64];
     const char *url_p[NAGENTS];
-    for (int a = 0; a < NAGENTS; a++) {
-        fake_start(&f[a], presets[a], 200 + a);
-        snprintf(urls[a], sizeof urls[a], "http://127.0.0.1:%u", f[a].port);
-        url_p[a] = urls[a];
-    }
+    fakes_start(f, presets, NAGENTS, 200, urls, url_p);
     const double P = 5;
     struct ctl_config cfg = {.nagents = NAGENTS, .agent_urls = url_p, .timeout_ms = 2000,
                              .period_s = P, .explore_step = 0.05, .agent_max_w = 8 * 700,
                              .floor = 0.5, .progress = progress};
-    if (getenv("PFLEX_DEBUG"))
-        cfg.log = stderr;
-    ctl_t *c;
+    ctl_t *c = ctl_start(&cfg);
     pflex_error_t err;
-    if (ctl_create(&cfg, &c, &err) < 0)
-        fail_msg("%s", err.text);
     double site_max = 0;
     for (int a = 0; a < NAGENTS; a++)
         site_max += NG * f[a].kind->max_cap_w;
-    struct pflex_target t = {.start_s = 20 * P, .end_s = 60 * P, .value = 0.7 * site_max,
-                             .unit = PFLEX_TARGET_WATTS, .ramp_s = 0};
-    snprintf(t.source, sizeof t.source, "schedule");
-    assert_int_equal(pflex_target_set_add(ctl_targets(c), &t, &err), 0);
+    add_target(c, 20 * P, 60 * P, 0.7 * site_max, 0);
     double tokens = 0, eq = 0;
     for (int k = 0; k < 60; k++) {
         struct ctl_period_result r;
@@ -605,16 +617,9 @@ static unsigned settled_obs(double settle_s)
     const double P = 5;
     struct ctl_config cfg = {.nagents = 1, .agent_urls = &u, .timeout_ms = 2000, .period_s = P,
                              .explore_step = 0, .settle_s = settle_s};
-    if (getenv("PFLEX_DEBUG"))
-        cfg.log = stderr;
-    ctl_t *c;
+    ctl_t *c = ctl_start(&cfg);
     pflex_error_t err;
-    if (ctl_create(&cfg, &c, &err) < 0)
-        fail_msg("%s", err.text);
-    struct pflex_target t = {.start_s = 5 * P, .end_s = 1e9, .value = 0.7 * NG * f.kind->max_cap_w,
-                             .unit = PFLEX_TARGET_WATTS};
-    snprintf(t.source, sizeof t.source, "schedule");
-    assert_int_equal(pflex_target_set_add(ctl_targets(c), &t, &err), 0);
+    add_target(c, 5 * P, 1e9, 0.7 * NG * f.kind->max_cap_w, 0);
     for (int k = 0; k < 10; k++) {
         struct ctl_period_result r;
         if (ctl_period(c, k * P, &r, &err) < 0)
