@@ -28,6 +28,8 @@
 #include "pflex/pfi.h"
 #include "pflex/report.h"
 #include "pflex/sim.h"
+#include "lib/util/clock.h"
+#include "lib/util/mix.h"
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
@@ -121,14 +123,6 @@ struct pool {
     pthread_mutex_t lock;       /* stderr progress line */
 };
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 /* Sweep one group: its caps (or --caps within the kind's range) from high
  * to low, `repeats` 30-minute runs at each, each aggregated as the study
  * aggregates a run (pflex_sim_job_run). */
@@ -136,7 +130,7 @@ static void sweep_one(struct pool *p, struct task *t)
 {
     pflex_error_t err = {{0}};
     pflex_sim_job_t *job = NULL;
-    if (pflex_sim_job_create(&t->fleet.desc, mix(p->seed ^ mix(t->index)), &job, &err) < 0)
+    if (pflex_sim_job_create(&t->fleet.desc, pflex_mix64(p->seed ^ pflex_mix64(t->index)), &job, &err) < 0)
         goto fail;
     const struct pflex_gpu_kind *kind = pflex_sim_job_kind(job);
     const double *caps = p->caps_given ? p->caps : t->fleet.caps_w;
@@ -691,7 +685,7 @@ static int write_samples(const char *path, const struct task *tasks, size_t n, u
     for (size_t i = 0; i < n; i++) {
         pflex_error_t err;
         pflex_sim_job_t *job;
-        if (pflex_sim_job_create(&tasks[i].fleet.desc, mix(seed ^ mix(tasks[i].index)), &job,
+        if (pflex_sim_job_create(&tasks[i].fleet.desc, pflex_mix64(seed ^ pflex_mix64(tasks[i].index)), &job,
                                  &err) < 0) {
             cli_error("study", "%s: %s", tasks[i].fleet.desc.name, err.text);
             goto fail;
@@ -941,13 +935,6 @@ static json_t *study_compare(const struct pflex_report_run *runs, size_t n, int 
     return o;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* A subset of n groups of the fleet at even strides, in fleet order, plus
  * the H200 partners of the H100 groups picked (so that pairs survive). */
 static size_t pick_runs(enum pflex_fleet_set set, size_t total, size_t n, size_t *idx)
@@ -1072,7 +1059,7 @@ int cmd_study(int argc, char **argv)
     if (optind < argc)
         return cli_usage_error("study", "unexpected argument '%s'", argv[optind]);
 
-    double t_start = now_s();
+    double t_start = pflex_mono_s();
     int rc = PFLEX_EXIT_INTERNAL;
     size_t total = pflex_fleet_size(set);
     size_t *idx = calloc(total, sizeof *idx);
@@ -1216,7 +1203,7 @@ int cmd_study(int argc, char **argv)
     calibrate(data_dir, why, seed, cal_jobs, PFLEX_REPORT_MAX_CALIB, &rep.calib);
     if (allocate(runs, curves, n, &rep.alloc) < 0)
         goto out;
-    rep.runtime_s = now_s() - t_start;
+    rep.runtime_s = pflex_mono_s() - t_start;
 
     if (write_pfi(out_dir, runs, n, pfi_tmp, sizeof pfi_tmp) < 0)
         goto out;

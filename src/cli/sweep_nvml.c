@@ -26,6 +26,7 @@
 #include "pflex/guard.h"
 #include "pflex/nvml.h"
 #include "pflex/sweep.h"
+#include "lib/util/clock.h"
 
 #define CMD "sweep"
 #define MAX_CAPS 256
@@ -111,20 +112,6 @@ static void on_signal(int sig)
     stop_signal = sig;
 }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Sleep until the monotonic time `until`, in slices short enough to notice
  * a signal promptly.  Returns -1 when a signal asks us to stop. */
 static int nap_until(double until)
@@ -132,7 +119,7 @@ static int nap_until(double until)
     for (;;) {
         if (stop_signal)
             return -1;
-        double left = until - mono_s();
+        double left = until - pflex_mono_s();
         if (left <= 0)
             return 0;
         if (left > 0.05)
@@ -417,15 +404,15 @@ static int measure(pflex_gpu_t *g, const unsigned *idx, unsigned n, const struct
      * one also primes the energy counter and the GPM interval. */
     double period = o->window_s / 10;
     period = period < 0.01 ? 0.01 : period > 1.0 ? 1.0 : period;
-    double t_end = mono_s() + o->window_s;
+    double t_end = pflex_mono_s() + o->window_s;
     for (int first = 1;; first = 0) {
-        double now = mono_s();
+        double now = pflex_mono_s();
         int last = now >= t_end;
         for (unsigned k = 0; k < n; k++) {
             struct pflex_gpu_sample s;
             /* Each GPU's own read times: reading several GPUs takes time
              * that must not count against one of them. */
-            double t = mono_s();
+            double t = pflex_mono_s();
             if (pflex_gpu_sample(g, idx[k], &s, err)) {
                 fail = FAIL_SYSTEM;
                 goto out;
@@ -782,7 +769,7 @@ int sweep_nvml(int argc, char **argv)
         rc = PFLEX_EXIT_INTERNAL;
     }
     for (unsigned c = 0; c < ncaps && rc == PFLEX_EXIT_OK && !stop_signal; c++) {
-        double set_wall = wall_s();     /* the job's lines after this see the new cap */
+        double set_wall = pflex_real_s();     /* the job's lines after this see the new cap */
         for (unsigned k = 0; k < n && rc == PFLEX_EXIT_OK; k++) {
             double enforced;
             if (pflex_guard_set(gd, idx[k], caps[c], &enforced, &err)) {
@@ -798,7 +785,7 @@ int sweep_nvml(int argc, char **argv)
         if (progress)
             fprintf(stderr, "pflex %s: cap %g W (%u/%u): settling %g s, measuring %g s\n", CMD,
                     caps[c], c + 1, ncaps, o.settle_s, o.window_s);
-        if (nap_until(mono_s() + o.settle_s))
+        if (nap_until(pflex_mono_s() + o.settle_s))
             break;
         struct measurement m;
         int fail = measure(&g, idx, n, &o, set_wall, &m, &err);

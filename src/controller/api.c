@@ -6,19 +6,13 @@
 #include <time.h>
 #include "controller/api.h"
 #include "pflex/prom.h"
+#include "lib/util/clock.h"
 
 /* Targets the API takes: above nothing, at most 1 GW or 1.5 x the
  * baseline, a ramp of at most a day, and an end still to come. */
 #define API_MAX_W 1e9
 #define API_MAX_FRACTION 1.5
 #define API_MAX_RAMP_S 86400
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int authorised(struct ctl_api *api, const struct pflex_http_request *req,
                       struct pflex_http_response *resp)
@@ -50,7 +44,7 @@ static void put_target(struct ctl_api *api, const struct pflex_http_request *req
         return;
     }
     json_t *spec = json_object_get(doc, "target"), *id = json_object_get(doc, "id");
-    double now = now_s();
+    double now = pflex_real_s();
     struct pflex_target t;
     const char *bad = NULL;
     if (!json_is_string(spec))
@@ -100,7 +94,7 @@ void ctl_api_handle(void *ud, const struct pflex_http_request *req, struct pflex
     int read = !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD");
     if (!strcmp(req->path, "/v1/target")) {
         if (read) {
-            json_t *st = ctl_status_json(api->ctl, now_s());
+            json_t *st = ctl_status_json(api->ctl, pflex_real_s());
             json_t *t = json_incref(json_object_get(st, "target"));
             json_decref(st);
             pflex_http_respond_json(resp, 200, json_pack("{s:o}", "target", t));
@@ -121,10 +115,10 @@ void ctl_api_handle(void *ud, const struct pflex_http_request *req, struct pflex
     } else if (!read) {
         pflex_http_respond_error(resp, 405, "%s: GET only", req->path);
     } else if (!strcmp(req->path, "/v1/status")) {
-        pflex_http_respond_json(resp, 200, ctl_status_json(api->ctl, now_s()));
+        pflex_http_respond_json(resp, 200, ctl_status_json(api->ctl, pflex_real_s()));
     } else if (!strcmp(req->path, "/metrics")) {
         size_t len;
-        char *text = ctl_metrics(api->ctl, now_s(), &len);
+        char *text = ctl_metrics(api->ctl, pflex_real_s(), &len);
         if (!text) {
             pflex_http_respond_error(resp, 500, "out of memory");
             return;

@@ -19,6 +19,7 @@
 #include "pflex/slurm.h"
 #include "pflex/sweep.h"
 #include "pflex/target.h"
+#include "lib/util/clock.h"
 
 static const char help[] =
 "usage: pflex controller run --agent URL [--agent URL ...] [options]\n"
@@ -118,13 +119,6 @@ static void on_signal(int sig)
 {
     (void)sig;
     stop_now = 1;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static int usage(const char *fmt, const char *arg)
@@ -397,7 +391,7 @@ static int run(int argc, char **argv)
     cfg.parallel = (unsigned)parallel;
     cfg.oadr.seed = (uint64_t)seed;
     cfg.vtn_every = (int)every;
-    double t0 = now_s();
+    double t0 = pflex_real_s();
     /* every target is checked before anything starts */
     pflex_target_set_t cli_targets;
     pflex_target_set_init(&cli_targets);
@@ -538,22 +532,22 @@ static int run(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    double next = now_s();
+    double next = pflex_real_s();
     for (double k = 0; !stop_now && (periods == 0 || k < periods); k++) {
         struct ctl_period_result r;
-        if (ctl_period(ctl, now_s(), &r, &err) < 0)
+        if (ctl_period(ctl, pflex_real_s(), &r, &err) < 0)
             fprintf(log, "period failed: %s\n", err.text);
         next += cfg.period_s;
-        double wait = next - now_s();
+        double wait = next - pflex_real_s();
         if (wait < 0) {
-            next = now_s();     /* late: start the next period now, do not pile up */
+            next = pflex_real_s();     /* late: start the next period now, do not pile up */
             continue;
         }
         if (periods && k + 1 >= periods)
             break;
         if (srv) {
             /* serve the API until the next period */
-            while (!stop_now && (wait = next - now_s()) > 0)
+            while (!stop_now && (wait = next - pflex_real_s()) > 0)
                 if (pflex_http_server_run(srv, wait, &err) < 0) {
                     fprintf(log, "api: %s\n", err.text);
                     break;
@@ -604,7 +598,7 @@ static int history(int argc, char **argv)
     };
     const char *db = NULL;
     struct pflex_audit_query q = {.from_s = -INFINITY, .to_s = INFINITY};
-    double now = now_s(), limit = 0;
+    double now = pflex_real_s(), limit = 0;
     pflex_error_t err;
     int c;
     optind = 1;

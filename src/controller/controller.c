@@ -25,6 +25,7 @@
 #include "pflex/audit.h"
 #include "pflex/learn.h"
 #include "pflex/safeplan.h"
+#include "lib/util/clock.h"
 
 static void logf_(ctl_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void logf_(ctl_t *c, const char *fmt, ...)
@@ -415,17 +416,10 @@ static void apply_job_map(ctl_t *c, struct agent_status *st)
     st->njobs = n;
 }
 
-static double wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t *err)
 {
     memset(r, 0, sizeof *r);
-    double t_start = wall_s();
+    double t_start = pflex_mono_s();
     if (c->periods && now > c->last_t)
         c->gap_hist[c->hist_n % 16] = now - c->last_t;
     c->periods++;
@@ -448,7 +442,7 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
 
     /* 2. read the site: each agent's status, or Prometheus (the agents
      * then only for their host name and job map, now and then) */
-    double t_read = wall_s();
+    double t_read = pflex_mono_s();
     size_t ngpus = 0;
     double never_w = 0;
     if (c->prom) {
@@ -534,7 +528,7 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
             never_w += c->c.agent_max_w;
     }
     free(rd);
-    double t_plan = wall_s();
+    double t_plan = pflex_mono_s();
     r->read_s = t_plan - t_read;
     if (grow((void **)&c->gpus, &c->cap_gpus, ngpus + 1, sizeof *c->gpus) < 0)
         return pflex_error_set(err, "out of memory");
@@ -755,7 +749,7 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
 
     /* 7. push: every cut on every agent in one batch, and only when all
      * of them have answered, every cap in a second */
-    double t_push = wall_s();
+    double t_push = pflex_mono_s();
     r->plan_s = t_push - t_plan;
     long long period_id = 0;
     if (c->audit) {
@@ -866,8 +860,8 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
             return -1;
         }
     }
-    r->push_s = wall_s() - t_push;
-    c->run_hist[c->hist_n % 16] = wall_s() - t_start;
+    r->push_s = pflex_mono_s() - t_push;
+    c->run_hist[c->hist_n % 16] = pflex_mono_s() - t_start;
     if (c->periods == 1)
         c->gap_hist[0] = c->c.period_s;
     c->hist_n++;

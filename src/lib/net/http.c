@@ -21,6 +21,7 @@
 #include <time.h>
 #include "pflex/http.h"
 #include "pflex/sweep.h"
+#include "lib/util/clock.h"
 
 #define PEERS 256
 
@@ -48,13 +49,6 @@ struct req_ctx {
     int too_big;
     int answered;
 };
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void quiet_logger(void *cls, const char *fmt, va_list ap)
 {
@@ -141,7 +135,7 @@ static int rate_wait(struct pflex_http_server *s, const char *peer, int write)
         return 0;
     if (burst < 1)
         burst = 1;
-    double now = mono_s();
+    double now = pflex_mono_s();
     struct bucket *b = NULL, *oldest = &s->peers[0];
     for (int i = 0; i < PEERS; i++) {
         if (!strcmp(s->peers[i].peer, peer)) {

@@ -10,6 +10,8 @@
 #include <jansson.h>
 #include "pflex/http.h"
 #include "pflex/openadr.h"
+#include "lib/util/clock.h"
+#include "lib/util/mix.h"
 
 void pflex_oadr_opts_default(struct pflex_oadr_opts *o, double now_s)
 {
@@ -41,21 +43,13 @@ static uint64_t fnv1a(uint64_t h, const char *s)
     return h ^ 0xff;    /* separates "ab"+"c" from "a"+"bc" */
 }
 
-static uint64_t splitmix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 /* A uniform draw in [0, 1) fixed by the seed, the VEN and the object. */
 static double draw(const struct pflex_oadr_opts *o, const char *event_id, long interval_id)
 {
     uint64_t h = fnv1a(0xcbf29ce484222325ULL, o->client_name);
     h = fnv1a(h, event_id);
     h ^= (uint64_t)interval_id * 0x9e3779b97f4a7c15ULL;
-    return (double)(splitmix64(h ^ splitmix64(o->seed)) >> 11) * 0x1.0p-53;
+    return (double)(pflex_mix64(h ^ pflex_mix64(o->seed)) >> 11) * 0x1.0p-53;
 }
 
 /* ---- intervalPeriod ---- */
@@ -467,13 +461,6 @@ struct pflex_ven {
     pflex_http_client_t *http;  /* one connection to the VTN, kept */
 };
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static char *dup_or_null(const char *s)
 {
     return s ? strdup(s) : NULL;
@@ -628,7 +615,7 @@ static int fetch_token(pflex_ven_t *v, pflex_error_t *err)
     double life = json_is_integer(ex) && json_integer_value(ex) > 0 ? (double)json_integer_value(ex) : 3600;
     if (life > 86400)
         life = 86400;
-    v->token_expiry = mono_s() + life - (life > 60 ? 30 : life / 2);
+    v->token_expiry = pflex_mono_s() + life - (life > 60 ? 30 : life / 2);
     v->tokens++;
     rc = 0;
 out:
@@ -643,7 +630,7 @@ static int authed(pflex_ven_t *v, const char *method, const char *path, const ch
                   long *status, struct body *b, pflex_error_t *err)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (!v->token[0] || mono_s() >= v->token_expiry)
+        if (!v->token[0] || pflex_mono_s() >= v->token_expiry)
             if (fetch_token(v, err) < 0)
                 return -1;
         if (request(v, method, path, data ? "application/json" : NULL, data, 1, status, b, err) < 0)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pflex/sim.h"
+#include "lib/util/mix.h"
 
 /* Relative 1-sigma noise of one 5-s sample (Yang et al., SC24: NVML's
  * power reading is a 1-s average of a sensor sampled a quarter of the
@@ -24,18 +25,10 @@
 #define NOISE_TPUT 0.012
 #define NOISE_TM 0.015
 
-static uint64_t mix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 static double gauss(uint64_t a, uint64_t b)
 {
-    double u = ((mix(a ^ mix(2 * b)) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-    double v = ((mix(a ^ mix(2 * b + 1)) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    double u = ((pflex_mix64(a ^ pflex_mix64(2 * b)) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    double v = ((pflex_mix64(a ^ pflex_mix64(2 * b + 1)) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
     return sqrt(-2 * log(u)) * cos(2 * M_PI * v);
 }
 
@@ -101,8 +94,8 @@ int pflex_sim_job_run(pflex_sim_job_t *j, double cap_w, const struct pflex_sim_r
     double warm_end = 60, start_end = warm_end + 20 + shard_gb / 2.0;
     double ckpt_s = 10 + d->params_b * (d->kind == PFLEX_JOB_FINETUNE_LORA ? 0.2 : 14.0) / g;
     double fb_train = fmin(k->mem_gb * 0.85, 12 + shard_gb * 4);
-    uint64_t seed = mix(pflex_sim_job_noise_seed(j) ^ mix((uint64_t)llround(cap_w * 16))
-                        ^ mix(0x72756eULL + o->run));
+    uint64_t seed = pflex_mix64(pflex_sim_job_noise_seed(j) ^ pflex_mix64((uint64_t)llround(cap_w * 16))
+                        ^ pflex_mix64(0x72756eULL + o->run));
     size_t ntrain = 0, nsched = 0;
     double *ptr = col, *ttr = col + nt, *ftr = col + 2 * nt;
     /* The study's training phase is gpu_util >= 50 %; a run that never
@@ -118,13 +111,13 @@ again:
                                  : ts > o->eval_at_s && ts <= o->eval_at_s + o->eval_s ? PFLEX_SIM_EVAL
                                  : ts > o->ckpt_at_s && ts <= o->ckpt_at_s + ckpt_s ? PFLEX_SIM_CHECKPOINT
                                  : PFLEX_SIM_TRAINING;
-        uint64_t st = mix(seed ^ (uint64_t)t);
+        uint64_t st = pflex_mix64(seed ^ (uint64_t)t);
         double tput = 0;
         if (ph == PFLEX_SIM_TRAINING)
             tput = mean.throughput * (1 + NOISE_TPUT * gauss(st, 0));
         double psum = 0, tsum[PFLEX_TM_COUNT] = {0};
         for (int i = 0; i < g; i++) {
-            uint64_t sg = mix(st ^ mix(0x677075ULL + (uint64_t)i));
+            uint64_t sg = pflex_mix64(st ^ pflex_mix64(0x677075ULL + (uint64_t)i));
             const double *tg = tm + (size_t)i * PFLEX_TM_COUNT;
             struct pflex_sim_sample s = {ts, (unsigned)i, ph, 0, 0, tput, {0}};
             double busy;        /* how much of the training draw and activity this phase has */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pflex/sim.h"
+#include "lib/util/mix.h"
 
 /* Global physical constants, the same for every job and kind.  Calibrated
  * once against the Emerald A100 measurements (docs/sim-model.md). */
@@ -140,17 +141,9 @@ struct pflex_sim_job {
 
 /* --- randomness: splitmix64, Box-Muller ---------------------------------- */
 
-static uint64_t mix64(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 static double unif(uint64_t a, uint64_t b)
 {
-    return ((mix64(a ^ mix64(b)) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    return ((pflex_mix64(a ^ pflex_mix64(b)) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
 /* A standard normal fixed by (a, b). */
@@ -796,7 +789,7 @@ static int measure(pflex_sim_job_t *j, double cap_w, struct pflex_sim_measure *o
     out->step_s = step;
     out->throughput = rate;
     if (noisy) {
-        uint64_t draw = j->draws++, base = mix64(j->seed ^ 0x6e6f697365ULL) ^ mix64(draw);
+        uint64_t draw = j->draws++, base = pflex_mix64(j->seed ^ 0x6e6f697365ULL) ^ pflex_mix64(draw);
         out->power_w *= 1 + P.noise_power * gauss(base, 1);
         out->throughput *= 1 + P.noise_tput * gauss(base, 2);
         out->step_s = j->s.tokens / out->throughput;
@@ -937,7 +930,7 @@ int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
     P.a_mem = fit->a_mem;
     P.eager_mult = fit->eager_mult;
     P.eta_dp = fit->eta_dp;
-    j->seed = mix64(seed ^ desc_hash(&r));
+    j->seed = pflex_mix64(seed ^ desc_hash(&r));
     j->n = r.gpus;
     j->g = calloc((size_t)j->n, sizeof *j->g);
     j->power_w = calloc((size_t)j->n, sizeof *j->power_w);
@@ -962,9 +955,9 @@ int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
     precision_rate(j);
     /* The data loader's speed differs from job to job (tokenisation,
      * storage, CPU per GPU): a log-normal factor fixed by the seed. */
-    j->host_mult = exp(P.sigma_host * gauss(mix64(j->seed ^ 0x686f7374ULL), 0)
+    j->host_mult = exp(P.sigma_host * gauss(pflex_mix64(j->seed ^ 0x686f7374ULL), 0)
                        - 0.5 * P.sigma_host * P.sigma_host);
-    uint64_t sil = mix64(j->seed ^ 0x73696c69636f6eULL);
+    uint64_t sil = pflex_mix64(j->seed ^ 0x73696c69636f6eULL);
     for (int i = 0; i < j->n; i++) {
         j->g[i].leak_mult = fmax(0.5, 1 + P.sigma_leak * gauss(sil, 2 * (uint64_t)i));
         j->g[i].v_mult = 1 + P.sigma_v * gauss(sil, 2 * (uint64_t)i + 1);
@@ -1062,7 +1055,7 @@ static int op_sample(void *ctx, unsigned i, struct pflex_gpu_sample *out, pflex_
         return -1;
     double step;
     evaluate(j, &step);
-    uint64_t base = mix64(j->seed ^ 0x73616d706c65ULL) ^ mix64(j->draws++);
+    uint64_t base = pflex_mix64(j->seed ^ 0x73616d706c65ULL) ^ pflex_mix64(j->draws++);
     out->power_w = j->power_w[i] * (1 + P.noise_power * gauss(base, 1));
     j->g[i].energy_j += out->power_w;
     out->energy_j = j->g[i].energy_j;
