@@ -33,7 +33,7 @@ int cmd_predict(int argc, char **argv);
 int cmd_jobs(int argc, char **argv);
 
 /* pflex sweep --backend nvml: the whole command line of `pflex sweep`
- * (src/cli/sweep_nvml.c). */
+ * (src/cli/sweep_nvml.c; the sweep itself is pflex/hwsweep.h). */
 int sweep_nvml(int argc, char **argv);
 
 /* "pflex CMD: message" on stderr. */
