@@ -112,6 +112,15 @@ $(BUILD)/bench/%: bench/%.c $(LIBPFLEX)
 	@$(if $(V),,echo "  BENCH   $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIBPFLEX) $(LDLIBS) -o $@
 
+# The example programs: built on libpflex and its public headers alone (the
+# proof that the library stands by itself); tests/e2e/example.sh runs them.
+EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
+EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
+$(BUILD)/examples/%: examples/%.c $(LIBPFLEX)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  EXAMPLE $@")
+	$(Q)$(CC) $(ALL_CFLAGS:-Isrc=) $< $(LIBPFLEX) $(LDLIBS) -o $@
+
 # The sim model's calibration (docs/sim-model.md section 4): fits the free
 # constants to the shared measurements and prints them with their errors.
 $(BUILD)/tools/%: tools/%.c $(LIBPFLEX)
@@ -135,7 +144,7 @@ $(FAKE_NVML): tests/fake_nvml/fake_nvml.c
 # as tests themselves: only tests/test_*.c are).
 TEST_HELPERS := $(if $(wildcard tests/metrics_server.c),$(BUILD)/tests/metrics_server)
 
-test-bins: $(PFLEX) $(TEST_BIN) $(TEST_HELPERS) $(if $(wildcard tests/fake_nvml/fake_nvml.c),$(FAKE_NVML))
+test-bins: $(PFLEX) $(TEST_BIN) $(TEST_HELPERS) $(EXAMPLE_BIN) $(if $(wildcard tests/fake_nvml/fake_nvml.c),$(FAKE_NVML))
 
 # One build, its tests run.
 test: test-bins
