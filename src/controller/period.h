@@ -29,9 +29,10 @@
  *                     the figures the API shows, the log line
  *   ctl_report_vtn    IO: the power read -> the VTN, for its events in force
  *
- * Only the steps marked IO talk to the network, and only ctl_record (and a
- * new job's first sight, which loads its past observations) to the
- * database; the others decide from the controller's state alone, so that a
+ * Only the steps marked IO talk to the network, and only ctl_record to the
+ * database (besides the IO steps' notes of a VTN or a Prometheus that
+ * failed, and a new job's first sight, which loads its past observations);
+ * the others decide from the controller's state alone, so that a
  * fault-tolerant daemon can move the IO steps onto their own threads and
  * keep the rest.  A step that fails (-1, err: out of memory, a malformed
  * reading the learner or the planner refuses, the database) ends the period
