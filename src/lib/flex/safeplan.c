@@ -166,6 +166,12 @@ static double clampd(double v, double lo, double hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* The GPUs an entry stands for. */
+static double gcount(const struct pflex_site_gpu *gp)
+{
+    return gp->count ? (double)gp->count : 1.0;
+}
+
 int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
                     pflex_error_t *err)
 {
@@ -214,14 +220,15 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
         s->js[j] = (struct jobstate){0};
     for (size_t g = 0; g < in->ngpus; g++) {
         const struct pflex_site_gpu *gp = &in->gpus[g];
+        double cnt = gcount(gp);
         if (!gp->reachable) {
-            fixed += gp->max_cap_w;
-            least += gp->max_cap_w;
+            fixed += cnt * gp->max_cap_w;
+            least += cnt * gp->max_cap_w;
             continue;
         }
-        least += gp->min_cap_w;
+        least += cnt * gp->min_cap_w;
         if (gp->job < 0) {
-            idle_min += gp->min_cap_w;
+            idle_min += cnt * gp->min_cap_w;
             continue;
         }
         struct jobstate *js = &s->js[gp->job];
@@ -231,7 +238,7 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
             js->cmin = gp->min_cap_w;
         if (js->n == 0 || gp->min_cap_w < js->gmin)
             js->gmin = gp->min_cap_w;
-        js->n++;
+        js->n += gp->count ? gp->count : 1;
     }
     out->least_w = least;
     int limited = isfinite(in->limit_w);
@@ -379,7 +386,7 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
         c = clampd(c, gp->min_cap_w, gp->max_cap_w);
         if ((in->hold || !gp->telemetry_ok) && isfinite(gp->cap_w) && c > gp->cap_w) {
             c = clampd(floor(gp->cap_w + 1e-6), gp->min_cap_w, gp->max_cap_w);
-            out->held++;
+            out->held += gp->count ? gp->count : 1;
         }
         out->cap_w[g] = c;
     }
@@ -389,22 +396,22 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
     double worst = fixed;
     for (size_t g = 0; g < in->ngpus; g++)
         if (in->gpus[g].reachable)
-            worst += out->cap_w[g];
+            worst += gcount(&in->gpus[g]) * out->cap_w[g];
     if (limited && worst > in->limit_w) {
         double over = worst - in->limit_w;
         for (size_t g = 0; g < in->ngpus && over > 0; g++) {
             const struct pflex_site_gpu *gp = &in->gpus[g];
             if (!gp->reachable)
                 continue;
-            double room = out->cap_w[g] - gp->min_cap_w;
-            double cut = ceil(over - 1e-9);
+            double room = out->cap_w[g] - gp->min_cap_w, cnt = gcount(gp);
+            double cut = ceil(over / cnt - 1e-9);
             if (cut > room)
                 cut = floor(room);
             if (cut <= 0)
                 continue;
             out->cap_w[g] -= cut;
-            worst -= cut;
-            over -= cut;
+            worst -= cnt * cut;
+            over -= cnt * cut;
         }
     }
     out->worst_w = worst;
