@@ -93,7 +93,9 @@ static int ensure(struct pflex_safe_plan *p, const struct pflex_safe_input *in, 
     return 0;
 }
 
-static const double *sort_key;
+/* the qsort key: one per thread, so that plans on several threads (the
+ * simulator runs policies side by side) do not share it */
+static _Thread_local const double *sort_key;
 static int by_cap_desc(const void *a, const void *b)
 {
     double x = sort_key[*(const size_t *)a], y = sort_key[*(const size_t *)b];
