@@ -92,3 +92,32 @@ echo "== the same, every node answering from one simulated curve (the controller
 echo "== the same, each agent answering 2 ms late (as from other hosts): 64 requests at once, then one =="
 "$BUILD/bench/controller_bench" 1000 12 64 2
 "$BUILD/bench/controller_bench" 1000 3 1 2
+
+# ---- pflex simulate (src/lib/site/simulate.c) ----
+echo
+echo "== pflex simulate: a simulated site through a day, cost against GPUs and periods =="
+echo "  (offline policies: equal, eq2-measured, tpw, oracle; then the online learner alone)"
+"$BUILD/pflex" sweep --job llama-8b-pretrain-h200 --repeats 1 > "$D/sim-sweep.csv"
+for j in emerald-pt-mpt-7b emerald-ft-llama-8b; do
+    "$BUILD/pflex" sweep --job $j --repeats 1 | tail -n +2 >> "$D/sim-sweep.csv" 2>/dev/null || true
+done
+simrun() {
+    label=$1; shift
+    t0=$(date +%s.%N)
+    "$BUILD/pflex" simulate "$D/sim-sweep.csv" --start @1700000000 \
+        --target 75%,start=@1700020000,for=4h,ramp=15m --mean-job 6h --floor 0.5 --job-gpus 8:64:8 \
+        "$@" --json > "$D/sim.json"
+    t1=$(date +%s.%N)
+    cpu=$(jq '[.policies[].cpu_s] | add' "$D/sim.json" 2>/dev/null)
+    echo "  $label: $(echo "$t1 - $t0" | bc) s wall, ${cpu:-?} s CPU over the policies"
+}
+for g in 1000 10000 100000; do
+    simrun "$g GPUs, 24 h at 1 s (86,400 periods), offline" --gpus $g --duration 24h \
+        --policies equal,eq2-measured,tpw,oracle
+done
+for d in 6h 24h; do
+    simrun "10000 GPUs, $d at 1 s, offline" --gpus 10000 --duration $d --policies equal,eq2-measured,tpw,oracle
+done
+for g in 1000 10000; do
+    simrun "$g GPUs, 1 h at 1 s (3,600 periods), online-cold" --gpus $g --duration 1h --policies online-cold
+done

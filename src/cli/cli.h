@@ -19,6 +19,7 @@ int cmd_pfi(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_allocate(int argc, char **argv);
 int cmd_evaluate(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
 int cmd_study(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_apply(int argc, char **argv);

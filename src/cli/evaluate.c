@@ -12,7 +12,8 @@ static const char help[] =
 "usage: pflex evaluate [SWEEP.csv] (--reduce F | --budget-w W) [options]\n"
 "\n"
 "Plans a cut of a fraction F of the baseline GPU power with every policy it\n"
-"can run on the input (optimal, equal, pfi-weighted, pfi, and proportional\n"
+"can run on the input (optimal, equal, pfi-weighted, pfi, tpw: pfi-weighted\n"
+"with PFI = 1 for every job, cuts by watts per throughput, and proportional\n"
 "to each column there is: proportional:weight when the input has a weight\n"
 "column, proportional:dram_copy when the sweep has dram_active and\n"
 "mem_copy_util, proportional:COL for --by COL; see 'pflex allocate --help')\n"
@@ -57,7 +58,7 @@ struct entry {
     double gap_recovered, per_job;
 };
 
-#define MAX_ENTRIES 8
+#define MAX_ENTRIES 9
 
 /* Plan p with a policy and score it on the curves. */
 static int run_one(const struct pflex_alloc_problem *p, struct pflex_alloc_plan *plan,
@@ -134,6 +135,33 @@ int cmd_evaluate(int argc, char **argv)
             goto bad;
         if (fixed[k] == PFLEX_POLICY_OPTIMAL)
             gap_bound = plan.gap_bound;
+    }
+    /* throughput per watt: Eq. 2 with PFI = 1 for every job, cuts in
+     * proportion to n P0 / T0 alone, so that what PFI itself earns in
+     * Eq. 2 shows (pfi_share) */
+    int tpw_at = -1;
+    {
+        struct pflex_alloc_job *one = malloc((in->njobs ? in->njobs : 1) * sizeof *one);
+        if (!one) {
+            cli_error(cmd, "out of memory");
+            rc = PFLEX_EXIT_INTERNAL;
+            goto done;
+        }
+        for (size_t k = 0; k < in->njobs; k++) {
+            one[k] = prob.jobs[k];
+            one[k].pfi = 1;
+        }
+        struct pflex_alloc_problem p1 = prob;
+        p1.jobs = one;
+        struct entry *e = &ent[ne];
+        memset(e, 0, sizeof *e);
+        e->policy = PFLEX_POLICY_PFI_WEIGHTED;
+        snprintf(e->name, sizeof e->name, "tpw");
+        int r1 = run_one(&p1, &plan, e, &err);
+        free(one);
+        if (r1 < 0)
+            goto bad;
+        tpw_at = (int)ne++;
     }
     /* proportional to each column there is */
     if (site.src.by) {
@@ -212,6 +240,7 @@ int cmd_evaluate(int argc, char **argv)
         /* the study's headline: the PFI-aware (pfi-weighted) policy */
         json_object_set_new(doc, "gap_recovered", cli_json_real(ent[2].gap_recovered));
         json_object_set_new(doc, "per_job_recovered", cli_json_real(ent[2].per_job));
+        json_object_set_new(doc, "pfi_share", cli_json_real(ent[2].gap_recovered - ent[tpw_at].gap_recovered));
         json_object_set_new(doc, "gap", json_real(to - te));
         json_object_set_new(doc, "gap_bound", json_real(gap_bound));
         if (cli_json_print(doc) < 0)
@@ -262,6 +291,11 @@ int cmd_evaluate(int argc, char **argv)
             printf("gap recovered = (policy - equal) / (optimal - equal) on the objective, a gap "
                    "of %.6g (%.3g%% of optimal's); floors = jobs under their floor on the "
                    "measured curves\n", to - te, 100 * (to - te) / fabs(to));
+        if (!isnan(ent[2].gap_recovered))
+            printf("Eq. 2 (pfi-weighted) recovers %.1f%% of the gap, tpw (Eq. 2 with PFI = 1: cuts by "
+                   "watts per throughput) %.1f%%: PFI itself earns %+.1f points\n",
+                   100 * ent[2].gap_recovered, 100 * ent[tpw_at].gap_recovered,
+                   100 * (ent[2].gap_recovered - ent[tpw_at].gap_recovered));
         if (gap_bound > 0)
             printf("optimal gap_bound %.6g (non-convex curves)\n", gap_bound);
     }
