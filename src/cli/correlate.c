@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "cli/dataset.h"
+#include "pflex/dataset.h"
 #include "pflex/correlate.h"
 
 static const char help[] =

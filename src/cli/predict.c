@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "cli/model_common.h"
+#include "pflex/modelsel.h"
 #include "pflex/csv.h"
 #include "pflex/curve.h"
 #include "pflex/pfi.h"

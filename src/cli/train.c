@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "cli/model_common.h"
-#include "cli/study_predict.h"
+#include "pflex/modelsel.h"
+#include "pflex/study.h"
 #include <unistd.h>
 
 static const char help[] =

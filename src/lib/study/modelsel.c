@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "cli/model_common.h"
+#include "pflex/modelsel.h"
 
 size_t model_candidates(struct candidate *out, size_t max)
 {

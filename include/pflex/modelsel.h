@@ -4,7 +4,7 @@
 #define PFLEX_CLI_MODEL_COMMON_H
 
 #include <stdio.h>
-#include "cli/dataset.h"
+#include "pflex/dataset.h"
 #include "pflex/predict.h"
 
 struct candidate {

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "cli/dataset.h"
+#include "pflex/dataset.h"
 #include "pflex/csv.h"
 #include "pflex/curve.h"
 #include "pflex/pfi.h"

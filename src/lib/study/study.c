@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cli/cli.h"
-#include "cli/study_predict.h"
+#include "pflex/study.h"
 #include "pflex/alloc.h"
 #include "pflex/calib.h"
 #include "pflex/csv.h"

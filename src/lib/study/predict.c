@@ -25,8 +25,8 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include "cli/cli.h"
-#include "cli/model_common.h"
-#include "cli/study_predict.h"
+#include "pflex/modelsel.h"
+#include "pflex/study.h"
 #include "pflex/alloc.h"
 
 /* ---- Table 3 ---- */
