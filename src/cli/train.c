@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "cli/study_predict.h"
 #include "pflex/modelsel.h"
 #include "pflex/study.h"
 #include <unistd.h>
@@ -84,6 +85,27 @@ static json_t *score_json(const struct pflex_fit_score *s)
     return o;
 }
 
+/* The study's prediction sections on sweeps_csv (clusters: NULL or its
+ * pfi.csv).  Returns PFLEX_EXIT_OK and *doc, or an exit code with the
+ * message printed. */
+static int train_study(const char *sweeps_csv, const char *clusters, unsigned workloads,
+                       unsigned long seed, json_t **doc)
+{
+    struct pflex_dataset d;
+    pflex_error_t err;
+    char *files[1] = {(char *)sweeps_csv};
+    int rc = pflex_dataset_load(1, files, clusters, NULL, "pflex study", &d, &err);
+    if (rc == 0) {
+        rc = pflex_study_predict(&d, sweeps_csv, workloads, seed, doc, &err);
+        pflex_dataset_fini(&d);
+    }
+    if (rc < 0) {
+        cli_error("train", "%s", err.text);
+        return cli_input_exit(&err);
+    }
+    return PFLEX_EXIT_OK;
+}
+
 int cmd_train(int argc, char **argv)
 {
     enum { O_KIND = 4000, O_CV, O_CLUSTERS, O_FILTER, O_STUDY, O_WORKLOADS, O_SEED };
@@ -133,8 +155,8 @@ int cmd_train(int argc, char **argv)
         if (sw && pf) {
             snprintf(sw, n, "%s/sweeps.csv", study);
             snprintf(pf, n, "%s/pfi.csv", study);
-            rc = study_predict(sw, clusters ? clusters : access(pf, R_OK) == 0 ? pf : NULL,
-                               (unsigned)workloads, (unsigned long)seed, &doc);
+            rc = train_study(sw, clusters ? clusters : access(pf, R_OK) == 0 ? pf : NULL,
+                             (unsigned)workloads, (unsigned long)seed, &doc);
         }
         if (rc == PFLEX_EXIT_OK) {
             if (json)
@@ -152,8 +174,8 @@ int cmd_train(int argc, char **argv)
     }
     if (!out)
         return cli_usage_error("train", "-o MODEL.json is required");
-    struct candidate cand[8];
-    size_t nc = model_candidates(cand, 8), first = 0, last = nc;
+    struct pflex_modelsel_candidate cand[8];
+    size_t nc = pflex_modelsel_candidates(cand, 8), first = 0, last = nc;
     if (strcmp(kind, "auto")) {
         size_t k = 0;
         while (k < nc && strcmp(cand[k].name, kind))
@@ -164,23 +186,26 @@ int cmd_train(int argc, char **argv)
         first = k;
         last = k + 1;
     }
-    struct dataset d;
-    int rc = dataset_load("train", argc - optind, argv + optind, clusters, filter, 1, &d);
-    if (rc != PFLEX_EXIT_OK)
-        return rc;
+    struct pflex_dataset d;
     pflex_error_t err;
-    struct evaluation ev[8];
+    if (pflex_dataset_load(argc - optind, argv + optind, clusters, filter, "pflex train", &d,
+                           &err) < 0) {
+        cli_error("train", "%s", err.text);
+        return cli_input_exit(&err);
+    }
+    int rc = PFLEX_EXIT_OK;
+    struct pflex_modelsel_eval ev[8];
     size_t ng = 0, best = first;
-    int *g = cluster_ids(&d, &ng);
+    int *g = pflex_dataset_cluster_ids(&d, &ng);
     free(g);
     int need_cv = cv || last - first > 1;
     int ok[8] = {0};
     for (size_t k = first; k < last && need_cv; k++) {
         /* selection by LOCO when there are clusters enough, else LOO */
-        if (model_evaluate(&cand[k].spec, &d, cv || ng < 3, &ev[k], &err) < 0) {
+        if (pflex_modelsel_evaluate(&cand[k].spec, &d, cv || ng < 3, &ev[k], &err) < 0) {
             if (last - first == 1) {
                 cli_error("train", "%s: %s", cand[k].name, err.text);
-                dataset_fini(&d);
+                pflex_dataset_fini(&d);
                 return PFLEX_EXIT_BAD_INPUT;
             }
             /* a candidate that cannot fit this data (a GP past its size) is left out */
@@ -196,17 +221,17 @@ int cmd_train(int argc, char **argv)
     }
     if (need_cv && !ok[best]) {
         cli_error("train", "no candidate model fits these jobs");
-        dataset_fini(&d);
+        pflex_dataset_fini(&d);
         return PFLEX_EXIT_BAD_INPUT;
     }
     struct pflex_train_data td;
     double *y;
-    model_train_data(&d, &td, &y);
+    pflex_dataset_train_data(&d, &td, &y);
     pflex_model_t *m = y ? pflex_model_fit(&cand[best].spec, &td, &err) : NULL;
     if (!m) {
         cli_error("train", "%s", y ? err.text : "out of memory");
         free(y);
-        dataset_fini(&d);
+        pflex_dataset_fini(&d);
         return PFLEX_EXIT_BAD_INPUT;
     }
     /* what the model was trained on and how it scored, kept in the file */
@@ -229,14 +254,14 @@ int cmd_train(int argc, char **argv)
             json_object_set_new(o, "loo", score_json(&ev[k].loo));
             json_object_set_new(o, "curve_loo_rmse", cli_json_real(ev[k].curve_loo_rmse));
             if (ev[k].loo_na)
-                json_object_set_new(o, "loo_na", json_string(evaluation_na(&ev[k], ev[k].loo_fold,
+                json_object_set_new(o, "loo_na", json_string(pflex_modelsel_na(&ev[k], ev[k].loo_fold,
                                                                            why, sizeof why)));
         }
         if (ng >= 2) {
             json_object_set_new(o, "loco", score_json(&ev[k].loco));
             json_object_set_new(o, "curve_loco_rmse", cli_json_real(ev[k].curve_loco_rmse));
             if (ev[k].loco_na)
-                json_object_set_new(o, "loco_na", json_string(evaluation_na(&ev[k],
+                json_object_set_new(o, "loco_na", json_string(pflex_modelsel_na(&ev[k],
                                                     ev[k].loco_fold, why, sizeof why)));
         }
         json_array_append_new(cands, o);
@@ -245,7 +270,7 @@ int cmd_train(int argc, char **argv)
     char *extra = json_dumps(tr, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
     char *text = pflex_model_to_json(m, extra);
     free(extra);
-    if (!text || write_atomic(out, text, strlen(text)) < 0) {
+    if (!text || cli_write_atomic(out, text, strlen(text)) < 0) {
         cli_error("train", "%s: %s", out, text ? strerror(errno) : "out of memory");
         rc = PFLEX_EXIT_INTERNAL;
     } else if (json) {
@@ -263,7 +288,7 @@ int cmd_train(int argc, char **argv)
                 if (!ok[k])
                     continue;
                 /* a scheme not run: n/a, and why on the next line */
-                const struct evaluation *e = &ev[k];
+                const struct pflex_modelsel_eval *e = &ev[k];
                 char a[32], b[32], ca[16], cb[16], why[96];
                 int run_a = cv || ng < 3, run_b = ng >= 2;
                 int na_a = e->loo_na && run_a, na_b = e->loco_na && run_b;
@@ -277,10 +302,10 @@ int cmd_train(int argc, char **argv)
                        k == best ? "  <- chosen" : "");
                 if (na_a)
                     printf("  %s: LOO n/a, %s\n", cand[k].name,
-                           evaluation_na(e, e->loo_fold, why, sizeof why));
+                           pflex_modelsel_na(e, e->loo_fold, why, sizeof why));
                 if (na_b)
                     printf("  %s: LOCO n/a, %s\n", cand[k].name,
-                           evaluation_na(e, e->loco_fold, why, sizeof why));
+                           pflex_modelsel_na(e, e->loco_fold, why, sizeof why));
             }
             printf("PFI: R^2, RMSE (ratio units) and Spearman rho; curve: RMSE of the loss at "
                    "5..60 %% cuts\n");
@@ -292,6 +317,6 @@ int cmd_train(int argc, char **argv)
     pflex_model_destroy(m);
     if (fflush(stdout) != 0)
         rc = PFLEX_EXIT_INTERNAL;
-    dataset_fini(&d);
+    pflex_dataset_fini(&d);
     return rc;
 }

@@ -1,4 +1,5 @@
-/* study_predict.c — the study's prediction sections on a study's sweeps:
+/* predict.c — the study's prediction sections on a study's sweeps
+ * (pflex/study.h):
  *
  *  - Table 3: the seven OLS predictor sets (and pflex's own models), R^2 in
  *    sample, leave-one-out and leave-one-cluster-out R^2, RMSE and rho,
@@ -24,10 +25,9 @@
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
-#include "cli/cli.h"
+#include "pflex/alloc.h"
 #include "pflex/modelsel.h"
 #include "pflex/study.h"
-#include "pflex/alloc.h"
 
 /* ---- Table 3 ---- */
 
@@ -62,58 +62,19 @@ static const struct pset psets[] = {
      {0.942, -0.010, 0.351, 0.412, -104, 3.572, -0.508}},
 };
 
+/* A JSON real, or null when x is not finite. */
+static json_t *jreal(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
 static json_t *score(const struct pflex_fit_score *s)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "r2", cli_json_real(s->r2));
-    json_object_set_new(o, "rmse", cli_json_real(s->rmse));
-    json_object_set_new(o, "rho", cli_json_real(s->rho));
+    json_object_set_new(o, "r2", jreal(s->r2));
+    json_object_set_new(o, "rmse", jreal(s->rmse));
+    json_object_set_new(o, "rho", jreal(s->rho));
     return o;
-}
-
-/* Deep copy of the rows of d with keep[i]. */
-static int subset(const struct dataset *d, const unsigned char *keep, struct dataset *o)
-{
-    memset(o, 0, sizeof *o);
-    size_t n = 0;
-    for (size_t i = 0; i < d->n; i++)
-        n += keep[i];
-    size_t c = n ? n : 1;
-#define A(p, k) (o->p = calloc(c * (k), sizeof *o->p))
-    if (!A(job, 1) || !A(cluster, 1) || !A(gpu, 1) || !A(gpus, 1) || !A(x, PFLEX_FEAT_COUNT) ||
-        !A(pfi, 1) || !A(loss, DS_NCUT) || !A(p0_w, 1) || !A(t0, 1) || !A(cap0_w, 1) ||
-        !A(x_max, 1) || !A(used, 1) || !A(dropped, 1) || !A(cn, 1) || !A(cx, 1) || !A(cl, 1))
-        return -1;
-#undef A
-    for (size_t i = 0, k = 0; i < d->n; i++) {
-        if (!keep[i])
-            continue;
-        o->job[k] = strdup(d->job[i]);
-        o->cluster[k] = strdup(d->cluster[i]);
-        o->gpu[k] = d->gpu[i] ? strdup(d->gpu[i]) : NULL;
-        o->gpus[k] = d->gpus[i];
-        memcpy(o->x + k * PFLEX_FEAT_COUNT, d->x + i * PFLEX_FEAT_COUNT,
-               PFLEX_FEAT_COUNT * sizeof *o->x);
-        o->pfi[k] = d->pfi[i];
-        memcpy(o->loss + k * DS_NCUT, d->loss + i * DS_NCUT, DS_NCUT * sizeof *o->loss);
-        o->p0_w[k] = d->p0_w[i];
-        o->t0[k] = d->t0[i];
-        o->cap0_w[k] = d->cap0_w[i];
-        o->x_max[k] = d->x_max[i];
-        o->used[k] = d->used[i];
-        o->dropped[k] = d->dropped[i];
-        o->cn[k] = d->cn[i];
-        o->cx[k] = malloc((d->cn[i] ? d->cn[i] : 1) * sizeof *o->cx[k]);
-        o->cl[k] = malloc((d->cn[i] ? d->cn[i] : 1) * sizeof *o->cl[k]);
-        o->n = ++k;
-        if (!o->job[k - 1] || !o->cluster[k - 1] || !o->cx[k - 1] || !o->cl[k - 1])
-            return -1;
-        if (d->cn[i]) {
-            memcpy(o->cx[k - 1], d->cx[i], d->cn[i] * sizeof *d->cx[i]);
-            memcpy(o->cl[k - 1], d->cl[i], d->cn[i] * sizeof *d->cl[i]);
-        }
-    }
-    return 0;
 }
 
 static int has(const char *s, const char *needle)
@@ -121,13 +82,13 @@ static int has(const char *s, const char *needle)
     return s && strstr(s, needle);
 }
 
-/* LOO predictions of a spec: pred (n x (1 + DS_NCUT)). */
-static int loo_pred(const struct pflex_model_spec *s, const struct dataset *d, double *pred,
+/* LOO predictions of a spec: pred (n x (1 + PFLEX_DATASET_NCUT)). */
+static int loo_pred(const struct pflex_model_spec *s, const struct pflex_dataset *d, double *pred,
                     pflex_error_t *err)
 {
     struct pflex_train_data td;
     double *y;
-    model_train_data(d, &td, &y);
+    pflex_dataset_train_data(d, &td, &y);
     int *g = malloc((d->n ? d->n : 1) * sizeof *g);
     int rc = -1;
     if (y && g) {
@@ -162,7 +123,7 @@ struct sjob {
     int moe_ft, ft;
     size_t cn;
     const double *cx, *cl;
-    double px[DS_NCUT + 1], pl[DS_NCUT + 1];    /* predicted curve, (0, 0) first */
+    double px[PFLEX_DATASET_NCUT + 1], pl[PFLEX_DATASET_NCUT + 1];    /* predicted curve, (0, 0) first */
 };
 
 /* The §6 jobs as the library's planner sees them: the measured curve
@@ -180,10 +141,10 @@ static void alloc_job(const struct sjob *j, int predicted, double pfi, struct pf
     aj->weight = 1;
     aj->pfi = pfi > 0 ? pfi : 1;
     if (predicted) {
-        aj->npoints = DS_NCUT + 1;
+        aj->npoints = PFLEX_DATASET_NCUT + 1;
         aj->x = j->px;
         aj->loss = j->pl;
-        aj->x_hi = fmin(j->xhi, j->px[DS_NCUT]);
+        aj->x_hi = fmin(j->xhi, j->px[PFLEX_DATASET_NCUT]);
     } else {
         aj->npoints = (unsigned)j->cn;
         aj->x = j->cx;
@@ -316,19 +277,19 @@ static json_t *protocol(const struct sjob *jobs, size_t nj, int production, unsi
                 if (den > 1e-9 * r[P_EQUAL])
                     g[ng++] = (r[p] - r[P_EQUAL]) / den;
             }
-            json_array_append_new(tpj, cli_json_real(st / nw));
-            json_array_append_new(gain, cli_json_real(sg / nw));
+            json_array_append_new(tpj, jreal(st / nw));
+            json_array_append_new(gain, jreal(sg / nw));
             if (ng) {
                 gsl_sort(g, 1, ng);
-                json_array_append_new(med, cli_json_real(gsl_stats_median_from_sorted_data(g, 1, ng)));
-                json_array_append_new(p10, cli_json_real(gsl_stats_quantile_from_sorted_data(g, 1, ng, 0.1)));
-                json_array_append_new(p90, cli_json_real(gsl_stats_quantile_from_sorted_data(g, 1, ng, 0.9)));
+                json_array_append_new(med, jreal(gsl_stats_median_from_sorted_data(g, 1, ng)));
+                json_array_append_new(p10, jreal(gsl_stats_quantile_from_sorted_data(g, 1, ng, 0.1)));
+                json_array_append_new(p90, jreal(gsl_stats_quantile_from_sorted_data(g, 1, ng, 0.9)));
             } else {
                 json_array_append_new(med, json_null());
                 json_array_append_new(p10, json_null());
                 json_array_append_new(p90, json_null());
             }
-            json_array_append_new(pooled, sd > 0 ? cli_json_real(sn / sd) : json_null());
+            json_array_append_new(pooled, sd > 0 ? jreal(sn / sd) : json_null());
         }
         json_object_set_new(pp, "tokens_per_s_per_job", tpj);
         json_object_set_new(pp, "gain_over_equal_per_job", gain);
@@ -344,277 +305,252 @@ static json_t *protocol(const struct sjob *jobs, size_t nj, int production, unsi
     return o;
 }
 
-int study_predict(const char *sweeps_csv, const char *clusters_csv, unsigned workloads,
-                  unsigned long seed, json_t **out)
+/* One row of Table 3: the spec's scores on the H200 jobs, beside the
+ * study's (study: NULL for pflex's own models).  *loco_rmse: its
+ * leave-one-cluster-out RMSE, NaN when it could not be scored. */
+static json_t *table3_row(const struct pflex_model_spec *s, const char *name, const double *study,
+                          const struct pflex_dataset *h200, double *loco_rmse)
 {
-    struct dataset all, h200 = {0}, h100 = {0};
-    char *files[1] = {(char *)sweeps_csv};
-    pflex_error_t err = {{0}};
-    int rc = dataset_load("study", 1, files, clusters_csv, NULL, 1, &all);
-    if (rc != PFLEX_EXIT_OK)
-        return rc;
-    rc = PFLEX_EXIT_INTERNAL;
-    unsigned char *k2 = calloc(all.n ? all.n : 1, 1), *k1 = calloc(all.n ? all.n : 1, 1);
-    json_t *doc = json_object(), *t3 = json_array();
-    double *pred = NULL, *pols = NULL;
-    struct sjob *sj = NULL;
-    /* doc owns t3 from the start (set_new steals it even when it fails), so
-     * that every way out frees it; t3 stays a borrowed pointer */
-    if (!doc)
-        json_decref(t3);
-    if (!doc || json_object_set_new(doc, "table3", t3) < 0)
-        goto out;
-    if (!k2 || !k1)
-        goto out;
-    size_t n200 = 0;
-    for (size_t i = 0; i < all.n; i++) {
-        int g200 = has(all.gpu[i], "H200") || (!all.gpu[i] && !has(all.job[i], "h100"));
-        k2[i] = g200 && !isnan(all.pfi[i]);
-        k1[i] = has(all.gpu[i], "H100") && !isnan(all.pfi[i]);
-        n200 += k2[i];
-    }
-    if (n200 < 10) {
-        cli_error("study", "%s: %zu H200 jobs with a PFI: too few for the prediction sections",
-                  sweeps_csv, n200);
-        rc = PFLEX_EXIT_BAD_INPUT;
-        goto out;
-    }
-    if (subset(&all, k2, &h200) < 0 || subset(&all, k1, &h100) < 0)
-        goto out;
-    json_object_set_new(doc, "jobs", json_integer((json_int_t)h200.n));
-    size_t ng = 0;
-    free(cluster_ids(&h200, &ng));
-    json_object_set_new(doc, "clusters", json_integer((json_int_t)ng));
-    /* Table 3 */
-    struct candidate cand[8];
-    size_t nc = model_candidates(cand, 8);
-    size_t nrows = sizeof psets / sizeof *psets, best = 2;
-    double best_rmse = INFINITY;
-    for (size_t r = 0; r < nrows + nc - 1; r++) {
-        struct pflex_model_spec s;
-        const char *name;
-        const double *study = NULL;
-        if (r < nrows) {
-            s.kind = PFLEX_MODEL_OLS;
-            s.nfeat = psets[r].n;
-            memcpy(s.feat, psets[r].f, sizeof s.feat);
-            name = psets[r].name;
-            study = psets[r].study;
-        } else {
-            s = cand[r - nrows + 1].spec;
-            name = cand[r - nrows + 1].name;
-        }
-        struct evaluation ev;
-        json_t *o = json_object();
-        json_object_set_new(o, "features", json_string(name));
-        json_object_set_new(o, "model", json_string(pflex_model_kind_name(s.kind)));
-        json_object_set_new(o, "p", json_integer((json_int_t)s.nfeat));
-        if (model_evaluate(&s, &h200, 1, &ev, &err) < 0) {
-            json_object_set_new(o, "error", json_string(err.text));
-        } else {
-            /* pflex's best model: the lowest leave-one-cluster-out RMSE */
-            if (r >= nrows && ev.loco.rmse < best_rmse) {
-                best_rmse = ev.loco.rmse;
-                best = r - nrows + 1;
-            }
-            char why[96];
-            json_object_set_new(o, "r2_in", cli_json_real(ev.in.r2));
-            json_object_set_new(o, "loo", score(&ev.loo));
-            if (ev.loo_na)
-                json_object_set_new(o, "loo_na", json_string(evaluation_na(&ev, ev.loo_fold, why,
+    struct pflex_modelsel_eval ev;
+    pflex_error_t err;
+    json_t *o = json_object();
+    json_object_set_new(o, "features", json_string(name));
+    json_object_set_new(o, "model", json_string(pflex_model_kind_name(s->kind)));
+    json_object_set_new(o, "p", json_integer((json_int_t)s->nfeat));
+    *loco_rmse = NAN;
+    if (pflex_modelsel_evaluate(s, h200, 1, &ev, &err) < 0) {
+        json_object_set_new(o, "error", json_string(err.text));
+    } else {
+        char why[96];
+        *loco_rmse = ev.loco.rmse;
+        json_object_set_new(o, "r2_in", jreal(ev.in.r2));
+        json_object_set_new(o, "loo", score(&ev.loo));
+        if (ev.loo_na)
+            json_object_set_new(o, "loo_na", json_string(pflex_modelsel_na(&ev, ev.loo_fold, why,
                                                                            sizeof why)));
-            json_object_set_new(o, "loco", score(&ev.loco));
-            if (ev.loco_na)
-                json_object_set_new(o, "loco_na", json_string(evaluation_na(&ev, ev.loco_fold, why,
-                                                                            sizeof why)));
-            json_object_set_new(o, "curve_loo_rmse", cli_json_real(ev.curve_loo_rmse));
-            json_object_set_new(o, "curve_loco_rmse", cli_json_real(ev.curve_loco_rmse));
-        }
-        if (study) {
-            json_t *st = json_object();
-            json_object_set_new(st, "r2_in", json_real(study[0]));
-            json_object_set_new(st, "loo", json_pack("{s:f,s:f,s:f}", "r2", study[1], "rmse",
-                                                     study[2], "rho", study[3]));
-            json_object_set_new(st, "loco", json_pack("{s:f,s:f,s:f}", "r2", study[4], "rmse",
-                                                      study[5], "rho", study[6]));
-            json_object_set_new(o, "study", st);
-        }
-        json_array_append_new(t3, o);
+        json_object_set_new(o, "loco", score(&ev.loco));
+        if (ev.loco_na)
+            json_object_set_new(o, "loco_na", json_string(pflex_modelsel_na(&ev, ev.loco_fold,
+                                                                            why, sizeof why)));
+        json_object_set_new(o, "curve_loo_rmse", jreal(ev.curve_loo_rmse));
+        json_object_set_new(o, "curve_loco_rmse", jreal(ev.curve_loco_rmse));
     }
-    json_object_set_new(doc, "best_model", json_string(cand[best].name));
-    /* the DRAM-copy-product fit transferred to H100 */
-    {
-        struct pflex_model_spec s = {PFLEX_MODEL_OLS, 1, {PFLEX_FEAT_DRAM_COPY}};
-        struct pflex_train_data td;
-        double *y, *p1 = malloc((h100.n ? h100.n : 1) * (1 + DS_NCUT) * sizeof *p1), se[1 + DS_NCUT];
-        double *t1 = malloc((h100.n ? h100.n : 1) * sizeof *t1);
-        model_train_data(&h200, &td, &y);
-        pflex_model_t *m = y ? pflex_model_fit(&s, &td, &err) : NULL;
-        json_t *o = json_object();
-        json_object_set_new(o, "h100_jobs", json_integer((json_int_t)h100.n));
-        if (m && p1 && t1 && h100.n >= 3) {
-            for (size_t i = 0; i < h100.n; i++) {
-                double mm[1 + DS_NCUT];
-                pflex_model_predict(m, h100.x + i * PFLEX_FEAT_COUNT, mm, se);
-                p1[i] = mm[0];
-                t1[i] = h100.pfi[i];
-            }
-            struct pflex_fit_score sc;
-            pflex_fit_score(p1, t1, h100.n, 1, &sc);
-            json_object_set_new(o, "r2", cli_json_real(sc.r2));
-            json_object_set_new(o, "rmse", cli_json_real(sc.rmse));
-            json_object_set_new(o, "rho", cli_json_real(sc.rho));
-        }
-        json_object_set_new(o, "study_r2", json_real(0.56));
-        json_object_set_new(doc, "h100_transfer", o);
-        pflex_model_destroy(m);
-        free(y);
-        free(p1);
-        free(t1);
+    if (study) {
+        json_t *st = json_object();
+        json_object_set_new(st, "r2_in", json_real(study[0]));
+        json_object_set_new(st, "loo", json_pack("{s:f,s:f,s:f}", "r2", study[1], "rmse",
+                                                 study[2], "rho", study[3]));
+        json_object_set_new(st, "loco", json_pack("{s:f,s:f,s:f}", "r2", study[4], "rmse",
+                                                  study[5], "rho", study[6]));
+        json_object_set_new(o, "study", st);
     }
-    /* §6 */
-    size_t nt = 1 + DS_NCUT;
-    pred = malloc(h200.n * nt * sizeof *pred);
-    pols = malloc(h200.n * nt * sizeof *pols);
-    sj = calloc(h200.n, sizeof *sj);
+    return o;
+}
+
+/* Table 3 into the array t3: the study's predictor sets, then pflex's
+ * candidates but the first (the same OLS as the first set).  Returns the
+ * index into cand of the best candidate: the lowest leave-one-cluster-out
+ * RMSE (ridge-telemetry when none scores). */
+static size_t table3(const struct pflex_dataset *h200, const struct pflex_modelsel_candidate *cand,
+                     size_t nc, json_t *t3)
+{
+    size_t nrows = sizeof psets / sizeof *psets, best = 2;
+    double best_rmse = INFINITY, rmse;
+    for (size_t r = 0; r < nrows; r++) {
+        struct pflex_model_spec s = {.kind = PFLEX_MODEL_OLS, .nfeat = psets[r].n};
+        memcpy(s.feat, psets[r].f, sizeof s.feat);
+        json_array_append_new(t3, table3_row(&s, psets[r].name, psets[r].study, h200, &rmse));
+    }
+    for (size_t k = 1; k < nc; k++) {
+        json_array_append_new(t3, table3_row(&cand[k].spec, cand[k].name, NULL, h200, &rmse));
+        if (rmse < best_rmse) {
+            best_rmse = rmse;
+            best = k;
+        }
+    }
+    return best;
+}
+
+/* The DRAM-copy-product OLS fitted on the H200 jobs, scored on the H100
+ * ones. */
+static json_t *h100_transfer(const struct pflex_dataset *h200, const struct pflex_dataset *h100)
+{
+    struct pflex_model_spec s = {PFLEX_MODEL_OLS, 1, {PFLEX_FEAT_DRAM_COPY}};
+    struct pflex_train_data td;
+    pflex_error_t err;
+    size_t n = h100->n ? h100->n : 1;
+    double *y, *p1 = malloc(n * sizeof *p1), *t1 = malloc(n * sizeof *t1);
+    double mm[1 + PFLEX_DATASET_NCUT], se[1 + PFLEX_DATASET_NCUT];
+    pflex_dataset_train_data(h200, &td, &y);
+    pflex_model_t *m = y ? pflex_model_fit(&s, &td, &err) : NULL;
+    json_t *o = json_object();
+    json_object_set_new(o, "h100_jobs", json_integer((json_int_t)h100->n));
+    if (m && p1 && t1 && h100->n >= 3) {
+        for (size_t i = 0; i < h100->n; i++) {
+            pflex_model_predict(m, h100->x + i * PFLEX_FEAT_COUNT, mm, se);
+            p1[i] = mm[0];
+            t1[i] = h100->pfi[i];
+        }
+        struct pflex_fit_score sc;
+        pflex_fit_score(p1, t1, h100->n, 1, &sc);
+        json_object_set_new(o, "r2", jreal(sc.r2));
+        json_object_set_new(o, "rmse", jreal(sc.rmse));
+        json_object_set_new(o, "rho", jreal(sc.rho));
+    }
+    json_object_set_new(o, "study_r2", json_real(0.56));
+    pflex_model_destroy(m);
+    free(y);
+    free(p1);
+    free(t1);
+    return o;
+}
+
+/* The §6 jobs: the H200 jobs with their measured curves and PFIs, and the
+ * leave-one-out predictions of the best model (PFI and curve) and of the
+ * study's OLS (PFI).  Returns a calloc'd array of h200->n, or NULL with
+ * err. */
+static struct sjob *protocol_jobs(const struct pflex_dataset *h200,
+                                  const struct pflex_model_spec *best, pflex_error_t *err)
+{
+    size_t nt = 1 + PFLEX_DATASET_NCUT, n = h200->n;
+    double *pred = malloc(n * nt * sizeof *pred), *pols = malloc(n * nt * sizeof *pols);
+    struct sjob *sj = calloc(n, sizeof *sj);
     struct pflex_model_spec sols = {PFLEX_MODEL_OLS, 1, {PFLEX_FEAT_DRAM_COPY}};
-    if (!pred || !pols || !sj || loo_pred(&cand[best].spec, &h200, pred, &err) < 0 ||
-        loo_pred(&sols, &h200, pols, &err) < 0)
-        goto out;
-    for (size_t i = 0; i < h200.n; i++) {
+    if (!pred || !pols || !sj) {
+        pflex_error_sys(err, "out of memory");
+        goto fail;
+    }
+    if (loo_pred(best, h200, pred, err) < 0 || loo_pred(&sols, h200, pols, err) < 0)
+        goto fail;
+    for (size_t i = 0; i < n; i++) {
         struct sjob *j = &sj[i];
-        j->gpus = h200.gpus[i];
-        j->p0 = h200.p0_w[i];
-        j->t0 = h200.t0[i];
-        j->xhi = h200.x_max[i];
-        j->pfi = h200.pfi[i];
+        const double *x = h200->x + i * PFLEX_FEAT_COUNT;
+        j->gpus = h200->gpus[i];
+        j->p0 = h200->p0_w[i];
+        j->t0 = h200->t0[i];
+        j->xhi = h200->x_max[i];
+        j->pfi = h200->pfi[i];
         j->pfi_ols = pols[i * nt];
         j->pfi_best = pred[i * nt];
-        j->dcp = h200.x[i * PFLEX_FEAT_COUNT + PFLEX_FEAT_DRAM_COPY];
-        j->ft = isnan(h200.x[i * PFLEX_FEAT_COUNT + PFLEX_FEAT_TASK_FT])
-                    ? -1 : (int)h200.x[i * PFLEX_FEAT_COUNT + PFLEX_FEAT_TASK_FT];
-        j->moe_ft = j->ft == 1 && h200.x[i * PFLEX_FEAT_COUNT + PFLEX_FEAT_ARCH_MOE] == 1;
-        j->cn = h200.cn[i];
-        j->cx = h200.cx[i];
-        j->cl = h200.cl[i];
+        j->dcp = x[PFLEX_FEAT_DRAM_COPY];
+        j->ft = isnan(x[PFLEX_FEAT_TASK_FT]) ? -1 : (int)x[PFLEX_FEAT_TASK_FT];
+        j->moe_ft = j->ft == 1 && x[PFLEX_FEAT_ARCH_MOE] == 1;
+        j->cn = h200->cn[i];
+        j->cx = h200->cx[i];
+        j->cl = h200->cl[i];
         j->px[0] = j->pl[0] = 0;
-        for (int k = 0; k < DS_NCUT; k++) {
-            j->px[k + 1] = ds_cuts[k];
+        for (int k = 0; k < PFLEX_DATASET_NCUT; k++) {
+            j->px[k + 1] = pflex_dataset_cuts[k];
             double v = pred[i * nt + 1 + k];
             j->pl[k + 1] = isnan(v) ? (k ? j->pl[k] : 0) : v;
         }
     }
-    json_t *alloc = json_object();
-    json_t *r = protocol(sj, h200.n, 0, workloads, seed), *p = protocol(sj, h200.n, 1, workloads, seed);
+    free(pred);
+    free(pols);
+    return sj;
+fail:
+    free(pred);
+    free(pols);
+    free(sj);
+    return NULL;
+}
+
+/* The §6 protocol on both mixes, with the study's headline beside it. */
+static json_t *allocation(const struct sjob *sj, size_t n, unsigned workloads, unsigned long seed)
+{
+    json_t *r = protocol(sj, n, 0, workloads, seed), *p = protocol(sj, n, 1, workloads, seed);
     if (!r || !p) {
         json_decref(r);
         json_decref(p);
-        json_decref(alloc);
-        goto out;
+        return NULL;
     }
+    json_t *alloc = json_object();
     json_object_set_new(alloc, "random", r);
     json_object_set_new(alloc, "production", p);
     json_object_set_new(alloc, "study", json_pack("{s:s,s:f,s:f}", "headline",
                         "production mix, 30 % cut: pfi-weighted with predicted PFI recovers 63 % of "
                         "the equal-to-oracle gap, +1.5k tokens/s per job", "gap_recovered", 0.63,
                         "gain_per_job", 1500.0));
-    json_object_set_new(doc, "allocation", alloc);
-    *out = doc;
-    doc = NULL;
-    rc = PFLEX_EXIT_OK;
+    return alloc;
+}
+
+/* The H200 and H100 jobs of all with a PFI (a job without a GPU kind is
+ * H200 unless its name says h100).  Returns 0, or -1 with err. */
+static int split_kinds(const struct pflex_dataset *all, const char *name,
+                       struct pflex_dataset *h200, struct pflex_dataset *h100, pflex_error_t *err)
+{
+    unsigned char *k2 = calloc(all->n ? all->n : 1, 1), *k1 = calloc(all->n ? all->n : 1, 1);
+    size_t n200 = 0;
+    int rc = -1;
+    memset(h200, 0, sizeof *h200);
+    memset(h100, 0, sizeof *h100);
+    if (!k2 || !k1) {
+        pflex_error_sys(err, "prediction sections: out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < all->n; i++) {
+        int g200 = has(all->gpu[i], "H200") || (!all->gpu[i] && !has(all->job[i], "h100"));
+        k2[i] = g200 && !isnan(all->pfi[i]);
+        k1[i] = has(all->gpu[i], "H100") && !isnan(all->pfi[i]);
+        n200 += k2[i];
+    }
+    if (n200 < 10) {
+        pflex_error_set(err, "%s: %zu H200 jobs with a PFI: too few for the prediction sections",
+                        name, n200);
+        goto out;
+    }
+    if (pflex_dataset_subset(all, k2, h200, err) == 0 && pflex_dataset_subset(all, k1, h100, err) == 0)
+        rc = 0;
 out:
-    if (rc == PFLEX_EXIT_INTERNAL)
-        cli_error("study", "prediction sections: %s", err.text[0] ? err.text : "out of memory");
-    json_decref(doc);
     free(k1);
     free(k2);
-    free(pred);
-    free(pols);
-    free(sj);
-    dataset_fini(&all);
-    dataset_fini(&h200);
-    dataset_fini(&h100);
     return rc;
 }
 
-static double jr(const json_t *o, const char *k)
+int pflex_study_predict(const struct pflex_dataset *all, const char *name, unsigned workloads,
+                        unsigned long seed, json_t **out, pflex_error_t *err)
 {
-    json_t *v = json_object_get(o, k);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-static double jri(const json_t *o, const char *k, size_t i)
-{
-    json_t *v = json_array_get(json_object_get(o, k), i);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-void study_predict_print(FILE *f, const json_t *doc)
-{
-    fprintf(f, "== Table 3 on the simulated fleet: %lld H200 jobs, %lld clusters (study: n = 25) ==\n",
-            (long long)json_integer_value(json_object_get(doc, "jobs")),
-            (long long)json_integer_value(json_object_get(doc, "clusters")));
-    fprintf(f, "%-38s %-6s %3s | %6s | %7s %6s %6s | %7s %6s %6s\n", "features", "model", "p",
-            "R2 in", "LOO R2", "RMSE", "rho", "LOCO R2", "RMSE", "rho");
-    size_t i;
-    json_t *row;
-    json_array_foreach(json_object_get(doc, "table3"), i, row) {
-        json_t *loo = json_object_get(row, "loo"), *loco = json_object_get(row, "loco");
-        const char *loo_na = json_string_value(json_object_get(row, "loo_na"));
-        const char *loco_na = json_string_value(json_object_get(row, "loco_na"));
-        char a[32], b[32];
-        if (loo_na)
-            snprintf(a, sizeof a, "%7s %6s %6s", "n/a", "n/a", "n/a");
-        else
-            snprintf(a, sizeof a, "%7.3f %6.3f %6.3f", jr(loo, "r2"), jr(loo, "rmse"), jr(loo, "rho"));
-        if (loco_na)
-            snprintf(b, sizeof b, "%7s %6s %6s", "n/a", "n/a", "n/a");
-        else
-            snprintf(b, sizeof b, "%7.3f %6.3f %6.3f", jr(loco, "r2"), jr(loco, "rmse"),
-                     jr(loco, "rho"));
-        fprintf(f, "%-38.38s %-6s %3lld | %6.3f | %s | %s\n",
-                json_string_value(json_object_get(row, "features")),
-                json_string_value(json_object_get(row, "model")),
-                (long long)json_integer_value(json_object_get(row, "p")), jr(row, "r2_in"), a, b);
-        if (loo_na || loco_na)
-            fprintf(f, "  %s: %s%s%s%s%s\n", json_string_value(json_object_get(row, "features")),
-                    loo_na ? "LOO n/a, " : "", loo_na ? loo_na : "",
-                    loo_na && loco_na ? "; " : "", loco_na ? "LOCO n/a, " : "",
-                    loco_na ? loco_na : "");
-        json_t *st = json_object_get(row, "study");
-        if (st)
-            fprintf(f, "%-38s %-6s %3s | %6.3f | %7.3f %6.3f %6.3f | %7.3f %6.3f %6.3f\n",
-                    "  the study", "", "", jr(st, "r2_in"), jr(json_object_get(st, "loo"), "r2"),
-                    jr(json_object_get(st, "loo"), "rmse"), jr(json_object_get(st, "loo"), "rho"),
-                    jr(json_object_get(st, "loco"), "r2"), jr(json_object_get(st, "loco"), "rmse"),
-                    jr(json_object_get(st, "loco"), "rho"));
+    struct pflex_dataset h200, h100;
+    struct sjob *sj = NULL;
+    json_t *doc = json_object(), *t3 = json_array(), *alloc;
+    int rc = -1;
+    *out = NULL;
+    if (split_kinds(all, name, &h200, &h100, err) < 0) {
+        json_decref(doc);
+        json_decref(t3);
+        return -1;
     }
-    json_t *h = json_object_get(doc, "h100_transfer");
-    fprintf(f, "best model (lowest LOCO RMSE), used for the predicted policies below: %s\n",
-            json_string_value(json_object_get(doc, "best_model")));
-    fprintf(f, "\nDRAM-copy-product OLS fitted on H200, scored on %lld H100 jobs: R2 %.3f, RMSE "
-            "%.3f, rho %.3f (study: R2 0.56)\n",
-            (long long)json_integer_value(json_object_get(h, "h100_jobs")), jr(h, "r2"),
-            jr(h, "rmse"), jr(h, "rho"));
-    static const char *const mixes[2] = {"random", "production"};
-    for (int m = 0; m < 2; m++) {
-        json_t *mx = json_object_get(json_object_get(doc, "allocation"), mixes[m]);
-        json_t *pol = json_object_get(mx, "policies");
-        fprintf(f, "\n== §6, %s mix: %lld workloads of 100 jobs; gap recovered (pooled; median "
-                "[p10, p90] over workloads) and tokens/s per job over equal ==\n", mixes[m],
-                (long long)json_integer_value(json_object_get(mx, "workloads")));
-        fprintf(f, "%-42s %s\n", "policy", "  cut 10%                     20%                     30%                     40%");
-        const char *key;
-        json_t *p;
-        json_object_foreach(pol, key, p) {
-            fprintf(f, "%-42.42s", json_string_value(json_object_get(p, "name")));
-            for (size_t c = 2; c <= 8; c += 2)
-                fprintf(f, "  %5.1f%% [%5.1f,%5.1f] %+6.0f", 100 * jri(p, "gap_recovered", c),
-                        100 * jri(p, "gap_recovered_p10", c), 100 * jri(p, "gap_recovered_p90", c),
-                        jri(p, "gain_over_equal_per_job", c));
-            fputc('\n', f);
-        }
+    /* doc owns t3 from the start (set_new steals it even when it fails), so
+     * that every way out frees it; t3 stays a borrowed pointer */
+    if (!doc)
+        json_decref(t3);
+    if (!doc || json_object_set_new(doc, "table3", t3) < 0) {
+        pflex_error_sys(err, "prediction sections: out of memory");
+        goto out;
     }
-    fprintf(f, "\nthe study: production mix, 30 %% cut, pfi-weighted with predicted PFI: 63 %% of "
-            "the gap, +1.5k tokens/s per job\n");
+    json_object_set_new(doc, "jobs", json_integer((json_int_t)h200.n));
+    size_t ng = 0;
+    free(pflex_dataset_cluster_ids(&h200, &ng));
+    json_object_set_new(doc, "clusters", json_integer((json_int_t)ng));
+    struct pflex_modelsel_candidate cand[8];
+    size_t nc = pflex_modelsel_candidates(cand, 8);
+    size_t best = table3(&h200, cand, nc, t3);
+    json_object_set_new(doc, "best_model", json_string(cand[best].name));
+    json_object_set_new(doc, "h100_transfer", h100_transfer(&h200, &h100));
+    pflex_error_t e = {{0}};
+    if (!(sj = protocol_jobs(&h200, &cand[best].spec, &e))
+        || !(alloc = allocation(sj, h200.n, workloads, seed))) {
+        pflex_error_set(err, "prediction sections: %s", e.text[0] ? e.text : "out of memory");
+        goto out;
+    }
+    json_object_set_new(doc, "allocation", alloc);
+    *out = doc;
+    doc = NULL;
+    rc = 0;
+out:
+    json_decref(doc);
+    free(sj);
+    pflex_dataset_fini(&h200);
+    pflex_dataset_fini(&h100);
+    return rc;
 }
