@@ -263,3 +263,15 @@ int cli_write_atomic(const char *path, const char *text, size_t len)
     free(tmp);
     return 0;
 }
+
+/* OpenBLAS, when it is the BLAS linked (see the Makefile), runs on one
+ * thread: its threads split some sums, whose order would then depend on the
+ * machine, and the fits' outputs are to be the same everywhere.  Weak, so
+ * that GSL's reference CBLAS links as well. */
+extern void openblas_set_num_threads(int n) __attribute__((weak));
+
+void cli_blas_init(void)
+{
+    if (openblas_set_num_threads)
+        openblas_set_num_threads(1);
+}

@@ -473,6 +473,7 @@ int cmd_study(int argc, char **argv)
         cli_error("study", "%s: %s", a.out_dir, strerror(errno));
         return PFLEX_EXIT_INTERNAL;
     }
+    cli_blas_init();
     pflex_study_t *s = study_run(&a, &charts);
     if (!s)
         return PFLEX_EXIT_INTERNAL;

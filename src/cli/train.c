@@ -365,6 +365,7 @@ int cmd_train(int argc, char **argv)
     int rc = train_parse(argc, argv, &a);
     if (rc != 0)
         return rc < 0 ? PFLEX_EXIT_OK : rc;
+    cli_blas_init();
     if (a.study)
         return train_study_dir(&a);
     if (!a.out)
