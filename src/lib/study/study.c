@@ -75,9 +75,9 @@ static struct study_task *pick_tasks(const struct pflex_study_config *c, size_t 
     for (size_t i = 0; tasks && i < *n; i++) {
         tasks[i].index = idx[i];
         if (pflex_fleet_entry(c->set, idx[i], &tasks[i].fleet) < 0) {
+            pflex_error_set(err, "fleet entry %zu missing", idx[i]);
             free(tasks);
             free(idx);
-            pflex_error_set(err, "fleet entry %zu missing", idx[i]);
             return NULL;
         }
     }
