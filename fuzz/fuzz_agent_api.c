@@ -24,7 +24,7 @@ static char state[64];
 /* At exit: restore, then remove the state folder's lock files. */
 static void cleanup(void)
 {
-    agent_close(&agent);
+    agent_close(&agent, NULL);
     DIR *dir = opendir(state);
     struct dirent *e;
     while (dir && (e = readdir(dir))) {

@@ -120,8 +120,16 @@ double agent_mono_s(void);
 int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *err);
 /* Periodic work: samples, lease expiry, sim jobs, injected failures. */
 void agent_tick(struct agent *a);
-/* Restore every GPU (leases end), then close.  Returns how many failed. */
-unsigned agent_close(struct agent *a);
+/* What closing found, each GPU counted once. */
+struct agent_close_report {
+    unsigned restored;      /* at its original limit, read back */
+    unsigned failed;        /* a restore was due and did not take (its original stays saved) */
+    unsigned unverified;    /* no restore was due, but its limit could not be read back */
+    unsigned untouched;     /* never under the agent's control (failed before its guard) */
+};
+/* Restore every GPU (leases end), read each limit back, then close;
+ * rep (may be NULL) says how that went. */
+void agent_close(struct agent *a, struct agent_close_report *rep);
 /* Read the token file (mode 0600 checked) and the job map file again. */
 int agent_load_token(struct agent *a, pflex_error_t *err);
 int agent_load_job_map(struct agent *a, pflex_error_t *err);

@@ -291,10 +291,14 @@ static int plan_add(struct agent *a, struct planned *plan, unsigned *n, struct a
     if (!d->ok || !d->guard)
         return bad(a, resp, "GPU %u is failing (%s); no cap can be set on it", d->index,
                    d->error);
-    if (!(cap >= d->lim.min_w && cap <= d->lim.max_w))
-        return bad(a, resp, "GPU %u: cap %g W is outside the allowed range %g-%g W", d->index,
-                   cap, d->lim.min_w, d->lim.max_w);
-    plan[(*n)++] = (struct planned){d, cap, lease, job};
+    /* In mW, as NVML takes a limit: 199.9999 W is 200000 mW, inside 200-700 W. */
+    long long cap_mw = llrint(cap * 1000.0), lo_mw = llrint(d->lim.min_w * 1000.0),
+              hi_mw = llrint(d->lim.max_w * 1000.0);
+    if (cap_mw < lo_mw || cap_mw > hi_mw)
+        return bad(a, resp, "GPU %u: cap %g W is outside the allowed range %g-%g W (%lld mW, "
+                   "not in %lld-%lld mW)", d->index, cap, d->lim.min_w, d->lim.max_w, cap_mw,
+                   lo_mw, hi_mw);
+    plan[(*n)++] = (struct planned){d, cap_mw / 1000.0, lease, job};
     return 0;
 }
 
@@ -340,7 +344,8 @@ static void put_caps(struct agent *a, const struct pflex_http_request *req,
             fail = bad(a, resp, "caps[%zu]: give exactly one of \"gpu\" and \"job\"", i);
             break;
         }
-        if (!json_is_number(cap) || !isfinite(json_number_value(cap))) {
+        if (!json_is_number(cap) || !isfinite(json_number_value(cap))
+            || fabs(json_number_value(cap)) > 1e9) {
             fail = bad(a, resp, "caps[%zu]: \"cap_w\" must be a number of watts", i);
             break;
         }
@@ -428,10 +433,13 @@ static void delete_caps(struct agent *a, const struct pflex_http_request *req,
     for (unsigned i = 0; i < a->n; i++) {
         if (!want[i])
             continue;
+        /* "restored" lists only GPUs whose limit reads back as the original. */
         if (agent_gpu_restore(a, &a->gpu[i], "DELETE /v1/caps", &err))
-            json_array_append_new(errors, json_pack("{s:i, s:s}", "gpu", (int)i, "error",
-                                                    err.text));
-        json_array_append_new(gpus, gpu_json(a, &a->gpu[i]));
+            json_array_append_new(errors, json_pack("{s:i, s:s, s:o}", "gpu", (int)i, "error",
+                                                    err.text, "status",
+                                                    gpu_json(a, &a->gpu[i])));
+        else
+            json_array_append_new(gpus, gpu_json(a, &a->gpu[i]));
     }
     json_object_set_new(out, "restored", gpus);
     json_object_set_new(out, "errors", errors);

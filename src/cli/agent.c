@@ -123,6 +123,31 @@ static void on_reload(int sig)
     reload_signal = 1;
 }
 
+/* The last line: what the limits read back, never more.  The exit code:
+ * 1 when a restore that was due did not take. */
+static int closing_said(const struct agent_close_report *r, const char *what,
+                        const char *state_dir)
+{
+    if (!r->failed && !r->unverified && !r->untouched) {
+        agent_log("%s; every GPU at its original limit (read back)", what);
+        return PFLEX_EXIT_OK;
+    }
+    char more[400] = "";
+    size_t n = 0;
+    if (r->failed)
+        n += (size_t)snprintf(more + n, sizeof more - n, "; %u not restored (the originals stay "
+                              "in %s for the next start)", r->failed, state_dir);
+    if (r->unverified && n < sizeof more)
+        n += (size_t)snprintf(more + n, sizeof more - n, "; %u not changed by this agent but "
+                              "unreadable now", r->unverified);
+    if (r->untouched && n < sizeof more)
+        snprintf(more + n, sizeof more - n, "; %u never under its control, untouched",
+                 r->untouched);
+    agent_log("%s; %u GPU%s at the original limit (read back)%s", what, r->restored,
+              r->restored == 1 ? "" : "s", more);
+    return r->failed ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
+}
+
 static int parse_rate(const char *opt, const char *s, double *out)
 {
     return cli_parse_double(CMD, opt, s, 0, 1e9, out);
@@ -308,15 +333,15 @@ int cmd_agent(int argc, char **argv)
     int rc = agent_open(&a, &cfg, &err);
     if (rc) {
         cli_error(CMD, "%s", err.text);
-        agent_close(&a);
+        agent_close(&a, NULL);
         return PFLEX_EXIT_INTERNAL;
     }
+    struct agent_close_report rep;
     if (restore_only) {
-        /* Opening the guards restored what a dead agent left: say so, stop. */
-        unsigned failed = agent_close(&a);
-        agent_log("--restore-only: %s", failed ? "some GPUs could not be restored"
-                                               : "every saved limit is restored");
-        return failed ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
+        /* Opening the guards restored what a dead agent left (and any cap
+         * left behind): say what the limits read now, stop. */
+        agent_close(&a, &rep);
+        return closing_said(&rep, "--restore-only", cfg.state_dir);
     }
     struct pflex_http_limits lim = {
         .max_body = (size_t)max_body, .timeout_s = (unsigned)timeout,
@@ -327,7 +352,7 @@ int cmd_agent(int argc, char **argv)
     pflex_http_server_t *srv;
     if (pflex_http_server_start(listen, &lim, agent_api, &a, &srv, &err)) {
         cli_error(CMD, "%s", err.text);
-        agent_close(&a);
+        agent_close(&a, NULL);
         return tls_cert ? PFLEX_EXIT_BAD_INPUT : PFLEX_EXIT_INTERNAL;
     }
     a.http = srv;
@@ -350,7 +375,7 @@ int cmd_agent(int argc, char **argv)
             cli_error(CMD, "--port-file %s: %s", port_file, strerror(errno));
             unlink(tmp);
             pflex_http_server_stop(srv);
-            agent_close(&a);
+            agent_close(&a, NULL);
             return PFLEX_EXIT_INTERNAL;
         }
     }
@@ -373,12 +398,6 @@ int cmd_agent(int argc, char **argv)
         agent_log("stopping on signal %d (%s): restoring every GPU", (int)stop_signal,
                   strsignal(stop_signal));
     pflex_http_server_stop(srv);
-    unsigned failed = agent_close(&a);
-    if (failed) {
-        agent_log("%u GPU%s could not be restored; their originals stay in %s for the next "
-                  "start", failed, failed == 1 ? "" : "s", cfg.state_dir);
-        return PFLEX_EXIT_INTERNAL;
-    }
-    agent_log("stopped; every GPU at its original limit");
-    return PFLEX_EXIT_OK;
+    agent_close(&a, &rep);
+    return closing_said(&rep, "stopped", cfg.state_dir);
 }
