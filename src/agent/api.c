@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include "agent/agent.h"
 #include "pflex/prom.h"
@@ -34,13 +35,18 @@ static int authorised(struct agent *a, const struct pflex_http_request *req,
         resp->www_authenticate = 1;
         return 0;
     }
-    if (!h || strncmp(h, "Bearer ", 7)) {
+    /* RFC 7235: the scheme is case-insensitive ("bearer" too), then
+     * one or more spaces. */
+    if (!h || strncasecmp(h, "Bearer ", 7)) {
         a->auth_failures++;
         pflex_http_respond_error(resp, 401, "missing 'Authorization: Bearer TOKEN'");
         resp->www_authenticate = 1;
         return 0;
     }
-    if (!pflex_http_secret_equal(a->token, h + 7)) {
+    h += 7;
+    while (*h == ' ')
+        h++;
+    if (!pflex_http_secret_equal(a->token, h)) {
         a->auth_failures++;
         agent_log("refused a request from %s: wrong token", req->peer);
         pflex_http_respond_error(resp, 401, "wrong token");
@@ -528,29 +534,90 @@ static void job_route(struct agent *a, const struct pflex_http_request *req,
     }
 }
 
-void agent_api(void *ud, const struct pflex_http_request *req, struct pflex_http_response *resp)
+/* ---- the cached reads ------------------------------------------- */
+
+enum { BODY_METRICS, BODY_STATUS };
+
+/* The cached body if it is current, with a reference for the caller. */
+static pflex_http_body_t *cache_take(struct agent *a, int which)
 {
-    struct agent *a = ud;
-    int read = !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD");
+    pflex_http_body_t *b = NULL;
+    pthread_mutex_lock(&a->cache_lock);
+    if (a->cache[which] && a->cache_gen[which] == atomic_load(&a->gen)) {
+        b = a->cache[which];
+        pflex_http_body_ref(b);
+    }
+    pthread_mutex_unlock(&a->cache_lock);
+    return b;
+}
+
+/* Render the body as the node stands (under a->lock, so that gen cannot
+ * move meanwhile), install it, and return it with a reference. */
+static pflex_http_body_t *render(struct agent *a, int which)
+{
+    unsigned long gen = atomic_load(&a->gen);
+    size_t len = 0;
+    char *text;
+    if (which == BODY_METRICS) {
+        text = agent_metrics(a, &len);
+    } else {
+        json_t *st = agent_status(a);
+        text = pflex_http_json_text(st, &len);
+        json_decref(st);
+    }
+    pflex_http_body_t *b = pflex_http_body_create(which == BODY_METRICS
+                                                  ? PFLEX_PROM_CONTENT_TYPE : "application/json",
+                                                  text, len);
+    if (!b)
+        return NULL;
+    pflex_http_body_ref(b);
+    pthread_mutex_lock(&a->cache_lock);
+    pflex_http_body_t *old = a->cache[which];
+    a->cache[which] = b;
+    a->cache_gen[which] = gen;
+    pthread_mutex_unlock(&a->cache_lock);
+    pflex_http_body_unref(old);
+    return b;
+}
+
+/* GET /metrics or /v1/status: the shared body of the node's current
+ * state, rendered by the first reader after a change. */
+static void serve_cached(struct agent *a, int which, struct pflex_http_response *resp,
+                         int locked)
+{
+    pflex_http_body_t *b = cache_take(a, which);
+    if (!b) {
+        if (!locked)
+            pthread_mutex_lock(&a->lock);
+        b = cache_take(a, which);   /* another reader may have rendered it meanwhile */
+        if (!b)
+            b = render(a, which);
+        if (!locked)
+            pthread_mutex_unlock(&a->lock);
+    }
+    if (!b) {
+        pflex_http_respond_error(resp, 500, "out of memory");
+        return;
+    }
+    pflex_http_respond_shared(resp, 200, b);
+    pflex_http_body_unref(b);
+}
+
+static void api_locked(struct agent *a, const struct pflex_http_request *req,
+                       struct pflex_http_response *resp, int read)
+{
     if ((!read || a->cfg.auth_reads) && !authorised(a, req, resp))
         return;
     if (!strcmp(req->path, "/metrics")) {
-        if (!read) {
+        if (!read)
             pflex_http_respond_error(resp, 405, "/metrics: GET only");
-            return;
-        }
-        size_t len;
-        char *text = agent_metrics(a, &len);
-        if (!text) {
-            pflex_http_respond_error(resp, 500, "out of memory");
-            return;
-        }
-        pflex_http_respond_take(resp, 200, PFLEX_PROM_CONTENT_TYPE, text, len);
+        else
+            serve_cached(a, BODY_METRICS, resp, 1);
     } else if (!strcmp(req->path, "/v1/status")) {
         if (!read)
             pflex_http_respond_error(resp, 405, "/v1/status: GET only");
         else
-            pflex_http_respond_json(resp, 200, agent_status(a));
+            serve_cached(a, BODY_STATUS, resp, 1);
     } else if (!strcmp(req->path, "/v1/caps")) {
         if (!strcmp(req->method, "PUT"))
             put_caps(a, req, resp);
@@ -576,4 +643,27 @@ void agent_api(void *ud, const struct pflex_http_request *req, struct pflex_http
         pflex_http_respond_error(resp, 404, "no such resource %s (see pflex agent --help)",
                                  req->path);
     }
+}
+
+void agent_api(void *ud, const struct pflex_http_request *req, struct pflex_http_response *resp)
+{
+    struct agent *a = ud;
+    int read = !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD");
+    /* The reads scrapers and controllers make all the time: no lock while
+     * the cached body is current. */
+    if (read && !a->cfg.auth_reads) {
+        if (!strcmp(req->path, "/metrics")) {
+            serve_cached(a, BODY_METRICS, resp, 0);
+            return;
+        }
+        if (!strcmp(req->path, "/v1/status")) {
+            serve_cached(a, BODY_STATUS, resp, 0);
+            return;
+        }
+    }
+    pthread_mutex_lock(&a->lock);
+    api_locked(a, req, resp, read);
+    if (!read)
+        agent_changed(a);
+    pthread_mutex_unlock(&a->lock);
 }

@@ -416,9 +416,18 @@ static void sample(struct agent *a, struct agent_gpu *d)
     }
 }
 
+void agent_changed(struct agent *a)
+{
+    atomic_fetch_add(&a->gen, 1);
+}
+
 int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *err)
 {
     memset(a, 0, sizeof *a);
+    pthread_mutex_init(&a->lock, NULL);
+    pthread_mutex_init(&a->cache_lock, NULL);
+    atomic_init(&a->gen, 1);
+    a->lock_ready = 1;
     a->cfg = *cfg;
     a->started = a->last_sample = a->last_sim = agent_mono_s();
     if (cfg->hostname)
@@ -523,6 +532,7 @@ void agent_tick(struct agent *a)
 {
     double now = agent_mono_s();
     pflex_error_t err;
+    int changed = 0;
     if (a->sim && a->cfg.sim_fail_gpu >= 0 && now - a->started >= a->cfg.sim_fail_after_s
         && (unsigned)a->cfg.sim_fail_gpu < a->n) {
         simnode_fail(a->sim, (unsigned)a->cfg.sim_fail_gpu);
@@ -531,6 +541,7 @@ void agent_tick(struct agent *a)
     for (unsigned i = 0; i < a->n; i++) {
         struct agent_gpu *d = &a->gpu[i];
         if (d->leased && now >= d->lease_until) {
+            changed = 1;
             char why[96];
             snprintf(why, sizeof why, "the %g s lease on %g W expired", d->lease_s,
                      d->lease_cap_w);
@@ -549,6 +560,7 @@ void agent_tick(struct agent *a)
         }
     }
     if (now - a->last_sample >= a->cfg.interval_s) {
+        changed = 1;
         a->last_sample = now;
         for (unsigned i = 0; i < a->n; i++)
             sample(a, &a->gpu[i]);
@@ -556,6 +568,7 @@ void agent_tick(struct agent *a)
     /* The sim jobs run on: their counters grow at the rate the model gives
      * for the caps in force, and are reported like any job's. */
     if (a->sim && now - a->last_sim >= a->cfg.interval_s) {
+        changed = 1;
         double dt = now - a->last_sim;
         a->last_sim = now;
         for (unsigned k = 0; k < simnode_job_count(a->sim); k++) {
@@ -568,6 +581,8 @@ void agent_tick(struct agent *a)
             agent_job_progress(a, j, j->tokens_total + tps * dt);
         }
     }
+    if (changed)
+        agent_changed(a);
 }
 
 void agent_close(struct agent *a, struct agent_close_report *rep)
@@ -600,6 +615,15 @@ void agent_close(struct agent *a, struct agent_close_report *rep)
     a->g_open = 0;
     simnode_destroy(a->sim);
     a->sim = NULL;
+    for (int k = 0; k < 2; k++) {
+        pflex_http_body_unref(a->cache[k]);
+        a->cache[k] = NULL;
+    }
+    if (a->lock_ready) {
+        pthread_mutex_destroy(&a->lock);
+        pthread_mutex_destroy(&a->cache_lock);
+        a->lock_ready = 0;
+    }
     if (rep)
         *rep = r;
 }
