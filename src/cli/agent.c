@@ -10,6 +10,8 @@
 #include <unistd.h>
 #include "agent/agent.h"
 #include "cli/cli.h"
+#include "lib/util/clock.h"
+#include "lib/util/sdnotify.h"
 #include "pflex/guard.h"
 #include "pflex/nvml.h"
 
@@ -423,7 +425,24 @@ int cmd_agent(int argc, char **argv)
         }
     }
 
+    /* systemd (Type=notify): ready once the API listens and every limit
+     * is restored or loaded; then a watchdog ping from this loop only,
+     * each time it has gone round (a hung or stopped agent goes silent and
+     * systemd kills it; ExecStopPost restores). */
+    const char *notify = getenv("NOTIFY_SOCKET");
+    double watchdog_s = pflex_sd_watchdog_s(getenv("WATCHDOG_USEC"), getenv("WATCHDOG_PID"));
+    double pinged = pflex_mono_s();
+    char ready[300];
+    snprintf(ready, sizeof ready, "READY=1\nSTATUS=serving %u GPU%s on %s (port %u)", a.n,
+             a.n == 1 ? "" : "s", listen, port);
+    if (pflex_sd_notify(notify, ready, &err) < 0)
+        agent_log("%s", err.text);
     while (!stop_signal) {
+        if (watchdog_s > 0 && pflex_mono_s() - pinged >= watchdog_s / 4) {
+            pinged = pflex_mono_s();
+            if (pflex_sd_notify(notify, "WATCHDOG=1", &err) < 0)
+                agent_log("%s", err.text);
+        }
         if (pflex_http_server_run(srv, 0.1, &err)) {
             agent_log("%s", err.text);
             break;
@@ -440,6 +459,7 @@ int cmd_agent(int argc, char **argv)
         }
         pthread_mutex_unlock(&a.lock);
     }
+    pflex_sd_notify(notify, "STOPPING=1", NULL);
     if (stop_signal)
         agent_log("stopping on signal %d (%s): restoring every GPU", (int)stop_signal,
                   strsignal(stop_signal));
