@@ -52,6 +52,8 @@ apid=$!
 i=0; until [ -s "$A/port" ] || [ $i -ge 500 ]; do sleep 0.01; i=$((i + 1)); done
 "$BUILD/bench/agent_bench" "http://127.0.0.1:$(cat "$A/port")" "$A/token" 2000 || echo "  (agent benchmark failed)"
 kill -TERM $apid; wait $apid; rm -rf "$A"
+echo "== pflex agent beside nginx serving the same bytes: requests/s over keep-alive (bench/http_load.c) =="
+BUILD=$BUILD sh bench/agent_vs_nginx.sh 3 1.5
 echo "== the controller's planning step (safeplan), one control period =="
 "$BUILD/bench/safeplan_bench" 8000 8 21
 "$BUILD/bench/safeplan_bench" 100000 8 11
