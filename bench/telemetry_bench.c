@@ -74,6 +74,32 @@ static int gen(int nodes, int gpus, int metrics, unsigned long seed, const char 
     return fclose(f) ? 1 : 0;
 }
 
+/* nvidia-smi --query-gpu=timestamp,index,uuid,power.draw,clocks.sm,clocks.mem,
+ * utilization.gpu,utilization.memory,memory.used,temperature.gpu --format=csv
+ * -lms 100: ROWS rows, GPUS GPUs per tick, time-major as nvidia-smi loops. */
+static int gen_smi(long rows, int gpus, unsigned long seed, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f || gpus < 1)
+        return 1;
+    static char buf[1 << 20];
+    setvbuf(f, buf, _IOFBF, sizeof buf);
+    rs = seed;
+    fputs("timestamp, index, uuid, power.draw [W], clocks.sm [MHz], clocks.mem [MHz], "
+          "utilization.gpu [%], utilization.memory [%], memory.used [MiB], temperature.gpu\n", f);
+    for (long r = 0; r < rows; r++) {
+        long tick = r / gpus, ms = 125 + tick * 100;
+        int g = (int)(r % gpus);
+        long s = ms / 1000;
+        fprintf(f, "2026/12/03 %02ld:%02ld:%02ld.%03ld, %d, GPU-%08x-0000-1111-2222-%012d, "
+                "%.2f W, %d MHz, 2619 MHz, %d %%, %d %%, %d MiB, %d\n",
+                10 + s / 3600 % 14, s / 60 % 60, s % 60, ms % 1000, g, g, g, 300 + unif() * 400,
+                1500 + (int)(unif() * 480), (int)(unif() * 100), (int)(unif() * 100),
+                70000 + (int)(unif() * 10000), 40 + (int)(unif() * 40));
+    }
+    return fclose(f) ? 1 : 0;
+}
+
 static int bench_read(const char *path, int reps)
 {
     char *buf;
@@ -165,6 +191,8 @@ int main(int argc, char **argv)
     if (argc == 7 && !strcmp(argv[1], "gen"))
         return gen(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), strtoul(argv[5], NULL, 10),
                    argv[6]);
+    if (argc == 6 && !strcmp(argv[1], "gen-smi"))
+        return gen_smi(atol(argv[2]), atoi(argv[3]), strtoul(argv[4], NULL, 10), argv[5]);
     if (argc == 4 && !strcmp(argv[1], "read"))
         return bench_read(argv[2], atoi(argv[3]));
     if (argc == 5 && !strcmp(argv[1], "model"))
