@@ -163,22 +163,14 @@ int tm_lines_next(struct tm_lines *l, const char **s, size_t *len, pflex_error_t
 
 int tm_parse_double(const char *s, size_t len, double *out)
 {
-    char buf[64];
-    if (len == 0 || len >= sizeof buf)
+    /* Numbers only: pflex_parse_double hands what it does not read itself
+     * to strtod, which would take leading spaces, hex, "inf" and "nan". */
+    if (len == 0 || len >= 64)
         return -1;
-    memcpy(buf, s, len);
-    buf[len] = 0;
-    /* strtod accepts hex and "inf"/"nan" words: numbers only here. */
-    for (size_t i = 0; i < len; i++)
-        if (!strchr("0123456789+-.eE", buf[i]))
-            return -1;
-    char *e;
-    errno = 0;
-    double v = strtod(buf, &e);
-    if (e != buf + len || !isfinite(v))
+    unsigned c = (unsigned char)s[0];
+    if (c - '0' > 9 && c != '+' && c != '-' && c != '.')
         return -1;
-    *out = v;
-    return 0;
+    return pflex_parse_double(s, len, out);
 }
 
 int tm_parse_index(const char *s, size_t len, long *out)
@@ -280,12 +272,12 @@ int pflex_tm_read_mem(pflex_tm_t *t, const char *buf, size_t len, const char *na
 int pflex_tm_read_file(pflex_tm_t *t, const char *path, const struct pflex_tm_read_opts *o,
                        pflex_error_t *err)
 {
-    char *buf;
-    size_t len;
-    if (pflex_read_all(path, &buf, &len, err) < 0)
+    const char *buf;
+    size_t len, mapped;
+    if (pflex_map_all(path, &buf, &len, &mapped, err) < 0)
         return -1;
     int rc = pflex_tm_read_mem(t, buf, len, strcmp(path, "-") ? path : "<stdin>", o, err);
-    free(buf);
+    pflex_unmap_all(buf, mapped);
     return rc;
 }
 

@@ -260,6 +260,7 @@ long tm_series(pflex_tm_t *t, const struct tm_key *k, const char *name, unsigned
         return pflex_error_set(err, "%s:%u: more than %zu series (limit; --max-series raises "
                                "it)", name, line, st->lim.max_series);
     if ((t->nseries + 1) * sizeof *t->series > st->series.cap ||
+        (t->nseries + 1) * sizeof *st->keyhash > st->keyhashes.cap ||
         (t->nseries + 1) * 2 > st->hash_cap) {
         if (series_room(t, (t->nseries + 1) * 2) < 0)
             return pflex_error_set(err, "%s:%u: out of memory", name, line);
