@@ -7,6 +7,15 @@
  *   telemetry_bench read FILE REPS
  *                         time reading FILE into a telemetry store (median
  *                         CPU seconds of REPS runs)
+ *   telemetry_bench gen-smi ROWS GPUS SEED FILE
+ *                         write nvidia-smi --query-gpu CSV with units and
+ *                         timestamps: ROWS rows, GPUS GPUs a tick
+ *   telemetry_bench readers DIR REPS
+ *                         nvidia-smi CSV and a Prometheus scrape at 100k and
+ *                         1M lines (written to DIR when missing, seeded):
+ *                         pflex's reading (read + sort into a store) beside
+ *                         wc -l, promtool and a Python loop, as ratios, and
+ *                         the growth from 100k to 1M lines
  *   telemetry_bench model JOBS PREDICT REPS
  *                         time fitting a ridge PFI + curve model on JOBS
  *                         synthetic jobs and predicting PREDICT jobs
@@ -22,6 +31,7 @@
 #include "pflex/predict.h"
 #include "pflex/sweep.h"
 #include "pflex/telemetry.h"
+#include "peers.h"
 
 static uint64_t rs;
 static double unif(void)
@@ -131,6 +141,53 @@ static int bench_read(const char *path, int reps)
     return 0;
 }
 
+/* read + sort, as `pflex telemetry` does before it prints */
+static int read_store(const char *path)
+{
+    pflex_error_t err;
+    pflex_tm_t *tm = pflex_tm_create(NULL);
+    int rc = tm ? pflex_tm_read_file(tm, path, NULL, &err) : -1;
+    if (rc == 0)
+        rc = pflex_tm_sort(tm, &err);
+    if (rc < 0)
+        fprintf(stderr, "%s\n", tm ? err.text : "out of memory");
+    pflex_tm_destroy(tm);
+    return rc;
+}
+
+static int bench_readers(const char *dir, int reps)
+{
+    static const long rows[2] = {100000, 1000000};
+    char path[4096];
+    double t[2][2];
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 2; i++) {
+            FILE *f;
+            if (k == 0)
+                snprintf(path, sizeof path, "%s/smi-%ld.csv", dir, rows[i]);
+            else
+                snprintf(path, sizeof path, "%s/scrape-%ld.prom", dir, rows[i]);
+            if (!(f = fopen(path, "r"))) {
+                int rc = k == 0 ? gen_smi(rows[i], 8, 20261203, path)
+                                : gen((int)(rows[i] / 160), 8, 20, 20261203, path);
+                if (rc)
+                    return 1;
+            } else {
+                fclose(f);
+            }
+            char label[64];
+            snprintf(label, sizeof label, "%s, %ld lines:", k == 0 ? "nvidia-smi CSV" :
+                     "Prometheus text", rows[i]);
+            if ((t[k][i] = peers_compare(label, path, reps, read_store,
+                                         k == 0 ? PEER_PY_SMI : PEER_PY_PROM, k == 1)) < 0)
+                return 1;
+        }
+        printf("  %-34s x%.1f per 10x lines\n", k == 0 ? "nvidia-smi CSV, growth:" :
+               "Prometheus text, growth:", t[k][1] / t[k][0]);
+    }
+    return 0;
+}
+
 static void synth(size_t n, double *x, double *y, size_t ncut, const double *cuts)
 {
     for (size_t i = 0; i < n; i++) {
@@ -193,11 +250,14 @@ int main(int argc, char **argv)
                    argv[6]);
     if (argc == 6 && !strcmp(argv[1], "gen-smi"))
         return gen_smi(atol(argv[2]), atoi(argv[3]), strtoul(argv[4], NULL, 10), argv[5]);
+    if (argc == 4 && !strcmp(argv[1], "readers"))
+        return bench_readers(argv[2], atoi(argv[3]));
     if (argc == 4 && !strcmp(argv[1], "read"))
         return bench_read(argv[2], atoi(argv[3]));
     if (argc == 5 && !strcmp(argv[1], "model"))
         return bench_model((size_t)atol(argv[2]), (size_t)atol(argv[3]), atoi(argv[4]));
-    fprintf(stderr, "usage: telemetry_bench gen NODES GPUS METRICS SEED FILE | read FILE REPS | "
+    fprintf(stderr, "usage: telemetry_bench gen NODES GPUS METRICS SEED FILE | gen-smi ROWS GPUS SEED FILE | "
+                    "read FILE REPS | readers DIR REPS | "
                     "model JOBS PREDICT REPS\n");
     return 2;
 }

@@ -28,7 +28,7 @@ struct store {
     uint32_t *hash;         /* series index + 1, 0 = empty */
     size_t hash_cap;        /* power of two */
     uint64_t *keyhash;      /* per series: the hash of its key */
-    struct pflex_big series, samples, keyhashes;
+    struct pflex_big table, series, samples, keyhashes;   /* hash is table.p */
     struct block *blocks;
     /* The order of the samples so far (see the top of the file). */
     int sorted;
@@ -79,7 +79,7 @@ void pflex_tm_destroy(pflex_tm_t *t)
         n = b->next;
         free(b);
     }
-    free(st->hash);
+    pflex_big_free(&st->table);
     pflex_big_free(&st->series);
     pflex_big_free(&st->samples);
     pflex_big_free(&st->keyhashes);
@@ -173,11 +173,18 @@ static int series_is(const struct pflex_tm_series *s, const struct tm_key *k)
 static int rehash(pflex_tm_t *t, size_t cap)
 {
     struct store *st = t->priv;
-    uint32_t *h = calloc(cap, sizeof *h);
+    /* a large table in huge pages: its probes are random, each a TLB miss
+     * on small pages */
+    struct pflex_big nb = {0};
+    uint32_t *h = NULL;
+    if (pflex_big_reserve(&nb, cap * sizeof *h) == 0) {
+        h = nb.p;
+        memset(h, 0, cap * sizeof *h);
+    }
     if (!h) {
         /* A stale table would find the wrong series: drop it (the next
          * tm_series builds one). */
-        free(st->hash);
+        pflex_big_free(&st->table);
         st->hash = NULL;
         st->hash_cap = 0;
         return -1;
@@ -188,7 +195,8 @@ static int rehash(pflex_tm_t *t, size_t cap)
             j = (j + 1) & (cap - 1);
         h[j] = (uint32_t)(i + 1);
     }
-    free(st->hash);
+    pflex_big_free(&st->table);
+    st->table = nb;
     st->hash = h;
     st->hash_cap = cap;
     return 0;
