@@ -2,21 +2,17 @@
  * with a lease, through a node's agent (HTTP) or locally through the limit
  * guard, and print what took (the limits read back, not the plan).
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 #include "cli/cli.h"
 #include "pflex/capplan.h"
 #include "pflex/guard.h"
 #include "pflex/nvml.h"
+#include "pflex/secret.h"
 
 #define CMD "apply"
 
@@ -82,29 +78,28 @@ static json_t *read_json_file(const char *path, const char *what, int *rc)
 
 static int read_token(const char *path, char *buf, size_t len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat sb;
-    if (fd < 0 || fstat(fd, &sb) != 0) {
-        cli_usage_error(CMD, "--token-file %s: %s", path, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    if (sb.st_mode & 077) {
-        close(fd);
+    char *s;
+    size_t n;
+    unsigned mode;
+    pflex_error_t err;
+    int got = pflex_secret_read_file(path, &s, &n, &mode, &err);
+    if (got == PFLEX_SECRET_OPEN) {
         cli_usage_error(CMD, "--token-file %s: mode %04o lets others read it; chmod 600 it",
-                        path, (unsigned)(sb.st_mode & 07777));
+                        path, mode);
         return -1;
     }
-    ssize_t got = read(fd, buf, len - 1);
-    close(fd);
-    if (got < 0) {
-        cli_usage_error(CMD, "--token-file %s: %s", path, strerror(errno));
+    if (got) {
+        cli_usage_error(CMD, "--token-file %s", err.text);
         return -1;
     }
-    buf[got] = '\0';
-    while (got > 0 && strchr("\r\n ", buf[got - 1]))
-        buf[--got] = '\0';
+    size_t k = n < len - 1 ? n : len - 1;
+    memcpy(buf, s, k);
+    buf[k] = '\0';
+    memset(s, 0, n);
+    free(s);
+    k = strlen(buf);
+    while (k > 0 && strchr("\r\n ", buf[k - 1]))
+        buf[--k] = '\0';
     return 0;
 }
 
