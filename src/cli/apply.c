@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 #include "cli/cli.h"
+#include "pflex/capagent.h"
+#include "pflex/capapply.h"
 #include "pflex/capplan.h"
 #include "pflex/guard.h"
 #include "pflex/nvml.h"
@@ -137,13 +139,13 @@ static int print_result(json_t *applied, json_t *skipped, int json)
 static int via_agent(const char *url, const char *token, double timeout_s, double lease_s,
                      const pflex_capplan_t *plan, int json)
 {
-    struct pflex_capplan_report r;
+    struct pflex_capagent_report r;
     pflex_error_t err;
-    int got = pflex_capplan_agent_apply(url, token, timeout_s, lease_s, plan, &r, &err);
+    int got = pflex_capagent_apply(url, token, timeout_s, lease_s, plan, &r, &err);
     if (got)
         cli_error(CMD, "%s", err.text);
     if (!r.applied)
-        return got == PFLEX_CAPPLAN_REFUSED ? PFLEX_EXIT_BAD_INPUT : PFLEX_EXIT_INTERNAL;
+        return got == PFLEX_CAPAGENT_REFUSED ? PFLEX_EXIT_BAD_INPUT : PFLEX_EXIT_INTERNAL;
     int rc = got ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
     size_t i;
     json_t *e;
@@ -156,7 +158,7 @@ static int via_agent(const char *url, const char *token, double timeout_s, doubl
         cli_error(CMD, "writing standard output failed");
         rc = PFLEX_EXIT_INTERNAL;
     }
-    pflex_capplan_report_fini(&r);
+    pflex_capagent_report_fini(&r);
     return rc;
 }
 
@@ -199,13 +201,13 @@ static int plan_error(int got, const pflex_error_t *err)
 static int apply_local(pflex_gpu_t *g, const char *state_dir, const json_t *map, double lease_s,
                        const pflex_capplan_t *plan, int json)
 {
-    struct pflex_capplan_gpu a[PFLEX_CAPPLAN_MAX_GPUS];
+    struct pflex_capapply_gpu a[PFLEX_CAPAPPLY_MAX_GPUS];
     unsigned n = 0;
     pflex_error_t err;
     int rc = 0, got;
     json_t *skipped = json_array(), *applied = json_array();
-    if ((got = pflex_capplan_place(g, plan, map, a, &n, skipped, &err))
-        || (got = pflex_capplan_check(g, a, n, &err)))
+    if ((got = pflex_capapply_place(g, plan, map, a, &n, skipped, &err))
+        || (got = pflex_capapply_check(g, a, n, &err)))
         rc = plan_error(got, &err);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -216,7 +218,7 @@ static int apply_local(pflex_gpu_t *g, const char *state_dir, const json_t *map,
         sigaction(sigs[s], &sa, NULL);
     pflex_guard_t *gd = NULL;
     if (!rc && n) {
-        unsigned idx[PFLEX_CAPPLAN_MAX_GPUS];
+        unsigned idx[PFLEX_CAPAPPLY_MAX_GPUS];
         for (unsigned q = 0; q < n; q++)
             idx[q] = a[q].gpu;
         struct pflex_guard_opts go = {.state_dir = state_dir, .owner = "apply"};
@@ -226,7 +228,7 @@ static int apply_local(pflex_gpu_t *g, const char *state_dir, const json_t *map,
         }
         print_notes(gd);
     }
-    if (!rc && pflex_capplan_set(gd, g, a, n, lease_s, &stop_signal, applied, &err)) {
+    if (!rc && pflex_capapply_set(gd, g, a, n, lease_s, &stop_signal, applied, &err)) {
         cli_error(CMD, "%s", err.text);
         rc = PFLEX_EXIT_INTERNAL;
     }

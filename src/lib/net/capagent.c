@@ -1,14 +1,14 @@
-/* capplan_agent.c — a plan of per-job caps put into force through a
- * node's agent (pflex/capplan.h): its job map (GET /v1/jobs) says which
+/* capagent.c — a plan of per-job caps put into force through a
+ * node's agent (pflex/capagent.h): its job map (GET /v1/jobs) says which
  * jobs have GPUs there, one PUT /v1/caps sets them with a lease, and the
  * answer says what each GPU enforces. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/capplan.h"
+#include "pflex/capagent.h"
 #include "pflex/http.h"
 
-void pflex_capplan_report_fini(struct pflex_capplan_report *r)
+void pflex_capagent_report_fini(struct pflex_capagent_report *r)
 {
     json_decref(r->applied);
     json_decref(r->skipped);
@@ -62,7 +62,7 @@ static json_t *caps_of(const pflex_capplan_t *p, const json_t *known, json_t *sk
 }
 
 /* The agent's answer to PUT /v1/caps (HTTP 200 or 502) into r. */
-static void read_answer(const json_t *ans, struct pflex_capplan_report *r)
+static void read_answer(const json_t *ans, struct pflex_capagent_report *r)
 {
     size_t i;
     json_t *a, *e;
@@ -87,9 +87,9 @@ static void read_answer(const json_t *ans, struct pflex_capplan_report *r)
 #define NO_ANSWER (-4)
 
 /* PUT URL/v1/caps; 0 with r filled, or with err: -1 (the agent answered
- * with an error), PFLEX_CAPPLAN_REFUSED, NO_ANSWER. */
+ * with an error), PFLEX_CAPAGENT_REFUSED, NO_ANSWER. */
 static int put_caps(const char *url, const char *token, double timeout_s, double lease_s,
-                    json_t *caps, struct pflex_capplan_report *r, pflex_error_t *err)
+                    json_t *caps, struct pflex_capagent_report *r, pflex_error_t *err)
 {
     char u[2048];
     long status;
@@ -110,7 +110,7 @@ static int put_caps(const char *url, const char *token, double timeout_s, double
     const char *msg = json_string_value(json_object_get(ans, "error"));
     if (status == 400) {
         pflex_error_set(err, "the agent refused the plan, nothing changed: %s", msg ? msg : body);
-        rc = PFLEX_CAPPLAN_REFUSED;
+        rc = PFLEX_CAPAGENT_REFUSED;
     } else if (status != 200 && status != 502)
         rc = pflex_error_set(err, "PUT %s: HTTP %ld: %s", u, status, msg ? msg : body);
     else
@@ -120,24 +120,24 @@ static int put_caps(const char *url, const char *token, double timeout_s, double
     return rc;
 }
 
-int pflex_capplan_agent_apply(const char *url, const char *token, double timeout_s,
-                              double lease_s, const pflex_capplan_t *p,
-                              struct pflex_capplan_report *r, pflex_error_t *err)
+int pflex_capagent_apply(const char *url, const char *token, double timeout_s,
+                         double lease_s, const pflex_capplan_t *p,
+                         struct pflex_capagent_report *r, pflex_error_t *err)
 {
-    *r = (struct pflex_capplan_report){NULL, NULL, NULL};
+    *r = (struct pflex_capagent_report){NULL, NULL, NULL};
     json_t *known = agent_jobs(url, token, timeout_s, err);
     if (!known)
         return -1;
     json_t *skipped = json_array();
     json_t *caps = caps_of(p, known, skipped);
     json_decref(known);
-    struct pflex_capplan_report got = {json_array(), skipped, json_array()};
+    struct pflex_capagent_report got = {json_array(), skipped, json_array()};
     int rc = json_array_size(caps) ? put_caps(url, token, timeout_s, lease_s, caps, &got, err)
                                    : 0;
     json_decref(caps);
     /* No answer, or a refusal: nothing to report. */
-    if (rc == PFLEX_CAPPLAN_REFUSED || rc == NO_ANSWER)
-        pflex_capplan_report_fini(&got);
+    if (rc == PFLEX_CAPAGENT_REFUSED || rc == NO_ANSWER)
+        pflex_capagent_report_fini(&got);
     *r = got;
     return rc == NO_ANSWER ? -1 : rc;
 }

@@ -1,8 +1,8 @@
-/* capplan_local.c — a plan of per-job caps put into force on this node's
- * GPUs through the limit guard (pflex/capplan.h): placed on GPUs, checked
+/* capapply.c — a plan of per-job caps put into force on this node's
+ * GPUs through the limit guard (pflex/capapply.h): placed on GPUs, checked
  * against their ranges before anything changes, then set. */
 #include <string.h>
-#include "pflex/capplan.h"
+#include "pflex/capapply.h"
 #include "pflex/nvml.h"
 
 /* The index of the GPU ref names: an index, or a UUID of one of g's GPUs. */
@@ -29,9 +29,9 @@ static int gpu_index(pflex_gpu_t *g, unsigned count, const json_t *ref, unsigned
     return pflex_error_set(err, "GPU '%s': no GPU of this node has that UUID", s ? s : "?");
 }
 
-int pflex_capplan_place(pflex_gpu_t *g, const pflex_capplan_t *p, const json_t *jobmap,
-                        struct pflex_capplan_gpu *out, unsigned *n, json_t *skipped,
-                        pflex_error_t *err)
+int pflex_capapply_place(pflex_gpu_t *g, const pflex_capplan_t *p, const json_t *jobmap,
+                         struct pflex_capapply_gpu *out, unsigned *n, json_t *skipped,
+                         pflex_error_t *err)
 {
     const json_t *mjobs = json_is_object(json_object_get(jobmap, "jobs"))
                               ? json_object_get(jobmap, "jobs") : jobmap;
@@ -57,21 +57,21 @@ int pflex_capplan_place(pflex_gpu_t *g, const pflex_capplan_t *p, const json_t *
                 if (out[q].gpu == gi)
                     return pflex_error_set(err, "GPU %u is given to both %s and %s", gi,
                                            out[q].job, j->job);
-            if (*n == PFLEX_CAPPLAN_MAX_GPUS)
-                return pflex_error_set(err, "more than %d GPUs", PFLEX_CAPPLAN_MAX_GPUS);
-            out[(*n)++] = (struct pflex_capplan_gpu){gi, j->cap_w, j->job};
+            if (*n == PFLEX_CAPAPPLY_MAX_GPUS)
+                return pflex_error_set(err, "more than %d GPUs", PFLEX_CAPAPPLY_MAX_GPUS);
+            out[(*n)++] = (struct pflex_capapply_gpu){gi, j->cap_w, j->job};
         }
     }
     return 0;
 }
 
-int pflex_capplan_check(pflex_gpu_t *g, const struct pflex_capplan_gpu *a, unsigned n,
-                        pflex_error_t *err)
+int pflex_capapply_check(pflex_gpu_t *g, const struct pflex_capapply_gpu *a, unsigned n,
+                         pflex_error_t *err)
 {
     for (unsigned q = 0; q < n; q++) {
         struct pflex_gpu_limits lim;
         if (pflex_gpu_limits(g, a[q].gpu, &lim, err))
-            return PFLEX_CAPPLAN_HW;
+            return PFLEX_CAPAPPLY_HW;
         if (a[q].cap_w < lim.min_w || a[q].cap_w > lim.max_w)
             return pflex_error_set(err, "job %s: cap %g W is outside GPU %u's range %g-%g W",
                                    a[q].job, a[q].cap_w, a[q].gpu, lim.min_w, lim.max_w);
@@ -79,9 +79,9 @@ int pflex_capplan_check(pflex_gpu_t *g, const struct pflex_capplan_gpu *a, unsig
     return 0;
 }
 
-int pflex_capplan_set(pflex_guard_t *gd, pflex_gpu_t *g, const struct pflex_capplan_gpu *a,
-                      unsigned n, double lease_s, const volatile sig_atomic_t *stop,
-                      json_t *applied, pflex_error_t *err)
+int pflex_capapply_set(pflex_guard_t *gd, pflex_gpu_t *g, const struct pflex_capapply_gpu *a,
+                       unsigned n, double lease_s, const volatile sig_atomic_t *stop,
+                       json_t *applied, pflex_error_t *err)
 {
     for (unsigned q = 0; q < n && !(stop && *stop); q++) {
         double enf;
