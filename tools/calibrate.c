@@ -33,10 +33,10 @@
 #include "pflex/calib.h"
 #include "pflex/fleet.h"
 
-#define NPAR 8
+#define NPAR 9
 static const char *const par_names[NPAR] = {
     "k_dyn_ga100", "k_dyn_gh100", "w_tensor", "w_fp32", "eager_mult", "eta_dp", "py_op_s",
-    "u_busy",
+    "u_busy", "eff_gemm",
 };
 
 /* Priors: value and 1 sigma, of log(value) for the positive scales (log
@@ -50,6 +50,7 @@ static const struct { double value, sigma; int log; } prior[NPAR] = {
     {0.3, 0.3, 0},      /* FSDP hides part of its traffic */
     {10e-6, 0.7, 1},    /* ~10 us per eager PyTorch operator (He, 2022) */
     {0.5, 0.3, 0},      /* MEM_COPY_UTIL saturates at half the bandwidth */
+    {0.8, 0.1, 0},      /* cuBLAS reaches 70-90 % of the tensor peak on large GEMMs */
 };
 
 static double logistic(double x) { return 1 / (1 + exp(-x)); }
@@ -69,6 +70,7 @@ static void to_fit(const double *t, struct pflex_sim_fit *f)
     f->eta_dp = logistic(t[5]);
     f->py_op_s = exp(t[6]);
     f->u_busy = 0.01 + 0.99 * logistic(t[7]);
+    f->eff_gemm = 0.05 + 0.95 * logistic(t[8]);
 }
 
 static void from_fit(const struct pflex_sim_fit *f, double *t)
@@ -81,12 +83,13 @@ static void from_fit(const struct pflex_sim_fit *f, double *t)
     t[5] = logit(f->eta_dp);
     t[6] = log(f->py_op_s);
     t[7] = logit((f->u_busy - 0.01) / 0.99);
+    t[8] = logit((f->eff_gemm - 0.05) / 0.95);
 }
 
 static double fit_value(const struct pflex_sim_fit *f, int i)
 {
     const double v[NPAR] = {f->k_dyn_ga100, f->k_dyn_gh100, f->w_tensor, f->w_fp32, f->eager_mult,
-                            f->eta_dp, f->py_op_s, f->u_busy};
+                            f->eta_dp, f->py_op_s, f->u_busy, f->eff_gemm};
     return v[i];
 }
 
@@ -97,6 +100,7 @@ static double dfit(const double *t, int i)
     case 4: return exp(t[4]);
     case 5: return logistic(t[5]) * (1 - logistic(t[5]));
     case 7: return 0.99 * logistic(t[7]) * (1 - logistic(t[7]));
+    case 8: return 0.95 * logistic(t[8]) * (1 - logistic(t[8]));
     default: return exp(t[i]);
     }
 }
@@ -237,8 +241,8 @@ int main(int argc, char **argv)
     struct ctx c = {.emerald = em, .reals = &re, .leave_out = -1, .n = ev.n};
     summary("constants in the source, in sample", &re, &ev);
     static const struct pflex_sim_fit starts[] = {
-        {1.0, 1.0, 1.0, 1.0, 5.0, 0.3, 10e-6, 0.5},
-        {1.3, 0.6, 2.0, 0.5, 6.0, 0.1, 20e-6, 0.8},
+        {1.0, 1.0, 1.0, 1.0, 5.0, 0.3, 10e-6, 0.5, 0.8},
+        {1.3, 0.6, 2.0, 0.5, 6.0, 0.1, 20e-6, 0.8, 0.7},
     };
     double t0[NPAR], t[NPAR], sd[NPAR], chi2 = INFINITY;
     from_fit(&pflex_sim_fit_default, t0);
@@ -270,9 +274,10 @@ int main(int argc, char **argv)
         printf("  %-12s %10.4g +- %.2g   (source: %.4g, prior %.3g)\n", par_names[i],
                fit_value(&best, i), sd[i], fit_value(&pflex_sim_fit_default, i), prior[i].value);
     printf("as C: .k_dyn_ga100 = %.4f, .k_dyn_gh100 = %.4f, .w_tensor = %.4f, .w_fp32 = %.4f,\n"
-           "      .eager_mult = %.4f, .eta_dp = %.4f, .py_op_s = %.4e, .u_busy = %.4f,\n",
+           "      .eager_mult = %.4f, .eta_dp = %.4f, .py_op_s = %.4e, .u_busy = %.4f,\n"
+           "      .eff_gemm = %.4f,\n",
            best.k_dyn_ga100, best.k_dyn_gh100, best.w_tensor, best.w_fp32, best.eager_mult,
-           best.eta_dp, best.py_op_s, best.u_busy);
+           best.eta_dp, best.py_op_s, best.u_busy, best.eff_gemm);
     pflex_calib_evaluate(em, &re, &best, &ev, &err);
     summary("fitted constants, in sample", &re, &ev);
     for (size_t i = 0; i < re.n; i++)

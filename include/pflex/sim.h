@@ -49,6 +49,7 @@ struct pflex_sim_fit {
     double py_op_s;         /* host time of one operator of an eager Transformers model, s */
     double u_busy;          /* MEM_COPY_UTIL: the share of the DRAM bandwidth a kernel must
                              * stream to keep the memory busy all of the time */
+    double eff_gemm;        /* achieved fraction of the tensor peak in large GEMMs */
 };
 extern const struct pflex_sim_fit pflex_sim_fit_default;     /* the constants in the source */
 

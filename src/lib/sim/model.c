@@ -35,7 +35,7 @@ static struct pflex_gpu_kind kinds[] = {
      .gpus_per_node = 8, .pcie_gbs = 64, .mem_gb = 80, .mem_pj_per_bit = 3.0,
      .clock_step_mhz = 15, GH100, .fp16_tflops = 989.4, .tf32_tflops = 494.7,
      .fp32_tflops = 66.9, .measured = 1},
-    {.name = "H200-SXM-141GB", .idle_w = 80, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980, .mem_clock_mhz = 3201,
+    {.name = "H200-SXM-141GB", .idle_w = 84, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980, .mem_clock_mhz = 3201,
      .mem_bw_gbs = 4800, .bf16_tflops = 989.4, .nvlink_gbs = 450, .net_gbs = 50, .sms = 132,
      .gpus_per_node = 8, .pcie_gbs = 64, .mem_gb = 141, .mem_pj_per_bit = 2.6,
      .clock_step_mhz = 15, GH100, .fp16_tflops = 989.4, .tf32_tflops = 494.7,

@@ -98,10 +98,12 @@ static const struct physics P_DEFAULT = {
  * Transformers MoE run (fp32 experts); eager_mult the H200 runs' DRAM
  * activity and step times; eta_dp the Emerald FSDP curves and llm-foundry;
  * py_op_s the generation run (host-bound); u_busy the H200 runs' two
- * memory counters side by side. */
+ * memory counters side by side; eff_gemm the H200 runs' step times and
+ * tensor activity with llm-foundry's throughputs. */
 const struct pflex_sim_fit pflex_sim_fit_default = {
-    .k_dyn_ga100 = 0.5484, .k_dyn_gh100 = 0.7608, .w_tensor = 1.0867, .w_fp32 = 0.3435,
-    .eager_mult = 4.0982, .eta_dp = 0.6269, .py_op_s = 2.1836e-05, .u_busy = 0.7835,
+    .k_dyn_ga100 = 0.5679, .k_dyn_gh100 = 0.7564, .w_tensor = 1.2359, .w_fp32 = 0.4481,
+    .eager_mult = 3.8985, .eta_dp = 0.5913, .py_op_s = 2.0469e-05, .u_busy = 0.7501,
+    .eff_gemm = 0.7777,
 };
 
 
@@ -156,6 +158,7 @@ struct pflex_sim_job {
     struct gpu *g;
     struct step s;
     double leak_w, dyn_w, mem_w_per_gbs;
+    double idle_w;          /* board power with the SMs idle, leakage apart */
     double rate_tflops;     /* tensor (or FP32) rate of the job's precision at f_max */
     double bpe;             /* bytes per element of weights and activations */
     int gpn;                /* GPUs per node */
@@ -224,13 +227,13 @@ static double phase_power(const struct pflex_sim_job *j, const struct gpu *g,
     if (w) {
         double t = phase_time(j, w, r, NULL);
         if (t <= 0)
-            return j->k->idle_w;
+            return j->idle_w + j->leak_w * g->leak_mult * v * v;
         double tens = w->flops / (j->rate_tflops * 1e12 * r * t);
         double f32 = w->fp32 / (j->k->fp32_tflops * 1e12 * r * t);
         act = w->sm + P.w_tensor * fmin(1, tens) + P.w_fp32 * fmin(1, f32);
         mem = j->mem_w_per_gbs * w->bytes / t / 1e9;
     }
-    return j->k->idle_w + j->leak_w * g->leak_mult * v * v
+    return j->idle_w + j->leak_w * g->leak_mult * v * v
            + j->dyn_w * (act + P.p_clk) * r * v * v + mem;
 }
 
@@ -553,6 +556,14 @@ static void build_step(struct pflex_sim_job *j)
                 f32 = s->ph[PH_GEMM].flops;
             s->ph[PH_GEMM].flops -= f32;
             s->ph[PH_GEMM].fp32 = f32;
+            /* Its intermediates are fp32 too: per routed token and MoE
+             * layer, the gate/up output, the activation and the product
+             * (ef wide, written and read), the gathered input and the
+             * index_add of the output (h wide, written and read), 4 bytes
+             * each; the backward moves twice the forward's. */
+            double moe_lact = lact * (L - d->dense_layers) / L;
+            s->ph[PH_MEM].bytes += tok * moe_lact * d->top_k * (4.0 * ef * 2 + 4.0 * h * 2)
+                                   * 4 * passes;
         }
     }
     s->host_s = P.host_step_s * j->host_mult;
@@ -605,7 +616,7 @@ static double micro_power(const struct pflex_sim_job *j, const struct gpu *g,
         t += tp;
         e += tp * phase_power(j, g, &w[p], 0, r);
     }
-    return t > 0 ? e / t : j->k->idle_w;
+    return t > 0 ? e / t : phase_power(j, g, NULL, 0, r);
 }
 
 /* The power loop over a micro-step: its kernels alternate layer by layer
@@ -993,7 +1004,8 @@ int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
         fit = &pflex_sim_fit_default;
     if (!(fit->k_dyn_ga100 > 0 && fit->k_dyn_gh100 > 0 && fit->w_tensor >= 0
           && fit->w_fp32 >= 0 && fit->eager_mult >= 1 && fit->eta_dp >= 0 && fit->eta_dp <= 1
-          && fit->py_op_s > 0 && fit->py_op_s < 1e-3 && fit->u_busy > 0.01 && fit->u_busy <= 1))
+          && fit->py_op_s > 0 && fit->py_op_s < 1e-3 && fit->u_busy > 0.01 && fit->u_busy <= 1
+          && fit->eff_gemm > 0.05 && fit->eff_gemm <= 1))
         return pflex_error_set(err, "sim: fitted constants out of range");
     pflex_sim_job_t *j = calloc(1, sizeof *j);
     if (!j)
@@ -1009,6 +1021,7 @@ int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
     P.eta_dp = fit->eta_dp;
     P.py_op_s = fit->py_op_s;
     P.u_busy = fit->u_busy;
+    P.eff_gemm = fit->eff_gemm;
     j->seed = pflex_mix64(seed ^ desc_hash(&r));
     j->n = r.gpus;
     j->g = calloc((size_t)j->n, sizeof *j->g);
@@ -1026,6 +1039,10 @@ int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
                 : !strcmp(k->die, "GH100") ? P.k_dyn_gh100
                 : 0.5 * (P.k_dyn_ga100 + P.k_dyn_gh100);
     j->leak_w = k->leak_w;
+    /* The kind's idle_w is the board's draw idle at its lowest clock (what
+     * nvidia-smi shows on an idle GPU; 84 W measured on the H200); that
+     * includes leakage at the voltage floor. */
+    j->idle_w = k->idle_w - k->leak_w * k->v_ratio * k->v_ratio;
     j->v_ratio = k->v_ratio;
     j->f_knee = k->f_knee_mhz / k->sm_clock_max_mhz;
     j->dyn_w = kd * k->dyn_budget_w;
