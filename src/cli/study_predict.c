@@ -140,6 +140,81 @@ static int loo_pred(const struct pflex_model_spec *s, const struct dataset *d, d
     return rc;
 }
 
+/* Nested cross-validation: for each outer fold (the rows sharing an id in
+ * g), the model is chosen among cand[0..nc) by its leave-one-out RMSE of
+ * PFI on the other rows only, fitted on them, and predicts the fold; so no
+ * prediction comes from a model chosen or fitted with the row it predicts.
+ * pred: n x (1 + ncut); chosen[i]: the candidate that predicted row i (-1:
+ * none could be fitted). */
+static int nested_cv(const struct candidate *cand, size_t nc, const struct pflex_train_data *td,
+                     const int *g, double *pred, int *chosen)
+{
+    size_t n = td->n, nt = 1 + td->ncut;
+    unsigned char *use = malloc(n ? n : 1), *done = calloc(n ? n : 1, 1);
+    int *ids = malloc((n ? n : 1) * sizeof *ids);
+    double *inner = malloc((n ? n : 1) * nt * sizeof *inner), *se = malloc(nt * sizeof *se);
+    int rc = -1;
+    if (!use || !done || !ids || !inner || !se)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = (int)i;
+        chosen[i] = -1;
+    }
+    for (size_t i = 0; i < n * nt; i++)
+        pred[i] = NAN;
+    for (size_t i = 0; i < n; i++) {
+        if (done[i])
+            continue;
+        size_t ntrain = 0;
+        for (size_t j = 0; j < n; j++) {
+            use[j] = g[j] != g[i];
+            ntrain += use[j] && !isnan(td->y[j * nt]);
+        }
+        struct pflex_train_data in = *td;
+        in.use = use;
+        int best = -1;
+        double best_rmse = INFINITY;
+        for (size_t c = 0; c < nc; c++) {
+            pflex_error_t e;
+            if (ntrain < 2 || pflex_model_min_jobs(&cand[c].spec) > ntrain - 1
+                || pflex_model_cv(&cand[c].spec, &in, ids, inner, &e) < 0)
+                continue;
+            double se2 = 0;
+            size_t k = 0;
+            for (size_t j = 0; j < n; j++)
+                if (use[j] && !isnan(inner[j * nt]) && !isnan(td->y[j * nt])) {
+                    double d = inner[j * nt] - td->y[j * nt];
+                    se2 += d * d;
+                    k++;
+                }
+            if (k == ntrain && sqrt(se2 / (double)k) < best_rmse) {
+                best_rmse = sqrt(se2 / (double)k);
+                best = (int)c;
+            }
+        }
+        pflex_error_t e;
+        pflex_model_t *m = best >= 0 ? pflex_model_fit(&cand[best].spec, &in, &e) : NULL;
+        for (size_t j = 0; j < n; j++) {
+            if (g[j] != g[i])
+                continue;
+            done[j] = 1;
+            if (m) {
+                pflex_model_predict(m, td->x + j * PFLEX_FEAT_COUNT, pred + j * nt, se);
+                chosen[j] = best;
+            }
+        }
+        pflex_model_destroy(m);
+    }
+    rc = 0;
+out:
+    free(use);
+    free(done);
+    free(ids);
+    free(inner);
+    free(se);
+    return rc;
+}
+
 /* ---- §6 ---- */
 
 enum { P_ORACLE, P_EQUAL, P_MOEFT, P_DCGM, P_PFIW_MEAS, P_PFIW_OLS, P_PFIW_BEST, P_PFI_BEST,
@@ -347,7 +422,7 @@ static json_t *protocol(const struct sjob *jobs, size_t nj, int production, unsi
 int study_predict(const char *sweeps_csv, const char *clusters_csv, unsigned workloads,
                   unsigned long seed, json_t **out)
 {
-    struct dataset all, h200 = {0}, h100 = {0};
+    struct dataset all, h200 = {0}, h100 = {0}, val = {0};
     char *files[1] = {(char *)sweeps_csv};
     pflex_error_t err = {{0}};
     int rc = dataset_load("study", 1, files, clusters_csv, NULL, 1, &all);
@@ -355,6 +430,9 @@ int study_predict(const char *sweeps_csv, const char *clusters_csv, unsigned wor
         return rc;
     rc = PFLEX_EXIT_INTERNAL;
     unsigned char *k2 = calloc(all.n ? all.n : 1, 1), *k1 = calloc(all.n ? all.n : 1, 1);
+    unsigned char *kv = calloc(all.n ? all.n : 1, 1);
+    int *chosen = NULL, *ids = NULL, *cl = NULL;
+    double *nloco = NULL;
     json_t *doc = json_object(), *t3 = json_array();
     double *pred = NULL, *pols = NULL;
     struct sjob *sj = NULL;
@@ -364,12 +442,17 @@ int study_predict(const char *sweeps_csv, const char *clusters_csv, unsigned wor
         json_decref(t3);
     if (!doc || json_object_set_new(doc, "table3", t3) < 0)
         goto out;
-    if (!k2 || !k1)
+    if (!k2 || !k1 || !kv)
         goto out;
     size_t n200 = 0;
+    /* Table 3 and every fit are on the H200 jobs of the main set (the
+     * study's 25 headline groups: n = 25); the held-out validation groups
+     * (named "...-val" by the study fleet) are only predicted. */
     for (size_t i = 0; i < all.n; i++) {
         int g200 = has(all.gpu[i], "H200") || (!all.gpu[i] && !has(all.job[i], "h100"));
-        k2[i] = g200 && !isnan(all.pfi[i]);
+        int heldout = has(all.job[i], "-val");
+        k2[i] = g200 && !heldout && !isnan(all.pfi[i]);
+        kv[i] = g200 && heldout && !isnan(all.pfi[i]);
         k1[i] = has(all.gpu[i], "H100") && !isnan(all.pfi[i]);
         n200 += k2[i];
     }
@@ -379,7 +462,7 @@ int study_predict(const char *sweeps_csv, const char *clusters_csv, unsigned wor
         rc = PFLEX_EXIT_BAD_INPUT;
         goto out;
     }
-    if (subset(&all, k2, &h200) < 0 || subset(&all, k1, &h100) < 0)
+    if (subset(&all, k2, &h200) < 0 || subset(&all, k1, &h100) < 0 || subset(&all, kv, &val) < 0)
         goto out;
     json_object_set_new(doc, "jobs", json_integer((json_int_t)h200.n));
     size_t ng = 0;
@@ -388,7 +471,7 @@ int study_predict(const char *sweeps_csv, const char *clusters_csv, unsigned wor
     /* Table 3 */
     struct candidate cand[8];
     size_t nc = model_candidates(cand, 8);
-    size_t nrows = sizeof psets / sizeof *psets, best = 2;
+    size_t nrows = sizeof psets / sizeof *psets, best = 1;
     double best_rmse = INFINITY;
     for (size_t r = 0; r < nrows + nc - 1; r++) {
         struct pflex_model_spec s;
@@ -412,9 +495,11 @@ int study_predict(const char *sweeps_csv, const char *clusters_csv, unsigned wor
         if (model_evaluate(&s, &h200, 1, &ev, &err) < 0) {
             json_object_set_new(o, "error", json_string(err.text));
         } else {
-            /* pflex's best model: the lowest leave-one-cluster-out RMSE */
-            if (r >= nrows && ev.loco.rmse < best_rmse) {
-                best_rmse = ev.loco.rmse;
+            /* the model one would deploy: the lowest leave-one-out RMSE on
+             * all the jobs (its scores here are not out of sample for the
+             * choice; the nested row below is) */
+            if (r >= nrows && !ev.loo_na && ev.loo.rmse < best_rmse) {
+                best_rmse = ev.loo.rmse;
                 best = r - nrows + 1;
             }
             char why[96];
@@ -442,6 +527,82 @@ int study_predict(const char *sweeps_csv, const char *clusters_csv, unsigned wor
         json_array_append_new(t3, o);
     }
     json_object_set_new(doc, "best_model", json_string(cand[best].name));
+    /* The model choice nested inside the cross-validation: LOO and LOCO
+     * predictions whose model was chosen (inner LOO RMSE) and fitted
+     * without the predicted jobs. */
+    size_t nt0 = 1 + DS_NCUT, ngc = 0;
+    struct pflex_train_data tdn;
+    double *yn = NULL;
+    model_train_data(&h200, &tdn, &yn);
+    chosen = malloc(h200.n * sizeof *chosen);
+    ids = malloc(h200.n * sizeof *ids);
+    nloco = malloc(h200.n * nt0 * sizeof *nloco);
+    pred = malloc(h200.n * nt0 * sizeof *pred);
+    cl = cluster_ids(&h200, &ngc);
+    if (!yn || !chosen || !ids || !nloco || !pred || !cl) {
+        free(yn);
+        goto out;
+    }
+    for (size_t i = 0; i < h200.n; i++)
+        ids[i] = (int)i;
+    {
+        json_t *o = json_object();
+        struct pflex_fit_score sl, sc;
+        nested_cv(cand + 1, nc - 1, &tdn, ids, pred, chosen);
+        pflex_fit_score(pred, yn, h200.n, nt0, &sl);
+        nested_cv(cand + 1, nc - 1, &tdn, cl, nloco, chosen);
+        pflex_fit_score(nloco, yn, h200.n, nt0, &sc);
+        json_object_set_new(o, "features", json_string("model chosen inside each fold (nested)"));
+        json_object_set_new(o, "model", json_string("nested"));
+        json_object_set_new(o, "p", json_integer(0));
+        json_object_set_new(o, "r2_in", json_null());
+        json_object_set_new(o, "loo", score(&sl));
+        json_object_set_new(o, "loco", score(&sc));
+        json_array_append_new(t3, o);
+    }
+    /* The held-out validation groups: each Table 3 model and the deployed
+     * one fitted on the headline jobs, predicting them. */
+    if (val.n > 0) {
+        json_t *vo = json_object(), *rows = json_array();
+        json_object_set_new(vo, "jobs", json_integer((json_int_t)val.n));
+        double *pv = malloc(val.n * nt0 * sizeof *pv), *se = malloc(nt0 * sizeof *se);
+        double *yv = malloc(val.n * nt0 * sizeof *yv);
+        for (size_t r = 0; pv && se && yv && r <= nrows; r++) {
+            struct pflex_model_spec sp;
+            if (r < nrows) {
+                sp.kind = PFLEX_MODEL_OLS;
+                sp.nfeat = psets[r].n;
+                memcpy(sp.feat, psets[r].f, sizeof sp.feat);
+            } else {
+                sp = cand[best].spec;
+            }
+            pflex_error_t e;
+            pflex_model_t *m = pflex_model_fit(&sp, &tdn, &e);
+            json_t *o = json_object();
+            json_object_set_new(o, "features", json_string(r < nrows ? psets[r].name
+                                                                     : cand[best].name));
+            if (m) {
+                for (size_t i = 0; i < val.n; i++) {
+                    pflex_model_predict(m, val.x + i * PFLEX_FEAT_COUNT, pv + i * nt0, se);
+                    yv[i * nt0] = val.pfi[i];
+                }
+                struct pflex_fit_score sv;
+                pflex_fit_score(pv, yv, val.n, nt0, &sv);
+                json_object_set_new(o, "rmse", cli_json_real(sv.rmse));
+                json_object_set_new(o, "rho", cli_json_real(sv.rho));
+                pflex_model_destroy(m);
+            } else {
+                json_object_set_new(o, "error", json_string(e.text));
+            }
+            json_array_append_new(rows, o);
+        }
+        free(pv);
+        free(se);
+        free(yv);
+        json_object_set_new(vo, "models", rows);
+        json_object_set_new(doc, "validation", vo);
+    }
+    free(yn);
     /* the DRAM-copy-product fit transferred to H100 */
     {
         struct pflex_model_spec s = {PFLEX_MODEL_OLS, 1, {PFLEX_FEAT_DRAM_COPY}};
@@ -473,13 +634,13 @@ int study_predict(const char *sweeps_csv, const char *clusters_csv, unsigned wor
         free(t1);
     }
     /* §6 */
+    /* pred holds the nested LOO predictions: the "best model" policies plan
+     * each job with a model chosen and fitted without it. */
     size_t nt = 1 + DS_NCUT;
-    pred = malloc(h200.n * nt * sizeof *pred);
     pols = malloc(h200.n * nt * sizeof *pols);
     sj = calloc(h200.n, sizeof *sj);
     struct pflex_model_spec sols = {PFLEX_MODEL_OLS, 1, {PFLEX_FEAT_DRAM_COPY}};
-    if (!pred || !pols || !sj || loo_pred(&cand[best].spec, &h200, pred, &err) < 0 ||
-        loo_pred(&sols, &h200, pols, &err) < 0)
+    if (!pols || !sj || loo_pred(&sols, &h200, pols, &err) < 0)
         goto out;
     for (size_t i = 0; i < h200.n; i++) {
         struct sjob *j = &sj[i];
@@ -528,12 +689,18 @@ out:
     json_decref(doc);
     free(k1);
     free(k2);
+    free(kv);
+    free(chosen);
+    free(ids);
+    free(cl);
+    free(nloco);
     free(pred);
     free(pols);
     free(sj);
     dataset_fini(&all);
     dataset_fini(&h200);
     dataset_fini(&h100);
+    dataset_fini(&val);
     return rc;
 }
 
@@ -551,9 +718,12 @@ static double jri(const json_t *o, const char *k, size_t i)
 
 void study_predict_print(FILE *f, const json_t *doc)
 {
-    fprintf(f, "== Table 3 on the simulated fleet: %lld H200 jobs, %lld clusters (study: n = 25) ==\n",
+    fprintf(f, "== Table 3: fitted on the %lld H200 main-set jobs (%lld clusters; study: n = 25), "
+            "in sample | leave one job out | leave one cluster out ==\n",
             (long long)json_integer_value(json_object_get(doc, "jobs")),
             (long long)json_integer_value(json_object_get(doc, "clusters")));
+    fprintf(f, "(on a simulated fleet: the simulator's constants are calibrated on physical "
+            "measurements only, no PFI: docs/sim-model.md)\n");
     fprintf(f, "%-38s %-6s %3s | %6s | %7s %6s %6s | %7s %6s %6s\n", "features", "model", "p",
             "R2 in", "LOO R2", "RMSE", "rho", "LOCO R2", "RMSE", "rho");
     size_t i;
@@ -572,11 +742,19 @@ void study_predict_print(FILE *f, const json_t *doc)
         else
             snprintf(b, sizeof b, "%7.3f %6.3f %6.3f", jr(loco, "r2"), jr(loco, "rmse"),
                      jr(loco, "rho"));
-        fprintf(f, "%-38.38s %-6s %3lld | %6.3f | %s | %s\n",
+        char in[16];
+        if (isnan(jr(row, "r2_in")))
+            snprintf(in, sizeof in, "%6s", "-");
+        else
+            snprintf(in, sizeof in, "%6.3f", jr(row, "r2_in"));
+        fprintf(f, "%-38.38s %-6s %3lld | %s | %s | %s\n",
                 json_string_value(json_object_get(row, "features")),
                 json_string_value(json_object_get(row, "model")),
-                (long long)json_integer_value(json_object_get(row, "p")), jr(row, "r2_in"), a, b);
-        if (loo_na || loco_na)
+                (long long)json_integer_value(json_object_get(row, "p")), in, a, b);
+        if (json_object_get(row, "error"))
+            fprintf(f, "  %s: not fitted: %s\n", json_string_value(json_object_get(row, "features")),
+                    json_string_value(json_object_get(row, "error")));
+        else if (loo_na || loco_na)
             fprintf(f, "  %s: %s%s%s%s%s\n", json_string_value(json_object_get(row, "features")),
                     loo_na ? "LOO n/a, " : "", loo_na ? loo_na : "",
                     loo_na && loco_na ? "; " : "", loco_na ? "LOCO n/a, " : "",
@@ -590,8 +768,21 @@ void study_predict_print(FILE *f, const json_t *doc)
                     jr(json_object_get(st, "loco"), "rho"));
     }
     json_t *h = json_object_get(doc, "h100_transfer");
-    fprintf(f, "best model (lowest LOCO RMSE), used for the predicted policies below: %s\n",
-            json_string_value(json_object_get(doc, "best_model")));
+    fprintf(f, "deployed model (lowest LOO RMSE on all the jobs; its rows above are in sample for "
+            "that choice, the nested row is not): %s\n"
+            "the \"best model\" policies below plan each job with the nested LOO prediction (model "
+            "chosen and fitted without it)\n", json_string_value(json_object_get(doc, "best_model")));
+    json_t *vo = json_object_get(doc, "validation");
+    if (vo) {
+        fprintf(f, "held-out validation groups (%lld, never fitted on): fitted on the main set, "
+                "predicted\n", (long long)json_integer_value(json_object_get(vo, "jobs")));
+        size_t vi;
+        json_t *vr;
+        json_array_foreach(json_object_get(vo, "models"), vi, vr)
+            fprintf(f, "  %-38.38s RMSE %6.3f  rho %6.3f\n",
+                    json_string_value(json_object_get(vr, "features")), jr(vr, "rmse"),
+                    jr(vr, "rho"));
+    }
     fprintf(f, "\nDRAM-copy-product OLS fitted on H200, scored on %lld H100 jobs: R2 %.3f, RMSE "
             "%.3f, rho %.3f (study: R2 0.56)\n",
             (long long)json_integer_value(json_object_get(h, "h100_jobs")), jr(h, "r2"),
