@@ -733,17 +733,22 @@ void study_predict_print(FILE *f, const json_t *doc)
         const char *loo_na = json_string_value(json_object_get(row, "loo_na"));
         const char *loco_na = json_string_value(json_object_get(row, "loco_na"));
         char a[32], b[32];
-        if (loo_na)
+        int unfit = json_object_get(row, "error") != NULL;
+        if (unfit)
+            loo_na = loco_na = NULL;
+        if (unfit || loo_na)
             snprintf(a, sizeof a, "%7s %6s %6s", "n/a", "n/a", "n/a");
         else
             snprintf(a, sizeof a, "%7.3f %6.3f %6.3f", jr(loo, "r2"), jr(loo, "rmse"), jr(loo, "rho"));
-        if (loco_na)
+        if (unfit || loco_na)
             snprintf(b, sizeof b, "%7s %6s %6s", "n/a", "n/a", "n/a");
         else
             snprintf(b, sizeof b, "%7.3f %6.3f %6.3f", jr(loco, "r2"), jr(loco, "rmse"),
                      jr(loco, "rho"));
         char in[16];
-        if (isnan(jr(row, "r2_in")))
+        if (unfit)
+            snprintf(in, sizeof in, "%6s", "n/a");
+        else if (isnan(jr(row, "r2_in")))
             snprintf(in, sizeof in, "%6s", "-");
         else
             snprintf(in, sizeof in, "%6.3f", jr(row, "r2_in"));
