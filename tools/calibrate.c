@@ -324,6 +324,9 @@ int main(int argc, char **argv)
                jd.headline_rho, jd.cluster_median_sim[0], jd.cluster_median_measured[0],
                jd.cluster_median_sim[1], jd.cluster_median_measured[1], jd.cluster_median_sim[2],
                jd.cluster_median_measured[2]);
+        printf("  (no calibration measurement is tied to a study group, so these are out of sample "
+               "as they stand: a leave-one-group-out of the calibration is the fit above; the "
+               "validation and H100 groups have no published PFI to score)\n");
         for (size_t g = 0; g < jd.n; g++) {
             struct pflex_fleet_run r;
             pflex_fleet_get(g, &r);
