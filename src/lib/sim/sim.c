@@ -404,6 +404,12 @@ static void build_step(struct pflex_sim_job *j)
          * operator stream and the GPU's work do not overlap across steps.
          * Fused serving (vLLM: CUDA graphs) launches a step at once. */
         s->kernels_iter = lloc * P.ops_layer_decode + P.ops_gen_iter;
+        /* An MoE layer adds its router (linear, softmax, top-k, normalise)
+         * and the experts block's gather, grouped or batched projections,
+         * activation, routing weight and scatter: about 15 more (assumed;
+         * Transformers switches grouped experts to batched ones for decode). */
+        if (d->experts > 0)
+            s->kernels_iter += (lloc - d->dense_layers * lloc / L) * 15;
         s->host_iter_s = d->eager ? s->kernels_iter * P.py_op_s : P.host_iter_s;
         double tp_bw = ring_bw(j, d->tp, imin(d->tp, gpn));
         double tp_count = 2 * lloc;
@@ -898,7 +904,13 @@ static int measure(pflex_sim_job_t *j, double cap_w, struct pflex_sim_measure *o
         out->throughput *= 1 + P.noise_tput * gauss(base, 2);
         out->step_s = j->s.tokens / out->throughput;
         for (int f = 0; f < PFLEX_TM_COUNT; f++)
-            if (f != PFLEX_TM_MEM_CLOCK_MHZ) {
+            if (f == PFLEX_TM_SM_CLOCK_MHZ) {
+                /* The clock dithers only where the power limit binds; it
+                 * never reads above the board's top clock. */
+                double top = j->k->sm_clock_max_mhz;
+                if (out->tm[f] < top - 1)
+                    out->tm[f] = fmin(top, out->tm[f] * (1 + P.noise_tm * gauss(base, 10 + (uint64_t)f)));
+            } else if (f != PFLEX_TM_MEM_CLOCK_MHZ) {
                 out->tm[f] *= 1 + P.noise_tm * gauss(base, 10 + (uint64_t)f);
                 if ((f >= PFLEX_TM_SM_ACTIVE && f <= PFLEX_TM_GR_ENGINE_ACTIVE) && out->tm[f] > 1)
                     out->tm[f] = 1;
