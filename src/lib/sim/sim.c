@@ -101,9 +101,9 @@ static const struct physics P_DEFAULT = {
  * memory counters side by side; eff_gemm the H200 runs' step times and
  * tensor activity with llm-foundry's throughputs. */
 const struct pflex_sim_fit pflex_sim_fit_default = {
-    .k_dyn_ga100 = 0.5104, .k_dyn_gh100 = 0.7038, .w_tensor = 1.6073, .w_fp32 = 0.6067,
-    .eager_mult = 4.0547, .eta_dp = 0.6042, .py_op_s = 2.0270e-05, .u_busy = 0.7689,
-    .eff_gemm = 0.8213,
+    .k_dyn_ga100 = 0.5125, .k_dyn_gh100 = 0.7215, .w_tensor = 1.6139, .w_fp32 = 0.5490,
+    .eager_mult = 4.0246, .eta_dp = 0.5883, .py_op_s = 2.0399e-05, .u_busy = 0.7760,
+    .eff_gemm = 0.7859,
 };
 
 
