@@ -16,8 +16,13 @@ CFLAGS   ?= $(OPT) -g
 WARN     := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror \
             -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-ALL_CFLAGS  = $(WARN) $(CFLAGS) $(SAN) -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP
+# Fitting goes through GSL's CBLAS interface: OpenBLAS where pkg-config finds
+# it (libopenblas-dev), else GSL's reference CBLAS (-lgslcblas).  HAVE_INLINE
+# makes GSL's accessors (gsl_matrix_get, ...) inline functions instead of
+# calls into the shared library, which the fitting's inner loops are made of.
+BLAS_LIBS  := $(shell pkg-config --libs openblas 2>/dev/null || echo -lgslcblas)
+PKG_LIBS   := $(filter-out -lgslcblas,$(shell pkg-config --libs $(PKGS) 2>/dev/null)) $(BLAS_LIBS)
+ALL_CFLAGS  = $(WARN) -DHAVE_INLINE $(CFLAGS) $(SAN) -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP
 LDLIBS      = $(PKG_LIBS) -ldl -lm -lpthread
 
 LIB_SRC  := $(sort $(wildcard src/lib/*/*.c))
@@ -112,6 +117,15 @@ $(BUILD)/bench/%: bench/%.c $(LIBPFLEX)
 	@$(if $(V),,echo "  BENCH   $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(LIBPFLEX) $(LDLIBS) -o $@
 
+# The example programs: built on libpflex and its public headers alone (the
+# proof that the library stands by itself); tests/e2e/example.sh runs them.
+EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
+EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
+$(BUILD)/examples/%: examples/%.c $(LIBPFLEX)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  EXAMPLE $@")
+	$(Q)$(CC) $(ALL_CFLAGS:-Isrc=) $< $(LIBPFLEX) $(LDLIBS) -o $@
+
 # The sim model's calibration (docs/sim-model.md section 4): fits the free
 # constants to the shared measurements and prints them with their errors.
 $(BUILD)/tools/%: tools/%.c $(LIBPFLEX)
@@ -135,7 +149,7 @@ $(FAKE_NVML): tests/fake_nvml/fake_nvml.c
 # as tests themselves: only tests/test_*.c are).
 TEST_HELPERS := $(if $(wildcard tests/metrics_server.c),$(BUILD)/tests/metrics_server)
 
-test-bins: $(PFLEX) $(TEST_BIN) $(TEST_HELPERS) $(if $(wildcard tests/fake_nvml/fake_nvml.c),$(FAKE_NVML))
+test-bins: $(PFLEX) $(TEST_BIN) $(TEST_HELPERS) $(EXAMPLE_BIN) $(if $(wildcard tests/fake_nvml/fake_nvml.c),$(FAKE_NVML))
 
 # One build, its tests run.
 test: test-bins

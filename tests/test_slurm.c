@@ -409,6 +409,109 @@ static void test_csv_nul_in_id(void **state)
     pflex_jobmap_destroy(m);
 }
 
+/* The three inputs a fuzz_slurm run saved as crashes (now in its corpus,
+ * fuzz/corpus/fuzz_slurm/, and read from there so that this test and the
+ * fuzzer replay the same bytes).  As for the fuzzer, the first byte picks
+ * the reader (0 squeue, 1 scontrol) and the rest is its input.  Each reads
+ * cleanly to the rows below, and the CSV written from them reads back to
+ * the same rows (what the fuzz target checks). */
+struct want_row {
+    const char *job, *name, *host;
+    int gpu;
+};
+
+static void expect_corpus_rows(const char *file, const struct want_row *want, size_t nwant)
+{
+    char path[256];
+    snprintf(path, sizeof path, "fuzz/corpus/fuzz_slurm/%s", file);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char buf[1 << 14];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    assert_int_equal(ferror(f), 0);
+    fclose(f);
+    assert_true(n > 1 && n < sizeof buf);
+    assert_true(buf[0] == 0 || buf[0] == 1);
+    pflex_jobmap_t *m = pflex_jobmap_create(), *back = pflex_jobmap_create();
+    pflex_error_t err;
+    assert_non_null(m);
+    assert_non_null(back);
+    int rc = buf[0] == 0 ? pflex_slurm_squeue_read_mem(m, buf + 1, n - 1, file, &err)
+                         : pflex_slurm_scontrol_read_mem(m, buf + 1, n - 1, file, &err);
+    if (rc)
+        fail_msg("%s: %s", file, err.text);
+    const struct pflex_jobmap_row *r, *b;
+    long k = pflex_jobmap_rows(m, &r, &err);
+    assert_int_equal(k, (long)nwant);
+    for (size_t i = 0; i < nwant; i++) {
+        assert_string_equal(r[i].job, want[i].job);
+        assert_string_equal(r[i].name, want[i].name);
+        assert_string_equal(r[i].host, want[i].host);
+        assert_int_equal(r[i].gpu, want[i].gpu);
+    }
+    char *csv = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&csv, &len);
+    assert_non_null(mf);
+    assert_int_equal(pflex_jobmap_write_csv(r, (size_t)k, mf), 0);
+    assert_int_equal(fclose(mf), 0);
+    if (pflex_jobmap_csv_read_mem(back, csv, len, "again", &err))
+        fail_msg("%s written as CSV: %s", file, err.text);
+    assert_int_equal(pflex_jobmap_rows(back, &b, &err), k);
+    for (long i = 0; i < k; i++) {
+        assert_string_equal(b[i].job, r[i].job);
+        assert_string_equal(b[i].name, r[i].name);
+        assert_string_equal(b[i].host, r[i].host);
+        assert_int_equal(b[i].gpu, r[i].gpu);
+    }
+    free(csv);
+    pflex_jobmap_destroy(back);
+    pflex_jobmap_destroy(m);
+}
+
+/* scontrol records with a run of NULs inside a value: the JobId behind the
+ * NULs is no key (the key is "Dea\0...\1JobId"), so the record stays job
+ * 4243, and its second JobName, holding the byte 0xff, is the one kept. */
+static void test_corpus_scontrol_nul_run(void **state)
+{
+    (void)state;
+    struct want_row w[24];
+    size_t n = 0;
+    for (int g = 0; g < 16; g++)
+        w[n++] = (struct want_row){"4242", "llama-8b pretrain", g < 8 ? "gpu-01" : "gpu-02", g % 8};
+    for (int g = 0; g < 8; g++)
+        w[n++] = (struct want_row){"4243", "ddpdline=N\xff/A", g < 4 ? "gpu-03" : "gpu-04", g};
+    expect_corpus_rows("scontrol-nul-run", w, n);
+}
+
+/* A one-line scontrol record whose name holds the byte 0xdb and whose
+ * "Requeue" key is mangled: the name is kept as it is, GPUs by host. */
+static void test_corpus_scontrol_byte_in_name(void **state)
+{
+    (void)state;
+    static const struct want_row w[] = {
+        {"5001", "ddp smoke te\xdbt", "node1-ib", 0}, {"5001", "ddp smoke te\xdbt", "node1-ib", 2},
+        {"5001", "ddp smoke te\xdbt", "node3-ib", 1}, {"5001", "ddp smoke te\xdbt", "node3-ib", 3},
+    };
+    expect_corpus_rows("scontrol-byte-in-name", w, sizeof w / sizeof *w);
+}
+
+/* squeue text: a name holding four 0xff bytes, a pending job (no hosts, no
+ * rows), and a name holding the separator '|' (the name is the last field,
+ * so it keeps the rest of the line). */
+static void test_corpus_squeue_bytes_in_name(void **state)
+{
+    (void)state;
+    static const struct want_row w[] = {
+        {"4242", "llama-8b p\xff\xff\xff\xff" "ain", "gpu-01", -1},
+        {"4242", "llama-8b p\xff\xff\xff\xff" "ain", "gpu-02", -1},
+        {"4243", "moe-ft", "gpu-03", -1},
+        {"4243", "moe-ft", "gpu-04", -1},
+        {"4245", "quick|eval", "gpu-05", -1},
+    };
+    expect_corpus_rows("squeue-bytes-in-name", w, sizeof w / sizeof *w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -425,6 +528,9 @@ int main(void)
         cmocka_unit_test(test_csv_errors),
         cmocka_unit_test(test_hostile_bounded),
         cmocka_unit_test(test_csv_nul_in_id),
+        cmocka_unit_test(test_corpus_scontrol_nul_run),
+        cmocka_unit_test(test_corpus_scontrol_byte_in_name),
+        cmocka_unit_test(test_corpus_squeue_bytes_in_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

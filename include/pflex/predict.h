@@ -118,6 +118,29 @@ struct pflex_fit_score {
     size_t n;
     double r2, rmse, rho;   /* R^2 = 1 - SSres/SStot, RMSE, Spearman of pred vs true */
 };
+/* One job's prediction: the model's targets and what the predicted loss
+ * curve sheds at each service tier's floor (predict_curve.c). */
+struct pflex_job_prediction {
+    double mean[1 + PFLEX_MODEL_MAX_CUTS];  /* [0] ratio PFI, [1 + k] loss at cuts[k] */
+    double se[1 + PFLEX_MODEL_MAX_CUTS];    /* their standard errors */
+    double shed[4];     /* [t] power fraction shed at tier t's floor (t = 1..3),
+                         * NaN when the curve does not say; [0] NaN */
+};
+
+/* The predicted curve of a job whose uncapped run drew p0_w per GPU (W)
+ * at cap cap0_w (W; NaN: p0_w) with throughput t0, as sweep points with
+ * the baseline first and then ascending power: power_w = p0_w (1 - x),
+ * throughput = t0 (1 - loss[1 + k]), cap_w = cap0_w (1 - x) for each cut
+ * x = cuts[k].  pts holds PFLEX_MODEL_MAX_CUTS + 1; returns the count. */
+struct pflex_sweep_point;
+size_t pflex_model_curve_points(const pflex_model_t *m, const double *mean, double p0_w,
+                                double t0, double cap0_w, struct pflex_sweep_point *pts);
+
+/* Predict the job with features x (PFLEX_FEAT_COUNT) and baseline p0_w,
+ * t0, cap0_w (as above) into *out. */
+void pflex_model_predict_job(const pflex_model_t *m, const double *x, double p0_w, double t0,
+                             double cap0_w, struct pflex_job_prediction *out);
+
 /* Score predictions against truth over the rows where both exist. */
 void pflex_fit_score(const double *pred, const double *truth, size_t n, size_t stride,
                      struct pflex_fit_score *out);

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "cli/model_common.h"
 #include "pflex/csv.h"
 #include "pflex/curve.h"
 #include "pflex/pfi.h"
+#include "pflex/predict.h"
 #include "pflex/sweep.h"
 
 static const char help[] =
@@ -235,47 +235,20 @@ static int load(const char *path, struct jobs *js)
     return rc;
 }
 
-struct pred {
-    double mean[1 + PFLEX_MODEL_MAX_CUTS], se[1 + PFLEX_MODEL_MAX_CUTS];
-    double shed[4];
-};
-
-/* The predicted curve as sweep points: baseline first, ascending power. */
-static size_t curve_points(const pflex_model_t *m, const struct job *j, const struct pred *p,
-                           struct pflex_sweep_point *pts)
-{
-    size_t n = 0;
-    double cap0 = isnan(j->cap0_w) ? j->p0_w : j->cap0_w;
-    for (size_t k = m->ncut; k-- > 0;) {
-        double x = m->cuts[k];
-        pts[n].cap_w = cap0 * (1 - x);
-        pts[n].power_w = j->p0_w * (1 - x);
-        pts[n].throughput = j->t0 * (1 - p->mean[1 + k]);
-        pts[n].rows = 1;
-        pts[n].line = 0;
-        n++;
-    }
-    pts[n].cap_w = cap0;
-    pts[n].power_w = j->p0_w;
-    pts[n].throughput = j->t0;
-    pts[n].rows = 1;
-    pts[n].line = 0;
-    return n + 1;
-}
-
 static void num(FILE *f, double v)
 {
     if (!isnan(v))
         fprintf(f, "%.10g", v);
 }
 
-static void write_pfi_csv(FILE *f, const struct jobs *js, const struct pred *pr, double z)
+static void write_pfi_csv(FILE *f, const struct jobs *js, const struct pflex_job_prediction *pr,
+                          double z)
 {
     fputs("job,gpus,power_w,throughput,pfi,metric,grid,range,floor,gpu,cap_w,points_used,"
           "points_dropped,shed_flex1,shed_flex2,shed_flex3,pfi_lo,pfi_hi\n", f);
     for (size_t i = 0; i < js->n; i++) {
         const struct job *j = &js->v[i];
-        const struct pred *p = &pr[i];
+        const struct pflex_job_prediction *p = &pr[i];
         pflex_csv_write_field(f, j->name);
         fprintf(f, ",%d,%.10g,%.10g,", j->gpus, j->p0_w, j->t0);
         num(f, p->mean[0]);
@@ -312,7 +285,7 @@ static int emit(const char *path, void (*fn)(FILE *, const void *), const void *
         free(buf);
         return -1;
     }
-    int rc = path ? write_atomic(path, buf, len)
+    int rc = path ? cli_write_atomic(path, buf, len)
                   : (fwrite(buf, 1, len, stdout) == len ? 0 : -1);
     free(buf);
     return rc;
@@ -321,7 +294,7 @@ static int emit(const char *path, void (*fn)(FILE *, const void *), const void *
 struct ctx {
     const pflex_model_t *m;
     const struct jobs *js;
-    const struct pred *pr;
+    const struct pflex_job_prediction *pr;
     double z;
 };
 
@@ -339,11 +312,73 @@ static void curves_fn(FILE *f, const void *a)
     pflex_sweep_write_header(f, 0);
     for (size_t i = 0; i < c->js->n; i++) {
         const struct job *j = &c->js->v[i];
-        size_t n = curve_points(c->m, j, &c->pr[i], pts);
+        size_t n = pflex_model_curve_points(c->m, c->pr[i].mean, j->p0_w, j->t0, j->cap0_w,
+                                            pts);
         for (size_t k = n; k-- > 0;)
             pflex_sweep_write_row(f, 0, j->name, j->gpu, j->gpus, pts[k].cap_w, pts[k].power_w,
                                   pts[k].throughput, NULL);
     }
+}
+
+/* --json: the model, its cuts, and each job's prediction. */
+static int print_json(const char *model, const pflex_model_t *m, const struct jobs *jobs,
+                      const struct pflex_job_prediction *pr, double z)
+{
+    json_t *doc = json_object(), *arr = json_array(), *cuts = json_array();
+    json_object_set_new(doc, "model", json_string(model));
+    json_object_set_new(doc, "kind", json_string(pflex_model_kind_name(m->spec.kind)));
+    json_object_set_new(doc, "metric", json_string("ratio"));
+    json_object_set_new(doc, "z", json_real(z));
+    for (size_t k = 0; k < m->ncut; k++)
+        json_array_append_new(cuts, json_real(m->cuts[k]));
+    json_object_set_new(doc, "cuts", cuts);
+    for (size_t i = 0; i < jobs->n; i++) {
+        json_t *o = json_object(), *loss = json_array(), *lse = json_array();
+        json_object_set_new(o, "job", json_string(jobs->v[i].name));
+        json_object_set_new(o, "gpus", json_integer(jobs->v[i].gpus));
+        json_object_set_new(o, "baseline_power_w", json_real(jobs->v[i].p0_w));
+        json_object_set_new(o, "baseline_throughput", json_real(jobs->v[i].t0));
+        json_object_set_new(o, "pfi", cli_json_real(pr[i].mean[0]));
+        json_object_set_new(o, "pfi_se", cli_json_real(pr[i].se[0]));
+        json_object_set_new(o, "pfi_lo", cli_json_real(pr[i].mean[0] - z * pr[i].se[0]));
+        json_object_set_new(o, "pfi_hi", cli_json_real(pr[i].mean[0] + z * pr[i].se[0]));
+        for (size_t k = 0; k < m->ncut; k++) {
+            json_array_append_new(loss, cli_json_real(pr[i].mean[1 + k]));
+            json_array_append_new(lse, cli_json_real(pr[i].se[1 + k]));
+        }
+        json_object_set_new(o, "loss", loss);
+        json_object_set_new(o, "loss_se", lse);
+        json_t *shed = json_object();
+        json_object_set_new(shed, "flex1", cli_json_real(pr[i].shed[1]));
+        json_object_set_new(shed, "flex2", cli_json_real(pr[i].shed[2]));
+        json_object_set_new(shed, "flex3", cli_json_real(pr[i].shed[3]));
+        json_object_set_new(o, "shed", shed);
+        json_array_append_new(arr, o);
+    }
+    json_object_set_new(doc, "jobs", arr);
+    return cli_json_print(doc);
+}
+
+/* --table: PFI, its interval and the loss at 10, 20, 30 % cuts. */
+static void print_table(const pflex_model_t *m, const struct jobs *jobs,
+                        const struct pflex_job_prediction *pr, double z)
+{
+    printf("%-40s %5s %8s %17s %8s %8s %8s\n", "job", "gpus", "PFI", "interval",
+           "L@10%", "L@20%", "L@30%");
+    for (size_t i = 0; i < jobs->n; i++) {
+        char iv[40];
+        snprintf(iv, sizeof iv, "[%.3f, %.3f]", pr[i].mean[0] - z * pr[i].se[0],
+                 pr[i].mean[0] + z * pr[i].se[0]);
+        double l[3] = {NAN, NAN, NAN};
+        for (size_t k = 0; k < m->ncut; k++)
+            for (int q = 0; q < 3; q++)
+                if (fabs(m->cuts[k] - 0.1 * (q + 1)) < 1e-9)
+                    l[q] = pr[i].mean[1 + k];
+        printf("%-40s %5d %8.3f %17s %8.4f %8.4f %8.4f\n", jobs->v[i].name, jobs->v[i].gpus,
+               pr[i].mean[0], iv, l[0], l[1], l[2]);
+    }
+    printf("%zu jobs; model %s; ratio PFI with +/- %.2f standard errors\n", jobs->n,
+           pflex_model_kind_name(m->spec.kind), z);
 }
 
 int cmd_predict(int argc, char **argv)
@@ -402,22 +437,12 @@ int cmd_predict(int argc, char **argv)
     int nf = optind < argc ? argc - optind : 1;
     for (int f = 0; f < nf && rc == PFLEX_EXIT_OK; f++)
         rc = load(files[f], &js);
-    struct pred *pr = rc == PFLEX_EXIT_OK ? calloc(js.n ? js.n : 1, sizeof *pr) : NULL;
+    struct pflex_job_prediction *pr = rc == PFLEX_EXIT_OK ? calloc(js.n ? js.n : 1, sizeof *pr)
+                                                          : NULL;
     if (rc == PFLEX_EXIT_OK && !pr)
         rc = PFLEX_EXIT_INTERNAL;
-    for (size_t i = 0; rc == PFLEX_EXIT_OK && i < js.n; i++) {
-        pflex_model_predict(m, js.v[i].x, pr[i].mean, pr[i].se);
-        struct pflex_sweep_point pts[PFLEX_MODEL_MAX_CUTS + 1];
-        size_t n = curve_points(m, &js.v[i], &pr[i], pts);
-        struct pflex_curve cv;
-        for (int t = 0; t < 4; t++)
-            pr[i].shed[t] = NAN;
-        if (pflex_curve_init(&cv, pts, n, &err) == 0) {
-            for (int t = 1; t < 4; t++)
-                pr[i].shed[t] = pflex_curve_shed(&cv, pflex_tier_floors[t]);
-            pflex_curve_fini(&cv);
-        }
-    }
+    for (size_t i = 0; rc == PFLEX_EXIT_OK && i < js.n; i++)
+        pflex_model_predict_job(m, js.v[i].x, js.v[i].p0_w, js.v[i].t0, js.v[i].cap0_w, &pr[i]);
     struct ctx cx = {m, &js, pr, z};
     if (rc == PFLEX_EXIT_OK && curves_out && emit(curves_out, curves_fn, &cx) < 0) {
         cli_error("predict", "%s: %s", curves_out, strerror(errno));
@@ -429,57 +454,10 @@ int cmd_predict(int argc, char **argv)
     }
     if (rc == PFLEX_EXIT_OK) {
         if (json) {
-            json_t *doc = json_object(), *arr = json_array(), *cuts = json_array();
-            json_object_set_new(doc, "model", json_string(model));
-            json_object_set_new(doc, "kind", json_string(pflex_model_kind_name(m->spec.kind)));
-            json_object_set_new(doc, "metric", json_string("ratio"));
-            json_object_set_new(doc, "z", json_real(z));
-            for (size_t k = 0; k < m->ncut; k++)
-                json_array_append_new(cuts, json_real(m->cuts[k]));
-            json_object_set_new(doc, "cuts", cuts);
-            for (size_t i = 0; i < js.n; i++) {
-                json_t *o = json_object(), *loss = json_array(), *lse = json_array();
-                json_object_set_new(o, "job", json_string(js.v[i].name));
-                json_object_set_new(o, "gpus", json_integer(js.v[i].gpus));
-                json_object_set_new(o, "baseline_power_w", json_real(js.v[i].p0_w));
-                json_object_set_new(o, "baseline_throughput", json_real(js.v[i].t0));
-                json_object_set_new(o, "pfi", cli_json_real(pr[i].mean[0]));
-                json_object_set_new(o, "pfi_se", cli_json_real(pr[i].se[0]));
-                json_object_set_new(o, "pfi_lo", cli_json_real(pr[i].mean[0] - z * pr[i].se[0]));
-                json_object_set_new(o, "pfi_hi", cli_json_real(pr[i].mean[0] + z * pr[i].se[0]));
-                for (size_t k = 0; k < m->ncut; k++) {
-                    json_array_append_new(loss, cli_json_real(pr[i].mean[1 + k]));
-                    json_array_append_new(lse, cli_json_real(pr[i].se[1 + k]));
-                }
-                json_object_set_new(o, "loss", loss);
-                json_object_set_new(o, "loss_se", lse);
-                json_t *shed = json_object();
-                json_object_set_new(shed, "flex1", cli_json_real(pr[i].shed[1]));
-                json_object_set_new(shed, "flex2", cli_json_real(pr[i].shed[2]));
-                json_object_set_new(shed, "flex3", cli_json_real(pr[i].shed[3]));
-                json_object_set_new(o, "shed", shed);
-                json_array_append_new(arr, o);
-            }
-            json_object_set_new(doc, "jobs", arr);
-            if (cli_json_print(doc) < 0)
+            if (print_json(model, m, &js, pr, z) < 0)
                 rc = PFLEX_EXIT_INTERNAL;
         } else if (table) {
-            printf("%-40s %5s %8s %17s %8s %8s %8s\n", "job", "gpus", "PFI", "interval",
-                   "L@10%", "L@20%", "L@30%");
-            for (size_t i = 0; i < js.n; i++) {
-                char iv[40];
-                snprintf(iv, sizeof iv, "[%.3f, %.3f]", pr[i].mean[0] - z * pr[i].se[0],
-                         pr[i].mean[0] + z * pr[i].se[0]);
-                double l[3] = {NAN, NAN, NAN};
-                for (size_t k = 0; k < m->ncut; k++)
-                    for (int q = 0; q < 3; q++)
-                        if (fabs(m->cuts[k] - 0.1 * (q + 1)) < 1e-9)
-                            l[q] = pr[i].mean[1 + k];
-                printf("%-40s %5d %8.3f %17s %8.4f %8.4f %8.4f\n", js.v[i].name, js.v[i].gpus,
-                       pr[i].mean[0], iv, l[0], l[1], l[2]);
-            }
-            printf("%zu jobs; model %s; ratio PFI with +/- %.2f standard errors\n", js.n,
-                   pflex_model_kind_name(m->spec.kind), z);
+            print_table(m, &js, pr, z);
         } else if (!pfi_out) {
             if (emit(NULL, pfi_fn, &cx) < 0)
                 rc = PFLEX_EXIT_INTERNAL;

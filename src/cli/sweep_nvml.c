@@ -1,35 +1,32 @@
 /* sweep_nvml.c — pflex sweep --backend nvml: a power-cap sweep on real GPUs.
  *
- * For each cap: set it on every chosen GPU, let the job settle, then sample
- * power and telemetry over a window while reading the job's own token
- * counter, and write one sweep CSV row.  The limits go through the limit
- * guard (pflex/guard.h): each GPU is locked against a second owner, its
- * original limit is saved durably before the first change, and a limit a
- * dead owner left is restored at start.  The originals are put back at the
- * end, on any error, and on every signal whose default would kill us
- * (SIGPIPE of `| head`, SIGUSR1 of a Slurm time limit, ...): the handler
- * only records the signal, the main flow notices it within one nap, restores
- * the limits and re-raises the signal so the caller sees how it ended.
- * SIGKILL cannot be caught: the next start restores from the saved state.
+ * The command: options, help, --list, the dry run's plan, the CSV it
+ * writes, and the signals.  The sweep itself is the library's
+ * (pflex/hwsweep.h); the limits go through the limit guard (pflex/guard.h):
+ * each GPU is locked against a second owner, its original limit is saved
+ * durably before the first change, and a limit a dead owner left is
+ * restored at start.  The originals are put back at the end, on any error,
+ * and on every signal whose default would kill us (SIGPIPE of `| head`,
+ * SIGUSR1 of a Slurm time limit, ...): the handler only records the signal,
+ * the sweep notices it within one nap, the command restores the limits and
+ * re-raises the signal so the caller sees how it ended.  SIGKILL cannot be
+ * caught: the next start restores from the saved state.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include "cli/cli.h"
 #include "pflex/guard.h"
+#include "pflex/hwsweep.h"
 #include "pflex/nvml.h"
 #include "pflex/sweep.h"
-#include "lib/util/clock.h"
 
 #define CMD "sweep"
-#define MAX_CAPS 256
+#define MAX_CAPS PFLEX_HWSWEEP_MAX_CAPS
 
 static const char help_text[] =
     "usage: pflex sweep --backend nvml [--gpus LIST] [--caps LIST] [--window S] [--settle S]\n"
@@ -112,94 +109,6 @@ static void on_signal(int sig)
     stop_signal = sig;
 }
 
-/* Sleep until the monotonic time `until`, in slices short enough to notice
- * a signal promptly.  Returns -1 when a signal asks us to stop. */
-static int nap_until(double until)
-{
-    for (;;) {
-        if (stop_signal)
-            return -1;
-        double left = until - pflex_mono_s();
-        if (left <= 0)
-            return 0;
-        if (left > 0.05)
-            left = 0.05;
-        struct timespec ts = {(time_t)left, (long)((left - (time_t)left) * 1e9)};
-        nanosleep(&ts, NULL);
-    }
-}
-
-/* ---- the job's throughput file ------------------------------------ */
-
-struct tp_mark {
-    double t;           /* the job's unix time */
-    double tokens;      /* its cumulative counter */
-};
-
-/* The last complete line of the job's file.  Returns 0, 1 when the file has
- * no data line yet, or -1 with err (*bad set for malformed content). */
-static int tp_last(const char *path, struct tp_mark *m, int *bad, pflex_error_t *err)
-{
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return pflex_error_set(err, "%s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        close(fd);
-        return pflex_error_set(err, "%s: %s", path, strerror(errno));
-    }
-    /* The tail is enough: only the last complete line matters. */
-    char buf[65536];
-    off_t from = sb.st_size > (off_t)sizeof buf - 1 ? sb.st_size - (off_t)(sizeof buf - 1) : 0;
-    ssize_t got = pread(fd, buf, sizeof buf - 1, from);
-    int saved = errno;
-    close(fd);
-    if (got < 0)
-        return pflex_error_set(err, "%s: %s", path, strerror(saved));
-    buf[got] = '\0';
-    /* Read from the middle of the file: its first line is cut. */
-    char *begin = buf;
-    if (from > 0) {
-        begin = strchr(buf, '\n');
-        if (!begin)
-            return 1;
-        begin++;
-    }
-    /* Drop an incomplete last line (the job may be writing it now). */
-    char *end = strrchr(begin, '\n');
-    if (!end)
-        return 1;
-    *end = '\0';
-    for (;;) {
-        char *line = strrchr(begin, '\n');
-        line = line ? line + 1 : begin;
-        while (*line == ' ' || *line == '\t' || *line == '\r')
-            line++;
-        if (*line && *line != '#') {
-            char *p = line, *q;
-            double t = strtod(p, &q);
-            if (q != p) {
-                p = q;
-                while (*p == ' ' || *p == '\t' || *p == ',')
-                    p++;
-                double n = strtod(p, &q);
-                if (q != p && (!*q || *q == ' ' || *q == '\t' || *q == ',' || *q == '\r')
-                    && isfinite(t) && isfinite(n)) {
-                    m->t = t;
-                    m->tokens = n;
-                    return 0;
-                }
-            }
-            *bad = 1;
-            return pflex_error_set(err, "%s: last line '%.60s' is not 'UNIX_TIME TOKENS_TOTAL' "
-                                   "(see pflex sweep --help)", path, line);
-        }
-        if (line == begin)
-            return 1;
-        line[-1] = '\0';
-    }
-}
-
 /* ---- option values ------------------------------------------------ */
 
 static int parse_gpus(const char *s, unsigned count, unsigned **idx, unsigned *n)
@@ -243,64 +152,6 @@ static int parse_gpus(const char *s, unsigned count, unsigned **idx, unsigned *n
     }
     if (*n == 0) {
         cli_usage_error(CMD, "--gpus: empty list");
-        return -1;
-    }
-    return 0;
-}
-
-static int parse_caps(const char *s, double lo_w, double hi_w, double *caps, unsigned *n)
-{
-    *n = 0;
-    if (!s) {
-        /* Six caps from the highest to the lowest common limit, whole watts. */
-        for (int k = 0; k < 6; k++) {
-            double c = floor(hi_w - (hi_w - lo_w) * k / 5.0 + 0.5);
-            if (c < lo_w)
-                c = ceil(lo_w);
-            if (c > hi_w)
-                c = floor(hi_w);
-            if (*n == 0 || c != caps[*n - 1])
-                caps[(*n)++] = c;
-        }
-        return 0;
-    }
-    double lo, hi, step;
-    char tail;
-    if (strchr(s, ':')) {
-        if (sscanf(s, "%lf:%lf:%lf%c", &lo, &hi, &step, &tail) != 3 || !isfinite(lo)
-            || !isfinite(hi) || !(step > 0) || !(lo > 0) || hi < lo) {
-            cli_usage_error(CMD, "--caps: '%s' is not LO:HI:STEP with 0 < LO <= HI and STEP > 0",
-                            s);
-            return -1;
-        }
-        for (double c = hi; c >= lo - 1e-9; c = hi - step * *n) {
-            if (*n == MAX_CAPS) {
-                cli_usage_error(CMD, "--caps: more than %d caps", MAX_CAPS);
-                return -1;
-            }
-            caps[(*n)++] = c;
-        }
-        return 0;
-    }
-    const char *p = s;
-    while (*p) {
-        char *end;
-        errno = 0;
-        double v = strtod(p, &end);
-        if (end == p || errno || (*end && *end != ',') || !isfinite(v) || v <= 0) {
-            cli_usage_error(CMD, "--caps: '%s' is not a list of positive watts like 700,600,500",
-                            s);
-            return -1;
-        }
-        if (*n == MAX_CAPS) {
-            cli_usage_error(CMD, "--caps: more than %d caps", MAX_CAPS);
-            return -1;
-        }
-        caps[(*n)++] = v;
-        p = *end ? end + 1 : end;
-    }
-    if (*n == 0) {
-        cli_usage_error(CMD, "--caps: empty list");
         return -1;
     }
     return 0;
@@ -359,140 +210,6 @@ static int list_devices(pflex_gpu_t *g, unsigned count, const char *lib, int jso
         return PFLEX_EXIT_INTERNAL;
     }
     return PFLEX_EXIT_OK;
-}
-
-/* ---- one cap ------------------------------------------------------ */
-
-struct measurement {
-    double power_w;             /* mean per-GPU board power */
-    double throughput;          /* tokens/s, NaN with --power-only */
-    double tm[PFLEX_TM_COUNT];  /* means over samples and GPUs, NaN when none */
-};
-
-enum { FAIL_SYSTEM = 1, FAIL_INPUT = 2, FAIL_SIGNAL = 3 };
-
-static int measure(pflex_gpu_t *g, const unsigned *idx, unsigned n, const struct opts *o,
-                   double cap_set_wall, struct measurement *m, pflex_error_t *err)
-{
-    double *e0 = calloc(n, sizeof *e0);         /* energy at the window's start, J */
-    double *de = calloc(n, sizeof *de);         /* energy over the window, J */
-    double *te0 = calloc(n, sizeof *te0);       /* when each counter was read first */
-    double *dt = calloc(n, sizeof *dt);         /* ... and the time to its last read */
-    double *psum = calloc(n, sizeof *psum);
-    unsigned *pcount = calloc(n, sizeof *pcount);
-    double tsum[PFLEX_TM_COUNT] = {0};
-    unsigned tcount[PFLEX_TM_COUNT] = {0};
-    int fail = 0, bad = 0;
-    struct tp_mark start = {NAN, NAN}, stop = {NAN, NAN};
-    if (!e0 || !de || !te0 || !dt || !psum || !pcount) {
-        pflex_error_set(err, "out of memory");
-        fail = FAIL_SYSTEM;
-        goto out;
-    }
-    if (o->tp_path) {
-        int r = tp_last(o->tp_path, &start, &bad, err);
-        if (r < 0) {
-            fail = bad ? FAIL_INPUT : FAIL_SYSTEM;
-            goto out;
-        }
-        if (r == 0 && start.t < cap_set_wall - 1e-3)
-            fprintf(stderr, "pflex %s: warning: the job's last line before the window is from "
-                    "%.1f s before the cap was set; a longer --settle avoids mixing caps\n",
-                    CMD, cap_set_wall - start.t);
-    }
-    /* Readings every tenth of the window (10 ms to 1 s apart); the first
-     * one also primes the energy counter and the GPM interval. */
-    double period = o->window_s / 10;
-    period = period < 0.01 ? 0.01 : period > 1.0 ? 1.0 : period;
-    double t_end = pflex_mono_s() + o->window_s;
-    for (int first = 1;; first = 0) {
-        double now = pflex_mono_s();
-        int last = now >= t_end;
-        for (unsigned k = 0; k < n; k++) {
-            struct pflex_gpu_sample s;
-            /* Each GPU's own read times: reading several GPUs takes time
-             * that must not count against one of them. */
-            double t = pflex_mono_s();
-            if (pflex_gpu_sample(g, idx[k], &s, err)) {
-                fail = FAIL_SYSTEM;
-                goto out;
-            }
-            if (first) {
-                e0[k] = s.energy_j;
-                te0[k] = t;
-            }
-            if (last) {
-                de[k] = s.energy_j - e0[k];     /* NaN without a counter */
-                dt[k] = t - te0[k];
-            }
-            if (isfinite(s.power_w)) {
-                psum[k] += s.power_w;
-                pcount[k]++;
-            }
-            for (int f = 0; f < PFLEX_TM_COUNT; f++)
-                if (isfinite(s.tm[f])) {
-                    tsum[f] += s.tm[f];
-                    tcount[f]++;
-                }
-        }
-        if (last)
-            break;
-        if (nap_until(now + period < t_end ? now + period : t_end)) {
-            fail = FAIL_SIGNAL;
-            goto out;
-        }
-    }
-    /* Per-GPU power: energy over time where the counter works (it sees
-     * every millisecond), else the mean of the readings. */
-    double total = 0;
-    unsigned have = 0;
-    for (unsigned k = 0; k < n; k++) {
-        double p = de[k] > 0 && dt[k] > 0 ? de[k] / dt[k]
-                 : pcount[k] ? psum[k] / pcount[k] : NAN;
-        if (isfinite(p)) {
-            total += p;
-            have++;
-        }
-    }
-    if (!have) {
-        pflex_error_set(err, "GPU %u reports neither power usage nor an energy counter", idx[0]);
-        fail = FAIL_SYSTEM;
-        goto out;
-    }
-    m->power_w = total / have;
-    for (int f = 0; f < PFLEX_TM_COUNT; f++)
-        m->tm[f] = tcount[f] ? tsum[f] / tcount[f] : NAN;
-    m->throughput = NAN;
-    if (o->tp_path) {
-        int r = tp_last(o->tp_path, &stop, &bad, err);
-        if (r < 0) {
-            fail = bad ? FAIL_INPUT : FAIL_SYSTEM;
-            goto out;
-        }
-        if (r == 1 || isnan(start.t) || !(stop.t > start.t)) {
-            pflex_error_set(err, "%s: the job wrote no new line during the %g s window; it must "
-                            "append 'UNIX_TIME TOKENS_TOTAL' at least once per window (or use a "
-                            "longer --window)", o->tp_path, o->window_s);
-            fail = FAIL_INPUT;
-            goto out;
-        }
-        if (stop.tokens < start.tokens) {
-            pflex_error_set(err, "%s: the token counter went down (%.17g to %.17g); it must be "
-                            "cumulative (did the job restart?)", o->tp_path, start.tokens,
-                            stop.tokens);
-            fail = FAIL_INPUT;
-            goto out;
-        }
-        m->throughput = (stop.tokens - start.tokens) / (stop.t - start.t);
-    }
-out:
-    free(e0);
-    free(de);
-    free(te0);
-    free(dt);
-    free(psum);
-    free(pcount);
-    return fail;
 }
 
 /* ---- the command -------------------------------------------------- */
@@ -622,118 +339,154 @@ static int finish(pflex_gpu_t *g, pflex_guard_t *gd, int status)
     return status;
 }
 
-int sweep_nvml(int argc, char **argv)
-{
-    struct opts o;
-    int help;
-    int rc = parse_opts(argc, argv, &o, &help);
-    if (rc)
-        return rc;
-    if (help)
-        return cli_help(help_text);
-    if (!o.lib) {
-        const char *env = getenv("PFLEX_NVML_LIB");
-        o.lib = env && *env ? env : PFLEX_NVML_LIB_DEFAULT;
-    }
+/* ---- the sweep ---------------------------------------------------- */
 
+/* What one invocation chose and holds. */
+struct run {
+    struct opts o;
     pflex_gpu_t g;
+    unsigned *idx, n;                   /* the chosen GPUs */
+    struct pflex_gpu_limits *lim;       /* their limits, in idx order */
+    double caps[MAX_CAPS];
+    unsigned ncaps;
+    char gpu_name[96];                  /* the first GPU's model, for the CSV */
+    FILE *out;
+    int progress;
+    int status;                         /* exit status the event handler chose */
+};
+
+/* The GPUs, their limits and the caps from the options, each checked; the
+ * throughput file must exist.  0, or the exit status with the message said. */
+static int choose(struct run *r, unsigned count)
+{
     pflex_error_t err;
-    if (pflex_nvml_open(o.lib, &g, &err)) {
+    if (parse_gpus(r->o.gpus, count, &r->idx, &r->n))
+        return PFLEX_EXIT_BAD_INPUT;
+    r->lim = calloc(r->n, sizeof *r->lim);
+    if (!r->lim) {
+        cli_error(CMD, "out of memory");
+        return PFLEX_EXIT_INTERNAL;
+    }
+    double lo, hi;
+    if (pflex_hwsweep_range(&r->g, r->idx, r->n, r->lim, &lo, &hi, &err)) {
         cli_error(CMD, "%s", err.text);
         return PFLEX_EXIT_INTERNAL;
     }
-    unsigned count = 0;
-    pflex_gpu_count(&g, &count, &err);
-    if (o.list) {
-        rc = list_devices(&g, count, o.lib, o.json);
-        pflex_gpu_close(&g);
-        return rc;
+    pflex_gpu_describe(&r->g, r->idx[0], r->gpu_name, sizeof r->gpu_name, &err);
+    if (!r->o.caps && lo > hi)
+        return cli_usage_error(CMD, "the chosen GPUs have no power limit in common; choose "
+                               "--gpus");
+    size_t ncaps_given = 0;     /* --caps: the one syntax of every command (common.c) */
+    if (!r->o.caps)
+        r->ncaps = pflex_hwsweep_default_caps(lo, hi, r->caps);
+    else if (cli_parse_caps(CMD, "--caps", r->o.caps, 1, r->caps, MAX_CAPS, &ncaps_given, NULL))
+        return PFLEX_EXIT_BAD_INPUT;
+    else
+        r->ncaps = (unsigned)ncaps_given;
+    if (pflex_hwsweep_check_caps(&r->g, r->idx, r->n, r->lim, r->caps, r->ncaps, &err))
+        return cli_usage_error(CMD, "--caps: %s", err.text);
+    if (r->o.tp_path && access(r->o.tp_path, R_OK) != 0)
+        return cli_usage_error(CMD, "--throughput-file %s: %s (start the job first)",
+                               r->o.tp_path, strerror(errno));
+    return 0;
+}
+
+/* --dry-run: what the sweep would do, and what each limit returns to. */
+static int print_plan(struct run *r)
+{
+    pflex_error_t err;
+    printf("dry run: %u cap%s on %u GPU%s, %g s settle + %g s window each (about %.0f s)\n",
+           r->ncaps, r->ncaps == 1 ? "" : "s", r->n, r->n == 1 ? "" : "s", r->o.settle_s,
+           r->o.window_s, r->ncaps * (r->o.settle_s + r->o.window_s));
+    for (unsigned k = 0; k < r->n; k++) {
+        double now_w = NAN;
+        pflex_gpu_get_cap(&r->g, r->idx[k], &now_w, &err);
+        char name[96] = "";
+        pflex_gpu_describe(&r->g, r->idx[k], name, sizeof name, &err);
+        double back_w = pflex_hwsweep_restore_w(now_w, r->lim[k].default_w, r->o.keep_found);
+        printf("GPU %u (%s): limit now %g W, range %g-%g W, restored to %g W at the end%s\n",
+               r->idx[k], name, now_w, r->lim[k].min_w, r->lim[k].max_w, back_w,
+               back_w != now_w ? " (the default: the limit now is taken as a cap left "
+                                 "behind)" : "");
     }
-    if (count == 0) {
-        cli_error(CMD, "NVML (%s) sees no GPU", o.lib);
-        pflex_gpu_close(&g);
+    printf("caps (W):");
+    for (unsigned c = 0; c < r->ncaps; c++)
+        printf(" %g", r->caps[c]);
+    printf("\nthroughput: %s\n", r->o.tp_path ? r->o.tp_path : "none (--power-only)");
+    return fflush(stdout) == 0 ? PFLEX_EXIT_OK : PFLEX_EXIT_INTERNAL;
+}
+
+/* The sweep's events: warnings and progress on stderr, a CSV row per cap. */
+static int on_event(void *arg, const struct pflex_hwsweep_event *ev)
+{
+    struct run *r = arg;
+    switch (ev->kind) {
+    case PFLEX_HWSWEEP_WARNING:
+        cli_error(CMD, "warning: %s", ev->text);
+        break;
+    case PFLEX_HWSWEEP_CAP_SET:
+        if (r->progress)
+            fprintf(stderr, "pflex %s: cap %g W (%u/%u): settling %g s, measuring %g s\n", CMD,
+                    ev->cap_w, ev->cap_no + 1, r->ncaps, r->o.settle_s, r->o.window_s);
+        break;
+    case PFLEX_HWSWEEP_MEASURED:
+        if (pflex_sweep_write_row(r->out, 1, r->o.job, r->gpu_name, (int)r->n, ev->cap_w,
+                                  ev->power_w, ev->throughput, ev->tm) || fflush(r->out)) {
+            cli_error(CMD, "%s: write failed", r->o.out ? r->o.out : "standard output");
+            r->status = PFLEX_EXIT_INTERNAL;
+            return 1;
+        }
+        if (r->progress)
+            fprintf(stderr, "pflex %s: cap %g W: %.1f W per GPU, throughput %.6g\n", CMD,
+                    ev->cap_w, ev->power_w, ev->throughput);
+        break;
+    }
+    return 0;
+}
+
+/* Write the header and sweep every cap into r->out.  The exit status. */
+static int sweep_to(struct run *r, pflex_guard_t *gd)
+{
+    if (pflex_sweep_write_header(r->out, 1) || fflush(r->out)) {
+        cli_error(CMD, "%s: write failed", r->o.out ? r->o.out : "standard output");
         return PFLEX_EXIT_INTERNAL;
     }
+    struct pflex_hwsweep_opts so = {
+        .caps = r->caps, .ncaps = r->ncaps, .settle_s = r->o.settle_s,
+        .window_s = r->o.window_s, .tokens_path = r->o.tp_path, .stop = &stop_signal,
+        .on_event = on_event, .arg = r,
+    };
+    pflex_error_t err;
+    r->status = PFLEX_EXIT_OK;
+    int rc = pflex_hwsweep_run(&r->g, gd, &so, &err);
+    if (rc == -1 || rc == PFLEX_HWSWEEP_BAD_INPUT)
+        cli_error(CMD, "%s", err.text);
+    return rc == -1 ? PFLEX_EXIT_INTERNAL
+         : rc == PFLEX_HWSWEEP_BAD_INPUT ? PFLEX_EXIT_BAD_INPUT
+         : rc == PFLEX_HWSWEEP_HALTED ? r->status : PFLEX_EXIT_OK;
+}
 
-    unsigned *idx = NULL, n = 0, ncaps = 0;
-    double caps[MAX_CAPS];
-    char gpu_name[96] = "";
-    FILE *out = NULL;
-    struct pflex_gpu_limits *lim = NULL;
-    pflex_guard_t *gd = NULL;
-    rc = PFLEX_EXIT_BAD_INPUT;
-    if (parse_gpus(o.gpus, count, &idx, &n))
-        goto done;
-    lim = calloc(n, sizeof *lim);
-    if (!lim) {
-        cli_error(CMD, "out of memory");
-        rc = PFLEX_EXIT_INTERNAL;
-        goto done;
-    }
-    double lo = 0, hi = INFINITY;
-    for (unsigned k = 0; k < n; k++) {
-        if (pflex_gpu_limits(&g, idx[k], &lim[k], &err)) {
-            cli_error(CMD, "%s", err.text);
-            rc = PFLEX_EXIT_INTERNAL;
-            goto done;
-        }
-        lo = lim[k].min_w > lo ? lim[k].min_w : lo;
-        hi = lim[k].max_w < hi ? lim[k].max_w : hi;
-    }
-    pflex_gpu_describe(&g, idx[0], gpu_name, sizeof gpu_name, &err);
-    if (!o.caps && lo > hi) {
-        cli_usage_error(CMD, "the chosen GPUs have no power limit in common; choose --gpus");
-        goto done;
-    }
-    size_t ncaps_given = 0;     /* --caps: the one syntax of every command (common.c) */
-    if (o.caps ? cli_parse_caps(CMD, "--caps", o.caps, 1, caps, MAX_CAPS, &ncaps_given, NULL)
-               : parse_caps(NULL, lo, hi, caps, &ncaps))
-        goto done;
-    if (o.caps)
-        ncaps = (unsigned)ncaps_given;
-    for (unsigned c = 0; c < ncaps; c++)
-        for (unsigned k = 0; k < n; k++)
-            if (caps[c] < lim[k].min_w || caps[c] > lim[k].max_w) {
-                char name[96] = "";
-                pflex_gpu_describe(&g, idx[k], name, sizeof name, &err);
-                cli_usage_error(CMD, "--caps: %g W is outside GPU %u (%s) range %g-%g W", caps[c],
-                                idx[k], name, lim[k].min_w, lim[k].max_w);
-                goto done;
-            }
-    if (o.tp_path && access(o.tp_path, R_OK) != 0) {
-        cli_usage_error(CMD, "--throughput-file %s: %s (start the job first)", o.tp_path,
-                        strerror(errno));
-        goto done;
-    }
+/* After the limits are back: die of the signal that stopped us, as the
+ * caller expects of a killed process. */
+static int die_of_signal(void)
+{
+    int sig = stop_signal;
+    cli_error(CMD, "stopped by %s", sig_name(sig));
+    fflush(stderr);
+    signal(sig, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    sigprocmask(SIG_UNBLOCK, &one, NULL);
+    raise(sig);
+    return 128 + sig;   /* not reached unless the signal is ignored */
+}
 
-    if (o.dry_run) {
-        printf("dry run: %u cap%s on %u GPU%s, %g s settle + %g s window each (about %.0f s)\n",
-               ncaps, ncaps == 1 ? "" : "s", n, n == 1 ? "" : "s", o.settle_s, o.window_s,
-               ncaps * (o.settle_s + o.window_s));
-        for (unsigned k = 0; k < n; k++) {
-            double now_w = NAN;
-            pflex_gpu_get_cap(&g, idx[k], &now_w, &err);
-            char name[96] = "";
-            pflex_gpu_describe(&g, idx[k], name, sizeof name, &err);
-            /* What the guard will restore: the default, unless the limit now
-             * is the default or --keep-found-limit keeps it. */
-            double back_w = !o.keep_found && isfinite(lim[k].default_w)
-                            && fabs(now_w - lim[k].default_w) > 0.5 ? lim[k].default_w : now_w;
-            printf("GPU %u (%s): limit now %g W, range %g-%g W, restored to %g W at the end%s\n",
-                   idx[k], name, now_w, lim[k].min_w, lim[k].max_w, back_w,
-                   back_w != now_w ? " (the default: the limit now is taken as a cap left "
-                                     "behind)" : "");
-        }
-        printf("caps (W):");
-        for (unsigned c = 0; c < ncaps; c++)
-            printf(" %g", caps[c]);
-        printf("\nthroughput: %s\n", o.tp_path ? o.tp_path : "none (--power-only)");
-        rc = fflush(stdout) == 0 ? PFLEX_EXIT_OK : PFLEX_EXIT_INTERNAL;
-        goto done;
-    }
-
-    /* Signals first: from the guard's first change on, every signal that
-     * would kill us is caught, and the main flow restores. */
+/* Catch the signals, take the guard, sweep into the output, restore.  From
+ * the guard's first change on, every signal that would kill us is caught,
+ * and the limits are restored before the signal ends the process. */
+static int sweep_guarded(struct run *r)
+{
     struct sigaction sa, old[16];
     int sigs[16];
     int nsig = pflex_guard_fatal_signals(NULL, sigs);
@@ -742,98 +495,71 @@ int sweep_nvml(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     for (int s = 0; s < nsig; s++)
         sigaction(sigs[s], &sa, &old[s]);
-    if (!o.state_dir) {
+    if (!r->o.state_dir) {
         const char *env = getenv("PFLEX_STATE_DIR");
-        o.state_dir = env && *env ? env : PFLEX_GUARD_DIR_DEFAULT;
+        r->o.state_dir = env && *env ? env : PFLEX_GUARD_DIR_DEFAULT;
     }
-    struct pflex_guard_opts gopts = {.state_dir = o.state_dir, .owner = "sweep",
-                                     .keep_found = o.keep_found};
-    int grc = pflex_guard_open(&g, idx, n, &gopts, &gd, &err);
-    if (grc) {
+    struct pflex_guard_opts gopts = {.state_dir = r->o.state_dir, .owner = "sweep",
+                                     .keep_found = r->o.keep_found};
+    pflex_guard_t *gd = NULL;
+    pflex_error_t err;
+    if (pflex_guard_open(&r->g, r->idx, r->n, &gopts, &gd, &err)) {
         cli_error(CMD, "%s", err.text);
-        rc = PFLEX_EXIT_INTERNAL;
-        goto done;
+        return finish(&r->g, NULL, PFLEX_EXIT_INTERNAL);
     }
     print_notes(gd);
-
-    out = o.out ? fopen(o.out, "w") : stdout;
-    if (!out) {
-        cli_error(CMD, "%s: %s", o.out, strerror(errno));
-        rc = PFLEX_EXIT_INTERNAL;
-        goto done;
+    r->out = r->o.out ? fopen(r->o.out, "w") : stdout;
+    if (!r->out) {
+        cli_error(CMD, "%s: %s", r->o.out, strerror(errno));
+        return finish(&r->g, gd, PFLEX_EXIT_INTERNAL);
     }
-    int progress = cli_progress_wanted(o.progress);
-    rc = PFLEX_EXIT_OK;
-    if (pflex_sweep_write_header(out, 1) || fflush(out)) {
-        cli_error(CMD, "%s: write failed", o.out ? o.out : "standard output");
+    r->progress = cli_progress_wanted(r->o.progress);
+    int rc = sweep_to(r, gd);
+    if (r->out != stdout && fclose(r->out) != 0 && rc == PFLEX_EXIT_OK) {
+        cli_error(CMD, "%s: write failed", r->o.out);
         rc = PFLEX_EXIT_INTERNAL;
     }
-    for (unsigned c = 0; c < ncaps && rc == PFLEX_EXIT_OK && !stop_signal; c++) {
-        double set_wall = pflex_real_s();     /* the job's lines after this see the new cap */
-        for (unsigned k = 0; k < n && rc == PFLEX_EXIT_OK; k++) {
-            double enforced;
-            if (pflex_guard_set(gd, idx[k], caps[c], &enforced, &err)) {
-                cli_error(CMD, "%s", err.text);
-                rc = PFLEX_EXIT_INTERNAL;
-            } else if (fabs(enforced - caps[c]) > 0.5) {
-                cli_error(CMD, "warning: GPU %u enforces %g W, not the %g W set (another limit "
-                          "is lower)", idx[k], enforced, caps[c]);
-            }
-        }
-        if (rc != PFLEX_EXIT_OK)
-            break;
-        if (progress)
-            fprintf(stderr, "pflex %s: cap %g W (%u/%u): settling %g s, measuring %g s\n", CMD,
-                    caps[c], c + 1, ncaps, o.settle_s, o.window_s);
-        if (nap_until(pflex_mono_s() + o.settle_s))
-            break;
-        struct measurement m;
-        int fail = measure(&g, idx, n, &o, set_wall, &m, &err);
-        if (fail == FAIL_SIGNAL)
-            break;
-        if (fail) {
-            cli_error(CMD, "cap %g W: %s", caps[c], err.text);
-            rc = fail == FAIL_INPUT ? PFLEX_EXIT_BAD_INPUT : PFLEX_EXIT_INTERNAL;
-            break;
-        }
-        if (pflex_sweep_write_row(out, 1, o.job, gpu_name, (int)n, caps[c], m.power_w,
-                                  m.throughput, m.tm) || fflush(out)) {
-            cli_error(CMD, "%s: write failed", o.out ? o.out : "standard output");
-            rc = PFLEX_EXIT_INTERNAL;
-            break;
-        }
-        if (progress)
-            fprintf(stderr, "pflex %s: cap %g W: %.1f W per GPU, throughput %.6g\n", CMD,
-                    caps[c], m.power_w, m.throughput);
-    }
-    if (out != stdout && fclose(out) != 0 && rc == PFLEX_EXIT_OK) {
-        cli_error(CMD, "%s: write failed", o.out);
-        rc = PFLEX_EXIT_INTERNAL;
-    }
-    out = NULL;
-    rc = finish(&g, gd, rc);
-    free(idx);
-    free(lim);
-    if (stop_signal) {
-        int sig = stop_signal;
-        cli_error(CMD, "stopped by %s", sig_name(sig));
-        fflush(stderr);
-        signal(sig, SIG_DFL);
-        sigset_t one;
-        sigemptyset(&one);
-        sigaddset(&one, sig);
-        sigprocmask(SIG_UNBLOCK, &one, NULL);
-        raise(sig);
-        return 128 + sig;   /* not reached unless the signal is ignored */
-    }
+    rc = finish(&r->g, gd, rc);
+    if (stop_signal)
+        return die_of_signal();
     for (int s = 0; s < nsig; s++)
         sigaction(sigs[s], &old[s], NULL);
     return rc;
+}
 
-done:
-    if (out && out != stdout)
-        fclose(out);
-    free(idx);
-    free(lim);
-    return finish(&g, gd, rc);
+int sweep_nvml(int argc, char **argv)
+{
+    struct run r = {0};
+    int help;
+    int rc = parse_opts(argc, argv, &r.o, &help);
+    if (rc)
+        return rc;
+    if (help)
+        return cli_help(help_text);
+    if (!r.o.lib) {
+        const char *env = getenv("PFLEX_NVML_LIB");
+        r.o.lib = env && *env ? env : PFLEX_NVML_LIB_DEFAULT;
+    }
+    pflex_error_t err;
+    if (pflex_nvml_open(r.o.lib, &r.g, &err)) {
+        cli_error(CMD, "%s", err.text);
+        return PFLEX_EXIT_INTERNAL;
+    }
+    unsigned count = 0;
+    pflex_gpu_count(&r.g, &count, &err);
+    int guarded = 0;    /* sweep_guarded restores and closes the backend */
+    if (r.o.list) {
+        rc = list_devices(&r.g, count, r.o.lib, r.o.json);
+    } else if (count == 0) {
+        cli_error(CMD, "NVML (%s) sees no GPU", r.o.lib);
+        rc = PFLEX_EXIT_INTERNAL;
+    } else if (!(rc = choose(&r, count))) {
+        guarded = !r.o.dry_run;
+        rc = guarded ? sweep_guarded(&r) : print_plan(&r);
+    }
+    if (!guarded)
+        pflex_gpu_close(&r.g);
+    free(r.idx);
+    free(r.lim);
+    return rc;
 }

@@ -5,34 +5,9 @@
 #define PFLEX_CONTROLLER_AGENT_CLIENT_H
 
 #include <stddef.h>
+#include "controller/node.h"
 #include "pflex/error.h"
 #include "pflex/http.h"
-
-#define AGENT_MAX_GPUS 64
-#define AGENT_MAX_JOBS 64
-
-struct agent_gpu {
-    int index;                  /* the agent's GPU index */
-    char uuid[64];
-    double power_w;             /* NaN: no reading */
-    double limit_w;             /* enforced limit, W; NaN: unknown */
-    double min_w, max_w;        /* settable range, W */
-    int ok;                     /* the agent can read and set it */
-};
-
-struct agent_job {
-    char name[64];
-    int ngpus;
-    int gpus[AGENT_MAX_GPUS];   /* agent GPU indices */
-    double throughput;          /* the agent's measured rate; NaN: none yet */
-};
-
-struct agent_status {
-    char host[64];
-    size_t ngpus, njobs;
-    struct agent_gpu gpu[AGENT_MAX_GPUS];
-    struct agent_job job[AGENT_MAX_JOBS];
-};
 
 struct agent_cap {
     int gpu;
@@ -86,10 +61,6 @@ int agent_client_status_many(pflex_http_client_t *http, struct agent_read *r, si
 /* PUT /v1/caps to every entry's agent (its own caps, one lease), the same. */
 int agent_client_put_caps_many(pflex_http_client_t *http, struct agent_push *p, size_t n,
                                double lease_s, pflex_error_t *err);
-
-/* Copy a status: its header and the GPUs and jobs it has (not the room
- * for the ones it has not). */
-void agent_status_copy(struct agent_status *dst, const struct agent_status *src);
 
 /* The parsers, exposed for tests. */
 int agent_parse_status(const char *body, size_t len, struct agent_status *out, pflex_error_t *err);

@@ -244,300 +244,394 @@ struct num_opt {
     double *dst;
 };
 
-static int run(int argc, char **argv)
+enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECRET, O_VTN_PROGRAM,
+       O_VTN_EVERY, O_VEN_NAME, O_SEED, O_PERIOD, O_LEASE, O_OTHER, O_BASELINE, O_AGENT_MAX,
+       O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
+       O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY,
+       O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE };
+
+static const struct option run_options[] = {
+    {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
+    {"target", required_argument, NULL, O_TARGET}, {"schedule", required_argument, NULL, O_SCHEDULE},
+    {"vtn", required_argument, NULL, O_VTN}, {"vtn-client-id", required_argument, NULL, O_VTN_ID},
+    {"vtn-secret-file", required_argument, NULL, O_VTN_SECRET},
+    {"vtn-program", required_argument, NULL, O_VTN_PROGRAM},
+    {"vtn-every", required_argument, NULL, O_VTN_EVERY}, {"ven-name", required_argument, NULL, O_VEN_NAME},
+    {"seed", required_argument, NULL, O_SEED}, {"period", required_argument, NULL, O_PERIOD},
+    {"lease", required_argument, NULL, O_LEASE}, {"other-w", required_argument, NULL, O_OTHER},
+    {"baseline-w", required_argument, NULL, O_BASELINE},
+    {"agent-max-w", required_argument, NULL, O_AGENT_MAX}, {"floor", required_argument, NULL, O_FLOOR},
+    {"explore", required_argument, NULL, O_EXPLORE}, {"db", required_argument, NULL, O_DB},
+    {"periods", required_argument, NULL, O_PERIODS}, {"log", required_argument, NULL, O_LOG},
+    {"jobs", required_argument, NULL, O_JOBS},
+    {"prometheus", required_argument, NULL, O_PROM},
+    {"status-every", required_argument, NULL, O_STATUS_EVERY},
+    {"job-map", required_argument, NULL, O_JOB_MAP}, {"listen", required_argument, NULL, O_LISTEN},
+    {"port-file", required_argument, NULL, O_PORT_FILE},
+    {"api-token-file", required_argument, NULL, O_API_TOKEN},
+    {"vtn-ramp", required_argument, NULL, O_VTN_RAMP},
+    {"agents", required_argument, NULL, O_AGENTS},
+    {"objective", required_argument, NULL, O_OBJECTIVE},
+    {"tls-cert", required_argument, NULL, O_TLS_CERT},
+    {"tls-key", required_argument, NULL, O_TLS_KEY},
+    {"ca-file", required_argument, NULL, O_CA_FILE},
+    {"http-threads", required_argument, NULL, O_HTTP_THREADS},
+    {"parallel", required_argument, NULL, O_PARALLEL},
+    {"settle", required_argument, NULL, O_SETTLE},
+    {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+};
+
+/* What `controller run` was asked, as given (pointers into argv). */
+struct run_opts {
+    struct ctl_config cfg;
+    const char *agents[256], *targets[64], *agent_files[8];
+    size_t nagents, ntargets, nagent_files;
+    const char *schedule, *token_file, *vtn, *vtn_id, *vtn_secret, *log_path, *jobs_path, *job_map_path,
+               *listen, *port_file, *api_token_file, *vtn_ramp, *tls_cert, *tls_key;
+    double status_every, periods, seed, every, http_threads, parallel;
+};
+
+/* What `controller run` opened (run_close ends it all). */
+struct run_state {
+    double t0;                          /* when it started: targets' "+5m" count from here */
+    pflex_target_set_t cli_targets;     /* --target and --schedule, checked before anything starts */
+    const char **urls;                  /* the agents' URLs (into argv and agent_bufs) */
+    size_t nurls, curls;
+    char *agent_bufs[8];                /* the --agents files' text */
+    pflex_job_policies_t pol;
+    pflex_jobmap_t *jmap;
+    char *token, *secret, *api_token;   /* wiped before they are freed */
+    FILE *log;
+    ctl_t *ctl;
+    pflex_http_server_t *srv;
+    struct ctl_api api;
+};
+
+/* An option that takes a string (or a choice): 0 taken, 1 not one of
+ * those, 2 refused (said). */
+static int take_text_opt(struct run_opts *o, int c, const char *arg)
 {
-    enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECRET, O_VTN_PROGRAM,
-           O_VTN_EVERY, O_VEN_NAME, O_SEED, O_PERIOD, O_LEASE, O_OTHER, O_BASELINE, O_AGENT_MAX,
-           O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
-           O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY, O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE };
-    static const struct option opts[] = {
-        {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
-        {"target", required_argument, NULL, O_TARGET}, {"schedule", required_argument, NULL, O_SCHEDULE},
-        {"vtn", required_argument, NULL, O_VTN}, {"vtn-client-id", required_argument, NULL, O_VTN_ID},
-        {"vtn-secret-file", required_argument, NULL, O_VTN_SECRET},
-        {"vtn-program", required_argument, NULL, O_VTN_PROGRAM},
-        {"vtn-every", required_argument, NULL, O_VTN_EVERY}, {"ven-name", required_argument, NULL, O_VEN_NAME},
-        {"seed", required_argument, NULL, O_SEED}, {"period", required_argument, NULL, O_PERIOD},
-        {"lease", required_argument, NULL, O_LEASE}, {"other-w", required_argument, NULL, O_OTHER},
-        {"baseline-w", required_argument, NULL, O_BASELINE},
-        {"agent-max-w", required_argument, NULL, O_AGENT_MAX}, {"floor", required_argument, NULL, O_FLOOR},
-        {"explore", required_argument, NULL, O_EXPLORE}, {"db", required_argument, NULL, O_DB},
-        {"periods", required_argument, NULL, O_PERIODS}, {"log", required_argument, NULL, O_LOG},
-        {"jobs", required_argument, NULL, O_JOBS},
-        {"prometheus", required_argument, NULL, O_PROM},
-        {"status-every", required_argument, NULL, O_STATUS_EVERY},
-        {"job-map", required_argument, NULL, O_JOB_MAP}, {"listen", required_argument, NULL, O_LISTEN},
-        {"port-file", required_argument, NULL, O_PORT_FILE},
-        {"api-token-file", required_argument, NULL, O_API_TOKEN},
-        {"vtn-ramp", required_argument, NULL, O_VTN_RAMP},
-        {"agents", required_argument, NULL, O_AGENTS},
-        {"objective", required_argument, NULL, O_OBJECTIVE},
-        {"tls-cert", required_argument, NULL, O_TLS_CERT},
-        {"tls-key", required_argument, NULL, O_TLS_KEY},
-        {"ca-file", required_argument, NULL, O_CA_FILE},
-        {"http-threads", required_argument, NULL, O_HTTP_THREADS},
-        {"parallel", required_argument, NULL, O_PARALLEL},
-        {"settle", required_argument, NULL, O_SETTLE},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
-    };
-    const char *jobs_path = NULL, *job_map_path = NULL, *listen = NULL, *port_file = NULL,
-               *api_token_file = NULL, *vtn_ramp = NULL;
-    double status_every = 10;
-    const char *agents[256], *targets[64], *schedule = NULL, *token_file = NULL, *vtn = NULL,
-               *vtn_id = NULL, *vtn_secret = NULL, *log_path = NULL;
-    size_t nagents = 0, ntargets = 0;
-    double periods = 0, seed = 1, every = 1, http_threads = 0, parallel = 64;
-    struct ctl_config cfg = {.period_s = 5, .explore_step = 0.05, .timeout_ms = 2000};
-    pflex_oadr_opts_default(&cfg.oadr, 0);
-    const char *agent_files[8], *tls_cert = NULL, *tls_key = NULL;
-    size_t nagent_files = 0;
-    const struct num_opt nums[] = {
-        {O_VTN_EVERY, "--vtn-every", 1, 1e6, &every},
-        {O_SEED, "--seed", 0, 9e15, &seed},
-        {O_PERIOD, "--period", 0.05, 86400, &cfg.period_s},
-        {O_LEASE, "--lease", 0.1, 86400, &cfg.lease_s},
-        {O_OTHER, "--other-w", 0, 1e12, &cfg.other_w},
-        {O_BASELINE, "--baseline-w", 1, 1e12, &cfg.baseline_w},
-        {O_AGENT_MAX, "--agent-max-w", 1, 1e9, &cfg.agent_max_w},
-        {O_FLOOR, "--floor", 0, 1, &cfg.floor},
-        {O_EXPLORE, "--explore", 0, 0.5, &cfg.explore_step},
-        {O_PERIODS, "--periods", 0, 1e12, &periods},
-        {O_STATUS_EVERY, "--status-every", 1, 1e6, &status_every},
-        {O_HTTP_THREADS, "--http-threads", 1, 16, &http_threads},
-        {O_PARALLEL, "--parallel", 1, 1024, &parallel},
-        {O_SETTLE, "--settle", 0, 86400, &cfg.settle_s},
-    };
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'h':
-            fputs(help, stdout);
-            return 0;
-        case O_AGENT:
-            if (nagents == 256)
-                return usage("at most %s agents", "256");
-            agents[nagents++] = optarg;
-            break;
-        case O_TOKEN: token_file = optarg; break;
-        case O_TARGET:
-            if (ntargets == 64)
-                return usage("at most %s --target options", "64");
-            targets[ntargets++] = optarg;
-            break;
-        case O_SCHEDULE: schedule = optarg; break;
-        case O_VTN: vtn = optarg; break;
-        case O_VTN_ID: vtn_id = optarg; break;
-        case O_VTN_SECRET: vtn_secret = optarg; break;
-        case O_VTN_PROGRAM: cfg.oadr.program_id = optarg; break;
-        case O_VEN_NAME: cfg.oadr.client_name = optarg; break;
-        case O_DB: cfg.db_path = optarg; break;
-        case O_LOG: log_path = optarg; break;
-        case O_JOBS: jobs_path = optarg; break;
-        case O_PROM: cfg.prometheus_url = optarg; break;
-        case O_JOB_MAP: job_map_path = optarg; break;
-        case O_LISTEN: listen = optarg; break;
-        case O_PORT_FILE: port_file = optarg; break;
-        case O_API_TOKEN: api_token_file = optarg; break;
-        case O_VTN_RAMP: vtn_ramp = optarg; break;
-        case O_TLS_CERT: tls_cert = optarg; break;
-        case O_TLS_KEY: tls_key = optarg; break;
-        case O_CA_FILE: cfg.ca_file = optarg; break;
-        case O_AGENTS:
-            if (nagent_files == 8)
-                return usage("at most %s --agents files", "8");
-            agent_files[nagent_files++] = optarg;
-            break;
-        case O_OBJECTIVE:
-            if (!strcmp(optarg, "throughput"))
-                cfg.progress = 0;
-            else if (!strcmp(optarg, "progress"))
-                cfg.progress = 1;
-            else
-                return usage("--objective %s: want throughput or progress", optarg);
-            break;
-        default: {
-            size_t i = 0;
-            while (i < sizeof nums / sizeof *nums && nums[i].id != c)
-                i++;
-            if (i == sizeof nums / sizeof *nums)
-                return usage("%s", "unknown option");
-            if (parse_num(nums[i].name, optarg, nums[i].lo, nums[i].hi, nums[i].dst) < 0)
-                return 2;
-        }
-        }
+    switch (c) {
+    case O_AGENT:
+        if (o->nagents == 256)
+            return usage("at most %s agents", "256");
+        o->agents[o->nagents++] = arg;
+        return 0;
+    case O_TARGET:
+        if (o->ntargets == 64)
+            return usage("at most %s --target options", "64");
+        o->targets[o->ntargets++] = arg;
+        return 0;
+    case O_AGENTS:
+        if (o->nagent_files == 8)
+            return usage("at most %s --agents files", "8");
+        o->agent_files[o->nagent_files++] = arg;
+        return 0;
+    case O_OBJECTIVE:
+        if (strcmp(arg, "throughput") && strcmp(arg, "progress"))
+            return usage("--objective %s: want throughput or progress", arg);
+        o->cfg.progress = !strcmp(arg, "progress");
+        return 0;
+    case O_TOKEN: o->token_file = arg; return 0;
+    case O_SCHEDULE: o->schedule = arg; return 0;
+    case O_VTN: o->vtn = arg; return 0;
+    case O_VTN_ID: o->vtn_id = arg; return 0;
+    case O_VTN_SECRET: o->vtn_secret = arg; return 0;
+    case O_VTN_PROGRAM: o->cfg.oadr.program_id = arg; return 0;
+    case O_VEN_NAME: o->cfg.oadr.client_name = arg; return 0;
+    case O_DB: o->cfg.db_path = arg; return 0;
+    case O_LOG: o->log_path = arg; return 0;
+    case O_JOBS: o->jobs_path = arg; return 0;
+    case O_PROM: o->cfg.prometheus_url = arg; return 0;
+    case O_JOB_MAP: o->job_map_path = arg; return 0;
+    case O_LISTEN: o->listen = arg; return 0;
+    case O_PORT_FILE: o->port_file = arg; return 0;
+    case O_API_TOKEN: o->api_token_file = arg; return 0;
+    case O_VTN_RAMP: o->vtn_ramp = arg; return 0;
+    case O_TLS_CERT: o->tls_cert = arg; return 0;
+    case O_TLS_KEY: o->tls_key = arg; return 0;
+    case O_CA_FILE: o->cfg.ca_file = arg; return 0;
+    default: return 1;
     }
+}
+
+/* An option that takes a number: 0 taken, 2 refused (said). */
+static int take_num_opt(struct run_opts *o, int c, const char *arg)
+{
+    const struct num_opt nums[] = {
+        {O_VTN_EVERY, "--vtn-every", 1, 1e6, &o->every},
+        {O_SEED, "--seed", 0, 9e15, &o->seed},
+        {O_PERIOD, "--period", 0.05, 86400, &o->cfg.period_s},
+        {O_LEASE, "--lease", 0.1, 86400, &o->cfg.lease_s},
+        {O_OTHER, "--other-w", 0, 1e12, &o->cfg.other_w},
+        {O_BASELINE, "--baseline-w", 1, 1e12, &o->cfg.baseline_w},
+        {O_AGENT_MAX, "--agent-max-w", 1, 1e9, &o->cfg.agent_max_w},
+        {O_FLOOR, "--floor", 0, 1, &o->cfg.floor},
+        {O_EXPLORE, "--explore", 0, 0.5, &o->cfg.explore_step},
+        {O_PERIODS, "--periods", 0, 1e12, &o->periods},
+        {O_STATUS_EVERY, "--status-every", 1, 1e6, &o->status_every},
+        {O_HTTP_THREADS, "--http-threads", 1, 16, &o->http_threads},
+        {O_PARALLEL, "--parallel", 1, 1024, &o->parallel},
+        {O_SETTLE, "--settle", 0, 86400, &o->cfg.settle_s},
+    };
+    size_t i = 0;
+    while (i < sizeof nums / sizeof *nums && nums[i].id != c)
+        i++;
+    if (i == sizeof nums / sizeof *nums)
+        return usage("%s", "unknown option");
+    if (parse_num(nums[i].name, arg, nums[i].lo, nums[i].hi, nums[i].dst) < 0)
+        return 2;
+    return 0;
+}
+
+/* The options that go together, and the numbers into the config: -1 all
+ * well, else the exit code (said). */
+static int check_run_opts(struct run_opts *o, int argc, char **argv)
+{
+    struct ctl_config *cfg = &o->cfg;
     if (optind < argc)
         return usage("unexpected argument '%s'", argv[optind]);
-    if (!nagents && !nagent_files)
+    if (!o->nagents && !o->nagent_files)
         return usage("%s", "give at least one --agent URL (or --agents FILE)");
-    if (vtn && (!vtn_id || !vtn_secret))
+    if (o->vtn && (!o->vtn_id || !o->vtn_secret))
         return usage("%s", "--vtn needs --vtn-client-id and --vtn-secret-file");
-    if (cfg.lease_s > 0 && cfg.lease_s <= cfg.period_s)
+    if (cfg->lease_s > 0 && cfg->lease_s <= cfg->period_s)
         return usage("%s", "--lease must be longer than --period (or caps lapse between periods)");
-    if (cfg.prometheus_url && strncmp(cfg.prometheus_url, "http://", 7) && strncmp(cfg.prometheus_url, "https://", 8))
-        return usage("--prometheus %s: want an http:// or https:// URL", cfg.prometheus_url);
-    if ((port_file || api_token_file || tls_cert || tls_key) && !listen)
+    if (cfg->prometheus_url && strncmp(cfg->prometheus_url, "http://", 7)
+        && strncmp(cfg->prometheus_url, "https://", 8))
+        return usage("--prometheus %s: want an http:// or https:// URL", cfg->prometheus_url);
+    if ((o->port_file || o->api_token_file || o->tls_cert || o->tls_key) && !o->listen)
         return usage("%s", "--port-file, --api-token-file and --tls-cert/--tls-key go with --listen");
-    if (!tls_cert != !tls_key)
+    if (!o->tls_cert != !o->tls_key)
         return usage("%s", "--tls-cert and --tls-key go together");
-    if (vtn_ramp) {
+    if (o->vtn_ramp) {
         pflex_error_t e0;
-        if (pflex_target_parse_duration(vtn_ramp, &cfg.oadr.ramp_s, &e0) < 0)
+        if (pflex_target_parse_duration(o->vtn_ramp, &cfg->oadr.ramp_s, &e0) < 0)
             return usage("--vtn-ramp: %s", e0.text);
     }
-    cfg.status_every = (int)status_every;
-    cfg.http_threads = (unsigned)http_threads;
-    cfg.parallel = (unsigned)parallel;
-    cfg.oadr.seed = (uint64_t)seed;
-    cfg.vtn_every = (int)every;
-    double t0 = pflex_real_s();
-    /* every target is checked before anything starts */
-    pflex_target_set_t cli_targets;
-    pflex_target_set_init(&cli_targets);
-    pflex_error_t err;
-    int rc = 2;
-    char *token = NULL, *secret = NULL;
-    ctl_t *ctl = NULL;
-    FILE *log = stderr;
-    pflex_job_policies_t pol = {0};
-    pflex_jobmap_t *jmap = NULL;
-    char *api_token = NULL;
-    pflex_http_server_t *srv = NULL;
-    struct ctl_api api = {0};
-    char *agent_bufs[8] = {0};
-    const char **urls = NULL;
-    size_t nurls = 0, curls = 0;
-    for (size_t i = 0; i < nagents; i++)
-        if (add_url(&urls, &nurls, &curls, agents[i]) < 0)
-            goto out;
-    for (size_t i = 0; i < nagent_files; i++)
-        if (read_agents(agent_files[i], &agent_bufs[i], &urls, &nurls, &curls) < 0)
-            goto out;
-    if (!nurls) {
+    cfg->status_every = (int)o->status_every;
+    cfg->http_threads = (unsigned)o->http_threads;
+    cfg->parallel = (unsigned)o->parallel;
+    cfg->oadr.seed = (uint64_t)o->seed;
+    cfg->vtn_every = (int)o->every;
+    return -1;
+}
+
+/* The command line into *o: -1 to go on, else the exit code (0 for
+ * --help; 2 refused, said). */
+static int parse_run(int argc, char **argv, struct run_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->status_every = 10;
+    o->seed = 1;
+    o->every = 1;
+    o->parallel = 64;
+    o->cfg = (struct ctl_config){.period_s = 5, .explore_step = 0.05, .timeout_ms = 2000};
+    pflex_oadr_opts_default(&o->cfg.oadr, 0);
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", run_options, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(help, stdout);
+            return 0;
+        }
+        int rc = take_text_opt(o, c, optarg);
+        if (rc == 1)
+            rc = take_num_opt(o, c, optarg);
+        if (rc)
+            return rc;
+    }
+    return check_run_opts(o, argc, argv);
+}
+
+/* The agents' URLs (--agent, --agents files) into s->urls: 0 or 2. */
+static int open_agents(const struct run_opts *o, struct run_state *s)
+{
+    for (size_t i = 0; i < o->nagents; i++)
+        if (add_url(&s->urls, &s->nurls, &s->curls, o->agents[i]) < 0)
+            return 2;
+    for (size_t i = 0; i < o->nagent_files; i++)
+        if (read_agents(o->agent_files[i], &s->agent_bufs[i], &s->urls, &s->nurls, &s->curls) < 0)
+            return 2;
+    if (!s->nurls) {
         fprintf(stderr, "pflex controller: the --agents files name no agent\n");
-        goto out;
+        return 2;
     }
-    if (jobs_path) {
-        if (pflex_job_policies_read(jobs_path, &pol, &err) < 0) {
+    return 0;
+}
+
+/* The jobs file, the targets, the schedule and the job map: 0, or the
+ * exit code (said). */
+static int open_site_files(struct run_opts *o, struct run_state *s)
+{
+    pflex_error_t err;
+    if (o->jobs_path) {
+        if (pflex_job_policies_read(o->jobs_path, &s->pol, &err) < 0) {
             fprintf(stderr, "pflex controller: %s\n", err.text);
-            goto out;
+            return 2;
         }
-        cfg.policies = &pol;
+        o->cfg.policies = &s->pol;
     }
-    for (size_t i = 0; i < ntargets; i++) {
+    for (size_t i = 0; i < o->ntargets; i++) {
         struct pflex_target t;
-        if (pflex_target_parse(targets[i], t0, &t, &err) < 0 || pflex_target_set_add(&cli_targets, &t, &err) < 0) {
-            fprintf(stderr, "pflex controller: --target %s: %s\n", targets[i], err.text);
-            goto out;
+        if (pflex_target_parse(o->targets[i], s->t0, &t, &err) < 0
+            || pflex_target_set_add(&s->cli_targets, &t, &err) < 0) {
+            fprintf(stderr, "pflex controller: --target %s: %s\n", o->targets[i], err.text);
+            return 2;
         }
     }
-    if (schedule && pflex_target_schedule_read(schedule, t0, &cli_targets, &err) < 0) {
+    if (o->schedule && pflex_target_schedule_read(o->schedule, s->t0, &s->cli_targets, &err) < 0) {
         fprintf(stderr, "pflex controller: %s\n", err.text);
-        goto out;
+        return 2;
     }
-    if (job_map_path) {
+    if (o->job_map_path) {
         const struct pflex_jobmap_row *rows;
         long n;
-        if (!(jmap = pflex_jobmap_create())) {
+        if (!(s->jmap = pflex_jobmap_create())) {
             fprintf(stderr, "pflex controller: out of memory\n");
-            rc = 1;
-            goto out;
+            return 1;
         }
-        if (pflex_jobmap_csv_read_file(jmap, job_map_path, &err) < 0
-            || (n = pflex_jobmap_rows(jmap, &rows, &err)) < 0) {
+        if (pflex_jobmap_csv_read_file(s->jmap, o->job_map_path, &err) < 0
+            || (n = pflex_jobmap_rows(s->jmap, &rows, &err)) < 0) {
             fprintf(stderr, "pflex controller: %s\n", err.text);
-            goto out;
+            return 2;
         }
-        cfg.job_map = rows;
-        cfg.job_map_n = (size_t)n;
+        o->cfg.job_map = rows;
+        o->cfg.job_map_n = (size_t)n;
     }
-    if (token_file && !(token = read_secret(token_file)))
-        goto out;
-    if (api_token_file && !(api_token = read_secret(api_token_file)))
-        goto out;
-    if (vtn_secret && !(secret = read_secret(vtn_secret)))
-        goto out;
-    if (cfg.ca_file && access(cfg.ca_file, R_OK) < 0) {
-        fprintf(stderr, "pflex controller: --ca-file %s: %s\n", cfg.ca_file, strerror(errno));
-        goto out;
+    return 0;
+}
+
+/* The secrets, the CA bundle, the API's certificate and the log: 0 or 2
+ * (said). */
+static int open_secrets_and_log(struct run_opts *o, struct run_state *s)
+{
+    pflex_error_t err;
+    if (o->token_file && !(s->token = read_secret(o->token_file)))
+        return 2;
+    if (o->api_token_file && !(s->api_token = read_secret(o->api_token_file)))
+        return 2;
+    if (o->vtn_secret && !(s->secret = read_secret(o->vtn_secret)))
+        return 2;
+    if (o->cfg.ca_file && access(o->cfg.ca_file, R_OK) < 0) {
+        fprintf(stderr, "pflex controller: --ca-file %s: %s\n", o->cfg.ca_file, strerror(errno));
+        return 2;
     }
-    if (tls_cert && pflex_http_tls_check(tls_cert, tls_key, &err) < 0) {
+    if (o->tls_cert && pflex_http_tls_check(o->tls_cert, o->tls_key, &err) < 0) {
         fprintf(stderr, "pflex controller: %s\n", err.text);
-        goto out;
+        return 2;
     }
-    if (log_path && strcmp(log_path, "-")) {
-        log = fopen(log_path, "a");
-        if (!log) {
-            fprintf(stderr, "pflex controller: %s: %s\n", log_path, strerror(errno));
-            log = stderr;
-            goto out;
+    if (o->log_path && strcmp(o->log_path, "-")) {
+        FILE *f = fopen(o->log_path, "a");
+        if (!f) {
+            fprintf(stderr, "pflex controller: %s: %s\n", o->log_path, strerror(errno));
+            return 2;
         }
+        s->log = f;
     }
-    cfg.log = log;
-    cfg.nagents = nurls;
-    cfg.agent_urls = urls;
-    cfg.agent_token = token;
-    rc = 1;
-    if (vtn) {
-        struct pflex_ven_config vc = {.url = vtn, .client_id = vtn_id, .client_secret = secret,
-                                      .timeout_ms = 5000, .ca_file = cfg.ca_file};
-        if (pflex_ven_create(&vc, &cfg.ven, &err) < 0) {
+    o->cfg.log = s->log;
+    o->cfg.nagents = s->nurls;
+    o->cfg.agent_urls = s->urls;
+    o->cfg.agent_token = s->token;
+    return 0;
+}
+
+/* The VEN, the controller, its resumed state and the command line's
+ * targets: 0, or the exit code (said). */
+static int open_controller(struct run_opts *o, struct run_state *s)
+{
+    pflex_error_t err;
+    if (o->vtn) {
+        struct pflex_ven_config vc = {.url = o->vtn, .client_id = o->vtn_id, .client_secret = s->secret,
+                                      .timeout_ms = 5000, .ca_file = o->cfg.ca_file};
+        if (pflex_ven_create(&vc, &o->cfg.ven, &err) < 0) {
             fprintf(stderr, "pflex controller: %s\n", err.text);
-            rc = 2;
-            goto out;
+            return 2;
         }
     }
-    if (ctl_create(&cfg, &ctl, &err) < 0) {
+    if (ctl_create(&o->cfg, &s->ctl, &err) < 0) {
         fprintf(stderr, "pflex controller: %s\n", err.text);
-        goto out;
+        return 1;
     }
     size_t resumed = 0;
-    if (ctl_resume(ctl, t0, &resumed, &err) < 0) {
+    if (ctl_resume(s->ctl, s->t0, &resumed, &err) < 0) {
         fprintf(stderr, "pflex controller: %s\n", err.text);
-        goto out;
+        return 1;
     }
     if (resumed)
-        fprintf(log, "resumed %zu targets from %s\n", resumed, cfg.db_path);
-    for (size_t i = 0; i < cli_targets.n; i++)
-        if (pflex_target_set_add(ctl_targets(ctl), &cli_targets.t[i], &err) < 0) {
+        fprintf(s->log, "resumed %zu targets from %s\n", resumed, o->cfg.db_path);
+    for (size_t i = 0; i < s->cli_targets.n; i++)
+        if (pflex_target_set_add(ctl_targets(s->ctl), &s->cli_targets.t[i], &err) < 0) {
             fprintf(stderr, "pflex controller: %s\n", err.text);
-            goto out;
+            return 1;
         }
-    if (listen) {
-        api = (struct ctl_api){.ctl = ctl, .token = api_token, .log = log};
-        struct pflex_http_limits lim = {.max_body = 4096, .read_rate = 50, .read_burst = 100,
-                                        .write_rate = 5, .write_burst = 10,
-                                        .tls_cert_file = tls_cert, .tls_key_file = tls_key};
-        if (pflex_http_server_start(listen, &lim, ctl_api_handle, &api, &srv, &err) < 0) {
-            fprintf(stderr, "pflex controller: --listen %s: %s\n", listen, err.text);
-            goto out;
-        }
-        fprintf(log, "listening on %s (port %u, %s)\n", listen, pflex_http_server_port(srv),
-                tls_cert ? "HTTPS" : "HTTP");
-        fflush(log);
-        if (port_file) {
-            char tmpf[4200];
-            snprintf(tmpf, sizeof tmpf, "%s.tmp", port_file);
-            FILE *pf = fopen(tmpf, "w");
-            if (!pf || fprintf(pf, "%u\n", pflex_http_server_port(srv)) < 0 || fclose(pf) != 0
-                || rename(tmpf, port_file) < 0) {
-                fprintf(stderr, "pflex controller: %s: %s\n", port_file, strerror(errno));
-                goto out;
-            }
+    return 0;
+}
+
+/* With --listen, the controller's API, and its port in --port-file: 0 or 1
+ * (said). */
+static int start_api(const struct run_opts *o, struct run_state *s)
+{
+    if (!o->listen)
+        return 0;
+    pflex_error_t err;
+    s->api = (struct ctl_api){.ctl = s->ctl, .token = s->api_token, .log = s->log};
+    struct pflex_http_limits lim = {.max_body = 4096, .read_rate = 50, .read_burst = 100,
+                                    .write_rate = 5, .write_burst = 10,
+                                    .tls_cert_file = o->tls_cert, .tls_key_file = o->tls_key};
+    if (pflex_http_server_start(o->listen, &lim, ctl_api_handle, &s->api, &s->srv, &err) < 0) {
+        fprintf(stderr, "pflex controller: --listen %s: %s\n", o->listen, err.text);
+        return 1;
+    }
+    fprintf(s->log, "listening on %s (port %u, %s)\n", o->listen, pflex_http_server_port(s->srv),
+            o->tls_cert ? "HTTPS" : "HTTP");
+    fflush(s->log);
+    if (o->port_file) {
+        char tmpf[4200];
+        snprintf(tmpf, sizeof tmpf, "%s.tmp", o->port_file);
+        FILE *pf = fopen(tmpf, "w");
+        if (!pf || fprintf(pf, "%u\n", pflex_http_server_port(s->srv)) < 0 || fclose(pf) != 0
+            || rename(tmpf, o->port_file) < 0) {
+            fprintf(stderr, "pflex controller: %s: %s\n", o->port_file, strerror(errno));
+            return 1;
         }
     }
+    return 0;
+}
+
+/* Until the next period starts at next, wait seconds from now: serve the
+ * API, or sleep. */
+static void wait_until(struct run_state *s, double next, double wait)
+{
+    pflex_error_t err;
+    if (s->srv) {
+        while (!stop_now && (wait = next - pflex_real_s()) > 0)
+            if (pflex_http_server_run(s->srv, wait, &err) < 0) {
+                fprintf(s->log, "api: %s\n", err.text);
+                break;
+            }
+        return;
+    }
+    struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
+    while (!stop_now && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* The periods, until --periods or a signal. */
+static void run_loop(const struct run_opts *o, struct run_state *s)
+{
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    double next = pflex_real_s();
+    pflex_error_t err;
+    double periods = o->periods, next = pflex_real_s();
     for (double k = 0; !stop_now && (periods == 0 || k < periods); k++) {
         struct ctl_period_result r;
-        if (ctl_period(ctl, pflex_real_s(), &r, &err) < 0)
-            fprintf(log, "period failed: %s\n", err.text);
-        next += cfg.period_s;
+        if (ctl_period(s->ctl, pflex_real_s(), &r, &err) < 0)
+            fprintf(s->log, "period failed: %s\n", err.text);
+        next += o->cfg.period_s;
         double wait = next - pflex_real_s();
         if (wait < 0) {
             next = pflex_real_s();     /* late: start the next period now, do not pile up */
@@ -545,55 +639,67 @@ static int run(int argc, char **argv)
         }
         if (periods && k + 1 >= periods)
             break;
-        if (srv) {
-            /* serve the API until the next period */
-            while (!stop_now && (wait = next - pflex_real_s()) > 0)
-                if (pflex_http_server_run(srv, wait, &err) < 0) {
-                    fprintf(log, "api: %s\n", err.text);
-                    break;
-                }
-        } else {
-            struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
-            while (!stop_now && nanosleep(&ts, &ts) < 0 && errno == EINTR)
-                ;
-        }
+        wait_until(s, next, wait);
     }
-    fprintf(log, "stopping%s; caps stay until their leases expire\n", stop_now ? " on a signal" : "");
-    rc = 0;
-out:
-    pflex_http_server_stop(srv);
-    ctl_destroy(ctl);
-    pflex_jobmap_destroy(jmap);
-    if (api_token) {
-        memset(api_token, 0, strlen(api_token));
-        free(api_token);
-    }
-    pflex_ven_destroy(cfg.ven);
-    pflex_target_set_fini(&cli_targets);
-    pflex_job_policies_fini(&pol);
-    if (token) {
-        memset(token, 0, strlen(token));
-        free(token);
-    }
-    if (secret) {
-        memset(secret, 0, strlen(secret));
-        free(secret);
-    }
-    if (log != stderr)
-        fclose(log);
-    free(urls);
-    for (size_t i = 0; i < nagent_files; i++)
-        free(agent_bufs[i]);
+    fprintf(s->log, "stopping%s; caps stay until their leases expire\n", stop_now ? " on a signal" : "");
+}
+
+static void wipe(char *secret)
+{
+    if (!secret)
+        return;
+    memset(secret, 0, strlen(secret));
+    free(secret);
+}
+
+static void run_close(struct run_opts *o, struct run_state *s)
+{
+    pflex_http_server_stop(s->srv);
+    ctl_destroy(s->ctl);
+    pflex_jobmap_destroy(s->jmap);
+    wipe(s->api_token);
+    pflex_ven_destroy(o->cfg.ven);
+    pflex_target_set_fini(&s->cli_targets);
+    pflex_job_policies_fini(&s->pol);
+    wipe(s->token);
+    wipe(s->secret);
+    if (s->log != stderr)
+        fclose(s->log);
+    free(s->urls);
+    for (size_t i = 0; i < o->nagent_files; i++)
+        free(s->agent_bufs[i]);
+}
+
+static int run(int argc, char **argv)
+{
+    struct run_opts o;
+    int rc = parse_run(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    struct run_state s = {.t0 = pflex_real_s(), .log = stderr};
+    pflex_target_set_init(&s.cli_targets);
+    rc = open_agents(&o, &s);
+    if (!rc)
+        rc = open_site_files(&o, &s);
+    if (!rc)
+        rc = open_secrets_and_log(&o, &s);
+    if (!rc)
+        rc = open_controller(&o, &s);
+    if (!rc)
+        rc = start_api(&o, &s);
+    if (!rc)
+        run_loop(&o, &s);
+    run_close(&o, &s);
     return rc;
 }
 
 static int history(int argc, char **argv)
 {
-    enum { O_DB = 256, O_FROM, O_TO, O_JOB, O_WHAT, O_LIMIT };
+    enum { H_DB = 256, H_FROM, H_TO, H_JOB, H_WHAT, H_LIMIT };
     static const struct option opts[] = {
-        {"db", required_argument, NULL, O_DB}, {"from", required_argument, NULL, O_FROM},
-        {"to", required_argument, NULL, O_TO}, {"job", required_argument, NULL, O_JOB},
-        {"what", required_argument, NULL, O_WHAT}, {"limit", required_argument, NULL, O_LIMIT},
+        {"db", required_argument, NULL, H_DB}, {"from", required_argument, NULL, H_FROM},
+        {"to", required_argument, NULL, H_TO}, {"job", required_argument, NULL, H_JOB},
+        {"what", required_argument, NULL, H_WHAT}, {"limit", required_argument, NULL, H_LIMIT},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     const char *db = NULL;
@@ -607,32 +713,32 @@ static int history(int argc, char **argv)
         case 'h':
             fputs(help, stdout);
             return 0;
-        case O_DB: db = optarg; break;
-        case O_FROM:
-        case O_TO: {
+        case H_DB: db = optarg; break;
+        case H_FROM:
+        case H_TO: {
             double t;
             const char *s = optarg;
             /* "-1h" reads as an hour ago */
             if (s[0] == '-') {
                 double d;
                 if (pflex_target_parse_duration(s + 1, &d, &err) < 0) {
-                    fprintf(stderr, "pflex controller: %s: %s\n", c == O_FROM ? "--from" : "--to", err.text);
+                    fprintf(stderr, "pflex controller: %s: %s\n", c == H_FROM ? "--from" : "--to", err.text);
                     return 2;
                 }
                 t = now - d;
             } else if (pflex_target_parse_time(s, now, &t, &err) < 0) {
-                fprintf(stderr, "pflex controller: %s: %s\n", c == O_FROM ? "--from" : "--to", err.text);
+                fprintf(stderr, "pflex controller: %s: %s\n", c == H_FROM ? "--from" : "--to", err.text);
                 return 2;
             }
-            if (c == O_FROM)
+            if (c == H_FROM)
                 q.from_s = t;
             else
                 q.to_s = t;
             break;
         }
-        case O_JOB: q.job = optarg; break;
-        case O_WHAT: q.what = optarg; break;
-        case O_LIMIT:
+        case H_JOB: q.job = optarg; break;
+        case H_WHAT: q.what = optarg; break;
+        case H_LIMIT:
             if (parse_num("--limit", optarg, 1, 1e7, &limit) < 0)
                 return 2;
             q.limit = (size_t)limit;

@@ -56,6 +56,13 @@ struct ctl_config {
      * host name; NULL: the agents' maps.  Borrowed. */
     const struct pflex_jobmap_row *job_map;
     size_t job_map_n;
+    /* In process (a simulated site, the tests): no agents to talk to.  The
+     * caller feeds each of the nagents nodes' status before each period and
+     * applies the caps the period hands back (period.h: ctl_node_feed,
+     * ctl_caps); agent_urls, agent_token, ca_file, timeout_ms, parallel,
+     * http_threads and prometheus_url are then unused (a Prometheus URL is
+     * an error), and db_path may well be NULL. */
+    int in_process;
 };
 
 typedef struct ctl ctl_t;
@@ -86,7 +93,7 @@ struct pflex_learn_curve;
 /* A job's learned curve as of the last period, NULL for an unknown job. */
 const struct pflex_learn_curve *ctl_job_curve(const ctl_t *c, const char *job);
 
-/* One control period at unix time now. */
+/* One control period at unix time now: the steps of period.h in order. */
 int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t *err);
 
 /* The state after the last period, for the controller's own API

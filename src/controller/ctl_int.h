@@ -1,24 +1,29 @@
-/* ctl_int.h — the controller's state, shared by controller.c (the
- * period) and status.c (what its API shows of it).  Private. */
+/* ctl_int.h — the controller's state, shared by controller.c (create,
+ * destroy, the period's sequence), steps.c (the decisions), site_io.c (the
+ * transport), record.c (the audit) and status.c (what its API shows).
+ * Private. */
 #ifndef PFLEX_CONTROLLER_CTL_INT_H
 #define PFLEX_CONTROLLER_CTL_INT_H
 
 #include "controller/agent_client.h"
 #include "controller/controller.h"
+#include "controller/period.h"
 #include "controller/prom_source.h"
 #include "lib/util/strtab.h"
 #include "pflex/audit.h"
 #include "pflex/learn.h"
 #include "pflex/safeplan.h"
 
+/* One node: its agent over HTTP, or in process what the caller fed. */
 struct ctl_agent {
-    agent_client_t *client;
+    agent_client_t *client;     /* NULL in process */
     struct agent_status st;     /* last status (GPUs from the agent or Prometheus) */
     int seen, up;               /* up: reachable this period (caps go to it) */
     int tele;                   /* fresh telemetry this period */
     /* --prometheus: the agent's own status, for its host name and job map */
     struct agent_status meta;
     int meta_seen;
+    int fed, fed_fresh;         /* in process: fed since the last period, and fresh */
 };
 
 #define CTL_MAX_HTTP 16
@@ -41,6 +46,9 @@ struct ctl_job {
     double agg_cap, agg_power, tput_sum;
     int agg_ok, have_t;
     double min_w, max_w;
+    /* this period's observation, for the audit (ctl_record) */
+    int obs_new;
+    double obs_cap, obs_power, obs_tput;
     unsigned probe_wait;        /* periods before the next probe */
     unsigned probe_left;        /* periods the current probe still holds */
     double probe_cap;
@@ -73,11 +81,22 @@ struct ctl {
     pflex_oadr_events_t evs;
     struct pflex_safe_plan plan;
     unsigned long periods;
-    /* per period scratch */
-    struct pflex_site_gpu *gpus;
-    struct pflex_site_job *sjobs;
-    size_t *gpu_agent, *gpu_slot, cap_gpus, cap_sjobs, cap_ga, cap_gs;
-    size_t *gpu_next, cap_gn;           /* the next GPU of the same job; SIZE_MAX: none */
+    struct ctl_period_state p;  /* the period under way (period.h) */
 };
+
+/* One line to the log (none without one). */
+void ctl_log(const ctl_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Room for need elements of size in *p (*cap grown by doubling); -1 out of memory. */
+int ctl_grow(void **p, size_t *cap, size_t need, size_t size);
+
+/* A node's name in the audit and the log: its host name, else its agent's
+ * URL, else "node-N". */
+const char *ctl_node_name(const ctl_t *c, size_t node, char *buf, size_t len);
+
+/* The transport (site_io.c): the agents' clients, their HTTP clients and
+ * the Prometheus source for cfg; and their end. */
+int ctl_io_create(ctl_t *c, pflex_error_t *err);
+void ctl_io_destroy(ctl_t *c);
 
 #endif

@@ -34,7 +34,7 @@ static size_t job_gpus(const ctl_t *c, size_t j)
 {
     size_t n = 0;
     for (size_t k = 0; k < c->plan.ngpus; k++)
-        if (c->gpus[k].job == (int)j)
+        if (c->p.gpus[k].job == (int)j)
             n++;
     return n;
 }

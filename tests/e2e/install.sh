@@ -1,8 +1,8 @@
 #!/bin/sh
 # make install with PREFIX and DESTDIR puts pflex, libpflex.a, the headers
 # and the docs where it says; the installed pflex runs, a program built
-# against the installed header and library alone reads a sweep, and make
-# uninstall removes it all.
+# against the installed header and library alone reads a sweep, so does
+# examples/plan_cut.c, and make uninstall removes it all.
 command -v make > /dev/null || { echo "no make here"; exit 77; }
 B=${PFLEX_BUILD:-$(pwd)/build}
 T=$(mktemp -d)
@@ -42,6 +42,21 @@ if command -v pkg-config > /dev/null && cc $SAN -I"$R/include" "$T/use.c" "$R/li
 else
     cat "$T/cc.log"
     fail "a program does not build against the installed header and library"
+fi
+# the example program builds against the installed tree alone, and plans as
+# the one built in the tree does
+if cc $SAN -I"$R/include" examples/plan_cut.c "$R/lib/libpflex.a" \
+        $(pkg-config --libs gsl jansson libmicrohttpd libcurl sqlite3 2>/dev/null) -ldl -lm -lpthread \
+        -o "$T/plan_cut" 2> "$T/cc.log"; then
+    "$T/plan_cut" examples/plan_cut.csv 0.2 0.8 > "$T/plan" || fail "the installed example: exit $?"
+    grep -q '^total power_w ' "$T/plan" || fail "the installed example: $(cat "$T/plan")"
+    if [ -x "$B/examples/plan_cut" ]; then
+        "$B/examples/plan_cut" examples/plan_cut.csv 0.2 0.8 | cmp -s - "$T/plan" \
+            || fail "the example on the installed library plans otherwise than in the tree"
+    fi
+else
+    cat "$T/cc.log"
+    fail "examples/plan_cut.c does not build against the installed headers and library"
 fi
 make --no-print-directory -s uninstall BUILD="$B" PREFIX=/opt/pflex DESTDIR="$T/stage" > /dev/null \
     || fail "make uninstall"

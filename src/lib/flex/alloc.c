@@ -41,6 +41,7 @@
 #include "pflex/alloc.h"
 #include "pflex/pfi.h"
 #include "lib/util/bigmem.h"
+#include "lib/util/grow.h"
 #include "lib/util/interp.h"
 
 struct item {
@@ -284,33 +285,21 @@ double pflex_alloc_loss(const struct pflex_alloc_job *j, double x)
     return model_slope(j) * (x > 0 ? x : 0);
 }
 
+/* Exactly need elements (at least 1) in *p, for arrays whose room is kept
+ * by another count (a curve's vertices, the histogram's bits); need * elem
+ * is checked for overflow by reallocarray. */
 static int grow_arr(void **p, size_t need, size_t elem)
 {
-    void *np = realloc(*p, (need ? need : 1) * elem);
+    void *np = reallocarray(*p, need ? need : 1, elem);
     if (!np)
         return -1;
     *p = np;
     return 0;
 }
 
-/* Doubles an array's capacity (from 64). */
-static int grow_cap(void **p, size_t *cap, size_t elem)
-{
-    size_t ncap = *cap ? 2 * *cap : 64;
-    if (grow_arr(p, ncap, elem) < 0)
-        return -1;
-    *cap = ncap;
-    return 0;
-}
-
 static int items_reserve(struct scratch *s, size_t n)
 {
-    if (n <= s->items_cap)
-        return 0;
-    if (grow_arr((void **)&s->items, n, sizeof *s->items) < 0)
-        return -1;
-    s->items_cap = n;
-    return 0;
+    return pflex_grow((void **)&s->items, &s->items_cap, n ? n : 1, sizeof *s->items);
 }
 
 /* Room for one job's model vertices: a curve's points, the limit and the
@@ -622,8 +611,10 @@ static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, do
                 } else if (!below && k > khi) {
                     wstop = 1;
                 } else {
-                    if (s->nwsegs == s->wsegs_cap && grow_cap((void **)&s->wsegs, &s->wsegs_cap,
-                                                              sizeof *s->wsegs) < 0)
+                    /* the room checked here: this loop runs once a segment */
+                    if (s->nwsegs == s->wsegs_cap
+                        && pflex_grow((void **)&s->wsegs, &s->wsegs_cap, s->nwsegs + 1,
+                                      sizeof *s->wsegs) < 0)
                         return pflex_error_set(err, "out of memory");
                     s->wsegs[s->nwsegs++] = (struct seg){.c = c, .dx = dx,
                                                          .x1 = s->hx[v + 1], .j = j};
@@ -644,8 +635,8 @@ static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, do
                 continue;
             }
             waiting = 1;
-            if (ns == s->segs_cap && grow_cap((void **)&s->segs, &s->segs_cap,
-                                              sizeof *s->segs) < 0)
+            if (ns == s->segs_cap
+                && pflex_grow((void **)&s->segs, &s->segs_cap, ns + 1, sizeof *s->segs) < 0)
                 return pflex_error_set(err, "out of memory");
             s->segs[ns++] = (struct seg){.c = c, .dx = dx, .x1 = s->hx[v + 1],
                                          .l1 = s->hl[v + 1], .j = j};
@@ -656,8 +647,9 @@ static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, do
         if (win) {
             s->wbelow += b * xpre;
             if (s->nwsegs > nw0) {
-                if (s->nwjobs == s->wjobs_cap && grow_cap((void **)&s->wjobs, &s->wjobs_cap,
-                                                          sizeof *s->wjobs) < 0)
+                if (s->nwjobs == s->wjobs_cap
+                    && pflex_grow((void **)&s->wjobs, &s->wjobs_cap, s->nwjobs + 1,
+                                  sizeof *s->wjobs) < 0)
                     return pflex_error_set(err, "out of memory");
                 s->wjobs[s->nwjobs++] = (struct wjob){.j = j, .xpre = xpre};
             }

@@ -93,7 +93,9 @@ static int ensure(struct pflex_safe_plan *p, const struct pflex_safe_input *in, 
     return 0;
 }
 
-static const double *sort_key;
+/* the qsort key: one per thread, so that plans on several threads (the
+ * simulator runs policies side by side) do not share it */
+static _Thread_local const double *sort_key;
 static int by_cap_desc(const void *a, const void *b)
 {
     double x = sort_key[*(const size_t *)a], y = sort_key[*(const size_t *)b];
@@ -161,16 +163,24 @@ static double floors_need(const struct scratch *s, const struct pflex_safe_input
     return w;
 }
 
+/* The GPUs an entry stands for. */
+static double gcount(const struct pflex_site_gpu *gp)
+{
+    return gp->count ? (double)gp->count : 1.0;
+}
+
 static double clampd(double v, double lo, double hi)
 {
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
-                    pflex_error_t *err)
+/* Check the input; *npts and *maxpts: the arena's size and the most
+ * points of one job's curve. */
+static int check_input(const struct pflex_safe_input *in, size_t *npts, size_t *maxpts,
+                       pflex_error_t *err)
 {
-    /* Check the input and size the arena. */
-    size_t npts = 0, maxpts = 1;
+    *npts = 0;
+    *maxpts = 1;
     for (size_t j = 0; j < in->njobs; j++) {
         const struct pflex_site_job *jb = &in->jobs[j];
         if (!(jb->t0 > 0) || !isfinite(jb->t0))
@@ -185,9 +195,9 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
             if (!isfinite(jb->cap_w[k]) || !isfinite(jb->loss[k])
                 || (jb->loss_hi && !isfinite(jb->loss_hi[k])))
                 return pflex_error_set(err, "job %zu: curve point %zu is not finite", j, k);
-        npts += jb->n + 3;
-        if (jb->n + 3 > maxpts)
-            maxpts = jb->n + 3;
+        *npts += jb->n + 3;
+        if (jb->n + 3 > *maxpts)
+            *maxpts = jb->n + 3;
     }
     for (size_t g = 0; g < in->ngpus; g++) {
         const struct pflex_site_gpu *gp = &in->gpus[g];
@@ -198,30 +208,30 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
     }
     if (isnan(in->limit_w) || !isfinite(in->other_w) || in->other_w < 0)
         return pflex_error_set(err, "the limit and the other power must be numbers (other >= 0)");
-    if (ensure(out, in, npts, maxpts) < 0)
-        return pflex_error_set(err, "out of memory");
-    struct scratch *s = out->priv;
-    out->ngpus = in->ngpus;
-    out->njobs = in->njobs;
-    out->limit_w = in->limit_w;
-    out->floor_breaches = 0;
-    out->floor_relax = 0;
-    out->held = 0;
+    return 0;
+}
 
-    /* Power that the plan cannot move, and each job's reachable GPUs. */
-    double fixed = in->other_w, least = in->other_w, idle_min = 0;
+/* Power that the plan cannot move (*fixed: other power and unreachable
+ * GPUs at their max; *idle_min: idle GPUs at their min), the least the
+ * site can draw (*least), and each job's reachable GPUs and range. */
+static void survey_gpus(const struct pflex_safe_input *in, struct scratch *s, double *fixed,
+                        double *least, double *idle_min)
+{
+    *fixed = in->other_w;
+    *least = in->other_w;
+    *idle_min = 0;
     for (size_t j = 0; j < in->njobs; j++)
         s->js[j] = (struct jobstate){0};
     for (size_t g = 0; g < in->ngpus; g++) {
         const struct pflex_site_gpu *gp = &in->gpus[g];
         if (!gp->reachable) {
-            fixed += gp->max_cap_w;
-            least += gp->max_cap_w;
+            *fixed += gcount(gp) * gp->max_cap_w;
+            *least += gcount(gp) * gp->max_cap_w;
             continue;
         }
-        least += gp->min_cap_w;
+        *least += gcount(gp) * gp->min_cap_w;
         if (gp->job < 0) {
-            idle_min += gp->min_cap_w;
+            *idle_min += gcount(gp) * gp->min_cap_w;
             continue;
         }
         struct jobstate *js = &s->js[gp->job];
@@ -231,15 +241,84 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
             js->cmin = gp->min_cap_w;
         if (js->n == 0 || gp->min_cap_w < js->gmin)
             js->gmin = gp->min_cap_w;
-        js->n++;
+        js->n += gp->count ? gp->count : 1;
     }
-    out->least_w = least;
-    int limited = isfinite(in->limit_w);
+}
 
-    /* Each job's curve in the cap domain: y = 1 - cap/C, monotone,
-     * extended pessimistically to the hardware minimum. */
+/* Job jb's measured points in the cap domain into y, l, h (after the
+ * origin, which they hold already): caps from the highest down, the
+ * curves made monotone, cut at the hardware minimum y_end.  Returns the
+ * count of points, the origin included. */
+static size_t curve_points(struct scratch *s, const struct jobstate *js,
+                           const struct pflex_site_job *jb, double *y, double *l, double *h)
+{
+    size_t m = 1;
+    double C = js->cmax;
+    for (size_t k = 0; k < jb->n; k++)
+        s->order[k] = k;
+    sort_key = jb->cap_w;
+    qsort(s->order, jb->n, sizeof *s->order, by_cap_desc);
+    for (size_t q = 0; q < jb->n; q++) {
+        size_t k = s->order[q];
+        double yk = 1 - jb->cap_w[k] / C;
+        double lk = jb->loss[k], hk = jb->loss_hi ? jb->loss_hi[k] : lk;
+        if (hk < lk)
+            hk = lk;
+        if (!(yk > y[m - 1] + 1e-9))
+            continue;
+        lk = clampd(lk > l[m - 1] ? lk : l[m - 1], 0, 1);
+        hk = clampd(hk > h[m - 1] ? hk : h[m - 1], 0, 1);
+        if (yk > js->y_end + 1e-9) {
+            /* past the hardware minimum: the curve up to it, then stop */
+            if (js->y_end > y[m - 1] + 1e-9) {
+                double f = (js->y_end - y[m - 1]) / (yk - y[m - 1]);
+                y[m] = js->y_end;
+                l[m] = l[m - 1] + f * (lk - l[m - 1]);
+                h[m] = h[m - 1] + f * (hk - h[m - 1]);
+                m++;
+            }
+            break;
+        }
+        y[m] = yk;
+        l[m] = lk;
+        h[m] = hk;
+        m++;
+    }
+    return m;
+}
+
+/* Extend a curve of m points that stops short of the hardware minimum
+ * to it, pessimistically: at least one point of loss per point of cut,
+ * steeper where its last segment is.  Returns the new count. */
+static size_t curve_extend(const struct jobstate *js, double *y, double *l, double *h, size_t m)
+{
+    if (!(js->y_end > y[m - 1] + 1e-9))
+        return m;
+    double sl = 1, sh = 1;
+    if (m >= 3) {
+        double d = y[m - 1] - y[m - 2];
+        double a = (l[m - 1] - l[m - 2]) / d, b = (h[m - 1] - h[m - 2]) / d;
+        sl = a > 1 ? a : 1;
+        sh = b > 1 ? b : 1;
+    }
+    double dy = js->y_end - y[m - 1];
+    y[m] = js->y_end;
+    l[m] = clampd(l[m - 1] + sl * dy, 0, 1);
+    h[m] = clampd(h[m - 1] + sh * dy, 0, 1);
+    if (h[m] < l[m])
+        h[m] = l[m];
+    return m + 1;
+}
+
+/* Each job's curve in the cap domain: y = 1 - cap/C, monotone, extended
+ * pessimistically to the hardware minimum, and its allocation job.
+ * Returns the count of jobs with GPUs; *floors_bind when a floor keeps a
+ * job above its hardware minimum. */
+static size_t build_curves(const struct pflex_safe_input *in, struct scratch *s,
+                           int *floors_bind)
+{
     size_t off = 0, nactive = 0;
-    int floors_bind = 0;
+    *floors_bind = 0;
     for (size_t j = 0; j < in->njobs; j++) {
         struct jobstate *js = &s->js[j];
         const struct pflex_site_job *jb = &in->jobs[j];
@@ -250,62 +329,15 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
         js->y_end = C > js->gmin ? 1 - js->gmin / C : 0;
         js->off = off;
         double *y = s->y + off, *l = s->loss + off, *h = s->loss_hi + off;
-        size_t m = 0;
-        y[m] = 0;
-        l[m] = 0;
-        h[m] = 0;
-        m++;
-        for (size_t k = 0; k < jb->n; k++)
-            s->order[k] = k;
-        sort_key = jb->cap_w;
-        qsort(s->order, jb->n, sizeof *s->order, by_cap_desc);
-        for (size_t q = 0; q < jb->n; q++) {
-            size_t k = s->order[q];
-            double yk = 1 - jb->cap_w[k] / C;
-            double lk = jb->loss[k], hk = jb->loss_hi ? jb->loss_hi[k] : lk;
-            if (hk < lk)
-                hk = lk;
-            if (!(yk > y[m - 1] + 1e-9))
-                continue;
-            lk = clampd(lk > l[m - 1] ? lk : l[m - 1], 0, 1);
-            hk = clampd(hk > h[m - 1] ? hk : h[m - 1], 0, 1);
-            if (yk > js->y_end + 1e-9) {
-                /* past the hardware minimum: the curve up to it, then stop */
-                if (js->y_end > y[m - 1] + 1e-9) {
-                    double f = (js->y_end - y[m - 1]) / (yk - y[m - 1]);
-                    y[m] = js->y_end;
-                    l[m] = l[m - 1] + f * (lk - l[m - 1]);
-                    h[m] = h[m - 1] + f * (hk - h[m - 1]);
-                    m++;
-                }
-                break;
-            }
-            y[m] = yk;
-            l[m] = lk;
-            h[m] = hk;
-            m++;
-        }
-        if (js->y_end > y[m - 1] + 1e-9) {
-            double sl = 1, sh = 1;
-            if (m >= 3) {
-                double d = y[m - 1] - y[m - 2];
-                double a = (l[m - 1] - l[m - 2]) / d, b = (h[m - 1] - h[m - 2]) / d;
-                sl = a > 1 ? a : 1;
-                sh = b > 1 ? b : 1;
-            }
-            double dy = js->y_end - y[m - 1];
-            y[m] = js->y_end;
-            l[m] = clampd(l[m - 1] + sl * dy, 0, 1);
-            h[m] = clampd(h[m - 1] + sh * dy, 0, 1);
-            if (h[m] < l[m])
-                h[m] = l[m];
-            m++;
-        }
+        y[0] = 0;
+        l[0] = 0;
+        h[0] = 0;
+        size_t m = curve_extend(js, y, l, h, curve_points(s, js, jb, y, l, h));
         js->npts = m;
         off += m;
         js->u_floor = floor_cut(js, y, l, h, jb->floor, 0);
         if (js->u_floor < js->y_hw - 1e-12)
-            floors_bind = 1;
+            *floors_bind = 1;
         struct pflex_alloc_job *a = &s->aj[nactive++];
         *a = (struct pflex_alloc_job){
             .name = jb->name, .gpus = (int)js->n, .npoints = (unsigned)m, .p0_w = C, .t0 = jb->t0,
@@ -313,50 +345,65 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
             .x = y, .loss = l,
         };
     }
+    return nactive;
+}
 
-    /* Split the budget. */
-    double budget = in->limit_w - fixed - idle_min;
-    const double *x_of = NULL;
-    if (limited && nactive) {
-        struct pflex_alloc_problem prob = {.njobs = nactive, .jobs = s->aj, .budget_w = budget,
-                                           .objective = in->objective};
-        if (pflex_alloc_plan(&prob, PFLEX_POLICY_OPTIMAL, &s->alloc, err) < 0)
-            return -1;
-        if (!s->alloc.feasible && floors_bind) {
-            /* Safety first: the floors give way, no further than the limit
-             * needs (the least relaxation r whose floors fit the budget),
-             * and the breach is reported.  Dropping them outright would let
-             * the plan cut a job anywhere on its mean curve, which past the
-             * deepest cut observed is the prior's guess, not knowledge. */
-            double r = 2;
-            if (floors_need(s, in, 2) <= budget) {
-                double lo = 0;
-                for (int it = 0; it < 40; it++) {
-                    double mid = (lo + r) / 2;
-                    if (floors_need(s, in, mid) <= budget)
-                        r = mid;
-                    else
-                        lo = mid;
-                }
-            }
-            out->floor_relax = r;
-            size_t a = 0;
-            for (size_t j = 0; j < in->njobs; j++)
-                if (s->js[j].n) {
-                    size_t o = s->js[j].off;
-                    s->aj[a++].x_hi = floor_cut(&s->js[j], s->y + o, s->loss + o, s->loss_hi + o,
-                                                in->jobs[j].floor, r);
-                }
-            if (pflex_alloc_plan(&prob, PFLEX_POLICY_OPTIMAL, &s->alloc, err) < 0)
-                return -1;
+/* The least relaxation r in [0, 2] whose floors fit the budget (2: none
+ * does, the floors are dropped), to within 2^-40. */
+static double least_relax(const struct scratch *s, const struct pflex_safe_input *in,
+                          double budget)
+{
+    double r = 2;
+    if (floors_need(s, in, 2) <= budget) {
+        double lo = 0;
+        for (int it = 0; it < 40; it++) {
+            double mid = (lo + r) / 2;
+            if (floors_need(s, in, mid) <= budget)
+                r = mid;
+            else
+                lo = mid;
         }
-        x_of = s->alloc.x;
     }
+    return r;
+}
 
-    /* Per job cap, then per GPU: whole watts down, clamped, held. */
+/* Split the budget over the nactive jobs with the optimal policy; the
+ * cuts land in s->alloc.x.  0, or -1 with err. */
+static int split_budget(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
+                        struct scratch *s, double budget, size_t nactive, int floors_bind,
+                        pflex_error_t *err)
+{
+    struct pflex_alloc_problem prob = {.njobs = nactive, .jobs = s->aj, .budget_w = budget,
+                                       .objective = in->objective};
+    if (pflex_alloc_plan(&prob, PFLEX_POLICY_OPTIMAL, &s->alloc, err) < 0)
+        return -1;
+    if (s->alloc.feasible || !floors_bind)
+        return 0;
+    /* Safety first: the floors give way, no further than the limit needs
+     * (the least relaxation r whose floors fit the budget), and the breach
+     * is reported.  Dropping them outright would let the plan cut a job
+     * anywhere on its mean curve, which past the deepest cut observed is
+     * the prior's guess, not knowledge. */
+    double r = least_relax(s, in, budget);
+    out->floor_relax = r;
+    size_t a = 0;
+    for (size_t j = 0; j < in->njobs; j++)
+        if (s->js[j].n) {
+            size_t o = s->js[j].off;
+            s->aj[a++].x_hi = floor_cut(&s->js[j], s->y + o, s->loss + o, s->loss_hi + o,
+                                        in->jobs[j].floor, r);
+        }
+    return pflex_alloc_plan(&prob, PFLEX_POLICY_OPTIMAL, &s->alloc, err) < 0 ? -1 : 0;
+}
+
+/* Per job cap from its cut x_of (NULL: no cut), then per GPU: whole watts
+ * down, clamped, held. */
+static void set_caps(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
+                     const struct scratch *s, const double *x_of, int limited)
+{
     size_t a = 0;
     for (size_t j = 0; j < in->njobs; j++) {
-        struct jobstate *js = &s->js[j];
+        const struct jobstate *js = &s->js[j];
         if (!js->n) {
             out->job_cap_w[j] = NAN;
             continue;
@@ -379,38 +426,48 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
         c = clampd(c, gp->min_cap_w, gp->max_cap_w);
         if ((in->hold || !gp->telemetry_ok) && isfinite(gp->cap_w) && c > gp->cap_w) {
             c = clampd(floor(gp->cap_w + 1e-6), gp->min_cap_w, gp->max_cap_w);
-            out->held++;
+            out->held += gp->count ? gp->count : 1;
         }
         out->cap_w[g] = c;
     }
+}
 
-    /* The worst case, counted from the caps themselves; rounding can leave
-     * it a hair over the limit: take it off, GPU by GPU. */
+/* The worst case, counted from the caps themselves; rounding can leave it
+ * a hair over the limit: take it off, GPU by GPU.  Sets worst_w and
+ * feasible. */
+static void trim_to_limit(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
+                          double fixed, int limited)
+{
     double worst = fixed;
     for (size_t g = 0; g < in->ngpus; g++)
         if (in->gpus[g].reachable)
-            worst += out->cap_w[g];
+            worst += gcount(&in->gpus[g]) * out->cap_w[g];
     if (limited && worst > in->limit_w) {
         double over = worst - in->limit_w;
         for (size_t g = 0; g < in->ngpus && over > 0; g++) {
             const struct pflex_site_gpu *gp = &in->gpus[g];
             if (!gp->reachable)
                 continue;
-            double room = out->cap_w[g] - gp->min_cap_w;
-            double cut = ceil(over - 1e-9);
+            double room = out->cap_w[g] - gp->min_cap_w, cnt = gcount(gp);
+            double cut = ceil(over / cnt - 1e-9);
             if (cut > room)
                 cut = floor(room);
             if (cut <= 0)
                 continue;
             out->cap_w[g] -= cut;
-            worst -= cut;
-            over -= cut;
+            worst -= cnt * cut;
+            over -= cnt * cut;
         }
     }
     out->worst_w = worst;
     out->feasible = !limited || worst <= in->limit_w + 1e-6;
+}
 
-    /* What the plan costs each job: at the pace of its slowest GPU. */
+/* What the plan costs each job: at the pace of its slowest GPU; the
+ * throughput and the floors breached. */
+static void job_costs(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
+                      const struct scratch *s)
+{
     out->throughput = 0;
     for (size_t j = 0; j < in->njobs; j++) {
         out->floor_breached[j] = 0;
@@ -428,7 +485,7 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
             out->job_loss[gp->job] = out->cap_w[g];
     }
     for (size_t j = 0; j < in->njobs; j++) {
-        struct jobstate *js = &s->js[j];
+        const struct jobstate *js = &s->js[j];
         if (!js->n)
             continue;
         double y = 1 - out->job_loss[j] / js->cmax;
@@ -442,5 +499,40 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
             out->floor_breaches++;
         }
     }
+}
+
+int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
+                    pflex_error_t *err)
+{
+    size_t npts, maxpts;
+    if (check_input(in, &npts, &maxpts, err))
+        return -1;
+    if (ensure(out, in, npts, maxpts) < 0)
+        return pflex_error_set(err, "out of memory");
+    struct scratch *s = out->priv;
+    out->ngpus = in->ngpus;
+    out->njobs = in->njobs;
+    out->limit_w = in->limit_w;
+    out->floor_breaches = 0;
+    out->floor_relax = 0;
+    out->held = 0;
+
+    double fixed, least, idle_min;
+    survey_gpus(in, s, &fixed, &least, &idle_min);
+    out->least_w = least;
+    int limited = isfinite(in->limit_w);
+    int floors_bind;
+    size_t nactive = build_curves(in, s, &floors_bind);
+
+    const double *x_of = NULL;
+    if (limited && nactive) {
+        double budget = in->limit_w - fixed - idle_min;
+        if (split_budget(in, out, s, budget, nactive, floors_bind, err))
+            return -1;
+        x_of = s->alloc.x;
+    }
+    set_caps(in, out, s, x_of, limited);
+    trim_to_limit(in, out, fixed, limited);
+    job_costs(in, out, s);
     return 0;
 }

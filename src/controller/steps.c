@@ -1,0 +1,475 @@
+/* steps.c — the period's decisions (period.h): the site's GPUs and jobs
+ * from the nodes' statuses, the limit in force, learning, planning, the
+ * caps to push.  No network here: what these steps read, ctl_read_site or
+ * a caller in process put in the nodes' statuses; what they decide,
+ * ctl_push_caps or that caller applies. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "controller/ctl_int.h"
+#include "lib/util/clock.h"
+
+static int resume_obs(void *ud, double t, double cap_w, double power_w, double tput)
+{
+    (void)t;
+    (void)pflex_learn_observe(ud, cap_w, power_w, tput, NULL);
+    return 0;
+}
+
+/* The job called name, created (with its learner, and what the audit
+ * holds of it) when first seen; NULL with err out of memory. */
+static struct ctl_job *job_get(ctl_t *c, const char *name, double min_w, double max_w,
+                               pflex_error_t *err)
+{
+    char key[sizeof c->jobs[0].name];
+    snprintf(key, sizeof key, "%s", name);  /* as stored: names are kept to 63 bytes */
+    long found = pflex_strtab_find(&c->job_names, key, strlen(key));
+    if (found >= 0)
+        return &c->jobs[found];
+    if (c->njobs == c->cap_jobs) {
+        size_t n = c->cap_jobs ? 2 * c->cap_jobs : 16;
+        struct ctl_job *nj = realloc(c->jobs, n * sizeof *nj);
+        if (!nj)
+            return pflex_error_set(err, "out of memory"), NULL;
+        c->jobs = nj;
+        c->cap_jobs = n;
+    }
+    struct ctl_job *j = &c->jobs[c->njobs];
+    memset(j, 0, sizeof *j);
+    snprintf(j->name, sizeof j->name, "%s", name);
+    struct pflex_learn_config lc = {.min_cap_w = min_w, .max_cap_w = max_w};
+    const struct pflex_job_policy *pol = pflex_job_policy_find(c->c.policies, name);
+    if (pol && isfinite(pol->pfi))
+        lc.prior_pfi = pol->pfi;       /* L = x/PFI until the job is learned */
+    if (pflex_learn_create(&lc, &j->learn, err) < 0)
+        return NULL;
+    pflex_learn_curve_init(&j->curve);
+    /* a job seen before a restart starts from what was learned */
+    if (c->audit && pflex_audit_load_observations(c->audit, j->name, 5000, resume_obs, j->learn, err) < 0) {
+        pflex_learn_destroy(j->learn);
+        return NULL;
+    }
+    j->last_cap = NAN;
+    j->tput_now = NAN;
+    j->cap_since = NAN;
+    j->min_w = min_w;
+    j->max_w = max_w;
+    /* the names' indices are the jobs': both only grow, in this order */
+    if (pflex_strtab_intern(&c->job_names, key, strlen(key), NULL) != (long)c->njobs) {
+        pflex_learn_destroy(j->learn);
+        pflex_learn_curve_fini(&j->curve);
+        return pflex_error_set(err, "out of memory"), NULL;
+    }
+    c->njobs++;
+    return j;
+}
+
+/* The job map file's jobs on st's host, in place of the agent's own; a
+ * job's throughput stays what the source measured for that name. */
+static void apply_job_map(ctl_t *c, struct agent_status *st)
+{
+    struct agent_job jobs[AGENT_MAX_JOBS];
+    size_t n = 0;
+    for (size_t r = 0; r < c->c.job_map_n; r++) {
+        const struct pflex_jobmap_row *row = &c->c.job_map[r];
+        if (strcmp(row->host, st->host) || row->gpu < 0)
+            continue;
+        size_t k = 0;
+        while (k < n && strcmp(jobs[k].name, row->job))
+            k++;
+        if (k == n) {
+            if (n == AGENT_MAX_JOBS || strlen(row->job) >= sizeof jobs[0].name)
+                continue;
+            memset(&jobs[n], 0, sizeof jobs[n]);
+            snprintf(jobs[n].name, sizeof jobs[n].name, "%s", row->job);
+            jobs[n].throughput = NAN;
+            for (size_t m = 0; m < st->njobs; m++)
+                if (!strcmp(st->job[m].name, row->job))
+                    jobs[n].throughput = st->job[m].throughput;
+            n++;
+        }
+        if (jobs[k].ngpus < AGENT_MAX_GPUS)
+            jobs[k].gpus[jobs[k].ngpus++] = row->gpu;
+    }
+    memcpy(st->job, jobs, n * sizeof *jobs);
+    st->njobs = n;
+}
+
+/* Room in the period's per-GPU arrays for ngpus GPUs, and every job's
+ * gatherings of last period cleared. */
+static int map_begin(ctl_t *c, size_t ngpus, pflex_error_t *err)
+{
+    struct ctl_period_state *p = &c->p;
+    if (ctl_grow((void **)&p->gpus, &p->cap_gpus, ngpus + 1, sizeof *p->gpus) < 0
+        || ctl_grow((void **)&p->gpu_node, &p->cap_ga, ngpus + 1, sizeof *p->gpu_node) < 0
+        || ctl_grow((void **)&p->gpu_slot, &p->cap_gs, ngpus + 1, sizeof *p->gpu_slot) < 0
+        || ctl_grow((void **)&p->gpu_next, &p->cap_gn, ngpus + 1, sizeof *p->gpu_next) < 0)
+        return pflex_error_set(err, "out of memory");
+    for (size_t j = 0; j < c->njobs; j++) {
+        c->jobs[j].seen_now = 0;
+        c->jobs[j].tput_sum = 0;
+        c->jobs[j].have_t = 0;
+    }
+    return 0;
+}
+
+/* Node a's GPUs onto the site's, from p.ngpus on. */
+static void map_gpus(ctl_t *c, size_t a)
+{
+    struct ctl_period_state *p = &c->p;
+    const struct ctl_agent *ag = &c->agents[a];
+    for (size_t k = 0; k < ag->st.ngpus; k++) {
+        const struct agent_gpu *ug = &ag->st.gpu[k];
+        struct pflex_site_gpu *sg = &p->gpus[p->ngpus];
+        *sg = (struct pflex_site_gpu){.job = -1, .reachable = ag->up && ug->ok,
+                                      .telemetry_ok = ag->up && ag->tele && isfinite(ug->power_w),
+                                      .min_cap_w = ug->min_w, .max_cap_w = ug->max_w,
+                                      .cap_w = ug->limit_w};
+        if (sg->telemetry_ok) {
+            p->measured_w += ug->power_w;
+            p->any_power = 1;
+        }
+        p->sum_max_w += ug->max_w;
+        p->gpu_node[p->ngpus] = a;
+        p->gpu_slot[p->ngpus] = k;
+        p->ngpus++;
+    }
+}
+
+/* Node a's jobs (a new one gets its learner), their rates summed, their
+ * GPUs (the site's [first_g, p.ngpus)) marked as theirs. */
+static int map_node_jobs(ctl_t *c, size_t a, size_t first_g, pflex_error_t *err)
+{
+    struct ctl_period_state *p = &c->p;
+    const struct ctl_agent *ag = &c->agents[a];
+    for (size_t m = 0; m < ag->st.njobs; m++) {
+        const struct agent_job *aj = &ag->st.job[m];
+        const struct agent_gpu *first = NULL;
+        for (size_t k = 0; k < ag->st.ngpus && !first; k++)
+            if (aj->ngpus && ag->st.gpu[k].index == aj->gpus[0])
+                first = &ag->st.gpu[k];
+        if (!first)
+            continue;
+        struct ctl_job *cj = job_get(c, aj->name, first->min_w, first->max_w, err);
+        if (!cj)
+            return -1;
+        cj->seen_now = 1;
+        if (ag->up && ag->tele && isfinite(aj->throughput)) {
+            cj->tput_sum += aj->throughput;
+            cj->have_t = 1;
+        }
+        size_t ji = (size_t)(cj - c->jobs);
+        for (int q = 0; q < aj->ngpus; q++)
+            for (size_t k = first_g; k < p->ngpus; k++)
+                if (ag->st.gpu[p->gpu_slot[k]].index == aj->gpus[q])
+                    p->gpus[k].job = (int)ji;
+    }
+    return 0;
+}
+
+int ctl_map_jobs(ctl_t *c, pflex_error_t *err)
+{
+    struct ctl_period_state *p = &c->p;
+    size_t ngpus = 0;
+    for (size_t a = 0; a < c->c.nagents; a++) {
+        struct ctl_agent *ag = &c->agents[a];
+        if (ag->up && c->c.job_map)
+            apply_job_map(c, &ag->st);
+        if (!ag->up)
+            p->r.agents_down++;
+        if (ag->seen)
+            ngpus += ag->st.ngpus;
+        else
+            p->never_w += c->c.agent_max_w;
+    }
+    if (map_begin(c, ngpus, err) < 0)
+        return -1;
+    for (size_t a = 0; a < c->c.nagents; a++) {
+        if (!c->agents[a].seen)
+            continue;
+        size_t first_g = p->ngpus;     /* this node's GPUs are [first_g, p->ngpus) */
+        map_gpus(c, a);
+        if (map_node_jobs(c, a, first_g, err) < 0)
+            return -1;
+    }
+    p->r.gpus = p->ngpus;
+    return 0;
+}
+
+void ctl_take_targets(ctl_t *c)
+{
+    struct ctl_period_state *p = &c->p;
+    /* a target is kept a day past its end: the ramp of the one that
+     * follows starts from it (pflex/target.h), and an interval of an
+     * event follows the one before without a gap */
+    pflex_target_set_expire(&c->targets, p->now - 86400);
+    p->other_w = c->c.other_w + p->never_w;
+    p->baseline_w = c->c.baseline_w > 0 ? c->c.baseline_w : p->sum_max_w;
+    /* The lowest limit over as long as the caps pushed now may have to
+     * hold: until the next period has pushed its own, at least this period
+     * and the next, longer when periods have run late or long (a slow
+     * agent, a busy host: the longest gap between periods plus the longest
+     * run of one, over the last 16), at most 10 periods.  A step down is
+     * met early rather than late. */
+    double horizon = 2 * c->c.period_s, gmax = 0, rmax = 0;
+    for (unsigned i = 0; i < 16 && i < c->hist_n; i++) {
+        gmax = c->gap_hist[i] > gmax ? c->gap_hist[i] : gmax;
+        rmax = c->run_hist[i] > rmax ? c->run_hist[i] : rmax;
+    }
+    if (gmax + rmax > horizon)
+        horizon = gmax + rmax;
+    if (horizon > 10 * c->c.period_s)
+        horizon = 10 * c->c.period_s;
+    p->horizon_s = horizon;
+    p->limit_w = pflex_target_limit_min_w(&c->targets, p->now, p->now + horizon, p->baseline_w,
+                                          p->sum_max_w + p->other_w);
+}
+
+/* Each job's GPUs this period, chained from gpu_head by gpu_next in site
+ * order (for the probes), with their common enforced cap (agg_ok while
+ * all answered at one cap) and summed power. */
+static void learn_gather(ctl_t *c)
+{
+    struct ctl_period_state *p = &c->p;
+    for (size_t j = 0; j < c->njobs; j++) {
+        struct ctl_job *cj = &c->jobs[j];
+        cj->gpu_head = cj->gpu_tail = SIZE_MAX;
+        cj->agg_n = 0;
+        cj->agg_ok = cj->seen_now;
+        cj->agg_cap = NAN;
+        cj->agg_power = 0;
+        cj->obs_new = 0;
+    }
+    for (size_t k = 0; k < p->ngpus; k++) {
+        p->gpu_next[k] = SIZE_MAX;
+        if (p->gpus[k].job < 0)
+            continue;
+        struct ctl_job *cj = &c->jobs[p->gpus[k].job];
+        if (cj->gpu_tail == SIZE_MAX)
+            cj->gpu_head = k;
+        else
+            p->gpu_next[cj->gpu_tail] = k;
+        cj->gpu_tail = k;
+        if (!cj->agg_ok)
+            continue;
+        const struct agent_gpu *ug = &c->agents[p->gpu_node[k]].st.gpu[p->gpu_slot[k]];
+        if (!p->gpus[k].reachable || !p->gpus[k].telemetry_ok || !isfinite(ug->limit_w))
+            cj->agg_ok = 0;
+        else if (cj->agg_n == 0)
+            cj->agg_cap = ug->limit_w;
+        else if (fabs(ug->limit_w - cj->agg_cap) > 1)
+            cj->agg_ok = 0;
+        cj->agg_power += ug->power_w;
+        cj->agg_n++;
+    }
+}
+
+/* One job: its reading to its learner when settled, its curve refitted
+ * (and the pessimistic loss beside it). */
+static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
+{
+    double now = c->p.now;
+    double cap = cj->agg_cap, power = cj->agg_power, tput = cj->tput_sum;
+    int n = (int)cj->agg_n, ok = cj->agg_ok, have_t = cj->have_t;
+    /* settled: the cap moved less than a learner bin (5 W) since the
+     * last reading, so the readings of the period were taken under it */
+    int settled = ok && n > 0 && have_t && isfinite(cj->last_cap) && fabs(cj->last_cap - cap) <= 5;
+    /* the cap must also have been seen for --settle seconds, so that
+     * a rate averaged over the agents' throughput window (and aged by
+     * the telemetry's own delay) was measured under it alone */
+    if (!(ok && n > 0))
+        cj->cap_since = NAN;
+    else if (!isfinite(cj->last_cap) || fabs(cj->last_cap - cap) > 5 || !isfinite(cj->cap_since))
+        cj->cap_since = now;
+    settled = settled && isfinite(cj->cap_since) && now - cj->cap_since >= c->settle_s - 1e-6;
+    cj->tput_now = ok && n > 0 && have_t ? tput : NAN;
+    cj->last_cap = ok && n > 0 ? cap : NAN;
+    if (settled) {
+        pflex_error_t e2;
+        if (pflex_learn_observe(cj->learn, cap, power / n, tput, &e2) < 0)
+            ctl_log(c, "learn %s: %s", cj->name, e2.text);
+        else {
+            /* for the audit (ctl_record) */
+            cj->obs_new = 1;
+            cj->obs_cap = cap;
+            cj->obs_power = power / n;
+            cj->obs_tput = tput;
+        }
+    }
+    if (pflex_learn_fit(cj->learn, &cj->curve, err) < 0)
+        return -1;
+    if (ctl_grow((void **)&cj->hi, &cj->hi_cap, cj->curve.n, sizeof *cj->hi) < 0)
+        return pflex_error_set(err, "out of memory");
+    for (size_t i = 0; i < cj->curve.n; i++)
+        cj->hi[i] = cj->curve.loss[i] + c->c.z * cj->curve.sd[i];
+    return 0;
+}
+
+/* A job whose GPUs all answered, at one common cap held since last
+ * period (and for --settle), gives one observation. */
+int ctl_learn(ctl_t *c, pflex_error_t *err)
+{
+    learn_gather(c);
+    for (size_t j = 0; j < c->njobs; j++)
+        if (learn_job(c, &c->jobs[j], err) < 0)
+            return -1;
+    return 0;
+}
+
+/* Each job's baseline rate T0 for the plan's objective (in t0_plan).  A
+ * job seen uncapped has its own; one first seen under a cap has the rate
+ * it shows divided by what its curve says that cap keeps (1 - L); one
+ * with no rate yet has the per-GPU mean of the others times its GPUs (1
+ * per GPU when no job is known), so that a job without data is planned
+ * as a typical one, neither spared nor cut first. */
+static void job_baselines(ctl_t *c)
+{
+    const struct ctl_period_state *p = &c->p;
+    double sum_t = 0, sum_n = 0;
+    for (size_t j = 0; j < c->njobs; j++)
+        c->jobs[j].n_now = 0;
+    for (size_t k = 0; k < p->ngpus; k++)
+        if (p->gpus[k].job >= 0 && p->gpus[k].reachable)
+            c->jobs[p->gpus[k].job].n_now++;
+    for (size_t j = 0; j < c->njobs; j++) {
+        struct ctl_job *cj = &c->jobs[j];
+        const struct pflex_learn_curve *cv = &cj->curve;
+        cj->t0_plan = NAN;
+        if (cv->has_baseline && cv->t0 > 0)
+            cj->t0_plan = cv->t0;
+        else if (isfinite(cj->tput_now) && cj->tput_now > 0 && isfinite(cj->last_cap)
+                 && cj->max_w > 0) {
+            double x = 1 - cj->last_cap / (cv->p0_w > 0 ? cv->p0_w : cj->max_w);
+            double keep = 1 - pflex_learn_loss(cv, x > 0 ? x : 0);
+            cj->t0_plan = cj->tput_now / (keep > 0.05 ? keep : 0.05);
+        }
+        if (isfinite(cj->t0_plan) && cj->n_now) {
+            sum_t += cj->t0_plan;
+            sum_n += cj->n_now;
+        }
+    }
+    double per_gpu = sum_n > 0 ? sum_t / sum_n : 1;
+    for (size_t j = 0; j < c->njobs; j++) {
+        struct ctl_job *cj = &c->jobs[j];
+        if (!isfinite(cj->t0_plan))
+            cj->t0_plan = per_gpu * (double)(cj->n_now ? cj->n_now : 1);
+    }
+}
+
+/* The planner's view of every job: its baseline, weight, floor, curve. */
+static int plan_jobs(ctl_t *c, pflex_error_t *err)
+{
+    struct ctl_period_state *p = &c->p;
+    if (ctl_grow((void **)&p->sjobs, &p->cap_sjobs, c->njobs + 1, sizeof *p->sjobs) < 0)
+        return pflex_error_set(err, "out of memory");
+    job_baselines(c);
+    for (size_t j = 0; j < c->njobs; j++) {
+        struct ctl_job *cj = &c->jobs[j];
+        const struct pflex_job_policy *pol = pflex_job_policy_find(c->c.policies, cj->name);
+        p->sjobs[j] = (struct pflex_site_job){.name = cj->name, .t0 = cj->t0_plan,
+                                              .weight = pol ? pol->weight : 1,
+                                              .floor = pol && isfinite(pol->floor) ? pol->floor : c->c.floor,
+                                              .n = cj->curve.n, .cap_w = cj->curve.cap_w,
+                                              .loss = cj->curve.loss, .loss_hi = cj->hi};
+    }
+    return 0;
+}
+
+/* A new probe for job j when one is due and worth it: 1 (probe_cap and
+ * probe_left set), else 0. */
+static int probe_start(ctl_t *c, size_t j, double planned)
+{
+    struct ctl_job *cj = &c->jobs[j];
+    double xp, cap;
+    if (cj->probe_wait) {
+        cj->probe_wait--;
+        return 0;
+    }
+    if (!cj->curve.has_baseline)
+        return 0;
+    double x_now = 1 - planned / cj->curve.p0_w;
+    if (x_now < 0)
+        x_now = 0;
+    /* between events: walk the curve down for the next one;
+     * under a target: only near the plan, where the next
+     * periods' plans will look (a probe's watts are not given
+     * to the others, so deep probes there cost throughput) */
+    int found = isfinite(c->p.limit_w)
+        ? pflex_learn_probe_near(&cj->curve, c->p.sjobs[j].floor, c->c.z, x_now,
+                                 c->c.explore_step, 2 * cj->curve.sigma, &xp, &cap)
+        : pflex_learn_probe(&cj->curve, c->p.sjobs[j].floor, c->c.z, x_now,
+                            c->c.explore_step, 2 * cj->curve.sigma, &xp, &cap);
+    /* a probe less than a learner bin (5 W) below the plan
+     * teaches nothing the plan's own readings do not */
+    if (!found || planned - floor(cap) < 5)
+        return 0;
+    cj->probe_cap = floor(cap);
+    ctl_log(c, "probe %s at %.0f W (x %.3f, plan %.0f W)", cj->name, cj->probe_cap, xp, planned);
+    /* held until a reading under it has settled */
+    cj->probe_left = 1 + (unsigned)ceil(c->settle_s / c->c.period_s - 1e-6);
+    cj->probe_wait = 3;
+    c->p.r.probes++;
+    return 1;
+}
+
+/* A little exploration: only deeper, only where the floor allows.  A
+ * probe holds until a reading under it has settled. */
+static void plan_probes(ctl_t *c)
+{
+    struct ctl_period_state *p = &c->p;
+    for (size_t j = 0; j < c->njobs; j++) {
+        struct ctl_job *cj = &c->jobs[j];
+        double planned = c->plan.job_cap_w[j];
+        if (!isfinite(planned))
+            continue;
+        if (!cj->probe_left && !probe_start(c, j, planned))
+            continue;
+        cj->probe_left--;
+        for (size_t k = cj->gpu_head; k != SIZE_MAX; k = p->gpu_next[k])
+            if (p->gpus[k].reachable
+                && c->plan.cap_w[k] > cj->probe_cap && cj->probe_cap >= p->gpus[k].min_cap_w) {
+                c->plan.worst_w -= c->plan.cap_w[k] - cj->probe_cap;
+                c->plan.cap_w[k] = cj->probe_cap;
+            }
+    }
+}
+
+/* The caps to push: every reachable GPU of a node up, in site order, each
+ * marked a cut when it falls under the GPU's limit now. */
+static int plan_caps(ctl_t *c, pflex_error_t *err)
+{
+    struct ctl_period_state *p = &c->p;
+    if (ctl_grow((void **)&p->caps, &p->cap_caps, p->ngpus + 1, sizeof *p->caps) < 0)
+        return pflex_error_set(err, "out of memory");
+    p->ncaps = 0;
+    for (size_t k = 0; k < p->ngpus; k++) {
+        size_t a = p->gpu_node[k];
+        if (!p->gpus[k].reachable || !c->agents[a].up)
+            continue;
+        const struct agent_gpu *ug = &c->agents[a].st.gpu[p->gpu_slot[k]];
+        double cap = c->plan.cap_w[k];
+        p->caps[p->ncaps++] = (struct ctl_cap){.node = a, .gpu = ug->index, .site = k, .cap_w = cap,
+                                               .cut = !(cap >= ug->limit_w - 0.5), .pushed = 0,
+                                               .enforced_w = NAN};
+    }
+    return 0;
+}
+
+int ctl_plan(ctl_t *c, pflex_error_t *err)
+{
+    struct ctl_period_state *p = &c->p;
+    if (plan_jobs(c, err) < 0)
+        return -1;
+    struct pflex_safe_input in = {.ngpus = p->ngpus, .gpus = p->gpus, .njobs = c->njobs, .jobs = p->sjobs,
+                                  .limit_w = p->limit_w, .other_w = p->other_w,
+                                  .hold = p->ngpus > 0 && !p->any_power,
+                                  .objective = c->c.progress ? PFLEX_OBJECTIVE_PROGRESS
+                                                             : PFLEX_OBJECTIVE_THROUGHPUT};
+    if (pflex_safe_plan(&in, &c->plan, err) < 0)
+        return -1;
+    if (c->c.explore_step > 0)
+        plan_probes(c);
+    return plan_caps(c, err);
+}

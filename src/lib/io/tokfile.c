@@ -1,0 +1,102 @@
+/* tokfile.c — the last line of a job's token counter file (pflex/tokfile.h).
+ * Only the tail is read: the file grows for as long as the job runs, and
+ * only its last complete line matters. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "pflex/tokfile.h"
+
+#define TAIL 65536
+
+/* Read the file's last TAIL - 1 bytes into buf (NUL-terminated); *from is
+ * where they start in the file.  0, or -1 with err. */
+static int read_tail(const char *path, char *buf, off_t *from, pflex_error_t *err)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return pflex_error_set(err, "%s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int saved = errno;
+        close(fd);
+        return pflex_error_set(err, "%s: %s", path, strerror(saved));
+    }
+    *from = sb.st_size > (off_t)TAIL - 1 ? sb.st_size - (off_t)(TAIL - 1) : 0;
+    ssize_t got = pread(fd, buf, TAIL - 1, *from);
+    int saved = errno;
+    close(fd);
+    if (got < 0)
+        return pflex_error_set(err, "%s: %s", path, strerror(saved));
+    buf[got] = '\0';
+    return 0;
+}
+
+/* One data line: 1 and *m when it reads 'UNIX_TIME TOKENS_TOTAL', else 0. */
+static int parse_line(const char *line, struct pflex_tokfile_mark *m)
+{
+    const char *p = line;
+    char *q;
+    double t = strtod(p, &q);
+    if (q == p)
+        return 0;
+    p = q;
+    while (*p == ' ' || *p == '\t' || *p == ',')
+        p++;
+    double n = strtod(p, &q);
+    if (q == p || !(!*q || *q == ' ' || *q == '\t' || *q == ',' || *q == '\r')
+        || !isfinite(t) || !isfinite(n))
+        return 0;
+    m->t_s = t;
+    m->tokens = n;
+    return 1;
+}
+
+int pflex_tokfile_last(const char *path, struct pflex_tokfile_mark *m, pflex_error_t *err)
+{
+    char *buf = malloc(TAIL);
+    if (!buf)
+        return pflex_error_set(err, "%s: out of memory", path);
+    off_t from = 0;
+    int rc = 1;
+    if (read_tail(path, buf, &from, err)) {
+        free(buf);
+        return -1;
+    }
+    /* Read from the middle of the file: its first line is cut. */
+    char *begin = buf;
+    if (from > 0) {
+        begin = strchr(buf, '\n');
+        begin = begin ? begin + 1 : NULL;
+    }
+    /* Drop an incomplete last line (the job may be writing it now). */
+    char *end = begin ? strrchr(begin, '\n') : NULL;
+    if (end)
+        *end = '\0';
+    /* From the last line up, the first that is neither blank nor a comment. */
+    while (end) {
+        char *start = strrchr(begin, '\n');
+        start = start ? start + 1 : begin;
+        char *line = start;
+        while (*line == ' ' || *line == '\t' || *line == '\r')
+            line++;
+        if (*line && *line != '#') {
+            if (parse_line(line, m)) {
+                rc = 0;
+            } else {
+                pflex_error_set(err, "%s: last line '%.60s' is not 'UNIX_TIME TOKENS_TOTAL' "
+                                "(see pflex sweep --help)", path, line);
+                rc = PFLEX_TOKFILE_BAD;
+            }
+            break;
+        }
+        if (start == begin)
+            break;
+        start[-1] = '\0';
+    }
+    free(buf);
+    return rc;
+}

@@ -1,0 +1,442 @@
+/* test_controller_steps.c — the controller's period driven in process,
+ * with no HTTP: a small simulated site (period.h's ctl_node_feed in, its
+ * ctl_caps out) of three nodes of four GPUs, each running one job whose
+ * throughput and power under a cap are known in closed form:
+ *     power per GPU = min(cap, P0),  x = 1 - power / P0,
+ *     throughput = T0 (1 - a x - b x^2),
+ * readings with 0.5 % (power) and 1 % (throughput) seeded noise.  The
+ * caps a period hands back are applied before the next period's readings,
+ * as an agent would.  The target steps down twice: to 6 kW with a ramp of
+ * three periods, then to 5.4 kW at once.  Checked: after the ramp the
+ * power the site draws under the caps of a period is at or under every
+ * limit until the next period (the step down is met early); every cap is
+ * whole watts within its GPU's range and only reachable GPUs get one; every
+ * floor is kept on the true curves; the learned curves come near the true
+ * ones, nearer than the prior; a node that stops answering is counted at
+ * its maximum and gets no caps; the steps run one by one decide exactly
+ * what ctl_period does; the audit, when asked for, holds every period. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include "controller/controller.h"
+#include "controller/period.h"
+#include "pflex/audit.h"
+#include "pflex/jobpolicy.h"
+#include "pflex/learn.h"
+#include "support/rand.h"
+
+#define NNODES 3
+#define NG 4
+#define MIN_W 200.0
+#define MAX_W 700.0
+#define OTHER_W 300.0
+#define P 5.0                   /* seconds per period, simulated */
+
+struct sim_job {
+    const char *name;
+    double p0;                  /* per-GPU draw uncapped, W */
+    double t0;                  /* rate uncapped */
+    double a, b;                /* L(x) = a x + b x^2 */
+    double floor;               /* the floor the test holds it to */
+};
+
+/* one job a node: elastic, proportional, and one that falls off late */
+static const struct sim_job jobs[NNODES] = {
+    {"elastic", 600, 1000, 0.25, 0.45, 0.75},
+    {"proportional", 650, 800, 1.0, 0.0, 0.5},
+    {"late", 550, 1200, 0.3, 0.5, 0.5},
+};
+
+struct site {
+    double cap[NNODES][NG];     /* the caps the GPUs enforce */
+    int down[NNODES];           /* a node that does not answer (not fed) */
+};
+
+static double true_loss(const struct sim_job *j, double x)
+{
+    return x <= 0 ? 0 : j->a * x + j->b * x * x;
+}
+
+static double gpu_power(const struct sim_job *j, double cap)
+{
+    return cap < j->p0 ? cap : j->p0;
+}
+
+/* The job's rate as a fraction of its baseline under the node's caps. */
+static double true_frac(const struct site *s, int n)
+{
+    double pw = 0;
+    for (int g = 0; g < NG; g++)
+        pw += gpu_power(&jobs[n], s->cap[n][g]);
+    return 1 - true_loss(&jobs[n], 1 - pw / NG / jobs[n].p0);
+}
+
+/* What the site draws under its caps, other power included. */
+static double site_power(const struct site *s)
+{
+    double w = OTHER_W;
+    for (int n = 0; n < NNODES; n++)
+        for (int g = 0; g < NG; g++)
+            w += gpu_power(&jobs[n], s->cap[n][g]);
+    return w;
+}
+
+/* Each answering node's status, as its agent would say it, fed in. */
+static void feed(ctl_t *c, const struct site *s)
+{
+    static struct agent_status st;
+    pflex_error_t err;
+    for (int n = 0; n < NNODES; n++) {
+        if (s->down[n])
+            continue;
+        memset(&st, 0, sizeof st);
+        snprintf(st.host, sizeof st.host, "node-%d", n);
+        st.ngpus = NG;
+        st.njobs = 1;
+        snprintf(st.job[0].name, sizeof st.job[0].name, "%s", jobs[n].name);
+        st.job[0].ngpus = NG;
+        for (int g = 0; g < NG; g++) {
+            st.gpu[g] = (struct agent_gpu){.index = g, .power_w = gpu_power(&jobs[n], s->cap[n][g])
+                                                                  * (1 + rng_unif(-0.005, 0.005)),
+                                           .limit_w = s->cap[n][g], .min_w = MIN_W, .max_w = MAX_W, .ok = 1};
+            st.job[0].gpus[g] = g;
+        }
+        st.job[0].throughput = jobs[n].t0 * true_frac(s, n) * (1 + rng_unif(-0.01, 0.01));
+        if (ctl_node_feed(c, (size_t)n, &st, 1, &err) < 0)
+            fail_msg("%s", err.text);
+    }
+}
+
+/* The period's caps onto the GPUs, checked: whole watts within range, to
+ * answering nodes only, a cut marked as one. */
+static void apply(ctl_t *c, struct site *s)
+{
+    size_t n;
+    const struct ctl_cap *caps = ctl_caps(c, &n);
+    for (size_t q = 0; q < n; q++) {
+        const struct ctl_cap *cp = &caps[q];
+        assert_true(cp->node < NNODES && cp->gpu >= 0 && cp->gpu < NG);
+        assert_false(s->down[cp->node]);
+        if (!(cp->cap_w >= MIN_W && cp->cap_w <= MAX_W && cp->cap_w == floor(cp->cap_w)))
+            fail_msg("node %zu GPU %d: cap %g W out of [%g, %g] or not whole", cp->node, cp->gpu, cp->cap_w,
+                     MIN_W, MAX_W);
+        assert_int_equal(cp->cut, cp->cap_w < s->cap[cp->node][cp->gpu] - 0.5);
+        assert_true(cp->pushed);
+        s->cap[cp->node][cp->gpu] = cp->cap_w;
+    }
+}
+
+static ctl_t *site_controller(const char *db, pflex_job_policies_t *pol)
+{
+    const char *csv = "job,floor\nelastic,0.75\n";
+    assert_int_equal(pflex_job_policies_read_mem(csv, strlen(csv), "jobs.csv", pol, NULL), 0);
+    struct ctl_config cfg = {.nagents = NNODES, .in_process = 1, .period_s = P, .other_w = OTHER_W,
+                             .agent_max_w = NG * MAX_W, .explore_step = 0.05, .floor = 0.5,
+                             .policies = pol, .db_path = db};
+    if (getenv("PFLEX_DEBUG"))
+        cfg.log = stderr;
+    ctl_t *c;
+    pflex_error_t err;
+    if (ctl_create(&cfg, &c, &err) < 0)
+        fail_msg("%s", err.text);
+    return c;
+}
+
+static void add_target(ctl_t *c, double start, double end, double w, double ramp)
+{
+    struct pflex_target t = {.start_s = start, .end_s = end, .value = w, .unit = PFLEX_TARGET_WATTS,
+                             .ramp_s = ramp};
+    snprintf(t.source, sizeof t.source, "schedule");
+    pflex_error_t err;
+    assert_int_equal(pflex_target_set_add(ctl_targets(c), &t, &err), 0);
+}
+
+/* The schedule: nothing, then 6 kW from period 30 (ramp 3 periods), 5.4 kW
+ * from period 60 at once, nothing from period 90 on. */
+static void add_schedule(ctl_t *c)
+{
+    add_target(c, 30 * P, 90 * P, 6000, 3 * P);
+    add_target(c, 60 * P, 90 * P, 5400, 0);
+}
+
+/* The limit after the ramp at time t (INFINITY: none, or still ramping). */
+static double settled_limit(double t)
+{
+    return t >= 33 * P && t < 60 * P ? 6000 : t >= 60 * P && t < 90 * P ? 5400 : INFINITY;
+}
+
+static void site_init(struct site *s)
+{
+    memset(s, 0, sizeof *s);
+    for (int n = 0; n < NNODES; n++)
+        for (int g = 0; g < NG; g++)
+            s->cap[n][g] = MAX_W;
+}
+
+static void one_period(ctl_t *c, struct site *s, int k, struct ctl_period_result *r)
+{
+    pflex_error_t err;
+    feed(c, s);
+    if (ctl_period(c, k * P, r, &err) < 0)
+        fail_msg("period %d: %s", k, err.text);
+    apply(c, s);
+}
+
+/* RMS of the learned loss against the truth, and the prior's (L = x), at
+ * the learned points with observations. */
+static void curve_error(const struct pflex_learn_curve *cv, const struct sim_job *j, double *rms,
+                        double *rms_prior, int *n, double *deepest)
+{
+    double s2 = 0, p2 = 0;
+    *n = 0;
+    *deepest = 0;
+    for (size_t i = 1; i < cv->n; i++) {
+        if (!cv->count[i])
+            continue;
+        double e = cv->loss[i] - true_loss(j, cv->x[i]), ep = cv->x[i] - true_loss(j, cv->x[i]);
+        s2 += e * e;
+        p2 += ep * ep;
+        (*n)++;
+        *deepest = fmax(*deepest, cv->x[i]);
+    }
+    *rms = *n ? sqrt(s2 / *n) : INFINITY;
+    *rms_prior = *n ? sqrt(p2 / *n) : 0;
+}
+
+static void test_site(void **state)
+{
+    (void)state;
+    rng_seed(17);
+    char db[64];
+    snprintf(db, sizeof db, "/tmp/pflex-steps-XXXXXX");
+    int fd = mkstemp(db);
+    assert_true(fd >= 0);
+    close(fd);
+    pflex_job_policies_t pol;
+    ctl_t *c = site_controller(db, &pol);
+    add_schedule(c);
+    struct site s;
+    site_init(&s);
+    double closest = INFINITY, lowest[NNODES] = {1, 1, 1};
+    int checked = 0, probes = 0;
+    for (int k = 0; k < 100; k++) {
+        struct ctl_period_result r;
+        one_period(c, &s, k, &r);
+        probes += (int)r.probes;
+        assert_int_equal(r.gpus, NNODES * NG);
+        assert_int_equal(r.agents_down, 0);
+        /* the caps of period k hold until period k + 1 pushes its own */
+        double lim = fmin(settled_limit(k * P), settled_limit((k + 1) * P - 1e-9));
+        if (isfinite(lim)) {
+            double w = site_power(&s);
+            assert_true(r.feasible);
+            assert_true(r.worst_w <= lim + 1e-6);
+            if (w > lim + 1e-6)
+                fail_msg("period %d: the site draws %.1f W over its limit %.0f W", k, w, lim);
+            closest = fmin(closest, lim - w);
+            checked++;
+        }
+        for (int n = 0; n < NNODES; n++) {
+            double f = true_frac(&s, n);
+            lowest[n] = fmin(lowest[n], f);
+            if (!(f >= jobs[n].floor - 1e-9))
+                fail_msg("period %d: %s at %.3f of its rate, under its floor %.2f", k, jobs[n].name, f,
+                         jobs[n].floor);
+        }
+        if (k == 59)
+            /* met early: the step to 5.4 kW at period 60 within the horizon */
+            assert_true(r.limit_w == 5400);
+    }
+    print_message("  %d periods under a limit, the site at least %.1f W under it; lowest rates %.3f %.3f "
+                  "%.3f of baseline; %d probes\n", checked, closest, lowest[0], lowest[1], lowest[2], probes);
+    assert_int_equal(checked, 90 - 33);
+    /* the target went: every GPU back at its maximum */
+    for (int n = 0; n < NNODES; n++)
+        for (int g = 0; g < NG; g++)
+            assert_true(s.cap[n][g] == MAX_W);
+    /* the site was really cut: at 5.4 kW, under what it draws uncapped */
+    for (int n = 0; n < NNODES; n++)
+        assert_true(lowest[n] < 0.97);
+    for (int n = 0; n < NNODES; n++) {
+        const struct pflex_learn_curve *cv = ctl_job_curve(c, jobs[n].name);
+        assert_non_null(cv);
+        assert_true(cv->has_baseline);
+        assert_true(fabs(cv->p0_w - jobs[n].p0) < 0.01 * jobs[n].p0);
+        assert_true(fabs(cv->t0 - jobs[n].t0) < 0.02 * jobs[n].t0);
+        double rms, rms_prior, deepest;
+        int pts;
+        curve_error(cv, &jobs[n], &rms, &rms_prior, &pts, &deepest);
+        print_message("  %s: %d learned points down to x = %.2f, rms %.4f against the truth (the prior's "
+                      "%.4f)\n", jobs[n].name, pts, deepest, rms, rms_prior);
+        assert_true(pts >= 3);
+        assert_true(deepest >= 0.15);
+        assert_true(rms < 0.02);
+        if (jobs[n].b > 0)
+            assert_true(rms < 0.5 * rms_prior);
+    }
+    ctl_destroy(c);
+    pflex_job_policies_fini(&pol);
+    /* the audit holds every period, and the observations */
+    pflex_audit_t *au;
+    pflex_error_t err;
+    assert_int_equal(pflex_audit_open(db, &au, &err), 0);
+    struct pflex_audit_query q = {.to_s = INFINITY, .what = "periods", .limit = 1000};
+    char *h = pflex_audit_history(au, &q, &err);
+    assert_non_null(h);
+    json_t *doc = json_loads(h, 0, NULL);
+    assert_int_equal(json_array_size(json_object_get(doc, "periods")), 100);
+    json_decref(doc);
+    free(h);
+    q.what = "observations";
+    h = pflex_audit_history(au, &q, &err);
+    doc = json_loads(h, 0, NULL);
+    assert_true(json_array_size(json_object_get(doc, "observations")) > 150);
+    json_decref(doc);
+    free(h);
+    pflex_audit_close(au);
+    const char *sfx[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        char p[96];
+        snprintf(p, sizeof p, "%s%s", db, sfx[i]);
+        unlink(p);
+    }
+}
+
+/* A node that stops answering: counted at its maximum, no caps for it,
+ * the site still under; back, it gets its caps again. */
+static void test_node_down(void **state)
+{
+    (void)state;
+    rng_seed(18);
+    pflex_job_policies_t pol;
+    ctl_t *c = site_controller(NULL, &pol);
+    add_schedule(c);
+    struct site s;
+    site_init(&s);
+    for (int k = 0; k < 80; k++) {
+        struct ctl_period_result r;
+        s.down[1] = k >= 70 && k < 74;
+        one_period(c, &s, k, &r);
+        const struct ctl_period_state *ps = ctl_period_state(c);
+        size_t n;
+        const struct ctl_cap *caps = ctl_caps(c, &n);
+        if (s.down[1]) {
+            assert_int_equal(r.agents_down, 1);
+            assert_int_equal(n, (NNODES - 1) * NG);
+            for (size_t q = 0; q < n; q++)
+                assert_true(caps[q].node != 1);
+            /* its GPUs at their maximum in the worst case */
+            double caps_w = 0;
+            for (size_t q = 0; q < n; q++)
+                caps_w += caps[q].cap_w;
+            assert_true(fabs(r.worst_w - (OTHER_W + NG * MAX_W + caps_w)) < 1e-6);
+        } else {
+            assert_int_equal(r.agents_down, 0);
+            assert_int_equal(n, NNODES * NG);
+        }
+        assert_int_equal(ps->ngpus, NNODES * NG);
+        if (k >= 33) {
+            double lim = k < 59 ? 6000 : 5400;
+            assert_true(r.feasible);
+            assert_true(r.worst_w <= lim + 1e-6);
+            assert_true(site_power(&s) <= lim + 1e-6);
+        }
+    }
+    ctl_destroy(c);
+    pflex_job_policies_fini(&pol);
+}
+
+/* The steps run one by one (period.h) decide what ctl_period decides. */
+static void test_steps_are_the_period(void **state)
+{
+    (void)state;
+    pflex_job_policies_t pol1, pol2;
+    ctl_t *a = site_controller(NULL, &pol1), *b = site_controller(NULL, &pol2);
+    add_schedule(a);
+    add_schedule(b);
+    struct site sa, sb;
+    site_init(&sa);
+    site_init(&sb);
+    pflex_error_t err;
+    for (int k = 0; k < 70; k++) {
+        struct ctl_period_result ra, rb;
+        rng_seed(100 + (uint64_t)k);
+        one_period(a, &sa, k, &ra);
+        rng_seed(100 + (uint64_t)k);
+        feed(b, &sb);
+        ctl_period_begin(b, k * P);
+        ctl_poll_targets(b);
+        assert_int_equal(ctl_read_site(b, &err), 0);
+        assert_int_equal(ctl_map_jobs(b, &err), 0);
+        ctl_take_targets(b);
+        assert_int_equal(ctl_learn(b, &err), 0);
+        assert_int_equal(ctl_plan(b, &err), 0);
+        assert_int_equal(ctl_push_caps(b, &err), 0);
+        assert_int_equal(ctl_record(b, &err), 0);
+        ctl_period_end(b, &rb);
+        ctl_report_vtn(b);
+        apply(b, &sb);
+        assert_true(ra.limit_w == rb.limit_w && ra.worst_w == rb.worst_w && ra.probes == rb.probes);
+        assert_true(memcmp(sa.cap, sb.cap, sizeof sa.cap) == 0);
+    }
+    ctl_destroy(a);
+    ctl_destroy(b);
+    pflex_job_policies_fini(&pol1);
+    pflex_job_policies_fini(&pol2);
+}
+
+/* What an in-process controller refuses, and a daemon's. */
+static void test_refusals(void **state)
+{
+    (void)state;
+    pflex_error_t err;
+    ctl_t *c;
+    struct ctl_config bad = {.nagents = 2, .in_process = 1, .prometheus_url = "http://127.0.0.1:9"};
+    assert_int_equal(ctl_create(&bad, &c, &err), -1);
+    assert_non_null(strstr(err.text, "Prometheus"));
+    struct ctl_config none = {.nagents = 0, .in_process = 1};
+    assert_int_equal(ctl_create(&none, &c, &err), -1);
+    struct ctl_config ok = {.nagents = 2, .in_process = 1};
+    assert_int_equal(ctl_create(&ok, &c, &err), 0);
+    struct agent_status st = {.ngpus = 1, .gpu = {{.index = 0, .power_w = 100, .limit_w = 700, .min_w = 200,
+                                                   .max_w = 700, .ok = 1}}};
+    assert_int_equal(ctl_node_feed(c, 2, &st, 1, &err), -1);
+    st.njobs = 1;
+    st.job[0].ngpus = -1;
+    assert_int_equal(ctl_node_feed(c, 0, &st, 1, &err), -1);
+    st.job[0].ngpus = 1;
+    assert_int_equal(ctl_node_feed(c, 0, &st, 1, &err), 0);
+    /* node 1 never fed: never reached, counted at agent_max_w (8 kW) */
+    struct ctl_period_result r;
+    assert_int_equal(ctl_period(c, 0, &r, &err), 0);
+    assert_int_equal(r.agents_down, 1);
+    assert_int_equal(r.gpus, 1);
+    assert_true(fabs(ctl_period_state(c)->never_w - 8000) < 1e-9);
+    ctl_destroy(c);
+    const char *url = "http://127.0.0.1:9";
+    struct ctl_config daemon = {.nagents = 1, .agent_urls = &url};
+    assert_int_equal(ctl_create(&daemon, &c, &err), 0);
+    assert_int_equal(ctl_node_feed(c, 0, &st, 1, &err), -1);
+    ctl_destroy(c);
+    struct ctl_config no_urls = {.nagents = 1};
+    assert_int_equal(ctl_create(&no_urls, &c, &err), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_site),
+        cmocka_unit_test(test_node_down),
+        cmocka_unit_test(test_steps_are_the_period),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
