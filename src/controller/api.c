@@ -106,6 +106,14 @@ void ctl_api_handle(void *ud, const struct pflex_http_request *req, struct pflex
         }
         if (!authorised(api, req, resp))
             return;
+        if (api->standby && !standby_leading(api->standby)) {
+            json_t *sb = standby_json(api->standby);
+            pflex_http_respond_error(resp, 409, "this controller stands by (its leader, %s, takes targets; "
+                                     "its own would be replaced by the leader's)",
+                                     json_string_value(json_object_get(sb, "leader")) ? json_string_value(json_object_get(sb, "leader")) : "none now");
+            json_decref(sb);
+            return;
+        }
         if (!strcmp(req->method, "PUT")) {
             put_target(api, req, resp);
         } else {
@@ -115,7 +123,10 @@ void ctl_api_handle(void *ud, const struct pflex_http_request *req, struct pflex
     } else if (!read) {
         pflex_http_respond_error(resp, 405, "%s: GET only", req->path);
     } else if (!strcmp(req->path, "/v1/status")) {
-        pflex_http_respond_json(resp, 200, ctl_status_json(api->ctl, pflex_real_s()));
+        json_t *st = ctl_status_json(api->ctl, pflex_real_s());
+        if (api->standby)
+            json_object_set_new(st, "standby", standby_json(api->standby));
+        pflex_http_respond_json(resp, 200, st);
     } else if (!strcmp(req->path, "/metrics")) {
         size_t len;
         char *text = ctl_metrics(api->ctl, pflex_real_s(), &len);
