@@ -281,9 +281,12 @@ int standby_create(const struct standby_config *cfg, standby_t **out, pflex_erro
     snprintf(s->name, sizeof s->name, "%s", cfg->name);
     s->period_s = cfg->period_s > 0 ? cfg->period_s : 5;
     s->tick_s = fmin(0.25, s->period_s / 4);
-    /* the lease: 1.5 periods (a standby takes over within two), at
-     * least etcd's own minimum of 2 s */
-    s->ttl_s = fmax(2, floor(1.5 * s->period_s));
+    /* the lease: a standby takes over at most this long after the
+     * leader's last renewal, plus etcd's sweep of expired leases (every
+     * 0.5 s), plus a tick, plus its first period's run (say 0.5 s): within
+     * two periods, at periods of 2 s and more; at least etcd's own
+     * minimum of 2 s */
+    s->ttl_s = fmax(2, floor(2 * s->period_s - 1.25));
     s->lease_ttl = s->ttl_s;
     s->log = cfg->log;
     s->etcd_ok = 1;

@@ -4,7 +4,9 @@
  *
  * A thread of its own (never the period's) talks to etcd every tick
  * (a quarter period, at most 0.25 s): it keeps the controller's etcd lease
- * alive (1.5 periods, at least etcd's 2 s minimum) and campaigns for the
+ * alive (2 periods less 1.25 s, whole seconds, at least etcd's 2 s
+ * minimum: a standby takes over within two periods of 2 s and more) and
+ * campaigns for the
  * leader key PREFIX/leader (created when absent, under that lease: the
  * first to create it leads until its lease lapses or it resigns).  The key's
  * create_revision is the fencing token: it rises with every new leader, the

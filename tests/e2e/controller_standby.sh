@@ -21,7 +21,7 @@ trap 'touch "$tmp/meter.stop"; stop_agents; for p in $etcds; do kill -KILL $p 2>
 trap 'exit 1' TERM INT
 . "$(dirname "$0")/lib/agent.sh"
 now() { date +%s.%N; }
-period=1.5
+period=2
 
 # ports not listened on now, from a base picked by the pid: free_port
 # sets $fp
