@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 #include "pflex/curve.h"
@@ -13,6 +14,7 @@
 #include "pflex/calib.h"
 #include "pflex/gpukind.h"
 #include "pflex/sim.h"
+#include "pflex/sweep.h"
 
 static pflex_sim_job_t *make(const struct pflex_job_desc *d, uint64_t seed)
 {
@@ -748,10 +750,57 @@ static void test_job_fields(void **state)
     assert_non_null(strstr(err.text, "precision"));
 }
 
+static void count_cap(void *arg, int i)
+{
+    int *seen = arg;
+    assert_int_equal(i, *seen);     /* each cap once, in order */
+    (*seen)++;
+}
+
+/* A simulated sweep as a CSV: the header, repeats rows per cap in order,
+ * read back as one job with every cap; the same seed writes the same bytes. */
+static void test_sweep_write(void **state)
+{
+    struct pflex_job_desc d;
+    assert_int_equal(pflex_job_preset_find("llama-8b-pretrain-h200", &d), 0);
+    static const double caps[3] = {700, 500, 300};
+    char *text[2];
+    size_t len[2];
+    pflex_error_t err;
+    for (int k = 0; k < 2; k++) {
+        pflex_sim_job_t *j;
+        assert_int_equal(pflex_sim_job_create(&d, 7, &j, &err), 0);
+        FILE *f = open_memstream(&text[k], &len[k]);
+        assert_non_null(f);
+        int seen = 0;
+        assert_int_equal(pflex_sim_sweep_write(j, &d, caps, 3, 2, f, count_cap, &seen, &err), 0);
+        fclose(f);
+        assert_int_equal(seen, 3);
+        pflex_sim_job_destroy(j);
+    }
+    assert_int_equal(len[0], len[1]);
+    assert_memory_equal(text[0], text[1], len[0]);
+    pflex_sweep_t *sw;
+    if (pflex_sweep_read_mem(text[0], len[0], "sim.csv", NULL, &sw, &err) < 0)
+        fail_msg("read back: %s", err.text);
+    assert_int_equal(sw->njobs, 1);
+    assert_string_equal(sw->jobs[0].name, d.name);
+    assert_int_equal(sw->jobs[0].gpus, d.gpus);
+    assert_true(sw->has_telemetry);
+    size_t lines = 0;
+    for (size_t i = 0; i < len[0]; i++)
+        lines += text[0][i] == '\n';
+    assert_int_equal(lines, 1 + 3 * 2);
+    pflex_sweep_destroy(sw);
+    free(text[0]);
+    free(text[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kinds),
+        cmocka_unit_test(test_sweep_write),
         cmocka_unit_test(test_cap_physics),
         cmocka_unit_test(test_telemetry_ranges),
         cmocka_unit_test(test_memory_bound_more_flexible),

@@ -12,6 +12,7 @@
 #define PFLEX_SIM_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "pflex/gpu.h"
 #include "pflex/model.h"
 
@@ -136,5 +137,16 @@ struct pflex_sim_breakdown {
 };
 int pflex_sim_job_breakdown(pflex_sim_job_t *j, double cap_w, struct pflex_sim_breakdown *out,
                             pflex_error_t *err);
+
+/* A simulated sweep as a sweep CSV with telemetry columns (pflex/sweep.h)
+ * on f: the header, then for each of caps[0..ncaps) in order, repeats
+ * measurements (pflex_sim_job_measure), each a row labelled with d's name,
+ * GPU and GPU count.  on_cap (NULL: none) is called with arg and the cap's
+ * index before its measurements.  Returns 0; -1 with err when a
+ * measurement fails; PFLEX_SIM_WRITE_FAILED when writing to f failed. */
+#define PFLEX_SIM_WRITE_FAILED (-2)
+int pflex_sim_sweep_write(pflex_sim_job_t *j, const struct pflex_job_desc *d, const double *caps,
+                          int ncaps, int repeats, FILE *f, void (*on_cap)(void *arg, int i),
+                          void *arg, pflex_error_t *err);
 
 #endif
