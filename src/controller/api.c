@@ -134,6 +134,25 @@ void ctl_api_handle(void *ud, const struct pflex_http_request *req, struct pflex
             pflex_http_respond_error(resp, 500, "out of memory");
             return;
         }
+        if (api->standby) {
+            /* the role, for an alert on no leader or two */
+            uint64_t fence = 0;
+            int lead = standby_leading(api->standby);
+            standby_may_push(api->standby, &fence);
+            char more[400];
+            int m = snprintf(more, sizeof more,
+                             "# HELP pflex_controller_leader 1 while this controller leads (--etcd), 0 standing by.\n"
+                             "# TYPE pflex_controller_leader gauge\npflex_controller_leader %d\n"
+                             "# HELP pflex_controller_fence The fencing token of its leadership (0: never led).\n"
+                             "# TYPE pflex_controller_fence gauge\npflex_controller_fence %llu\n",
+                             lead, (unsigned long long)fence);
+            char *t2 = m > 0 && (size_t)m < sizeof more ? realloc(text, len + (size_t)m + 1) : NULL;
+            if (t2) {
+                memcpy(t2 + len, more, (size_t)m + 1);
+                text = t2;
+                len += (size_t)m;
+            }
+        }
         pflex_http_respond_take(resp, 200, PFLEX_PROM_CONTENT_TYPE, text, len);
     } else if (!strcmp(req->path, "/healthz")) {
         pflex_http_respond_text(resp, 200, "text/plain", "ok\n", 3);

@@ -97,6 +97,12 @@ wait_role B standby 10
 port=$port_A
 expect 200 GET /v1/status
 fenceA=$(jq -r .standby.fence "$tmp/body")
+# the role in /metrics too, promtool-clean
+curl -s -m 5 "http://127.0.0.1:$port_B/metrics" >"$tmp/mb" || fail "B's /metrics"
+promtool_ok "$tmp/mb" || fail "promtool rejects B's /metrics"
+grep -q '^pflex_controller_leader 0$' "$tmp/mb" || fail "B's /metrics does not say it stands by"
+curl -s -m 5 "http://127.0.0.1:$port_A/metrics" | grep -q "^pflex_controller_fence $fenceA\$" \
+    || fail "A's /metrics lacks its fence $fenceA"
 
 # the site meter: every agent's power and the fence it has seen, at once
 meter() {
