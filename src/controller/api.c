@@ -106,6 +106,14 @@ void ctl_api_handle(void *ud, const struct pflex_http_request *req, struct pflex
         }
         if (!authorised(api, req, resp))
             return;
+        if (api->standby && !standby_leading(api->standby)) {
+            json_t *sb = standby_json(api->standby);
+            pflex_http_respond_error(resp, 409, "this controller stands by (its leader, %s, takes targets; "
+                                     "its own would be replaced by the leader's)",
+                                     json_string_value(json_object_get(sb, "leader")) ? json_string_value(json_object_get(sb, "leader")) : "none now");
+            json_decref(sb);
+            return;
+        }
         if (!strcmp(req->method, "PUT")) {
             put_target(api, req, resp);
         } else {
@@ -115,13 +123,35 @@ void ctl_api_handle(void *ud, const struct pflex_http_request *req, struct pflex
     } else if (!read) {
         pflex_http_respond_error(resp, 405, "%s: GET only", req->path);
     } else if (!strcmp(req->path, "/v1/status")) {
-        pflex_http_respond_json(resp, 200, ctl_status_json(api->ctl, pflex_real_s()));
+        json_t *st = ctl_status_json(api->ctl, pflex_real_s());
+        if (api->standby)
+            json_object_set_new(st, "standby", standby_json(api->standby));
+        pflex_http_respond_json(resp, 200, st);
     } else if (!strcmp(req->path, "/metrics")) {
         size_t len;
         char *text = ctl_metrics(api->ctl, pflex_real_s(), &len);
         if (!text) {
             pflex_http_respond_error(resp, 500, "out of memory");
             return;
+        }
+        if (api->standby) {
+            /* the role, for an alert on no leader or two */
+            uint64_t fence = 0;
+            int lead = standby_leading(api->standby);
+            standby_may_push(api->standby, &fence);
+            char more[400];
+            int m = snprintf(more, sizeof more,
+                             "# HELP pflex_controller_leader 1 while this controller leads (--etcd), 0 standing by.\n"
+                             "# TYPE pflex_controller_leader gauge\npflex_controller_leader %d\n"
+                             "# HELP pflex_controller_fence The fencing token of its leadership (0: never led).\n"
+                             "# TYPE pflex_controller_fence gauge\npflex_controller_fence %llu\n",
+                             lead, (unsigned long long)fence);
+            char *t2 = m > 0 && (size_t)m < sizeof more ? realloc(text, len + (size_t)m + 1) : NULL;
+            if (t2) {
+                memcpy(t2 + len, more, (size_t)m + 1);
+                text = t2;
+                len += (size_t)m;
+            }
         }
         pflex_http_respond_take(resp, 200, PFLEX_PROM_CONTENT_TYPE, text, len);
     } else if (!strcmp(req->path, "/healthz")) {

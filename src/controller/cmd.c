@@ -13,6 +13,7 @@
 #include "controller/cmd.h"
 #include "controller/api.h"
 #include "controller/controller.h"
+#include "controller/standby.h"
 #include "pflex/audit.h"
 #include "pflex/http.h"
 #include "pflex/openadr.h"
@@ -86,6 +87,15 @@ static const char help[] =
 "  --periods N          stop after N periods (default: run until SIGTERM)\n"
 "  --log FILE           one line per period and per problem ('-': stderr, the\n"
 "                       default)\n"
+"\n"
+"standby (docs/controller.md#standby):\n"
+"  --etcd URL[,URL...]  elect a leader among the controllers given the same\n"
+"                       etcd cluster and prefix: only the leader pushes caps\n"
+"                       (with its fencing token); the others stand by with its\n"
+"                       targets and curves, and one takes over when it dies\n"
+"  --etcd-prefix P      the keys' prefix in etcd (default /pflex/site)\n"
+"  --name ID            this controller's name in the election (default\n"
+"                       HOST:PID)\n"
 "\n"
 "the controller's API (with --listen):\n"
 "  --listen ADDR:PORT   serve GET /v1/status, GET /metrics, PUT and DELETE\n"
@@ -248,7 +258,7 @@ enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECR
        O_VTN_EVERY, O_VEN_NAME, O_SEED, O_PERIOD, O_LEASE, O_OTHER, O_BASELINE, O_AGENT_MAX,
        O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
        O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY,
-       O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE };
+       O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE, O_ETCD, O_ETCD_PREFIX, O_NAME };
 
 static const struct option run_options[] = {
     {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
@@ -278,6 +288,9 @@ static const struct option run_options[] = {
     {"http-threads", required_argument, NULL, O_HTTP_THREADS},
     {"parallel", required_argument, NULL, O_PARALLEL},
     {"settle", required_argument, NULL, O_SETTLE},
+    {"etcd", required_argument, NULL, O_ETCD},
+    {"etcd-prefix", required_argument, NULL, O_ETCD_PREFIX},
+    {"name", required_argument, NULL, O_NAME},
     {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 };
 
@@ -287,7 +300,8 @@ struct run_opts {
     const char *agents[256], *targets[64], *agent_files[8];
     size_t nagents, ntargets, nagent_files;
     const char *schedule, *token_file, *vtn, *vtn_id, *vtn_secret, *log_path, *jobs_path, *job_map_path,
-               *listen, *port_file, *api_token_file, *vtn_ramp, *tls_cert, *tls_key;
+               *listen, *port_file, *api_token_file, *vtn_ramp, *tls_cert, *tls_key, *etcd, *etcd_prefix,
+               *name;
     double status_every, periods, seed, every, http_threads, parallel;
 };
 
@@ -305,6 +319,8 @@ struct run_state {
     ctl_t *ctl;
     pflex_http_server_t *srv;
     struct ctl_api api;
+    standby_t *standby;                 /* --etcd */
+    char name[160];
 };
 
 /* An option that takes a string (or a choice): 0 taken, 1 not one of
@@ -351,6 +367,9 @@ static int take_text_opt(struct run_opts *o, int c, const char *arg)
     case O_TLS_CERT: o->tls_cert = arg; return 0;
     case O_TLS_KEY: o->tls_key = arg; return 0;
     case O_CA_FILE: o->cfg.ca_file = arg; return 0;
+    case O_ETCD: o->etcd = arg; return 0;
+    case O_ETCD_PREFIX: o->etcd_prefix = arg; return 0;
+    case O_NAME: o->name = arg; return 0;
     default: return 1;
     }
 }
@@ -404,6 +423,8 @@ static int check_run_opts(struct run_opts *o, int argc, char **argv)
         return usage("%s", "--port-file, --api-token-file and --tls-cert/--tls-key go with --listen");
     if (!o->tls_cert != !o->tls_key)
         return usage("%s", "--tls-cert and --tls-key go together");
+    if ((o->etcd_prefix || o->name) && !o->etcd)
+        return usage("%s", "--etcd-prefix and --name go with --etcd");
     if (o->vtn_ramp) {
         pflex_error_t e0;
         if (pflex_target_parse_duration(o->vtn_ramp, &cfg->oadr.ramp_s, &e0) < 0)
@@ -549,6 +570,27 @@ static int open_controller(struct run_opts *o, struct run_state *s)
             return 2;
         }
     }
+    if (o->etcd) {
+        /* the election starts now: a leader found in etcd is followed from
+         * the first period on */
+        if (o->name)
+            snprintf(s->name, sizeof s->name, "%s", o->name);
+        else {
+            char host[128] = "controller";
+            gethostname(host, sizeof host - 1);
+            snprintf(s->name, sizeof s->name, "%s:%ld", host, (long)getpid());
+        }
+        struct standby_config sc = {.endpoints = o->etcd, .prefix = o->etcd_prefix, .name = s->name,
+                                    .period_s = o->cfg.period_s > 0 ? o->cfg.period_s : 5,
+                                    .ca_file = o->cfg.ca_file, .log = s->log};
+        if (standby_create(&sc, &s->standby, &err) < 0) {
+            fprintf(stderr, "pflex controller: --etcd: %s\n", err.text);
+            return 2;
+        }
+        o->cfg.may_push = standby_may_push;
+        o->cfg.fenced = standby_fenced;
+        o->cfg.lead_ud = s->standby;
+    }
     if (ctl_create(&o->cfg, &s->ctl, &err) < 0) {
         fprintf(stderr, "pflex controller: %s\n", err.text);
         return 1;
@@ -575,7 +617,7 @@ static int start_api(const struct run_opts *o, struct run_state *s)
     if (!o->listen)
         return 0;
     pflex_error_t err;
-    s->api = (struct ctl_api){.ctl = s->ctl, .token = s->api_token, .log = s->log};
+    s->api = (struct ctl_api){.ctl = s->ctl, .token = s->api_token, .log = s->log, .standby = s->standby};
     struct pflex_http_limits lim = {.max_body = 4096, .read_rate = 50, .read_burst = 100,
                                     .write_rate = 5, .write_burst = 10,
                                     .tls_cert_file = o->tls_cert, .tls_key_file = o->tls_key};
@@ -600,21 +642,33 @@ static int start_api(const struct run_opts *o, struct run_state *s)
 }
 
 /* Until the next period starts at next, wait seconds from now: serve the
- * API, or sleep. */
-static void wait_until(struct run_state *s, double next, double wait)
+ * API, or sleep.  1 when a standby has just won (its period is due now). */
+static int wait_until(struct run_state *s, double next, double wait)
 {
     pflex_error_t err;
+    /* with a standby, in slices: one that has just won starts its period
+     * at once */
+    double slice = s->standby ? 0.05 : INFINITY;
     if (s->srv) {
-        while (!stop_now && (wait = next - pflex_real_s()) > 0)
-            if (pflex_http_server_run(s->srv, wait, &err) < 0) {
+        while (!stop_now && (wait = next - pflex_real_s()) > 0) {
+            if (s->standby && standby_took_over(s->standby))
+                return 1;
+            if (pflex_http_server_run(s->srv, fmin(wait, slice), &err) < 0) {
                 fprintf(s->log, "api: %s\n", err.text);
                 break;
             }
-        return;
+        }
+        return 0;
     }
-    struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
-    while (!stop_now && nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
+    while (!stop_now && (wait = next - pflex_real_s()) > 0) {
+        if (s->standby && standby_took_over(s->standby))
+            return 1;
+        wait = fmin(wait, slice);
+        struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
+        while (!stop_now && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
+    }
+    return 0;
 }
 
 /* The periods, until --periods or a signal. */
@@ -629,8 +683,16 @@ static void run_loop(const struct run_opts *o, struct run_state *s)
     double periods = o->periods, next = pflex_real_s();
     for (double k = 0; !stop_now && (periods == 0 || k < periods); k++) {
         struct ctl_period_result r;
+        if (s->standby)
+            standby_take_state(s->standby, s->ctl);     /* the leader's targets and curves */
         if (ctl_period(s->ctl, pflex_real_s(), &r, &err) < 0)
             fprintf(s->log, "period failed: %s\n", err.text);
+        if (s->standby)
+            standby_publish(s->standby, s->ctl);
+        if (s->standby && standby_took_over(s->standby)) {
+            next = pflex_real_s();      /* just won: its first period as the leader now */
+            continue;
+        }
         next += o->cfg.period_s;
         double wait = next - pflex_real_s();
         if (wait < 0) {
@@ -639,7 +701,8 @@ static void run_loop(const struct run_opts *o, struct run_state *s)
         }
         if (periods && k + 1 >= periods)
             break;
-        wait_until(s, next, wait);
+        if (wait_until(s, next, wait))
+            next = pflex_real_s();
     }
     fprintf(s->log, "stopping%s; caps stay until their leases expire\n", stop_now ? " on a signal" : "");
 }
@@ -655,6 +718,7 @@ static void wipe(char *secret)
 static void run_close(struct run_opts *o, struct run_state *s)
 {
     pflex_http_server_stop(s->srv);
+    standby_destroy(s->standby);        /* a leader resigns: a standby takes over at once */
     ctl_destroy(s->ctl);
     pflex_jobmap_destroy(s->jmap);
     wipe(s->api_token);

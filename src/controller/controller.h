@@ -6,6 +6,7 @@
 #define PFLEX_CONTROLLER_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <jansson.h>
 #include "pflex/error.h"
@@ -63,6 +64,14 @@ struct ctl_config {
      * http_threads and prometheus_url are then unused (a Prometheus URL is
      * an error), and db_path may well be NULL. */
     int in_process;
+    /* With a standby (standby.h): asked before the caps are pushed and
+     * before the VTN is reported to whether this controller leads now, and
+     * the fencing token its pushes carry (*fence; 0: none); told when an
+     * agent refused a push for a newer leader's token (HTTP 409).  NULL:
+     * it always leads, its pushes unfenced. */
+    int (*may_push)(void *ud, uint64_t *fence);
+    void (*fenced)(void *ud);
+    void *lead_ud;
 };
 
 typedef struct ctl ctl_t;

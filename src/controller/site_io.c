@@ -268,7 +268,7 @@ int ctl_read_site(ctl_t *c, pflex_error_t *err)
  * all of them have answered, every cap in a second, so that the site never
  * sums a raise on one node with a cut not yet made on another.  Each cap's
  * pushed and enforced_w from the second answer. */
-static int push_agents(ctl_t *c, pflex_error_t *err)
+static int push_agents(ctl_t *c, uint64_t fence, pflex_error_t *err)
 {
     struct ctl_period_state *p = &c->p;
     size_t na = c->c.nagents, nc = p->ncaps;
@@ -292,25 +292,32 @@ static int push_agents(ctl_t *c, pflex_error_t *err)
             if (p->caps[q].cut)
                 caps[first[a] + n++] = (struct agent_cap){.gpu = p->caps[q].gpu, .cap_w = p->caps[q].cap_w,
                                                           .enforced_w = NAN};
-        push[a] = (struct agent_push){.agent = n ? c->agents[a].client : NULL, .caps = &caps[first[a]], .n = n};
+        push[a] = (struct agent_push){.agent = n ? c->agents[a].client : NULL, .caps = &caps[first[a]], .n = n,
+                                      .fence = fence};
     }
     agents_batch(c, NULL, push, na);   /* failures are per agent */
+    int fenced = 0;
     for (size_t a = 0; a < na; a++)
-        if (push[a].agent && !push[a].ok)
+        if (push[a].agent && !push[a].ok) {
             ctl_log(c, "agent %s: %s", agent_client_url(c->agents[a].client), push[a].err.text);
+            fenced |= push[a].status == 409;
+        }
     /* then every cap, on every agent that answered this period */
     for (size_t q = 0; q < nc; q++)
         caps[q] = (struct agent_cap){.gpu = p->caps[q].gpu, .cap_w = p->caps[q].cap_w, .enforced_w = NAN};
     for (size_t a = 0; a < na; a++) {
         size_t n = first[a + 1] - first[a];
-        push[a] = (struct agent_push){.agent = n ? c->agents[a].client : NULL, .caps = &caps[first[a]], .n = n};
+        push[a] = (struct agent_push){.agent = n && !fenced ? c->agents[a].client : NULL,
+                                      .caps = &caps[first[a]], .n = n, .fence = fence};
     }
     agents_batch(c, NULL, push, na);
     for (size_t a = 0; a < na; a++) {
         if (!push[a].agent)
             continue;
-        if (!push[a].ok)
+        if (!push[a].ok) {
             ctl_log(c, "agent %s: %s", agent_client_url(c->agents[a].client), push[a].err.text);
+            fenced |= push[a].status == 409;
+        }
         for (size_t q = first[a]; q < first[a + 1]; q++) {
             p->caps[q].pushed = push[a].ok;
             p->caps[q].enforced_w = caps[q].enforced_w;
@@ -319,6 +326,11 @@ static int push_agents(ctl_t *c, pflex_error_t *err)
     free(first);
     free(caps);
     free(push);
+    if (fenced && c->c.fenced) {
+        /* an agent has seen a newer leader's token: this one no longer leads */
+        ctl_log(c, "fenced: an agent refused a push for a newer leader's; standing down");
+        c->c.fenced(c->c.lead_ud);
+    }
     return 0;
 }
 
@@ -327,8 +339,15 @@ int ctl_push_caps(ctl_t *c, pflex_error_t *err)
     struct ctl_period_state *p = &c->p;
     p->t_push = pflex_mono_s();
     p->r.plan_s = p->t_push - p->t_plan;
+    uint64_t fence = 0;
+    if (c->c.may_push && !c->c.may_push(c->c.lead_ud, &fence)) {
+        /* a standby: everything but the push */
+        for (size_t q = 0; q < p->ncaps; q++)
+            p->caps[q].pushed = 0;
+        return 0;
+    }
     if (!c->c.in_process)
-        return push_agents(c, err);
+        return push_agents(c, fence, err);
     /* in process: the caller applies them (ctl_caps) */
     for (size_t q = 0; q < p->ncaps; q++)
         p->caps[q].pushed = 1;
@@ -338,8 +357,9 @@ int ctl_push_caps(ctl_t *c, pflex_error_t *err)
 void ctl_report_vtn(ctl_t *c)
 {
     const struct ctl_period_state *p = &c->p;
-    if (!c->c.ven || !p->any_power)
-        return;
+    uint64_t fence;
+    if (!c->c.ven || !p->any_power || (c->c.may_push && !c->c.may_push(c->c.lead_ud, &fence)))
+        return;     /* the leader alone reports */
     double now = p->now, site_w = p->measured_w + c->c.other_w;
     for (size_t e = 0; e < c->evs.n; e++) {
         const struct pflex_oadr_event *ev = &c->evs.ev[e];
