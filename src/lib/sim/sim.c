@@ -331,13 +331,41 @@ static double attn_context(const struct pflex_job_desc *d, double seq)
     return full;
 }
 
-static void build_step(struct pflex_sim_job *j)
+/* What the stages of build_step share: the job's shape as one GPU of the
+ * busiest pipeline stage sees it.  The training-only fields are set by
+ * train_tokens() and train_compute(), in that order. */
+struct step_shape {
+    int gpn;                /* GPUs per node */
+    double h, L, tp, pp;
+    double lloc;            /* layers on the busiest pipeline stage */
+    double q_dim, kv_dim;   /* widths of the query and of the keys/values */
+    double scale;           /* stated parameter count / the shape's count */
+    double n_total, n_active;
+    double n_head;          /* weights of the LM head GEMM */
+    double n_layers_gemm;   /* GEMM weights of all layers, per token */
+    double n_gemm_loc;      /* GEMM weights a token passes on this GPU */
+    double n_loc;           /* weights held per GPU (unsharded) */
+    double eff_w;           /* width factor of GEMM efficiency */
+    double bpe;             /* bytes per element */
+    double act_bytes;       /* elementwise bytes per hidden element and layer */
+    double ctx;             /* attention context per layer and token */
+    double score_bytes;     /* eager attention scores per layer and token */
+    /* training only */
+    int lora;
+    double seq_tok;         /* tokens of a sequence (encoder + decoder) */
+    double tok;             /* tokens of a micro-batch */
+    double lact;            /* layers a token passes on this GPU */
+    double cg;              /* GEMM FLOPs per weight and token */
+    double passes;          /* forward-equivalents of elementwise work */
+    double train_loc;       /* trainable weights per GPU */
+    double tp_bytes;        /* tensor-parallel bytes per micro-step */
+    double dp_bytes;        /* data-parallel bytes per step */
+};
+
+static void step_shape(const struct pflex_sim_job *j, struct step_shape *c)
 {
     const struct pflex_job_desc *d = &j->d;
-    const struct pflex_gpu_kind *k = j->k;
-    struct step *s = &j->s;
-    memset(s, 0, sizeof *s);
-    int gpn = j->gpn;
+    c->gpn = j->gpn;
     double h = d->hidden, L = d->layers, tp = d->tp, pp = d->pp;
     double lloc = ceil(L / pp);
     double hd = d->head_dim > 0 ? d->head_dim : h / d->heads;
@@ -355,115 +383,170 @@ static void build_step(struct pflex_sim_job *j)
     double n_layers_gemm = n_gemm - n_head;             /* per token, all layers */
     /* Pipeline stages are as slow as the busiest: ceil(L/pp) layers, and
      * the last stage also holds the LM head. */
-    double n_gemm_loc = (n_layers_gemm * lloc / L + (pp > 1 ? n_head : n_head / pp)) / tp;
-    double n_loc = n_total / (tp * pp);             /* weights held per GPU (unsharded) */
-    double eff_w = (h / tp) / (h / tp + P.gemm_h0);      /* width factor of GEMM efficiency */
+    c->n_gemm_loc = (n_layers_gemm * lloc / L + (pp > 1 ? n_head : n_head / pp)) / tp;
+    c->n_loc = n_total / (tp * pp);
+    c->eff_w = (h / tp) / (h / tp + P.gemm_h0);
     double bpe = j->bpe;
-    double act_bytes = P.act_bytes * (d->eager ? P.eager_mult : 1) * bpe / 2;
-    double ctx = attn_context(d, d->seq_len);
+    c->act_bytes = P.act_bytes * (d->eager ? P.eager_mult : 1) * bpe / 2;
+    c->ctx = attn_context(d, d->seq_len);
     /* Eager attention materialises heads x seq x seq scores per layer and
      * sequence: written, soft-maxed, read for P.V (forward), and as much
      * again twice in the backward. */
-    double score_bytes = d->attention == PFLEX_ATTN_EAGER
-                         ? (double)d->heads / tp * d->seq_len * bpe * 4 : 0;   /* per token */
+    c->score_bytes = d->attention == PFLEX_ATTN_EAGER
+                     ? (double)d->heads / tp * d->seq_len * bpe * 4 : 0;   /* per token */
+    c->h = h; c->L = L; c->tp = tp; c->pp = pp; c->lloc = lloc;
+    c->q_dim = q_dim; c->kv_dim = kv_dim; c->scale = scale;
+    c->n_total = n_total; c->n_active = n_active; c->n_head = n_head;
+    c->n_layers_gemm = n_layers_gemm; c->bpe = bpe;
+}
 
-    if (d->kind == PFLEX_JOB_INFERENCE) {
-        double B = d->micro_batch, sl = d->seq_len, gen = d->gen_len;
-        double tok = B * sl;
-        s->micro = 1;
-        s->ph[PH_GEMM] = gemm_work(j, 2 * n_gemm_loc * tok, n_loc * bpe + tok * lloc * h / tp * bpe * 8,
-                                   eff_w, tok);
-        s->ph[PH_ATTN] = (struct work){.flops = 4 * ctx * q_dim * lloc / tp * tok,
-                                       .bytes = tok * lloc * 2 * (q_dim + kv_dim) / tp * bpe,
-                                       .eff = P.eff_attn, .sm = P.sm_attn};
-        s->ph[PH_MEM] = (struct work){.bytes = tok * lloc * h / tp * act_bytes
-                                      + tok * lloc * score_bytes / 4
-                                      + tok / pp * d->vocab / tp * 4.0 / sl, .sm = P.sm_mem};
-        /* One decode iteration: all weights (MoE: the experts the batch
-         * touches), the KV cache of the batch, a GEMV/GEMM of B rows. */
-        double cx = sl + gen / 2;
-        double touched = 1.0;
-        if (d->experts > 0) {
-            double e_hit = d->experts * (1 - pow(1 - (double)d->top_k / d->experts, B));
-            touched = (n_total - (n_total - n_active) * (1 - e_hit / d->experts)
-                       * d->experts / (d->experts - d->top_k)) / n_total;
-            if (touched > 1)
-                touched = 1;
-        }
-        s->decode = 1;
-        s->decode_iters = gen;
-        /* Transformers' dynamic KV cache grows by torch.cat: every decode
-         * step copies the whole cache (read and write) once more. */
-        double cache = B * cx * lloc * 2 * kv_dim / tp * bpe;
-        s->ph[PH_OPT] = gemm_work(j, 2 * n_gemm_loc * B + 4 * cx * q_dim * lloc / tp * B,
-                                  n_loc * touched * bpe + cache * (d->eager ? 3 : 1)
-                                  + B * lloc * h / tp * act_bytes, eff_w, B);
-        /* One decode step launches a few dozen small kernels per layer; in
-         * eager PyTorch the host issues each from Python (py_op_s), and
-         * generate() syncs every step (stopping criteria), so the host's
-         * operator stream and the GPU's work do not overlap across steps.
-         * Fused serving (vLLM: CUDA graphs) launches a step at once. */
-        s->kernels_iter = lloc * P.ops_layer_decode + P.ops_gen_iter;
-        /* An MoE layer adds its router (linear, softmax, top-k, normalise)
-         * and the experts block's gather, grouped or batched projections,
-         * activation, routing weight and scatter: about 15 more (assumed;
-         * Transformers switches grouped experts to batched ones for decode). */
-        if (d->experts > 0)
-            s->kernels_iter += (lloc - d->dense_layers * lloc / L) * 15;
-        s->host_iter_s = d->eager ? s->kernels_iter * P.py_op_s : P.host_iter_s;
-        double tp_bw = ring_bw(j, d->tp, imin(d->tp, gpn));
-        double tp_count = 2 * lloc;
-        s->tp_s = d->tp > 1 ? 2 * (tp - 1) / tp * tok * h * bpe * tp_count / tp_bw
-                              + ring_lat(j, d->tp, tp_count) : 0;
-        /* Per decode iteration: TP all-reduces of B rows, host scheduling. */
-        s->launch_s = gen * ((d->tp > 1 ? 2 * (tp - 1) / tp * B * h * bpe * tp_count / tp_bw
-                              + ring_lat(j, d->tp, tp_count) : 0));
-        s->pp_s = d->pp > 1 ? (1 + gen) * B * h * bpe / ring_bw(j, 2, 1) : 0;
-        s->host_s = P.host_step_s * j->host_mult;
-        if (k->nvlink_gbs > 0)
-            s->nvlink_bytes = d->tp > 1 ? 2 * (tp - 1) / tp * (tok + B * gen) * h * bpe * tp_count : 0;
-        s->comm_bytes = d->tp > 1 ? 2 * (tp - 1) / tp * (tok + B * gen) * h * bpe * tp_count : 0;
-        s->pcie_bytes = tok * 4 + B * gen * 8;
-        s->tokens = B * gen * d->dp;
-        return;
+/* Inference, the prefill: the prompt's GEMMs, attention and elementwise
+ * work, once per step. */
+static void infer_prefill(struct pflex_sim_job *j, const struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    struct step *s = &j->s;
+    double h = c->h, tp = c->tp, pp = c->pp, lloc = c->lloc, bpe = c->bpe;
+    double B = d->micro_batch, sl = d->seq_len;
+    double tok = B * sl;
+    s->micro = 1;
+    s->ph[PH_GEMM] = gemm_work(j, 2 * c->n_gemm_loc * tok,
+                               c->n_loc * bpe + tok * lloc * h / tp * bpe * 8, c->eff_w, tok);
+    s->ph[PH_ATTN] = (struct work){.flops = 4 * c->ctx * c->q_dim * lloc / tp * tok,
+                                   .bytes = tok * lloc * 2 * (c->q_dim + c->kv_dim) / tp * bpe,
+                                   .eff = P.eff_attn, .sm = P.sm_attn};
+    s->ph[PH_MEM] = (struct work){.bytes = tok * lloc * h / tp * c->act_bytes
+                                  + tok * lloc * c->score_bytes / 4
+                                  + tok / pp * d->vocab / tp * 4.0 / sl, .sm = P.sm_mem};
+}
+
+/* Inference, one decode iteration (in ph[PH_OPT]) and the host's part in
+ * it. */
+static void infer_decode(struct pflex_sim_job *j, const struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    struct step *s = &j->s;
+    double h = c->h, L = c->L, tp = c->tp, lloc = c->lloc, bpe = c->bpe;
+    double n_total = c->n_total, n_active = c->n_active;
+    double B = d->micro_batch, sl = d->seq_len, gen = d->gen_len;
+    /* One decode iteration: all weights (MoE: the experts the batch
+     * touches), the KV cache of the batch, a GEMV/GEMM of B rows. */
+    double cx = sl + gen / 2;
+    double touched = 1.0;
+    if (d->experts > 0) {
+        double e_hit = d->experts * (1 - pow(1 - (double)d->top_k / d->experts, B));
+        touched = (n_total - (n_total - n_active) * (1 - e_hit / d->experts)
+                   * d->experts / (d->experts - d->top_k)) / n_total;
+        if (touched > 1)
+            touched = 1;
     }
+    s->decode = 1;
+    s->decode_iters = gen;
+    /* Transformers' dynamic KV cache grows by torch.cat: every decode
+     * step copies the whole cache (read and write) once more. */
+    double cache = B * cx * lloc * 2 * c->kv_dim / tp * bpe;
+    s->ph[PH_OPT] = gemm_work(j, 2 * c->n_gemm_loc * B + 4 * cx * c->q_dim * lloc / tp * B,
+                              c->n_loc * touched * bpe + cache * (d->eager ? 3 : 1)
+                              + B * lloc * h / tp * c->act_bytes, c->eff_w, B);
+    /* One decode step launches a few dozen small kernels per layer; in
+     * eager PyTorch the host issues each from Python (py_op_s), and
+     * generate() syncs every step (stopping criteria), so the host's
+     * operator stream and the GPU's work do not overlap across steps.
+     * Fused serving (vLLM: CUDA graphs) launches a step at once. */
+    s->kernels_iter = lloc * P.ops_layer_decode + P.ops_gen_iter;
+    /* An MoE layer adds its router (linear, softmax, top-k, normalise)
+     * and the experts block's gather, grouped or batched projections,
+     * activation, routing weight and scatter: about 15 more (assumed;
+     * Transformers switches grouped experts to batched ones for decode). */
+    if (d->experts > 0)
+        s->kernels_iter += (lloc - d->dense_layers * lloc / L) * 15;
+    s->host_iter_s = d->eager ? s->kernels_iter * P.py_op_s : P.host_iter_s;
+}
 
-    int lora = d->kind == PFLEX_JOB_FINETUNE_LORA;
+/* Inference: tensor- and pipeline-parallel traffic of the prefill and the
+ * decode iterations, the host's time per step, the step's tokens. */
+static void infer_comm(struct pflex_sim_job *j, const struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    const struct pflex_gpu_kind *k = j->k;
+    struct step *s = &j->s;
+    double h = c->h, tp = c->tp, lloc = c->lloc, bpe = c->bpe;
+    double B = d->micro_batch, sl = d->seq_len, gen = d->gen_len;
+    double tok = B * sl;
+    double tp_bw = ring_bw(j, d->tp, imin(d->tp, c->gpn));
+    double tp_count = 2 * lloc;
+    s->tp_s = d->tp > 1 ? 2 * (tp - 1) / tp * tok * h * bpe * tp_count / tp_bw
+                          + ring_lat(j, d->tp, tp_count) : 0;
+    /* Per decode iteration: TP all-reduces of B rows, host scheduling. */
+    s->launch_s = gen * ((d->tp > 1 ? 2 * (tp - 1) / tp * B * h * bpe * tp_count / tp_bw
+                          + ring_lat(j, d->tp, tp_count) : 0));
+    s->pp_s = d->pp > 1 ? (1 + gen) * B * h * bpe / ring_bw(j, 2, 1) : 0;
+    s->host_s = P.host_step_s * j->host_mult;
+    if (k->nvlink_gbs > 0)
+        s->nvlink_bytes = d->tp > 1 ? 2 * (tp - 1) / tp * (tok + B * gen) * h * bpe * tp_count : 0;
+    s->comm_bytes = d->tp > 1 ? 2 * (tp - 1) / tp * (tok + B * gen) * h * bpe * tp_count : 0;
+    s->pcie_bytes = tok * 4 + B * gen * 8;
+    s->tokens = B * gen * d->dp;
+}
+
+/* Training: the tokens of a micro-batch, the layers they pass and the
+ * attention context they see, the micro-steps of a step and the passes
+ * (forward, backward, recomputation) over them. */
+static void train_tokens(struct pflex_sim_job *j, struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    struct step *s = &j->s;
+    double L = c->L, tp = c->tp, pp = c->pp, n_head = c->n_head;
+    c->lora = d->kind == PFLEX_JOB_FINETUNE_LORA;
     /* Encoder-decoder: a sequence is seq_len encoder and target_len decoder
      * tokens; a token passes only its own half's layers (the decoder's
      * also attend to the encoder output).  Work is written per encoder+
      * decoder token: the mean over the two. */
     double seq_tok = d->seq_len + (d->encoder_layers > 0 ? d->target_len : 0);
-    double tok = (double)d->micro_batch * seq_tok;
+    c->seq_tok = seq_tok;
+    c->tok = (double)d->micro_batch * seq_tok;
     double layer_frac = 1.0;    /* share of the layers a token passes */
     if (d->encoder_layers > 0) {
         double enc = d->encoder_layers, dec = L - enc;
         layer_frac = (enc * d->seq_len + dec * d->target_len) / (L * seq_tok);
-        ctx = (enc * attn_context(d, d->seq_len) * d->seq_len
-               + dec * (attn_context(d, d->target_len) + d->seq_len) * d->target_len)
-              / (L * seq_tok) / layer_frac;
+        c->ctx = (enc * attn_context(d, d->seq_len) * d->seq_len
+                  + dec * (attn_context(d, d->target_len) + d->seq_len) * d->target_len)
+                 / (L * seq_tok) / layer_frac;
     }
-    n_gemm_loc = (n_layers_gemm * layer_frac * lloc / L + (pp > 1 ? n_head : n_head / pp)) / tp;
-    double lact = lloc * layer_frac;    /* layers a token passes on this GPU */
+    c->n_gemm_loc = (c->n_layers_gemm * layer_frac * c->lloc / L + (pp > 1 ? n_head : n_head / pp)) / tp;
+    c->lact = c->lloc * layer_frac;
     s->micro = ceil((double)d->global_batch / ((double)d->micro_batch * d->dp));
     /* FLOPs per weight per token: forward 2, backward 4 (LoRA: 2, no
      * weight gradients); recomputation adds a forward. */
-    double cg = (lora ? 4 : 6) + (d->act_ckpt ? 2 : 0);
-    double passes = 3 + (d->act_ckpt ? 1 : 0);      /* forward-equivalents of elementwise work */
+    c->cg = (c->lora ? 4 : 6) + (d->act_ckpt ? 2 : 0);
+    c->passes = 3 + (d->act_ckpt ? 1 : 0);
+}
+
+/* Training: the compute phases of a micro-step (GEMMs, attention,
+ * elementwise and loss work, gradient accumulation) and the optimizer's
+ * once per step. */
+static void train_compute(struct pflex_sim_job *j, struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    struct step *s = &j->s;
+    double h = c->h, L = c->L, tp = c->tp, pp = c->pp, bpe = c->bpe;
+    double q_dim = c->q_dim, kv_dim = c->kv_dim, n_gemm_loc = c->n_gemm_loc;
+    double tok = c->tok, lact = c->lact, cg = c->cg, passes = c->passes;
     s->ph[PH_GEMM] = gemm_work(j, cg * n_gemm_loc * tok,
                                cg / 2 * n_gemm_loc * bpe + tok * lact * h / tp * bpe * 8 * passes,
-                               eff_w, tok);
-    s->ph[PH_ATTN] = (struct work){.flops = passes * 4 * ctx * q_dim * lact / tp * tok,
+                               c->eff_w, tok);
+    s->ph[PH_ATTN] = (struct work){.flops = passes * 4 * c->ctx * q_dim * lact / tp * tok,
                                    .bytes = passes * tok * lact * 2 * (q_dim + kv_dim) / tp * bpe,
                                    .eff = P.eff_attn, .sm = P.sm_attn};
     double rank = d->lora_rank > 0 ? d->lora_rank : P.lora_rank;
     double ffn_a = d->experts > 0 ? (d->expert_ffn > 0 ? d->expert_ffn : d->ffn_hidden) : d->ffn_hidden;
-    double trainable = lora ? L * rank * (2 * h + 2 * q_dim + 2 * (h + kv_dim)
-                                          + (d->mlp == PFLEX_MLP_GELU ? 2 : 3) * (h + ffn_a))
-                            : n_total;
+    double trainable = c->lora ? L * rank * (2 * h + 2 * q_dim + 2 * (h + kv_dim)
+                                             + (d->mlp == PFLEX_MLP_GELU ? 2 : 3) * (h + ffn_a))
+                               : c->n_total;
     double train_loc = trainable / (tp * pp);
-    double mem = tok * lact * h / tp * act_bytes * passes
-                 + tok * lact * score_bytes * passes
+    c->train_loc = train_loc;
+    double mem = tok * lact * h / tp * c->act_bytes * passes
+                 + tok * lact * c->score_bytes * passes
                  + tok / pp * d->vocab / tp * 4.0 * 3    /* fp32 logits, softmax, loss */
                  + train_loc * bpe * 2;                   /* gradient accumulation */
     if (d->experts > 0)
@@ -473,14 +556,30 @@ static void build_step(struct pflex_sim_job *j)
      * param, m, v and the bf16 copy. */
     double opt_loc = train_loc / (d->zero >= 1 ? d->dp : 1);
     s->ph[PH_OPT] = (struct work){.bytes = opt_loc * 30, .sm = P.sm_mem};
+}
 
-    /* Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per
-     * layer and pass, on the critical path. */
-    double tp_count = 2 * lloc * (2 + (d->act_ckpt ? 1 : 0));
-    double tp_bw = ring_bw(j, d->tp, imin(d->tp, gpn));
-    double tp_bytes = d->tp > 1 ? 2 * (tp - 1) / tp * tok * h * bpe * tp_count : 0;
-    s->tp_s = d->tp > 1 ? tp_bytes / tp_bw + ring_lat(j, d->tp, tp_count) : 0;
-    /* Data parallel over dp ranks with stride tp; as many per node as fit. */
+/* Training: tensor parallel, 2 all-reduces (or reduce-scatter +
+ * all-gather) per layer and pass, on the critical path. */
+static void train_tp(struct pflex_sim_job *j, struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    struct step *s = &j->s;
+    double tp = c->tp;
+    double tp_count = 2 * c->lloc * (2 + (d->act_ckpt ? 1 : 0));
+    double tp_bw = ring_bw(j, d->tp, imin(d->tp, c->gpn));
+    c->tp_bytes = d->tp > 1 ? 2 * (tp - 1) / tp * c->tok * c->h * c->bpe * tp_count : 0;
+    s->tp_s = d->tp > 1 ? c->tp_bytes / tp_bw + ring_lat(j, d->tp, tp_count) : 0;
+}
+
+/* Training: data parallel over dp ranks with stride tp, as many per node
+ * as fit: FSDP's gathers per micro-step or DDP's all-reduce per step. */
+static void train_dp(struct pflex_sim_job *j, struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    struct step *s = &j->s;
+    int gpn = c->gpn;
+    double h = c->h, L = c->L, tp = c->tp, pp = c->pp, bpe = c->bpe;
+    double n_loc = c->n_loc, train_loc = c->train_loc;
     int dp_per_node = imin(d->dp, gpn / d->tp > 0 ? gpn / d->tp : 1);
     double dp_bw = ring_bw(j, d->dp, dp_per_node), n = d->dp;
     double dp_bytes = 0;
@@ -493,16 +592,16 @@ static void build_step(struct pflex_sim_job *j)
             double ef = d->expert_ffn > 0 ? d->expert_ffn : d->ffn_hidden;
             double n_exp = d->experts > 0
                            ? (L - d->dense_layers) * d->experts
-                             * (d->mlp == PFLEX_MLP_GELU ? 2.0 : 3.0) * h * ef * scale / (tp * pp)
+                             * (d->mlp == PFLEX_MLP_GELU ? 2.0 : 3.0) * h * ef * c->scale / (tp * pp)
                            : 0;
             if (n_exp > n_loc)
                 n_exp = n_loc;
             double ne = d->ep > 1 ? n / d->ep : n;
             double gath = (n - 1) / n * (n_loc - n_exp) + (ne > 1 ? (ne - 1) / ne : 0) * n_exp / d->ep;
             double v = 3 * gath * bpe;
-            if (lora)       /* frozen weights still gathered twice; adapters reduced */
+            if (c->lora)    /* frozen weights still gathered twice; adapters reduced */
                 v = 2 * gath * bpe + (n - 1) / n * train_loc * bpe;
-            s->fsdp_s = v / dp_bw + ring_lat(j, d->dp, 3 * lloc);
+            s->fsdp_s = v / dp_bw + ring_lat(j, d->dp, 3 * c->lloc);
             dp_bytes = v * s->micro;
         } else {
             double v = 2 * (n - 1) / n * train_loc * bpe;
@@ -510,69 +609,103 @@ static void build_step(struct pflex_sim_job *j)
             dp_bytes = v;
         }
     }
-    /* MoE all-to-all: dispatch and combine per layer and pass. */
-    if (d->experts > 0 && d->ep > 1) {
-        double ep = d->ep, count = 2 * lloc * (2 + (d->act_ckpt ? 1 : 0));
-        int in_node = d->ep * d->tp <= gpn;
-        double bw = (in_node ? ring_bw(j, 2, 2) / P.eff_link
-                             : k->net_gbs * 1e9) * P.eff_a2a;
-        double v = count * (ep - 1) / ep * tok * d->top_k * h * bpe / tp;
-        s->moe_s = v / bw + count * P.coll_lat_s * (in_node ? 1 : 4);
-        if (in_node && k->nvlink_gbs > 0)
-            s->nvlink_bytes += v * s->micro;
-        s->comm_bytes += v * s->micro;
-    }
-    /* Pipeline neighbours are tp * dp ranks apart: in one node when that
-     * stride is under the node size. */
+    c->dp_bytes = dp_bytes;
+}
+
+/* Training: MoE all-to-all, dispatch and combine per layer and pass. */
+static void train_moe_a2a(struct pflex_sim_job *j, const struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    const struct pflex_gpu_kind *k = j->k;
+    struct step *s = &j->s;
+    if (!(d->experts > 0 && d->ep > 1))
+        return;
+    double ep = d->ep, count = 2 * c->lloc * (2 + (d->act_ckpt ? 1 : 0));
+    int in_node = d->ep * d->tp <= c->gpn;
+    double bw = (in_node ? ring_bw(j, 2, 2) / P.eff_link
+                         : k->net_gbs * 1e9) * P.eff_a2a;
+    double v = count * (ep - 1) / ep * c->tok * d->top_k * c->h * c->bpe / c->tp;
+    s->moe_s = v / bw + count * P.coll_lat_s * (in_node ? 1 : 4);
+    if (in_node && k->nvlink_gbs > 0)
+        s->nvlink_bytes += v * s->micro;
+    s->comm_bytes += v * s->micro;
+}
+
+/* Training: pipeline sends and bubble, kernel launches.  Pipeline
+ * neighbours are tp * dp ranks apart: in one node when that stride is
+ * under the node size. */
+static void train_pipeline_launch(struct pflex_sim_job *j, const struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    struct step *s = &j->s;
     if (d->pp > 1)
-        s->pp_s = 2 * tok * h * bpe / tp / ring_bw(j, 2, d->tp * d->dp < gpn ? 2 : 1);
-    s->bubble_micro = pp - 1;
-    s->launch_s = lloc * P.kernels_per_layer * (d->eager ? 2.5 : 1) * passes * P.launch_s;
-    /* Hugging Face Transformers' eager MoE block runs the experts one after
-     * another from Python: for each expert that received tokens, a
-     * torch.where that syncs host and device, a gather, the three
-     * projections (each, under PEFT LoRA, base + dropout + A + B + scale +
-     * add), the activation, the routing weight and an index_add: about 25
-     * operators.  The sync keeps the host from running ahead of the GPU,
-     * so per layer and forward pass (recomputation included) the step takes
-     * the longer of the host's operator stream and the GPU's work
-     * (moe_loop_exposed() below).  The backward runs in autograd's C++
-     * engine: no Python, no torch.where sync, so the host keeps ahead. */
-    if (d->experts > 0 && d->moe_loop) {
-        double routed = tok * d->top_k / d->ep;
-        double hit = d->experts / (double)d->ep
-                     * (1 - pow(1 - 1.0 / (d->experts / (double)d->ep), routed));
-        s->host_layer_s = hit * (P.ops_per_expert * P.py_op_s + P.sync_s) + 12 * P.py_op_s;
-        s->host_layers = lact * (1 + (d->act_ckpt ? 1 : 0));
-        s->host_fwd_share = (1 + (d->act_ckpt ? 1 : 0)) / passes;
-        s->host_experts = hit;
-        /* The routed experts' share of the layer's GPU work. */
-        double ef = d->expert_ffn > 0 ? d->expert_ffn : d->ffn_hidden;
-        double exp_act = (L - d->dense_layers) * d->top_k * (d->mlp == PFLEX_MLP_GELU ? 2.0 : 3.0)
-                         * h * ef * scale / tp;
-        s->expert_share = fmin(1, exp_act / (n_gemm_loc * tp));
-        /* Transformers' experts run in the parameters' dtype: autocast does
-         * not cover its grouped expert kernels (their fp32 fallback), so a
-         * job keeping fp32 parameters under bf16 autocast (plain PyTorch AMP,
-         * no FSDP mixed precision: zero < 3) multiplies its experts in fp32
-         * on the CUDA cores.  The real H200 run of such a block reads 2 %
-         * tensor-pipe activity with 92 % of the SMs busy. */
-        if (d->eager && d->zero < 3 && !lora && d->precision == PFLEX_PREC_BF16) {
-            double f32 = cg * exp_act * tok;
-            if (f32 > s->ph[PH_GEMM].flops)
-                f32 = s->ph[PH_GEMM].flops;
-            s->ph[PH_GEMM].flops -= f32;
-            s->ph[PH_GEMM].fp32 = f32;
-            /* Its intermediates are fp32 too: per routed token and MoE
-             * layer, the gate/up output, the activation and the product
-             * (ef wide, written and read), the gathered input and the
-             * index_add of the output (h wide, written and read), 4 bytes
-             * each; the backward moves twice the forward's. */
-            double moe_lact = lact * (L - d->dense_layers) / L;
-            s->ph[PH_MEM].bytes += tok * moe_lact * d->top_k * (4.0 * ef * 2 + 4.0 * h * 2)
-                                   * 4 * passes;
-        }
+        s->pp_s = 2 * c->tok * c->h * c->bpe / c->tp / ring_bw(j, 2, d->tp * d->dp < c->gpn ? 2 : 1);
+    s->bubble_micro = c->pp - 1;
+    s->launch_s = c->lloc * P.kernels_per_layer * (d->eager ? 2.5 : 1) * c->passes * P.launch_s;
+}
+
+/* Training: Hugging Face Transformers' eager MoE block runs the experts
+ * one after another from Python: for each expert that received tokens, a
+ * torch.where that syncs host and device, a gather, the three projections
+ * (each, under PEFT LoRA, base + dropout + A + B + scale + add), the
+ * activation, the routing weight and an index_add: about 25 operators.
+ * The sync keeps the host from running ahead of the GPU, so per layer and
+ * forward pass (recomputation included) the step takes the longer of the
+ * host's operator stream and the GPU's work (moe_loop_exposed() below).
+ * The backward runs in autograd's C++ engine: no Python, no torch.where
+ * sync, so the host keeps ahead. */
+static void train_moe_loop(struct pflex_sim_job *j, const struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    struct step *s = &j->s;
+    double h = c->h, L = c->L, tp = c->tp;
+    double tok = c->tok, lact = c->lact, passes = c->passes;
+    if (!(d->experts > 0 && d->moe_loop))
+        return;
+    double routed = tok * d->top_k / d->ep;
+    double hit = d->experts / (double)d->ep
+                 * (1 - pow(1 - 1.0 / (d->experts / (double)d->ep), routed));
+    s->host_layer_s = hit * (P.ops_per_expert * P.py_op_s + P.sync_s) + 12 * P.py_op_s;
+    s->host_layers = lact * (1 + (d->act_ckpt ? 1 : 0));
+    s->host_fwd_share = (1 + (d->act_ckpt ? 1 : 0)) / passes;
+    s->host_experts = hit;
+    /* The routed experts' share of the layer's GPU work. */
+    double ef = d->expert_ffn > 0 ? d->expert_ffn : d->ffn_hidden;
+    double exp_act = (L - d->dense_layers) * d->top_k * (d->mlp == PFLEX_MLP_GELU ? 2.0 : 3.0)
+                     * h * ef * c->scale / tp;
+    s->expert_share = fmin(1, exp_act / (c->n_gemm_loc * tp));
+    /* Transformers' experts run in the parameters' dtype: autocast does
+     * not cover its grouped expert kernels (their fp32 fallback), so a
+     * job keeping fp32 parameters under bf16 autocast (plain PyTorch AMP,
+     * no FSDP mixed precision: zero < 3) multiplies its experts in fp32
+     * on the CUDA cores.  The real H200 run of such a block reads 2 %
+     * tensor-pipe activity with 92 % of the SMs busy. */
+    if (d->eager && d->zero < 3 && !c->lora && d->precision == PFLEX_PREC_BF16) {
+        double f32 = c->cg * exp_act * tok;
+        if (f32 > s->ph[PH_GEMM].flops)
+            f32 = s->ph[PH_GEMM].flops;
+        s->ph[PH_GEMM].flops -= f32;
+        s->ph[PH_GEMM].fp32 = f32;
+        /* Its intermediates are fp32 too: per routed token and MoE
+         * layer, the gate/up output, the activation and the product
+         * (ef wide, written and read), the gathered input and the
+         * index_add of the output (h wide, written and read), 4 bytes
+         * each; the backward moves twice the forward's. */
+        double moe_lact = lact * (L - d->dense_layers) / L;
+        s->ph[PH_MEM].bytes += tok * moe_lact * d->top_k * (4.0 * ef * 2 + 4.0 * h * 2)
+                               * 4 * passes;
     }
+}
+
+/* Training: the host's time per step, the traffic of the tensor- and
+ * data-parallel collectives, the step's tokens. */
+static void train_totals(struct pflex_sim_job *j, const struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    const struct pflex_gpu_kind *k = j->k;
+    struct step *s = &j->s;
+    int gpn = c->gpn;
+    double tp_bytes = c->tp_bytes, dp_bytes = c->dp_bytes;
     s->host_s = P.host_step_s * j->host_mult;
     int dp_in_node = d->dp * d->tp <= gpn;
     if (k->nvlink_gbs > 0)
@@ -580,8 +713,32 @@ static void build_step(struct pflex_sim_job *j)
                            + (dp_in_node ? dp_bytes : dp_bytes * (gpn > d->tp ? 0.5 : 0));
     s->comm_bytes += s->micro * tp_bytes + dp_bytes;
     /* The global batch is rounded up to whole micro-steps on every rank. */
-    s->tokens = s->micro * d->micro_batch * d->dp * seq_tok;
+    s->tokens = s->micro * d->micro_batch * d->dp * c->seq_tok;
     s->pcie_bytes = s->tokens / d->dp * 8;
+}
+
+/* The work of one step on one GPU, from the job's shape: an inference
+ * step is a prefill and gen_len decode iterations, a training step
+ * `micro` micro-steps and the optimizer. */
+static void build_step(struct pflex_sim_job *j)
+{
+    struct step_shape c = {0};
+    memset(&j->s, 0, sizeof j->s);
+    step_shape(j, &c);
+    if (j->d.kind == PFLEX_JOB_INFERENCE) {
+        infer_prefill(j, &c);
+        infer_decode(j, &c);
+        infer_comm(j, &c);
+        return;
+    }
+    train_tokens(j, &c);
+    train_compute(j, &c);
+    train_tp(j, &c);
+    train_dp(j, &c);
+    train_moe_a2a(j, &c);
+    train_pipeline_launch(j, &c);
+    train_moe_loop(j, &c);
+    train_totals(j, &c);
 }
 
 /* --- evaluation ----------------------------------------------------------- */
