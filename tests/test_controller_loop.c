@@ -203,7 +203,7 @@ static void fakes_start(struct fake *f, const char *const *presets, int n, uint6
 }
 
 /* The controller for cfg (its log on stderr with PFLEX_DEBUG). */
-static ctl_t *ctl_start(struct ctl_config *cfg)
+static ctl_t *ctl_new(struct ctl_config *cfg)
 {
     if (getenv("PFLEX_DEBUG"))
         cfg->log = stderr;
@@ -247,7 +247,7 @@ static void test_event(void **state)
     pflex_job_policies_t pol;
     assert_int_equal(pflex_job_policies_read_mem(jobs_csv, strlen(jobs_csv), "jobs.csv", &pol, NULL), 0);
     cfg.policies = &pol;
-    ctl_t *c = ctl_start(&cfg);
+    ctl_t *c = ctl_new(&cfg);
     pflex_error_t err;
     double site_max = 500;
     for (int a = 0; a < NAGENTS; a++)
@@ -567,7 +567,7 @@ static double event_tokens(int progress, double *equal_tokens)
     struct ctl_config cfg = {.nagents = NAGENTS, .agent_urls = url_p, .timeout_ms = 2000,
                              .period_s = P, .explore_step = 0.05, .agent_max_w = 8 * 700,
                              .floor = 0.5, .progress = progress};
-    ctl_t *c = ctl_start(&cfg);
+    ctl_t *c = ctl_new(&cfg);
     pflex_error_t err;
     double site_max = 0;
     for (int a = 0; a < NAGENTS; a++)
@@ -617,7 +617,7 @@ static unsigned settled_obs(double settle_s)
     const double P = 5;
     struct ctl_config cfg = {.nagents = 1, .agent_urls = &u, .timeout_ms = 2000, .period_s = P,
                              .explore_step = 0, .settle_s = settle_s};
-    ctl_t *c = ctl_start(&cfg);
+    ctl_t *c = ctl_new(&cfg);
     pflex_error_t err;
     add_target(c, 5 * P, 1e9, 0.7 * NG * f.kind->max_cap_w, 0);
     for (int k = 0; k < 10; k++) {

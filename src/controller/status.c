@@ -45,14 +45,21 @@ static double job_floor(const ctl_t *c, const char *name)
     return pol && isfinite(pol->floor) ? pol->floor : c->c.floor;
 }
 
-json_t *ctl_status_json(const ctl_t *c, double now)
+static json_t *status_json(const ctl_t *c, double now)
 {
     json_t *o = json_object(), *jobs = json_array();
-    const struct pflex_target *t = pflex_target_set_winner(&c->targets, now);
+    pthread_mutex_lock((pthread_mutex_t *)&c->tmu);
+    const struct pflex_target *t0 = pflex_target_set_winner(&c->targets, now);
+    struct pflex_target tw;
+    if (t0)
+        tw = *t0;
+    pthread_mutex_unlock((pthread_mutex_t *)&c->tmu);
+    const struct pflex_target *t = t0 ? &tw : NULL;
     json_object_set_new(o, "time", json_real(now));
     json_object_set_new(o, "periods", json_integer((json_int_t)c->periods));
     json_object_set_new(o, "telemetry", json_string(c->prom ? "prometheus" : "agents"));
     json_object_set_new(o, "telemetry_ok", json_boolean(c->prom ? c->prom_ok : c->last_agents_down < c->c.nagents));
+    json_object_set_new(o, "floor_w", num(c->last_floor_w));
     if (t) {
         json_t *tj = json_object();
         json_object_set_new(tj, "value", json_real(t->value));
@@ -95,7 +102,26 @@ json_t *ctl_status_json(const ctl_t *c, double now)
     return o;
 }
 
+/* The API's thread reads what the period writes under smu. */
+json_t *ctl_status_json(const ctl_t *c, double now)
+{
+    pthread_mutex_lock((pthread_mutex_t *)&c->smu);
+    json_t *o = status_json(c, now);
+    pthread_mutex_unlock((pthread_mutex_t *)&c->smu);
+    return o;
+}
+
+static char *metrics(const ctl_t *c, double now, size_t *len);
+
 char *ctl_metrics(const ctl_t *c, double now, size_t *len)
+{
+    pthread_mutex_lock((pthread_mutex_t *)&c->smu);
+    char *text = metrics(c, now, len);
+    pthread_mutex_unlock((pthread_mutex_t *)&c->smu);
+    return text;
+}
+
+static char *metrics(const ctl_t *c, double now, size_t *len)
 {
     pflex_prom_t *p = pflex_prom_create();
     if (!p)
