@@ -48,11 +48,23 @@ static double job_floor(const ctl_t *c, const char *name)
 static json_t *status_json(const ctl_t *c, double now)
 {
     json_t *o = json_object(), *jobs = json_array();
+    json_t *all = json_array();
     pthread_mutex_lock((pthread_mutex_t *)&c->tmu);
     const struct pflex_target *t0 = pflex_target_set_winner(&c->targets, now);
     struct pflex_target tw;
     if (t0)
         tw = *t0;
+    /* every target not yet ended, in the order they came (latest last) */
+    for (size_t i = 0; i < c->targets.n; i++) {
+        const struct pflex_target *x = &c->targets.t[i];
+        if (x->end_s <= now)
+            continue;
+        json_array_append_new(all, json_pack("{s:s, s:s, s:f, s:s, s:f, s:o, s:f, s:i}", "source", x->source,
+                                             "id", x->id, "value", x->value,
+                                             "unit", x->unit == PFLEX_TARGET_WATTS ? "W" : "fraction",
+                                             "start", x->start_s, "end", num(x->end_s), "ramp_s", x->ramp_s,
+                                             "priority", x->priority));
+    }
     pthread_mutex_unlock((pthread_mutex_t *)&c->tmu);
     const struct pflex_target *t = t0 ? &tw : NULL;
     json_object_set_new(o, "time", json_real(now));
@@ -74,6 +86,7 @@ static json_t *status_json(const ctl_t *c, double now)
     } else {
         json_object_set_new(o, "target", json_null());
     }
+    json_object_set_new(o, "targets", all);
     double limit = c->last_limit_w, meas = c->last_measured_w;
     json_object_set_new(o, "limit_w", num(limit));
     json_object_set_new(o, "site_power_w", num(meas));
