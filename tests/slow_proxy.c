@@ -7,12 +7,13 @@
  *       PORT_FILE atomically) and forwards each connection to
  *       127.0.0.1:UPSTREAM_PORT.  The requests go up at once; the answers
  *       come back by MODE: "trickle" one byte every SECONDS_ARG, "delay"
- *       whole after SECONDS_ARG, "pass" as they come.  SIGUSR1 turns the
- *       slowness on (for connections from then on), SIGUSR2 off (pass): a
- *       test starts it in pass mode and turns the fault on when it wants.
+ *       each SECONDS_ARG after its request, "pass" as they come.  It starts
+ *       fast: SIGUSR1 turns the slowness on (kept connections too), SIGUSR2
+ *       off, so that a test turns the fault on and off when it wants.
  *   slow_proxy clients HOST_PORT N SECONDS_ARG [LIFE]
- *       keeps N connections to HOST_PORT, each sending the start of a GET
- *       one byte every SECONDS_ARG (reconnecting when the server closes).
+ *       keeps N connections to HOST_PORT from 127.0.0.2, each sending the
+ *       start of a GET one byte every SECONDS_ARG (reconnecting when the
+ *       server closes).
  * Both end on SIGTERM or after LIFE seconds (default 120), so that they
  * never outlive a test. */
 #include <errno.h>
@@ -47,11 +48,21 @@ static void sleep_s(double s)
         ;
 }
 
+static const char *bind_addr;      /* clients: their own loopback address */
+
 static int connect_to(const char *host, int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     inet_pton(AF_INET, host, &a.sin_addr);
+    if (fd >= 0 && bind_addr) {
+        struct sockaddr_in b = {.sin_family = AF_INET};
+        inet_pton(AF_INET, bind_addr, &b.sin_addr);
+        if (bind(fd, (struct sockaddr *)&b, sizeof b) < 0) {
+            close(fd);
+            return -1;
+        }
+    }
     if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
         if (fd >= 0)
             close(fd);
@@ -74,17 +85,17 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
-/* One connection: requests up at once, answers down by the mode. */
+/* One connection: requests up at once, answers down by the mode, which
+ * is read at each answer (a kept connection turns slow too). */
 static void *conn_main(void *arg)
 {
     int cfd = (int)(intptr_t)arg, ufd = connect_to("127.0.0.1", upstream_port);
-    int trickle = atomic_load(&slow) && mode_trickle, delay = atomic_load(&slow) && mode_delay;
     if (ufd < 0) {
         close(cfd);
         return NULL;
     }
     char buf[65536];
-    int delayed = 0;
+    int asked = 0;      /* a request went up since the last answer began */
     for (;;) {
         struct pollfd pf[2] = {{.fd = cfd, .events = POLLIN}, {.fd = ufd, .events = POLLIN}};
         if (poll(pf, 2, 1000) < 0 && errno != EINTR)
@@ -93,12 +104,13 @@ static void *conn_main(void *arg)
             ssize_t n = read(cfd, buf, sizeof buf);
             if (n <= 0 || write_all(ufd, buf, (size_t)n) < 0)
                 break;
+            asked = 1;
         }
         if (pf[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-            if (delay && !delayed) {
+            int on = atomic_load(&slow), trickle = on && mode_trickle;
+            if (on && mode_delay && asked)
                 sleep_s(arg_s);
-                delayed = 1;
-            }
+            asked = 0;
             ssize_t n = read(ufd, buf, trickle ? 1 : sizeof buf);
             if (n <= 0 || write_all(cfd, buf, (size_t)n) < 0)
                 break;
@@ -153,6 +165,7 @@ static int clients(const char *host_port, int n)
     int port;
     if (sscanf(host_port, "%63[^:]:%d", host, &port) != 2)
         return 2;
+    bind_addr = "127.0.0.2";    /* apart from the test's own requests (per-address limits) */
     const char req[] = "GET /v1/status HTTP/1.1\r\nHost: x\r\nX-Slow: ";
     int *fd = calloc((size_t)n, sizeof *fd);
     size_t *at = calloc((size_t)n, sizeof *at);

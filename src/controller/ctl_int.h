@@ -28,6 +28,8 @@ struct ctl_agent {
     int meta_seen;
     int fed, fed_fresh;         /* in process: fed since the last period, and fresh */
     unsigned long snap_seq;     /* started: the reader's snapshot taken last period */
+    char said[160];             /* the problem last logged of it ("": none): each
+                                 * logged once, not every round */
 };
 
 /* The IO threads of a started controller (ctl_start, site_io.c): the
@@ -67,6 +69,7 @@ struct ctl_io {
     int vtn_on;
     double site_w;              /* the last period's site power, under mu; NaN: none */
     double timeout_s;           /* each agent request, tied to the period */
+    int prom_said;              /* whoever reads: Prometheus's failure logged */
 };
 
 

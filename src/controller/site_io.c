@@ -306,10 +306,12 @@ static int read_round(ctl_t *c, struct ctl_agent *ags, pflex_http_client_t *cons
     if (c->prom) {
         pflex_error_t e2;
         *prom_ok = prom_source_read(c->prom, &e2) == 0;
-        if (!*prom_ok) {
+        if (!*prom_ok && !c->io.prom_said) {
             ctl_log(c, "prometheus: %s (caps held)", e2.text);
             ctl_note(c, now, "prometheus", e2.text);
-        }
+        } else if (*prom_ok && c->io.prom_said)
+            ctl_log(c, "prometheus: answers again");
+        c->io.prom_said = !*prom_ok;
     }
     struct agent_read *rd = calloc(c->c.nagents, sizeof *rd);
     if (!rd)
@@ -331,8 +333,14 @@ static int read_round(ctl_t *c, struct ctl_agent *ags, pflex_http_client_t *cons
                 ag->seen = 1;
         } else
             read_agent_prom(c, ag, *prom_ok, &rd[a], &e2);
-        if (!ag->up)
+        /* a problem logged when it starts or changes, and its end */
+        if (!ag->up && strncmp(ag->said, e2.text, sizeof ag->said - 1)) {
             ctl_log(c, "agent %s: %s", agent_client_url(ag->client), e2.text);
+            snprintf(ag->said, sizeof ag->said, "%.159s", e2.text);
+        } else if (ag->up && ag->said[0]) {
+            ctl_log(c, "agent %s: answers again", agent_client_url(ag->client));
+            ag->said[0] = '\0';
+        }
     }
     free(rd);
     return 0;
