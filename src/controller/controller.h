@@ -95,8 +95,8 @@ long ctl_target_withdraw(ctl_t *c, const char *source, double now, pflex_error_t
 
 /* The daemon: the network on threads of its own, so that the period never
  * waits on it.  Each node's status (or Prometheus) is read by a reader
- * thread, every half period, each request bounded by 0.4 period; the VTN
- * is polled (and reported to) by its own; the caps go out on a pusher
+ * thread as each period ends, each request bounded by 0.4 period; the
+ * VTN is polled (and reported to) by its own; the caps go out on a pusher
  * thread (each request bounded by 0.35 period) while the period waits for
  * them at most 0.8 period.  The period plans on the freshest reading of
  * each node (one older than the lease: the node is down; one seen before:

@@ -53,6 +53,7 @@ struct ctl_io {
     struct ctl_snap *snap;      /* nagents, under mu */
     int prom_ok;                /* under mu */
     unsigned long rounds;       /* reads published, under mu */
+    int kick;                   /* a period ended: read again now (under mu) */
     struct agent_status *rd_st, *rd_meta;   /* the reader's own */
     int *rd_meta_seen;
     /* the pusher: the caps of the last period posted, to the agents */

@@ -535,17 +535,17 @@ static void report_events(ctl_t *c, double now, double site_w, double span_s)
 void ctl_report_vtn(ctl_t *c)
 {
     const struct ctl_period_state *p = &c->p;
-    if (!c->c.ven)
-        return;
     double site_w = p->any_power ? p->measured_w + c->c.other_w : NAN;
     if (c->started) {
-        /* the VTN's thread reports it */
+        /* the VTN's thread reports it; the reader reads for the next period */
         pthread_mutex_lock(&c->io.mu);
         c->io.site_w = site_w;
+        c->io.kick = 1;
+        pthread_cond_broadcast(&c->io.cv);
         pthread_mutex_unlock(&c->io.mu);
         return;
     }
-    if (p->any_power)
+    if (c->c.ven && p->any_power)
         report_events(c, p->now, site_w, c->c.period_s);
 }
 
@@ -564,8 +564,8 @@ static int io_wait_until(struct ctl_io *io, double until)
     return io->stop;
 }
 
-/* The reader: every half period, each node's status (or Prometheus and
- * the job maps), published whole under io->mu. */
+/* The reader: once a period, each node's status (or Prometheus and the
+ * job maps), published whole under io->mu. */
 static void *reader_main(void *arg)
 {
     ctl_t *c = arg;
@@ -595,7 +595,15 @@ static void *reader_main(void *arg)
         }
         io->rounds++;
         pthread_cond_broadcast(&io->cv);
-        int stop = io_wait_until(io, t0 + 0.5 * c->c.period_s);
+        /* the next round when a period has ended (its reading is then new
+         * at the next period's start), or a period from this one's start */
+        double until = t0 + c->c.period_s;
+        struct timespec dl = {(time_t)until, (long)((until - floor(until)) * 1e9)};
+        while (!io->stop && !io->kick)
+            if (pthread_cond_timedwait(&io->cv, &io->mu, &dl) != 0)
+                break;
+        io->kick = 0;
+        int stop = io->stop;
         pthread_mutex_unlock(&io->mu);
         if (stop)
             break;
@@ -673,7 +681,7 @@ int ctl_io_start(ctl_t *c, pflex_error_t *err)
     struct ctl_io *io = &c->io;
     const struct ctl_config *cfg = &c->c;
     /* every request bounded by the period: reads 0.4 of it (a round each
-     * half period), pushes 0.35 (cuts, then all, within 0.8) */
+     * period, as each ends), pushes 0.35 (cuts, then all, within 0.8) */
     long base_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 2000;
     long read_ms = (long)(400 * cfg->period_s), push_ms = (long)(350 * cfg->period_s);
     read_ms = read_ms < base_ms ? read_ms : base_ms;
