@@ -22,6 +22,7 @@
 #include "pflex/sweep.h"
 #include "pflex/target.h"
 #include "lib/util/clock.h"
+#include "lib/util/sdnotify.h"
 
 static const char help[] =
 "usage: pflex controller run --agent URL [--agent URL ...] [options]\n"
@@ -663,13 +664,47 @@ static int start_api(const struct run_opts *o, struct run_state *s)
     return 0;
 }
 
-/* Until the next period starts, wait seconds (the API and the IO run on
- * their own threads meanwhile). */
-static void wait_until(double wait)
+/* systemd (Type=notify, deploy/pflex-controller.service): READY=1 once
+ * the controller runs and its API listens; WATCHDOG=1 from the loop only,
+ * while its periods end (each one that does, and during the wait before
+ * the next); STOPPING=1 on the way out.  A loop that hangs, or whose
+ * periods all fail, goes silent and systemd restarts it (the caps hold on
+ * their leases; the restart resumes the targets). */
+struct notify {
+    const char *socket;         /* $NOTIFY_SOCKET; NULL: not under systemd */
+    double watchdog_s;          /* 0: no watchdog */
+    double pinged;              /* monotonic */
+};
+
+static void notify_send(struct run_state *s, const struct notify *n, const char *state)
 {
-    struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
-    while (!stop_now && nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
+    pflex_error_t err;
+    if (pflex_sd_notify(n->socket, state, &err) < 0)
+        ctl_log_to(s->log, "%s", err.text);
+}
+
+static void notify_alive(struct run_state *s, struct notify *n)
+{
+    if (n->watchdog_s > 0 && pflex_mono_s() - n->pinged >= n->watchdog_s / 4) {
+        n->pinged = pflex_mono_s();
+        notify_send(s, n, "WATCHDOG=1");
+    }
+}
+
+/* Until the next period starts, wait seconds (the API and the IO run on
+ * their own threads meanwhile), the watchdog fed while alive is true. */
+static void wait_until(struct run_state *s, struct notify *n, int alive, double wait)
+{
+    double end = pflex_mono_s() + wait;
+    while (!stop_now && (wait = end - pflex_mono_s()) > 0) {
+        if (n->watchdog_s > 0 && wait > n->watchdog_s / 4)
+            wait = n->watchdog_s / 4;
+        struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
+        if (nanosleep(&ts, NULL) < 0 && errno != EINTR)
+            break;
+        if (alive)
+            notify_alive(s, n);
+    }
 }
 
 /* The periods, until --periods or a signal. */
@@ -681,11 +716,20 @@ static void run_loop(const struct run_opts *o, struct run_state *s)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     pflex_error_t err;
+    struct notify n = {.socket = getenv("NOTIFY_SOCKET"),
+                       .watchdog_s = pflex_sd_watchdog_s(getenv("WATCHDOG_USEC"), getenv("WATCHDOG_PID")),
+                       .pinged = pflex_mono_s()};
+    char ready[200];
+    snprintf(ready, sizeof ready, "READY=1\nSTATUS=%zu agents, a period of %g s", s->nurls, o->cfg.period_s);
+    notify_send(s, &n, ready);
     double periods = o->periods, next = pflex_real_s();
     for (double k = 0; !stop_now && (periods == 0 || k < periods); k++) {
         struct ctl_period_result r;
-        if (ctl_period(s->ctl, pflex_real_s(), &r, &err) < 0)
+        int ok = ctl_period(s->ctl, pflex_real_s(), &r, &err) == 0;
+        if (!ok)
             ctl_log_to(s->log, "period failed: %s", err.text);
+        else
+            notify_alive(s, &n);
         next += o->cfg.period_s;
         double wait = next - pflex_real_s();
         if (wait < 0) {
@@ -694,8 +738,9 @@ static void run_loop(const struct run_opts *o, struct run_state *s)
         }
         if (periods && k + 1 >= periods)
             break;
-        wait_until(wait);
+        wait_until(s, &n, ok, wait);
     }
+    notify_send(s, &n, "STOPPING=1");
     ctl_log_to(s->log, "stopping%s; caps stay until their leases expire", stop_now ? " on a signal" : "");
 }
 
