@@ -95,12 +95,13 @@ long ctl_target_withdraw(ctl_t *c, const char *source, double now, pflex_error_t
 
 /* The daemon: the network on threads of its own, so that the period never
  * waits on it.  Each node's status (or Prometheus) is read by a reader
- * thread as each period ends, each request bounded by 0.4 period; the
- * VTN is polled (and reported to) by its own; the caps go out on a pusher
- * thread (each request bounded by 0.35 period) while the period waits for
- * them at most 0.8 period.  The period plans on the freshest reading of
- * each node (one older than the lease: the node is down; one seen before:
- * held, not raised).  Not in process.  0, or -1 with err. */
+ * thread as each period ends, each request bounded by 0.4 period (at
+ * least 250 ms, at most the agents' timeout); the VTN is polled (and
+ * reported to) by its own; the caps go out on a pusher thread (each
+ * request bounded by 0.35 period, the same bounds) while the period waits
+ * for them at most 0.8 period.  The period plans on the freshest reading
+ * of each node (one older than the lease: the node is down; one seen
+ * before: held, not raised).  Not in process.  0, or -1 with err. */
 int ctl_start(ctl_t *c, pflex_error_t *err);
 
 /* One log line, "2026-05-03T18:00:00.123Z what\n", written whole (any

@@ -686,8 +686,11 @@ int ctl_io_start(ctl_t *c, pflex_error_t *err)
     long read_ms = (long)(400 * cfg->period_s), push_ms = (long)(350 * cfg->period_s);
     read_ms = read_ms < base_ms ? read_ms : base_ms;
     push_ms = push_ms < base_ms ? push_ms : base_ms;
-    read_ms = read_ms < 50 ? 50 : read_ms;
-    push_ms = push_ms < 50 ? 50 : push_ms;
+    /* at least 250 ms: on a busy host a loopback answer may take that
+     * long, and a request longer than the period delays no period (a
+     * reading is then a period older; a push, unconfirmed) */
+    read_ms = read_ms < 250 ? 250 : read_ms;
+    push_ms = push_ms < 250 ? 250 : push_ms;
     unsigned parallel = cfg->parallel ? cfg->parallel : 64;
     size_t keep;
     (void)http_threads(cfg, parallel, &keep);
@@ -716,9 +719,10 @@ int ctl_io_start(ctl_t *c, pflex_error_t *err)
             return pflex_error_set(err, "controller: no thread for the VTN");
         io->vtn_on = 1;
     }
-    /* the first period plans on a first reading, when one comes within a
-     * period */
-    double until = pflex_mono_s() + cfg->period_s;
+    /* the first period plans on a first reading: its round, at most a
+     * period and its requests' time (a node not read is never reached,
+     * counted at agent_max_w) */
+    double until = pflex_mono_s() + cfg->period_s + read_ms / 1000.0 + 1;
     struct timespec dl = {(time_t)until, (long)((until - floor(until)) * 1e9)};
     pthread_mutex_lock(&io->mu);
     while (!io->rounds && !io->stop)
