@@ -71,6 +71,7 @@ struct ctl_io {
     double site_w;              /* the last period's site power, under mu; NaN: none */
     double timeout_s;           /* each agent request, tied to the period */
     int prom_said;              /* whoever reads: Prometheus's failure logged */
+    char vtn_said[256];         /* whoever polls: the VTN's refusals last logged */
 };
 
 

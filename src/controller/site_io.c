@@ -185,18 +185,27 @@ int ctl_vtn_apply(ctl_t *c, const pflex_target_set_t *fresh, uint64_t seq0, doub
     if (c->tdb && pflex_audit_targets_sync(c->tdb, now, "openadr", at, n, err) < 0)
         rc = -1;
     if (rc == 0) {
+        /* the live set's others and the VTN's new ones, swapped in whole */
+        pflex_target_set_t next;
+        pflex_target_set_init(&next);
         pthread_mutex_lock(&c->tmu);
         int recorded = c->tdb && c->recorded_seq == live0;
-        pflex_target_set_remove_source(&c->targets, "openadr");
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            rc = pflex_target_set_add(&c->targets, &tt[i], err);
+        for (size_t i = 0; i < c->targets.n + n && rc == 0; i++) {
+            const struct pflex_target *t = i < c->targets.n ? &c->targets.t[i] : &tt[i - c->targets.n];
+            if (i < c->targets.n && !strcmp(t->source, "openadr"))
+                continue;
+            rc = pflex_target_set_add(&next, t, err);
             if (rc == 0)
-                c->targets.t[c->targets.n - 1].seq = tt[i].seq;
+                next.t[next.n - 1].seq = t->seq;
         }
-        if (c->targets.next_seq < live1)
-            c->targets.next_seq = live1;
-        if (recorded)
-            c->recorded_seq = c->targets.next_seq;
+        if (rc == 0) {
+            next.next_seq = c->targets.next_seq > live1 ? c->targets.next_seq : live1;
+            pflex_target_set_fini(&c->targets);
+            c->targets = next;
+            if (recorded)
+                c->recorded_seq = c->targets.next_seq;
+        } else
+            pflex_target_set_fini(&next);
         pthread_mutex_unlock(&c->tmu);
     }
     free(at);
@@ -226,12 +235,22 @@ void ctl_vtn_poll_once(ctl_t *c, double now)
     if (!ok) {
         ctl_log(c, "vtn: %s (targets kept)", e2.text);
     } else if (pflex_ven_poll(c->c.ven, &o, &set, &c->evs, &e2) < 0) {
-        ctl_log(c, "vtn: %s (targets kept)", e2.text);
-        ctl_note(c, now, "vtn", e2.text);
+        /* a failure logged when it starts or changes, not every poll */
+        if (strncmp(c->io.vtn_said, e2.text, sizeof c->io.vtn_said - 1)) {
+            ctl_log(c, "vtn: %s (targets kept)", e2.text);
+            ctl_note(c, now, "vtn", e2.text);
+        }
+        snprintf(c->io.vtn_said, sizeof c->io.vtn_said, "%.255s", e2.text);
     } else {
-        if (c->evs.skipped)
+        /* what is left out, logged when it changes, not every poll */
+        const char *now_said = c->evs.skipped ? c->evs.note : "";
+        int changed = strcmp(c->io.vtn_said, now_said) != 0;
+        if (changed && c->evs.skipped)
             ctl_log(c, "vtn: %zu left out: %s", c->evs.skipped, c->evs.note);
-        if (c->evs.kept) {
+        else if (changed && c->io.vtn_said[0])
+            ctl_log(c, "vtn: answers again, nothing left out");
+        snprintf(c->io.vtn_said, sizeof c->io.vtn_said, "%s", now_said);
+        if (changed && c->evs.kept) {
             char msg[320];
             snprintf(msg, sizeof msg, "%zu targets of events sent malformed kept as they were (their last good "
                      "version): %.200s", c->evs.kept, c->evs.note);
