@@ -230,7 +230,9 @@ pq() { curl -s -m 10 -G "$PROM_URL/api/v1/query_range" --data-urlencode "query=$
 touch "$tmp/meter.stop"
 awk -v a=$((t0 - 2)) -v b="$tend" '$1 >= a && $1 < b && NF == 2' "$tmp/meter.txt" >"$tmp/power.txt"
 pq 'sum(pflex_job_throughput)' | jq -r '.data.result[0].values[] | "\(.[0]) \(.[1])"' >"$tmp/tput.txt"
-[ "$(wc -l <"$tmp/power.txt")" -gt 100 ] || fail "the site meter has $(wc -l <"$tmp/power.txt") points"
+# a busy 2-core host (load 12) takes up to 0.5 s a reading of the four
+# agents: 50 readings over the event still cover every interval
+[ "$(wc -l <"$tmp/power.txt")" -gt 50 ] || fail "the site meter has $(wc -l <"$tmp/power.txt") points"
 # a reading at t is the agents' last samples (every 0.1 s): it answers to
 # the highest limit in force over [t - 0.2, t]
 awk -v t0=$t0 -v d=$dur -v b=$base -v r=$ramp -v u=$((4 * 8 * 700)) -v n=$nint -v lag=0.2 '
