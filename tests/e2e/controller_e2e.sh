@@ -156,13 +156,15 @@ jq -e '.target.source == "openadr" and .telemetry == "prometheus"' "$tmp/body" >
     || fail "the controller does not follow the VTN event: $(cat "$tmp/body")"
 
 # negative: the API's writes during the event (interval 1)
-before=$(jq -c '.target' "$tmp/body")
 [ "$(api PUT /v1/target '{"target": "1W"}')" = 401 ] || fail "a write without a token: not 401"
 [ "$(api PUT /v1/target '{"target": "1W"}' wrong-token-0123456789)" = 401 ] || fail "a wrong token: not 401"
 [ "$(api PUT /v1/target '{"target": "-3kW"}' "$TOKEN")" = 400 ] || fail "a negative target: not 400"
 [ "$(api PUT /v1/target '{"target": "5x"}' "$TOKEN")" = 400 ] || fail "5 x baseline: not 400"
 api GET /v1/status >/dev/null
-[ "$(jq -c '.target' "$tmp/body")" = "$before" ] || fail "a refused write changed the target"
+# (the event's interval may have moved on meanwhile on a busy host: what
+# must hold is that none of the refused targets is held)
+jq -e '.target.source == "openadr" and ([.targets[] | select(.source != "openadr")] | length == 0)' "$tmp/body" \
+    >/dev/null || fail "a refused write changed the targets: $(jq -c '[.target, .targets]' "$tmp/body")"
 
 # negative: a hostile VTN (a body nested 3000 deep) for 2 s, interval 2
 until_t $((t0 + 2 * ${dur%.*}))
