@@ -3,7 +3,9 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,7 @@
 #include "pflex/sweep.h"
 #include "pflex/target.h"
 #include "lib/util/clock.h"
+#include "lib/util/sdnotify.h"
 
 static const char help[] =
 "usage: pflex controller run --agent URL [--agent URL ...] [options]\n"
@@ -81,6 +84,12 @@ static const char help[] =
 "                       readings teach the learner (default: one period); set\n"
 "                       it to the agents' --throughput-window plus the\n"
 "                       telemetry's delay (the Prometheus scrape interval)\n"
+"  --max-step-w-per-s R the fastest step down an API target may ask for, W/s,\n"
+"                       over its ramp (one period without one); a faster one,\n"
+"                       or one under the site's floor (every GPU at its least\n"
+"                       limit plus --other-w), is refused (409) unless its\n"
+"                       SPEC has confirm=yes or its body \"confirm\": true\n"
+"                       (default: 2 %% of the site's maximum power per second)\n"
 "  --explore X          largest probe below the plan, as a power reduction\n"
 "                       (default 0.05; 0: no exploration)\n"
 "  --db FILE            state and audit database (SQLite); a restart resumes\n"
@@ -258,7 +267,7 @@ enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECR
        O_VTN_EVERY, O_VEN_NAME, O_SEED, O_PERIOD, O_LEASE, O_OTHER, O_BASELINE, O_AGENT_MAX,
        O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
        O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY,
-       O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE, O_ETCD, O_ETCD_PREFIX, O_NAME };
+       O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE, O_ETCD, O_ETCD_PREFIX, O_NAME, O_MAX_STEP };
 
 static const struct option run_options[] = {
     {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
@@ -291,6 +300,7 @@ static const struct option run_options[] = {
     {"etcd", required_argument, NULL, O_ETCD},
     {"etcd-prefix", required_argument, NULL, O_ETCD_PREFIX},
     {"name", required_argument, NULL, O_NAME},
+    {"max-step-w-per-s", required_argument, NULL, O_MAX_STEP},
     {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 };
 
@@ -321,6 +331,9 @@ struct run_state {
     struct ctl_api api;
     standby_t *standby;                 /* --etcd */
     char name[160];
+    pthread_t api_thread;               /* serves srv until api_stop */
+    int api_on;
+    atomic_int api_stop;
 };
 
 /* An option that takes a string (or a choice): 0 taken, 1 not one of
@@ -392,6 +405,7 @@ static int take_num_opt(struct run_opts *o, int c, const char *arg)
         {O_HTTP_THREADS, "--http-threads", 1, 16, &o->http_threads},
         {O_PARALLEL, "--parallel", 1, 1024, &o->parallel},
         {O_SETTLE, "--settle", 0, 86400, &o->cfg.settle_s},
+        {O_MAX_STEP, "--max-step-w-per-s", 0.001, 1e12, &o->cfg.max_step_w_per_s},
     };
     size_t i = 0;
     while (i < sizeof nums / sizeof *nums && nums[i].id != c)
@@ -563,8 +577,13 @@ static int open_controller(struct run_opts *o, struct run_state *s)
 {
     pflex_error_t err;
     if (o->vtn) {
+        /* polled on its own thread: a poll never delays a period, and
+         * ends within two polls' time (1 to 5 s) */
+        double every_s = (o->every > 0 ? o->every : 1) * o->cfg.period_s;
+        long vtn_ms = (long)(2000 * every_s);
+        vtn_ms = vtn_ms < 1000 ? 1000 : vtn_ms > 5000 ? 5000 : vtn_ms;
         struct pflex_ven_config vc = {.url = o->vtn, .client_id = o->vtn_id, .client_secret = s->secret,
-                                      .timeout_ms = 5000, .ca_file = o->cfg.ca_file};
+                                      .timeout_ms = vtn_ms, .ca_file = o->cfg.ca_file};
         if (pflex_ven_create(&vc, &o->cfg.ven, &err) < 0) {
             fprintf(stderr, "pflex controller: %s\n", err.text);
             return 2;
@@ -601,13 +620,53 @@ static int open_controller(struct run_opts *o, struct run_state *s)
         return 1;
     }
     if (resumed)
-        fprintf(s->log, "resumed %zu targets from %s\n", resumed, o->cfg.db_path);
+        ctl_log_to(s->log, "resumed %zu targets from %s", resumed, o->cfg.db_path);
+    /* each one in the audit before it is in force */
     for (size_t i = 0; i < s->cli_targets.n; i++)
-        if (pflex_target_set_add(ctl_targets(s->ctl), &s->cli_targets.t[i], &err) < 0) {
+        if (ctl_target_put(s->ctl, &s->cli_targets.t[i], s->t0, &err) < 0) {
             fprintf(stderr, "pflex controller: %s\n", err.text);
             return 1;
         }
     return 0;
+}
+
+/* The controller's threads (ctl_start) and the API's, with SIGTERM and
+ * SIGINT blocked in them: the main thread takes the signals. */
+static sigset_t block_stop_signals(void)
+{
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    return old;
+}
+
+static int start_controller(struct run_state *s)
+{
+    pflex_error_t err;
+    sigset_t old = block_stop_signals();
+    int rc = ctl_start(s->ctl, &err);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc < 0) {
+        fprintf(stderr, "pflex controller: %s\n", err.text);
+        return 1;
+    }
+    return 0;
+}
+
+/* The API's thread: serves until api_stop, never waiting on the period. */
+static void *api_main(void *arg)
+{
+    struct run_state *s = arg;
+    pflex_error_t err;
+    while (!s->api_stop)
+        if (pflex_http_server_run(s->srv, 0.2, &err) < 0) {
+            ctl_log_to(s->log, "api: %s", err.text);
+            struct timespec ts = {0, 200000000};
+            nanosleep(&ts, NULL);
+        }
+    return NULL;
 }
 
 /* With --listen, the controller's API, and its port in --port-file: 0 or 1
@@ -625,9 +684,8 @@ static int start_api(const struct run_opts *o, struct run_state *s)
         fprintf(stderr, "pflex controller: --listen %s: %s\n", o->listen, err.text);
         return 1;
     }
-    fprintf(s->log, "listening on %s (port %u, %s)\n", o->listen, pflex_http_server_port(s->srv),
-            o->tls_cert ? "HTTPS" : "HTTP");
-    fflush(s->log);
+    ctl_log_to(s->log, "listening on %s (port %u, %s)", o->listen, pflex_http_server_port(s->srv),
+               o->tls_cert ? "HTTPS" : "HTTP");
     if (o->port_file) {
         char tmpf[4200];
         snprintf(tmpf, sizeof tmpf, "%s.tmp", o->port_file);
@@ -638,35 +696,62 @@ static int start_api(const struct run_opts *o, struct run_state *s)
             return 1;
         }
     }
+    sigset_t old = block_stop_signals();
+    s->api_on = pthread_create(&s->api_thread, NULL, api_main, s) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!s->api_on) {
+        fprintf(stderr, "pflex controller: no thread for the API\n");
+        return 1;
+    }
     return 0;
 }
 
-/* Until the next period starts at next, wait seconds from now: serve the
- * API, or sleep.  1 when a standby has just won (its period is due now). */
-static int wait_until(struct run_state *s, double next, double wait)
+/* systemd (Type=notify, deploy/pflex-controller.service): READY=1 once
+ * the controller runs and its API listens; WATCHDOG=1 from the loop only,
+ * while its periods end (each one that does, and during the wait before
+ * the next); STOPPING=1 on the way out.  A loop that hangs, or whose
+ * periods all fail, goes silent and systemd restarts it (the caps hold on
+ * their leases; the restart resumes the targets). */
+struct notify {
+    const char *socket;         /* $NOTIFY_SOCKET; NULL: not under systemd */
+    double watchdog_s;          /* 0: no watchdog */
+    double pinged;              /* monotonic */
+};
+
+static void notify_send(struct run_state *s, const struct notify *n, const char *state)
 {
     pflex_error_t err;
-    /* with a standby, in slices: one that has just won starts its period
-     * at once */
-    double slice = s->standby ? 0.05 : INFINITY;
-    if (s->srv) {
-        while (!stop_now && (wait = next - pflex_real_s()) > 0) {
-            if (s->standby && standby_took_over(s->standby))
-                return 1;
-            if (pflex_http_server_run(s->srv, fmin(wait, slice), &err) < 0) {
-                fprintf(s->log, "api: %s\n", err.text);
-                break;
-            }
-        }
-        return 0;
+    if (pflex_sd_notify(n->socket, state, &err) < 0)
+        ctl_log_to(s->log, "%s", err.text);
+}
+
+static void notify_alive(struct run_state *s, struct notify *n)
+{
+    if (n->watchdog_s > 0 && pflex_mono_s() - n->pinged >= n->watchdog_s / 4) {
+        n->pinged = pflex_mono_s();
+        notify_send(s, n, "WATCHDOG=1");
     }
-    while (!stop_now && (wait = next - pflex_real_s()) > 0) {
+}
+
+/* Until the next period starts, wait seconds (the API and the IO run on
+ * their own threads meanwhile), the watchdog fed while alive is true.
+ * 1 when a standby has just won (its period is due now): with a standby
+ * the wait goes in slices, so that one that has just won starts at once. */
+static int wait_until(struct run_state *s, struct notify *n, int alive, double wait)
+{
+    double end = pflex_mono_s() + wait;
+    double slice = s->standby ? 0.05 : INFINITY;
+    while (!stop_now && (wait = end - pflex_mono_s()) > 0) {
         if (s->standby && standby_took_over(s->standby))
             return 1;
+        if (n->watchdog_s > 0 && wait > n->watchdog_s / 4)
+            wait = n->watchdog_s / 4;
         wait = fmin(wait, slice);
         struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
-        while (!stop_now && nanosleep(&ts, &ts) < 0 && errno == EINTR)
-            ;
+        if (nanosleep(&ts, NULL) < 0 && errno != EINTR)
+            break;
+        if (alive)
+            notify_alive(s, n);
     }
     return 0;
 }
@@ -680,13 +765,22 @@ static void run_loop(const struct run_opts *o, struct run_state *s)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     pflex_error_t err;
+    struct notify n = {.socket = getenv("NOTIFY_SOCKET"),
+                       .watchdog_s = pflex_sd_watchdog_s(getenv("WATCHDOG_USEC"), getenv("WATCHDOG_PID")),
+                       .pinged = pflex_mono_s()};
+    char ready[200];
+    snprintf(ready, sizeof ready, "READY=1\nSTATUS=%zu agents, a period of %g s", s->nurls, o->cfg.period_s);
+    notify_send(s, &n, ready);
     double periods = o->periods, next = pflex_real_s();
     for (double k = 0; !stop_now && (periods == 0 || k < periods); k++) {
         struct ctl_period_result r;
         if (s->standby)
             standby_take_state(s->standby, s->ctl);     /* the leader's targets and curves */
-        if (ctl_period(s->ctl, pflex_real_s(), &r, &err) < 0)
-            fprintf(s->log, "period failed: %s\n", err.text);
+        int ok = ctl_period(s->ctl, pflex_real_s(), &r, &err) == 0;
+        if (!ok)
+            ctl_log_to(s->log, "period failed: %s", err.text);
+        else
+            notify_alive(s, &n);
         if (s->standby)
             standby_publish(s->standby, s->ctl);
         if (s->standby && standby_took_over(s->standby)) {
@@ -701,10 +795,11 @@ static void run_loop(const struct run_opts *o, struct run_state *s)
         }
         if (periods && k + 1 >= periods)
             break;
-        if (wait_until(s, next, wait))
+        if (wait_until(s, &n, ok, wait))
             next = pflex_real_s();
     }
-    fprintf(s->log, "stopping%s; caps stay until their leases expire\n", stop_now ? " on a signal" : "");
+    notify_send(s, &n, "STOPPING=1");
+    ctl_log_to(s->log, "stopping%s; caps stay until their leases expire", stop_now ? " on a signal" : "");
 }
 
 static void wipe(char *secret)
@@ -717,6 +812,10 @@ static void wipe(char *secret)
 
 static void run_close(struct run_opts *o, struct run_state *s)
 {
+    if (s->api_on) {
+        s->api_stop = 1;
+        pthread_join(s->api_thread, NULL);
+    }
     pflex_http_server_stop(s->srv);
     standby_destroy(s->standby);        /* a leader resigns: a standby takes over at once */
     ctl_destroy(s->ctl);
@@ -749,6 +848,8 @@ static int run(int argc, char **argv)
         rc = open_secrets_and_log(&o, &s);
     if (!rc)
         rc = open_controller(&o, &s);
+    if (!rc)
+        rc = start_controller(&s);
     if (!rc)
         rc = start_api(&o, &s);
     if (!rc)

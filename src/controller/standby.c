@@ -405,6 +405,7 @@ static void take_targets(standby_t *s, ctl_t *c, const char *text)
         json_decref(a);
         return;
     }
+    pthread_mutex_lock(&c->tmu);       /* the API's and the VTN's threads read them */
     pflex_target_set_t *set = ctl_targets(c);
     set->n = 0;
     size_t i;
@@ -426,6 +427,7 @@ static void take_targets(standby_t *s, ctl_t *c, const char *text)
         if (pflex_target_set_add(set, &t, &err) < 0)
             say(s, "a target of the leader's left out: %s", err.text);
     }
+    pthread_mutex_unlock(&c->tmu);
     json_decref(a);
     free(s->targets_text);
     s->targets_text = targets_text(set);
@@ -518,7 +520,9 @@ void standby_publish(standby_t *s, ctl_t *c)
     if (!leading)
         return;
     json_t *add = json_object();
+    pthread_mutex_lock(&c->tmu);       /* the API's and the VTN's threads change them */
     char *tt = targets_text(ctl_targets(c));
+    pthread_mutex_unlock(&c->tmu);
     if (tt && (all || !s->targets_text || strcmp(tt, s->targets_text))) {
         json_object_set_new(add, s->targets_key, json_string(tt));
         free(s->targets_text);
