@@ -119,7 +119,8 @@ agents="$agents $!"
 target=11000
 ramp=3
 sleep 2
-expect 200 PUT /v1/target "{\"target\": \"${target}W,for=10m,ramp=${ramp}s\", \"id\": \"event\"}" "$TOKEN"
+# (a step of 5.5 kW in 3 s: faster than the default ramp rate, so confirmed)
+expect 200 PUT /v1/target "{\"target\": \"${target}W,for=10m,ramp=${ramp}s\", \"id\": \"event\", \"confirm\": true}" "$TOKEN"
 t_put=$(now)
 port=$port_B
 expect 409 PUT /v1/target '{"target": "6000W"}' "$TOKEN"
