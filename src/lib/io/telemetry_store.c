@@ -34,6 +34,14 @@ struct store {
     int sorted;
     uint32_t last;          /* series of the last sample, NO_SERIES: none */
     double last_time;
+    /* Runs (tm_runs_begin): samples written straight into per-slot runs
+     * laid out in sort order, in runs, instead of appended to samples. */
+    int runs_on;
+    struct pflex_big runs;
+    size_t nslots;
+    size_t *run_start, *run_len, *run_cap, *run_owner;
+    uint32_t *slot_of;      /* per series: its slot, NO_SERIES: none */
+    size_t slot_of_cap;
 };
 
 static const struct pflex_tm_limits default_limits = {
@@ -83,6 +91,7 @@ void pflex_tm_destroy(pflex_tm_t *t)
     pflex_big_free(&st->series);
     pflex_big_free(&st->samples);
     pflex_big_free(&st->keyhashes);
+    tm_runs_drop(t);
     free(st);
     free(t);
 }
@@ -299,6 +308,109 @@ long tm_series(pflex_tm_t *t, const struct tm_key *k, const char *name, unsigned
     return (long)t->nseries++;
 }
 
+/* ---- runs ---- */
+
+/* The runs, closed up in slot order, become the samples: grouped by
+ * series, in file order within each, which pflex_tm_sort checks rather
+ * than assumes.  Runs begin on an empty store, so every sample is in
+ * them. */
+static void runs_end(pflex_tm_t *t)
+{
+    struct store *st = t->priv;
+    if (!st->runs_on)
+        return;
+    struct pflex_tm_sample *m = st->runs.p;
+    size_t w = 0;
+    for (size_t i = 0; i < st->nslots; i++) {
+        if (w != st->run_start[i] && st->run_len[i])
+            memmove(m + w, m + st->run_start[i], st->run_len[i] * sizeof *m);
+        w += st->run_len[i];
+    }
+    pflex_big_free(&st->samples);
+    st->samples = st->runs;
+    st->runs = (struct pflex_big){0};
+    t->samples = st->samples.p;
+    st->sorted = 0;
+    st->last = w ? m[w - 1].series : NO_SERIES;
+    st->last_time = w ? m[w - 1].time_s : 0;
+    st->runs_on = 0;
+    tm_runs_drop(t);
+}
+
+void tm_runs_drop(pflex_tm_t *t)
+{
+    struct store *st = t->priv;
+    if (st->runs_on)
+        pflex_big_free(&st->runs);
+    st->runs_on = 0;
+    free(st->run_start);
+    free(st->slot_of);
+    st->run_start = st->run_len = st->run_cap = st->run_owner = NULL;
+    st->slot_of = NULL;
+    st->nslots = st->slot_of_cap = 0;
+}
+
+int tm_runs_begin(pflex_tm_t *t, size_t nslots, const size_t *cap)
+{
+    struct store *st = t->priv;
+    size_t total = 0;
+    if (t->nsamples || t->nseries || st->runs_on || !nslots)
+        return -1;
+    for (size_t i = 0; i < nslots; i++)
+        total += cap[i];
+    if (!total || total > st->lim.max_samples)
+        return -1;
+    st->run_start = malloc(4 * nslots * sizeof *st->run_start);
+    if (!st->run_start || pflex_big_reserve(&st->runs, total * sizeof *t->samples) < 0) {
+        tm_runs_drop(t);
+        return -1;
+    }
+    st->run_len = st->run_start + nslots;
+    st->run_cap = st->run_len + nslots;
+    st->run_owner = st->run_cap + nslots;
+    for (size_t i = 0, at = 0; i < nslots; at += cap[i++]) {
+        st->run_start[i] = at;
+        st->run_len[i] = 0;
+        st->run_cap[i] = cap[i];
+        st->run_owner[i] = SIZE_MAX;
+    }
+    st->nslots = nslots;
+    st->runs_on = 1;
+    return 0;
+}
+
+void tm_runs_claim(pflex_tm_t *t, uint32_t series, size_t slot)
+{
+    struct store *st = t->priv;
+    if (!st->runs_on)
+        return;
+    /* a slot holds one series: another one wanting it ends the runs */
+    if (slot >= st->nslots || st->run_owner[slot] != SIZE_MAX) {
+        runs_end(t);
+        return;
+    }
+    if (series >= st->slot_of_cap) {
+        size_t ncap = st->slot_of_cap ? 2 * st->slot_of_cap : 64;
+        while (ncap <= series)
+            ncap *= 2;
+        uint32_t *n = realloc(st->slot_of, ncap * sizeof *n);
+        if (!n) {
+            runs_end(t);
+            return;
+        }
+        memset(n + st->slot_of_cap, 0xff, (ncap - st->slot_of_cap) * sizeof *n);
+        st->slot_of = n;
+        st->slot_of_cap = ncap;
+    }
+    st->slot_of[series] = (uint32_t)slot;
+    st->run_owner[slot] = series;
+}
+
+void tm_runs_end(pflex_tm_t *t)
+{
+    runs_end(t);
+}
+
 int tm_sample(pflex_tm_t *t, uint32_t series, double time_s, double value, const char *name,
               unsigned line, pflex_error_t *err)
 {
@@ -306,6 +418,19 @@ int tm_sample(pflex_tm_t *t, uint32_t series, double time_s, double value, const
     if (t->nsamples >= st->lim.max_samples)
         return pflex_error_set(err, "%s:%u: more than %zu samples (limit)", name, line,
                                st->lim.max_samples);
+    if (st->runs_on) {
+        uint32_t slot = series < st->slot_of_cap ? st->slot_of[series] : NO_SERIES;
+        if (slot != NO_SERIES && st->run_len[slot] < st->run_cap[slot]) {
+            struct pflex_tm_sample *m = (struct pflex_tm_sample *)st->runs.p +
+                                        st->run_start[slot] + st->run_len[slot]++;
+            m->time_s = time_s;
+            m->value = value;
+            m->series = series;
+            t->nsamples++;
+            return 0;
+        }
+        runs_end(t);    /* not the shape foreseen: appended from here on */
+    }
     if ((t->nsamples + 1) * sizeof *t->samples > st->samples.cap) {
         if (pflex_big_reserve(&st->samples, (t->nsamples + 1) * sizeof *t->samples) < 0)
             return pflex_error_set(err, "%s:%u: out of memory", name, line);
@@ -354,6 +479,7 @@ void tm_rollback(pflex_tm_t *t, const struct tm_mark *m)
     st->sorted = m->sorted;
     st->last = m->last;
     st->last_time = m->last_time;
+    tm_runs_drop(t);
     if (st->hash)
         rehash(t, st->hash_cap);
 }
