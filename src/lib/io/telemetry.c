@@ -571,7 +571,7 @@ size_t pflex_tm_jobmap_apply(pflex_tm_t *t, const pflex_tm_jobmap_t *m)
             r = find_row(m, "", s->gpu);
         /* The store owns its strings: the job name is copied once. */
         if (r && r->job != last_src) {
-            last_copy = tm_store_str(t, r->job, strlen(r->job));
+            last_copy = tm_intern(t, r->job, strlen(r->job));
             last_src = last_copy ? r->job : NULL;
         }
         if (r && last_copy)

@@ -29,6 +29,9 @@ int tm_sample(pflex_tm_t *t, uint32_t series, double time_s, double value, const
 void tm_reserve(pflex_tm_t *t, size_t series);
 /* A copy of s[0..len) that the store owns; NULL out of memory. */
 char *tm_store_str(pflex_tm_t *t, const char *s, size_t len);
+/* The store's one copy of s[0..len) (series strings: job, host, uuid; a
+ * series' strings must come from here); NULL out of memory. */
+const char *tm_intern(pflex_tm_t *t, const char *s, size_t len);
 /* Series keys were changed in place (the job map): find them anew. */
 void tm_rekey(pflex_tm_t *t);
 
