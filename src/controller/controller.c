@@ -73,7 +73,7 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
     if (!(c->c.period_s > 0))
         c->c.period_s = 5;
     if (!(c->c.lease_s > 0))
-        c->c.lease_s = 3 * c->c.period_s;
+        c->c.lease_s = 12 * c->c.period_s;
     if (!(c->c.agent_max_w > 0))
         c->c.agent_max_w = 8000;
     if (!(c->c.z > 0))
@@ -85,6 +85,7 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
         c->c.status_every = 10;
     c->last_limit_w = INFINITY;
     c->last_measured_w = NAN;
+    c->fb_frac = c->fb_until = c->fb_limit_w = NAN;
     pflex_target_set_init(&c->targets);
     pflex_safe_plan_init(&c->plan);
     c->agents = calloc(cfg->nagents, sizeof *c->agents);
@@ -132,6 +133,8 @@ void ctl_destroy(ctl_t *c)
     if (!c)
         return;
     ctl_io_destroy(c);
+    for (size_t a = 0; c->agents && a < c->c.nagents; a++)
+        free(c->agents[a].held);
     free(c->agents);
     for (size_t j = 0; j < c->njobs; j++) {
         pflex_learn_destroy(c->jobs[j].learn);

@@ -264,10 +264,36 @@ int ctl_read_site(ctl_t *c, pflex_error_t *err)
     return 0;
 }
 
-/* p.caps over HTTP: every cut on every agent in one batch, and only when
- * all of them have answered, every cap in a second, so that the site never
- * sums a raise on one node with a cut not yet made on another.  Each cap's
- * pushed and enforced_w from the second answer. */
+/* One batch of pushes: node a's caps in [first[a], first[a + 1]) of p.caps
+ * where want(q) says so, to every node with one at least; caps[] the
+ * wire's copies, in p.caps's order. */
+static void push_batch(ctl_t *c, const size_t *first, struct agent_cap *caps, struct agent_push *push,
+                       const unsigned char *want)
+{
+    struct ctl_period_state *p = &c->p;
+    size_t na = c->c.nagents;
+    for (size_t a = 0; a < na; a++) {
+        size_t n = 0;
+        for (size_t q = first[a]; q < first[a + 1]; q++)
+            if (want[q])
+                caps[first[a] + n++] = (struct agent_cap){.gpu = p->caps[q].gpu, .cap_w = p->caps[q].cap_w,
+                                                          .fallback_w = p->caps[q].fallback_w,
+                                                          .fallback_until = p->caps[q].fallback_until,
+                                                          .enforced_w = NAN};
+        push[a] = (struct agent_push){.agent = n ? c->agents[a].client : NULL, .caps = &caps[first[a]], .n = n};
+    }
+    agents_batch(c, NULL, push, na);   /* failures are per agent */
+    for (size_t a = 0; a < na; a++)
+        if (push[a].agent && !push[a].ok)
+            ctl_log(c, "agent %s: %s", agent_client_url(c->agents[a].client), push[a].err.text);
+}
+
+/* The caps of the nodes marked send, over HTTP: first every cut on every
+ * such node in one batch (a node none of whose caps rises sends them all
+ * there, once), and only when all of them have answered, all the caps of
+ * each node with a raise in a second; so the site never sums a raise on
+ * one node with a cut not yet made on another.  Each sent cap's pushed
+ * and enforced_w from the answer that carried it last. */
 static int push_agents(ctl_t *c, pflex_error_t *err)
 {
     struct ctl_period_state *p = &c->p;
@@ -276,49 +302,49 @@ static int push_agents(ctl_t *c, pflex_error_t *err)
     size_t *first = calloc(na + 1, sizeof *first);
     struct agent_cap *caps = malloc((nc + 1) * sizeof *caps);
     struct agent_push *push = calloc(na, sizeof *push);
-    if (!first || !caps || !push) {
+    unsigned char *raise = calloc(na, 1), *want = calloc(nc + 1, 1);
+    if (!first || !caps || !push || !raise || !want) {
         free(first);
         free(caps);
         free(push);
+        free(raise);
+        free(want);
         return pflex_error_set(err, "out of memory");
     }
-    for (size_t q = 0; q < nc; q++)
-        first[p->caps[q].node + 1]++;
+    for (size_t q = 0; q < nc; q++) {
+        const struct ctl_cap *cp = &p->caps[q];
+        first[cp->node + 1]++;
+        double now_w = c->agents[cp->node].st.gpu[p->gpu_slot[cp->site]].limit_w;
+        if (cp->send && cp->cap_w > now_w + 0.5)
+            raise[cp->node] = 1;
+    }
     for (size_t a = 0; a < na; a++)
         first[a + 1] += first[a];
-    for (size_t a = 0; a < na; a++) {
-        size_t n = 0;
-        for (size_t q = first[a]; q < first[a + 1]; q++)
-            if (p->caps[q].cut)
-                caps[first[a] + n++] = (struct agent_cap){.gpu = p->caps[q].gpu, .cap_w = p->caps[q].cap_w,
-                                                          .enforced_w = NAN};
-        push[a] = (struct agent_push){.agent = n ? c->agents[a].client : NULL, .caps = &caps[first[a]], .n = n};
-    }
-    agents_batch(c, NULL, push, na);   /* failures are per agent */
-    for (size_t a = 0; a < na; a++)
-        if (push[a].agent && !push[a].ok)
-            ctl_log(c, "agent %s: %s", agent_client_url(c->agents[a].client), push[a].err.text);
-    /* then every cap, on every agent that answered this period */
     for (size_t q = 0; q < nc; q++)
-        caps[q] = (struct agent_cap){.gpu = p->caps[q].gpu, .cap_w = p->caps[q].cap_w, .enforced_w = NAN};
-    for (size_t a = 0; a < na; a++) {
-        size_t n = first[a + 1] - first[a];
-        push[a] = (struct agent_push){.agent = n ? c->agents[a].client : NULL, .caps = &caps[first[a]], .n = n};
-    }
-    agents_batch(c, NULL, push, na);
-    for (size_t a = 0; a < na; a++) {
-        if (!push[a].agent)
-            continue;
-        if (!push[a].ok)
-            ctl_log(c, "agent %s: %s", agent_client_url(c->agents[a].client), push[a].err.text);
-        for (size_t q = first[a]; q < first[a + 1]; q++) {
+        want[q] = p->caps[q].send && (p->caps[q].cut || !raise[p->caps[q].node]);
+    push_batch(c, first, caps, push, want);
+    for (size_t q = 0; q < nc; q++) {
+        size_t a = p->caps[q].node;
+        if (want[q] && !raise[a]) {
             p->caps[q].pushed = push[a].ok;
+            p->caps[q].enforced_w = caps[q].enforced_w;
+        }
+    }
+    /* then all the caps of each node with a raise */
+    for (size_t q = 0; q < nc; q++)
+        want[q] = p->caps[q].send && raise[p->caps[q].node];
+    push_batch(c, first, caps, push, want);
+    for (size_t q = 0; q < nc; q++) {
+        if (want[q]) {
+            p->caps[q].pushed = push[p->caps[q].node].ok;
             p->caps[q].enforced_w = caps[q].enforced_w;
         }
     }
     free(first);
     free(caps);
     free(push);
+    free(raise);
+    free(want);
     return 0;
 }
 
@@ -327,11 +353,15 @@ int ctl_push_caps(ctl_t *c, pflex_error_t *err)
     struct ctl_period_state *p = &c->p;
     p->t_push = pflex_mono_s();
     p->r.plan_s = p->t_push - p->t_plan;
-    if (!c->c.in_process)
-        return push_agents(c, err);
-    /* in process: the caller applies them (ctl_caps) */
-    for (size_t q = 0; q < p->ncaps; q++)
-        p->caps[q].pushed = 1;
+    if (!c->c.in_process) {
+        if (push_agents(c, err) < 0)
+            return -1;
+    } else {
+        /* in process: the caller applies them (ctl_caps) */
+        for (size_t q = 0; q < p->ncaps; q++)
+            p->caps[q].pushed = p->caps[q].send;
+    }
+    ctl_leases_took(c);
     return 0;
 }
 
