@@ -245,9 +245,9 @@ void ctl_period_end(ctl_t *c, struct ctl_period_result *r)
     p->r.held = c->plan.held;
     *r = p->r;
     ctl_log(c, "period %lu: limit %.0f W, worst case %.0f W, measured %.0f W, %zu GPUs, %zu jobs, "
-               "%zu agents down, %zu held, %zu floor breaches, %zu probes%s",
+               "%zu agents down, %zu held, %zu floor breaches, %zu probes, %zu nodes sent caps%s",
             c->periods, r->limit_w, r->worst_w, r->measured_w, r->gpus, r->jobs, r->agents_down, r->held,
-            r->floor_breaches, r->probes, r->feasible ? "" : ", INFEASIBLE");
+            r->floor_breaches, r->probes, r->pushed_nodes, r->feasible ? "" : ", INFEASIBLE");
 }
 
 int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t *err)
