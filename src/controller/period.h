@@ -17,13 +17,15 @@
  *                     never reached
  *   ctl_take_targets  the targets, the GPUs' maxima, the periods' history ->
  *                     the limit in force (ramps included) over as long as
- *                     the caps pushed now may have to hold
+ *                     the caps pushed now may have to hold (their leases)
  *   ctl_learn         each job's GPUs and rate -> one observation to its
  *                     learner when settled; its curve refitted
  *   ctl_plan          curves, GPUs, limit -> c's plan (pflex_safe_plan), the
- *                     probes, the caps to push (p.caps)
- *   ctl_push_caps     IO: p.caps -> the agents, every cut on every agent
- *                     before any raise (in process: left for the caller)
+ *                     probes, the caps (p.caps), their fallbacks and which
+ *                     nodes are sent them (leases.c: changes and renewals)
+ *   ctl_push_caps     IO: the caps of the nodes sent -> their agents, every
+ *                     cut on every agent before any raise (in process: left
+ *                     for the caller); what each node now holds (leases.c)
  *   ctl_record        disk: the period -> the audit database, when there is one
  *   ctl_period_end    -> the period's run time (for the horizon), its result,
  *                     the figures the API shows, the log line
