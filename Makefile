@@ -16,8 +16,13 @@ CFLAGS   ?= $(OPT) -g
 WARN     := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror \
             -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-ALL_CFLAGS  = $(WARN) $(CFLAGS) $(SAN) -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP
+# Fitting goes through GSL's CBLAS interface: OpenBLAS where pkg-config finds
+# it (libopenblas-dev), else GSL's reference CBLAS (-lgslcblas).  HAVE_INLINE
+# makes GSL's accessors (gsl_matrix_get, ...) inline functions instead of
+# calls into the shared library, which the fitting's inner loops are made of.
+BLAS_LIBS  := $(shell pkg-config --libs openblas 2>/dev/null || echo -lgslcblas)
+PKG_LIBS   := $(filter-out -lgslcblas,$(shell pkg-config --libs $(PKGS) 2>/dev/null)) $(BLAS_LIBS)
+ALL_CFLAGS  = $(WARN) -DHAVE_INLINE $(CFLAGS) $(SAN) -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP
 LDLIBS      = $(PKG_LIBS) -ldl -lm -lpthread
 
 LIB_SRC  := $(sort $(wildcard src/lib/*/*.c))

@@ -52,32 +52,18 @@ apid=$!
 i=0; until [ -s "$A/port" ] || [ $i -ge 500 ]; do sleep 0.01; i=$((i + 1)); done
 "$BUILD/bench/agent_bench" "http://127.0.0.1:$(cat "$A/port")" "$A/token" 2000 || echo "  (agent benchmark failed)"
 kill -TERM $apid; wait $apid; rm -rf "$A"
+echo "== pflex agent beside nginx serving the same bytes: requests/s over keep-alive (bench/http_load.c) =="
+BUILD=$BUILD sh bench/agent_vs_nginx.sh 3 1.5
 echo "== the controller's planning step (safeplan), one control period =="
 "$BUILD/bench/safeplan_bench" 8000 8 21
 "$BUILD/bench/safeplan_bench" 100000 8 11
 
 # ---- telemetry (bench/telemetry_bench.c) ----
 echo
-echo "== telemetry: a dcgm-exporter scrape of 1,000 nodes x 8 GPUs x 20 metrics =="
+echo "== readers: pflex beside wc -l (the floor), promtool and a Python loop; CPU s, medians of 3 alternating =="
 TB=$BUILD/bench/telemetry_bench
-scrape="$D/scrape-1000x8x20.prom"
-[ -f "$scrape" ] || "$TB" gen 1000 8 20 20261203 "$scrape"
-"$TB" read "$scrape" 5
-if command -v promtool > /dev/null; then
-    # promtool reads and lints the same text; its exit status (lint
-    # findings on the exporter's camelCase labels) does not matter here.
-    if [ -x /usr/bin/time ]; then
-        /usr/bin/time -o "$D/promtool.time" -f "  promtool check metrics: %e s wall, %U s user, %S s system" \
-            promtool check metrics < "$scrape" > /dev/null 2>&1 || true
-        grep promtool "$D/promtool.time"
-    else
-        t0=$(date +%s.%N)
-        promtool check metrics < "$scrape" > /dev/null 2>&1 || true
-        echo "  promtool check metrics: $(echo "$(date +%s.%N) - $t0" | bc) s wall"
-    fi
-else
-    echo "  promtool: not installed (Debian package prometheus)"
-fi
+"$TB" readers "$D" 3
+"$BUILD/bench/sweep_read_bench" peers "$D" 3
 echo "== telemetry: training on 10,000 jobs, predicting 100,000 =="
 "$TB" model 10000 100000 3
 echo
@@ -93,3 +79,32 @@ echo "== the same, every node answering from one simulated curve (the controller
 echo "== the same, each agent answering 2 ms late (as from other hosts): 64 requests at once, then one =="
 "$BUILD/bench/controller_bench" 1000 12 64 2
 "$BUILD/bench/controller_bench" 1000 3 1 2
+
+# ---- pflex simulate (src/lib/site/simulate.c) ----
+echo
+echo "== pflex simulate: a simulated site through a day, cost against GPUs and periods =="
+echo "  (offline policies: equal, eq2-measured, tpw, oracle; then the online learner alone)"
+"$BUILD/pflex" sweep --job llama-8b-pretrain-h200 --repeats 1 > "$D/sim-sweep.csv"
+for j in emerald-pt-mpt-7b emerald-ft-llama-8b; do
+    "$BUILD/pflex" sweep --job $j --repeats 1 | tail -n +2 >> "$D/sim-sweep.csv" 2>/dev/null || true
+done
+simrun() {
+    label=$1; shift
+    t0=$(date +%s.%N)
+    "$BUILD/pflex" simulate "$D/sim-sweep.csv" --start @1700000000 \
+        --target 75%,start=@1700020000,for=4h,ramp=15m --mean-job 6h --floor 0.5 --job-gpus 8:64:8 \
+        "$@" --json > "$D/sim.json"
+    t1=$(date +%s.%N)
+    cpu=$(jq '[.policies[].cpu_s] | add' "$D/sim.json" 2>/dev/null)
+    echo "  $label: $(echo "$t1 - $t0" | bc) s wall, ${cpu:-?} s CPU over the policies"
+}
+for g in 1000 10000 100000; do
+    simrun "$g GPUs, 24 h at 1 s (86,400 periods), offline" --gpus $g --duration 24h \
+        --policies equal,eq2-measured,tpw,oracle
+done
+for d in 6h 24h; do
+    simrun "10000 GPUs, $d at 1 s, offline" --gpus 10000 --duration $d --policies equal,eq2-measured,tpw,oracle
+done
+for g in 1000 10000; do
+    simrun "$g GPUs, 1 h at 1 s (3,600 periods), online-cold" --gpus $g --duration 1h --policies online-cold
+done

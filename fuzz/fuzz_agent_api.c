@@ -24,7 +24,7 @@ static char state[64];
 /* At exit: restore, then remove the state folder's lock files. */
 static void cleanup(void)
 {
-    agent_close(&agent);
+    agent_close(&agent, NULL);
     DIR *dir = opendir(state);
     struct dirent *e;
     while (dir && (e = readdir(dir))) {
@@ -85,9 +85,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     };
     struct pflex_http_response resp = {0};
     agent_api(&agent, &req, &resp);
-    if (resp.status < 200 || resp.status > 599 || !resp.body)
+    if (resp.status < 200 || resp.status > 599 || (!resp.body && !resp.shared))
         abort();
-    free(resp.body);
+    pflex_http_response_free(&resp);
     free(body);
     for (unsigned i = 0; i < agent.n; i++) {
         struct agent_gpu *d = &agent.gpu[i];

@@ -7,8 +7,10 @@ set -e
 # prometheus (promtool), curl and jq: used by the tests against real components
 # and to check every JSON field the commands write is documented; openssl makes
 # the HTTPS test's certificates; slurmctld, slurmd, slurm-client and munge: a
-# real Slurm on loopback for the job map's test.
-PKGS="build-essential pkg-config libgsl-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl jq openssl slurmctld slurmd slurm-client munge"
+# real Slurm on loopback for the job map's test; libopenblas-dev: an optimised
+# BLAS under GSL's CBLAS interface for the fits (the Makefile falls back to GSL's
+# reference CBLAS without it).
+PKGS="build-essential pkg-config libgsl-dev libopenblas-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl jq openssl slurmctld slurmd slurm-client munge"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

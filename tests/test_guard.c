@@ -156,19 +156,43 @@ static void test_recovers_dead_owner(void **state)
     pflex_guard_close(gd);
     pflex_gpu_close(&g);
 
-    /* A state file that makes no sense: open fails and leaves it. */
-    f = fopen(path, "w");
-    fputs("{\"original_w\": \"lots\"}", f);
-    fclose(f);
-    nvml_fixture_open(&g);
+}
+
+/* A state file that is empty (a crash mid-write) or makes no sense: the
+ * original is unknown, so the board's default is restored, said, and the
+ * file kept aside.  (It used to fail the open and leave the GPU capped.) */
+static void test_corrupt_state_restores_default(void **state)
+{
+    static const char *const bodies[] = {"", "{\"original_w\": \"lots\"}", "{\"orig"};
     static const unsigned one[1] = {0};
-    struct pflex_guard_opts o = {.state_dir = run_dir};
-    pflex_guard_t *gd2 = NULL;
-    pflex_error_t err;
-    assert_int_equal(pflex_guard_open(&g, one, 1, &o, &gd2, &err), -1);
-    assert_non_null(strstr(err.text, "original_w"));
-    assert_int_equal(count_state_files(), 1);
-    pflex_gpu_close(&g);
+    assert_int_equal(mkdir(run_dir, 0755), 0);
+    char path[4300], aside[4400];
+    snprintf(path, sizeof path, "%s/GPU-fa4e0000-0000-4000-8000-000000000000.state", run_dir);
+    snprintf(aside, sizeof aside, "%s.corrupt", path);
+    for (size_t k = 0; k < sizeof bodies / sizeof *bodies; k++) {
+        nvml_fixture_write("gpu0.limit_mw=310000\ngpu0.default_mw=650000\n");
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(bodies[k], f);
+        fclose(f);
+        pflex_gpu_t g;
+        nvml_fixture_open(&g);
+        struct pflex_guard_opts o = {.state_dir = run_dir, .backoff_s = 0.001};
+        pflex_guard_t *gd = NULL;
+        pflex_error_t err = {{0}};
+        assert_int_equal(pflex_guard_open(&g, one, 1, &o, &gd, &err), 0);
+        assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 650000, 1e-9);
+        assert_true(has_note(gd, "the saved original limit is unreadable"));
+        assert_true(has_note(gd, "restored the board's default 650 W (310 W found)"));
+        assert_int_equal(count_state_files(), 0);
+        assert_int_equal(access(aside, F_OK), 0);
+        const struct pflex_guard_gpu *d = pflex_guard_gpu_find(gd, 0);
+        assert_int_equal(d->recovered, 1);
+        assert_float_equal(d->original_w, 650, 1e-9);
+        pflex_guard_close(gd);
+        pflex_gpu_close(&g);
+        unlink(aside);
+    }
 }
 
 static void test_left_over_cap_named(void **state)
@@ -185,6 +209,100 @@ static void test_left_over_cap_named(void **state)
     assert_int_equal(pflex_guard_set(gd, 0, 500, NULL, &err), 0);
     pflex_guard_close(gd);
     assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 700000, 1e-9);
+    pflex_gpu_close(&g);
+
+    /* With no set at all, the left-over cap is still due a restore: it
+     * counts as changed, is saved (a crash still ends at the default),
+     * and a restore puts the default back. */
+    nvml_fixture_write("gpu0.limit_mw=300000\ngpu0.default_mw=600000\n");
+    nvml_fixture_open(&g);
+    gd = guard(&g, "test", 0);
+    d = pflex_guard_gpu_find(gd, 0);
+    assert_int_equal(d->left_over, 1);
+    assert_int_equal(d->changed, 1);
+    assert_int_equal(count_state_files(), 1);
+    assert_int_equal(pflex_guard_restore(gd, 0, &err), 0);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 600000, 1e-9);
+    assert_int_equal(count_state_files(), 0);
+    pflex_guard_close(gd);
+    pflex_gpu_close(&g);
+
+    /* keep_found: the found limit is the original, nothing is due. */
+    nvml_fixture_write("gpu0.limit_mw=300000\ngpu0.default_mw=600000\n");
+    nvml_fixture_open(&g);
+    gd = guard(&g, "test", 1);
+    d = pflex_guard_gpu_find(gd, 0);
+    assert_int_equal(d->left_over, 0);
+    assert_int_equal(d->changed, 0);
+    pflex_guard_close(gd);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 300000, 1e-9);
+    pflex_gpu_close(&g);
+}
+
+/* NVML answers success and the limit stays: neither the set nor the
+ * restore may say it worked. */
+static void test_set_not_taking_effect(void **state)
+{
+    nvml_fixture_write("gpu1.ignore_sets=1\n");
+    pflex_gpu_t g;
+    nvml_fixture_open(&g);
+    pflex_guard_t *gd = guard(&g, "test", 0);
+    pflex_error_t err = {{0}};
+    assert_int_equal(pflex_guard_set(gd, 1, 400, NULL, &err), -1);
+    assert_non_null(strstr(err.text, "the limit reads 700 W after setting 400 W: the set did not "
+                                     "take effect"));
+    assert_float_equal(nvml_fixture_value("gpu1.limit_mw"), 700000, 1e-9);
+    /* The next set takes. */
+    assert_int_equal(pflex_guard_set(gd, 1, 400, NULL, &err), 0);
+    assert_float_equal(nvml_fixture_value("gpu1.limit_mw"), 400000, 1e-9);
+    pflex_guard_close(gd);
+    pflex_gpu_close(&g);
+
+    /* The restore's set is ignored twice: retried until the limit shows it. */
+    nvml_fixture_write("");
+    nvml_fixture_open(&g);
+    gd = guard(&g, "test", 0);
+    assert_int_equal(pflex_guard_set(gd, 0, 300, NULL, &err), 0);
+    nvml_fixture_write("gpu0.limit_mw=300000\ngpu0.ignore_sets=2\n");
+    assert_int_equal(pflex_guard_restore(gd, 0, &err), 0);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 700000, 1e-9);
+    assert_true(has_note(gd, "restored to 700 W after 2 failed attempts (the limit reads 300 W "
+                             "after setting 700 W (the set did not take effect))"));
+    pflex_guard_close(gd);
+    pflex_gpu_close(&g);
+
+    /* Ignored for good: the restore fails, and the state file stays. */
+    nvml_fixture_write("");
+    nvml_fixture_open(&g);
+    gd = guard(&g, "test", 0);
+    assert_int_equal(pflex_guard_set(gd, 0, 300, NULL, &err), 0);
+    nvml_fixture_write("gpu0.limit_mw=300000\ngpu0.ignore_sets=-1\n");
+    assert_int_equal(pflex_guard_restore(gd, 0, &err), -1);
+    assert_non_null(strstr(err.text, "restoring the power limit to 700 W failed 6 times: the "
+                                     "limit reads 300 W after setting 700 W"));
+    assert_int_equal(count_state_files(), 1);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 300000, 1e-9);
+    pflex_guard_close(gd);
+    pflex_gpu_close(&g);
+}
+
+/* Limits are compared in mW, as NVML takes them: 199.9999 W is 200000 mW. */
+static void test_caps_compared_in_mw(void **state)
+{
+    pflex_gpu_t g;
+    nvml_fixture_open(&g);
+    pflex_guard_t *gd = guard(&g, "test", 0);
+    pflex_error_t err = {{0}};
+    double enf = 0;
+    assert_int_equal(pflex_guard_set(gd, 0, 199.9999, &enf, &err), 0);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 200000, 1e-9);
+    assert_float_equal(enf, 200, 1e-9);
+    assert_int_equal(pflex_guard_set(gd, 0, 700.0004, &enf, &err), 0);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 700000, 1e-9);
+    assert_int_equal(pflex_guard_set(gd, 0, 199.9994, &enf, &err), -1);
+    assert_non_null(strstr(err.text, "power cap 199.999 W is outside the device's range 200-700 W "
+                                     "(199999 mW, not in 200000-700000 mW)"));
+    pflex_guard_close(gd);
     pflex_gpu_close(&g);
 }
 
@@ -269,7 +387,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_set_saves_then_restores, setup, teardown),
         cmocka_unit_test_setup_teardown(test_second_owner_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recovers_dead_owner, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_state_restores_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_left_over_cap_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_set_not_taking_effect, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_caps_compared_in_mw, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transient_restore_error_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_original_outside_range_clamped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_backend, setup, teardown),

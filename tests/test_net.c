@@ -5,9 +5,14 @@
  * answers, 404 from the handler, 413 before the body is read, 429 with
  * Retry-After; and the batch client: many requests at once over kept
  * connections, a port nobody listens on, a server that never answers, an
- * answer over the size limit.  Loopback only; every wait is bounded. */
+ * answer over the size limit; and starvation: 64 connections trickling
+ * their headers from four addresses neither lock a new client out nor
+ * outlive the request deadline, and refusals are logged.  Loopback only
+ * (127.0.0.2-5 are loopback aliases on Linux); every wait is bounded. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -204,6 +209,167 @@ static double mono(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* ---- starvation ------------------------------------------------------ */
+
+struct logbook {
+    pthread_mutex_t mu;
+    unsigned n;
+    char line[128][512];
+};
+
+static void log_line(void *ud, const char *line)
+{
+    struct logbook *lb = ud;
+    pthread_mutex_lock(&lb->mu);
+    if (lb->n < 128)
+        snprintf(lb->line[lb->n++], sizeof lb->line[0], "%s", line);
+    pthread_mutex_unlock(&lb->mu);
+}
+
+static int logged(struct logbook *lb, const char *what)
+{
+    int found = 0;
+    pthread_mutex_lock(&lb->mu);
+    for (unsigned i = 0; i < lb->n && !found; i++)
+        found = strstr(lb->line[i], what) != NULL;
+    pthread_mutex_unlock(&lb->mu);
+    return found;
+}
+
+static void hello(void *ud, const struct pflex_http_request *req, struct pflex_http_response *r)
+{
+    pflex_http_respond_text(r, 200, "text/plain", "hello\n", 6);
+}
+
+/* A TCP connection from address src to the server. */
+static int connect_from(const char *src, unsigned port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in me = {.sin_family = AF_INET}, to = {.sin_family = AF_INET};
+    assert_int_equal(inet_pton(AF_INET, src, &me.sin_addr), 1);
+    assert_int_equal(bind(fd, (struct sockaddr *)&me, sizeof me), 0);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    to.sin_port = htons((uint16_t)port);
+    assert_int_equal(connect(fd, (struct sockaddr *)&to, sizeof to), 0);
+    return fd;
+}
+
+/* 1 when the server has closed fd (end of stream or reset), waiting at
+ * most s seconds; what it sent before is skipped. */
+static int closed_within(int fd, double s)
+{
+    double end = mono() + s;
+    for (;;) {
+        double left = end - mono();
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, left > 0 ? (int)(left * 1000) + 1 : 0) > 0) {
+            char buf[256];
+            ssize_t got = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+            if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+                return 1;
+        }
+        if (mono() >= end)
+            return 0;
+    }
+}
+
+static void starvation(unsigned threads)
+{
+    struct logbook *lb = calloc(1, sizeof *lb);
+    assert_non_null(lb);
+    pthread_mutex_init(&lb->mu, NULL);
+    struct live l = {0};
+    pflex_error_t err;
+    struct pflex_http_limits lim = {.max_conns = 64, .per_peer_conns = 16, .threads = threads,
+                                    .request_timeout_s = 2, .timeout_s = 30,
+                                    .log = log_line, .log_ud = lb};
+    if (pflex_http_server_start("127.0.0.1:0", &lim, hello, &l, &l.s, &err))
+        fail_msg("start: %s", err.text);
+    unsigned port = pflex_http_server_port(l.s);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, serve, &l), 0);
+    /* 64 connections, 16 from each of four addresses, trickling headers. */
+    int slow[64];
+    char src[24];
+    double opened = mono();
+    for (int k = 0; k < 64; k++) {
+        snprintf(src, sizeof src, "127.0.0.%d", 2 + k / 16);
+        slow[k] = connect_from(src, port);
+        static const char start[] = "GET /hello HTTP/1.1\r\nHost: x\r\n";
+        assert_int_equal(send(slow[k], start, sizeof start - 1, MSG_NOSIGNAL),
+                         (ssize_t)sizeof start - 1);
+    }
+    struct timespec nap = {0, 200000000};
+    nanosleep(&nap, NULL);      /* let the server accept them all */
+    /* A 17th from one of them is over its address's limit: refused, said. */
+    int extra = connect_from("127.0.0.2", port);
+    assert_true(closed_within(extra, 1.0));
+    close(extra);
+    assert_true(logged(lb, "refused a connection from 127.0.0.2: it has 16 open"));
+    /* A new client is served at once: the oldest unfinished connection of
+     * an address holding the most makes way. */
+    double t0 = mono();
+    int fresh = connect_from("127.0.0.1", port);
+    static const char get[] = "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    assert_int_equal(send(fresh, get, sizeof get - 1, MSG_NOSIGNAL), (ssize_t)sizeof get - 1);
+    char resp[512] = "";
+    size_t have = 0;
+    while (have + 1 < sizeof resp && mono() - t0 < 1.5) {
+        struct pollfd p = {.fd = fresh, .events = POLLIN};
+        if (poll(&p, 1, 100) <= 0)
+            continue;
+        ssize_t got = recv(fresh, resp + have, sizeof resp - 1 - have, 0);
+        if (got <= 0)
+            break;
+        have += (size_t)got;
+    }
+    resp[have] = '\0';
+    close(fresh);
+    assert_non_null(strstr(resp, "HTTP/1.1 200"));
+    assert_non_null(strstr(resp, "hello"));
+    assert_true(mono() - t0 < 1.5);
+    assert_true(logged(lb, "all 64 connections in use: closed the oldest unfinished one of "
+                           "127.0.0."));
+    /* Trickling one byte a connection every 0.1 s keeps none alive past
+     * the 2-s deadline: all are closed within it plus the sweep's slack. */
+    int open_left = 64;
+    int gone[64] = {0};
+    while (open_left && mono() - opened < 2 + 2.5) {
+        for (int k = 0; k < 64; k++) {
+            if (gone[k])
+                continue;
+            send(slow[k], "X", 1, MSG_NOSIGNAL);
+            if (closed_within(slow[k], 0.001)) {
+                gone[k] = 1;
+                open_left--;
+            }
+        }
+        struct timespec tick = {0, 100000000};
+        nanosleep(&tick, NULL);
+    }
+    assert_int_equal(open_left, 0);
+    assert_true(mono() - opened > 1.9);     /* by the deadline, not before */
+    assert_true(logged(lb, "no complete request in 2 s (--request-timeout)"));
+    for (int k = 0; k < 64; k++)
+        close(slow[k]);
+    l.stop = 1;
+    pthread_join(th, NULL);
+    pflex_http_server_stop(l.s);
+    pthread_mutex_destroy(&lb->mu);
+    free(lb);
+}
+
+static void test_starvation_one_thread(void **state)
+{
+    starvation(1);
+}
+
+static void test_starvation_pool(void **state)
+{
+    starvation(4);
+}
+
 /* A loopback socket: listening (it accepts in the kernel and never
  * answers) or closed again (its port then refuses).  Its port. */
 static unsigned loopback_socket(int listening, int *fd_out)
@@ -332,6 +498,8 @@ int main(void)
         cmocka_unit_test(test_json_body),
         cmocka_unit_test(test_server_roundtrip),
         cmocka_unit_test(test_client_batch),
+        cmocka_unit_test(test_starvation_one_thread),
+        cmocka_unit_test(test_starvation_pool),
     };
     return cmocka_run_group_tests_name("net", tests, NULL, NULL);
 }

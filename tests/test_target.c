@@ -130,6 +130,13 @@ static void test_spec(void **state)
     assert_non_null(strstr(err.text, "after start"));
     assert_int_equal(pflex_target_parse("80%,for=1h,end=+2h", 1000, &t, &err), -1);
     assert_int_equal(pflex_target_parse("80%,colour=red", 1000, &t, &err), -1);
+    /* Empty fields are typos, refused (strtok_r alone would skip them). */
+    assert_int_equal(pflex_target_parse("70%,,,", 1000, &t, &err), -1);
+    assert_non_null(strstr(err.text, "'70%,,,': an empty field (the ',' at character 4)"));
+    assert_int_equal(pflex_target_parse(",70%", 1000, &t, &err), -1);
+    assert_int_equal(pflex_target_parse("70%,,for=1h", 1000, &t, &err), -1);
+    assert_int_equal(pflex_target_parse("70%,for=1h,", 1000, &t, &err), -1);
+    assert_int_equal(pflex_target_parse("70%,for=1h", 1000, &t, &err), 0);
     assert_int_equal(pflex_target_parse("80%,ramp", 1000, &t, &err), -1);
     assert_int_equal(pflex_target_parse("80%,ramp=forever", 1000, &t, &err), -1);
 }

@@ -14,7 +14,13 @@
  *    crash, power loss of the process) is restored first and reported;
  *  - the default limit compared with the limit found at open: a limit that
  *    differs is named as a cap someone left behind and, unless the caller
- *    asks to keep it, the default is what is restored;
+ *    asks to keep it, the default is what is restored (a restore is due at
+ *    once: the GPU counts as changed, its state file is written);
+ *  - a state file that is empty or unreadable is reported and the board's
+ *    default limit restored; the file is renamed <key>.state.corrupt;
+ *  - every set and every restore read back: one the limit does not show
+ *    (NVML answered success, the limit stayed) is a failure, never a
+ *    success; limits are compared in mW, as NVML takes them;
  *  - restores retried with exponential backoff, and an original outside
  *    the device's constraints now restored to the nearest settable value
  *    (and reported).
@@ -58,7 +64,10 @@ struct pflex_guard_gpu {
     double default_w;       /* the board's default limit */
     double original_w;      /* what restore returns to */
     int changed;            /* a limit set through the guard is in force */
-    int recovered;          /* open restored a state file a dead owner left */
+    int recovered;          /* open restored a state file a dead owner left (or, when
+                             * that file was unreadable, the default limit) */
+    int left_over;          /* the limit found was a cap left behind: original_w is the
+                             * default, and a restore is due (changed is 1) */
 };
 
 /* Take the locks of GPUs idx[0..n) of g, recover their state files, read

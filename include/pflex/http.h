@@ -2,14 +2,23 @@
  * libmicrohttpd, a JSON body reader with limits, and a client over libcurl
  * (one request, or many at once over kept connections).
  *
- * The server runs in the caller's thread: pflex_http_server_run() waits for
- * at most a given time, serves what arrived and returns, so that a daemon's
- * main loop can do its own periodic work and notice signals between calls.
- * Every request is answered in full by one handler call, after its whole
- * body has arrived.  Limits are enforced before the handler runs: a body
- * over max_body answers 413, a peer over its request rate 429 (with
- * Retry-After), and a client that stalls is disconnected after timeout_s.
- * The library never prints: libmicrohttpd's own messages are dropped.
+ * The server runs in the caller's thread (threads 0 or 1):
+ * pflex_http_server_run() waits for at most a given time, serves what
+ * arrived and returns, so that a daemon's main loop can do its own periodic
+ * work and notice signals between calls.  With threads > 1 a pool of that
+ * many threads serves (libmicrohttpd's thread pool), the handler runs in
+ * them, concurrently, and pflex_http_server_run() only waits and enforces
+ * the request deadline.  Every request is answered in full by one handler
+ * call, after its whole body has arrived.  Limits are enforced before the
+ * handler runs: a body over max_body answers 413, a peer over its request
+ * rate 429 (with Retry-After), a client that stalls is disconnected after
+ * timeout_s, and one whose request has not arrived in full request_timeout_s
+ * after its connection opened (or its previous answer) is disconnected
+ * however its bytes trickle.  Connections are limited per address and in
+ * all; when all are in use, a new address gets in by closing the oldest
+ * unfinished connection of the address holding the most.  The library
+ * never prints: refusals and closings go to the limits' log callback
+ * (rate-limited), libmicrohttpd's own messages are dropped.
  */
 #ifndef PFLEX_HTTP_H
 #define PFLEX_HTTP_H
@@ -33,6 +42,11 @@ struct pflex_http_request {
     void *conn_;            /* internal: the server's connection, or NULL */
 };
 
+/* A body rendered once and sent to many requests without a copy: shared,
+ * reference-counted, immutable; the server holds a reference while it
+ * sends it.  Safe to pass between threads. */
+typedef struct pflex_http_body pflex_http_body_t;
+
 struct pflex_http_response {
     int status;
     const char *content_type;   /* default "application/json" */
@@ -40,6 +54,7 @@ struct pflex_http_response {
     size_t len;
     int retry_after_s;          /* > 0: a Retry-After header */
     int www_authenticate;       /* 1: WWW-Authenticate: Bearer */
+    pflex_http_body_t *shared;  /* instead of body: a reference the server drops */
 };
 
 typedef void (*pflex_http_handler)(void *ud, const struct pflex_http_request *req,
@@ -48,8 +63,15 @@ typedef void (*pflex_http_handler)(void *ud, const struct pflex_http_request *re
 struct pflex_http_limits {
     size_t max_body;            /* bytes (0: 65536) */
     unsigned timeout_s;         /* a connection idle this long is closed (0: 10) */
+    double request_timeout_s;   /* a request must arrive in full this long after its
+                                 * connection opened or its previous answer (0: 5) */
     unsigned max_conns;         /* connections at once (0: 64) */
     unsigned per_peer_conns;    /* from one address (0: 16) */
+    unsigned threads;           /* 0, 1: the caller's thread; more: a pool of that many */
+    /* Refused and closed connections, one line each, at most one per
+     * address per 10 s (with a count of the rest); NULL: not said. */
+    void (*log)(void *log_ud, const char *line);
+    void *log_ud;
     double read_rate, read_burst;   /* GET/HEAD per peer per second, bucket size; 0: no limit */
     double write_rate, write_burst; /* other methods, the same */
     /* HTTPS: PEM files of the server's certificate (chain) and private
@@ -97,6 +119,23 @@ void pflex_http_respond_take(struct pflex_http_response *resp, int status, const
 void pflex_http_respond_json(struct pflex_http_response *resp, int status, json_t *doc);
 void pflex_http_respond_error(struct pflex_http_response *resp, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* doc as the server writes it (compact, keys in insertion order, a final
+ * newline), malloc'd; NULL when out of memory. */
+char *pflex_http_json_text(const json_t *doc, size_t *len);
+
+/* A shared body of text (taken: malloc'd, freed with the last reference)
+ * and content type (a static string); NULL when out of memory (text is
+ * then freed).  One reference, the caller's. */
+pflex_http_body_t *pflex_http_body_create(const char *ctype, char *text, size_t len);
+void pflex_http_body_ref(pflex_http_body_t *b);
+void pflex_http_body_unref(pflex_http_body_t *b);   /* NULL is fine */
+const char *pflex_http_body_text(const pflex_http_body_t *b, size_t *len);
+/* Answer with b: takes a reference of its own. */
+void pflex_http_respond_shared(struct pflex_http_response *resp, int status,
+                               pflex_http_body_t *b);
+/* Drop what resp holds (body or shared): for callers without a server. */
+void pflex_http_response_free(struct pflex_http_response *resp);
 
 /* Constant-time comparison of a secret with a candidate (time depends on
  * the candidate's length only). 1 when equal. */

@@ -50,6 +50,11 @@ struct pflex_site_gpu {
     int telemetry_ok;       /* fresh readings this period */
     double min_cap_w, max_cap_w;    /* settable range, W */
     double cap_w;           /* the cap in force now, W; NaN: unknown */
+    unsigned count;         /* the GPUs this entry stands for, all of one job, in
+                             * the same state and under one cap (0: 1); the
+                             * controller passes one entry per GPU, a simulated
+                             * site one per job, so that its planning costs
+                             * jobs, not GPUs */
 };
 
 struct pflex_site_job {

@@ -5,12 +5,19 @@
  *   api.c      the HTTP API: auth, /metrics, /v1/status, /v1/caps, /v1/jobs
  *   simnode.c  the sim backend: N simulated GPUs running simulated jobs
  *
- * Everything runs in one thread: the HTTP server is polled from the main
- * loop, which also ticks the node (samples, lease expiry, sim progress).
+ * The main loop ticks the node (samples, lease expiry, sim progress) and
+ * enforces the HTTP server's deadlines; the server's thread pool (or, with
+ * --threads 1, the main loop itself) runs the handler.  One lock, lock,
+ * covers the node: the tick, and every request but the common reads.
+ * /metrics and /v1/status are rendered once per change of the node (a
+ * sample, an expiry, a write: gen counts them) into shared bodies that
+ * every read until the next change is answered with, without a copy.
  */
 #ifndef PFLEX_AGENT_H
 #define PFLEX_AGENT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include "pflex/gpu.h"
 #include "pflex/guard.h"
@@ -112,6 +119,12 @@ struct agent {
     double started, last_sample, last_sim;
     unsigned long auth_failures, bad_requests, lease_expired;
     pflex_http_server_t *http;  /* for the request counts in /metrics */
+    pthread_mutex_t lock;       /* all of the above, while serving */
+    int lock_ready;
+    atomic_ulong gen;           /* changes of the node; bumped under lock */
+    pthread_mutex_t cache_lock; /* the two below */
+    pflex_http_body_t *cache[2];    /* /metrics, /v1/status as of cache_gen */
+    unsigned long cache_gen[2];
 };
 
 /* Timestamped line on stderr; a JSON object per line when agent_log_json;
@@ -124,10 +137,21 @@ double agent_mono_s(void);
  * process owns a GPU, -1 on other failures (a GPU that fails alone is
  * reported and the others serve). */
 int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *err);
-/* Periodic work: samples, lease expiry, sim jobs, injected failures. */
+/* Periodic work: samples, lease expiry, sim jobs, injected failures
+ * (under a->lock while serving). */
 void agent_tick(struct agent *a);
-/* Restore every GPU (leases end), then close.  Returns how many failed. */
-unsigned agent_close(struct agent *a);
+/* The node changed (under a->lock): the cached bodies are stale. */
+void agent_changed(struct agent *a);
+/* What closing found, each GPU counted once. */
+struct agent_close_report {
+    unsigned restored;      /* at its original limit, read back */
+    unsigned failed;        /* a restore was due and did not take (its original stays saved) */
+    unsigned unverified;    /* no restore was due, but its limit could not be read back */
+    unsigned untouched;     /* never under the agent's control (failed before its guard) */
+};
+/* Restore every GPU (leases end), read each limit back, then close;
+ * rep (may be NULL) says how that went. */
+void agent_close(struct agent *a, struct agent_close_report *rep);
 /* Read the token file (mode 0600 checked) and the job map file again. */
 int agent_load_token(struct agent *a, pflex_error_t *err);
 int agent_load_job_map(struct agent *a, pflex_error_t *err);
@@ -146,7 +170,7 @@ void agent_gpu_fallback(struct agent_gpu *d, double fb_w, double fb_until);
 int agent_gpu_restore(struct agent *a, struct agent_gpu *d, const char *why, pflex_error_t *err);
 void agent_gpu_failed(struct agent *a, struct agent_gpu *d, const char *what);
 
-/* The HTTP handler (ud: struct agent *). */
+/* The HTTP handler (ud: struct agent *); safe to call from several threads. */
 void agent_api(void *ud, const struct pflex_http_request *req, struct pflex_http_response *resp);
 /* /metrics text, malloc'd; NULL when out of memory. */
 char *agent_metrics(struct agent *a, size_t *len);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include "agent/agent.h"
 #include "pflex/prom.h"
@@ -34,13 +35,18 @@ static int authorised(struct agent *a, const struct pflex_http_request *req,
         resp->www_authenticate = 1;
         return 0;
     }
-    if (!h || strncmp(h, "Bearer ", 7)) {
+    /* RFC 7235: the scheme is case-insensitive ("bearer" too), then
+     * one or more spaces. */
+    if (!h || strncasecmp(h, "Bearer ", 7)) {
         a->auth_failures++;
         pflex_http_respond_error(resp, 401, "missing 'Authorization: Bearer TOKEN'");
         resp->www_authenticate = 1;
         return 0;
     }
-    if (!pflex_http_secret_equal(a->token, h + 7)) {
+    h += 7;
+    while (*h == ' ')
+        h++;
+    if (!pflex_http_secret_equal(a->token, h)) {
         a->auth_failures++;
         agent_log("refused a request from %s: wrong token", req->peer);
         pflex_http_respond_error(resp, 401, "wrong token");
@@ -296,13 +302,19 @@ static int plan_add(struct agent *a, struct planned *plan, unsigned *n, struct a
     if (!d->ok || !d->guard)
         return bad(a, resp, "GPU %u is failing (%s); no cap can be set on it", d->index,
                    d->error);
-    if (!(cap >= d->lim.min_w && cap <= d->lim.max_w))
-        return bad(a, resp, "GPU %u: cap %g W is outside the allowed range %g-%g W", d->index,
-                   cap, d->lim.min_w, d->lim.max_w);
-    if (isfinite(fb_w) && !(fb_w >= d->lim.min_w && fb_w <= d->lim.max_w))
+    /* In mW, as NVML takes a limit: 199.9999 W is 200000 mW, inside 200-700 W. */
+    long long cap_mw = llrint(cap * 1000.0), lo_mw = llrint(d->lim.min_w * 1000.0),
+              hi_mw = llrint(d->lim.max_w * 1000.0);
+    if (cap_mw < lo_mw || cap_mw > hi_mw)
+        return bad(a, resp, "GPU %u: cap %g W is outside the allowed range %g-%g W (%lld mW, "
+                   "not in %lld-%lld mW)", d->index, cap, d->lim.min_w, d->lim.max_w, cap_mw,
+                   lo_mw, hi_mw);
+    long long fb_mw = isfinite(fb_w) ? llrint(fb_w * 1000.0) : 0;
+    if (isfinite(fb_w) && (fb_mw < lo_mw || fb_mw > hi_mw))
         return bad(a, resp, "GPU %u: fallback %g W is outside the allowed range %g-%g W", d->index,
                    fb_w, d->lim.min_w, d->lim.max_w);
-    plan[(*n)++] = (struct planned){d, cap, lease, job, fb_w, fb_until};
+    plan[(*n)++] = (struct planned){d, cap_mw / 1000.0, lease, job,
+                                    isfinite(fb_w) ? fb_mw / 1000.0 : NAN, fb_until};
     return 0;
 }
 
@@ -349,7 +361,8 @@ static void put_caps(struct agent *a, const struct pflex_http_request *req,
             fail = bad(a, resp, "caps[%zu]: give exactly one of \"gpu\" and \"job\"", i);
             break;
         }
-        if (!json_is_number(cap) || !isfinite(json_number_value(cap))) {
+        if (!json_is_number(cap) || !isfinite(json_number_value(cap))
+            || fabs(json_number_value(cap)) > 1e9) {
             fail = bad(a, resp, "caps[%zu]: \"cap_w\" must be a number of watts", i);
             break;
         }
@@ -452,10 +465,13 @@ static void delete_caps(struct agent *a, const struct pflex_http_request *req,
     for (unsigned i = 0; i < a->n; i++) {
         if (!want[i])
             continue;
+        /* "restored" lists only GPUs whose limit reads back as the original. */
         if (agent_gpu_restore(a, &a->gpu[i], "DELETE /v1/caps", &err))
-            json_array_append_new(errors, json_pack("{s:i, s:s}", "gpu", (int)i, "error",
-                                                    err.text));
-        json_array_append_new(gpus, gpu_json(a, &a->gpu[i]));
+            json_array_append_new(errors, json_pack("{s:i, s:s, s:o}", "gpu", (int)i, "error",
+                                                    err.text, "status",
+                                                    gpu_json(a, &a->gpu[i])));
+        else
+            json_array_append_new(gpus, gpu_json(a, &a->gpu[i]));
     }
     json_object_set_new(out, "restored", gpus);
     json_object_set_new(out, "errors", errors);
@@ -544,29 +560,90 @@ static void job_route(struct agent *a, const struct pflex_http_request *req,
     }
 }
 
-void agent_api(void *ud, const struct pflex_http_request *req, struct pflex_http_response *resp)
+/* ---- the cached reads ------------------------------------------- */
+
+enum { BODY_METRICS, BODY_STATUS };
+
+/* The cached body if it is current, with a reference for the caller. */
+static pflex_http_body_t *cache_take(struct agent *a, int which)
 {
-    struct agent *a = ud;
-    int read = !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD");
+    pflex_http_body_t *b = NULL;
+    pthread_mutex_lock(&a->cache_lock);
+    if (a->cache[which] && a->cache_gen[which] == atomic_load(&a->gen)) {
+        b = a->cache[which];
+        pflex_http_body_ref(b);
+    }
+    pthread_mutex_unlock(&a->cache_lock);
+    return b;
+}
+
+/* Render the body as the node stands (under a->lock, so that gen cannot
+ * move meanwhile), install it, and return it with a reference. */
+static pflex_http_body_t *render(struct agent *a, int which)
+{
+    unsigned long gen = atomic_load(&a->gen);
+    size_t len = 0;
+    char *text;
+    if (which == BODY_METRICS) {
+        text = agent_metrics(a, &len);
+    } else {
+        json_t *st = agent_status(a);
+        text = pflex_http_json_text(st, &len);
+        json_decref(st);
+    }
+    pflex_http_body_t *b = pflex_http_body_create(which == BODY_METRICS
+                                                  ? PFLEX_PROM_CONTENT_TYPE : "application/json",
+                                                  text, len);
+    if (!b)
+        return NULL;
+    pflex_http_body_ref(b);
+    pthread_mutex_lock(&a->cache_lock);
+    pflex_http_body_t *old = a->cache[which];
+    a->cache[which] = b;
+    a->cache_gen[which] = gen;
+    pthread_mutex_unlock(&a->cache_lock);
+    pflex_http_body_unref(old);
+    return b;
+}
+
+/* GET /metrics or /v1/status: the shared body of the node's current
+ * state, rendered by the first reader after a change. */
+static void serve_cached(struct agent *a, int which, struct pflex_http_response *resp,
+                         int locked)
+{
+    pflex_http_body_t *b = cache_take(a, which);
+    if (!b) {
+        if (!locked)
+            pthread_mutex_lock(&a->lock);
+        b = cache_take(a, which);   /* another reader may have rendered it meanwhile */
+        if (!b)
+            b = render(a, which);
+        if (!locked)
+            pthread_mutex_unlock(&a->lock);
+    }
+    if (!b) {
+        pflex_http_respond_error(resp, 500, "out of memory");
+        return;
+    }
+    pflex_http_respond_shared(resp, 200, b);
+    pflex_http_body_unref(b);
+}
+
+static void api_locked(struct agent *a, const struct pflex_http_request *req,
+                       struct pflex_http_response *resp, int read)
+{
     if ((!read || a->cfg.auth_reads) && !authorised(a, req, resp))
         return;
     if (!strcmp(req->path, "/metrics")) {
-        if (!read) {
+        if (!read)
             pflex_http_respond_error(resp, 405, "/metrics: GET only");
-            return;
-        }
-        size_t len;
-        char *text = agent_metrics(a, &len);
-        if (!text) {
-            pflex_http_respond_error(resp, 500, "out of memory");
-            return;
-        }
-        pflex_http_respond_take(resp, 200, PFLEX_PROM_CONTENT_TYPE, text, len);
+        else
+            serve_cached(a, BODY_METRICS, resp, 1);
     } else if (!strcmp(req->path, "/v1/status")) {
         if (!read)
             pflex_http_respond_error(resp, 405, "/v1/status: GET only");
         else
-            pflex_http_respond_json(resp, 200, agent_status(a));
+            serve_cached(a, BODY_STATUS, resp, 1);
     } else if (!strcmp(req->path, "/v1/caps")) {
         if (!strcmp(req->method, "PUT"))
             put_caps(a, req, resp);
@@ -592,4 +669,27 @@ void agent_api(void *ud, const struct pflex_http_request *req, struct pflex_http
         pflex_http_respond_error(resp, 404, "no such resource %s (see pflex agent --help)",
                                  req->path);
     }
+}
+
+void agent_api(void *ud, const struct pflex_http_request *req, struct pflex_http_response *resp)
+{
+    struct agent *a = ud;
+    int read = !strcmp(req->method, "GET") || !strcmp(req->method, "HEAD");
+    /* The reads scrapers and controllers make all the time: no lock while
+     * the cached body is current. */
+    if (read && !a->cfg.auth_reads) {
+        if (!strcmp(req->path, "/metrics")) {
+            serve_cached(a, BODY_METRICS, resp, 0);
+            return;
+        }
+        if (!strcmp(req->path, "/v1/status")) {
+            serve_cached(a, BODY_STATUS, resp, 0);
+            return;
+        }
+    }
+    pthread_mutex_lock(&a->lock);
+    api_locked(a, req, resp, read);
+    if (!read)
+        agent_changed(a);
+    pthread_mutex_unlock(&a->lock);
 }

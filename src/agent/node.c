@@ -293,27 +293,83 @@ void agent_gpu_fallback(struct agent_gpu *d, double fb_w, double fb_until)
     d->fb_until = fb_until;
 }
 
+/* The limit set now (NVML's management limit; the enforced one where the
+ * backend has no other). */
+static int read_limit(struct agent *a, unsigned i, double *w, pflex_error_t *err)
+{
+    if (pflex_nvml_is(&a->g)) {
+        struct pflex_nvml_info info;
+        if (pflex_nvml_info(&a->g, i, &info, err))
+            return -1;
+        if (isfinite(info.limit_w)) {
+            *w = info.limit_w;
+            return 0;
+        }
+    }
+    return pflex_gpu_get_cap(&a->g, i, w, err);
+}
+
+static int same_mw(double a_w, double b_w)
+{
+    return llrint(a_w * 1000.0) == llrint(b_w * 1000.0);
+}
+
 int agent_gpu_restore(struct agent *a, struct agent_gpu *d, const char *why, pflex_error_t *err)
 {
     if (!d->guard)
-        return 0;
+        return pflex_error_set(err, "GPU %u: not under this agent's control (%s); its limit is "
+                               "untouched", d->index, d->error);
     const struct pflex_guard_gpu *gg = pflex_guard_gpu_find(d->guard, d->index);
-    int changed = gg && gg->changed;
+    int changed = gg->changed;
     if (pflex_guard_restore(d->guard, d->index, err)) {
         agent_gpu_failed(a, d, err->text);
         log_notes(d);
         return -1;
     }
     log_notes(d);
-    if (changed)
-        agent_log("GPU %u: back to its original %g W (%s)", d->index, gg->original_w, why);
-    d->leased = 0;
+    /* The limit read back is what is said, whatever the guard did. */
+    double w;
+    if (read_limit(a, d->index, &w, err)) {
+        agent_gpu_failed(a, d, err->text);
+        return -1;
+    }
+    d->limit_w = w;
+    if (!same_mw(w, gg->original_w) && !changed) {
+        /* Not this agent's doing (another tool?): it owns the limit, so
+         * it puts the original back, through the guard like any change. */
+        agent_log("GPU %u: the limit is %g W, not its original %g W, with no cap of this agent's "
+                  "in force (another tool?); setting it back", d->index, w, gg->original_w);
+        changed = 1;
+        if (pflex_guard_set(d->guard, d->index, gg->original_w, NULL, err)
+            || pflex_guard_restore(d->guard, d->index, err) || read_limit(a, d->index, &w, err)) {
+            agent_gpu_failed(a, d, err->text);
+            log_notes(d);
+            return -1;
+        }
+        d->limit_w = w;
+    }
+    if (!same_mw(w, gg->original_w)) {
+        /* The one allowed difference: an original outside the range the
+         * device allows now, restored to the nearest settable value (the
+         * guard's note said so). */
+        struct pflex_gpu_limits lim;
+        pflex_error_t e;
+        double near = gg->original_w;
+        if (pflex_gpu_limits(&a->g, d->index, &lim, &e) == 0)
+            near = near < lim.min_w ? lim.min_w : near > lim.max_w ? lim.max_w : near;
+        if (!same_mw(w, near)) {
+            pflex_error_set(err, "GPU %u: the limit reads %g W after restoring it, not the "
+                            "original %g W", d->index, w, gg->original_w);
+            agent_gpu_failed(a, d, err->text);
+            return -1;
+        }
+    }
+    d->leased = 0;     /* a lease whose restore failed stays, to be retried */
     d->lease_job[0] = '\0';
     d->fb_w = d->fb_until = NAN;
     d->on_fallback = 0;
-    if (gg) {
-        d->limit_w = gg->original_w;
-    }
+    if (changed)
+        agent_log("GPU %u: back to its original %g W (%s), read back", d->index, w, why);
     double enf;
     pflex_error_t e;
     if (pflex_gpu_get_cap(&a->g, d->index, &enf, &e) == 0)
@@ -371,9 +427,18 @@ static void sample(struct agent *a, struct agent_gpu *d)
     }
 }
 
+void agent_changed(struct agent *a)
+{
+    atomic_fetch_add(&a->gen, 1);
+}
+
 int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *err)
 {
     memset(a, 0, sizeof *a);
+    pthread_mutex_init(&a->lock, NULL);
+    pthread_mutex_init(&a->cache_lock, NULL);
+    atomic_init(&a->gen, 1);
+    a->lock_ready = 1;
     a->cfg = *cfg;
     a->started = a->last_sample = a->last_sim = agent_mono_s();
     if (cfg->hostname)
@@ -446,6 +511,12 @@ int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *e
             agent_gpu_failed(a, d, e.text);
             continue;
         }
+        /* A cap found at start that no state file explains is not this
+         * agent's and no lease holds it: the default goes back now, before
+         * serving (--keep-found-limit keeps it as the original instead). */
+        if (pflex_guard_gpu_find(d->guard, i)->left_over
+            && agent_gpu_restore(a, d, "a cap left behind, found at start", &e))
+            agent_log("GPU %u: %s", i, e.text);
         sample(a, d);
     }
     if (a->sim) {
@@ -501,6 +572,7 @@ void agent_tick(struct agent *a)
 {
     double now = agent_mono_s();
     pflex_error_t err;
+    int changed = 0;
     if (a->sim && a->cfg.sim_fail_gpu >= 0 && now - a->started >= a->cfg.sim_fail_after_s
         && (unsigned)a->cfg.sim_fail_gpu < a->n) {
         simnode_fail(a->sim, (unsigned)a->cfg.sim_fail_gpu);
@@ -509,6 +581,7 @@ void agent_tick(struct agent *a)
     for (unsigned i = 0; i < a->n; i++) {
         struct agent_gpu *d = &a->gpu[i];
         if (d->leased && now >= d->lease_until) {
+            changed = 1;
             if (lease_fallback(a, d))
                 continue;
             char why[96];
@@ -532,6 +605,7 @@ void agent_tick(struct agent *a)
         }
     }
     if (now - a->last_sample >= a->cfg.interval_s) {
+        changed = 1;
         a->last_sample = now;
         for (unsigned i = 0; i < a->n; i++)
             sample(a, &a->gpu[i]);
@@ -539,6 +613,7 @@ void agent_tick(struct agent *a)
     /* The sim jobs run on: their counters grow at the rate the model gives
      * for the caps in force, and are reported like any job's. */
     if (a->sim && now - a->last_sim >= a->cfg.interval_s) {
+        changed = 1;
         double dt = now - a->last_sim;
         a->last_sim = now;
         for (unsigned k = 0; k < simnode_job_count(a->sim); k++) {
@@ -551,17 +626,29 @@ void agent_tick(struct agent *a)
             agent_job_progress(a, j, j->tokens_total + tps * dt);
         }
     }
+    if (changed)
+        agent_changed(a);
 }
 
-unsigned agent_close(struct agent *a)
+void agent_close(struct agent *a, struct agent_close_report *rep)
 {
-    unsigned failed = 0;
+    struct agent_close_report r = {0};
     for (unsigned i = 0; a->gpu && i < a->n; i++) {
         struct agent_gpu *d = &a->gpu[i];
         pflex_error_t err;
-        if (d->guard && agent_gpu_restore(a, d, "the agent stops", &err)) {
+        if (!d->guard) {
+            r.untouched++;
+            continue;
+        }
+        int due = pflex_guard_gpu_find(d->guard, i)->changed;
+        if (agent_gpu_restore(a, d, "the agent stops", &err) == 0) {
+            r.restored++;
+        } else {
             agent_log("GPU %u: %s", i, err.text);
-            failed++;
+            if (due)
+                r.failed++;
+            else
+                r.unverified++;
         }
         pflex_guard_close(d->guard);
         d->guard = NULL;
@@ -573,5 +660,15 @@ unsigned agent_close(struct agent *a)
     a->g_open = 0;
     simnode_destroy(a->sim);
     a->sim = NULL;
-    return failed;
+    for (int k = 0; k < 2; k++) {
+        pflex_http_body_unref(a->cache[k]);
+        a->cache[k] = NULL;
+    }
+    if (a->lock_ready) {
+        pthread_mutex_destroy(&a->lock);
+        pthread_mutex_destroy(&a->cache_lock);
+        a->lock_ready = 0;
+    }
+    if (rep)
+        *rep = r;
 }

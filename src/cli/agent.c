@@ -10,6 +10,8 @@
 #include <unistd.h>
 #include "agent/agent.h"
 #include "cli/cli.h"
+#include "lib/util/clock.h"
+#include "lib/util/sdnotify.h"
 #include "pflex/guard.h"
 #include "pflex/nvml.h"
 
@@ -84,6 +86,15 @@ static const char help_text[] =
     "  --throughput-window S   job throughput over this window (default 30)\n"
     "  --max-body BYTES        largest request body (default 65536; more: 413)\n"
     "  --client-timeout S      a connection idle this long is closed (default 10)\n"
+    "  --request-timeout S     a request must arrive in full within S seconds of its\n"
+    "                          connection opening or the previous answer, however its\n"
+    "                          bytes trickle; else the connection is closed (default 5)\n"
+    "  --max-conns N           connections at once (default 64); when all are in use, a\n"
+    "                          new address gets in by closing the oldest unfinished\n"
+    "                          connection of the address holding the most\n"
+    "  --max-conns-per-ip N    connections from one address (default 16); refusals and\n"
+    "                          closings are logged, one line per address per 10 s\n"
+    "  --threads N             threads serving HTTP (default 4; 1: the main loop serves)\n"
     "  --read-rate R           GETs per second per client, burst 2R (default 100; 0: off)\n"
     "  --write-rate R          writes per second per client, burst 2R (default 20; 0: off)\n"
     "  --label-style dcgm|prometheus  the model label of DCGM_* metrics: modelName as\n"
@@ -123,6 +134,36 @@ static void on_reload(int sig)
     reload_signal = 1;
 }
 
+/* The last line: what the limits read back, never more.  The exit code:
+ * 1 when a restore that was due did not take. */
+static int closing_said(const struct agent_close_report *r, const char *what,
+                        const char *state_dir)
+{
+    if (!r->failed && !r->unverified && !r->untouched) {
+        agent_log("%s; every GPU at its original limit (read back)", what);
+        return PFLEX_EXIT_OK;
+    }
+    char more[400] = "";
+    size_t n = 0;
+    if (r->failed)
+        n += (size_t)snprintf(more + n, sizeof more - n, "; %u not restored (the originals stay "
+                              "in %s for the next start)", r->failed, state_dir);
+    if (r->unverified && n < sizeof more)
+        n += (size_t)snprintf(more + n, sizeof more - n, "; %u not changed by this agent but "
+                              "unreadable now", r->unverified);
+    if (r->untouched && n < sizeof more)
+        snprintf(more + n, sizeof more - n, "; %u never under its control, untouched",
+                 r->untouched);
+    agent_log("%s; %u GPU%s at the original limit (read back)%s", what, r->restored,
+              r->restored == 1 ? "" : "s", more);
+    return r->failed ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
+}
+
+static void http_log(void *ud, const char *line)
+{
+    agent_log("%s", line);
+}
+
 static int parse_rate(const char *opt, const char *s, double *out)
 {
     return cli_parse_double(CMD, opt, s, 0, 1e9, out);
@@ -132,7 +173,7 @@ int cmd_agent(int argc, char **argv)
 {
     enum { O_BACKEND = 256, O_GPUS, O_SIM_JOB, O_SEED, O_SIM_FAIL, O_LIB, O_LISTEN, O_PORT_FILE,
            O_TOKEN, O_AUTH_READS, O_STATE, O_KEEP, O_JOB_MAP, O_MAX_LEASE, O_INTERVAL, O_TPW,
-           O_MAX_BODY, O_TIMEOUT, O_READ_RATE, O_WRITE_RATE, O_LABELS, O_JSON, O_RESTORE, O_HOSTNAME, O_TLS_CERT, O_TLS_KEY, O_HELP };
+           O_MAX_BODY, O_TIMEOUT, O_REQ_TIMEOUT, O_MAX_CONNS, O_MAX_CONNS_IP, O_THREADS, O_READ_RATE, O_WRITE_RATE, O_LABELS, O_JSON, O_RESTORE, O_HOSTNAME, O_TLS_CERT, O_TLS_KEY, O_HELP };
     static const struct option longopts[] = {
         {"backend", required_argument, NULL, O_BACKEND},
         {"gpus", required_argument, NULL, O_GPUS},
@@ -152,6 +193,10 @@ int cmd_agent(int argc, char **argv)
         {"throughput-window", required_argument, NULL, O_TPW},
         {"max-body", required_argument, NULL, O_MAX_BODY},
         {"client-timeout", required_argument, NULL, O_TIMEOUT},
+        {"request-timeout", required_argument, NULL, O_REQ_TIMEOUT},
+        {"max-conns", required_argument, NULL, O_MAX_CONNS},
+        {"max-conns-per-ip", required_argument, NULL, O_MAX_CONNS_IP},
+        {"threads", required_argument, NULL, O_THREADS},
         {"read-rate", required_argument, NULL, O_READ_RATE},
         {"write-rate", required_argument, NULL, O_WRITE_RATE},
         {"label-style", required_argument, NULL, O_LABELS},
@@ -168,6 +213,7 @@ int cmd_agent(int argc, char **argv)
                                .tp_window_s = 30, .sim_fail_gpu = -1};
     const char *listen = "127.0.0.1:9410", *port_file = NULL, *tls_cert = NULL, *tls_key = NULL;
     double gpus = 8, seed = 1, max_body = 65536, timeout = 10, read_rate = 100, write_rate = 20;
+    double req_timeout = 5, max_conns = 64, max_conns_ip = 16, threads = 4;
     optind = 0;
     opterr = 0;
     int c;
@@ -241,6 +287,23 @@ int cmd_agent(int argc, char **argv)
             if (cli_parse_double(CMD, "--client-timeout", optarg, 1, 3600, &timeout))
                 return PFLEX_EXIT_BAD_INPUT;
             break;
+        case O_REQ_TIMEOUT:
+            if (cli_parse_double(CMD, "--request-timeout", optarg, 0.1, 3600, &req_timeout))
+                return PFLEX_EXIT_BAD_INPUT;
+            break;
+        case O_MAX_CONNS:
+        case O_MAX_CONNS_IP:
+        case O_THREADS: {
+            const char *name = c == O_MAX_CONNS ? "--max-conns"
+                               : c == O_MAX_CONNS_IP ? "--max-conns-per-ip" : "--threads";
+            double *v = c == O_MAX_CONNS ? &max_conns : c == O_MAX_CONNS_IP ? &max_conns_ip
+                                                                            : &threads;
+            if (cli_parse_double(CMD, name, optarg, 1, c == O_THREADS ? 256 : 65536, v))
+                return PFLEX_EXIT_BAD_INPUT;
+            if (*v != (unsigned)*v)
+                return cli_usage_error(CMD, "%s %s: a whole number", name, optarg);
+            break;
+        }
         case O_READ_RATE:
             if (parse_rate("--read-rate", optarg, &read_rate))
                 return PFLEX_EXIT_BAD_INPUT;
@@ -308,29 +371,36 @@ int cmd_agent(int argc, char **argv)
     int rc = agent_open(&a, &cfg, &err);
     if (rc) {
         cli_error(CMD, "%s", err.text);
-        agent_close(&a);
+        agent_close(&a, NULL);
         return PFLEX_EXIT_INTERNAL;
     }
+    struct agent_close_report rep;
     if (restore_only) {
-        /* Opening the guards restored what a dead agent left: say so, stop. */
-        unsigned failed = agent_close(&a);
-        agent_log("--restore-only: %s", failed ? "some GPUs could not be restored"
-                                               : "every saved limit is restored");
-        return failed ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
+        /* Opening the guards restored what a dead agent left (and any cap
+         * left behind): say what the limits read now, stop. */
+        agent_close(&a, &rep);
+        return closing_said(&rep, "--restore-only", cfg.state_dir);
     }
     struct pflex_http_limits lim = {
         .max_body = (size_t)max_body, .timeout_s = (unsigned)timeout,
+        .request_timeout_s = req_timeout, .max_conns = (unsigned)max_conns,
+        .per_peer_conns = (unsigned)max_conns_ip, .threads = (unsigned)threads,
+        .log = http_log,
         .read_rate = read_rate, .read_burst = 2 * read_rate,
         .write_rate = write_rate, .write_burst = 2 * write_rate,
         .tls_cert_file = tls_cert, .tls_key_file = tls_key,
     };
     pflex_http_server_t *srv;
+    /* Held until a.http is set: the pool may answer at once. */
+    pthread_mutex_lock(&a.lock);
     if (pflex_http_server_start(listen, &lim, agent_api, &a, &srv, &err)) {
+        pthread_mutex_unlock(&a.lock);
         cli_error(CMD, "%s", err.text);
-        agent_close(&a);
+        agent_close(&a, NULL);
         return tls_cert ? PFLEX_EXIT_BAD_INPUT : PFLEX_EXIT_INTERNAL;
     }
     a.http = srv;
+    pthread_mutex_unlock(&a.lock);
     unsigned port = pflex_http_server_port(srv);
     unsigned up = 0;
     for (unsigned i = 0; i < a.n; i++)
@@ -350,16 +420,34 @@ int cmd_agent(int argc, char **argv)
             cli_error(CMD, "--port-file %s: %s", port_file, strerror(errno));
             unlink(tmp);
             pflex_http_server_stop(srv);
-            agent_close(&a);
+            agent_close(&a, NULL);
             return PFLEX_EXIT_INTERNAL;
         }
     }
 
+    /* systemd (Type=notify): ready once the API listens and every limit
+     * is restored or loaded; then a watchdog ping from this loop only,
+     * each time it has gone round (a hung or stopped agent goes silent and
+     * systemd kills it; ExecStopPost restores). */
+    const char *notify = getenv("NOTIFY_SOCKET");
+    double watchdog_s = pflex_sd_watchdog_s(getenv("WATCHDOG_USEC"), getenv("WATCHDOG_PID"));
+    double pinged = pflex_mono_s();
+    char ready[300];
+    snprintf(ready, sizeof ready, "READY=1\nSTATUS=serving %u GPU%s on %s (port %u)", a.n,
+             a.n == 1 ? "" : "s", listen, port);
+    if (pflex_sd_notify(notify, ready, &err) < 0)
+        agent_log("%s", err.text);
     while (!stop_signal) {
+        if (watchdog_s > 0 && pflex_mono_s() - pinged >= watchdog_s / 4) {
+            pinged = pflex_mono_s();
+            if (pflex_sd_notify(notify, "WATCHDOG=1", &err) < 0)
+                agent_log("%s", err.text);
+        }
         if (pflex_http_server_run(srv, 0.1, &err)) {
             agent_log("%s", err.text);
             break;
         }
+        pthread_mutex_lock(&a.lock);
         agent_tick(&a);
         if (reload_signal) {
             reload_signal = 0;
@@ -367,18 +455,15 @@ int cmd_agent(int argc, char **argv)
                 agent_log("SIGHUP: reload failed, keeping what was loaded: %s", err.text);
             else
                 agent_log("SIGHUP: token file and job map reloaded");
+            agent_changed(&a);
         }
+        pthread_mutex_unlock(&a.lock);
     }
+    pflex_sd_notify(notify, "STOPPING=1", NULL);
     if (stop_signal)
         agent_log("stopping on signal %d (%s): restoring every GPU", (int)stop_signal,
                   strsignal(stop_signal));
     pflex_http_server_stop(srv);
-    unsigned failed = agent_close(&a);
-    if (failed) {
-        agent_log("%u GPU%s could not be restored; their originals stay in %s for the next "
-                  "start", failed, failed == 1 ? "" : "s", cfg.state_dir);
-        return PFLEX_EXIT_INTERNAL;
-    }
-    agent_log("stopped; every GPU at its original limit");
-    return PFLEX_EXIT_OK;
+    agent_close(&a, &rep);
+    return closing_said(&rep, "stopped", cfg.state_dir);
 }

@@ -19,6 +19,7 @@ int cmd_pfi(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
 int cmd_allocate(int argc, char **argv);
 int cmd_evaluate(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
 int cmd_study(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_apply(int argc, char **argv);
@@ -97,6 +98,14 @@ json_t *cli_json_real(double x);
 
 /* Progress goes to stderr only when it is a terminal or --progress. */
 int cli_progress_wanted(int forced);
+
+/* Write text to path atomically (a temporary file beside it, fsync'd and
+ * renamed).  Returns 0 or -1 with errno. */
+int cli_write_atomic(const char *path, const char *text, size_t len);
+
+/* Before fitting: the BLAS on one thread, so that sums run in one order
+ * (common.c says why). */
+void cli_blas_init(void);
 
 /* Print a help text to stdout; returns PFLEX_EXIT_OK. */
 int cli_help(const char *text);

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "cli/cli.h"
 #include "pflex/fmt.h"
@@ -224,4 +225,53 @@ int cli_help(const char *text)
 {
     fputs(text, stdout);
     return PFLEX_EXIT_OK;
+}
+
+int cli_write_atomic(const char *path, const char *text, size_t len)
+{
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 16);
+    if (!tmp)
+        return -1;
+    snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        free(tmp);
+        return -1;
+    }
+    (void)fchmod(fd, 0644);
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, text + off, len - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        off += (size_t)w;
+    }
+    int ok = off == len && fsync(fd) == 0;
+    if (close(fd) != 0)
+        ok = 0;
+    if (!ok || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        free(tmp);
+        errno = e ? e : EIO;
+        return -1;
+    }
+    free(tmp);
+    return 0;
+}
+
+/* OpenBLAS, when it is the BLAS linked (see the Makefile), runs on one
+ * thread: its threads split some sums, whose order would then depend on the
+ * machine, and the fits' outputs are to be the same everywhere.  Weak, so
+ * that GSL's reference CBLAS links as well. */
+extern void openblas_set_num_threads(int n) __attribute__((weak));
+
+void cli_blas_init(void)
+{
+    if (openblas_set_num_threads)
+        openblas_set_num_threads(1);
 }

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "cli/dataset.h"
+#include "pflex/dataset.h"
 #include "pflex/correlate.h"
 
 static const char help[] =
@@ -101,25 +101,28 @@ int cmd_correlate(int argc, char **argv)
     }
     if (csv && json)
         return cli_usage_error("correlate", "--csv and --json exclude each other");
-    struct dataset d;
-    int rc = dataset_load("correlate", argc - optind, argv + optind, NULL, filter, 1, &d);
-    if (rc != PFLEX_EXIT_OK)
-        return rc;
+    struct pflex_dataset d;
+    pflex_error_t err;
+    if (pflex_dataset_load(argc - optind, argv + optind, NULL, filter, "pflex correlate", &d,
+                           &err) < 0) {
+        cli_error("correlate", "%s", err.text);
+        return cli_input_exit(&err);
+    }
+    int rc = PFLEX_EXIT_OK;
     struct pflex_corr_row rows[PFLEX_FEAT_COUNT];
     int order[PFLEX_FEAT_COUNT];
-    pflex_error_t err;
     size_t with_pfi = 0;
     for (size_t i = 0; i < d.n; i++)
         with_pfi += !isnan(d.pfi[i]);
     if (with_pfi < 3) {
         cli_error("correlate", "%zu jobs with a PFI: at least 3 are needed", with_pfi);
-        dataset_fini(&d);
+        pflex_dataset_fini(&d);
         return PFLEX_EXIT_BAD_INPUT;
     }
     if (pflex_correlate(d.x, d.pfi, d.n, PFLEX_FEAT_COUNT, (unsigned)boot, (unsigned long)seed,
                         level, rows, &err) < 0) {
         cli_error("correlate", "%s", err.text);
-        dataset_fini(&d);
+        pflex_dataset_fini(&d);
         return PFLEX_EXIT_INTERNAL;
     }
     for (int f = 0; f < PFLEX_FEAT_COUNT; f++)
@@ -189,6 +192,6 @@ int cmd_correlate(int argc, char **argv)
     }
     if (fflush(stdout) != 0)
         rc = PFLEX_EXIT_INTERNAL;
-    dataset_fini(&d);
+    pflex_dataset_fini(&d);
     return rc;
 }

@@ -70,7 +70,20 @@ static int run_one(const struct pflex_alloc_problem *p, struct pflex_alloc_plan 
     return 0;
 }
 
-int cmd_evaluate(int argc, char **argv)
+/* The policies run on one input, and what the printing needs. */
+struct evaluation {
+    struct entry ent[MAX_ENTRIES];
+    size_t ne;
+    size_t njobs;
+    double base, reduce, budget_w, gap_bound, full;
+    int progress;
+    int feasible;               /* optimal's plan meets the budget */
+    int tpw_at;                 /* the tpw entry; -1: none */
+};
+
+/* The command line into site, *json, *csv: 0, -1 after --help (printed), or
+ * an exit code. */
+static int evaluate_parse(int argc, char **argv, struct cli_site *site, int *json, int *csv)
 {
     static const struct option opts[] = {
         CLI_SITE_OPTIONS,
@@ -80,72 +93,100 @@ int cmd_evaluate(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *cmd = "evaluate";
-    struct cli_site site;
-    int json = 0, csv = 0, c, taken;
-    cli_site_init(&site);
+    int c, taken;
+    cli_site_init(site);
+    *json = *csv = 0;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        if ((taken = cli_site_option(cmd, &site, c, optarg)) != 0) {
+        if ((taken = cli_site_option(cmd, site, c, optarg)) != 0) {
             if (taken < 0)
                 return PFLEX_EXIT_BAD_INPUT;
             continue;
         }
         switch (c) {
-        case 'J': json = 1; break;
-        case 'C': csv = 1; break;
-        case 'h': return cli_help(help);
+        case 'J': *json = 1; break;
+        case 'C': *csv = 1; break;
+        case 'h':
+            cli_help(help);
+            return -1;
         default: return cli_bad_option(cmd, argv, opts);
         }
     }
-    if (json && csv)
+    if (*json && *csv)
         return cli_usage_error(cmd, "--csv and --json exclude each other");
-    if (cli_site_check(cmd, &site) < 0)
+    if (cli_site_check(cmd, site) < 0)
         return PFLEX_EXIT_BAD_INPUT;
     if (argc - optind > 1)
         return cli_usage_error(cmd, "one sweep file at most");
-    site.src.sweep_path = optind < argc ? argv[optind] : "-";
+    site->src.sweep_path = optind < argc ? argv[optind] : "-";
+    return 0;
+}
 
-    pflex_error_t err;
-    pflex_alloc_input_t *in = NULL, *in_dc = NULL;
-    struct pflex_alloc_problem prob;
-    int load = cli_site_load(cmd, &site, &in, &prob);
-    if (load < 0)
-        return -load;
-    double base = pflex_alloc_baseline_w(&prob);
-    double reduce = isnan(site.reduce) ? 1.0 - prob.budget_w / base : site.reduce;
-    int progress = site.objective == PFLEX_OBJECTIVE_PROGRESS;
-    int rc = PFLEX_EXIT_OK;
-    struct entry ent[MAX_ENTRIES];
-    size_t ne = 0;
+/* A new entry of ev for a policy, named name. */
+static struct entry *add_entry(struct evaluation *ev, enum pflex_policy policy, const char *name)
+{
+    struct entry *e = &ev->ent[ev->ne++];
+    memset(e, 0, sizeof *e);
+    e->policy = policy;
+    snprintf(e->name, sizeof e->name, "%s", name);
+    return e;
+}
+
+/* Plan and score every policy the input allows (the four fixed ones, then
+ * proportional to --by, to weight, to dram_copy) into ev.  Returns 0, or an
+ * exit code with the message printed. */
+static int evaluate_policies(struct cli_site *site, pflex_alloc_input_t *in,
+                             struct pflex_alloc_problem *prob, struct evaluation *ev)
+{
     static const enum pflex_policy fixed[4] = {
         PFLEX_POLICY_OPTIMAL, PFLEX_POLICY_EQUAL, PFLEX_POLICY_PFI_WEIGHTED, PFLEX_POLICY_PFI,
     };
-    double *weights = NULL, gap_bound = 0;
+    const char *cmd = "evaluate";
+    pflex_alloc_input_t *in_dc = NULL;
+    double *weights = NULL;
     struct pflex_alloc_plan plan;
+    pflex_error_t err;
+    char name[80];
+    int rc = PFLEX_EXIT_OK, load;
     pflex_alloc_plan_init(&plan);
-    prob.rate_by = NULL;
+    prob->rate_by = NULL;
     for (int k = 0; k < 4; k++) {
-        struct entry *e = &ent[ne++];
-        memset(e, 0, sizeof *e);
-        e->policy = fixed[k];
-        snprintf(e->name, sizeof e->name, "%s", pflex_policy_name(fixed[k]));
-        if (run_one(&prob, &plan, e, &err) < 0)
+        if (run_one(prob, &plan, add_entry(ev, fixed[k], pflex_policy_name(fixed[k])), &err) < 0)
             goto bad;
         if (fixed[k] == PFLEX_POLICY_OPTIMAL)
-            gap_bound = plan.gap_bound;
+            ev->gap_bound = plan.gap_bound;
     }
-    /* proportional to each column there is */
-    if (site.src.by) {
-        struct entry *e = &ent[ne++];
-        memset(e, 0, sizeof *e);
-        e->policy = PFLEX_POLICY_PROPORTIONAL;
-        snprintf(e->name, sizeof e->name, "proportional:%.60s", site.src.by);
-        prob.rate_by = in->by;
-        if (run_one(&prob, &plan, e, &err) < 0)
+    /* throughput per watt: Eq. 2 with PFI = 1 for every job, cuts in
+     * proportion to n P0 / T0 alone, so that what PFI itself earns in
+     * Eq. 2 shows (pfi_share) */
+    {
+        struct pflex_alloc_job *one = malloc((in->njobs ? in->njobs : 1) * sizeof *one);
+        if (!one) {
+            cli_error(cmd, "out of memory");
+            rc = PFLEX_EXIT_INTERNAL;
+            goto done;
+        }
+        for (size_t k = 0; k < in->njobs; k++) {
+            one[k] = prob->jobs[k];
+            one[k].pfi = 1;
+        }
+        struct pflex_alloc_problem p1 = *prob;
+        p1.jobs = one;
+        ev->tpw_at = (int)ev->ne;
+        int r1 = run_one(&p1, &plan, add_entry(ev, PFLEX_POLICY_PFI_WEIGHTED, "tpw"), &err);
+        free(one);
+        if (r1 < 0)
             goto bad;
     }
-    if (in->has_weight && !(site.src.by && strcmp(site.src.by, "weight") == 0)) {
+    /* proportional to each column there is */
+    if (site->src.by) {
+        snprintf(name, sizeof name, "proportional:%.60s", site->src.by);
+        prob->rate_by = in->by;
+        if (run_one(prob, &plan, add_entry(ev, PFLEX_POLICY_PROPORTIONAL, name), &err) < 0)
+            goto bad;
+    }
+    if (in->has_weight && !(site->src.by && strcmp(site->src.by, "weight") == 0)) {
         weights = malloc((in->njobs ? in->njobs : 1) * sizeof *weights);
         if (!weights) {
             cli_error(cmd, "out of memory");
@@ -154,125 +195,23 @@ int cmd_evaluate(int argc, char **argv)
         }
         for (size_t k = 0; k < in->njobs; k++)
             weights[k] = in->jobs[k].weight;
-        struct entry *e = &ent[ne++];
-        memset(e, 0, sizeof *e);
-        e->policy = PFLEX_POLICY_PROPORTIONAL;
-        snprintf(e->name, sizeof e->name, "proportional:weight");
-        prob.rate_by = weights;
-        if (run_one(&prob, &plan, e, &err) < 0)
+        prob->rate_by = weights;
+        if (run_one(prob, &plan, add_entry(ev, PFLEX_POLICY_PROPORTIONAL, "proportional:weight"),
+                    &err) < 0)
             goto bad;
     }
-    if (in->has_dram_copy && !(site.src.by && strcmp(site.src.by, "dram_copy") == 0)) {
-        struct cli_site s2 = site;
+    if (in->has_dram_copy && !(site->src.by && strcmp(site->src.by, "dram_copy") == 0)) {
+        struct cli_site s2 = *site;
         struct pflex_alloc_problem p2;
         s2.src.by = "dram_copy";
         if ((load = cli_site_load(cmd, &s2, &in_dc, &p2)) < 0) {
             rc = -load;
             goto done;
         }
-        struct entry *e = &ent[ne++];
-        memset(e, 0, sizeof *e);
-        e->policy = PFLEX_POLICY_PROPORTIONAL;
-        snprintf(e->name, sizeof e->name, "proportional:dram_copy");
-        prob.rate_by = in_dc->by;
-        if (run_one(&prob, &plan, e, &err) < 0)
+        prob->rate_by = in_dc->by;
+        if (run_one(prob, &plan, add_entry(ev, PFLEX_POLICY_PROPORTIONAL,
+                                           "proportional:dram_copy"), &err) < 0)
             goto bad;
-    }
-    double te = ent[1].score.objective, to = ent[0].score.objective;
-    for (size_t k = 0; k < ne; k++) {
-        ent[k].gap_recovered = pflex_alloc_gap_recovered(te, ent[k].score.objective, to);
-        ent[k].per_job = in->njobs ? (ent[k].score.throughput - ent[1].score.throughput)
-                                     / (double)in->njobs : 0;
-    }
-    double full = 0;
-    for (size_t k = 0; k < in->njobs; k++)
-        full += in->jobs[k].weight * in->jobs[k].gpus;
-    if (json) {
-        json_t *doc = json_object();
-        json_object_set_new(doc, "reduce", json_real(reduce));
-        json_object_set_new(doc, "budget_w", json_real(prob.budget_w));
-        json_object_set_new(doc, "baseline_w", json_real(base));
-        json_object_set_new(doc, "jobs", json_integer((json_int_t)in->njobs));
-        json_object_set_new(doc, "objective", json_string(progress ? "progress" : "throughput"));
-        json_t *pol = json_object();
-        for (size_t k = 0; k < ne; k++) {
-            json_t *o = json_object();
-            json_object_set_new(o, "throughput", json_real(ent[k].score.throughput));
-            json_object_set_new(o, "objective", json_real(ent[k].score.objective));
-            json_object_set_new(o, "power_w", json_real(ent[k].score.power_w));
-            json_object_set_new(o, "sla_violations", json_integer(ent[k].score.sla_violations));
-            json_object_set_new(o, "floor_violations",
-                                json_integer(ent[k].score.sla_violations));
-            json_object_set_new(o, "feasible", json_boolean(ent[k].feasible));
-            json_object_set_new(o, "gap_recovered", cli_json_real(ent[k].gap_recovered));
-            json_object_set_new(o, "per_job_recovered", cli_json_real(ent[k].per_job));
-            json_object_set_new(pol, ent[k].name, o);
-        }
-        json_object_set_new(doc, "policies", pol);
-        /* the study's headline: the PFI-aware (pfi-weighted) policy */
-        json_object_set_new(doc, "gap_recovered", cli_json_real(ent[2].gap_recovered));
-        json_object_set_new(doc, "per_job_recovered", cli_json_real(ent[2].per_job));
-        json_object_set_new(doc, "gap", json_real(to - te));
-        json_object_set_new(doc, "gap_bound", json_real(gap_bound));
-        if (cli_json_print(doc) < 0)
-            rc = PFLEX_EXIT_INTERNAL;
-    } else if (csv) {
-        printf("policy,throughput,objective,power_w,floor_violations,feasible,gap_recovered,"
-               "per_job_recovered\n");
-        for (size_t k = 0; k < ne; k++) {
-            fputs(ent[k].name, stdout);
-            cli_csv_num(ent[k].score.throughput);
-            cli_csv_num(ent[k].score.objective);
-            cli_csv_num(ent[k].score.power_w);
-            printf(",%d,%d", ent[k].score.sla_violations, ent[k].feasible);
-            cli_csv_num(ent[k].gap_recovered);
-            cli_csv_num(ent[k].per_job);
-            putchar('\n');
-        }
-    } else {
-        printf("%zu jobs, cut %.1f%%: budget %.1f W of baseline %.1f W, objective %s\n",
-               in->njobs, 100 * reduce, prob.budget_w, base,
-               progress ? "GPU-weighted progress" : "throughput");
-        if (progress)
-            printf("%-24s %12s %9s %12s %6s %8s %10s\n", "policy", "progress", "of_full",
-                   "power_W", "floors", "feasible", "recovered");
-        else
-            printf("%-24s %14s %12s %6s %8s %10s %12s\n", "policy", "throughput", "power_W",
-                   "floors", "feasible", "recovered", "per_job");
-        for (size_t k = 0; k < ne; k++) {
-            const struct entry *e = &ent[k];
-            char rec[16];
-            if (isnan(e->gap_recovered))
-                snprintf(rec, sizeof rec, "-");
-            else
-                snprintf(rec, sizeof rec, "%.1f%%", 100 * e->gap_recovered);
-            if (progress)
-                printf("%-24s %12.6g %8.2f%% %12.1f %6d %8s %10s\n", e->name,
-                       e->score.objective, full > 0 ? 100 * e->score.objective / full : 0.0,
-                       e->score.power_w, e->score.sla_violations, e->feasible ? "yes" : "NO",
-                       rec);
-            else
-                printf("%-24s %14.6g %12.1f %6d %8s %10s %+12.5g\n", e->name,
-                       e->score.throughput, e->score.power_w, e->score.sla_violations,
-                       e->feasible ? "yes" : "NO", rec, e->per_job);
-        }
-        if (isnan(ent[0].gap_recovered))
-            printf("gap recovered: - (optimal does not beat equal by more than rounding here)\n");
-        else
-            printf("gap recovered = (policy - equal) / (optimal - equal) on the objective, a gap "
-                   "of %.6g (%.3g%% of optimal's); floors = jobs under their floor on the "
-                   "measured curves\n", to - te, 100 * (to - te) / fabs(to));
-        if (gap_bound > 0)
-            printf("optimal gap_bound %.6g (non-convex curves)\n", gap_bound);
-    }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        cli_error(cmd, "writing to stdout failed");
-        rc = PFLEX_EXIT_INTERNAL;
-    }
-    if (rc == PFLEX_EXIT_OK && !ent[0].feasible) {
-        cli_error(cmd, "infeasible: the floors and ranges cannot reach a budget of %.1f W",
-                  prob.budget_w);
-        rc = PFLEX_EXIT_INFEASIBLE;
     }
     goto done;
 bad:
@@ -281,7 +220,157 @@ bad:
 done:
     free(weights);
     pflex_alloc_plan_fini(&plan);
-    pflex_alloc_input_destroy(in);
     pflex_alloc_input_destroy(in_dc);
+    return rc;
+}
+
+/* Each entry's gap recovered and gain per job over equal (entries 0 and 1:
+ * optimal and equal). */
+static void evaluate_gaps(struct evaluation *ev, const pflex_alloc_input_t *in)
+{
+    double te = ev->ent[1].score.objective, to = ev->ent[0].score.objective;
+    for (size_t k = 0; k < ev->ne; k++) {
+        ev->ent[k].gap_recovered = pflex_alloc_gap_recovered(te, ev->ent[k].score.objective, to);
+        ev->ent[k].per_job = in->njobs ? (ev->ent[k].score.throughput
+                                          - ev->ent[1].score.throughput) / (double)in->njobs : 0;
+    }
+    ev->full = 0;
+    for (size_t k = 0; k < in->njobs; k++)
+        ev->full += in->jobs[k].weight * in->jobs[k].gpus;
+    ev->njobs = in->njobs;
+    ev->feasible = ev->ent[0].feasible;
+}
+
+static int print_json(const struct evaluation *ev)
+{
+    const struct entry *ent = ev->ent;
+    json_t *doc = json_object();
+    json_object_set_new(doc, "reduce", json_real(ev->reduce));
+    json_object_set_new(doc, "budget_w", json_real(ev->budget_w));
+    json_object_set_new(doc, "baseline_w", json_real(ev->base));
+    json_object_set_new(doc, "jobs", json_integer((json_int_t)ev->njobs));
+    json_object_set_new(doc, "objective", json_string(ev->progress ? "progress" : "throughput"));
+    json_t *pol = json_object();
+    for (size_t k = 0; k < ev->ne; k++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "throughput", json_real(ent[k].score.throughput));
+        json_object_set_new(o, "objective", json_real(ent[k].score.objective));
+        json_object_set_new(o, "power_w", json_real(ent[k].score.power_w));
+        json_object_set_new(o, "sla_violations", json_integer(ent[k].score.sla_violations));
+        json_object_set_new(o, "floor_violations", json_integer(ent[k].score.sla_violations));
+        json_object_set_new(o, "feasible", json_boolean(ent[k].feasible));
+        json_object_set_new(o, "gap_recovered", cli_json_real(ent[k].gap_recovered));
+        json_object_set_new(o, "per_job_recovered", cli_json_real(ent[k].per_job));
+        json_object_set_new(pol, ent[k].name, o);
+    }
+    json_object_set_new(doc, "policies", pol);
+    /* the study's headline: the PFI-aware (pfi-weighted) policy */
+    json_object_set_new(doc, "gap_recovered", cli_json_real(ent[2].gap_recovered));
+    json_object_set_new(doc, "per_job_recovered", cli_json_real(ent[2].per_job));
+    json_object_set_new(doc, "pfi_share",
+                        cli_json_real(ent[2].gap_recovered - ent[ev->tpw_at].gap_recovered));
+    json_object_set_new(doc, "gap", json_real(ent[0].score.objective - ent[1].score.objective));
+    json_object_set_new(doc, "gap_bound", json_real(ev->gap_bound));
+    return cli_json_print(doc);
+}
+
+static void print_csv(const struct evaluation *ev)
+{
+    printf("policy,throughput,objective,power_w,floor_violations,feasible,gap_recovered,"
+           "per_job_recovered\n");
+    for (size_t k = 0; k < ev->ne; k++) {
+        const struct entry *e = &ev->ent[k];
+        fputs(e->name, stdout);
+        cli_csv_num(e->score.throughput);
+        cli_csv_num(e->score.objective);
+        cli_csv_num(e->score.power_w);
+        printf(",%d,%d", e->score.sla_violations, e->feasible);
+        cli_csv_num(e->gap_recovered);
+        cli_csv_num(e->per_job);
+        putchar('\n');
+    }
+}
+
+static void print_table(const struct evaluation *ev)
+{
+    double te = ev->ent[1].score.objective, to = ev->ent[0].score.objective;
+    printf("%zu jobs, cut %.1f%%: budget %.1f W of baseline %.1f W, objective %s\n",
+           ev->njobs, 100 * ev->reduce, ev->budget_w, ev->base,
+           ev->progress ? "GPU-weighted progress" : "throughput");
+    if (ev->progress)
+        printf("%-24s %12s %9s %12s %6s %8s %10s\n", "policy", "progress", "of_full",
+               "power_W", "floors", "feasible", "recovered");
+    else
+        printf("%-24s %14s %12s %6s %8s %10s %12s\n", "policy", "throughput", "power_W",
+               "floors", "feasible", "recovered", "per_job");
+    for (size_t k = 0; k < ev->ne; k++) {
+        const struct entry *e = &ev->ent[k];
+        char rec[16];
+        if (isnan(e->gap_recovered))
+            snprintf(rec, sizeof rec, "-");
+        else
+            snprintf(rec, sizeof rec, "%.1f%%", 100 * e->gap_recovered);
+        if (ev->progress)
+            printf("%-24s %12.6g %8.2f%% %12.1f %6d %8s %10s\n", e->name,
+                   e->score.objective, ev->full > 0 ? 100 * e->score.objective / ev->full : 0.0,
+                   e->score.power_w, e->score.sla_violations, e->feasible ? "yes" : "NO", rec);
+        else
+            printf("%-24s %14.6g %12.1f %6d %8s %10s %+12.5g\n", e->name,
+                   e->score.throughput, e->score.power_w, e->score.sla_violations,
+                   e->feasible ? "yes" : "NO", rec, e->per_job);
+    }
+    if (isnan(ev->ent[0].gap_recovered))
+        printf("gap recovered: - (optimal does not beat equal by more than rounding here)\n");
+    else
+        printf("gap recovered = (policy - equal) / (optimal - equal) on the objective, a gap "
+               "of %.6g (%.3g%% of optimal's); floors = jobs under their floor on the "
+               "measured curves\n", to - te, 100 * (to - te) / fabs(to));
+    if (!isnan(ev->ent[2].gap_recovered))
+        printf("Eq. 2 (pfi-weighted) recovers %.1f%% of the gap, tpw (Eq. 2 with PFI = 1: cuts by "
+               "watts per throughput) %.1f%%: PFI itself earns %+.1f points\n",
+               100 * ev->ent[2].gap_recovered, 100 * ev->ent[ev->tpw_at].gap_recovered,
+               100 * (ev->ent[2].gap_recovered - ev->ent[ev->tpw_at].gap_recovered));
+    if (ev->gap_bound > 0)
+        printf("optimal gap_bound %.6g (non-convex curves)\n", ev->gap_bound);
+}
+
+int cmd_evaluate(int argc, char **argv)
+{
+    const char *cmd = "evaluate";
+    struct cli_site site;
+    struct evaluation ev;
+    int json, csv, rc = evaluate_parse(argc, argv, &site, &json, &csv);
+    if (rc != 0)
+        return rc < 0 ? PFLEX_EXIT_OK : rc;
+    pflex_alloc_input_t *in = NULL;
+    struct pflex_alloc_problem prob;
+    int load = cli_site_load(cmd, &site, &in, &prob);
+    if (load < 0)
+        return -load;
+    memset(&ev, 0, sizeof ev);
+    ev.base = pflex_alloc_baseline_w(&prob);
+    ev.reduce = isnan(site.reduce) ? 1.0 - prob.budget_w / ev.base : site.reduce;
+    ev.budget_w = prob.budget_w;
+    ev.progress = site.objective == PFLEX_OBJECTIVE_PROGRESS;
+    rc = evaluate_policies(&site, in, &prob, &ev);
+    if (rc == PFLEX_EXIT_OK) {
+        evaluate_gaps(&ev, in);
+        if (json)
+            rc = print_json(&ev) < 0 ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
+        else if (csv)
+            print_csv(&ev);
+        else
+            print_table(&ev);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            cli_error(cmd, "writing to stdout failed");
+            rc = PFLEX_EXIT_INTERNAL;
+        }
+        if (rc == PFLEX_EXIT_OK && !ev.feasible) {
+            cli_error(cmd, "infeasible: the floors and ranges cannot reach a budget of %.1f W",
+                      prob.budget_w);
+            rc = PFLEX_EXIT_INFEASIBLE;
+        }
+    }
+    pflex_alloc_input_destroy(in);
     return rc;
 }

@@ -18,6 +18,7 @@ static const struct command commands[] = {
     {"study", cmd_study, "the whole characterisation study on the built-in fleet"},
     {"allocate", cmd_allocate, "split a site power budget between jobs"},
     {"evaluate", cmd_evaluate, "score every policy's plan on the measured curves"},
+    {"simulate", cmd_simulate, "a site through a grid day, every policy side by side"},
     {"telemetry", cmd_telemetry, "read nvidia-smi, dcgmi, dcgm-exporter, Prometheus telemetry"},
     {"features", cmd_features, "per-job features of an uncapped run (DRAM copy product, ...)"},
     {"correlate", cmd_correlate, "each feature against PFI: Spearman, Pearson, intervals, q"},

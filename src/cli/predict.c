@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "cli/model_common.h"
 #include "pflex/csv.h"
 #include "pflex/curve.h"
 #include "pflex/pfi.h"
+#include "pflex/predict.h"
 #include "pflex/sweep.h"
 
 static const char help[] =
@@ -285,7 +285,7 @@ static int emit(const char *path, void (*fn)(FILE *, const void *), const void *
         free(buf);
         return -1;
     }
-    int rc = path ? write_atomic(path, buf, len)
+    int rc = path ? cli_write_atomic(path, buf, len)
                   : (fwrite(buf, 1, len, stdout) == len ? 0 : -1);
     free(buf);
     return rc;

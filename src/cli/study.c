@@ -1,38 +1,23 @@
 /* study.c — pflex study: the characterisation study on the built-in fleet.
  *
- * Sweeps every fleet run on the sim backend (worker threads over runs; each
- * run's noise is seeded by its fleet index, so the output never depends on
- * the number of threads), writes the sweep CSV, reads it back through the
- * same reader as `pflex pfi` to compute PFI, then the calibration against
- * the Emerald measurements and the allocation comparison, and hands it all
- * to the report (pflex/report.h): summary.json and report.html.
+ * The options, the help, and what is printed; the study itself is the
+ * library's (pflex/study.h): it sweeps the fleet, computes PFI, the
+ * calibration, the allocation comparison, the comparison with the paper and
+ * the prediction sections, and writes the output set.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include "cli/cli.h"
 #include "cli/study_predict.h"
-#include "pflex/alloc.h"
 #include "pflex/calib.h"
-#include "pflex/csv.h"
-#include "pflex/fleet.h"
-#include "pflex/outfile.h"
-#include "pflex/pfi.h"
-#include "pflex/report.h"
-#include "pflex/sim.h"
-#include "lib/util/clock.h"
-#include "lib/util/mix.h"
-#include <gsl/gsl_cdf.h>
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
+#include "pflex/study.h"
+
 
 static const char help[] =
 "usage: pflex study [options]\n"
@@ -93,119 +78,6 @@ static const char help[] =
 "  pflex study --jobs 12 --no-charts --out quick  # a quick look at 12 runs\n"
 "  pflex study --caps 700:200:100 --repeats 1 --seed 2 --out coarse\n";
 
-#define MAX_CAPS PFLEX_REPORT_MAX_POINTS
-
-struct row {
-    double cap_w, power_w, throughput, step_s;
-    double tm[PFLEX_TM_COUNT];
-};
-
-struct task {
-    struct pflex_fleet_run fleet;
-    size_t index;               /* fleet index */
-    size_t nrows;
-    struct row *rows;
-    int failed;
-    char err[256];
-};
-
-struct pool {
-    struct task *tasks;
-    size_t ntasks;
-    const double *caps;
-    size_t ncaps;
-    int repeats;
-    int caps_given;             /* --caps: these caps for every group, else each group's grid */
-    uint64_t seed;
-    atomic_size_t next;
-    atomic_size_t done;
-    int progress;
-    pthread_mutex_t lock;       /* stderr progress line */
-};
-
-/* Sweep one group: its caps (or --caps within the kind's range) from high
- * to low, `repeats` 30-minute runs at each, each aggregated as the study
- * aggregates a run (pflex_sim_job_run). */
-static void sweep_one(struct pool *p, struct task *t)
-{
-    pflex_error_t err = {{0}};
-    pflex_sim_job_t *job = NULL;
-    if (pflex_sim_job_create(&t->fleet.desc, pflex_mix64(p->seed ^ pflex_mix64(t->index)), &job, &err) < 0)
-        goto fail;
-    const struct pflex_gpu_kind *kind = pflex_sim_job_kind(job);
-    const double *caps = p->caps_given ? p->caps : t->fleet.caps_w;
-    size_t ncaps = p->caps_given ? p->ncaps : t->fleet.ncaps;
-    t->rows = calloc(ncaps * (size_t)p->repeats, sizeof *t->rows);
-    if (!t->rows) {
-        pflex_error_set(&err, "out of memory");
-        goto fail;
-    }
-    for (size_t c = ncaps; c-- > 0;) {
-        double cap = caps[c];
-        if (cap < kind->min_cap_w - 1e-9 || cap > kind->max_cap_w + 1e-9)
-            continue;
-        for (int k = 0; k < p->repeats; k++) {
-            struct pflex_sim_run_opts o = PFLEX_SIM_RUN_DEFAULTS;
-            struct pflex_sim_measure m;
-            o.run = (unsigned)k;
-            if (pflex_sim_job_run(job, cap, &o, NULL, 0, NULL, &m, &err) < 0)
-                goto fail;
-            struct row *r = &t->rows[t->nrows++];
-            r->cap_w = cap;
-            r->power_w = m.power_w;
-            r->throughput = m.throughput;
-            r->step_s = m.step_s;
-            memcpy(r->tm, m.tm, sizeof r->tm);
-        }
-    }
-    pflex_sim_job_destroy(job);
-    return;
-fail:
-    pflex_sim_job_destroy(job);
-    t->failed = 1;
-    snprintf(t->err, sizeof t->err, "%.63s: %.180s", t->fleet.desc.name, err.text);
-}
-
-static void *worker(void *arg)
-{
-    struct pool *p = arg;
-    for (;;) {
-        size_t i = atomic_fetch_add(&p->next, 1);
-        if (i >= p->ntasks)
-            return NULL;
-        sweep_one(p, &p->tasks[i]);
-        size_t d = atomic_fetch_add(&p->done, 1) + 1;
-        if (p->progress == 2) {          /* a terminal: one line, redrawn */
-            pthread_mutex_lock(&p->lock);
-            fprintf(stderr, "\rpflex study: swept %zu/%zu runs", d, p->ntasks);
-            if (d == p->ntasks)
-                fputc('\n', stderr);
-            pthread_mutex_unlock(&p->lock);
-        } else if (p->progress && (d * 10 / p->ntasks != (d - 1) * 10 / p->ntasks)) {
-            pthread_mutex_lock(&p->lock);
-            fprintf(stderr, "pflex study: swept %zu/%zu runs\n", d, p->ntasks);
-            pthread_mutex_unlock(&p->lock);
-        }
-    }
-}
-
-static int run_pool(struct pool *p, int threads)
-{
-    pthread_t tid[64];
-    int started = 0;
-    if (threads > 64)
-        threads = 64;
-    if ((size_t)threads > p->ntasks)
-        threads = (int)p->ntasks;
-    for (; started < threads - 1; started++)
-        if (pthread_create(&tid[started], NULL, worker, p) != 0)
-            break;
-    worker(p);                  /* the calling thread works too */
-    for (int i = 0; i < started; i++)
-        pthread_join(tid[i], NULL);
-    return 0;
-}
-
 /* mkdir -p */
 static int make_dir(const char *path)
 {
@@ -223,313 +95,6 @@ static int make_dir(const char *path)
         }
     if (mkdir(buf, 0777) < 0 && errno != EEXIST)
         return -1;
-    return 0;
-}
-
-/* The output files are written as one set (pflex/outfile.h): each to a
- * temporary file beside its name (never through a symbolic link), and all
- * renamed into place by commit_outs only once every one is whole, so that
- * a failure leaves the last run's set as it was: never a new sweeps.csv
- * beside an old summary.json.  What is not committed, drop_outs removes. */
-enum { MAX_OUTS = 8 };
-static pflex_outfile_t *outs[MAX_OUTS];
-static size_t nouts;
-
-static FILE *open_out_path(const char *path)
-{
-    pflex_error_t err;
-    if (nouts == MAX_OUTS) {
-        cli_error("study", "%s: too many output files", path);
-        return NULL;
-    }
-    if (pflex_outfile_begin(path, NULL, &outs[nouts], &err) < 0) {
-        cli_error("study", "%s", err.text);
-        return NULL;
-    }
-    return pflex_outfile_stream(outs[nouts++]);
-}
-
-static FILE *open_out(const char *dir, const char *name, char *path, size_t len)
-{
-    snprintf(path, len, "%s/%s", dir, name);
-    return open_out_path(path);
-}
-
-/* The output whose stream f is (still open). */
-static pflex_outfile_t *out_of(FILE *f)
-{
-    for (size_t i = 0; i < nouts; i++)
-        if (outs[i] && pflex_outfile_stream(outs[i]) == f)
-            return outs[i];
-    return NULL;
-}
-
-/* Flush, fsync and close one output (not yet in place). */
-static int close_out(FILE *f, const char *path)
-{
-    pflex_error_t err;
-    pflex_outfile_t *o = out_of(f);
-    if (!o || pflex_outfile_finish(o, &err) < 0) {
-        cli_error("study", "%s", o ? err.text : "internal error: not an output");
-        return -1;
-    }
-    (void)path;
-    return 0;
-}
-
-static int commit_outs(void)
-{
-    pflex_error_t err;
-    for (size_t i = 0; i < nouts; i++) {
-        pflex_outfile_t *o = outs[i];
-        outs[i] = NULL;
-        if (pflex_outfile_commit(o, &err) < 0) {
-            cli_error("study", "%s", err.text);
-            return -1;
-        }
-    }
-    nouts = 0;
-    return 0;
-}
-
-static void drop_outs(void)
-{
-    for (size_t i = 0; i < nouts; i++)
-        pflex_outfile_abort(outs[i]);
-    nouts = 0;
-}
-
-/* Default caps: the union of the fleet's kinds' ranges, every 50 W. */
-static void default_caps(double *caps, size_t *n)
-{
-    const struct pflex_gpu_kind *a = pflex_gpu_kind_find("H200-SXM-141GB");
-    const struct pflex_gpu_kind *b = pflex_gpu_kind_find("H100-SXM5-80GB");
-    double hi = fmax(a ? a->max_cap_w : 700, b ? b->max_cap_w : 700);
-    double lo = fmin(a ? a->min_cap_w : 200, b ? b->min_cap_w : 200);
-    *n = 0;
-    for (double c = hi; c >= lo - 1e-9 && *n < MAX_CAPS; c -= 50)
-        caps[(*n)++] = c;
-}
-
-/* Writes path's temporary file, whose name it then leaves in path (len
- * bytes), to be read back before the set is committed. */
-static int write_sweeps(char *path, size_t len, const struct task *tasks, size_t n)
-{
-    FILE *f = open_out_path(path);
-    if (!f)
-        return -1;
-    fprintf(f, "# pflex study: simulated power-cap sweeps of the built-in fleet\n");
-    pflex_sweep_write_header(f, 1);
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < tasks[i].nrows; k++) {
-            const struct row *r = &tasks[i].rows[k];
-            pflex_sweep_write_row(f, 1, tasks[i].fleet.desc.name, tasks[i].fleet.desc.gpu,
-                                  tasks[i].fleet.gpus, r->cap_w, r->power_w, r->throughput, r->tm);
-        }
-    pflex_outfile_t *o = out_of(f);
-    if (close_out(f, path) < 0)
-        return -1;
-    snprintf(path, len, "%s", pflex_outfile_temp_path(o));
-    return 0;
-}
-
-static void put_num(FILE *f, double v)
-{
-    if (isfinite(v))
-        fprintf(f, "%.10g", v);
-}
-
-/* A row per group: the columns of issue 9 first, then the PFI CSV columns
- * (SPEC section 3) that `pflex allocate --pfi` reads, then the layout. */
-/* Leaves the temporary file's name in tmp (len bytes), to be read back
- * before the set is committed. */
-static int write_pfi(const char *dir, const struct pflex_report_run *runs, size_t n, char *tmp,
-                     size_t len)
-{
-    char path[PATH_MAX];
-    FILE *f = open_out(dir, "pfi.csv", path, sizeof path);
-    if (!f)
-        return -1;
-    fputs("group,set,model,arch,task,gpus,gpu,seq_len,batch,ep,compile,checkpointing,pfi,"
-          "pfi_grid4,pfi_measured,job,power_w,throughput,metric,grid,cap_w,pfi_loss_area,range,"
-          "shed_flex1,shed_flex2,shed_flex3,family,split,match,params_b,global_batch,dp,tp,pp,"
-          "x_max,step_s\n", f);
-    for (size_t i = 0; i < n; i++) {
-        const struct pflex_report_run *r = &runs[i];
-        const struct pflex_job_desc *d = &r->fleet.desc;
-        pflex_csv_write_field(f, r->fleet.label);
-        fprintf(f, ",%s,%s,%s,%s,%d,%s,%d,%d,%d,%d,%d,", r->fleet.set, r->fleet.model,
-                r->fleet.arch, r->fleet.task, r->fleet.gpus, d->gpu, d->seq_len, d->micro_batch,
-                d->ep, r->fleet.compile, d->act_ckpt);
-        put_num(f, r->pfi_valid ? r->pfi : NAN);
-        fputc(',', f);
-        put_num(f, r->pfi_grid4);
-        fputc(',', f);
-        put_num(f, r->fleet.measured_pfi);
-        fprintf(f, ",%s,%.10g,%.10g,ratio,", d->name, r->p0_w, r->t0);
-        for (size_t k = 0; k < r->npoints; k++)
-            fprintf(f, "%s%.0f", k ? "/" : "", r->cap_w[k]);
-        fprintf(f, ",%.10g,", r->cap0_w);
-        put_num(f, r->pfi_loss_area);
-        fprintf(f, ",%.10g,%.10g,%.10g,%.10g,%s,%s,%s,%g,%d,%d,%d,%d,%.10g,%.6g\n",
-                r->range_used, r->shed[1], r->shed[2], r->shed[3], r->fleet.family,
-                pflex_fleet_split_name(r->fleet.split),
-                r->partner >= 0 ? runs[r->partner].fleet.desc.name : "", d->params_b,
-                d->global_batch, d->dp, d->tp, d->pp, r->x_max, r->step_s);
-    }
-    pflex_outfile_t *o = out_of(f);
-    if (close_out(f, path) < 0)
-        return -1;
-    snprintf(tmp, len, "%s", pflex_outfile_temp_path(o));
-    return 0;
-}
-
-/* The calibration against the Emerald measurements (pflex/calib.h): the
- * simulated equivalents of the measured A100 jobs, normalised throughput
- * cap by cap.  Never fails the study: the section says why it is missing. */
-static void calibrate(const char *data_dir, const char *why_not, uint64_t seed,
-                      struct pflex_report_calib_job *jobs, size_t max,
-                      struct pflex_report_calib *cal)
-{
-    struct pflex_calib_result res[PFLEX_REPORT_MAX_CALIB];
-    pflex_error_t err;
-    size_t n = 0;
-    memset(cal, 0, sizeof *cal);
-    if (!data_dir) {
-        snprintf(cal->note, sizeof cal->note, "%.250s", why_not);
-        return;
-    }
-    if (pflex_calibrate_emerald(data_dir, seed, res, max, &n, &err) < 0) {
-        snprintf(cal->note, sizeof cal->note, "calibration failed: %.200s", err.text);
-        return;
-    }
-    if (n == 0) {
-        snprintf(cal->note, sizeof cal->note, "the Emerald sweep holds none of the calibrated jobs");
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        struct pflex_report_calib_job *j = &jobs[i];
-        memset(j, 0, sizeof *j);
-        snprintf(j->job, sizeof j->job, "%.63s", res[i].measured_job);
-        snprintf(j->sim_job, sizeof j->sim_job, "%.63s", res[i].preset);
-        j->npoints = res[i].ncaps < PFLEX_REPORT_MAX_POINTS ? res[i].ncaps : PFLEX_REPORT_MAX_POINTS;
-        for (size_t k = 0; k < j->npoints; k++) {
-            j->cap_w[k] = res[i].cap_w[k];
-            j->measured[k] = res[i].measured[k];
-            j->simulated[k] = res[i].simulated[k];
-        }
-        j->rmse = res[i].rmse;
-        j->pfi_measured = res[i].pfi_measured;
-        j->pfi_simulated = res[i].pfi_simulated;
-    }
-    cal->done = 1;
-    cal->njobs = n;
-    cal->jobs = jobs;
-    snprintf(cal->note, sizeof cal->note,
-             "%zu measured A100-SXM4 jobs of the Emerald AI field demonstration "
-             "(emerald-demo/data/dvfs_sweep.csv) against the same jobs described to the simulator; "
-             "RMSE of normalised throughput over caps %.0f-%.0f W, ratio PFI over the measured caps",
-             n, PFLEX_CALIB_RMSE_MIN_W, PFLEX_CALIB_RMSE_MAX_W);
-}
-
-/* The study's policies (pflex/report.h order) as pflex policies. */
-static const enum pflex_policy alloc_policies[PFLEX_REPORT_NPOL] = {
-    PFLEX_POLICY_EQUAL, PFLEX_POLICY_PFI_WEIGHTED, PFLEX_POLICY_PFI, PFLEX_POLICY_OPTIMAL,
-};
-
-/* One cut planned with every study policy under one objective: into c's
- * throughput and gap columns (throughput) or its progress ones. */
-static int alloc_cut(const struct pflex_alloc_problem *prob, const struct pflex_report_alloc *a,
-                     struct pflex_report_cut *c, pflex_error_t *err)
-{
-    struct pflex_alloc_comparison cmp;
-    if (pflex_alloc_compare(prob, &cmp, err) < 0)
-        return -1;
-    const double te = cmp.score[PFLEX_POLICY_EQUAL].objective;
-    const double to = cmp.score[PFLEX_POLICY_OPTIMAL].objective;
-    for (int p = 0; p < PFLEX_REPORT_NPOL; p++) {
-        const struct pflex_alloc_score *sc = &cmp.score[alloc_policies[p]];
-        double g = pflex_alloc_gap_recovered(te, sc->objective, to);
-        if (prob->objective == PFLEX_OBJECTIVE_PROGRESS) {
-            c->progress[p] = sc->objective / a->gpus;
-            c->progress_gap_recovered[p] = g;
-            continue;
-        }
-        c->throughput[p] = sc->throughput;
-        c->feasible[p] = cmp.feasible[alloc_policies[p]];
-        c->sla_violations[p] = sc->sla_violations;
-        c->gap_recovered[p] = g;
-        c->recovered_per_job[p] = cmp.per_job_recovered[alloc_policies[p]];
-    }
-    if (prob->objective == PFLEX_OBJECTIVE_THROUGHPUT)
-        c->gap_bound = cmp.gap_bound;
-    return 0;
-}
-
-/* Equal, pfi-weighted, pfi and optimal on the H200 main runs at cuts of 0%
- * to 40% in 5% steps (the study's §6); the PFI policies use each run's
- * ratio PFI measured on its curve. */
-static int allocate(const struct pflex_report_run *runs, const struct pflex_curve *curves, size_t n,
-                    struct pflex_report_alloc *a)
-{
-    memset(a, 0, sizeof *a);
-    struct pflex_alloc_job *jobs = calloc(n ? n : 1, sizeof *jobs);
-    if (!jobs)
-        return -1;
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        const struct pflex_report_run *r = &runs[i];
-        if (r->fleet.split != PFLEX_FLEET_MAIN || !r->pfi_valid)
-            continue;
-        struct pflex_alloc_job *j = &jobs[m++];
-        j->name = r->fleet.desc.name;
-        j->gpus = r->fleet.gpus;
-        j->p0_w = r->p0_w;
-        j->t0 = r->t0;
-        j->cap0_w = r->cap0_w;
-        j->weight = 1;
-        j->floor = 0;
-        j->x_hi = curves[i].x_max;
-        j->pfi = NAN;           /* the ratio PFI of its curve */
-        j->npoints = curves[i].n;
-        j->x = curves[i].x;
-        j->loss = curves[i].loss;
-        a->baseline_throughput += r->t0;
-        a->gpus += r->fleet.gpus;
-    }
-    if (m < 2) {
-        snprintf(a->note, sizeof a->note, "fewer than two H200 main runs with a PFI in this study");
-        free(jobs);
-        return 0;
-    }
-    struct pflex_alloc_problem prob = {.njobs = m, .jobs = jobs,
-                                       .objective = PFLEX_OBJECTIVE_THROUGHPUT};
-    a->njobs = m;
-    a->baseline_w = pflex_alloc_baseline_w(&prob);
-    for (int k = 0; k < PFLEX_REPORT_MAX_CUTS; k++) {
-        struct pflex_report_cut *c = &a->cuts[a->ncuts];
-        c->cut = 0.05 * k;
-        c->budget_w = (1 - c->cut) * a->baseline_w;
-        prob.budget_w = c->budget_w;
-        pflex_error_t err;
-        int rc = 0;
-        prob.objective = PFLEX_OBJECTIVE_THROUGHPUT;
-        rc = alloc_cut(&prob, a, c, &err);
-        prob.objective = PFLEX_OBJECTIVE_PROGRESS;
-        if (rc == 0)
-            rc = alloc_cut(&prob, a, c, &err);
-        if (rc < 0) {
-            snprintf(a->note, sizeof a->note, "allocation failed at a %.0f%% cut: %.180s",
-                     100 * c->cut, err.text);
-            free(jobs);
-            return 0;
-        }
-        a->ncuts++;
-    }
-    a->done = 1;
-    snprintf(a->note, sizeof a->note, "H200 main runs, objective: total tokens/s; PFI: the "
-             "study's ratio PFI measured on each run's curve");
-    free(jobs);
     return 0;
 }
 
@@ -665,302 +230,55 @@ static void print_table(const struct pflex_report *r, const json_t *S, const cha
            dir, dir, dir, charts);
 }
 
-/* --samples: every run's per-GPU 5-s samples, phases included, in fleet
- * and cap order.  Written after the sweep, one group at a time: each run's
- * noise depends only on (seed, group, cap, run), so these are the very
- * samples the sweep aggregated. */
-static int write_samples(const char *path, const struct task *tasks, size_t n, uint64_t seed,
-                         int repeats)
+/* A JSON number's value; NaN for null (a value that was not finite). */
+static double num_or_nan(const json_t *v)
 {
-    FILE *f = open_out_path(path);      /* atomic, committed with the others */
-    struct pflex_sim_sample *smp = NULL;
-    size_t cap_n = 0;
-    if (!f)
-        return -1;
-    fputs("# pflex study: per-GPU samples every 5 s of each 30-minute run (docs/sim-model.md)\n"
-          "job,gpu,gpu_index,cap_w,run,t_s,phase,fb_used_gib,power_w,throughput", f);
-    for (int k = 0; k < PFLEX_TM_COUNT; k++)
-        fprintf(f, ",%s", pflex_tm_name((enum pflex_tm)k));
-    fputc('\n', f);
-    for (size_t i = 0; i < n; i++) {
-        pflex_error_t err;
-        pflex_sim_job_t *job;
-        if (pflex_sim_job_create(&tasks[i].fleet.desc, pflex_mix64(seed ^ pflex_mix64(tasks[i].index)), &job,
-                                 &err) < 0) {
-            cli_error("study", "%s: %s", tasks[i].fleet.desc.name, err.text);
-            goto fail;
-        }
-        double last = -1;
-        for (size_t r = 0; r < tasks[i].nrows; r++) {
-            double cap = tasks[i].rows[r].cap_w;
-            if (cap == last)
-                continue;       /* the repeats of one cap come together */
-            last = cap;
-            for (int k = 0; k < repeats; k++) {
-                struct pflex_sim_run_opts o = PFLEX_SIM_RUN_DEFAULTS;
-                size_t want;
-                o.run = (unsigned)k;
-                if (pflex_sim_job_run(job, cap, &o, NULL, 0, &want, NULL, &err) < 0)
-                    goto fail_job;
-                if (want > cap_n) {
-                    free(smp);
-                    smp = malloc(want * sizeof *smp);
-                    cap_n = smp ? want : 0;
-                    if (!smp) {
-                        pflex_error_set(&err, "out of memory");
-                        goto fail_job;
-                    }
-                }
-                if (pflex_sim_job_run(job, cap, &o, smp, cap_n, &want, NULL, &err) < 0)
-                    goto fail_job;
-                for (size_t q = 0; q < want; q++) {
-                    const struct pflex_sim_sample *x = &smp[q];
-                    fprintf(f, "%s,%s,%u,%.10g,%d,%.0f,%s,%.3f,%.6g,%.6g", tasks[i].fleet.desc.name,
-                            tasks[i].fleet.desc.gpu, x->gpu, cap, k, x->t_s,
-                            pflex_sim_phase_name(x->phase), x->fb_used_gib, x->power_w,
-                            x->throughput);
-                    for (int t = 0; t < PFLEX_TM_COUNT; t++) {
-                        fputc(',', f);
-                        if (isfinite(x->tm[t]))
-                            fprintf(f, "%.6g", x->tm[t]);
-                    }
-                    fputc('\n', f);
-                }
-            }
-        }
-        pflex_sim_job_destroy(job);
-        continue;
-fail_job:
-        cli_error("study", "%s: %s", tasks[i].fleet.desc.name, err.text);
-        pflex_sim_job_destroy(job);
-        goto fail;
-    }
-    free(smp);
-    return close_out(f, path);
-fail:
-    free(smp);
-    return -1;                          /* the caller aborts every output */
+    return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
-/* --- the study's comparison: simulated beside measured ------------------ */
-
-/* The study's three clusters: dense (PT + LoRA), MoE PT, MoE LoRA. */
-static int cluster_of(const struct pflex_fleet_run *f)
+/* The comparison with the study's numbers (summary.json's "study"). */
+static void print_compare(const json_t *o, size_t pairs)
 {
-    return !f->is_moe ? 0 : f->is_finetune ? 2 : 1;
-}
-
-/* Mid-ranks of v[0..n) into rank[], and the tie term sum(t^3 - t). */
-static double midranks(const double *v, size_t n, double *rank)
-{
-    size_t *p = malloc(n * sizeof *p);
-    double ties = 0;
-    if (!p)
-        return NAN;
-    gsl_sort_index(p, v, 1, n);
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j + 1 < n && v[p[j + 1]] == v[p[i]])
-            j++;
-        double t = (double)(j - i + 1);
-        for (size_t k = i; k <= j; k++)
-            rank[p[k]] = (double)(i + j) / 2 + 1;
-        ties += t * t * t - t;
-        i = j + 1;
+    size_t i, nerr = 0;
+    json_t *g;
+    double abs_err = json_number_value(json_object_get(o, "mean_abs_error"));
+    printf("simulated beside measured ratio PFI, headline H200 groups:\n");
+    json_array_foreach(json_object_get(o, "groups"), i, g) {
+        json_t *m = json_object_get(g, "measured");
+        nerr += json_is_number(m);
+        printf("  %-46s %6.2f sim  %5.2f measured\n",
+               json_string_value(json_object_get(g, "group")),
+               json_number_value(json_object_get(g, "simulated")),
+               num_or_nan(m));
     }
-    free(p);
-    return ties;
-}
-
-/* Kruskal-Wallis over the clusters and Dunn's pairwise test with Holm's
- * correction (as the study), from GSL's chi-square and normal tails. */
-static json_t *kruskal_dunn(const double *v, const int *grp, size_t n)
-{
-    double *rank = malloc((n ? n : 1) * sizeof *rank);
-    json_t *o = json_object();
-    if (!rank || n < 3) {
-        free(rank);
-        return o;
-    }
-    double ties = midranks(v, n, rank), rs[3] = {0}, N = (double)n;
-    size_t cnt[3] = {0};
-    for (size_t i = 0; i < n; i++) {
-        rs[grp[i]] += rank[i];
-        cnt[grp[i]]++;
-    }
-    double h = 0;
-    int k = 0;
-    for (int g = 0; g < 3; g++)
-        if (cnt[g]) {
-            h += rs[g] * rs[g] / (double)cnt[g];
-            k++;
-        }
-    h = 12 / (N * (N + 1)) * h - 3 * (N + 1);
-    h /= 1 - ties / (N * N * N - N);
-    json_object_set_new(o, "kruskal_h", json_real(h));
-    json_object_set_new(o, "kruskal_p", json_real(k > 1 ? gsl_cdf_chisq_Q(h, k - 1) : NAN));
-    static const char *const names[] = {"dense-moe_pt", "dense-moe_lora", "moe_pt-moe_lora"};
-    static const int pa[] = {0, 0, 1}, pb[] = {1, 2, 2};
-    double p[3], s2 = (N * (N + 1) / 12 - ties / (12 * (N - 1)));
-    for (int c = 0; c < 3; c++) {
-        int a = pa[c], b = pb[c];
-        if (!cnt[a] || !cnt[b]) {
-            p[c] = NAN;
-            continue;
-        }
-        double z = (rs[a] / cnt[a] - rs[b] / cnt[b]) / sqrt(s2 * (1.0 / cnt[a] + 1.0 / cnt[b]));
-        p[c] = 2 * gsl_cdf_ugaussian_Q(fabs(z));
-    }
-    /* Holm: sort the p-values, multiply the i-th smallest by (m - i), keep
-     * the adjusted values monotone. */
-    size_t ord[3] = {0, 1, 2};
-    for (int i = 0; i < 3; i++)
-        for (int j = i + 1; j < 3; j++)
-            if (!(p[ord[i]] <= p[ord[j]])) {
-                size_t t = ord[i];
-                ord[i] = ord[j];
-                ord[j] = t;
-            }
-    json_t *d = json_object();
-    double prev = 0;
-    for (int i = 0; i < 3; i++) {
-        double adj = fmin(1, fmax(prev, p[ord[i]] * (3 - i)));
-        prev = adj;
-        json_object_set_new(d, names[ord[i]], json_real(adj));
-    }
-    json_object_set_new(o, "dunn_holm_p", d);
-    free(rank);
-    return o;
-}
-
-static double median_of(double *v, size_t n)
-{
-    if (!n)
-        return NAN;
-    gsl_sort(v, 1, n);
-    return gsl_stats_median_from_sorted_data(v, 1, n);
-}
-
-/* Per headline group simulated beside measured ratio PFI, the cluster
- * medians against the study's 1.27 / 1.43 / 2.10, Kruskal-Wallis and Dunn
- * (simulated), the H100-vs-H200 rank correlation, the grid sensitivity. */
-static json_t *study_compare(const struct pflex_report_run *runs, size_t n, int print)
-{
-    static const double study_median[3] = {1.27, 1.43, 2.10};
     static const char *const cname[3] = {"dense", "moe_pt", "moe_lora"};
-    double v[64], med_in[3][64], grid6[64], grid4[64], ha[8], hb[8], work[16];
-    int grp[64];
-    size_t nv = 0, nc[3] = {0}, ng = 0, nh = 0;
-    json_t *o = json_object(), *groups = json_array();
-    double abs_err = 0;
-    size_t nerr = 0;
-    if (print)
-        printf("simulated beside measured ratio PFI, headline H200 groups:\n");
-    for (size_t i = 0; i < n && nv < 64; i++) {
-        const struct pflex_report_run *r = &runs[i];
-        if (r->fleet.split == PFLEX_FLEET_H100 && r->partner >= 0 && r->pfi_valid
-            && runs[r->partner].pfi_valid && nh < 8) {
-            ha[nh] = r->pfi;
-            hb[nh++] = runs[r->partner].pfi;
-        }
-        if (r->fleet.split != PFLEX_FLEET_MAIN || !r->pfi_valid)
-            continue;
-        int c = cluster_of(&r->fleet);
-        v[nv] = r->pfi;
-        grp[nv++] = c;
-        med_in[c][nc[c]++] = r->pfi;
-        if (r->fleet.ncaps == 6 && isfinite(r->pfi_grid4)) {
-            grid6[ng] = r->pfi;
-            grid4[ng++] = r->pfi_grid4;
-        }
-        json_t *g = json_object();
-        json_object_set_new(g, "group", json_string(r->fleet.label));
-        json_object_set_new(g, "simulated", json_real(r->pfi));
-        json_object_set_new(g, "measured", isfinite(r->fleet.measured_pfi)
-                                           ? json_real(r->fleet.measured_pfi) : json_null());
-        json_array_append_new(groups, g);
-        if (isfinite(r->fleet.measured_pfi)) {
-            abs_err += fabs(r->pfi - r->fleet.measured_pfi);
-            nerr++;
-        }
-        if (print)
-            printf("  %-46s %6.2f sim  %5.2f measured\n", r->fleet.label, r->pfi,
-                   r->fleet.measured_pfi);
-    }
-    json_object_set_new(o, "groups", groups);
-    json_object_set_new(o, "mean_abs_error", nerr ? json_real(abs_err / nerr) : json_null());
-    json_t *med = json_object();
     for (int c = 0; c < 3; c++) {
-        json_t *m = json_object();
-        double x = median_of(med_in[c], nc[c]);
-        json_object_set_new(m, "n", json_integer((json_int_t)nc[c]));
-        json_object_set_new(m, "simulated", isfinite(x) ? json_real(x) : json_null());
-        json_object_set_new(m, "study", json_real(study_median[c]));
-        json_object_set_new(med, cname[c], m);
-        if (print)
-            printf("  median %-9s n=%2zu  %5.2f simulated, study %.2f\n", cname[c], nc[c], x,
-                   study_median[c]);
+        const json_t *m = pflex_report_json_get(o, "medians", cname[c], NULL);
+        printf("  median %-9s n=%2zu  %5.2f simulated, study %.2f\n", cname[c],
+               (size_t)json_integer_value(json_object_get(m, "n")),
+               num_or_nan(json_object_get(m, "simulated")),
+               json_number_value(json_object_get(m, "study")));
     }
-    json_object_set_new(o, "medians", med);
-    json_t *kw = kruskal_dunn(v, grp, nv);
-    if (print && json_object_get(kw, "kruskal_h"))
+    const json_t *kw = json_object_get(o, "kruskal_dunn");
+    if (json_object_get(kw, "kruskal_h"))
         printf("  Kruskal-Wallis H = %.2f, p = %.4f (study: H = 12.37, p = 0.0021); Dunn-Holm p: "
                "dense-MoE PT %.3f, dense-MoE LoRA %.3f, MoE PT-MoE LoRA %.3f\n",
                json_number_value(json_object_get(kw, "kruskal_h")),
                json_number_value(json_object_get(kw, "kruskal_p")),
                json_number_value(pflex_report_json_get(kw, "dunn_holm_p", "dense-moe_pt", NULL)),
                json_number_value(pflex_report_json_get(kw, "dunn_holm_p", "dense-moe_lora", NULL)),
-               json_number_value(pflex_report_json_get(kw, "dunn_holm_p", "moe_pt-moe_lora", NULL)));
-    json_object_set_new(o, "kruskal_dunn", kw);
-    double rho = nh > 2 ? gsl_stats_spearman(ha, 1, hb, 1, nh, work) : NAN;
-    json_object_set_new(o, "h100_h200_spearman", isfinite(rho) ? json_real(rho) : json_null());
-    double rho_g = ng > 2 ? gsl_stats_spearman(grid6, 1, grid4, 1, ng, work + 0) : NAN;
-    double rel[64];
-    for (size_t i = 0; i < ng; i++)
-        rel[i] = grid4[i] / grid6[i] - 1;
-    double med_rel = median_of(rel, ng);
-    json_t *gs = json_object();
-    json_object_set_new(gs, "groups", json_integer((json_int_t)ng));
-    json_object_set_new(gs, "median_change", isfinite(med_rel) ? json_real(med_rel) : json_null());
-    json_object_set_new(gs, "spearman", isfinite(rho_g) ? json_real(rho_g) : json_null());
-    json_object_set_new(o, "grid_sensitivity", gs);
-    if (print) {
-        printf("  H100 vs H200 matched groups: Spearman %.3f over %zu pairs (study 0.943)\n", rho,
-               nh);
-        printf("  coarse grid (4 caps) vs 6 caps, 8-GPU groups: median change %+.1f %%, Spearman "
-               "%.3f (study +10.7 %%, 0.940)\n", 100 * med_rel, rho_g);
-        if (nerr)
-            printf("  mean |simulated - measured| over %zu groups: %.3f\n", nerr, abs_err / nerr);
-    }
-    return o;
-}
-
-/* A subset of n groups of the fleet at even strides, in fleet order, plus
- * the H200 partners of the H100 groups picked (so that pairs survive). */
-static size_t pick_runs(enum pflex_fleet_set set, size_t total, size_t n, size_t *idx)
-{
-    if (n == 0 || n >= total) {
-        for (size_t i = 0; i < total; i++)
-            idx[i] = i;
-        return total;
-    }
-    unsigned char *in = calloc(total, 1);
-    if (!in)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        in[i * total / n] = 1;
-    for (size_t i = 0; i < total; i++) {
-        struct pflex_fleet_run r;
-        if (in[i] && pflex_fleet_entry(set, i, &r) == 0 && r.match >= 0
-            && (size_t)r.match < total)
-            in[r.match] = 1;
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < total; i++)
-        if (in[i])
-            idx[k++] = i;
-    free(in);
-    return k;
+               json_number_value(pflex_report_json_get(kw, "dunn_holm_p", "moe_pt-moe_lora",
+                                                       NULL)));
+    const json_t *gs = json_object_get(o, "grid_sensitivity");
+    double rho = num_or_nan(json_object_get(o, "h100_h200_spearman"));
+    double med = num_or_nan(json_object_get(gs, "median_change"));
+    double rho_g = num_or_nan(json_object_get(gs, "spearman"));
+    printf("  H100 vs H200 matched groups: Spearman %.3f over %zu pairs (study 0.943)\n", rho,
+           pairs);
+    printf("  coarse grid (4 caps) vs 6 caps, 8-GPU groups: median change %+.1f %%, Spearman "
+           "%.3f (study +10.7 %%, 0.940)\n", 100 * med, rho_g);
+    if (nerr)
+        printf("  mean |simulated - measured| over %zu groups: %.3f\n", nerr, abs_err);
 }
 
 /* A whole number in [lo, hi]; 0, or -1 with the usage message printed. */
@@ -975,7 +293,85 @@ static int parse_count(const char *opt, const char *s, double lo, double hi, dou
     return 0;
 }
 
-int cmd_study(int argc, char **argv)
+/* What the command line asks for. */
+struct study_args {
+    struct pflex_study_config cfg;
+    const char *out_dir, *data_opt, *gnuplot, *samples;
+    int progress, json;
+};
+
+/* The progress line on stderr: redrawn in place on a terminal (*ctx 2),
+ * else a line every tenth of the runs (--progress). */
+static void show_progress(void *ctx, size_t done, size_t total)
+{
+    if (*(const int *)ctx == 2) {
+        fprintf(stderr, "\rpflex study: swept %zu/%zu runs", done, total);
+        if (done == total)
+            fputc('\n', stderr);
+    } else if (done * 10 / total != (done - 1) * 10 / total) {
+        fprintf(stderr, "pflex study: swept %zu/%zu runs\n", done, total);
+    }
+}
+
+/* One option into a; 0, or an exit code. */
+static int study_option(struct study_args *a, int c, char **argv, const struct option *opts)
+{
+    struct pflex_study_config *cfg = &a->cfg;
+    double v;
+    switch (c) {
+    case 'o': a->out_dir = optarg; break;
+    case 's':
+        if (parse_count("--seed", optarg, 0, 9007199254740992.0, &v) < 0)
+            return PFLEX_EXIT_BAD_INPUT;
+        cfg->seed = (uint64_t)v;
+        break;
+    case 'c':
+        if (cli_parse_caps("study", "--caps", optarg, 2, cfg->caps_w, PFLEX_STUDY_MAX_CAPS,
+                           &cfg->ncaps, &cfg->cap_step_w))
+            return PFLEX_EXIT_BAD_INPUT;
+        cli_caps_sort_desc(cfg->caps_w, cfg->ncaps);     /* the study sweeps from high to low */
+        cfg->caps_given = 1;
+        break;
+    case 'S': a->samples = optarg; break;
+    case 'F':
+        if (!strcmp(optarg, "study"))
+            cfg->set = PFLEX_FLEET_STUDY;
+        else if (!strcmp(optarg, "extended"))
+            cfg->set = PFLEX_FLEET_EXTENDED;
+        else
+            return cli_usage_error("study", "--fleet: '%s' is not study or extended", optarg);
+        break;
+    case 'r':
+        if (parse_count("--repeats", optarg, 1, 100, &v) < 0)
+            return PFLEX_EXIT_BAD_INPUT;
+        cfg->repeats = (int)v;
+        break;
+    case 'R':
+        if (cli_parse_double("study", "--range", optarg, 1e-6, 1.0, &cfg->range) < 0)
+            return PFLEX_EXIT_BAD_INPUT;
+        break;
+    case 'j':
+        if (parse_count("--jobs", optarg, 1, 1e9, &v) < 0)
+            return PFLEX_EXIT_BAD_INPUT;
+        cfg->njobs = (size_t)v;
+        break;
+    case 't':
+        if (parse_count("--threads", optarg, 1, 64, &v) < 0)
+            return PFLEX_EXIT_BAD_INPUT;
+        cfg->threads = (int)v;
+        break;
+    case 'd': a->data_opt = optarg; break;
+    case 'g': a->gnuplot = optarg; break;
+    case 'N': a->gnuplot = NULL; break;
+    case 'p': a->progress = 1; break;
+    case 'J': a->json = 1; break;
+    default: return cli_bad_option("study", argv, opts);
+    }
+    return 0;
+}
+
+/* The command line into a: 0, -1 after --help (printed), or an exit code. */
+static int study_parse(int argc, char **argv, struct study_args *a)
 {
     static const struct option opts[] = {
         {"out", required_argument, NULL, 'o'},
@@ -995,278 +391,96 @@ int cmd_study(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *out_dir = "study-out", *data_opt = NULL, *gnuplot = "gnuplot", *samples = NULL;
-    double caps[MAX_CAPS], cap_step = 50, range = PFLEX_PFI_RANGE_DEFAULT, v;
-    size_t ncaps = 0, njobs = 0;
-    uint64_t seed = 1;
-    int repeats = 1, progress = 0, json = 0, caps_given = 0, c;
-    enum pflex_fleet_set set = PFLEX_FLEET_STUDY;
+    int c, rc;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads = cpus > 0 ? (int)cpus : 1;
-    default_caps(caps, &ncaps);
+    memset(a, 0, sizeof *a);
+    pflex_study_config_init(&a->cfg);
+    a->cfg.threads = cpus > 0 ? (int)cpus : 1;
+    a->out_dir = "study-out";
+    a->gnuplot = "gnuplot";
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'o': out_dir = optarg; break;
-        case 's':
-            if (parse_count("--seed", optarg, 0, 9007199254740992.0, &v) < 0)
-                return PFLEX_EXIT_BAD_INPUT;
-            seed = (uint64_t)v;
-            break;
-        case 'c':
-            if (cli_parse_caps("study", "--caps", optarg, 2, caps, MAX_CAPS, &ncaps, &cap_step))
-                return PFLEX_EXIT_BAD_INPUT;
-            cli_caps_sort_desc(caps, ncaps);    /* the study sweeps from high to low */
-            caps_given = 1;
-            break;
-        case 'S': samples = optarg; break;
-        case 'F':
-            if (!strcmp(optarg, "study"))
-                set = PFLEX_FLEET_STUDY;
-            else if (!strcmp(optarg, "extended"))
-                set = PFLEX_FLEET_EXTENDED;
-            else
-                return cli_usage_error("study", "--fleet: '%s' is not study or extended", optarg);
-            break;
-        case 'r':
-            if (parse_count("--repeats", optarg, 1, 100, &v) < 0)
-                return PFLEX_EXIT_BAD_INPUT;
-            repeats = (int)v;
-            break;
-        case 'R':
-            if (cli_parse_double("study", "--range", optarg, 1e-6, 1.0, &range) < 0)
-                return PFLEX_EXIT_BAD_INPUT;
-            break;
-        case 'j':
-            if (parse_count("--jobs", optarg, 1, 1e9, &v) < 0)
-                return PFLEX_EXIT_BAD_INPUT;
-            njobs = (size_t)v;
-            break;
-        case 't':
-            if (parse_count("--threads", optarg, 1, 64, &v) < 0)
-                return PFLEX_EXIT_BAD_INPUT;
-            threads = (int)v;
-            break;
-        case 'd': data_opt = optarg; break;
-        case 'g': gnuplot = optarg; break;
-        case 'N': gnuplot = NULL; break;
-        case 'p': progress = 1; break;
-        case 'J': json = 1; break;
-        case 'h': return cli_help(help);
-        default: return cli_bad_option("study", argv, opts);
+        if (c == 'h') {
+            cli_help(help);
+            return -1;
         }
+        if ((rc = study_option(a, c, argv, opts)) != 0)
+            return rc;
     }
     if (optind < argc)
         return cli_usage_error("study", "unexpected argument '%s'", argv[optind]);
+    return 0;
+}
 
-    double t_start = pflex_mono_s();
-    int rc = PFLEX_EXIT_INTERNAL;
-    size_t total = pflex_fleet_size(set);
-    size_t *idx = calloc(total, sizeof *idx);
-    struct task *tasks = NULL;
-    struct pflex_report_run *runs = NULL;
-    struct pflex_curve *curves = NULL;
-    pflex_sweep_t *sweep = NULL;
-    json_t *summary = NULL;
-    size_t n = 0, ncurves = 0;
-    char path[PATH_MAX], sweeps_tmp[PATH_MAX], pfi_tmp[PATH_MAX];
-    json_t *pred = NULL;
-    struct pflex_report_calib_job cal_jobs[PFLEX_REPORT_MAX_CALIB];
-    pflex_error_t err;
-    if (!idx)
-        goto out;
-    n = pick_runs(set, total, njobs, idx);
-    if (n == 0)
-        goto out;
-    tasks = calloc(n, sizeof *tasks);
-    runs = calloc(n, sizeof *runs);
-    curves = calloc(n, sizeof *curves);
-    if (!tasks || !runs || !curves)
-        goto out;
-    for (size_t i = 0; i < n; i++) {
-        tasks[i].index = idx[i];
-        if (pflex_fleet_entry(set, idx[i], &tasks[i].fleet) < 0)
-            goto out;
-    }
-    /* With --caps, every GPU kind in the study needs two caps within its range. */
-    for (size_t i = 0; caps_given && i < n; i++) {
-        const struct pflex_gpu_kind *k = pflex_gpu_kind_find(tasks[i].fleet.desc.gpu);
-        size_t in = 0;
-        for (size_t j = 0; k && j < ncaps; j++)
-            in += caps[j] >= k->min_cap_w - 1e-9 && caps[j] <= k->max_cap_w + 1e-9;
-        if (k && in < 2) {
-            rc = cli_usage_error("study", "--caps: fewer than two caps within the %s range "
-                                 "%.0f-%.0f W", k->name, k->min_cap_w, k->max_cap_w);
-            goto out;
-        }
-    }
-    if (make_dir(out_dir) < 0) {
-        cli_error("study", "%s: %s", out_dir, strerror(errno));
-        goto out;
-    }
-
-    /* Sweep. */
-    struct pool pool = {.tasks = tasks, .ntasks = n, .caps = caps, .ncaps = ncaps,
-                        .repeats = repeats, .seed = seed, .caps_given = caps_given,
-                        .progress = isatty(STDERR_FILENO) ? 2 : progress};
-    atomic_init(&pool.next, 0);
-    atomic_init(&pool.done, 0);
-    pthread_mutex_init(&pool.lock, NULL);
-    run_pool(&pool, threads);
-    pthread_mutex_destroy(&pool.lock);
-    for (size_t i = 0; i < n; i++)
-        if (tasks[i].failed) {
-            cli_error("study", "%s", tasks[i].err);
-            goto out;
-        }
-
-    /* Write the sweeps, read them back exactly as `pflex pfi` would. */
-    snprintf(path, sizeof path, "%s/sweeps.csv", out_dir);
-    if (write_sweeps(path, sizeof path, tasks, n) < 0)
-        goto out;
-    snprintf(sweeps_tmp, sizeof sweeps_tmp, "%s", path);
-    if (pflex_sweep_read_file(path, NULL, &sweep, &err) < 0) {
-        cli_error("study", "reading back %s", err.text);
-        goto out;
-    }
-    if (sweep->njobs != n) {
-        cli_error("study", "%s: %zu jobs read back, %zu written", path, sweep->njobs, n);
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const struct pflex_sweep_job *sj = &sweep->jobs[i];
-        struct pflex_report_run *r = &runs[i];
-        struct pflex_pfi pfi;
-        r->fleet = tasks[i].fleet;
-        r->index = tasks[i].index;
-        r->partner = -1;
-        if (strcmp(sj->name, r->fleet.desc.name) || sj->npoints > PFLEX_REPORT_MAX_POINTS) {
-            cli_error("study", "%s: job %zu is '%s', expected '%s'", path, i, sj->name,
-                      r->fleet.desc.name);
-            goto out;
-        }
-        if (pflex_curve_init(&curves[i], sj->points, sj->npoints, &err) < 0) {
-            cli_error("study", "%s: job '%s': %s", path, sj->name, err.text);
-            goto out;
-        }
-        ncurves = i + 1;
-        pflex_pfi_compute(&curves[i], range, &pfi);
-        r->pfi_loss_area = pfi.valid ? pfi.pfi : NAN;
-        r->range_used = pfi.range_used;
-        /* The study's ratio PFI, on the group's grid and on the coarse one. */
-        struct pflex_pfi_ratio ratio;
-        if (pflex_pfi_ratio(sj->points, sj->npoints, NULL, 0, &ratio, &err) < 0) {
-            cli_error("study", "%s: job '%s': %s", path, sj->name, err.text);
-            goto out;
-        }
-        r->pfi_valid = ratio.valid;
-        r->pfi = ratio.valid ? ratio.pfi : NAN;
-        static const double grid4[] = {200, 500, 600, 700};
-        r->pfi_grid4 = NAN;
-        if (pflex_pfi_ratio(sj->points, sj->npoints, grid4, 4, &ratio, NULL) == 0 && ratio.valid)
-            r->pfi_grid4 = ratio.pfi;
-        memcpy(r->shed, pfi.shed, sizeof r->shed);
-        r->x_max = curves[i].x_max;
-        r->p0_w = curves[i].p0_w;
-        r->t0 = curves[i].t0;
-        r->cap0_w = curves[i].cap0_w;
-        r->npoints = sj->npoints;
-        for (size_t k = 0; k < sj->npoints; k++) {
-            r->cap_w[k] = sj->points[k].cap_w;
-            r->power_w[k] = sj->points[k].power_w;
-            r->throughput[k] = sj->points[k].throughput;
-        }
-        for (int k = 0; k < PFLEX_TM_COUNT; k++)
-            r->tm[k] = sj->telemetry && sj->npoints
-                       ? sj->telemetry[(sj->npoints - 1) * PFLEX_TM_COUNT + k] : NAN;
-        /* Step time at the highest cap: the mean over its repeats. */
-        double sum = 0;
-        int cnt = 0;
-        for (size_t k = 0; k < tasks[i].nrows; k++)
-            if (fabs(tasks[i].rows[k].cap_w - r->cap0_w) < 1e-6) {
-                sum += tasks[i].rows[k].step_s;
-                cnt++;
-            }
-        r->step_s = cnt ? sum / cnt : NAN;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (runs[i].fleet.split == PFLEX_FLEET_H100)
-            for (size_t k = 0; k < n; k++)
-                if ((int)runs[k].index == runs[i].fleet.match)
-                    runs[i].partner = (int)k;
-
-    struct pflex_report rep = {.seed = seed, .range = range, .repeats = repeats,
-                               .cap_step_w = caps_given ? cap_step : -1, .ncaps = ncaps, .caps_w = caps,
-                               .nruns = n, .runs = runs};
-    char why[512] = "";
-    const char *data_dir = find_data(data_opt, why, sizeof why);
-    calibrate(data_dir, why, seed, cal_jobs, PFLEX_REPORT_MAX_CALIB, &rep.calib);
-    if (allocate(runs, curves, n, &rep.alloc) < 0)
-        goto out;
-    rep.runtime_s = pflex_mono_s() - t_start;
-
-    if (write_pfi(out_dir, runs, n, pfi_tmp, sizeof pfi_tmp) < 0)
-        goto out;
-    if (samples && write_samples(samples, tasks, n, seed, repeats) < 0)
-        goto out;
-    summary = pflex_report_summary(&rep);
-    if (!summary)
-        goto out;
-    {   /* the study comparison, before runtime_s (which stays last) */
-        json_t *rt = json_incref(json_object_get(summary, "runtime_s"));
-        json_object_del(summary, "runtime_s");
-        json_object_set_new(summary, "study", study_compare(runs, n, 0));
-        /* The study's prediction sections (Table 3, the H100 transfer,
-         * §6) on its own sweeps, read back as `pflex train --study` would. */
-        if (study_predict(sweeps_tmp, pfi_tmp, 500, (unsigned long)seed, &pred) == PFLEX_EXIT_OK)
-            json_object_set_new(summary, "prediction", json_incref(pred));
-        else
-            cli_error("study", "note: the prediction sections are left out of the report");
-        json_object_set_new(summary, "runtime_s", rt ? rt : json_null());
-    }
-    FILE *f = open_out(out_dir, "summary.json", path, sizeof path);
-    if (!f)
-        goto out;
-    json_dumpf(summary, f, CLI_JSON_FLAGS);
-    fputc('\n', f);
-    if (close_out(f, path) < 0)
-        goto out;
-    f = open_out(out_dir, "report.html", path, sizeof path);
-    if (!f)
-        goto out;
-    int charts = 0;
-    if (pflex_report_write_html(&rep, summary, gnuplot, f, &charts, &err) < 0) {
-        cli_error("study", "%s: %s", path, err.text);
-        goto out;               /* (drop_outs removes it) */
-    }
-    if (close_out(f, path) < 0 || commit_outs() < 0)
-        goto out;
-    if (gnuplot && charts == 0)
-        cli_error("study", "note: no charts drawn (is gnuplot installed?); the report says where "
-                  "they would be");
-    if (json) {
-        if (cli_json_print(json_incref(summary)) < 0)
-            goto out;
+/* The table, the comparison and the prediction sections, or summary.json. */
+static int study_print(const struct study_args *a, const pflex_study_t *s, int charts)
+{
+    const json_t *summary = pflex_study_summary(s), *pred = pflex_study_prediction(s);
+    if (a->json) {
+        if (cli_json_print(json_incref((json_t *)summary)) < 0)
+            return PFLEX_EXIT_INTERNAL;
     } else {
-        print_table(&rep, summary, out_dir, charts);
-        json_decref(study_compare(runs, n, 1));
+        print_table(pflex_study_report(s), summary, a->out_dir, charts);
+        print_compare(json_object_get(summary, "study"), pflex_study_pairs(s));
         if (pred)
             study_predict_print(stdout, pred);
     }
-    rc = fflush(stdout) == 0 ? PFLEX_EXIT_OK : PFLEX_EXIT_INTERNAL;
-out:
-    drop_outs();
-    json_decref(pred);
-    json_decref(summary);
-    for (size_t i = 0; i < ncurves; i++)
-        pflex_curve_fini(&curves[i]);
-    if (tasks)
-        for (size_t i = 0; i < n; i++)
-            free(tasks[i].rows);
-    pflex_sweep_destroy(sweep);
-    free(curves);
-    free(runs);
-    free(tasks);
-    free(idx);
+    return fflush(stdout) == 0 ? PFLEX_EXIT_OK : PFLEX_EXIT_INTERNAL;
+}
+
+/* Run the study and write its folder; the study, or NULL with the message
+ * printed. */
+static pflex_study_t *study_run(struct study_args *a, int *charts)
+{
+    pflex_study_t *s = NULL;
+    pflex_error_t err;
+    char why[512] = "";
+    a->progress = isatty(STDERR_FILENO) ? 2 : a->progress;
+    a->cfg.progress = a->progress ? show_progress : NULL;
+    a->cfg.progress_ctx = &a->progress;
+    a->cfg.data_dir = find_data(a->data_opt, why, sizeof why);
+    a->cfg.data_note = why;
+    if (pflex_study_run(&a->cfg, &s, &err) < 0) {
+        cli_error("study", "%s", err.text);
+        return NULL;
+    }
+    if (!pflex_study_prediction(s)) {
+        cli_error("study", "%s", pflex_study_prediction_note(s));
+        cli_error("study", "note: the prediction sections are left out of the report");
+    }
+    if (pflex_study_write(s, a->out_dir, a->samples, a->gnuplot, charts, &err) < 0) {
+        cli_error("study", "%s", err.text);
+        pflex_study_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+int cmd_study(int argc, char **argv)
+{
+    struct study_args a;
+    pflex_error_t err;
+    int rc = study_parse(argc, argv, &a), charts = 0;
+    if (rc != 0)
+        return rc < 0 ? PFLEX_EXIT_OK : rc;
+    if (pflex_study_check(&a.cfg, &err) < 0) {
+        if (a.cfg.caps_given)
+            return cli_usage_error("study", "--caps: %s", err.text);
+        cli_error("study", "%s", err.text);
+        return cli_input_exit(&err);
+    }
+    if (make_dir(a.out_dir) < 0) {
+        cli_error("study", "%s: %s", a.out_dir, strerror(errno));
+        return PFLEX_EXIT_INTERNAL;
+    }
+    cli_blas_init();
+    pflex_study_t *s = study_run(&a, &charts);
+    if (!s)
+        return PFLEX_EXIT_INTERNAL;
+    if (a.gnuplot && charts == 0)
+        cli_error("study", "note: no charts drawn (is gnuplot installed?); the report says where "
+                  "they would be");
+    rc = study_print(&a, s, charts);
+    pflex_study_destroy(s);
     return rc;
 }

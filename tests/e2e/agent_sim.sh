@@ -40,6 +40,12 @@ expect 401 PUT /v1/caps "$cap" "${TOKEN}x"
 expect 401 DELETE /v1/caps
 [ "$(metric DCGM_FI_DEV_POWER_MGMT_LIMIT 0)" = 700 ] || fail "a refused request changed GPU 0"
 [ "$(metric pflex_auth_failures_total)" = 4 ] || fail "auth failures not counted"
+# RFC 7235: the scheme is case-insensitive, "bearer" is "Bearer".
+code=$(curl -s -m 10 -o "$tmp/body" -w '%{http_code}' -X PUT -H "Authorization: bearer $TOKEN" \
+    --data-binary '{"caps": [{"gpu": 5, "cap_w": 455}], "lease_s": 60}' "http://127.0.0.1:$port/v1/caps")
+[ "$code" = 200 ] || fail "'Authorization: bearer TOKEN' (lower case): HTTP $code: $(cat "$tmp/body")"
+[ "$(metric DCGM_FI_DEV_POWER_MGMT_LIMIT 5)" = 455 ] || fail "the lower-case bearer's cap is not set"
+expect 200 DELETE '/v1/caps?gpu=5' "" "$TOKEN"
 
 # A cap outside the range: 400 naming the range, nothing changed.
 expect 400 PUT /v1/caps '{"caps": [{"gpu": 1, "cap_w": 450}, {"gpu": 0, "cap_w": 800}], "lease_s": 60}' "$TOKEN"

@@ -30,5 +30,7 @@ check allocate-pfi allocate --json --pfi "$T/p.csv" --reduce 0.3
 check evaluate evaluate --json "$T/a.csv" --reduce 0.3
 check presets sweep --list-presets --json
 check study study --json --jobs 6 --no-charts --out "$T/study"
+check simulate simulate --json "$T/a.csv" --start @1700000000 --duration 5m \
+    --target 70%,start=@1700000060,for=3m --policies equal,tpw,online-cold,oracle
 [ -z "$missing" ] || fail "JSON fields not documented in docs/:$missing"
 echo "json_documented: ok"

@@ -14,7 +14,10 @@
  * stamp (energy counter at unix time stamp), sm_max_mhz, mem_mhz, gpu_util,
  * mem_util (percent), pcie_tx_kbs, pcie_rx_kbs, gpm (0/1), sm_util,
  * occupancy, tensor, dram, graphics (GPM percent), nvlink_tx_mibs,
- * nvlink_rx_mibs, power (0: no power reading), energy (0: no counter).
+ * nvlink_rx_mibs, power (0: no power reading), energy (0: no counter),
+ * ignore_sets (the next N limit sets answer NVML_SUCCESS and change
+ * nothing, as when another agent or the firmware holds the limit; -1:
+ * every set; each ignored set counts one down in the state).
  *
  * The fake can also play the training job: with "tokens_file=PATH", it
  * appends "UNIX_TIME TOKENS_TOTAL" lines to PATH (the format pflex sweep
@@ -99,6 +102,7 @@ struct fake_gpu {
     double sm_max_mhz, mem_mhz, gpu_util, mem_util, pcie_tx_kbs, pcie_rx_kbs;
     double gpm, sm_util, occupancy, tensor, dram, graphics, nvlink_tx_mibs, nvlink_rx_mibs;
     double power, energy;
+    double ignore_sets;     /* sets still to answer success and ignore (-1: all) */
 };
 
 struct fake_state {
@@ -161,7 +165,7 @@ static const struct { const char *key; size_t off; } num_keys[] = {
     K(min_mw), K(max_mw), K(default_mw), K(limit_mw), K(demand_mw), K(energy_mj), K(stamp),
     K(sm_max_mhz), K(mem_mhz), K(gpu_util), K(mem_util), K(pcie_tx_kbs), K(pcie_rx_kbs),
     K(gpm), K(sm_util), K(occupancy), K(tensor), K(dram), K(graphics), K(nvlink_tx_mibs),
-    K(nvlink_rx_mibs), K(power), K(energy),
+    K(nvlink_rx_mibs), K(power), K(energy), K(ignore_sets),
 #undef K
 };
 
@@ -668,6 +672,13 @@ nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t h, unsigned int mw)
     if (mw < g->min_mw || mw > g->max_mw) {
         state_unlock(lk);
         return NVML_ERROR_INVALID_ARGUMENT;
+    }
+    if (g->ignore_sets != 0) {  /* success, and nothing changes */
+        if (g->ignore_sets > 0)
+            g->ignore_sets--;
+        int saved = save(&st);
+        state_unlock(lk);
+        return saved ? NVML_ERROR_UNKNOWN : NVML_SUCCESS;
     }
     /* Fold the energy drawn so far at the old limit into the counter. */
     g->energy_mj = energy_now_mj(g);

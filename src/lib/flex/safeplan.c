@@ -93,7 +93,9 @@ static int ensure(struct pflex_safe_plan *p, const struct pflex_safe_input *in, 
     return 0;
 }
 
-static const double *sort_key;
+/* the qsort key: one per thread, so that plans on several threads (the
+ * simulator runs policies side by side) do not share it */
+static _Thread_local const double *sort_key;
 static int by_cap_desc(const void *a, const void *b)
 {
     double x = sort_key[*(const size_t *)a], y = sort_key[*(const size_t *)b];
@@ -161,6 +163,12 @@ static double floors_need(const struct scratch *s, const struct pflex_safe_input
     return w;
 }
 
+/* The GPUs an entry stands for. */
+static double gcount(const struct pflex_site_gpu *gp)
+{
+    return gp->count ? (double)gp->count : 1.0;
+}
+
 static double clampd(double v, double lo, double hi)
 {
     return v < lo ? lo : v > hi ? hi : v;
@@ -217,13 +225,13 @@ static void survey_gpus(const struct pflex_safe_input *in, struct scratch *s, do
     for (size_t g = 0; g < in->ngpus; g++) {
         const struct pflex_site_gpu *gp = &in->gpus[g];
         if (!gp->reachable) {
-            *fixed += gp->max_cap_w;
-            *least += gp->max_cap_w;
+            *fixed += gcount(gp) * gp->max_cap_w;
+            *least += gcount(gp) * gp->max_cap_w;
             continue;
         }
-        *least += gp->min_cap_w;
+        *least += gcount(gp) * gp->min_cap_w;
         if (gp->job < 0) {
-            *idle_min += gp->min_cap_w;
+            *idle_min += gcount(gp) * gp->min_cap_w;
             continue;
         }
         struct jobstate *js = &s->js[gp->job];
@@ -233,7 +241,7 @@ static void survey_gpus(const struct pflex_safe_input *in, struct scratch *s, do
             js->cmin = gp->min_cap_w;
         if (js->n == 0 || gp->min_cap_w < js->gmin)
             js->gmin = gp->min_cap_w;
-        js->n++;
+        js->n += gp->count ? gp->count : 1;
     }
 }
 
@@ -418,7 +426,7 @@ static void set_caps(const struct pflex_safe_input *in, struct pflex_safe_plan *
         c = clampd(c, gp->min_cap_w, gp->max_cap_w);
         if ((in->hold || !gp->telemetry_ok) && isfinite(gp->cap_w) && c > gp->cap_w) {
             c = clampd(floor(gp->cap_w + 1e-6), gp->min_cap_w, gp->max_cap_w);
-            out->held++;
+            out->held += gp->count ? gp->count : 1;
         }
         out->cap_w[g] = c;
     }
@@ -433,22 +441,22 @@ static void trim_to_limit(const struct pflex_safe_input *in, struct pflex_safe_p
     double worst = fixed;
     for (size_t g = 0; g < in->ngpus; g++)
         if (in->gpus[g].reachable)
-            worst += out->cap_w[g];
+            worst += gcount(&in->gpus[g]) * out->cap_w[g];
     if (limited && worst > in->limit_w) {
         double over = worst - in->limit_w;
         for (size_t g = 0; g < in->ngpus && over > 0; g++) {
             const struct pflex_site_gpu *gp = &in->gpus[g];
             if (!gp->reachable)
                 continue;
-            double room = out->cap_w[g] - gp->min_cap_w;
-            double cut = ceil(over - 1e-9);
+            double room = out->cap_w[g] - gp->min_cap_w, cnt = gcount(gp);
+            double cut = ceil(over / cnt - 1e-9);
             if (cut > room)
                 cut = floor(room);
             if (cut <= 0)
                 continue;
             out->cap_w[g] -= cut;
-            worst -= cut;
-            over -= cut;
+            worst -= cnt * cut;
+            over -= cnt * cut;
         }
     }
     out->worst_w = worst;

@@ -432,6 +432,15 @@ int pflex_target_parse(const char *spec, double now_s, struct pflex_target *out,
     if (!spec || strlen(spec) >= sizeof buf)
         return pflex_error_set(err, "target too long or empty");
     strcpy(buf, spec);
+    /* strtok_r would skip empty fields: "70%,,," and ",70%" are typos, not targets. */
+    size_t len = strlen(spec);
+    const char *empty = spec[0] == ',' ? spec : strstr(spec, ",,");
+    if (!empty && len && spec[len - 1] == ',')
+        empty = spec + len - 1;
+    if (empty)
+        return pflex_error_set(err, "target '%s': an empty field (the ',' at character %d); "
+                               "want VALUE[,key=value...], e.g. 70%%,for=1h", spec,
+                               (int)(empty - spec) + 1);
     struct pflex_target t = {.start_s = now_s, .end_s = INFINITY, .unit = PFLEX_TARGET_WATTS};
     snprintf(t.source, sizeof t.source, "cli");
     char *save = NULL;

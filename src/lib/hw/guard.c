@@ -125,6 +125,15 @@ static struct ggpu *find(pflex_guard_t *gd, unsigned gpu)
     return NULL;
 }
 
+/* Watts to the milliwatts NVML speaks, rounded as the nvml backend rounds
+ * (to nearest, ties to even):
+ * limits are compared there, never in floating-point watts (199.9999 W is
+ * 200000 mW, within a 200-700 W range). */
+static long long to_mw(double w)
+{
+    return llrint(w * 1000.0);
+}
+
 /* The power limit set now: NVML's management limit, else the enforced one. */
 static int read_limit(pflex_guard_t *gd, struct ggpu *d, double *w, pflex_error_t *err)
 {
@@ -232,9 +241,8 @@ static int load_state(struct ggpu *d, double *orig_w, char *owner, size_t olen, 
     if (!o) {
         if (access(d->state_path, F_OK) != 0 && errno == ENOENT)
             return 0;
-        return pflex_error_set(err, "%s:%d:%d: %s (a saved original limit; fix or remove it by "
-                               "hand after checking the GPU's limit)", d->state_path, je.line,
-                               je.column, je.text);
+        return pflex_error_set(err, "%s:%d:%d: %s", d->state_path, je.line, je.column,
+                               je.text);
     }
     json_t *w = json_object_get(o, "original_w");
     const char *own = json_string_value(json_object_get(o, "owner"));
@@ -247,9 +255,7 @@ static int load_state(struct ggpu *d, double *orig_w, char *owner, size_t olen, 
     }
     json_decref(o);
     if (!ok)
-        return pflex_error_set(err, "%s: no positive \"original_w\" (a saved original limit; "
-                               "fix or remove it by hand after checking the GPU's limit)",
-                               d->state_path);
+        return pflex_error_set(err, "%s: no positive \"original_w\"", d->state_path);
     return 1;
 }
 
@@ -277,6 +283,15 @@ static int put_back(pflex_guard_t *gd, struct ggpu *d, double target_w, double *
             w = lim.max_w;
         if (pflex_gpu_set_cap(gd->g, d->pub.index, w, &last))
             continue;
+        /* Read back: a set that returned success is not yet a restore. */
+        double got;
+        if (read_limit(gd, d, &got, &last))
+            continue;
+        if (to_mw(got) != to_mw(w)) {
+            pflex_error_set(&last, "the limit reads %g W after setting %g W (the set did not "
+                            "take effect)", got, w);
+            continue;
+        }
         if (w != target_w)
             note(gd, "GPU %u (%s): the original limit %g W is outside the range the device "
                  "allows now (%g-%g W); restored to %g W, the nearest settable value",
@@ -341,10 +356,37 @@ static int survey(pflex_guard_t *gd, struct ggpu *d, pflex_error_t *err)
     double saved = NAN;
     char owner[40];
     long pid = 0;
-    int r = load_state(d, &saved, owner, sizeof owner, &pid, err);
-    if (r < 0)
-        return -1;
-    if (r == 1) {
+    pflex_error_t bad;
+    int r = load_state(d, &saved, owner, sizeof owner, &pid, &bad);
+    if (r < 0) {
+        /* Empty or damaged (a crash mid-write, a full disk, a hand edit):
+         * the original is unknown, so the board's default is restored, and
+         * the file is kept aside for a look. */
+        struct pflex_gpu_limits lim;
+        if (pflex_gpu_limits(gd->g, d->pub.index, &lim, err))
+            return -1;
+        if (!isfinite(lim.default_w))
+            return pflex_error_set(err, "%s; the device reports no default limit to restore "
+                                   "instead", bad.text);
+        double before = NAN, w;
+        pflex_error_t e;
+        read_limit(gd, d, &before, NULL);
+        if (put_back(gd, d, lim.default_w, &w, &e))
+            return pflex_error_set(err, "%s; restoring the default %g W instead: %s", bad.text,
+                                   lim.default_w, e.text);
+        char aside[600];
+        snprintf(aside, sizeof aside, "%s.corrupt", d->state_path);
+        if (rename(d->state_path, aside) == 0) {
+            fsync_dir(gd->dir);
+        } else {
+            snprintf(aside, sizeof aside, "removed (it could not be renamed)");
+            drop_state(gd, d);
+        }
+        d->pub.recovered = 1;
+        note(gd, "GPU %u (%s): the saved original limit is unreadable (%s); restored the "
+             "board's default %g W (%g W found); the file is %s", d->pub.index, d->pub.key,
+             bad.text, w, before, aside);
+    } else if (r == 1) {
         double before = NAN, w;
         pflex_error_t e;
         read_limit(gd, d, &before, NULL);
@@ -366,7 +408,13 @@ static int survey(pflex_guard_t *gd, struct ggpu *d, pflex_error_t *err)
             note(gd, "GPU %u (%s): the limit found, %g W, is not the default %g W; kept as the "
                  "limit to return to", d->pub.index, d->pub.key, d->pub.found_w, lim.default_w);
         } else {
+            /* A restore is due from now on: saved like any change, so
+             * that a crash before it still ends at the default. */
             d->pub.original_w = lim.default_w;
+            if (save_state(gd, d, err))
+                return -1;
+            d->pub.changed = 1;
+            d->pub.left_over = 1;
             note(gd, "GPU %u (%s): the limit found, %g W, is not the default %g W: taken as a "
                  "cap left behind, not as the original; %g W is what will be restored (keep "
                  "the found limit with --keep-found-limit)", d->pub.index, d->pub.key,
@@ -458,9 +506,12 @@ int pflex_guard_set(pflex_guard_t *gd, unsigned gpu, double cap_w, double *enfor
     struct pflex_gpu_limits lim;
     if (pflex_gpu_limits(gd->g, gpu, &lim, err))
         return -1;
-    if (cap_w < lim.min_w || cap_w > lim.max_w)
+    long long cap_mw = to_mw(cap_w), lo_mw = to_mw(lim.min_w), hi_mw = to_mw(lim.max_w);
+    if (cap_mw < lo_mw || cap_mw > hi_mw)
         return pflex_error_set(err, "GPU %u (%s): power cap %g W is outside the device's range "
-                               "%g-%g W; refused", gpu, d->pub.key, cap_w, lim.min_w, lim.max_w);
+                               "%g-%g W (%lld mW, not in %lld-%lld mW); refused", gpu,
+                               d->pub.key, cap_w, lim.min_w, lim.max_w, cap_mw, lo_mw, hi_mw);
+    cap_w = cap_mw / 1000.0;
     int first = !d->pub.changed;
     if (first) {
         if (save_state(gd, d, err))
@@ -477,9 +528,13 @@ int pflex_guard_set(pflex_guard_t *gd, unsigned gpu, double cap_w, double *enfor
         }
         return -1;
     }
-    double enf;
-    if (pflex_gpu_get_cap(gd->g, gpu, &enf, err))
+    /* Read back: NVML can answer success and leave the limit as it was. */
+    double now_w, enf;
+    if (read_limit(gd, d, &now_w, err) || pflex_gpu_get_cap(gd->g, gpu, &enf, err))
         return -1;
+    if (to_mw(now_w) != cap_mw)
+        return pflex_error_set(err, "GPU %u (%s): the limit reads %g W after setting %g W: the "
+                               "set did not take effect", gpu, d->pub.key, now_w, cap_w);
     if (enforced_w)
         *enforced_w = enf;
     return 0;

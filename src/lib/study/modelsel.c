@@ -1,14 +1,11 @@
-/* model_common.c — candidates, evaluation and atomic writes for the model
- * commands (see model_common.h). */
-#include <errno.h>
+/* modelsel.c — the candidate models and their cross-validated scores
+ * (pflex/modelsel.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include "cli/model_common.h"
+#include "pflex/modelsel.h"
 
-size_t model_candidates(struct candidate *out, size_t max)
+size_t pflex_modelsel_candidates(struct pflex_modelsel_candidate *out, size_t max)
 {
     static const int all[] = {
         PFLEX_FEAT_DRAM_COPY, PFLEX_FEAT_ARITH_INTENSITY, PFLEX_FEAT_DRAM_ACTIVE,
@@ -53,48 +50,9 @@ size_t model_candidates(struct candidate *out, size_t max)
     return n;
 }
 
-void model_train_data(const struct dataset *d, struct pflex_train_data *td, double **y)
-{
-    size_t nt = 1 + DS_NCUT;
-    double *v = malloc((d->n ? d->n : 1) * nt * sizeof *v);
-    if (v)
-        for (size_t i = 0; i < d->n; i++) {
-            v[i * nt] = d->pfi[i];
-            for (int k = 0; k < DS_NCUT; k++)
-                v[i * nt + 1 + k] = d->loss[i * DS_NCUT + k];
-        }
-    td->n = d->n;
-    td->x = d->x;
-    td->y = v;
-    td->ncut = DS_NCUT;
-    td->cuts = ds_cuts;
-    td->use = NULL;
-    *y = v;
-}
-
-int *cluster_ids(const struct dataset *d, size_t *ngroups)
-{
-    int *g = malloc((d->n ? d->n : 1) * sizeof *g);
-    size_t ng = 0;
-    if (!g)
-        return NULL;
-    for (size_t i = 0; i < d->n; i++) {
-        g[i] = -1;
-        for (size_t j = 0; j < i; j++)
-            if (!strcmp(d->cluster[i], d->cluster[j])) {
-                g[i] = g[j];
-                break;
-            }
-        if (g[i] < 0)
-            g[i] = (int)ng++;
-    }
-    *ngroups = ng;
-    return g;
-}
-
 static double curve_rmse(const double *pred, const double *y, size_t n)
 {
-    size_t nt = 1 + DS_NCUT, m = 0;
+    size_t nt = 1 + PFLEX_DATASET_NCUT, m = 0;
     double ss = 0;
     for (size_t i = 0; i < n; i++)
         for (int k = 1; k < (int)nt; k++) {
@@ -107,22 +65,22 @@ static double curve_rmse(const double *pred, const double *y, size_t n)
     return m ? sqrt(ss / (double)m) : NAN;
 }
 
-int model_evaluate(const struct pflex_model_spec *s, const struct dataset *d, int loo,
-                   struct evaluation *ev, pflex_error_t *err)
+int pflex_modelsel_evaluate(const struct pflex_model_spec *s, const struct pflex_dataset *d,
+                            int loo, struct pflex_modelsel_eval *ev, pflex_error_t *err)
 {
     struct pflex_train_data td;
     double *y;
-    size_t nt = 1 + DS_NCUT, ng = 0;
-    model_train_data(d, &td, &y);
+    size_t nt = 1 + PFLEX_DATASET_NCUT, ng = 0;
+    pflex_dataset_train_data(d, &td, &y);
     double *pred = malloc((d->n ? d->n : 1) * nt * sizeof *pred);
     double *se = malloc(nt * sizeof *se);
-    int *g = cluster_ids(d, &ng), *ids = malloc((d->n ? d->n : 1) * sizeof *ids), rc = -1;
+    int *g = pflex_dataset_cluster_ids(d, &ng), *ids = malloc((d->n ? d->n : 1) * sizeof *ids), rc = -1;
     memset(ev, 0, sizeof *ev);
     ev->loo.r2 = ev->loo.rmse = ev->loo.rho = NAN;
     ev->loco.r2 = ev->loco.rmse = ev->loco.rho = NAN;
     ev->curve_loo_rmse = ev->curve_loco_rmse = NAN;
     if (!y || !pred || !se || !g || !ids) {
-        pflex_error_set(err, "model: out of memory");
+        pflex_error_sys(err, "model: out of memory");
         goto out;
     }
     ev->clusters = ng;
@@ -174,45 +132,9 @@ out:
     return rc;
 }
 
-const char *evaluation_na(const struct evaluation *ev, size_t fold, char *buf, size_t len)
+const char *pflex_modelsel_na(const struct pflex_modelsel_eval *ev, size_t fold, char *buf,
+                              size_t len)
 {
     snprintf(buf, len, "a fold trains on %zu jobs, the model needs %zu", fold, ev->min_jobs);
     return buf;
-}
-
-int write_atomic(const char *path, const char *text, size_t len)
-{
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 16);
-    if (!tmp)
-        return -1;
-    snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        free(tmp);
-        return -1;
-    }
-    (void)fchmod(fd, 0644);
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, text + off, len - off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        off += (size_t)w;
-    }
-    int ok = off == len && fsync(fd) == 0;
-    if (close(fd) != 0)
-        ok = 0;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        free(tmp);
-        errno = e ? e : EIO;
-        return -1;
-    }
-    free(tmp);
-    return 0;
 }

@@ -1,0 +1,930 @@
+/* simulate.c — a site driven through a grid day, every policy on the same
+ * fleet, limit and noise (pflex/simulate.h).
+ *
+ * One shared pass first: the fleet's timeline (which job holds which GPUs
+ * when: drawn from the seed, the same for every policy) and, per period,
+ * the limit the plans meet, the limit in force and the uncapped
+ * objective.  Then each policy runs the periods on its own (on its own
+ * thread when asked): decide the caps (offline policies plan again only
+ * when the limit or the jobs changed; the online ones run the
+ * controller's learner and planner every period), let the caps decided
+ * D periods ago act, score the period on the curves.  Per period the work
+ * is proportional to the jobs: a job's GPUs share one cap and are one
+ * entry of the planner (pflex_site_gpu.count).  Nothing is allocated per
+ * period but by the learner's own fit. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "pflex/learn.h"
+#include "pflex/safeplan.h"
+#include "pflex/simulate.h"
+#include "lib/util/interp.h"
+#include "lib/util/mix.h"
+
+static const char *const pol_names[PFLEX_SIM_NPOL] = {
+    "equal", "eq2-measured", "eq2-predicted", "tpw", "online-cold", "online-warm", "oracle",
+};
+
+const char *pflex_sim_policy_name(enum pflex_sim_policy p)
+{
+    return (unsigned)p < PFLEX_SIM_NPOL ? pol_names[p] : NULL;
+}
+
+int pflex_sim_policy_parse(const char *s, enum pflex_sim_policy *out)
+{
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++)
+        if (!strcmp(s, pol_names[p])) {
+            *out = (enum pflex_sim_policy)p;
+            return 0;
+        }
+    return -1;
+}
+
+/* ---- the truth ---- */
+
+void pflex_sim_kind_at(const struct pflex_sim_kind *k, double cap_w, double *power_w, double *fraction)
+{
+    /* points descend in cap: walk from the lowest (few points) */
+    size_t n = k->n;
+    if (cap_w >= k->cap_w[0]) {
+        *power_w = k->power_w[0];
+        *fraction = k->fraction[0];
+        return;
+    }
+    if (cap_w <= k->cap_w[n - 1]) {
+        *power_w = k->power_w[n - 1];
+        *fraction = k->fraction[n - 1];
+        return;
+    }
+    size_t i = 1;
+    while (k->cap_w[i] > cap_w)
+        i++;
+    /* cap_w[i] <= cap < cap_w[i - 1] */
+    double f = (cap_w - k->cap_w[i]) / (k->cap_w[i - 1] - k->cap_w[i]);
+    *power_w = k->power_w[i] + f * (k->power_w[i - 1] - k->power_w[i]);
+    *fraction = k->fraction[i] + f * (k->fraction[i - 1] - k->fraction[i]);
+}
+
+/* Standard normal from two counter-based uniforms (Box-Muller). */
+static double normal_at(uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t h = pflex_mix64(seed ^ pflex_mix64(a ^ pflex_mix64(b ^ pflex_mix64(c))));
+    uint64_t h2 = pflex_mix64(h);
+    double u1 = ((double)(h >> 11) + 0.5) / 9007199254740992.0;
+    double u2 = (double)(h2 >> 11) / 9007199254740992.0;
+    return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+static double uniform_at(uint64_t seed, uint64_t a, uint64_t b)
+{
+    uint64_t h = pflex_mix64(seed ^ pflex_mix64(a ^ pflex_mix64(b + 0x51ed27ULL)));
+    return ((double)(h >> 11) + 0.5) / 9007199254740992.0;
+}
+
+/* ---- the fleet's timeline ---- */
+
+struct inst {                   /* one job over its life in one slot */
+    size_t slot, kind;
+    int gpus;
+    double floor, weight;
+    size_t k0, k1;              /* periods [k0, k1) */
+    char name[64];
+};
+
+struct world {
+    const struct pflex_sim_config *c;
+    size_t nper, nslots, ninst;
+    struct inst *inst;          /* by k0, then slot */
+    size_t D;                   /* delay in periods */
+    double settle_s, z, explore;
+    double *limit_plan, *limit_now, *uncapped, *uncapped_t0;
+    unsigned char *after_ramp, *changed, *fleet_changed;
+    double baseline_w, max_w;
+    double *ky, *kloss;         /* per kind: its curve in the cap domain, y = 1 - cap/C */
+    size_t *koff;
+};
+
+static int cmp_inst(const void *a, const void *b)
+{
+    const struct inst *p = a, *q = b;
+    if (p->k0 != q->k0)
+        return p->k0 < q->k0 ? -1 : 1;
+    return (p->slot > q->slot) - (p->slot < q->slot);
+}
+
+static size_t draw_kind(const struct pflex_sim_config *c, size_t slot, size_t gen)
+{
+    double u = uniform_at(c->seed, 0x6b696e64ULL + slot, gen);
+    size_t k = (size_t)(u * (double)c->nkinds);
+    return k < c->nkinds ? k : c->nkinds - 1;
+}
+
+static int build_fleet(struct world *w, pflex_error_t *err)
+{
+    const struct pflex_sim_config *c = w->c;
+    size_t cap = 0;
+    w->ninst = 0;
+    /* slots: the given jobs, or GPUs filled with drawn sizes */
+    int *slot_gpus = NULL;
+    size_t nslots = 0;
+    if (c->njobs) {
+        nslots = c->njobs;
+        slot_gpus = malloc(nslots * sizeof *slot_gpus);
+        if (!slot_gpus)
+            return pflex_error_set(err, "out of memory");
+        for (size_t j = 0; j < nslots; j++)
+            slot_gpus[j] = c->jobs[j].gpus;
+    } else {
+        int lo = c->gpus_lo > 0 ? c->gpus_lo : 8, hi = c->gpus_hi >= lo ? c->gpus_hi : lo;
+        int step = c->gpus_step > 0 ? c->gpus_step : 1;
+        size_t left = c->ngpus, cap_s = 0;
+        while (left) {
+            int nsteps = (hi - lo) / step + 1;
+            int g = lo + step * (int)(uniform_at(c->seed, 0x73697a65ULL, nslots) * nsteps);
+            if (g > hi)
+                g = hi;
+            if ((size_t)g > left)
+                g = (int)left;
+            if (nslots == cap_s) {
+                cap_s = cap_s ? 2 * cap_s : 256;
+                int *ng = realloc(slot_gpus, cap_s * sizeof *ng);
+                if (!ng) {
+                    free(slot_gpus);
+                    return pflex_error_set(err, "out of memory");
+                }
+                slot_gpus = ng;
+            }
+            slot_gpus[nslots++] = g;
+            left -= (size_t)g;
+        }
+    }
+    w->nslots = nslots;
+    for (size_t s = 0; s < nslots; s++) {
+        size_t k0 = 0;
+        for (size_t gen = 0; k0 < w->nper; gen++) {
+            size_t k1 = w->nper;
+            if (c->mean_job_s > 0) {
+                /* a job already running at the start is part-way through its life */
+                double len = -c->mean_job_s * log(uniform_at(c->seed, 0x6c656eULL + s, gen));
+                size_t kl = (size_t)ceil(len / c->period_s);
+                if (kl < 1)
+                    kl = 1;
+                if (k0 + kl < k1)
+                    k1 = k0 + kl;
+            }
+            if (w->ninst == cap) {
+                cap = cap ? 2 * cap : 256;
+                struct inst *ni = realloc(w->inst, cap * sizeof *ni);
+                if (!ni) {
+                    free(slot_gpus);
+                    return pflex_error_set(err, "out of memory");
+                }
+                w->inst = ni;
+            }
+            struct inst *in = &w->inst[w->ninst++];
+            memset(in, 0, sizeof *in);
+            in->slot = s;
+            in->gpus = slot_gpus[s];
+            in->k0 = k0;
+            in->k1 = k1;
+            if (c->njobs && gen == 0) {
+                const struct pflex_sim_job *j = &c->jobs[s];
+                in->kind = j->kind;
+                in->floor = j->floor;
+                in->weight = j->weight;
+                snprintf(in->name, sizeof in->name, "%s", j->name ? j->name : "job");
+            } else {
+                in->kind = c->njobs ? c->jobs[s].kind : draw_kind(c, s, gen);
+                in->floor = c->njobs ? c->jobs[s].floor : c->kinds[in->kind].floor;
+                in->weight = c->njobs ? c->jobs[s].weight : 1;
+                snprintf(in->name, sizeof in->name, "%.40s-%zu-%zu", c->kinds[in->kind].name, s, gen);
+            }
+            k0 = k1;
+        }
+    }
+    free(slot_gpus);
+    qsort(w->inst, w->ninst, sizeof *w->inst, cmp_inst);
+    return 0;
+}
+
+/* ---- one policy ---- */
+
+struct slot {
+    const struct inst *in;
+    const struct pflex_sim_kind *k;
+    double C, cmin;             /* the kind's largest and smallest measured cap */
+    double a;                   /* objective weight x scale: w T0 or w n */
+    double *ring;               /* D + 1 caps decided, by period mod (D + 1) */
+    double cap;                 /* in force this period */
+    double read_cap, read_p, read_t;    /* last period's, for the learner; NaN: none */
+    /* online */
+    pflex_learn_t *learn;
+    struct pflex_learn_curve curve;
+    double *hi;
+    size_t hi_cap;
+    double last_cap, cap_since, tput_now, t0_plan;
+    unsigned probe_wait, probe_left;
+    double probe_cap;
+    int dirty;                  /* observed since the last fit */
+};
+
+struct run {
+    struct world *w;
+    enum pflex_sim_policy p;
+    struct pflex_sim_result *r;
+    int progress;               /* this run reports progress */
+    pflex_error_t err;
+    int rc;
+    double done_share, share;   /* progress: the part of the whole this run is */
+};
+
+static double kind_pfi(const struct pflex_sim_kind *k, enum pflex_sim_policy p)
+{
+    double v = p == PFLEX_SIM_EQ2_MEASURED ? k->pfi_measured
+             : p == PFLEX_SIM_EQ2_PREDICTED || p == PFLEX_SIM_ONLINE_WARM ? k->pfi_predicted : 1;
+    if (p == PFLEX_SIM_ONLINE_WARM && !(v > 0))
+        v = k->pfi_measured;
+    return v > 0 && isfinite(v) ? v : 1;
+}
+
+static int slot_start(struct run *ru, struct slot *s, const struct inst *in, pflex_error_t *err)
+{
+    const struct pflex_sim_config *c = ru->w->c;
+    s->in = in;
+    s->k = &c->kinds[in->kind];
+    s->C = s->k->cap_w[0];
+    s->cmin = s->k->cap_w[s->k->n - 1];
+    s->a = in->weight * (c->objective == PFLEX_OBJECTIVE_PROGRESS ? (double)in->gpus : s->k->t0);
+    s->read_cap = s->read_p = s->read_t = NAN;
+    if (ru->p == PFLEX_SIM_ONLINE_COLD || ru->p == PFLEX_SIM_ONLINE_WARM) {
+        pflex_learn_destroy(s->learn);
+        s->learn = NULL;
+        struct pflex_learn_config lc = {.min_cap_w = s->cmin, .max_cap_w = s->C};
+        if (ru->p == PFLEX_SIM_ONLINE_WARM)
+            lc.prior_pfi = kind_pfi(s->k, ru->p);
+        if (pflex_learn_create(&lc, &s->learn, err) < 0)
+            return -1;
+        s->last_cap = s->cap_since = s->tput_now = NAN;
+        s->probe_wait = s->probe_left = 0;
+        s->probe_cap = NAN;
+        s->dirty = 1;
+    }
+    return 0;
+}
+
+struct offline {
+    struct pflex_alloc_job *aj;
+    struct pflex_alloc_plan plan;
+    double last_limit;
+};
+
+/* Plan the offline policy for limit (W) into decided[]. */
+static int offline_plan(struct run *ru, struct slot *sl, struct offline *o, double limit,
+                        double *decided, pflex_error_t *err)
+{
+    struct world *w = ru->w;
+    const struct pflex_sim_config *c = w->c;
+    size_t n = w->nslots;
+    if (!isfinite(limit)) {
+        for (size_t s = 0; s < n; s++)
+            decided[s] = sl[s].C;
+        return 0;
+    }
+    static const enum pflex_policy map[PFLEX_SIM_NPOL] = {
+        [PFLEX_SIM_EQUAL] = PFLEX_POLICY_EQUAL, [PFLEX_SIM_EQ2_MEASURED] = PFLEX_POLICY_PFI_WEIGHTED,
+        [PFLEX_SIM_EQ2_PREDICTED] = PFLEX_POLICY_PFI_WEIGHTED, [PFLEX_SIM_TPW] = PFLEX_POLICY_PFI_WEIGHTED,
+        [PFLEX_SIM_ORACLE] = PFLEX_POLICY_OPTIMAL,
+    };
+    for (size_t s = 0; s < n; s++) {
+        const struct slot *q = &sl[s];
+        size_t kk = q->in->kind, off = w->koff[kk];
+        o->aj[s] = (struct pflex_alloc_job){
+            .name = q->in->name, .gpus = q->in->gpus, .npoints = (unsigned)q->k->n, .p0_w = q->C,
+            .t0 = q->k->t0, .cap0_w = q->C, .weight = q->in->weight, .floor = q->in->floor,
+            .x_hi = w->ky[off + q->k->n - 1], .pfi = ru->p == PFLEX_SIM_EQUAL || ru->p == PFLEX_SIM_ORACLE
+                                                         ? NAN : kind_pfi(q->k, ru->p),
+            .x = w->ky + off, .loss = w->kloss + off};
+    }
+    struct pflex_alloc_problem prob = {.njobs = n, .jobs = o->aj, .budget_w = limit - c->other_w,
+                                       .objective = c->objective};
+    if (pflex_alloc_plan(&prob, map[ru->p], &o->plan, err) < 0)
+        return -1;
+    if (!o->plan.feasible) {
+        /* the target wins: the floors give way, all by the same share and
+         * no further than the limit needs (the largest phi in [0, 1] whose
+         * floors phi s_j fit: the safe planner's rule on a curve known
+         * without doubt) */
+        double lo = 0, hi = 1;
+        for (int it = 0; it < 30; it++) {
+            double mid = (lo + hi) / 2;
+            for (size_t s = 0; s < n; s++)
+                o->aj[s].floor = mid * sl[s].in->floor;
+            if (pflex_alloc_plan(&prob, map[ru->p], &o->plan, err) < 0)
+                return -1;
+            if (o->plan.feasible)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        for (size_t s = 0; s < n; s++)
+            o->aj[s].floor = lo * sl[s].in->floor;
+        if (pflex_alloc_plan(&prob, map[ru->p], &o->plan, err) < 0)
+            return -1;
+    }
+    for (size_t s = 0; s < n; s++) {
+        /* not rounded to whole watts: a cap rounded down at a job's
+         * floor would break it by a hair */
+        double cap = sl[s].C * (1 - o->plan.x[s]);
+        decided[s] = cap < sl[s].cmin ? sl[s].cmin : cap > sl[s].C ? sl[s].C : cap;
+    }
+    return 0;
+}
+
+struct online {
+    struct pflex_site_gpu *gpus;
+    struct pflex_site_job *jobs;
+    struct pflex_safe_plan plan;
+};
+
+/* The controller's period (src/controller/controller.c ctl_period, steps
+ * 4 to 6) on the site's jobs: learn from last period's settled readings,
+ * weigh each job by its baseline, plan safely, probe.  now: the period's
+ * time; limit: the lowest limit over the plan's horizon. */
+static int online_period(struct run *ru, struct slot *sl, struct online *o, double now, double limit,
+                         double *decided, pflex_error_t *err)
+{
+    struct world *w = ru->w;
+    const struct pflex_sim_config *c = w->c;
+    size_t n = w->nslots;
+    struct pflex_sim_summary *sum = &ru->r->pol[ru->p];
+    /* 4. learn: a job at one cap held since last period and seen for
+     * --settle seconds gives one observation */
+    for (size_t s = 0; s < n; s++) {
+        struct slot *q = &sl[s];
+        double cap = q->read_cap, power = q->read_p, tput = q->read_t;
+        int ok = isfinite(cap);
+        int settled = ok && isfinite(q->last_cap) && fabs(q->last_cap - cap) <= 5;
+        if (!ok)
+            q->cap_since = NAN;
+        else if (!isfinite(q->last_cap) || fabs(q->last_cap - cap) > 5 || !isfinite(q->cap_since))
+            q->cap_since = now;
+        settled = settled && isfinite(q->cap_since) && now - q->cap_since >= w->settle_s - 1e-6;
+        q->tput_now = ok ? tput : NAN;
+        q->last_cap = ok ? cap : NAN;
+        if (settled && pflex_learn_observe(q->learn, cap, power, tput, NULL) == 0)
+            q->dirty = 1;
+        if (q->dirty) {
+            /* the fit is a function of the observations alone: refitting
+             * without a new one gives the same curve */
+            if (pflex_learn_fit(q->learn, &q->curve, err) < 0)
+                return -1;
+            if (q->curve.n > q->hi_cap) {
+                size_t nc = q->curve.n * 2;
+                double *nh = realloc(q->hi, nc * sizeof *nh);
+                if (!nh)
+                    return pflex_error_set(err, "out of memory");
+                q->hi = nh;
+                q->hi_cap = nc;
+            }
+            for (size_t i = 0; i < q->curve.n; i++)
+                q->hi[i] = q->curve.loss[i] + w->z * q->curve.sd[i];
+            q->dirty = 0;
+        }
+    }
+    /* 5. baselines (the controller's job_baselines), then plan */
+    double sum_t = 0, sum_n = 0;
+    for (size_t s = 0; s < n; s++) {
+        struct slot *q = &sl[s];
+        const struct pflex_learn_curve *cv = &q->curve;
+        q->t0_plan = NAN;
+        if (cv->has_baseline && cv->t0 > 0)
+            q->t0_plan = cv->t0;
+        else if (isfinite(q->tput_now) && q->tput_now > 0 && isfinite(q->last_cap)) {
+            double x = 1 - q->last_cap / (cv->p0_w > 0 ? cv->p0_w : q->C);
+            double keep = 1 - pflex_learn_loss(cv, x > 0 ? x : 0);
+            q->t0_plan = q->tput_now / (keep > 0.05 ? keep : 0.05);
+        }
+        if (isfinite(q->t0_plan)) {
+            sum_t += q->t0_plan;
+            sum_n += q->in->gpus;
+        }
+    }
+    double per_gpu = sum_n > 0 ? sum_t / sum_n : 1;
+    for (size_t s = 0; s < n; s++) {
+        struct slot *q = &sl[s];
+        if (!isfinite(q->t0_plan))
+            q->t0_plan = per_gpu * q->in->gpus;
+        o->gpus[s] = (struct pflex_site_gpu){.job = (int)s, .reachable = 1, .telemetry_ok = 1,
+                                             .min_cap_w = q->cmin, .max_cap_w = q->C, .cap_w = q->cap,
+                                             .count = (unsigned)q->in->gpus};
+        o->jobs[s] = (struct pflex_site_job){.name = q->in->name, .t0 = q->t0_plan, .weight = q->in->weight,
+                                             .floor = q->in->floor, .n = q->curve.n,
+                                             .cap_w = q->curve.cap_w, .loss = q->curve.loss,
+                                             .loss_hi = q->hi};
+    }
+    struct pflex_safe_input in = {.ngpus = n, .gpus = o->gpus, .njobs = n, .jobs = o->jobs,
+                                  .limit_w = limit, .other_w = c->other_w, .hold = 0,
+                                  .objective = c->objective};
+    if (pflex_safe_plan(&in, &o->plan, err) < 0)
+        return -1;
+    sum->plans++;
+    for (size_t s = 0; s < n; s++)
+        decided[s] = o->plan.cap_w[s];
+    /* 6. probes: only deeper, only where the floor allows, two periods */
+    if (w->explore > 0)
+        for (size_t s = 0; s < n; s++) {
+            struct slot *q = &sl[s];
+            double planned = o->plan.job_cap_w[s];
+            if (!isfinite(planned))
+                continue;
+            if (!q->probe_left) {
+                double xp, cap;
+                if (q->probe_wait) {
+                    q->probe_wait--;
+                    continue;
+                }
+                if (!q->curve.has_baseline)
+                    continue;
+                double x_now = 1 - planned / q->curve.p0_w;
+                if (x_now < 0)
+                    x_now = 0;
+                int found = isfinite(limit)
+                    ? pflex_learn_probe_near(&q->curve, q->in->floor, w->z, x_now, w->explore,
+                                             2 * q->curve.sigma, &xp, &cap)
+                    : pflex_learn_probe(&q->curve, q->in->floor, w->z, x_now, w->explore,
+                                        2 * q->curve.sigma, &xp, &cap);
+                if (!found || planned - floor(cap) < 5)
+                    continue;
+                q->probe_cap = floor(cap);
+                q->probe_left = 1 + (unsigned)ceil(w->settle_s / c->period_s - 1e-6);
+                q->probe_wait = 3;
+                sum->probes++;
+            }
+            q->probe_left--;
+            if (decided[s] > q->probe_cap && q->probe_cap >= q->cmin)
+                decided[s] = q->probe_cap;
+        }
+    return 0;
+}
+
+static double now_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void *run_policy(void *arg)
+{
+    struct run *ru = arg;
+    struct world *w = ru->w;
+    const struct pflex_sim_config *c = w->c;
+    struct pflex_sim_result *r = ru->r;
+    struct pflex_sim_summary *sum = &r->pol[ru->p];
+    pflex_error_t *err = &ru->err;
+    double cpu0 = now_cpu_s();
+    size_t n = w->nslots, R = w->D + 1;
+    int online = ru->p == PFLEX_SIM_ONLINE_COLD || ru->p == PFLEX_SIM_ONLINE_WARM;
+    struct slot *sl = calloc(n, sizeof *sl);
+    double *rings = malloc(n * R * sizeof *rings), *decided = malloc(n * sizeof *decided);
+    struct offline off = {0};
+    struct online on = {0};
+    pflex_alloc_plan_init(&off.plan);
+    pflex_safe_plan_init(&on.plan);
+    off.aj = malloc(n * sizeof *off.aj);
+    on.gpus = malloc(n * sizeof *on.gpus);
+    on.jobs = malloc(n * sizeof *on.jobs);
+    ru->rc = -1;
+    if (!sl || !rings || !decided || !off.aj || !on.gpus || !on.jobs) {
+        pflex_error_set(err, "out of memory");
+        goto out;
+    }
+    size_t next = 0;            /* the next instance to start */
+    double *pw = r->power_w[ru->p], *ob = r->objective[ru->p];
+    double last_limit = NAN;
+    for (size_t k = 0; k < w->nper; k++) {
+        double now = c->start_s + (double)k * c->period_s;
+        /* jobs that start now take their slot's GPUs (and the caps on them) */
+        int fleet = 0;
+        while (next < w->ninst && w->inst[next].k0 == k) {
+            const struct inst *in = &w->inst[next++];
+            struct slot *q = &sl[in->slot];
+            if (!q->ring) {
+                q->ring = rings + in->slot * R;
+                for (size_t i = 0; i < R; i++)
+                    q->ring[i] = c->kinds[in->kind].cap_w[0];
+            }
+            if (slot_start(ru, q, in, err) < 0)
+                goto out;
+            fleet = 1;
+        }
+        /* decide */
+        double limit = w->limit_plan[k];
+        if (online) {
+            if (online_period(ru, sl, &on, now, limit, decided, err) < 0)
+                goto out;
+        } else if (k == 0 || fleet || !(limit == last_limit)) {
+            if (offline_plan(ru, sl, &off, limit, decided, err) < 0)
+                goto out;
+            sum->plans++;
+        }
+        last_limit = limit;
+        for (size_t s = 0; s < n; s++)
+            sl[s].ring[k % R] = decided[s];
+        /* act and score */
+        double power = c->other_w, obj = 0;
+        int limited = isfinite(w->limit_now[k]);
+        for (size_t s = 0; s < n; s++) {
+            struct slot *q = &sl[s];
+            double cap = k >= w->D ? q->ring[(k - w->D) % R] : q->C;
+            if (cap > q->C)
+                cap = q->C;
+            if (cap < q->cmin)
+                cap = q->cmin;
+            q->cap = cap;
+            double p, f;
+            pflex_sim_kind_at(q->k, cap, &p, &f);
+            power += q->in->gpus * p;
+            obj += q->a * f;
+            sum->throughput_lost += q->k->t0 * (1 - f) * c->period_s;
+            if (limited && q->in->floor > 0) {
+                sum->floor_periods++;
+                if (f < q->in->floor - 1e-9)
+                    sum->floor_breaches++;
+            }
+            if (online) {
+                uint64_t id = (uint64_t)(q->in - w->inst);
+                q->read_cap = cap;
+                q->read_p = p * (1 + c->noise_power * normal_at(c->seed, k, id, 1));
+                q->read_t = q->k->t0 * f * (1 + c->noise_tput * normal_at(c->seed, k, id, 2));
+                if (q->read_t < 0)
+                    q->read_t = 0;
+                if (q->read_p <= 0)
+                    q->read_p = p;
+            }
+            if (r->njobs_kept && q->in->k0 == 0 && q->in->slot < r->njobs_kept) {
+                r->job_cap[ru->p][q->in->slot * w->nper + k] = cap;
+                r->job_fraction[ru->p][q->in->slot * w->nper + k] = f;
+            }
+        }
+        pw[k] = power;
+        ob[k] = obj;
+        sum->objective_s += obj * c->period_s;
+        sum->lost_s += (w->uncapped[k] - obj) * c->period_s;
+        sum->energy_kwh += power * c->period_s / 3.6e6;
+        if (limited) {
+            sum->periods_limited++;
+            sum->lost_event_s += (w->uncapped[k] - obj) * c->period_s;
+            double over = power - w->limit_now[k];
+            if (over > 1e-6 * w->limit_now[k]) {
+                if (w->after_ramp[k])
+                    sum->periods_above++;
+                else
+                    sum->periods_above_ramp++;
+                if (over > sum->max_over_w)
+                    sum->max_over_w = over;
+            }
+        }
+        if (ru->progress && c->progress && (k & 4095) == 0)
+            c->progress(c->progress_ud, ru->done_share + ru->share * (double)k / (double)w->nper);
+    }
+    ru->rc = 0;
+out:
+    for (size_t s = 0; sl && s < n; s++) {
+        pflex_learn_destroy(sl[s].learn);
+        pflex_learn_curve_fini(&sl[s].curve);
+        free(sl[s].hi);
+    }
+    free(sl);
+    free(rings);
+    free(decided);
+    free(off.aj);
+    pflex_alloc_plan_fini(&off.plan);
+    free(on.gpus);
+    free(on.jobs);
+    pflex_safe_plan_fini(&on.plan);
+    sum->wall_s = now_cpu_s() - cpu0;
+    sum->ran = ru->rc == 0;
+    return NULL;
+}
+
+/* ---- the run ---- */
+
+/* One thread's policies: runs first, first + step, ... */
+struct lane {
+    struct run *runs;
+    int first, step, n;
+};
+
+static void *lane_run(void *arg)
+{
+    struct lane *l = arg;
+    for (int i = l->first; i < l->n; i += l->step)
+        run_policy(&l->runs[i]);
+    return NULL;
+}
+
+void pflex_sim_result_fini(struct pflex_sim_result *r)
+{
+    free(r->limit_w);
+    free(r->uncapped);
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
+        free(r->power_w[p]);
+        free(r->objective[p]);
+        free(r->job_cap[p]);
+        free(r->job_fraction[p]);
+    }
+    free(r->job_name);
+    free(r->job_gpus);
+    free(r->job_floor);
+    memset(r, 0, sizeof *r);
+}
+
+static int check_config(const struct pflex_sim_config *c, pflex_error_t *err)
+{
+    if (!c->nkinds)
+        return pflex_error_set(err, "simulate: no job curves");
+    for (size_t i = 0; i < c->nkinds; i++) {
+        const struct pflex_sim_kind *k = &c->kinds[i];
+        if (k->n < 2)
+            return pflex_error_set(err, "simulate: curve '%s' needs 2 or more caps", k->name);
+        if (!(k->t0 > 0) || !isfinite(k->t0))
+            return pflex_error_set(err, "simulate: curve '%s': baseline throughput must be positive",
+                                   k->name);
+        for (size_t j = 0; j < k->n; j++) {
+            if (!isfinite(k->cap_w[j]) || !(k->power_w[j] > 0) || !isfinite(k->power_w[j])
+                || !(k->fraction[j] >= 0) || !isfinite(k->fraction[j]))
+                return pflex_error_set(err, "simulate: curve '%s': point %zu is not finite or not positive",
+                                       k->name, j);
+            if (j && !(k->cap_w[j] < k->cap_w[j - 1]))
+                return pflex_error_set(err, "simulate: curve '%s': caps must descend strictly", k->name);
+        }
+        if (!(k->cap_w[k->n - 1] > 0))
+            return pflex_error_set(err, "simulate: curve '%s': caps must be positive", k->name);
+    }
+    for (size_t j = 0; j < c->njobs; j++) {
+        const struct pflex_sim_job *jb = &c->jobs[j];
+        if (jb->kind >= c->nkinds || jb->gpus < 1 || !(jb->floor >= 0 && jb->floor <= 1)
+            || !(jb->weight >= 0))
+            return pflex_error_set(err, "simulate: job %zu ('%s'): curve, GPUs, floor or weight out of range",
+                                   j, jb->name ? jb->name : "");
+    }
+    if (!c->njobs && !c->ngpus)
+        return pflex_error_set(err, "simulate: no jobs and no GPUs");
+    if (!(c->period_s > 0) || !isfinite(c->period_s))
+        return pflex_error_set(err, "simulate: the period must be positive");
+    if (!(c->duration_s >= c->period_s) || !isfinite(c->duration_s) || c->duration_s / c->period_s > 1e8)
+        return pflex_error_set(err, "simulate: the duration must be at least a period and at most 1e8 periods");
+    if (!(c->delay_s >= 0) || !isfinite(c->delay_s) || !(c->noise_power >= 0) || !(c->noise_tput >= 0))
+        return pflex_error_set(err, "simulate: the delay and the noise must be 0 or more");
+    if (!(c->other_w >= 0) || !isfinite(c->other_w))
+        return pflex_error_set(err, "simulate: other power must be 0 or more");
+    return 0;
+}
+
+int pflex_sim_run(const struct pflex_sim_config *c, struct pflex_sim_result *r, pflex_error_t *err)
+{
+    memset(r, 0, sizeof *r);
+    if (check_config(c, err) < 0)
+        return -1;
+    struct world w = {.c = c};
+    w.nper = (size_t)floor(c->duration_s / c->period_s + 1e-9);
+    w.D = (size_t)ceil(c->delay_s / c->period_s - 1e-9);
+    w.settle_s = c->settle_s > c->period_s ? c->settle_s : c->period_s;
+    w.z = c->z > 0 ? c->z : 2;
+    w.explore = c->explore_step >= 0 ? c->explore_step : 0.05;
+    int rc = -1;
+    unsigned want = c->policies ? c->policies : (1u << PFLEX_SIM_NPOL) - 1;
+    int have_pred = 1;
+    for (size_t i = 0; i < c->nkinds; i++)
+        if (!(c->kinds[i].pfi_predicted > 0))
+            have_pred = 0;
+    if (!have_pred) {
+        if (c->policies & (1u << PFLEX_SIM_EQ2_PREDICTED))
+            return pflex_error_set(err, "simulate: eq2-predicted needs a predicted PFI for every curve");
+        if (!c->policies)
+            snprintf(r->note, sizeof r->note,
+                     "eq2-predicted left out: no predicted PFI (give --pfi); online-warm starts from the "
+                     "measured PFI");
+        want &= ~(1u << PFLEX_SIM_EQ2_PREDICTED);
+    }
+    if (build_fleet(&w, err) < 0)
+        goto out;
+    /* the kinds' curves in the cap domain */
+    size_t tot = 0;
+    w.koff = malloc(c->nkinds * sizeof *w.koff);
+    for (size_t i = 0; w.koff && i < c->nkinds; i++) {
+        w.koff[i] = tot;
+        tot += c->kinds[i].n;
+    }
+    w.ky = malloc((tot + 1) * sizeof *w.ky);
+    w.kloss = malloc((tot + 1) * sizeof *w.kloss);
+    size_t N = w.nper;
+    r->nperiods = N;
+    r->period_s = c->period_s;
+    r->start_s = c->start_s;
+    r->limit_w = malloc(N * sizeof *r->limit_w);
+    r->uncapped = malloc(N * sizeof *r->uncapped);
+    w.limit_plan = malloc(N * sizeof *w.limit_plan);
+    w.limit_now = r->limit_w;
+    w.uncapped = r->uncapped;
+    w.after_ramp = malloc(N);
+    if (!w.koff || !w.ky || !w.kloss || !r->limit_w || !r->uncapped || !w.limit_plan || !w.after_ramp) {
+        pflex_error_sys(err, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < c->nkinds; i++) {
+        const struct pflex_sim_kind *k = &c->kinds[i];
+        for (size_t j = 0; j < k->n; j++) {
+            w.ky[w.koff[i] + j] = 1 - k->cap_w[j] / k->cap_w[0];
+            w.kloss[w.koff[i] + j] = j ? 1 - k->fraction[j] / k->fraction[0] : 0;
+        }
+    }
+    /* the site at start: baseline, maximum; per period the uncapped
+     * objective and the limits */
+    {
+        double base = c->other_w, mx = c->other_w, unc = 0, mxw = c->other_w;
+        size_t g = 0, next = 0;
+        const struct inst **cur = calloc(w.nslots, sizeof *cur);
+        if (!cur) {
+            pflex_error_sys(err, "out of memory");
+            goto out;
+        }
+        for (size_t k = 0; k < N; k++) {
+            int ch = 0;
+            while (next < w.ninst && w.inst[next].k0 == k) {
+                const struct inst *in = &w.inst[next++];
+                const struct pflex_sim_kind *kd = &c->kinds[in->kind];
+                double a = in->weight * (c->objective == PFLEX_OBJECTIVE_PROGRESS ? in->gpus : kd->t0);
+                if (cur[in->slot]) {
+                    const struct pflex_sim_kind *ko = &c->kinds[cur[in->slot]->kind];
+                    unc -= cur[in->slot]->weight
+                           * (c->objective == PFLEX_OBJECTIVE_PROGRESS ? cur[in->slot]->gpus : ko->t0);
+                    mxw -= cur[in->slot]->gpus * ko->cap_w[0];
+                } else if (k == 0) {
+                    base += in->gpus * kd->power_w[0];
+                    mx += in->gpus * kd->cap_w[0];
+                    g += (size_t)in->gpus;
+                }
+                unc += a;
+                mxw += in->gpus * kd->cap_w[0];
+                cur[in->slot] = in;
+                r->jobs_started++;
+                ch = 1;
+            }
+            (void)ch;
+            r->uncapped[k] = unc;
+            double t = c->start_s + (double)k * c->period_s;
+            double bl = c->baseline_w > 0 ? c->baseline_w : base;
+            if (k == 0) {
+                r->baseline_w = bl;
+                r->max_w = mx;
+                r->ngpus = g;
+            }
+            if (c->targets) {
+                w.limit_plan[k] = pflex_target_limit_min_w(c->targets, t, t + 2 * c->period_s, bl, mxw);
+                r->limit_w[k] = pflex_target_limit_w(c->targets, t, bl, mxw);
+                const struct pflex_target *tg = pflex_target_set_winner(c->targets, t);
+                w.after_ramp[k] = tg && t >= tg->start_s + tg->ramp_s;
+            } else {
+                w.limit_plan[k] = r->limit_w[k] = INFINITY;
+                w.after_ramp[k] = 0;
+            }
+        }
+        free(cur);
+    }
+    /* per policy series */
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++)
+        if (want & (1u << p)) {
+            r->power_w[p] = malloc(N * sizeof **r->power_w);
+            r->objective[p] = malloc(N * sizeof **r->objective);
+            if (!r->power_w[p] || !r->objective[p]) {
+                pflex_error_sys(err, "out of memory");
+                goto out;
+            }
+        }
+    if (c->keep_jobs) {
+        size_t nk = 0;
+        for (size_t i = 0; i < w.ninst && w.inst[i].k0 == 0; i++)
+            nk++;
+        r->njobs_kept = nk;
+        r->job_name = calloc(nk, sizeof *r->job_name);
+        r->job_gpus = calloc(nk, sizeof *r->job_gpus);
+        r->job_floor = calloc(nk, sizeof *r->job_floor);
+        if (!r->job_name || !r->job_gpus || !r->job_floor) {
+            pflex_error_sys(err, "out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < nk; i++) {
+            const struct inst *in = &w.inst[i];    /* k0 = 0, sorted by slot */
+            snprintf(r->job_name[in->slot], sizeof r->job_name[0], "%s", in->name);
+            r->job_gpus[in->slot] = in->gpus;
+            r->job_floor[in->slot] = in->floor;
+        }
+        for (int p = 0; p < PFLEX_SIM_NPOL; p++)
+            if (want & (1u << p)) {
+                r->job_cap[p] = malloc((nk * N + 1) * sizeof **r->job_cap);
+                r->job_fraction[p] = malloc((nk * N + 1) * sizeof **r->job_fraction);
+                if (!r->job_cap[p] || !r->job_fraction[p]) {
+                    pflex_error_sys(err, "out of memory");
+                    goto out;
+                }
+            }
+    }
+    /* the policies, on up to `threads` threads: the online ones first
+     * (they cost most), dealt round robin */
+    {
+        struct run runs[PFLEX_SIM_NPOL];
+        int order[PFLEX_SIM_NPOL], np = 0;
+        static const int pref[PFLEX_SIM_NPOL] = {PFLEX_SIM_ONLINE_COLD, PFLEX_SIM_ONLINE_WARM,
+                                                  PFLEX_SIM_ORACLE, PFLEX_SIM_EQUAL, PFLEX_SIM_EQ2_MEASURED,
+                                                  PFLEX_SIM_EQ2_PREDICTED, PFLEX_SIM_TPW};
+        for (int i = 0; i < PFLEX_SIM_NPOL; i++)
+            if (want & (1u << pref[i]))
+                order[np++] = pref[i];
+        int T = c->threads > 1 ? c->threads : 1;
+        if (T > np)
+            T = np;
+        for (int i = 0; i < np; i++) {
+            runs[i] = (struct run){.w = &w, .p = (enum pflex_sim_policy)order[i], .r = r,
+                                   .progress = i % T == 0, .share = 1.0 / ((np + T - 1) / T),
+                                   .done_share = (double)(i / T) / ((np + T - 1) / T)};
+        }
+        /* thread t runs runs t, t + T, ... */
+        struct lane lanes[PFLEX_SIM_NPOL];
+        pthread_t th[PFLEX_SIM_NPOL];
+        int started[PFLEX_SIM_NPOL] = {0};
+        for (int t = 0; t < T; t++)
+            lanes[t] = (struct lane){.runs = runs, .first = t, .step = T, .n = np};
+        for (int t = 1; t < T; t++)
+            started[t] = pthread_create(&th[t], NULL, lane_run, &lanes[t]) == 0;
+        lane_run(&lanes[0]);
+        for (int t = 1; t < T; t++) {
+            if (started[t])
+                pthread_join(th[t], NULL);
+            else
+                lane_run(&lanes[t]);
+        }
+        for (int i = 0; i < np; i++)
+            if (runs[i].rc < 0) {
+                *err = runs[i].err;
+                goto out;
+            }
+        for (int i = 0; i < np; i++)
+            r->ran |= 1u << runs[i].p;
+    }
+    /* what needs equal's and the oracle's together */
+    if ((r->ran & (1u << PFLEX_SIM_EQUAL)) && (r->ran & (1u << PFLEX_SIM_ORACLE))) {
+        const double *oe = r->objective[PFLEX_SIM_EQUAL], *oo = r->objective[PFLEX_SIM_ORACLE];
+        double le = r->pol[PFLEX_SIM_EQUAL].lost_event_s, lo = r->pol[PFLEX_SIM_ORACLE].lost_event_s;
+        for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
+            if (!(r->ran & (1u << p)))
+                continue;
+            struct pflex_sim_summary *s = &r->pol[p];
+            s->gap_recovered = le - lo > 1e-9 * (fabs(le) + 1) ? (le - s->lost_event_s) / (le - lo) : NAN;
+            s->settled_mean = NAN;
+            s->settled_min = NAN;
+            double acc = 0;
+            size_t since = 0;
+            for (size_t k = 0; k < N; k++) {
+                int lim = isfinite(w.limit_plan[k]);
+                if (k == 0 || !(w.limit_plan[k] == w.limit_plan[k - 1]))
+                    since = 0;
+                else
+                    since++;
+                if (!lim)
+                    continue;
+                const double *op = r->objective[p];
+                if (op[k] < oe[k] - 1e-9 * fabs(oe[k]))
+                    s->below_equal++;
+                if (since < 10 || !(oo[k] - oe[k] > 1e-6 * fabs(oo[k])))
+                    continue;
+                double g = (op[k] - oe[k]) / (oo[k] - oe[k]);
+                s->settled_periods++;
+                acc += g;
+                if (!(g >= s->settled_min))
+                    s->settled_min = g;
+                if (g >= 0.9)
+                    s->settled_over90++;
+            }
+            if (s->settled_periods)
+                s->settled_mean = acc / (double)s->settled_periods;
+        }
+    } else
+        for (int p = 0; p < PFLEX_SIM_NPOL; p++)
+            r->pol[p].gap_recovered = r->pol[p].settled_mean = r->pol[p].settled_min = NAN;
+    rc = 0;
+out:
+    free(w.inst);
+    free(w.koff);
+    free(w.ky);
+    free(w.kloss);
+    free(w.limit_plan);
+    free(w.after_ramp);
+    if (rc < 0)
+        pflex_sim_result_fini(r);
+    return rc;
+}

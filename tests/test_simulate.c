@@ -1,0 +1,246 @@
+/* test_simulate.c — the simulated site (pflex/simulate.h).
+ *
+ * The truth is read between measured caps and never past them; a run is
+ * the same from the same seed and differs from another; no policy goes
+ * over a step of the limit when caps settle within a period, and some do
+ * when they settle later than the plan's horizon (the measure can fail);
+ * a planner entry standing for n GPUs plans as n entries do; a day's
+ * targets follow the rule of scripts/srp_event.sh. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "pflex/safeplan.h"
+#include "pflex/simulate.h"
+
+/* Two A100-like curves: an inelastic one and an elastic one. */
+static const double cap_a[] = {400, 350, 300, 250, 200, 100};
+static const double pow_a[] = {368, 333, 289, 242, 195, 98};
+static const double fr_a[] = {1, 0.976, 0.931, 0.871, 0.781, 0.225};
+static const double cap_b[] = {400, 350, 300, 250, 200, 100};
+static const double pow_b[] = {382, 337, 291, 245, 196, 102};
+static const double fr_b[] = {1, 0.921, 0.860, 0.781, 0.624, 0.191};
+
+static struct pflex_sim_kind kinds[2];
+
+static void setup_kinds(void)
+{
+    kinds[0] = (struct pflex_sim_kind){.name = "a", .n = 6, .cap_w = cap_a, .power_w = pow_a,
+                                       .fraction = fr_a, .t0 = 100, .pfi_measured = 1.8,
+                                       .pfi_predicted = 1.6, .floor = 0.5};
+    kinds[1] = (struct pflex_sim_kind){.name = "b", .n = 6, .cap_w = cap_b, .power_w = pow_b,
+                                       .fraction = fr_b, .t0 = 50, .pfi_measured = 1.2,
+                                       .pfi_predicted = 1.3, .floor = 0.5};
+}
+
+static void test_interp_never_extrapolates(void **state)
+{
+    (void)state;
+    setup_kinds();
+    double p, f;
+    /* past the measured range: the end points, not a line through them */
+    pflex_sim_kind_at(&kinds[0], 700, &p, &f);
+    assert_true(p == 368 && f == 1);
+    pflex_sim_kind_at(&kinds[0], 20, &p, &f);
+    assert_true(p == 98 && f == 0.225);
+    pflex_sim_kind_at(&kinds[0], 0, &p, &f);
+    assert_true(p == 98 && f == 0.225);
+    /* at measured caps, the measured values; between them, between them */
+    for (int i = 0; i < 6; i++) {
+        pflex_sim_kind_at(&kinds[1], cap_b[i], &p, &f);
+        assert_true(fabs(p - pow_b[i]) < 1e-12 && fabs(f - fr_b[i]) < 1e-12);
+    }
+    for (double c = 100.5; c < 400; c += 3.7) {
+        int i = 1;
+        while (cap_b[i] > c)
+            i++;
+        double w = (c - cap_b[i]) / (cap_b[i - 1] - cap_b[i]);
+        pflex_sim_kind_at(&kinds[1], c, &p, &f);
+        assert_true(fabs(p - (pow_b[i] + w * (pow_b[i - 1] - pow_b[i]))) < 1e-9);
+        assert_true(f >= fr_b[i] - 1e-12 && f <= fr_b[i - 1] + 1e-12);
+    }
+}
+
+/* A site of both kinds under a step to `frac` of its baseline at 60 s. */
+static void run_step(double frac, double delay_s, uint64_t seed, unsigned policies,
+                     struct pflex_sim_result *r)
+{
+    setup_kinds();
+    static const struct pflex_sim_job jobs[] = {
+        {"j0", 0, 16, 0.5, 1}, {"j1", 1, 8, 0.5, 1}, {"j2", 0, 8, 0.75, 1}, {"j3", 1, 24, 0.5, 1},
+    };
+    pflex_target_set_t set;
+    pflex_target_set_init(&set);
+    struct pflex_target t = {.start_s = 1000060, .end_s = 1000240, .value = frac,
+                             .unit = PFLEX_TARGET_FRACTION};
+    pflex_error_t err;
+    assert_int_equal(pflex_target_set_add(&set, &t, &err), 0);
+    struct pflex_sim_config c = {
+        .nkinds = 2, .kinds = kinds, .njobs = 4, .jobs = jobs, .start_s = 1000000, .duration_s = 300,
+        .period_s = 1, .delay_s = delay_s, .noise_power = 0.004, .noise_tput = 0.005, .seed = seed,
+        .targets = &set, .objective = PFLEX_OBJECTIVE_PROGRESS, .policies = policies, .keep_jobs = 1,
+        .threads = 2, .explore_step = -1,
+    };
+    int rc = pflex_sim_run(&c, r, &err);
+    if (rc)
+        fail_msg("%s", err.text);
+    pflex_target_set_fini(&set);
+}
+
+static void test_zero_overshoot_on_a_step(void **state)
+{
+    (void)state;
+    struct pflex_sim_result r;
+    run_step(0.7, 1, 1, 0, &r);
+    unsigned want = (1u << PFLEX_SIM_NPOL) - 1;
+    assert_int_equal(r.ran, want);
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
+        const struct pflex_sim_summary *s = &r.pol[p];
+        assert_true(s->periods_limited > 100);
+        if (s->periods_above || s->max_over_w > 0)
+            fail_msg("%s: %zu periods above, %.1f W", pflex_sim_policy_name(p), s->periods_above,
+                     s->max_over_w);
+        /* recounted here from the series */
+        for (size_t k = 0; k < r.nperiods; k++)
+            if (isfinite(r.limit_w[k]))
+                assert_true(r.power_w[p][k] <= r.limit_w[k] * (1 + 1e-9));
+    }
+    /* the limit bites: every policy draws less under it than before */
+    assert_true(r.power_w[PFLEX_SIM_EQUAL][100] < r.power_w[PFLEX_SIM_EQUAL][10] - 100);
+    pflex_sim_result_fini(&r);
+    /* caps that settle in 3 periods miss a step the plans saw 2 ahead: the
+     * measure sees it */
+    run_step(0.7, 3, 1, 1u << PFLEX_SIM_EQUAL, &r);
+    assert_true(r.pol[PFLEX_SIM_EQUAL].periods_above > 0);
+    assert_true(r.pol[PFLEX_SIM_EQUAL].max_over_w > 100);
+    pflex_sim_result_fini(&r);
+}
+
+static void test_seeded_reproducible(void **state)
+{
+    (void)state;
+    struct pflex_sim_result a, b, c;
+    unsigned pol = (1u << PFLEX_SIM_ONLINE_COLD) | (1u << PFLEX_SIM_EQUAL);
+    run_step(0.75, 1, 7, pol, &a);
+    run_step(0.75, 1, 7, pol, &b);
+    run_step(0.75, 1, 8, pol, &c);
+    assert_int_equal(a.nperiods, b.nperiods);
+    int differs = 0;
+    for (size_t k = 0; k < a.nperiods; k++) {
+        assert_true(a.power_w[PFLEX_SIM_ONLINE_COLD][k] == b.power_w[PFLEX_SIM_ONLINE_COLD][k]);
+        assert_true(a.objective[PFLEX_SIM_ONLINE_COLD][k] == b.objective[PFLEX_SIM_ONLINE_COLD][k]);
+        differs |= a.objective[PFLEX_SIM_ONLINE_COLD][k] != c.objective[PFLEX_SIM_ONLINE_COLD][k];
+    }
+    assert_true(a.pol[PFLEX_SIM_ONLINE_COLD].probes == b.pol[PFLEX_SIM_ONLINE_COLD].probes);
+    /* another seed: other noise, so the learner reads and does otherwise */
+    assert_true(differs);
+    pflex_sim_result_fini(&a);
+    pflex_sim_result_fini(&b);
+    pflex_sim_result_fini(&c);
+}
+
+/* An entry with count n plans as n entries of one GPU each. */
+static void test_count_as_many(void **state)
+{
+    (void)state;
+    double caps[] = {400, 300, 200}, la[] = {0, 0.05, 0.2}, lb[] = {0, 0.2, 0.5};
+    struct pflex_site_job jobs[2] = {
+        {.name = "a", .t0 = 10, .weight = 1, .floor = 0.7, .n = 3, .cap_w = caps, .loss = la},
+        {.name = "b", .t0 = 10, .weight = 1, .floor = 0, .n = 3, .cap_w = caps, .loss = lb},
+    };
+    for (double limit = 2000; limit <= 4000; limit += 137) {
+        struct pflex_site_gpu one[10], grp[2];
+        for (int g = 0; g < 10; g++)
+            one[g] = (struct pflex_site_gpu){.job = g < 4 ? 0 : 1, .reachable = 1, .telemetry_ok = 1,
+                                             .min_cap_w = 100, .max_cap_w = 400, .cap_w = 400};
+        grp[0] = one[0];
+        grp[0].count = 4;
+        grp[1] = one[9];
+        grp[1].count = 6;
+        struct pflex_safe_input i1 = {.ngpus = 10, .gpus = one, .njobs = 2, .jobs = jobs, .limit_w = limit,
+                                      .objective = PFLEX_OBJECTIVE_PROGRESS};
+        struct pflex_safe_input i2 = i1;
+        i2.ngpus = 2;
+        i2.gpus = grp;
+        struct pflex_safe_plan p1, p2;
+        pflex_safe_plan_init(&p1);
+        pflex_safe_plan_init(&p2);
+        pflex_error_t err;
+        assert_int_equal(pflex_safe_plan(&i1, &p1, &err), 0);
+        assert_int_equal(pflex_safe_plan(&i2, &p2, &err), 0);
+        assert_true(fabs(p1.job_cap_w[0] - p2.job_cap_w[0]) < 1e-9);
+        assert_true(fabs(p1.job_cap_w[1] - p2.job_cap_w[1]) < 1e-9);
+        assert_true(p2.worst_w <= limit + 1e-6);
+        assert_true(fabs(p1.least_w - p2.least_w) < 1e-9);
+        assert_int_equal(p1.floor_breaches, p2.floor_breaches);
+        double w = 4 * p2.cap_w[0] + 6 * p2.cap_w[1];
+        assert_true(fabs(w - p2.worst_w) < 1e-6);
+        pflex_safe_plan_fini(&p1);
+        pflex_safe_plan_fini(&p2);
+    }
+}
+
+static void test_day_rule(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/pflex-test-day-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "timestamp,total_W\n");
+    /* 90 minutes at 1000 W, 40 at 700 (one sample at 712), 30 at 1000 */
+    for (int m = 0; m < 160; m++) {
+        double w = m >= 90 && m < 130 ? (m == 100 ? 712 : 700) : 1000;
+        fprintf(f, "2025-05-03 %02d:%02d:00-07:00,%g\n", 14 + m / 60, m % 60, w);
+    }
+    fclose(f);
+    pflex_target_set_t set;
+    pflex_target_set_init(&set);
+    struct pflex_sim_day d;
+    pflex_error_t err;
+    int rc = pflex_sim_day_read(path, NULL, 600, &set, &d, &err);
+    unlink(path);
+    if (rc)
+        fail_msg("%s", err.text);
+    assert_true(fabs(d.baseline_w - 1000) < 1e-9);
+    assert_int_equal(d.ntargets, 4);        /* minutes 90..129: buckets 9..12 */
+    assert_true(fabs(d.event_start_s - (d.start_s + 5400)) < 1e-6);
+    assert_true(fabs(d.event_end_s - (d.start_s + 7800)) < 1e-6);
+    /* the bucket with 712 W is at 0.715 (rounded up), the others at 0.7 */
+    assert_true(fabs(set.t[0].value - 0.7) < 1e-12);
+    assert_true(fabs(set.t[1].value - 0.715) < 1e-12);
+    assert_true(set.t[0].unit == PFLEX_TARGET_FRACTION);
+    pflex_sim_day_fini(&d);
+    pflex_target_set_fini(&set);
+    /* a record without an event is refused */
+    strcpy(path, "/tmp/pflex-test-day-XXXXXX");
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    f = fdopen(fd, "w");
+    for (int m = 0; m < 120; m++)
+        fprintf(f, "2025-05-03 %02d:%02d:00-07:00,1000\n", 14 + m / 60, m % 60);
+    fclose(f);
+    pflex_target_set_init(&set);
+    assert_int_equal(pflex_sim_day_read(path, NULL, 600, &set, &d, &err), -1);
+    assert_non_null(strstr(err.text, "no event"));
+    unlink(path);
+    pflex_target_set_fini(&set);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_interp_never_extrapolates),
+        cmocka_unit_test(test_zero_overshoot_on_a_step),
+        cmocka_unit_test(test_seeded_reproducible),
+        cmocka_unit_test(test_count_as_many),
+        cmocka_unit_test(test_day_rule),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
