@@ -132,11 +132,14 @@ static double learn_job(const char *name, const char *prior_job, uint64_t seed, 
 static void test_convergence(void **state)
 {
     /* Mean RMS error over 5 jobs x 4 seeds, by observations seen.  Bounds:
-     * measured by this test (the table below), with about 30 % headroom. */
+     * measured by this test (the table below), with about 30 % headroom.
+     * With no observation the other job's prior scores only how far apart
+     * two simulated jobs' curves are: 0.056 since the simulator was
+     * recalibrated on physical measurements (0.070 bound). */
     static const int ns[] = {0, 10, 25, 50, 100, 200, 400};
     static const double bound_flat[] = {0.18, 0.125, 0.065, 0.033, 0.012, 0.006, 0.0045};
     static const double bound_good[] = {0.012, 0.013, 0.011, 0.009, 0.007, 0.006, 0.0045};
-    static const double bound_other[] = {0.055, 0.040, 0.025, 0.017, 0.008, 0.0055, 0.004};
+    static const double bound_other[] = {0.070, 0.040, 0.025, 0.017, 0.008, 0.0055, 0.004};
     double prev_flat = INFINITY, prev_other = INFINITY;
     print_message("  obs   rms: prior L=x   predicted   other job's   coverage(2 sd)\n");
     for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {

@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "cli/cli.h"
 #include "cli/tmread.h"
@@ -136,27 +135,12 @@ static int sample_nvml(const struct tmread *r, const char *lib, double samples, 
     }
     pflex_tm_t *t = pflex_tm_create(&r->lim);
     int rc = t ? PFLEX_EXIT_OK : PFLEX_EXIT_INTERNAL;
-    for (long k = 0; rc == PFLEX_EXIT_OK && k < (long)samples; k++) {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        if (pflex_tm_sample_gpus(t, &g, h, r->ro.job, (double)now.tv_sec + now.tv_nsec / 1e9,
-                                 &err) < 0) {
-            cli_error("telemetry", "%s", err.text);
-            rc = PFLEX_EXIT_INTERNAL;
-            break;
-        }
-        if (k + 1 < (long)samples) {
-            struct timespec d = {(time_t)(interval_ms / 1000),
-                                 (long)(fmod(interval_ms, 1000) * 1e6)};
-            while (nanosleep(&d, &d) != 0)
-                ;
-        }
-    }
-    pflex_gpu_close(&g);
-    if (rc == PFLEX_EXIT_OK && pflex_tm_sort(t, &err) < 0) {
+    if (t && pflex_tm_sample_gpus_every(t, &g, h, r->ro.job, (long)samples, interval_ms, &err)
+                 < 0) {
         cli_error("telemetry", "%s", err.text);
         rc = PFLEX_EXIT_INTERNAL;
     }
+    pflex_gpu_close(&g);
     if (rc != PFLEX_EXIT_OK) {
         pflex_tm_destroy(t);
         return rc;

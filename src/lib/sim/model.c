@@ -29,16 +29,20 @@
 /* The settable range of each kind is not written here: fill_ranges() reads
  * it from the one table of ranges (src/lib/util/gpukind.c) before anyone
  * sees a kind.  The default limit is the highest one for every known kind. */
+/* Tensor rates are at the top SM clock: GH100 does 4096 dense FP16/BF16
+ * FLOPs per clock per SM, so 132 SMs at 1980 MHz give 1070.5 TFLOPS
+ * (NVIDIA's 989.4 is quoted at the 1830 MHz boost clock of its tensor
+ * specification; TF32 half of it).  GA100's 312 is at its 1410 MHz top. */
 static struct pflex_gpu_kind kinds[] = {
     {.name = "H100-SXM5-80GB", .idle_w = 75, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980, .mem_clock_mhz = 2619,
-     .mem_bw_gbs = 3350, .bf16_tflops = 989.4, .nvlink_gbs = 450, .net_gbs = 50, .sms = 132,
+     .mem_bw_gbs = 3350, .bf16_tflops = 1070.5, .nvlink_gbs = 450, .net_gbs = 50, .sms = 132,
      .gpus_per_node = 8, .pcie_gbs = 64, .mem_gb = 80, .mem_pj_per_bit = 3.0,
-     .clock_step_mhz = 15, GH100, .fp16_tflops = 989.4, .tf32_tflops = 494.7,
+     .clock_step_mhz = 15, GH100, .fp16_tflops = 1070.5, .tf32_tflops = 535.2,
      .fp32_tflops = 66.9, .measured = 1},
-    {.name = "H200-SXM-141GB", .idle_w = 80, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980, .mem_clock_mhz = 3201,
-     .mem_bw_gbs = 4800, .bf16_tflops = 989.4, .nvlink_gbs = 450, .net_gbs = 50, .sms = 132,
+    {.name = "H200-SXM-141GB", .idle_w = 84, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980, .mem_clock_mhz = 3201,
+     .mem_bw_gbs = 4800, .bf16_tflops = 1070.5, .nvlink_gbs = 450, .net_gbs = 50, .sms = 132,
      .gpus_per_node = 8, .pcie_gbs = 64, .mem_gb = 141, .mem_pj_per_bit = 2.6,
-     .clock_step_mhz = 15, GH100, .fp16_tflops = 989.4, .tf32_tflops = 494.7,
+     .clock_step_mhz = 15, GH100, .fp16_tflops = 1070.5, .tf32_tflops = 535.2,
      .fp32_tflops = 66.9, .measured = 1},
     {.name = "A100-SXM4-40GB", .idle_w = 55, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1410, .mem_clock_mhz = 1215,
      .mem_bw_gbs = 1555, .bf16_tflops = 312, .nvlink_gbs = 300, .net_gbs = 25, .sms = 108,
