@@ -281,8 +281,8 @@ int main(int argc, char **argv)
                              .ramp_s = 0};
     snprintf(t.source, sizeof t.source, "bench");
     pflex_target_set_add(ctl_targets(ctl), &t, &err);
-    double *w = calloc((size_t)periods * 5, sizeof *w);
-    double *rd = w + periods, *pl = rd + periods, *pu = pl + periods, *cpu = pu + periods;
+    double *w = calloc((size_t)periods * 6, sizeof *w);
+    double *rd = w + periods, *pl = rd + periods, *pu = pl + periods, *cpu = pu + periods, *sent = cpu + periods;
     struct ctl_period_result r = {0};
     for (int p = 0; p < periods; p++) {
         double t0 = now_s(), c0 = cpu_s();
@@ -295,6 +295,7 @@ int main(int argc, char **argv)
         rd[p] = r.read_s;
         pl[p] = r.plan_s;
         pu[p] = r.push_s;
+        sent[p] = (double)r.pushed_nodes;
     }
     size_t m = (size_t)periods - 1, mid = 1 + m / 2;
     qsort(w + 1, m, sizeof *w, cmp);
@@ -302,13 +303,14 @@ int main(int argc, char **argv)
     qsort(pl + 1, m, sizeof *pl, cmp);
     qsort(pu + 1, m, sizeof *pu, cmp);
     qsort(cpu + 1, m, sizeof *cpu, cmp);
+    qsort(sent + 1, m, sizeof *sent, cmp);
     printf("  %u nodes x %d GPUs (%u GPUs, %zu jobs), agents over loopback HTTP in process answering "
            "%u ms late%s, %u requests at once on %s HTTP threads: one period (read, learn, plan, push) median %.3f s, slowest %.3f s over %d periods "
            "(medians: read %.3f s, learn + plan %.3f s, push %.3f s; the CPU of the controller's calling thread %.3f s, "
-           "the rest the simulated agents'); last: limit %.0f W, worst case %.0f W, "
-           "%zu agents down\n",
+           "the rest the simulated agents'); nodes sent caps: median %.0f of %u a period (%.0f in the first); "
+           "last: limit %.0f W, worst case %.0f W, %zu agents down\n",
            nnodes, NG, nnodes * NG, r.jobs, latency_ms, table_mode ? " from a table of node 0's curve" : "", parallel, threads ? argv[5] : "the default", w[mid], w[periods - 1], periods - 1, rd[mid], pl[mid],
-           pu[mid], cpu[mid], r.limit_w, r.worst_w, r.agents_down);
+           pu[mid], cpu[mid], sent[mid], nnodes, sent[0], r.limit_w, r.worst_w, r.agents_down);
     ctl_destroy(ctl);
     MHD_stop_daemon(md);
     for (unsigned k = 0; k < nnodes; k++) {

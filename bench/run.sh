@@ -68,6 +68,7 @@ echo "== telemetry: training on 10,000 jobs, predicting 100,000 =="
 "$TB" model 10000 100000 3
 echo
 echo "== the controller: one control period, 1,000 and 12,500 nodes x 8 GPUs, simulated agents in process =="
+echo "   (leases of 12 periods: each node renewed every 4th period, staggered, and sent at once when its caps change)"
 "$BUILD/bench/controller_bench" 1000 12
 "$BUILD/bench/controller_bench" 12500 4 64 0 1
 "$BUILD/bench/controller_bench" 12500 4 64 0 2

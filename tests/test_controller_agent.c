@@ -61,7 +61,7 @@ static void test_status(void **state)
 
 static void test_caps_answer(void **state)
 {
-    struct agent_cap caps[3] = {{0, 500, 0}, {1, 450, 0}, {5, 300, 0}};
+    struct agent_cap caps[3] = {{.gpu = 0, .cap_w = 500}, {.gpu = 1, .cap_w = 450}, {.gpu = 5, .cap_w = 300}};
     pflex_error_t err;
     const char *ans = "{\"applied\":[{\"gpu\":1,\"limit_w\":450,\"enforced_w\":450},{\"gpu\":0,\"limit_w\":500,\"enforced_w\":499},{\"gpu\":9,\"enforced_w\":1}],\"errors\":[]}";
     assert_int_equal(agent_parse_caps_answer(ans, strlen(ans), caps, 3, &err), 0);
@@ -81,7 +81,7 @@ static void test_client(void **state)
     assert_string_equal(agent_client_url(c), "http://127.0.0.1:1");
     struct agent_status st;
     assert_int_equal(agent_client_status(c, &st, &err), -1);     /* nobody there: an error, quickly */
-    struct agent_cap cap = {0, 500, 0};
+    struct agent_cap cap = {.gpu = 0, .cap_w = 500};
     assert_int_equal(agent_client_put_caps(c, &cap, 1, 10, &err), -1);
     agent_client_destroy(c);
 }
@@ -204,7 +204,7 @@ static void test_batch(void **state)
     assert_string_equal(st[2].host, "kept");            /* a failure leaves it as it was */
     assert_non_null(strstr(rd[2].err.text, "GET http://127.0.0.1:1/v1/status: "));
 
-    struct agent_cap caps[3][2] = {{{0, 450, 0}, {1, 460, 0}}, {{0, 450, 0}, {1, 460, 0}}, {{0, 450, 0}}};
+    struct agent_cap caps[3][2] = {{{.gpu = 0, .cap_w = 450}, {.gpu = 1, .cap_w = 460}}, {{.gpu = 0, .cap_w = 450}, {.gpu = 1, .cap_w = 460}}, {{.gpu = 0, .cap_w = 450}}};
     struct agent_push p[3] = {{.agent = ag[0], .caps = caps[0], .n = 2}, {.agent = ag[1], .caps = caps[1], .n = 2},
                               {.agent = ag[2], .caps = caps[2], .n = 1}};
     assert_int_equal(agent_client_put_caps_many(http, p, 3, 15, &err), 0);

@@ -621,8 +621,11 @@ static unsigned settled_obs(double settle_s)
     fake_start(&f, "llama-8b-pretrain-h200", 300);
     snprintf(url, sizeof url, "http://127.0.0.1:%u", f.port);
     const double P = 5;
+    /* leases of a period and a half: the plan's horizon, which covers a
+     * lease and a period, then reaches the target two periods ahead, and
+     * the job is seen uncapped for three */
     struct ctl_config cfg = {.nagents = 1, .agent_urls = &u, .timeout_ms = 2000, .period_s = P,
-                             .explore_step = 0, .settle_s = settle_s};
+                             .lease_s = 1.5 * P, .explore_step = 0, .settle_s = settle_s};
     ctl_t *c = ctl_new(&cfg);
     pflex_error_t err;
     add_target(c, 5 * P, 1e9, 0.7 * NG * f.kind->max_cap_w, 0);

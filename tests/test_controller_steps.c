@@ -31,6 +31,7 @@
 #include "pflex/audit.h"
 #include "pflex/jobpolicy.h"
 #include "pflex/learn.h"
+#include "pflex/target.h"
 #include "support/rand.h"
 
 #define NNODES 3
@@ -130,17 +131,21 @@ static void apply(ctl_t *c, struct site *s)
                      MIN_W, MAX_W);
         assert_int_equal(cp->cut, cp->cap_w < s->cap[cp->node][cp->gpu] - 0.5);
         assert_true(cp->pushed);
+        /* a cap not sent is the one the GPU holds already */
+        if (!cp->send && cp->cap_w != s->cap[cp->node][cp->gpu])
+            fail_msg("node %zu GPU %d: %g W planned but not sent, %g W held", cp->node, cp->gpu, cp->cap_w,
+                     s->cap[cp->node][cp->gpu]);
         s->cap[cp->node][cp->gpu] = cp->cap_w;
     }
 }
 
-static ctl_t *site_controller(const char *db, pflex_job_policies_t *pol)
+static ctl_t *site_controller_lease(const char *db, pflex_job_policies_t *pol, double lease_s)
 {
     const char *csv = "job,floor\nelastic,0.75\n";
     assert_int_equal(pflex_job_policies_read_mem(csv, strlen(csv), "jobs.csv", pol, NULL), 0);
     struct ctl_config cfg = {.nagents = NNODES, .in_process = 1, .period_s = P, .other_w = OTHER_W,
                              .agent_max_w = NG * MAX_W, .explore_step = 0.05, .floor = 0.5,
-                             .policies = pol, .db_path = db};
+                             .policies = pol, .db_path = db, .lease_s = lease_s};
     if (getenv("PFLEX_DEBUG"))
         cfg.log = stderr;
     ctl_t *c;
@@ -148,6 +153,11 @@ static ctl_t *site_controller(const char *db, pflex_job_policies_t *pol)
     if (ctl_create(&cfg, &c, &err) < 0)
         fail_msg("%s", err.text);
     return c;
+}
+
+static ctl_t *site_controller(const char *db, pflex_job_policies_t *pol)
+{
+    return site_controller_lease(db, pol, 0);
 }
 
 static void add_target(ctl_t *c, double start, double end, double w, double ramp)
@@ -393,6 +403,87 @@ static void test_steps_are_the_period(void **state)
     pflex_job_policies_fini(&pol2);
 }
 
+/* Leases of 6 periods, renewed every other period (a third of a lease),
+ * staggered by node; a node is sent its caps when they change, else only
+ * by its turn.  Should the controller stop after any period, the site
+ * holds: each node its caps until its lease ends, then its fallbacks until
+ * the event's end, and the site's limits in force sum to at most the
+ * limit at every moment of the plan's horizon, and of the event when
+ * there are fallbacks; every fallback is within its GPU's range and not
+ * above its cap. */
+static void test_leases(void **state)
+{
+    (void)state;
+    rng_seed(21);
+    pflex_job_policies_t pol;
+    const double L = 6 * P;
+    ctl_t *c = site_controller_lease(NULL, &pol, L);
+    add_schedule(c);
+    struct site s;
+    site_init(&s);
+    double lease_end[NNODES] = {0}, fb[NNODES][NG], fb_until[NNODES];
+    int last_sent[NNODES] = {0};
+    size_t sent = 0, planned = 0;
+    int with_fb = 0;
+    for (int n = 0; n < NNODES; n++)
+        fb_until[n] = NAN;
+    for (int k = 0; k < 100; k++) {
+        struct ctl_period_result r;
+        one_period(c, &s, k, &r);
+        const struct ctl_period_state *ps = ctl_period_state(c);
+        size_t n;
+        const struct ctl_cap *caps = ctl_caps(c, &n);
+        assert_int_equal(n, NNODES * NG);
+        int node_sent[NNODES] = {0};
+        for (size_t q = 0; q < n; q++) {
+            const struct ctl_cap *cp = &caps[q];
+            node_sent[cp->node] = cp->send;
+            if (isfinite(cp->fallback_w)) {
+                assert_true(cp->fallback_w >= MIN_W && cp->fallback_w <= cp->cap_w
+                            && cp->fallback_w == floor(cp->fallback_w));
+                assert_true(cp->fallback_until == ps->fb_until && cp->fallback_until == 90 * P);
+            } else
+                assert_true(isnan(ps->fb_until));
+            if (cp->send) {
+                fb[cp->node][cp->gpu] = cp->fallback_w;
+                fb_until[cp->node] = cp->fallback_until;
+            }
+        }
+        assert_int_equal(r.pushed_nodes, ps->nsend);
+        for (int m = 0; m < NNODES; m++) {
+            if (node_sent[m]) {
+                lease_end[m] = k * P + L;
+                last_sent[m] = k;
+                sent++;
+            }
+            /* renewed at least every third of its lease */
+            assert_true(k - last_sent[m] <= 2);
+            planned++;
+        }
+        if (isfinite(ps->fb_until)) {
+            with_fb++;
+            /* every lease lapsed: the fallbacks, other power, at most the
+             * lowest limit until the event ends */
+            assert_true(ps->fb_sum_w <= 5400 + 1e-6);
+        }
+        /* the controller stops now: what the GPUs hold, moment by moment */
+        double t_end = isfinite(ps->fb_until) ? ps->fb_until : k * P + ps->horizon_s;
+        for (double t = k * P; t < t_end; t += P / 4) {
+            double lim = pflex_target_limit_w(ctl_targets(c), t, 0, NNODES * NG * MAX_W + OTHER_W), w = OTHER_W;
+            for (int m = 0; m < NNODES; m++)
+                for (int g = 0; g < NG; g++)
+                    w += t < lease_end[m] ? s.cap[m][g] : t < fb_until[m] ? fb[m][g] : MAX_W;
+            if (w > lim + 1e-6)
+                fail_msg("stopped after period %d: at %.1f s the site holds %.0f W, over %.0f W", k, t, w, lim);
+        }
+    }
+    print_message("  %zu of %zu node-periods sent caps; %d periods with fallbacks\n", sent, planned, with_fb);
+    assert_true(sent < planned * 3 / 4);
+    assert_true(with_fb > 50);
+    ctl_destroy(c);
+    pflex_job_policies_fini(&pol);
+}
+
 /* What an in-process controller refuses, and a daemon's. */
 static void test_refusals(void **state)
 {
@@ -436,6 +527,7 @@ int main(void)
         cmocka_unit_test(test_site),
         cmocka_unit_test(test_node_down),
         cmocka_unit_test(test_steps_are_the_period),
+        cmocka_unit_test(test_leases),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

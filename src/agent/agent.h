@@ -61,9 +61,15 @@ struct agent_gpu {
     /* The lease on the cap in force; none: the original limit. */
     int leased;
     double lease_cap_w, lease_enforced_w, lease_until, lease_s;
+    /* The lease's fallback: the cap held from the lease's end until
+     * fb_until (unix s), during a grid event; NaN: none, the lease's end
+     * restores.  on_fallback: the lease in force is that fallback, whose
+     * end restores. */
+    double fb_w, fb_until;
+    int on_fallback;
     double retry_s;             /* wait before retrying a failed lease restore */
     char lease_job[AGENT_NAME_MAX];
-    unsigned long errors, sets, expiries, drifts;
+    unsigned long errors, sets, expiries, drifts, fallbacks;
 };
 
 struct agent_job {
@@ -161,6 +167,9 @@ int agent_job_progress(struct agent *a, struct agent_job *j, double tokens_total
 double agent_job_throughput(const struct agent *a, const struct agent_job *j);
 int agent_gpu_cap(struct agent *a, struct agent_gpu *d, double cap_w, double lease_s,
                   const char *job, pflex_error_t *err);
+/* The fallback of the lease just set (agent_gpu_cap clears it): fb_w held
+ * from the lease's end until fb_until (unix s), at most --max-lease. */
+void agent_gpu_fallback(struct agent_gpu *d, double fb_w, double fb_until);
 int agent_gpu_restore(struct agent *a, struct agent_gpu *d, const char *why, pflex_error_t *err);
 void agent_gpu_failed(struct agent *a, struct agent_gpu *d, const char *what);
 

@@ -88,6 +88,9 @@ static json_t *gpu_json(struct agent *a, const struct agent_gpu *d)
         json_object_set_new(l, "expires_in_s", json_real(d->lease_until - now));
         json_object_set_new(l, "expires_at", json_real((double)time(NULL) + d->lease_until - now));
         json_object_set_new(l, "job", d->lease_job[0] ? json_string(d->lease_job) : json_null());
+        json_object_set_new(l, "fallback_w", real_or_null(d->on_fallback ? NAN : d->fb_w));
+        json_object_set_new(l, "fallback_until", real_or_null(d->fb_until));
+        json_object_set_new(l, "fallback", json_boolean(d->on_fallback));
         json_object_set_new(o, "lease", l);
     } else {
         json_object_set_new(o, "lease", json_null());
@@ -277,6 +280,7 @@ struct planned {
     struct agent_gpu *d;
     double cap_w, lease_s;
     const char *job;
+    double fb_w, fb_until;      /* NaN: no fallback */
 };
 
 static int bad(struct agent *a, struct pflex_http_response *resp, const char *fmt, ...)
@@ -295,7 +299,8 @@ static int bad(struct agent *a, struct pflex_http_response *resp, const char *fm
 }
 
 static int plan_add(struct agent *a, struct planned *plan, unsigned *n, struct agent_gpu *d,
-                    double cap, double lease, const char *job, struct pflex_http_response *resp)
+                    double cap, double lease, const char *job, double fb_w, double fb_until,
+                    struct pflex_http_response *resp)
 {
     for (unsigned k = 0; k < *n; k++)
         if (plan[k].d == d)
@@ -310,7 +315,12 @@ static int plan_add(struct agent *a, struct planned *plan, unsigned *n, struct a
         return bad(a, resp, "GPU %u: cap %g W is outside the allowed range %g-%g W (%lld mW, "
                    "not in %lld-%lld mW)", d->index, cap, d->lim.min_w, d->lim.max_w, cap_mw,
                    lo_mw, hi_mw);
-    plan[(*n)++] = (struct planned){d, cap_mw / 1000.0, lease, job};
+    long long fb_mw = isfinite(fb_w) ? llrint(fb_w * 1000.0) : 0;
+    if (isfinite(fb_w) && (fb_mw < lo_mw || fb_mw > hi_mw))
+        return bad(a, resp, "GPU %u: fallback %g W is outside the allowed range %g-%g W", d->index,
+                   fb_w, d->lim.min_w, d->lim.max_w);
+    plan[(*n)++] = (struct planned){d, cap_mw / 1000.0, lease, job,
+                                    isfinite(fb_w) ? fb_mw / 1000.0 : NAN, fb_until};
     return 0;
 }
 
@@ -351,6 +361,7 @@ static void put_caps(struct agent *a, const struct pflex_http_request *req,
         json_decref(doc);
         return;
     }
+    json_t *top_fb = json_object_get(doc, "fallback_w"), *top_fbu = json_object_get(doc, "fallback_until");
     struct planned *plan = calloc(a->n ? a->n : 1, sizeof *plan);
     unsigned n = 0;
     int fail = !plan;
@@ -387,6 +398,19 @@ static void put_caps(struct agent *a, const struct pflex_http_request *req,
                        "(0, %g]: every cap ends", i, a->cfg.max_lease_s);
             break;
         }
+        /* a fallback: both or neither, the entry's own or the request's */
+        json_t *fb = json_object_get(e, "fallback_w"), *fbu = json_object_get(e, "fallback_until");
+        if (!fb && !fbu) {
+            fb = top_fb;
+            fbu = top_fbu;
+        }
+        if (!fb != !fbu || (fb && (!json_is_number(fb) || !isfinite(json_number_value(fb))
+                                   || !json_is_number(fbu) || !isfinite(json_number_value(fbu))))) {
+            fail = bad(a, resp, "caps[%zu]: \"fallback_w\" (watts) and \"fallback_until\" (unix "
+                       "seconds) go together, as numbers", i);
+            break;
+        }
+        double fw = fb ? json_number_value(fb) : NAN, fu = fbu ? json_number_value(fbu) : NAN;
         double c = json_number_value(cap), l = json_number_value(lease);
         if (gpu) {
             struct agent_gpu *d = agent_gpu_find(a, gpu, &err);
@@ -394,7 +418,7 @@ static void put_caps(struct agent *a, const struct pflex_http_request *req,
                 fail = bad(a, resp, "caps[%zu]: %s", i, err.text);
                 break;
             }
-            fail = plan_add(a, plan, &n, d, c, l, NULL, resp);
+            fail = plan_add(a, plan, &n, d, c, l, NULL, fw, fu, resp);
         } else {
             const char *name = json_string_value(job);
             struct agent_job *j = name ? agent_job_find(a, name) : NULL;
@@ -404,7 +428,7 @@ static void put_caps(struct agent *a, const struct pflex_http_request *req,
                 break;
             }
             for (unsigned k = 0; k < j->ngpus && !fail; k++)
-                fail = plan_add(a, plan, &n, &a->gpu[j->gpu[k]], c, l, j->name, resp);
+                fail = plan_add(a, plan, &n, &a->gpu[j->gpu[k]], c, l, j->name, fw, fu, resp);
         }
     }
     if (!fail) {
@@ -420,6 +444,8 @@ static void put_caps(struct agent *a, const struct pflex_http_request *req,
                 agent_gpu_restore(a, pl->d, "setting the cap failed", &e2);
                 continue;
             }
+            if (isfinite(pl->fb_w))
+                agent_gpu_fallback(pl->d, pl->fb_w, pl->fb_until);
             json_array_append_new(applied, gpu_json(a, pl->d));
         }
         json_object_set_new(out, "applied", applied);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "agent/agent.h"
+#include "lib/util/clock.h"
 #include "pflex/nvml.h"
 
 int agent_log_json, agent_log_off;
@@ -278,10 +279,18 @@ int agent_gpu_cap(struct agent *a, struct agent_gpu *d, double cap_w, double lea
     d->limit_w = cap_w;
     d->lease_s = lease_s;
     d->lease_until = agent_mono_s() + lease_s;
+    d->fb_w = d->fb_until = NAN;
+    d->on_fallback = 0;
     snprintf(d->lease_job, sizeof d->lease_job, "%s", job ? job : "");
     agent_log("GPU %u: cap %g W for %g s%s%s (enforced %g W)", d->index, cap_w, lease_s,
               job ? ", job " : "", job ? job : "", enf);
     return 0;
+}
+
+void agent_gpu_fallback(struct agent_gpu *d, double fb_w, double fb_until)
+{
+    d->fb_w = fb_w;
+    d->fb_until = fb_until;
 }
 
 /* The limit set now (NVML's management limit; the enforced one where the
@@ -357,6 +366,8 @@ int agent_gpu_restore(struct agent *a, struct agent_gpu *d, const char *why, pfl
     }
     d->leased = 0;     /* a lease whose restore failed stays, to be retried */
     d->lease_job[0] = '\0';
+    d->fb_w = d->fb_until = NAN;
+    d->on_fallback = 0;
     if (changed)
         agent_log("GPU %u: back to its original %g W (%s), read back", d->index, w, why);
     double enf;
@@ -472,6 +483,7 @@ int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *e
         d->index = i;
         d->ok = 1;
         d->power_w = d->limit_w = d->enforced_w = d->energy_j = NAN;
+        d->fb_w = d->fb_until = NAN;
         for (int k = 0; k < PFLEX_TM_COUNT; k++)
             d->tm[k] = NAN;
         snprintf(d->uuid, sizeof d->uuid, "SIM-GPU-%u", i);
@@ -528,6 +540,34 @@ int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *e
     return 0;
 }
 
+/* A lease that ends during a grid event (its fallback's end still ahead):
+ * the fallback is set, as a lease of its own until then (at most
+ * --max-lease), whose end restores.  1 when set; 0 when there is none or
+ * it fails (the caller restores). */
+static int lease_fallback(struct agent *a, struct agent_gpu *d)
+{
+    double wall = pflex_real_s();
+    if (d->on_fallback || !isfinite(d->fb_w) || !(d->fb_until > wall))
+        return 0;
+    double hold = d->fb_until - wall, fb = d->fb_w, until = d->fb_until, was = d->lease_cap_w;
+    if (hold > a->cfg.max_lease_s)
+        hold = a->cfg.max_lease_s;
+    char job[AGENT_NAME_MAX];
+    snprintf(job, sizeof job, "%s", d->lease_job);
+    pflex_error_t err;
+    if (agent_gpu_cap(a, d, fb, hold, job[0] ? job : NULL, &err)) {
+        agent_log("GPU %u: the lease on %g W ended during an event, and its fallback of %g W "
+                  "failed: %s", d->index, was, fb, err.text);
+        return 0;
+    }
+    d->on_fallback = 1;
+    d->fb_until = until;
+    d->fallbacks++;
+    agent_log("GPU %u: the lease on %g W ended during an event: holding its fallback %g W for "
+              "%.0f s, until the event ends", d->index, was, fb, hold);
+    return 1;
+}
+
 void agent_tick(struct agent *a)
 {
     double now = agent_mono_s();
@@ -542,9 +582,14 @@ void agent_tick(struct agent *a)
         struct agent_gpu *d = &a->gpu[i];
         if (d->leased && now >= d->lease_until) {
             changed = 1;
+            if (lease_fallback(a, d))
+                continue;
             char why[96];
-            snprintf(why, sizeof why, "the %g s lease on %g W expired", d->lease_s,
-                     d->lease_cap_w);
+            if (d->on_fallback)
+                snprintf(why, sizeof why, "the event's fallback of %g W ended", d->lease_cap_w);
+            else
+                snprintf(why, sizeof why, "the %g s lease on %g W expired", d->lease_s,
+                         d->lease_cap_w);
             if (agent_gpu_restore(a, d, why, &err) == 0) {
                 d->expiries++;
                 a->lease_expired++;

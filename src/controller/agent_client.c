@@ -13,10 +13,12 @@
  *    Unknown fields are ignored.  A GPU without a settable range (the
  *    agent could not read it) makes the answer unusable: the agent is then
  *    counted as down, its GPUs at their last known maximum.
- *  - PUT /v1/caps takes {"lease_s": num, "caps": [{"gpu": int, "cap_w": num}]}
- *    (and "fence": int, the leader's fencing token, under a standby: 409
- *    when the agent has seen a higher one) with "Authorization: Bearer
- *    TOKEN"; 200 answers {"applied": [GPU as in
+ *  - PUT /v1/caps takes {"lease_s": num, "caps": [{"gpu": int, "cap_w": num,
+ *    "fallback_w": num, "fallback_until": num (unix s; both only during an
+ *    event: what the GPU holds from the lease's end until then)}]} (and
+ *    "fence": int, the leader's fencing token, under a standby: 409 when
+ *    the agent has seen a higher one) with "Authorization: Bearer TOKEN";
+ *    200 answers {"applied": [GPU as in
  *    the status], "errors": []}, 502 the same with the GPUs that failed in
  *    "errors" (the others were set), 400 names a cap out of range and sets
  *    nothing, 401 a bad token.  A cap is confirmed by its GPU's enforced_w
@@ -328,8 +330,15 @@ static void push_done(void *ud, struct pflex_http_call *call)
 static char *caps_json(const struct agent_cap *caps, size_t n, double lease_s, uint64_t fence)
 {
     json_t *arr = json_array();
-    for (size_t k = 0; k < n; k++)
-        json_array_append_new(arr, json_pack("{s:i, s:f}", "gpu", caps[k].gpu, "cap_w", caps[k].cap_w));
+    for (size_t k = 0; k < n; k++) {
+        json_t *o = json_pack("{s:i, s:f}", "gpu", caps[k].gpu, "cap_w", caps[k].cap_w);
+        if (caps[k].fallback_w > 0 && caps[k].fallback_until > 0 && isfinite(caps[k].fallback_w)
+            && isfinite(caps[k].fallback_until)) {
+            json_object_set_new(o, "fallback_w", json_real(caps[k].fallback_w));
+            json_object_set_new(o, "fallback_until", json_real(caps[k].fallback_until));
+        }
+        json_array_append_new(arr, o);
+    }
     json_t *doc = json_pack("{s:f, s:o}", "lease_s", lease_s, "caps", arr);
     if (doc && fence)
         json_object_set_new(doc, "fence", json_integer((json_int_t)fence));

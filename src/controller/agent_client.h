@@ -14,6 +14,10 @@ struct agent_cap {
     int gpu;
     double cap_w;
     double enforced_w;          /* filled from the answer; NaN: not confirmed */
+    double fallback_w;          /* held from the lease's end until fallback_until
+                                 * (unix s); either not above 0 or NaN: none, the
+                                 * lapse restores */
+    double fallback_until;
 };
 
 typedef struct agent_client agent_client_t;

@@ -102,7 +102,7 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
     if (!(c->c.period_s > 0))
         c->c.period_s = 5;
     if (!(c->c.lease_s > 0))
-        c->c.lease_s = 3 * c->c.period_s;
+        c->c.lease_s = 12 * c->c.period_s;
     if (!(c->c.agent_max_w > 0))
         c->c.agent_max_w = 8000;
     if (!(c->c.z > 0))
@@ -124,6 +124,7 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);    /* its waits are on pflex_mono_s */
     pthread_cond_init(&c->io.cv, &ca);
     pthread_condattr_destroy(&ca);
+    c->fb_frac = c->fb_until = c->fb_limit_w = NAN;
     pflex_target_set_init(&c->targets);
     pflex_safe_plan_init(&c->plan);
     c->agents = calloc(cfg->nagents, sizeof *c->agents);
@@ -206,6 +207,8 @@ void ctl_destroy(ctl_t *c)
         return;
     ctl_io_stop(c);
     ctl_io_destroy(c);
+    for (size_t a = 0; c->agents && a < c->c.nagents; a++)
+        free(c->agents[a].held);
     free(c->agents);
     for (size_t j = 0; j < c->njobs; j++) {
         pflex_learn_destroy(c->jobs[j].learn);
@@ -331,9 +334,9 @@ void ctl_period_end(ctl_t *c, struct ctl_period_result *r)
     p->r.held = c->plan.held;
     *r = p->r;
     ctl_log(c, "period %lu: limit %.0f W, worst case %.0f W, measured %.0f W, %zu GPUs, %zu jobs, "
-               "%zu agents down, %zu held, %zu floor breaches, %zu probes%s",
+               "%zu agents down, %zu held, %zu floor breaches, %zu probes, %zu nodes sent caps%s",
             c->periods, r->limit_w, r->worst_w, r->measured_w, r->gpus, r->jobs, r->agents_down, r->held,
-            r->floor_breaches, r->probes, r->feasible ? "" : ", INFEASIBLE");
+            r->floor_breaches, r->probes, r->pushed_nodes, r->feasible ? "" : ", INFEASIBLE");
 }
 
 /* The state the API shows changes under smu only: from the read to the

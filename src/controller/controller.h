@@ -25,7 +25,9 @@ struct ctl_config {
     unsigned http_threads;          /* threads that talk to the agents (1..16); 0: one per
                                      * 1,000 agents, at most 4 and the CPUs online */
     double period_s;                /* control period; <= 0: 5 */
-    double lease_s;                 /* lease on every cap; <= 0: 3 periods */
+    double lease_s;                 /* lease on every cap; <= 0: 12 periods.  Each node's
+                                     * leases are renewed once every lease/3 (staggered
+                                     * by node), sooner when its caps change */
     double other_w;                 /* non-GPU site power counted against the target */
     double baseline_w;              /* site baseline for fraction targets; <= 0: the GPUs'
                                      * summed maximum limits */
@@ -123,6 +125,7 @@ struct ctl_period_result {
     double measured_w;          /* GPU power read this period (reachable GPUs) + other; NaN: none */
     int feasible;
     size_t agents_down, gpus, jobs, floor_breaches, held, probes;
+    size_t pushed_nodes;        /* nodes sent caps (changes and renewals) */
     double read_s, plan_s, push_s;  /* wall time: reading the site (step 2), from
                                      * there to the push, the push with its audit */
 };

@@ -16,6 +16,14 @@
 #include "pflex/safeplan.h"
 
 #define CTL_MAX_HTTP 16
+/* One GPU's cap as the agent holds it from this controller's last push
+ * that took (leases.c). */
+struct ctl_held {
+    int gpu;                    /* the agent's GPU index */
+    double cap_w;               /* the cap pushed */
+    double enforced_w;          /* what the agent answered it enforces; NaN: unconfirmed */
+    double fb_w, fb_until;      /* its fallback and until when (unix); NaN: none */
+};
 
 /* One node: its agent over HTTP, or in process what the caller fed. */
 struct ctl_agent {
@@ -30,6 +38,15 @@ struct ctl_agent {
     unsigned long snap_seq;     /* started: the reader's snapshot taken last period */
     char said[160];             /* the problem last logged of it ("": none): each
                                  * logged once, not every round */
+    /* its leases (leases.c): the caps it holds from the last push that
+     * took, in the order they were sent, until lease_end (unix, as the
+     * controller counts it: from the period's start, so a little before
+     * the agent's own end); nheld 0: none known */
+    struct ctl_held *held;
+    size_t nheld, cap_held;
+    double lease_end, pushed_t;
+    unsigned long renew_seq;    /* the period by which its leases are renewed */
+    int ever_pushed;
 };
 
 /* The IO threads of a started controller (ctl_start, site_io.c): the
@@ -129,6 +146,10 @@ struct ctl {
     pflex_oadr_events_t evs;
     struct pflex_safe_plan plan;
     unsigned long periods;
+    /* the fallbacks of the event in force (leases.c): the fraction of each
+     * GPU's range it falls back to, kept while it stays safe and the event
+     * the same; NaN: none */
+    double fb_frac, fb_until, fb_limit_w;
     struct ctl_period_state p;  /* the period under way (period.h) */
     /* Started (ctl_start): the IO threads, and the locks the API and they
      * take.  smu: the state the API shows (held by the period from its
@@ -153,6 +174,18 @@ int ctl_grow(void **p, size_t *cap, size_t need, size_t size);
 /* A node's name in the audit and the log: its host name, else its agent's
  * URL, else "node-N". */
 const char *ctl_node_name(const ctl_t *c, size_t node, char *buf, size_t len);
+
+/* Leases (leases.c).  ctl_leases_plan (from ctl_plan, after p.caps is
+ * filled): each cap's fallback and whether its node is sent this period
+ * (a cap that changes, a renewal due, a node whose agent lost its caps);
+ * ctl_leases_took (from ctl_push_caps, after the push): what each node
+ * now holds, and when its renewal is due. */
+void ctl_leases_plan(ctl_t *c);
+void ctl_leases_took(ctl_t *c);
+/* When the event in force at now, or the first to start after it, ends:
+ * the first end of a target after now at which none is in force;
+ * INFINITY when none ends. */
+double ctl_event_end(const ctl_t *c, double now);
 
 /* The transport (site_io.c): the agents' clients, their HTTP clients and
  * the Prometheus source for cfg; and their end. */

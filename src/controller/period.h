@@ -17,13 +17,15 @@
  *                     never reached
  *   ctl_take_targets  the targets, the GPUs' maxima, the periods' history ->
  *                     the limit in force (ramps included) over as long as
- *                     the caps pushed now may have to hold
+ *                     the caps pushed now may have to hold (their leases)
  *   ctl_learn         each job's GPUs and rate -> one observation to its
  *                     learner when settled; its curve refitted
  *   ctl_plan          curves, GPUs, limit -> c's plan (pflex_safe_plan), the
- *                     probes, the caps to push (p.caps)
- *   ctl_push_caps     IO: p.caps -> the agents, every cut on every agent
- *                     before any raise (in process: left for the caller)
+ *                     probes, the caps (p.caps), their fallbacks and which
+ *                     nodes are sent them (leases.c: changes and renewals)
+ *   ctl_push_caps     IO: the caps of the nodes sent -> their agents, every
+ *                     cut on every agent before any raise (in process: left
+ *                     for the caller); what each node now holds (leases.c)
  *   ctl_record        disk: the period -> the audit database, when there is one
  *   ctl_period_end    -> the period's run time (for the horizon), its result,
  *                     the figures the API shows, the log line
@@ -63,7 +65,17 @@ struct ctl_cap {
     size_t site;                /* the GPU's index in the site (p.gpus) */
     double cap_w;               /* the cap, whole watts, within the GPU's range */
     int cut;                    /* under the GPU's limit now: apply before any raise */
-    int pushed;                 /* the agent took it (in process: 1, the caller's to apply) */
+    int send;                   /* sent this period: its node's caps change, or its
+                                 * leases are due for renewal (leases.c); 0: the
+                                 * same cap is held under a lease that still runs */
+    double fallback_w;          /* during an event, the cap the agent falls back to
+                                 * when the lease lapses; NaN: none (the original) */
+    double fallback_until;      /* until when (unix s) */
+    int node_raises;            /* its node is sent a raise this period: its caps go
+                                 * in the second batch, after every cut (set by
+                                 * ctl_push_caps) */
+    int pushed;                 /* in force: sent and taken, or held from an earlier
+                                 * push (in process: 1, the caller's to apply) */
     double enforced_w;          /* what the agent enforces, from its answer; NaN: unconfirmed */
 };
 
@@ -87,7 +99,8 @@ struct ctl_period_state {
     double sum_max_w;           /* the known GPUs' summed maximum limits, W */
 
     /* ctl_take_targets */
-    double horizon_s;           /* how long the caps pushed now may have to hold, s */
+    double horizon_s;           /* how long the caps pushed now may have to hold, s:
+                                 * at least until their leases end */
     double other_w;             /* other_w plus never_w, W */
     double baseline_w;          /* what fraction targets are of, W */
     double limit_w;             /* the lowest limit over the horizon, W; INFINITY: none */
@@ -96,6 +109,10 @@ struct ctl_period_state {
     struct pflex_site_job *sjobs;
     size_t ncaps;
     struct ctl_cap *caps;
+    size_t nsend;               /* nodes sent caps this period */
+    double fb_until;            /* the fallbacks' end (unix s); NaN: none this period */
+    double fb_sum_w;            /* the site with every lease lapsed: every fallback,
+                                 * other_w, the rest at their maximum, W */
 
     /* ctl_record */
     long long period_id;        /* the audit's row of the period; 0: none */
@@ -129,8 +146,9 @@ const struct ctl_period_state *ctl_period_state(const ctl_t *c);
  * no caps.  0, or -1 with err (not in process, node out of range). */
 int ctl_node_feed(ctl_t *c, size_t node, const struct agent_status *st, int fresh, pflex_error_t *err);
 
-/* The caps the last period decided (*n of them; in process, the caller
- * applies them: cuts first), each to hold for ctl_lease_s seconds. */
+/* The caps the last period decided (*n of them: every reachable GPU's;
+ * in process, the caller applies those marked send, cuts first), each to
+ * hold for ctl_lease_s seconds, then its fallback until its end. */
 const struct ctl_cap *ctl_caps(const ctl_t *c, size_t *n);
 double ctl_lease_s(const ctl_t *c);
 

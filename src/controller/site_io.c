@@ -424,68 +424,88 @@ int ctl_read_site(ctl_t *c, pflex_error_t *err)
     return 0;
 }
 
-/* p.caps over HTTP: every cut on every agent in one batch, and only when
- * all of them have answered, every cap in a second, so that the site never
- * sums a raise on one node with a cut not yet made on another.  Each cap's
- * pushed and enforced_w from the second answer. */
+/* One batch of pushes: node a's caps in [first[a], first[a + 1]) of pcaps
+ * where want[q] says so, to every node with one at least, carrying the
+ * fencing token; caps[] the wire's copies, in pcaps's order.  Returns 1
+ * when an agent refused it for a newer leader's token (409). */
+static int push_batch(ctl_t *c, const struct ctl_cap *pcaps, const size_t *first,
+                      struct agent_cap *caps, struct agent_push *push, const unsigned char *want,
+                      pflex_http_client_t *const *http, uint64_t fence)
+{
+    size_t na = c->c.nagents;
+    int fenced = 0;
+    for (size_t a = 0; a < na; a++) {
+        size_t n = 0;
+        for (size_t q = first[a]; q < first[a + 1]; q++)
+            if (want[q])
+                caps[first[a] + n++] = (struct agent_cap){.gpu = pcaps[q].gpu, .cap_w = pcaps[q].cap_w,
+                                                          .fallback_w = pcaps[q].fallback_w,
+                                                          .fallback_until = pcaps[q].fallback_until,
+                                                          .enforced_w = NAN};
+        push[a] = (struct agent_push){.agent = n ? c->agents[a].client : NULL, .caps = &caps[first[a]], .n = n,
+                                      .fence = fence};
+    }
+    agents_batch(c, http, NULL, push, na);   /* failures are per agent */
+    for (size_t a = 0; a < na; a++)
+        if (push[a].agent && !push[a].ok) {
+            ctl_log(c, "agent %s: %s", agent_client_url(c->agents[a].client), push[a].err.text);
+            fenced |= push[a].status == 409;
+        }
+    return fenced;
+}
+
+/* The caps marked send (pcaps, nc of them: the period's own, or the
+ * pusher's copy), over HTTP: first every cut on every such node in one
+ * batch (a node none of whose caps rises sends them all there, once), and
+ * only when all of them have answered, all the caps of each node with a
+ * raise in a second; so the site never sums a raise on one node with a cut
+ * not yet made on another.  Each sent cap's pushed and enforced_w from the
+ * answer that carried it last.  Reads nothing of the period's state but
+ * pcaps (the pusher's thread runs it while the next period plans). */
 static int push_agents(ctl_t *c, struct ctl_cap *pcaps, size_t nc, pflex_http_client_t *const *http,
                        uint64_t fence, pflex_error_t *err)
 {
     size_t na = c->c.nagents;
-    /* each node's caps are the slice [first[a], first[a + 1]) of p.caps */
+    /* each node's caps are the slice [first[a], first[a + 1]) of pcaps */
     size_t *first = calloc(na + 1, sizeof *first);
     struct agent_cap *caps = malloc((nc + 1) * sizeof *caps);
-    struct agent_push *push = calloc(na, sizeof *push);
-    if (!first || !caps || !push) {
+    struct agent_push *push = calloc(na + 1, sizeof *push);
+    unsigned char *want = calloc(nc + 1, 1);
+    if (!first || !caps || !push || !want) {
         free(first);
         free(caps);
         free(push);
+        free(want);
         return pflex_error_set(err, "out of memory");
     }
     for (size_t q = 0; q < nc; q++)
         first[pcaps[q].node + 1]++;
     for (size_t a = 0; a < na; a++)
         first[a + 1] += first[a];
-    for (size_t a = 0; a < na; a++) {
-        size_t n = 0;
-        for (size_t q = first[a]; q < first[a + 1]; q++)
-            if (pcaps[q].cut)
-                caps[first[a] + n++] = (struct agent_cap){.gpu = pcaps[q].gpu, .cap_w = pcaps[q].cap_w,
-                                                          .enforced_w = NAN};
-        push[a] = (struct agent_push){.agent = n ? c->agents[a].client : NULL, .caps = &caps[first[a]], .n = n,
-                                      .fence = fence};
-    }
-    agents_batch(c, http, NULL, push, na);   /* failures are per agent */
-    int fenced = 0;
-    for (size_t a = 0; a < na; a++)
-        if (push[a].agent && !push[a].ok) {
-            ctl_log(c, "agent %s: %s", agent_client_url(c->agents[a].client), push[a].err.text);
-            fenced |= push[a].status == 409;
-        }
-    /* then every cap, on every agent that answered this period */
     for (size_t q = 0; q < nc; q++)
-        caps[q] = (struct agent_cap){.gpu = pcaps[q].gpu, .cap_w = pcaps[q].cap_w, .enforced_w = NAN};
-    for (size_t a = 0; a < na; a++) {
-        size_t n = first[a + 1] - first[a];
-        push[a] = (struct agent_push){.agent = n && !fenced ? c->agents[a].client : NULL,
-                                      .caps = &caps[first[a]], .n = n, .fence = fence};
-    }
-    agents_batch(c, http, NULL, push, na);
-    for (size_t a = 0; a < na; a++) {
-        if (!push[a].agent)
-            continue;
-        if (!push[a].ok) {
-            ctl_log(c, "agent %s: %s", agent_client_url(c->agents[a].client), push[a].err.text);
-            fenced |= push[a].status == 409;
-        }
-        for (size_t q = first[a]; q < first[a + 1]; q++) {
+        want[q] = pcaps[q].send && (pcaps[q].cut || !pcaps[q].node_raises);
+    int fenced = push_batch(c, pcaps, first, caps, push, want, http, fence);
+    for (size_t q = 0; q < nc; q++) {
+        size_t a = pcaps[q].node;
+        if (want[q] && !pcaps[q].node_raises) {
             pcaps[q].pushed = push[a].ok;
+            pcaps[q].enforced_w = caps[q].enforced_w;
+        }
+    }
+    /* then all the caps of each node with a raise (none once fenced) */
+    for (size_t q = 0; q < nc; q++)
+        want[q] = !fenced && pcaps[q].send && pcaps[q].node_raises;
+    fenced |= push_batch(c, pcaps, first, caps, push, want, http, fence);
+    for (size_t q = 0; q < nc; q++) {
+        if (want[q]) {
+            pcaps[q].pushed = push[pcaps[q].node].ok;
             pcaps[q].enforced_w = caps[q].enforced_w;
         }
     }
     free(first);
     free(caps);
     free(push);
+    free(want);
     if (fenced && c->c.fenced) {
         /* an agent has seen a newer leader's token: this one no longer leads */
         ctl_log(c, "fenced: an agent refused a push for a newer leader's; standing down");
@@ -531,6 +551,27 @@ static int push_posted(ctl_t *c, uint64_t fence, pflex_error_t *err)
     return 0;
 }
 
+/* Each cap's node_raises: its node is sent a cap above its GPU's limit now
+ * (read from the node's status, in the period's thread), so that node's
+ * caps wait for the second batch. */
+static void mark_raises(ctl_t *c)
+{
+    struct ctl_period_state *p = &c->p;
+    for (size_t q = 0; q < p->ncaps; q++)
+        p->caps[q].node_raises = 0;
+    for (size_t q = 0; q < p->ncaps; q++) {
+        const struct ctl_cap *cp = &p->caps[q];
+        double now_w = c->agents[cp->node].st.gpu[p->gpu_slot[cp->site]].limit_w;
+        if (cp->send && cp->cap_w > now_w + 0.5)
+            for (size_t k = q; k < p->ncaps && p->caps[k].node == cp->node; k++)
+                p->caps[k].node_raises = 1;
+    }
+    /* a node's caps are contiguous: spread the mark back to its first */
+    for (size_t q = p->ncaps; q-- > 1;)
+        if (p->caps[q].node_raises && p->caps[q - 1].node == p->caps[q].node)
+            p->caps[q - 1].node_raises = 1;
+}
+
 int ctl_push_caps(ctl_t *c, pflex_error_t *err)
 {
     struct ctl_period_state *p = &c->p;
@@ -538,18 +579,28 @@ int ctl_push_caps(ctl_t *c, pflex_error_t *err)
     p->r.plan_s = p->t_push - p->t_plan;
     uint64_t fence = 0;
     if (c->c.may_push && !c->c.may_push(c->c.lead_ud, &fence)) {
-        /* a standby: everything but the push */
+        /* a standby: everything but the push; it holds no lease of its own,
+         * so that once it leads every node is sent its caps at once */
         for (size_t q = 0; q < p->ncaps; q++)
             p->caps[q].pushed = 0;
+        for (size_t a = 0; a < c->c.nagents; a++)
+            c->agents[a].nheld = 0;
+        p->r.pushed_nodes = 0;
         return 0;
     }
-    if (c->started)
-        return push_posted(c, fence, err);
-    if (!c->c.in_process)
-        return push_agents(c, p->caps, p->ncaps, c->http, fence, err);
-    /* in process: the caller applies them (ctl_caps) */
-    for (size_t q = 0; q < p->ncaps; q++)
-        p->caps[q].pushed = 1;
+    if (!c->c.in_process) {
+        mark_raises(c);
+        if (c->started) {
+            if (push_posted(c, fence, err) < 0)
+                return -1;
+        } else if (push_agents(c, p->caps, p->ncaps, c->http, fence, err) < 0)
+            return -1;
+    } else {
+        /* in process: the caller applies them (ctl_caps) */
+        for (size_t q = 0; q < p->ncaps; q++)
+            p->caps[q].pushed = p->caps[q].send;
+    }
+    ctl_leases_took(c);
     return 0;
 }
 

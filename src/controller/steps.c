@@ -213,8 +213,8 @@ void ctl_take_targets(ctl_t *c)
      * hold: until the next period has pushed its own, at least this period
      * and the next, longer when periods have run late or long (a slow
      * agent, a busy host: the longest gap between periods plus the longest
-     * run of one, over the last 16), at most 10 periods.  A step down is
-     * met early rather than late. */
+     * run of one, over the last 16), at most 10 periods; and at least for
+     * their leases.  A step down is met early rather than late. */
     double horizon = 2 * c->c.period_s, gmax = 0, rmax = 0;
     for (unsigned i = 0; i < 16 && i < c->hist_n; i++) {
         gmax = c->gap_hist[i] > gmax ? c->gap_hist[i] : gmax;
@@ -224,6 +224,14 @@ void ctl_take_targets(ctl_t *c)
         horizon = gmax + rmax;
     if (horizon > 10 * c->c.period_s)
         horizon = 10 * c->c.period_s;
+    /* and at least until their leases end: should no period follow (the
+     * controller killed, cut off), every cap pushed now, or held from an
+     * earlier push under a lease that still runs, stays in force until
+     * then (leases.c), its lease taken within this period's run: at most
+     * a period from now, or the longest run of one when longer */
+    double lease_h = c->c.lease_s + (rmax > c->c.period_s ? rmax : c->c.period_s);
+    if (lease_h > horizon)
+        horizon = lease_h;
     p->horizon_s = horizon;
     p->limit_w = pflex_target_limit_min_w(&c->targets, p->now, p->now + horizon, p->baseline_w,
                                           p->sum_max_w + p->other_w);
@@ -439,8 +447,9 @@ static void plan_probes(ctl_t *c)
     }
 }
 
-/* The caps to push: every reachable GPU of a node up, in site order, each
- * marked a cut when it falls under the GPU's limit now. */
+/* The plan's caps: every reachable GPU of a node up, in site order, each
+ * marked a cut when it falls under the GPU's limit now (which of them are
+ * sent: ctl_leases_plan). */
 static int plan_caps(ctl_t *c, pflex_error_t *err)
 {
     struct ctl_period_state *p = &c->p;
@@ -454,7 +463,8 @@ static int plan_caps(ctl_t *c, pflex_error_t *err)
         const struct agent_gpu *ug = &c->agents[a].st.gpu[p->gpu_slot[k]];
         double cap = c->plan.cap_w[k];
         p->caps[p->ncaps++] = (struct ctl_cap){.node = a, .gpu = ug->index, .site = k, .cap_w = cap,
-                                               .cut = !(cap >= ug->limit_w - 0.5), .pushed = 0,
+                                               .cut = !(cap >= ug->limit_w - 0.5), .send = 1,
+                                               .fallback_w = NAN, .fallback_until = NAN, .pushed = 0,
                                                .enforced_w = NAN};
     }
     return 0;
@@ -474,5 +484,8 @@ int ctl_plan(ctl_t *c, pflex_error_t *err)
         return -1;
     if (c->c.explore_step > 0)
         plan_probes(c);
-    return plan_caps(c, err);
+    if (plan_caps(c, err) < 0)
+        return -1;
+    ctl_leases_plan(c);        /* the fallbacks, and which nodes are sent */
+    return 0;
 }

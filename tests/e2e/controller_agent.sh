@@ -3,8 +3,10 @@
 # controller reads each agent's /v1/status (GPUs, ranges, job map, job
 # throughput from the jobs' progress reports), pushes caps with PUT
 # /v1/caps, the caps take, the site's measured power comes under the
-# target, the jobs' observations reach the audit, and the caps go back to
-# the agents' originals when the leases run out after the controller stops.
+# target, the jobs' observations reach the audit, and when the controller
+# stops mid-event the GPUs hold their fallbacks (the site under the target)
+# once the leases run out, and go back to the agents' originals at the
+# event's end.
 # Then the controller's own API (PUT /v1/target with and without the token,
 # out-of-range targets, /v1/status, /metrics through promtool) with a job
 # map file in place of the agents' maps; --hostname of the agent.
@@ -33,8 +35,10 @@ for p in $pa $pb; do
 done
 
 target=7000
+# the event ends 16 s from now, some 7 s after the controller stops
+event_end=$(($(date +%s) + 16))
 "$PFLEX" controller run --agent "http://127.0.0.1:$pa" --agent "http://127.0.0.1:$pb" \
-    --token-file "$tmp/token" --target "${target}W" --period 0.4 --lease 2 --periods 20 \
+    --token-file "$tmp/token" --target "${target}W,end=@$event_end" --period 0.4 --lease 2 --periods 20 \
     --db "$tmp/ctl.db" --log "$tmp/ctl.log" || fail "controller run: exit $?"
 
 # every GPU of both agents now holds a lease from the controller
@@ -56,7 +60,20 @@ for j in llama-8b-pretrain-h200 olmoe-1b-7b-pretrain-h200; do
     n=$(jq --arg j "$j" '[.observations[] | select(.job == $j and .throughput > 0)] | length' "$tmp/h.json")
     [ "$n" -ge 3 ] || fail "job $j: $n observations with throughput in the audit"
 done
-# leases run out (2 s): every GPU back at 700 W
+# the leases run out (2 s), but the event goes on: every GPU holds its
+# fallback, and the site its target, until the event's end
+sleep 2.5
+[ "$(date +%s)" -lt $event_end ] || fail "the event ended before the leases (a slow machine?)"
+w=0
+for p in $pa $pb; do
+    curl -s -m 5 "http://127.0.0.1:$p/v1/status" >"$tmp/st" || fail "status of $p"
+    jq -e '[.gpus[] | .lease.fallback == true] | all' "$tmp/st" >/dev/null \
+        || fail "agent $p: not every GPU on its fallback: $(jq -c '[.gpus[].lease]' "$tmp/st")"
+    w=$((w + $(jq '[.gpus[].limit_w] | add | floor' "$tmp/st")))
+done
+[ $w -le $target ] || fail "the fallbacks sum to $w W, over the target $target W"
+# then the event ends: every GPU back at 700 W
+while [ "$(date +%s)" -lt $event_end ]; do sleep 0.2; done
 i=0
 while :; do
     ok=1
