@@ -59,6 +59,8 @@ install: $(PFLEX) $(LIBPFLEX)
 	install -m 755 $(PFLEX) $(BINDIR)/pflex
 	install -m 644 $(LIBPFLEX) $(LIBDIR)/libpflex.a
 	install -m 644 include/pflex/*.h $(INCDIR)/
+	for d in include/pflex/*/; do l=$$(basename $$d); \
+	    install -d $(INCDIR)/$$l && install -m 644 $$d*.h $(INCDIR)/$$l/ || exit 1; done
 	install -m 644 README.md docs/*.md $(DOCDIR)/
 
 uninstall:

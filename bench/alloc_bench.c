@@ -32,7 +32,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/resource.h>
-#include "pflex/alloc.h"
+#include "pflex/flex/alloc.h"
 
 static uint64_t rs;
 

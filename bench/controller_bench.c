@@ -27,9 +27,9 @@
 #include <string.h>
 #include <time.h>
 #include "controller/controller.h"
-#include "pflex/gpu.h"
-#include "pflex/model.h"
-#include "pflex/sim.h"
+#include "pflex/hw/gpu.h"
+#include "pflex/sim/model.h"
+#include "pflex/sim/sim.h"
 
 #define NG 8
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "pflex/safeplan.h"
+#include "pflex/flex/safeplan.h"
 
 static uint64_t rng = 88172645463325252ULL;
 static double unif(void)

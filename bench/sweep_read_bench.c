@@ -22,8 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "pflex/curve.h"
-#include "pflex/sweep.h"
+#include "pflex/flex/curve.h"
+#include "pflex/io/sweep.h"
 #include "peers.h"
 
 enum order { REPEATS, ASCENDING, SHUFFLED };

@@ -29,9 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include "pflex/predict.h"
-#include "pflex/sweep.h"
-#include "pflex/telemetry.h"
+#include "pflex/flex/predict.h"
+#include "pflex/io/sweep.h"
+#include "pflex/io/telemetry.h"
 #include "peers.h"
 
 static uint64_t rs;

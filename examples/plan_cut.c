@@ -17,9 +17,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "pflex/alloc.h"
-#include "pflex/pfi.h"
-#include "pflex/sweep.h"
+#include "pflex/flex/alloc.h"
+#include "pflex/flex/pfi.h"
+#include "pflex/io/sweep.h"
 
 /* Every job's ratio PFI (the study's: the mean over the capped points of
  * power reduction / throughput loss; > 1 inelastic, < 1 elastic). */

@@ -3,8 +3,8 @@
  * parser accepts is one the physics can handle. */
 #include <stddef.h>
 #include <stdint.h>
-#include "pflex/model.h"
-#include "pflex/sim.h"
+#include "pflex/sim/model.h"
+#include "pflex/sim/sim.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

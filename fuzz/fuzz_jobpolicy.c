@@ -1,7 +1,7 @@
 /* fuzz_jobpolicy.c — libFuzzer target for the controller's jobs file. */
 #include <stddef.h>
 #include <stdint.h>
-#include "pflex/jobpolicy.h"
+#include "pflex/io/jobpolicy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

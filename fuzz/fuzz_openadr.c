@@ -3,7 +3,7 @@
  * event a VTN can send crashes or hangs the controller. */
 #include <stddef.h>
 #include <stdint.h>
-#include "pflex/openadr.h"
+#include "pflex/net/openadr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

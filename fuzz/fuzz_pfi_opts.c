@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/pfi.h"
+#include "pflex/flex/pfi.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

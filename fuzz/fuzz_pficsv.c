@@ -1,7 +1,7 @@
 /* fuzz_pficsv.c — libFuzzer target for the PFI CSV reader (--pfi input). */
 #include <stddef.h>
 #include <stdint.h>
-#include "pflex/pficsv.h"
+#include "pflex/io/pficsv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

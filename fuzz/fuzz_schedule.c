@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/target.h"
+#include "pflex/flex/target.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

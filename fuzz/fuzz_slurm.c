@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/slurm.h"
+#include "pflex/io/slurm.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

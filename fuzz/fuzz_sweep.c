@@ -3,7 +3,7 @@
  * so that --columns parsing is fuzzed too. */
 #include <stddef.h>
 #include <stdint.h>
-#include "pflex/pfi.h"
+#include "pflex/flex/pfi.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

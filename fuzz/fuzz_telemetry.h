@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "pflex/telemetry.h"
+#include "pflex/io/telemetry.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

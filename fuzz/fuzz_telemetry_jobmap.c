@@ -1,7 +1,7 @@
 /* fuzz_telemetry_jobmap.c — libFuzzer target for the telemetry job map. */
 #include <stddef.h>
 #include <stdint.h>
-#include "pflex/telemetry.h"
+#include "pflex/io/telemetry.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,7 +17,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <microhttpd.h>
-#include "pflex/sweep.h"
+#include "pflex/io/sweep.h"
 
 static const char *metrics_file;
 

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/alloc.h"
-#include "pflex/pficsv.h"
+#include "pflex/flex/alloc.h"
+#include "pflex/io/pficsv.h"
 #include "support/alloc_ref.h"
 #include "support/rand.h"
 

@@ -17,11 +17,11 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "pflex/alloc.h"
-#include "pflex/gpukind.h"
-#include "pflex/model.h"
-#include "pflex/pfi.h"
-#include "pflex/pficsv.h"
+#include "pflex/flex/alloc.h"
+#include "pflex/util/gpukind.h"
+#include "pflex/sim/model.h"
+#include "pflex/flex/pfi.h"
+#include "pflex/io/pficsv.h"
 #include "support/alloc_ref.h"
 #include "support/rand.h"
 

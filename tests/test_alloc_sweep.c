@@ -32,10 +32,10 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "pflex/alloc.h"
-#include "pflex/gpukind.h"
-#include "pflex/curve.h"
-#include "pflex/sweep.h"
+#include "pflex/flex/alloc.h"
+#include "pflex/util/gpukind.h"
+#include "pflex/flex/curve.h"
+#include "pflex/io/sweep.h"
 
 static uint64_t rs;
 

@@ -13,8 +13,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include <sqlite3.h>
-#include "pflex/audit.h"
-#include "pflex/learn.h"
+#include "pflex/io/audit.h"
+#include "pflex/flex/learn.h"
 
 static char dir[64], path[96];
 

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/baseline.h"
+#include "pflex/flex/baseline.h"
 
 static int read_csv(struct pflex_baseline_set *s, const char *text, pflex_error_t *err)
 {

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/calib.h"
+#include "pflex/sim/calib.h"
 
 static const char *data_dir(void)
 {

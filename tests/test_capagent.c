@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/capagent.h"
-#include "pflex/http.h"
+#include "pflex/net/capagent.h"
+#include "pflex/net/http.h"
 #include "support/nvml_fixture.h"
 
 static const char *write_file(const char *name, const char *text)

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/capapply.h"
-#include "pflex/nvml.h"
+#include "pflex/hw/capapply.h"
+#include "pflex/hw/nvml.h"
 #include "support/nvml_fixture.h"
 
 static char run_dir[4096];

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/capplan.h"
+#include "pflex/io/capplan.h"
 #include "support/nvml_fixture.h"
 
 static const char *write_file(const char *name, const char *text)

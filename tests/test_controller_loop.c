@@ -31,10 +31,10 @@
 #include "controller/controller.h"
 #include <fcntl.h>
 #include <sys/stat.h>
-#include "pflex/audit.h"
-#include "pflex/learn.h"
-#include "pflex/openadr.h"
-#include "pflex/sim.h"
+#include "pflex/io/audit.h"
+#include "pflex/flex/learn.h"
+#include "pflex/net/openadr.h"
+#include "pflex/sim/sim.h"
 #include <poll.h>
 #include <stdatomic.h>
 #include <sys/socket.h>

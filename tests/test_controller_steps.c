@@ -28,10 +28,10 @@
 #include <jansson.h>
 #include "controller/controller.h"
 #include "controller/period.h"
-#include "pflex/audit.h"
-#include "pflex/jobpolicy.h"
-#include "pflex/learn.h"
-#include "pflex/target.h"
+#include "pflex/io/audit.h"
+#include "pflex/io/jobpolicy.h"
+#include "pflex/flex/learn.h"
+#include "pflex/flex/target.h"
 #include "support/rand.h"
 
 #define NNODES 3

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/correlate.h"
+#include "pflex/flex/correlate.h"
 
 #define assert_dbl(a, b, eps) do { double a_ = (a), b_ = (b); \
     if (!(fabs(a_ - b_) <= (eps))) fail_msg("%.17g != %.17g", a_, b_); } while (0)

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/curve.h"
+#include "pflex/flex/curve.h"
 
 static uint64_t rs = 0x9E3779B97F4A7C15ull;
 static double unif(void)

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/etcd.h"
+#include "pflex/net/etcd.h"
 #include "support/etcd_fixture.h"
 
 static int start(void **state)

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/features.h"
+#include "pflex/flex/features.h"
 
 #define assert_dbl(a, b, eps) do { double a_ = (a), b_ = (b); \
     if (!(fabs(a_ - b_) <= (eps)) && !(isnan(a_) && isnan(b_))) \

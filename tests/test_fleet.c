@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/fleet.h"
-#include "pflex/sim.h"
+#include "pflex/sim/fleet.h"
+#include "pflex/sim/sim.h"
 
 /* 25 + 4 + 6 groups holding 131 + 24 + 34 runs, with the study's grids. */
 static void test_study_counts(void **state)

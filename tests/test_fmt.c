@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/fmt.h"
+#include "pflex/util/fmt.h"
 
 static uint64_t rs = 20261203;
 

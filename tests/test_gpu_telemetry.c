@@ -9,10 +9,10 @@
 #include <string.h>
 #include <time.h>
 #include <cmocka.h>
-#include "pflex/gpu.h"
-#include "pflex/model.h"
-#include "pflex/sim.h"
-#include "pflex/telemetry.h"
+#include "pflex/hw/gpu.h"
+#include "pflex/sim/model.h"
+#include "pflex/sim/sim.h"
+#include "pflex/io/telemetry.h"
 
 static pflex_sim_job_t *sim_job(pflex_gpu_t *g)
 {

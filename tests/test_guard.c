@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "pflex/guard.h"
-#include "pflex/nvml.h"
-#include "pflex/sim.h"
+#include "pflex/hw/guard.h"
+#include "pflex/hw/nvml.h"
+#include "pflex/sim/sim.h"
 #include "support/nvml_fixture.h"
 
 static char run_dir[4096];

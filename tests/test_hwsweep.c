@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/hwsweep.h"
-#include "pflex/nvml.h"
+#include "pflex/hw/hwsweep.h"
+#include "pflex/hw/nvml.h"
 #include "support/nvml_fixture.h"
 
 static char run_dir[4096];

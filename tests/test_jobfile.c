@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/model.h"
-#include "pflex/sim.h"
+#include "pflex/sim/model.h"
+#include "pflex/sim/sim.h"
 
 static void test_nested_file(void **state)
 {

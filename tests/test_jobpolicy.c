@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/jobpolicy.h"
+#include "pflex/io/jobpolicy.h"
 
 static void test_read(void **state)
 {

@@ -18,8 +18,8 @@
 #include <string.h>
 #include <cmocka.h>
 #include <gsl/gsl_rng.h>
-#include "pflex/learn.h"
-#include "pflex/sim.h"
+#include "pflex/flex/learn.h"
+#include "pflex/sim/sim.h"
 
 static const char *const JOBS[] = {"llama-8b-pretrain-h200", "emerald-ft-llama-8b-dolly",
                                    "llama-8b-infer-h200", "mixtral-8x7b-pretrain-h200",

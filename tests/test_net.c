@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/http.h"
-#include "pflex/prom.h"
+#include "pflex/net/http.h"
+#include "pflex/net/prom.h"
 
 static void test_prom_text(void **state)
 {

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "pflex/nvml.h"
+#include "pflex/hw/nvml.h"
 #include "support/nvml_fixture.h"
 
 static int setup(void **state)

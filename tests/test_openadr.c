@@ -12,8 +12,8 @@
 #include <time.h>
 #include <cmocka.h>
 #include <jansson.h>
-#include "pflex/openadr.h"
-#include "pflex/vtn.h"
+#include "pflex/net/openadr.h"
+#include "pflex/net/vtn.h"
 
 #define assert_near(a, b, eps) near_((a), (b), (eps), #a, __LINE__)
 static void near_(double a, double b, double eps, const char *what, int line)

@@ -1,4 +1,4 @@
-/* test_outfile.c — atomic output files (pflex/outfile.h), against the file
+/* test_outfile.c — atomic output files (pflex/io/outfile.h), against the file
  * system itself: the old file stands whole until the commit, an abort
  * leaves it and no temporary file behind, the new file keeps the mode of
  * the one it replaces, and an output that is a symbolic link, a directory
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "pflex/outfile.h"
+#include "pflex/io/outfile.h"
 
 static char dir[64];
 

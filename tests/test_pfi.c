@@ -17,8 +17,8 @@
 #include <gsl/gsl_interp.h>
 #include <gsl/gsl_rng.h>
 #include <errno.h>
-#include "pflex/csv.h"
-#include "pflex/pfi.h"
+#include "pflex/io/csv.h"
+#include "pflex/flex/pfi.h"
 
 static pflex_sweep_t *read_str(const char *s)
 {

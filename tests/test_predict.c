@@ -12,7 +12,7 @@
 #include <gsl/gsl_multifit.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
-#include "pflex/predict.h"
+#include "pflex/flex/predict.h"
 
 #define assert_dbl(a, b, eps) do { double a_ = (a), b_ = (b); \
     if (!(fabs(a_ - b_) <= (eps))) fail_msg("%.17g != %.17g", a_, b_); } while (0)

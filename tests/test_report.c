@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "pflex/report.h"
+#include "pflex/report/report.h"
 
 static void test_stats(void **state)
 {

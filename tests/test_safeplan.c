@@ -16,7 +16,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <gsl/gsl_rng.h>
-#include "pflex/safeplan.h"
+#include "pflex/flex/safeplan.h"
 
 #define assert_near(a, b, eps) near_((a), (b), (eps), #a, __LINE__)
 static void near_(double a, double b, double eps, const char *what, int line)

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "pflex/secret.h"
+#include "pflex/io/secret.h"
 
 static char dir[] = "/tmp/pflex-test-secret-XXXXXX";
 

@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/curve.h"
-#include "pflex/pfi.h"
-#include "pflex/calib.h"
-#include "pflex/gpukind.h"
-#include "pflex/sim.h"
-#include "pflex/sweep.h"
+#include "pflex/flex/curve.h"
+#include "pflex/flex/pfi.h"
+#include "pflex/sim/calib.h"
+#include "pflex/util/gpukind.h"
+#include "pflex/sim/sim.h"
+#include "pflex/io/sweep.h"
 
 static pflex_sim_job_t *make(const struct pflex_job_desc *d, uint64_t seed)
 {
@@ -79,7 +79,7 @@ static void test_kinds(void **state)
 }
 
 /* Every kind takes its settable range from the one table of ranges
- * (pflex/gpukind.h), under its own name, and the table has no kind the
+ * (pflex/util/gpukind.h), under its own name, and the table has no kind the
  * simulator lacks; a job on each kind accepts caps at the ends of that
  * range, refuses caps a watt beyond, and starts at its highest. */
 static void test_kind_ranges(void **state)

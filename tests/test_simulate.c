@@ -1,4 +1,4 @@
-/* test_simulate.c — the simulated site (pflex/simulate.h).
+/* test_simulate.c — the simulated site (pflex/site/simulate.h).
  *
  * The truth is read between measured caps and never past them; a run is
  * the same from the same seed and differs from another; no policy goes
@@ -16,8 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "pflex/safeplan.h"
-#include "pflex/simulate.h"
+#include "pflex/flex/safeplan.h"
+#include "pflex/site/simulate.h"
 
 /* Two A100-like curves: an inelastic one and an elastic one. */
 static const double cap_a[] = {400, 350, 300, 250, 200, 100};

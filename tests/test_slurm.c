@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/slurm.h"
+#include "pflex/io/slurm.h"
 
 #define D "tests/data/slurm/"
 

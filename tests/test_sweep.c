@@ -17,8 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "pflex/csv.h"
-#include "pflex/sweep.h"
+#include "pflex/io/csv.h"
+#include "pflex/io/sweep.h"
 
 static uint64_t rs = 88172645463325252ull;
 static uint64_t rnd(void)

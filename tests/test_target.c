@@ -15,7 +15,7 @@
 #include <time.h>
 #include <cmocka.h>
 #include <gsl/gsl_rng.h>
-#include "pflex/target.h"
+#include "pflex/flex/target.h"
 
 /* cmocka compares floats in single precision; unix times need doubles. */
 #define assert_near(a, b, eps) near_((a), (b), (eps), #a, __LINE__)

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <microhttpd.h>
-#include "pflex/telemetry.h"
+#include "pflex/io/telemetry.h"
 
 #define DIR "tests/data/telemetry/"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "pflex/tokfile.h"
+#include "pflex/io/tokfile.h"
 
 static char path[] = "/tmp/pflex-test-tokfile-XXXXXX";
 

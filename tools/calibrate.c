@@ -30,8 +30,8 @@
 #include <gsl/gsl_blas.h>
 #include <gsl/gsl_multifit_nlinear.h>
 #include <gsl/gsl_vector.h>
-#include "pflex/calib.h"
-#include "pflex/fleet.h"
+#include "pflex/sim/calib.h"
+#include "pflex/sim/fleet.h"
 
 #define NPAR 9
 static const char *const par_names[NPAR] = {

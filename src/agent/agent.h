@@ -19,9 +19,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include "pflex/gpu.h"
-#include "pflex/guard.h"
-#include "pflex/http.h"
+#include "pflex/hw/gpu.h"
+#include "pflex/hw/guard.h"
+#include "pflex/net/http.h"
 
 #define AGENT_MAX_GPUS 64
 #define AGENT_MAX_JOBS 256

@@ -22,7 +22,7 @@
 #include <strings.h>
 #include <time.h>
 #include "agent/agent.h"
-#include "pflex/prom.h"
+#include "pflex/net/prom.h"
 
 #define MAX_JSON_BODY 65536
 

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include "agent/agent.h"
 #include "lib/util/clock.h"
-#include "pflex/nvml.h"
+#include "pflex/hw/nvml.h"
 
 int agent_log_json, agent_log_off;
 

@@ -1,7 +1,7 @@
 /* simnode.c — the agent's sim backend: a node of N simulated GPUs, each
  * belonging to a copy of a simulated job.
  *
- * The physics is the sim model's (pflex/sim.h), reached only through its
+ * The physics is the sim model's (pflex/sim/sim.h), reached only through its
  * public functions: each copy is a pflex_sim_job, its GPUs are that job's
  * gpu_ops backend, and a cap set here is a cap set there, so power,
  * telemetry and throughput follow the caps exactly as the model says.
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "agent/agent.h"
-#include "pflex/model.h"
-#include "pflex/sim.h"
+#include "pflex/sim/model.h"
+#include "pflex/sim/sim.h"
 
 struct simnode {
     unsigned n, per, copies;

@@ -12,8 +12,8 @@
 #include "cli/cli.h"
 #include "lib/util/clock.h"
 #include "lib/util/sdnotify.h"
-#include "pflex/guard.h"
-#include "pflex/nvml.h"
+#include "pflex/hw/guard.h"
+#include "pflex/hw/nvml.h"
 
 #define CMD "agent"
 

@@ -6,9 +6,9 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "cli/site.h"
-#include "pflex/csv.h"
-#include "pflex/alloc.h"
-#include "pflex/fmt.h"
+#include "pflex/io/csv.h"
+#include "pflex/flex/alloc.h"
+#include "pflex/util/fmt.h"
 
 static const char help[] =
 "usage: pflex allocate [SWEEP.csv] (--budget-w W | --reduce F) [options]\n"

@@ -9,12 +9,12 @@
 #include <string.h>
 #include <time.h>
 #include "cli/cli.h"
-#include "pflex/capagent.h"
-#include "pflex/capapply.h"
-#include "pflex/capplan.h"
-#include "pflex/guard.h"
-#include "pflex/nvml.h"
-#include "pflex/secret.h"
+#include "pflex/net/capagent.h"
+#include "pflex/hw/capapply.h"
+#include "pflex/io/capplan.h"
+#include "pflex/hw/guard.h"
+#include "pflex/hw/nvml.h"
+#include "pflex/io/secret.h"
 
 #define CMD "apply"
 

@@ -6,7 +6,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <jansson.h>
-#include "pflex/error.h"
+#include "pflex/util/error.h"
 
 enum {
     PFLEX_EXIT_OK = 0,
@@ -34,7 +34,7 @@ int cmd_predict(int argc, char **argv);
 int cmd_jobs(int argc, char **argv);
 
 /* pflex sweep --backend nvml: the whole command line of `pflex sweep`
- * (src/cli/sweep_nvml.c; the sweep itself is pflex/hwsweep.h). */
+ * (src/cli/sweep_nvml.c; the sweep itself is pflex/hw/hwsweep.h). */
 int sweep_nvml(int argc, char **argv);
 
 /* "pflex CMD: message" on stderr. */

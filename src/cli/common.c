@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli/cli.h"
-#include "pflex/fmt.h"
+#include "pflex/util/fmt.h"
 
 void cli_error(const char *cmd, const char *fmt, ...)
 {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "pflex/dataset.h"
-#include "pflex/correlate.h"
+#include "pflex/study/dataset.h"
+#include "pflex/flex/correlate.h"
 
 static const char help[] =
 "usage: pflex correlate [options] SWEEP.csv...\n"

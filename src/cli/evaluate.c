@@ -6,7 +6,7 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "cli/site.h"
-#include "pflex/alloc.h"
+#include "pflex/flex/alloc.h"
 
 static const char help[] =
 "usage: pflex evaluate [SWEEP.csv] (--reduce F | --budget-w W) [options]\n"

@@ -6,8 +6,8 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "cli/tmread.h"
-#include "pflex/csv.h"
-#include "pflex/features.h"
+#include "pflex/io/csv.h"
+#include "pflex/flex/features.h"
 
 static const char help[] =
 "usage: pflex features [options] FILE|URL...\n"

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "pflex/outfile.h"
-#include "pflex/slurm.h"
+#include "pflex/io/outfile.h"
+#include "pflex/io/slurm.h"
 
 static const char help[] =
     "usage: pflex jobs [--slurm-squeue FILE] [--slurm-scontrol FILE] [--map FILE]\n"
@@ -159,7 +159,7 @@ oom:
     return -1;
 }
 
-/* --out: buf written atomically (pflex/outfile.h), never over an input. */
+/* --out: buf written atomically (pflex/io/outfile.h), never over an input. */
 static int write_out(const char *path, const char *const *inputs, const char *buf, size_t len)
 {
     pflex_outfile_t *of;

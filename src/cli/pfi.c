@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "pflex/csv.h"
-#include "pflex/pfi.h"
+#include "pflex/io/csv.h"
+#include "pflex/flex/pfi.h"
 
 static const char help[] =
 "usage: pflex pfi [options] [SWEEP.csv...]\n"

@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "pflex/baseline.h"
-#include "pflex/csv.h"
-#include "pflex/curve.h"
-#include "pflex/pfi.h"
-#include "pflex/predict.h"
-#include "pflex/sweep.h"
+#include "pflex/flex/baseline.h"
+#include "pflex/io/csv.h"
+#include "pflex/flex/curve.h"
+#include "pflex/flex/pfi.h"
+#include "pflex/flex/predict.h"
+#include "pflex/io/sweep.h"
 
 static const char help[] =
 "usage: pflex predict --model MODEL.json [options] SWEEP.csv|FEATURES.csv...\n"

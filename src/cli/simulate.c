@@ -1,5 +1,5 @@
 /* simulate.c — pflex simulate: a site of GPUs through a grid day, every
- * policy side by side on the same fleet and noise (pflex/simulate.h,
+ * policy side by side on the same fleet and noise (pflex/site/simulate.h,
  * docs/simulate.md).  Options, inputs and output only; the engine is the
  * library's. */
 #include <errno.h>
@@ -10,12 +10,12 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "cli/cli.h"
-#include "pflex/alloc.h"
-#include "pflex/openadr.h"
-#include "pflex/outfile.h"
-#include "pflex/pfi.h"
-#include "pflex/simulate.h"
-#include "pflex/sweep.h"
+#include "pflex/flex/alloc.h"
+#include "pflex/net/openadr.h"
+#include "pflex/io/outfile.h"
+#include "pflex/flex/pfi.h"
+#include "pflex/site/simulate.h"
+#include "pflex/io/sweep.h"
 
 static const char help[] =
 "usage: pflex simulate [SWEEP.csv] (--day srp|aps|caiso | --schedule FILE |\n"

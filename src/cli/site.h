@@ -4,7 +4,7 @@
 #ifndef PFLEX_CLI_SITE_H
 #define PFLEX_CLI_SITE_H
 
-#include "pflex/alloc.h"
+#include "pflex/flex/alloc.h"
 
 struct cli_site {
     struct pflex_alloc_source src;

@@ -1,7 +1,7 @@
 /* study.c — pflex study: the characterisation study on the built-in fleet.
  *
  * The options, the help, and what is printed; the study itself is the
- * library's (pflex/study.h): it sweeps the fleet, computes PFI, the
+ * library's (pflex/study/study.h): it sweeps the fleet, computes PFI, the
  * calibration, the allocation comparison, the comparison with the paper and
  * the prediction sections, and writes the output set.
  */
@@ -15,8 +15,8 @@
 #include <unistd.h>
 #include "cli/cli.h"
 #include "cli/study_predict.h"
-#include "pflex/calib.h"
-#include "pflex/study.h"
+#include "pflex/sim/calib.h"
+#include "pflex/study/study.h"
 
 
 static const char help[] =

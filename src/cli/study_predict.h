@@ -1,5 +1,5 @@
 /* study_predict.h — the study's prediction sections (pflex_study_predict,
- * pflex/study.h) as human tables, for `pflex study` and `pflex train
+ * pflex/study/study.h) as human tables, for `pflex study` and `pflex train
  * --study`. */
 #ifndef PFLEX_CLI_STUDY_PREDICT_H
 #define PFLEX_CLI_STUDY_PREDICT_H

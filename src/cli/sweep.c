@@ -1,6 +1,6 @@
 /* sweep.c — pflex sweep: a power-cap sweep on a backend, written as a sweep
  * CSV with telemetry columns.  --backend sim (the default) runs the
- * physical model of pflex/sim.h on a job description; --backend nvml is
+ * physical model of pflex/sim/sim.h on a job description; --backend nvml is
  * src/cli/sweep_nvml.c. */
 #include <errno.h>
 #include <getopt.h>
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "pflex/outfile.h"
-#include "pflex/sim.h"
+#include "pflex/io/outfile.h"
+#include "pflex/sim/sim.h"
 
 static const char help[] =
 "usage: pflex sweep [--backend sim] --job PRESET|FILE [options]\n"
@@ -135,7 +135,7 @@ static void show_progress(void *arg, int c)
             p->ncaps);
 }
 
-/* --out is written atomically (pflex/outfile.h): the old file stays whole
+/* --out is written atomically (pflex/io/outfile.h): the old file stays whole
  * until the new one is; it may not be the job file read. */
 static int run_sim(const struct pflex_job_desc *d, const char *job_arg, const double *caps,
                    int ncaps, int repeats, uint64_t seed, const char *out_path, int progress)

@@ -2,7 +2,7 @@
  *
  * The command: options, help, --list, the dry run's plan, the CSV it
  * writes, and the signals.  The sweep itself is the library's
- * (pflex/hwsweep.h); the limits go through the limit guard (pflex/guard.h):
+ * (pflex/hw/hwsweep.h); the limits go through the limit guard (pflex/hw/guard.h):
  * each GPU is locked against a second owner, its original limit is saved
  * durably before the first change, and a limit a dead owner left is
  * restored at start.  The originals are put back at the end, on any error,
@@ -20,10 +20,10 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli/cli.h"
-#include "pflex/guard.h"
-#include "pflex/hwsweep.h"
-#include "pflex/nvml.h"
-#include "pflex/sweep.h"
+#include "pflex/hw/guard.h"
+#include "pflex/hw/hwsweep.h"
+#include "pflex/hw/nvml.h"
+#include "pflex/io/sweep.h"
 
 #define CMD "sweep"
 #define MAX_CAPS PFLEX_HWSWEEP_MAX_CAPS

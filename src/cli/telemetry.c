@@ -7,11 +7,11 @@
 #include <unistd.h>
 #include "cli/cli.h"
 #include "cli/tmread.h"
-#include "pflex/csv.h"
-#include "pflex/fmt.h"
-#include "pflex/gpu.h"
-#include "pflex/nvml.h"
-#include "pflex/telemetry.h"
+#include "pflex/io/csv.h"
+#include "pflex/util/fmt.h"
+#include "pflex/hw/gpu.h"
+#include "pflex/hw/nvml.h"
+#include "pflex/io/telemetry.h"
 
 static const char help[] =
 "usage: pflex telemetry [options] FILE|URL...\n"

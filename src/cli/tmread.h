@@ -4,7 +4,7 @@
 #define PFLEX_CLI_TMREAD_H
 
 #include <getopt.h>
-#include "pflex/telemetry.h"
+#include "pflex/io/telemetry.h"
 
 struct tmread {
     struct pflex_tm_limits lim;

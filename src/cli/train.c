@@ -7,8 +7,8 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "cli/study_predict.h"
-#include "pflex/modelsel.h"
-#include "pflex/study.h"
+#include "pflex/study/modelsel.h"
+#include "pflex/study/study.h"
 #include <unistd.h>
 
 static const char help[] =

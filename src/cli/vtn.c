@@ -1,4 +1,4 @@
-/* vtn.c — pflex vtn: a small OpenADR 3 VTN on loopback (pflex/vtn.h), as a
+/* vtn.c — pflex vtn: a small OpenADR 3 VTN on loopback (pflex/net/vtn.h), as a
  * process, for demos and the end-to-end tests: the events the VEN of
  * `pflex controller --vtn` polls, from a JSON file. */
 #include <errno.h>
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <time.h>
 #include "cli/cli.h"
-#include "pflex/secret.h"
-#include "pflex/sweep.h"
-#include "pflex/vtn.h"
+#include "pflex/io/secret.h"
+#include "pflex/io/sweep.h"
+#include "pflex/net/vtn.h"
 
 #define CMD "vtn"
 #define MAX_FILE (4u << 20)

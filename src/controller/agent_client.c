@@ -1,4 +1,4 @@
-/* agent_client.c — talking to `pflex agent`s over HTTP (pflex/http.h), one
+/* agent_client.c — talking to `pflex agent`s over HTTP (pflex/net/http.h), one
  * at a time or many at once, each batch over one client's kept connections.
  *
  * What the controller reads of the agent's API (docs/agent.md, served by

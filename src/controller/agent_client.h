@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "controller/node.h"
-#include "pflex/error.h"
-#include "pflex/http.h"
+#include "pflex/util/error.h"
+#include "pflex/net/http.h"
 
 struct agent_cap {
     int gpu;

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "controller/api.h"
-#include "pflex/prom.h"
+#include "pflex/net/prom.h"
 #include "lib/util/clock.h"
 
 /* Targets the API takes: above nothing, at most 1 GW or 1.5 x the

@@ -1,10 +1,10 @@
 /* api.h — the controller's own HTTP API (served on a thread of its own by
- * cmd.c, through pflex/http.h; it never takes a lock held across the
+ * cmd.c, through pflex/net/http.h; it never takes a lock held across the
  * network, and writes a target to the audit before it takes effect):
  *   GET    /v1/status   the state after the last period (JSON)
  *   GET    /metrics     the same as Prometheus text
  *   PUT    /v1/target   {"target": "SPEC", "id": "...", "confirm": bool}
- *                       (pflex/target.h's text form), bearer token; 401
+ *                       (pflex/flex/target.h's text form), bearer token; 401
  *                       without, 400 malformed or out of range, 409 a
  *                       level under the site's floor or a step faster than
  *                       its ramp rate unless confirmed (ctl_target_check),
@@ -17,7 +17,7 @@
 
 #include "controller/controller.h"
 #include "controller/standby.h"
-#include "pflex/http.h"
+#include "pflex/net/http.h"
 
 struct ctl_api {
     ctl_t *ctl;

@@ -1,5 +1,5 @@
 /* cmd.c — `pflex controller run|history`: options, the timed loop,
- * signals, and the history query (controller.h, pflex/audit.h). */
+ * signals, and the history query (controller.h, pflex/io/audit.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -16,12 +16,12 @@
 #include "controller/api.h"
 #include "controller/controller.h"
 #include "controller/standby.h"
-#include "pflex/audit.h"
-#include "pflex/http.h"
-#include "pflex/openadr.h"
-#include "pflex/slurm.h"
-#include "pflex/sweep.h"
-#include "pflex/target.h"
+#include "pflex/io/audit.h"
+#include "pflex/net/http.h"
+#include "pflex/net/openadr.h"
+#include "pflex/io/slurm.h"
+#include "pflex/io/sweep.h"
+#include "pflex/flex/target.h"
 #include "lib/util/clock.h"
 #include "lib/util/sdnotify.h"
 
@@ -78,7 +78,7 @@ static const char help[] =
 "  --floor S            service floor of jobs the jobs file does not name, 0..1\n"
 "                       (default 0)\n"
 "  --jobs FILE          per-job floor (or tier), weight and prior PFI: a CSV\n"
-"                       job,floor|tier,weight,pfi (include/pflex/jobpolicy.h)\n"
+"                       job,floor|tier,weight,pfi (include/pflex/io/jobpolicy.h)\n"
 "  --objective O        throughput (default: the jobs' summed rates, SPEC 2;\n"
 "                       their rates must share a unit, tokens/s) or progress\n"
 "                       (each job's rate as a fraction of its own, GPU-weighted:\n"

@@ -1,6 +1,6 @@
 /* controller.h — the site loop of `pflex controller run`: each period it
  * reads the agents, learns each job's curve, plans caps that keep the
- * worst case under the target (pflex/safeplan.h), pushes them with leases,
+ * worst case under the target (pflex/flex/safeplan.h), pushes them with leases,
  * and writes everything to the audit database. */
 #ifndef PFLEX_CONTROLLER_H
 #define PFLEX_CONTROLLER_H
@@ -9,11 +9,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <jansson.h>
-#include "pflex/error.h"
-#include "pflex/jobpolicy.h"
-#include "pflex/slurm.h"
-#include "pflex/openadr.h"
-#include "pflex/target.h"
+#include "pflex/util/error.h"
+#include "pflex/io/jobpolicy.h"
+#include "pflex/io/slurm.h"
+#include "pflex/net/openadr.h"
+#include "pflex/flex/target.h"
 
 struct ctl_config {
     size_t nagents;
@@ -54,7 +54,7 @@ struct ctl_config {
      * every status_every periods (<= 0: 10), and for the caps. */
     const char *prometheus_url;     /* NULL: read the agents */
     int status_every;
-    /* A job map (pflex/slurm.h rows: job, host, GPU) in place of the
+    /* A job map (pflex/io/slurm.h rows: job, host, GPU) in place of the
      * agents' own: a job's GPUs on a host are the rows naming the agent's
      * host name; NULL: the agents' maps.  Borrowed. */
     const struct pflex_jobmap_row *job_map;

@@ -11,9 +11,9 @@
 #include "controller/period.h"
 #include "controller/prom_source.h"
 #include "lib/util/strtab.h"
-#include "pflex/audit.h"
-#include "pflex/learn.h"
-#include "pflex/safeplan.h"
+#include "pflex/io/audit.h"
+#include "pflex/flex/learn.h"
+#include "pflex/flex/safeplan.h"
 
 #define CTL_MAX_HTTP 16
 /* One GPU's cap as the agent holds it from this controller's last push

@@ -54,8 +54,8 @@
 #include <stddef.h>
 #include "controller/controller.h"
 #include "controller/node.h"
-#include "pflex/error.h"
-#include "pflex/safeplan.h"
+#include "pflex/util/error.h"
+#include "pflex/flex/safeplan.h"
 
 /* One cap the period decided, for one reachable GPU of a node up this
  * period.  Caps come in site order: a node's caps are contiguous. */

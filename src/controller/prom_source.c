@@ -21,8 +21,8 @@
 #include <jansson.h>
 #include "controller/prom_source.h"
 #include "lib/util/strtab.h"
-#include "pflex/http.h"
-#include "pflex/telemetry.h"
+#include "pflex/net/http.h"
+#include "pflex/io/telemetry.h"
 
 #define MAX_HOSTS 100000
 

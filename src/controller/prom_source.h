@@ -1,12 +1,12 @@
 /* prom_source.h — the site's telemetry from a Prometheus server's HTTP API
  * (controller --prometheus), in place of each agent's /v1/status: the
  * metric names the agents export, read with the telemetry readers
- * (pflex/telemetry.h) for the DCGM fields and here for pflex's own. */
+ * (pflex/io/telemetry.h) for the DCGM fields and here for pflex's own. */
 #ifndef PFLEX_CONTROLLER_PROM_SOURCE_H
 #define PFLEX_CONTROLLER_PROM_SOURCE_H
 
 #include "controller/agent_client.h"
-#include "pflex/error.h"
+#include "pflex/util/error.h"
 
 typedef struct prom_source prom_source_t;
 

@@ -1,7 +1,7 @@
 /* record.c — the period written down (period.h's ctl_record): the targets
  * not yet recorded, the period's figures, each job's observation, every
  * cap with its outcome and the reading it rests on, the curves now and
- * then, in one transaction of the audit database (pflex/audit.h). */
+ * then, in one transaction of the audit database (pflex/io/audit.h). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

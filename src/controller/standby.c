@@ -23,7 +23,7 @@
 #include "controller/ctl_int.h"
 #include "controller/standby.h"
 #include "lib/util/clock.h"
-#include "pflex/etcd.h"
+#include "pflex/net/etcd.h"
 
 struct standby {
     char key[320], state[320], targets_key[340], jobs_prefix[340], name[128];

@@ -1,5 +1,5 @@
 /* standby.h — two controllers (or more), one leading: the election through
- * etcd (pflex/etcd.h), the leader's state replicated there, the fencing
+ * etcd (pflex/net/etcd.h), the leader's state replicated there, the fencing
  * token its pushes carry.  `pflex controller run --etcd URL` (cmd.c).
  *
  * A thread of its own (never the period's) talks to etcd every tick
@@ -39,7 +39,7 @@
 #include <stdio.h>
 #include <jansson.h>
 #include "controller/controller.h"
-#include "pflex/error.h"
+#include "pflex/util/error.h"
 
 struct standby_config {
     const char *endpoints;      /* etcd members, "http://h:2379[,http://h2:2379...]" */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "controller/ctl_int.h"
-#include "pflex/prom.h"
+#include "pflex/net/prom.h"
 
 static json_t *num(double x)
 {

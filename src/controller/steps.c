@@ -202,7 +202,7 @@ void ctl_take_targets(ctl_t *c)
 {
     struct ctl_period_state *p = &c->p;
     /* a target is kept a day past its end: the ramp of the one that
-     * follows starts from it (pflex/target.h), and an interval of an
+     * follows starts from it (pflex/flex/target.h), and an interval of an
      * event follows the one before without a gap; the audit resumes the
      * same (ctl_resume), so that expiry needs no write of its own */
     pthread_mutex_lock(&c->tmu);

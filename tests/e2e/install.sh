@@ -11,7 +11,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 make --no-print-directory -s install BUILD="$B" PREFIX=/opt/pflex DESTDIR="$T/stage" > "$T/log" 2>&1 \
     || { cat "$T/log"; fail "make install"; }
 R="$T/stage/opt/pflex"
-for f in bin/pflex lib/libpflex.a include/pflex/sweep.h include/pflex/pfi.h \
+for f in bin/pflex lib/libpflex.a include/pflex/io/sweep.h include/pflex/flex/pfi.h \
          share/doc/pflex/README.md share/doc/pflex/contract.md; do
     [ -f "$R/$f" ] || fail "make install did not write $f"
 done
@@ -20,7 +20,7 @@ done
 cat > "$T/use.c" <<'C'
 #include <stdio.h>
 #include <string.h>
-#include <pflex/sweep.h>
+#include <pflex/io/sweep.h>
 int main(void)
 {
     const char *csv = "job,cap_w,power_w,throughput\na,700,600,100\na,500,450,90\n";

@@ -3,7 +3,7 @@
 #ifndef PFLEX_TEST_ALLOC_REF_H
 #define PFLEX_TEST_ALLOC_REF_H
 
-#include "pflex/alloc.h"
+#include "pflex/flex/alloc.h"
 
 /* Linear interpolation of v (one value per curve point) over the job's
  * reductions, clipped to the curve's ends. */

@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "pflex/http.h"
+#include "pflex/net/http.h"
 #include "support/etcd_fixture.h"
 
 static pid_t etcd_pid;

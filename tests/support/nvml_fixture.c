@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "pflex/nvml.h"
+#include "pflex/hw/nvml.h"
 #include "support/nvml_fixture.h"
 
 static char lib_path[4096];

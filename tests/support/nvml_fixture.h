@@ -6,7 +6,7 @@
 #ifndef PFLEX_TEST_NVML_FIXTURE_H
 #define PFLEX_TEST_NVML_FIXTURE_H
 
-#include "pflex/gpu.h"
+#include "pflex/hw/gpu.h"
 
 /* Finds the library, makes the folder ($TMPDIR/pflex-test-NAME-XXXXXX)
  * and points the fake at its state file.  0, or -1 (said on stderr). */

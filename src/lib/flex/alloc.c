@@ -38,8 +38,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/alloc.h"
-#include "pflex/pfi.h"
+#include "pflex/flex/alloc.h"
+#include "pflex/flex/pfi.h"
 #include "lib/util/bigmem.h"
 #include "lib/util/grow.h"
 #include "lib/util/interp.h"

@@ -1,18 +1,18 @@
 /* alloc_input.c — an allocation problem from a sweep, a jobs file and a
- * PFI CSV (see pflex/alloc.h).  A sweep alone becomes its problem as it is
+ * PFI CSV (see pflex/flex/alloc.h).  A sweep alone becomes its problem as it is
  * read, job by job, keeping only the curves (x and loss) and the jobs; with
  * a jobs file the sweep is kept and curves are built in its own point
  * storage.  No allocation per job either way. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/alloc.h"
-#include "pflex/csv.h"
-#include "pflex/curve.h"
-#include "pflex/gpukind.h"
-#include "pflex/pfi.h"
-#include "pflex/pficsv.h"
-#include "pflex/sweep.h"
+#include "pflex/flex/alloc.h"
+#include "pflex/io/csv.h"
+#include "pflex/flex/curve.h"
+#include "pflex/util/gpukind.h"
+#include "pflex/flex/pfi.h"
+#include "pflex/io/pficsv.h"
+#include "pflex/io/sweep.h"
 #include "lib/util/bigmem.h"
 
 struct storage {

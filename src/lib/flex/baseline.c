@@ -1,11 +1,11 @@
 /* baseline.c — each job's features with its baseline, from a sweep with
- * telemetry or from a features CSV (pflex/baseline.h). */
+ * telemetry or from a features CSV (pflex/flex/baseline.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/baseline.h"
-#include "pflex/csv.h"
+#include "pflex/flex/baseline.h"
+#include "pflex/io/csv.h"
 
 struct pflex_baseline *pflex_baseline_add(struct pflex_baseline_set *s)
 {

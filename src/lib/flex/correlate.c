@@ -6,7 +6,7 @@
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
-#include "pflex/correlate.h"
+#include "pflex/flex/correlate.h"
 
 double pflex_pearson(const double *x, const double *y, size_t n)
 {

@@ -2,7 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/curve.h"
+#include "pflex/flex/curve.h"
 #include "lib/util/interp.h"
 
 /* (x, cap) of point a before that of point b. */

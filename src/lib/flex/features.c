@@ -6,7 +6,7 @@
 #include <strings.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
-#include "pflex/features.h"
+#include "pflex/flex/features.h"
 
 static const char *const feat_names[PFLEX_FEAT_COUNT] = {
     "dram_copy_product", "arith_intensity", "dram_active", "mem_copy_util", "tensor_active",

@@ -1,10 +1,10 @@
 /* learn.c — online loss curves: binned observations, a Bayesian blend
  * with a prior curve point by point, isotonic regression (pool adjacent
- * violators) through (0, 0), and the exploration rule (pflex/learn.h). */
+ * violators) through (0, 0), and the exploration rule (pflex/flex/learn.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/learn.h"
+#include "pflex/flex/learn.h"
 #include "lib/util/interp.h"
 
 struct bin {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <gsl/gsl_fit.h>
-#include "pflex/pfi.h"
+#include "pflex/flex/pfi.h"
 
 
 /* ---- loss-area (pflex's own) and the pointwise PFI ------------------- */

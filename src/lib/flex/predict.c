@@ -6,8 +6,8 @@
 #include <string.h>
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_matrix.h>
-#include "pflex/correlate.h"
-#include "pflex/predict.h"
+#include "pflex/flex/correlate.h"
+#include "pflex/flex/predict.h"
 #include "lib/flex/predict_gp.h"
 
 static const char *const kind_names[PFLEX_MODEL_KIND_COUNT] = {"ols", "ridge", "ridge2", "gp"};

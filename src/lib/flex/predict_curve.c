@@ -1,9 +1,9 @@
 /* predict_curve.c — a job's predicted loss curve as sweep points, and
- * what it sheds at each service tier (pflex/predict.h). */
+ * what it sheds at each service tier (pflex/flex/predict.h). */
 #include <math.h>
-#include "pflex/curve.h"
-#include "pflex/predict.h"
-#include "pflex/sweep.h"
+#include "pflex/flex/curve.h"
+#include "pflex/flex/predict.h"
+#include "pflex/io/sweep.h"
 
 size_t pflex_model_curve_points(const pflex_model_t *m, const double *mean, double p0_w,
                                 double t0, double cap0_w, struct pflex_sweep_point *pts)

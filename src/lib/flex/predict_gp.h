@@ -3,7 +3,7 @@
 #define PFLEX_PREDICT_GP_H
 
 #include <gsl/gsl_matrix.h>
-#include "pflex/predict.h"
+#include "pflex/flex/predict.h"
 
 /* The fewest training jobs with a PFI a Gaussian process is fitted on. */
 #define PFLEX_GP_MIN_TRAIN 5

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
-#include "pflex/predict.h"
+#include "pflex/flex/predict.h"
 
 static json_t *reals(const double *v, size_t n)
 {

@@ -1,10 +1,10 @@
 /* safeplan.c — one control period's caps: the optimal split of the site
  * limit in the cap domain, floors kept or their breach reported, holds on
- * missing telemetry, whole-watt caps under the limit (pflex/safeplan.h). */
+ * missing telemetry, whole-watt caps under the limit (pflex/flex/safeplan.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/safeplan.h"
+#include "pflex/flex/safeplan.h"
 
 struct jobstate {
     size_t n;               /* reachable GPUs */

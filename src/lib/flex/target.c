@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/csv.h"
-#include "pflex/target.h"
+#include "pflex/io/csv.h"
+#include "pflex/flex/target.h"
 
 /* Deepest chain of ramps followed back to find where a ramp starts: past
  * it the ramp starts from its own target (a step), which bounds the work

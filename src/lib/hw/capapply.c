@@ -1,9 +1,9 @@
 /* capapply.c — a plan of per-job caps put into force on this node's
- * GPUs through the limit guard (pflex/capapply.h): placed on GPUs, checked
+ * GPUs through the limit guard (pflex/hw/capapply.h): placed on GPUs, checked
  * against their ranges before anything changes, then set. */
 #include <string.h>
-#include "pflex/capapply.h"
-#include "pflex/nvml.h"
+#include "pflex/hw/capapply.h"
+#include "pflex/hw/nvml.h"
 
 /* The index of the GPU ref names: an index, or a UUID of one of g's GPUs. */
 static int gpu_index(pflex_gpu_t *g, unsigned count, const json_t *ref, unsigned *out,

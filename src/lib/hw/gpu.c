@@ -1,5 +1,5 @@
 /* gpu.c — wrappers over struct pflex_gpu_ops that refuse missing ops. */
-#include "pflex/gpu.h"
+#include "pflex/hw/gpu.h"
 
 #define NEED(g, op) \
     if (!(g) || !(g)->ops || !(g)->ops->op) \

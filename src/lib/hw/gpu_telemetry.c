@@ -2,8 +2,8 @@
  * (struct pflex_gpu_ops), as DCGM fields in a telemetry store. */
 #include <math.h>
 #include <time.h>
-#include "pflex/gpu.h"
-#include "pflex/telemetry.h"
+#include "pflex/hw/gpu.h"
+#include "pflex/io/telemetry.h"
 
 /* The sweep telemetry columns (SPEC §3 units) as the DCGM fields they are. */
 static const int tm_field[PFLEX_TM_COUNT] = {

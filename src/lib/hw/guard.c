@@ -1,4 +1,4 @@
-/* guard.c — the limit guard (pflex/guard.h): locks, durable originals,
+/* guard.c — the limit guard (pflex/hw/guard.h): locks, durable originals,
  * recovery, restores that retry.
  *
  * Files, per GPU, in the state folder:
@@ -23,8 +23,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "pflex/guard.h"
-#include "pflex/nvml.h"
+#include "pflex/hw/guard.h"
+#include "pflex/hw/nvml.h"
 
 #define MAX_NOTES 64
 #define NOTE_LEN 320

@@ -1,4 +1,4 @@
-/* hwsweep.c — a power-cap sweep on GPUs (pflex/hwsweep.h).
+/* hwsweep.c — a power-cap sweep on GPUs (pflex/hw/hwsweep.h).
  *
  * For each cap: set it on every GPU through the limit guard, let the job
  * settle, then sample power and telemetry over a window while reading the
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "pflex/hwsweep.h"
-#include "pflex/tokfile.h"
+#include "pflex/hw/hwsweep.h"
+#include "pflex/io/tokfile.h"
 #include "lib/util/clock.h"
 
 int pflex_hwsweep_range(pflex_gpu_t *g, const unsigned *idx, unsigned n,

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/nvml.h"
+#include "pflex/hw/nvml.h"
 
 /* ---- NVML, as declared by nvml.h ------------------------------------- */
 

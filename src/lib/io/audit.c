@@ -1,11 +1,11 @@
-/* audit.c — the controller's state and audit log in SQLite (pflex/audit.h). */
+/* audit.c — the controller's state and audit log in SQLite (pflex/io/audit.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
 #include <sqlite3.h>
-#include "pflex/audit.h"
+#include "pflex/io/audit.h"
 
 #define SCHEMA_VERSION 1
 

@@ -1,10 +1,10 @@
 /* capplan.c — reading a plan of per-job caps, the jobs[] of 'pflex
- * allocate --json' (pflex/capplan.h). */
+ * allocate --json' (pflex/io/capplan.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/capplan.h"
+#include "pflex/io/capplan.h"
 
 static json_t *load(const char *path, pflex_error_t *err)
 {

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/io/jobmap_int.h"
-#include "pflex/csv.h"
-#include "pflex/sweep.h"
+#include "pflex/io/csv.h"
+#include "pflex/io/sweep.h"
 
 void pflex_jm_job_fini(struct job *j)
 {

@@ -1,13 +1,13 @@
 /* jobmap_int.h — what the job map's files share (jobmap.c: the map and
  * its CSV; slurm.c: the Slurm readers; slurm_syntax.c: Slurm's notations).
- * Not a public header: include/pflex/slurm.h is the interface. */
+ * Not a public header: include/pflex/io/slurm.h is the interface. */
 #ifndef PFLEX_IO_JOBMAP_INT_H
 #define PFLEX_IO_JOBMAP_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "lib/util/strtab.h"
-#include "pflex/slurm.h"
+#include "pflex/io/slurm.h"
 
 #define MAX_HOST_LEN 255        /* a DNS name's limit */
 #define MAX_ID_LEN 64

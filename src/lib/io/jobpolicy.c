@@ -1,13 +1,13 @@
 /* jobpolicy.c — the controller's per-job floors, weights and priors, a CSV
- * (pflex/jobpolicy.h). */
+ * (pflex/io/jobpolicy.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/csv.h"
-#include "pflex/jobpolicy.h"
-#include "pflex/sweep.h"
+#include "pflex/io/csv.h"
+#include "pflex/io/jobpolicy.h"
+#include "pflex/io/sweep.h"
 
 #define MAX_JOBS 1000000
 

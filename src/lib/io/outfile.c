@@ -1,4 +1,4 @@
-/* outfile.c — atomic output files (pflex/outfile.h): a temporary file in
+/* outfile.c — atomic output files (pflex/io/outfile.h): a temporary file in
  * the output's directory, fsync, rename. */
 #include <errno.h>
 #include <fcntl.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "pflex/outfile.h"
+#include "pflex/io/outfile.h"
 
 struct pflex_outfile {
     char *path, *tmp, *dir;

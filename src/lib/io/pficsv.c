@@ -2,9 +2,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/csv.h"
-#include "pflex/pficsv.h"
-#include "pflex/sweep.h"
+#include "pflex/io/csv.h"
+#include "pflex/io/pficsv.h"
+#include "pflex/io/sweep.h"
 
 enum { C_JOB, C_GPUS, C_POWER, C_TPUT, C_PFI, C_RANGE, C_FLOOR, C_TIER, C_WEIGHT, C_GPU,
        C_CAP, C_METRIC, C_GRID, C_BY, C_COUNT };
@@ -16,7 +16,7 @@ static const char *names[C_COUNT] = {
 static const char *const metrics[] = {"ratio", "area", "elasticity", "loss-area"};
 
 /* The ratio PFI's bounds: x_k / L_k over the points the ratio rule of
- * docs/contract.md §2 keeps (x_k >= 0.01, L_k >= 0.005; pflex/pfi.h's
+ * docs/contract.md §2 keeps (x_k >= 0.01, L_k >= 0.005; pflex/flex/pfi.h's
  * PFLEX_PFI_MIN_*, which a test checks against these), with x_k <= 1 and
  * L_k <= 1 (power and throughput are not negative). */
 #define RATIO_MIN 0.01

@@ -1,11 +1,11 @@
 /* secret.c — a secret read from a file only its owner may read
- * (pflex/secret.h). */
+ * (pflex/io/secret.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "pflex/secret.h"
-#include "pflex/sweep.h"
+#include "pflex/io/secret.h"
+#include "pflex/io/sweep.h"
 
 int pflex_secret_read_file(const char *path, char **out, size_t *len, unsigned *mode,
                            pflex_error_t *err)

@@ -30,8 +30,8 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
-#include "pflex/csv.h"
-#include "pflex/sweep.h"
+#include "pflex/io/csv.h"
+#include "pflex/io/sweep.h"
 #include "lib/util/bigmem.h"
 
 static const char *const tm_names[PFLEX_TM_COUNT] = {

@@ -1,8 +1,8 @@
 /* sweep_write.c — writing sweep CSV rows that pflex_sweep_read_* reads back. */
 #include <math.h>
 #include <string.h>
-#include "pflex/csv.h"
-#include "pflex/sweep.h"
+#include "pflex/io/csv.h"
+#include "pflex/io/sweep.h"
 
 int pflex_sweep_write_header(FILE *f, int telemetry)
 {

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "pflex/csv.h"
-#include "pflex/sweep.h"
-#include "pflex/fmt.h"
+#include "pflex/io/csv.h"
+#include "pflex/io/sweep.h"
+#include "pflex/util/fmt.h"
 #include "lib/io/telemetry_impl.h"
 
 static const struct pflex_dcgm_info fields[PFLEX_DCGM_COUNT] = {

@@ -2,7 +2,7 @@
 #ifndef PFLEX_TELEMETRY_IMPL_H
 #define PFLEX_TELEMETRY_IMPL_H
 
-#include "pflex/telemetry.h"
+#include "pflex/io/telemetry.h"
 
 /* A series key: strings point into the input, with lengths. */
 struct tm_key {

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-#include "pflex/csv.h"
+#include "pflex/io/csv.h"
 #include "lib/io/telemetry_impl.h"
 
 enum { ID_NONE = -1, ID_TIME = -2, ID_INDEX = -3, ID_UUID = -4, ID_SWCAP = -5 };

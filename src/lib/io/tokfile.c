@@ -1,4 +1,4 @@
-/* tokfile.c — the last line of a job's token counter file (pflex/tokfile.h).
+/* tokfile.c — the last line of a job's token counter file (pflex/io/tokfile.h).
  * Only the tail is read: the file grows for as long as the job runs, and
  * only its last complete line matters. */
 #include <errno.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "pflex/tokfile.h"
+#include "pflex/io/tokfile.h"
 
 #define TAIL 65536
 

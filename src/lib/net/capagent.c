@@ -1,12 +1,12 @@
 /* capagent.c — a plan of per-job caps put into force through a
- * node's agent (pflex/capagent.h): its job map (GET /v1/jobs) says which
+ * node's agent (pflex/net/capagent.h): its job map (GET /v1/jobs) says which
  * jobs have GPUs there, one PUT /v1/caps sets them with a lease, and the
  * answer says what each GPU enforces. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/capagent.h"
-#include "pflex/http.h"
+#include "pflex/net/capagent.h"
+#include "pflex/net/http.h"
 
 void pflex_capagent_report_fini(struct pflex_capagent_report *r)
 {

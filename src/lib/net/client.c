@@ -1,4 +1,4 @@
-/* client.c — the HTTP client of every daemon (pflex/http.h): one request,
+/* client.c — the HTTP client of every daemon (pflex/net/http.h): one request,
  * or a batch of many at once, over libcurl's multi interface.
  *
  * A client owns a multi handle (and so libcurl's connection cache and DNS
@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/http.h"
+#include "pflex/net/http.h"
 
 #define DEFAULT_PARALLEL 64
 #define DEFAULT_MAX_RESPONSE (16u << 20)

@@ -1,7 +1,7 @@
-/* etcd.c — an etcd v3 client over the JSON gateway (pflex/etcd.h).
+/* etcd.c — an etcd v3 client over the JSON gateway (pflex/net/etcd.h).
  *
  * Every call is one POST of a JSON body to /v3/<service>/<method> on the
- * member in use, over one kept connection (pflex/http.h's client); a
+ * member in use, over one kept connection (pflex/net/http.h's client); a
  * request that gets no answer (refused, reset, timed out) or a 5xx is
  * tried on the next member, each at most once.  Keys and values are
  * base64 in both directions; etcd writes int64s as strings and leaves out
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
-#include "pflex/etcd.h"
-#include "pflex/http.h"
+#include "pflex/net/etcd.h"
+#include "pflex/net/http.h"
 
 #define MAX_MEMBERS 16
 

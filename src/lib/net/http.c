@@ -1,4 +1,4 @@
-/* http.c — the HTTP server wrapper over libmicrohttpd (pflex/http.h).
+/* http.c — the HTTP server wrapper over libmicrohttpd (pflex/net/http.h).
  *
  * With threads 0 or 1, libmicrohttpd runs without a thread of its own
  * ("external select"): the caller's loop calls pflex_http_server_run,
@@ -38,8 +38,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#include "pflex/http.h"
-#include "pflex/sweep.h"
+#include "pflex/net/http.h"
+#include "pflex/io/sweep.h"
 #include "lib/util/clock.h"
 
 #define PEERS 256

@@ -8,8 +8,8 @@
 #include <time.h>
 #include <curl/curl.h>
 #include <jansson.h>
-#include "pflex/http.h"
-#include "pflex/openadr.h"
+#include "pflex/net/http.h"
+#include "pflex/net/openadr.h"
 #include "lib/util/clock.h"
 #include "lib/util/mix.h"
 
@@ -554,7 +554,7 @@ struct body {
     size_t len;
 };
 
-/* One request over the VEN's HTTP client (pflex/http.h); *status the HTTP
+/* One request over the VEN's HTTP client (pflex/net/http.h); *status the HTTP
  * status, body the response (caller frees body->buf).  0, or -1 on a
  * transport failure or an oversized response. */
 static int request(pflex_ven_t *v, const char *method, const char *path, const char *content_type,

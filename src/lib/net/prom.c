@@ -1,10 +1,10 @@
-/* prom.c — the Prometheus text exposition writer (pflex/prom.h). */
+/* prom.c — the Prometheus text exposition writer (pflex/net/prom.h). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/prom.h"
+#include "pflex/net/prom.h"
 
 struct pflex_prom {
     char *buf;

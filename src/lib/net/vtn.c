@@ -1,5 +1,5 @@
 /* vtn.c — a small OpenADR 3 VTN on libmicrohttpd, for tests and demos of
- * the VEN: token, events, reports (pflex/vtn.h). */
+ * the VEN: token, events, reports (pflex/net/vtn.h). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -9,7 +9,7 @@
 #include <time.h>
 #include <jansson.h>
 #include <microhttpd.h>
-#include "pflex/vtn.h"
+#include "pflex/net/vtn.h"
 
 #define MAX_UPLOAD (1u << 20)
 #define MAX_REPORTS 10000

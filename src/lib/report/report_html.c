@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/report.h"
+#include "pflex/report/report.h"
 
 static const char *const palette[] = {
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
@@ -453,7 +453,7 @@ static void chart_calibration(struct ctx *c)
            "simulator. RMSE over the caps the calibration scores.");
 }
 
-/* Chart: allocation policies across cuts (pflex/report.h's policy order:
+/* Chart: allocation policies across cuts (pflex/report/report.h's policy order:
  * equal, pfi-weighted, pfi, optimal). */
 static void chart_alloc(struct ctx *c)
 {

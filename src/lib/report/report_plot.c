@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "pflex/report.h"
+#include "pflex/report/report.h"
 
 extern char **environ;
 

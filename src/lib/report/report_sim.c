@@ -1,4 +1,4 @@
-/* report_sim.c — the HTML report of `pflex simulate` (pflex/simulate.h):
+/* report_sim.c — the HTML report of `pflex simulate` (pflex/site/simulate.h):
  * target against site power per policy (and the field's measured trace
  * where given), the gap recovered over time, per-job caps and throughput,
  * each a gnuplot SVG; the summary table beside them. */
@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/report.h"
-#include "pflex/simulate.h"
+#include "pflex/report/report.h"
+#include "pflex/site/simulate.h"
 
 struct sbuf {
     char *s;

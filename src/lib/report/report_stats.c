@@ -9,7 +9,7 @@
 #include <string.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
-#include "pflex/report.h"
+#include "pflex/report/report.h"
 
 /* What the simulator must meet against the Emerald measurements (issue 2):
  * normalised-throughput RMSE and PFI error. */

@@ -3,13 +3,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "pflex/calib.h"
-#include "pflex/correlate.h"
-#include "pflex/fleet.h"
-#include "pflex/curve.h"
-#include "pflex/pfi.h"
-#include "pflex/sim.h"
-#include "pflex/sweep.h"
+#include "pflex/sim/calib.h"
+#include "pflex/flex/correlate.h"
+#include "pflex/sim/fleet.h"
+#include "pflex/flex/curve.h"
+#include "pflex/flex/pfi.h"
+#include "pflex/sim/sim.h"
+#include "pflex/io/sweep.h"
 
 static const struct { const char *preset, *job; } pairs[] = {
     {"emerald-ft-llama-8b-dolly", "ft_llama_8b_dolly"},

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <math.h>
 #include <stdlib.h>
-#include "pflex/fleet.h"
+#include "pflex/sim/fleet.h"
 #include "lib/sim/models_table.h"
 
 struct model {

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
-#include "pflex/csv.h"
-#include "pflex/model.h"
-#include "pflex/sweep.h"
+#include "pflex/io/csv.h"
+#include "pflex/sim/model.h"
+#include "pflex/io/sweep.h"
 
 struct ctx {
     const char *buf;

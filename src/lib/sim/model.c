@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include "pflex/gpukind.h"
-#include "pflex/model.h"
+#include "pflex/util/gpukind.h"
+#include "pflex/sim/model.h"
 
 /* The dies.  Boards built on one die share its V-f curve, its leakage and
  * its switching power: the A100-PCIe burns the same watts per GEMM at a

@@ -7,7 +7,7 @@
 #ifndef PFLEX_SIM_MODELS_TABLE_H
 #define PFLEX_SIM_MODELS_TABLE_H
 
-#include "pflex/model.h"
+#include "pflex/sim/model.h"
 
 struct pflex_model_shape {
     const char *model;          /* Hugging Face name: "Qwen/Qwen3-32B" */

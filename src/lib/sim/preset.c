@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include "pflex/model.h"
+#include "pflex/sim/model.h"
 
 /* Llama-3-8B: 32 layers, 4096 wide, GQA with 8 KV heads, SwiGLU 14336,
  * 128256-token vocabulary. */

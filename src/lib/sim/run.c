@@ -15,7 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/sim.h"
+#include "pflex/sim/sim.h"
 #include "lib/util/mix.h"
 
 /* Relative 1-sigma noise of one sample, per field: the sample-to-sample

@@ -16,7 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/sim.h"
+#include "pflex/sim/sim.h"
 #include "lib/util/mix.h"
 
 /* Global physical constants, the same for every job and kind.  Calibrated

@@ -1,7 +1,7 @@
-/* simsweep.c — a simulated sweep written as a sweep CSV (pflex/sim.h):
+/* simsweep.c — a simulated sweep written as a sweep CSV (pflex/sim/sim.h):
  * what `pflex sweep` does on the simulator. */
-#include "pflex/sim.h"
-#include "pflex/sweep.h"
+#include "pflex/sim/sim.h"
+#include "pflex/io/sweep.h"
 
 int pflex_sim_sweep_write(pflex_sim_job_t *j, const struct pflex_job_desc *d, const double *caps,
                           int ncaps, int repeats, FILE *f, void (*on_cap)(void *arg, int i),

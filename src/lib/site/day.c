@@ -1,12 +1,12 @@
 /* day.c — a grid day's targets from a site's measured power
- * (pflex_sim_day_read, pflex/simulate.h): the rule of
+ * (pflex_sim_day_read, pflex/site/simulate.h): the rule of
  * scripts/srp_event.sh, in real time and for any record. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/simulate.h"
-#include "pflex/sweep.h"
+#include "pflex/site/simulate.h"
+#include "pflex/io/sweep.h"
 
 void pflex_sim_day_fini(struct pflex_sim_day *d)
 {

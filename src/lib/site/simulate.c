@@ -1,5 +1,5 @@
 /* simulate.c — a site driven through a grid day, every policy on the same
- * fleet, limit and noise (pflex/simulate.h).
+ * fleet, limit and noise (pflex/site/simulate.h).
  *
  * One shared pass first: the fleet's timeline (which job holds which GPUs
  * when: drawn from the seed, the same for every policy) and, per period,
@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "pflex/learn.h"
-#include "pflex/safeplan.h"
-#include "pflex/simulate.h"
+#include "pflex/flex/learn.h"
+#include "pflex/flex/safeplan.h"
+#include "pflex/site/simulate.h"
 #include "lib/util/interp.h"
 #include "lib/util/mix.h"
 

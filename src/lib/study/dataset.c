@@ -1,13 +1,13 @@
 /* dataset.c — sweeps into jobs with features, PFI, curves and clusters
- * (pflex/dataset.h). */
+ * (pflex/study/dataset.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/dataset.h"
-#include "pflex/csv.h"
-#include "pflex/curve.h"
-#include "pflex/pfi.h"
-#include "pflex/sweep.h"
+#include "pflex/study/dataset.h"
+#include "pflex/io/csv.h"
+#include "pflex/flex/curve.h"
+#include "pflex/flex/pfi.h"
+#include "pflex/io/sweep.h"
 
 const double pflex_dataset_cuts[PFLEX_DATASET_NCUT] = {
     0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60,

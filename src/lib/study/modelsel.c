@@ -1,9 +1,9 @@
 /* modelsel.c — the candidate models and their cross-validated scores
- * (pflex/modelsel.h). */
+ * (pflex/study/modelsel.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pflex/modelsel.h"
+#include "pflex/study/modelsel.h"
 
 size_t pflex_modelsel_candidates(struct pflex_modelsel_candidate *out, size_t max)
 {

@@ -1,5 +1,5 @@
 /* predict.c — the study's prediction sections on a study's sweeps
- * (pflex/study.h):
+ * (pflex/study/study.h):
  *
  *  - Table 3: the seven OLS predictor sets (and pflex's own models), R^2 in
  *    sample, leave-one-out and leave-one-cluster-out R^2, RMSE and rho,
@@ -29,9 +29,9 @@
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
-#include "pflex/alloc.h"
-#include "pflex/modelsel.h"
-#include "pflex/study.h"
+#include "pflex/flex/alloc.h"
+#include "pflex/study/modelsel.h"
+#include "pflex/study/study.h"
 
 /* ---- Table 3 ---- */
 

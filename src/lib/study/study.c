@@ -1,5 +1,5 @@
 /* study.c — the characterisation study on the built-in fleet
- * (pflex/study.h): the groups picked, swept (study_sweep.c), read back as
+ * (pflex/study/study.h): the groups picked, swept (study_sweep.c), read back as
  * `pflex pfi` reads a sweep, each run's PFI and curve, then the sections of
  * the report and summary.json. */
 #include <math.h>
@@ -7,8 +7,8 @@
 #include <string.h>
 #include "lib/study/study_int.h"
 #include "lib/util/clock.h"
-#include "pflex/model.h"
-#include "pflex/pfi.h"
+#include "pflex/sim/model.h"
+#include "pflex/flex/pfi.h"
 
 /* Default caps: the union of the fleet's kinds' ranges, every 50 W. */
 static void default_caps(double *caps, size_t *n)

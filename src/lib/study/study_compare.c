@@ -1,5 +1,5 @@
 /* study_compare.c — the study's comparison with its paper's numbers
- * (pflex/study.h): simulated beside measured ratio PFI per group, the
+ * (pflex/study/study.h): simulated beside measured ratio PFI per group, the
  * cluster medians, Kruskal-Wallis and Dunn-Holm, H100 vs H200, the grid
  * sensitivity. */
 #include <math.h>

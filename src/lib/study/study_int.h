@@ -1,12 +1,12 @@
-/* study_int.h — what the study's files share (pflex/study.h): a swept run,
+/* study_int.h — what the study's files share (pflex/study/study.h): a swept run,
  * the study object, and the pieces each file gives the others. */
 #ifndef PFLEX_STUDY_INT_H
 #define PFLEX_STUDY_INT_H
 
 #include <stdio.h>
-#include "pflex/curve.h"
-#include "pflex/study.h"
-#include "pflex/sweep.h"
+#include "pflex/flex/curve.h"
+#include "pflex/study/study.h"
+#include "pflex/io/sweep.h"
 
 /* One measurement of a run (a cap, one of its repeats). */
 struct study_row {

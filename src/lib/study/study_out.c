@@ -1,14 +1,14 @@
-/* study_out.c — the study's output set (pflex/study.h): sweeps.csv,
+/* study_out.c — the study's output set (pflex/study/study.h): sweeps.csv,
  * pfi.csv, summary.json, report.html and the optional samples, written as
- * one set (pflex/outfile.h). */
+ * one set (pflex/io/outfile.h). */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lib/study/study_int.h"
-#include "pflex/csv.h"
-#include "pflex/outfile.h"
-#include "pflex/sim.h"
+#include "pflex/io/csv.h"
+#include "pflex/io/outfile.h"
+#include "pflex/sim/sim.h"
 
 /* How summary.json is written (as every pflex command writes JSON). */
 #define STUDY_JSON_FLAGS (JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12))
@@ -179,7 +179,7 @@ fail:
 }
 
 /* The set of outputs being written: each finished as it is written, all
- * committed together once every one is whole (pflex/outfile.h). */
+ * committed together once every one is whole (pflex/io/outfile.h). */
 enum { MAX_OUTS = 8 };
 struct outset {
     pflex_outfile_t *o[MAX_OUTS];

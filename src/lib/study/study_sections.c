@@ -1,13 +1,13 @@
 /* study_sections.c — the study's calibration and allocation sections
- * (pflex/study.h, pflex/report.h). */
+ * (pflex/study/study.h, pflex/report/report.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lib/study/study_int.h"
-#include "pflex/alloc.h"
-#include "pflex/calib.h"
+#include "pflex/flex/alloc.h"
+#include "pflex/sim/calib.h"
 
-/* The calibration against the Emerald measurements (pflex/calib.h): the
+/* The calibration against the Emerald measurements (pflex/sim/calib.h): the
  * simulated equivalents of the measured A100 jobs, normalised throughput
  * cap by cap.  Never fails the study: the section says why it is missing. */
 void study_calibrate(const char *data_dir, const char *why_not, uint64_t seed,
@@ -55,7 +55,7 @@ void study_calibrate(const char *data_dir, const char *why_not, uint64_t seed,
              n, PFLEX_CALIB_RMSE_MIN_W, PFLEX_CALIB_RMSE_MAX_W);
 }
 
-/* The study's policies (pflex/report.h order) as pflex policies. */
+/* The study's policies (pflex/report/report.h order) as pflex policies. */
 static const enum pflex_policy alloc_policies[PFLEX_REPORT_NPOL] = {
     PFLEX_POLICY_EQUAL, PFLEX_POLICY_PFI_WEIGHTED, PFLEX_POLICY_PFI, PFLEX_POLICY_OPTIMAL,
 };

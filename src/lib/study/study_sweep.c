@@ -1,4 +1,4 @@
-/* study_sweep.c — the study's sweeps (pflex/study.h): every group of the
+/* study_sweep.c — the study's sweeps (pflex/study/study.h): every group of the
  * fleet on the sim backend, worker threads over groups.  Each group's noise
  * is seeded by its fleet index, so the sweeps never depend on the number of
  * threads. */
@@ -8,7 +8,7 @@
 #include <string.h>
 #include "lib/study/study_int.h"
 #include "lib/util/mix.h"
-#include "pflex/sim.h"
+#include "pflex/sim/sim.h"
 
 struct pool {
     struct study_task *tasks;

@@ -2,7 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include "pflex/error.h"
+#include "pflex/util/error.h"
 
 __attribute__((format(printf, 2, 0)))
 static int vset(pflex_error_t *err, const char *fmt, va_list ap)
@@ -21,7 +21,7 @@ int pflex_error_set(pflex_error_t *err, const char *fmt, ...)
     return -1;
 }
 
-/* A system failure is told by its text alone (pflex/error.h), so this is
+/* A system failure is told by its text alone (pflex/util/error.h), so this is
  * pflex_error_set under the name that says what the caller means. */
 int pflex_error_sys(pflex_error_t *err, const char *fmt, ...)
 {

@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include "pflex/fmt.h"
+#include "pflex/util/fmt.h"
 
 #define POW_MAX 27      /* 10^27 = 2^27 5^27 and 5^27 < 2^64: exact in long double */
 

@@ -4,7 +4,7 @@
  * through it and read their ranges from it. */
 #include <stddef.h>
 #include <strings.h>
-#include "pflex/gpukind.h"
+#include "pflex/util/gpukind.h"
 
 static const struct pflex_gpu_range kinds[] = {
     {"H100-SXM5-80GB", 200, 700},

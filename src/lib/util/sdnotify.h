@@ -11,7 +11,7 @@
 #ifndef PFLEX_SDNOTIFY_H
 #define PFLEX_SDNOTIFY_H
 
-#include "pflex/error.h"
+#include "pflex/util/error.h"
 
 /* Send state to socket (a path, or "@name" for an abstract socket).
  * 0 sent; 1 nothing to do (socket NULL or empty: not under systemd); -1

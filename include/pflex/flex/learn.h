@@ -1,0 +1,137 @@
+/* pflex/flex/learn.h — a job's loss curve learned online from what it does.
+ *
+ * Observations are (cap, power, throughput) of one job: the per-GPU cap in
+ * force over a control period, the mean per-GPU power and the job's
+ * throughput over it.  They are kept in bins of the cap (bounded memory:
+ * one bin per bin_w watts of the settable range, whatever the number of
+ * observations).  The baseline P0, T0 is the mean of the bin at the highest
+ * cap (the job uncapped); each other bin b gives a point x_b = 1 - P_b/P0,
+ * L_b = 1 - T_b/T0 (SPEC §2).
+ *
+ * The fit is a Bayesian blend of a prior curve with the evidence, point by
+ * point: at x_b the prior L_prior(x_b) with standard deviation prior_sd and
+ * n_b observations of standard deviation sigma (pooled from the spread
+ * within bins, noise_sd until there is enough of it) give
+ *     mean = (L_prior/prior_sd^2 + n_b L_b/sigma^2) / (1/prior_sd^2 + n_b/sigma^2),
+ *     sd   = (1/prior_sd^2 + n_b/sigma^2)^(-1/2);
+ * where no bin lies within grid_dx of a grid point, the curve's departure
+ * from the prior there is that of a Wiener process in x (variance
+ * prior_sd^2 / corr_dx per unit of x) through the fitted points, the
+ * origin first: between two of them a Brownian bridge (the departures
+ * interpolated, the variance theirs interpolated plus
+ * q (x - x_a)(x_b - x)/(x_b - x_a)); past the deepest its departure, the
+ * variance growing by q (x - x_a); never more than prior_sd^2.  A loss
+ * curve is continuous: what a job lost at x_a says much about x_a + 0.05
+ * and less and less further on.  At z = 2 a probe a step of 0.05 past the
+ * deepest cut seen keeps a margin of 2 prior_sd sqrt(0.05 / corr_dx)
+ * (0.14 at the defaults) for a curve steeper than the prior's.  The
+ * points are then made monotone (weighted isotonic regression,
+ * pool-adjacent-violators, through (0, 0)): a larger cut never loses
+ * less.  The prior is the predicted curve of the job, or its PFI as
+ * L = x/PFI (SPEC §2 pointwise form), or with neither, proportional loss
+ * (PFI = 1), which is pessimistic for almost every training job.
+ *
+ * Exploration: pflex_learn_probe proposes a deeper cut where the curve is
+ * least known, only where even the pessimistic curve (mean + z sd) keeps
+ * the floor: probes tighten, never loosen, and never risk the floor.
+ */
+#ifndef PFLEX_LEARN_H
+#define PFLEX_LEARN_H
+
+#include <stddef.h>
+#include "pflex/util/error.h"
+
+struct pflex_learn_config {
+    double min_cap_w, max_cap_w;    /* the GPUs' settable range, W (required) */
+    double bin_w;                   /* cap bin width, W; <= 0: 5 */
+    double noise_sd;                /* sd of one observation's L before it can be
+                                     * estimated; <= 0: 0.03 */
+    double prior_sd;                /* sd of the prior curve; <= 0: 0.10 */
+    double grid_dx;                 /* spacing of the prior's points; <= 0: 0.02 */
+    double corr_dx;                 /* reach of a fitted point along x (above); <= 0: 0.10 */
+    /* The prior: n >= 2 ascending x from 0 with loss (copied), or n = 0
+     * and pfi > 0 for L = x/PFI, or neither for L = x. */
+    size_t prior_n;
+    const double *prior_x, *prior_loss;
+    double prior_pfi;
+};
+
+typedef struct pflex_learn pflex_learn_t;
+
+int pflex_learn_create(const struct pflex_learn_config *c, pflex_learn_t **out,
+                       pflex_error_t *err);
+void pflex_learn_destroy(pflex_learn_t *l);
+
+/* Add one observation.  Fails (and adds nothing) when a value is not
+ * finite, the cap is outside the settable range by more than a bin, the
+ * power is not positive or the throughput is negative. */
+int pflex_learn_observe(pflex_learn_t *l, double cap_w, double power_w, double throughput,
+                        pflex_error_t *err);
+
+/* Observations so far, and how many bins hold them. */
+size_t pflex_learn_count(const pflex_learn_t *l);
+size_t pflex_learn_bins(const pflex_learn_t *l);
+
+/* What a learner holds, bin by bin: each non-empty bin's observation
+ * count and running means (cap, power, throughput) with its throughput's
+ * sum of squared deviations.  Another learner of the same cap range and
+ * bin width given them (a standby controller's copy of its leader's) fits
+ * the same curve. */
+struct pflex_learn_bin {
+    unsigned n;
+    double cap_w, power_w, tput, m2;
+};
+/* Up to max non-empty bins into out, from the largest cap down; returns
+ * how many there are (all of them: more than max when out is short). */
+size_t pflex_learn_bins_get(const pflex_learn_t *l, struct pflex_learn_bin *out, size_t max);
+/* Replace every observation with n bins (as pflex_learn_bins_get gives
+ * them).  Fails (and changes nothing) when a bin is malformed: n of 0, a
+ * value not finite or out of range, a cap outside the range, two bins in
+ * one. */
+int pflex_learn_bins_set(pflex_learn_t *l, const struct pflex_learn_bin *b, size_t n,
+                         pflex_error_t *err);
+
+/* The learned curve: n points ascending in x from (0, 0), as the allocator
+ * reads curves (pflex/flex/alloc.h), each with its sd, the cap it was seen at
+ * (for prior points, P0 (1 - x): a cap at a power draws at most that) and
+ * the observations behind it. */
+struct pflex_learn_curve {
+    size_t n;
+    double *x, *loss, *sd, *cap_w;
+    unsigned *count;
+    double p0_w, t0;        /* baseline; NaN before the first uncapped observation */
+    double sigma;           /* the observation sd used */
+    int has_baseline;       /* 0: no uncapped observation yet: prior alone, x
+                             * from caps as if P0 were the largest cap */
+};
+
+void pflex_learn_curve_init(struct pflex_learn_curve *c);
+void pflex_learn_curve_fini(struct pflex_learn_curve *c);
+
+/* Fit the curve into out (its arrays grow as needed). */
+int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex_error_t *err);
+
+/* L(x) and sd(x) on a fitted curve, linear between points, clipped to its
+ * range. */
+double pflex_learn_loss(const struct pflex_learn_curve *c, double x);
+double pflex_learn_sd(const struct pflex_learn_curve *c, double x);
+
+/* The pessimistic curve's shed at a floor: the largest x with
+ * L(x') + z sd(x') <= 1 - floor for every x' <= x (first crossing). */
+double pflex_learn_safe_x(const struct pflex_learn_curve *c, double floor, double z);
+
+/* Propose a probe: the x in (x_now, x_seen + step], x_seen the larger of
+ * x_now and the deepest x observed (and within the safe x at the floor,
+ * above), whose sd is largest, when that sd exceeds min_sd: repeated, the
+ * probes walk down the curve a step at a time as far as the floor allows.
+ * Returns 1 with *x_probe and *cap_w (P0 (1 - x)), 0 when nothing is worth
+ * probing or nothing is safe. */
+int pflex_learn_probe(const struct pflex_learn_curve *c, double floor, double z, double x_now,
+                      double step, double min_sd, double *x_probe, double *cap_w);
+
+/* The same within a step of the plan only, (x_now, x_now + step]: where
+ * the plan is about to go, for use while a target is in force. */
+int pflex_learn_probe_near(const struct pflex_learn_curve *c, double floor, double z, double x_now,
+                           double step, double min_sd, double *x_probe, double *cap_w);
+
+#endif

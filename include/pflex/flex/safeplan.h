@@ -1,0 +1,114 @@
+/* pflex/flex/safeplan.h — one control period's caps, safe first.
+ *
+ * Given each job's best-known curve, the site limit for the period (the
+ * target after its ramp: pflex_target_limit_min_w over the period) and the
+ * state of every GPU, choose a per-GPU cap for every reachable GPU so that
+ * the plan's worst-case site power
+ *
+ *     other_w + sum over unreachable GPUs of their maximum limit
+ *             + sum over reachable GPUs of the cap set
+ *
+ * is at or under the limit (a GPU under a cap draws at most the cap; one
+ * whose agent did not answer may be anywhere up to its maximum).  The split
+ * between jobs is pflex_alloc_plan with PFLEX_POLICY_OPTIMAL, in the cap
+ * domain: job j's "baseline power" is its largest cap C_j over n_j
+ * reachable GPUs, its reduction y = 1 - cap/C_j, so that the allocator's
+ * power sum is exactly the sum of the caps.  Idle reachable GPUs go to
+ * their minimum limit while a limit is in force.
+ *
+ * Rules:
+ *  - floors: a job is not cut past where its pessimistic curve (loss_hi)
+ *    reaches 1 - floor; when the limit cannot be met that way, the floors
+ *    give way only as far as the limit needs: first the pessimistic margin
+ *    shrinks toward the mean curve, then the floors on the mean curve
+ *    fall, all jobs by the same measure (floor_relax, the least that fits);
+ *    the jobs cut past their floor on the pessimistic curve are flagged
+ *    and counted: safety first, the breach reported;
+ *  - hold: a GPU whose telemetry is missing this period (or every GPU, when
+ *    the input says hold) gets at most the cap it has now: missing data
+ *    holds or tightens, never loosens;
+ *  - past the deepest point of a curve the loss is extended pessimistically
+ *    (its last slope, at least proportional loss), so that a job can always
+ *    be cut to its hardware minimum when safety needs it;
+ *  - caps are whole watts rounded down, clamped to each GPU's range;
+ *  - infeasible (the limit is under every reachable GPU at its minimum):
+ *    every reachable GPU at its minimum, feasible = 0.
+ *
+ * Ownership: the input is borrowed; the plan owns its arrays (init once,
+ * plan into it as often as wanted, fini at the end).
+ */
+#ifndef PFLEX_SAFEPLAN_H
+#define PFLEX_SAFEPLAN_H
+
+#include <stddef.h>
+#include "pflex/flex/alloc.h"
+#include "pflex/util/error.h"
+
+struct pflex_site_gpu {
+    int job;                /* index into the jobs, -1: idle */
+    int reachable;          /* its agent answered this period */
+    int telemetry_ok;       /* fresh readings this period */
+    double min_cap_w, max_cap_w;    /* settable range, W */
+    double cap_w;           /* the cap in force now, W; NaN: unknown */
+    unsigned count;         /* the GPUs this entry stands for, all of one job, in
+                             * the same state and under one cap (0: 1); the
+                             * controller passes one entry per GPU, a simulated
+                             * site one per job, so that its planning costs
+                             * jobs, not GPUs */
+};
+
+struct pflex_site_job {
+    const char *name;       /* borrowed */
+    double t0;              /* baseline throughput, the job's unit (> 0) */
+    double weight;          /* >= 0; the objective's weight */
+    double floor;           /* service floor s in [0, 1] */
+    /* The best-known curve: n points of (cap, loss) in any order, the
+     * baseline (loss 0) at the job's largest cap; loss_hi the pessimistic
+     * loss (mean + z sd) at the same points, NULL for the same as loss.
+     * n = 0: no knowledge, proportional loss assumed. */
+    size_t n;
+    const double *cap_w, *loss, *loss_hi;
+};
+
+struct pflex_safe_input {
+    size_t ngpus;
+    const struct pflex_site_gpu *gpus;
+    size_t njobs;
+    const struct pflex_site_job *jobs;
+    double limit_w;         /* W of site power; INFINITY: no limit */
+    double other_w;         /* non-GPU power counted against the limit (worst case), W */
+    int hold;               /* 1: no cap may rise this period (telemetry lost site-wide) */
+    enum pflex_objective objective;
+};
+
+struct pflex_safe_plan {
+    size_t ngpus, njobs;
+    double *cap_w;          /* per GPU: the cap to push; NaN for unreachable GPUs */
+    double *job_cap_w;      /* per job: its planned cap before holds and clamps (NaN:
+                             * no reachable GPU) */
+    double *job_loss;       /* per job: mean loss at that cap */
+    int *floor_breached;    /* per job: cut past its floor (pessimistic curve) */
+    size_t floor_breaches;
+    double floor_relax;     /* how far the floors gave way: 0 kept on the pessimistic
+                             * curve; (0, 1] the margin z sd shrunk by that share;
+                             * (1, 2] the mean curve with floors scaled by 2 - r;
+                             * 2 dropped (the hardware range) */
+    size_t held;            /* GPUs whose cap was held at or under their current one */
+    double worst_w;         /* worst-case site power of the plan, W */
+    double limit_w;
+    double least_w;         /* the least worst-case power reachable, W */
+    int feasible;           /* worst_w <= limit_w */
+    double throughput;      /* sum_j t0_j (1 - loss_j), the plan's estimate */
+    void *priv;             /* scratch; do not touch */
+};
+
+void pflex_safe_plan_init(struct pflex_safe_plan *p);
+void pflex_safe_plan_fini(struct pflex_safe_plan *p);
+
+/* Plan one period.  0 (also when infeasible: check feasible), or -1 with
+ * err set on a malformed input (a GPU's job out of range, a range not
+ * 0 < min <= max, a job's t0 not positive, a curve value not finite). */
+int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
+                    pflex_error_t *err);
+
+#endif

@@ -1,0 +1,118 @@
+/* pflex/flex/target.h — site power targets: what the grid asks for, over time.
+ *
+ * A target is a limit on site power from start to end (unix seconds, end
+ * INFINITY for "until replaced"), in watts or as a fraction of the site's
+ * baseline, with a ramp: from start to start + ramp the limit descends (or
+ * rises) linearly from the limit in force just before start to the new one;
+ * from start + ramp on, the new limit must hold.
+ *
+ * Resolution ("latest wins"): at time t, of the targets with
+ * start <= t < end, the one with the lowest priority number wins (OpenADR 3:
+ * a lower number is a higher priority; targets from the command line, the
+ * API and schedules have priority 0); between equal priorities the one added
+ * last wins.  No target in force: no limit (INFINITY).
+ *
+ * Text forms (command line, schedule files, the API):
+ *   value     "700kW", "650000W", "1.2MW", "650000" (W), "80%" or "0.8x"
+ *             (fraction of baseline)
+ *   time      "now", "+15m" (from now), "@1700000000" (unix seconds),
+ *             RFC 3339 "2026-05-03T18:00:00Z" / "...+02:00"
+ *   duration  "90s", "15m", "2h", "1d", "1h30m", "0", or ISO 8601 "PT15M";
+ *             "forever" / "P9999Y" mean no end
+ *   target    VALUE[,start=TIME][,end=TIME|,for=DURATION][,ramp=DURATION]
+ *             [,priority=N][,confirm=yes], e.g. "700kW,start=+5m,for=2h,ramp=10m"
+ * The schedule CSV is described in docs/targets.md.
+ *
+ * Ownership: a set owns its targets (copied in); fini frees them.
+ */
+#ifndef PFLEX_TARGET_H
+#define PFLEX_TARGET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "pflex/util/error.h"
+
+enum pflex_target_unit {
+    PFLEX_TARGET_WATTS,         /* value is a limit in W */
+    PFLEX_TARGET_FRACTION,      /* value is a fraction of the baseline (> 0) */
+};
+
+struct pflex_target {
+    double start_s;             /* unix seconds */
+    double end_s;               /* unix seconds, > start_s; INFINITY: no end */
+    double value;               /* W or fraction, by unit */
+    enum pflex_target_unit unit;
+    double ramp_s;              /* >= 0 */
+    int priority;               /* lower number wins; 0 by default */
+    uint64_t seq;               /* order added (set by pflex_target_set_add) */
+    char source[32];            /* "cli", "schedule", "api", "openadr", ... */
+    char id[64];                /* the source's name for it (event id), or "" */
+    int confirm;                /* "confirm=yes": a step the site's ramp rate or floor
+                                 * would refuse is meant (the controller's check) */
+};
+
+typedef struct pflex_target_set {
+    size_t n, cap;
+    struct pflex_target *t;
+    uint64_t next_seq;
+} pflex_target_set_t;
+
+/* Most targets a set holds: adding more fails (bad input never grows
+ * without bound). */
+#define PFLEX_TARGET_MAX 100000
+
+void pflex_target_set_init(pflex_target_set_t *s);
+void pflex_target_set_fini(pflex_target_set_t *s);
+
+/* Copy t in, stamping its seq as the latest.  Fails on a malformed target
+ * (end <= start, a value not positive or not finite, a fraction over 10, a
+ * negative ramp) or a full set. */
+int pflex_target_set_add(pflex_target_set_t *s, const struct pflex_target *t,
+                         pflex_error_t *err);
+
+/* Remove every target whose source is `source`; returns how many. */
+size_t pflex_target_set_remove_source(pflex_target_set_t *s, const char *source);
+
+/* Remove targets that ended at or before t; returns how many. */
+size_t pflex_target_set_expire(pflex_target_set_t *s, double t);
+
+/* The target in force at t (latest wins, above), or NULL. */
+const struct pflex_target *pflex_target_set_winner(const pflex_target_set_t *s, double t);
+
+/* A target's steady limit in W for a site baseline (W). */
+double pflex_target_watts(const struct pflex_target *t, double baseline_w);
+
+/* The limit in force at t in W, ramps included: INFINITY when no target is
+ * in force.  baseline_w converts fractions; unlimited_w is the level a ramp
+ * starts from when no target was in force before it (the site's maximum
+ * power, e.g. every GPU at its maximum limit). */
+double pflex_target_limit_w(const pflex_target_set_t *s, double t, double baseline_w,
+                            double unlimited_w);
+
+/* The smallest limit over [t0, t1] (ramps, starts and ends inside it
+ * included): what a plan made at t0 for a period ending at t1 must meet. */
+double pflex_target_limit_min_w(const pflex_target_set_t *s, double t0, double t1,
+                                double baseline_w, double unlimited_w);
+
+/* Parsers of the text forms above.  Each returns 0, or -1 with err set to
+ * what is wrong.  now_s resolves "now" and "+DURATION". */
+int pflex_target_parse_value(const char *s, double *value, enum pflex_target_unit *unit,
+                             pflex_error_t *err);
+int pflex_target_parse_duration(const char *s, double *seconds, pflex_error_t *err);
+int pflex_target_parse_time(const char *s, double now_s, double *unix_s, pflex_error_t *err);
+int pflex_target_parse(const char *spec, double now_s, struct pflex_target *out,
+                       pflex_error_t *err);
+
+/* Read a schedule CSV (docs/targets.md) from memory or a file and add each
+ * row to s with source "schedule"; now_s resolves relative times.  On error
+ * ("file:line: column 'x': ...") nothing is added. */
+int pflex_target_schedule_read_mem(const char *buf, size_t len, const char *name,
+                                   double now_s, pflex_target_set_t *s, pflex_error_t *err);
+int pflex_target_schedule_read(const char *path, double now_s, pflex_target_set_t *s,
+                               pflex_error_t *err);
+
+/* Write an RFC 3339 UTC time ("2026-05-03T18:00:00Z", fractions kept to the
+ * millisecond when present) into buf; returns buf. */
+char *pflex_target_format_time(double unix_s, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,239 @@
+/* pflex/site/simulate.h — a site of GPUs driven through a grid day, every
+ * policy side by side (docs/simulate.md).
+ *
+ * The world.  Jobs run measured curves ("kinds": a sweep's points of cap,
+ * per-GPU power and throughput), all GPUs of a job under one cap.  A cap
+ * is read on its kind's points by linear interpolation and never beyond
+ * them: a cap outside the measured range is clamped to it, so the site's
+ * settable range per job is its curve's.  Jobs are given one by one (the
+ * field demonstration's six) or drawn from the kinds, seeded, until the
+ * site's GPUs are full; with a mean job length, each job leaves after an
+ * exponential draw and a new one, drawn the same way, takes its GPUs.
+ *
+ * Time.  Periods of period_s from start_s.  A cap decided in period k is
+ * in force from period k + D, D = ceil(delay_s / period_s) (0: at once).
+ * What a period's caps draw and deliver is the curves' (the truth); what
+ * the online learner reads of period k, at the start of k + 1, is that
+ * plus noise: per job, power and throughput multiplied by 1 + e, e normal
+ * with sd noise_power and noise_tput, drawn by a counter-based generator
+ * from (seed, period, job), so every policy sees the same noise.
+ *
+ * The limit.  The controller's: at period k, the smallest target limit
+ * over [t_k, t_k + 2 period] (pflex_target_limit_min_w; a fraction is of
+ * baseline_w; a ramp starts from the site's maximum, every GPU at its
+ * largest cap).  Every policy is held to the controller's guarantee: the
+ * caps set, summed over GPUs, plus other_w, at or under that limit (a GPU
+ * under a cap draws at most the cap).  A period is "above" when the power
+ * the site draws (the truth) exceeds the limit in force at t_k; "after the
+ * ramp" when the target in force has finished its ramp.
+ *
+ * Policies (enum pflex_sim_policy), all planned in the cap domain (a job's
+ * "baseline" is its largest cap C, its cut y = 1 - cap/C):
+ *  - equal, eq2 measured, eq2 predicted, throughput per watt, oracle:
+ *    pflex_alloc_plan (EQUAL, PFI_WEIGHTED with the kind's measured ratio
+ *    PFI, with its predicted PFI, with PFI = 1, OPTIMAL on the true
+ *    curves), planned again only when the limit or the jobs change; when
+ *    the floors cannot be met the target wins (floors dropped, breaches
+ *    counted);
+ *  - online cold / warm: the controller's learner and safe planner
+ *    (pflex_learn_*, pflex_safe_plan, pflex_learn_probe[_near]) each
+ *    period, in the controller's order with its rules (settled readings
+ *    only, baselines, floors on the pessimistic curve, probes); cold
+ *    starts every job from proportional loss (PFI = 1), warm from its
+ *    predicted PFI (the measured one where none was predicted).
+ *
+ * The objective: sum over jobs of w_j a_j T/T0, a_j = T0_j (throughput) or
+ * n_j (progress: GPU-weighted normalised throughput, for jobs whose units
+ * differ).  "Lost" is the uncapped objective minus the policy's, summed
+ * over periods times period_s; the gap recovered is
+ * (lost_equal - lost_p) / (lost_equal - lost_oracle).
+ *
+ * Ownership: the config and everything it points to are the caller's and
+ * only read; a result owns its arrays (pflex_sim_result_fini).
+ */
+#ifndef PFLEX_SIMULATE_H
+#define PFLEX_SIMULATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "pflex/flex/alloc.h"
+#include "pflex/util/error.h"
+#include "pflex/flex/target.h"
+
+enum pflex_sim_policy {
+    PFLEX_SIM_EQUAL,
+    PFLEX_SIM_EQ2_MEASURED,     /* Eq. 2, the kind's measured ratio PFI */
+    PFLEX_SIM_EQ2_PREDICTED,    /* Eq. 2, its predicted PFI (needs one per kind) */
+    PFLEX_SIM_TPW,              /* Eq. 2 with PFI = 1: cuts by watts per throughput */
+    PFLEX_SIM_ONLINE_COLD,      /* the controller's learner from L = x */
+    PFLEX_SIM_ONLINE_WARM,      /* the same from the predicted PFI */
+    PFLEX_SIM_ORACLE,           /* optimal on the true curves */
+    PFLEX_SIM_NPOL
+};
+
+/* "equal", "eq2-measured", "eq2-predicted", "tpw", "online-cold",
+ * "online-warm", "oracle"; and back (-1 when unknown). */
+const char *pflex_sim_policy_name(enum pflex_sim_policy p);
+int pflex_sim_policy_parse(const char *s, enum pflex_sim_policy *out);
+
+/* A measured curve jobs run. */
+struct pflex_sim_kind {
+    const char *name;           /* borrowed */
+    size_t n;                   /* points, n >= 2, caps strictly descending from the
+                                 * baseline (the largest) */
+    const double *cap_w;        /* per point: the cap, W */
+    const double *power_w;      /* per point: mean per-GPU power under it, W (> 0) */
+    const double *fraction;     /* per point: T/T0 (fraction[0] = 1) */
+    double t0;                  /* baseline throughput of a job of this kind, its own
+                                 * unit, > 0 */
+    double pfi_measured;        /* ratio PFI on the curve (power domain); NaN: 1 */
+    double pfi_predicted;       /* predicted ratio PFI; NaN: none */
+    double floor;               /* floor of jobs drawn of this kind (generated fleets) */
+};
+
+/* A job given one by one. */
+struct pflex_sim_job {
+    const char *name;           /* borrowed */
+    size_t kind;
+    int gpus;                   /* >= 1 */
+    double floor;               /* in [0, 1] */
+    double weight;              /* >= 0 */
+};
+
+struct pflex_sim_config {
+    size_t nkinds;
+    const struct pflex_sim_kind *kinds;
+    /* the site: njobs given (their GPUs summed), or njobs = 0 and ngpus
+     * filled with jobs drawn from the kinds, gpus_lo..gpus_hi each (whole
+     * multiples of gpus_step), floor from the kind */
+    size_t njobs;
+    const struct pflex_sim_job *jobs;
+    size_t ngpus;
+    int gpus_lo, gpus_hi, gpus_step;
+    double mean_job_s;          /* > 0: jobs leave (exponential), new ones come */
+
+    double start_s, duration_s; /* unix seconds */
+    double period_s;            /* > 0 */
+    double delay_s;             /* cap settling delay, >= 0 */
+    double settle_s;            /* the learner's --settle; <= 0: one period */
+    double noise_power, noise_tput;     /* sd of the relative reading noise, >= 0 */
+    uint64_t seed;
+
+    const pflex_target_set_t *targets;
+    double baseline_w;          /* what fraction targets are of; <= 0: the site's
+                                 * power with every job at its largest cap at start */
+    double other_w;             /* non-GPU power, W, counted against the limit */
+    enum pflex_objective objective;
+    double z;                   /* the learner's pessimism, <= 0: 2 */
+    double explore_step;        /* the controller's --explore; < 0: 0.05 */
+    unsigned policies;          /* bit p: run policy p; 0: every one that can */
+
+    int keep_jobs;              /* 1: keep per-job series (small sites) */
+    int threads;                /* policies run on up to this many threads; <= 0: 1 */
+    /* progress (may be NULL): called now and then with the share done */
+    void (*progress)(void *ud, double done);
+    void *progress_ud;
+};
+
+/* Per policy, over the whole run. */
+struct pflex_sim_summary {
+    int ran;
+    double objective_s;         /* sum of the objective x period_s */
+    double lost_s;              /* sum of (uncapped - objective) x period_s */
+    double lost_event_s;        /* the same over periods with a limit in force */
+    double gap_recovered;       /* (lost_equal - lost) / (lost_equal - lost_oracle) over the
+                                 * periods with a limit; NaN when that gap is ~0 */
+    double throughput_lost;     /* sum over jobs of (T0 - T) x period_s, in the jobs' own
+                                 * units (meaningful only where they share one) */
+    size_t periods_limited;     /* periods with a limit in force */
+    size_t periods_above;       /* after the ramp, the site over the limit */
+    size_t periods_above_ramp;  /* during ramps */
+    double max_over_w;          /* largest excess, W (0: never over) */
+    size_t floor_periods;       /* job-periods with a floor, under a limit */
+    size_t floor_breaches;      /* of those, T/T0 under the floor (the truth) */
+    size_t probes;              /* probes started (online policies) */
+    size_t plans;               /* plans made */
+    double energy_kwh;          /* GPU + other energy drawn */
+    size_t below_equal;         /* limited periods with objective under equal's
+                                 * (by more than 1e-9 relative) */
+    /* per-period gap recovered, (obj - equal) / (oracle - equal), over the
+     * limited periods at least 10 periods after a change of the limit,
+     * where the gap exceeds 1e-6 of the objective */
+    size_t settled_periods;
+    double settled_mean, settled_min;
+    size_t settled_over90;      /* of those, periods with at least 0.9 */
+    double wall_s;              /* CPU time this policy took (its thread), s */
+};
+
+struct pflex_sim_result {
+    size_t nperiods;
+    double period_s, start_s;
+    double baseline_w;          /* what fractions were of */
+    double max_w;               /* every GPU at its largest cap, W */
+    size_t ngpus;               /* the site's GPUs */
+    size_t jobs_started;        /* jobs over the run (arrivals included) */
+    unsigned ran;               /* bit p: policy p ran */
+    char note[256];             /* why a policy did not run, or "" */
+    struct pflex_sim_summary pol[PFLEX_SIM_NPOL];
+    /* per period */
+    double *limit_w;            /* INFINITY: none */
+    double *uncapped;           /* the objective with every job at its largest cap */
+    double *power_w[PFLEX_SIM_NPOL];    /* site power drawn (truth), W */
+    double *objective[PFLEX_SIM_NPOL];
+    /* keep_jobs: the first njobs_kept jobs (those at start), per period
+     * j * nperiods + k: cap in force, W, and T/T0 (the truth) */
+    size_t njobs_kept;
+    char (*job_name)[64];
+    int *job_gpus;
+    double *job_floor;
+    double *job_cap[PFLEX_SIM_NPOL];
+    double *job_fraction[PFLEX_SIM_NPOL];
+};
+
+void pflex_sim_result_fini(struct pflex_sim_result *r);
+
+/* Run the day.  0, or -1 with err set (a malformed config: a kind's curve
+ * out of order, no jobs, a period not positive, eq2-predicted or
+ * online-warm asked for without predicted PFIs; out of memory). */
+int pflex_sim_run(const struct pflex_sim_config *c, struct pflex_sim_result *out,
+                  pflex_error_t *err);
+
+/* The truth of a kind at a cap (clamped to its measured range): per-GPU
+ * power, W, and T/T0. */
+void pflex_sim_kind_at(const struct pflex_sim_kind *k, double cap_w, double *power_w,
+                       double *fraction);
+
+/* A grid day's target trace from a site's measured power (a CSV of time,
+ * watts, one row a sample in time order; times as RFC 3339, "YYYY-MM-DD
+ * HH:MM:SS+hh:mm", or "HH:MM" on date_for_hhmm): the baseline is the mean
+ * of the samples in the first hour; the samples are cut into buckets of
+ * bucket_s; a bucket's level is the largest power in it over the baseline,
+ * rounded up to 0.005; the event is the run of buckets from the first to
+ * the last under 0.95, each bucket one target (a fraction of the baseline,
+ * no ramp, priority 0) added to set.  The measured trace is handed back
+ * (t_s, w; free both) for reports. */
+struct pflex_sim_day {
+    double baseline_w;          /* the measured first hour's mean, W */
+    double start_s, end_s;      /* the record's first sample and last + its step */
+    double event_start_s, event_end_s;
+    size_t ntargets;
+    size_t n;                   /* samples */
+    double *t_s, *w;
+};
+int pflex_sim_day_read(const char *path, const char *date_for_hhmm, double bucket_s,
+                       pflex_target_set_t *set, struct pflex_sim_day *out, pflex_error_t *err);
+void pflex_sim_day_fini(struct pflex_sim_day *d);
+
+/* The HTML report (src/lib/report/report_sim.c): the summary table, then
+ * SVG charts drawn by gnuplot (NULL or not runnable: a note in place of
+ * each): the limit against each policy's site power (and the field's
+ * measured trace field_t/field_w, nfield samples, where given), the gap
+ * recovered over time, per-job caps and throughput of the online policy.
+ * *charts (may be NULL) receives the charts drawn.  0, or -1 on a write
+ * error. */
+#include <stdio.h>
+int pflex_sim_report_html(const struct pflex_sim_result *r, const char *title, const char *notes,
+                          const double *field_t, const double *field_w, size_t nfield,
+                          const char *gnuplot, FILE *out, int *charts, pflex_error_t *err);
+
+#endif
