@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/util/grow.h"
 #include "pflex/flex/safeplan.h"
 
 struct jobstate {
@@ -51,21 +52,6 @@ void pflex_safe_plan_fini(struct pflex_safe_plan *p)
     memset(p, 0, sizeof *p);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap : 16;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * size);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 /* Buffers for a problem this size; nothing allocated when an earlier one
  * was as large. */
 static int ensure(struct pflex_safe_plan *p, const struct pflex_safe_input *in, size_t npts,
@@ -79,16 +65,16 @@ static int ensure(struct pflex_safe_plan *p, const struct pflex_safe_input *in, 
         pflex_alloc_plan_init(&s->alloc);
         p->priv = s;
     }
-    if (grow((void **)&s->js, &s->c_js, in->njobs, sizeof *s->js)
-        || grow((void **)&s->aj, &s->c_aj, in->njobs, sizeof *s->aj)
-        || grow((void **)&s->y, &s->c_y, npts, sizeof *s->y)
-        || grow((void **)&s->loss, &s->c_loss, npts, sizeof *s->loss)
-        || grow((void **)&s->loss_hi, &s->c_hi, npts, sizeof *s->loss_hi)
-        || grow((void **)&s->order, &s->c_order, maxpts, sizeof *s->order)
-        || grow((void **)&p->cap_w, &s->c_cap, in->ngpus, sizeof *p->cap_w)
-        || grow((void **)&p->job_cap_w, &s->c_jcap, in->njobs, sizeof *p->job_cap_w)
-        || grow((void **)&p->job_loss, &s->c_jloss, in->njobs, sizeof *p->job_loss)
-        || grow((void **)&p->floor_breached, &s->c_fb, in->njobs, sizeof *p->floor_breached))
+    if (pflex_grow((void **)&s->js, &s->c_js, in->njobs, sizeof *s->js)
+        || pflex_grow((void **)&s->aj, &s->c_aj, in->njobs, sizeof *s->aj)
+        || pflex_grow((void **)&s->y, &s->c_y, npts, sizeof *s->y)
+        || pflex_grow((void **)&s->loss, &s->c_loss, npts, sizeof *s->loss)
+        || pflex_grow((void **)&s->loss_hi, &s->c_hi, npts, sizeof *s->loss_hi)
+        || pflex_grow((void **)&s->order, &s->c_order, maxpts, sizeof *s->order)
+        || pflex_grow((void **)&p->cap_w, &s->c_cap, in->ngpus, sizeof *p->cap_w)
+        || pflex_grow((void **)&p->job_cap_w, &s->c_jcap, in->njobs, sizeof *p->job_cap_w)
+        || pflex_grow((void **)&p->job_loss, &s->c_jloss, in->njobs, sizeof *p->job_loss)
+        || pflex_grow((void **)&p->floor_breached, &s->c_fb, in->njobs, sizeof *p->floor_breached))
         return -1;
     return 0;
 }
