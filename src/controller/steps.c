@@ -289,12 +289,17 @@ static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
     int settled = ok && n > 0 && have_t && isfinite(cj->last_cap) && fabs(cj->last_cap - cap) <= 5;
     /* the cap must also have been seen for --settle seconds, so that
      * a rate averaged over the agents' throughput window (and aged by
-     * the telemetry's own delay) was measured under it alone */
+     * the telemetry's own delay) was measured under it alone.  Less a
+     * tenth of a period: periods start on a schedule, but a busy host
+     * starts one a little later than the one before (a period's sleep
+     * overshoots by up to milliseconds, more on a loaded host), so that a
+     * cap seen for exactly one period may show as 1.998 s of a 2 s period,
+     * and the job would never settle while its cap is held a period */
     if (!(ok && n > 0))
         cj->cap_since = NAN;
     else if (!isfinite(cj->last_cap) || fabs(cj->last_cap - cap) > 5 || !isfinite(cj->cap_since))
         cj->cap_since = now;
-    settled = settled && isfinite(cj->cap_since) && now - cj->cap_since >= c->settle_s - 1e-6;
+    settled = settled && isfinite(cj->cap_since) && now - cj->cap_since >= c->settle_s - 0.1 * c->c.period_s;
     cj->tput_now = ok && n > 0 && have_t ? tput : NAN;
     cj->last_cap = ok && n > 0 ? cap : NAN;
     if (settled) {

@@ -32,17 +32,17 @@ cpid=$!
 agents="$agents $cpid"
 # let it run 12 periods, then kill it
 i=0
-until [ "$(cat "$tmp/ctl.log" 2>/dev/null | grep -c '^period')" -ge 12 ]; do
+until [ "$(cat "$tmp/ctl.log" 2>/dev/null | grep -cE '^[^ ]+ period ')" -ge 12 ]; do
     i=$((i + 1)); [ $i -lt 300 ] || fail "the controller did not run 12 periods"
     sleep 0.1
 done
 kill -KILL $cpid
 wait $cpid 2>/dev/null
-echo "killed after $(grep -c '^period' "$tmp/ctl.log") periods, $((event_end - $(date +%s))) s before the event's end"
+echo "killed after $(grep -cE '^[^ ]+ period ' "$tmp/ctl.log") periods, $((event_end - $(date +%s))) s before the event's end"
 # renewals every other period: after the first, fewer nodes sent than all
-awk '/^period/ { n++; for (i = 1; i <= NF; i++) if ($i == "nodes" && $(i + 1) == "sent") s = $(i - 1) + 0;
+awk '$2 == "period" { n++; for (i = 1; i <= NF; i++) if ($i == "nodes" && $(i + 1) == "sent") s = $(i - 1) + 0;
                  if (n > 4 && s < 4) few = 1 }
-     END { exit !few }' "$tmp/ctl.log" || fail "every node sent caps every period: $(grep '^period' "$tmp/ctl.log" | tail -3)"
+     END { exit !few }' "$tmp/ctl.log" || fail "every node sent caps every period: $(grep -E '^[^ ]+ period ' "$tmp/ctl.log" | tail -3)"
 
 # until the event's end: the limits in force and the power drawn at or under the target
 worst=0
@@ -79,5 +79,5 @@ while :; do
     i=$((i + 1)); [ $i -lt 50 ] || fail "not every GPU back at 700 W 5 s after the event's end"
     sleep 0.1
 done
-grep -E "^(period|fallbacks)" "$tmp/ctl.log" | head -8
+grep -E "^[^ ]+ (period|fallbacks)" "$tmp/ctl.log" | head -8
 echo "ok: controller killed mid-event: $samples samples at or under $target W, every GPU on its fallback, then restored"
