@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include "pflex/safeplan.h"
 #include "pflex/simulate.h"
+#include "controller/sim_site.h"
 
 /* Two A100-like curves: an inelastic one and an elastic one. */
 static const double cap_a[] = {400, 350, 300, 250, 200, 100};
@@ -85,7 +86,7 @@ static void run_step(double frac, double delay_s, uint64_t seed, unsigned polici
         .nkinds = 2, .kinds = kinds, .njobs = 4, .jobs = jobs, .start_s = 1000000, .duration_s = 300,
         .period_s = 1, .delay_s = delay_s, .noise_power = 0.004, .noise_tput = 0.005, .seed = seed,
         .targets = &set, .objective = PFLEX_OBJECTIVE_PROGRESS, .policies = policies, .keep_jobs = 1,
-        .threads = 2, .explore_step = -1,
+        .threads = 2, .explore_step = -1, .controller = &ctl_sim,
     };
     int rc = pflex_sim_run(&c, r, &err);
     if (rc)

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "cli/cli.h"
+#include "controller/sim_site.h"
 #include "pflex/alloc.h"
 #include "pflex/openadr.h"
 #include "pflex/outfile.h"
@@ -601,7 +602,8 @@ int cmd_simulate(int argc, char **argv)
         .start_s = now, .duration_s = duration, .period_s = period, .delay_s = delay, .settle_s = settle,
         .noise_power = noise_p, .noise_tput = noise_t, .seed = (uint64_t)seed_d, .targets = &set,
         .baseline_w = baseline, .other_w = other, .objective = objective, .z = 2, .explore_step = explore,
-        .policies = policies, .keep_jobs = njobs && njobs <= 64, .threads = (int)threads,
+        .policies = policies, .controller = &ctl_sim, .keep_jobs = njobs && njobs <= 64,
+        .threads = (int)threads,
     };
     int prog = cli_progress_wanted(force_progress);
     if (prog) {

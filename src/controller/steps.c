@@ -41,6 +41,7 @@ static struct ctl_job *job_get(ctl_t *c, const char *name, double min_w, double 
     snprintf(j->name, sizeof j->name, "%s", name);
     struct pflex_learn_config lc = {.min_cap_w = min_w, .max_cap_w = max_w};
     const struct pflex_job_policy *pol = pflex_job_policy_find(c->c.policies, name);
+    j->pol = pol;
     if (pol && isfinite(pol->pfi))
         lc.prior_pfi = pol->pfi;       /* L = x/PFI until the job is learned */
     if (pflex_learn_create(&lc, &j->learn, err) < 0)
@@ -123,15 +124,17 @@ static void map_gpus(ctl_t *c, size_t a)
     for (size_t k = 0; k < ag->st.ngpus; k++) {
         const struct agent_gpu *ug = &ag->st.gpu[k];
         struct pflex_site_gpu *sg = &p->gpus[p->ngpus];
+        double n = ug->count ? (double)ug->count : 1;
         *sg = (struct pflex_site_gpu){.job = -1, .reachable = ag->up && ug->ok,
                                       .telemetry_ok = ag->up && ag->tele && isfinite(ug->power_w),
                                       .min_cap_w = ug->min_w, .max_cap_w = ug->max_w,
-                                      .cap_w = ug->limit_w};
+                                      .cap_w = ug->limit_w, .count = ug->count};
         if (sg->telemetry_ok) {
-            p->measured_w += ug->power_w;
+            p->measured_w += n * ug->power_w;
             p->any_power = 1;
         }
-        p->sum_max_w += ug->max_w;
+        p->sum_max_w += n * ug->max_w;
+        p->r.gpus += ug->count ? ug->count : 1;
         p->gpu_node[p->ngpus] = a;
         p->gpu_slot[p->ngpus] = k;
         p->ngpus++;
@@ -194,7 +197,6 @@ int ctl_map_jobs(ctl_t *c, pflex_error_t *err)
         if (map_node_jobs(c, a, first_g, err) < 0)
             return -1;
     }
-    p->r.gpus = p->ngpus;
     return 0;
 }
 
@@ -261,8 +263,8 @@ static void learn_gather(ctl_t *c)
             cj->agg_cap = ug->limit_w;
         else if (fabs(ug->limit_w - cj->agg_cap) > 1)
             cj->agg_ok = 0;
-        cj->agg_power += ug->power_w;
-        cj->agg_n++;
+        cj->agg_power += (ug->count ? ug->count : 1) * ug->power_w;
+        cj->agg_n += ug->count ? ug->count : 1;
     }
 }
 
@@ -291,6 +293,7 @@ static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
         if (pflex_learn_observe(cj->learn, cap, power / n, tput, &e2) < 0)
             ctl_log(c, "learn %s: %s", cj->name, e2.text);
         else {
+            cj->fitted = 0;
             /* for the audit (ctl_record) */
             cj->obs_new = 1;
             cj->obs_cap = cap;
@@ -298,8 +301,14 @@ static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
             cj->obs_tput = tput;
         }
     }
+    /* refitted only on a new observation: the same observations fit
+     * the same curve (a site of thousands of jobs, mostly settled, fits
+     * few of them a period) */
+    if (cj->fitted)
+        return 0;
     if (pflex_learn_fit(cj->learn, &cj->curve, err) < 0)
         return -1;
+    cj->fitted = 1;
     if (ctl_grow((void **)&cj->hi, &cj->hi_cap, cj->curve.n, sizeof *cj->hi) < 0)
         return pflex_error_set(err, "out of memory");
     for (size_t i = 0; i < cj->curve.n; i++)
@@ -332,7 +341,7 @@ static void job_baselines(ctl_t *c)
         c->jobs[j].n_now = 0;
     for (size_t k = 0; k < p->ngpus; k++)
         if (p->gpus[k].job >= 0 && p->gpus[k].reachable)
-            c->jobs[p->gpus[k].job].n_now++;
+            c->jobs[p->gpus[k].job].n_now += p->gpus[k].count ? p->gpus[k].count : 1;
     for (size_t j = 0; j < c->njobs; j++) {
         struct ctl_job *cj = &c->jobs[j];
         const struct pflex_learn_curve *cv = &cj->curve;
@@ -367,7 +376,7 @@ static int plan_jobs(ctl_t *c, pflex_error_t *err)
     job_baselines(c);
     for (size_t j = 0; j < c->njobs; j++) {
         struct ctl_job *cj = &c->jobs[j];
-        const struct pflex_job_policy *pol = pflex_job_policy_find(c->c.policies, cj->name);
+        const struct pflex_job_policy *pol = cj->pol;
         p->sjobs[j] = (struct pflex_site_job){.name = cj->name, .t0 = cj->t0_plan,
                                               .weight = pol ? pol->weight : 1,
                                               .floor = pol && isfinite(pol->floor) ? pol->floor : c->c.floor,
@@ -430,7 +439,8 @@ static void plan_probes(ctl_t *c)
         for (size_t k = cj->gpu_head; k != SIZE_MAX; k = p->gpu_next[k])
             if (p->gpus[k].reachable
                 && c->plan.cap_w[k] > cj->probe_cap && cj->probe_cap >= p->gpus[k].min_cap_w) {
-                c->plan.worst_w -= c->plan.cap_w[k] - cj->probe_cap;
+                c->plan.worst_w -= (p->gpus[k].count ? p->gpus[k].count : 1)
+                                   * (c->plan.cap_w[k] - cj->probe_cap);
                 c->plan.cap_w[k] = cj->probe_cap;
             }
     }
