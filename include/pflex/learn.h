@@ -22,9 +22,16 @@
  * q (x - x_a)(x_b - x)/(x_b - x_a)); past the deepest its departure, the
  * variance growing by q (x - x_a); never more than prior_sd^2.  A loss
  * curve is continuous: what a job lost at x_a says much about x_a + 0.05
- * and less and less further on.  At z = 2 a probe a step of 0.05 past the
- * deepest cut seen keeps a margin of 2 prior_sd sqrt(0.05 / corr_dx)
- * (0.14 at the defaults) for a curve steeper than the prior's.  The
+ * and less and less further on.  It is also smooth: within a short reach
+ * d of a fitted point the departure grows no faster than a slope known
+ * to slope_sd does, so each added variance is min(q d, slope_sd^2 d^2)
+ * (d the bridge's (x - x_a)(x_b - x)/(x_b - x_a), or x - x_a past the
+ * deepest): the Wiener term alone would ask 2 sqrt(q d), 0.07 of loss, a
+ * single 5 W bin past a reading, and a job with a high floor could then
+ * never be probed, nor cut, past its first reading.  At z = 2 a probe a
+ * step of 0.05 past the deepest cut seen keeps a margin of
+ * 2 min(prior_sd sqrt(0.05 / corr_dx), 0.05 slope_sd) (0.10 at the
+ * defaults) for a curve steeper than the prior's.  The
  * points are then made monotone (weighted isotonic regression,
  * pool-adjacent-violators, through (0, 0)): a larger cut never loses
  * less.  The prior is the predicted curve of the job, or its PFI as
@@ -49,6 +56,8 @@ struct pflex_learn_config {
     double prior_sd;                /* sd of the prior curve; <= 0: 0.10 */
     double grid_dx;                 /* spacing of the prior's points; <= 0: 0.02 */
     double corr_dx;                 /* reach of a fitted point along x (above); <= 0: 0.10 */
+    double slope_sd;                /* sd of the curve's slope near a fitted point (above);
+                                     * <= 0: 1 */
     /* The prior: n >= 2 ascending x from 0 with loss (copied), or n = 0
      * and pfi > 0 for L = x/PFI, or neither for L = x. */
     size_t prior_n;
@@ -82,6 +91,8 @@ struct pflex_learn_curve {
     unsigned *count;
     double p0_w, t0;        /* baseline; NaN before the first uncapped observation */
     double sigma;           /* the observation sd used */
+    double bin_w;           /* the learner's cap bin, W: a probe within one of an
+                             * observed point lands in its bin */
     int has_baseline;       /* 0: no uncapped observation yet: prior alone, x
                              * from caps as if P0 were the largest cap */
 };
@@ -105,6 +116,10 @@ double pflex_learn_safe_x(const struct pflex_learn_curve *c, double floor, doubl
  * x_now and the deepest x observed (and within the safe x at the floor,
  * above), whose sd is largest, when that sd exceeds min_sd: repeated, the
  * probes walk down the curve a step at a time as far as the floor allows.
+ * A probe whose cap is within a bin of an observed point known to min_sd
+ * or better is not proposed: its reading would land in that bin and
+ * teach nothing the point does not (a probe held at the floor's safe x
+ * would otherwise repeat there for ever).
  * Returns 1 with *x_probe and *cap_w (P0 (1 - x)), 0 when nothing is worth
  * probing or nothing is safe. */
 int pflex_learn_probe(const struct pflex_learn_curve *c, double floor, double z, double x_now,

@@ -86,7 +86,9 @@ static int sim_period(void *h, double now, const struct pflex_sim_ctl_view *v, d
                                         .count = v[n].gpus};
         st->njobs = 1;
         struct agent_job *j = &st->job[0];
-        snprintf(j->name, sizeof j->name, "%s", v[n].job);
+        size_t len = strnlen(v[n].job, sizeof j->name - 1);
+        memcpy(j->name, v[n].job, len);
+        j->name[len] = 0;
         j->ngpus = 1;
         j->gpus[0] = 0;
         j->throughput = v[n].throughput;

@@ -24,7 +24,9 @@ static struct ctl_job *job_get(ctl_t *c, const char *name, double min_w, double 
                                pflex_error_t *err)
 {
     char key[sizeof c->jobs[0].name];
-    snprintf(key, sizeof key, "%s", name);  /* as stored: names are kept to 63 bytes */
+    size_t len = strnlen(name, sizeof key - 1);     /* as stored: names are kept to 63 bytes */
+    memcpy(key, name, len);
+    key[len] = 0;
     long found = pflex_strtab_find(&c->job_names, key, strlen(key));
     if (found >= 0)
         return &c->jobs[found];
@@ -398,6 +400,13 @@ static int probe_start(ctl_t *c, size_t j, double planned)
     }
     if (!cj->curve.has_baseline)
         return 0;
+    /* under a target, with the guard, no probes: a probe's watts go to no
+     * one else, so it costs the job's throughput for the periods it holds,
+     * while what it could teach wins at most the gap between the optimum
+     * and equal cuts, which on measured curves is within the readings'
+     * noise (docs/controller.md, "Probes") */
+    if (isfinite(c->p.limit_w) && !c->c.plain_optimum)
+        return 0;
     double x_now = 1 - planned / cj->curve.p0_w;
     if (x_now < 0)
         x_now = 0;
@@ -414,10 +423,11 @@ static int probe_start(ctl_t *c, size_t j, double planned)
      * teaches nothing the plan's own readings do not */
     if (!found || planned - floor(cap) < 5)
         return 0;
+    unsigned hold = 1 + (unsigned)ceil(c->settle_s / c->c.period_s - 1e-6);
     cj->probe_cap = floor(cap);
     ctl_log(c, "probe %s at %.0f W (x %.3f, plan %.0f W)", cj->name, cj->probe_cap, xp, planned);
     /* held until a reading under it has settled */
-    cj->probe_left = 1 + (unsigned)ceil(c->settle_s / c->c.period_s - 1e-6);
+    cj->probe_left = hold;
     cj->probe_wait = 3;
     c->p.r.probes++;
     return 1;
@@ -476,7 +486,8 @@ int ctl_plan(ctl_t *c, pflex_error_t *err)
                                   .limit_w = p->limit_w, .other_w = p->other_w,
                                   .hold = p->ngpus > 0 && !p->any_power,
                                   .objective = c->c.progress ? PFLEX_OBJECTIVE_PROGRESS
-                                                             : PFLEX_OBJECTIVE_THROUGHPUT};
+                                                             : PFLEX_OBJECTIVE_THROUGHPUT,
+                                  .guard_equal = !c->c.plain_optimum};
     if (pflex_safe_plan(&in, &c->plan, err) < 0)
         return -1;
     if (c->c.explore_step > 0)

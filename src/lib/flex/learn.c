@@ -41,6 +41,8 @@ int pflex_learn_create(const struct pflex_learn_config *c, pflex_learn_t **out, 
         l->c.grid_dx = 0.02;
     if (!(l->c.corr_dx > 0))
         l->c.corr_dx = 0.10;
+    if (!(l->c.slope_sd > 0))
+        l->c.slope_sd = 1.0;
     l->c.prior_x = l->c.prior_loss = NULL;
     if (c->prior_n) {
         if (c->prior_n < 2 || !c->prior_x || !c->prior_loss || c->prior_x[0] != 0) {
@@ -179,6 +181,34 @@ static int cmp_pt(const void *a, const void *b)
     return (d > 0) - (d < 0);
 }
 
+static int sorted_pts(const struct pt *p, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (p[i].x < p[i - 1].x)
+            return 0;
+    return 1;
+}
+
+/* pts[1, nd) and pts[nd, np) each ascending in x: merged into pts[1, np)
+ * ascending, the fitted point first at a tie.  0 out of memory. */
+static int merge_pts(struct pt *pts, size_t nd, size_t np)
+{
+    size_t ng = np - nd;
+    struct pt *g = malloc(ng * sizeof *g);
+    if (!g)
+        return 0;
+    memcpy(g, pts + nd, ng * sizeof *g);
+    size_t i = nd, j = ng, o = np;
+    while (j > 0) {
+        if (i > 1 && pts[i - 1].x > g[j - 1].x)
+            pts[--o] = pts[--i];
+        else
+            pts[--o] = g[--j];
+    }
+    free(g);
+    return 1;
+}
+
 static int grow(struct pflex_learn_curve *c, size_t n)
 {
     double *x = realloc(c->x, n * sizeof *x);
@@ -241,16 +271,19 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
         }
     size_t ndata = np;
     /* The fitted points sorted (the origin stays first), as anchors of the
-     * grid points between and past them. */
-    qsort(pts + 1, np - 1, sizeof *pts, cmp_pt);
-    double q = psd * psd / l->c.corr_dx;
-    size_t an = 0;
+     * grid points between and past them; bins in cap order mostly are in
+     * x order already. */
+    if (!sorted_pts(pts + 1, np - 1))
+        qsort(pts + 1, np - 1, sizeof *pts, cmp_pt);
+    double q = psd * psd / l->c.corr_dx, ss = l->c.slope_sd * l->c.slope_sd;
+    size_t an = 0, nr = 1;
     for (size_t g = 1; g <= ngrid; g++) {
         double x = g * dx;
-        int near = 0;
-        for (size_t i = 1; i < ndata && !near; i++)
-            near = fabs(pts[i].x - x) < dx;
-        if (near)
+        /* a fitted point within dx of x: the first at or past x - dx
+         * (the points ascend, and so does x) */
+        while (nr < ndata && !(pts[nr].x > x - dx))
+            nr++;
+        if (nr < ndata && pts[nr].x < x + dx)
             continue;
         /* The curve's departure from the prior is an Wiener process in x
          * (variance q per unit of x) through the fitted points: between
@@ -265,10 +298,15 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
             double rb = b->y - prior_at(l, b->x), vb = 1 / b->w;
             double t = (x - pts[an].x) / (b->x - pts[an].x);
             r = (1 - t) * ra + t * rb;
-            var = (1 - t) * (1 - t) * va + t * t * vb + q * (x - pts[an].x) * (b->x - x) / (b->x - pts[an].x);
+            /* the bridge's own variance, no more than a smooth curve's
+             * whose slope is uncertain by slope_sd */
+            double d = (x - pts[an].x) * (b->x - x) / (b->x - pts[an].x);
+            double vw = q * d, vs = ss * d * d;
+            var = (1 - t) * (1 - t) * va + t * t * vb + (vs < vw ? vs : vw);
         } else {
             r = ra;
-            var = va + q * (x - pts[an].x);
+            double d = x - pts[an].x, vw = q * d, vs = ss * d * d;
+            var = va + (vs < vw ? vs : vw);
         }
         if (var > psd * psd)
             var = psd * psd;
@@ -276,7 +314,11 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
             var = 1e-12;
         pts[np++] = (struct pt){x, prior_at(l, x) + r, 1 / var, p0 * (1 - x), 0};
     }
-    qsort(pts + 1, np - 1, sizeof *pts, cmp_pt);
+    /* the grid's points ascend, as the fitted ones do: one merge */
+    if (np > ndata && !merge_pts(pts, ndata, np)) {
+        free(pts);
+        return pflex_error_set(err, "out of memory");
+    }
     /* Merge points at the same x (to the allocator's strict order). */
     size_t m = 1;
     for (size_t i = 1; i < np; i++) {
@@ -334,6 +376,7 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
     out->sd[0] = 0;
     out->n = np;
     out->p0_w = has_base ? p0 : NAN;
+    out->bin_w = l->c.bin_w;
     out->t0 = t0;
     out->sigma = sigma;
     out->has_baseline = has_base;
@@ -420,7 +463,11 @@ static int probe_from(const struct pflex_learn_curve *c, double floor, double z,
         }
     if (!(best > min_sd))
         return 0;
+    double cap = c->p0_w * (1 - best_x);
+    for (size_t i = 1; i < c->n; i++)
+        if (c->count[i] && c->sd[i] <= min_sd && fabs(c->cap_w[i] - cap) < c->bin_w)
+            return 0;
     *x_probe = best_x;
-    *cap_w = c->p0_w * (1 - best_x);
+    *cap_w = cap;
     return 1;
 }
