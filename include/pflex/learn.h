@@ -19,7 +19,9 @@
  * prior_sd^2 / corr_dx per unit of x) through the fitted points, the
  * origin first: between two of them a Brownian bridge (the departures
  * interpolated, the variance theirs interpolated plus
- * q (x - x_a)(x_b - x)/(x_b - x_a)); past the deepest its departure, the
+ * q (x - x_a)(x_b - x)/(x_b - x_a)); past the deepest the curve goes
+ * on at the readings' own slope (over their last 0.05 of x, or from the
+ * origin) for a reach of corr_dx and at the prior's after it, the
  * variance growing by q (x - x_a); never more than prior_sd^2.  A loss
  * curve is continuous: what a job lost at x_a says much about x_a + 0.05
  * and less and less further on.  It is also smooth: within a short reach
@@ -83,8 +85,12 @@ size_t pflex_learn_bins(const pflex_learn_t *l);
 
 /* The learned curve: n points ascending in x from (0, 0), as the allocator
  * reads curves (pflex/alloc.h), each with its sd, the cap it was seen at
- * (for prior points, P0 (1 - x): a cap at a power draws at most that) and
- * the observations behind it. */
+ * (for prior points, the cap that draws P0 (1 - x): that power plus the
+ * headroom under their caps the nearest readings drew, interpolated; P0
+ * (1 - x) before any reading) and the observations behind it.  A cap of
+ * P0 (1 - x) itself would draw less, deeper on the curve than x: read in
+ * the cap domain, the prior points would promise a cap less loss than it
+ * costs. */
 struct pflex_learn_curve {
     size_t n;
     double *x, *loss, *sd, *cap_w;
@@ -112,7 +118,7 @@ double pflex_learn_sd(const struct pflex_learn_curve *c, double x);
  * L(x') + z sd(x') <= 1 - floor for every x' <= x (first crossing). */
 double pflex_learn_safe_x(const struct pflex_learn_curve *c, double floor, double z);
 
-/* Propose a probe: the x in (x_now, x_seen + step], x_seen the larger of
+/* Propose a probe (*cap_w the cap that draws there, on the curve's caps): the x in (x_now, x_seen + step], x_seen the larger of
  * x_now and the deepest x observed (and within the safe x at the floor,
  * above), whose sd is largest, when that sd exceeds min_sd: repeated, the
  * probes walk down the curve a step at a time as far as the floor allows.
@@ -120,7 +126,7 @@ double pflex_learn_safe_x(const struct pflex_learn_curve *c, double floor, doubl
  * or better is not proposed: its reading would land in that bin and
  * teach nothing the point does not (a probe held at the floor's safe x
  * would otherwise repeat there for ever).
- * Returns 1 with *x_probe and *cap_w (P0 (1 - x)), 0 when nothing is worth
+ * Returns 1 with *x_probe and *cap_w (the curve's cap at x), 0 when nothing is worth
  * probing or nothing is safe. */
 int pflex_learn_probe(const struct pflex_learn_curve *c, double floor, double z, double x_now,
                       double step, double min_sd, double *x_probe, double *cap_w);

@@ -181,6 +181,13 @@ static int cmp_pt(const void *a, const void *b)
     return (d > 0) - (d < 0);
 }
 
+/* How far under its cap a reading drew, W (never negative). */
+static double headroom(const struct pt *p, double p0)
+{
+    double d = p->cap - p0 * (1 - p->x);
+    return d > 0 ? d : 0;
+}
+
 static int sorted_pts(const struct pt *p, size_t n)
 {
     for (size_t i = 1; i < n; i++)
@@ -292,27 +299,49 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
         while (an + 1 < ndata && pts[an + 1].x < x)
             an++;
         double ra = an ? pts[an].y - prior_at(l, pts[an].x) : 0, va = an ? 1 / pts[an].w : 0;
+        /* the cap that draws P0 (1 - x): a capped GPU draws a little under
+         * its cap, by what the readings show around x (the nearest
+         * reading's before the first); none read, the power itself */
+        double da = ndata > 1 ? headroom(&pts[an ? an : 1], p0) : 0, delta = da;
         double r, var;
         if (an + 1 < ndata) {
             const struct pt *b = &pts[an + 1];
             double rb = b->y - prior_at(l, b->x), vb = 1 / b->w;
             double t = (x - pts[an].x) / (b->x - pts[an].x);
             r = (1 - t) * ra + t * rb;
+            if (an)
+                delta = (1 - t) * da + t * headroom(b, p0);
             /* the bridge's own variance, no more than a smooth curve's
              * whose slope is uncertain by slope_sd */
             double d = (x - pts[an].x) * (b->x - x) / (b->x - pts[an].x);
             double vw = q * d, vs = ss * d * d;
             var = (1 - t) * (1 - t) * va + t * t * vb + (vs < vw ? vs : vw);
         } else {
-            r = ra;
             double d = x - pts[an].x, vw = q * d, vs = ss * d * d;
+            r = ra;
+            if (an) {
+                /* past the deepest reading the curve goes on, for a reach
+                 * of corr_dx, at the readings' own slope over the last
+                 * 0.05 of x (from the origin when they span less), not
+                 * the prior's: what the job lost per unit of cut just
+                 * above says more of just below than a guess made before
+                 * any reading; the margin, slope_sd a unit, is for a
+                 * curve that steepens */
+                size_t k = an;
+                while (k > 0 && pts[an].x - pts[k].x < 0.05)
+                    k--;
+                double w = pts[an].x - pts[k].x;
+                double s_obs = (pts[an].y - pts[k].y) / w;
+                double s_pri = (prior_at(l, pts[an].x) - prior_at(l, pts[k].x)) / w;
+                r += ((s_obs > 0 ? s_obs : 0) - s_pri) * (d < l->c.corr_dx ? d : l->c.corr_dx);
+            }
             var = va + (vs < vw ? vs : vw);
         }
         if (var > psd * psd)
             var = psd * psd;
         if (var < 1e-12)
             var = 1e-12;
-        pts[np++] = (struct pt){x, prior_at(l, x) + r, 1 / var, p0 * (1 - x), 0};
+        pts[np++] = (struct pt){x, prior_at(l, x) + r, 1 / var, p0 * (1 - x) + delta, 0};
     }
     /* the grid's points ascend, as the fitted ones do: one merge */
     if (np > ndata && !merge_pts(pts, ndata, np)) {
@@ -463,7 +492,8 @@ static int probe_from(const struct pflex_learn_curve *c, double floor, double z,
         }
     if (!(best > min_sd))
         return 0;
-    double cap = c->p0_w * (1 - best_x);
+    /* the cap that draws there, as the curve has it */
+    double cap = interp(c, c->cap_w, best_x);
     for (size_t i = 1; i < c->n; i++)
         if (c->count[i] && c->sd[i] <= min_sd && fabs(c->cap_w[i] - cap) < c->bin_w)
             return 0;
