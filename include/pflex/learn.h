@@ -101,6 +101,7 @@ struct pflex_learn_curve {
                              * observed point lands in its bin */
     int has_baseline;       /* 0: no uncapped observation yet: prior alone, x
                              * from caps as if P0 were the largest cap */
+    size_t room;            /* points the arrays hold (pflex_learn_fit grows them) */
 };
 
 void pflex_learn_curve_init(struct pflex_learn_curve *c);

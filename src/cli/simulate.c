@@ -757,9 +757,9 @@ int cmd_simulate(int argc, char **argv)
         if (csv)
             write_series(stdout, &res, every);
         else {
-            printf("%s%s%zu GPUs, %zu jobs started, %zu periods of %g s (delay %g s), seed %.0f; baseline %.0f W, "
+            printf("%s%s%s%zu GPUs, %zu jobs started, %zu periods of %g s (delay %g s), seed %.0f; baseline %.0f W, "
                    "%zu targets\n",
-                   dy ? "day " : "", dy ? dy->name : "", res.ngpus, res.jobs_started, res.nperiods, res.period_s,
+                   dy ? "day " : "", dy ? dy->name : "", dy ? ": " : "", res.ngpus, res.jobs_started, res.nperiods, res.period_s,
                    delay, seed_d, res.baseline_w, set.n);
             printf("objective: %s\n", obj_note);
             if (res.note[0])

@@ -197,13 +197,10 @@ static int sorted_pts(const struct pt *p, size_t n)
 }
 
 /* pts[1, nd) and pts[nd, np) each ascending in x: merged into pts[1, np)
- * ascending, the fitted point first at a tie.  0 out of memory. */
-static int merge_pts(struct pt *pts, size_t nd, size_t np)
+ * ascending, the fitted point first at a tie; g: room for np - nd. */
+static void merge_pts(struct pt *pts, size_t nd, size_t np, struct pt *g)
 {
     size_t ng = np - nd;
-    struct pt *g = malloc(ng * sizeof *g);
-    if (!g)
-        return 0;
     memcpy(g, pts + nd, ng * sizeof *g);
     size_t i = nd, j = ng, o = np;
     while (j > 0) {
@@ -212,12 +209,13 @@ static int merge_pts(struct pt *pts, size_t nd, size_t np)
         else
             pts[--o] = g[--j];
     }
-    free(g);
-    return 1;
 }
 
 static int grow(struct pflex_learn_curve *c, size_t n)
 {
+    if (n <= c->room)
+        return 0;
+    n = n > 2 * c->room ? n : 2 * c->room;
     double *x = realloc(c->x, n * sizeof *x);
     if (x)
         c->x = x;
@@ -233,7 +231,10 @@ static int grow(struct pflex_learn_curve *c, size_t n)
     unsigned *m = realloc(c->count, n * sizeof *m);
     if (m)
         c->count = m;
-    return x && y && s && k && m ? 0 : -1;
+    if (!(x && y && s && k && m))
+        return -1;
+    c->room = n;
+    return 0;
 }
 
 int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex_error_t *err)
@@ -258,9 +259,13 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
         x_lim = 0.95;
     size_t ngrid = x_lim > 0 ? (size_t)floor(x_lim / dx + 1e-9) : 0;
     size_t cap_pts = l->used + ngrid + 2;
-    struct pt *pts = malloc(cap_pts * sizeof *pts);
+    /* one block: the points, the merge's room, the pool's blocks */
+    struct pt *pts = malloc(cap_pts * (2 * sizeof *pts + 2 * sizeof(double) + sizeof(size_t)));
     if (!pts)
         return pflex_error_set(err, "out of memory");
+    struct pt *room = pts + cap_pts;
+    double *bw = (double *)(room + cap_pts), *by = bw + cap_pts;
+    size_t *bl = (size_t *)(by + cap_pts);
     size_t np = 0;
     pts[np++] = (struct pt){0, 0, 1e18, has_base ? base->cap : l->c.max_cap_w, has_base ? base->n : 0};
     if (has_base)
@@ -344,10 +349,8 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
         pts[np++] = (struct pt){x, prior_at(l, x) + r, 1 / var, p0 * (1 - x) + delta, 0};
     }
     /* the grid's points ascend, as the fitted ones do: one merge */
-    if (np > ndata && !merge_pts(pts, ndata, np)) {
-        free(pts);
-        return pflex_error_set(err, "out of memory");
-    }
+    if (np > ndata)
+        merge_pts(pts, ndata, np, room);
     /* Merge points at the same x (to the allocator's strict order). */
     size_t m = 1;
     for (size_t i = 1; i < np; i++) {
@@ -369,15 +372,6 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
         return pflex_error_set(err, "out of memory");
     }
     /* Pool adjacent violators: blocks of (weight, weighted sum, length). */
-    double *bw = malloc(np * sizeof *bw), *by = malloc(np * sizeof *by);
-    size_t *bl = malloc(np * sizeof *bl);
-    if (!bw || !by || !bl) {
-        free(bw);
-        free(by);
-        free(bl);
-        free(pts);
-        return pflex_error_set(err, "out of memory");
-    }
     size_t nb = 0;
     for (size_t i = 0; i < np; i++) {
         bw[nb] = pts[i].w;
@@ -409,9 +403,6 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
     out->t0 = t0;
     out->sigma = sigma;
     out->has_baseline = has_base;
-    free(bw);
-    free(by);
-    free(bl);
     free(pts);
     return 0;
 }
