@@ -60,26 +60,10 @@ echo "== the controller's planning step (safeplan), one control period =="
 
 # ---- telemetry (bench/telemetry_bench.c) ----
 echo
-echo "== telemetry: a dcgm-exporter scrape of 1,000 nodes x 8 GPUs x 20 metrics =="
+echo "== readers: pflex beside wc -l (the floor), promtool and a Python loop; CPU s, medians of 3 alternating =="
 TB=$BUILD/bench/telemetry_bench
-scrape="$D/scrape-1000x8x20.prom"
-[ -f "$scrape" ] || "$TB" gen 1000 8 20 20261203 "$scrape"
-"$TB" read "$scrape" 5
-if command -v promtool > /dev/null; then
-    # promtool reads and lints the same text; its exit status (lint
-    # findings on the exporter's camelCase labels) does not matter here.
-    if [ -x /usr/bin/time ]; then
-        /usr/bin/time -o "$D/promtool.time" -f "  promtool check metrics: %e s wall, %U s user, %S s system" \
-            promtool check metrics < "$scrape" > /dev/null 2>&1 || true
-        grep promtool "$D/promtool.time"
-    else
-        t0=$(date +%s.%N)
-        promtool check metrics < "$scrape" > /dev/null 2>&1 || true
-        echo "  promtool check metrics: $(echo "$(date +%s.%N) - $t0" | bc) s wall"
-    fi
-else
-    echo "  promtool: not installed (Debian package prometheus)"
-fi
+"$TB" readers "$D" 3
+"$BUILD/bench/sweep_read_bench" peers "$D" 3
 echo "== telemetry: training on 10,000 jobs, predicting 100,000 =="
 "$TB" model 10000 100000 3
 echo

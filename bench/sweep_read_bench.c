@@ -11,7 +11,12 @@
  * that made its insertion sort quadratic.
  * Nothing here asserts a time.
  *
- *   sweep_read_bench [ROWS...]     (default 40000 80000 160000 1000000) */
+ *   sweep_read_bench [ROWS...]     (default 40000 80000 160000 1000000)
+ *   sweep_read_bench peers DIR REPS
+ *                 a sweep of jobs at 8 caps, 100k and 1M rows (written to
+ *                 DIR when missing, seeded): pflex_sweep_read_file beside
+ *                 wc -l and a Python csv loop summing the same columns, as
+ *                 ratios, and the growth per 10x rows */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +24,7 @@
 #include <time.h>
 #include "pflex/curve.h"
 #include "pflex/sweep.h"
+#include "peers.h"
 
 enum order { REPEATS, ASCENDING, SHUFFLED };
 static const char *const order_name[] = {"repeats", "ascending", "shuffled"};
@@ -97,8 +103,51 @@ static double time_read(const char *buf, size_t len, int runs)
     return t[runs / 2];
 }
 
+static int read_sweep(const char *path)
+{
+    pflex_sweep_t *sw;
+    pflex_error_t err;
+    if (pflex_sweep_read_file(path, NULL, &sw, &err) < 0) {
+        fprintf(stderr, "sweep_read_bench: %s\n", err.text);
+        return -1;
+    }
+    pflex_sweep_destroy(sw);
+    return 0;
+}
+
+static int peers(const char *dir, int reps)
+{
+    static const size_t rows[2] = {100000, 1000000};
+    double t[2];
+    for (int i = 0; i < 2; i++) {
+        char path[4096], label[64];
+        snprintf(path, sizeof path, "%s/sweep-%zu.csv", dir, rows[i]);
+        FILE *f = fopen(path, "r");
+        if (!f) {
+            if (!(f = fopen(path, "w")))
+                return 1;
+            fputs("job,gpus,cap_w,power_w,throughput\n", f);
+            for (size_t r = 0; r < rows[i]; r++) {
+                double c = 700 - 50.0 * (double)(r % 8);
+                fprintf(f, "job%zu,8,%g,%.2f,%.2f\n", r / 8, c,
+                        c * (0.8 + 0.01 * (double)(next_rand() % 20)),
+                        1000 + (double)(next_rand() % 100000) / 100);
+            }
+        }
+        if (fclose(f))
+            return 1;
+        snprintf(label, sizeof label, "sweep CSV, %zu rows:", rows[i]);
+        if ((t[i] = peers_compare(label, path, reps, read_sweep, PEER_PY_SWEEP, 0)) < 0)
+            return 1;
+    }
+    printf("  %-34s x%.1f per 10x rows\n", "sweep CSV, growth:", t[1] / t[0]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && !strcmp(argv[1], "peers"))
+        return peers(argv[2], atoi(argv[3]));
     size_t def[] = {40000, 80000, 160000, 1000000}, sizes[16];
     size_t nsizes = 0;
     for (int i = 1; i < argc && nsizes < 16; i++)

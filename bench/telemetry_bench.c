@@ -7,6 +7,16 @@
  *   telemetry_bench read FILE REPS
  *                         time reading FILE into a telemetry store (median
  *                         CPU seconds of REPS runs)
+ *   telemetry_bench gen-smi ROWS GPUS SEED FILE
+ *                         write nvidia-smi --query-gpu CSV with units and
+ *                         timestamps: ROWS rows, GPUS GPUs a tick
+ *   telemetry_bench readers DIR REPS
+ *                         nvidia-smi CSV and a Prometheus scrape at 100k and
+ *                         1M lines (written to DIR when missing, seeded):
+ *                         pflex's reading (read + sort into a store) beside
+ *                         wc -l, promtool (at 100k lines: it takes 20 s
+ *                         for 1M) and a Python loop, as ratios, and the
+ *                         growth from 100k to 1M lines
  *   telemetry_bench model JOBS PREDICT REPS
  *                         time fitting a ridge PFI + curve model on JOBS
  *                         synthetic jobs and predicting PREDICT jobs
@@ -22,6 +32,7 @@
 #include "pflex/predict.h"
 #include "pflex/sweep.h"
 #include "pflex/telemetry.h"
+#include "peers.h"
 
 static uint64_t rs;
 static double unif(void)
@@ -74,6 +85,32 @@ static int gen(int nodes, int gpus, int metrics, unsigned long seed, const char 
     return fclose(f) ? 1 : 0;
 }
 
+/* nvidia-smi --query-gpu=timestamp,index,uuid,power.draw,clocks.sm,clocks.mem,
+ * utilization.gpu,utilization.memory,memory.used,temperature.gpu --format=csv
+ * -lms 100: ROWS rows, GPUS GPUs per tick, time-major as nvidia-smi loops. */
+static int gen_smi(long rows, int gpus, unsigned long seed, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f || gpus < 1)
+        return 1;
+    static char buf[1 << 20];
+    setvbuf(f, buf, _IOFBF, sizeof buf);
+    rs = seed;
+    fputs("timestamp, index, uuid, power.draw [W], clocks.sm [MHz], clocks.mem [MHz], "
+          "utilization.gpu [%], utilization.memory [%], memory.used [MiB], temperature.gpu\n", f);
+    for (long r = 0; r < rows; r++) {
+        long tick = r / gpus, ms = 125 + tick * 100;
+        int g = (int)(r % gpus);
+        long s = ms / 1000;
+        fprintf(f, "2026/12/03 %02ld:%02ld:%02ld.%03ld, %d, GPU-%08x-0000-1111-2222-%012d, "
+                "%.2f W, %d MHz, 2619 MHz, %d %%, %d %%, %d MiB, %d\n",
+                10 + s / 3600 % 14, s / 60 % 60, s % 60, ms % 1000, g, g, g, 300 + unif() * 400,
+                1500 + (int)(unif() * 480), (int)(unif() * 100), (int)(unif() * 100),
+                70000 + (int)(unif() * 10000), 40 + (int)(unif() * 40));
+    }
+    return fclose(f) ? 1 : 0;
+}
+
 static int bench_read(const char *path, int reps)
 {
     char *buf;
@@ -102,6 +139,54 @@ static int bench_read(const char *path, int reps)
            (double)len / 1e6 / median(t, reps));
     free(t);
     free(buf);
+    return 0;
+}
+
+/* read + sort, as `pflex telemetry` does before it prints */
+static int read_store(const char *path)
+{
+    pflex_error_t err;
+    pflex_tm_t *tm = pflex_tm_create(NULL);
+    int rc = tm ? pflex_tm_read_file(tm, path, NULL, &err) : -1;
+    if (rc == 0)
+        rc = pflex_tm_sort(tm, &err);
+    if (rc < 0)
+        fprintf(stderr, "%s\n", tm ? err.text : "out of memory");
+    pflex_tm_destroy(tm);
+    return rc;
+}
+
+static int bench_readers(const char *dir, int reps)
+{
+    static const long rows[2] = {100000, 1000000};
+    char path[4096];
+    double t[2][2];
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 2; i++) {
+            FILE *f;
+            if (k == 0)
+                snprintf(path, sizeof path, "%s/smi-%ld.csv", dir, rows[i]);
+            else
+                snprintf(path, sizeof path, "%s/scrape-%ld.prom", dir, rows[i]);
+            if (!(f = fopen(path, "r"))) {
+                int rc = k == 0 ? gen_smi(rows[i], 8, 20261203, path)
+                                : gen((int)(rows[i] / 160), 8, 20, 20261203, path);
+                if (rc)
+                    return 1;
+            } else {
+                fclose(f);
+            }
+            char label[64];
+            snprintf(label, sizeof label, "%s, %ld lines:", k == 0 ? "nvidia-smi CSV" :
+                     "Prometheus text", rows[i]);
+            if ((t[k][i] = peers_compare(label, path, reps, read_store,
+                                         k == 0 ? PEER_PY_SMI : PEER_PY_PROM,
+                                         k == 1 && i == 0)) < 0)
+                return 1;
+        }
+        printf("  %-34s x%.1f per 10x lines\n", k == 0 ? "nvidia-smi CSV, growth:" :
+               "Prometheus text, growth:", t[k][1] / t[k][0]);
+    }
     return 0;
 }
 
@@ -165,11 +250,16 @@ int main(int argc, char **argv)
     if (argc == 7 && !strcmp(argv[1], "gen"))
         return gen(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), strtoul(argv[5], NULL, 10),
                    argv[6]);
+    if (argc == 6 && !strcmp(argv[1], "gen-smi"))
+        return gen_smi(atol(argv[2]), atoi(argv[3]), strtoul(argv[4], NULL, 10), argv[5]);
+    if (argc == 4 && !strcmp(argv[1], "readers"))
+        return bench_readers(argv[2], atoi(argv[3]));
     if (argc == 4 && !strcmp(argv[1], "read"))
         return bench_read(argv[2], atoi(argv[3]));
     if (argc == 5 && !strcmp(argv[1], "model"))
         return bench_model((size_t)atol(argv[2]), (size_t)atol(argv[3]), atoi(argv[4]));
-    fprintf(stderr, "usage: telemetry_bench gen NODES GPUS METRICS SEED FILE | read FILE REPS | "
+    fprintf(stderr, "usage: telemetry_bench gen NODES GPUS METRICS SEED FILE | gen-smi ROWS GPUS SEED FILE | "
+                    "read FILE REPS | readers DIR REPS | "
                     "model JOBS PREDICT REPS\n");
     return 2;
 }

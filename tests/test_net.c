@@ -291,7 +291,7 @@ static void starvation(unsigned threads)
     assert_int_equal(pthread_create(&th, NULL, serve, &l), 0);
     /* 64 connections, 16 from each of four addresses, trickling headers. */
     int slow[64];
-    char src[16];
+    char src[24];
     double opened = mono();
     for (int k = 0; k < 64; k++) {
         snprintf(src, sizeof src, "127.0.0.%d", 2 + k / 16);

@@ -361,6 +361,165 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     return ret;
 }
 
+/* Two stores hold the same series and samples (the line a series was
+ * first seen on aside: it follows the input's order). */
+static void assert_same_store(const pflex_tm_t *a, const pflex_tm_t *b)
+{
+    assert_int_equal(a->nseries, b->nseries);
+    assert_int_equal(a->nsamples, b->nsamples);
+    assert_int_equal(a->skipped, b->skipped);
+    for (size_t i = 0; i < a->nseries; i++) {
+        const struct pflex_tm_series *p = &a->series[i], *q = &b->series[i];
+        assert_int_equal(p->gpu, q->gpu);
+        assert_int_equal(p->field, q->field);
+        assert_string_equal(p->host, q->host);
+        assert_true((p->job == NULL) == (q->job == NULL));
+        if (p->job)
+            assert_string_equal(p->job, q->job);
+        assert_true((p->uuid == NULL) == (q->uuid == NULL));
+        if (p->uuid)
+            assert_string_equal(p->uuid, q->uuid);
+    }
+    for (size_t i = 0; i < a->nsamples; i++) {
+        assert_int_equal(a->samples[i].series, b->samples[i].series);
+        assert_true(a->samples[i].time_s == b->samples[i].time_s);
+        assert_true(a->samples[i].value == b->samples[i].value);
+    }
+}
+
+static pflex_tm_t *load_text(const char *text, const char *name)
+{
+    pflex_tm_t *t = pflex_tm_create(NULL);
+    pflex_error_t err;
+    assert_non_null(t);
+    if (pflex_tm_read_mem(t, text, strlen(text), name, NULL, &err) < 0)
+        fail_msg("%s", err.text);
+    assert_int_equal(pflex_tm_sort(t, &err), 0);
+    return t;
+}
+
+/* The store sorts only what is out of order: an input already in the
+ * store's order, the same rows time-major (as nvidia-smi loops), and the
+ * same rows shuffled give the same store; so do a scrape and its lines
+ * reversed, and samples added in order and in reverse. */
+static void test_sorted_unsorted(void **state)
+{
+    (void)state;
+    enum { GPUS = 3, TICKS = 40 };
+    const char *head = "timestamp, index, uuid, power.draw [W], utilization.gpu [%]\n";
+    static char row[GPUS * TICKS][128];
+    size_t n = 0;
+    for (int g = 0; g < GPUS; g++)          /* by GPU, then time: the store's order */
+        for (int k = 0; k < TICKS; k++)
+            snprintf(row[n++], sizeof row[0], "2026/12/03 10:%02d:%02d.250, %d, GPU-%d, "
+                     "%d.%02d W, %d %%\n", k / 60, k % 60, g, g, 300 + (g * 37 + k * 11) % 400,
+                     k % 100, (g + k * 7) % 101);
+    static char by_gpu[GPUS * TICKS * 128 + 128], by_time[sizeof by_gpu], shuffled[sizeof by_gpu];
+    strcpy(by_gpu, head);
+    strcpy(by_time, head);
+    strcpy(shuffled, head);
+    for (size_t i = 0; i < n; i++)
+        strcat(by_gpu, row[i]);
+    for (int k = 0; k < TICKS; k++)
+        for (int g = 0; g < GPUS; g++)
+            strcat(by_time, row[(size_t)g * TICKS + (size_t)k]);
+    for (size_t i = 0; i < n; i++)          /* a fixed permutation: 7 is prime to 120 */
+        strcat(shuffled, row[(i * 7) % n]);
+    pflex_tm_t *a = load_text(by_gpu, "by-gpu"), *b = load_text(by_time, "by-time"),
+               *c = load_text(shuffled, "shuffled");
+    assert_int_equal(a->nseries, GPUS * 2);
+    assert_int_equal(a->nsamples, GPUS * TICKS * 2);
+    assert_same_store(a, b);
+    assert_same_store(a, c);
+    pflex_tm_destroy(a);
+    pflex_tm_destroy(b);
+    pflex_tm_destroy(c);
+
+    const char *scrape =
+        "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",Hostname=\"b\"} 301 1000\n"
+        "DCGM_FI_DEV_POWER_USAGE{gpu=\"1\",Hostname=\"a\"} 302 1000\n"
+        "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"b\"} 91 1000\n"
+        "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",Hostname=\"a\"} 92 1000\n"
+        "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",Hostname=\"b\"} 311 2000\n"
+        "DCGM_FI_DEV_POWER_USAGE{gpu=\"1\",Hostname=\"a\"} 312 2000\n";
+    const char *reversed =
+        "DCGM_FI_DEV_POWER_USAGE{gpu=\"1\",Hostname=\"a\"} 312 2000\n"
+        "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",Hostname=\"b\"} 311 2000\n"
+        "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",Hostname=\"a\"} 92 1000\n"
+        "DCGM_FI_DEV_GPU_UTIL{gpu=\"0\",Hostname=\"b\"} 91 1000\n"
+        "DCGM_FI_DEV_POWER_USAGE{gpu=\"1\",Hostname=\"a\"} 302 1000\n"
+        "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",Hostname=\"b\"} 301 1000\n";
+    a = load_text(scrape, "scrape");
+    b = load_text(reversed, "reversed");
+    assert_same_store(a, b);
+    assert_string_equal(a->series[0].host, "a");
+    assert_dbl(a->samples[a->nsamples - 1].value, 91, 0);   /* b, GPU 0, GPU_UTIL: the last series */
+    pflex_tm_destroy(a);
+    pflex_tm_destroy(b);
+
+    pflex_error_t err;
+    a = pflex_tm_create(NULL);
+    b = pflex_tm_create(NULL);
+    for (int i = 0; i < 50; i++) {
+        int j = 49 - i;
+        assert_int_equal(pflex_tm_add(a, "j", "h", i / 10, NULL, PFLEX_DCGM_GPU_UTIL, i % 10,
+                                      i, &err), 0);
+        assert_int_equal(pflex_tm_add(b, "j", "h", j / 10, NULL, PFLEX_DCGM_GPU_UTIL, j % 10,
+                                      j, &err), 0);
+    }
+    assert_int_equal(pflex_tm_sort(a, &err), 0);
+    assert_int_equal(pflex_tm_sort(b, &err), 0);
+    assert_same_store(a, b);
+    /* more after a sort: still sorted where it must be */
+    assert_int_equal(pflex_tm_add(a, "i", "h", 0, NULL, PFLEX_DCGM_GPU_UTIL, 5, 1, &err), 0);
+    assert_int_equal(pflex_tm_add(a, "j", "h", 0, NULL, PFLEX_DCGM_GPU_UTIL, 0.5, 2, &err), 0);
+    assert_int_equal(pflex_tm_sort(a, &err), 0);
+    assert_string_equal(a->series[0].job, "i");
+    assert_dbl(a->samples[1].value, 0, 0);
+    assert_dbl(a->samples[2].value, 2, 0);
+    assert_dbl(a->samples[2].time_s, 0.5, 0);
+    pflex_tm_destroy(a);
+    pflex_tm_destroy(b);
+}
+
+/* A scrape of more series than the old default limit (1,000,000): 125,001
+ * hosts x 8 GPUs, one field each, read with the default limits; the same
+ * with --max-series 1000000 stops at the series past it. */
+static void test_many_series(void **state)
+{
+    (void)state;
+    enum { HOSTS = 125001, GPUS = 8 };
+    size_t cap = (size_t)HOSTS * GPUS * 64, len = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    len += (size_t)snprintf(text, cap, "# TYPE DCGM_FI_DEV_GPU_TEMP gauge\n");
+    for (int h = 0; h < HOSTS; h++)
+        for (int g = 0; g < GPUS; g++)
+            len += (size_t)snprintf(text + len, cap - len,
+                                    "DCGM_FI_DEV_GPU_TEMP{gpu=\"%d\",Hostname=\"n%06d\"} %d\n",
+                                    g, h, 40 + (h + g) % 40);
+    pflex_tm_t *t = pflex_tm_create(NULL);
+    pflex_error_t err;
+    assert_non_null(t);
+    if (pflex_tm_read_mem(t, text, len, "big.prom", NULL, &err) < 0)
+        fail_msg("%s", err.text);
+    assert_int_equal(t->nseries, (size_t)HOSTS * GPUS);
+    assert_int_equal(t->nsamples, (size_t)HOSTS * GPUS);
+    assert_int_equal(pflex_tm_sort(t, &err), 0);
+    assert_string_equal(t->series[t->nseries - 1].host, "n125000");
+    assert_int_equal(t->series[t->nseries - 1].gpu, 7);
+    pflex_tm_destroy(t);
+
+    struct pflex_tm_limits lim = {0};
+    lim.max_series = 1000000;
+    t = pflex_tm_create(&lim);
+    assert_int_equal(pflex_tm_read_mem(t, text, len, "big.prom", NULL, &err), -1);
+    assert_non_null(strstr(err.text, "big.prom:1000002: more than 1000000 series"));
+    assert_int_equal(t->nseries, 0);
+    pflex_tm_destroy(t);
+    free(text);
+}
+
 static void test_fetch(void **state)
 {
     static char body[8192];
@@ -424,6 +583,8 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_blank_sentinels),
+        cmocka_unit_test(test_sorted_unsorted),
+        cmocka_unit_test(test_many_series),
         cmocka_unit_test(test_fetch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -119,6 +119,15 @@ int pflex_tier_floor(const char *tier, double *floor);
  * refused ("FILE: is a directory"), so are the inputs past the limits
  * above; out of memory and read errors set err->system. */
 int pflex_read_all(const char *path, char **buf, size_t *len, pflex_error_t *err);
+/* The same, for readers that need no NUL after the text: a regular file of
+ * 1 MiB and more is mapped (read-only, its pages mapped at once) rather
+ * than copied, with *mapped its length; else *mapped is 0 and the text is
+ * pflex_read_all's.  Release with pflex_unmap_all.  (A mapped file cut
+ * short by another process while it is read ends the reading process with
+ * SIGBUS, as with any reader that maps.) */
+int pflex_map_all(const char *path, const char **buf, size_t *len, size_t *mapped,
+                  pflex_error_t *err);
+void pflex_unmap_all(const char *buf, size_t mapped);
 
 /* Writing sweep CSV rows (to a caller's stream).  The header is
  * job,gpu,gpus,cap_w,power_w,throughput[,telemetry columns in enum order].

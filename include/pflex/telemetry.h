@@ -97,7 +97,7 @@ struct pflex_tm_sample {
 
 struct pflex_tm_limits {
     size_t max_line;    /* bytes in one line (default 65536) */
-    size_t max_series;  /* default 1,000,000 */
+    size_t max_series;  /* default 10,000,000 */
     size_t max_samples; /* default 100,000,000 */
     size_t max_fetch;   /* bytes one URL may return (default 256 MiB) */
     long timeout_ms;    /* whole fetch (default 10000) */

@@ -35,7 +35,7 @@ static const char help[] =
 "  --job-map FILE   CSV job,gpu[,host]: gpu an index or a UUID (docs/telemetry.md)\n"
 "  --job-from-file  one job per file, named by the file (runs/llama.prom: llama)\n"
 "  --max-line N     longest line accepted, bytes (default 65536)\n"
-"  --max-series N   most series accepted (default 1000000)\n"
+"  --max-series N   most series accepted (default 10000000)\n"
 "  --max-bytes N    most bytes one URL may return (default 268435456)\n"
 "  --timeout-ms N   limit on one fetch (default 10000)\n"
 "  --nvml           sample this node's GPUs live through NVML instead (read\n"

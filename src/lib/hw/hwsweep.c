@@ -321,12 +321,22 @@ static int set_cap(pflex_guard_t *gd, const unsigned *idx, unsigned n,
     return 0;
 }
 
+/* Prefix err's message with the cap it happened at. */
+static void name_cap(pflex_error_t *err, double cap_w)
+{
+    char why[sizeof err->text];
+    snprintf(why, sizeof why, "%s", err->text);
+    pflex_error_set(err, "cap %g W: %s", cap_w, why);
+}
+
 /* Cap c from start to end: set, settle, measure, tell. */
 static int sweep_cap(pflex_gpu_t *g, pflex_guard_t *gd, const unsigned *idx, unsigned n,
                      const struct pflex_hwsweep_opts *o, unsigned c, pflex_error_t *err)
 {
     double set_wall = pflex_real_s();     /* the job's lines after this see the new cap */
     int rc = set_cap(gd, idx, n, o, c, err);
+    if (rc == -1)
+        name_cap(err, o->caps[c]);
     if (rc)
         return rc;
     struct pflex_hwsweep_event ev = {.kind = PFLEX_HWSWEEP_CAP_SET, .cap_no = c,
@@ -337,11 +347,8 @@ static int sweep_cap(pflex_gpu_t *g, pflex_guard_t *gd, const unsigned *idx, uns
         return PFLEX_HWSWEEP_STOPPED;
     ev.kind = PFLEX_HWSWEEP_MEASURED;
     rc = measure(g, idx, n, o, c, set_wall, &ev, err);
-    if (rc == -1 || rc == PFLEX_HWSWEEP_BAD_INPUT) {
-        char why[sizeof err->text];
-        snprintf(why, sizeof why, "%s", err->text);
-        pflex_error_set(err, "cap %g W: %s", o->caps[c], why);
-    }
+    if (rc == -1 || rc == PFLEX_HWSWEEP_BAD_INPUT)
+        name_cap(err, o->caps[c]);
     if (rc)
         return rc;
     return tell(o, &ev) ? PFLEX_HWSWEEP_HALTED : 0;

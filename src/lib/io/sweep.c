@@ -1217,23 +1217,28 @@ void pflex_sweep_destroy(pflex_sweep_t *s)
 /* Whether the lines of the text in [b, b + n) keep to the line limit:
  * *run is the length of the line still open before b, updated.  Returns 0,
  * or -1 with *bad at the end of the text before the line that does not
- * (that line starts *run bytes before it). */
+ * (that line starts *run bytes before it).  It looks only for the last
+ * line break within the limit's reach, from its far end back: a few bytes
+ * per MiB of text, not a pass over it. */
 static int lines_within(const char *b, size_t n, size_t *run, const char **bad)
 {
     const char *e = b + n;
     for (;;) {
-        const char *nl = memchr(b, '\n', (size_t)(e - b));
-        size_t seg = (size_t)((nl ? nl : e) - b);
-        if (*run + seg > PFLEX_LINE_MAX_BYTES) {
-            *bad = b;
-            return -1;
-        }
-        if (!nl) {
-            *run += seg;
+        size_t room = PFLEX_LINE_MAX_BYTES - *run;     /* the open line may grow this much */
+        size_t look = (size_t)(e - b) < room + 1 ? (size_t)(e - b) : room + 1;
+        const char *nl = b + look;
+        while (nl > b && nl[-1] != '\n')
+            nl--;
+        if (nl == b) {
+            if ((size_t)(e - b) > room) {
+                *bad = b;
+                return -1;
+            }
+            *run += (size_t)(e - b);
             return 0;
         }
         *run = 0;
-        b = nl + 1;
+        b = nl;
     }
 }
 
@@ -1323,6 +1328,55 @@ out:
     if (!is_stdin)
         close(fd);
     return rc;
+}
+
+int pflex_map_all(const char *path, const char **buf, size_t *len, size_t *mapped,
+                  pflex_error_t *err)
+{
+    struct stat st;
+    *mapped = 0;
+    int fd = strcmp(path, "-") ? open(path, O_RDONLY) : -1;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= (1 << 20) &&
+        (uint64_t)st.st_size <= PFLEX_INPUT_MAX_BYTES) {
+        size_t n = (size_t)st.st_size, run = 0;
+        const char *bad;
+        int flags = MAP_PRIVATE;
+#ifdef MAP_POPULATE
+        flags |= MAP_POPULATE;      /* the page cache's pages, mapped at once */
+#endif
+        void *p = mmap(NULL, n, PROT_READ, flags, fd, 0);
+        if (p != MAP_FAILED) {
+            close(fd);
+            if (lines_within(p, n, &run, &bad) < 0) {
+                /* the same message as pflex_read_all's */
+                unsigned line = 1;
+                for (const char *q = p; q < bad - run; q++)
+                    line += *q == '\n';
+                munmap(p, n);
+                return pflex_error_set(err, "%s:%u: line longer than %u bytes (is it a text "
+                                       "file?)", path, line, (unsigned)PFLEX_LINE_MAX_BYTES);
+            }
+            *buf = p;
+            *len = n;
+            *mapped = n;
+            return 0;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    char *b;
+    if (pflex_read_all(path, &b, len, err) < 0)
+        return -1;
+    *buf = b;
+    return 0;
+}
+
+void pflex_unmap_all(const char *buf, size_t mapped)
+{
+    if (mapped)
+        munmap((void *)buf, mapped);
+    else
+        free((void *)buf);
 }
 
 /* The read buffer (it grows only for a longer record): small enough that

@@ -122,257 +122,6 @@ int pflex_tm_format_parse(const char *s, enum pflex_tm_format *out)
     return -1;
 }
 
-/* ---- the store ---- */
-
-struct block {
-    struct block *next;
-    size_t used, cap;
-    char data[];
-};
-
-struct store {
-    struct pflex_tm_limits lim;
-    uint32_t *hash;         /* series index + 1, 0 = empty */
-    size_t hash_cap;        /* power of two */
-    size_t series_cap, samples_cap;
-    struct block *blocks;
-};
-
-static const struct pflex_tm_limits default_limits = {
-    65536, 1000000, 100000000, (size_t)256 << 20, 10000,
-};
-
-pflex_tm_t *pflex_tm_create(const struct pflex_tm_limits *lim)
-{
-    pflex_tm_t *t = calloc(1, sizeof *t);
-    struct store *st = calloc(1, sizeof *st);
-    if (!t || !st) {
-        free(t);
-        free(st);
-        return NULL;
-    }
-    st->lim = default_limits;
-    if (lim) {
-        if (lim->max_line)
-            st->lim.max_line = lim->max_line;
-        if (lim->max_series)
-            st->lim.max_series = lim->max_series;
-        if (lim->max_samples)
-            st->lim.max_samples = lim->max_samples;
-        if (lim->max_fetch)
-            st->lim.max_fetch = lim->max_fetch;
-        if (lim->timeout_ms)
-            st->lim.timeout_ms = lim->timeout_ms;
-    }
-    if (st->lim.max_series > UINT32_MAX - 1)
-        st->lim.max_series = UINT32_MAX - 1;
-    t->priv = st;
-    return t;
-}
-
-void pflex_tm_destroy(pflex_tm_t *t)
-{
-    if (!t)
-        return;
-    struct store *st = t->priv;
-    for (struct block *b = st->blocks, *n; b; b = n) {
-        n = b->next;
-        free(b);
-    }
-    free(st->hash);
-    free(st);
-    free(t->series);
-    free(t->samples);
-    free(t);
-}
-
-const struct pflex_tm_limits *tm_limits(const pflex_tm_t *t)
-{
-    return &((const struct store *)t->priv)->lim;
-}
-
-static char *arena_str(struct store *st, const char *s, size_t len)
-{
-    struct block *b = st->blocks;
-    if (!b || b->cap - b->used < len + 1) {
-        size_t cap = len + 1 > 65536 ? len + 1 : 65536;
-        b = malloc(sizeof *b + cap);
-        if (!b)
-            return NULL;
-        b->next = st->blocks;
-        b->used = 0;
-        b->cap = cap;
-        st->blocks = b;
-    }
-    char *p = b->data + b->used;
-    memcpy(p, s, len);
-    p[len] = 0;
-    b->used += len + 1;
-    return p;
-}
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ s[i]) * 1099511628211ULL;
-    return h;
-}
-
-static uint64_t key_hash(const char *job, size_t jl, const char *host, size_t hl,
-                         const char *uuid, size_t ul, long gpu, int field)
-{
-    uint64_t h = 1469598103934665603ULL;
-    h = fnv(h, job ? "J" : "N", 1);
-    if (job)
-        h = fnv(h, job, jl);
-    h = fnv(h, "\0", 1);
-    h = fnv(h, host, hl);
-    h = fnv(h, "\0", 1);
-    if (uuid)
-        h = fnv(h, uuid, ul);
-    h = fnv(h, "\0", 1);
-    h = fnv(h, &gpu, sizeof gpu);
-    h = fnv(h, &field, sizeof field);
-    return h;
-}
-
-static uint64_t series_hash(const struct pflex_tm_series *s)
-{
-    return key_hash(s->job, s->job ? strlen(s->job) : 0, s->host, strlen(s->host), s->uuid,
-                    s->uuid ? strlen(s->uuid) : 0, s->gpu, s->field);
-}
-
-static int streq_n(const char *z, const char *s, size_t n)
-{
-    if (!z || !s)
-        return !z && !s;
-    return strncmp(z, s, n) == 0 && z[n] == 0;
-}
-
-static int series_is(const struct pflex_tm_series *s, const struct tm_key *k)
-{
-    return s->gpu == k->gpu && s->field == k->field && streq_n(s->job, k->job, k->job_len) &&
-           streq_n(s->host, k->host ? k->host : "", k->host ? k->host_len : 0) &&
-           streq_n(s->uuid, k->uuid, k->uuid_len);
-}
-
-static int rehash(pflex_tm_t *t, size_t cap)
-{
-    struct store *st = t->priv;
-    uint32_t *h = calloc(cap, sizeof *h);
-    if (!h)
-        return -1;
-    for (size_t i = 0; i < t->nseries; i++) {
-        size_t j = series_hash(&t->series[i]) & (cap - 1);
-        while (h[j])
-            j = (j + 1) & (cap - 1);
-        h[j] = (uint32_t)(i + 1);
-    }
-    free(st->hash);
-    st->hash = h;
-    st->hash_cap = cap;
-    return 0;
-}
-
-/* Strings of the series just before: most inputs repeat them. */
-static const char *reuse(const pflex_tm_t *t, const char *s, size_t n, int which)
-{
-    if (!t->nseries)
-        return NULL;
-    const struct pflex_tm_series *p = &t->series[t->nseries - 1];
-    const char *z = which == 0 ? p->job : which == 1 ? p->host : p->uuid;
-    return streq_n(z, s, n) ? z : NULL;
-}
-
-int tm_add(pflex_tm_t *t, const struct tm_key *k, double time_s, double value,
-           const char *name, unsigned line, pflex_error_t *err)
-{
-    struct store *st = t->priv;
-    if (!st->hash && rehash(t, 1024) < 0)
-        return pflex_error_set(err, "%s:%u: out of memory", name, line);
-    uint64_t h = key_hash(k->job, k->job_len, k->host ? k->host : "", k->host ? k->host_len : 0,
-                          k->uuid, k->uuid_len, k->gpu, k->field);
-    size_t j = h & (st->hash_cap - 1);
-    uint32_t idx = 0;
-    while (st->hash[j]) {
-        if (series_is(&t->series[st->hash[j] - 1], k)) {
-            idx = st->hash[j];
-            break;
-        }
-        j = (j + 1) & (st->hash_cap - 1);
-    }
-    if (!idx) {
-        if (t->nseries >= st->lim.max_series)
-            return pflex_error_set(err, "%s:%u: more than %zu series (limit)", name, line,
-                                   st->lim.max_series);
-        if (t->nseries == st->series_cap) {
-            size_t nc = st->series_cap ? st->series_cap * 2 : 256;
-            void *ns = realloc(t->series, nc * sizeof *t->series);
-            if (!ns)
-                return pflex_error_set(err, "%s:%u: out of memory", name, line);
-            t->series = ns;
-            st->series_cap = nc;
-        }
-        struct pflex_tm_series *s = &t->series[t->nseries];
-        const char *hs = k->host ? k->host : "";
-        size_t hl = k->host ? k->host_len : 0;
-        s->job = NULL;
-        s->uuid = NULL;
-        if (k->job && !(s->job = reuse(t, k->job, k->job_len, 0)) &&
-            !(s->job = arena_str(st, k->job, k->job_len)))
-            return pflex_error_set(err, "%s:%u: out of memory", name, line);
-        if (!(s->host = reuse(t, hs, hl, 1)) && !(s->host = arena_str(st, hs, hl)))
-            return pflex_error_set(err, "%s:%u: out of memory", name, line);
-        if (k->uuid && !(s->uuid = reuse(t, k->uuid, k->uuid_len, 2)) &&
-            !(s->uuid = arena_str(st, k->uuid, k->uuid_len)))
-            return pflex_error_set(err, "%s:%u: out of memory", name, line);
-        s->gpu = (int)k->gpu;
-        s->field = k->field;
-        s->line = line;
-        t->nseries++;
-        st->hash[j] = (uint32_t)t->nseries;
-        idx = (uint32_t)t->nseries;
-        if (t->nseries * 2 > st->hash_cap && rehash(t, st->hash_cap * 2) < 0)
-            return pflex_error_set(err, "%s:%u: out of memory", name, line);
-    }
-    if (t->nsamples >= st->lim.max_samples)
-        return pflex_error_set(err, "%s:%u: more than %zu samples (limit)", name, line,
-                               st->lim.max_samples);
-    if (t->nsamples == st->samples_cap) {
-        size_t nc = st->samples_cap ? st->samples_cap * 2 : 4096;
-        void *ns = realloc(t->samples, nc * sizeof *t->samples);
-        if (!ns)
-            return pflex_error_set(err, "%s:%u: out of memory", name, line);
-        t->samples = ns;
-        st->samples_cap = nc;
-    }
-    t->samples[t->nsamples].time_s = time_s;
-    t->samples[t->nsamples].value = value;
-    t->samples[t->nsamples].series = idx - 1;
-    t->nsamples++;
-    return 0;
-}
-
-int pflex_tm_add(pflex_tm_t *t, const char *job, const char *host, int gpu, const char *uuid,
-                 int field, double time_s, double value, pflex_error_t *err)
-{
-    if ((unsigned)field >= PFLEX_DCGM_COUNT)
-        return pflex_error_set(err, "telemetry: field %d out of range", field);
-    if (!isfinite(value) || !isfinite(time_s))
-        return pflex_error_set(err, "telemetry: a sample must be finite");
-    struct tm_key k = {0};
-    k.job = job;
-    k.job_len = job ? strlen(job) : 0;
-    k.host = host ? host : "";
-    k.host_len = strlen(k.host);
-    k.uuid = uuid;
-    k.uuid_len = uuid ? strlen(uuid) : 0;
-    k.gpu = gpu < 0 ? -1 : gpu;
-    k.field = field;
-    return tm_add(t, &k, time_s, value, "sample", 0, err);
-}
-
 /* ---- lines and numbers ---- */
 
 void tm_lines_init(struct tm_lines *l, const char *buf, size_t len, const char *name, size_t max)
@@ -414,22 +163,14 @@ int tm_lines_next(struct tm_lines *l, const char **s, size_t *len, pflex_error_t
 
 int tm_parse_double(const char *s, size_t len, double *out)
 {
-    char buf[64];
-    if (len == 0 || len >= sizeof buf)
+    /* Numbers only: pflex_parse_double hands what it does not read itself
+     * to strtod, which would take leading spaces, hex, "inf" and "nan". */
+    if (len == 0 || len >= 64)
         return -1;
-    memcpy(buf, s, len);
-    buf[len] = 0;
-    /* strtod accepts hex and "inf"/"nan" words: numbers only here. */
-    for (size_t i = 0; i < len; i++)
-        if (!strchr("0123456789+-.eE", buf[i]))
-            return -1;
-    char *e;
-    errno = 0;
-    double v = strtod(buf, &e);
-    if (e != buf + len || !isfinite(v))
+    unsigned c = (unsigned char)s[0];
+    if (c - '0' > 9 && c != '+' && c != '-' && c != '.')
         return -1;
-    *out = v;
-    return 0;
+    return pflex_parse_double(s, len, out);
 }
 
 int tm_parse_index(const char *s, size_t len, long *out)
@@ -512,7 +253,8 @@ int pflex_tm_read_mem(pflex_tm_t *t, const char *buf, size_t len, const char *na
     if (f == PFLEX_TMF_AUTO && (f = pflex_tm_detect(buf, len)) == PFLEX_TMF_AUTO)
         return pflex_error_set(err, "%s:1: not telemetry pflex knows (nvidia-smi CSV, dcgmi "
                                "dmon, Prometheus text or API JSON); --format forces one", name);
-    size_t ns = t->nseries, nm = t->nsamples, sk = t->skipped;
+    struct tm_mark mark;
+    tm_mark(t, &mark);
     int rc;
     switch (f) {
     case PFLEX_TMF_SMI: rc = tm_read_smi(t, buf, len, name, o, err); break;
@@ -522,125 +264,20 @@ int pflex_tm_read_mem(pflex_tm_t *t, const char *buf, size_t len, const char *na
     case PFLEX_TMF_PFLEX: rc = tm_read_pflex(t, buf, len, name, o, err); break;
     default: return pflex_error_set(err, "%s: unknown format", name);
     }
-    if (rc < 0) {
-        /* Nothing of a failed read stays. */
-        t->nseries = ns;
-        t->nsamples = nm;
-        t->skipped = sk;
-        struct store *st = t->priv;
-        if (st->hash)
-            rehash(t, st->hash_cap);
-    }
+    if (rc < 0)
+        tm_rollback(t, &mark);  /* nothing of a failed read stays */
     return rc;
 }
 
 int pflex_tm_read_file(pflex_tm_t *t, const char *path, const struct pflex_tm_read_opts *o,
                        pflex_error_t *err)
 {
-    char *buf;
-    size_t len;
-    if (pflex_read_all(path, &buf, &len, err) < 0)
+    const char *buf;
+    size_t len, mapped;
+    if (pflex_map_all(path, &buf, &len, &mapped, err) < 0)
         return -1;
     int rc = pflex_tm_read_mem(t, buf, len, strcmp(path, "-") ? path : "<stdin>", o, err);
-    free(buf);
-    return rc;
-}
-
-/* ---- sorting ---- */
-
-static int cmp_null_last(const char *a, const char *b)
-{
-    if (!a || !b)
-        return (a == NULL) - (b == NULL);
-    return strcmp(a, b);
-}
-
-static int series_cmp(const struct pflex_tm_series *a, const struct pflex_tm_series *b)
-{
-    int c = cmp_null_last(a->job, b->job);
-    if (c)
-        return c;
-    if ((c = strcmp(a->host, b->host)))
-        return c;
-    if (a->gpu != b->gpu)
-        return a->gpu < b->gpu ? -1 : 1;
-    if ((c = cmp_null_last(a->uuid, b->uuid)))
-        return c;
-    return (a->field > b->field) - (a->field < b->field);
-}
-
-static const pflex_tm_t *sort_t;
-static int series_idx_cmp(const void *a, const void *b)
-{
-    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
-    int c = series_cmp(&sort_t->series[i], &sort_t->series[j]);
-    return c ? c : (i > j) - (i < j);
-}
-
-static int sample_time_cmp(const void *a, const void *b)
-{
-    const struct pflex_tm_sample *p = a, *q = b;
-    if (p->time_s != q->time_s)
-        return p->time_s < q->time_s ? -1 : 1;
-    return (p->value > q->value) - (p->value < q->value);
-}
-
-int pflex_tm_sort(pflex_tm_t *t, pflex_error_t *err)
-{
-    size_t ns = t->nseries, nm = t->nsamples;
-    uint32_t *order = malloc((ns ? ns : 1) * sizeof *order);
-    uint32_t *rank = malloc((ns ? ns : 1) * sizeof *rank);
-    size_t *start = calloc(ns + 1, sizeof *start);
-    struct pflex_tm_series *sv = malloc((ns ? ns : 1) * sizeof *sv);
-    struct pflex_tm_sample *out = malloc((nm ? nm : 1) * sizeof *out);
-    int rc = -1;
-    if (!order || !rank || !start || !sv || !out) {
-        pflex_error_set(err, "telemetry: out of memory sorting %zu samples", nm);
-        goto done;
-    }
-    for (size_t i = 0; i < ns; i++)
-        order[i] = (uint32_t)i;
-    sort_t = t;
-    qsort(order, ns, sizeof *order, series_idx_cmp);
-    for (size_t i = 0; i < ns; i++) {
-        rank[order[i]] = (uint32_t)i;
-        sv[i] = t->series[order[i]];
-    }
-    /* A counting sort by series keeps file order inside each. */
-    for (size_t i = 0; i < nm; i++)
-        start[rank[t->samples[i].series] + 1]++;
-    for (size_t i = 0; i < ns; i++)
-        start[i + 1] += start[i];
-    for (size_t i = 0; i < nm; i++) {
-        uint32_t r = rank[t->samples[i].series];
-        out[start[r]] = t->samples[i];
-        out[start[r]].series = r;
-        start[r]++;
-    }
-    for (size_t i = 0, b = 0; i < ns; i++) {
-        size_t e = start[i];
-        int sorted = 1;
-        for (size_t k = b + 1; k < e && sorted; k++)
-            sorted = out[k - 1].time_s <= out[k].time_s;
-        if (!sorted)
-            qsort(out + b, e - b, sizeof *out, sample_time_cmp);
-        b = e;
-    }
-    if (ns)
-        memcpy(t->series, sv, ns * sizeof *sv);
-    free(t->samples);
-    t->samples = out;
-    ((struct store *)t->priv)->samples_cap = nm ? nm : 1;
-    out = NULL;
-    rc = rehash(t, ((struct store *)t->priv)->hash_cap ? ((struct store *)t->priv)->hash_cap : 1024);
-    if (rc < 0)
-        pflex_error_set(err, "telemetry: out of memory");
-done:
-    free(order);
-    free(rank);
-    free(start);
-    free(sv);
-    free(out);
+    pflex_unmap_all(buf, mapped);
     return rc;
 }
 
@@ -917,7 +554,6 @@ static const struct maprow *find_row(const pflex_tm_jobmap_t *m, const char *hos
 
 size_t pflex_tm_jobmap_apply(pflex_tm_t *t, const pflex_tm_jobmap_t *m)
 {
-    struct store *st = t->priv;
     const char *last_src = NULL, *last_copy = NULL;
     size_t left = 0;
     for (size_t i = 0; i < t->nseries; i++) {
@@ -935,7 +571,7 @@ size_t pflex_tm_jobmap_apply(pflex_tm_t *t, const pflex_tm_jobmap_t *m)
             r = find_row(m, "", s->gpu);
         /* The store owns its strings: the job name is copied once. */
         if (r && r->job != last_src) {
-            last_copy = arena_str(st, r->job, strlen(r->job));
+            last_copy = tm_store_str(t, r->job, strlen(r->job));
             last_src = last_copy ? r->job : NULL;
         }
         if (r && last_copy)
@@ -943,8 +579,6 @@ size_t pflex_tm_jobmap_apply(pflex_tm_t *t, const pflex_tm_jobmap_t *m)
         else
             left++;
     }
-    /* Series keys changed: the hash must follow. */
-    if (st->hash)
-        rehash(t, st->hash_cap);
+    tm_rekey(t);     /* series keys changed: the table must follow */
     return left;
 }

@@ -12,10 +12,35 @@ struct tm_key {
     int field;
 };
 
-/* Add one sample.  name and line are for messages (series and sample
- * limits). */
+/* Add one sample: tm_series, then tm_sample.  name and line are for
+ * messages (series and sample limits). */
 int tm_add(pflex_tm_t *t, const struct tm_key *k, double time_s, double value,
            const char *name, unsigned line, pflex_error_t *err);
+/* The index of k's series, added (first seen at line) when new; -1 with
+ * err at the series limit or out of memory.  An index stays valid until
+ * the store is sorted or mapped. */
+long tm_series(pflex_tm_t *t, const struct tm_key *k, const char *name, unsigned line,
+               pflex_error_t *err);
+/* Add a sample of series (an index from tm_series). */
+int tm_sample(pflex_tm_t *t, uint32_t series, double time_s, double value, const char *name,
+              unsigned line, pflex_error_t *err);
+/* Room for about series more series (an estimate from the input; bounded
+ * by the limit): the table is sized once instead of grown on the way. */
+void tm_reserve(pflex_tm_t *t, size_t series);
+/* A copy of s[0..len) that the store owns; NULL out of memory. */
+char *tm_store_str(pflex_tm_t *t, const char *s, size_t len);
+/* Series keys were changed in place (the job map): find them anew. */
+void tm_rekey(pflex_tm_t *t);
+
+/* What a read has added, to take back on failure. */
+struct tm_mark {
+    size_t nseries, nsamples, skipped;
+    int sorted;
+    uint32_t last;
+    double last_time;
+};
+void tm_mark(const pflex_tm_t *t, struct tm_mark *m);
+void tm_rollback(pflex_tm_t *t, const struct tm_mark *m);
 
 const struct pflex_tm_limits *tm_limits(const pflex_tm_t *t);
 

@@ -51,6 +51,25 @@ static int prom_value(const char *s, size_t n, double *v)
     return tm_parse_double(s, n, v) < 0 ? -1 : 1;
 }
 
+/* Series in a scrape, about: one a sample line, sized by the first few
+ * (a scrape names each series once).  Only sizes the store's table. */
+static size_t estimate_series(const char *buf, size_t len)
+{
+    const char *p = buf, *end = buf + (len < (64u << 10) ? len : (64u << 10));
+    size_t lines = 0, bytes = 0;
+    while (p < end && lines < 64) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            break;
+        if (*p != '#') {
+            lines++;
+            bytes += (size_t)(nl - p) + 1;
+        }
+        p = nl + 1;
+    }
+    return lines ? len / (bytes / lines) : 0;
+}
+
 int tm_read_prom(pflex_tm_t *t, const char *buf, size_t len, const char *name,
                  const struct pflex_tm_read_opts *o, pflex_error_t *err)
 {
@@ -65,6 +84,7 @@ int tm_read_prom(pflex_tm_t *t, const char *buf, size_t len, const char *name,
     if (!scratch)
         return pflex_error_set(err, "%s: out of memory", name);
     tm_lines_init(&ln, buf, len, name, max_line);
+    tm_reserve(t, estimate_series(buf, len));
 #define FAIL(...) do { pflex_error_set(err, __VA_ARGS__); free(scratch); return -1; } while (0)
     while ((got = tm_lines_next(&ln, &s, &n, err)) > 0) {
         size_t i = 0;

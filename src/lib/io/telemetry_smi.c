@@ -8,8 +8,9 @@
  * timestamp ("2024/05/01 12:00:00.123", read as UTC), name, pci.bus_id.
  * Rows without a timestamp get the row number as time.
  */
-#include <string.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 #include <time.h>
 #include "pflex/csv.h"
@@ -68,25 +69,59 @@ static int smi_lookup(const char *s, size_t len)
     return ID_NONE;
 }
 
-/* "2024/05/01 12:00:00.123" (nvidia-smi's timestamp) as Unix seconds. */
+/* Days from 1970-01-01 to y-m-d (proleptic Gregorian), linear in d as
+ * timegm is: a day past the month's end runs into the next month. */
+static long days_from_civil(long y, long m, long d)
+{
+    y -= m <= 2;
+    long era = (y >= 0 ? y : y - 399) / 400;
+    long yoe = y - era * 400;
+    long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int digits2(const char *s, int *v)
+{
+    unsigned a = (unsigned)(s[0] - '0'), b = (unsigned)(s[1] - '0');
+    if (a > 9 || b > 9)
+        return -1;
+    *v = (int)(a * 10 + b);
+    return 0;
+}
+
+/* "2024/05/01 12:00:00.123" (nvidia-smi's timestamp) as Unix seconds.
+ * That exact shape is read here; any other the sscanf below judges. */
 static int parse_stamp(const char *s, size_t len, double *out)
 {
     char buf[40];
     if (len < 19 || len >= sizeof buf)
         return -1;
+    int y1, y2, mo, d, h, mi, sc;
+    double sec;
+    if (s[4] == '/' && s[7] == '/' && s[10] == ' ' && s[13] == ':' && s[16] == ':' &&
+        !digits2(s, &y1) && !digits2(s + 2, &y2) && !digits2(s + 5, &mo) &&
+        !digits2(s + 8, &d) && !digits2(s + 11, &h) && !digits2(s + 14, &mi) &&
+        !digits2(s + 17, &sc) && (len == 19 || (s[19] == '.' && len > 20)) &&
+        pflex_parse_double(s + 17, len - 17, &sec) == 0) {
+        int y = y1 * 100 + y2;
+        if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec >= 61 || y < 1970)
+            return -1;
+        long long t = (long long)days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60;
+        *out = (double)t + sec;
+        return 0;
+    }
     memcpy(buf, s, len);
     buf[len] = 0;
     struct tm tm = {0};
-    int y, mo, d, h, mi;
-    double sec;
     int n = 0;
-    if (sscanf(buf, "%4d/%2d/%2d %2d:%2d:%lf%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 ||
+    if (sscanf(buf, "%4d/%2d/%2d %2d:%2d:%lf%n", &y1, &mo, &d, &h, &mi, &sec, &n) != 6 ||
         (size_t)n != len)
         return -1;
     if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec < 0 || sec >= 61 ||
-        y < 1970 || y > 9999)
+        y1 < 1970 || y1 > 9999)
         return -1;
-    tm.tm_year = y - 1900;
+    tm.tm_year = y1 - 1900;
     tm.tm_mon = mo - 1;
     tm.tm_mday = d;
     tm.tm_hour = h;
@@ -140,33 +175,84 @@ static int smi_value(const char *s, size_t len, int id, double *v)
     return tm_parse_double(s, n, v) < 0 ? -1 : 1;
 }
 
+/* The next CSV record of the buffer, one pass: a plain line (no quote,
+ * not blank, not a comment) is split where it lies; any other goes to the
+ * tokenizer, and every line it took is held to the line bound too.
+ * Returns 1 with a record in c, 0 at the end, -1 with err set. */
+static int next_record(struct tm_lines *ln, pflex_csv_t *c, pflex_error_t *err)
+{
+    const char *s, *at = ln->p;
+    size_t n;
+    int got = tm_lines_next(ln, &s, &n, err);
+    if (got <= 0)
+        return got;
+    /* pflex_csv_split_line takes the line's '\r' as pflex_csv_next would */
+    size_t raw = n + (s + n < ln->end && s[n] == '\r');
+    if ((got = pflex_csv_split_line(c, s, raw, ln->line, err)) != 0)
+        return got;
+    pflex_csv_reset(c, at, (size_t)(ln->end - at), ln->line);
+    if ((got = pflex_csv_next(c, err)) < 0)
+        return -1;
+    while (ln->p < c->p)
+        if (tm_lines_next(ln, &s, &n, err) < 0)
+            return -1;
+    return got;
+}
+
+/* The series of one GPU's row, by field, found once and kept: the rows
+ * of a GPU repeat its key (job and host are the read's). */
+#define ROW_CACHE 64
+#define ROW_UUID_MAX 96
+struct row_key {
+    int used;
+    long gpu;
+    size_t uuid_len;                /* SIZE_MAX: no uuid */
+    char uuid[ROW_UUID_MAX];
+    uint32_t id[PFLEX_DCGM_COUNT];  /* UINT32_MAX: not looked up yet */
+};
+
+static struct row_key *row_key(struct row_key *cache, const struct tm_key *k)
+{
+    size_t ul = k->uuid ? k->uuid_len : SIZE_MAX;
+    if (k->uuid && ul > ROW_UUID_MAX)
+        return NULL;
+    size_t slot = k->gpu >= 0 ? (size_t)k->gpu : ul == SIZE_MAX ? 0 : (size_t)k->uuid[ul - 1];
+    struct row_key *r = &cache[slot % ROW_CACHE];
+    if (r->used && r->gpu == k->gpu && r->uuid_len == ul &&
+        (ul == SIZE_MAX || !memcmp(r->uuid, k->uuid, ul)))
+        return r;
+    r->used = 1;
+    r->gpu = k->gpu;
+    r->uuid_len = ul;
+    if (ul != SIZE_MAX)
+        memcpy(r->uuid, k->uuid, ul);
+    memset(r->id, 0xff, sizeof r->id);
+    return r;
+}
+
 int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
                 const struct pflex_tm_read_opts *o, pflex_error_t *err)
 {
-    /* The tokenizer reads the whole buffer: bound the lines first. */
     struct tm_lines ln;
-    const char *s;
-    size_t n;
-    int got;
-    tm_lines_init(&ln, buf, len, name, tm_limits(t)->max_line);
-    while ((got = tm_lines_next(&ln, &s, &n, err)) > 0)
-        ;
-    if (got < 0)
-        return -1;
-
     pflex_csv_t c;
+    tm_lines_init(&ln, buf, len, name, tm_limits(t)->max_line);
     pflex_csv_init(&c, buf, len, name);
-    int rc = -1, *cols = NULL, it = -1, ii = -1, iu = -1, known = 0;
+    int rc = -1, *cols = NULL, it = -1, ii = -1, iu = -1, known = 0, got;
     size_t ncols = 0;
     unsigned row = 0;
-    if ((got = pflex_csv_next(&c, err)) <= 0) {
+    struct row_key *cache = NULL;
+    char stamp[40];
+    size_t stamp_len = SIZE_MAX;   /* none yet */
+    double stamp_time = 0;
+    if ((got = next_record(&ln, &c, err)) <= 0) {
         if (got == 0)
             pflex_error_set(err, "%s: empty file", name);
         goto out;
     }
     ncols = c.nfields;
     cols = malloc(ncols * sizeof *cols);
-    if (!cols) {
+    cache = calloc(ROW_CACHE, sizeof *cache);
+    if (!cols || !cache) {
         pflex_error_set(err, "%s: out of memory", name);
         goto out;
     }
@@ -191,19 +277,21 @@ int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
                         "be told apart by GPU", name, c.line);
         goto out;
     }
-    while ((got = pflex_csv_next(&c, err)) > 0) {
+    struct tm_key k = {0};
+    if (o->job) {
+        k.job = o->job;
+        k.job_len = strlen(o->job);
+    }
+    k.host = o->host ? o->host : "";
+    k.host_len = strlen(k.host);
+    while ((got = next_record(&ln, &c, err)) > 0) {
         if (c.nfields != ncols) {
             pflex_csv_row_error(err, name, c.line, c.nfields, ncols);
             goto out;
         }
-        struct tm_key k = {0};
-        if (o->job) {
-            k.job = o->job;
-            k.job_len = strlen(o->job);
-        }
-        k.host = o->host ? o->host : "";
-        k.host_len = strlen(k.host);
         k.gpu = -1;
+        k.uuid = NULL;
+        k.uuid_len = 0;
         if (ii >= 0 && tm_parse_index(c.fields[ii].s, c.fields[ii].len, &k.gpu) < 0) {
             pflex_error_set(err, "%s:%u: column 'index': '%.*s' is not a GPU index", name,
                             c.line, (int)(c.fields[ii].len > 40 ? 40 : c.fields[ii].len),
@@ -215,12 +303,22 @@ int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
             k.uuid_len = c.fields[iu].len;
         }
         double time = o->time0_s + row++;
-        if (it >= 0 && parse_stamp(c.fields[it].s, c.fields[it].len, &time) < 0) {
-            pflex_error_set(err, "%s:%u: column 'timestamp': '%.*s' is not YYYY/MM/DD "
-                            "HH:MM:SS.mmm", name, c.line,
-                            (int)(c.fields[it].len > 40 ? 40 : c.fields[it].len), c.fields[it].s);
-            goto out;
+        if (it >= 0) {
+            const struct pflex_csv_field *f = &c.fields[it];
+            /* the rows of one tick share their stamp */
+            if (f->len != stamp_len || memcmp(f->s, stamp, f->len)) {
+                if (parse_stamp(f->s, f->len, &stamp_time) < 0) {
+                    pflex_error_set(err, "%s:%u: column 'timestamp': '%.*s' is not YYYY/MM/DD "
+                                    "HH:MM:SS.mmm", name, c.line, (int)(f->len > 40 ? 40 : f->len),
+                                    f->s);
+                    goto out;
+                }
+                memcpy(stamp, f->s, f->len);    /* parse_stamp took at most 39 bytes */
+                stamp_len = f->len;
+            }
+            time = stamp_time;
         }
+        struct row_key *rk = row_key(cache, &k);
         for (size_t i = 0; i < ncols; i++) {
             if (cols[i] < 0 && cols[i] != ID_SWCAP)
                 continue;
@@ -237,13 +335,21 @@ int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
                 continue;
             }
             k.field = cols[i] == ID_SWCAP ? PFLEX_DCGM_CLOCKS_EVENT_REASONS : cols[i];
-            if (tm_add(t, &k, time, v, name, c.line, err) < 0)
+            long id = rk ? (long)rk->id[k.field] : -1;
+            if (!rk || id == (long)UINT32_MAX) {
+                if ((id = tm_series(t, &k, name, c.line, err)) < 0)
+                    goto out;
+                if (rk)
+                    rk->id[k.field] = (uint32_t)id;
+            }
+            if (tm_sample(t, (uint32_t)id, time, v, name, c.line, err) < 0)
                 goto out;
         }
     }
     rc = got < 0 ? -1 : 0;
 out:
     free(cols);
+    free(cache);
     pflex_csv_fini(&c);
     return rc;
 }

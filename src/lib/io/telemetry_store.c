@@ -1,0 +1,537 @@
+/* telemetry_store.c — the telemetry store: series found by hash, samples in
+ * one array, and the sort by series and time (pflex_tm_sort).
+ *
+ * Readers find a series once (tm_series) and add its samples by index
+ * (tm_sample); tm_add does both.  The store watches the order samples come
+ * in: when every series' samples stand together, in time order, and the
+ * series were created in sort order, pflex_tm_sort has nothing to do.  The
+ * sample and series arrays are bigmem arrays (huge pages, grown without a
+ * copy), the series table is sized from the reader's estimate so that a
+ * large scrape is not rehashed on the way. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lib/io/telemetry_impl.h"
+#include "lib/util/bigmem.h"
+#include "lib/util/mix.h"
+
+struct block {
+    struct block *next;
+    size_t used, cap;
+    char data[];
+};
+
+#define NO_SERIES UINT32_MAX
+
+struct store {
+    struct pflex_tm_limits lim;
+    uint32_t *hash;         /* series index + 1, 0 = empty */
+    size_t hash_cap;        /* power of two */
+    uint64_t *keyhash;      /* per series: the hash of its key */
+    struct pflex_big table, series, samples, keyhashes;   /* hash is table.p */
+    struct block *blocks;
+    /* The order of the samples so far (see the top of the file). */
+    int sorted;
+    uint32_t last;          /* series of the last sample, NO_SERIES: none */
+    double last_time;
+};
+
+static const struct pflex_tm_limits default_limits = {
+    65536, 10000000, 100000000, (size_t)256 << 20, 10000,
+};
+
+pflex_tm_t *pflex_tm_create(const struct pflex_tm_limits *lim)
+{
+    pflex_tm_t *t = calloc(1, sizeof *t);
+    struct store *st = calloc(1, sizeof *st);
+    if (!t || !st) {
+        free(t);
+        free(st);
+        return NULL;
+    }
+    st->lim = default_limits;
+    if (lim) {
+        if (lim->max_line)
+            st->lim.max_line = lim->max_line;
+        if (lim->max_series)
+            st->lim.max_series = lim->max_series;
+        if (lim->max_samples)
+            st->lim.max_samples = lim->max_samples;
+        if (lim->max_fetch)
+            st->lim.max_fetch = lim->max_fetch;
+        if (lim->timeout_ms)
+            st->lim.timeout_ms = lim->timeout_ms;
+    }
+    if (st->lim.max_series > UINT32_MAX - 1)
+        st->lim.max_series = UINT32_MAX - 1;
+    st->sorted = 1;
+    st->last = NO_SERIES;
+    t->priv = st;
+    return t;
+}
+
+void pflex_tm_destroy(pflex_tm_t *t)
+{
+    if (!t)
+        return;
+    struct store *st = t->priv;
+    for (struct block *b = st->blocks, *n; b; b = n) {
+        n = b->next;
+        free(b);
+    }
+    pflex_big_free(&st->table);
+    pflex_big_free(&st->series);
+    pflex_big_free(&st->samples);
+    pflex_big_free(&st->keyhashes);
+    free(st);
+    free(t);
+}
+
+const struct pflex_tm_limits *tm_limits(const pflex_tm_t *t)
+{
+    return &((const struct store *)t->priv)->lim;
+}
+
+char *tm_store_str(pflex_tm_t *t, const char *s, size_t len)
+{
+    struct store *st = t->priv;
+    struct block *b = st->blocks;
+    if (!b || b->cap - b->used < len + 1) {
+        size_t cap = len + 1 > 65536 ? len + 1 : 65536;
+        b = malloc(sizeof *b + cap);
+        if (!b)
+            return NULL;
+        b->next = st->blocks;
+        b->used = 0;
+        b->cap = cap;
+        st->blocks = b;
+    }
+    char *p = b->data + b->used;
+    memcpy(p, s, len);
+    p[len] = 0;
+    b->used += len + 1;
+    return p;
+}
+
+/* ---- keys and the table ---- */
+
+/* Eight bytes at a time; pflex_mix64 at the end spreads the bits the
+ * table's mask keeps.  Only lookups depend on it: the order of series and
+ * samples does not. */
+static uint64_t hash_bytes(uint64_t h, const char *s, size_t n)
+{
+    h ^= n * 0x9e3779b97f4a7c15ULL;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
+        h ^= h >> 29;
+        s += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s, n);
+    h = (h ^ w) * 0x94d049bb133111ebULL;
+    return h ^ (h >> 31);
+}
+
+static uint64_t key_hash(const struct tm_key *k)
+{
+    uint64_t h = k->job ? hash_bytes(1, k->job, k->job_len) : 0;
+    h = hash_bytes(h, k->host ? k->host : "", k->host ? k->host_len : 0);
+    if (k->uuid)
+        h = hash_bytes(h + 1, k->uuid, k->uuid_len);
+    return pflex_mix64(h ^ ((uint64_t)k->gpu << 8) ^ (uint64_t)(unsigned)k->field);
+}
+
+static void key_of(const struct pflex_tm_series *s, struct tm_key *k)
+{
+    k->job = s->job;
+    k->job_len = s->job ? strlen(s->job) : 0;
+    k->host = s->host;
+    k->host_len = strlen(s->host);
+    k->uuid = s->uuid;
+    k->uuid_len = s->uuid ? strlen(s->uuid) : 0;
+    k->gpu = s->gpu;
+    k->field = s->field;
+}
+
+static int streq_n(const char *z, const char *s, size_t n)
+{
+    if (!z || !s)
+        return !z && !s;
+    return strncmp(z, s, n) == 0 && z[n] == 0;
+}
+
+static int series_is(const struct pflex_tm_series *s, const struct tm_key *k)
+{
+    return s->gpu == k->gpu && s->field == k->field && streq_n(s->job, k->job, k->job_len) &&
+           streq_n(s->host, k->host ? k->host : "", k->host ? k->host_len : 0) &&
+           streq_n(s->uuid, k->uuid, k->uuid_len);
+}
+
+static int rehash(pflex_tm_t *t, size_t cap)
+{
+    struct store *st = t->priv;
+    /* a large table in huge pages: its probes are random, each a TLB miss
+     * on small pages */
+    struct pflex_big nb = {0};
+    uint32_t *h = NULL;
+    if (pflex_big_reserve(&nb, cap * sizeof *h) == 0) {
+        h = nb.p;
+        memset(h, 0, cap * sizeof *h);
+    }
+    if (!h) {
+        /* A stale table would find the wrong series: drop it (the next
+         * tm_series builds one). */
+        pflex_big_free(&st->table);
+        st->hash = NULL;
+        st->hash_cap = 0;
+        return -1;
+    }
+    for (size_t i = 0; i < t->nseries; i++) {
+        size_t j = st->keyhash[i] & (cap - 1);
+        while (h[j])
+            j = (j + 1) & (cap - 1);
+        h[j] = (uint32_t)(i + 1);
+    }
+    pflex_big_free(&st->table);
+    st->table = nb;
+    st->hash = h;
+    st->hash_cap = cap;
+    return 0;
+}
+
+/* Room for n series (and a table at most half full). */
+static int series_room(pflex_tm_t *t, size_t n)
+{
+    struct store *st = t->priv;
+    if (pflex_big_reserve(&st->series, n * sizeof *t->series) < 0 ||
+        pflex_big_reserve(&st->keyhashes, n * sizeof *st->keyhash) < 0)
+        return -1;
+    t->series = st->series.p;
+    st->keyhash = st->keyhashes.p;
+    size_t cap = st->hash_cap ? st->hash_cap : 1024;
+    while (cap < 2 * n)
+        cap *= 2;
+    return cap != st->hash_cap || !st->hash ? rehash(t, cap) : 0;
+}
+
+void tm_reserve(pflex_tm_t *t, size_t series)
+{
+    struct store *st = t->priv;
+    if (series > st->lim.max_series)
+        series = st->lim.max_series;
+    (void)series_room(t, t->nseries + series);  /* a hint: the table grows anyway */
+}
+
+void tm_rekey(pflex_tm_t *t)
+{
+    struct store *st = t->priv;
+    struct tm_key k;
+    for (size_t i = 0; i < t->nseries; i++) {
+        key_of(&t->series[i], &k);
+        st->keyhash[i] = key_hash(&k);
+    }
+    if (st->hash)
+        rehash(t, st->hash_cap);
+    st->sorted = 0;
+}
+
+/* Strings of the series just before: most inputs repeat them. */
+static const char *reuse(const pflex_tm_t *t, const char *s, size_t n, int which)
+{
+    if (!t->nseries)
+        return NULL;
+    const struct pflex_tm_series *p = &t->series[t->nseries - 1];
+    const char *z = which == 0 ? p->job : which == 1 ? p->host : p->uuid;
+    return streq_n(z, s, n) ? z : NULL;
+}
+
+static int series_cmp(const struct pflex_tm_series *a, const struct pflex_tm_series *b);
+
+long tm_series(pflex_tm_t *t, const struct tm_key *k, const char *name, unsigned line,
+               pflex_error_t *err)
+{
+    struct store *st = t->priv;
+    if (!st->hash && series_room(t, t->nseries + 256) < 0)
+        return pflex_error_set(err, "%s:%u: out of memory", name, line);
+    uint64_t h = key_hash(k);
+    size_t j = h & (st->hash_cap - 1);
+    while (st->hash[j]) {
+        uint32_t i = st->hash[j] - 1;
+        if (st->keyhash[i] == h && series_is(&t->series[i], k))
+            return i;
+        j = (j + 1) & (st->hash_cap - 1);
+    }
+    if (t->nseries >= st->lim.max_series)
+        return pflex_error_set(err, "%s:%u: more than %zu series (limit; --max-series raises "
+                               "it)", name, line, st->lim.max_series);
+    if ((t->nseries + 1) * sizeof *t->series > st->series.cap ||
+        (t->nseries + 1) * sizeof *st->keyhash > st->keyhashes.cap ||
+        (t->nseries + 1) * 2 > st->hash_cap) {
+        if (series_room(t, (t->nseries + 1) * 2) < 0)
+            return pflex_error_set(err, "%s:%u: out of memory", name, line);
+        j = h & (st->hash_cap - 1);
+        while (st->hash[j])
+            j = (j + 1) & (st->hash_cap - 1);
+    }
+    struct pflex_tm_series *s = &t->series[t->nseries];
+    const char *hs = k->host ? k->host : "";
+    size_t hl = k->host ? k->host_len : 0;
+    s->job = NULL;
+    s->uuid = NULL;
+    if (k->job && !(s->job = reuse(t, k->job, k->job_len, 0)) &&
+        !(s->job = tm_store_str(t, k->job, k->job_len)))
+        return pflex_error_set(err, "%s:%u: out of memory", name, line);
+    if (!(s->host = reuse(t, hs, hl, 1)) && !(s->host = tm_store_str(t, hs, hl)))
+        return pflex_error_set(err, "%s:%u: out of memory", name, line);
+    if (k->uuid && !(s->uuid = reuse(t, k->uuid, k->uuid_len, 2)) &&
+        !(s->uuid = tm_store_str(t, k->uuid, k->uuid_len)))
+        return pflex_error_set(err, "%s:%u: out of memory", name, line);
+    s->gpu = (int)k->gpu;
+    s->field = k->field;
+    s->line = line;
+    if (st->sorted && t->nseries && series_cmp(&t->series[t->nseries - 1], s) > 0)
+        st->sorted = 0;
+    st->keyhash[t->nseries] = h;
+    st->hash[j] = (uint32_t)(t->nseries + 1);
+    return (long)t->nseries++;
+}
+
+int tm_sample(pflex_tm_t *t, uint32_t series, double time_s, double value, const char *name,
+              unsigned line, pflex_error_t *err)
+{
+    struct store *st = t->priv;
+    if (t->nsamples >= st->lim.max_samples)
+        return pflex_error_set(err, "%s:%u: more than %zu samples (limit)", name, line,
+                               st->lim.max_samples);
+    if ((t->nsamples + 1) * sizeof *t->samples > st->samples.cap) {
+        if (pflex_big_reserve(&st->samples, (t->nsamples + 1) * sizeof *t->samples) < 0)
+            return pflex_error_set(err, "%s:%u: out of memory", name, line);
+        t->samples = st->samples.p;
+    }
+    if (series != st->last) {
+        /* A series met again after another breaks the order. */
+        if (st->last != NO_SERIES && series < st->last)
+            st->sorted = 0;
+        st->last = series;
+    } else if (time_s < st->last_time) {
+        st->sorted = 0;
+    }
+    st->last_time = time_s;
+    struct pflex_tm_sample *m = &t->samples[t->nsamples++];
+    m->time_s = time_s;
+    m->value = value;
+    m->series = series;
+    return 0;
+}
+
+int tm_add(pflex_tm_t *t, const struct tm_key *k, double time_s, double value,
+           const char *name, unsigned line, pflex_error_t *err)
+{
+    long s = tm_series(t, k, name, line, err);
+    return s < 0 ? -1 : tm_sample(t, (uint32_t)s, time_s, value, name, line, err);
+}
+
+void tm_mark(const pflex_tm_t *t, struct tm_mark *m)
+{
+    const struct store *st = t->priv;
+    m->nseries = t->nseries;
+    m->nsamples = t->nsamples;
+    m->skipped = t->skipped;
+    m->sorted = st->sorted;
+    m->last = st->last;
+    m->last_time = st->last_time;
+}
+
+void tm_rollback(pflex_tm_t *t, const struct tm_mark *m)
+{
+    struct store *st = t->priv;
+    t->nseries = m->nseries;
+    t->nsamples = m->nsamples;
+    t->skipped = m->skipped;
+    st->sorted = m->sorted;
+    st->last = m->last;
+    st->last_time = m->last_time;
+    if (st->hash)
+        rehash(t, st->hash_cap);
+}
+
+int pflex_tm_add(pflex_tm_t *t, const char *job, const char *host, int gpu, const char *uuid,
+                 int field, double time_s, double value, pflex_error_t *err)
+{
+    if ((unsigned)field >= PFLEX_DCGM_COUNT)
+        return pflex_error_set(err, "telemetry: field %d out of range", field);
+    if (!isfinite(value) || !isfinite(time_s))
+        return pflex_error_set(err, "telemetry: a sample must be finite");
+    struct tm_key k = {0};
+    k.job = job;
+    k.job_len = job ? strlen(job) : 0;
+    k.host = host ? host : "";
+    k.host_len = strlen(k.host);
+    k.uuid = uuid;
+    k.uuid_len = uuid ? strlen(uuid) : 0;
+    k.gpu = gpu < 0 ? -1 : gpu;
+    k.field = field;
+    return tm_add(t, &k, time_s, value, "sample", 0, err);
+}
+
+/* ---- sorting ---- */
+
+/* Strings of neighbouring series are often the same pointer. */
+static int cmp_null_last(const char *a, const char *b)
+{
+    if (a == b)
+        return 0;
+    if (!a || !b)
+        return (a == NULL) - (b == NULL);
+    return strcmp(a, b);
+}
+
+static int series_cmp(const struct pflex_tm_series *a, const struct pflex_tm_series *b)
+{
+    int c = cmp_null_last(a->job, b->job);
+    if (c)
+        return c;
+    if ((c = cmp_null_last(a->host, b->host)))
+        return c;
+    if (a->gpu != b->gpu)
+        return a->gpu < b->gpu ? -1 : 1;
+    if ((c = cmp_null_last(a->uuid, b->uuid)))
+        return c;
+    return (a->field > b->field) - (a->field < b->field);
+}
+
+static const pflex_tm_t *sort_t;
+static int series_idx_cmp(const void *a, const void *b)
+{
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    int c = series_cmp(&sort_t->series[i], &sort_t->series[j]);
+    return c ? c : (i > j) - (i < j);
+}
+
+static int sample_time_cmp(const void *a, const void *b)
+{
+    const struct pflex_tm_sample *p = a, *q = b;
+    if (p->time_s != q->time_s)
+        return p->time_s < q->time_s ? -1 : 1;
+    return (p->value > q->value) - (p->value < q->value);
+}
+
+/* Series in sort order: rank[i] is series i's place.  Returns 1 when the
+ * series already stand in it (rank is then the identity), 0 when sorted
+ * here, -1 out of memory. */
+static int rank_series(pflex_tm_t *t, uint32_t *rank)
+{
+    size_t ns = t->nseries;
+    size_t i = 1;
+    while (i < ns && series_cmp(&t->series[i - 1], &t->series[i]) < 0)
+        i++;
+    if (i >= ns) {
+        for (i = 0; i < ns; i++)
+            rank[i] = (uint32_t)i;
+        return 1;
+    }
+    struct store *st = t->priv;
+    uint32_t *order = malloc(ns * sizeof *order);
+    struct pflex_tm_series *sv = malloc(ns * sizeof *sv);
+    uint64_t *kh = malloc(ns * sizeof *kh);
+    if (!order || !sv || !kh) {
+        free(order);
+        free(sv);
+        free(kh);
+        return -1;
+    }
+    for (i = 0; i < ns; i++)
+        order[i] = (uint32_t)i;
+    sort_t = t;
+    qsort(order, ns, sizeof *order, series_idx_cmp);
+    for (i = 0; i < ns; i++) {
+        rank[order[i]] = (uint32_t)i;
+        sv[i] = t->series[order[i]];
+        kh[i] = st->keyhash[order[i]];
+    }
+    memcpy(t->series, sv, ns * sizeof *sv);
+    memcpy(st->keyhash, kh, ns * sizeof *kh);
+    free(order);
+    free(sv);
+    free(kh);
+    return 0;
+}
+
+/* Samples grouped by series rank, stable (file order inside a series):
+ * in place when they already are, else by a counting sort into a new
+ * array.  Returns 0, or -1 out of memory. */
+static int group_samples(pflex_tm_t *t, const uint32_t *rank, int identity)
+{
+    struct store *st = t->priv;
+    size_t ns = t->nseries, nm = t->nsamples;
+    struct pflex_tm_sample *in = t->samples;
+    size_t i = 0;
+    for (uint32_t prev = 0; i < nm; i++) {
+        uint32_t r = rank[in[i].series];
+        if (r < prev)
+            break;
+        prev = r;
+    }
+    if (i == nm) {
+        if (!identity)
+            for (i = 0; i < nm; i++)
+                in[i].series = rank[in[i].series];
+        return 0;
+    }
+    size_t *start = calloc(ns + 1, sizeof *start);
+    struct pflex_big out = {0};
+    if (!start || pflex_big_reserve(&out, nm * sizeof *in) < 0) {
+        free(start);
+        return -1;
+    }
+    struct pflex_tm_sample *o = out.p;
+    for (i = 0; i < nm; i++)
+        start[rank[in[i].series] + 1]++;
+    for (i = 0; i < ns; i++)
+        start[i + 1] += start[i];
+    for (i = 0; i < nm; i++) {
+        uint32_t r = rank[in[i].series];
+        o[start[r]] = in[i];
+        o[start[r]].series = r;
+        start[r]++;
+    }
+    free(start);
+    pflex_big_free(&st->samples);
+    st->samples = out;
+    t->samples = out.p;
+    return 0;
+}
+
+int pflex_tm_sort(pflex_tm_t *t, pflex_error_t *err)
+{
+    struct store *st = t->priv;
+    size_t ns = t->nseries, nm = t->nsamples;
+    if (st->sorted)
+        return 0;
+    uint32_t *rank = malloc((ns ? ns : 1) * sizeof *rank);
+    int identity = rank ? rank_series(t, rank) : -1;
+    if (identity < 0 || group_samples(t, rank, identity) < 0) {
+        free(rank);
+        return pflex_error_set(err, "telemetry: out of memory sorting %zu samples", nm);
+    }
+    free(rank);
+    struct pflex_tm_sample *m = t->samples;
+    for (size_t b = 0; b < nm;) {
+        size_t e = b + 1;
+        int sorted = 1;
+        for (; e < nm && m[e].series == m[b].series; e++)
+            sorted &= m[e - 1].time_s <= m[e].time_s;
+        if (!sorted)
+            qsort(m + b, e - b, sizeof *m, sample_time_cmp);
+        b = e;
+    }
+    st->sorted = 1;
+    st->last = nm ? m[nm - 1].series : NO_SERIES;
+    st->last_time = nm ? m[nm - 1].time_s : 0;
+    if (!identity && st->hash && rehash(t, st->hash_cap) < 0)
+        return pflex_error_set(err, "telemetry: out of memory");
+    return 0;
+}
