@@ -454,6 +454,49 @@ static void test_count_entries(void **state)
     pflex_job_policies_fini(&pol2);
 }
 
+/* A prior PFI is no bound for a floor: the proportional job's policy
+ * gives it PFI 3 (L = x/3, far flatter than its truth, L = x), the
+ * others none; first seen under a cap and under a target from the start
+ * (no baseline, so nothing learned), the plan cuts it first, yet keeps it
+ * at its floor on the truth: where the curve is the prior's guess alone,
+ * its pessimistic side is proportional loss's.  (On the PFI prior's own
+ * margin, x/3 + 0.2, it would go to its minimum, 0.31 of its rate.) */
+static void test_prior_pfi_keeps_floors(void **state)
+{
+    (void)state;
+    rng_seed(19);
+    const char *csv = "job,floor,pfi\nelastic,0.5,\nproportional,0.5,3\nlate,0.5,\n";
+    pflex_job_policies_t pol;
+    assert_int_equal(pflex_job_policies_read_mem(csv, strlen(csv), "jobs.csv", &pol, NULL), 0);
+    struct ctl_config cfg = {.nagents = NNODES, .in_process = 1, .period_s = P, .other_w = OTHER_W,
+                             .agent_max_w = NG * MAX_W, .explore_step = 0.05, .policies = &pol};
+    ctl_t *c;
+    pflex_error_t err;
+    assert_int_equal(ctl_create(&cfg, &c, &err), 0);
+    add_target(c, 0, 40 * P, 6700, 0);
+    struct site s;
+    site_init(&s);
+    for (int n = 0; n < NNODES; n++)
+        for (int g = 0; g < NG; g++)
+            s.cap[n][g] = 450;
+    double lowest = 1;
+    for (int k = 0; k < 30; k++) {
+        struct ctl_period_result r;
+        one_period(c, &s, k, &r);
+        assert_true(r.feasible && r.worst_w <= 6700 + 1e-6 && r.floor_breaches == 0);
+        for (int n = 0; n < NNODES; n++) {
+            double f = true_frac(&s, n);
+            lowest = fmin(lowest, f);
+            if (!(f >= 0.5 - 1e-9))
+                fail_msg("period %d: %s at %.3f of its rate, under its floor 0.5", k, jobs[n].name, f);
+        }
+    }
+    print_message("  lowest rate %.3f of baseline under 6.7 kW on a prior of PFI 3\n", lowest);
+    assert_true(lowest < 0.9);      /* the target did cut */
+    ctl_destroy(c);
+    pflex_job_policies_fini(&pol);
+}
+
 /* What an in-process controller refuses, and a daemon's. */
 static void test_refusals(void **state)
 {
@@ -498,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_node_down),
         cmocka_unit_test(test_steps_are_the_period),
         cmocka_unit_test(test_count_entries),
+        cmocka_unit_test(test_prior_pfi_keeps_floors),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -97,6 +97,8 @@ struct pflex_learn_curve {
     unsigned *count;
     double p0_w, t0;        /* baseline; NaN before the first uncapped observation */
     double sigma;           /* the observation sd used */
+    double prior_sd;        /* the prior's sd: a point with it is the prior's guess
+                             * alone, no reading within reach */
     double bin_w;           /* the learner's cap bin, W: a probe within one of an
                              * observed point lands in its bin */
     int has_baseline;       /* 0: no uncapped observation yet: prior alone, x

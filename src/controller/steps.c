@@ -313,8 +313,18 @@ static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
     cj->fitted = 1;
     if (ctl_grow((void **)&cj->hi, &cj->hi_cap, cj->curve.n, sizeof *cj->hi) < 0)
         return pflex_error_set(err, "out of memory");
-    for (size_t i = 0; i < cj->curve.n; i++)
-        cj->hi[i] = cj->curve.loss[i] + c->c.z * cj->curve.sd[i];
+    /* where the curve is the prior's guess alone, its pessimistic side is
+     * no flatter than proportional loss's: a PFI prior is a ratio read at
+     * a few cuts, mostly shallow ones, and a floor needs a bound (a job
+     * first seen under a target has no baseline to learn from until it
+     * runs uncapped, so it may be planned on its prior for long) */
+    const struct pflex_learn_curve *cv = &cj->curve;
+    for (size_t i = 0; i < cv->n; i++) {
+        double m = cv->loss[i];
+        if (cv->sd[i] >= cv->prior_sd * (1 - 1e-9) && cv->x[i] > m)
+            m = cv->x[i];
+        cj->hi[i] = m + c->c.z * cv->sd[i];
+    }
     return 0;
 }
 

@@ -400,6 +400,7 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
     out->n = np;
     out->p0_w = has_base ? p0 : NAN;
     out->bin_w = l->c.bin_w;
+    out->prior_sd = l->c.prior_sd;
     out->t0 = t0;
     out->sigma = sigma;
     out->has_baseline = has_base;
