@@ -153,7 +153,8 @@ $(FAKE_NVML): tests/fake_nvml/fake_nvml.c
 
 # Helpers the end-to-end scripts run (built by the tests/% rule, never run
 # as tests themselves: only tests/test_*.c are).
-TEST_HELPERS := $(if $(wildcard tests/metrics_server.c),$(BUILD)/tests/metrics_server)
+TEST_HELPERS := $(if $(wildcard tests/metrics_server.c),$(BUILD)/tests/metrics_server) \
+                $(if $(wildcard tests/slow_proxy.c),$(BUILD)/tests/slow_proxy)
 
 test-bins: $(PFLEX) $(TEST_BIN) $(TEST_HELPERS) $(EXAMPLE_BIN) $(if $(wildcard tests/fake_nvml/fake_nvml.c),$(FAKE_NVML))
 

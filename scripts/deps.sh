@@ -9,8 +9,9 @@ set -e
 # the HTTPS test's certificates; slurmctld, slurmd, slurm-client and munge: a
 # real Slurm on loopback for the job map's test; libopenblas-dev: an optimised
 # BLAS under GSL's CBLAS interface for the fits (the Makefile falls back to GSL's
-# reference CBLAS without it).
-PKGS="build-essential pkg-config libgsl-dev libopenblas-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl jq openssl slurmctld slurmd slurm-client munge"
+# reference CBLAS without it); etcd-server and etcd-client: a real etcd on
+# loopback for the standby controller's election and its tests.
+PKGS="build-essential pkg-config libgsl-dev libopenblas-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl jq openssl slurmctld slurmd slurm-client munge etcd-server etcd-client"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -673,6 +673,7 @@ static void test_caps_within_budget(void **state)
             for (size_t q = 0; q < sizeof pols / sizeof *pols; q++) {
                 if (pflex_alloc_plan(&p, pols[q], &pl, &err) < 0)
                     fail_msg("sweep %d: %s", it, err.text);
+                assert_int_equal(pflex_alloc_plan_clamped(in, &pl), 0);
                 double drawn = 0;
                 for (int j = 0; j < n; j++) {
                     struct pflex_alloc_cap cp;
@@ -852,10 +853,30 @@ static void test_emerald(void **state)
     }
 }
 
+/* The caps of a plan clamped to their GPU's range, counted as
+ * pflex_alloc_cap clamps them: a kept cap above the range, a target under
+ * it; caps within it, and a job with no known range, not. */
+static void test_plan_clamped(void **state)
+{
+    struct pflex_alloc_job jobs[4] = {
+        {.p0_w = 700, .cap0_w = 800}, {.p0_w = 600, .cap0_w = 600}, {.p0_w = 700},
+        {.p0_w = 700},
+    };
+    struct pflex_alloc_capinfo caps[4] = {{NULL, 200, 700}, {NULL, 200, 700}, {NULL, 200, 700},
+                                          {NULL, 0, 0}};
+    double x[4] = {0, 0, 0.9, 0.9};
+    pflex_alloc_input_t in = {.njobs = 4, .jobs = jobs, .caps = caps};
+    struct pflex_alloc_plan pl = {.njobs = 4, .x = x};
+    assert_int_equal(pflex_alloc_plan_clamped(&in, &pl), 2);
+    x[2] = 0.5;
+    assert_int_equal(pflex_alloc_plan_clamped(&in, &pl), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pfi_weighted_hand),
+        cmocka_unit_test(test_plan_clamped),
         cmocka_unit_test(test_water_filling_matches_bisection),
         cmocka_unit_test(test_equal_is_proportional_by_one),
         cmocka_unit_test(test_caps),

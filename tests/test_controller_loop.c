@@ -33,7 +33,13 @@
 #include <sys/stat.h>
 #include "pflex/audit.h"
 #include "pflex/learn.h"
+#include "pflex/openadr.h"
 #include "pflex/sim.h"
+#include <poll.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <time.h>
+#include "lib/util/clock.h"
 
 #define NAGENTS 3
 #define NG 8
@@ -203,7 +209,7 @@ static void fakes_start(struct fake *f, const char *const *presets, int n, uint6
 }
 
 /* The controller for cfg (its log on stderr with PFLEX_DEBUG). */
-static ctl_t *ctl_start(struct ctl_config *cfg)
+static ctl_t *ctl_new(struct ctl_config *cfg)
 {
     if (getenv("PFLEX_DEBUG"))
         cfg->log = stderr;
@@ -247,7 +253,7 @@ static void test_event(void **state)
     pflex_job_policies_t pol;
     assert_int_equal(pflex_job_policies_read_mem(jobs_csv, strlen(jobs_csv), "jobs.csv", &pol, NULL), 0);
     cfg.policies = &pol;
-    ctl_t *c = ctl_start(&cfg);
+    ctl_t *c = ctl_new(&cfg);
     pflex_error_t err;
     double site_max = 500;
     for (int a = 0; a < NAGENTS; a++)
@@ -567,7 +573,7 @@ static double event_tokens(int progress, double *equal_tokens)
     struct ctl_config cfg = {.nagents = NAGENTS, .agent_urls = url_p, .timeout_ms = 2000,
                              .period_s = P, .explore_step = 0.05, .agent_max_w = 8 * 700,
                              .floor = 0.5, .progress = progress};
-    ctl_t *c = ctl_start(&cfg);
+    ctl_t *c = ctl_new(&cfg);
     pflex_error_t err;
     double site_max = 0;
     for (int a = 0; a < NAGENTS; a++)
@@ -617,7 +623,7 @@ static unsigned settled_obs(double settle_s)
     const double P = 5;
     struct ctl_config cfg = {.nagents = 1, .agent_urls = &u, .timeout_ms = 2000, .period_s = P,
                              .explore_step = 0, .settle_s = settle_s};
-    ctl_t *c = ctl_start(&cfg);
+    ctl_t *c = ctl_new(&cfg);
     pflex_error_t err;
     add_target(c, 5 * P, 1e9, 0.7 * NG * f.kind->max_cap_w, 0);
     for (int k = 0; k < 10; k++) {
@@ -667,6 +673,230 @@ static void test_objective(void **state)
     assert_true(tput > eq);
 }
 
+/* ---- the daemon's faults (issue 19) ---- */
+
+/* A VTN that answers one byte every 0.2 s, forever: each connection is
+ * read, then trickled "HTTP/1.1 200 OK..." until the client goes. */
+struct trickle {
+    int fd;
+    unsigned short port;
+    pthread_t th;
+    atomic_int stop;
+};
+
+static void *trickle_main(void *arg)
+{
+    struct trickle *t = arg;
+    const char resp[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n[]";
+    while (!atomic_load(&t->stop)) {
+        struct pollfd pf = {.fd = t->fd, .events = POLLIN};
+        if (poll(&pf, 1, 100) <= 0)
+            continue;
+        int c = accept(t->fd, NULL, NULL);
+        if (c < 0)
+            continue;
+        char buf[4096];
+        (void)!read(c, buf, sizeof buf);
+        for (size_t i = 0; i < sizeof resp - 1 && !atomic_load(&t->stop); i++) {
+            if (write(c, &resp[i], 1) != 1)
+                break;
+            struct timespec ts = {0, 200000000};
+            nanosleep(&ts, NULL);
+        }
+        close(c);
+    }
+    return NULL;
+}
+
+static void trickle_start(struct trickle *t)
+{
+    memset(t, 0, sizeof *t);
+    t->fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sa;
+    assert_int_equal(bind(t->fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(t->fd, 8), 0);
+    assert_int_equal(getsockname(t->fd, (struct sockaddr *)&sa, &len), 0);
+    t->port = ntohs(sa.sin_port);
+    assert_int_equal(pthread_create(&t->th, NULL, trickle_main, t), 0);
+}
+
+static void trickle_stop(struct trickle *t)
+{
+    atomic_store(&t->stop, 1);
+    pthread_join(t->th, NULL);
+    close(t->fd);
+}
+
+/* A VTN that trickles its answers (a 5 s timeout: the VEN as the command
+ * used to make it) no longer stalls the control: started, the periods
+ * keep their pace (each used to wait the VTN's whole timeout, past the
+ * agents' leases), the caps go out every period, and a target put
+ * meanwhile is followed. */
+static void test_started_slow_vtn(void **state)
+{
+    (void)state;
+    struct fake f[2];
+    char u[2][64];
+    const char *urls[2];
+    static const char *presets[2] = {"llama-8b-pretrain-h200", "olmoe-1b-7b-pretrain-h200"};
+    fakes_start(f, presets, 2, 31, u, urls);
+    struct trickle vtn;
+    trickle_start(&vtn);
+    char vurl[64];
+    snprintf(vurl, sizeof vurl, "http://127.0.0.1:%u", vtn.port);
+    struct pflex_ven_config vc = {.url = vurl, .client_id = "site", .client_secret = "s", .timeout_ms = 5000};
+    pflex_ven_t *ven;
+    pflex_error_t err;
+    assert_int_equal(pflex_ven_create(&vc, &ven, &err), 0);
+    const double P = 0.25;
+    struct ctl_config cfg = {.nagents = 2, .agent_urls = urls, .period_s = P, .explore_step = 0, .ven = ven,
+                             .lease_s = 4 * P};
+    pflex_oadr_opts_default(&cfg.oadr, 0);
+    ctl_t *c = ctl_new(&cfg);
+    if (ctl_start(c, &err) < 0)
+        fail_msg("%s", err.text);
+    struct pflex_target t = {.start_s = 0, .end_s = INFINITY, .value = 7000, .unit = PFLEX_TARGET_WATTS};
+    snprintf(t.source, sizeof t.source, "api");
+    assert_int_equal(ctl_target_put(c, &t, pflex_real_s(), &err), 0);
+    double longest = 0, t_first = pflex_mono_s();
+    struct ctl_period_result r;
+    unsigned long puts0 = f[0].puts + f[1].puts;
+    for (int k = 0; k < 12; k++) {
+        double t0 = pflex_mono_s();
+        if (ctl_period(c, pflex_real_s(), &r, &err) < 0)
+            fail_msg("%s", err.text);
+        double took = pflex_mono_s() - t0;
+        longest = took > longest ? took : longest;
+        double wait = t0 + P - pflex_mono_s();
+        if (wait > 0) {
+            struct timespec ts = {0, (long)(wait * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+    }
+    double all = pflex_mono_s() - t_first;
+    print_message("  slow VTN: 12 periods of %.2f s in %.2f s, the longest %.3f s; worst case %.0f W\n", P, all,
+                  longest, r.worst_w);
+    /* the VTN's poll used to take its whole 5 s timeout in every period */
+    assert_true(longest < 2.0);
+    assert_true(r.limit_w == 7000 && r.worst_w <= 7000);
+    assert_true(f[0].puts + f[1].puts >= puts0 + 12);
+    ctl_destroy(c);
+    pflex_ven_destroy(ven);
+    trickle_stop(&vtn);
+    fake_stop(&f[0]);
+    fake_stop(&f[1]);
+}
+
+static size_t count_source(ctl_t *c, const char *source)
+{
+    size_t n = 0;
+    const pflex_target_set_t *ts = ctl_targets(c);
+    for (size_t i = 0; i < ts->n; i++)
+        n += !strcmp(ts->t[i].source, source);
+    return n;
+}
+
+/* Every target change is in the audit before it takes effect: a target
+ * put and not yet recorded by a period, and one withdrawn, resume as they
+ * were after a crash (the controller destroyed without another period).
+ * A withdrawal used to be memory only: the withdrawn target came back. */
+static void test_durable_targets(void **state)
+{
+    (void)state;
+    struct fake f[1];
+    char u[1][64];
+    const char *urls[1];
+    static const char *presets[1] = {"llama-8b-pretrain-h200"};
+    fakes_start(f, presets, 1, 41, u, urls);
+    char db[64];
+    snprintf(db, sizeof db, "/tmp/pflex-ctl-XXXXXX");
+    int fd = mkstemp(db);
+    assert_true(fd >= 0);
+    close(fd);
+    struct ctl_config cfg = {.nagents = 1, .agent_urls = urls, .period_s = 5, .db_path = db};
+    pflex_error_t err;
+    struct ctl_period_result r;
+    ctl_t *c = ctl_new(&cfg);
+    struct pflex_target keep = {.start_s = 0, .end_s = INFINITY, .value = 5000, .unit = PFLEX_TARGET_WATTS};
+    snprintf(keep.source, sizeof keep.source, "cli");
+    struct pflex_target low = {.start_s = 0, .end_s = INFINITY, .value = 1, .unit = PFLEX_TARGET_WATTS,
+                               .confirm = 1};
+    snprintf(low.source, sizeof low.source, "api");
+    assert_int_equal(ctl_target_put(c, &keep, 1, &err), 0);
+    assert_int_equal(ctl_period(c, 5, &r, &err), 0);
+    assert_int_equal(ctl_target_put(c, &low, 6, &err), 0);
+    assert_int_equal(ctl_period(c, 10, &r, &err), 0);
+    assert_true(r.limit_w == 1);
+    assert_int_equal(ctl_target_withdraw(c, "api", 11, &err), 1);
+    ctl_destroy(c);     /* no period since: what the audit holds is what was in force */
+    c = ctl_new(&cfg);
+    size_t n;
+    assert_int_equal(ctl_resume(c, 12, &n, &err), 0);
+    assert_int_equal(count_source(c, "api"), 0);
+    assert_int_equal(count_source(c, "cli"), 1);
+    /* a target put and never seen by a period resumes too, as the latest */
+    struct pflex_target mid = {.start_s = 0, .end_s = INFINITY, .value = 4000, .unit = PFLEX_TARGET_WATTS};
+    snprintf(mid.source, sizeof mid.source, "api");
+    assert_int_equal(ctl_target_put(c, &mid, 13, &err), 0);
+    ctl_destroy(c);
+    c = ctl_new(&cfg);
+    assert_int_equal(ctl_resume(c, 14, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_true(pflex_target_set_winner(ctl_targets(c), 15)->value == 4000);
+    assert_int_equal(ctl_period(c, 15, &r, &err), 0);
+    assert_true(r.limit_w == 4000);
+    ctl_destroy(c);
+    unlink(db);
+    char side[80];
+    snprintf(side, sizeof side, "%s-wal", db);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", db);
+    unlink(side);
+    fake_stop(&f[0]);
+}
+
+/* A target far under what the site can reach, or a step faster than the
+ * ramp rate, is refused unless confirmed (a 1 W target used to take the
+ * site from all its power to its floor at once). */
+static void test_target_check(void **state)
+{
+    (void)state;
+    struct fake f[2];
+    char u[2][64];
+    const char *urls[2];
+    static const char *presets[2] = {"llama-8b-pretrain-h200", "olmoe-1b-7b-pretrain-h200"};
+    fakes_start(f, presets, 2, 51, u, urls);
+    struct ctl_config cfg = {.nagents = 2, .agent_urls = urls, .period_s = 5, .other_w = 300};
+    ctl_t *c = ctl_new(&cfg);
+    pflex_error_t err;
+    char why[400];
+    struct pflex_target t = {.start_s = 0, .end_s = INFINITY, .value = 1, .unit = PFLEX_TARGET_WATTS};
+    /* the site unknown: nothing to check against */
+    assert_int_equal(ctl_target_check(c, &t, 0, why, sizeof why), 0);
+    struct ctl_period_result r;
+    assert_int_equal(ctl_period(c, 0, &r, &err), 0);
+    assert_int_equal(ctl_target_check(c, &t, 1, why, sizeof why), 1);
+    assert_non_null(strstr(why, "floor"));
+    t.confirm = 1;
+    assert_int_equal(ctl_target_check(c, &t, 1, why, sizeof why), 0);
+    /* 16 GPUs at 700 W, 300 W else: 11.5 kW at most; 2 % of it a second */
+    double step = r.measured_w - 6000;
+    assert_true(step > 0.02 * 11500 * 5);
+    t = (struct pflex_target){.start_s = 0, .end_s = INFINITY, .value = 6000, .unit = PFLEX_TARGET_WATTS};
+    assert_int_equal(ctl_target_check(c, &t, 1, why, sizeof why), 1);
+    assert_non_null(strstr(why, "ramp="));
+    t.ramp_s = ceil(step / (0.02 * 11500)) + 1;
+    assert_int_equal(ctl_target_check(c, &t, 1, why, sizeof why), 0);
+    /* a rise is never refused */
+    t = (struct pflex_target){.start_s = 0, .end_s = INFINITY, .value = 20000, .unit = PFLEX_TARGET_WATTS};
+    assert_int_equal(ctl_target_check(c, &t, 1, why, sizeof why), 0);
+    ctl_destroy(c);
+    fake_stop(&f[0]);
+    fake_stop(&f[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -675,6 +905,9 @@ int main(void)
         cmocka_unit_test(test_hold),
         cmocka_unit_test(test_objective),
         cmocka_unit_test(test_settle),
+        cmocka_unit_test(test_started_slow_vtn),
+        cmocka_unit_test(test_durable_targets),
+        cmocka_unit_test(test_target_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 #include "pflex/correlate.h"
 
@@ -67,12 +68,28 @@ static void test_bootstrap_seeded(void **state)
     assert_int_equal(r1[0].n, N);
 }
 
+/* By |Spearman r| from the largest, NaN last, ties by index. */
+static void test_rank(void **state)
+{
+    static const double r[6] = {0.2, NAN, -0.9, 0.5, -0.2, NAN};
+    struct pflex_corr_row rows[6];
+    memset(rows, 0, sizeof rows);
+    for (int i = 0; i < 6; i++)
+        rows[i].spearman.r = r[i];
+    size_t order[6];
+    pflex_corr_rank(rows, 6, order);
+    static const size_t want[6] = {2, 3, 0, 4, 1, 5};
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(order[i], want[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_coefficients),
         cmocka_unit_test(test_bh),
         cmocka_unit_test(test_bootstrap_seeded),
+        cmocka_unit_test(test_rank),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -142,12 +142,48 @@ static void test_from_sweep(void **state)
     pflex_sweep_destroy(sw);
 }
 
+/* Every job of each sweep appended, in order; a sweep without telemetry
+ * refused by name. */
+static void test_add_sweep(void **state)
+{
+    static const char a[] = "job,gpus,cap_w,power_w,throughput,dram_active,mem_copy_util\n"
+                            "x,2,700,650,10,0.5,40\nx,2,500,480,9,0.5,40\n"
+                            "y,4,700,600,10,0.25,20\ny,4,500,450,9,0.25,20\n";
+    static const char b[] = "job,cap_w,power_w,throughput,dram_active,mem_copy_util\n"
+                            "z,700,650,10,1,100\nz,600,580,9,1,100\n";
+    static const char bare[] = "job,cap_w,power_w,throughput\nw,700,650,10\nw,600,580,9\n";
+    pflex_sweep_t *sa, *sb, *sc;
+    pflex_error_t err;
+    assert_int_equal(pflex_sweep_read_mem(a, strlen(a), "a.csv", NULL, &sa, &err), 0);
+    assert_int_equal(pflex_sweep_read_mem(b, strlen(b), "b.csv", NULL, &sb, &err), 0);
+    assert_int_equal(pflex_sweep_read_mem(bare, strlen(bare), "c.csv", NULL, &sc, &err), 0);
+    struct pflex_feat_set s = {0};
+    assert_int_equal(pflex_features_add_sweep(&s, sa, "a.csv", &err), 0);
+    assert_int_equal(pflex_features_add_sweep(&s, sb, "b.csv", &err), 0);
+    assert_int_equal(s.n, 3);
+    assert_string_equal(s.jobs[0].job, "x");
+    assert_string_equal(s.jobs[1].job, "y");
+    assert_string_equal(s.jobs[2].job, "z");
+    assert_int_equal(s.jobs[1].gpus, 4);
+    assert_float_equal(s.jobs[0].v[PFLEX_FEAT_DRAM_COPY], 0.2, 1e-12);
+    assert_float_equal(s.jobs[2].v[PFLEX_FEAT_DRAM_COPY], 1, 1e-12);
+    assert_int_equal(pflex_features_add_sweep(&s, sc, "c.csv", &err), -1);
+    assert_string_equal(err.text, "c.csv: the sweep has no telemetry column (dram_active, "
+                                  "mem_copy_util, ...)");
+    assert_int_equal(s.n, 3);
+    pflex_feat_set_fini(&s);
+    pflex_sweep_destroy(sa);
+    pflex_sweep_destroy(sb);
+    pflex_sweep_destroy(sc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stats),
         cmocka_unit_test(test_training_window),
         cmocka_unit_test(test_from_sweep),
+        cmocka_unit_test(test_add_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

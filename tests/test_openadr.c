@@ -475,6 +475,91 @@ static void test_ven_report(void **state)
     free(want);
 }
 
+/* An event of one interval: id, limit in kW (a string: "-5" is malformed). */
+static void one_event_json(char *buf, size_t len, const char *id, const char *kw)
+{
+    snprintf(buf, len, "{\"id\":\"%s\",\"programID\":\"p\","
+             "\"intervalPeriod\":{\"start\":\"0001-01-01T00:00:00Z\",\"duration\":\"PT1H\"},"
+             "\"intervals\":[{\"id\":0,\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[%s]}]}]}",
+             id, kw);
+}
+
+/* A bad update to an event in force keeps its last good version (it used
+ * to release the limit: the event was left out, and its targets with it);
+ * the event withdrawn, then, goes. */
+static void test_ven_keeps_last_good(void **state)
+{
+    struct fixture *f = *state;
+    pflex_error_t err;
+    struct pflex_oadr_opts o;
+    pflex_oadr_opts_default(&o, 1.7e9);
+    char a[512], b[512], doc[1200];
+    one_event_json(a, sizeof a, "shed", "500");
+    one_event_json(b, sizeof b, "other", "900");
+    snprintf(doc, sizeof doc, "[%s,%s]", a, b);
+    assert_int_equal(pflex_vtn_set_events(f->vtn, doc, &err), 0);
+    pflex_target_set_t s;
+    pflex_target_set_init(&s);
+    pflex_oadr_events_t evs = {0};
+    if (pflex_ven_poll(f->ven, &o, &s, &evs, &err) < 0)
+        fail_msg("%s", err.text);
+    assert_int_equal(s.n, 2);
+    uint64_t seq = find(&s, "shed/0")->seq;
+    /* the update is malformed (a negative limit): the event stays as it was */
+    one_event_json(a, sizeof a, "shed", "-5");
+    snprintf(doc, sizeof doc, "[%s,%s]", a, b);
+    assert_int_equal(pflex_vtn_set_events(f->vtn, doc, &err), 0);
+    if (pflex_ven_poll(f->ven, &o, &s, &evs, &err) < 0)
+        fail_msg("%s", err.text);
+    assert_int_equal(s.n, 2);
+    assert_true(find(&s, "shed/0")->value == 500e3);
+    assert_int_equal(find(&s, "shed/0")->seq, seq);
+    assert_int_equal(evs.skipped, 1);
+    assert_int_equal(evs.kept, 1);
+    assert_non_null(strstr(evs.note, "shed"));
+    /* a good update takes */
+    one_event_json(a, sizeof a, "shed", "400");
+    snprintf(doc, sizeof doc, "[%s,%s]", a, b);
+    assert_int_equal(pflex_vtn_set_events(f->vtn, doc, &err), 0);
+    assert_int_equal(pflex_ven_poll(f->ven, &o, &s, &evs, &err), 0);
+    assert_true(find(&s, "shed/0")->value == 400e3);
+    assert_int_equal(evs.kept, 0);
+    /* withdrawn: gone */
+    snprintf(doc, sizeof doc, "[%s]", b);
+    assert_int_equal(pflex_vtn_set_events(f->vtn, doc, &err), 0);
+    assert_int_equal(pflex_ven_poll(f->ven, &o, &s, &evs, &err), 0);
+    assert_int_equal(s.n, 1);
+    assert_string_equal(s.t[0].id, "other/0");
+    pflex_target_set_fini(&s);
+    pflex_oadr_events_fini(&evs);
+}
+
+/* Two events with one id: the first in the answer is followed, the second
+ * left out and said (the second used to win silently: added last). */
+static void test_duplicate_ids(void **state)
+{
+    (void)state;
+    struct pflex_oadr_opts o;
+    pflex_oadr_opts_default(&o, 1.7e9);
+    char a[512], b[512], doc[1200];
+    one_event_json(a, sizeof a, "twin", "300");
+    one_event_json(b, sizeof b, "twin", "800");
+    snprintf(doc, sizeof doc, "[%s,%s]", a, b);
+    pflex_target_set_t s;
+    pflex_target_set_init(&s);
+    pflex_oadr_events_t evs = {0};
+    pflex_error_t err;
+    if (pflex_oadr_parse_events(doc, strlen(doc), "dup", &o, &s, &evs, &err) < 0)
+        fail_msg("%s", err.text);
+    assert_int_equal(s.n, 1);
+    assert_true(s.t[0].value == 300e3);
+    assert_int_equal(evs.n, 1);
+    assert_int_equal(evs.skipped, 1);
+    assert_non_null(strstr(evs.note, "second event with this id"));
+    pflex_target_set_fini(&s);
+    pflex_oadr_events_fini(&evs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -483,12 +568,14 @@ int main(void)
         cmocka_unit_test(test_randomize),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_report_json),
+        cmocka_unit_test(test_duplicate_ids),
     };
     const struct CMUnitTest net[] = {
         cmocka_unit_test(test_ven_poll),
         cmocka_unit_test(test_ven_paging),
         cmocka_unit_test(test_ven_hostile),
         cmocka_unit_test(test_ven_report),
+        cmocka_unit_test(test_ven_keeps_last_good),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     return failed + cmocka_run_group_tests_name("ven", net, setup, teardown);

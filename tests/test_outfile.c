@@ -130,6 +130,14 @@ static void test_refusals(void **state)
     assert_int_equal(pflex_outfile_begin(sub, NULL, &o, &err), -1);
     assert_non_null(strstr(err.text, "is a directory"));
     rmdir(sub);
+    /* a FIFO (a device would need root): never replaced by a regular file */
+    assert_int_equal(mkfifo(sub, 0644), 0);
+    assert_int_equal(pflex_outfile_begin(sub, NULL, &o, &err), -1);
+    assert_non_null(strstr(err.text, "is not a regular file"));
+    struct stat fst;
+    assert_int_equal(lstat(sub, &fst), 0);
+    assert_true(S_ISFIFO(fst.st_mode));
+    unlink(sub);
     assert_int_equal(pflex_outfile_begin("/no/such/dir/x.csv", NULL, &o, &err), -1);
     assert_non_null(strstr(err.text, ": write error: "));
     assert_int_equal(entries(), 3);                           /* nothing left behind */

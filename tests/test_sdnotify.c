@@ -3,8 +3,8 @@
  * socket, the watchdog period from the environment systemd sets; and the
  * agent under a notify socket of the test's own, as systemd would run it:
  * READY=1 once it listens, WATCHDOG=1 from its main loop, none while it is
- * stopped (SIGSTOP: systemd would kill it), STOPPING=1 on SIGTERM.  Every
- * wait is bounded. */
+ * stopped (SIGSTOP: systemd would kill it), STOPPING=1 on SIGTERM; and
+ * the controller the same way.  Every wait is bounded. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -159,12 +159,60 @@ static void test_agent_under_systemd(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The controller as systemd runs it (deploy/pflex-controller.service):
+ * READY=1 once it runs, WATCHDOG=1 while its periods end, none while it is
+ * stopped (a hung controller), STOPPING=1 on SIGTERM.  Its one agent is
+ * nowhere: the periods run (the node down) all the same. */
+static void test_controller_under_systemd(void **state)
+{
+    const char *pflex = getenv("PFLEX");
+    if (!pflex || access(pflex, X_OK) != 0)
+        skip();
+    char sock[64], buf[512];
+    snprintf(sock, sizeof sock, "@pflex-sdnotify-ctl-%ld", (long)getpid());
+    int fd = listener(sock);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setenv("NOTIFY_SOCKET", sock, 1);
+        setenv("WATCHDOG_USEC", "400000", 1);
+        unsetenv("WATCHDOG_PID");
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, 2);
+        execl(pflex, pflex, "controller", "run", "--agent", "http://127.0.0.1:9", "--period", "0.1",
+              "--lease", "1", "--target", "5kW", (char *)NULL);
+        _exit(127);
+    }
+    next_message(fd, buf, sizeof buf, 20);
+    assert_non_null(strstr(buf, "READY=1"));
+    assert_non_null(strstr(buf, "STATUS=1 agents, a period of 0.1 s"));
+    assert_true(count_within(fd, "WATCHDOG=1", 1.0) >= 3);
+    kill(pid, SIGSTOP);
+    count_within(fd, "WATCHDOG=1", 0.2);
+    assert_int_equal(count_within(fd, "WATCHDOG=1", 0.8), 0);
+    kill(pid, SIGCONT);
+    assert_true(count_within(fd, "WATCHDOG=1", 1.0) >= 2);
+    kill(pid, SIGTERM);
+    int stopping = 0;
+    for (int i = 0; i < 50 && !stopping; i++) {
+        next_message(fd, buf, sizeof buf, 0.2);
+        stopping = strstr(buf, "STOPPING=1") != NULL;
+    }
+    assert_true(stopping);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_notify_path_and_abstract),
         cmocka_unit_test(test_watchdog_period),
         cmocka_unit_test(test_agent_under_systemd),
+        cmocka_unit_test(test_controller_under_systemd),
     };
     return cmocka_run_group_tests_name("sdnotify", tests, NULL, NULL);
 }

@@ -482,6 +482,67 @@ static void test_sorted_unsorted(void **state)
     pflex_tm_destroy(b);
 }
 
+/* nvidia-smi rows written straight into per-series runs (an empty
+ * store) give the same store as rows appended and grouped by the sort (a
+ * store that already holds a sample: no runs), for seeded random inputs
+ * with blanks, a field given by two columns, rows out of order, GPUs
+ * missing from ticks, a GPU whose UUID changes and indexes past the
+ * count's range. */
+static void test_smi_runs(void **state)
+{
+    (void)state;
+    uint64_t rs = 20261204;
+    for (int round = 0; round < 60; round++) {
+        char *text = malloc(1 << 16);
+        size_t len = 0, cap = 1 << 16;
+        assert_non_null(text);
+        len += (size_t)snprintf(text, cap, "timestamp, index, uuid, power.draw [W], "
+                                "power.draw.average [W], utilization.gpu [%%], clocks.sm [MHz]\n");
+        int gpus = 1 + round % 5, ticks = 1 + round % 17;
+        for (int k = 0; k < ticks && len + 512 < cap; k++)
+            for (int g = 0; g < gpus; g++) {
+                rs = rs * 6364136223846793005ull + 1442695040888963407ull;
+                unsigned r = (unsigned)(rs >> 33);
+                if (r % 11 == 0)
+                    continue;                       /* a GPU missing from a tick */
+                int gi = round % 13 == 5 && g == 1 ? 2000 : g;  /* past the count's range */
+                int kk = r % 7 == 0 && k ? k - 1 : k;           /* a row out of time order */
+                len += (size_t)snprintf(text + len, cap - len,
+                                        "2026/12/03 10:00:%02d.%03d, %d, GPU-%d%s, %s, %d W, "
+                                        "%d %%, %s\n", kk % 60, (int)(r % 1000), gi, gi,
+                                        round % 9 == 4 && g == 0 && k == ticks / 2 ? "x" : "",
+                                        r % 5 == 0 ? "[N/A]" : "300 W", (int)(r % 700),
+                                        (int)(r % 101), r % 3 == 0 ? "[Not Supported]" : "1980 MHz");
+            }
+        pflex_error_t err;
+        pflex_tm_t *a = pflex_tm_create(NULL), *b = pflex_tm_create(NULL);
+        assert_int_equal(pflex_tm_add(b, "a-first", "h", 0, NULL, PFLEX_DCGM_GPU_TEMP, 0, 1, &err), 0);
+        if (pflex_tm_read_mem(a, text, len, "runs.csv", NULL, &err) < 0 ||
+            pflex_tm_read_mem(b, text, len, "runs.csv", NULL, &err) < 0)
+            fail_msg("round %d: %s", round, err.text);
+        assert_int_equal(pflex_tm_sort(a, &err), 0);
+        assert_int_equal(pflex_tm_sort(b, &err), 0);
+        assert_int_equal(a->nseries + 1, b->nseries);
+        assert_int_equal(a->nsamples + 1, b->nsamples);
+        assert_string_equal(b->series[0].job, "a-first");
+        for (size_t i = 0; i < a->nseries; i++) {
+            const struct pflex_tm_series *x = &a->series[i], *y = &b->series[i + 1];
+            assert_int_equal(x->gpu, y->gpu);
+            assert_int_equal(x->field, y->field);
+            assert_string_equal(x->uuid, y->uuid);
+            assert_null(x->job);
+        }
+        for (size_t i = 0; i < a->nsamples; i++) {
+            assert_int_equal(a->samples[i].series + 1, b->samples[i + 1].series);
+            assert_dbl(a->samples[i].time_s, b->samples[i + 1].time_s, 0);
+            assert_dbl(a->samples[i].value, b->samples[i + 1].value, 0);
+        }
+        pflex_tm_destroy(a);
+        pflex_tm_destroy(b);
+        free(text);
+    }
+}
+
 /* A scrape of more series than the old default limit (1,000,000): 125,001
  * hosts x 8 GPUs, one field each, read with the default limits; the same
  * with --max-series 1000000 stops at the series past it. */
@@ -584,6 +645,7 @@ int main(void)
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_blank_sentinels),
         cmocka_unit_test(test_sorted_unsorted),
+        cmocka_unit_test(test_smi_runs),
         cmocka_unit_test(test_many_series),
         cmocka_unit_test(test_fetch),
     };

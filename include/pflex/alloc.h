@@ -287,4 +287,8 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
                            pflex_error_t *err);
 void pflex_alloc_input_destroy(pflex_alloc_input_t *in);
 
+/* How many of the plan's caps (pl over in's jobs) are clamped to their
+ * GPU's settable range (pflex_alloc_cap). */
+size_t pflex_alloc_plan_clamped(const pflex_alloc_input_t *in, const struct pflex_alloc_plan *pl);
+
 #endif

@@ -49,12 +49,24 @@ struct pflex_audit_target {
 };
 
 /* Record a target; the same (source, name, start, end, value, unit) again
- * is not a new one.  Returns 0 or -1. */
+ * is not a new one: its row is live again, with this t, ramp, priority and
+ * seq.  Returns 0 or -1. */
 int pflex_audit_target(pflex_audit_t *a, const struct pflex_audit_target *t, pflex_error_t *err);
 /* Mark every live target of a source that is not in keep (names) as
  * withdrawn at t. */
 int pflex_audit_targets_withdraw(pflex_audit_t *a, double t, const char *source,
                                  const char *const *keep, size_t nkeep, pflex_error_t *err);
+
+/* In one transaction: record each of live (n of them, all of source) and
+ * mark every other live target of source as withdrawn at t; n 0 withdraws
+ * them all.  What the controller writes before a change of its targets
+ * takes effect (a VTN's new events, the API's withdrawal).  0 or -1 (and
+ * nothing written). */
+int pflex_audit_targets_sync(pflex_audit_t *a, double t, const char *source,
+                             const struct pflex_audit_target *live, size_t n, pflex_error_t *err);
+/* One past the largest seq of any target recorded (0: none): where a
+ * resumed set's order goes on from.  -1 with err. */
+long long pflex_audit_targets_next_seq(pflex_audit_t *a, pflex_error_t *err);
 
 struct pflex_audit_period {
     double t;

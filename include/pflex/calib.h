@@ -3,8 +3,8 @@
  * Each Emerald job (shared/data/emerald-demo/data/dvfs_sweep.csv) has a
  * preset describing it (emerald-*); calibration sweeps the preset on the
  * sim backend at the measured caps and compares normalised throughput
- * (T / T at the highest cap) and the study's ratio PFI over the measured
- * caps (pflex_pfi_ratio).  The physics constants are global: no job has its own.
+ * (T / T at the highest cap) and the ratio PFI over the measured caps
+ * (pflex_pfi_ratio).  The physics constants are global: no job has its own.
  */
 #ifndef PFLEX_CALIB_H
 #define PFLEX_CALIB_H
@@ -46,12 +46,17 @@ int pflex_calib_emerald_path(const char *data_dir, char *buf, size_t len);
 
 /* --- the fit of the model's free constants (tools/calibrate.c) ---------- */
 
-/* Jobs the fit scores: the five Emerald A100 curves, the study's 25
- * headline H200 groups (PAPER.md section 4), then six public absolute
- * throughputs (llm-foundry's benchmarks, calib.c). */
+/* The fit scores physical measurements only (power, clocks, step times,
+ * counters); no PFI is ever a target.  Jobs, in order: the five Emerald
+ * A100-SXM4-40GB curves (normalised throughput and power drawn under caps),
+ * six public absolute throughputs (llm-foundry's benchmarks, calib.c), then
+ * the real uncapped H200 runs of ../shared/data/h200-uncapped (tokens/s,
+ * board power, SM clock and four counters each). */
 #define PFLEX_CALIB_EMERALD_JOBS 5
 #define PFLEX_CALIB_MFU_POINTS 6
-#define PFLEX_CALIB_JOBS (PFLEX_CALIB_EMERALD_JOBS + 25 + PFLEX_CALIB_MFU_POINTS)
+#define PFLEX_CALIB_H200_MAX 16
+#define PFLEX_CALIB_JOBS_MAX (PFLEX_CALIB_EMERALD_JOBS + PFLEX_CALIB_MFU_POINTS + PFLEX_CALIB_H200_MAX)
+#define PFLEX_CALIB_H200_FIRST (PFLEX_CALIB_EMERALD_JOBS + PFLEX_CALIB_MFU_POINTS)
 
 struct pflex_calib_mfu {
     const char *name, *gpu;
@@ -61,32 +66,77 @@ struct pflex_calib_mfu {
 extern const struct pflex_calib_mfu pflex_calib_mfu_points[PFLEX_CALIB_MFU_POINTS];
 /* The job description of a throughput point (8 GPUs, FSDP, fused kernels). */
 int pflex_calib_mfu_desc(const struct pflex_calib_mfu *m, struct pflex_job_desc *d);
-#define PFLEX_CALIB_MAX_RESIDUALS 80
 
-/* Weights of the residuals (1 sigma of what each measurement repeats to):
- * normalised throughput and power drawn at one Emerald cap, and one
- * group's ratio PFI. */
-#define PFLEX_CALIB_SIGMA_T 0.01
-#define PFLEX_CALIB_SIGMA_PFI 0.15
+/* Real uncapped runs on one GPU (h200-uncapped/measured.csv with a job file
+ * per row under jobs/): what was measured, means over the training window. */
+struct pflex_calib_real {
+    char name[64];
+    struct pflex_job_desc desc;
+    double tokens_per_s, power_w, sm_clock_mhz;
+    double dram_active, tensor_active, sm_active, mem_copy_util;    /* DCGM meanings */
+};
+struct pflex_calib_reals {
+    size_t n;
+    struct pflex_calib_real r[PFLEX_CALIB_H200_MAX];
+};
+/* Read data_dir/h200-uncapped (data_dir: the shared data folder).  -1 with
+ * a message when it is not there or malformed. */
+int pflex_calib_reals_load(const char *data_dir, struct pflex_calib_reals *out,
+                           pflex_error_t *err);
+
+#define PFLEX_CALIB_MAX_RESIDUALS 256
+
+/* Weights of the residuals: 1 sigma of what each measurement repeats to,
+ * or of the model error that is tolerated where the measurement repeats
+ * better (docs/sim-model.md section 5). */
+#define PFLEX_CALIB_SIGMA_T 0.01        /* an Emerald normalised throughput */
 #define PFLEX_CALIB_SIGMA_P 0.02        /* relative, the power drawn at one Emerald cap */
 #define PFLEX_CALIB_SIGMA_TPUT 0.10     /* log, an absolute throughput of another software stack */
+#define PFLEX_CALIB_SIGMA_REAL_TPUT 0.05    /* log, a real run's tokens/s */
+#define PFLEX_CALIB_SIGMA_REAL_P 0.02       /* relative, its board power */
+#define PFLEX_CALIB_SIGMA_REAL_CLK 0.02     /* relative, its SM clock */
+#define PFLEX_CALIB_SIGMA_REAL_TM 0.03      /* a counter (fraction of time) */
+
+/* The simulated side of one real run. */
+struct pflex_calib_real_sim {
+    double tokens_per_s, power_w, sm_clock_mhz;
+    double dram_active, tensor_active, sm_active, mem_copy_util;
+};
 
 struct pflex_calib_eval {
     size_t n;                               /* residuals */
     double r[PFLEX_CALIB_MAX_RESIDUALS];    /* (simulated - measured) / sigma */
-    int job[PFLEX_CALIB_MAX_RESIDUALS];     /* 0..PFLEX_CALIB_JOBS-1 */
-    double pfi_sim[25], pfi_measured[25];   /* the headline groups' ratio PFI */
+    int job[PFLEX_CALIB_MAX_RESIDUALS];     /* 0..PFLEX_CALIB_JOBS_MAX-1 */
     double rmse_emerald[PFLEX_CALIB_EMERALD_JOBS];  /* normalised T over 200-400 W */
     double power_err_emerald[PFLEX_CALIB_EMERALD_JOBS]; /* relative RMS error of the power drawn */
     double tput_ratio[PFLEX_CALIB_MFU_POINTS];      /* simulated / measured tokens/s per GPU */
+    size_t nreal;
+    struct pflex_calib_real_sim real[PFLEX_CALIB_H200_MAX];     /* the real runs, simulated */
 };
 
 /* The Emerald sweep, read once (path from pflex_calib_emerald_path). */
 int pflex_calib_emerald_load(const char *data_dir, pflex_sweep_t **out, pflex_error_t *err);
 
 /* Residuals of the noise-free model with constants fit against the
- * Emerald sweep (NULL: only the study's PFIs are scored). */
-int pflex_calib_evaluate(const pflex_sweep_t *emerald, const struct pflex_sim_fit *fit,
-                         struct pflex_calib_eval *out, pflex_error_t *err);
+ * measurements (emerald or reals may be NULL: not scored). */
+int pflex_calib_evaluate(const pflex_sweep_t *emerald, const struct pflex_calib_reals *reals,
+                         const struct pflex_sim_fit *fit, struct pflex_calib_eval *out,
+                         pflex_error_t *err);
+
+/* --- the judge: PFIs the fit never saw ------------------------------------ */
+
+/* The study fleet's groups simulated noise-free with constants fit: each
+ * group's ratio PFI (NaN where no cap binds), and over the 25 headline
+ * groups (PAPER.md section 4) the mean |error| and Spearman's rho against
+ * the study's.  Out of sample: no PFI enters the calibration. */
+struct pflex_calib_judge {
+    size_t n;                   /* study groups (35) */
+    double pfi_sim[64], pfi_measured[64];     /* measured: NaN where unpublished */
+    int split[64];              /* enum pflex_fleet_split */
+    double headline_mae, headline_rmse, headline_rho;
+    double cluster_median_sim[3], cluster_median_measured[3];  /* dense, MoE PT, MoE LoRA */
+};
+int pflex_calib_judge(const struct pflex_sim_fit *fit, struct pflex_calib_judge *out,
+                      pflex_error_t *err);
 
 #endif

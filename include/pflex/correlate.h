@@ -27,6 +27,10 @@ int pflex_correlate(const double *x, const double *y, size_t n, size_t nf, unsig
                     unsigned long seed, double level, struct pflex_corr_row *out,
                     pflex_error_t *err);
 
+/* The order in which to show rows[0..n): by |Spearman r| from the largest,
+ * rows without one (NaN) last, ties by index.  Fills order[0..n). */
+void pflex_corr_rank(const struct pflex_corr_row *rows, size_t n, size_t *order);
+
 /* Pearson and Spearman (average ranks for ties) of x[0..n), y[0..n). */
 double pflex_pearson(const double *x, const double *y, size_t n);
 double pflex_spearman(const double *x, const double *y, size_t n);

@@ -82,6 +82,12 @@ int pflex_features_from_telemetry(const pflex_tm_t *t, const struct pflex_feat_o
  * maximum SM clock (NULL: the highest SM clock of the sweep). */
 void pflex_features_from_sweep_job(const struct pflex_sweep_job *j, struct pflex_job_features *out);
 
+/* Append to s the features of every job of a sweep (from its telemetry
+ * columns; path names the sweep in messages).  Returns 0, or -1 with err
+ * when the sweep has no telemetry column or memory runs out. */
+int pflex_features_add_sweep(struct pflex_feat_set *s, const pflex_sweep_t *sw, const char *path,
+                             pflex_error_t *err);
+
 void pflex_feat_set_fini(struct pflex_feat_set *s);
 
 /* The maximum SM clock of a GPU model name ("NVIDIA H200", "H100-SXM"),

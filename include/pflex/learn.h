@@ -83,6 +83,25 @@ int pflex_learn_observe(pflex_learn_t *l, double cap_w, double power_w, double t
 size_t pflex_learn_count(const pflex_learn_t *l);
 size_t pflex_learn_bins(const pflex_learn_t *l);
 
+/* What a learner holds, bin by bin: each non-empty bin's observation
+ * count and running means (cap, power, throughput) with its throughput's
+ * sum of squared deviations.  Another learner of the same cap range and
+ * bin width given them (a standby controller's copy of its leader's) fits
+ * the same curve. */
+struct pflex_learn_bin {
+    unsigned n;
+    double cap_w, power_w, tput, m2;
+};
+/* Up to max non-empty bins into out, from the largest cap down; returns
+ * how many there are (all of them: more than max when out is short). */
+size_t pflex_learn_bins_get(const pflex_learn_t *l, struct pflex_learn_bin *out, size_t max);
+/* Replace every observation with n bins (as pflex_learn_bins_get gives
+ * them).  Fails (and changes nothing) when a bin is malformed: n of 0, a
+ * value not finite or out of range, a cap outside the range, two bins in
+ * one. */
+int pflex_learn_bins_set(pflex_learn_t *l, const struct pflex_learn_bin *b, size_t n,
+                         pflex_error_t *err);
+
 /* The learned curve: n points ascending in x from (0, 0), as the allocator
  * reads curves (pflex/alloc.h), each with its sd, the cap it was seen at
  * (for prior points, the cap that draws P0 (1 - x): that power plus the

@@ -16,7 +16,8 @@ struct pflex_gpu_kind {
     const char *name;           /* "H200-SXM-141GB", ... */
     double min_cap_w, max_cap_w, default_cap_w;    /* settable limits, W: the range is
                                  * pflex/gpukind.h's, the default its highest */
-    double idle_w;              /* board power idle at the active P-state, W */
+    double idle_w;              /* board power of an idle GPU at its lowest SM clock (what
+                                 * nvidia-smi shows on an idle board), W */
     double sm_clock_min_mhz, sm_clock_max_mhz;
     double mem_clock_mhz;
     double mem_bw_gbs;          /* HBM/GDDR bandwidth, GB/s */

@@ -22,7 +22,9 @@
  *    or less: no limit).  An interval with several of them gives the
  *    tightest.  Other payload types are ignored.
  * Each followed interval becomes one target with source "openadr" and id
- * "EVENTID/INTERVALID".
+ * "EVENTID/INTERVALID".  An event is followed whole or not at all: one
+ * malformed part leaves the whole event out.  Two events with one id: the
+ * first in the answer is followed, the other left out (and counted).
  *
  * Reports (`POST /reports`): USAGE (energy over the interval, KWH) and
  * DEMAND (mean power, KW) of one resource over one interval.
@@ -72,8 +74,13 @@ struct pflex_oadr_event {
 typedef struct pflex_oadr_events {
     size_t n;
     struct pflex_oadr_event *ev;
-    size_t skipped;             /* events or intervals left out as malformed */
+    size_t skipped;             /* events or intervals left out: malformed, or an id
+                                 * already seen in the answer */
     char note[256];             /* why the first of them was left out, or "" */
+    char (*refused)[129];       /* the ids of the events left out as malformed */
+    size_t nrefused;
+    size_t kept;                /* pflex_ven_poll: targets of a refused event kept as
+                                 * they were (its last good version) */
 } pflex_oadr_events_t;
 
 void pflex_oadr_events_fini(pflex_oadr_events_t *e);
@@ -123,8 +130,10 @@ int pflex_ven_create(const struct pflex_ven_config *c, pflex_ven_t **out, pflex_
 void pflex_ven_destroy(pflex_ven_t *v);
 
 /* Poll the events: on success the set's "openadr" targets are replaced by
- * what the VTN now asks for (withdrawn events disappear); on any failure
- * the set is left as it was and err says why.  evs as in
+ * what the VTN now asks for (withdrawn events disappear), except that an
+ * event the answer carries malformed keeps its targets as they were (its
+ * last good version: a bad update never releases a limit; evs->kept counts
+ * them); on any failure the set is left as it was and err says why.  evs as in
  * pflex_oadr_parse_events. */
 int pflex_ven_poll(pflex_ven_t *v, const struct pflex_oadr_opts *o, pflex_target_set_t *set,
                    pflex_oadr_events_t *evs, pflex_error_t *err);

@@ -12,6 +12,7 @@
 #define PFLEX_SIM_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "pflex/gpu.h"
 #include "pflex/model.h"
 
@@ -33,20 +34,23 @@ int pflex_sim_job_create(const struct pflex_job_desc *d, uint64_t seed,
                          pflex_sim_job_t **out, pflex_error_t *err);
 void pflex_sim_job_destroy(pflex_sim_job_t *j);
 
-/* The model's few fitted constants (docs/sim-model.md section 4; fitted by
- * `make calibrate`, tools/calibrate.c).  Everything else is set from
- * datasheets and the literature. */
+/* The model's fitted constants (docs/sim-model.md section 5; fitted by
+ * `make calibrate`, tools/calibrate.c, on physical measurements only:
+ * power, clocks, step times and counters, never on a PFI).  Everything
+ * else is set from datasheets and the literature. */
 struct pflex_sim_fit {
-    double k_dyn_ga100;     /* switching power of a full-rate GEMM at the top clock and
-                             * voltage, over the die's budget (kind dyn_budget_w): GA100 */
+    double k_dyn_ga100;     /* switching power of fully busy SMs at the top clock and voltage,
+                             * over the die's budget (kind dyn_budget_w): GA100 */
     double k_dyn_gh100;     /* the same for GH100 (H100, H200) */
-    double a_mem;           /* switching activity of memory-bound kernels, over a GEMM's */
+    double w_tensor;        /* extra switching power of the tensor pipe at full issue, over
+                             * that of busy SMs */
+    double w_fp32;          /* the same for the FP32 CUDA-core pipe */
     double eager_mult;      /* elementwise DRAM traffic of unfused eager kernels over fused */
     double eta_dp;          /* share of the compute time that hides data-parallel traffic */
-    double v_ratio_gh100;   /* GH100's V-f floor, V at the lowest clock over V at the top
-                             * (not public; GA100's, 0.798, was fitted to the Emerald curves) */
-    double f_knee_gh100;    /* GH100's V-f knee, fraction of the top clock (not public;
-                             * GA100's is 0.577) */
+    double py_op_s;         /* host time of one operator of an eager Transformers model, s */
+    double u_busy;          /* MEM_COPY_UTIL: the share of the DRAM bandwidth a kernel must
+                             * stream to keep the memory busy all of the time */
+    double eff_gemm;        /* achieved fraction of the tensor peak in large GEMMs */
 };
 extern const struct pflex_sim_fit pflex_sim_fit_default;     /* the constants in the source */
 
@@ -136,5 +140,16 @@ struct pflex_sim_breakdown {
 };
 int pflex_sim_job_breakdown(pflex_sim_job_t *j, double cap_w, struct pflex_sim_breakdown *out,
                             pflex_error_t *err);
+
+/* A simulated sweep as a sweep CSV with telemetry columns (pflex/sweep.h)
+ * on f: the header, then for each of caps[0..ncaps) in order, repeats
+ * measurements (pflex_sim_job_measure), each a row labelled with d's name,
+ * GPU and GPU count.  on_cap (NULL: none) is called with arg and the cap's
+ * index before its measurements.  Returns 0; -1 with err when a
+ * measurement fails; PFLEX_SIM_WRITE_FAILED when writing to f failed. */
+#define PFLEX_SIM_WRITE_FAILED (-2)
+int pflex_sim_sweep_write(pflex_sim_job_t *j, const struct pflex_job_desc *d, const double *caps,
+                          int ncaps, int repeats, FILE *f, void (*on_cap)(void *arg, int i),
+                          void *arg, pflex_error_t *err);
 
 #endif

@@ -20,7 +20,7 @@
  *   duration  "90s", "15m", "2h", "1d", "1h30m", "0", or ISO 8601 "PT15M";
  *             "forever" / "P9999Y" mean no end
  *   target    VALUE[,start=TIME][,end=TIME|,for=DURATION][,ramp=DURATION]
- *             [,priority=N], e.g. "700kW,start=+5m,for=2h,ramp=10m"
+ *             [,priority=N][,confirm=yes], e.g. "700kW,start=+5m,for=2h,ramp=10m"
  * The schedule CSV is described in docs/targets.md.
  *
  * Ownership: a set owns its targets (copied in); fini frees them.
@@ -47,6 +47,8 @@ struct pflex_target {
     uint64_t seq;               /* order added (set by pflex_target_set_add) */
     char source[32];            /* "cli", "schedule", "api", "openadr", ... */
     char id[64];                /* the source's name for it (event id), or "" */
+    int confirm;                /* "confirm=yes": a step the site's ramp rate or floor
+                                 * would refuse is meant (the controller's check) */
 };
 
 typedef struct pflex_target_set {

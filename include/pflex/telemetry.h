@@ -150,6 +150,12 @@ struct pflex_gpu;
 int pflex_tm_sample_gpus(pflex_tm_t *t, struct pflex_gpu *g, const char *host, const char *job,
                          double time_s, pflex_error_t *err);
 
+/* n samples of every GPU of g, interval_ms apart (the first at once, no
+ * wait after the last), each stamped with the wall clock, then the store
+ * sorted (pflex_tm_sort).  Reads only.  Returns 0, or -1 with err. */
+int pflex_tm_sample_gpus_every(pflex_tm_t *t, struct pflex_gpu *g, const char *host,
+                               const char *job, long n, double interval_ms, pflex_error_t *err);
+
 /* True when s looks like a URL pflex fetches. */
 int pflex_tm_is_url(const char *s);
 

@@ -112,6 +112,9 @@ struct agent {
     unsigned njobs;
     double started, last_sample, last_sim;
     unsigned long auth_failures, bad_requests, lease_expired;
+    unsigned long long fence;   /* the highest fencing token a push carried (0: none):
+                                 * a push with a lower one is a deposed leader's */
+    unsigned long fenced;       /* pushes refused for a lower token */
     pflex_http_server_t *http;  /* for the request counts in /metrics */
     pthread_mutex_t lock;       /* all of the above, while serving */
     int lock_ready;

@@ -10,7 +10,9 @@
  *
  * Writes need "Authorization: Bearer TOKEN" (the token file's); reads too
  * with --auth-reads.  A cap request is checked whole before anything is
- * set: one bad entry and nothing changes.
+ * set: one bad entry and nothing changes.  A cap request's "fence" (a
+ * standby controller's leadership token) below the highest seen is a
+ * deposed leader's: 409, nothing changes.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -114,6 +116,7 @@ json_t *agent_status(struct agent *a)
     json_object_set_new(o, "backend", json_string(a->cfg.backend));
     json_object_set_new(o, "uptime_s", json_real(agent_mono_s() - a->started));
     json_object_set_new(o, "max_lease_s", json_real(a->cfg.max_lease_s));
+    json_object_set_new(o, "fence", a->fence ? json_integer((json_int_t)a->fence) : json_null());
     for (unsigned i = 0; i < a->n; i++)
         json_array_append_new(gpus, gpu_json(a, &a->gpu[i]));
     for (unsigned k = 0; k < a->njobs; k++)
@@ -258,6 +261,9 @@ char *agent_metrics(struct agent *a, size_t *len)
     pflex_prom_family(p, "pflex_bad_requests_total", "counter",
                       "Requests refused as malformed or out of range.");
     pflex_prom_sample(p, "pflex_bad_requests_total", NULL, (double)a->bad_requests);
+    pflex_prom_family(p, "pflex_fenced_pushes_total", "counter",
+                      "Cap pushes refused for a fencing token below the highest seen (a deposed leader's).");
+    pflex_prom_sample(p, "pflex_fenced_pushes_total", NULL, (double)a->fenced);
     free(gpu_s);
     free(dev_s);
     char *text = pflex_prom_take(p, len);
@@ -325,6 +331,26 @@ static void put_caps(struct agent *a, const struct pflex_http_request *req,
         list = one;
     }
     json_t *top_lease = json_object_get(doc, "lease_s");
+    /* A controller under a standby sends its leadership's token: one
+     * lower than the highest seen is a deposed leader's, refused whole. */
+    json_t *fj = json_object_get(doc, "fence");
+    if (fj && (!json_is_integer(fj) || json_integer_value(fj) < 0)) {
+        bad(a, resp, "\"fence\" must be a non-negative integer");
+        json_decref(one);
+        json_decref(doc);
+        return;
+    }
+    unsigned long long fence = fj ? (unsigned long long)json_integer_value(fj) : 0;
+    if (fj && fence < a->fence) {
+        a->fenced++;
+        agent_log("refused PUT /v1/caps from %s: fence %llu is below %llu (a deposed leader)", req->peer,
+                  fence, a->fence);
+        pflex_http_respond_error(resp, 409, "fence %llu is below %llu: a newer leader pushes caps here",
+                                 fence, a->fence);
+        json_decref(one);
+        json_decref(doc);
+        return;
+    }
     struct planned *plan = calloc(a->n ? a->n : 1, sizeof *plan);
     unsigned n = 0;
     int fail = !plan;
@@ -382,6 +408,8 @@ static void put_caps(struct agent *a, const struct pflex_http_request *req,
         }
     }
     if (!fail) {
+        if (fence > a->fence)
+            a->fence = fence;
         json_t *out = json_object(), *applied = json_array(), *errors = json_array();
         for (unsigned k = 0; k < n; k++) {
             struct planned *pl = &plan[k];

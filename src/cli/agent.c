@@ -169,11 +169,138 @@ static int parse_rate(const char *opt, const char *s, double *out)
     return cli_parse_double(CMD, opt, s, 0, 1e9, out);
 }
 
-int cmd_agent(int argc, char **argv)
+/* What the command line gives, beside the daemon's own configuration. */
+struct agent_opts {
+    struct agent_config cfg;
+    int gpus_given, restore_only, loopback;
+    const char *listen, *port_file, *tls_cert, *tls_key;
+    double gpus, seed, max_body, timeout, read_rate, write_rate;
+    double req_timeout, max_conns, max_conns_ip, threads;
+};
+
+/* The options' codes (agent_options' table, agent_option's cases). */
+enum { O_BACKEND = 256, O_GPUS, O_SIM_JOB, O_SEED, O_SIM_FAIL, O_LIB, O_LISTEN, O_PORT_FILE,
+       O_TOKEN, O_AUTH_READS, O_STATE, O_KEEP, O_JOB_MAP, O_MAX_LEASE, O_INTERVAL, O_TPW,
+       O_MAX_BODY, O_TIMEOUT, O_REQ_TIMEOUT, O_MAX_CONNS, O_MAX_CONNS_IP, O_THREADS, O_READ_RATE, O_WRITE_RATE, O_LABELS, O_JSON, O_RESTORE, O_HOSTNAME, O_TLS_CERT, O_TLS_KEY, O_HELP };
+
+/* One option (getopt_long's code c, its value in optarg) into o.  -1 to
+ * go on, else the exit code. */
+static int agent_option(int c, char **argv, struct agent_opts *o)
 {
-    enum { O_BACKEND = 256, O_GPUS, O_SIM_JOB, O_SEED, O_SIM_FAIL, O_LIB, O_LISTEN, O_PORT_FILE,
-           O_TOKEN, O_AUTH_READS, O_STATE, O_KEEP, O_JOB_MAP, O_MAX_LEASE, O_INTERVAL, O_TPW,
-           O_MAX_BODY, O_TIMEOUT, O_REQ_TIMEOUT, O_MAX_CONNS, O_MAX_CONNS_IP, O_THREADS, O_READ_RATE, O_WRITE_RATE, O_LABELS, O_JSON, O_RESTORE, O_HOSTNAME, O_TLS_CERT, O_TLS_KEY, O_HELP };
+    struct agent_config *cfg = &o->cfg;
+    switch (c) {
+    case O_BACKEND:
+        if (strcmp(optarg, "sim") && strcmp(optarg, "nvml"))
+            return cli_usage_error(CMD, "--backend %s: want sim or nvml", optarg);
+        cfg->backend = optarg;
+        break;
+    case O_GPUS:
+        if (cli_parse_double(CMD, "--gpus", optarg, 1, AGENT_MAX_GPUS, &o->gpus))
+            return PFLEX_EXIT_BAD_INPUT;
+        if (o->gpus != (unsigned)o->gpus)
+            return cli_usage_error(CMD, "--gpus %s: a whole number", optarg);
+        cfg->gpus = (unsigned)o->gpus;
+        o->gpus_given = 1;
+        break;
+    case O_SIM_JOB: cfg->sim_job = optarg; break;
+    case O_SEED:
+        if (cli_parse_double(CMD, "--seed", optarg, 0, 9007199254740992.0, &o->seed))
+            return PFLEX_EXIT_BAD_INPUT;
+        cfg->seed = (uint64_t)o->seed;
+        break;
+    case O_SIM_FAIL: {
+        unsigned g;
+        double s;
+        char tail;
+        if (sscanf(optarg, "%u@%lf%c", &g, &s, &tail) != 2 || !(s >= 0))
+            return cli_usage_error(CMD, "--sim-fail %s: want GPU@SECONDS, e.g. 3@5", optarg);
+        cfg->sim_fail_gpu = (int)g;
+        cfg->sim_fail_after_s = s;
+        break;
+    }
+    case O_LIB: cfg->nvml_lib = optarg; break;
+    case O_HOSTNAME: {
+        size_t n = strlen(optarg);
+        if (n == 0 || n > 63 || strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                       "0123456789-_.") != n)
+            return cli_usage_error(CMD, "--hostname %s: 1 to 63 letters, digits, '-', '_' or '.'",
+                                   optarg);
+        cfg->hostname = optarg;
+        break;
+    }
+    case O_LISTEN: o->listen = optarg; break;
+    case O_TLS_CERT: o->tls_cert = optarg; break;
+    case O_TLS_KEY: o->tls_key = optarg; break;
+    case O_PORT_FILE: o->port_file = optarg; break;
+    case O_TOKEN: cfg->token_file = optarg; break;
+    case O_AUTH_READS: cfg->auth_reads = 1; break;
+    case O_STATE: cfg->state_dir = optarg; break;
+    case O_KEEP: cfg->keep_found = 1; break;
+    case O_JOB_MAP: cfg->job_map = optarg; break;
+    case O_MAX_LEASE:
+        if (cli_parse_double(CMD, "--max-lease", optarg, 1, 31536000, &cfg->max_lease_s))
+            return PFLEX_EXIT_BAD_INPUT;
+        break;
+    case O_INTERVAL:
+        if (cli_parse_double(CMD, "--interval", optarg, 0.01, 3600, &cfg->interval_s))
+            return PFLEX_EXIT_BAD_INPUT;
+        break;
+    case O_TPW:
+        if (cli_parse_double(CMD, "--throughput-window", optarg, 0.1, 86400, &cfg->tp_window_s))
+            return PFLEX_EXIT_BAD_INPUT;
+        break;
+    case O_MAX_BODY:
+        if (cli_parse_double(CMD, "--max-body", optarg, 64, 16777216, &o->max_body))
+            return PFLEX_EXIT_BAD_INPUT;
+        break;
+    case O_TIMEOUT:
+        if (cli_parse_double(CMD, "--client-timeout", optarg, 1, 3600, &o->timeout))
+            return PFLEX_EXIT_BAD_INPUT;
+        break;
+    case O_REQ_TIMEOUT:
+        if (cli_parse_double(CMD, "--request-timeout", optarg, 0.1, 3600, &o->req_timeout))
+            return PFLEX_EXIT_BAD_INPUT;
+        break;
+    case O_MAX_CONNS:
+    case O_MAX_CONNS_IP:
+    case O_THREADS: {
+        const char *name = c == O_MAX_CONNS ? "--max-conns"
+                           : c == O_MAX_CONNS_IP ? "--max-conns-per-ip" : "--threads";
+        double *v = c == O_MAX_CONNS ? &o->max_conns : c == O_MAX_CONNS_IP ? &o->max_conns_ip
+                                                                        : &o->threads;
+        if (cli_parse_double(CMD, name, optarg, 1, c == O_THREADS ? 256 : 65536, v))
+            return PFLEX_EXIT_BAD_INPUT;
+        if (*v != (unsigned)*v)
+            return cli_usage_error(CMD, "%s %s: a whole number", name, optarg);
+        break;
+    }
+    case O_READ_RATE:
+        if (parse_rate("--read-rate", optarg, &o->read_rate))
+            return PFLEX_EXIT_BAD_INPUT;
+        break;
+    case O_WRITE_RATE:
+        if (parse_rate("--write-rate", optarg, &o->write_rate))
+            return PFLEX_EXIT_BAD_INPUT;
+        break;
+    case O_JSON: agent_log_json = 1; break;
+    case O_RESTORE: o->restore_only = 1; break;
+    case O_LABELS:
+        if (strcmp(optarg, "dcgm") && strcmp(optarg, "prometheus"))
+            return cli_usage_error(CMD, "--label-style %s: want dcgm or prometheus", optarg);
+        cfg->snake_labels = !strcmp(optarg, "prometheus");
+        break;
+    case 'h':
+    case O_HELP: return cli_help(help_text);
+    case ':': return cli_usage_error(CMD, "%s needs a value", argv[optind - 1]);
+    default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
+    }
+    return -1;
+}
+
+/* The options into o, checked, with the environment's defaults.  -1 to
+ * go on, else the exit code (--help, a bad option). */
+static int agent_options(int argc, char **argv, struct agent_opts *o)
+{
     static const struct option longopts[] = {
         {"backend", required_argument, NULL, O_BACKEND},
         {"gpus", required_argument, NULL, O_GPUS},
@@ -208,154 +335,55 @@ int cmd_agent(int argc, char **argv)
         {"help", no_argument, NULL, O_HELP},
         {0, 0, 0, 0},
     };
-    int gpus_given = 0, restore_only = 0;
-    struct agent_config cfg = {.gpus = 8, .seed = 1, .max_lease_s = 86400, .interval_s = 1,
-                               .tp_window_s = 30, .sim_fail_gpu = -1};
-    const char *listen = "127.0.0.1:9410", *port_file = NULL, *tls_cert = NULL, *tls_key = NULL;
-    double gpus = 8, seed = 1, max_body = 65536, timeout = 10, read_rate = 100, write_rate = 20;
-    double req_timeout = 5, max_conns = 64, max_conns_ip = 16, threads = 4;
+    struct agent_config *cfg = &o->cfg;
+    *o = (struct agent_opts){
+        .cfg = {.gpus = 8, .seed = 1, .max_lease_s = 86400, .interval_s = 1,
+                .tp_window_s = 30, .sim_fail_gpu = -1},
+        .listen = "127.0.0.1:9410", .gpus = 8, .seed = 1, .max_body = 65536, .timeout = 10,
+        .read_rate = 100, .write_rate = 20, .req_timeout = 5, .max_conns = 64,
+        .max_conns_ip = 16, .threads = 4,
+    };
     optind = 0;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        switch (c) {
-        case O_BACKEND:
-            if (strcmp(optarg, "sim") && strcmp(optarg, "nvml"))
-                return cli_usage_error(CMD, "--backend %s: want sim or nvml", optarg);
-            cfg.backend = optarg;
-            break;
-        case O_GPUS:
-            if (cli_parse_double(CMD, "--gpus", optarg, 1, AGENT_MAX_GPUS, &gpus))
-                return PFLEX_EXIT_BAD_INPUT;
-            if (gpus != (unsigned)gpus)
-                return cli_usage_error(CMD, "--gpus %s: a whole number", optarg);
-            cfg.gpus = (unsigned)gpus;
-            gpus_given = 1;
-            break;
-        case O_SIM_JOB: cfg.sim_job = optarg; break;
-        case O_SEED:
-            if (cli_parse_double(CMD, "--seed", optarg, 0, 9007199254740992.0, &seed))
-                return PFLEX_EXIT_BAD_INPUT;
-            cfg.seed = (uint64_t)seed;
-            break;
-        case O_SIM_FAIL: {
-            unsigned g;
-            double s;
-            char tail;
-            if (sscanf(optarg, "%u@%lf%c", &g, &s, &tail) != 2 || !(s >= 0))
-                return cli_usage_error(CMD, "--sim-fail %s: want GPU@SECONDS, e.g. 3@5", optarg);
-            cfg.sim_fail_gpu = (int)g;
-            cfg.sim_fail_after_s = s;
-            break;
-        }
-        case O_LIB: cfg.nvml_lib = optarg; break;
-        case O_HOSTNAME: {
-            size_t n = strlen(optarg);
-            if (n == 0 || n > 63 || strspn(optarg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                           "0123456789-_.") != n)
-                return cli_usage_error(CMD, "--hostname %s: 1 to 63 letters, digits, '-', '_' or '.'",
-                                       optarg);
-            cfg.hostname = optarg;
-            break;
-        }
-        case O_LISTEN: listen = optarg; break;
-        case O_TLS_CERT: tls_cert = optarg; break;
-        case O_TLS_KEY: tls_key = optarg; break;
-        case O_PORT_FILE: port_file = optarg; break;
-        case O_TOKEN: cfg.token_file = optarg; break;
-        case O_AUTH_READS: cfg.auth_reads = 1; break;
-        case O_STATE: cfg.state_dir = optarg; break;
-        case O_KEEP: cfg.keep_found = 1; break;
-        case O_JOB_MAP: cfg.job_map = optarg; break;
-        case O_MAX_LEASE:
-            if (cli_parse_double(CMD, "--max-lease", optarg, 1, 31536000, &cfg.max_lease_s))
-                return PFLEX_EXIT_BAD_INPUT;
-            break;
-        case O_INTERVAL:
-            if (cli_parse_double(CMD, "--interval", optarg, 0.01, 3600, &cfg.interval_s))
-                return PFLEX_EXIT_BAD_INPUT;
-            break;
-        case O_TPW:
-            if (cli_parse_double(CMD, "--throughput-window", optarg, 0.1, 86400, &cfg.tp_window_s))
-                return PFLEX_EXIT_BAD_INPUT;
-            break;
-        case O_MAX_BODY:
-            if (cli_parse_double(CMD, "--max-body", optarg, 64, 16777216, &max_body))
-                return PFLEX_EXIT_BAD_INPUT;
-            break;
-        case O_TIMEOUT:
-            if (cli_parse_double(CMD, "--client-timeout", optarg, 1, 3600, &timeout))
-                return PFLEX_EXIT_BAD_INPUT;
-            break;
-        case O_REQ_TIMEOUT:
-            if (cli_parse_double(CMD, "--request-timeout", optarg, 0.1, 3600, &req_timeout))
-                return PFLEX_EXIT_BAD_INPUT;
-            break;
-        case O_MAX_CONNS:
-        case O_MAX_CONNS_IP:
-        case O_THREADS: {
-            const char *name = c == O_MAX_CONNS ? "--max-conns"
-                               : c == O_MAX_CONNS_IP ? "--max-conns-per-ip" : "--threads";
-            double *v = c == O_MAX_CONNS ? &max_conns : c == O_MAX_CONNS_IP ? &max_conns_ip
-                                                                            : &threads;
-            if (cli_parse_double(CMD, name, optarg, 1, c == O_THREADS ? 256 : 65536, v))
-                return PFLEX_EXIT_BAD_INPUT;
-            if (*v != (unsigned)*v)
-                return cli_usage_error(CMD, "%s %s: a whole number", name, optarg);
-            break;
-        }
-        case O_READ_RATE:
-            if (parse_rate("--read-rate", optarg, &read_rate))
-                return PFLEX_EXIT_BAD_INPUT;
-            break;
-        case O_WRITE_RATE:
-            if (parse_rate("--write-rate", optarg, &write_rate))
-                return PFLEX_EXIT_BAD_INPUT;
-            break;
-        case O_JSON: agent_log_json = 1; break;
-        case O_RESTORE: restore_only = 1; break;
-        case O_LABELS:
-            if (strcmp(optarg, "dcgm") && strcmp(optarg, "prometheus"))
-                return cli_usage_error(CMD, "--label-style %s: want dcgm or prometheus", optarg);
-            cfg.snake_labels = !strcmp(optarg, "prometheus");
-            break;
-        case 'h':
-        case O_HELP: return cli_help(help_text);
-        case ':': return cli_usage_error(CMD, "%s needs a value", argv[optind - 1]);
-        default: return cli_usage_error(CMD, "unknown option '%s'", argv[optind - 1]);
-        }
-    }
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1)
+        if ((c = agent_option(c, argv, o)) >= 0)
+            return c;
     if (optind < argc)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
-    if (!cfg.backend)
+    if (!cfg->backend)
         return cli_usage_error(CMD, "--backend sim|nvml is required");
-    if (gpus_given && strcmp(cfg.backend, "sim"))
+    if (o->gpus_given && strcmp(cfg->backend, "sim"))
         return cli_usage_error(CMD, "--gpus is the sim backend's GPU count; the nvml backend "
                                "owns every GPU NVML sees");
-    int loop = pflex_http_listen_is_loopback(listen);
-    if (loop < 0)
-        return cli_usage_error(CMD, "--listen %s: want ADDR:PORT, e.g. 127.0.0.1:9410", listen);
-    if ((tls_cert || tls_key) && !(tls_cert && tls_key))
+    o->loopback = pflex_http_listen_is_loopback(o->listen);
+    if (o->loopback < 0)
+        return cli_usage_error(CMD, "--listen %s: want ADDR:PORT, e.g. 127.0.0.1:9410", o->listen);
+    if ((o->tls_cert || o->tls_key) && !(o->tls_cert && o->tls_key))
         return cli_usage_error(CMD, "--tls-cert and --tls-key go together");
-    if (tls_cert) {
+    if (o->tls_cert) {
         pflex_error_t e0;
-        if (pflex_http_tls_check(tls_cert, tls_key, &e0) < 0) {
+        if (pflex_http_tls_check(o->tls_cert, o->tls_key, &e0) < 0) {
             cli_error(CMD, "%s", e0.text);
             return PFLEX_EXIT_BAD_INPUT;
         }
     }
-    if (!strcmp(cfg.backend, "nvml") && !cfg.nvml_lib) {
+    if (!strcmp(cfg->backend, "nvml") && !cfg->nvml_lib) {
         const char *env = getenv("PFLEX_NVML_LIB");
-        cfg.nvml_lib = env && *env ? env : PFLEX_NVML_LIB_DEFAULT;
+        cfg->nvml_lib = env && *env ? env : PFLEX_NVML_LIB_DEFAULT;
     }
-    if (!cfg.state_dir) {
+    if (!cfg->state_dir) {
         const char *env = getenv("PFLEX_STATE_DIR");
-        cfg.state_dir = env && *env ? env : PFLEX_GUARD_DIR_DEFAULT;
+        cfg->state_dir = env && *env ? env : PFLEX_GUARD_DIR_DEFAULT;
     }
+    return -1;
+}
 
-    /* Signals before the first limit can change: every fatal one stops
-     * the loop (which restores); SIGPIPE is ignored (a client that goes
-     * away is libmicrohttpd's business); SIGHUP reloads. */
+/* Signals before the first limit can change: every fatal one stops
+ * the loop (which restores); SIGPIPE is ignored (a client that goes
+ * away is libmicrohttpd's business); SIGHUP reloads. */
+static void agent_signals(void)
+{
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sigemptyset(&sa.sa_mask);
@@ -365,76 +393,72 @@ int cmd_agent(int argc, char **argv)
         sa.sa_handler = sigs[s] == SIGPIPE ? SIG_IGN : sigs[s] == SIGHUP ? on_reload : on_stop;
         sigaction(sigs[s], &sa, NULL);
     }
+}
 
-    static struct agent a;
+/* The HTTP API on o->listen, said in the log and written to --port-file.
+ * -1 with *srv set, else the exit code (a is closed then). */
+static int agent_serve(struct agent *a, const struct agent_opts *o, pflex_http_server_t **srv)
+{
     pflex_error_t err;
-    int rc = agent_open(&a, &cfg, &err);
-    if (rc) {
-        cli_error(CMD, "%s", err.text);
-        agent_close(&a, NULL);
-        return PFLEX_EXIT_INTERNAL;
-    }
-    struct agent_close_report rep;
-    if (restore_only) {
-        /* Opening the guards restored what a dead agent left (and any cap
-         * left behind): say what the limits read now, stop. */
-        agent_close(&a, &rep);
-        return closing_said(&rep, "--restore-only", cfg.state_dir);
-    }
     struct pflex_http_limits lim = {
-        .max_body = (size_t)max_body, .timeout_s = (unsigned)timeout,
-        .request_timeout_s = req_timeout, .max_conns = (unsigned)max_conns,
-        .per_peer_conns = (unsigned)max_conns_ip, .threads = (unsigned)threads,
+        .max_body = (size_t)o->max_body, .timeout_s = (unsigned)o->timeout,
+        .request_timeout_s = o->req_timeout, .max_conns = (unsigned)o->max_conns,
+        .per_peer_conns = (unsigned)o->max_conns_ip, .threads = (unsigned)o->threads,
         .log = http_log,
-        .read_rate = read_rate, .read_burst = 2 * read_rate,
-        .write_rate = write_rate, .write_burst = 2 * write_rate,
-        .tls_cert_file = tls_cert, .tls_key_file = tls_key,
+        .read_rate = o->read_rate, .read_burst = 2 * o->read_rate,
+        .write_rate = o->write_rate, .write_burst = 2 * o->write_rate,
+        .tls_cert_file = o->tls_cert, .tls_key_file = o->tls_key,
     };
-    pflex_http_server_t *srv;
-    /* Held until a.http is set: the pool may answer at once. */
-    pthread_mutex_lock(&a.lock);
-    if (pflex_http_server_start(listen, &lim, agent_api, &a, &srv, &err)) {
-        pthread_mutex_unlock(&a.lock);
+    /* Held until a->http is set: the pool may answer at once. */
+    pthread_mutex_lock(&a->lock);
+    if (pflex_http_server_start(o->listen, &lim, agent_api, a, srv, &err)) {
+        pthread_mutex_unlock(&a->lock);
         cli_error(CMD, "%s", err.text);
-        agent_close(&a, NULL);
-        return tls_cert ? PFLEX_EXIT_BAD_INPUT : PFLEX_EXIT_INTERNAL;
+        agent_close(a, NULL);
+        return o->tls_cert ? PFLEX_EXIT_BAD_INPUT : PFLEX_EXIT_INTERNAL;
     }
-    a.http = srv;
-    pthread_mutex_unlock(&a.lock);
-    unsigned port = pflex_http_server_port(srv);
+    a->http = *srv;
+    pthread_mutex_unlock(&a->lock);
+    unsigned port = pflex_http_server_port(*srv);
     unsigned up = 0;
-    for (unsigned i = 0; i < a.n; i++)
-        up += a.gpu[i].ok;
+    for (unsigned i = 0; i < a->n; i++)
+        up += a->gpu[i].ok;
     agent_log("%s backend, %u GPU%s (%u answering), state in %s; listening on %s (port %u, %s)%s",
-              cfg.backend, a.n, a.n == 1 ? "" : "s", up, cfg.state_dir, listen, port,
-              tls_cert ? "HTTPS" : "HTTP",
-              a.have_token ? "" : "; no --token-file: read-only");
-    if (!loop && !a.have_token)
+              o->cfg.backend, a->n, a->n == 1 ? "" : "s", up, o->cfg.state_dir, o->listen, port,
+              o->tls_cert ? "HTTPS" : "HTTP",
+              a->have_token ? "" : "; no --token-file: read-only");
+    if (!o->loopback && !a->have_token)
         agent_log("warning: listening beyond loopback with no token: anyone who reaches %s "
-                  "reads this node's telemetry", listen);
-    if (port_file) {
+                  "reads this node's telemetry", o->listen);
+    if (o->port_file) {
         char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", port_file, (long)getpid());
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", o->port_file, (long)getpid());
         FILE *f = fopen(tmp, "w");
-        if (!f || fprintf(f, "%u\n", port) < 0 || fclose(f) != 0 || rename(tmp, port_file)) {
-            cli_error(CMD, "--port-file %s: %s", port_file, strerror(errno));
+        if (!f || fprintf(f, "%u\n", port) < 0 || fclose(f) != 0 || rename(tmp, o->port_file)) {
+            cli_error(CMD, "--port-file %s: %s", o->port_file, strerror(errno));
             unlink(tmp);
-            pflex_http_server_stop(srv);
-            agent_close(&a, NULL);
+            pflex_http_server_stop(*srv);
+            agent_close(a, NULL);
             return PFLEX_EXIT_INTERNAL;
         }
     }
+    return -1;
+}
 
-    /* systemd (Type=notify): ready once the API listens and every limit
-     * is restored or loaded; then a watchdog ping from this loop only,
-     * each time it has gone round (a hung or stopped agent goes silent and
-     * systemd kills it; ExecStopPost restores). */
+/* systemd (Type=notify): ready once the API listens and every limit
+ * is restored or loaded; then a watchdog ping from this loop only,
+ * each time it has gone round (a hung or stopped agent goes silent and
+ * systemd kills it; ExecStopPost restores).  Serves until a stopping
+ * signal or a server error. */
+static void agent_loop(struct agent *a, const struct agent_opts *o, pflex_http_server_t *srv)
+{
+    pflex_error_t err;
     const char *notify = getenv("NOTIFY_SOCKET");
     double watchdog_s = pflex_sd_watchdog_s(getenv("WATCHDOG_USEC"), getenv("WATCHDOG_PID"));
     double pinged = pflex_mono_s();
     char ready[300];
-    snprintf(ready, sizeof ready, "READY=1\nSTATUS=serving %u GPU%s on %s (port %u)", a.n,
-             a.n == 1 ? "" : "s", listen, port);
+    snprintf(ready, sizeof ready, "READY=1\nSTATUS=serving %u GPU%s on %s (port %u)", a->n,
+             a->n == 1 ? "" : "s", o->listen, pflex_http_server_port(srv));
     if (pflex_sd_notify(notify, ready, &err) < 0)
         agent_log("%s", err.text);
     while (!stop_signal) {
@@ -447,23 +471,50 @@ int cmd_agent(int argc, char **argv)
             agent_log("%s", err.text);
             break;
         }
-        pthread_mutex_lock(&a.lock);
-        agent_tick(&a);
+        pthread_mutex_lock(&a->lock);
+        agent_tick(a);
         if (reload_signal) {
             reload_signal = 0;
-            if (agent_load_token(&a, &err) || agent_load_job_map(&a, &err))
+            if (agent_load_token(a, &err) || agent_load_job_map(a, &err))
                 agent_log("SIGHUP: reload failed, keeping what was loaded: %s", err.text);
             else
                 agent_log("SIGHUP: token file and job map reloaded");
-            agent_changed(&a);
+            agent_changed(a);
         }
-        pthread_mutex_unlock(&a.lock);
+        pthread_mutex_unlock(&a->lock);
     }
     pflex_sd_notify(notify, "STOPPING=1", NULL);
+}
+
+int cmd_agent(int argc, char **argv)
+{
+    static struct agent_opts o;
+    int rc = agent_options(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    agent_signals();
+    static struct agent a;
+    pflex_error_t err;
+    if (agent_open(&a, &o.cfg, &err)) {
+        cli_error(CMD, "%s", err.text);
+        agent_close(&a, NULL);
+        return PFLEX_EXIT_INTERNAL;
+    }
+    struct agent_close_report rep;
+    if (o.restore_only) {
+        /* Opening the guards restored what a dead agent left (and any cap
+         * left behind): say what the limits read now, stop. */
+        agent_close(&a, &rep);
+        return closing_said(&rep, "--restore-only", o.cfg.state_dir);
+    }
+    pflex_http_server_t *srv;
+    if ((rc = agent_serve(&a, &o, &srv)) >= 0)
+        return rc;
+    agent_loop(&a, &o, srv);
     if (stop_signal)
         agent_log("stopping on signal %d (%s): restoring every GPU", (int)stop_signal,
                   strsignal(stop_signal));
     pflex_http_server_stop(srv);
     agent_close(&a, &rep);
-    return closing_said(&rep, "stopped", cfg.state_dir);
+    return closing_said(&rep, "stopped", o.cfg.state_dir);
 }

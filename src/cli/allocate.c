@@ -83,17 +83,6 @@ struct out {
     size_t clamped;             /* caps clamped to the settable range */
 };
 
-static size_t count_clamped(const pflex_alloc_input_t *in, const struct pflex_alloc_plan *pl)
-{
-    size_t n = 0;
-    for (size_t k = 0; k < in->njobs; k++) {
-        struct pflex_alloc_cap c;
-        pflex_alloc_cap(&in->jobs[k], &in->caps[k], pl->x[k], &c);
-        n += (size_t)c.clamped;
-    }
-    return n;
-}
-
 /* The plan's totals, as the JSON document's head. */
 static json_t *plan_head_json(const struct out *o)
 {
@@ -462,7 +451,7 @@ int cmd_allocate(int argc, char **argv)
     }
     struct out o = {.in = in, .pl = &plan, .by = site.src.by,
                     .progress = site.objective == PFLEX_OBJECTIVE_PROGRESS};
-    o.clamped = count_clamped(in, &plan);
+    o.clamped = pflex_alloc_plan_clamped(in, &plan);
     if (json) {
         if (plan_json(&o) < 0)
             rc = PFLEX_EXIT_INTERNAL;

@@ -34,18 +34,6 @@ static const char help[] =
 "\n"
 "exit: 0 ok, 2 bad input (file:line: what is wrong on stderr), 1 system error.\n";
 
-static const struct pflex_corr_row *sort_rows;
-static int by_abs_spearman(const void *a, const void *b)
-{
-    int i = *(const int *)a, j = *(const int *)b;
-    double x = fabs(sort_rows[i].spearman.r), y = fabs(sort_rows[j].spearman.r);
-    if (isnan(x) != isnan(y))
-        return isnan(x) ? 1 : -1;
-    if (!isnan(x) && x != y)
-        return x > y ? -1 : 1;
-    return (i > j) - (i < j);
-}
-
 static void pv(double v, const char *fmt)
 {
     if (!isnan(v))
@@ -59,6 +47,88 @@ static void bar(double r)
     memset(b, r < 0 ? '-' : '+', (size_t)n);
     b[n] = 0;
     printf(" %-20s", b);
+}
+
+/* What every output shows: the rows, their order, the run's settings. */
+struct corr_out {
+    const struct pflex_corr_row *rows;
+    const size_t *order;
+    size_t with_pfi;
+    double boot, seed, level;
+};
+
+static int print_json(const struct corr_out *c)
+{
+    const struct pflex_corr_row *rows = c->rows;
+    const size_t *order = c->order;
+    json_t *doc = json_object(), *arr = json_array();
+    json_object_set_new(doc, "target", json_string("pfi_ratio"));
+    json_object_set_new(doc, "jobs", json_integer((json_int_t)c->with_pfi));
+    json_object_set_new(doc, "boot", json_integer((json_int_t)c->boot));
+    json_object_set_new(doc, "seed", json_integer((json_int_t)c->seed));
+    json_object_set_new(doc, "level", json_real(c->level));
+    for (int k = 0; k < PFLEX_FEAT_COUNT; k++) {
+        const struct pflex_corr_row *r = &rows[order[k]];
+        json_t *o = json_object();
+        json_object_set_new(o, "feature", json_string(pflex_feat_name(order[k])));
+        json_object_set_new(o, "unit", json_string(pflex_feat_unit(order[k])));
+        json_object_set_new(o, "n", json_integer((json_int_t)r->n));
+        const struct pflex_corr *cc[2] = {&r->pearson, &r->spearman};
+        const char *nm[2] = {"pearson", "spearman"};
+        for (int m = 0; m < 2; m++) {
+            json_t *q = json_object();
+            json_object_set_new(q, "r", cli_json_real(cc[m]->r));
+            json_object_set_new(q, "lo", cli_json_real(cc[m]->lo));
+            json_object_set_new(q, "hi", cli_json_real(cc[m]->hi));
+            json_object_set_new(q, "p", cli_json_real(cc[m]->p));
+            json_object_set_new(q, "q", cli_json_real(cc[m]->q));
+            json_object_set_new(o, nm[m], q);
+        }
+        json_array_append_new(arr, o);
+    }
+    json_object_set_new(doc, "features", arr);
+    return cli_json_print(doc);
+}
+
+static void print_csv(const struct corr_out *c)
+{
+    const struct pflex_corr_row *rows = c->rows;
+    const size_t *order = c->order;
+    printf("feature,unit,n,pearson,pearson_lo,pearson_hi,pearson_p,pearson_q,spearman,"
+           "spearman_lo,spearman_hi,spearman_p,spearman_q\n");
+    for (int k = 0; k < PFLEX_FEAT_COUNT; k++) {
+        const struct pflex_corr_row *r = &rows[order[k]];
+        printf("%s,%s,%zu", pflex_feat_name(order[k]), pflex_feat_unit(order[k]), r->n);
+        const struct pflex_corr *cc[2] = {&r->pearson, &r->spearman};
+        for (int m = 0; m < 2; m++) {
+            double v[5] = {cc[m]->r, cc[m]->lo, cc[m]->hi, cc[m]->p, cc[m]->q};
+            for (int i = 0; i < 5; i++) {
+                putchar(',');
+                pv(v[i], "%.6g");
+            }
+        }
+        putchar('\n');
+    }
+}
+
+static void print_table(const struct corr_out *c)
+{
+    const struct pflex_corr_row *rows = c->rows;
+    const size_t *order = c->order;
+    printf("%-18s %4s %8s %17s %9s %8s %17s %9s  %s\n", "feature", "n", "spearman",
+           "interval", "q", "pearson", "interval", "q", "|spearman|");
+    for (int k = 0; k < PFLEX_FEAT_COUNT; k++) {
+        const struct pflex_corr_row *r = &rows[order[k]];
+        char s1[40], s2[40];
+        snprintf(s1, sizeof s1, "[%6.3f, %6.3f]", r->spearman.lo, r->spearman.hi);
+        snprintf(s2, sizeof s2, "[%6.3f, %6.3f]", r->pearson.lo, r->pearson.hi);
+        printf("%-18s %4zu %8.3f %17s %9.2g %8.3f %17s %9.2g ", pflex_feat_name(order[k]),
+               r->n, r->spearman.r, s1, r->spearman.q, r->pearson.r, s2, r->pearson.q);
+        bar(r->spearman.r);
+        putchar('\n');
+    }
+    printf("%zu jobs with a ratio PFI; %.0f%% bootstrap intervals from %.0f resamples, "
+           "seed %.0f; q: Benjamini-Hochberg\n", c->with_pfi, c->level * 100, c->boot, c->seed);
 }
 
 int cmd_correlate(int argc, char **argv)
@@ -110,7 +180,7 @@ int cmd_correlate(int argc, char **argv)
     }
     int rc = PFLEX_EXIT_OK;
     struct pflex_corr_row rows[PFLEX_FEAT_COUNT];
-    int order[PFLEX_FEAT_COUNT];
+    size_t order[PFLEX_FEAT_COUNT];
     size_t with_pfi = 0;
     for (size_t i = 0; i < d.n; i++)
         with_pfi += !isnan(d.pfi[i]);
@@ -125,70 +195,15 @@ int cmd_correlate(int argc, char **argv)
         pflex_dataset_fini(&d);
         return PFLEX_EXIT_INTERNAL;
     }
-    for (int f = 0; f < PFLEX_FEAT_COUNT; f++)
-        order[f] = f;
-    sort_rows = rows;
-    qsort(order, PFLEX_FEAT_COUNT, sizeof *order, by_abs_spearman);
+    pflex_corr_rank(rows, PFLEX_FEAT_COUNT, order);
+    struct corr_out out = {rows, order, with_pfi, boot, seed, level};
     if (json) {
-        json_t *doc = json_object(), *arr = json_array();
-        json_object_set_new(doc, "target", json_string("pfi_ratio"));
-        json_object_set_new(doc, "jobs", json_integer((json_int_t)with_pfi));
-        json_object_set_new(doc, "boot", json_integer((json_int_t)boot));
-        json_object_set_new(doc, "seed", json_integer((json_int_t)seed));
-        json_object_set_new(doc, "level", json_real(level));
-        for (int k = 0; k < PFLEX_FEAT_COUNT; k++) {
-            const struct pflex_corr_row *r = &rows[order[k]];
-            json_t *o = json_object();
-            json_object_set_new(o, "feature", json_string(pflex_feat_name(order[k])));
-            json_object_set_new(o, "unit", json_string(pflex_feat_unit(order[k])));
-            json_object_set_new(o, "n", json_integer((json_int_t)r->n));
-            const struct pflex_corr *cc[2] = {&r->pearson, &r->spearman};
-            const char *nm[2] = {"pearson", "spearman"};
-            for (int m = 0; m < 2; m++) {
-                json_t *q = json_object();
-                json_object_set_new(q, "r", cli_json_real(cc[m]->r));
-                json_object_set_new(q, "lo", cli_json_real(cc[m]->lo));
-                json_object_set_new(q, "hi", cli_json_real(cc[m]->hi));
-                json_object_set_new(q, "p", cli_json_real(cc[m]->p));
-                json_object_set_new(q, "q", cli_json_real(cc[m]->q));
-                json_object_set_new(o, nm[m], q);
-            }
-            json_array_append_new(arr, o);
-        }
-        json_object_set_new(doc, "features", arr);
-        if (cli_json_print(doc) < 0)
+        if (print_json(&out) < 0)
             rc = PFLEX_EXIT_INTERNAL;
     } else if (csv) {
-        printf("feature,unit,n,pearson,pearson_lo,pearson_hi,pearson_p,pearson_q,spearman,"
-               "spearman_lo,spearman_hi,spearman_p,spearman_q\n");
-        for (int k = 0; k < PFLEX_FEAT_COUNT; k++) {
-            const struct pflex_corr_row *r = &rows[order[k]];
-            printf("%s,%s,%zu", pflex_feat_name(order[k]), pflex_feat_unit(order[k]), r->n);
-            const struct pflex_corr *cc[2] = {&r->pearson, &r->spearman};
-            for (int m = 0; m < 2; m++) {
-                double v[5] = {cc[m]->r, cc[m]->lo, cc[m]->hi, cc[m]->p, cc[m]->q};
-                for (int i = 0; i < 5; i++) {
-                    putchar(',');
-                    pv(v[i], "%.6g");
-                }
-            }
-            putchar('\n');
-        }
+        print_csv(&out);
     } else {
-        printf("%-18s %4s %8s %17s %9s %8s %17s %9s  %s\n", "feature", "n", "spearman",
-               "interval", "q", "pearson", "interval", "q", "|spearman|");
-        for (int k = 0; k < PFLEX_FEAT_COUNT; k++) {
-            const struct pflex_corr_row *r = &rows[order[k]];
-            char s1[40], s2[40];
-            snprintf(s1, sizeof s1, "[%6.3f, %6.3f]", r->spearman.lo, r->spearman.hi);
-            snprintf(s2, sizeof s2, "[%6.3f, %6.3f]", r->pearson.lo, r->pearson.hi);
-            printf("%-18s %4zu %8.3f %17s %9.2g %8.3f %17s %9.2g ", pflex_feat_name(order[k]),
-                   r->n, r->spearman.r, s1, r->spearman.q, r->pearson.r, s2, r->pearson.q);
-            bar(r->spearman.r);
-            putchar('\n');
-        }
-        printf("%zu jobs with a ratio PFI; %.0f%% bootstrap intervals from %.0f resamples, "
-               "seed %.0f; q: Benjamini-Hochberg\n", with_pfi, level * 100, boot, seed);
+        print_table(&out);
     }
     if (fflush(stdout) != 0)
         rc = PFLEX_EXIT_INTERNAL;

@@ -118,7 +118,6 @@ static json_t *to_json(const struct pflex_feat_set *s, const char *stat, const c
 static int from_sweeps(int n, char **files, struct pflex_feat_set *out)
 {
     static char *stdin_only[] = {"-"};
-    size_t cap = 0;
     pflex_error_t err;
     memset(out, 0, sizeof *out);
     if (n <= 0) {
@@ -131,30 +130,12 @@ static int from_sweeps(int n, char **files, struct pflex_feat_set *out)
             cli_error("features", "%s", err.text);
             return PFLEX_EXIT_BAD_INPUT;
         }
-        if (!sw->has_telemetry) {
-            cli_error("features", "%s: the sweep has no telemetry column (dram_active, "
-                      "mem_copy_util, ...)", files[f]);
-            pflex_sweep_destroy(sw);
-            return PFLEX_EXIT_BAD_INPUT;
-        }
-        for (size_t j = 0; j < sw->njobs; j++) {
-            if (out->n == cap) {
-                cap = cap ? cap * 2 : 64;
-                void *nj = realloc(out->jobs, cap * sizeof *out->jobs);
-                if (!nj) {
-                    pflex_sweep_destroy(sw);
-                    return PFLEX_EXIT_INTERNAL;
-                }
-                out->jobs = nj;
-            }
-            pflex_features_from_sweep_job(&sw->jobs[j], &out->jobs[out->n]);
-            if (!(out->jobs[out->n].job = strdup(sw->jobs[j].name))) {
-                pflex_sweep_destroy(sw);
-                return PFLEX_EXIT_INTERNAL;
-            }
-            out->n++;
-        }
+        int got = pflex_features_add_sweep(out, sw, files[f], &err);
         pflex_sweep_destroy(sw);
+        if (got < 0) {
+            cli_error("features", "%s", err.text);
+            return cli_input_exit(&err);
+        }
     }
     return PFLEX_EXIT_OK;
 }

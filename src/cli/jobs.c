@@ -3,8 +3,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "cli/cli.h"
+#include "pflex/outfile.h"
 #include "pflex/slurm.h"
 
 static const char help[] =
@@ -159,34 +159,21 @@ oom:
     return -1;
 }
 
-/* Write buf to path atomically: a temporary file beside it, renamed. */
-static int write_atomic(const char *path, const char *buf, size_t len)
+/* --out: buf written atomically (pflex/outfile.h), never over an input. */
+static int write_out(const char *path, const char *const *inputs, const char *buf, size_t len)
 {
-    size_t pl = strlen(path);
-    char *tmp = malloc(pl + 16);
-    if (!tmp)
-        return -1;
-    snprintf(tmp, pl + 16, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        cli_error("jobs", "%s: %s", path, strerror(errno));
-        free(tmp);
-        return -1;
+    pflex_outfile_t *of;
+    pflex_error_t err;
+    if (pflex_outfile_begin(path, inputs, &of, &err) < 0) {
+        cli_error("jobs", "--out %s", err.text);
+        return cli_input_exit(&err);
     }
-    FILE *f = fdopen(fd, "w");
-    int ok = f && fwrite(buf, 1, len, f) == len && fflush(f) == 0 && fsync(fd) == 0;
-    if (f)
-        ok = (fclose(f) == 0) && ok;
-    else
-        close(fd);
-    if (!ok || rename(tmp, path) != 0) {
-        cli_error("jobs", "%s: %s", path, strerror(errno));
-        unlink(tmp);
-        free(tmp);
-        return -1;
+    fwrite(buf, 1, len, pflex_outfile_stream(of));
+    if (pflex_outfile_commit(of, &err) < 0) {
+        cli_error("jobs", "%s", err.text);
+        return PFLEX_EXIT_INTERNAL;
     }
-    free(tmp);
-    return 0;
+    return PFLEX_EXIT_OK;
 }
 
 int cmd_jobs(int argc, char **argv)
@@ -269,12 +256,17 @@ int cmd_jobs(int argc, char **argv)
         return PFLEX_EXIT_INTERNAL;
     }
     if (out) {
-        rc = write_atomic(out, buf, len);
+        const char *given[] = {squeue, scontrol, map}, *inputs[4] = {NULL};
+        for (size_t i = 0, k = 0; i < 3; i++)
+            if (given[i])
+                inputs[k++] = given[i];
+        rc = write_out(out, inputs, buf, len);
     } else {
-        rc = fwrite(buf, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 : -1;
-        if (rc < 0)
+        rc = fwrite(buf, 1, len, stdout) == len && fflush(stdout) == 0 ? PFLEX_EXIT_OK
+                                                                       : PFLEX_EXIT_INTERNAL;
+        if (rc != PFLEX_EXIT_OK)
             cli_error("jobs", "standard output: %s", strerror(errno));
     }
     free(buf);
-    return rc < 0 ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
+    return rc;
 }

@@ -488,7 +488,19 @@ static void print_csv(const struct result *res, size_t n, const struct run *o)
 
 /* ---- the command ------------------------------------------------------ */
 
-int cmd_pfi(int argc, char **argv)
+struct pfi_cmd {
+    struct run o;
+    const char *columns;
+    int csv, json;
+    char **files;
+    size_t nfiles;
+    pflex_sweep_t **sweeps;     /* one per file */
+    struct result *res;         /* every job of every file */
+    size_t total;
+};
+
+/* Options and operands into c; 0, or the exit status of a usage error. */
+static int parse_args(int argc, char **argv, struct pfi_cmd *c)
 {
     static const struct option opts[] = {
         {"metric", required_argument, NULL, 'm'},
@@ -502,135 +514,172 @@ int cmd_pfi(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct run o = {.metric = PFLEX_PFI_METRIC_RATIO, .range = PFLEX_PFI_RANGE_DEFAULT};
-    const char *columns = NULL;
-    int csv = 0, json = 0, range_given = 0, c;
+    static char *stdin_only[] = {"-"};
+    struct run *o = &c->o;
+    int range_given = 0, ch;
     pflex_error_t err;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (c) {
+    while ((ch = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (ch) {
         case 'm':
-            if (pflex_pfi_metric_parse(optarg, &o.metric, &err) < 0)
+            if (pflex_pfi_metric_parse(optarg, &o->metric, &err) < 0)
                 return cli_usage_error("pfi", "--metric: %s", err.text);
             break;
         case 'g':
-            if (pflex_pfi_grid_parse(optarg, o.grid, &o.ngrid, &err) < 0)
+            if (pflex_pfi_grid_parse(optarg, o->grid, &o->ngrid, &err) < 0)
                 return cli_usage_error("pfi", "--grid: %s", err.text);
             break;
-        case 'A': o.all = 1; break;
+        case 'A': o->all = 1; break;
         case 'r':
-            if (cli_parse_double("pfi", "--range", optarg, 1e-6, 1.0, &o.range) < 0)
+            if (cli_parse_double("pfi", "--range", optarg, 1e-6, 1.0, &o->range) < 0)
                 return PFLEX_EXIT_BAD_INPUT;
             range_given = 1;
             break;
-        case 'c': columns = optarg; break;
-        case 'p': o.points = 1; break;
-        case 'C': csv = 1; break;
-        case 'J': json = 1; break;
-        case 'h': return cli_help(help);
+        case 'c': c->columns = optarg; break;
+        case 'p': o->points = 1; break;
+        case 'C': c->csv = 1; break;
+        case 'J': c->json = 1; break;
+        case 'h': return -1;
         default: return cli_bad_option("pfi", argv, opts);
         }
     }
-    if (csv && json)
+    if (c->csv && c->json)
         return cli_usage_error("pfi", "--csv and --json exclude each other");
-    if (range_given && !o.all && o.metric != PFLEX_PFI_METRIC_LOSS_AREA)
+    if (range_given && !o->all && o->metric != PFLEX_PFI_METRIC_LOSS_AREA)
         return cli_usage_error("pfi", "--range is the loss-area metric's; add --metric loss-area "
                                "(or --all-metrics)");
-    char *stdin_only[] = {"-"};
-    char **files = optind < argc ? argv + optind : stdin_only;
-    size_t nfiles = optind < argc ? (size_t)(argc - optind) : 1;
-    pflex_sweep_t **sweeps = calloc(nfiles, sizeof *sweeps);
-    size_t total = 0, done = 0;
-    (void)done;
-    int rc = PFLEX_EXIT_OK;
-    struct result *res = NULL;
-    if (!sweeps)
+    c->files = optind < argc ? argv + optind : stdin_only;
+    c->nfiles = optind < argc ? (size_t)(argc - optind) : 1;
+    return 0;
+}
+
+/* Every input read (warnings printed); c->total jobs in all. */
+static int read_inputs(struct pfi_cmd *c)
+{
+    pflex_error_t err;
+    c->sweeps = calloc(c->nfiles, sizeof *c->sweeps);
+    if (!c->sweeps)
         return PFLEX_EXIT_INTERNAL;
-    for (size_t f = 0; f < nfiles; f++) {
+    for (size_t f = 0; f < c->nfiles; f++) {
         errno = 0;
-        if (pflex_sweep_read_file(files[f], columns, &sweeps[f], &err) < 0) {
+        if (pflex_sweep_read_file(c->files[f], c->columns, &c->sweeps[f], &err) < 0) {
             cli_error("pfi", "%s", err.text);
-            rc = cli_input_exit(&err);
-            goto out;
+            return cli_input_exit(&err);
         }
-        cli_print_warnings("pfi", sweeps[f]->warnings);
-        total += sweeps[f]->njobs;
+        cli_print_warnings("pfi", c->sweeps[f]->warnings);
+        c->total += c->sweeps[f]->njobs;
     }
-    res = calloc(total ? total : 1, sizeof *res);
-    if (!res) {
-        rc = PFLEX_EXIT_INTERNAL;
-        goto out;
-    }
-    for (size_t f = 0; f < nfiles; f++)
-        for (size_t j = 0; j < sweeps[f]->njobs; j++, done++) {
-            const struct pflex_sweep_job *job = &sweeps[f]->jobs[j];
-            res[done].job = job;
+    return PFLEX_EXIT_OK;
+}
+
+/* The metric (or every metric) of every job. */
+static int run_metrics(struct pfi_cmd *c)
+{
+    const struct run *o = &c->o;
+    pflex_error_t err;
+    size_t done = 0;
+    c->res = calloc(c->total ? c->total : 1, sizeof *c->res);
+    if (!c->res)
+        return PFLEX_EXIT_INTERNAL;
+    for (size_t f = 0; f < c->nfiles; f++)
+        for (size_t j = 0; j < c->sweeps[f]->njobs; j++, done++) {
+            const struct pflex_sweep_job *job = &c->sweeps[f]->jobs[j];
+            c->res[done].job = job;
             for (int m = 0; m < PFLEX_PFI_METRICS; m++) {
-                if (!o.all && m != (int)o.metric)
+                if (!o->all && m != (int)o->metric)
                     continue;
-                struct pflex_pfi_opts po = {(enum pflex_pfi_metric)m, o.ngrid ? o.grid : NULL,
-                                            o.ngrid, o.range, 1};
-                if (pflex_pfi_eval(job->points, job->npoints, &po, &res[done].m[m], &err) < 0) {
+                struct pflex_pfi_opts po = {(enum pflex_pfi_metric)m, o->ngrid ? o->grid : NULL,
+                                            o->ngrid, o->range, 1};
+                if (pflex_pfi_eval(job->points, job->npoints, &po, &c->res[done].m[m], &err)
+                    < 0) {
                     int nomem = errno == ENOMEM;
-                    cli_error("pfi", "%s:%u: job '%s': %s", files[f], job->line, job->name,
+                    cli_error("pfi", "%s:%u: job '%s': %s", c->files[f], job->line, job->name,
                               err.text);
-                    rc = nomem ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_BAD_INPUT;
-                    goto out;
+                    return nomem ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_BAD_INPUT;
                 }
             }
         }
-    /* A grid cap no job was measured at is a mistake, not a missing run. */
-    for (size_t g = 0; g < o.ngrid; g++) {
+    return PFLEX_EXIT_OK;
+}
+
+/* A grid cap no job was measured at is a mistake, not a missing run. */
+static int check_grid(const struct pfi_cmd *c)
+{
+    const struct run *o = &c->o;
+    for (size_t g = 0; g < o->ngrid; g++) {
         size_t i = 0;
-        while (i < total && !measured(primary(&res[i], &o), o.grid[g]))
+        while (i < c->total && !measured(primary(&c->res[i], o), o->grid[g]))
             i++;
-        if (i < total || total == 0)
+        if (i < c->total || c->total == 0)
             continue;
-        const struct pflex_pfi_result *r0 = primary(&res[0], &o);
+        const struct pflex_pfi_result *r0 = primary(&c->res[0], o);
         char caps[160];
         size_t len = 0;
         for (size_t k = 0; k < r0->npoints && len < sizeof caps - 24; k++)
             len += (size_t)snprintf(caps + len, sizeof caps - len, "%s%g", k ? "/" : "",
                                     r0->points[k].cap_w);
         cli_error("pfi", "--grid: cap %g W was measured for no job (job '%s' has %s W)",
-                  o.grid[g], res[0].job->name, caps);
-        rc = PFLEX_EXIT_BAD_INPUT;
-        goto out;
+                  o->grid[g], c->res[0].job->name, caps);
+        return PFLEX_EXIT_BAD_INPUT;
     }
-    if (json) {
-        json_t *doc = json_object();
-        json_object_set_new(doc, "metric", json_string(pflex_pfi_metric_name(o.metric)));
-        json_t *g = json_null();
-        if (o.ngrid) {
-            g = json_array();
-            for (size_t k = 0; k < o.ngrid; k++)
-                json_array_append_new(g, json_real(o.grid[k]));
+    return PFLEX_EXIT_OK;
+}
+
+/* --json: the run's metric, grid and range, then every job. */
+static int print_json(const struct result *res, size_t n, const struct run *o)
+{
+    json_t *doc = json_object();
+    json_object_set_new(doc, "metric", json_string(pflex_pfi_metric_name(o->metric)));
+    json_t *g = json_null();
+    if (o->ngrid) {
+        g = json_array();
+        for (size_t k = 0; k < o->ngrid; k++)
+            json_array_append_new(g, json_real(o->grid[k]));
+    }
+    json_object_set_new(doc, "grid", g);
+    json_object_set_new(doc, "range", o->all || o->metric == PFLEX_PFI_METRIC_LOSS_AREA
+                                      ? json_real(o->range) : json_null());
+    json_t *jobs = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(jobs, job_json(&res[i], o));
+    json_object_set_new(doc, "jobs", jobs);
+    return cli_json_print(doc);
+}
+
+int cmd_pfi(int argc, char **argv)
+{
+    struct pfi_cmd c = {.o = {.metric = PFLEX_PFI_METRIC_RATIO,
+                              .range = PFLEX_PFI_RANGE_DEFAULT}};
+    int rc = parse_args(argc, argv, &c);
+    if (rc < 0)
+        return cli_help(help);
+    if (rc)
+        return rc;
+    rc = read_inputs(&c);
+    if (rc == PFLEX_EXIT_OK)
+        rc = run_metrics(&c);
+    if (rc == PFLEX_EXIT_OK)
+        rc = check_grid(&c);
+    if (rc == PFLEX_EXIT_OK) {
+        if (c.json) {
+            if (print_json(c.res, c.total, &c.o) < 0)
+                rc = PFLEX_EXIT_INTERNAL;
+        } else if (c.csv) {
+            print_csv(c.res, c.total, &c.o);
+        } else {
+            print_table(c.res, c.total, &c.o);
         }
-        json_object_set_new(doc, "grid", g);
-        json_object_set_new(doc, "range", o.all || o.metric == PFLEX_PFI_METRIC_LOSS_AREA
-                                          ? json_real(o.range) : json_null());
-        json_t *jobs = json_array();
-        for (size_t i = 0; i < total; i++)
-            json_array_append_new(jobs, job_json(&res[i], &o));
-        json_object_set_new(doc, "jobs", jobs);
-        if (cli_json_print(doc) < 0)
+        if (fflush(stdout) != 0 || ferror(stdout))
             rc = PFLEX_EXIT_INTERNAL;
-    } else if (csv) {
-        print_csv(res, total, &o);
-    } else {
-        print_table(res, total, &o);
     }
-    if (fflush(stdout) != 0 || ferror(stdout))
-        rc = PFLEX_EXIT_INTERNAL;
-out:
-    if (res)
-        for (size_t i = 0; i < total; i++)
+    if (c.res)
+        for (size_t i = 0; i < c.total; i++)
             for (int m = 0; m < PFLEX_PFI_METRICS; m++)
-                pflex_pfi_result_fini(&res[i].m[m]);
-    free(res);
-    for (size_t f = 0; f < nfiles; f++)
-        pflex_sweep_destroy(sweeps[f]);
-    free(sweeps);
+                pflex_pfi_result_fini(&c.res[i].m[m]);
+    free(c.res);
+    for (size_t f = 0; c.sweeps && f < c.nfiles; f++)
+        pflex_sweep_destroy(c.sweeps[f]);
+    free(c.sweeps);
     return rc;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "pflex/baseline.h"
 #include "pflex/csv.h"
 #include "pflex/curve.h"
 #include "pflex/pfi.h"
@@ -48,35 +49,14 @@ static const char help[] =
 "\n"
 "exit: 0 ok, 2 bad input (file:line: what is wrong on stderr), 1 system error.\n";
 
-struct job {
-    char *name, *gpu;
-    int gpus;
-    double p0_w, t0, cap0_w, floor;
-    double x[PFLEX_FEAT_COUNT];
-};
-
-struct jobs {
-    size_t n, cap;
-    struct job *v;
-};
-
-static struct job *add(struct jobs *j)
+/* A library error: out of memory exits 1, the rest is the input's (2). */
+static int input_error(const pflex_error_t *err)
 {
-    if (j->n == j->cap) {
-        size_t nc = j->cap ? j->cap * 2 : 64;
-        void *nv = realloc(j->v, nc * sizeof *j->v);
-        if (!nv)
-            return NULL;
-        j->v = nv;
-        j->cap = nc;
-    }
-    struct job *r = &j->v[j->n++];
-    memset(r, 0, sizeof *r);
-    r->floor = NAN;
-    return r;
+    cli_error("predict", "%s", err->text);
+    return cli_input_exit(err);
 }
 
-static int from_sweep(const char *path, struct jobs *js)
+static int from_sweep(const char *path, struct pflex_baseline_set *js)
 {
     pflex_sweep_t *sw;
     pflex_error_t err;
@@ -84,127 +64,13 @@ static int from_sweep(const char *path, struct jobs *js)
         cli_error("predict", "%s", err.text);
         return PFLEX_EXIT_BAD_INPUT;
     }
-    if (!sw->has_telemetry) {
-        cli_error("predict", "%s: the sweep has no telemetry column: nothing to predict from",
-                  path);
-        pflex_sweep_destroy(sw);
-        return PFLEX_EXIT_BAD_INPUT;
-    }
-    for (size_t i = 0; i < sw->njobs; i++) {
-        const struct pflex_sweep_job *sj = &sw->jobs[i];
-        struct job *j = add(js);
-        if (!j) {
-            pflex_sweep_destroy(sw);
-            return PFLEX_EXIT_INTERNAL;
-        }
-        struct pflex_job_features f;
-        pflex_features_from_sweep_job(sj, &f);
-        memcpy(j->x, f.v, sizeof f.v);
-        const struct pflex_sweep_point *b = &sj->points[sj->npoints - 1];
-        j->name = strdup(sj->name);
-        j->gpu = sj->gpu ? strdup(sj->gpu) : NULL;
-        j->gpus = sj->gpus;
-        j->p0_w = b->power_w;
-        j->t0 = b->throughput;
-        j->cap0_w = b->cap_w;
-        j->floor = sj->floor;
-        if (!j->name) {
-            pflex_sweep_destroy(sw);
-            return PFLEX_EXIT_INTERNAL;
-        }
-    }
+    int rc = pflex_baseline_add_sweep(js, sw, path, &err) < 0 ? input_error(&err)
+                                                                : PFLEX_EXIT_OK;
     pflex_sweep_destroy(sw);
-    return PFLEX_EXIT_OK;
-}
-
-static int from_features(const char *path, const char *buf, size_t len, struct jobs *js)
-{
-    pflex_csv_t c;
-    pflex_error_t err;
-    int col[PFLEX_FEAT_COUNT], ij = -1, ig = -1, ip = -1, it = -1, icap = -1, igpu = -1,
-        ifl = -1, got, rc = PFLEX_EXIT_BAD_INPUT;
-    pflex_csv_init(&c, buf, len, path);
-    if ((got = pflex_csv_next(&c, &err)) <= 0) {
-        cli_error("predict", "%s", got < 0 ? err.text : "empty file");
-        goto out;
-    }
-    for (int f = 0; f < PFLEX_FEAT_COUNT; f++)
-        col[f] = -1;
-    for (size_t i = 0; i < c.nfields; i++) {
-        const struct pflex_csv_field *h = &c.fields[i];
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(h->len < 63 ? h->len : 63), h->s);
-        int f = pflex_feat_by_name(name);
-        if (f >= 0)
-            col[f] = (int)i;
-        else if (!strcmp(name, "job")) ij = (int)i;
-        else if (!strcmp(name, "gpus")) ig = (int)i;
-        else if (!strcmp(name, "power_w")) ip = (int)i;
-        else if (!strcmp(name, "throughput")) it = (int)i;
-        else if (!strcmp(name, "cap_w")) icap = (int)i;
-        else if (!strcmp(name, "gpu")) igpu = (int)i;
-        else if (!strcmp(name, "floor")) ifl = (int)i;
-    }
-    if (ij < 0 || ip < 0 || it < 0) {
-        cli_error("predict", "%s:%u: a features CSV needs columns job, power_w and throughput "
-                  "(the baseline; 'pflex features' cannot know throughput)", path, c.line);
-        goto out;
-    }
-    while ((got = pflex_csv_next(&c, &err)) > 0) {
-        struct job *j = add(js);
-        if (!j) {
-            rc = PFLEX_EXIT_INTERNAL;
-            goto out;
-        }
-        for (int f = 0; f < PFLEX_FEAT_COUNT; f++) {
-            j->x[f] = NAN;
-            if (col[f] >= 0 && (size_t)col[f] < c.nfields && c.fields[col[f]].len &&
-                pflex_parse_double(c.fields[col[f]].s, c.fields[col[f]].len, &j->x[f]) < 0) {
-                cli_error("predict", "%s:%u: column '%s': not a finite number", path, c.line,
-                          pflex_feat_name(f));
-                goto out;
-            }
-        }
-        double gpus = 1;
-        if ((size_t)ij >= c.nfields || (size_t)ip >= c.nfields || (size_t)it >= c.nfields ||
-            !c.fields[ij].len) {
-            cli_error("predict", "%s:%u: job, power_w or throughput missing", path, c.line);
-            goto out;
-        }
-        if (pflex_parse_double(c.fields[ip].s, c.fields[ip].len, &j->p0_w) < 0 || j->p0_w <= 0 ||
-            pflex_parse_double(c.fields[it].s, c.fields[it].len, &j->t0) < 0 || j->t0 <= 0) {
-            cli_error("predict", "%s:%u: power_w and throughput must be positive numbers", path,
-                      c.line);
-            goto out;
-        }
-        if (ig >= 0 && (size_t)ig < c.nfields && c.fields[ig].len &&
-            (pflex_parse_double(c.fields[ig].s, c.fields[ig].len, &gpus) < 0 || gpus < 1 ||
-             gpus > 1e6 || gpus != floor(gpus))) {
-            cli_error("predict", "%s:%u: column 'gpus': not a positive integer", path, c.line);
-            goto out;
-        }
-        j->gpus = (int)gpus;
-        j->cap0_w = NAN;
-        if (icap >= 0 && (size_t)icap < c.nfields && c.fields[icap].len)
-            pflex_parse_double(c.fields[icap].s, c.fields[icap].len, &j->cap0_w);
-        if (ifl >= 0 && (size_t)ifl < c.nfields && c.fields[ifl].len)
-            pflex_parse_double(c.fields[ifl].s, c.fields[ifl].len, &j->floor);
-        j->name = strndup(c.fields[ij].s, c.fields[ij].len);
-        if (igpu >= 0 && (size_t)igpu < c.nfields && c.fields[igpu].len)
-            j->gpu = strndup(c.fields[igpu].s, c.fields[igpu].len);
-        if (!j->name) {
-            rc = PFLEX_EXIT_INTERNAL;
-            goto out;
-        }
-        j->x[PFLEX_FEAT_LOG2_GPUS] = log2(gpus);
-    }
-    rc = got < 0 ? (cli_error("predict", "%s", err.text), PFLEX_EXIT_BAD_INPUT) : PFLEX_EXIT_OK;
-out:
-    pflex_csv_fini(&c);
     return rc;
 }
 
-static int load(const char *path, struct jobs *js)
+static int load(const char *path, struct pflex_baseline_set *js)
 {
     char *buf;
     size_t len;
@@ -229,7 +95,8 @@ static int load(const char *path, struct jobs *js)
         free(buf);
         rc = from_sweep(path, js);
     } else {
-        rc = from_features(strcmp(path, "-") ? path : "<stdin>", buf, len, js);
+        rc = pflex_baseline_read_features_csv(js, buf, len, strcmp(path, "-") ? path : "<stdin>",
+                                              &err) < 0 ? input_error(&err) : PFLEX_EXIT_OK;
         free(buf);
     }
     return rc;
@@ -241,13 +108,13 @@ static void num(FILE *f, double v)
         fprintf(f, "%.10g", v);
 }
 
-static void write_pfi_csv(FILE *f, const struct jobs *js, const struct pflex_job_prediction *pr,
+static void write_pfi_csv(FILE *f, const struct pflex_baseline_set *js, const struct pflex_job_prediction *pr,
                           double z)
 {
     fputs("job,gpus,power_w,throughput,pfi,metric,grid,range,floor,gpu,cap_w,points_used,"
           "points_dropped,shed_flex1,shed_flex2,shed_flex3,pfi_lo,pfi_hi\n", f);
     for (size_t i = 0; i < js->n; i++) {
-        const struct job *j = &js->v[i];
+        const struct pflex_baseline *j = &js->v[i];
         const struct pflex_job_prediction *p = &pr[i];
         pflex_csv_write_field(f, j->name);
         fprintf(f, ",%d,%.10g,%.10g,", j->gpus, j->p0_w, j->t0);
@@ -293,7 +160,7 @@ static int emit(const char *path, void (*fn)(FILE *, const void *), const void *
 
 struct ctx {
     const pflex_model_t *m;
-    const struct jobs *js;
+    const struct pflex_baseline_set *js;
     const struct pflex_job_prediction *pr;
     double z;
 };
@@ -311,7 +178,7 @@ static void curves_fn(FILE *f, const void *a)
     fprintf(f, "# pflex predict: predicted loss curves (model cuts), not measurements\n");
     pflex_sweep_write_header(f, 0);
     for (size_t i = 0; i < c->js->n; i++) {
-        const struct job *j = &c->js->v[i];
+        const struct pflex_baseline *j = &c->js->v[i];
         size_t n = pflex_model_curve_points(c->m, c->pr[i].mean, j->p0_w, j->t0, j->cap0_w,
                                             pts);
         for (size_t k = n; k-- > 0;)
@@ -321,7 +188,7 @@ static void curves_fn(FILE *f, const void *a)
 }
 
 /* --json: the model, its cuts, and each job's prediction. */
-static int print_json(const char *model, const pflex_model_t *m, const struct jobs *jobs,
+static int print_json(const char *model, const pflex_model_t *m, const struct pflex_baseline_set *jobs,
                       const struct pflex_job_prediction *pr, double z)
 {
     json_t *doc = json_object(), *arr = json_array(), *cuts = json_array();
@@ -360,7 +227,7 @@ static int print_json(const char *model, const pflex_model_t *m, const struct jo
 }
 
 /* --table: PFI, its interval and the loss at 10, 20, 30 % cuts. */
-static void print_table(const pflex_model_t *m, const struct jobs *jobs,
+static void print_table(const pflex_model_t *m, const struct pflex_baseline_set *jobs,
                         const struct pflex_job_prediction *pr, double z)
 {
     printf("%-40s %5s %8s %17s %8s %8s %8s\n", "job", "gpus", "PFI", "interval",
@@ -430,7 +297,7 @@ int cmd_predict(int argc, char **argv)
         cli_error("predict", "%s", err.text);
         return PFLEX_EXIT_BAD_INPUT;
     }
-    struct jobs js = {0};
+    struct pflex_baseline_set js = {0};
     int rc = PFLEX_EXIT_OK;
     char *stdin_only[] = {"-"};
     char **files = optind < argc ? argv + optind : stdin_only;
@@ -465,11 +332,7 @@ int cmd_predict(int argc, char **argv)
     }
     if (fflush(stdout) != 0)
         rc = PFLEX_EXIT_INTERNAL;
-    for (size_t i = 0; i < js.n; i++) {
-        free(js.v[i].name);
-        free(js.v[i].gpu);
-    }
-    free(js.v);
+    pflex_baseline_set_fini(&js);
     free(pr);
     pflex_model_destroy(m);
     return rc;

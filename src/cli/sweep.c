@@ -121,6 +121,20 @@ static int list_presets(int json)
 
 #define MAX_CAPS 256
 
+/* --progress: which cap the sweep is at. */
+struct progress {
+    const struct pflex_job_desc *d;
+    const double *caps;
+    int ncaps;
+};
+
+static void show_progress(void *arg, int c)
+{
+    const struct progress *p = arg;
+    fprintf(stderr, "\rpflex sweep: %s at %g W (%d/%d)   ", p->d->name, p->caps[c], c + 1,
+            p->ncaps);
+}
+
 /* --out is written atomically (pflex/outfile.h): the old file stays whole
  * until the new one is; it may not be the job file read. */
 static int run_sim(const struct pflex_job_desc *d, const char *job_arg, const double *caps,
@@ -140,21 +154,11 @@ static int run_sim(const struct pflex_job_desc *d, const char *job_arg, const do
         return PFLEX_EXIT_BAD_INPUT;
     }
     FILE *f = of ? pflex_outfile_stream(of) : stdout;
-    int rc = pflex_sweep_write_header(f, 1);
-    for (int c = 0; c < ncaps && rc == 0; c++) {
-        if (progress)
-            fprintf(stderr, "\rpflex sweep: %s at %g W (%d/%d)   ", d->name, caps[c], c + 1, ncaps);
-        for (int r = 0; r < repeats && rc == 0; r++) {
-            struct pflex_sim_measure m;
-            if (pflex_sim_job_measure(j, caps[c], &m, &err) < 0) {
-                cli_error("sweep", "%s", err.text);
-                rc = -2;
-                break;
-            }
-            rc = pflex_sweep_write_row(f, 1, d->name, d->gpu, d->gpus, caps[c], m.power_w,
-                                       m.throughput, m.tm);
-        }
-    }
+    struct progress pr = {d, caps, ncaps};
+    int rc = pflex_sim_sweep_write(j, d, caps, ncaps, repeats, f, progress ? show_progress : NULL,
+                                   &pr, &err);
+    if (rc == -1)
+        cli_error("sweep", "%s", err.text);
     if (progress)
         fputc('\n', stderr);
     pflex_sim_job_destroy(j);
@@ -162,7 +166,7 @@ static int run_sim(const struct pflex_job_desc *d, const char *job_arg, const do
         return rc || fflush(f) != 0 || ferror(f) ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
     if (rc) {
         pflex_outfile_abort(of);
-        if (rc == -1)
+        if (rc == PFLEX_SIM_WRITE_FAILED)
             cli_error("sweep", "%s: write error", out_path);
         return PFLEX_EXIT_INTERNAL;
     }

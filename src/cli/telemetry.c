@@ -4,11 +4,11 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "cli/cli.h"
 #include "cli/tmread.h"
 #include "pflex/csv.h"
+#include "pflex/fmt.h"
 #include "pflex/gpu.h"
 #include "pflex/nvml.h"
 #include "pflex/telemetry.h"
@@ -59,6 +59,68 @@ static const char help[] =
 "\n"
 "exit: 0 ok, 2 bad input (file:line: what is wrong on stderr), 1 system error.\n";
 
+/* s[0..n) left-justified in w columns (printf's "%-*s") at p. */
+static char *put_left(char *p, const char *s, size_t n, int w)
+{
+    memcpy(p, s, n);
+    for (p += n; (int)n < w; n++)
+        *p++ = ' ';
+    return p;
+}
+
+/* s[0..n) right-justified in w columns (printf's "%*s") at p. */
+static char *put_right(char *p, const char *s, size_t n, int w)
+{
+    for (; (int)n < w; n++)
+        *p++ = ' ';
+    memcpy(p, s, strlen(s));
+    return p + strlen(s);
+}
+
+/* " %12.6g" at p, by pflex_fmt_g: the same text, without printf's
+ * multi-precision conversion. */
+static char *put_g(char *p, double v)
+{
+    char b[PFLEX_FMT_G_MAX];
+    int n = pflex_fmt_g(b, v, 6);
+    *p++ = ' ';
+    return put_right(p, b, (size_t)n, 12);
+}
+
+/* One series' line, as "%-24s %-12s %5s %-36s %8zu %12.6g %12.6g
+ * %12.6g\n" gives it, built in a buffer and written at once. */
+static void print_series(const struct pflex_tm_series *s, size_t n, double mean, double lo,
+                         double hi)
+{
+    const char *job = s->job ? s->job : "-", *host = s->host[0] ? s->host : "-";
+    const char *field = pflex_dcgm_info(s->field)->name;
+    size_t lj = strlen(job), lh = strlen(host), lf = strlen(field);
+    char line[512], num[32], *p = line;
+    if (lj + lh + lf > sizeof line - 160) {
+        char gpu[16];
+        snprintf(gpu, sizeof gpu, s->gpu >= 0 ? "%d" : "-", s->gpu);
+        printf("%-24s %-12s %5s %-36s %8zu %12.6g %12.6g %12.6g\n", job, host, gpu, field, n,
+               mean, lo, hi);
+        return;
+    }
+    p = put_left(p, job, lj, 24);
+    *p++ = ' ';
+    p = put_left(p, host, lh, 12);
+    *p++ = ' ';
+    int k = s->gpu >= 0 ? snprintf(num, sizeof num, "%d", s->gpu) : (int)strlen(strcpy(num, "-"));
+    p = put_right(p, num, (size_t)k, 5);
+    *p++ = ' ';
+    p = put_left(p, field, lf, 36);
+    *p++ = ' ';
+    k = snprintf(num, sizeof num, "%zu", n);
+    p = put_right(p, num, (size_t)k, 8);
+    p = put_g(p, mean);
+    p = put_g(p, lo);
+    p = put_g(p, hi);
+    *p++ = '\n';
+    fwrite(line, 1, (size_t)(p - line), stdout);
+}
+
 static void print_table(const pflex_tm_t *t)
 {
     printf("%-24s %-12s %5s %-36s %8s %12s %12s %12s\n", "job", "host", "gpu", "field", "samples",
@@ -73,12 +135,7 @@ static void print_table(const pflex_tm_t *t)
             hi = v > hi ? v : hi;
             e++;
         }
-        const struct pflex_tm_series *s = &t->series[i];
-        char gpu[16];
-        snprintf(gpu, sizeof gpu, s->gpu >= 0 ? "%d" : "-", s->gpu);
-        printf("%-24s %-12s %5s %-36s %8zu %12.6g %12.6g %12.6g\n", s->job ? s->job : "-",
-               s->host[0] ? s->host : "-", gpu, pflex_dcgm_info(s->field)->name, e - b,
-               e > b ? sum / (double)(e - b) : NAN, lo, hi);
+        print_series(&t->series[i], e - b, e > b ? sum / (double)(e - b) : NAN, lo, hi);
         b = e;
     }
     printf("%zu series, %zu samples, %zu skipped (unknown metrics, blanks)\n", t->nseries,
@@ -136,27 +193,12 @@ static int sample_nvml(const struct tmread *r, const char *lib, double samples, 
     }
     pflex_tm_t *t = pflex_tm_create(&r->lim);
     int rc = t ? PFLEX_EXIT_OK : PFLEX_EXIT_INTERNAL;
-    for (long k = 0; rc == PFLEX_EXIT_OK && k < (long)samples; k++) {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        if (pflex_tm_sample_gpus(t, &g, h, r->ro.job, (double)now.tv_sec + now.tv_nsec / 1e9,
-                                 &err) < 0) {
-            cli_error("telemetry", "%s", err.text);
-            rc = PFLEX_EXIT_INTERNAL;
-            break;
-        }
-        if (k + 1 < (long)samples) {
-            struct timespec d = {(time_t)(interval_ms / 1000),
-                                 (long)(fmod(interval_ms, 1000) * 1e6)};
-            while (nanosleep(&d, &d) != 0)
-                ;
-        }
-    }
-    pflex_gpu_close(&g);
-    if (rc == PFLEX_EXIT_OK && pflex_tm_sort(t, &err) < 0) {
+    if (t && pflex_tm_sample_gpus_every(t, &g, h, r->ro.job, (long)samples, interval_ms, &err)
+                 < 0) {
         cli_error("telemetry", "%s", err.text);
         rc = PFLEX_EXIT_INTERNAL;
     }
+    pflex_gpu_close(&g);
     if (rc != PFLEX_EXIT_OK) {
         pflex_tm_destroy(t);
         return rc;
@@ -209,6 +251,9 @@ int cmd_telemetry(int argc, char **argv)
     }
     if (csv && json)
         return cli_usage_error("telemetry", "--csv and --json exclude each other");
+    /* a line a series or a sample: written in large blocks */
+    static char obuf[1 << 20];
+    setvbuf(stdout, obuf, _IOFBF, sizeof obuf);
     pflex_tm_t *t = NULL;
     if (nvml && optind < argc)
         return cli_usage_error("telemetry", "--nvml samples live: no FILE or URL with it");

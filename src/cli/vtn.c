@@ -8,9 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include "cli/cli.h"
+#include "pflex/secret.h"
+#include "pflex/sweep.h"
 #include "pflex/vtn.h"
 
 #define CMD "vtn"
@@ -70,48 +71,32 @@ static void logmsg(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-/* The whole file, NUL-terminated, at most MAX_FILE bytes. */
-static char *slurp(const char *path, size_t *len, char *why, size_t wlen)
+/* The whole file (pflex_read_all), at most MAX_FILE bytes. */
+static char *read_file(const char *path, size_t *len, pflex_error_t *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(why, wlen, "%s: %s", path, strerror(errno));
+    char *buf;
+    if (pflex_read_all(path, &buf, len, err) < 0)
         return NULL;
-    }
-    char *buf = malloc(MAX_FILE + 1);
-    size_t n = buf ? fread(buf, 1, MAX_FILE + 1, f) : 0;
-    int bad = !buf || ferror(f) || n > MAX_FILE;
-    fclose(f);
-    if (bad) {
-        snprintf(why, wlen, "%s: %s", path, !buf ? "out of memory" : n > MAX_FILE ? "larger than 4 MiB"
-                                                              : "read error");
+    if (*len > MAX_FILE) {
         free(buf);
+        pflex_error_set(err, "%s: larger than 4 MiB", path);
         return NULL;
     }
-    buf[n] = '\0';
-    *len = n;
     return buf;
 }
 
-static char *read_secret(const char *path, char *why, size_t wlen)
+/* The client secret: the first line of a file only its owner may read. */
+static char *read_secret(const char *path, pflex_error_t *err)
 {
-    struct stat st;
-    if (stat(path, &st) < 0) {
-        snprintf(why, wlen, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    if (st.st_mode & 077) {
-        snprintf(why, wlen, "%s: readable by others (mode %03o); chmod 600 it", path,
-                 (unsigned)(st.st_mode & 0777));
-        return NULL;
-    }
+    char *s;
     size_t n;
-    char *s = slurp(path, &n, why, wlen);
-    if (!s)
+    unsigned mode;
+    if (pflex_secret_read_file(path, &s, &n, &mode, err))
         return NULL;
     s[strcspn(s, "\r\n")] = '\0';
     if (!*s) {
-        snprintf(why, wlen, "%s: empty", path);
+        pflex_error_set(err, "%s: empty", path);
+        memset(s, 0, n);
         free(s);
         return NULL;
     }
@@ -121,10 +106,9 @@ static char *read_secret(const char *path, char *why, size_t wlen)
 static int load_events(pflex_vtn_t *v, const char *path, pflex_error_t *err)
 {
     size_t n;
-    char why[300];
-    char *buf = slurp(path, &n, why, sizeof why);
+    char *buf = read_file(path, &n, err);
     if (!buf)
-        return pflex_error_set(err, "%s", why);
+        return -1;
     int rc = pflex_vtn_set_events(v, buf, err);
     free(buf);
     return rc;
@@ -201,20 +185,19 @@ int cmd_vtn(int argc, char **argv)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     if (!events || !id || !secret_file)
         return cli_usage_error(CMD, "--events, --client-id and --secret-file are required");
-    char why[300];
-    char *secret = read_secret(secret_file, why, sizeof why);
+    pflex_error_t err;
+    char *secret = read_secret(secret_file, &err);
     if (!secret) {
-        cli_error(CMD, "%s", why);
+        cli_error(CMD, "%s", err.text);
         return PFLEX_EXIT_BAD_INPUT;
     }
     char *raw = NULL;
     size_t raw_len = 0;
-    if (raw_file && !(raw = slurp(raw_file, &raw_len, why, sizeof why))) {
-        cli_error(CMD, "%s", why);
+    if (raw_file && !(raw = read_file(raw_file, &raw_len, &err))) {
+        cli_error(CMD, "%s", err.text);
         free(secret);
         return PFLEX_EXIT_BAD_INPUT;
     }
-    pflex_error_t err;
     pflex_vtn_t *v = NULL;
     struct pflex_vtn_config vc = {.client_id = id, .client_secret = secret, .expires_in = (long)life,
                                   .port = (unsigned short)port};

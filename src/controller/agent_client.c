@@ -14,7 +14,9 @@
  *    agent could not read it) makes the answer unusable: the agent is then
  *    counted as down, its GPUs at their last known maximum.
  *  - PUT /v1/caps takes {"lease_s": num, "caps": [{"gpu": int, "cap_w": num}]}
- *    with "Authorization: Bearer TOKEN"; 200 answers {"applied": [GPU as in
+ *    (and "fence": int, the leader's fencing token, under a standby: 409
+ *    when the agent has seen a higher one) with "Authorization: Bearer
+ *    TOKEN"; 200 answers {"applied": [GPU as in
  *    the status], "errors": []}, 502 the same with the GPUs that failed in
  *    "errors" (the others were set), 400 names a cap out of range and sets
  *    nothing, 401 a bad token.  A cap is confirmed by its GPU's enforced_w
@@ -307,6 +309,7 @@ static void push_done(void *ud, struct pflex_http_call *call)
     (void)ud;
     struct agent_push *p = call->ud;
     const char *body = call->resp ? call->resp : "";
+    p->status = call->ok ? call->status : 0;
     if (!call->ok)
         pflex_error_set(&p->err, "PUT %s: %s", call->url, call->error);
     else if (call->status == 200)
@@ -323,12 +326,14 @@ static void push_done(void *ud, struct pflex_http_call *call)
     call->resp = NULL;
 }
 
-static char *caps_json(const struct agent_cap *caps, size_t n, double lease_s)
+static char *caps_json(const struct agent_cap *caps, size_t n, double lease_s, uint64_t fence)
 {
     json_t *arr = json_array();
     for (size_t k = 0; k < n; k++)
         json_array_append_new(arr, json_pack("{s:i, s:f}", "gpu", caps[k].gpu, "cap_w", caps[k].cap_w));
     json_t *doc = json_pack("{s:f, s:o}", "lease_s", lease_s, "caps", arr);
+    if (doc && fence)
+        json_object_set_new(doc, "fence", json_integer((json_int_t)fence));
     char *s = json_dumps(doc, JSON_COMPACT);
     json_decref(doc);
     return s;
@@ -344,10 +349,11 @@ int agent_client_put_caps_many(pflex_http_client_t *http, struct agent_push *p, 
         if (!p[i].agent)
             continue;
         p[i].ok = 0;
+        p[i].status = 0;
         p[i].err.text[0] = '\0';
         for (size_t k = 0; k < p[i].n; k++)
             p[i].caps[k].enforced_w = NAN;
-        char *body = calls ? caps_json(p[i].caps, p[i].n, lease_s) : NULL;
+        char *body = calls ? caps_json(p[i].caps, p[i].n, lease_s, p[i].fence) : NULL;
         if (!body) {
             pflex_error_set(&p[i].err, "out of memory");
             continue;

@@ -5,6 +5,7 @@
 #define PFLEX_CONTROLLER_AGENT_CLIENT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "controller/node.h"
 #include "pflex/error.h"
 #include "pflex/http.h"
@@ -50,7 +51,10 @@ struct agent_push {
     agent_client_t *agent;
     struct agent_cap *caps;     /* each one's enforced_w from the answer */
     size_t n;
+    uint64_t fence;             /* the leader's fencing token, sent as "fence"; 0: none */
     int ok;
+    long status;                /* the answer's HTTP status; 0: none (409: a newer
+                                 * leader's token was seen) */
     pflex_error_t err;
 };
 /* GET /v1/status of every entry's agent, all at once over http; returns

@@ -3,7 +3,9 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "controller/cmd.h"
 #include "controller/api.h"
 #include "controller/controller.h"
+#include "controller/standby.h"
 #include "pflex/audit.h"
 #include "pflex/http.h"
 #include "pflex/openadr.h"
@@ -20,6 +23,7 @@
 #include "pflex/sweep.h"
 #include "pflex/target.h"
 #include "lib/util/clock.h"
+#include "lib/util/sdnotify.h"
 
 static const char help[] =
 "usage: pflex controller run --agent URL [--agent URL ...] [options]\n"
@@ -80,12 +84,27 @@ static const char help[] =
 "                       readings teach the learner (default: one period); set\n"
 "                       it to the agents' --throughput-window plus the\n"
 "                       telemetry's delay (the Prometheus scrape interval)\n"
+"  --max-step-w-per-s R the fastest step down an API target may ask for, W/s,\n"
+"                       over its ramp (one period without one); a faster one,\n"
+"                       or one under the site's floor (every GPU at its least\n"
+"                       limit plus --other-w), is refused (409) unless its\n"
+"                       SPEC has confirm=yes or its body \"confirm\": true\n"
+"                       (default: 2 %% of the site's maximum power per second)\n"
 "  --explore X          largest probe below the plan, as a power reduction\n"
 "                       (default 0.05; 0: no exploration)\n"
 "  --db FILE            state and audit database (SQLite); a restart resumes\n"
 "  --periods N          stop after N periods (default: run until SIGTERM)\n"
 "  --log FILE           one line per period and per problem ('-': stderr, the\n"
 "                       default)\n"
+"\n"
+"standby (docs/controller.md#standby):\n"
+"  --etcd URL[,URL...]  elect a leader among the controllers given the same\n"
+"                       etcd cluster and prefix: only the leader pushes caps\n"
+"                       (with its fencing token); the others stand by with its\n"
+"                       targets and curves, and one takes over when it dies\n"
+"  --etcd-prefix P      the keys' prefix in etcd (default /pflex/site)\n"
+"  --name ID            this controller's name in the election (default\n"
+"                       HOST:PID)\n"
 "\n"
 "the controller's API (with --listen):\n"
 "  --listen ADDR:PORT   serve GET /v1/status, GET /metrics, PUT and DELETE\n"
@@ -248,7 +267,7 @@ enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECR
        O_VTN_EVERY, O_VEN_NAME, O_SEED, O_PERIOD, O_LEASE, O_OTHER, O_BASELINE, O_AGENT_MAX,
        O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
        O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY,
-       O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE };
+       O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE, O_ETCD, O_ETCD_PREFIX, O_NAME, O_MAX_STEP };
 
 static const struct option run_options[] = {
     {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
@@ -278,6 +297,10 @@ static const struct option run_options[] = {
     {"http-threads", required_argument, NULL, O_HTTP_THREADS},
     {"parallel", required_argument, NULL, O_PARALLEL},
     {"settle", required_argument, NULL, O_SETTLE},
+    {"etcd", required_argument, NULL, O_ETCD},
+    {"etcd-prefix", required_argument, NULL, O_ETCD_PREFIX},
+    {"name", required_argument, NULL, O_NAME},
+    {"max-step-w-per-s", required_argument, NULL, O_MAX_STEP},
     {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 };
 
@@ -287,7 +310,8 @@ struct run_opts {
     const char *agents[256], *targets[64], *agent_files[8];
     size_t nagents, ntargets, nagent_files;
     const char *schedule, *token_file, *vtn, *vtn_id, *vtn_secret, *log_path, *jobs_path, *job_map_path,
-               *listen, *port_file, *api_token_file, *vtn_ramp, *tls_cert, *tls_key;
+               *listen, *port_file, *api_token_file, *vtn_ramp, *tls_cert, *tls_key, *etcd, *etcd_prefix,
+               *name;
     double status_every, periods, seed, every, http_threads, parallel;
 };
 
@@ -305,6 +329,11 @@ struct run_state {
     ctl_t *ctl;
     pflex_http_server_t *srv;
     struct ctl_api api;
+    standby_t *standby;                 /* --etcd */
+    char name[160];
+    pthread_t api_thread;               /* serves srv until api_stop */
+    int api_on;
+    atomic_int api_stop;
 };
 
 /* An option that takes a string (or a choice): 0 taken, 1 not one of
@@ -351,6 +380,9 @@ static int take_text_opt(struct run_opts *o, int c, const char *arg)
     case O_TLS_CERT: o->tls_cert = arg; return 0;
     case O_TLS_KEY: o->tls_key = arg; return 0;
     case O_CA_FILE: o->cfg.ca_file = arg; return 0;
+    case O_ETCD: o->etcd = arg; return 0;
+    case O_ETCD_PREFIX: o->etcd_prefix = arg; return 0;
+    case O_NAME: o->name = arg; return 0;
     default: return 1;
     }
 }
@@ -373,6 +405,7 @@ static int take_num_opt(struct run_opts *o, int c, const char *arg)
         {O_HTTP_THREADS, "--http-threads", 1, 16, &o->http_threads},
         {O_PARALLEL, "--parallel", 1, 1024, &o->parallel},
         {O_SETTLE, "--settle", 0, 86400, &o->cfg.settle_s},
+        {O_MAX_STEP, "--max-step-w-per-s", 0.001, 1e12, &o->cfg.max_step_w_per_s},
     };
     size_t i = 0;
     while (i < sizeof nums / sizeof *nums && nums[i].id != c)
@@ -404,6 +437,8 @@ static int check_run_opts(struct run_opts *o, int argc, char **argv)
         return usage("%s", "--port-file, --api-token-file and --tls-cert/--tls-key go with --listen");
     if (!o->tls_cert != !o->tls_key)
         return usage("%s", "--tls-cert and --tls-key go together");
+    if ((o->etcd_prefix || o->name) && !o->etcd)
+        return usage("%s", "--etcd-prefix and --name go with --etcd");
     if (o->vtn_ramp) {
         pflex_error_t e0;
         if (pflex_target_parse_duration(o->vtn_ramp, &cfg->oadr.ramp_s, &e0) < 0)
@@ -542,12 +577,38 @@ static int open_controller(struct run_opts *o, struct run_state *s)
 {
     pflex_error_t err;
     if (o->vtn) {
+        /* polled on its own thread: a poll never delays a period, and
+         * ends within two polls' time (1 to 5 s) */
+        double every_s = (o->every > 0 ? o->every : 1) * o->cfg.period_s;
+        long vtn_ms = (long)(2000 * every_s);
+        vtn_ms = vtn_ms < 1000 ? 1000 : vtn_ms > 5000 ? 5000 : vtn_ms;
         struct pflex_ven_config vc = {.url = o->vtn, .client_id = o->vtn_id, .client_secret = s->secret,
-                                      .timeout_ms = 5000, .ca_file = o->cfg.ca_file};
+                                      .timeout_ms = vtn_ms, .ca_file = o->cfg.ca_file};
         if (pflex_ven_create(&vc, &o->cfg.ven, &err) < 0) {
             fprintf(stderr, "pflex controller: %s\n", err.text);
             return 2;
         }
+    }
+    if (o->etcd) {
+        /* the election starts now: a leader found in etcd is followed from
+         * the first period on */
+        if (o->name)
+            snprintf(s->name, sizeof s->name, "%s", o->name);
+        else {
+            char host[128] = "controller";
+            gethostname(host, sizeof host - 1);
+            snprintf(s->name, sizeof s->name, "%s:%ld", host, (long)getpid());
+        }
+        struct standby_config sc = {.endpoints = o->etcd, .prefix = o->etcd_prefix, .name = s->name,
+                                    .period_s = o->cfg.period_s > 0 ? o->cfg.period_s : 5,
+                                    .ca_file = o->cfg.ca_file, .log = s->log};
+        if (standby_create(&sc, &s->standby, &err) < 0) {
+            fprintf(stderr, "pflex controller: --etcd: %s\n", err.text);
+            return 2;
+        }
+        o->cfg.may_push = standby_may_push;
+        o->cfg.fenced = standby_fenced;
+        o->cfg.lead_ud = s->standby;
     }
     if (ctl_create(&o->cfg, &s->ctl, &err) < 0) {
         fprintf(stderr, "pflex controller: %s\n", err.text);
@@ -559,13 +620,53 @@ static int open_controller(struct run_opts *o, struct run_state *s)
         return 1;
     }
     if (resumed)
-        fprintf(s->log, "resumed %zu targets from %s\n", resumed, o->cfg.db_path);
+        ctl_log_to(s->log, "resumed %zu targets from %s", resumed, o->cfg.db_path);
+    /* each one in the audit before it is in force */
     for (size_t i = 0; i < s->cli_targets.n; i++)
-        if (pflex_target_set_add(ctl_targets(s->ctl), &s->cli_targets.t[i], &err) < 0) {
+        if (ctl_target_put(s->ctl, &s->cli_targets.t[i], s->t0, &err) < 0) {
             fprintf(stderr, "pflex controller: %s\n", err.text);
             return 1;
         }
     return 0;
+}
+
+/* The controller's threads (ctl_start) and the API's, with SIGTERM and
+ * SIGINT blocked in them: the main thread takes the signals. */
+static sigset_t block_stop_signals(void)
+{
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    return old;
+}
+
+static int start_controller(struct run_state *s)
+{
+    pflex_error_t err;
+    sigset_t old = block_stop_signals();
+    int rc = ctl_start(s->ctl, &err);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc < 0) {
+        fprintf(stderr, "pflex controller: %s\n", err.text);
+        return 1;
+    }
+    return 0;
+}
+
+/* The API's thread: serves until api_stop, never waiting on the period. */
+static void *api_main(void *arg)
+{
+    struct run_state *s = arg;
+    pflex_error_t err;
+    while (!s->api_stop)
+        if (pflex_http_server_run(s->srv, 0.2, &err) < 0) {
+            ctl_log_to(s->log, "api: %s", err.text);
+            struct timespec ts = {0, 200000000};
+            nanosleep(&ts, NULL);
+        }
+    return NULL;
 }
 
 /* With --listen, the controller's API, and its port in --port-file: 0 or 1
@@ -575,7 +676,7 @@ static int start_api(const struct run_opts *o, struct run_state *s)
     if (!o->listen)
         return 0;
     pflex_error_t err;
-    s->api = (struct ctl_api){.ctl = s->ctl, .token = s->api_token, .log = s->log};
+    s->api = (struct ctl_api){.ctl = s->ctl, .token = s->api_token, .log = s->log, .standby = s->standby};
     struct pflex_http_limits lim = {.max_body = 4096, .read_rate = 50, .read_burst = 100,
                                     .write_rate = 5, .write_burst = 10,
                                     .tls_cert_file = o->tls_cert, .tls_key_file = o->tls_key};
@@ -583,9 +684,8 @@ static int start_api(const struct run_opts *o, struct run_state *s)
         fprintf(stderr, "pflex controller: --listen %s: %s\n", o->listen, err.text);
         return 1;
     }
-    fprintf(s->log, "listening on %s (port %u, %s)\n", o->listen, pflex_http_server_port(s->srv),
-            o->tls_cert ? "HTTPS" : "HTTP");
-    fflush(s->log);
+    ctl_log_to(s->log, "listening on %s (port %u, %s)", o->listen, pflex_http_server_port(s->srv),
+               o->tls_cert ? "HTTPS" : "HTTP");
     if (o->port_file) {
         char tmpf[4200];
         snprintf(tmpf, sizeof tmpf, "%s.tmp", o->port_file);
@@ -596,25 +696,64 @@ static int start_api(const struct run_opts *o, struct run_state *s)
             return 1;
         }
     }
+    sigset_t old = block_stop_signals();
+    s->api_on = pthread_create(&s->api_thread, NULL, api_main, s) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!s->api_on) {
+        fprintf(stderr, "pflex controller: no thread for the API\n");
+        return 1;
+    }
     return 0;
 }
 
-/* Until the next period starts at next, wait seconds from now: serve the
- * API, or sleep. */
-static void wait_until(struct run_state *s, double next, double wait)
+/* systemd (Type=notify, deploy/pflex-controller.service): READY=1 once
+ * the controller runs and its API listens; WATCHDOG=1 from the loop only,
+ * while its periods end (each one that does, and during the wait before
+ * the next); STOPPING=1 on the way out.  A loop that hangs, or whose
+ * periods all fail, goes silent and systemd restarts it (the caps hold on
+ * their leases; the restart resumes the targets). */
+struct notify {
+    const char *socket;         /* $NOTIFY_SOCKET; NULL: not under systemd */
+    double watchdog_s;          /* 0: no watchdog */
+    double pinged;              /* monotonic */
+};
+
+static void notify_send(struct run_state *s, const struct notify *n, const char *state)
 {
     pflex_error_t err;
-    if (s->srv) {
-        while (!stop_now && (wait = next - pflex_real_s()) > 0)
-            if (pflex_http_server_run(s->srv, wait, &err) < 0) {
-                fprintf(s->log, "api: %s\n", err.text);
-                break;
-            }
-        return;
+    if (pflex_sd_notify(n->socket, state, &err) < 0)
+        ctl_log_to(s->log, "%s", err.text);
+}
+
+static void notify_alive(struct run_state *s, struct notify *n)
+{
+    if (n->watchdog_s > 0 && pflex_mono_s() - n->pinged >= n->watchdog_s / 4) {
+        n->pinged = pflex_mono_s();
+        notify_send(s, n, "WATCHDOG=1");
     }
-    struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
-    while (!stop_now && nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
+}
+
+/* Until the next period starts, wait seconds (the API and the IO run on
+ * their own threads meanwhile), the watchdog fed while alive is true.
+ * 1 when a standby has just won (its period is due now): with a standby
+ * the wait goes in slices, so that one that has just won starts at once. */
+static int wait_until(struct run_state *s, struct notify *n, int alive, double wait)
+{
+    double end = pflex_mono_s() + wait;
+    double slice = s->standby ? 0.05 : INFINITY;
+    while (!stop_now && (wait = end - pflex_mono_s()) > 0) {
+        if (s->standby && standby_took_over(s->standby))
+            return 1;
+        if (n->watchdog_s > 0 && wait > n->watchdog_s / 4)
+            wait = n->watchdog_s / 4;
+        wait = fmin(wait, slice);
+        struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
+        if (nanosleep(&ts, NULL) < 0 && errno != EINTR)
+            break;
+        if (alive)
+            notify_alive(s, n);
+    }
+    return 0;
 }
 
 /* The periods, until --periods or a signal. */
@@ -626,11 +765,28 @@ static void run_loop(const struct run_opts *o, struct run_state *s)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     pflex_error_t err;
+    struct notify n = {.socket = getenv("NOTIFY_SOCKET"),
+                       .watchdog_s = pflex_sd_watchdog_s(getenv("WATCHDOG_USEC"), getenv("WATCHDOG_PID")),
+                       .pinged = pflex_mono_s()};
+    char ready[200];
+    snprintf(ready, sizeof ready, "READY=1\nSTATUS=%zu agents, a period of %g s", s->nurls, o->cfg.period_s);
+    notify_send(s, &n, ready);
     double periods = o->periods, next = pflex_real_s();
     for (double k = 0; !stop_now && (periods == 0 || k < periods); k++) {
         struct ctl_period_result r;
-        if (ctl_period(s->ctl, pflex_real_s(), &r, &err) < 0)
-            fprintf(s->log, "period failed: %s\n", err.text);
+        if (s->standby)
+            standby_take_state(s->standby, s->ctl);     /* the leader's targets and curves */
+        int ok = ctl_period(s->ctl, pflex_real_s(), &r, &err) == 0;
+        if (!ok)
+            ctl_log_to(s->log, "period failed: %s", err.text);
+        else
+            notify_alive(s, &n);
+        if (s->standby)
+            standby_publish(s->standby, s->ctl);
+        if (s->standby && standby_took_over(s->standby)) {
+            next = pflex_real_s();      /* just won: its first period as the leader now */
+            continue;
+        }
         next += o->cfg.period_s;
         double wait = next - pflex_real_s();
         if (wait < 0) {
@@ -639,9 +795,11 @@ static void run_loop(const struct run_opts *o, struct run_state *s)
         }
         if (periods && k + 1 >= periods)
             break;
-        wait_until(s, next, wait);
+        if (wait_until(s, &n, ok, wait))
+            next = pflex_real_s();
     }
-    fprintf(s->log, "stopping%s; caps stay until their leases expire\n", stop_now ? " on a signal" : "");
+    notify_send(s, &n, "STOPPING=1");
+    ctl_log_to(s->log, "stopping%s; caps stay until their leases expire", stop_now ? " on a signal" : "");
 }
 
 static void wipe(char *secret)
@@ -654,7 +812,12 @@ static void wipe(char *secret)
 
 static void run_close(struct run_opts *o, struct run_state *s)
 {
+    if (s->api_on) {
+        s->api_stop = 1;
+        pthread_join(s->api_thread, NULL);
+    }
     pflex_http_server_stop(s->srv);
+    standby_destroy(s->standby);        /* a leader resigns: a standby takes over at once */
     ctl_destroy(s->ctl);
     pflex_jobmap_destroy(s->jmap);
     wipe(s->api_token);
@@ -685,6 +848,8 @@ static int run(int argc, char **argv)
         rc = open_secrets_and_log(&o, &s);
     if (!rc)
         rc = open_controller(&o, &s);
+    if (!rc)
+        rc = start_controller(&s);
     if (!rc)
         rc = start_api(&o, &s);
     if (!rc)

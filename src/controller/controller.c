@@ -16,8 +16,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "controller/ctl_int.h"
 #include "lib/util/clock.h"
+
+static void log_v(FILE *f, const char *fmt, va_list ap)
+{
+    char line[2048];
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t n = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
+    n += (size_t)snprintf(line + n, sizeof line - n, ".%03ldZ ", ts.tv_nsec / 1000000);
+    int m = vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
+    n = m < 0 ? n : n + (size_t)m < sizeof line - 1 ? n + (size_t)m : sizeof line - 2;
+    line[n++] = '\n';
+    line[n] = '\0';
+    /* one line whole, whichever thread writes it */
+    flockfile(f);
+    fputs(line, f);
+    fflush(f);
+    funlockfile(f);
+}
+
+void ctl_log_to(FILE *f, const char *fmt, ...)
+{
+    if (!f)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    log_v(f, fmt, ap);
+    va_end(ap);
+}
 
 void ctl_log(const ctl_t *c, const char *fmt, ...)
 {
@@ -25,10 +56,8 @@ void ctl_log(const ctl_t *c, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    vfprintf(c->c.log, fmt, ap);
+    log_v(c->c.log, fmt, ap);
     va_end(ap);
-    fputc('\n', c->c.log);
-    fflush(c->c.log);
 }
 
 int ctl_grow(void **p, size_t *cap, size_t need, size_t size)
@@ -85,6 +114,16 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
         c->c.status_every = 10;
     c->last_limit_w = INFINITY;
     c->last_measured_w = NAN;
+    c->last_floor_w = c->last_max_w = NAN;
+    pthread_mutex_init(&c->smu, NULL);
+    pthread_mutex_init(&c->tmu, NULL);
+    pthread_mutex_init(&c->tdb_mu, NULL);
+    pthread_mutex_init(&c->io.mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);    /* its waits are on pflex_mono_s */
+    pthread_cond_init(&c->io.cv, &ca);
+    pthread_condattr_destroy(&ca);
     pflex_target_set_init(&c->targets);
     pflex_safe_plan_init(&c->plan);
     c->agents = calloc(cfg->nagents, sizeof *c->agents);
@@ -97,7 +136,31 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
         ctl_destroy(c);
         return -1;
     }
+    /* target changes on a connection of their own (from the API's and the
+     * VTN's threads; SQLite serialises the writers); one database in
+     * memory is one connection's */
+    if (cfg->db_path && strcmp(cfg->db_path, ":memory:") && cfg->db_path[0]) {
+        if (pflex_audit_open(cfg->db_path, &c->tdb, err) < 0) {
+            ctl_destroy(c);
+            return -1;
+        }
+    } else
+        c->tdb = c->audit;
     *out = c;
+    return 0;
+}
+
+int ctl_start(ctl_t *c, pflex_error_t *err)
+{
+    if (c->c.in_process)
+        return pflex_error_set(err, "controller: in process, the caller is the site's IO");
+    if (c->started)
+        return 0;
+    if (ctl_io_start(c, err) < 0) {
+        ctl_io_stop(c);
+        c->started = 0;
+        return -1;
+    }
     return 0;
 }
 
@@ -118,8 +181,18 @@ static int resume_target(void *ud, const struct pflex_audit_target *at)
 int ctl_resume(ctl_t *c, double now, size_t *ntargets, pflex_error_t *err)
 {
     size_t before = c->targets.n;
-    if (c->audit && pflex_audit_load_targets(c->audit, now, resume_target, c, err) < 0)
-        return -1;
+    /* the set as it was: the live targets and those ended less than a day
+     * ago (the set keeps them that long, for the ramps that follow them),
+     * in their order, and the order goes on after every one recorded */
+    if (c->audit) {
+        long long next = pflex_audit_targets_next_seq(c->audit, err);
+        if (next < 0)
+            return -1;
+        if ((uint64_t)next > c->targets.next_seq)
+            c->targets.next_seq = (uint64_t)next;
+        if (pflex_audit_load_targets(c->audit, now - 86400, resume_target, c, err) < 0)
+            return -1;
+    }
     /* what was loaded is in the audit already */
     c->recorded_seq = c->targets.next_seq;
     if (ntargets)
@@ -131,6 +204,7 @@ void ctl_destroy(ctl_t *c)
 {
     if (!c)
         return;
+    ctl_io_stop(c);
     ctl_io_destroy(c);
     free(c->agents);
     for (size_t j = 0; j < c->njobs; j++) {
@@ -141,7 +215,14 @@ void ctl_destroy(ctl_t *c)
     free(c->jobs);
     pflex_strtab_fini(&c->job_names);
     pflex_target_set_fini(&c->targets);
+    if (c->tdb != c->audit)
+        pflex_audit_close(c->tdb);
     pflex_audit_close(c->audit);
+    pthread_mutex_destroy(&c->smu);
+    pthread_mutex_destroy(&c->tmu);
+    pthread_mutex_destroy(&c->tdb_mu);
+    pthread_mutex_destroy(&c->io.mu);
+    pthread_cond_destroy(&c->io.cv);
     pflex_oadr_events_fini(&c->evs);
     pflex_safe_plan_fini(&c->plan);
     free(c->p.gpus);
@@ -233,6 +314,14 @@ void ctl_period_end(ctl_t *c, struct ctl_period_result *r)
     c->last_measured_w = measured;
     c->last_t = p->now;
     c->last_agents_down = p->r.agents_down;
+    /* the site's least and most power, for the check of new targets */
+    double lo = p->other_w, hi = p->other_w;
+    for (size_t k = 0; k < p->ngpus; k++) {
+        lo += p->gpus[k].min_cap_w;
+        hi += p->gpus[k].max_cap_w;
+    }
+    c->last_floor_w = p->ngpus ? lo : NAN;
+    c->last_max_w = p->ngpus ? hi : NAN;
     p->r.limit_w = p->limit_w;
     p->r.worst_w = c->plan.worst_w;
     p->r.measured_w = measured;
@@ -247,19 +336,118 @@ void ctl_period_end(ctl_t *c, struct ctl_period_result *r)
             r->floor_breaches, r->probes, r->feasible ? "" : ", INFEASIBLE");
 }
 
+/* The state the API shows changes under smu only: from the read to the
+ * plan, and at the end; the push (its wait) and the audit run without it. */
 int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t *err)
 {
+    pthread_mutex_lock(&c->smu);
     ctl_period_begin(c, now);
     ctl_poll_targets(c);
     if (ctl_read_site(c, err) < 0 || ctl_map_jobs(c, err) < 0)
         goto fail;
     ctl_take_targets(c);
-    if (ctl_learn(c, err) < 0 || ctl_plan(c, err) < 0 || ctl_push_caps(c, err) < 0 || ctl_record(c, err) < 0)
+    if (ctl_learn(c, err) < 0 || ctl_plan(c, err) < 0)
         goto fail;
+    pthread_mutex_unlock(&c->smu);
+    if (ctl_push_caps(c, err) < 0 || ctl_record(c, err) < 0) {
+        pthread_mutex_lock(&c->smu);
+        goto fail;
+    }
+    pthread_mutex_lock(&c->smu);
     ctl_period_end(c, r);
+    pthread_mutex_unlock(&c->smu);
     ctl_report_vtn(c);
     return 0;
 fail:
     *r = c->p.r;
+    pthread_mutex_unlock(&c->smu);
     return -1;
+}
+
+int ctl_target_check(ctl_t *c, const struct pflex_target *t, double now, char *why, size_t len)
+{
+    (void)now;
+    pthread_mutex_lock(&c->smu);
+    double floor_w = c->last_floor_w, max_w = c->last_max_w, meas = c->last_measured_w;
+    double base = c->p.baseline_w, period = c->c.period_s, rate = c->c.max_step_w_per_s;
+    pthread_mutex_unlock(&c->smu);
+    why[0] = '\0';
+    if (t->confirm || !isfinite(max_w))
+        return 0;
+    double w = pflex_target_watts(t, base);
+    if (!isfinite(w))
+        return 0;
+    if (w < floor_w) {
+        snprintf(why, len, "%.0f W is under the site's floor of %.0f W (every GPU at its least limit plus "
+                 "other power): it cannot be met; add confirm=yes to set it anyway", w, floor_w);
+        return 1;
+    }
+    if (!(rate > 0))
+        rate = 0.02 * max_w;
+    /* from what the site draws now, or may draw (no reading: its maximum) */
+    double level = isfinite(meas) ? meas : max_w;
+    double span = t->ramp_s > period ? t->ramp_s : period;
+    if (level - w > rate * span) {
+        snprintf(why, len, "a step down of %.0f W (from %.0f W to %.0f W) in %g s is faster than %.0f W/s: "
+                 "give it ramp=%.0fs or more, or add confirm=yes to set it anyway",
+                 level - w, level, w, span, rate, ceil((level - w) / rate));
+        return 1;
+    }
+    return 0;
+}
+
+static void audit_target_of(const struct pflex_target *t, double now, struct pflex_audit_target *at)
+{
+    *at = (struct pflex_audit_target){.t = now, .source = t->source, .name = t->id, .start_s = t->start_s,
+                                      .end_s = t->end_s, .value = t->value,
+                                      .fraction = t->unit == PFLEX_TARGET_FRACTION, .ramp_s = t->ramp_s,
+                                      .priority = t->priority, .seq = t->seq};
+}
+
+int ctl_target_put(ctl_t *c, const struct pflex_target *t, double now, pflex_error_t *err)
+{
+    pthread_mutex_lock(&c->tdb_mu);
+    /* its place in the order, first, so that the audit holds it as it
+     * will be in force */
+    struct pflex_target probe;
+    pflex_target_set_t one;
+    pflex_target_set_init(&one);
+    int rc = pflex_target_set_add(&one, t, err);
+    if (rc == 0) {
+        probe = one.t[0];
+        pthread_mutex_lock(&c->tmu);
+        probe.seq = c->targets.next_seq;
+        pthread_mutex_unlock(&c->tmu);
+    }
+    pflex_target_set_fini(&one);
+    if (rc == 0 && c->tdb) {
+        struct pflex_audit_target at;
+        audit_target_of(&probe, now, &at);
+        rc = pflex_audit_target(c->tdb, &at, err);
+    }
+    if (rc == 0) {
+        pthread_mutex_lock(&c->tmu);
+        /* no other writer since: the same seq */
+        int recorded = c->tdb && c->recorded_seq == c->targets.next_seq;
+        rc = pflex_target_set_add(&c->targets, &probe, err);
+        if (rc == 0 && recorded)
+            c->recorded_seq = c->targets.next_seq;
+        pthread_mutex_unlock(&c->tmu);
+    }
+    pthread_mutex_unlock(&c->tdb_mu);
+    return rc;
+}
+
+long ctl_target_withdraw(ctl_t *c, const char *source, double now, pflex_error_t *err)
+{
+    pthread_mutex_lock(&c->tdb_mu);
+    if (c->tdb && pflex_audit_targets_sync(c->tdb, now, source, NULL, 0, err) < 0) {
+        pthread_mutex_unlock(&c->tdb_mu);
+        return -1;
+    }
+    pthread_mutex_lock(&c->tmu);
+    size_t n = pflex_target_set_remove_source(&c->targets, source);
+    pthread_mutex_unlock(&c->tmu);
+    pthread_mutex_unlock(&c->tdb_mu);
+    return (long)n;
 }

@@ -6,6 +6,7 @@
 #define PFLEX_CONTROLLER_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <jansson.h>
 #include "pflex/error.h"
@@ -69,6 +70,18 @@ struct ctl_config {
      * http_threads and prometheus_url are then unused (a Prometheus URL is
      * an error), and db_path may well be NULL. */
     int in_process;
+    /* With a standby (standby.h): asked before the caps are pushed and
+     * before the VTN is reported to whether this controller leads now, and
+     * the fencing token its pushes carry (*fence; 0: none); told when an
+     * agent refused a push for a newer leader's token (HTTP 409).  NULL:
+     * it always leads, its pushes unfenced. */
+    int (*may_push)(void *ud, uint64_t *fence);
+    void (*fenced)(void *ud);
+    void *lead_ud;
+    /* The refusal of operators' targets (ctl_target_check): a step down
+     * faster than this, W/s, over its ramp (or one period without one);
+     * <= 0: 2 % of the site's maximum power per second. */
+    double max_step_w_per_s;
 };
 
 typedef struct ctl ctl_t;
@@ -77,8 +90,38 @@ int ctl_create(const struct ctl_config *c, ctl_t **out, pflex_error_t *err);
 void ctl_destroy(ctl_t *c);
 
 /* The controller's targets (add CLI and schedule targets here before the
- * first period). */
+ * first period, or through ctl_target_put; once started, only through the
+ * functions below). */
 pflex_target_set_t *ctl_targets(ctl_t *c);
+
+/* Whether the site can take target t now: 0 yes; 1 not unless confirmed
+ * (t->confirm), why in why: its level is under the site's floor (every
+ * GPU at its least limit plus other_w, as last seen) or its step down from
+ * what the site draws (or may draw) now is faster than max_step_w_per_s
+ * over its ramp (one period without one).  Before the first period the
+ * site is unknown: 0. */
+int ctl_target_check(ctl_t *c, const struct pflex_target *t, double now, char *why, size_t len);
+/* Target t into the audit database, then in force (any thread).  0, or -1
+ * with err (nothing changed). */
+int ctl_target_put(ctl_t *c, const struct pflex_target *t, double now, pflex_error_t *err);
+/* Withdraw every target of source: in the audit, then out of force.
+ * Returns how many, or -1 with err (nothing changed). */
+long ctl_target_withdraw(ctl_t *c, const char *source, double now, pflex_error_t *err);
+
+/* The daemon: the network on threads of its own, so that the period never
+ * waits on it.  Each node's status (or Prometheus) is read by a reader
+ * thread as each period ends, each request bounded by 0.4 period (at
+ * least 250 ms, at most the agents' timeout); the VTN is polled (and
+ * reported to) by its own; the caps go out on a pusher thread (each
+ * request bounded by 0.35 period, the same bounds) while the period waits
+ * for them at most 0.8 period.  The period plans on the freshest reading
+ * of each node (one older than the lease: the node is down; one seen
+ * before: held, not raised).  Not in process.  0, or -1 with err. */
+int ctl_start(ctl_t *c, pflex_error_t *err);
+
+/* One log line, "2026-05-03T18:00:00.123Z what\n", written whole (any
+ * thread); f NULL: none. */
+void ctl_log_to(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 struct ctl_period_result {
     double limit_w;             /* the smallest limit over the period */

@@ -5,6 +5,7 @@
 #ifndef PFLEX_CONTROLLER_CTL_INT_H
 #define PFLEX_CONTROLLER_CTL_INT_H
 
+#include <pthread.h>
 #include "controller/agent_client.h"
 #include "controller/controller.h"
 #include "controller/period.h"
@@ -13,6 +14,8 @@
 #include "pflex/audit.h"
 #include "pflex/learn.h"
 #include "pflex/safeplan.h"
+
+#define CTL_MAX_HTTP 16
 
 /* One node: its agent over HTTP, or in process what the caller fed. */
 struct ctl_agent {
@@ -24,9 +27,54 @@ struct ctl_agent {
     struct agent_status meta;
     int meta_seen;
     int fed, fed_fresh;         /* in process: fed since the last period, and fresh */
+    unsigned long snap_seq;     /* started: the reader's snapshot taken last period */
+    char said[160];             /* the problem last logged of it ("": none): each
+                                 * logged once, not every round */
 };
 
-#define CTL_MAX_HTTP 16
+/* The IO threads of a started controller (ctl_start, site_io.c): the
+ * period takes what they last published and never waits on the network.
+ * mu guards the fields under it; the threads own the rest. */
+struct ctl_snap {
+    struct agent_status st;     /* the node's status as last read */
+    int up, tele;               /* reached, and its telemetry fresh, at that read */
+    double t;                   /* monotonic time of that read; NaN: none yet */
+    unsigned long seq;          /* reads published so far */
+    pflex_error_t err;          /* !up: why */
+};
+
+struct ctl_io {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop;
+    /* the reader: every node's status (or Prometheus and the job maps) */
+    pthread_t reader;
+    int reader_on;
+    struct ctl_snap *snap;      /* nagents, under mu */
+    int prom_ok;                /* under mu */
+    unsigned long rounds;       /* reads published, under mu */
+    int kick;                   /* a period ended: read again now (under mu) */
+    struct agent_status *rd_st, *rd_meta;   /* the reader's own */
+    int *rd_meta_seen;
+    /* the pusher: the caps of the last period posted, to the agents */
+    pthread_t pusher;
+    int pusher_on;
+    pflex_http_client_t *push_http[CTL_MAX_HTTP];
+    struct ctl_cap *job;        /* posted, not yet taken (under mu) */
+    size_t njob, cap_job;
+    unsigned long job_seq, done_seq;    /* posted, and pushed (under mu) */
+    uint64_t job_fence;         /* the fencing token the posted caps carry (under mu) */
+    struct ctl_cap *res;        /* the outcome of push done_seq (under mu) */
+    size_t nres, cap_res;
+    /* the VTN's poller (and reports) */
+    pthread_t vtn;
+    int vtn_on;
+    double site_w;              /* the last period's site power, under mu; NaN: none */
+    double timeout_s;           /* each agent request, tied to the period */
+    int prom_said;              /* whoever reads: Prometheus's failure logged */
+    char vtn_said[256];         /* whoever polls: the VTN's refusals last logged */
+};
+
 
 struct ctl_job {
     char name[64];
@@ -85,6 +133,18 @@ struct ctl {
     struct pflex_safe_plan plan;
     unsigned long periods;
     struct ctl_period_state p;  /* the period under way (period.h) */
+    /* Started (ctl_start): the IO threads, and the locks the API and they
+     * take.  smu: the state the API shows (held by the period from its
+     * read to its plan and at its end; never across the network or the
+     * audit).  tmu: the target set (held for CPU work only).  tdb_mu: the
+     * targets' own database connection, for every target change, written
+     * before the change takes effect (taken before tmu). */
+    int started;
+    struct ctl_io io;
+    pthread_mutex_t smu, tmu, tdb_mu;
+    pflex_audit_t *tdb;         /* db_path opened again, for target changes; NULL: none */
+    double max_step_w_per_s;    /* c.max_step_w_per_s or its default */
+    double last_floor_w, last_max_w;    /* the site's least and most power, last period */
 };
 
 /* One line to the log (none without one). */
@@ -101,5 +161,18 @@ const char *ctl_node_name(const ctl_t *c, size_t node, char *buf, size_t len);
  * the Prometheus source for cfg; and their end. */
 int ctl_io_create(ctl_t *c, pflex_error_t *err);
 void ctl_io_destroy(ctl_t *c);
+/* The IO threads (ctl_start, ctl_stop). */
+int ctl_io_start(ctl_t *c, pflex_error_t *err);
+void ctl_io_stop(ctl_t *c);
+
+/* One poll of the VTN, its targets into the set (durably), and its
+ * refusals logged; from the period (not started) or the VTN's thread. */
+void ctl_vtn_poll_once(ctl_t *c, double now);
+/* The VTN's new targets (fresh: the set ven_poll returned from a copy of
+ * the live one's, whose first free seq was seq0) in the audit, then in
+ * the live set in place of the VTN's old ones. */
+int ctl_vtn_apply(ctl_t *c, const pflex_target_set_t *fresh, uint64_t seq0, double now, pflex_error_t *err);
+/* A note to the audit from any thread. */
+void ctl_note(ctl_t *c, double now, const char *kind, const char *text);
 
 #endif

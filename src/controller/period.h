@@ -32,9 +32,12 @@
  * Only the steps marked IO talk to the network, and only ctl_record to the
  * database (besides the IO steps' notes of a VTN or a Prometheus that
  * failed, and a new job's first sight, which loads its past observations);
- * the others decide from the controller's state alone, so that a
- * fault-tolerant daemon can move the IO steps onto their own threads and
- * keep the rest.  A step that fails (-1, err: out of memory, a malformed
+ * the others decide from the controller's state alone.  Started
+ * (ctl_start, the daemon), the IO steps talk to no one: ctl_poll_targets
+ * does nothing (the VTN's thread polls), ctl_read_site takes the reader
+ * thread's latest snapshot of each node, ctl_push_caps hands the caps to
+ * the pusher thread and waits for their outcome at most 0.8 period, and
+ * ctl_report_vtn leaves the site's power for the VTN's thread.  A step that fails (-1, err: out of memory, a malformed
  * reading the learner or the planner refuses, the database) ends the period
  * there; the IO steps' own failures are per agent or per server, logged, and
  * never fail the period (an agent that does not answer is a node down).

@@ -8,17 +8,18 @@
 #include <string.h>
 #include "controller/ctl_int.h"
 
-/* Record targets not yet in the audit, and the VTN's withdrawals. */
+/* Record targets not yet in the audit: those added to the set itself
+ * (ctl_targets) before it was started.  Every other change (ctl_target_put,
+ * ctl_target_withdraw, the VTN's ctl_vtn_apply) is in the audit before it
+ * takes effect. */
 static void audit_targets(ctl_t *c, double now)
 {
     pflex_error_t err;
+    if (c->started)
+        return;
     uint64_t top = c->recorded_seq;
-    const char *keep[512];
-    size_t nkeep = 0;
     for (size_t i = 0; i < c->targets.n; i++) {
         const struct pflex_target *t = &c->targets.t[i];
-        if (!strcmp(t->source, "openadr") && nkeep < 512)
-            keep[nkeep++] = t->id;
         if (t->seq < c->recorded_seq)
             continue;
         struct pflex_audit_target at = {.t = now, .source = t->source, .name = t->id,
@@ -31,8 +32,6 @@ static void audit_targets(ctl_t *c, double now)
             top = t->seq + 1;
     }
     c->recorded_seq = top;
-    if (c->c.ven && pflex_audit_targets_withdraw(c->audit, now, "openadr", keep, nkeep, &err) < 0)
-        ctl_log(c, "audit: %s", err.text);
 }
 
 /* The period's row (its id in p.period_id). */

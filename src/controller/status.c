@@ -45,14 +45,33 @@ static double job_floor(const ctl_t *c, const char *name)
     return pol && isfinite(pol->floor) ? pol->floor : c->c.floor;
 }
 
-json_t *ctl_status_json(const ctl_t *c, double now)
+static json_t *status_json(const ctl_t *c, double now)
 {
     json_t *o = json_object(), *jobs = json_array();
-    const struct pflex_target *t = pflex_target_set_winner(&c->targets, now);
+    json_t *all = json_array();
+    pthread_mutex_lock((pthread_mutex_t *)&c->tmu);
+    const struct pflex_target *t0 = pflex_target_set_winner(&c->targets, now);
+    struct pflex_target tw;
+    if (t0)
+        tw = *t0;
+    /* every target not yet ended, in the order they came (latest last) */
+    for (size_t i = 0; i < c->targets.n; i++) {
+        const struct pflex_target *x = &c->targets.t[i];
+        if (x->end_s <= now)
+            continue;
+        json_array_append_new(all, json_pack("{s:s, s:s, s:f, s:s, s:f, s:o, s:f, s:i}", "source", x->source,
+                                             "id", x->id, "value", x->value,
+                                             "unit", x->unit == PFLEX_TARGET_WATTS ? "W" : "fraction",
+                                             "start", x->start_s, "end", num(x->end_s), "ramp_s", x->ramp_s,
+                                             "priority", x->priority));
+    }
+    pthread_mutex_unlock((pthread_mutex_t *)&c->tmu);
+    const struct pflex_target *t = t0 ? &tw : NULL;
     json_object_set_new(o, "time", json_real(now));
     json_object_set_new(o, "periods", json_integer((json_int_t)c->periods));
     json_object_set_new(o, "telemetry", json_string(c->prom ? "prometheus" : "agents"));
     json_object_set_new(o, "telemetry_ok", json_boolean(c->prom ? c->prom_ok : c->last_agents_down < c->c.nagents));
+    json_object_set_new(o, "floor_w", num(c->last_floor_w));
     if (t) {
         json_t *tj = json_object();
         json_object_set_new(tj, "value", json_real(t->value));
@@ -67,6 +86,7 @@ json_t *ctl_status_json(const ctl_t *c, double now)
     } else {
         json_object_set_new(o, "target", json_null());
     }
+    json_object_set_new(o, "targets", all);
     double limit = c->last_limit_w, meas = c->last_measured_w;
     json_object_set_new(o, "limit_w", num(limit));
     json_object_set_new(o, "site_power_w", num(meas));
@@ -95,7 +115,26 @@ json_t *ctl_status_json(const ctl_t *c, double now)
     return o;
 }
 
+/* The API's thread reads what the period writes under smu. */
+json_t *ctl_status_json(const ctl_t *c, double now)
+{
+    pthread_mutex_lock((pthread_mutex_t *)&c->smu);
+    json_t *o = status_json(c, now);
+    pthread_mutex_unlock((pthread_mutex_t *)&c->smu);
+    return o;
+}
+
+static char *metrics(const ctl_t *c, double now, size_t *len);
+
 char *ctl_metrics(const ctl_t *c, double now, size_t *len)
+{
+    pthread_mutex_lock((pthread_mutex_t *)&c->smu);
+    char *text = metrics(c, now, len);
+    pthread_mutex_unlock((pthread_mutex_t *)&c->smu);
+    return text;
+}
+
+static char *metrics(const ctl_t *c, double now, size_t *len)
 {
     pflex_prom_t *p = pflex_prom_create();
     if (!p)

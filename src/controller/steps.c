@@ -207,7 +207,9 @@ void ctl_take_targets(ctl_t *c)
     struct ctl_period_state *p = &c->p;
     /* a target is kept a day past its end: the ramp of the one that
      * follows starts from it (pflex/target.h), and an interval of an
-     * event follows the one before without a gap */
+     * event follows the one before without a gap; the audit resumes the
+     * same (ctl_resume), so that expiry needs no write of its own */
+    pthread_mutex_lock(&c->tmu);
     pflex_target_set_expire(&c->targets, p->now - 86400);
     p->other_w = c->c.other_w + p->never_w;
     p->baseline_w = c->c.baseline_w > 0 ? c->c.baseline_w : p->sum_max_w;
@@ -229,6 +231,7 @@ void ctl_take_targets(ctl_t *c)
     p->horizon_s = horizon;
     p->limit_w = pflex_target_limit_min_w(&c->targets, p->now, p->now + horizon, p->baseline_w,
                                           p->sum_max_w + p->other_w);
+    pthread_mutex_unlock(&c->tmu);
 }
 
 /* Each job's GPUs this period, chained from gpu_head by gpu_next in site

@@ -47,7 +47,7 @@ done
 grep -q "16 GPUs, 2 jobs, 0 agents down" "$tmp/ctl.log" || fail "the controller did not see both agents"
 # after the first periods (caps take within a sample), measured power is at
 # or under the target in every period
-awk -v t=$target '/^period/ { n++; for (i = 1; i <= NF; i++) if ($i == "measured") m = $(i + 1) + 0;
+awk -v t=$target '$2 == "period" { n++; for (i = 1; i <= NF; i++) if ($i == "measured") m = $(i + 1) + 0;
                               if (n > 3 && m > t) { print "period " n ": " m " W over " t; bad = 1 } }
                   END { exit bad || n != 20 }' "$tmp/ctl.log" || fail "measured power over the target"
 # the jobs' throughput reached the learner: observations in the audit
@@ -89,7 +89,20 @@ expect 400 PUT /v1/target '{"target": "5000W,ramp=3d"}' "$TOKEN"
 expect 400 PUT /v1/target '{"watts": 5000}' "$TOKEN"
 expect 200 GET /v1/status
 jq -e '.target == null and .limit_w == null' "$tmp/body" >/dev/null || fail "a refused target changed something: $(cat "$tmp/body")"
-expect 200 PUT /v1/target '{"target": "6000W,for=1m", "id": "api-test"}' "$TOKEN"
+# a step far faster than the site's ramp rate, and a level under its
+# floor (16 GPUs at 200 W): refused unless confirmed, and logged
+i=0
+until expect 200 GET /v1/status && jq -e '.floor_w != null' "$tmp/body" >/dev/null; do
+    [ $i -lt 50 ] || fail "no period ran: $(cat "$tmp/body")"; sleep 0.1; i=$((i + 1)); done
+expect 409 PUT /v1/target '{"target": "1W"}' "$TOKEN"
+grep -q "floor" "$tmp/body" || fail "1 W: the refusal does not say why: $(cat "$tmp/body")"
+expect 409 PUT /v1/target '{"target": "6000W,for=1m", "id": "api-test"}' "$TOKEN"
+grep -q "ramp=" "$tmp/body" || fail "6 kW at once: the refusal does not say why: $(cat "$tmp/body")"
+expect 200 GET /v1/status
+jq -e '.target == null' "$tmp/body" >/dev/null || fail "a refused target is in force: $(cat "$tmp/body")"
+grep -q "api: refused PUT /v1/target from 127.0.0.1 (HTTP 409): .*confirm=yes" "$tmp/api.log" \
+    || fail "the refusal of an unconfirmed step is not logged"
+expect 200 PUT /v1/target '{"target": "6000W,for=1m", "id": "api-test", "confirm": true}' "$TOKEN"
 i=0
 while :; do
     expect 200 GET /v1/status
@@ -106,8 +119,14 @@ for m in pflex_controller_target_watts pflex_controller_site_power_watts pflex_c
 done
 grep -q '^pflex_controller_job_cap_watts{job="olmoe-1b-7b-pretrain-h200"} ' "$tmp/cm" || fail "/metrics lacks a job cap"
 grep -q '^pflex_controller_job_floor_breached{job="llama-8b-pretrain-h200"} 0$' "$tmp/cm" || fail "/metrics lacks the floor state"
-grep -q "api: refused PUT /v1/target from 127.0.0.1: wrong token" "$tmp/api.log" || fail "a wrong token is not logged"
+grep -q "^[0-9-]*T[0-9:.]*Z api: refused PUT /v1/target from 127.0.0.1: wrong token" "$tmp/api.log" \
+    || fail "a wrong token is not logged"
+grep -q "api: refused PUT /v1/target from 127.0.0.1 (HTTP 400): .*(body '{\"target\": \"-5W\"}')" "$tmp/api.log" \
+    || fail "a refused write is not logged with its body"
 expect 200 DELETE /v1/target "" "$TOKEN"
+grep -q "api: DELETE /v1/target from 127.0.0.1: 1 targets withdrawn" "$tmp/api.log" || fail "a DELETE is not logged"
+! grep -Ev '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z ' "$tmp/api.log" "$tmp/ctl.log" \
+    || fail "log lines without an ISO 8601 UTC timestamp"
 kill -TERM $cpid; wait $cpid || fail "controller exit $?"
 
 echo "ok: controller with two real agents: caps pushed and taken, power under ${target} W, leases restored"

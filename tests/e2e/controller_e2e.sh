@@ -156,13 +156,15 @@ jq -e '.target.source == "openadr" and .telemetry == "prometheus"' "$tmp/body" >
     || fail "the controller does not follow the VTN event: $(cat "$tmp/body")"
 
 # negative: the API's writes during the event (interval 1)
-before=$(jq -c '.target' "$tmp/body")
 [ "$(api PUT /v1/target '{"target": "1W"}')" = 401 ] || fail "a write without a token: not 401"
 [ "$(api PUT /v1/target '{"target": "1W"}' wrong-token-0123456789)" = 401 ] || fail "a wrong token: not 401"
 [ "$(api PUT /v1/target '{"target": "-3kW"}' "$TOKEN")" = 400 ] || fail "a negative target: not 400"
 [ "$(api PUT /v1/target '{"target": "5x"}' "$TOKEN")" = 400 ] || fail "5 x baseline: not 400"
 api GET /v1/status >/dev/null
-[ "$(jq -c '.target' "$tmp/body")" = "$before" ] || fail "a refused write changed the target"
+# (the event's interval may have moved on meanwhile on a busy host: what
+# must hold is that none of the refused targets is held)
+jq -e '.target.source == "openadr" and ([.targets[] | select(.source != "openadr")] | length == 0)' "$tmp/body" \
+    >/dev/null || fail "a refused write changed the targets: $(jq -c '[.target, .targets]' "$tmp/body")"
 
 # negative: a hostile VTN (a body nested 3000 deep) for 2 s, interval 2
 until_t $((t0 + 2 * ${dur%.*}))
@@ -170,7 +172,7 @@ kill -USR1 $vpid
 sleep 2
 kill -USR2 $vpid
 kill -0 $cpid || fail "the controller died of a hostile VTN answer"
-grep -q '^vtn: .*(targets kept)' "$tmp/ctl.log" || fail "the hostile VTN answer is not logged"
+grep -q '^[0-9-]*T[0-9:.]*Z vtn: .*(targets kept)' "$tmp/ctl.log" || fail "the hostile VTN answer is not logged"
 
 # negative: Prometheus stopped (SIGSTOP: it hangs) for 3 s, interval 3-4
 until_t $((t0 + 3 * ${dur%.*} + 1))
@@ -186,7 +188,7 @@ for s in 1 2 3 4 5 6; do
 done
 kill -CONT "$ppid"
 kill -0 $cpid || fail "the controller died while Prometheus was stopped"
-grep -q '^prometheus: .*(caps held)' "$tmp/ctl.log" || fail "no hold logged while Prometheus was stopped"
+grep -q '^[0-9-]*T[0-9:.]*Z prometheus: .*(caps held)' "$tmp/ctl.log" || fail "no hold logged while Prometheus was stopped"
 [ "$hold_max" -le "$lim" ] || fail "with Prometheus stopped the site drew $hold_max W over $lim W"
 
 # negative: an agent killed in the last interval; the site stays under
@@ -230,7 +232,9 @@ pq() { curl -s -m 10 -G "$PROM_URL/api/v1/query_range" --data-urlencode "query=$
 touch "$tmp/meter.stop"
 awk -v a=$((t0 - 2)) -v b="$tend" '$1 >= a && $1 < b && NF == 2' "$tmp/meter.txt" >"$tmp/power.txt"
 pq 'sum(pflex_job_throughput)' | jq -r '.data.result[0].values[] | "\(.[0]) \(.[1])"' >"$tmp/tput.txt"
-[ "$(wc -l <"$tmp/power.txt")" -gt 100 ] || fail "the site meter has $(wc -l <"$tmp/power.txt") points"
+# a busy 2-core host (load 12) takes up to 0.5 s a reading of the four
+# agents: 50 readings over the event still cover every interval
+[ "$(wc -l <"$tmp/power.txt")" -gt 50 ] || fail "the site meter has $(wc -l <"$tmp/power.txt") points"
 # a reading at t is the agents' last samples (every 0.1 s): it answers to
 # the highest limit in force over [t - 0.2, t]
 awk -v t0=$t0 -v d=$dur -v b=$base -v r=$ramp -v u=$((4 * 8 * 700)) -v n=$nint -v lag=0.2 '

@@ -682,3 +682,14 @@ fail:
     pflex_alloc_input_destroy(in);
     return -1;
 }
+
+size_t pflex_alloc_plan_clamped(const pflex_alloc_input_t *in, const struct pflex_alloc_plan *pl)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < in->njobs; k++) {
+        struct pflex_alloc_cap c;
+        pflex_alloc_cap(&in->jobs[k], &in->caps[k], pl->x[k], &c);
+        n += (size_t)c.clamped;
+    }
+    return n;
+}

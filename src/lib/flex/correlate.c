@@ -148,3 +148,24 @@ out:
         gsl_rng_free(rng);
     return rc;
 }
+
+/* Whether row i goes before row j in pflex_corr_rank's order. */
+static int ranks_before(const struct pflex_corr_row *rows, size_t i, size_t j)
+{
+    double x = fabs(rows[i].spearman.r), y = fabs(rows[j].spearman.r);
+    if (isnan(x) != isnan(y))
+        return !isnan(x);
+    if (!isnan(x) && x != y)
+        return x > y;
+    return i < j;
+}
+
+void pflex_corr_rank(const struct pflex_corr_row *rows, size_t n, size_t *order)
+{
+    for (size_t i = 0; i < n; i++) {     /* a few dozen features: insertion */
+        size_t k = i;
+        for (; k > 0 && ranks_before(rows, i, order[k - 1]); k--)
+            order[k] = order[k - 1];
+        order[k] = i;
+    }
+}

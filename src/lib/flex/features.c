@@ -378,3 +378,24 @@ void pflex_features_from_sweep_job(const struct pflex_sweep_job *j, struct pflex
     out->v[PFLEX_FEAT_NVLINK_GBS] =
         (tm[PFLEX_TM_NVLINK_TX_BYTES] + tm[PFLEX_TM_NVLINK_RX_BYTES]) / 1e9;
 }
+
+int pflex_features_add_sweep(struct pflex_feat_set *s, const pflex_sweep_t *sw, const char *path,
+                             pflex_error_t *err)
+{
+    if (!sw->has_telemetry)
+        return pflex_error_set(err, "%s: the sweep has no telemetry column (dram_active, "
+                               "mem_copy_util, ...)", path);
+    if (!sw->njobs)
+        return 0;
+    void *nj = realloc(s->jobs, (s->n + sw->njobs) * sizeof *s->jobs);
+    if (!nj)
+        return pflex_error_sys(err, "out of memory");
+    s->jobs = nj;
+    for (size_t j = 0; j < sw->njobs; j++) {
+        pflex_features_from_sweep_job(&sw->jobs[j], &s->jobs[s->n]);
+        if (!(s->jobs[s->n].job = strdup(sw->jobs[j].name)))
+            return pflex_error_sys(err, "out of memory");
+        s->n++;
+    }
+    return 0;
+}

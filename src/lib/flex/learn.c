@@ -120,6 +120,51 @@ int pflex_learn_observe(pflex_learn_t *l, double cap_w, double power_w, double t
     return 0;
 }
 
+size_t pflex_learn_bins_get(const pflex_learn_t *l, struct pflex_learn_bin *out, size_t max)
+{
+    size_t m = 0;
+    for (size_t k = 0; k < l->nbins; k++) {
+        const struct bin *b = &l->bins[k];
+        if (!b->n)
+            continue;
+        if (m < max)
+            out[m] = (struct pflex_learn_bin){b->n, b->cap, b->power, b->tput, b->m2};
+        m++;
+    }
+    return m;
+}
+
+int pflex_learn_bins_set(pflex_learn_t *l, const struct pflex_learn_bin *b, size_t n,
+                         pflex_error_t *err)
+{
+    struct bin *nb = calloc(l->nbins, sizeof *nb);
+    if (!nb)
+        return pflex_error_set(err, "out of memory");
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct pflex_learn_bin *x = &b[i];
+        if (!x->n || !isfinite(x->cap_w) || !isfinite(x->power_w) || !isfinite(x->tput) || !isfinite(x->m2)
+            || x->cap_w < l->c.min_cap_w - l->c.bin_w || x->cap_w > l->c.max_cap_w + l->c.bin_w
+            || !(x->power_w > 0) || x->power_w > 1e5 || x->tput < 0 || x->m2 < 0) {
+            free(nb);
+            return pflex_error_set(err, "learn: bin %zu is malformed or outside %g..%g W", i, l->c.min_cap_w,
+                                   l->c.max_cap_w);
+        }
+        struct bin *d = &nb[bin_of(l, x->cap_w)];
+        if (d->n) {
+            free(nb);
+            return pflex_error_set(err, "learn: bins %zu and another fall in one", i);
+        }
+        *d = (struct bin){x->n, x->cap_w, x->power_w, x->tput, x->m2};
+        count += x->n;
+    }
+    free(l->bins);
+    l->bins = nb;
+    l->count = count;
+    l->used = n;
+    return 0;
+}
+
 size_t pflex_learn_count(const pflex_learn_t *l)
 {
     return l->count;

@@ -453,7 +453,7 @@ int pflex_target_parse(const char *spec, double now_s, struct pflex_target *out,
     while ((tok = strtok_r(NULL, ",", &save))) {
         char *eq = strchr(tok, '=');
         if (!eq)
-            return pflex_error_set(err, "'%s': expected key=value (start, end, for, ramp, priority)", tok);
+            return pflex_error_set(err, "'%s': expected key=value (start, end, for, ramp, priority, confirm)", tok);
         *eq = '\0';
         const char *k = tok, *v = eq + 1;
         if (!strcmp(k, "start")) {
@@ -474,8 +474,12 @@ int pflex_target_parse(const char *spec, double now_s, struct pflex_target *out,
             if (e == v || *e || p < 0 || p > 1000000)
                 return pflex_error_set(err, "priority '%s' must be a whole number 0..1000000", v);
             t.priority = (int)p;
+        } else if (!strcmp(k, "confirm")) {
+            if (strcmp(v, "yes"))
+                return pflex_error_set(err, "confirm '%s': only confirm=yes", v);
+            t.confirm = 1;
         } else
-            return pflex_error_set(err, "unknown key '%s' (start, end, for, ramp, priority)", k);
+            return pflex_error_set(err, "unknown key '%s' (start, end, for, ramp, priority, confirm)", k);
     }
     if (end_s && for_s)
         return pflex_error_set(err, "give end= or for=, not both");

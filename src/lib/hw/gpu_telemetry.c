@@ -1,6 +1,7 @@
 /* gpu_telemetry.c — live telemetry samples through a GPU backend
  * (struct pflex_gpu_ops), as DCGM fields in a telemetry store. */
 #include <math.h>
+#include <time.h>
 #include "pflex/gpu.h"
 #include "pflex/telemetry.h"
 
@@ -51,4 +52,22 @@ int pflex_tm_sample_gpus(pflex_tm_t *t, struct pflex_gpu *g, const char *host, c
             return -1;
     }
     return 0;
+}
+
+int pflex_tm_sample_gpus_every(pflex_tm_t *t, struct pflex_gpu *g, const char *host,
+                               const char *job, long n, double interval_ms, pflex_error_t *err)
+{
+    for (long k = 0; k < n; k++) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        if (pflex_tm_sample_gpus(t, g, host, job, (double)now.tv_sec + now.tv_nsec / 1e9, err) < 0)
+            return -1;
+        if (k + 1 < n) {
+            struct timespec d = {(time_t)(interval_ms / 1000),
+                                 (long)(fmod(interval_ms, 1000) * 1e6)};
+            while (nanosleep(&d, &d) != 0)
+                ;
+        }
+    }
+    return pflex_tm_sort(t, err);
 }

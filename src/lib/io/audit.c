@@ -97,8 +97,13 @@ int pflex_audit_open(const char *path, pflex_audit_t **out, pflex_error_t *err)
         pflex_audit_close(a);
         return -1;
     }
-    if (prep(a, "INSERT OR IGNORE INTO targets(t, source, name, start, end, value, unit, ramp, priority, seq)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &a->ins_target, err) < 0
+    /* the same target again (a re-put, a VTN's event seen again) is the
+     * same row, live again and as late as now */
+    if (prep(a, "INSERT INTO targets(t, source, name, start, end, value, unit, ramp, priority, seq)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (source, name, start, end, value, unit) DO UPDATE SET t = excluded.t,"
+                " ramp = excluded.ramp, priority = excluded.priority, seq = excluded.seq, withdrawn = NULL",
+                &a->ins_target, err) < 0
         || prep(a, "INSERT INTO periods(t, limit_w, worst_w, least_w, site_power_w, throughput, feasible,"
                    " floor_breaches, held) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", &a->ins_period, err) < 0
         || prep(a, "INSERT INTO caps VALUES (?, ?, ?, ?, ?, ?)", &a->ins_cap, err) < 0
@@ -226,6 +231,83 @@ int pflex_audit_targets_withdraw(pflex_audit_t *a, double t, const char *source,
     sqlite3_finalize(sel);
     sqlite3_finalize(upd);
     return rc;
+}
+
+/* 1 when the row (name, start, end, value, unit at column 1..5 of sel)
+ * is one of live's. */
+static int row_is_live(sqlite3_stmt *sel, const struct pflex_audit_target *live, size_t n)
+{
+    const char *name = (const char *)sqlite3_column_text(sel, 1);
+    double start = sqlite3_column_double(sel, 2), value = sqlite3_column_double(sel, 4);
+    int no_end = sqlite3_column_type(sel, 3) == SQLITE_NULL;
+    double end = sqlite3_column_double(sel, 3);
+    int fraction = !strcmp((const char *)sqlite3_column_text(sel, 5), "fraction");
+    for (size_t i = 0; i < n; i++) {
+        const struct pflex_audit_target *l = &live[i];
+        if (strcmp(name ? name : "", l->name ? l->name : "") || start != l->start_s || value != l->value
+            || fraction != (l->fraction != 0) || no_end != !isfinite(l->end_s) || (!no_end && end != l->end_s))
+            continue;
+        return 1;
+    }
+    return 0;
+}
+
+int pflex_audit_targets_sync(pflex_audit_t *a, double t, const char *source,
+                             const struct pflex_audit_target *live, size_t n, pflex_error_t *err)
+{
+    if (pflex_audit_begin(a, err) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (pflex_audit_target(a, &live[i], err) < 0) {
+            pflex_audit_rollback(a);
+            return -1;
+        }
+    sqlite3_stmt *sel, *upd;
+    if (prep(a, "SELECT id, name, start, end, value, unit FROM targets WHERE source = ? AND withdrawn IS NULL",
+             &sel, err) < 0) {
+        pflex_audit_rollback(a);
+        return -1;
+    }
+    if (prep(a, "UPDATE targets SET withdrawn = ? WHERE id = ?", &upd, err) < 0) {
+        sqlite3_finalize(sel);
+        pflex_audit_rollback(a);
+        return -1;
+    }
+    bind_text(sel, 1, source);
+    int rc = 0, s;
+    while ((s = sqlite3_step(sel)) == SQLITE_ROW) {
+        if (row_is_live(sel, live, n))
+            continue;
+        bind_real(upd, 1, t);
+        sqlite3_bind_int64(upd, 2, sqlite3_column_int64(sel, 0));
+        if (run(a, upd, err, "withdraw") < 0) {
+            rc = -1;
+            break;
+        }
+    }
+    if (rc == 0 && s != SQLITE_DONE)
+        rc = db_error(a, err, "withdraw");
+    sqlite3_finalize(sel);
+    sqlite3_finalize(upd);
+    if (rc == 0 && pflex_audit_commit(a, err) < 0)
+        rc = -1;
+    if (rc < 0)
+        pflex_audit_rollback(a);
+    return rc;
+}
+
+long long pflex_audit_targets_next_seq(pflex_audit_t *a, pflex_error_t *err)
+{
+    sqlite3_stmt *st;
+    if (prep(a, "SELECT COALESCE(MAX(seq) + 1, 0) FROM targets", &st, err) < 0)
+        return -1;
+    long long n = -1;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    else
+        db_error(a, err, "targets' next seq");
+    sqlite3_finalize(st);
+    return n;
 }
 
 int pflex_audit_period(pflex_audit_t *a, const struct pflex_audit_period *p, long long *id,

@@ -37,6 +37,11 @@ int pflex_outfile_begin(const char *path, const char *const *inputs, pflex_outfi
                                "(give the file it points to, or remove the link)", path);
     if (exists && S_ISDIR(st.st_mode))
         return pflex_error_set(err, "%s: is a directory (give a file to write)", path);
+    if (exists && !S_ISREG(st.st_mode))
+        /* a device, a FIFO or a socket: renaming a new file over it would
+         * replace the node itself (as root, /dev/full or /dev/null) */
+        return pflex_error_set(err, "%s: is not a regular file (a device, FIFO or socket); "
+                               "give a file to write, or '-' for standard output", path);
     for (size_t i = 0; inputs && inputs[i]; i++) {
         struct stat in;
         if (strcmp(inputs[i], "-") != 0 && exists && stat(inputs[i], &in) == 0

@@ -150,6 +150,15 @@ struct reader {
     size_t npoints;
     long one_cap;               /* grouped: first job with one cap, or -1 */
     pflex_error_t one_cap_err;  /* its error, reported once every row is read */
+    /* parse's state between its stages: the header's columns, the last
+     * job and its metadata, the header's warnings */
+    const char *headers[COL_COUNT];
+    int idx[COL_COUNT];
+    unsigned header_line;
+    int more_cols;
+    long last_job;
+    struct jobmeta *jm;
+    char *warn;
     const struct pflex_sweep_visitor *v;    /* jobs handed over, not kept */
     struct pflex_sweep_point *vpts;         /* v: the points of the job handed */
     size_t vpts_cap;
@@ -538,6 +547,290 @@ static int check_header(const pflex_csv_t *c, const char *name, unsigned line,
     return 0;
 }
 
+/* The header row: the columns' indexes, the fields a row needs, the
+ * numbers read while splitting, the mode (grouped or not).  0, or -1 with
+ * err set. */
+static int parse_header(struct reader *r, struct src *s, int try_grouped)
+{
+    pflex_csv_t *c = &s->tok;
+    int got = next_record(s, r->err);
+    if (got < 0)
+        return -1;
+    if (got == 0)
+        return pflex_error_set(r->err, "%s: empty file: no header row", r->name);
+    r->header_line = c->line;
+    int *idx = r->idx;
+    for (int k = 0; k < COL_COUNT; k++) {
+        idx[k] = -1;
+        for (size_t f = 0; f < c->nfields; f++)
+            if (pflex_csv_field_is(&c->fields[f], r->headers[k])) {
+                idx[k] = (int)f;
+                break;
+            }
+    }
+    if (check_header(c, r->name, r->header_line, r->headers, idx, &r->warn, r->err) < 0)
+        return -1;
+    if (r->warn && r->v && r->v->warn && try_grouped)
+        r->v->warn(r->v->ctx, r->warn);  /* once: the first pass reads every header */
+    for (int k = COL_TM0; k < COL_COUNT; k++)
+        if (idx[k] >= 0)
+            r->has_tm = 1;
+    r->grouped = try_grouped && !r->has_tm;
+    r->slot = r->grouped && r->v;    /* each job is handed over as its rows end */
+    size_t need = 0;
+    for (int k = 0; k < COL_COUNT; k++)
+        if (idx[k] >= 0 && (size_t)idx[k] + 1 > need)
+            need = (size_t)idx[k] + 1;
+    s->need = need;
+    memset(s->role, 0, sizeof s->role);
+    static const int num_col[NUM_COUNT] = {COL_CAP, COL_POWER, COL_TPUT, COL_GPUS};
+    for (int n = 0; n < NUM_COUNT; n++) {
+        s->num_field[n] = idx[num_col[n]];
+        if (idx[num_col[n]] >= 0 && idx[num_col[n]] < ROLES)
+            s->role[idx[num_col[n]]] = (unsigned char)(n + 1);
+    }
+    r->last_job = -1;
+    r->more_cols = idx[COL_GPU] >= 0 || idx[COL_FLOOR] >= 0 || idx[COL_TIER] >= 0
+                   || idx[COL_WEIGHT] >= 0;
+    r->jm = NULL;
+    return 0;
+}
+
+/* The row's job: the last one again, else a new one (grouped: the last
+ * one's rows have ended and it is flushed) or one found by name; its
+ * metadata set on its first row.  The job's index, or -1 with err set. */
+static long row_job(struct reader *r, const pflex_csv_t *c)
+{
+    unsigned line = c->line;
+    const struct pflex_csv_field *jf = &c->fields[r->idx[COL_JOB]];
+    if (jf->len == 0)
+        return pflex_error_set(r->err, "%s:%u: column 'job': empty job name", r->name, line);
+    long j, last_job = r->last_job;
+    int fresh = 0;          /* the job's first row */
+    if (last_job >= 0 && KEY(r, last_job)->name_len == jf->len
+        && same_bytes(ARENA(r) + KEY(r, last_job)->name_off, jf->s, jf->len)) {
+        j = last_job;
+    } else if (r->grouped) {
+        /* The last job's rows have ended (a job seen before is caught
+         * by has_dup at the end); in the one-slot mode its key, meta
+         * and names are reused by the new job once it is handed over. */
+        if (last_job >= 0) {
+            int fr = flush_job(r, last_job);
+            if (fr == -1)
+                pflex_error_sys(r->err, "%s:%u: out of memory", r->name, line);
+            if (fr < 0)
+                return -1;
+        }
+        j = job_append(r, jf->s, jf->len);
+    } else {
+        j = job_lookup(r, jf->s, jf->len, line);
+    }
+    if (j != last_job) {    /* (j < 0 too) */
+        if (j < 0)
+            return pflex_error_sys(r->err, "%s:%u: out of memory", r->name, line);
+        fresh = KEY(r, j)->nrows == 0;
+        r->jm = META(r, j);     /* where it stays while the job's rows go on */
+    }
+    r->last_job = j;
+    if (fresh) {            /* after the last job's flush: it may share the slot */
+        size_t at;
+        const char *why = pflex_name_problem(jf->s, jf->len, &at);
+        if (why)
+            return pflex_error_set(r->err, "%s:%u: column 'job': the job name %s (byte %zu of "
+                                   "%zu); names are UTF-8 text", r->name, line, why, at + 1,
+                                   jf->len);
+        memset(r->jm, 0, sizeof *r->jm);
+        r->jm->line = line;
+        r->jm->weight = 1.0;
+    }
+    return j;
+}
+
+/* The row's cap, power, throughput and GPU count of job j.  A number read
+ * while the row was split is what pflex_parse_double gives: the same
+ * checks follow.  0, or -1 with err set. */
+static int row_numbers(struct reader *r, const struct src *s, long j, struct row *out)
+{
+    const pflex_csv_t *c = &s->tok;
+    const struct pflex_csv_field *f = c->fields;
+    const int *idx = r->idx;
+    unsigned line = c->line;
+    pflex_error_t *err = r->err;
+    struct jobmeta *jm = r->jm;
+    double cap = s->num[NUM_CAP], power = s->num[NUM_POWER], tput = s->num[NUM_TPUT];
+    unsigned numok = s->numok;
+    if (!(numok & 1u << NUM_CAP)
+        && pflex_parse_double(f[idx[COL_CAP]].s, f[idx[COL_CAP]].len, &cap) < 0)
+        return bad_field(err, r->name, line, COL_CAP, &f[idx[COL_CAP]], "is not a finite number");
+    if (cap <= 0)
+        return bad_field(err, r->name, line, COL_CAP, &f[idx[COL_CAP]], "must be positive");
+    if (!(numok & 1u << NUM_POWER)
+        && pflex_parse_double(f[idx[COL_POWER]].s, f[idx[COL_POWER]].len, &power) < 0)
+        return bad_field(err, r->name, line, COL_POWER, &f[idx[COL_POWER]],
+                         "is not a finite number");
+    if (power <= 0)
+        return bad_field(err, r->name, line, COL_POWER, &f[idx[COL_POWER]],
+                         power < 0 ? "is negative" : "must be positive");
+    if (!(numok & 1u << NUM_TPUT)
+        && pflex_parse_double(f[idx[COL_TPUT]].s, f[idx[COL_TPUT]].len, &tput) < 0)
+        return bad_field(err, r->name, line, COL_TPUT, &f[idx[COL_TPUT]], "is not a finite number");
+    if (tput < 0)
+        return bad_field(err, r->name, line, COL_TPUT, &f[idx[COL_TPUT]], "is negative");
+    /* A job's later rows mostly repeat its GPU count, read while the
+     * row was split: equal to the count already checked, it passes the
+     * same checks and changes nothing. */
+    if (idx[COL_GPUS] >= 0 && !(numok & 1u << NUM_GPUS && jm->gpus
+                                && s->num[NUM_GPUS] == (double)jm->gpus)
+        && f[idx[COL_GPUS]].len) {
+        double g = s->num[NUM_GPUS];
+        const struct pflex_csv_field *gf = &f[idx[COL_GPUS]];
+        if ((!(numok & 1u << NUM_GPUS) && pflex_parse_double(gf->s, gf->len, &g) < 0)
+            || g < 1 || g > 1e8 || g != floor(g))
+            return bad_field(err, r->name, line, COL_GPUS, gf, "is not a positive whole number");
+        if (jm->gpus && jm->gpus != (int)g)
+            return pflex_error_set(err, "%s:%u: column 'gpus': job '%s' had %d GPUs on line %u, "
+                                   "now %d", r->name, line, ARENA(r) + KEY(r, j)->name_off,
+                                   jm->gpus, jm->line, (int)g);
+        jm->gpus = (int)g;
+    }
+    *out = (struct row){.job = (uint32_t)j, .line = line, .cap = cap, .power = power,
+                        .tput = tput};
+    return 0;
+}
+
+/* The row's gpu, floor, tier and weight, into the job's metadata.  0, or
+ * -1 with err set. */
+static int row_meta(struct reader *r, const pflex_csv_t *c)
+{
+    const struct pflex_csv_field *f = c->fields;
+    const int *idx = r->idx;
+    unsigned line = c->line;
+    pflex_error_t *err = r->err;
+    struct jobmeta *jm = r->jm;
+    if (idx[COL_GPU] >= 0 && f[idx[COL_GPU]].len && !jm->gpu_len) {
+        size_t at;
+        const char *why = pflex_name_problem(f[idx[COL_GPU]].s, f[idx[COL_GPU]].len, &at);
+        if (why)
+            return pflex_error_set(err, "%s:%u: column 'gpu': the GPU name %s (byte %zu of %zu)",
+                                   r->name, line, why, at + 1, f[idx[COL_GPU]].len);
+        if (arena_add(r, f[idx[COL_GPU]].s, f[idx[COL_GPU]].len, &jm->gpu_off) < 0)
+            return pflex_error_sys(err, "%s:%u: out of memory", r->name, line);
+        jm->gpu_len = f[idx[COL_GPU]].len;
+    }
+    if (idx[COL_FLOOR] >= 0 && f[idx[COL_FLOOR]].len) {
+        double fl;
+        const struct pflex_csv_field *ff = &f[idx[COL_FLOOR]];
+        if (pflex_parse_double(ff->s, ff->len, &fl) < 0 || fl < 0 || fl > 1)
+            return bad_field(err, r->name, line, COL_FLOOR, ff,
+                             "is not a fraction between 0 and 1");
+        jm->floor = fl;
+        jm->has_floor = 1;
+    }
+    if (idx[COL_TIER] >= 0 && f[idx[COL_TIER]].len) {
+        const struct pflex_csv_field *tf = &f[idx[COL_TIER]];
+        char tb[32];
+        double fl;
+        size_t n = tf->len < sizeof tb - 1 ? tf->len : sizeof tb - 1;
+        memcpy(tb, tf->s, n);
+        tb[n] = 0;
+        if (tf->len >= sizeof tb || pflex_tier_floor(tb, &fl) < 0)
+            return bad_field(err, r->name, line, COL_TIER, tf,
+                             "is not a tier (flex0, flex1, flex2, flex3)");
+        if (!(idx[COL_FLOOR] >= 0 && f[idx[COL_FLOOR]].len)) {
+            jm->floor = fl;
+            jm->has_floor = 1;
+        }
+    }
+    if (idx[COL_WEIGHT] >= 0 && f[idx[COL_WEIGHT]].len) {
+        double w;
+        const struct pflex_csv_field *wf = &f[idx[COL_WEIGHT]];
+        if (pflex_parse_double(wf->s, wf->len, &w) < 0 || w < 0)
+            return bad_field(err, r->name, line, COL_WEIGHT, wf, "is not a non-negative number");
+        jm->weight = w;
+        jm->has_weight = 1;
+    }
+    return 0;
+}
+
+/* Keep the row: grouped, among the current job's rows; else among every
+ * row, with its telemetry columns.  0, or -1 with err set. */
+static int row_keep(struct reader *r, const pflex_csv_t *c, const struct row *rw)
+{
+    unsigned line = c->line;
+    pflex_error_t *err = r->err;
+    if (r->grouped) {
+        if (r->ncur == r->cur_cap) {
+            size_t ncap = r->cur_cap ? 2 * r->cur_cap : 16;
+            struct row *nc = realloc(r->cur, ncap * sizeof *nc);
+            if (!nc)
+                return pflex_error_sys(err, "%s:%u: out of memory", r->name, line);
+            r->cur = nc;
+            r->cur_cap = ncap;
+        }
+        r->cur[r->ncur++] = *rw;
+        r->nrows++;             /* (a job's own count is not needed: each is new
+                                 * when its first row comes, its rows are ncur) */
+        return 0;
+    }
+    if (pflex_big_reserve(&r->rows, (r->nrows + 1) * sizeof(struct row)) < 0)
+        return pflex_error_sys(err, "%s:%u: out of memory", r->name, line);
+    size_t rows_cap = r->rows.cap / sizeof(struct row);
+    if (r->has_tm && r->tm_cap < rows_cap) {
+        double *ntm = realloc(r->tm, rows_cap * PFLEX_TM_COUNT * sizeof *ntm);
+        if (!ntm)
+            return pflex_error_sys(err, "%s:%u: out of memory", r->name, line);
+        r->tm = ntm;
+        r->tm_cap = rows_cap;
+    }
+    if (r->has_tm) {
+        const struct pflex_csv_field *f = c->fields;
+        double *t = r->tm + r->nrows * PFLEX_TM_COUNT;
+        for (int k = 0; k < PFLEX_TM_COUNT; k++) {
+            int fi = r->idx[COL_TM0 + k];
+            t[k] = NAN;
+            if (fi < 0 || f[fi].len == 0)
+                continue;
+            if (pflex_parse_double(f[fi].s, f[fi].len, &t[k]) < 0)
+                return bad_field(err, r->name, line, COL_TM0 + k, &f[fi],
+                                 "is not a finite number");
+        }
+    }
+    ((struct row *)r->rows.p)[r->nrows++] = *rw;
+    KEYS(r)[rw->job].nrows++;
+    return 0;
+}
+
+/* Every row read: the last job flushed (grouped), the sweep built.  0, 1
+ * (grouped and a job scattered: read again), or -1 with err set. */
+static int parse_finish(struct reader *r, pflex_sweep_t **out)
+{
+    pflex_error_t *err = r->err;
+    if (r->grouped && has_dup(r))
+        return 1;               /* scattered: read again, collecting rows */
+    if (r->grouped && r->last_job >= 0) {
+        int fr = flush_job(r, r->last_job);
+        if (fr == -1)
+            pflex_error_sys(err, "%s: out of memory", r->name);
+        if (fr < 0)
+            return -1;
+    }
+    if (r->nrows == 0)
+        return pflex_error_set(err, "%s:%u: no data rows after the header", r->name,
+                               r->header_line);
+    pflex_sweep_t *sw = calloc(1, sizeof *sw);
+    if (!sw)
+        return pflex_error_sys(err, "%s: out of memory", r->name);
+    if ((r->grouped ? grouped_finish(r, sw, err) : sort_group(r, sw, err)) < 0) {
+        pflex_sweep_destroy(sw);
+        return -1;
+    }
+    ((struct store *)sw->priv)->warnings = r->warn;
+    sw->warnings = r->warn;
+    r->warn = NULL;
+    *out = sw;
+    return 0;
+}
+
 /* One pass over s.  With try_grouped, each job's rows are averaged into
  * points as soon as the job's rows end, and no row is kept; the pass gives
  * up (returns 1, nothing set) at the first job whose rows do not all stand
@@ -554,307 +847,33 @@ static int parse(struct src *s, const char *name, const char *columns, int try_g
     r.err = err;
     r.one_cap = -1;
     *out = NULL;
-    const char *headers[COL_COUNT];
-    char *spec_copy = NULL, *warn = NULL;
-    int idx[COL_COUNT];
-    pflex_csv_t *c = &s->tok;
-    int rc = -1;
-
-    if (parse_columns(columns, &spec_copy, headers, err) < 0)
+    char *spec_copy = NULL;
+    int rc = -1, got;
+    if (parse_columns(columns, &spec_copy, r.headers, err) < 0 ||
+        parse_header(&r, s, try_grouped) < 0)
         goto done;
-    int got = next_record(s, err);
-    if (got < 0)
-        goto done;
-    if (got == 0) {
-        pflex_error_set(err, "%s: empty file: no header row", r.name);
-        goto done;
-    }
-    unsigned header_line = c->line;
-    for (int k = 0; k < COL_COUNT; k++) {
-        idx[k] = -1;
-        for (size_t f = 0; f < c->nfields; f++)
-            if (pflex_csv_field_is(&c->fields[f], headers[k])) {
-                idx[k] = (int)f;
-                break;
-            }
-    }
-    if (check_header(c, r.name, header_line, headers, idx, &warn, err) < 0)
-        goto done;
-    if (warn && v && v->warn && try_grouped)
-        v->warn(v->ctx, warn);  /* once: the first pass reads every header */
-    for (int k = COL_TM0; k < COL_COUNT; k++)
-        if (idx[k] >= 0)
-            r.has_tm = 1;
-    r.grouped = try_grouped && !r.has_tm;
-    r.slot = r.grouped && v;    /* each job is handed over as its rows end */
-    size_t need = 0;
-    for (int k = 0; k < COL_COUNT; k++)
-        if (idx[k] >= 0 && (size_t)idx[k] + 1 > need)
-            need = (size_t)idx[k] + 1;
-    s->need = need;
-    memset(s->role, 0, sizeof s->role);
-    static const int num_col[NUM_COUNT] = {COL_CAP, COL_POWER, COL_TPUT, COL_GPUS};
-    for (int n = 0; n < NUM_COUNT; n++) {
-        s->num_field[n] = idx[num_col[n]];
-        if (idx[num_col[n]] >= 0 && idx[num_col[n]] < ROLES)
-            s->role[idx[num_col[n]]] = (unsigned char)(n + 1);
-    }
-
-    long last_job = -1;
-    int more_cols = idx[COL_GPU] >= 0 || idx[COL_FLOOR] >= 0 || idx[COL_TIER] >= 0
-                    || idx[COL_WEIGHT] >= 0;
-    struct jobmeta *jm = NULL;  /* the last job's */
     while ((got = next_record(s, err)) == 1) {
-        unsigned line = c->line;
-        if (c->nfields < need) {
-            pflex_csv_row_error(err, r.name, line, c->nfields, need);
-            goto done;
-        }
-        const struct pflex_csv_field *f = c->fields;
-        const struct pflex_csv_field *jf = &f[idx[COL_JOB]];
-        if (jf->len == 0) {
-            pflex_error_set(err, "%s:%u: column 'job': empty job name", r.name, line);
-            goto done;
-        }
+        const pflex_csv_t *c = &s->tok;
+        struct row rw;
         long j;
-        int fresh = 0;          /* the job's first row */
-        if (last_job >= 0 && KEY(&r, last_job)->name_len == jf->len
-            && same_bytes(ARENA(&r) + KEY(&r, last_job)->name_off, jf->s, jf->len)) {
-            j = last_job;
-        } else if (r.grouped) {
-            /* The last job's rows have ended (a job seen before is caught
-             * by has_dup at the end); in the one-slot mode its key, meta
-             * and names are reused by the new job once it is handed over. */
-            if (last_job >= 0) {
-                int fr = flush_job(&r, last_job);
-                if (fr == -1)
-                    pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
-                if (fr < 0)
-                    goto done;
-            }
-            j = job_append(&r, jf->s, jf->len);
-        } else {
-            j = job_lookup(&r, jf->s, jf->len, line);
-        }
-        if (j != last_job) {    /* (j < 0 too) */
-            if (j < 0) {
-                pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
-                goto done;
-            }
-            fresh = KEY(&r, j)->nrows == 0;
-            jm = META(&r, j);   /* where it stays while the job's rows go on */
-        }
-        last_job = j;
-        if (fresh) {            /* after the last job's flush: it may share the slot */
-            size_t at;
-            const char *why = pflex_name_problem(jf->s, jf->len, &at);
-            if (why) {
-                pflex_error_set(err, "%s:%u: column 'job': the job name %s (byte %zu of %zu); "
-                                "names are UTF-8 text", r.name, line, why, at + 1, jf->len);
-                goto done;
-            }
-            memset(jm, 0, sizeof *jm);
-            jm->line = line;
-            jm->weight = 1.0;
-        }
-        /* A number read while the row was split is what
-         * pflex_parse_double gives: the same checks follow. */
-        double cap = s->num[NUM_CAP], power = s->num[NUM_POWER], tput = s->num[NUM_TPUT];
-        unsigned numok = s->numok;
-        if (!(numok & 1u << NUM_CAP)
-            && pflex_parse_double(f[idx[COL_CAP]].s, f[idx[COL_CAP]].len, &cap) < 0) {
-            bad_field(err, r.name, line, COL_CAP, &f[idx[COL_CAP]], "is not a finite number");
+        if (c->nfields < s->need) {
+            pflex_csv_row_error(err, r.name, c->line, c->nfields, s->need);
             goto done;
         }
-        if (cap <= 0) {
-            bad_field(err, r.name, line, COL_CAP, &f[idx[COL_CAP]], "must be positive");
+        if ((j = row_job(&r, c)) < 0 || row_numbers(&r, s, j, &rw) < 0 ||
+            (r.more_cols && row_meta(&r, c) < 0) || row_keep(&r, c, &rw) < 0)
             goto done;
-        }
-        if (!(numok & 1u << NUM_POWER)
-            && pflex_parse_double(f[idx[COL_POWER]].s, f[idx[COL_POWER]].len, &power) < 0) {
-            bad_field(err, r.name, line, COL_POWER, &f[idx[COL_POWER]], "is not a finite number");
-            goto done;
-        }
-        if (power <= 0) {
-            bad_field(err, r.name, line, COL_POWER, &f[idx[COL_POWER]],
-                      power < 0 ? "is negative" : "must be positive");
-            goto done;
-        }
-        if (!(numok & 1u << NUM_TPUT)
-            && pflex_parse_double(f[idx[COL_TPUT]].s, f[idx[COL_TPUT]].len, &tput) < 0) {
-            bad_field(err, r.name, line, COL_TPUT, &f[idx[COL_TPUT]], "is not a finite number");
-            goto done;
-        }
-        if (tput < 0) {
-            bad_field(err, r.name, line, COL_TPUT, &f[idx[COL_TPUT]], "is negative");
-            goto done;
-        }
-        /* A job's later rows mostly repeat its GPU count, read while the
-         * row was split: equal to the count already checked, it passes the
-         * same checks and changes nothing. */
-        if (idx[COL_GPUS] >= 0 && !(numok & 1u << NUM_GPUS && jm->gpus
-                                    && s->num[NUM_GPUS] == (double)jm->gpus)
-            && f[idx[COL_GPUS]].len) {
-            double g = s->num[NUM_GPUS];
-            const struct pflex_csv_field *gf = &f[idx[COL_GPUS]];
-            if ((!(numok & 1u << NUM_GPUS) && pflex_parse_double(gf->s, gf->len, &g) < 0)
-                || g < 1 || g > 1e8 || g != floor(g)) {
-                bad_field(err, r.name, line, COL_GPUS, gf, "is not a positive whole number");
-                goto done;
-            }
-            if (jm->gpus && jm->gpus != (int)g) {
-                pflex_error_set(err, "%s:%u: column 'gpus': job '%s' had %d GPUs on line %u, "
-                                "now %d", r.name, line, ARENA(&r) + KEY(&r, j)->name_off, jm->gpus,
-                                jm->line, (int)g);
-                goto done;
-            }
-            jm->gpus = (int)g;
-        }
-        if (more_cols) {        /* any of gpu, floor, tier, weight */
-            if (idx[COL_GPU] >= 0 && f[idx[COL_GPU]].len && !jm->gpu_len) {
-                size_t at;
-                const char *why = pflex_name_problem(f[idx[COL_GPU]].s, f[idx[COL_GPU]].len, &at);
-                if (why) {
-                    pflex_error_set(err, "%s:%u: column 'gpu': the GPU name %s (byte %zu of %zu)",
-                                    r.name, line, why, at + 1, f[idx[COL_GPU]].len);
-                    goto done;
-                }
-                if (arena_add(&r, f[idx[COL_GPU]].s, f[idx[COL_GPU]].len, &jm->gpu_off) < 0) {
-                    pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
-                    goto done;
-                }
-                jm->gpu_len = f[idx[COL_GPU]].len;
-            }
-            if (idx[COL_FLOOR] >= 0 && f[idx[COL_FLOOR]].len) {
-                double fl;
-                const struct pflex_csv_field *ff = &f[idx[COL_FLOOR]];
-                if (pflex_parse_double(ff->s, ff->len, &fl) < 0 || fl < 0 || fl > 1) {
-                    bad_field(err, r.name, line, COL_FLOOR, ff,
-                              "is not a fraction between 0 and 1");
-                    goto done;
-                }
-                jm->floor = fl;
-                jm->has_floor = 1;
-            }
-            if (idx[COL_TIER] >= 0 && f[idx[COL_TIER]].len) {
-                const struct pflex_csv_field *tf = &f[idx[COL_TIER]];
-                char tb[32];
-                double fl;
-                size_t n = tf->len < sizeof tb - 1 ? tf->len : sizeof tb - 1;
-                memcpy(tb, tf->s, n);
-                tb[n] = 0;
-                if (tf->len >= sizeof tb || pflex_tier_floor(tb, &fl) < 0) {
-                    bad_field(err, r.name, line, COL_TIER, tf,
-                              "is not a tier (flex0, flex1, flex2, flex3)");
-                    goto done;
-                }
-                if (!(idx[COL_FLOOR] >= 0 && f[idx[COL_FLOOR]].len)) {
-                    jm->floor = fl;
-                    jm->has_floor = 1;
-                }
-            }
-            if (idx[COL_WEIGHT] >= 0 && f[idx[COL_WEIGHT]].len) {
-                double w;
-                const struct pflex_csv_field *wf = &f[idx[COL_WEIGHT]];
-                if (pflex_parse_double(wf->s, wf->len, &w) < 0 || w < 0) {
-                    bad_field(err, r.name, line, COL_WEIGHT, wf, "is not a non-negative number");
-                    goto done;
-                }
-                jm->weight = w;
-                jm->has_weight = 1;
-            }
-        }
-        if (r.grouped) {
-            if (r.ncur == r.cur_cap) {
-                size_t ncap = r.cur_cap ? 2 * r.cur_cap : 16;
-                struct row *nc = realloc(r.cur, ncap * sizeof *nc);
-                if (!nc) {
-                    pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
-                    goto done;
-                }
-                r.cur = nc;
-                r.cur_cap = ncap;
-            }
-            r.cur[r.ncur++] = (struct row){.job = (uint32_t)j, .line = line, .cap = cap,
-                                           .power = power, .tput = tput};
-            r.nrows++;          /* (a job's own count is not needed: each is new
-                                 * when its first row comes, its rows are ncur) */
-            continue;
-        }
-        if (pflex_big_reserve(&r.rows, (r.nrows + 1) * sizeof(struct row)) < 0) {
-            pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
-            goto done;
-        }
-        size_t rows_cap = r.rows.cap / sizeof(struct row);
-        if (r.has_tm && r.tm_cap < rows_cap) {
-            double *ntm = realloc(r.tm, rows_cap * PFLEX_TM_COUNT * sizeof *ntm);
-            if (!ntm) {
-                pflex_error_sys(err, "%s:%u: out of memory", r.name, line);
-                goto done;
-            }
-            r.tm = ntm;
-            r.tm_cap = rows_cap;
-        }
-        if (r.has_tm) {
-            size_t cur = r.nrows * PFLEX_TM_COUNT;
-            double *t = r.tm + cur;
-            for (int k = 0; k < PFLEX_TM_COUNT; k++) {
-                int fi = idx[COL_TM0 + k];
-                t[k] = NAN;
-                if (fi < 0 || f[fi].len == 0)
-                    continue;
-                if (pflex_parse_double(f[fi].s, f[fi].len, &t[k]) < 0) {
-                    bad_field(err, r.name, line, COL_TM0 + k, &f[fi], "is not a finite number");
-                    goto done;
-                }
-            }
-        }
-        struct row *rw = (struct row *)r.rows.p + r.nrows++;
-        rw->job = (uint32_t)j;
-        rw->line = line;
-        rw->cap = cap;
-        rw->power = power;
-        rw->tput = tput;
-        KEYS(&r)[j].nrows++;
     }
     if (got < 0)
         goto done;
-    if (r.grouped && has_dup(&r)) {
-        rc = 1;                 /* scattered: read again, collecting rows */
-        goto done;
-    }
-    if (r.grouped && last_job >= 0) {
-        int fr = flush_job(&r, last_job);
-        if (fr == -1)
-            pflex_error_sys(err, "%s: out of memory", r.name);
-        if (fr < 0)
-            goto done;
-    }
-    if (r.nrows == 0) {
-        pflex_error_set(err, "%s:%u: no data rows after the header", r.name, header_line);
-        goto done;
-    }
-    pflex_sweep_t *sw = calloc(1, sizeof *sw);
-    if (!sw) {
-        pflex_error_sys(err, "%s: out of memory", r.name);
-        goto done;
-    }
-    if ((r.grouped ? grouped_finish(&r, sw, err) : sort_group(&r, sw, err)) < 0) {
-        pflex_sweep_destroy(sw);
-        goto done;
-    }
-    ((struct store *)sw->priv)->warnings = warn;
-    sw->warnings = warn;
-    warn = NULL;
-    *out = sw;
-    rc = 0;
+    rc = parse_finish(&r, out);
 done:
     /* An error in the grouped pass stands only if no job so far was
      * scattered (else the general pass finds the error, or another first). */
     if (rc < 0 && r.grouped && has_dup(&r))
         rc = 1;
     free(spec_copy);
-    free(warn);
+    free(r.warn);
     reader_free(&r);
     return rc;
 }

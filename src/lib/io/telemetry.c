@@ -9,6 +9,7 @@
 #include <strings.h>
 #include "pflex/csv.h"
 #include "pflex/sweep.h"
+#include "pflex/fmt.h"
 #include "lib/io/telemetry_impl.h"
 
 static const struct pflex_dcgm_info fields[PFLEX_DCGM_COUNT] = {
@@ -297,7 +298,15 @@ int pflex_tm_write_csv(const pflex_tm_t *t, FILE *f)
         else
             fputs(",,", f);
         pflex_csv_write_field(f, s->uuid ? s->uuid : "");
-        fprintf(f, ",%.17g,%s,%.17g\n", m->time_s, fields[s->field].name, m->value);
+        /* ",%.17g,%s,%.17g\n" by pflex_fmt_g: the same text, faster */
+        char num[PFLEX_FMT_G_MAX];
+        fputc(',', f);
+        fwrite(num, 1, (size_t)pflex_fmt_g(num, m->time_s, 17), f);
+        fputc(',', f);
+        fputs(fields[s->field].name, f);
+        fputc(',', f);
+        fwrite(num, 1, (size_t)pflex_fmt_g(num, m->value, 17), f);
+        fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;
 }
@@ -571,7 +580,7 @@ size_t pflex_tm_jobmap_apply(pflex_tm_t *t, const pflex_tm_jobmap_t *m)
             r = find_row(m, "", s->gpu);
         /* The store owns its strings: the job name is copied once. */
         if (r && r->job != last_src) {
-            last_copy = tm_store_str(t, r->job, strlen(r->job));
+            last_copy = tm_intern(t, r->job, strlen(r->job));
             last_src = last_copy ? r->job : NULL;
         }
         if (r && last_copy)

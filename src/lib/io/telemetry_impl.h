@@ -29,8 +29,26 @@ int tm_sample(pflex_tm_t *t, uint32_t series, double time_s, double value, const
 void tm_reserve(pflex_tm_t *t, size_t series);
 /* A copy of s[0..len) that the store owns; NULL out of memory. */
 char *tm_store_str(pflex_tm_t *t, const char *s, size_t len);
+/* The store's one copy of s[0..len) (series strings: job, host, uuid; a
+ * series' strings must come from here); NULL out of memory. */
+const char *tm_intern(pflex_tm_t *t, const char *s, size_t len);
 /* Series keys were changed in place (the job map): find them anew. */
 void tm_rekey(pflex_tm_t *t);
+
+/* Runs: a reader that can tell from a first look at its input how many
+ * samples each series will have, at most, and in which order the series
+ * sort, writes them straight into place (no grouping copy by
+ * pflex_tm_sort).  tm_runs_begin lays out nslots runs of cap[i] samples
+ * (only on an empty store: -1 otherwise, and the store appends as usual);
+ * tm_runs_claim gives a new series its slot; a sample of a series without
+ * one, past its run's room, or a slot claimed twice ends the runs (what
+ * they hold becomes ordinary samples, appended to from then on).
+ * tm_runs_end closes them up at the end of the read; a rollback drops
+ * them.  Only the layout depends on the hint, never the samples. */
+int tm_runs_begin(pflex_tm_t *t, size_t nslots, const size_t *cap);
+void tm_runs_claim(pflex_tm_t *t, uint32_t series, size_t slot);
+void tm_runs_end(pflex_tm_t *t);
+void tm_runs_drop(pflex_tm_t *t);
 
 /* What a read has added, to take back on failure. */
 struct tm_mark {

@@ -230,6 +230,84 @@ static struct row_key *row_key(struct row_key *cache, const struct tm_key *k)
     return r;
 }
 
+/* Where each series' samples go (tm_runs): GPU indexes below RUN_GPUS,
+ * slot = rank of the GPU x fields + rank of the field, the order the
+ * series sort in (the job and host are the read's). */
+#define RUN_GPUS 1024
+struct runs_plan {
+    int on;
+    size_t nf;
+    int32_t gpu_rank[RUN_GPUS];         /* -1: no row */
+    int32_t field_rank[PFLEX_DCGM_COUNT];
+};
+
+static int col_field(int col)
+{
+    return col >= 0 ? col : col == ID_SWCAP ? PFLEX_DCGM_CLOCKS_EVENT_REASONS : -1;
+}
+
+/* A first look at the rows after the header, [p, end): how many each GPU
+ * index has, so that every series' run is sized before the read (a
+ * series has at most its GPU's rows times the columns of its field).
+ * Only a hint: a row it misjudges ends the runs, never the read, and
+ * anything unusual (a quote before the index, an index out of range)
+ * leaves the store to append as usual. */
+static void plan_runs(pflex_tm_t *t, const char *p, const char *end, int ii, const int *cols,
+                      size_t ncols, struct runs_plan *pl)
+{
+    size_t *rows = calloc(RUN_GPUS, sizeof *rows), mult[PFLEX_DCGM_COUNT] = {0};
+    pl->on = 0;
+    if (!rows)
+        return;
+    for (size_t i = 0; i < ncols; i++)
+        if (col_field(cols[i]) >= 0)
+            mult[col_field(cols[i])]++;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end, *q = p;
+        p = nl ? nl + 1 : end;
+        if (q == le || *q == '#' || *q == '\r')
+            continue;   /* blank lines and comments: no row */
+        for (int k = 0; k < ii && q; k++)
+            if ((q = memchr(q, ',', (size_t)(le - q))))
+                q++;
+        if (!q)
+            goto out;
+        while (q < le && (*q == ' ' || *q == '\t'))
+            q++;
+        unsigned v = 0, nd = 0;
+        for (; q < le && *q >= '0' && *q <= '9' && nd < 5; q++, nd++)
+            v = v * 10 + (unsigned)(*q - '0');
+        while (q < le && (*q == ' ' || *q == '\t' || *q == '\r'))
+            q++;
+        if (!nd || v >= RUN_GPUS || (q < le && *q != ','))
+            goto out;
+        rows[v]++;
+    }
+    size_t ng = 0, nf = 0, *cap;
+    for (unsigned g = 0; g < RUN_GPUS; g++)
+        pl->gpu_rank[g] = rows[g] ? (int32_t)ng++ : -1;
+    for (int f = 0; f < PFLEX_DCGM_COUNT; f++)
+        pl->field_rank[f] = mult[f] ? (int32_t)nf++ : -1;
+    if (!ng || !nf || !(cap = malloc(ng * nf * sizeof *cap)))
+        goto out;
+    for (unsigned g = 0; g < RUN_GPUS; g++)
+        for (int f = 0; f < PFLEX_DCGM_COUNT; f++)
+            if (pl->gpu_rank[g] >= 0 && pl->field_rank[f] >= 0)
+                cap[(size_t)pl->gpu_rank[g] * nf + (size_t)pl->field_rank[f]] = rows[g] * mult[f];
+    pl->nf = nf;
+    pl->on = tm_runs_begin(t, ng * nf, cap) == 0;
+    free(cap);
+out:
+    free(rows);
+}
+
+static size_t plan_slot(const struct runs_plan *pl, long gpu, int field)
+{
+    if (gpu < 0 || gpu >= RUN_GPUS || pl->gpu_rank[gpu] < 0 || pl->field_rank[field] < 0)
+        return SIZE_MAX;
+    return (size_t)pl->gpu_rank[gpu] * pl->nf + (size_t)pl->field_rank[field];
+}
+
 int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
                 const struct pflex_tm_read_opts *o, pflex_error_t *err)
 {
@@ -241,6 +319,7 @@ int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
     size_t ncols = 0;
     unsigned row = 0;
     struct row_key *cache = NULL;
+    struct runs_plan *plan = NULL;
     char stamp[40];
     size_t stamp_len = SIZE_MAX;   /* none yet */
     double stamp_time = 0;
@@ -284,6 +363,8 @@ int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
     }
     k.host = o->host ? o->host : "";
     k.host_len = strlen(k.host);
+    if (ii >= 0 && !t->nseries && !t->nsamples && (plan = malloc(sizeof *plan)))
+        plan_runs(t, ln.p, ln.end, ii, cols, ncols, plan);
     while ((got = next_record(&ln, &c, err)) > 0) {
         if (c.nfields != ncols) {
             pflex_csv_row_error(err, name, c.line, c.nfields, ncols);
@@ -337,8 +418,11 @@ int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
             k.field = cols[i] == ID_SWCAP ? PFLEX_DCGM_CLOCKS_EVENT_REASONS : cols[i];
             long id = rk ? (long)rk->id[k.field] : -1;
             if (!rk || id == (long)UINT32_MAX) {
+                size_t before = t->nseries;
                 if ((id = tm_series(t, &k, name, c.line, err)) < 0)
                     goto out;
+                if (plan && plan->on && t->nseries > before)
+                    tm_runs_claim(t, (uint32_t)id, plan_slot(plan, k.gpu, k.field));
                 if (rk)
                     rk->id[k.field] = (uint32_t)id;
             }
@@ -347,9 +431,12 @@ int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
         }
     }
     rc = got < 0 ? -1 : 0;
+    if (rc == 0)
+        tm_runs_end(t);
 out:
     free(cols);
     free(cache);
+    free(plan);
     pflex_csv_fini(&c);
     return rc;
 }

@@ -30,10 +30,28 @@ struct store {
     uint64_t *keyhash;      /* per series: the hash of its key */
     struct pflex_big table, series, samples, keyhashes;   /* hash is table.p */
     struct block *blocks;
+    /* Series strings, each held once (tm_intern): entries by id, a table
+     * of id + 1.  Each string is stored after its 4-byte id, which the
+     * sort reads back to rank series by integers. */
+    struct istr {
+        const char *s;
+        uint32_t len, h;
+    } *istr;
+    size_t nistr, istr_cap;
+    uint32_t *itab;
+    size_t itab_cap;        /* power of two, at most half full */
     /* The order of the samples so far (see the top of the file). */
     int sorted;
     uint32_t last;          /* series of the last sample, NO_SERIES: none */
     double last_time;
+    /* Runs (tm_runs_begin): samples written straight into per-slot runs
+     * laid out in sort order, in runs, instead of appended to samples. */
+    int runs_on;
+    struct pflex_big runs;
+    size_t nslots;
+    size_t *run_start, *run_len, *run_cap, *run_owner;
+    uint32_t *slot_of;      /* per series: its slot, NO_SERIES: none */
+    size_t slot_of_cap;
 };
 
 static const struct pflex_tm_limits default_limits = {
@@ -83,6 +101,9 @@ void pflex_tm_destroy(pflex_tm_t *t)
     pflex_big_free(&st->series);
     pflex_big_free(&st->samples);
     pflex_big_free(&st->keyhashes);
+    free(st->istr);
+    free(st->itab);
+    tm_runs_drop(t);
     free(st);
     free(t);
 }
@@ -92,12 +113,13 @@ const struct pflex_tm_limits *tm_limits(const pflex_tm_t *t)
     return &((const struct store *)t->priv)->lim;
 }
 
-char *tm_store_str(pflex_tm_t *t, const char *s, size_t len)
+/* len bytes the store owns; NULL out of memory. */
+static char *store_room(pflex_tm_t *t, size_t len)
 {
     struct store *st = t->priv;
     struct block *b = st->blocks;
-    if (!b || b->cap - b->used < len + 1) {
-        size_t cap = len + 1 > 65536 ? len + 1 : 65536;
+    if (!b || b->cap - b->used < len) {
+        size_t cap = len > 65536 ? len : 65536;
         b = malloc(sizeof *b + cap);
         if (!b)
             return NULL;
@@ -107,10 +129,82 @@ char *tm_store_str(pflex_tm_t *t, const char *s, size_t len)
         st->blocks = b;
     }
     char *p = b->data + b->used;
+    b->used += len;
+    return p;
+}
+
+char *tm_store_str(pflex_tm_t *t, const char *s, size_t len)
+{
+    char *p = store_room(t, len + 1);
+    if (!p)
+        return NULL;
     memcpy(p, s, len);
     p[len] = 0;
-    b->used += len + 1;
     return p;
+}
+
+/* ---- strings held once ---- */
+
+static uint64_t hash_bytes(uint64_t h, const char *s, size_t n);
+
+static int itab_grow(struct store *st)
+{
+    size_t cap = st->itab_cap ? 2 * st->itab_cap : 1024;
+    uint32_t *nt = calloc(cap, sizeof *nt);
+    if (!nt)
+        return -1;
+    for (size_t i = 0; i < st->nistr; i++) {
+        size_t j = st->istr[i].h & (cap - 1);
+        while (nt[j])
+            j = (j + 1) & (cap - 1);
+        nt[j] = (uint32_t)(i + 1);
+    }
+    free(st->itab);
+    st->itab = nt;
+    st->itab_cap = cap;
+    return 0;
+}
+
+const char *tm_intern(pflex_tm_t *t, const char *s, size_t n)
+{
+    struct store *st = t->priv;
+    if (n > UINT32_MAX - 8 || st->nistr >= UINT32_MAX - 1)
+        return NULL;
+    if ((st->nistr + 1) * 2 > st->itab_cap && itab_grow(st) < 0)
+        return NULL;
+    uint32_t h = (uint32_t)hash_bytes(7, s, n);
+    size_t j = h & (st->itab_cap - 1);
+    for (uint32_t e; (e = st->itab[j]); j = (j + 1) & (st->itab_cap - 1)) {
+        const struct istr *x = &st->istr[e - 1];
+        if (x->h == h && x->len == n && !memcmp(x->s, s, n))
+            return x->s;
+    }
+    if (st->nistr == st->istr_cap) {
+        size_t cap = st->istr_cap ? 2 * st->istr_cap : 256;
+        struct istr *ni = realloc(st->istr, cap * sizeof *ni);
+        if (!ni)
+            return NULL;
+        st->istr = ni;
+        st->istr_cap = cap;
+    }
+    uint32_t id = (uint32_t)st->nistr;
+    char *p = store_room(t, n + 5);     /* the id, then the string */
+    if (!p)
+        return NULL;
+    memcpy(p, &id, 4);
+    memcpy(p + 4, s, n);
+    p[4 + n] = 0;
+    st->istr[id] = (struct istr){p + 4, (uint32_t)n, h};
+    st->itab[j] = id + 1;
+    st->nistr++;
+    return p + 4;
+}
+
+static uint32_t istr_id(const char *s)
+{
+    uint32_t id;
+    memcpy(&id, s - 4, 4);
+    return id;
 }
 
 /* ---- keys and the table ---- */
@@ -282,12 +376,12 @@ long tm_series(pflex_tm_t *t, const struct tm_key *k, const char *name, unsigned
     s->job = NULL;
     s->uuid = NULL;
     if (k->job && !(s->job = reuse(t, k->job, k->job_len, 0)) &&
-        !(s->job = tm_store_str(t, k->job, k->job_len)))
+        !(s->job = tm_intern(t, k->job, k->job_len)))
         return pflex_error_set(err, "%s:%u: out of memory", name, line);
-    if (!(s->host = reuse(t, hs, hl, 1)) && !(s->host = tm_store_str(t, hs, hl)))
+    if (!(s->host = reuse(t, hs, hl, 1)) && !(s->host = tm_intern(t, hs, hl)))
         return pflex_error_set(err, "%s:%u: out of memory", name, line);
     if (k->uuid && !(s->uuid = reuse(t, k->uuid, k->uuid_len, 2)) &&
-        !(s->uuid = tm_store_str(t, k->uuid, k->uuid_len)))
+        !(s->uuid = tm_intern(t, k->uuid, k->uuid_len)))
         return pflex_error_set(err, "%s:%u: out of memory", name, line);
     s->gpu = (int)k->gpu;
     s->field = k->field;
@@ -299,6 +393,109 @@ long tm_series(pflex_tm_t *t, const struct tm_key *k, const char *name, unsigned
     return (long)t->nseries++;
 }
 
+/* ---- runs ---- */
+
+/* The runs, closed up in slot order, become the samples: grouped by
+ * series, in file order within each, which pflex_tm_sort checks rather
+ * than assumes.  Runs begin on an empty store, so every sample is in
+ * them. */
+static void runs_end(pflex_tm_t *t)
+{
+    struct store *st = t->priv;
+    if (!st->runs_on)
+        return;
+    struct pflex_tm_sample *m = st->runs.p;
+    size_t w = 0;
+    for (size_t i = 0; i < st->nslots; i++) {
+        if (w != st->run_start[i] && st->run_len[i])
+            memmove(m + w, m + st->run_start[i], st->run_len[i] * sizeof *m);
+        w += st->run_len[i];
+    }
+    pflex_big_free(&st->samples);
+    st->samples = st->runs;
+    st->runs = (struct pflex_big){0};
+    t->samples = st->samples.p;
+    st->sorted = 0;
+    st->last = w ? m[w - 1].series : NO_SERIES;
+    st->last_time = w ? m[w - 1].time_s : 0;
+    st->runs_on = 0;
+    tm_runs_drop(t);
+}
+
+void tm_runs_drop(pflex_tm_t *t)
+{
+    struct store *st = t->priv;
+    if (st->runs_on)
+        pflex_big_free(&st->runs);
+    st->runs_on = 0;
+    free(st->run_start);
+    free(st->slot_of);
+    st->run_start = st->run_len = st->run_cap = st->run_owner = NULL;
+    st->slot_of = NULL;
+    st->nslots = st->slot_of_cap = 0;
+}
+
+int tm_runs_begin(pflex_tm_t *t, size_t nslots, const size_t *cap)
+{
+    struct store *st = t->priv;
+    size_t total = 0;
+    if (t->nsamples || t->nseries || st->runs_on || !nslots)
+        return -1;
+    for (size_t i = 0; i < nslots; i++)
+        total += cap[i];
+    if (!total || total > st->lim.max_samples)
+        return -1;
+    st->run_start = malloc(4 * nslots * sizeof *st->run_start);
+    if (!st->run_start || pflex_big_reserve(&st->runs, total * sizeof *t->samples) < 0) {
+        tm_runs_drop(t);
+        return -1;
+    }
+    st->run_len = st->run_start + nslots;
+    st->run_cap = st->run_len + nslots;
+    st->run_owner = st->run_cap + nslots;
+    for (size_t i = 0, at = 0; i < nslots; at += cap[i++]) {
+        st->run_start[i] = at;
+        st->run_len[i] = 0;
+        st->run_cap[i] = cap[i];
+        st->run_owner[i] = SIZE_MAX;
+    }
+    st->nslots = nslots;
+    st->runs_on = 1;
+    return 0;
+}
+
+void tm_runs_claim(pflex_tm_t *t, uint32_t series, size_t slot)
+{
+    struct store *st = t->priv;
+    if (!st->runs_on)
+        return;
+    /* a slot holds one series: another one wanting it ends the runs */
+    if (slot >= st->nslots || st->run_owner[slot] != SIZE_MAX) {
+        runs_end(t);
+        return;
+    }
+    if (series >= st->slot_of_cap) {
+        size_t ncap = st->slot_of_cap ? 2 * st->slot_of_cap : 64;
+        while (ncap <= series)
+            ncap *= 2;
+        uint32_t *n = realloc(st->slot_of, ncap * sizeof *n);
+        if (!n) {
+            runs_end(t);
+            return;
+        }
+        memset(n + st->slot_of_cap, 0xff, (ncap - st->slot_of_cap) * sizeof *n);
+        st->slot_of = n;
+        st->slot_of_cap = ncap;
+    }
+    st->slot_of[series] = (uint32_t)slot;
+    st->run_owner[slot] = series;
+}
+
+void tm_runs_end(pflex_tm_t *t)
+{
+    runs_end(t);
+}
+
 int tm_sample(pflex_tm_t *t, uint32_t series, double time_s, double value, const char *name,
               unsigned line, pflex_error_t *err)
 {
@@ -306,6 +503,19 @@ int tm_sample(pflex_tm_t *t, uint32_t series, double time_s, double value, const
     if (t->nsamples >= st->lim.max_samples)
         return pflex_error_set(err, "%s:%u: more than %zu samples (limit)", name, line,
                                st->lim.max_samples);
+    if (st->runs_on) {
+        uint32_t slot = series < st->slot_of_cap ? st->slot_of[series] : NO_SERIES;
+        if (slot != NO_SERIES && st->run_len[slot] < st->run_cap[slot]) {
+            struct pflex_tm_sample *m = (struct pflex_tm_sample *)st->runs.p +
+                                        st->run_start[slot] + st->run_len[slot]++;
+            m->time_s = time_s;
+            m->value = value;
+            m->series = series;
+            t->nsamples++;
+            return 0;
+        }
+        runs_end(t);    /* not the shape foreseen: appended from here on */
+    }
     if ((t->nsamples + 1) * sizeof *t->samples > st->samples.cap) {
         if (pflex_big_reserve(&st->samples, (t->nsamples + 1) * sizeof *t->samples) < 0)
             return pflex_error_set(err, "%s:%u: out of memory", name, line);
@@ -354,6 +564,7 @@ void tm_rollback(pflex_tm_t *t, const struct tm_mark *m)
     st->sorted = m->sorted;
     st->last = m->last;
     st->last_time = m->last_time;
+    tm_runs_drop(t);
     if (st->hash)
         rehash(t, st->hash_cap);
 }
@@ -419,6 +630,148 @@ static int sample_time_cmp(const void *a, const void *b)
     return (p->value > q->value) - (p->value < q->value);
 }
 
+/* ---- series in sort order by integers ---- */
+
+static const struct store *istr_st;
+static int istr_cmp(const void *a, const void *b)
+{
+    const struct istr *x = &istr_st->istr[*(const uint32_t *)a];
+    const struct istr *y = &istr_st->istr[*(const uint32_t *)b];
+    return strcmp(x->s, y->s);
+}
+
+static unsigned bits_for(uint64_t v)
+{
+    unsigned b = 0;
+    while (b < 64 && v >> b)
+        b++;
+    return b;
+}
+
+/* Dense ranks of the strings one role of the series uses (which[0..n)
+ * the string ids, UINT32_MAX none: after every string), from the strings'
+ * ranks sr; *top is the largest.  Returns 0 or -1 out of memory. */
+static int role_ranks(const uint32_t *sr, size_t nrank, const struct pflex_tm_series *sv, size_t n,
+                      int which, uint32_t **out, uint32_t *top)
+{
+    uint32_t *dense = calloc(nrank + 1, sizeof *dense);
+    if (!dense)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const char *z = which == 0 ? sv[i].job : which == 1 ? sv[i].host : sv[i].uuid;
+        if (z)
+            dense[sr[istr_id(z)]] = 1;
+    }
+    uint32_t r = 0;
+    for (size_t k = 0; k <= nrank; k++) {
+        uint32_t used = dense[k];
+        dense[k] = r;
+        r += used;
+    }
+    *out = dense;
+    *top = r;           /* none: r, after every string */
+    return 0;
+}
+
+/* order[0..ns) = the series in sort order, as series_idx_cmp gives them,
+ * by one 64-bit key a series (the ranks of its job, host and uuid among
+ * the strings each role uses, its GPU and field) and a stable radix sort
+ * (ties, strings equal to strcmp, keep index order).  1 done, 0 when the
+ * keys would not fit in 64 bits, -1 out of memory. */
+static int order_by_keys(const pflex_tm_t *t, uint32_t *order)
+{
+    const struct store *st = t->priv;
+    const struct pflex_tm_series *sv = t->series;
+    size_t ns = t->nseries, nstr = st->nistr;
+    uint32_t *ids = malloc((nstr ? nstr : 1) * sizeof *ids);
+    uint32_t *sr = malloc((nstr ? nstr : 1) * sizeof *sr);
+    uint32_t *dj = NULL, *dh = NULL, *du = NULL, tj, th, tu;
+    uint64_t *key = NULL, *key2 = NULL;
+    uint32_t *o2 = NULL;
+    int rc = -1;
+    if (!ids || !sr)
+        goto out;
+    for (size_t i = 0; i < nstr; i++)
+        ids[i] = (uint32_t)i;
+    istr_st = st;
+    qsort(ids, nstr, sizeof *ids, istr_cmp);
+    size_t nrank = 0;
+    for (size_t i = 0; i < nstr; i++) {
+        if (i && strcmp(st->istr[ids[i - 1]].s, st->istr[ids[i]].s))
+            nrank++;
+        sr[ids[i]] = (uint32_t)nrank;
+    }
+    nrank += nstr > 0;
+    if (role_ranks(sr, nrank, sv, ns, 0, &dj, &tj) < 0 ||
+        role_ranks(sr, nrank, sv, ns, 1, &dh, &th) < 0 ||
+        role_ranks(sr, nrank, sv, ns, 2, &du, &tu) < 0)
+        goto out;
+    int gmax = -1;
+    for (size_t i = 0; i < ns; i++)
+        gmax = sv[i].gpu > gmax ? sv[i].gpu : gmax;
+    unsigned bj = bits_for(tj), bh = bits_for(th), bg = bits_for((uint64_t)gmax + 1),
+             bu = bits_for(tu), bf = bits_for(PFLEX_DCGM_COUNT - 1);
+    if (bj + bh + bg + bu + bf > 64) {
+        rc = 0;
+        goto out;
+    }
+    key = malloc(ns * sizeof *key);
+    key2 = malloc(ns * sizeof *key2);
+    o2 = malloc(ns * sizeof *o2);
+    if (!key || !key2 || !o2)
+        goto out;
+    for (size_t i = 0; i < ns; i++) {
+        const struct pflex_tm_series *s = &sv[i];
+        uint64_t k = s->job ? dj[sr[istr_id(s->job)]] : tj;
+        k = k << bh | dh[sr[istr_id(s->host)]];
+        k = k << bg | (uint64_t)(s->gpu + 1);
+        k = k << bu | (s->uuid ? du[sr[istr_id(s->uuid)]] : tu);
+        key[i] = k << bf | (uint64_t)s->field;
+        order[i] = (uint32_t)i;
+    }
+    unsigned bits = bj + bh + bg + bu + bf;
+    enum { DIGIT = 11, MASK = (1u << DIGIT) - 1 };
+    size_t count[1u << DIGIT];
+    uint64_t *ka = key, *kb = key2;
+    uint32_t *oa = order, *ob = o2;
+    for (unsigned sh = 0; sh < bits; sh += DIGIT) {
+        memset(count, 0, sizeof count);
+        for (size_t i = 0; i < ns; i++)
+            count[ka[i] >> sh & MASK]++;
+        if (count[ka[0] >> sh & MASK] == ns)
+            continue;   /* one digit for all: nothing moves */
+        for (size_t d = 0, sum = 0; d <= MASK; d++) {
+            size_t c = count[d];
+            count[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < ns; i++) {
+            size_t at = count[ka[i] >> sh & MASK]++;
+            kb[at] = ka[i];
+            ob[at] = oa[i];
+        }
+        uint64_t *tk = ka;
+        ka = kb;
+        kb = tk;
+        uint32_t *to = oa;
+        oa = ob;
+        ob = to;
+    }
+    if (oa != order)
+        memcpy(order, oa, ns * sizeof *order);
+    rc = 1;
+out:
+    free(ids);
+    free(sr);
+    free(dj);
+    free(dh);
+    free(du);
+    free(key);
+    free(key2);
+    free(o2);
+    return rc;
+}
+
 /* Series in sort order: rank[i] is series i's place.  Returns 1 when the
  * series already stand in it (rank is then the identity), 0 when sorted
  * here, -1 out of memory. */
@@ -443,10 +796,19 @@ static int rank_series(pflex_tm_t *t, uint32_t *rank)
         free(kh);
         return -1;
     }
-    for (i = 0; i < ns; i++)
-        order[i] = (uint32_t)i;
-    sort_t = t;
-    qsort(order, ns, sizeof *order, series_idx_cmp);
+    int fast = order_by_keys(t, order);
+    if (fast < 0) {
+        free(order);
+        free(sv);
+        free(kh);
+        return -1;
+    }
+    if (!fast) {
+        for (i = 0; i < ns; i++)
+            order[i] = (uint32_t)i;
+        sort_t = t;
+        qsort(order, ns, sizeof *order, series_idx_cmp);
+    }
     for (i = 0; i < ns; i++) {
         rank[order[i]] = (uint32_t)i;
         sv[i] = t->series[order[i]];

@@ -29,6 +29,7 @@ void pflex_oadr_events_fini(pflex_oadr_events_t *e)
     if (!e)
         return;
     free(e->ev);
+    free(e->refused);
     memset(e, 0, sizeof *e);
 }
 
@@ -245,6 +246,14 @@ static void note(pflex_oadr_events_t *evs, const char *what, const char *id, con
         snprintf(evs->note, sizeof evs->note, "%s '%.64s' left out: %.160s", what, id, e->text);
 }
 
+/* An event left out by its id (of the room made for every event of the
+ * answer): the caller keeps its last good version. */
+static void refuse_id(pflex_oadr_events_t *evs, const char *id)
+{
+    if (evs->refused && strcmp(id, "unnamed"))
+        snprintf(evs->refused[evs->nrefused++], sizeof evs->refused[0], "%s", id);
+}
+
 static int copy_id(json_t *v, char *buf, size_t size)
 {
     if (!json_is_string(v))
@@ -350,7 +359,8 @@ static int parse_array(json_t *arr, const char *name, const struct pflex_oadr_op
     size_t nseen = 0;
     if (json_array_size(arr)) {
         got.ev = calloc(json_array_size(arr), sizeof *got.ev);
-        if (!got.ev) {
+        got.refused = calloc(json_array_size(arr), sizeof *got.refused);
+        if (!got.ev || !got.refused) {
             pflex_error_set(err, "out of memory");
             goto out;
         }
@@ -373,6 +383,19 @@ static int parse_array(json_t *arr, const char *name, const struct pflex_oadr_op
                 goto out;
             }
             note(&got, "event", one.id[0] ? one.id : "?", &e2);
+            refuse_id(&got, one.id);
+            continue;
+        }
+        /* the same id twice: the first one in the answer is followed, the
+         * others left out and said (an event's id names one event) */
+        size_t dup = 0;
+        while (dup < got.n && (strcmp(got.ev[dup].id, one.id) || !strcmp(one.id, "unnamed")))
+            dup++;
+        if (dup < got.n) {
+            tmp.n = before;
+            pflex_error_t e3;
+            pflex_error_set(&e3, "a second event with this id (the first one in the answer is followed)");
+            note(&got, "event", one.id, &e3);
             continue;
         }
         got.ev[got.n++] = one;
@@ -389,9 +412,11 @@ static int parse_array(json_t *arr, const char *name, const struct pflex_oadr_op
         pflex_oadr_events_fini(evs);
         *evs = got;
         got.ev = NULL;
+        got.refused = NULL;
     }
 out:
     free(got.ev);
+    free(got.refused);
     pflex_target_set_fini(&tmp);
     return rc;
 }
@@ -644,6 +669,29 @@ static int authed(pflex_ven_t *v, const char *method, const char *path, const ch
     return pflex_error_set(err, "%s %s: refused (HTTP %ld) with a fresh token", method, path, *status);
 }
 
+/* 1 when event id made the target id's first len bytes (ids are kept to
+ * 40 bytes there). */
+static int id_made(const char *id, const char *tid, size_t len)
+{
+    size_t n = strlen(id);
+    return (n == len || (len == 40 && n > 40)) && !strncmp(id, tid, len);
+}
+
+/* 1 when target id "EVENT/INTERVAL" is of an event evs refused by its id
+ * and does not follow. */
+static int refused_event(const pflex_oadr_events_t *evs, const char *tid)
+{
+    const char *slash = strrchr(tid, '/');
+    size_t len = slash ? (size_t)(slash - tid) : strlen(tid);
+    for (size_t e = 0; e < evs->n; e++)
+        if (id_made(evs->ev[e].id, tid, len))
+            return 0;
+    for (size_t r = 0; r < evs->nrefused; r++)
+        if (id_made(evs->refused[r], tid, len))
+            return 1;
+    return 0;
+}
+
 int pflex_ven_poll(pflex_ven_t *v, const struct pflex_oadr_opts *o, pflex_target_set_t *set,
                    pflex_oadr_events_t *evs, pflex_error_t *err)
 {
@@ -731,6 +779,18 @@ int pflex_ven_poll(pflex_ven_t *v, const struct pflex_oadr_opts *o, pflex_target
                 next.t[next.n - 1].seq = old->seq;
                 break;
             }
+        }
+    }
+    /* an event the VTN now sends malformed keeps its last good version:
+     * a bad update never releases a limit */
+    for (size_t i = 0; i < set->n && ok && evs; i++) {
+        const struct pflex_target *old = &set->t[i];
+        if (strcmp(old->source, "openadr") || !refused_event(evs, old->id))
+            continue;
+        ok = pflex_target_set_add(&next, old, err) == 0;
+        if (ok) {
+            next.t[next.n - 1].seq = old->seq;
+            evs->kept++;
         }
     }
     pflex_target_set_fini(&fresh);

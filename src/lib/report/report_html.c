@@ -761,10 +761,13 @@ static void prediction_section(struct ctx *c)
         fputs("<p class=\"note\">Prediction section skipped (see the study's messages).</p>\n", f);
         return;
     }
-    fputs("<p>The study's Table 3 on the simulated H200 groups: ordinary least squares on "
+    fputs("<p>The study's Table 3 on the simulated H200 headline groups (n = 25, as the study; "
+          "the validation groups are only predicted): ordinary least squares on "
           "DCGM features of each group's uncapped run, scored leave-one-out (LOO) and "
           "leave-one-cluster-out (LOCO, the clusters being architecture × task), then pflex's "
-          "own models. Each row is followed by the study's numbers. The simulated telemetry "
+          "own models, then the model chosen inside each fold (nested). Each row is followed by "
+          "the study's numbers. The simulator's constants are calibrated on physical "
+          "measurements only, never on a PFI. The simulated telemetry "
           "is not the real one: where a row does much better than the study, that says how "
           "much of the simulator's PFI its counters reveal, not what real counters would.</p>\n"
           "<table class=\"num\">\n<tr><th>features</th><th>model</th><th>p</th><th>R² in</th>"

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "pflex/calib.h"
+#include "pflex/correlate.h"
 #include "pflex/fleet.h"
 #include "pflex/curve.h"
 #include "pflex/pfi.h"
@@ -188,8 +189,60 @@ static int expect_sweep(const struct pflex_job_desc *d, const struct pflex_sim_f
     return 0;
 }
 
-int pflex_calib_evaluate(const pflex_sweep_t *emerald, const struct pflex_sim_fit *fit,
-                         struct pflex_calib_eval *out, pflex_error_t *err)
+/* --- the real uncapped runs ---------------------------------------------- */
+
+int pflex_calib_reals_load(const char *data_dir, struct pflex_calib_reals *out,
+                           pflex_error_t *err)
+{
+    char path[4096];
+    memset(out, 0, sizeof *out);
+    if (!data_dir || (size_t)snprintf(path, sizeof path, "%s/h200-uncapped/measured.csv", data_dir)
+                     >= sizeof path)
+        return pflex_error_set(err, "calibration: no shared data folder");
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return pflex_error_set(err, "%s: cannot open", path);
+    char line[1024];
+    int lineno = 0, header = 0, rc = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        if (!header) {
+            header = 1;
+            if (strncmp(line, "job,tokens_per_s,power_w,sm_clock_mhz,dram_active,tensor_active,"
+                              "sm_active,mem_copy_util", 82)) {
+                rc = pflex_error_set(err, "%s:%d: unexpected header", path, lineno);
+                break;
+            }
+            continue;
+        }
+        if (out->n >= PFLEX_CALIB_H200_MAX)
+            break;
+        struct pflex_calib_real *r = &out->r[out->n];
+        if (sscanf(line, "%63[^,],%lf,%lf,%lf,%lf,%lf,%lf,%lf", r->name, &r->tokens_per_s,
+                   &r->power_w, &r->sm_clock_mhz, &r->dram_active, &r->tensor_active,
+                   &r->sm_active, &r->mem_copy_util) != 8) {
+            rc = pflex_error_set(err, "%s:%d: expected 8 fields", path, lineno);
+            break;
+        }
+        char jp[4200];
+        snprintf(jp, sizeof jp, "%s/h200-uncapped/jobs/%s.json", data_dir, r->name);
+        if (pflex_job_read_file(jp, &r->desc, err) < 0) {
+            rc = -1;
+            break;
+        }
+        out->n++;
+    }
+    fclose(f);
+    if (rc == 0 && out->n == 0)
+        rc = pflex_error_set(err, "%s: no runs", path);
+    return rc;
+}
+
+int pflex_calib_evaluate(const pflex_sweep_t *emerald, const struct pflex_calib_reals *reals,
+                         const struct pflex_sim_fit *fit, struct pflex_calib_eval *out,
+                         pflex_error_t *err)
 {
     memset(out, 0, sizeof *out);
     for (size_t p = 0; emerald && p < PFLEX_CALIB_EMERALD_JOBS; p++) {
@@ -244,28 +297,96 @@ int pflex_calib_evaluate(const pflex_sweep_t *emerald, const struct pflex_sim_fi
             return -1;
         out->tput_ratio[i] = m.throughput / d.gpus / pflex_calib_mfu_points[i].tokens_per_gpu;
         if (out->n < PFLEX_CALIB_MAX_RESIDUALS) {
-            out->job[out->n] = PFLEX_CALIB_EMERALD_JOBS + 25 + (int)i;
+            out->job[out->n] = PFLEX_CALIB_EMERALD_JOBS + (int)i;
             out->r[out->n++] = log(out->tput_ratio[i]) / PFLEX_CALIB_SIGMA_TPUT;
         }
     }
-    for (size_t g = 0; g < 25; g++) {
+    for (size_t i = 0; reals && i < reals->n; i++) {
+        const struct pflex_calib_real *r = &reals->r[i];
+        pflex_sim_job_t *j;
+        struct pflex_sim_measure m;
+        if (pflex_sim_job_create_fit(&r->desc, 1, fit, &j, err) < 0)
+            return -1;
+        /* The limit was never changed: the board's default. */
+        int rc = pflex_sim_job_expect(j, pflex_sim_job_kind(j)->default_cap_w, &m, err);
+        pflex_sim_job_destroy(j);
+        if (rc < 0)
+            return -1;
+        struct pflex_calib_real_sim *o = &out->real[i];
+        *o = (struct pflex_calib_real_sim){
+            m.throughput, m.power_w, m.tm[PFLEX_TM_SM_CLOCK_MHZ], m.tm[PFLEX_TM_DRAM_ACTIVE],
+            m.tm[PFLEX_TM_TENSOR_ACTIVE], m.tm[PFLEX_TM_SM_ACTIVE], m.tm[PFLEX_TM_MEM_COPY_UTIL]};
+        const double res[] = {
+            log(o->tokens_per_s / r->tokens_per_s) / PFLEX_CALIB_SIGMA_REAL_TPUT,
+            (o->power_w / r->power_w - 1) / PFLEX_CALIB_SIGMA_REAL_P,
+            (o->sm_clock_mhz / r->sm_clock_mhz - 1) / PFLEX_CALIB_SIGMA_REAL_CLK,
+            (o->dram_active - r->dram_active) / PFLEX_CALIB_SIGMA_REAL_TM,
+            (o->tensor_active - r->tensor_active) / PFLEX_CALIB_SIGMA_REAL_TM,
+            (o->sm_active - r->sm_active) / PFLEX_CALIB_SIGMA_REAL_TM,
+            (o->mem_copy_util - r->mem_copy_util) / 100 / PFLEX_CALIB_SIGMA_REAL_TM,
+        };
+        for (size_t k = 0; k < sizeof res / sizeof *res && out->n < PFLEX_CALIB_MAX_RESIDUALS; k++) {
+            out->job[out->n] = PFLEX_CALIB_H200_FIRST + (int)i;
+            out->r[out->n++] = res[k];
+        }
+        out->nreal = i + 1;
+    }
+    return 0;
+}
+
+/* --- the judge ------------------------------------------------------------- */
+
+static double median3(double *v, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        for (size_t k = i; k > 0 && v[k] < v[k - 1]; k--) {
+            double t = v[k];
+            v[k] = v[k - 1];
+            v[k - 1] = t;
+        }
+    return n == 0 ? NAN : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int pflex_calib_judge(const struct pflex_sim_fit *fit, struct pflex_calib_judge *out,
+                      pflex_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    double xs[64], ys[64], cs[3][64], cm[3][64];
+    size_t nh = 0, nc[3] = {0};
+    for (size_t g = 0; g < pflex_fleet_count() && g < 64; g++) {
         struct pflex_fleet_run r;
         struct pflex_sweep_point pts[PFLEX_FLEET_MAX_CAPS];
         if (pflex_fleet_get(g, &r) < 0)
-            return pflex_error_set(err, "calibration: no study group %zu", g);
+            return pflex_error_set(err, "judge: no study group %zu", g);
         if (expect_sweep(&r.desc, fit, r.caps_w, r.ncaps, pts, err) < 0)
             return -1;
         struct pflex_pfi_ratio pr;
         if (pflex_pfi_ratio(pts, r.ncaps, NULL, 0, &pr, err) < 0)
             return -1;
-        /* A group whose caps never bind in the model scores as PFI 10:
-         * far off, but finite, so the fit moves away from it. */
-        out->pfi_sim[g] = pr.valid ? pr.pfi : 10;
+        out->pfi_sim[g] = pr.valid ? pr.pfi : NAN;
         out->pfi_measured[g] = r.measured_pfi;
-        if (out->n < PFLEX_CALIB_MAX_RESIDUALS) {
-            out->job[out->n] = PFLEX_CALIB_EMERALD_JOBS + (int)g;
-            out->r[out->n++] = (out->pfi_sim[g] - r.measured_pfi) / PFLEX_CALIB_SIGMA_PFI;
-        }
+        out->split[g] = (int)r.split;
+        out->n = g + 1;
+        if (r.split != PFLEX_FLEET_MAIN || !isfinite(r.measured_pfi))
+            continue;
+        double sim = isfinite(out->pfi_sim[g]) ? out->pfi_sim[g] : 10;
+        double e = sim - r.measured_pfi;
+        out->headline_mae += fabs(e);
+        out->headline_rmse += e * e;
+        xs[nh] = sim;
+        ys[nh++] = r.measured_pfi;
+        int c = !r.is_moe ? 0 : r.is_finetune ? 2 : 1;
+        cs[c][nc[c]] = sim;
+        cm[c][nc[c]++] = r.measured_pfi;
+    }
+    if (nh > 0) {
+        out->headline_mae /= nh;
+        out->headline_rmse = sqrt(out->headline_rmse / nh);
+        out->headline_rho = pflex_spearman(xs, ys, nh);
+    }
+    for (int c = 0; c < 3; c++) {
+        out->cluster_median_sim[c] = median3(cs[c], nc[c]);
+        out->cluster_median_measured[c] = median3(cm[c], nc[c]);
     }
     return 0;
 }

@@ -292,7 +292,7 @@ static const double grids[][6] = {
     {200, 300, 400, 500, 600, 700},     /* 8-GPU groups */
     {200, 500, 600, 700},               /* 16- and 32-GPU groups */
     {200, 600, 700},                    /* the 16-GPU group with 3 runs (500 W: not run) */
-    {200, 500, 600, 700},               /* the H100 group with 4 runs (300, 400 W failed) */
+    {300, 400, 600, 700},               /* the H100 group with 4 runs (500, 200 W failed) */
 };
 static const size_t grid_n[] = {6, 4, 3, 4};
 
@@ -350,15 +350,18 @@ static const struct group validation[] = {
     {"Dense LoRA 8 x Mistral-Small-24B-Base-2501", MISTRAL, LORA, 8, 1, 1, 1, G6, 4096, 4, NAN, -1},
     {"MoE LoRA 8 x Gemma-4-26B-A4B", GEMMA, LORA, 8, 1, 1, 1, G6, 4096, 4, NAN, -1},
 };
-/* H100 groups: the same job as a headline 8-GPU group (index `match`). */
+/* H100 groups (PAPER.md section 3, "matched on H100"): the same job as an
+ * 8-GPU H200 group, headline or validation (index `match` in the study
+ * fleet's order: headline 0-24, validation 25-28). */
 static const struct group h100[] = {
-    {"H100 MoE PT 8 x gpt-oss-20b, EP 8, compile", GPTOSS, PT, 8, 8, 1, 0, G6, 4096, 2, NAN, 21},
-    {"H100 MoE PT 8 x gpt-oss-20b, EP 4, compile", GPTOSS, PT, 8, 4, 1, 0, G6, 4096, 2, NAN, 22},
-    {"H100 MoE PT 8 x Qwen3-30B-A3B, EP 8", QWEN30, PT, 8, 8, 1, 0, G6, 4096, 2, NAN, 23},
-    {"H100 MoE LoRA 8 x gpt-oss-20b, seq 2048, batch 8", GPTOSS, LORA, 8, 1, 1, 0, G6, 2048, 8,
-     NAN, 14},
-    {"H100 MoE LoRA 8 x Qwen3-30B-A3B", QWEN30, LORA, 8, 1, 1, 1, G6, 4096, 16, NAN, 15},
+    {"H100 Dense PT 8 x Mistral-Small-24B-Base-2501", MISTRAL, PT, 8, 1, 1, 1, G6, 4096, 4, NAN,
+     26},
+    {"H100 Dense LoRA 8 x Mistral-Small-24B-Base-2501", MISTRAL, LORA, 8, 1, 1, 1, G6, 4096, 4,
+     NAN, 27},
     {"H100 Dense LoRA 8 x Llama-3.1-70B, compile", LLAMA70, LORA, 8, 1, 1, 1, G4H, 4096, 2, NAN, 2},
+    {"H100 MoE PT 8 x gpt-oss-20b, EP 8, compile", GPTOSS, PT, 8, 8, 1, 0, G6, 4096, 2, NAN, 21},
+    {"H100 MoE PT 8 x DeepSeek-V2-Lite, EP 8", DSV2, PT, 8, 8, 1, 0, G6, 4096, 2, NAN, 25},
+    {"H100 MoE LoRA 8 x Qwen3-30B-A3B", QWEN30, LORA, 8, 1, 1, 1, G6, 4096, 16, NAN, 15},
 };
 enum {
     NHEAD = sizeof headline / sizeof *headline,

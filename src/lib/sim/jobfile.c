@@ -204,6 +204,10 @@ int pflex_job_parse(const char *buf, size_t len, const char *name,
         pflex_error_set(err, "%s:1: field 'task': missing", c.name);
         goto out;
     }
+    /* Hugging Face Transformers as is (eager) runs its own MoE block, not
+     * grouped expert GEMMs, unless the file says otherwise. */
+    if (d.eager && d.experts > 0 && !json_object_get(root, "moe_loop"))
+        d.moe_loop = 1;
     pflex_error_t e2;
     if (pflex_job_desc_resolve(&d, &e2) < 0) {
         /* "field 'x': ..." -> "file:line: field 'x': ..." */

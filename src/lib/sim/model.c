@@ -29,16 +29,20 @@
 /* The settable range of each kind is not written here: fill_ranges() reads
  * it from the one table of ranges (src/lib/util/gpukind.c) before anyone
  * sees a kind.  The default limit is the highest one for every known kind. */
+/* Tensor rates are at the top SM clock: GH100 does 4096 dense FP16/BF16
+ * FLOPs per clock per SM, so 132 SMs at 1980 MHz give 1070.5 TFLOPS
+ * (NVIDIA's 989.4 is quoted at the 1830 MHz boost clock of its tensor
+ * specification; TF32 half of it).  GA100's 312 is at its 1410 MHz top. */
 static struct pflex_gpu_kind kinds[] = {
     {.name = "H100-SXM5-80GB", .idle_w = 75, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980, .mem_clock_mhz = 2619,
-     .mem_bw_gbs = 3350, .bf16_tflops = 989.4, .nvlink_gbs = 450, .net_gbs = 50, .sms = 132,
+     .mem_bw_gbs = 3350, .bf16_tflops = 1070.5, .nvlink_gbs = 450, .net_gbs = 50, .sms = 132,
      .gpus_per_node = 8, .pcie_gbs = 64, .mem_gb = 80, .mem_pj_per_bit = 3.0,
-     .clock_step_mhz = 15, GH100, .fp16_tflops = 989.4, .tf32_tflops = 494.7,
+     .clock_step_mhz = 15, GH100, .fp16_tflops = 1070.5, .tf32_tflops = 535.2,
      .fp32_tflops = 66.9, .measured = 1},
-    {.name = "H200-SXM-141GB", .idle_w = 80, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980, .mem_clock_mhz = 3201,
-     .mem_bw_gbs = 4800, .bf16_tflops = 989.4, .nvlink_gbs = 450, .net_gbs = 50, .sms = 132,
+    {.name = "H200-SXM-141GB", .idle_w = 84, .sm_clock_min_mhz = 345, .sm_clock_max_mhz = 1980, .mem_clock_mhz = 3201,
+     .mem_bw_gbs = 4800, .bf16_tflops = 1070.5, .nvlink_gbs = 450, .net_gbs = 50, .sms = 132,
      .gpus_per_node = 8, .pcie_gbs = 64, .mem_gb = 141, .mem_pj_per_bit = 2.6,
-     .clock_step_mhz = 15, GH100, .fp16_tflops = 989.4, .tf32_tflops = 494.7,
+     .clock_step_mhz = 15, GH100, .fp16_tflops = 1070.5, .tf32_tflops = 535.2,
      .fp32_tflops = 66.9, .measured = 1},
     {.name = "A100-SXM4-40GB", .idle_w = 55, .sm_clock_min_mhz = 210, .sm_clock_max_mhz = 1410, .mem_clock_mhz = 1215,
      .mem_bw_gbs = 1555, .bf16_tflops = 312, .nvlink_gbs = 300, .net_gbs = 25, .sms = 108,
@@ -225,16 +229,10 @@ static void shape_from_params(struct pflex_job_desc *d)
         }
 }
 
-int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
+/* No count negative; the optional shape and layout fields (head_dim,
+ * expert_ffn, window, ..., lora_rank) within their bounds. */
+static int check_counts(struct pflex_job_desc *d, pflex_error_t *err)
 {
-    if (!d->name[0])
-        snprintf(d->name, sizeof d->name, "job");
-    const struct pflex_gpu_kind *k = pflex_gpu_kind_find(d->gpu);
-    if (!k)
-        return pflex_error_set(err, "field 'gpu': unknown GPU kind '%s'", d->gpu);
-    snprintf(d->gpu, sizeof d->gpu, "%s", k->name);
-    if ((unsigned)d->kind > PFLEX_JOB_INFERENCE)
-        return pflex_error_set(err, "field 'task': unknown job kind %d", (int)d->kind);
 #define NONNEG(f) if (d->f < 0) return pflex_error_set(err, "field '" #f "': must not be negative")
     NONNEG(gpus); NONNEG(layers); NONNEG(hidden); NONNEG(heads); NONNEG(ffn_hidden);
     NONNEG(vocab); NONNEG(seq_len); NONNEG(micro_batch); NONNEG(global_batch); NONNEG(experts);
@@ -256,6 +254,12 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
         if (mvals[i] > more[i].max)
             return pflex_error_set(err, "field '%s': %d is more than %ld", more[i].name,
                                    mvals[i], more[i].max);
+    return 0;
+}
+
+/* The enumerations known; the switches 0 or 1 (compile turns eager off). */
+static int check_switches(struct pflex_job_desc *d, pflex_error_t *err)
+{
     if ((unsigned)d->mlp > PFLEX_MLP_GELU)
         return pflex_error_set(err, "field 'mlp': unknown MLP %d", d->mlp);
     if ((unsigned)d->attention > PFLEX_ATTN_EAGER)
@@ -268,6 +272,15 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
     d->moe_loop = d->moe_loop != 0 && d->experts > 0;
     if (d->compile)
         d->eager = 0;
+    d->act_ckpt = d->act_ckpt != 0;
+    d->eager = d->eager != 0;
+    return 0;
+}
+
+/* The layout, shape and batch counts within their bounds; params_b and
+ * zero in range. */
+static int check_limits(struct pflex_job_desc *d, pflex_error_t *err)
+{
     static const struct { const char *name; long max; } limits[] = {
         {"gpus", 65536}, {"dp", 65536}, {"tp", 1024}, {"pp", 1024}, {"ep", 65536},
         {"layers", 10000}, {"hidden", 1 << 20}, {"heads", 1 << 16}, {"kv_heads", 1 << 16},
@@ -286,8 +299,13 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
         return pflex_error_set(err, "field 'params_b': must be a non-negative number");
     if (d->zero < 0 || d->zero > 3)
         return pflex_error_set(err, "field 'zero': must be 0, 1, 2 or 3");
-    d->act_ckpt = d->act_ckpt != 0;
-    d->eager = d->eager != 0;
+    return 0;
+}
+
+/* The parallel layout: tp, pp, dp and gpus consistent (dp from
+ * gpus/(tp*pp)), the experts, their top_k and ep. */
+static int resolve_parallel(struct pflex_job_desc *d, pflex_error_t *err)
+{
     if (!d->tp)
         d->tp = 1;
     if (!d->pp)
@@ -327,6 +345,13 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
         if (d->ep > 1)
             return pflex_error_set(err, "field 'ep': expert parallelism needs experts");
     }
+    return 0;
+}
+
+/* The model's shape: vocab, hidden (from params_b), heads, kv_heads,
+ * layers and ffn_hidden (from params_b and the rest). */
+static int resolve_shape(struct pflex_job_desc *d, pflex_error_t *err)
+{
     if (!d->vocab)
         d->vocab = 32000;
     if (!d->hidden && !d->params_b)
@@ -368,6 +393,13 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
                                    d->params_b, d->layers, d->hidden, f);
         d->ffn_hidden = (int)(f + 0.5);
     }
+    return 0;
+}
+
+/* The per-layer fields against the shape; lora_rank, params_b (from the
+ * shape) and pp against the layers. */
+static int resolve_layers(struct pflex_job_desc *d, pflex_error_t *err)
+{
     if (d->experts == 0 && (d->expert_ffn || d->shared_experts || d->dense_layers))
         return pflex_error_set(err, "field 'expert_ffn': expert fields need experts");
     if (d->dense_layers > d->layers || d->window_layers > d->layers)
@@ -383,6 +415,13 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
         d->params_b = pflex_job_params_total_b(d);
     if (d->pp > d->layers)
         return pflex_error_set(err, "field 'pp': %d stages for %d layers", d->pp, d->layers);
+    return 0;
+}
+
+/* The sequence and the batches: seq_len, target_len, micro_batch,
+ * global_batch, gen_len. */
+static int resolve_batch(struct pflex_job_desc *d, pflex_error_t *err)
+{
     if (!d->seq_len)
         d->seq_len = 2048;
     if (d->encoder_layers > 0 && !d->target_len)
@@ -399,6 +438,23 @@ int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
         return pflex_error_set(err, "field 'global_batch': %d is less than micro_batch %d x dp %d",
                                d->global_batch, d->micro_batch, d->dp);
     }
+    return 0;
+}
+
+int pflex_job_desc_resolve(struct pflex_job_desc *d, pflex_error_t *err)
+{
+    if (!d->name[0])
+        snprintf(d->name, sizeof d->name, "job");
+    const struct pflex_gpu_kind *k = pflex_gpu_kind_find(d->gpu);
+    if (!k)
+        return pflex_error_set(err, "field 'gpu': unknown GPU kind '%s'", d->gpu);
+    snprintf(d->gpu, sizeof d->gpu, "%s", k->name);
+    if ((unsigned)d->kind > PFLEX_JOB_INFERENCE)
+        return pflex_error_set(err, "field 'task': unknown job kind %d", (int)d->kind);
+    if (check_counts(d, err) || check_switches(d, err) || check_limits(d, err)
+        || resolve_parallel(d, err) || resolve_shape(d, err) || resolve_layers(d, err)
+        || resolve_batch(d, err))
+        return -1;
     return 0;
 }
 

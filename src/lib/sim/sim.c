@@ -5,7 +5,9 @@
  * communication, pipeline bubbles and host work have fixed durations.  Board
  * power in a phase is
  *   P = idle + leak * v^2 + dyn * activity * (f/fmax) * v^2 + E_bit * DRAM bits/s
- * (v = V(f)/Vmax, the V-f curve).  The power loop gives the interleaved
+ * (v = V(f)/Vmax, the V-f curve), the activity being that of the SMs
+ * (share busy), the tensor pipe and the FP32 pipe, the same quantities the
+ * counters report.  The power loop gives the interleaved
  * kernels of a micro-step one SM clock, the highest whose time-averaged
  * power fits under the cap, and every other phase its own.  The memory
  * clock never changes.  Every GPU has its own silicon (leakage, voltage offset); the job
@@ -29,7 +31,18 @@ struct physics {
     double eff_attn;        /* fraction of the peak in fused attention */
     double eff_mem;         /* achieved fraction of DRAM bandwidth */
     double r_sat;           /* SM clock fraction below which memory kernels slow down */
-    double a_gemm, a_attn, a_mem, a_comm, a_idle;  /* switching activity per phase type */
+    double sm_gemm, sm_attn, sm_mem;    /* share of the SMs busy in GEMMs, attention and
+                                         * memory-bound kernels (SM_ACTIVE while they run) */
+    double w_tensor, w_fp32;    /* switching power of the tensor and FP32 pipes at full
+                                 * issue, over that of busy SMs (fitted) */
+    double p_clk;               /* clock tree of an idle SM array at the top clock, over busy
+                                 * SMs' switching power */
+    double eff_fp32;            /* achieved fraction of the FP32 CUDA-core peak in SGEMM */
+    double kernel_min_s;        /* the shortest a kernel takes on the GPU (launch to retire) */
+    double sm_small;            /* share of the SMs a tiny (decode) kernel keeps busy */
+    double ops_layer_decode;    /* operators per decoder layer in one eager decode step */
+    double ops_gen_iter;        /* generate()'s own operators per decode step */
+    double u_busy;              /* MEM_COPY_UTIL saturation share of the bandwidth (fitted) */
     double act_bytes;       /* memory-bound traffic per token, layer and hidden unit, one pass,
                              * with fused kernels (Megatron-LM, llm-foundry, vLLM) */
     double eager_mult;      /* the same in unfused eager PyTorch (norms, rotary, SwiGLU apart) */
@@ -59,7 +72,9 @@ static const struct physics P_DEFAULT = {
     /* Calibrated on the Emerald A100 sweeps (docs/sim-model.md). */
     .v_ratio = 0.798, .f_knee = 0.577, .guard = 0.0050,
     .eff_gemm = 0.895, .gemm_h0 = 54.8, .gemm_m0 = 63.9, .eff_attn = 0.656, .eff_mem = 0.606,
-    .r_sat = 0.665, .a_gemm = 1.0, .a_attn = 0.604, .a_mem = 0.672, .a_comm = 0.50, .a_idle = 0.03,
+    .r_sat = 0.665, .sm_gemm = 0.98, .sm_attn = 0.95, .sm_mem = 0.90,
+    .w_tensor = 1.0, .w_fp32 = 1.0, .p_clk = 0.0, .eff_fp32 = 0.70, .kernel_min_s = 2.5e-6,
+    .sm_small = 0.5, .ops_layer_decode = 40, .ops_gen_iter = 30, .u_busy = 0.5,
     .act_bytes = 75.6, .eager_mult = 4.94, .eff_link = 0.80, .eff_a2a = 0.60, .eta_dp = 0.303,
     .eta_moe = 0.25, .ovl_width = 0.25, .coll_lat_s = 10e-6, .launch_s = 4e-6,
     .kernels_per_layer = 20, .host_step_s = 0.005, .host_iter_s = 0.0,
@@ -70,12 +85,25 @@ static const struct physics P_DEFAULT = {
     .k_dyn_ga100 = 1.024, .k_dyn_gh100 = 1.024, .sigma_host = 0.5, .nccl_sm_frac = 0.18,
 };
 
-/* Fitted by `make calibrate` (tools/calibrate.c; docs/sim-model.md section 4
- * gives the uncertainties and errors; tests/test_calibration.c checks that
- * these reproduce them). */
+/* Fitted by `make calibrate` (tools/calibrate.c; docs/sim-model.md section 5
+ * gives the uncertainties and the errors in and out of sample) on physical
+ * measurements only, never on a PFI: the five real uncapped H200 runs of
+ * shared/data/h200-uncapped (tokens/s, board power, SM clock, DRAM_ACTIVE,
+ * PIPE_TENSOR_ACTIVE, SM_ACTIVE, MEM_COPY_UTIL), the five Emerald
+ * A100-SXM4-40GB power-cap sweeps (normalised throughput and power drawn at
+ * 200-400 W) and six llm-foundry MPT throughputs on H100 and A100-80GB,
+ * with a broad literature prior on each constant.  What each rests on:
+ * k_dyn_ga100 the Emerald power under caps; k_dyn_gh100, w_tensor the
+ * H200 runs' power and the dense run's power-limited clock; w_fp32 the
+ * Transformers MoE run (fp32 experts); eager_mult the H200 runs' DRAM
+ * activity and step times; eta_dp the Emerald FSDP curves and llm-foundry;
+ * py_op_s the generation run (host-bound); u_busy the H200 runs' two
+ * memory counters side by side; eff_gemm the H200 runs' step times and
+ * tensor activity with llm-foundry's throughputs. */
 const struct pflex_sim_fit pflex_sim_fit_default = {
-    .k_dyn_ga100 = 1.2999, .k_dyn_gh100 = 2.7010, .a_mem = 0.3752, .eager_mult = 6.2522,
-    .eta_dp = 0.0000, .v_ratio_gh100 = 0.7293, .f_knee_gh100 = 0.3741,
+    .k_dyn_ga100 = 0.5125, .k_dyn_gh100 = 0.7215, .w_tensor = 1.6139, .w_fp32 = 0.5490,
+    .eager_mult = 4.0246, .eta_dp = 0.5883, .py_op_s = 2.0399e-05, .u_busy = 0.7760,
+    .eff_gemm = 0.7859,
 };
 
 
@@ -86,7 +114,8 @@ struct work {
     double flops;           /* tensor-core FLOPs */
     double bytes;           /* DRAM bytes */
     double eff;             /* fraction of the tensor peak */
-    double act;             /* switching activity when compute-limited */
+    double sm;              /* share of the SMs busy while it runs */
+    double fp32;            /* FP32 CUDA-core FLOPs (fp32 GEMMs, e.g. experts in fp32) */
 };
 
 /* A step on one GPU: `micro` repetitions of the compute phases plus the
@@ -109,9 +138,12 @@ struct step {
     double tokens;          /* tokens per step, the whole job */
     double comm_bytes;      /* per step, collective traffic one GPU sends (any link) */
     double host_layer_s;    /* host time per layer and pass of an eager MoE loop (0: none) */
-    double host_layers;     /* layer passes per micro-step with it */
+    double host_layers;     /* layer passes per micro-step with it (forward passes) */
+    double host_fwd_share;  /* their share of the micro-step's GPU time */
     double host_experts;    /* experts run per layer and pass */
     double expert_share;    /* their share of the layer's GPU work */
+    double host_iter_s;     /* inference: host time of one decode iteration */
+    double kernels_iter;    /* inference: kernels one decode iteration launches */
 };
 
 struct gpu {
@@ -126,6 +158,7 @@ struct pflex_sim_job {
     struct gpu *g;
     struct step s;
     double leak_w, dyn_w, mem_w_per_gbs;
+    double idle_w;          /* board power with the SMs idle, leakage apart */
     double rate_tflops;     /* tensor (or FP32) rate of the job's precision at f_max */
     double bpe;             /* bytes per element of weights and activations */
     int gpn;                /* GPUs per node */
@@ -133,6 +166,7 @@ struct pflex_sim_job {
     double v_ratio;         /* the die's V-f floor (fitted for GH100) */
     double f_knee;          /* its knee, fraction of the top clock (fitted for GH100) */
     struct physics phys;
+    int free_clock;         /* evaluating at full clock, caps aside (inference, evaluate()) */
     /* Scratch of the last evaluation: per-GPU power and telemetry. */
     double *power_w, *tm;
 };
@@ -170,6 +204,8 @@ static double phase_time(const struct pflex_sim_job *j, const struct work *w, do
                          double *tcomp)
 {
     double tc = w->flops > 0 ? w->flops / (j->rate_tflops * 1e12 * w->eff * r) : 0;
+    if (w->fp32 > 0)
+        tc += w->fp32 / (j->k->fp32_tflops * 1e12 * P.eff_fp32 * r);
     double tm = w->bytes / (j->k->mem_bw_gbs * 1e9 * P.eff_mem);
     if (r < P.r_sat)
         tm *= P.r_sat / r;
@@ -178,20 +214,28 @@ static double phase_time(const struct pflex_sim_job *j, const struct work *w, do
     return tc > tm ? tc : tm;
 }
 
-/* Board power of a GPU running work w (NULL: communication or idle with
- * activity act) at clock fraction r. */
+/* Board power of a GPU running work w (NULL: communication or idle with a
+ * share act of the SMs busy) at clock fraction r.  Switching power follows
+ * what the counters see: the share of the SMs busy, plus the tensor pipe's
+ * and the FP32 pipe's issue rates (each 0..1 of their peak at the running
+ * clock) weighted by how much more a busy pipe burns (fitted on the real
+ * H200's power and counters), plus the idle SM array's clock tree; DRAM
+ * power follows the bytes moved. */
 static double phase_power(const struct pflex_sim_job *j, const struct gpu *g,
                           const struct work *w, double act, double r)
 {
     double v = volt(j, r) * g->v_mult, mem = 0;
     if (w) {
-        double tc, t = phase_time(j, w, r, &tc);
+        double t = phase_time(j, w, r, NULL);
         if (t <= 0)
-            return j->k->idle_w;
-        act = P.a_mem + (w->act - P.a_mem) * (tc / t);
+            return j->idle_w + j->leak_w * g->leak_mult * v * v;
+        double tens = w->flops / (j->rate_tflops * 1e12 * r * t);
+        double f32 = w->fp32 / (j->k->fp32_tflops * 1e12 * r * t);
+        act = w->sm + P.w_tensor * fmin(1, tens) + P.w_fp32 * fmin(1, f32);
         mem = j->mem_w_per_gbs * w->bytes / t / 1e9;
     }
-    return j->k->idle_w + j->leak_w * g->leak_mult * v * v + j->dyn_w * act * r * v * v + mem;
+    return j->idle_w + j->leak_w * g->leak_mult * v * v
+           + j->dyn_w * (act + P.p_clk) * r * v * v + mem;
 }
 
 /* The power loop: the highest clock (below the lowest clock, hardware
@@ -200,7 +244,7 @@ static double loop_clock(const struct pflex_sim_job *j, const struct gpu *g,
                          const struct work *w, double act)
 {
     double limit = g->cap_w * (1 - P.guard);
-    if (phase_power(j, g, w, act, 1.0) <= limit)
+    if (j->free_clock || phase_power(j, g, w, act, 1.0) <= limit)
         return 1.0;
     double lo = 0.02, hi = 1.0;
     if (phase_power(j, g, w, act, lo) > limit)
@@ -255,7 +299,7 @@ static struct work gemm_work(const struct pflex_sim_job *j, double flops, double
     double eff = P.eff_gemm * rel;
     if (eff < 0.01)
         eff = 0.01;
-    return (struct work){flops, bytes, eff, P.a_mem + (P.a_gemm - P.a_mem) * rel};
+    return (struct work){.flops = flops, .bytes = bytes, .eff = eff, .sm = P.sm_gemm};
 }
 
 /* The precision's tensor rate (FP32 CUDA cores where the kind has no
@@ -287,13 +331,41 @@ static double attn_context(const struct pflex_job_desc *d, double seq)
     return full;
 }
 
-static void build_step(struct pflex_sim_job *j)
+/* What the stages of build_step share: the job's shape as one GPU of the
+ * busiest pipeline stage sees it.  The training-only fields are set by
+ * train_tokens() and train_compute(), in that order. */
+struct step_shape {
+    int gpn;                /* GPUs per node */
+    double h, L, tp, pp;
+    double lloc;            /* layers on the busiest pipeline stage */
+    double q_dim, kv_dim;   /* widths of the query and of the keys/values */
+    double scale;           /* stated parameter count / the shape's count */
+    double n_total, n_active;
+    double n_head;          /* weights of the LM head GEMM */
+    double n_layers_gemm;   /* GEMM weights of all layers, per token */
+    double n_gemm_loc;      /* GEMM weights a token passes on this GPU */
+    double n_loc;           /* weights held per GPU (unsharded) */
+    double eff_w;           /* width factor of GEMM efficiency */
+    double bpe;             /* bytes per element */
+    double act_bytes;       /* elementwise bytes per hidden element and layer */
+    double ctx;             /* attention context per layer and token */
+    double score_bytes;     /* eager attention scores per layer and token */
+    /* training only */
+    int lora;
+    double seq_tok;         /* tokens of a sequence (encoder + decoder) */
+    double tok;             /* tokens of a micro-batch */
+    double lact;            /* layers a token passes on this GPU */
+    double cg;              /* GEMM FLOPs per weight and token */
+    double passes;          /* forward-equivalents of elementwise work */
+    double train_loc;       /* trainable weights per GPU */
+    double tp_bytes;        /* tensor-parallel bytes per micro-step */
+    double dp_bytes;        /* data-parallel bytes per step */
+};
+
+static void step_shape(const struct pflex_sim_job *j, struct step_shape *c)
 {
     const struct pflex_job_desc *d = &j->d;
-    const struct pflex_gpu_kind *k = j->k;
-    struct step *s = &j->s;
-    memset(s, 0, sizeof *s);
-    int gpn = j->gpn;
+    c->gpn = j->gpn;
     double h = d->hidden, L = d->layers, tp = d->tp, pp = d->pp;
     double lloc = ceil(L / pp);
     double hd = d->head_dim > 0 ? d->head_dim : h / d->heads;
@@ -311,116 +383,203 @@ static void build_step(struct pflex_sim_job *j)
     double n_layers_gemm = n_gemm - n_head;             /* per token, all layers */
     /* Pipeline stages are as slow as the busiest: ceil(L/pp) layers, and
      * the last stage also holds the LM head. */
-    double n_gemm_loc = (n_layers_gemm * lloc / L + (pp > 1 ? n_head : n_head / pp)) / tp;
-    double n_loc = n_total / (tp * pp);             /* weights held per GPU (unsharded) */
-    double eff_w = (h / tp) / (h / tp + P.gemm_h0);      /* width factor of GEMM efficiency */
+    c->n_gemm_loc = (n_layers_gemm * lloc / L + (pp > 1 ? n_head : n_head / pp)) / tp;
+    c->n_loc = n_total / (tp * pp);
+    c->eff_w = (h / tp) / (h / tp + P.gemm_h0);
     double bpe = j->bpe;
-    double act_bytes = P.act_bytes * (d->eager ? P.eager_mult : 1) * bpe / 2;
-    double ctx = attn_context(d, d->seq_len);
+    c->act_bytes = P.act_bytes * (d->eager ? P.eager_mult : 1) * bpe / 2;
+    c->ctx = attn_context(d, d->seq_len);
     /* Eager attention materialises heads x seq x seq scores per layer and
      * sequence: written, soft-maxed, read for P.V (forward), and as much
      * again twice in the backward. */
-    double score_bytes = d->attention == PFLEX_ATTN_EAGER
-                         ? (double)d->heads / tp * d->seq_len * bpe * 4 : 0;   /* per token */
+    c->score_bytes = d->attention == PFLEX_ATTN_EAGER
+                     ? (double)d->heads / tp * d->seq_len * bpe * 4 : 0;   /* per token */
+    c->h = h; c->L = L; c->tp = tp; c->pp = pp; c->lloc = lloc;
+    c->q_dim = q_dim; c->kv_dim = kv_dim; c->scale = scale;
+    c->n_total = n_total; c->n_active = n_active; c->n_head = n_head;
+    c->n_layers_gemm = n_layers_gemm; c->bpe = bpe;
+}
 
-    if (d->kind == PFLEX_JOB_INFERENCE) {
-        double B = d->micro_batch, sl = d->seq_len, gen = d->gen_len;
-        double tok = B * sl;
-        s->micro = 1;
-        s->ph[PH_GEMM] = gemm_work(j, 2 * n_gemm_loc * tok, n_loc * bpe + tok * lloc * h / tp * bpe * 8,
-                                   eff_w, tok);
-        s->ph[PH_ATTN] = (struct work){4 * ctx * q_dim * lloc / tp * tok,
-                                       tok * lloc * 2 * (q_dim + kv_dim) / tp * bpe,
-                                       P.eff_attn, P.a_attn};
-        s->ph[PH_MEM] = (struct work){0, tok * lloc * h / tp * act_bytes
-                                      + tok * lloc * score_bytes / 4
-                                      + tok / pp * d->vocab / tp * 4.0 / sl, 0, P.a_mem};
-        /* One decode iteration: all weights (MoE: the experts the batch
-         * touches), the KV cache of the batch, a GEMV/GEMM of B rows. */
-        double cx = sl + gen / 2;
-        double touched = 1.0;
-        if (d->experts > 0) {
-            double e_hit = d->experts * (1 - pow(1 - (double)d->top_k / d->experts, B));
-            touched = (n_total - (n_total - n_active) * (1 - e_hit / d->experts)
-                       * d->experts / (d->experts - d->top_k)) / n_total;
-            if (touched > 1)
-                touched = 1;
-        }
-        s->decode = 1;
-        s->decode_iters = gen;
-        s->ph[PH_OPT] = gemm_work(j, 2 * n_gemm_loc * B + 4 * cx * q_dim * lloc / tp * B,
-                                  n_loc * touched * bpe + B * cx * lloc * 2 * kv_dim / tp * bpe
-                                  + B * lloc * h / tp * act_bytes, eff_w, B);
-        double tp_bw = ring_bw(j, d->tp, imin(d->tp, gpn));
-        double tp_count = 2 * lloc;
-        s->tp_s = d->tp > 1 ? 2 * (tp - 1) / tp * tok * h * bpe * tp_count / tp_bw
-                              + ring_lat(j, d->tp, tp_count) : 0;
-        /* Per decode iteration: TP all-reduces of B rows, host scheduling. */
-        s->launch_s = gen * ((d->tp > 1 ? 2 * (tp - 1) / tp * B * h * bpe * tp_count / tp_bw
-                              + ring_lat(j, d->tp, tp_count) : 0) + P.host_iter_s);
-        s->pp_s = d->pp > 1 ? (1 + gen) * B * h * bpe / ring_bw(j, 2, 1) : 0;
-        s->host_s = P.host_step_s * j->host_mult;
-        if (k->nvlink_gbs > 0)
-            s->nvlink_bytes = d->tp > 1 ? 2 * (tp - 1) / tp * (tok + B * gen) * h * bpe * tp_count : 0;
-        s->comm_bytes = d->tp > 1 ? 2 * (tp - 1) / tp * (tok + B * gen) * h * bpe * tp_count : 0;
-        s->pcie_bytes = tok * 4 + B * gen * 8;
-        s->tokens = B * gen * d->dp;
-        return;
+/* Inference, the prefill: the prompt's GEMMs, attention and elementwise
+ * work, once per step. */
+static void infer_prefill(struct pflex_sim_job *j, const struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    struct step *s = &j->s;
+    double h = c->h, tp = c->tp, pp = c->pp, lloc = c->lloc, bpe = c->bpe;
+    double B = d->micro_batch, sl = d->seq_len;
+    double tok = B * sl;
+    s->micro = 1;
+    s->ph[PH_GEMM] = gemm_work(j, 2 * c->n_gemm_loc * tok,
+                               c->n_loc * bpe + tok * lloc * h / tp * bpe * 8, c->eff_w, tok);
+    s->ph[PH_ATTN] = (struct work){.flops = 4 * c->ctx * c->q_dim * lloc / tp * tok,
+                                   .bytes = tok * lloc * 2 * (c->q_dim + c->kv_dim) / tp * bpe,
+                                   .eff = P.eff_attn, .sm = P.sm_attn};
+    s->ph[PH_MEM] = (struct work){.bytes = tok * lloc * h / tp * c->act_bytes
+                                  + tok * lloc * c->score_bytes / 4
+                                  + tok / pp * d->vocab / tp * 4.0 / sl, .sm = P.sm_mem};
+}
+
+/* Inference, one decode iteration (in ph[PH_OPT]) and the host's part in
+ * it. */
+static void infer_decode(struct pflex_sim_job *j, const struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    struct step *s = &j->s;
+    double h = c->h, L = c->L, tp = c->tp, lloc = c->lloc, bpe = c->bpe;
+    double n_total = c->n_total, n_active = c->n_active;
+    double B = d->micro_batch, sl = d->seq_len, gen = d->gen_len;
+    /* One decode iteration: all weights (MoE: the experts the batch
+     * touches), the KV cache of the batch, a GEMV/GEMM of B rows. */
+    double cx = sl + gen / 2;
+    double touched = 1.0;
+    if (d->experts > 0) {
+        double e_hit = d->experts * (1 - pow(1 - (double)d->top_k / d->experts, B));
+        touched = (n_total - (n_total - n_active) * (1 - e_hit / d->experts)
+                   * d->experts / (d->experts - d->top_k)) / n_total;
+        if (touched > 1)
+            touched = 1;
     }
+    s->decode = 1;
+    s->decode_iters = gen;
+    /* Transformers' dynamic KV cache grows by torch.cat: every decode
+     * step copies the whole cache (read and write) once more. */
+    double cache = B * cx * lloc * 2 * c->kv_dim / tp * bpe;
+    s->ph[PH_OPT] = gemm_work(j, 2 * c->n_gemm_loc * B + 4 * cx * c->q_dim * lloc / tp * B,
+                              c->n_loc * touched * bpe + cache * (d->eager ? 3 : 1)
+                              + B * lloc * h / tp * c->act_bytes, c->eff_w, B);
+    /* One decode step launches a few dozen small kernels per layer; in
+     * eager PyTorch the host issues each from Python (py_op_s), and
+     * generate() syncs every step (stopping criteria), so the host's
+     * operator stream and the GPU's work do not overlap across steps.
+     * Fused serving (vLLM: CUDA graphs) launches a step at once. */
+    s->kernels_iter = lloc * P.ops_layer_decode + P.ops_gen_iter;
+    /* An MoE layer adds its router (linear, softmax, top-k, normalise)
+     * and the experts block's gather, grouped or batched projections,
+     * activation, routing weight and scatter: about 15 more (assumed;
+     * Transformers switches grouped experts to batched ones for decode). */
+    if (d->experts > 0)
+        s->kernels_iter += (lloc - d->dense_layers * lloc / L) * 15;
+    s->host_iter_s = d->eager ? s->kernels_iter * P.py_op_s : P.host_iter_s;
+}
 
-    int lora = d->kind == PFLEX_JOB_FINETUNE_LORA;
+/* Inference: tensor- and pipeline-parallel traffic of the prefill and the
+ * decode iterations, the host's time per step, the step's tokens. */
+static void infer_comm(struct pflex_sim_job *j, const struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    const struct pflex_gpu_kind *k = j->k;
+    struct step *s = &j->s;
+    double h = c->h, tp = c->tp, lloc = c->lloc, bpe = c->bpe;
+    double B = d->micro_batch, sl = d->seq_len, gen = d->gen_len;
+    double tok = B * sl;
+    double tp_bw = ring_bw(j, d->tp, imin(d->tp, c->gpn));
+    double tp_count = 2 * lloc;
+    s->tp_s = d->tp > 1 ? 2 * (tp - 1) / tp * tok * h * bpe * tp_count / tp_bw
+                          + ring_lat(j, d->tp, tp_count) : 0;
+    /* Per decode iteration: TP all-reduces of B rows, host scheduling. */
+    s->launch_s = gen * ((d->tp > 1 ? 2 * (tp - 1) / tp * B * h * bpe * tp_count / tp_bw
+                          + ring_lat(j, d->tp, tp_count) : 0));
+    s->pp_s = d->pp > 1 ? (1 + gen) * B * h * bpe / ring_bw(j, 2, 1) : 0;
+    s->host_s = P.host_step_s * j->host_mult;
+    if (k->nvlink_gbs > 0)
+        s->nvlink_bytes = d->tp > 1 ? 2 * (tp - 1) / tp * (tok + B * gen) * h * bpe * tp_count : 0;
+    s->comm_bytes = d->tp > 1 ? 2 * (tp - 1) / tp * (tok + B * gen) * h * bpe * tp_count : 0;
+    s->pcie_bytes = tok * 4 + B * gen * 8;
+    s->tokens = B * gen * d->dp;
+}
+
+/* Training: the tokens of a micro-batch, the layers they pass and the
+ * attention context they see, the micro-steps of a step and the passes
+ * (forward, backward, recomputation) over them. */
+static void train_tokens(struct pflex_sim_job *j, struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    struct step *s = &j->s;
+    double L = c->L, tp = c->tp, pp = c->pp, n_head = c->n_head;
+    c->lora = d->kind == PFLEX_JOB_FINETUNE_LORA;
     /* Encoder-decoder: a sequence is seq_len encoder and target_len decoder
      * tokens; a token passes only its own half's layers (the decoder's
      * also attend to the encoder output).  Work is written per encoder+
      * decoder token: the mean over the two. */
     double seq_tok = d->seq_len + (d->encoder_layers > 0 ? d->target_len : 0);
-    double tok = (double)d->micro_batch * seq_tok;
+    c->seq_tok = seq_tok;
+    c->tok = (double)d->micro_batch * seq_tok;
     double layer_frac = 1.0;    /* share of the layers a token passes */
     if (d->encoder_layers > 0) {
         double enc = d->encoder_layers, dec = L - enc;
         layer_frac = (enc * d->seq_len + dec * d->target_len) / (L * seq_tok);
-        ctx = (enc * attn_context(d, d->seq_len) * d->seq_len
-               + dec * (attn_context(d, d->target_len) + d->seq_len) * d->target_len)
-              / (L * seq_tok) / layer_frac;
+        c->ctx = (enc * attn_context(d, d->seq_len) * d->seq_len
+                  + dec * (attn_context(d, d->target_len) + d->seq_len) * d->target_len)
+                 / (L * seq_tok) / layer_frac;
     }
-    n_gemm_loc = (n_layers_gemm * layer_frac * lloc / L + (pp > 1 ? n_head : n_head / pp)) / tp;
-    double lact = lloc * layer_frac;    /* layers a token passes on this GPU */
+    c->n_gemm_loc = (c->n_layers_gemm * layer_frac * c->lloc / L + (pp > 1 ? n_head : n_head / pp)) / tp;
+    c->lact = c->lloc * layer_frac;
     s->micro = ceil((double)d->global_batch / ((double)d->micro_batch * d->dp));
     /* FLOPs per weight per token: forward 2, backward 4 (LoRA: 2, no
      * weight gradients); recomputation adds a forward. */
-    double cg = (lora ? 4 : 6) + (d->act_ckpt ? 2 : 0);
-    double passes = 3 + (d->act_ckpt ? 1 : 0);      /* forward-equivalents of elementwise work */
+    c->cg = (c->lora ? 4 : 6) + (d->act_ckpt ? 2 : 0);
+    c->passes = 3 + (d->act_ckpt ? 1 : 0);
+}
+
+/* Training: the compute phases of a micro-step (GEMMs, attention,
+ * elementwise and loss work, gradient accumulation) and the optimizer's
+ * once per step. */
+static void train_compute(struct pflex_sim_job *j, struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    struct step *s = &j->s;
+    double h = c->h, L = c->L, tp = c->tp, pp = c->pp, bpe = c->bpe;
+    double q_dim = c->q_dim, kv_dim = c->kv_dim, n_gemm_loc = c->n_gemm_loc;
+    double tok = c->tok, lact = c->lact, cg = c->cg, passes = c->passes;
     s->ph[PH_GEMM] = gemm_work(j, cg * n_gemm_loc * tok,
                                cg / 2 * n_gemm_loc * bpe + tok * lact * h / tp * bpe * 8 * passes,
-                               eff_w, tok);
-    s->ph[PH_ATTN] = (struct work){passes * 4 * ctx * q_dim * lact / tp * tok,
-                                   passes * tok * lact * 2 * (q_dim + kv_dim) / tp * bpe,
-                                   P.eff_attn, P.a_attn};
+                               c->eff_w, tok);
+    s->ph[PH_ATTN] = (struct work){.flops = passes * 4 * c->ctx * q_dim * lact / tp * tok,
+                                   .bytes = passes * tok * lact * 2 * (q_dim + kv_dim) / tp * bpe,
+                                   .eff = P.eff_attn, .sm = P.sm_attn};
     double rank = d->lora_rank > 0 ? d->lora_rank : P.lora_rank;
     double ffn_a = d->experts > 0 ? (d->expert_ffn > 0 ? d->expert_ffn : d->ffn_hidden) : d->ffn_hidden;
-    double trainable = lora ? L * rank * (2 * h + 2 * q_dim + 2 * (h + kv_dim)
-                                          + (d->mlp == PFLEX_MLP_GELU ? 2 : 3) * (h + ffn_a))
-                            : n_total;
+    double trainable = c->lora ? L * rank * (2 * h + 2 * q_dim + 2 * (h + kv_dim)
+                                             + (d->mlp == PFLEX_MLP_GELU ? 2 : 3) * (h + ffn_a))
+                               : c->n_total;
     double train_loc = trainable / (tp * pp);
-    double mem = tok * lact * h / tp * act_bytes * passes
-                 + tok * lact * score_bytes * passes
+    c->train_loc = train_loc;
+    double mem = tok * lact * h / tp * c->act_bytes * passes
+                 + tok * lact * c->score_bytes * passes
                  + tok / pp * d->vocab / tp * 4.0 * 3    /* fp32 logits, softmax, loss */
                  + train_loc * bpe * 2;                   /* gradient accumulation */
     if (d->experts > 0)
         mem += tok * lact * d->top_k * h * bpe * 4 * passes;  /* routing, permutation */
-    s->ph[PH_MEM] = (struct work){0, mem, 0, P.a_mem};
+    s->ph[PH_MEM] = (struct work){.bytes = mem, .sm = P.sm_mem};
     /* Adam over the local trainable shard: read param, grad, m, v; write
      * param, m, v and the bf16 copy. */
     double opt_loc = train_loc / (d->zero >= 1 ? d->dp : 1);
-    s->ph[PH_OPT] = (struct work){0, opt_loc * 30, 0, P.a_mem};
+    s->ph[PH_OPT] = (struct work){.bytes = opt_loc * 30, .sm = P.sm_mem};
+}
 
-    /* Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per
-     * layer and pass, on the critical path. */
-    double tp_count = 2 * lloc * (2 + (d->act_ckpt ? 1 : 0));
-    double tp_bw = ring_bw(j, d->tp, imin(d->tp, gpn));
-    double tp_bytes = d->tp > 1 ? 2 * (tp - 1) / tp * tok * h * bpe * tp_count : 0;
-    s->tp_s = d->tp > 1 ? tp_bytes / tp_bw + ring_lat(j, d->tp, tp_count) : 0;
-    /* Data parallel over dp ranks with stride tp; as many per node as fit. */
+/* Training: tensor parallel, 2 all-reduces (or reduce-scatter +
+ * all-gather) per layer and pass, on the critical path. */
+static void train_tp(struct pflex_sim_job *j, struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    struct step *s = &j->s;
+    double tp = c->tp;
+    double tp_count = 2 * c->lloc * (2 + (d->act_ckpt ? 1 : 0));
+    double tp_bw = ring_bw(j, d->tp, imin(d->tp, c->gpn));
+    c->tp_bytes = d->tp > 1 ? 2 * (tp - 1) / tp * c->tok * c->h * c->bpe * tp_count : 0;
+    s->tp_s = d->tp > 1 ? c->tp_bytes / tp_bw + ring_lat(j, d->tp, tp_count) : 0;
+}
+
+/* Training: data parallel over dp ranks with stride tp, as many per node
+ * as fit: FSDP's gathers per micro-step or DDP's all-reduce per step. */
+static void train_dp(struct pflex_sim_job *j, struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    struct step *s = &j->s;
+    int gpn = c->gpn;
+    double h = c->h, L = c->L, tp = c->tp, pp = c->pp, bpe = c->bpe;
+    double n_loc = c->n_loc, train_loc = c->train_loc;
     int dp_per_node = imin(d->dp, gpn / d->tp > 0 ? gpn / d->tp : 1);
     double dp_bw = ring_bw(j, d->dp, dp_per_node), n = d->dp;
     double dp_bytes = 0;
@@ -433,16 +592,16 @@ static void build_step(struct pflex_sim_job *j)
             double ef = d->expert_ffn > 0 ? d->expert_ffn : d->ffn_hidden;
             double n_exp = d->experts > 0
                            ? (L - d->dense_layers) * d->experts
-                             * (d->mlp == PFLEX_MLP_GELU ? 2.0 : 3.0) * h * ef * scale / (tp * pp)
+                             * (d->mlp == PFLEX_MLP_GELU ? 2.0 : 3.0) * h * ef * c->scale / (tp * pp)
                            : 0;
             if (n_exp > n_loc)
                 n_exp = n_loc;
             double ne = d->ep > 1 ? n / d->ep : n;
             double gath = (n - 1) / n * (n_loc - n_exp) + (ne > 1 ? (ne - 1) / ne : 0) * n_exp / d->ep;
             double v = 3 * gath * bpe;
-            if (lora)       /* frozen weights still gathered twice; adapters reduced */
+            if (c->lora)    /* frozen weights still gathered twice; adapters reduced */
                 v = 2 * gath * bpe + (n - 1) / n * train_loc * bpe;
-            s->fsdp_s = v / dp_bw + ring_lat(j, d->dp, 3 * lloc);
+            s->fsdp_s = v / dp_bw + ring_lat(j, d->dp, 3 * c->lloc);
             dp_bytes = v * s->micro;
         } else {
             double v = 2 * (n - 1) / n * train_loc * bpe;
@@ -450,45 +609,103 @@ static void build_step(struct pflex_sim_job *j)
             dp_bytes = v;
         }
     }
-    /* MoE all-to-all: dispatch and combine per layer and pass. */
-    if (d->experts > 0 && d->ep > 1) {
-        double ep = d->ep, count = 2 * lloc * (2 + (d->act_ckpt ? 1 : 0));
-        int in_node = d->ep * d->tp <= gpn;
-        double bw = (in_node ? ring_bw(j, 2, 2) / P.eff_link
-                             : k->net_gbs * 1e9) * P.eff_a2a;
-        double v = count * (ep - 1) / ep * tok * d->top_k * h * bpe / tp;
-        s->moe_s = v / bw + count * P.coll_lat_s * (in_node ? 1 : 4);
-        if (in_node && k->nvlink_gbs > 0)
-            s->nvlink_bytes += v * s->micro;
-        s->comm_bytes += v * s->micro;
-    }
-    /* Pipeline neighbours are tp * dp ranks apart: in one node when that
-     * stride is under the node size. */
+    c->dp_bytes = dp_bytes;
+}
+
+/* Training: MoE all-to-all, dispatch and combine per layer and pass. */
+static void train_moe_a2a(struct pflex_sim_job *j, const struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    const struct pflex_gpu_kind *k = j->k;
+    struct step *s = &j->s;
+    if (!(d->experts > 0 && d->ep > 1))
+        return;
+    double ep = d->ep, count = 2 * c->lloc * (2 + (d->act_ckpt ? 1 : 0));
+    int in_node = d->ep * d->tp <= c->gpn;
+    double bw = (in_node ? ring_bw(j, 2, 2) / P.eff_link
+                         : k->net_gbs * 1e9) * P.eff_a2a;
+    double v = count * (ep - 1) / ep * c->tok * d->top_k * c->h * c->bpe / c->tp;
+    s->moe_s = v / bw + count * P.coll_lat_s * (in_node ? 1 : 4);
+    if (in_node && k->nvlink_gbs > 0)
+        s->nvlink_bytes += v * s->micro;
+    s->comm_bytes += v * s->micro;
+}
+
+/* Training: pipeline sends and bubble, kernel launches.  Pipeline
+ * neighbours are tp * dp ranks apart: in one node when that stride is
+ * under the node size. */
+static void train_pipeline_launch(struct pflex_sim_job *j, const struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    struct step *s = &j->s;
     if (d->pp > 1)
-        s->pp_s = 2 * tok * h * bpe / tp / ring_bw(j, 2, d->tp * d->dp < gpn ? 2 : 1);
-    s->bubble_micro = pp - 1;
-    s->launch_s = lloc * P.kernels_per_layer * (d->eager ? 2.5 : 1) * passes * P.launch_s;
-    /* Hugging Face Transformers' eager MoE block runs the experts one after
-     * another from Python: for each expert that received tokens, a
-     * torch.where that syncs host and device, a gather, the three
-     * projections (each, under PEFT LoRA, base + dropout + A + B + scale +
-     * add), the activation, the routing weight and an index_add: about 25
-     * operators.  The sync keeps the host from running ahead of the GPU,
-     * so per layer and pass the step takes the longer of the host's
-     * operator stream and the GPU's work (exposed() below). */
-    if (d->experts > 0 && d->moe_loop) {
-        double routed = tok * d->top_k / d->ep;
-        double hit = d->experts / (double)d->ep
-                     * (1 - pow(1 - 1.0 / (d->experts / (double)d->ep), routed));
-        s->host_layer_s = hit * (P.ops_per_expert * P.py_op_s + P.sync_s) + 12 * P.py_op_s;
-        s->host_layers = lact * passes;
-        s->host_experts = hit;
-        /* The routed experts' share of the layer's GPU work. */
-        double ef = d->expert_ffn > 0 ? d->expert_ffn : d->ffn_hidden;
-        double exp_act = (L - d->dense_layers) * d->top_k * (d->mlp == PFLEX_MLP_GELU ? 2.0 : 3.0)
-                         * h * ef * scale / tp;
-        s->expert_share = fmin(1, exp_act / (n_gemm_loc * tp));
+        s->pp_s = 2 * c->tok * c->h * c->bpe / c->tp / ring_bw(j, 2, d->tp * d->dp < c->gpn ? 2 : 1);
+    s->bubble_micro = c->pp - 1;
+    s->launch_s = c->lloc * P.kernels_per_layer * (d->eager ? 2.5 : 1) * c->passes * P.launch_s;
+}
+
+/* Training: Hugging Face Transformers' eager MoE block runs the experts
+ * one after another from Python: for each expert that received tokens, a
+ * torch.where that syncs host and device, a gather, the three projections
+ * (each, under PEFT LoRA, base + dropout + A + B + scale + add), the
+ * activation, the routing weight and an index_add: about 25 operators.
+ * The sync keeps the host from running ahead of the GPU, so per layer and
+ * forward pass (recomputation included) the step takes the longer of the
+ * host's operator stream and the GPU's work (moe_loop_exposed() below).
+ * The backward runs in autograd's C++ engine: no Python, no torch.where
+ * sync, so the host keeps ahead. */
+static void train_moe_loop(struct pflex_sim_job *j, const struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    struct step *s = &j->s;
+    double h = c->h, L = c->L, tp = c->tp;
+    double tok = c->tok, lact = c->lact, passes = c->passes;
+    if (!(d->experts > 0 && d->moe_loop))
+        return;
+    double routed = tok * d->top_k / d->ep;
+    double hit = d->experts / (double)d->ep
+                 * (1 - pow(1 - 1.0 / (d->experts / (double)d->ep), routed));
+    s->host_layer_s = hit * (P.ops_per_expert * P.py_op_s + P.sync_s) + 12 * P.py_op_s;
+    s->host_layers = lact * (1 + (d->act_ckpt ? 1 : 0));
+    s->host_fwd_share = (1 + (d->act_ckpt ? 1 : 0)) / passes;
+    s->host_experts = hit;
+    /* The routed experts' share of the layer's GPU work. */
+    double ef = d->expert_ffn > 0 ? d->expert_ffn : d->ffn_hidden;
+    double exp_act = (L - d->dense_layers) * d->top_k * (d->mlp == PFLEX_MLP_GELU ? 2.0 : 3.0)
+                     * h * ef * c->scale / tp;
+    s->expert_share = fmin(1, exp_act / (c->n_gemm_loc * tp));
+    /* Transformers' experts run in the parameters' dtype: autocast does
+     * not cover its grouped expert kernels (their fp32 fallback), so a
+     * job keeping fp32 parameters under bf16 autocast (plain PyTorch AMP,
+     * no FSDP mixed precision: zero < 3) multiplies its experts in fp32
+     * on the CUDA cores.  The real H200 run of such a block reads 2 %
+     * tensor-pipe activity with 92 % of the SMs busy. */
+    if (d->eager && d->zero < 3 && !c->lora && d->precision == PFLEX_PREC_BF16) {
+        double f32 = c->cg * exp_act * tok;
+        if (f32 > s->ph[PH_GEMM].flops)
+            f32 = s->ph[PH_GEMM].flops;
+        s->ph[PH_GEMM].flops -= f32;
+        s->ph[PH_GEMM].fp32 = f32;
+        /* Its intermediates are fp32 too: per routed token and MoE
+         * layer, the gate/up output, the activation and the product
+         * (ef wide, written and read), the gathered input and the
+         * index_add of the output (h wide, written and read), 4 bytes
+         * each; the backward moves twice the forward's. */
+        double moe_lact = lact * (L - d->dense_layers) / L;
+        s->ph[PH_MEM].bytes += tok * moe_lact * d->top_k * (4.0 * ef * 2 + 4.0 * h * 2)
+                               * 4 * passes;
     }
+}
+
+/* Training: the host's time per step, the traffic of the tensor- and
+ * data-parallel collectives, the step's tokens. */
+static void train_totals(struct pflex_sim_job *j, const struct step_shape *c)
+{
+    const struct pflex_job_desc *d = &j->d;
+    const struct pflex_gpu_kind *k = j->k;
+    struct step *s = &j->s;
+    int gpn = c->gpn;
+    double tp_bytes = c->tp_bytes, dp_bytes = c->dp_bytes;
     s->host_s = P.host_step_s * j->host_mult;
     int dp_in_node = d->dp * d->tp <= gpn;
     if (k->nvlink_gbs > 0)
@@ -496,8 +713,32 @@ static void build_step(struct pflex_sim_job *j)
                            + (dp_in_node ? dp_bytes : dp_bytes * (gpn > d->tp ? 0.5 : 0));
     s->comm_bytes += s->micro * tp_bytes + dp_bytes;
     /* The global batch is rounded up to whole micro-steps on every rank. */
-    s->tokens = s->micro * d->micro_batch * d->dp * seq_tok;
+    s->tokens = s->micro * d->micro_batch * d->dp * c->seq_tok;
     s->pcie_bytes = s->tokens / d->dp * 8;
+}
+
+/* The work of one step on one GPU, from the job's shape: an inference
+ * step is a prefill and gen_len decode iterations, a training step
+ * `micro` micro-steps and the optimizer. */
+static void build_step(struct pflex_sim_job *j)
+{
+    struct step_shape c = {0};
+    memset(&j->s, 0, sizeof j->s);
+    step_shape(j, &c);
+    if (j->d.kind == PFLEX_JOB_INFERENCE) {
+        infer_prefill(j, &c);
+        infer_decode(j, &c);
+        infer_comm(j, &c);
+        return;
+    }
+    train_tokens(j, &c);
+    train_compute(j, &c);
+    train_tp(j, &c);
+    train_dp(j, &c);
+    train_moe_a2a(j, &c);
+    train_pipeline_launch(j, &c);
+    train_moe_loop(j, &c);
+    train_totals(j, &c);
 }
 
 /* --- evaluation ----------------------------------------------------------- */
@@ -531,7 +772,7 @@ static double interleaved_comm_s(const struct pflex_sim_job *j)
 static double micro_power(const struct pflex_sim_job *j, const struct gpu *g,
                           const struct work *w, double r)
 {
-    double t = interleaved_comm_s(j), e = t * phase_power(j, g, NULL, P.a_comm, r);
+    double t = interleaved_comm_s(j), e = t * phase_power(j, g, NULL, P.nccl_sm_frac, r);
     for (int p = PH_GEMM; p <= PH_MEM; p++) {
         if (w[p].flops <= 0 && w[p].bytes <= 0)
             continue;
@@ -539,7 +780,7 @@ static double micro_power(const struct pflex_sim_job *j, const struct gpu *g,
         t += tp;
         e += tp * phase_power(j, g, &w[p], 0, r);
     }
-    return t > 0 ? e / t : j->k->idle_w;
+    return t > 0 ? e / t : phase_power(j, g, NULL, 0, r);
 }
 
 /* The power loop over a micro-step: its kernels alternate layer by layer
@@ -550,7 +791,7 @@ static double micro_clock(const struct pflex_sim_job *j, const struct gpu *g,
                           const struct work *w)
 {
     double limit = g->cap_w * (1 - P.guard);
-    if (micro_power(j, g, w, 1.0) <= limit)
+    if (j->free_clock || micro_power(j, g, w, 1.0) <= limit)
         return 1.0;
     double lo = 0.02, hi = 1.0;
     if (micro_power(j, g, w, lo) > limit)
@@ -606,7 +847,7 @@ static double exposed(const struct pflex_sim_job *j, double c, double h)
 static double moe_loop_exposed(const struct pflex_sim_job *j, double g)
 {
     const struct step *s = &j->s;
-    double layer = g / s->host_layers, e = s->host_experts > 0 ? s->host_experts : 1;
+    double layer = g * s->host_fwd_share / s->host_layers, e = s->host_experts > 0 ? s->host_experts : 1;
     double mu = layer * s->expert_share / e, sig = ROUTE_CV * mu;
     double h = s->host_layer_s / e;
     if (!(sig > 0))
@@ -618,19 +859,18 @@ static double moe_loop_exposed(const struct pflex_sim_job *j, double g)
 }
 
 /* Telemetry weights per phase type: sm_active, sm_occupancy. */
-static const double sm_act[] = {0.98, 0.95, 0.90, 0.90}, sm_occ[] = {0.22, 0.30, 0.55, 0.55};
+static const double sm_occ[] = {0.22, 0.30, 0.55, 0.55};
 
 /* MEM_COPY_UTIL (nvidia-smi utilization.memory) is the share of sample
  * time in which the memory controller is busy at all, not the share of its
  * bandwidth used (that is DRAM_ACTIVE).  A phase streaming a fraction u of
  * the bandwidth keeps it busy about min(1, u / U_BUSY) of its time: the
  * controller's busy flag is set while any request is queued, and requests
- * come in bursts per warp.  U_BUSY is an assumed constant (docs). */
-#define U_BUSY 0.35
-
-static double busy_frac(double u)
+ * come in bursts per warp.  u_busy is fitted on the real H200's two
+ * counters side by side (docs/sim-model.md). */
+static double busy_frac(const struct pflex_sim_job *j, double u)
 {
-    return u >= U_BUSY ? 1.0 : u / U_BUSY;
+    return u >= P.u_busy ? 1.0 : u / P.u_busy;
 }
 
 /* One synchronous group of GPUs [lo, hi) (the whole job for training, one
@@ -642,10 +882,14 @@ static double eval_group(struct pflex_sim_job *j, const struct ph_run *runs, int
     double tm_slow = 0, topt_slow = 0;
     int decode = s->decode;
     double iters = decode ? s->decode_iters : 1;
+    /* A decode step's kernels are tiny: each takes at least kernel_min_s
+     * on the GPU, with few SMs busy (small_t: that time beyond the
+     * roofline's, per step). */
+    double kfloor = decode ? s->kernels_iter * P.kernel_min_s : 0;
     for (int i = lo; i < hi; i++) {
         const struct ph_run *r = runs + (size_t)i * PH_NCOMPUTE;
         double tmicro = r[PH_GEMM].t + r[PH_ATTN].t + r[PH_MEM].t;
-        double topt = r[PH_OPT].t * iters;
+        double topt = fmax(r[PH_OPT].t, kfloor) * iters;
         if (tmicro > tm_slow)
             tm_slow = tmicro;
         if (topt > topt_slow)
@@ -661,6 +905,10 @@ static double eval_group(struct pflex_sim_job *j, const struct ph_run *runs, int
     double launch_exp = decode ? s->launch_s : s->launch_s - tm_slow;
     if (launch_exp < 0)
         launch_exp = 0;
+    /* Decode: the host's operator stream against the GPU's step (a sync
+     * per step, so the longer of the two sets the pace). */
+    if (decode)
+        launch_exp += iters * fmax(0, s->host_iter_s - topt_slow / iters);
     if (s->host_layers > 0)
         launch_exp += moe_loop_exposed(j, tm_slow);
     double comm = m * comm_micro + dp_exp;
@@ -672,31 +920,35 @@ static double eval_group(struct pflex_sim_job *j, const struct ph_run *runs, int
     for (int i = lo; i < hi; i++) {
         const struct gpu *g = &j->g[i];
         const struct ph_run *r = runs + (size_t)i * PH_NCOMPUTE;
-        double rc = loop_clock(j, g, NULL, P.a_comm), ri = loop_clock(j, g, NULL, P.a_idle);
-        double pc = phase_power(j, g, NULL, P.a_comm, rc), pi = phase_power(j, g, NULL, P.a_idle, ri);
-        double rm = r[PH_GEMM].r, pm = phase_power(j, g, NULL, P.a_comm, rm);
-        double busy = m * (r[PH_GEMM].t + r[PH_ATTN].t + r[PH_MEM].t) + r[PH_OPT].t * iters;
+        double rc = loop_clock(j, g, NULL, P.nccl_sm_frac), ri = loop_clock(j, g, NULL, 0);
+        double pc = phase_power(j, g, NULL, P.nccl_sm_frac, rc), pi = phase_power(j, g, NULL, 0, ri);
+        double rm = r[PH_GEMM].r, pm = phase_power(j, g, NULL, P.nccl_sm_frac, rm);
+        double small = iters * fmax(0, kfloor - r[PH_OPT].t);
+        double busy = m * (r[PH_GEMM].t + r[PH_ATTN].t + r[PH_MEM].t) + r[PH_OPT].t * iters + small;
         /* A faster GPU waits for the slowest inside the next collective: an
          * NCCL kernel spinning on a flag, so the wait counts as a kernel. */
         double straggle = m * (tm_slow - (r[PH_GEMM].t + r[PH_ATTN].t + r[PH_MEM].t))
-                          + (topt_slow - r[PH_OPT].t * iters);
+                          + (topt_slow - r[PH_OPT].t * iters - small);
         double wait = step - busy - comm;
+        double rs = loop_clock(j, g, NULL, P.sm_small);
         double e = m * (r[PH_GEMM].t * r[PH_GEMM].p + r[PH_ATTN].t * r[PH_ATTN].p
                         + r[PH_MEM].t * r[PH_MEM].p)
                    + iters * r[PH_OPT].t * r[PH_OPT].p + (comm - comm_int) * pc + comm_int * pm
-                   + wait * pi;
+                   + small * phase_power(j, g, NULL, P.sm_small, rs) + wait * pi;
         j->power_w[i] = e / step;
         double *tm = j->tm + (size_t)i * PFLEX_TM_COUNT;
         double clk = 0, act = 0, occ = 0, tens = 0, bytes = 0, mbusy = 0;
+        clk += small * rs;
+        act += small * P.sm_small;
         for (int p = 0; p < PH_NCOMPUTE; p++) {
             double reps = p == PH_OPT ? iters : m, t = reps * r[p].t;
             clk += t * r[p].r;
-            act += t * sm_act[p];
+            act += t * s->ph[p].sm;
             occ += t * sm_occ[p];
             tens += reps * s->ph[p].flops / (j->rate_tflops * 1e12 * r[p].r);
             bytes += reps * s->ph[p].bytes;
             if (r[p].t > 0)
-                mbusy += t * busy_frac(s->ph[p].bytes / (r[p].t * k->mem_bw_gbs * 1e9));
+                mbusy += t * busy_frac(j, s->ph[p].bytes / (r[p].t * k->mem_bw_gbs * 1e9));
         }
         if (j->rate_tflops == k->fp32_tflops && k->fp32_tflops != k->bf16_tflops)
             tens = 0;           /* FP32 on CUDA cores: the tensor pipe is idle */
@@ -707,7 +959,7 @@ static double eval_group(struct pflex_sim_job *j, const struct ph_run *runs, int
         act += (comm + straggle) * nccl;
         occ += (comm + straggle) * nccl * 0.25;
         double link_u = comm > 0 ? s->comm_bytes / step / (k->mem_bw_gbs * 1e9) : 0;
-        mbusy += comm * busy_frac(link_u * 2);
+        mbusy += comm * busy_frac(j, link_u * 2);
         double kernel_time = busy + comm + straggle;
         if (kernel_time > step)
             kernel_time = step;
@@ -738,14 +990,29 @@ static double evaluate(struct pflex_sim_job *j, double *step_s)
     struct ph_run *runs = calloc((size_t)j->n * PH_NCOMPUTE, sizeof *runs);
     if (!runs)
         return NAN;
+    /* Inference: a generate call (prefill, then short decode steps with
+     * host gaps between them) is shorter than the power loop's window, so
+     * the loop holds the call's time-averaged power: where that fits under
+     * the cap at full clock, nothing slows down (a 250 W generation loop
+     * under a 400 W cap); else each phase gets its own clock. */
+    j->free_clock = s->decode;
     for (int i = 0; i < j->n; i++)
         run_phases(j, &j->g[i], s->ph, runs + (size_t)i * PH_NCOMPUTE);
+    j->free_clock = 0;
     /* Inference replicas run independently; a training job is one group. */
     int size = s->decode ? j->d.tp * j->d.pp : j->n;
     int groups = j->n / size;
     double rate = 0, steps = 0;
     for (int gi = 0; gi < groups; gi++) {
         double step = eval_group(j, runs, gi * size, (gi + 1) * size);
+        int over = 0;
+        for (int i = gi * size; s->decode && i < (gi + 1) * size; i++)
+            over |= j->power_w[i] > j->g[i].cap_w * (1 - P.guard);
+        if (over) {
+            for (int i = gi * size; i < (gi + 1) * size; i++)
+                run_phases(j, &j->g[i], s->ph, runs + (size_t)i * PH_NCOMPUTE);
+            step = eval_group(j, runs, gi * size, (gi + 1) * size);
+        }
         rate += s->tokens / groups / step;
         steps += step / groups;
     }
@@ -794,7 +1061,13 @@ static int measure(pflex_sim_job_t *j, double cap_w, struct pflex_sim_measure *o
         out->throughput *= 1 + P.noise_tput * gauss(base, 2);
         out->step_s = j->s.tokens / out->throughput;
         for (int f = 0; f < PFLEX_TM_COUNT; f++)
-            if (f != PFLEX_TM_MEM_CLOCK_MHZ) {
+            if (f == PFLEX_TM_SM_CLOCK_MHZ) {
+                /* The clock dithers only where the power limit binds; it
+                 * never reads above the board's top clock. */
+                double top = j->k->sm_clock_max_mhz;
+                if (out->tm[f] < top - 1)
+                    out->tm[f] = fmin(top, out->tm[f] * (1 + P.noise_tm * gauss(base, 10 + (uint64_t)f)));
+            } else if (f != PFLEX_TM_MEM_CLOCK_MHZ) {
                 out->tm[f] *= 1 + P.noise_tm * gauss(base, 10 + (uint64_t)f);
                 if ((f >= PFLEX_TM_SM_ACTIVE && f <= PFLEX_TM_GR_ENGINE_ACTIVE) && out->tm[f] > 1)
                     out->tm[f] = 1;
@@ -914,10 +1187,10 @@ int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
         return -1;
     if (!fit)
         fit = &pflex_sim_fit_default;
-    if (!(fit->k_dyn_ga100 > 0 && fit->k_dyn_gh100 > 0 && fit->a_mem >= 0 && fit->a_mem <= 1
-          && fit->eager_mult >= 1 && fit->eta_dp >= 0 && fit->eta_dp <= 1
-          && fit->v_ratio_gh100 > 0.3 && fit->v_ratio_gh100 <= 1
-          && fit->f_knee_gh100 > 0.05 && fit->f_knee_gh100 < 0.95))
+    if (!(fit->k_dyn_ga100 > 0 && fit->k_dyn_gh100 > 0 && fit->w_tensor >= 0
+          && fit->w_fp32 >= 0 && fit->eager_mult >= 1 && fit->eta_dp >= 0 && fit->eta_dp <= 1
+          && fit->py_op_s > 0 && fit->py_op_s < 1e-3 && fit->u_busy > 0.01 && fit->u_busy <= 1
+          && fit->eff_gemm > 0.05 && fit->eff_gemm <= 1))
         return pflex_error_set(err, "sim: fitted constants out of range");
     pflex_sim_job_t *j = calloc(1, sizeof *j);
     if (!j)
@@ -927,9 +1200,13 @@ int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
     j->phys = P_DEFAULT;
     P.k_dyn_ga100 = fit->k_dyn_ga100;
     P.k_dyn_gh100 = fit->k_dyn_gh100;
-    P.a_mem = fit->a_mem;
+    P.w_tensor = fit->w_tensor;
+    P.w_fp32 = fit->w_fp32;
     P.eager_mult = fit->eager_mult;
     P.eta_dp = fit->eta_dp;
+    P.py_op_s = fit->py_op_s;
+    P.u_busy = fit->u_busy;
+    P.eff_gemm = fit->eff_gemm;
     j->seed = pflex_mix64(seed ^ desc_hash(&r));
     j->n = r.gpus;
     j->g = calloc((size_t)j->n, sizeof *j->g);
@@ -947,8 +1224,12 @@ int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
                 : !strcmp(k->die, "GH100") ? P.k_dyn_gh100
                 : 0.5 * (P.k_dyn_ga100 + P.k_dyn_gh100);
     j->leak_w = k->leak_w;
-    j->v_ratio = !strcmp(k->die, "GH100") ? fit->v_ratio_gh100 : k->v_ratio;
-    j->f_knee = !strcmp(k->die, "GH100") ? fit->f_knee_gh100 : k->f_knee_mhz / k->sm_clock_max_mhz;
+    /* The kind's idle_w is the board's draw idle at its lowest clock (what
+     * nvidia-smi shows on an idle GPU; 84 W measured on the H200); that
+     * includes leakage at the voltage floor. */
+    j->idle_w = k->idle_w - k->leak_w * k->v_ratio * k->v_ratio;
+    j->v_ratio = k->v_ratio;
+    j->f_knee = k->f_knee_mhz / k->sm_clock_max_mhz;
     j->dyn_w = kd * k->dyn_budget_w;
     j->mem_w_per_gbs = k->mem_pj_per_bit * 8e-12 * 1e9;    /* W per GB/s */
     j->gpn = r.gpus_per_node > 0 ? r.gpus_per_node : (k->gpus_per_node > 0 ? k->gpus_per_node : 8);

@@ -10,9 +10,13 @@
  *    the measured curves: tokens/s per job and the share of the
  *    equal-to-oracle gap recovered, with the spread over the workloads.
  *
- * Predicted PFIs and curves used in §6 are leave-one-out predictions (each
- * job's from a model fitted without it), so no job is planned with a model
- * that saw its own sweep.
+ * Every fit and every model choice is on the H200 jobs of the main set (the
+ * study fleet's 25 headline groups: n = 25, as the study); the held-out
+ * validation groups (job names ending "-val") are only predicted.  The
+ * model choice is nested inside the cross-validation (a "nested" row), and
+ * the predicted PFIs and curves used in §6 are nested leave-one-out
+ * predictions (each job's from a model chosen and fitted without it), so no
+ * job is planned with a model that saw its own sweep.
  *
  * Production mix (documented in docs/telemetry.md): each draw is a
  * fine-tuning job (LoRA or full) with probability 0.8 and a pretraining job
@@ -305,11 +309,167 @@ static json_t *protocol(const struct sjob *jobs, size_t nj, int production, unsi
     return o;
 }
 
+/* Nested cross-validation: for each outer fold (the rows sharing an id in
+ * g), the model is chosen among cand[0..nc) by its leave-one-out RMSE of
+ * PFI on the other rows only, fitted on them, and predicts the fold; so no
+ * prediction comes from a model chosen or fitted with the row it predicts.
+ * pred: n x (1 + ncut). */
+static int nested_cv(const struct pflex_modelsel_candidate *cand, size_t nc,
+                     const struct pflex_train_data *td, const int *g, double *pred)
+{
+    size_t n = td->n, nt = 1 + td->ncut;
+    unsigned char *use = malloc(n ? n : 1), *done = calloc(n ? n : 1, 1);
+    int *ids = malloc((n ? n : 1) * sizeof *ids);
+    double *inner = malloc((n ? n : 1) * nt * sizeof *inner), *se = malloc(nt * sizeof *se);
+    int rc = -1;
+    if (!use || !done || !ids || !inner || !se)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        ids[i] = (int)i;
+    for (size_t i = 0; i < n * nt; i++)
+        pred[i] = NAN;
+    for (size_t i = 0; i < n; i++) {
+        if (done[i])
+            continue;
+        size_t ntrain = 0;
+        for (size_t j = 0; j < n; j++) {
+            use[j] = g[j] != g[i];
+            ntrain += use[j] && !isnan(td->y[j * nt]);
+        }
+        struct pflex_train_data in = *td;
+        in.use = use;
+        int best = -1;
+        double best_rmse = INFINITY;
+        for (size_t c = 0; c < nc; c++) {
+            pflex_error_t e;
+            if (ntrain < 2 || pflex_model_min_jobs(&cand[c].spec) > ntrain - 1
+                || pflex_model_cv(&cand[c].spec, &in, ids, inner, &e) < 0)
+                continue;
+            double se2 = 0;
+            size_t k = 0;
+            for (size_t j = 0; j < n; j++)
+                if (use[j] && !isnan(inner[j * nt]) && !isnan(td->y[j * nt])) {
+                    double d = inner[j * nt] - td->y[j * nt];
+                    se2 += d * d;
+                    k++;
+                }
+            if (k == ntrain && sqrt(se2 / (double)k) < best_rmse) {
+                best_rmse = sqrt(se2 / (double)k);
+                best = (int)c;
+            }
+        }
+        pflex_error_t e;
+        pflex_model_t *m = best >= 0 ? pflex_model_fit(&cand[best].spec, &in, &e) : NULL;
+        for (size_t j = 0; j < n; j++) {
+            if (g[j] != g[i])
+                continue;
+            done[j] = 1;
+            if (m)
+                pflex_model_predict(m, td->x + j * PFLEX_FEAT_COUNT, pred + j * nt, se);
+        }
+        pflex_model_destroy(m);
+    }
+    rc = 0;
+out:
+    free(use);
+    free(done);
+    free(ids);
+    free(inner);
+    free(se);
+    return rc;
+}
+
+/* The nested row of Table 3: leave-one-out and leave-one-cluster-out
+ * scores of the model chosen inside each fold; *loo_pred_out (n x (1 +
+ * ncut), malloc'd, may stay NULL) the nested leave-one-out predictions. */
+static json_t *nested_row(const struct pflex_dataset *h200,
+                          const struct pflex_modelsel_candidate *cand, size_t nc,
+                          double **loo_pred_out)
+{
+    size_t nt = 1 + PFLEX_DATASET_NCUT, ng = 0, n = h200->n ? h200->n : 1;
+    struct pflex_train_data td;
+    double *y = NULL, *pl = malloc(n * nt * sizeof *pl), *pc = malloc(n * nt * sizeof *pc);
+    int *ids = malloc(n * sizeof *ids), *cl = pflex_dataset_cluster_ids(h200, &ng);
+    json_t *o = json_object();
+    pflex_dataset_train_data(h200, &td, &y);
+    json_object_set_new(o, "features", json_string("model chosen inside each fold (nested)"));
+    json_object_set_new(o, "model", json_string("nested"));
+    json_object_set_new(o, "p", json_integer(0));
+    json_object_set_new(o, "r2_in", json_null());
+    if (y && pl && pc && ids && cl) {
+        struct pflex_fit_score sl, sc;
+        for (size_t i = 0; i < h200->n; i++)
+            ids[i] = (int)i;
+        if (nested_cv(cand, nc, &td, ids, pl) == 0 && nested_cv(cand, nc, &td, cl, pc) == 0) {
+            pflex_fit_score(pl, y, h200->n, nt, &sl);
+            pflex_fit_score(pc, y, h200->n, nt, &sc);
+            json_object_set_new(o, "loo", score(&sl));
+            json_object_set_new(o, "loco", score(&sc));
+            *loo_pred_out = pl;
+            pl = NULL;
+        }
+    }
+    free(y);
+    free(pl);
+    free(pc);
+    free(ids);
+    free(cl);
+    return o;
+}
+
+/* The held-out validation groups: each Table 3 set (OLS) and the deployed
+ * model fitted on the main set, predicting them. */
+static json_t *validation(const struct pflex_dataset *h200, const struct pflex_dataset *val,
+                          const struct pflex_model_spec *deployed, const char *deployed_name)
+{
+    size_t nt = 1 + PFLEX_DATASET_NCUT, nrows = sizeof psets / sizeof *psets;
+    size_t nv = val->n ? val->n : 1;
+    struct pflex_train_data td;
+    double *y = NULL, *pv = malloc(nv * nt * sizeof *pv), *yv = malloc(nv * nt * sizeof *yv);
+    double se[1 + PFLEX_DATASET_NCUT];
+    json_t *o = json_object(), *rows = json_array();
+    pflex_dataset_train_data(h200, &td, &y);
+    json_object_set_new(o, "jobs", json_integer((json_int_t)val->n));
+    for (size_t r = 0; y && pv && yv && r <= nrows; r++) {
+        struct pflex_model_spec sp = {.kind = PFLEX_MODEL_OLS};
+        if (r < nrows) {
+            sp.nfeat = psets[r].n;
+            memcpy(sp.feat, psets[r].f, sizeof sp.feat);
+        } else {
+            sp = *deployed;
+        }
+        pflex_error_t e;
+        pflex_model_t *m = pflex_model_fit(&sp, &td, &e);
+        json_t *row = json_object();
+        json_object_set_new(row, "features", json_string(r < nrows ? psets[r].name
+                                                                   : deployed_name));
+        if (m) {
+            for (size_t i = 0; i < val->n; i++) {
+                pflex_model_predict(m, val->x + i * PFLEX_FEAT_COUNT, pv + i * nt, se);
+                yv[i * nt] = val->pfi[i];
+            }
+            struct pflex_fit_score sv;
+            pflex_fit_score(pv, yv, val->n, nt, &sv);
+            json_object_set_new(row, "rmse", jreal(sv.rmse));
+            json_object_set_new(row, "rho", jreal(sv.rho));
+            pflex_model_destroy(m);
+        } else {
+            json_object_set_new(row, "error", json_string(e.text));
+        }
+        json_array_append_new(rows, row);
+    }
+    json_object_set_new(o, "models", rows);
+    free(y);
+    free(pv);
+    free(yv);
+    return o;
+}
+
 /* One row of Table 3: the spec's scores on the H200 jobs, beside the
- * study's (study: NULL for pflex's own models).  *loco_rmse: its
- * leave-one-cluster-out RMSE, NaN when it could not be scored. */
+ * study's (study: NULL for pflex's own models).  *loo_rmse: its
+ * leave-one-out RMSE, NaN when it could not be scored. */
 static json_t *table3_row(const struct pflex_model_spec *s, const char *name, const double *study,
-                          const struct pflex_dataset *h200, double *loco_rmse)
+                          const struct pflex_dataset *h200, double *loo_rmse)
 {
     struct pflex_modelsel_eval ev;
     pflex_error_t err;
@@ -317,12 +477,12 @@ static json_t *table3_row(const struct pflex_model_spec *s, const char *name, co
     json_object_set_new(o, "features", json_string(name));
     json_object_set_new(o, "model", json_string(pflex_model_kind_name(s->kind)));
     json_object_set_new(o, "p", json_integer((json_int_t)s->nfeat));
-    *loco_rmse = NAN;
+    *loo_rmse = NAN;
     if (pflex_modelsel_evaluate(s, h200, 1, &ev, &err) < 0) {
         json_object_set_new(o, "error", json_string(err.text));
     } else {
         char why[96];
-        *loco_rmse = ev.loco.rmse;
+        *loo_rmse = ev.loo_na ? NAN : ev.loo.rmse;
         json_object_set_new(o, "r2_in", jreal(ev.in.r2));
         json_object_set_new(o, "loo", score(&ev.loo));
         if (ev.loo_na)
@@ -349,8 +509,9 @@ static json_t *table3_row(const struct pflex_model_spec *s, const char *name, co
 
 /* Table 3 into the array t3: the study's predictor sets, then pflex's
  * candidates but the first (the same OLS as the first set).  Returns the
- * index into cand of the best candidate: the lowest leave-one-cluster-out
- * RMSE (ridge-telemetry when none scores). */
+ * index into cand of the deployed candidate: the lowest leave-one-out RMSE
+ * on all the jobs (ridge-telemetry when none scores); its row is in sample
+ * for that choice, the nested row (nested_row) is not. */
 static size_t table3(const struct pflex_dataset *h200, const struct pflex_modelsel_candidate *cand,
                      size_t nc, json_t *t3)
 {
@@ -405,22 +566,23 @@ static json_t *h100_transfer(const struct pflex_dataset *h200, const struct pfle
     return o;
 }
 
-/* The §6 jobs: the H200 jobs with their measured curves and PFIs, and the
- * leave-one-out predictions of the best model (PFI and curve) and of the
- * study's OLS (PFI).  Returns a calloc'd array of h200->n, or NULL with
+/* The §6 jobs: the H200 jobs with their measured curves and PFIs, the
+ * nested leave-one-out predictions of the best model (pred: PFI and curve,
+ * model chosen and fitted without the job) and the leave-one-out ones of
+ * the study's OLS (PFI).  Returns a calloc'd array of h200->n, or NULL with
  * err. */
-static struct sjob *protocol_jobs(const struct pflex_dataset *h200,
-                                  const struct pflex_model_spec *best, pflex_error_t *err)
+static struct sjob *protocol_jobs(const struct pflex_dataset *h200, const double *pred,
+                                  pflex_error_t *err)
 {
     size_t nt = 1 + PFLEX_DATASET_NCUT, n = h200->n;
-    double *pred = malloc(n * nt * sizeof *pred), *pols = malloc(n * nt * sizeof *pols);
+    double *pols = malloc(n * nt * sizeof *pols);
     struct sjob *sj = calloc(n, sizeof *sj);
     struct pflex_model_spec sols = {PFLEX_MODEL_OLS, 1, {PFLEX_FEAT_DRAM_COPY}};
     if (!pred || !pols || !sj) {
         pflex_error_sys(err, "out of memory");
         goto fail;
     }
-    if (loo_pred(best, h200, pred, err) < 0 || loo_pred(&sols, h200, pols, err) < 0)
+    if (loo_pred(&sols, h200, pols, err) < 0)
         goto fail;
     for (size_t i = 0; i < n; i++) {
         struct sjob *j = &sj[i];
@@ -445,11 +607,9 @@ static struct sjob *protocol_jobs(const struct pflex_dataset *h200,
             j->pl[k + 1] = isnan(v) ? (k ? j->pl[k] : 0) : v;
         }
     }
-    free(pred);
     free(pols);
     return sj;
 fail:
-    free(pred);
     free(pols);
     free(sj);
     return NULL;
@@ -474,23 +634,30 @@ static json_t *allocation(const struct sjob *sj, size_t n, unsigned workloads, u
     return alloc;
 }
 
-/* The H200 and H100 jobs of all with a PFI (a job without a GPU kind is
- * H200 unless its name says h100).  Returns 0, or -1 with err. */
+/* The H200 main-set, H200 validation and H100 jobs of all with a PFI (a
+ * job without a GPU kind is H200 unless its name says h100; the study
+ * fleet names its held-out validation groups "...-val").  Returns 0, or -1
+ * with err. */
 static int split_kinds(const struct pflex_dataset *all, const char *name,
-                       struct pflex_dataset *h200, struct pflex_dataset *h100, pflex_error_t *err)
+                       struct pflex_dataset *h200, struct pflex_dataset *val,
+                       struct pflex_dataset *h100, pflex_error_t *err)
 {
     unsigned char *k2 = calloc(all->n ? all->n : 1, 1), *k1 = calloc(all->n ? all->n : 1, 1);
+    unsigned char *kv = calloc(all->n ? all->n : 1, 1);
     size_t n200 = 0;
     int rc = -1;
     memset(h200, 0, sizeof *h200);
+    memset(val, 0, sizeof *val);
     memset(h100, 0, sizeof *h100);
-    if (!k2 || !k1) {
+    if (!k2 || !k1 || !kv) {
         pflex_error_sys(err, "prediction sections: out of memory");
         goto out;
     }
     for (size_t i = 0; i < all->n; i++) {
         int g200 = has(all->gpu[i], "H200") || (!all->gpu[i] && !has(all->job[i], "h100"));
-        k2[i] = g200 && !isnan(all->pfi[i]);
+        int heldout = has(all->job[i], "-val");
+        k2[i] = g200 && !heldout && !isnan(all->pfi[i]);
+        kv[i] = g200 && heldout && !isnan(all->pfi[i]);
         k1[i] = has(all->gpu[i], "H100") && !isnan(all->pfi[i]);
         n200 += k2[i];
     }
@@ -499,23 +666,26 @@ static int split_kinds(const struct pflex_dataset *all, const char *name,
                         name, n200);
         goto out;
     }
-    if (pflex_dataset_subset(all, k2, h200, err) == 0 && pflex_dataset_subset(all, k1, h100, err) == 0)
+    if (pflex_dataset_subset(all, k2, h200, err) == 0 && pflex_dataset_subset(all, k1, h100, err) == 0
+        && pflex_dataset_subset(all, kv, val, err) == 0)
         rc = 0;
 out:
     free(k1);
     free(k2);
+    free(kv);
     return rc;
 }
 
 int pflex_study_predict(const struct pflex_dataset *all, const char *name, unsigned workloads,
                         unsigned long seed, json_t **out, pflex_error_t *err)
 {
-    struct pflex_dataset h200, h100;
+    struct pflex_dataset h200, h100, val;
     struct sjob *sj = NULL;
+    double *npred = NULL;
     json_t *doc = json_object(), *t3 = json_array(), *alloc;
     int rc = -1;
     *out = NULL;
-    if (split_kinds(all, name, &h200, &h100, err) < 0) {
+    if (split_kinds(all, name, &h200, &val, &h100, err) < 0) {
         json_decref(doc);
         json_decref(t3);
         return -1;
@@ -535,10 +705,14 @@ int pflex_study_predict(const struct pflex_dataset *all, const char *name, unsig
     struct pflex_modelsel_candidate cand[8];
     size_t nc = pflex_modelsel_candidates(cand, 8);
     size_t best = table3(&h200, cand, nc, t3);
+    json_array_append_new(t3, nested_row(&h200, cand + 1, nc - 1, &npred));
     json_object_set_new(doc, "best_model", json_string(cand[best].name));
+    if (val.n > 0)
+        json_object_set_new(doc, "validation", validation(&h200, &val, &cand[best].spec,
+                                                          cand[best].name));
     json_object_set_new(doc, "h100_transfer", h100_transfer(&h200, &h100));
     pflex_error_t e = {{0}};
-    if (!(sj = protocol_jobs(&h200, &cand[best].spec, &e))
+    if (!(sj = protocol_jobs(&h200, npred, &e))
         || !(alloc = allocation(sj, h200.n, workloads, seed))) {
         pflex_error_set(err, "prediction sections: %s", e.text[0] ? e.text : "out of memory");
         goto out;
@@ -550,7 +724,9 @@ int pflex_study_predict(const struct pflex_dataset *all, const char *name, unsig
 out:
     json_decref(doc);
     free(sj);
+    free(npred);
     pflex_dataset_fini(&h200);
+    pflex_dataset_fini(&val);
     pflex_dataset_fini(&h100);
     return rc;
 }
