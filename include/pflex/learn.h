@@ -20,8 +20,10 @@
  * origin first: between two of them a Brownian bridge (the departures
  * interpolated, the variance theirs interpolated plus
  * q (x - x_a)(x_b - x)/(x_b - x_a)); past the deepest the curve goes
- * on at the readings' own slope (over their last 0.05 of x, or from the
- * origin) for a reach of corr_dx and at the prior's after it, the
+ * on for a reach of corr_dx at the readings' own slope (over their last
+ * 0.05 of x, or from the origin) weighed against the prior's by their
+ * precisions (slope_sd^2 against the two points' variances over the
+ * span squared), and at the prior's after it, the
  * variance growing by q (x - x_a); never more than prior_sd^2.  A loss
  * curve is continuous: what a job lost at x_a says much about x_a + 0.05
  * and less and less further on.  It is also smooth: within a short reach

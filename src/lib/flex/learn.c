@@ -383,7 +383,12 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
                 double w = pts[an].x - pts[k].x;
                 double s_obs = (pts[an].y - pts[k].y) / w;
                 double s_pri = (prior_at(l, pts[an].x) - prior_at(l, pts[k].x)) / w;
-                r += ((s_obs > 0 ? s_obs : 0) - s_pri) * (d < l->c.corr_dx ? d : l->c.corr_dx);
+                /* the readings' slope weighed against the prior's by
+                 * their precisions: its variance the two points', over
+                 * w^2; the prior's, slope_sd^2 */
+                double vs_obs = (1 / pts[an].w + 1 / pts[k].w) / (w * w);
+                double kappa = ss / (ss + vs_obs);
+                r += kappa * ((s_obs > 0 ? s_obs : 0) - s_pri) * (d < l->c.corr_dx ? d : l->c.corr_dx);
             }
             var = va + (vs < vw ? vs : vw);
         }
