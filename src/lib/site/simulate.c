@@ -582,18 +582,11 @@ static int check_config(const struct pflex_sim_config *c, pflex_error_t *err)
     return 0;
 }
 
-int pflex_sim_run(const struct pflex_sim_config *c, struct pflex_sim_result *r, pflex_error_t *err)
+/* Which policies run: all asked for (all by default) less those the
+ * configuration cannot run, with a note on each left out. */
+static int choose_policies(const struct pflex_sim_config *c, struct pflex_sim_result *r, unsigned *want_out,
+                           pflex_error_t *err)
 {
-    memset(r, 0, sizeof *r);
-    if (check_config(c, err) < 0)
-        return -1;
-    struct world w = {.c = c};
-    w.nper = (size_t)floor(c->duration_s / c->period_s + 1e-9);
-    w.D = (size_t)ceil(c->delay_s / c->period_s - 1e-9);
-    w.settle_s = c->settle_s > c->period_s ? c->settle_s : c->period_s;
-    w.z = c->z > 0 ? c->z : 2;
-    w.explore = c->explore_step >= 0 ? c->explore_step : 0.05;
-    int rc = -1;
     unsigned want = c->policies ? c->policies : (1u << PFLEX_SIM_NPOL) - 1;
     int have_pred = 1;
     for (size_t i = 0; i < c->nkinds; i++)
@@ -617,213 +610,252 @@ int pflex_sim_run(const struct pflex_sim_config *c, struct pflex_sim_result *r, 
                  l ? "; " : "");
         want &= ~online_bits;
     }
-    if (build_fleet(&w, err) < 0)
-        goto out;
-    /* the kinds' curves in the cap domain */
+    *want_out = want;
+    return 0;
+}
+
+/* The kinds' curves in the cap domain and the per-period arrays of the
+ * world and the result. */
+static int alloc_world(struct world *w, struct pflex_sim_result *r, pflex_error_t *err)
+{
+    const struct pflex_sim_config *c = w->c;
     size_t tot = 0;
-    w.koff = malloc(c->nkinds * sizeof *w.koff);
-    for (size_t i = 0; w.koff && i < c->nkinds; i++) {
-        w.koff[i] = tot;
+    w->koff = malloc(c->nkinds * sizeof *w->koff);
+    for (size_t i = 0; w->koff && i < c->nkinds; i++) {
+        w->koff[i] = tot;
         tot += c->kinds[i].n;
     }
-    w.ky = malloc((tot + 1) * sizeof *w.ky);
-    w.kloss = malloc((tot + 1) * sizeof *w.kloss);
-    size_t N = w.nper;
+    w->ky = malloc((tot + 1) * sizeof *w->ky);
+    w->kloss = malloc((tot + 1) * sizeof *w->kloss);
+    size_t N = w->nper;
     r->nperiods = N;
     r->period_s = c->period_s;
     r->start_s = c->start_s;
     r->limit_w = malloc(N * sizeof *r->limit_w);
     r->uncapped = malloc(N * sizeof *r->uncapped);
-    w.limit_plan = malloc(N * sizeof *w.limit_plan);
-    w.limit_now = r->limit_w;
-    w.uncapped = r->uncapped;
-    w.after_ramp = malloc(N);
-    if (!w.koff || !w.ky || !w.kloss || !r->limit_w || !r->uncapped || !w.limit_plan || !w.after_ramp) {
-        pflex_error_sys(err, "out of memory");
-        goto out;
-    }
+    w->limit_plan = malloc(N * sizeof *w->limit_plan);
+    w->limit_now = r->limit_w;
+    w->uncapped = r->uncapped;
+    w->after_ramp = malloc(N);
+    if (!w->koff || !w->ky || !w->kloss || !r->limit_w || !r->uncapped || !w->limit_plan || !w->after_ramp)
+        return pflex_error_sys(err, "out of memory");
     for (size_t i = 0; i < c->nkinds; i++) {
         const struct pflex_sim_kind *k = &c->kinds[i];
         for (size_t j = 0; j < k->n; j++) {
-            w.ky[w.koff[i] + j] = 1 - k->cap_w[j] / k->cap_w[0];
-            w.kloss[w.koff[i] + j] = j ? 1 - k->fraction[j] / k->fraction[0] : 0;
+            w->ky[w->koff[i] + j] = 1 - k->cap_w[j] / k->cap_w[0];
+            w->kloss[w->koff[i] + j] = j ? 1 - k->fraction[j] / k->fraction[0] : 0;
         }
     }
-    /* the site at start: baseline, maximum; per period the uncapped
-     * objective and the limits */
-    {
-        double base = c->other_w, mx = c->other_w, unc = 0, mxw = c->other_w;
-        size_t g = 0, next = 0;
-        const struct inst **cur = calloc(w.nslots, sizeof *cur);
-        if (!cur) {
-            pflex_error_sys(err, "out of memory");
-            goto out;
+    return 0;
+}
+
+/* The site at start: baseline, maximum; per period the uncapped
+ * objective and the limits. */
+static int site_timeline(struct world *w, struct pflex_sim_result *r, pflex_error_t *err)
+{
+    const struct pflex_sim_config *c = w->c;
+    size_t N = w->nper;
+    double base = c->other_w, mx = c->other_w, unc = 0, mxw = c->other_w;
+    size_t g = 0, next = 0;
+    const struct inst **cur = calloc(w->nslots, sizeof *cur);
+    if (!cur)
+        return pflex_error_sys(err, "out of memory");
+    for (size_t k = 0; k < N; k++) {
+        int ch = 0;
+        while (next < w->ninst && w->inst[next].k0 == k) {
+            const struct inst *in = &w->inst[next++];
+            const struct pflex_sim_kind *kd = &c->kinds[in->kind];
+            double a = in->weight * (c->objective == PFLEX_OBJECTIVE_PROGRESS ? in->gpus : kd->t0);
+            if (cur[in->slot]) {
+                const struct pflex_sim_kind *ko = &c->kinds[cur[in->slot]->kind];
+                unc -= cur[in->slot]->weight
+                       * (c->objective == PFLEX_OBJECTIVE_PROGRESS ? cur[in->slot]->gpus : ko->t0);
+                mxw -= cur[in->slot]->gpus * ko->cap_w[0];
+            } else if (k == 0) {
+                base += in->gpus * kd->power_w[0];
+                mx += in->gpus * kd->cap_w[0];
+                g += (size_t)in->gpus;
+            }
+            unc += a;
+            mxw += in->gpus * kd->cap_w[0];
+            cur[in->slot] = in;
+            r->jobs_started++;
+            ch = 1;
         }
-        for (size_t k = 0; k < N; k++) {
-            int ch = 0;
-            while (next < w.ninst && w.inst[next].k0 == k) {
-                const struct inst *in = &w.inst[next++];
-                const struct pflex_sim_kind *kd = &c->kinds[in->kind];
-                double a = in->weight * (c->objective == PFLEX_OBJECTIVE_PROGRESS ? in->gpus : kd->t0);
-                if (cur[in->slot]) {
-                    const struct pflex_sim_kind *ko = &c->kinds[cur[in->slot]->kind];
-                    unc -= cur[in->slot]->weight
-                           * (c->objective == PFLEX_OBJECTIVE_PROGRESS ? cur[in->slot]->gpus : ko->t0);
-                    mxw -= cur[in->slot]->gpus * ko->cap_w[0];
-                } else if (k == 0) {
-                    base += in->gpus * kd->power_w[0];
-                    mx += in->gpus * kd->cap_w[0];
-                    g += (size_t)in->gpus;
-                }
-                unc += a;
-                mxw += in->gpus * kd->cap_w[0];
-                cur[in->slot] = in;
-                r->jobs_started++;
-                ch = 1;
-            }
-            (void)ch;
-            r->uncapped[k] = unc;
-            double t = c->start_s + (double)k * c->period_s;
-            double bl = c->baseline_w > 0 ? c->baseline_w : base;
-            if (k == 0) {
-                r->baseline_w = bl;
-                r->max_w = mx;
-                r->ngpus = g;
-            }
-            if (c->targets) {
-                w.limit_plan[k] = pflex_target_limit_min_w(c->targets, t, t + 2 * c->period_s, bl, mxw);
-                r->limit_w[k] = pflex_target_limit_w(c->targets, t, bl, mxw);
-                const struct pflex_target *tg = pflex_target_set_winner(c->targets, t);
-                w.after_ramp[k] = tg && t >= tg->start_s + tg->ramp_s;
-            } else {
-                w.limit_plan[k] = r->limit_w[k] = INFINITY;
-                w.after_ramp[k] = 0;
-            }
+        (void)ch;
+        r->uncapped[k] = unc;
+        double t = c->start_s + (double)k * c->period_s;
+        double bl = c->baseline_w > 0 ? c->baseline_w : base;
+        if (k == 0) {
+            r->baseline_w = bl;
+            r->max_w = mx;
+            r->ngpus = g;
         }
-        free(cur);
+        if (c->targets) {
+            w->limit_plan[k] = pflex_target_limit_min_w(c->targets, t, t + 2 * c->period_s, bl, mxw);
+            r->limit_w[k] = pflex_target_limit_w(c->targets, t, bl, mxw);
+            const struct pflex_target *tg = pflex_target_set_winner(c->targets, t);
+            w->after_ramp[k] = tg && t >= tg->start_s + tg->ramp_s;
+        } else {
+            w->limit_plan[k] = r->limit_w[k] = INFINITY;
+            w->after_ramp[k] = 0;
+        }
     }
-    /* per policy series */
+    free(cur);
+    return 0;
+}
+
+/* Per policy series, and the kept jobs' (those at the start, by slot). */
+static int alloc_series(const struct world *w, unsigned want, struct pflex_sim_result *r, pflex_error_t *err)
+{
+    size_t N = w->nper;
     for (int p = 0; p < PFLEX_SIM_NPOL; p++)
         if (want & (1u << p)) {
             r->power_w[p] = malloc(N * sizeof **r->power_w);
             r->objective[p] = malloc(N * sizeof **r->objective);
-            if (!r->power_w[p] || !r->objective[p]) {
-                pflex_error_sys(err, "out of memory");
-                goto out;
-            }
+            if (!r->power_w[p] || !r->objective[p])
+                return pflex_error_sys(err, "out of memory");
         }
-    if (c->keep_jobs) {
-        size_t nk = 0;
-        for (size_t i = 0; i < w.ninst && w.inst[i].k0 == 0; i++)
-            nk++;
-        r->njobs_kept = nk;
-        r->job_name = calloc(nk, sizeof *r->job_name);
-        r->job_gpus = calloc(nk, sizeof *r->job_gpus);
-        r->job_floor = calloc(nk, sizeof *r->job_floor);
-        if (!r->job_name || !r->job_gpus || !r->job_floor) {
-            pflex_error_sys(err, "out of memory");
-            goto out;
-        }
-        for (size_t i = 0; i < nk; i++) {
-            const struct inst *in = &w.inst[i];    /* k0 = 0, sorted by slot */
-            snprintf(r->job_name[in->slot], sizeof r->job_name[0], "%s", in->name);
-            r->job_gpus[in->slot] = in->gpus;
-            r->job_floor[in->slot] = in->floor;
-        }
-        for (int p = 0; p < PFLEX_SIM_NPOL; p++)
-            if (want & (1u << p)) {
-                r->job_cap[p] = malloc((nk * N + 1) * sizeof **r->job_cap);
-                r->job_fraction[p] = malloc((nk * N + 1) * sizeof **r->job_fraction);
-                if (!r->job_cap[p] || !r->job_fraction[p]) {
-                    pflex_error_sys(err, "out of memory");
-                    goto out;
-                }
-            }
+    if (!w->c->keep_jobs)
+        return 0;
+    size_t nk = 0;
+    for (size_t i = 0; i < w->ninst && w->inst[i].k0 == 0; i++)
+        nk++;
+    r->njobs_kept = nk;
+    r->job_name = calloc(nk, sizeof *r->job_name);
+    r->job_gpus = calloc(nk, sizeof *r->job_gpus);
+    r->job_floor = calloc(nk, sizeof *r->job_floor);
+    if (!r->job_name || !r->job_gpus || !r->job_floor)
+        return pflex_error_sys(err, "out of memory");
+    for (size_t i = 0; i < nk; i++) {
+        const struct inst *in = &w->inst[i];    /* k0 = 0, sorted by slot */
+        snprintf(r->job_name[in->slot], sizeof r->job_name[0], "%s", in->name);
+        r->job_gpus[in->slot] = in->gpus;
+        r->job_floor[in->slot] = in->floor;
     }
-    /* the policies, on up to `threads` threads: the online ones first
-     * (they cost most), dealt round robin */
-    {
-        struct run runs[PFLEX_SIM_NPOL];
-        int order[PFLEX_SIM_NPOL], np = 0;
-        static const int pref[PFLEX_SIM_NPOL] = {PFLEX_SIM_ONLINE_COLD, PFLEX_SIM_ONLINE_WARM,
-                                                  PFLEX_SIM_ORACLE, PFLEX_SIM_EQUAL, PFLEX_SIM_EQ2_MEASURED,
-                                                  PFLEX_SIM_EQ2_PREDICTED, PFLEX_SIM_TPW};
-        for (int i = 0; i < PFLEX_SIM_NPOL; i++)
-            if (want & (1u << pref[i]))
-                order[np++] = pref[i];
-        int T = c->threads > 1 ? c->threads : 1;
-        if (T > np)
-            T = np;
-        for (int i = 0; i < np; i++) {
-            runs[i] = (struct run){.w = &w, .p = (enum pflex_sim_policy)order[i], .r = r,
-                                   .progress = i % T == 0, .share = 1.0 / ((np + T - 1) / T),
-                                   .done_share = (double)(i / T) / ((np + T - 1) / T)};
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++)
+        if (want & (1u << p)) {
+            r->job_cap[p] = malloc((nk * N + 1) * sizeof **r->job_cap);
+            r->job_fraction[p] = malloc((nk * N + 1) * sizeof **r->job_fraction);
+            if (!r->job_cap[p] || !r->job_fraction[p])
+                return pflex_error_sys(err, "out of memory");
         }
-        /* thread t runs runs t, t + T, ... */
-        struct lane lanes[PFLEX_SIM_NPOL];
-        pthread_t th[PFLEX_SIM_NPOL];
-        int started[PFLEX_SIM_NPOL] = {0};
-        for (int t = 0; t < T; t++)
-            lanes[t] = (struct lane){.runs = runs, .first = t, .step = T, .n = np};
-        for (int t = 1; t < T; t++)
-            started[t] = pthread_create(&th[t], NULL, lane_run, &lanes[t]) == 0;
-        lane_run(&lanes[0]);
-        for (int t = 1; t < T; t++) {
-            if (started[t])
-                pthread_join(th[t], NULL);
-            else
-                lane_run(&lanes[t]);
-        }
-        for (int i = 0; i < np; i++)
-            if (runs[i].rc < 0) {
-                *err = runs[i].err;
-                goto out;
-            }
-        for (int i = 0; i < np; i++)
-            r->ran |= 1u << runs[i].p;
+    return 0;
+}
+
+/* The policies, on up to `threads` threads: the online ones first (they
+ * cost most), dealt round robin. */
+static int run_policies(struct world *w, unsigned want, struct pflex_sim_result *r, pflex_error_t *err)
+{
+    const struct pflex_sim_config *c = w->c;
+    struct run runs[PFLEX_SIM_NPOL];
+    int order[PFLEX_SIM_NPOL], np = 0;
+    static const int pref[PFLEX_SIM_NPOL] = {PFLEX_SIM_ONLINE_COLD, PFLEX_SIM_ONLINE_WARM,
+                                              PFLEX_SIM_ORACLE, PFLEX_SIM_EQUAL, PFLEX_SIM_EQ2_MEASURED,
+                                              PFLEX_SIM_EQ2_PREDICTED, PFLEX_SIM_TPW};
+    for (int i = 0; i < PFLEX_SIM_NPOL; i++)
+        if (want & (1u << pref[i]))
+            order[np++] = pref[i];
+    int T = c->threads > 1 ? c->threads : 1;
+    if (T > np)
+        T = np;
+    for (int i = 0; i < np; i++) {
+        runs[i] = (struct run){.w = w, .p = (enum pflex_sim_policy)order[i], .r = r,
+                               .progress = i % T == 0, .share = 1.0 / ((np + T - 1) / T),
+                               .done_share = (double)(i / T) / ((np + T - 1) / T)};
     }
-    /* what needs equal's and the oracle's together */
-    if ((r->ran & (1u << PFLEX_SIM_EQUAL)) && (r->ran & (1u << PFLEX_SIM_ORACLE))) {
-        const double *oe = r->objective[PFLEX_SIM_EQUAL], *oo = r->objective[PFLEX_SIM_ORACLE];
-        double le = r->pol[PFLEX_SIM_EQUAL].lost_event_s, lo = r->pol[PFLEX_SIM_ORACLE].lost_event_s;
-        for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
-            if (!(r->ran & (1u << p)))
-                continue;
-            struct pflex_sim_summary *s = &r->pol[p];
-            s->gap_recovered = le - lo > 1e-9 * (fabs(le) + 1) ? (le - s->lost_event_s) / (le - lo) : NAN;
-            s->settled_mean = NAN;
-            s->settled_min = NAN;
-            double acc = 0;
-            size_t since = 0;
-            for (size_t k = 0; k < N; k++) {
-                int lim = isfinite(w.limit_plan[k]);
-                if (k == 0 || !(w.limit_plan[k] == w.limit_plan[k - 1]))
-                    since = 0;
-                else
-                    since++;
-                if (!lim)
-                    continue;
-                const double *op = r->objective[p];
-                if (op[k] < oe[k] - 1e-9 * fabs(oe[k]))
-                    s->below_equal++;
-                if (since < 10 || !(oo[k] - oe[k] > 1e-6 * fabs(oo[k])))
-                    continue;
-                double g = (op[k] - oe[k]) / (oo[k] - oe[k]);
-                s->settled_periods++;
-                acc += g;
-                if (!(g >= s->settled_min))
-                    s->settled_min = g;
-                if (g >= 0.9)
-                    s->settled_over90++;
-            }
-            if (s->settled_periods)
-                s->settled_mean = acc / (double)s->settled_periods;
+    /* thread t runs runs t, t + T, ... */
+    struct lane lanes[PFLEX_SIM_NPOL] = {{0}};
+    pthread_t th[PFLEX_SIM_NPOL];
+    int started[PFLEX_SIM_NPOL] = {0};
+    for (int t = 0; t < T; t++)
+        lanes[t] = (struct lane){.runs = runs, .first = t, .step = T, .n = np};
+    for (int t = 1; t < T; t++)
+        started[t] = pthread_create(&th[t], NULL, lane_run, &lanes[t]) == 0;
+    lane_run(&lanes[0]);
+    for (int t = 1; t < T; t++) {
+        if (started[t])
+            pthread_join(th[t], NULL);
+        else
+            lane_run(&lanes[t]);
+    }
+    for (int i = 0; i < np; i++)
+        if (runs[i].rc < 0) {
+            *err = runs[i].err;
+            return -1;
         }
-    } else
+    for (int i = 0; i < np; i++)
+        r->ran |= 1u << runs[i].p;
+    return 0;
+}
+
+/* What needs equal's and the oracle's together: the gap recovered, and
+ * period by period the settled share of it. */
+static void gap_summaries(const struct world *w, struct pflex_sim_result *r)
+{
+    size_t N = w->nper;
+    if (!((r->ran & (1u << PFLEX_SIM_EQUAL)) && (r->ran & (1u << PFLEX_SIM_ORACLE)))) {
         for (int p = 0; p < PFLEX_SIM_NPOL; p++)
             r->pol[p].gap_recovered = r->pol[p].settled_mean = r->pol[p].settled_min = NAN;
-    rc = 0;
-out:
+        return;
+    }
+    const double *oe = r->objective[PFLEX_SIM_EQUAL], *oo = r->objective[PFLEX_SIM_ORACLE];
+    double le = r->pol[PFLEX_SIM_EQUAL].lost_event_s, lo = r->pol[PFLEX_SIM_ORACLE].lost_event_s;
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
+        if (!(r->ran & (1u << p)))
+            continue;
+        struct pflex_sim_summary *s = &r->pol[p];
+        s->gap_recovered = le - lo > 1e-9 * (fabs(le) + 1) ? (le - s->lost_event_s) / (le - lo) : NAN;
+        s->settled_mean = NAN;
+        s->settled_min = NAN;
+        double acc = 0;
+        size_t since = 0;
+        for (size_t k = 0; k < N; k++) {
+            int lim = isfinite(w->limit_plan[k]);
+            if (k == 0 || !(w->limit_plan[k] == w->limit_plan[k - 1]))
+                since = 0;
+            else
+                since++;
+            if (!lim)
+                continue;
+            const double *op = r->objective[p];
+            if (op[k] < oe[k] - 1e-9 * fabs(oe[k]))
+                s->below_equal++;
+            if (since < 10 || !(oo[k] - oe[k] > 1e-6 * fabs(oo[k])))
+                continue;
+            double g = (op[k] - oe[k]) / (oo[k] - oe[k]);
+            s->settled_periods++;
+            acc += g;
+            if (!(g >= s->settled_min))
+                s->settled_min = g;
+            if (g >= 0.9)
+                s->settled_over90++;
+        }
+        if (s->settled_periods)
+            s->settled_mean = acc / (double)s->settled_periods;
+    }
+}
+
+int pflex_sim_run(const struct pflex_sim_config *c, struct pflex_sim_result *r, pflex_error_t *err)
+{
+    memset(r, 0, sizeof *r);
+    if (check_config(c, err) < 0)
+        return -1;
+    struct world w = {.c = c};
+    w.nper = (size_t)floor(c->duration_s / c->period_s + 1e-9);
+    w.D = (size_t)ceil(c->delay_s / c->period_s - 1e-9);
+    w.settle_s = c->settle_s > c->period_s ? c->settle_s : c->period_s;
+    w.z = c->z > 0 ? c->z : 2;
+    w.explore = c->explore_step >= 0 ? c->explore_step : 0.05;
+    unsigned want = 0;
+    if (choose_policies(c, r, &want, err) < 0)
+        return -1;
+    int rc = -1;
+    if (build_fleet(&w, err) >= 0 && alloc_world(&w, r, err) >= 0 && site_timeline(&w, r, err) >= 0
+        && alloc_series(&w, want, r, err) >= 0 && run_policies(&w, want, r, err) >= 0) {
+        gap_summaries(&w, r);
+        rc = 0;
+    }
     free(w.inst);
     free(w.koff);
     free(w.ky);
