@@ -108,6 +108,12 @@ $(BUILD)/tests/test_controller_%: tests/test_controller_%.c $(CTL_OBJ) $(TEST_SU
 	@$(if $(V),,echo "  TEST    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_OBJ) $(TEST_SUPPORT) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
 
+# The simulator's test runs the controller's period as its online policies.
+$(BUILD)/tests/test_simulate: tests/test_simulate.c $(CTL_OBJ) $(TEST_SUPPORT) $(LIBPFLEX)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  TEST    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_OBJ) $(TEST_SUPPORT) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
+
 # The controller's benchmark links the daemon's objects, as its tests do.
 $(BUILD)/bench/controller_bench: bench/controller_bench.c $(CTL_OBJ) $(LIBPFLEX)
 	@mkdir -p $(dir $@)

@@ -570,9 +570,12 @@ static double event_tokens(int progress, double *equal_tokens)
     const char *url_p[NAGENTS];
     fakes_start(f, presets, NAGENTS, 200, urls, url_p);
     const double P = 5;
+    /* leases of a period and a half: the plan's horizon covers a lease and
+     * a period, and with the default (12 periods) the event would be in it
+     * from the start, leaving the learner no period before it to probe */
     struct ctl_config cfg = {.nagents = NAGENTS, .agent_urls = url_p, .timeout_ms = 2000,
-                             .period_s = P, .explore_step = 0.05, .agent_max_w = 8 * 700,
-                             .floor = 0.5, .progress = progress};
+                             .period_s = P, .lease_s = 1.5 * P, .explore_step = 0.05,
+                             .agent_max_w = 8 * 700, .floor = 0.5, .progress = progress};
     ctl_t *c = ctl_new(&cfg);
     pflex_error_t err;
     double site_max = 0;

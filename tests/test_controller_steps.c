@@ -484,6 +484,110 @@ static void test_leases(void **state)
     pflex_job_policies_fini(&pol);
 }
 
+/* A node's GPUs of one job under one limit, reported as one entry that
+ * stands for them (agent_gpu.count, power their mean), plan as the GPUs
+ * one by one do: the same caps and worst case, period after period, as
+ * the site learns, probes and meets both steps. */
+static void test_count_entries(void **state)
+{
+    (void)state;
+    pflex_job_policies_t pol1, pol2;
+    ctl_t *a = site_controller(NULL, &pol1), *b = site_controller(NULL, &pol2);
+    add_schedule(a);
+    add_schedule(b);
+    struct site s;
+    site_init(&s);
+    static struct agent_status st;
+    pflex_error_t err;
+    size_t probes = 0;
+    for (int k = 0; k < 100; k++) {
+        rng_seed(300 + (uint64_t)k);
+        feed(a, &s);
+        /* b: the same readings, each node's GPUs as one entry */
+        rng_seed(300 + (uint64_t)k);
+        for (int n = 0; n < NNODES; n++) {
+            memset(&st, 0, sizeof st);
+            snprintf(st.host, sizeof st.host, "node-%d", n);
+            double pw = 0;
+            for (int g = 0; g < NG; g++)
+                pw += gpu_power(&jobs[n], s.cap[n][g]) * (1 + rng_unif(-0.005, 0.005));
+            st.ngpus = 1;
+            st.gpu[0] = (struct agent_gpu){.index = 0, .power_w = pw / NG, .limit_w = s.cap[n][0],
+                                           .min_w = MIN_W, .max_w = MAX_W, .ok = 1, .count = NG};
+            st.njobs = 1;
+            snprintf(st.job[0].name, sizeof st.job[0].name, "%s", jobs[n].name);
+            st.job[0].ngpus = 1;
+            st.job[0].gpus[0] = 0;
+            st.job[0].throughput = jobs[n].t0 * true_frac(&s, n) * (1 + rng_unif(-0.01, 0.01));
+            assert_int_equal(ctl_node_feed(b, (size_t)n, &st, 1, &err), 0);
+        }
+        struct ctl_period_result ra, rb;
+        assert_int_equal(ctl_period(a, k * P, &ra, &err), 0);
+        assert_int_equal(ctl_period(b, k * P, &rb, &err), 0);
+        size_t na, nb;
+        const struct ctl_cap *ca = ctl_caps(a, &na), *cb = ctl_caps(b, &nb);
+        assert_int_equal(na, NNODES * NG);
+        assert_int_equal(nb, NNODES);
+        for (size_t q = 0; q < na; q++)
+            if (fabs(ca[q].cap_w - cb[ca[q].node].cap_w) > 1e-9)
+                fail_msg("period %d: node %zu GPU %d: %g W one by one, %g W as one entry", k, ca[q].node,
+                         ca[q].gpu, ca[q].cap_w, cb[ca[q].node].cap_w);
+        assert_true(fabs(ra.worst_w - rb.worst_w) < 1e-6);
+        assert_true(ra.limit_w == rb.limit_w && ra.probes == rb.probes && rb.gpus == NNODES * NG);
+        probes += ra.probes;
+        apply(a, &s);
+    }
+    /* it did learn and probe: the entries were not merely held */
+    assert_true(probes > 0);
+    ctl_destroy(a);
+    ctl_destroy(b);
+    pflex_job_policies_fini(&pol1);
+    pflex_job_policies_fini(&pol2);
+}
+
+/* A prior PFI is no bound for a floor: the proportional job's policy
+ * gives it PFI 3 (L = x/3, far flatter than its truth, L = x), the
+ * others none; first seen under a cap and under a target from the start
+ * (no baseline, so nothing learned), the plan cuts it first, yet keeps it
+ * at its floor on the truth: where the curve is the prior's guess alone,
+ * its pessimistic side is proportional loss's.  (On the PFI prior's own
+ * margin, x/3 + 0.2, it would go to its minimum, 0.31 of its rate.) */
+static void test_prior_pfi_keeps_floors(void **state)
+{
+    (void)state;
+    rng_seed(19);
+    const char *csv = "job,floor,pfi\nelastic,0.5,\nproportional,0.5,3\nlate,0.5,\n";
+    pflex_job_policies_t pol;
+    assert_int_equal(pflex_job_policies_read_mem(csv, strlen(csv), "jobs.csv", &pol, NULL), 0);
+    struct ctl_config cfg = {.nagents = NNODES, .in_process = 1, .period_s = P, .other_w = OTHER_W,
+                             .agent_max_w = NG * MAX_W, .explore_step = 0.05, .policies = &pol};
+    ctl_t *c;
+    pflex_error_t err;
+    assert_int_equal(ctl_create(&cfg, &c, &err), 0);
+    add_target(c, 0, 40 * P, 6700, 0);
+    struct site s;
+    site_init(&s);
+    for (int n = 0; n < NNODES; n++)
+        for (int g = 0; g < NG; g++)
+            s.cap[n][g] = 450;
+    double lowest = 1;
+    for (int k = 0; k < 30; k++) {
+        struct ctl_period_result r;
+        one_period(c, &s, k, &r);
+        assert_true(r.feasible && r.worst_w <= 6700 + 1e-6 && r.floor_breaches == 0);
+        for (int n = 0; n < NNODES; n++) {
+            double f = true_frac(&s, n);
+            lowest = fmin(lowest, f);
+            if (!(f >= 0.5 - 1e-9))
+                fail_msg("period %d: %s at %.3f of its rate, under its floor 0.5", k, jobs[n].name, f);
+        }
+    }
+    print_message("  lowest rate %.3f of baseline under 6.7 kW on a prior of PFI 3\n", lowest);
+    assert_true(lowest < 0.9);      /* the target did cut */
+    ctl_destroy(c);
+    pflex_job_policies_fini(&pol);
+}
+
 /* What an in-process controller refuses, and a daemon's. */
 static void test_refusals(void **state)
 {
@@ -528,6 +632,8 @@ int main(void)
         cmocka_unit_test(test_node_down),
         cmocka_unit_test(test_steps_are_the_period),
         cmocka_unit_test(test_leases),
+        cmocka_unit_test(test_count_entries),
+        cmocka_unit_test(test_prior_pfi_keeps_floors),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -274,6 +274,61 @@ static double hi_at(const struct pflex_site_job *jb, double C, double cap)
     return NAN;
 }
 
+/* guard_equal: two jobs whose mean curves favour cutting job 0 (0.3 of
+ * loss per unit of cut against job 1's 0.5).  Known exactly (no margin),
+ * the plan is the optimum (blend 1); with wide margins on job 0's curve
+ * (it could as well be the steeper one) equal cuts (blend 0), both jobs at
+ * the same cap; with margins in between, a blend, its gain under the
+ * optimum's.  Every plan keeps the limit and floors. */
+static void test_guard_equal(void **state)
+{
+    (void)state;
+    double caps[] = {700, 350, 200};
+    double l0[] = {0, 0.3 * 0.5, 0.3 * (500.0 / 700)}, l1[] = {0, 0.5 * 0.5, 0.5 * (500.0 / 700)};
+    double h_wide[] = {0, 0.3 * 0.5 + 0.4, 0.3 * (500.0 / 700) + 0.5};
+    double h_mid[] = {0, 0.3 * 0.5, 0.3 * (500.0 / 700) + 0.3};
+    struct pflex_site_job jobs[] = {
+        {.name = "a", .t0 = 100, .weight = 1, .floor = 0, .n = 3, .cap_w = caps, .loss = l0},
+        {.name = "b", .t0 = 100, .weight = 1, .floor = 0, .n = 3, .cap_w = caps, .loss = l1},
+    };
+    struct pflex_site_gpu g[] = {gpu(0, 200, 700, 700), gpu(1, 200, 700, 700)};
+    struct pflex_safe_input in = {.ngpus = 2, .gpus = g, .njobs = 2, .jobs = jobs, .limit_w = 1000,
+                                  .other_w = 0, .guard_equal = 1};
+    struct pflex_safe_plan p;
+    pflex_safe_plan_init(&p);
+    pflex_error_t err;
+    /* known: the optimum cuts job 0 to its minimum, job 1 gets the rest */
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_near(p.blend, 1, 0);
+    assert_near(p.cap_w[0], 300, 1);
+    assert_near(p.cap_w[1], 700, 1);
+    assert_near(p.voi, 0, 1e-9);
+    double tput_opt = p.throughput;
+    /* job 0 barely known: equal cuts, 500 W each */
+    jobs[0].loss_hi = h_wide;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_near(p.blend, 0, 0);
+    assert_near(p.cap_w[0], 500, 1);
+    assert_near(p.cap_w[1], 500, 1);
+    assert_true(p.worst_w <= 1000 && p.feasible);
+    assert_true(p.voi > 0);
+    assert_true(p.throughput < tput_opt);
+    /* known to 350 W: the blend stops there */
+    jobs[0].loss_hi = h_mid;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    print_message("  guard: blend %.2f, caps %.0f %.0f W, voi %.3f\n", p.blend, p.cap_w[0], p.cap_w[1], p.voi);
+    assert_near(p.blend, 0.75, 0);
+    assert_near(p.cap_w[0], 350, 1);
+    assert_near(p.cap_w[1], 650, 1);
+    assert_true(p.worst_w <= 1000 && p.feasible);
+    /* without the guard, the optimum whatever the margins */
+    in.guard_equal = 0;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_near(p.blend, 1, 0);
+    assert_near(p.cap_w[0], 300, 1);
+    pflex_safe_plan_fini(&p);
+}
+
 static void test_random_sites(void **state)
 {
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
@@ -405,6 +460,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand),
         cmocka_unit_test(test_floors_give_way),
+        cmocka_unit_test(test_guard_equal),
         cmocka_unit_test(test_random_sites),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

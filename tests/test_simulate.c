@@ -4,7 +4,9 @@
  * the same from the same seed and differs from another; no policy goes
  * over a step of the limit when caps settle within a period, and some do
  * when they settle later than the plan's horizon (the measure can fail);
- * a planner entry standing for n GPUs plans as n entries do; a day's
+ * the online policies are the controller's period, once a period, its
+ * caps acted on after the delay; a planner entry standing for n GPUs
+ * plans as n entries do; a day's
  * targets follow the rule of scripts/srp_event.sh. */
 #include <math.h>
 #include <setjmp.h>
@@ -18,6 +20,7 @@
 #include <cmocka.h>
 #include "pflex/flex/safeplan.h"
 #include "pflex/site/simulate.h"
+#include "controller/sim_site.h"
 
 /* Two A100-like curves: an inelastic one and an elastic one. */
 static const double cap_a[] = {400, 350, 300, 250, 200, 100};
@@ -85,7 +88,7 @@ static void run_step(double frac, double delay_s, uint64_t seed, unsigned polici
         .nkinds = 2, .kinds = kinds, .njobs = 4, .jobs = jobs, .start_s = 1000000, .duration_s = 300,
         .period_s = 1, .delay_s = delay_s, .noise_power = 0.004, .noise_tput = 0.005, .seed = seed,
         .targets = &set, .objective = PFLEX_OBJECTIVE_PROGRESS, .policies = policies, .keep_jobs = 1,
-        .threads = 2, .explore_step = -1,
+        .threads = 2, .explore_step = -1, .controller = &ctl_sim,
     };
     int rc = pflex_sim_run(&c, r, &err);
     if (rc)
@@ -143,6 +146,93 @@ static void test_seeded_reproducible(void **state)
     pflex_sim_result_fini(&a);
     pflex_sim_result_fini(&b);
     pflex_sim_result_fini(&c);
+}
+
+/* The online policies are the controller's period, called once a period
+ * with every slot's readings of the period before, its caps acted on: a
+ * controller that wraps ctl_sim and counts, and one that hands back a
+ * fixed cap, whose caps the site then runs under.  Without a controller
+ * the online policies are left out, and said so. */
+static size_t calls, slots_seen;
+static double fixed_cap;
+static int wrap_create(const struct pflex_sim_ctl_setup *s, void **out, pflex_error_t *err)
+{
+    assert_int_equal(s->nslots, 4);
+    assert_int_equal(s->njobs, 4);
+    return ctl_sim.create(s, out, err);
+}
+static int wrap_period(void *h, double now, const struct pflex_sim_ctl_view *v, double *cap_w,
+                       size_t *probes, pflex_error_t *err)
+{
+    calls++;
+    for (size_t s = 0; s < 4; s++)
+        slots_seen += v[s].gpus > 0 && v[s].max_cap_w == 400;
+    if (ctl_sim.period(h, now, v, cap_w, probes, err) < 0)
+        return -1;
+    if (fixed_cap > 0)
+        for (size_t s = 0; s < 4; s++)
+            cap_w[s] = fixed_cap;
+    return 0;
+}
+static void wrap_destroy(void *h)
+{
+    ctl_sim.destroy(h);
+}
+
+static void test_online_is_the_controller(void **state)
+{
+    (void)state;
+    static const struct pflex_sim_controller wrap = {wrap_create, wrap_period, wrap_destroy};
+    setup_kinds();
+    static const struct pflex_sim_job jobs[] = {
+        {"j0", 0, 16, 0.5, 1}, {"j1", 1, 8, 0.5, 1}, {"j2", 0, 8, 0.75, 1}, {"j3", 1, 24, 0.5, 1},
+    };
+    pflex_target_set_t set;
+    pflex_target_set_init(&set);
+    struct pflex_target t = {.start_s = 1000060, .end_s = 1000240, .value = 0.8, .unit = PFLEX_TARGET_FRACTION};
+    pflex_error_t err;
+    assert_int_equal(pflex_target_set_add(&set, &t, &err), 0);
+    struct pflex_sim_config c = {
+        .nkinds = 2, .kinds = kinds, .njobs = 4, .jobs = jobs, .start_s = 1000000, .duration_s = 300,
+        .period_s = 1, .delay_s = 1, .noise_power = 0.004, .noise_tput = 0.005, .seed = 3, .targets = &set,
+        .objective = PFLEX_OBJECTIVE_PROGRESS, .policies = 1u << PFLEX_SIM_ONLINE_COLD, .keep_jobs = 1,
+        .threads = 1, .explore_step = -1, .controller = &wrap,
+    };
+    struct pflex_sim_result a, b;
+    calls = slots_seen = 0;
+    fixed_cap = 0;
+    assert_int_equal(pflex_sim_run(&c, &a, &err), 0);
+    assert_int_equal(calls, a.nperiods);
+    assert_int_equal(slots_seen, 4 * a.nperiods);
+    assert_int_equal(a.pol[PFLEX_SIM_ONLINE_COLD].plans, a.nperiods);
+    /* the same run through ctl_sim itself: the same site, period by period */
+    c.controller = &ctl_sim;
+    assert_int_equal(pflex_sim_run(&c, &b, &err), 0);
+    for (size_t k = 0; k < a.nperiods; k++)
+        assert_true(a.power_w[PFLEX_SIM_ONLINE_COLD][k] == b.power_w[PFLEX_SIM_ONLINE_COLD][k]);
+    pflex_sim_result_fini(&b);
+    /* caps handed back act one period later (--delay 1 s) */
+    c.controller = &wrap;
+    fixed_cap = 250;
+    assert_int_equal(pflex_sim_run(&c, &b, &err), 0);
+    for (size_t s = 0; s < 4; s++) {
+        assert_true(b.job_cap[PFLEX_SIM_ONLINE_COLD][s * b.nperiods + 0] == 400);
+        for (size_t k = 1; k < b.nperiods; k++)
+            assert_true(b.job_cap[PFLEX_SIM_ONLINE_COLD][s * b.nperiods + k] == 250);
+    }
+    pflex_sim_result_fini(&a);
+    pflex_sim_result_fini(&b);
+    /* no controller: left out, said; asked for, refused */
+    c.controller = NULL;
+    c.policies = 0;
+    assert_int_equal(pflex_sim_run(&c, &a, &err), 0);
+    assert_false(a.ran & (1u << PFLEX_SIM_ONLINE_COLD));
+    assert_non_null(strstr(a.note, "online policies left out"));
+    pflex_sim_result_fini(&a);
+    c.policies = 1u << PFLEX_SIM_ONLINE_COLD;
+    assert_int_equal(pflex_sim_run(&c, &a, &err), -1);
+    assert_non_null(strstr(err.text, "controller"));
+    pflex_target_set_fini(&set);
 }
 
 /* An entry with count n plans as n entries of one GPU each. */
@@ -239,6 +329,7 @@ int main(void)
         cmocka_unit_test(test_interp_never_extrapolates),
         cmocka_unit_test(test_zero_overshoot_on_a_step),
         cmocka_unit_test(test_seeded_reproducible),
+        cmocka_unit_test(test_online_is_the_controller),
         cmocka_unit_test(test_count_as_many),
         cmocka_unit_test(test_day_rule),
     };

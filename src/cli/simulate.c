@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "cli/cli.h"
+#include "controller/sim_site.h"
 #include "pflex/flex/alloc.h"
 #include "pflex/net/openadr.h"
 #include "pflex/io/outfile.h"
@@ -284,210 +285,256 @@ static int parse_dur(const char *cmd, const char *opt, const char *s, double *ou
     return 0;
 }
 
-int cmd_simulate(int argc, char **argv)
+static const struct option opts[] = {
+    {"day", required_argument, NULL, 'd'},       {"data", required_argument, NULL, 'D'},
+    {"bucket", required_argument, NULL, 'b'},    {"schedule", required_argument, NULL, 's'},
+    {"openadr", required_argument, NULL, 'a'},   {"target", required_argument, NULL, 't'},
+    {"columns", required_argument, NULL, 'c'},   {"jobs", required_argument, NULL, 'j'},
+    {"pfi", required_argument, NULL, 'p'},       {"floor", required_argument, NULL, 'f'},
+    {"gpus", required_argument, NULL, 'G'},      {"job-gpus", required_argument, NULL, 'g'},
+    {"mean-job", required_argument, NULL, 'm'},  {"start", required_argument, NULL, 'S'},
+    {"duration", required_argument, NULL, 'u'},  {"period", required_argument, NULL, 'P'},
+    {"delay", required_argument, NULL, 'L'},     {"settle", required_argument, NULL, 'T'},
+    {"noise-power", required_argument, NULL, 'n'}, {"noise-tput", required_argument, NULL, 'N'},
+    {"seed", required_argument, NULL, 'e'},      {"other-w", required_argument, NULL, 'o'},
+    {"baseline-w", required_argument, NULL, 'B'}, {"objective", required_argument, NULL, 'O'},
+    {"policies", required_argument, NULL, 'y'},  {"explore", required_argument, NULL, 'x'},
+    {"threads", required_argument, NULL, 'H'},   {"json", no_argument, NULL, 'J'},
+    {"csv", no_argument, NULL, 'C'},             {"every", required_argument, NULL, 'E'},
+    {"out", required_argument, NULL, 'U'},       {"gnuplot", required_argument, NULL, 'Q'},
+    {"progress", no_argument, NULL, 'R'},        {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static const char cmd[] = "simulate";
+
+/* The command line. */
+struct sim_opts {
+    const char *day_name, *data, *schedule, *oadr, *columns;
+    const char *jobs_path, *pfi_path, *out_dir, *gnuplot;
+    const char *targets_s[MAX_TARGETS], *start_s, *policies_s, *sweep_path;
+    size_t ntargets_s;
+    double bucket, floor_def, gpus, mean_job, duration, period, delay;
+    double settle, noise_p, noise_t, seed_d, other, baseline, explore;
+    double threads, every_d;
+    int glo, ghi, gstep, json, csv, force_progress;
+    enum pflex_objective objective;
+    const struct day *dy;
+    unsigned policies;
+};
+
+/* What the command reads, builds and runs; freed by sim_state_fini. */
+struct sim_state {
+    pflex_error_t err;
+    char sweep_buf[4096], power_buf[4096], perf_buf[4096];
+    struct pflex_sim_day dayrec;
+    pflex_target_set_t set;
+    pflex_alloc_input_t *in;
+    struct pflex_sim_kind *kinds;
+    struct pflex_sim_job *jobs;
+    double *pts;
+    size_t nk, njobs;
+    double now;
+    struct pflex_sim_result res;
+    struct field_perf fperf;
+    int have_perf;
+    size_t every;
+    const char *obj_note;
+};
+
+/* Stages return 0 to go on, STAGE_BAD to report st->err, or an exit
+ * status (already reported) to stop with. */
+#define STAGE_BAD (-1)
+
+/* Option parsing returns OPT_GO to go on, or an exit status (0 after
+ * --help). */
+#define OPT_GO (-1)
+
+/* One option into o: OPT_GO, or an exit status. */
+static int parse_option(int c, struct sim_opts *o, char **argv)
 {
-    static const struct option opts[] = {
-        {"day", required_argument, NULL, 'd'},       {"data", required_argument, NULL, 'D'},
-        {"bucket", required_argument, NULL, 'b'},    {"schedule", required_argument, NULL, 's'},
-        {"openadr", required_argument, NULL, 'a'},   {"target", required_argument, NULL, 't'},
-        {"columns", required_argument, NULL, 'c'},   {"jobs", required_argument, NULL, 'j'},
-        {"pfi", required_argument, NULL, 'p'},       {"floor", required_argument, NULL, 'f'},
-        {"gpus", required_argument, NULL, 'G'},      {"job-gpus", required_argument, NULL, 'g'},
-        {"mean-job", required_argument, NULL, 'm'},  {"start", required_argument, NULL, 'S'},
-        {"duration", required_argument, NULL, 'u'},  {"period", required_argument, NULL, 'P'},
-        {"delay", required_argument, NULL, 'L'},     {"settle", required_argument, NULL, 'T'},
-        {"noise-power", required_argument, NULL, 'n'}, {"noise-tput", required_argument, NULL, 'N'},
-        {"seed", required_argument, NULL, 'e'},      {"other-w", required_argument, NULL, 'o'},
-        {"baseline-w", required_argument, NULL, 'B'}, {"objective", required_argument, NULL, 'O'},
-        {"policies", required_argument, NULL, 'y'},  {"explore", required_argument, NULL, 'x'},
-        {"threads", required_argument, NULL, 'H'},   {"json", no_argument, NULL, 'J'},
-        {"csv", no_argument, NULL, 'C'},             {"every", required_argument, NULL, 'E'},
-        {"out", required_argument, NULL, 'U'},       {"gnuplot", required_argument, NULL, 'Q'},
-        {"progress", no_argument, NULL, 'R'},        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *cmd = "simulate";
-    const char *day_name = NULL, *data = NULL, *schedule = NULL, *oadr = NULL, *columns = NULL;
-    const char *jobs_path = NULL, *pfi_path = NULL, *out_dir = NULL, *gnuplot = "gnuplot";
-    const char *targets_s[MAX_TARGETS], *start_s = NULL, *policies_s = NULL;
-    size_t ntargets_s = 0;
-    double bucket = 600, floor_def = NAN, gpus = 0, mean_job = 0, duration = NAN, period = 1, delay = 1;
-    double settle = 0, noise_p = 0.004, noise_t = 0.005, seed_d = 1, other = 0, baseline = 0, explore = 0.05;
-    double threads = 2, every_d = 0;
-    int glo = 8, ghi = 64, gstep = 8, json = 0, csv = 0, force_progress = 0, objective_set = 0;
-    enum pflex_objective objective = PFLEX_OBJECTIVE_PROGRESS;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'd': day_name = optarg; break;
-        case 'D': data = optarg; break;
-        case 'b': if (parse_dur(cmd, "--bucket", optarg, &bucket) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-        case 's': schedule = optarg; break;
-        case 'a': oadr = optarg; break;
-        case 't':
-            if (ntargets_s == MAX_TARGETS)
-                return cli_usage_error(cmd, "at most %d --target", MAX_TARGETS);
-            targets_s[ntargets_s++] = optarg;
-            break;
-        case 'c': columns = optarg; break;
-        case 'j': jobs_path = optarg; break;
-        case 'p': pfi_path = optarg; break;
-        case 'f': if (cli_parse_double(cmd, "--floor", optarg, 0, 1, &floor_def) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-        case 'G': if (cli_parse_double(cmd, "--gpus", optarg, 1, 1e7, &gpus) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-        case 'g': {
-            int a = 0, b = 0, s = 0, m = sscanf(optarg, "%d:%d:%d", &a, &b, &s);
-            if (m < 2 || a < 1 || b < a || b > 100000 || (m == 3 && s < 1))
-                return cli_usage_error(cmd, "--job-gpus: want A:B[:STEP] with 1 <= A <= B");
-            glo = a;
-            ghi = b;
-            gstep = m == 3 ? s : 1;
-            break;
-        }
-        case 'm': if (parse_dur(cmd, "--mean-job", optarg, &mean_job) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-        case 'S': start_s = optarg; break;
-        case 'u': if (parse_dur(cmd, "--duration", optarg, &duration) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-        case 'P': if (parse_dur(cmd, "--period", optarg, &period) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-        case 'L': if (parse_dur(cmd, "--delay", optarg, &delay) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-        case 'T': if (parse_dur(cmd, "--settle", optarg, &settle) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-        case 'n': if (cli_parse_double(cmd, "--noise-power", optarg, 0, 0.5, &noise_p) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-        case 'N': if (cli_parse_double(cmd, "--noise-tput", optarg, 0, 0.5, &noise_t) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-        case 'e': if (cli_parse_double(cmd, "--seed", optarg, 0, 9007199254740991.0, &seed_d) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-        case 'o': if (cli_parse_double(cmd, "--other-w", optarg, 0, 1e10, &other) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-        case 'B': if (cli_parse_double(cmd, "--baseline-w", optarg, 1, 1e10, &baseline) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-        case 'O':
-            if (!strcmp(optarg, "progress"))
-                objective = PFLEX_OBJECTIVE_PROGRESS;
-            else if (!strcmp(optarg, "throughput"))
-                objective = PFLEX_OBJECTIVE_THROUGHPUT;
-            else
-                return cli_usage_error(cmd, "--objective: progress or throughput, not '%s'", optarg);
-            objective_set = 1;
-            break;
-        case 'y': policies_s = optarg; break;
-        case 'x': if (cli_parse_double(cmd, "--explore", optarg, 0, 0.5, &explore) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-        case 'H': if (cli_parse_double(cmd, "--threads", optarg, 1, 16, &threads) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-        case 'J': json = 1; break;
-        case 'C': csv = 1; break;
-        case 'E': if (cli_parse_double(cmd, "--every", optarg, 1, 1e9, &every_d) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-        case 'U': out_dir = optarg; break;
-        case 'Q': gnuplot = optarg; break;
-        case 'R': force_progress = 1; break;
-        case 'h': return cli_help(help);
-        default: return cli_bad_option(cmd, argv, opts);
-        }
+    switch (c) {
+    case 'd': o->day_name = optarg; break;
+    case 'D': o->data = optarg; break;
+    case 'b': if (parse_dur(cmd, "--bucket", optarg, &o->bucket) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 's': o->schedule = optarg; break;
+    case 'a': o->oadr = optarg; break;
+    case 't':
+        if (o->ntargets_s == MAX_TARGETS)
+            return cli_usage_error(cmd, "at most %d --target", MAX_TARGETS);
+        o->targets_s[o->ntargets_s++] = optarg;
+        break;
+    case 'c': o->columns = optarg; break;
+    case 'j': o->jobs_path = optarg; break;
+    case 'p': o->pfi_path = optarg; break;
+    case 'f': if (cli_parse_double(cmd, "--floor", optarg, 0, 1, &o->floor_def) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'G': if (cli_parse_double(cmd, "--gpus", optarg, 1, 1e7, &o->gpus) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'g': {
+        int a = 0, b = 0, s = 0, m = sscanf(optarg, "%d:%d:%d", &a, &b, &s);
+        if (m < 2 || a < 1 || b < a || b > 100000 || (m == 3 && s < 1))
+            return cli_usage_error(cmd, "--job-gpus: want A:B[:STEP] with 1 <= A <= B");
+        o->glo = a;
+        o->ghi = b;
+        o->gstep = m == 3 ? s : 1;
+        break;
     }
-    (void)objective_set;
-    if (json && csv)
+    case 'm': if (parse_dur(cmd, "--mean-job", optarg, &o->mean_job) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'S': o->start_s = optarg; break;
+    case 'u': if (parse_dur(cmd, "--duration", optarg, &o->duration) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'P': if (parse_dur(cmd, "--period", optarg, &o->period) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'L': if (parse_dur(cmd, "--delay", optarg, &o->delay) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'T': if (parse_dur(cmd, "--settle", optarg, &o->settle) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'n': if (cli_parse_double(cmd, "--noise-power", optarg, 0, 0.5, &o->noise_p) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'N': if (cli_parse_double(cmd, "--noise-tput", optarg, 0, 0.5, &o->noise_t) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'e': if (cli_parse_double(cmd, "--seed", optarg, 0, 9007199254740991.0, &o->seed_d) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'o': if (cli_parse_double(cmd, "--other-w", optarg, 0, 1e10, &o->other) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'B': if (cli_parse_double(cmd, "--baseline-w", optarg, 1, 1e10, &o->baseline) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'O':
+        if (!strcmp(optarg, "progress"))
+            o->objective = PFLEX_OBJECTIVE_PROGRESS;
+        else if (!strcmp(optarg, "throughput"))
+            o->objective = PFLEX_OBJECTIVE_THROUGHPUT;
+        else
+            return cli_usage_error(cmd, "--objective: progress or throughput, not '%s'", optarg);
+        break;
+    case 'y': o->policies_s = optarg; break;
+    case 'x': if (cli_parse_double(cmd, "--explore", optarg, 0, 0.5, &o->explore) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'H': if (cli_parse_double(cmd, "--threads", optarg, 1, 16, &o->threads) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'J': o->json = 1; break;
+    case 'C': o->csv = 1; break;
+    case 'E': if (cli_parse_double(cmd, "--every", optarg, 1, 1e9, &o->every_d) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'U': o->out_dir = optarg; break;
+    case 'Q': o->gnuplot = optarg; break;
+    case 'R': o->force_progress = 1; break;
+    case 'h': return cli_help(help);
+    default: return cli_bad_option(cmd, argv, opts);
+    }
+    return OPT_GO;
+}
+
+/* The options' checks, the day and the policies: OPT_GO, or an exit
+ * status. */
+static int check_options(struct sim_opts *o, int argc, char **argv)
+{
+    if (o->json && o->csv)
         return cli_usage_error(cmd, "--csv and --json exclude each other");
     if (argc - optind > 1)
         return cli_usage_error(cmd, "one sweep file at most");
-    if (!(period > 0))
+    if (!(o->period > 0))
         return cli_usage_error(cmd, "--period must be positive");
-    if (!day_name && !schedule && !oadr && !ntargets_s)
+    if (!o->day_name && !o->schedule && !o->oadr && !o->ntargets_s)
         return cli_usage_error(cmd, "give a day (--day), a --schedule, an --openadr file or a --target");
-    const struct day *dy = NULL;
-    if (day_name) {
+    if (o->day_name) {
         for (size_t i = 0; i < sizeof days / sizeof *days; i++)
-            if (!strcmp(days[i].name, day_name))
-                dy = &days[i];
-        if (!dy)
-            return cli_usage_error(cmd, "--day: srp, aps or caiso, not '%s'", day_name);
-        if (gpus > 0 || jobs_path)
+            if (!strcmp(days[i].name, o->day_name))
+                o->dy = &days[i];
+        if (!o->dy)
+            return cli_usage_error(cmd, "--day: srp, aps or caiso, not '%s'", o->day_name);
+        if (o->gpus > 0 || o->jobs_path)
             return cli_usage_error(cmd, "--day runs the demonstration's own jobs: no --gpus or --jobs");
     }
-    if (!data)
-        data = getenv("PFLEX_SHARED_DATA");
-    if (!data)
-        data = "../shared/data";
-    unsigned policies = 0;
-    if (policies_s) {
+    if (!o->data)
+        o->data = getenv("PFLEX_SHARED_DATA");
+    if (!o->data)
+        o->data = "../shared/data";
+    if (o->policies_s) {
         char tmp[256];
-        snprintf(tmp, sizeof tmp, "%s", policies_s);
+        snprintf(tmp, sizeof tmp, "%s", o->policies_s);
         char *save = NULL;
         for (char *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
             enum pflex_sim_policy p;
             if (pflex_sim_policy_parse(t, &p) < 0)
                 return cli_usage_error(cmd, "--policies: unknown policy '%s' (equal, eq2-measured, "
                                        "eq2-predicted, tpw, online-cold, online-warm, oracle)", t);
-            policies |= 1u << p;
+            o->policies |= 1u << p;
         }
     }
+    o->sweep_path = optind < argc ? argv[optind] : NULL;
+    return OPT_GO;
+}
 
-    int rc = PFLEX_EXIT_OK;
-    pflex_error_t err;
-    char sweep_buf[4096], power_buf[4096], perf_buf[4096];
-    const char *sweep_path = optind < argc ? argv[optind] : NULL;
-    struct pflex_sim_day dayrec = {0};
-    pflex_target_set_t set;
-    pflex_target_set_init(&set);
-    pflex_alloc_input_t *in = NULL;
-    struct pflex_sim_kind *kinds = NULL;
-    struct pflex_sim_job *jobs = NULL;
-    double *pts = NULL;
-    struct pflex_sim_result res = {0};
-    struct field_perf fperf = {0};
-    int have_perf = 0;
-    if (dy) {
-        snprintf(power_buf, sizeof power_buf, "%s/%s", data, dy->power_csv);
-        if (!sweep_path) {
-            snprintf(sweep_buf, sizeof sweep_buf, "%s/emerald-demo/data/dvfs_sweep.csv", data);
-            sweep_path = sweep_buf;
-            if (!columns)
-                columns = EMERALD_COLUMNS;
-        }
-        struct stat sb;
-        if (stat(power_buf, &sb) != 0) {
-            cli_error(cmd, "%s: not found: the day needs the field demonstration's data (--data DIR or "
-                      "PFLEX_SHARED_DATA: the folder holding emerald-demo/)", power_buf);
-            return PFLEX_EXIT_BAD_INPUT;
-        }
-        if (pflex_sim_day_read(power_buf, dy->date, bucket, &set, &dayrec, &err) < 0)
-            goto bad;
-        if (dy->perf_csv) {
-            snprintf(perf_buf, sizeof perf_buf, "%s/%s", data, dy->perf_csv);
-            if (read_perf(perf_buf, &fperf, &err) < 0)
-                goto bad;
-            have_perf = 1;
-        }
+/* The command line into o: OPT_GO, or an exit status. */
+static int parse_options(int argc, char **argv, struct sim_opts *o)
+{
+    *o = (struct sim_opts){.gnuplot = "gnuplot", .bucket = 600, .floor_def = NAN, .duration = NAN,
+                           .period = 1, .delay = 1, .noise_p = 0.004, .noise_t = 0.005, .seed_d = 1,
+                           .explore = 0.05, .threads = 2, .glo = 8, .ghi = 64, .gstep = 8,
+                           .objective = PFLEX_OBJECTIVE_PROGRESS};
+    int c, rc;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1)
+        if ((rc = parse_option(c, o, argv)) != OPT_GO)
+            return rc;
+    return check_options(o, argc, argv);
+}
+
+/* The day's record, sweep and field performance. */
+static int read_day(struct sim_opts *o, struct sim_state *st)
+{
+    const struct day *dy = o->dy;
+    snprintf(st->power_buf, sizeof st->power_buf, "%s/%s", o->data, dy->power_csv);
+    if (!o->sweep_path) {
+        snprintf(st->sweep_buf, sizeof st->sweep_buf, "%s/emerald-demo/data/dvfs_sweep.csv", o->data);
+        o->sweep_path = st->sweep_buf;
+        if (!o->columns)
+            o->columns = EMERALD_COLUMNS;
     }
-    if (!sweep_path) {
-        rc = cli_usage_error(cmd, "give a sweep (the jobs' measured curves)");
-        goto done;
+    struct stat sb;
+    if (stat(st->power_buf, &sb) != 0) {
+        cli_error(cmd, "%s: not found: the day needs the field demonstration's data (--data DIR or "
+                  "PFLEX_SHARED_DATA: the folder holding emerald-demo/)", st->power_buf);
+        return PFLEX_EXIT_BAD_INPUT;
     }
-    /* the curves */
-    struct pflex_alloc_source src = {.sweep_path = sweep_path, .columns = columns, .pfi_path = NULL,
-                                     .jobs_path = jobs_path, .floor = floor_def, .by = NULL};
-    if (pflex_alloc_input_read(&src, &in, &err) < 0)
-        goto bad;
+    if (pflex_sim_day_read(st->power_buf, dy->date, o->bucket, &st->set, &st->dayrec, &st->err) < 0)
+        return STAGE_BAD;
+    if (dy->perf_csv) {
+        snprintf(st->perf_buf, sizeof st->perf_buf, "%s/%s", o->data, dy->perf_csv);
+        if (read_perf(st->perf_buf, &st->fperf, &st->err) < 0)
+            return STAGE_BAD;
+        st->have_perf = 1;
+    }
+    return 0;
+}
+
+/* The curves: the sweep's jobs as kinds, with their measured and
+ * predicted PFIs. */
+static int read_curves(const struct sim_opts *o, struct sim_state *st)
+{
+    pflex_error_t *err = &st->err;
+    struct pflex_alloc_source src = {.sweep_path = o->sweep_path, .columns = o->columns, .pfi_path = NULL,
+                                     .jobs_path = o->jobs_path, .floor = o->floor_def, .by = NULL};
+    if (pflex_alloc_input_read(&src, &st->in, err) < 0)
+        return STAGE_BAD;
+    pflex_alloc_input_t *in = st->in;
     cli_print_warnings(cmd, in->warnings);
     pflex_alloc_input_t *pin = NULL;
-    if (pfi_path) {
-        src.pfi_path = pfi_path;
-        if (pflex_alloc_input_read(&src, &pin, &err) < 0)
-            goto bad;
+    if (o->pfi_path) {
+        src.pfi_path = o->pfi_path;
+        if (pflex_alloc_input_read(&src, &pin, err) < 0)
+            return STAGE_BAD;
     }
     size_t nk = in->njobs, tot = 0;
+    st->nk = nk;
     for (size_t j = 0; j < nk; j++)
         tot += in->jobs[j].npoints;
-    kinds = calloc(nk ? nk : 1, sizeof *kinds);
-    pts = malloc((3 * tot + 1) * sizeof *pts);
-    if (!kinds || !pts) {
+    st->kinds = calloc(nk ? nk : 1, sizeof *st->kinds);
+    st->pts = malloc((3 * tot + 1) * sizeof *st->pts);
+    if (!st->kinds || !st->pts) {
         pflex_alloc_input_destroy(pin);
-        pflex_error_sys(&err, "out of memory");
-        goto bad;
+        pflex_error_sys(err, "out of memory");
+        return STAGE_BAD;
     }
-    double *pp = pts;
+    double *pp = st->pts;
     for (size_t j = 0; j < nk; j++) {
         const struct pflex_alloc_job *aj = &in->jobs[j];
         if (aj->npoints < 2 || !in->caps || !in->caps[j].cap_w) {
             pflex_alloc_input_destroy(pin);
-            pflex_error_set(&err, "%s: job '%s' has no measured curve under its caps (2 or more binding caps)",
-                            sweep_path, aj->name);
-            goto bad;
+            pflex_error_set(err, "%s: job '%s' has no measured curve under its caps (2 or more binding caps)",
+                            o->sweep_path, aj->name);
+            return STAGE_BAD;
         }
-        struct pflex_sim_kind *k = &kinds[j];
+        struct pflex_sim_kind *k = &st->kinds[j];
         k->name = aj->name;
         k->n = aj->npoints;
         k->cap_w = pp;
@@ -507,324 +554,427 @@ int cmd_simulate(int argc, char **argv)
         k->floor = aj->floor;
     }
     pflex_alloc_input_destroy(pin);
-    /* the jobs */
-    size_t njobs = 0;
+    return 0;
+}
+
+/* The jobs: the day's, else one per sweep job (none with --gpus: drawn). */
+static int make_jobs(const struct sim_opts *o, struct sim_state *st)
+{
+    const struct day *dy = o->dy;
+    size_t nk = st->nk;
+    st->njobs = 0;
     if (dy) {
-        jobs = calloc(dy->njobs, sizeof *jobs);
-        if (!jobs) {
-            pflex_error_sys(&err, "out of memory");
-            goto bad;
+        st->jobs = calloc(dy->njobs, sizeof *st->jobs);
+        if (!st->jobs) {
+            pflex_error_sys(&st->err, "out of memory");
+            return STAGE_BAD;
         }
         for (size_t i = 0; i < dy->njobs; i++) {
             size_t k = 0;
-            while (k < nk && strcmp(kinds[k].name, dy->jobs[i].curve))
+            while (k < nk && strcmp(st->kinds[k].name, dy->jobs[i].curve))
                 k++;
             if (k == nk) {
-                pflex_error_set(&err, "%s: no curve '%s' for the day's job '%s'", sweep_path, dy->jobs[i].curve,
-                                dy->jobs[i].name);
-                goto bad;
+                pflex_error_set(&st->err, "%s: no curve '%s' for the day's job '%s'", o->sweep_path,
+                                dy->jobs[i].curve, dy->jobs[i].name);
+                return STAGE_BAD;
             }
-            jobs[i] = (struct pflex_sim_job){.name = dy->jobs[i].name, .kind = k, .gpus = dy->jobs[i].gpus,
-                                             .floor = isnan(floor_def) ? dy->jobs[i].floor : floor_def,
-                                             .weight = 1};
+            st->jobs[i] = (struct pflex_sim_job){.name = dy->jobs[i].name, .kind = k, .gpus = dy->jobs[i].gpus,
+                                                 .floor = isnan(o->floor_def) ? dy->jobs[i].floor : o->floor_def,
+                                                 .weight = 1};
         }
-        njobs = dy->njobs;
-    } else if (!(gpus > 0)) {
-        jobs = calloc(nk ? nk : 1, sizeof *jobs);
-        if (!jobs) {
-            pflex_error_sys(&err, "out of memory");
-            goto bad;
+        st->njobs = dy->njobs;
+    } else if (!(o->gpus > 0)) {
+        st->jobs = calloc(nk ? nk : 1, sizeof *st->jobs);
+        if (!st->jobs) {
+            pflex_error_sys(&st->err, "out of memory");
+            return STAGE_BAD;
         }
+        const pflex_alloc_input_t *in = st->in;
         for (size_t j = 0; j < nk; j++)
-            jobs[j] = (struct pflex_sim_job){.name = in->jobs[j].name, .kind = j, .gpus = in->jobs[j].gpus,
-                                             .floor = in->jobs[j].floor, .weight = in->jobs[j].weight};
-        njobs = nk;
+            st->jobs[j] = (struct pflex_sim_job){.name = in->jobs[j].name, .kind = j, .gpus = in->jobs[j].gpus,
+                                                 .floor = in->jobs[j].floor, .weight = in->jobs[j].weight};
+        st->njobs = nk;
     }
-    /* the targets */
-    double now = dy ? dayrec.start_s : 0;
-    if (start_s) {
-        if (pflex_target_parse_time(start_s, 0, &now, &err) < 0) {
-            rc = cli_usage_error(cmd, "--start: %s", err.text);
-            goto done;
-        }
+    return 0;
+}
+
+/* An OpenADR file's events into the targets, their fractions of base_est. */
+static int read_openadr(const struct sim_opts *o, struct sim_state *st, double base_est)
+{
+    char *buf;
+    size_t len;
+    if (pflex_read_all(o->oadr, &buf, &len, &st->err) < 0)
+        return STAGE_BAD;
+    struct pflex_oadr_opts oo;
+    pflex_oadr_opts_default(&oo, st->now);
+    oo.baseline_w = base_est;
+    oo.seed = (uint64_t)o->seed_d;
+    pflex_oadr_events_t evs;
+    memset(&evs, 0, sizeof evs);
+    int orc = pflex_oadr_parse_events(buf, len, o->oadr, &oo, &st->set, &evs, &st->err);
+    free(buf);
+    pflex_oadr_events_fini(&evs);
+    return orc < 0 ? STAGE_BAD : 0;
+}
+
+/* The start, the duration and the targets. */
+static int read_targets(struct sim_opts *o, struct sim_state *st)
+{
+    const struct day *dy = o->dy;
+    st->now = dy ? st->dayrec.start_s : 0;
+    if (o->start_s) {
+        if (pflex_target_parse_time(o->start_s, 0, &st->now, &st->err) < 0)
+            return cli_usage_error(cmd, "--start: %s", st->err.text);
     } else if (!dy) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        now = floor((double)ts.tv_sec);
+        st->now = floor((double)ts.tv_sec);
     }
-    if (isnan(duration))
-        duration = dy ? dayrec.end_s - dayrec.start_s : 86400;
-    for (size_t i = 0; i < ntargets_s; i++) {
+    if (isnan(o->duration))
+        o->duration = dy ? st->dayrec.end_s - st->dayrec.start_s : 86400;
+    for (size_t i = 0; i < o->ntargets_s; i++) {
         struct pflex_target t;
-        if (pflex_target_parse(targets_s[i], now, &t, &err) < 0) {
-            rc = cli_usage_error(cmd, "--target '%s': %s", targets_s[i], err.text);
-            goto done;
-        }
+        if (pflex_target_parse(o->targets_s[i], st->now, &t, &st->err) < 0)
+            return cli_usage_error(cmd, "--target '%s': %s", o->targets_s[i], st->err.text);
         snprintf(t.source, sizeof t.source, "cli");
-        if (pflex_target_set_add(&set, &t, &err) < 0)
-            goto bad;
+        if (pflex_target_set_add(&st->set, &t, &st->err) < 0)
+            return STAGE_BAD;
     }
-    if (schedule && pflex_target_schedule_read(schedule, now, &set, &err) < 0)
-        goto bad;
-    double base_est = baseline;
+    if (o->schedule && pflex_target_schedule_read(o->schedule, st->now, &st->set, &st->err) < 0)
+        return STAGE_BAD;
+    double base_est = o->baseline;
     if (!(base_est > 0)) {
-        base_est = other;
-        for (size_t i = 0; i < njobs; i++)
-            base_est += jobs[i].gpus * kinds[jobs[i].kind].power_w[0];
-        if (!njobs) {
+        base_est = o->other;
+        for (size_t i = 0; i < st->njobs; i++)
+            base_est += st->jobs[i].gpus * st->kinds[st->jobs[i].kind].power_w[0];
+        if (!st->njobs) {
             double m = 0;
-            for (size_t k = 0; k < nk; k++)
-                m += kinds[k].power_w[0] / (double)nk;
-            base_est += gpus * m;
+            for (size_t k = 0; k < st->nk; k++)
+                m += st->kinds[k].power_w[0] / (double)st->nk;
+            base_est += o->gpus * m;
         }
     }
-    if (oadr) {
-        char *buf;
-        size_t len;
-        if (pflex_read_all(oadr, &buf, &len, &err) < 0)
-            goto bad;
-        struct pflex_oadr_opts o;
-        pflex_oadr_opts_default(&o, now);
-        o.baseline_w = base_est;
-        o.seed = (uint64_t)seed_d;
-        pflex_oadr_events_t evs;
-        memset(&evs, 0, sizeof evs);
-        int orc = pflex_oadr_parse_events(buf, len, oadr, &o, &set, &evs, &err);
-        free(buf);
-        pflex_oadr_events_fini(&evs);
-        if (orc < 0)
-            goto bad;
-    }
+    if (o->oadr)
+        return read_openadr(o, st, base_est);
+    return 0;
+}
+
+/* The inputs, in order: the day, the curves, the jobs, the targets. */
+static int read_inputs(struct sim_opts *o, struct sim_state *st)
+{
+    int rc;
+    if (o->dy && (rc = read_day(o, st)) != 0)
+        return rc;
+    if (!o->sweep_path)
+        return cli_usage_error(cmd, "give a sweep (the jobs' measured curves)");
+    if ((rc = read_curves(o, st)) != 0 || (rc = make_jobs(o, st)) != 0)
+        return rc;
+    return read_targets(o, st);
+}
+
+/* The engine, with progress on stderr when wanted. */
+static int run_sim(const struct sim_opts *o, struct sim_state *st)
+{
     struct pflex_sim_config cfg = {
-        .nkinds = nk, .kinds = kinds, .njobs = njobs, .jobs = jobs, .ngpus = (size_t)gpus,
-        .gpus_lo = glo, .gpus_hi = ghi, .gpus_step = gstep, .mean_job_s = mean_job,
-        .start_s = now, .duration_s = duration, .period_s = period, .delay_s = delay, .settle_s = settle,
-        .noise_power = noise_p, .noise_tput = noise_t, .seed = (uint64_t)seed_d, .targets = &set,
-        .baseline_w = baseline, .other_w = other, .objective = objective, .z = 2, .explore_step = explore,
-        .policies = policies, .keep_jobs = njobs && njobs <= 64, .threads = (int)threads,
+        .nkinds = st->nk, .kinds = st->kinds, .njobs = st->njobs, .jobs = st->jobs, .ngpus = (size_t)o->gpus,
+        .gpus_lo = o->glo, .gpus_hi = o->ghi, .gpus_step = o->gstep, .mean_job_s = o->mean_job,
+        .start_s = st->now, .duration_s = o->duration, .period_s = o->period, .delay_s = o->delay,
+        .settle_s = o->settle, .noise_power = o->noise_p, .noise_tput = o->noise_t,
+        .seed = (uint64_t)o->seed_d, .targets = &st->set, .baseline_w = o->baseline, .other_w = o->other,
+        .objective = o->objective, .z = 2, .explore_step = o->explore, .policies = o->policies,
+        .controller = &ctl_sim, .keep_jobs = st->njobs && st->njobs <= 64, .threads = (int)o->threads,
     };
-    int prog = cli_progress_wanted(force_progress);
+    int prog = cli_progress_wanted(o->force_progress);
     if (prog) {
         cfg.progress = progress_cb;
         cfg.progress_ud = NULL;
     }
-    if (pflex_sim_run(&cfg, &res, &err) < 0) {
+    if (pflex_sim_run(&cfg, &st->res, &st->err) < 0) {
         if (prog)
             fputc('\n', stderr);
-        goto bad;
+        return STAGE_BAD;
     }
     if (prog)
         fprintf(stderr, "\rsimulate: done \n");
-
-    /* output */
-    size_t every = every_d > 0 ? (size_t)every_d : (res.nperiods + 1999) / 2000;
-    if (!every)
-        every = 1;
-    const char *obj_note = objective == PFLEX_OBJECTIVE_PROGRESS
+    size_t every = o->every_d > 0 ? (size_t)o->every_d : (st->res.nperiods + 1999) / 2000;
+    st->every = every ? every : 1;
+    st->obj_note = o->objective == PFLEX_OBJECTIVE_PROGRESS
         ? "progress: sum of GPUs x T/T0 (normalised progress: the jobs' throughput units differ)"
         : "throughput: sum of the jobs' rates (they must share a unit)";
+    return 0;
+}
+
+/* The field's measured performance of a job, or NaN. */
+static double field_measured(const struct sim_state *st, const char *job)
+{
+    double mp = NAN;
+    for (size_t q = 0; st->have_perf && q < st->fperf.n; q++)
+        if (!strcmp(st->fperf.name[q], job))
+            mp = st->fperf.perf[q];
+    return mp;
+}
+
+/* The comparison with the field demonstration's day. */
+static json_t *field_json(const struct sim_opts *o, const struct sim_state *st)
+{
+    const struct pflex_sim_day *dr = &st->dayrec;
+    const struct pflex_sim_result *res = &st->res;
+    json_t *f = json_object();
+    json_object_set_new(f, "record", json_string(o->dy->power_csv));
+    json_object_set_new(f, "baseline_w", json_real(dr->baseline_w));
+    json_object_set_new(f, "event_start_s", json_real(dr->event_start_s));
+    json_object_set_new(f, "event_end_s", json_real(dr->event_end_s));
+    json_object_set_new(f, "bucket_s", json_real(o->bucket));
+    /* the measured site's mean power over the event against each
+     * policy's, both as a share of their own baselines */
+    double ms = 0;
+    size_t mn = 0;
+    for (size_t i = 0; i < dr->n; i++)
+        if (dr->t_s[i] >= dr->event_start_s && dr->t_s[i] < dr->event_end_s) {
+            ms += dr->w[i];
+            mn++;
+        }
+    json_object_set_new(f, "event_power_share", json_real(mn ? ms / (double)mn / dr->baseline_w : NAN));
+    json_t *ps = json_object();
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
+        if (!(res->ran & (1u << p)))
+            continue;
+        double s = 0;
+        size_t n = 0;
+        for (size_t k = 0; k < res->nperiods; k++)
+            if (isfinite(res->limit_w[k])) {
+                s += res->power_w[p][k];
+                n++;
+            }
+        json_object_set_new(ps, pflex_sim_policy_name((enum pflex_sim_policy)p),
+                            json_real(n ? s / (double)n / res->baseline_w : NAN));
+    }
+    json_object_set_new(f, "policy_event_power_share", ps);
+    json_t *jj = json_array();
+    for (size_t j = 0; j < res->njobs_kept; j++) {
+        json_t *jo = json_object();
+        json_object_set_new(jo, "job", json_string(res->job_name[j]));
+        json_object_set_new(jo, "gpus", json_integer(res->job_gpus[j]));
+        json_object_set_new(jo, "floor", json_real(res->job_floor[j]));
+        json_object_set_new(jo, "measured", cli_json_real(field_measured(st, res->job_name[j])));
+        json_t *pj = json_object();
+        for (int p = 0; p < PFLEX_SIM_NPOL; p++)
+            if (res->ran & (1u << p))
+                json_object_set_new(pj, pflex_sim_policy_name((enum pflex_sim_policy)p),
+                                    cli_json_real(job_event_mean(res, p, j)));
+        json_object_set_new(jo, "policies", pj);
+        json_array_append_new(jj, jo);
+    }
+    json_object_set_new(f, "jobs", jj);
+    return f;
+}
+
+/* The summary document. */
+static json_t *summary_doc(const struct sim_opts *o, const struct sim_state *st)
+{
+    const struct pflex_sim_result *res = &st->res;
     json_t *doc = json_object();
-    json_object_set_new(doc, "day", dy ? json_string(dy->name) : json_null());
-    json_object_set_new(doc, "seed", json_integer((json_int_t)seed_d));
-    json_object_set_new(doc, "start_s", json_real(res.start_s));
-    json_object_set_new(doc, "period_s", json_real(res.period_s));
-    json_object_set_new(doc, "periods", json_integer((json_int_t)res.nperiods));
-    json_object_set_new(doc, "delay_s", json_real(delay));
-    json_object_set_new(doc, "noise_power", json_real(noise_p));
-    json_object_set_new(doc, "noise_tput", json_real(noise_t));
-    json_object_set_new(doc, "gpus", json_integer((json_int_t)res.ngpus));
-    json_object_set_new(doc, "jobs_started", json_integer((json_int_t)res.jobs_started));
-    json_object_set_new(doc, "baseline_w", json_real(res.baseline_w));
-    json_object_set_new(doc, "max_w", json_real(res.max_w));
-    json_object_set_new(doc, "targets", json_integer((json_int_t)set.n));
-    json_object_set_new(doc, "objective", json_string(objective == PFLEX_OBJECTIVE_PROGRESS ? "progress"
-                                                                                            : "throughput"));
-    json_object_set_new(doc, "objective_note", json_string(obj_note));
-    json_object_set_new(doc, "note", json_string(res.note));
+    json_object_set_new(doc, "day", o->dy ? json_string(o->dy->name) : json_null());
+    json_object_set_new(doc, "seed", json_integer((json_int_t)o->seed_d));
+    json_object_set_new(doc, "start_s", json_real(res->start_s));
+    json_object_set_new(doc, "period_s", json_real(res->period_s));
+    json_object_set_new(doc, "periods", json_integer((json_int_t)res->nperiods));
+    json_object_set_new(doc, "delay_s", json_real(o->delay));
+    json_object_set_new(doc, "noise_power", json_real(o->noise_p));
+    json_object_set_new(doc, "noise_tput", json_real(o->noise_t));
+    json_object_set_new(doc, "gpus", json_integer((json_int_t)res->ngpus));
+    json_object_set_new(doc, "jobs_started", json_integer((json_int_t)res->jobs_started));
+    json_object_set_new(doc, "baseline_w", json_real(res->baseline_w));
+    json_object_set_new(doc, "max_w", json_real(res->max_w));
+    json_object_set_new(doc, "targets", json_integer((json_int_t)st->set.n));
+    json_object_set_new(doc, "objective", json_string(o->objective == PFLEX_OBJECTIVE_PROGRESS ? "progress"
+                                                                                               : "throughput"));
+    json_object_set_new(doc, "objective_note", json_string(st->obj_note));
+    json_object_set_new(doc, "note", json_string(res->note));
     json_t *pols = json_object();
     for (int p = 0; p < PFLEX_SIM_NPOL; p++)
-        if (res.ran & (1u << p))
-            json_object_set_new(pols, pflex_sim_policy_name((enum pflex_sim_policy)p), summary_json(&res.pol[p]));
+        if (res->ran & (1u << p))
+            json_object_set_new(pols, pflex_sim_policy_name((enum pflex_sim_policy)p), summary_json(&res->pol[p]));
     json_object_set_new(doc, "policies", pols);
-    if (dy) {
-        json_t *f = json_object();
-        json_object_set_new(f, "record", json_string(dy->power_csv));
-        json_object_set_new(f, "baseline_w", json_real(dayrec.baseline_w));
-        json_object_set_new(f, "event_start_s", json_real(dayrec.event_start_s));
-        json_object_set_new(f, "event_end_s", json_real(dayrec.event_end_s));
-        json_object_set_new(f, "bucket_s", json_real(bucket));
-        /* the measured site's mean power over the event against each
-         * policy's, both as a share of their own baselines */
-        double ms = 0;
-        size_t mn = 0;
-        for (size_t i = 0; i < dayrec.n; i++)
-            if (dayrec.t_s[i] >= dayrec.event_start_s && dayrec.t_s[i] < dayrec.event_end_s) {
-                ms += dayrec.w[i];
-                mn++;
-            }
-        json_object_set_new(f, "event_power_share", json_real(mn ? ms / (double)mn / dayrec.baseline_w : NAN));
-        json_t *ps = json_object();
-        for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
-            if (!(res.ran & (1u << p)))
-                continue;
-            double s = 0;
-            size_t n = 0;
-            for (size_t k = 0; k < res.nperiods; k++)
-                if (isfinite(res.limit_w[k])) {
-                    s += res.power_w[p][k];
-                    n++;
-                }
-            json_object_set_new(ps, pflex_sim_policy_name((enum pflex_sim_policy)p),
-                                json_real(n ? s / (double)n / res.baseline_w : NAN));
+    if (o->dy)
+        json_object_set_new(doc, "field", field_json(o, st));
+    return doc;
+}
+
+/* The report's page into f. */
+static int write_report(const struct sim_opts *o, struct sim_state *st, FILE *f)
+{
+    const struct day *dy = o->dy;
+    const struct pflex_sim_result *res = &st->res;
+    char title[128], notes[512];
+    snprintf(title, sizeof title, "pflex simulate: %s", dy ? dy->name : "a site");
+    snprintf(notes, sizeof notes,
+             "%zu GPUs, %zu periods of %g s, seed %.0f, delay %g s, noise %.2f%% power / %.2f%% "
+             "throughput; objective %s.  %s",
+             res->ngpus, res->nperiods, res->period_s, o->seed_d, o->delay, 100 * o->noise_p, 100 * o->noise_t,
+             st->obj_note, res->note);
+    return pflex_sim_report_html(res, title, notes, dy ? st->dayrec.t_s : NULL, dy ? st->dayrec.w : NULL,
+                                 dy ? st->dayrec.n : 0, o->gnuplot, f, NULL, &st->err);
+}
+
+/* --out: summary.json, series.csv and report.html, all or none. */
+static int write_out_dir(const struct sim_opts *o, struct sim_state *st, json_t *doc)
+{
+    if (mkdir(o->out_dir, 0777) != 0 && errno != EEXIST)
+        return pflex_error_sys(&st->err, "%s: cannot create: %s", o->out_dir, strerror(errno));
+    char path[4096];
+    const char *names[3] = {"summary.json", "series.csv", "report.html"};
+    pflex_outfile_t *of[3] = {NULL, NULL, NULL};
+    int ok = 1;
+    for (int i = 0; i < 3 && ok; i++) {
+        snprintf(path, sizeof path, "%s/%s", o->out_dir, names[i]);
+        if (pflex_outfile_begin(path, NULL, &of[i], &st->err) < 0) {
+            ok = 0;
+            break;
         }
-        json_object_set_new(f, "policy_event_power_share", ps);
-        json_t *jj = json_array();
-        for (size_t j = 0; j < res.njobs_kept; j++) {
-            json_t *o = json_object();
-            json_object_set_new(o, "job", json_string(res.job_name[j]));
-            json_object_set_new(o, "gpus", json_integer(res.job_gpus[j]));
-            json_object_set_new(o, "floor", json_real(res.job_floor[j]));
-            double mp = NAN;
-            for (size_t q = 0; have_perf && q < fperf.n; q++)
-                if (!strcmp(fperf.name[q], res.job_name[j]))
-                    mp = fperf.perf[q];
-            json_object_set_new(o, "measured", cli_json_real(mp));
-            json_t *pj = json_object();
-            for (int p = 0; p < PFLEX_SIM_NPOL; p++)
-                if (res.ran & (1u << p))
-                    json_object_set_new(pj, pflex_sim_policy_name((enum pflex_sim_policy)p),
-                                        cli_json_real(job_event_mean(&res, p, j)));
-            json_object_set_new(o, "policies", pj);
-            json_array_append_new(jj, o);
-        }
-        json_object_set_new(f, "jobs", jj);
-        json_object_set_new(doc, "field", f);
+        FILE *f = pflex_outfile_stream(of[i]);
+        if (i == 0) {
+            json_dumpf(doc, f, CLI_JSON_FLAGS);
+            fputc('\n', f);
+        } else if (i == 1)
+            write_series(f, &st->res, st->every);
+        else if (write_report(o, st, f) < 0)
+            ok = 0;
+        if (ok && pflex_outfile_finish(of[i], &st->err) < 0)
+            ok = 0;
     }
-    if (out_dir) {
-        if (mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
-            pflex_error_sys(&err, "%s: cannot create: %s", out_dir, strerror(errno));
-            json_decref(doc);
-            goto bad;
-        }
-        char path[4096];
-        const char *names[3] = {"summary.json", "series.csv", "report.html"};
-        pflex_outfile_t *of[3] = {NULL, NULL, NULL};
-        int ok = 1;
-        for (int i = 0; i < 3 && ok; i++) {
-            snprintf(path, sizeof path, "%s/%s", out_dir, names[i]);
-            if (pflex_outfile_begin(path, NULL, &of[i], &err) < 0) {
-                ok = 0;
-                break;
-            }
-            FILE *f = pflex_outfile_stream(of[i]);
-            if (i == 0) {
-                json_dumpf(doc, f, CLI_JSON_FLAGS);
-                fputc('\n', f);
-            } else if (i == 1)
-                write_series(f, &res, every);
-            else {
-                char title[128], notes[512];
-                snprintf(title, sizeof title, "pflex simulate: %s", dy ? dy->name : "a site");
-                snprintf(notes, sizeof notes,
-                         "%zu GPUs, %zu periods of %g s, seed %.0f, delay %g s, noise %.2f%% power / %.2f%% "
-                         "throughput; objective %s.  %s",
-                         res.ngpus, res.nperiods, res.period_s, seed_d, delay, 100 * noise_p, 100 * noise_t,
-                         obj_note, res.note);
-                if (pflex_sim_report_html(&res, title, notes, dy ? dayrec.t_s : NULL, dy ? dayrec.w : NULL,
-                                          dy ? dayrec.n : 0, gnuplot, f, NULL, &err) < 0)
-                    ok = 0;
-            }
-            if (ok && pflex_outfile_finish(of[i], &err) < 0)
-                ok = 0;
-        }
-        for (int i = 0; i < 3; i++) {
-            if (ok && of[i] && pflex_outfile_commit(of[i], &err) < 0)
-                ok = 0;
-            else if (!ok)
-                pflex_outfile_abort(of[i]);
-        }
-        if (!ok) {
-            json_decref(doc);
-            goto bad;
-        }
+    for (int i = 0; i < 3; i++) {
+        if (ok && of[i] && pflex_outfile_commit(of[i], &st->err) < 0)
+            ok = 0;
+        else if (!ok)
+            pflex_outfile_abort(of[i]);
     }
-    if (json) {
+    return ok ? 0 : -1;
+}
+
+/* The table of policies. */
+static void print_table(const struct sim_opts *o, const struct sim_state *st)
+{
+    const struct day *dy = o->dy;
+    const struct pflex_sim_result *res = &st->res;
+    printf("%s%s%s%zu GPUs, %zu jobs started, %zu periods of %g s (delay %g s), seed %.0f; baseline %.0f W, "
+           "%zu targets\n",
+           dy ? "day " : "", dy ? dy->name : "", dy ? ": " : "", res->ngpus, res->jobs_started, res->nperiods,
+           res->period_s, o->delay, o->seed_d, res->baseline_w, st->set.n);
+    printf("objective: %s\n", st->obj_note);
+    if (res->note[0])
+        printf("note: %s\n", res->note);
+    printf("%-13s %9s %9s %9s %7s %6s %10s %13s %7s %9s %9s\n", "policy", "recovered", "settled",
+           ">=90%", "below=", "above", "max_over_W", "floor_breach", "probes", "energy", "cpu_s");
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
+        const struct pflex_sim_summary *s = &res->pol[p];
+        if (!(res->ran & (1u << p)))
+            continue;
+        char g1[16], g2[16], g3[24];
+        snprintf(g1, sizeof g1, isnan(s->gap_recovered) ? "-" : "%.1f%%", 100 * s->gap_recovered);
+        snprintf(g2, sizeof g2, isnan(s->settled_mean) ? "-" : "%.1f%%", 100 * s->settled_mean);
+        snprintf(g3, sizeof g3, "%zu/%zu", s->settled_over90, s->settled_periods);
+        printf("%-13s %9s %9s %9s %7zu %6zu %10.1f %6zu/%-6zu %7zu %8.1fk %9.2f\n",
+               pflex_sim_policy_name((enum pflex_sim_policy)p), g1, g2, g3, s->below_equal,
+               s->periods_above, s->max_over_w, s->floor_breaches, s->floor_periods, s->probes,
+               s->energy_kwh / 1000, s->wall_s);
+    }
+    printf("recovered: share of the equal-to-oracle gap in objective lost over the periods with a limit; "
+           "settled: the same period by period, from 10 periods after each change of the limit "
+           "(mean; periods at 90%% or more); below=: limited periods under equal cuts; above: "
+           "periods over the limit after its ramp; energy in MWh\n");
+}
+
+/* Beside the field demonstration: per job, T/T0 over the periods with a
+ * limit, and the site's power share. */
+static void print_field(const struct sim_opts *o, const struct sim_state *st, json_t *doc)
+{
+    const struct pflex_sim_result *res = &st->res;
+    printf("\nbeside the field demonstration (%s): its site drew %.3f of its first hour's power "
+           "over the event; per job, T/T0 over the periods with a limit:\n", o->dy->name,
+           json_real_value(json_object_get(json_object_get(doc, "field"), "event_power_share")));
+    printf("%-28s %5s %5s %8s", "job", "gpus", "floor", "measured");
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++)
+        if (res->ran & (1u << p))
+            printf(" %12s", pflex_sim_policy_name((enum pflex_sim_policy)p));
+    putchar('\n');
+    for (size_t j = 0; j < res->njobs_kept; j++) {
+        double mp = field_measured(st, res->job_name[j]);
+        char ms[24];
+        snprintf(ms, sizeof ms, isnan(mp) ? "-" : "%.3f", mp);
+        printf("%-28s %5d %5.2f %8s", res->job_name[j], res->job_gpus[j], res->job_floor[j], ms);
+        for (int p = 0; p < PFLEX_SIM_NPOL; p++)
+            if (res->ran & (1u << p))
+                printf(" %12.3f", job_event_mean(res, p, j));
+        putchar('\n');
+    }
+    printf("%-28s %5s %5s %8s", "site power / baseline", "", "", "");
+    json_t *ps = json_object_get(json_object_get(doc, "field"), "policy_event_power_share");
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++)
+        if (res->ran & (1u << p))
+            printf(" %12.3f", json_real_value(json_object_get(ps, pflex_sim_policy_name(
+                                                                      (enum pflex_sim_policy)p))));
+    putchar('\n');
+}
+
+/* The output: --out, then the JSON, the CSV series or the tables. */
+static int print_output(const struct sim_opts *o, struct sim_state *st)
+{
+    json_t *doc = summary_doc(o, st);
+    if (o->out_dir && write_out_dir(o, st, doc) < 0) {
+        json_decref(doc);
+        return STAGE_BAD;
+    }
+    int rc = PFLEX_EXIT_OK;
+    if (o->json) {
         if (cli_json_print(doc) < 0)
             rc = PFLEX_EXIT_INTERNAL;
-    } else {
-        if (csv)
-            write_series(stdout, &res, every);
-        else {
-            printf("%s%s%zu GPUs, %zu jobs started, %zu periods of %g s (delay %g s), seed %.0f; baseline %.0f W, "
-                   "%zu targets\n",
-                   dy ? "day " : "", dy ? dy->name : "", res.ngpus, res.jobs_started, res.nperiods, res.period_s,
-                   delay, seed_d, res.baseline_w, set.n);
-            printf("objective: %s\n", obj_note);
-            if (res.note[0])
-                printf("note: %s\n", res.note);
-            printf("%-13s %9s %9s %9s %7s %6s %10s %13s %7s %9s %9s\n", "policy", "recovered", "settled",
-                   ">=90%", "below=", "above", "max_over_W", "floor_breach", "probes", "energy", "cpu_s");
-            for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
-                const struct pflex_sim_summary *s = &res.pol[p];
-                if (!(res.ran & (1u << p)))
-                    continue;
-                char g1[16], g2[16], g3[24];
-                snprintf(g1, sizeof g1, isnan(s->gap_recovered) ? "-" : "%.1f%%", 100 * s->gap_recovered);
-                snprintf(g2, sizeof g2, isnan(s->settled_mean) ? "-" : "%.1f%%", 100 * s->settled_mean);
-                snprintf(g3, sizeof g3, "%zu/%zu", s->settled_over90, s->settled_periods);
-                printf("%-13s %9s %9s %9s %7zu %6zu %10.1f %6zu/%-6zu %7zu %8.1fk %9.2f\n",
-                       pflex_sim_policy_name((enum pflex_sim_policy)p), g1, g2, g3, s->below_equal,
-                       s->periods_above, s->max_over_w, s->floor_breaches, s->floor_periods, s->probes,
-                       s->energy_kwh / 1000, s->wall_s);
-            }
-            printf("recovered: share of the equal-to-oracle gap in objective lost over the periods with a limit; "
-                   "settled: the same period by period, from 10 periods after each change of the limit "
-                   "(mean; periods at 90%% or more); below=: limited periods under equal cuts; above: "
-                   "periods over the limit after its ramp; energy in MWh\n");
-            if (dy && res.njobs_kept) {
-                printf("\nbeside the field demonstration (%s): its site drew %.3f of its first hour's power "
-                       "over the event; per job, T/T0 over the periods with a limit:\n", dy->name,
-                       json_real_value(json_object_get(json_object_get(doc, "field"), "event_power_share")));
-                printf("%-28s %5s %5s %8s", "job", "gpus", "floor", "measured");
-                for (int p = 0; p < PFLEX_SIM_NPOL; p++)
-                    if (res.ran & (1u << p))
-                        printf(" %12s", pflex_sim_policy_name((enum pflex_sim_policy)p));
-                putchar('\n');
-                for (size_t j = 0; j < res.njobs_kept; j++) {
-                    double mp = NAN;
-                    for (size_t q = 0; have_perf && q < fperf.n; q++)
-                        if (!strcmp(fperf.name[q], res.job_name[j]))
-                            mp = fperf.perf[q];
-                    char ms[24];
-                    snprintf(ms, sizeof ms, isnan(mp) ? "-" : "%.3f", mp);
-                    printf("%-28s %5d %5.2f %8s", res.job_name[j], res.job_gpus[j], res.job_floor[j], ms);
-                    for (int p = 0; p < PFLEX_SIM_NPOL; p++)
-                        if (res.ran & (1u << p))
-                            printf(" %12.3f", job_event_mean(&res, p, j));
-                    putchar('\n');
-                }
-                printf("%-28s %5s %5s %8s", "site power / baseline", "", "", "");
-                json_t *ps = json_object_get(json_object_get(doc, "field"), "policy_event_power_share");
-                for (int p = 0; p < PFLEX_SIM_NPOL; p++)
-                    if (res.ran & (1u << p))
-                        printf(" %12.3f", json_real_value(json_object_get(ps, pflex_sim_policy_name(
-                                                                                  (enum pflex_sim_policy)p))));
-                putchar('\n');
-            }
-        }
-        json_decref(doc);
+        return rc;      /* cli_json_print frees doc */
     }
-    goto done;
-bad:
-    cli_error(cmd, "%s", err.text);
-    rc = cli_input_exit(&err);
-done:
-    pflex_sim_result_fini(&res);
-    pflex_sim_day_fini(&dayrec);
-    pflex_target_set_fini(&set);
-    pflex_alloc_input_destroy(in);
-    free(kinds);
-    free(jobs);
-    free(pts);
+    if (o->csv)
+        write_series(stdout, &st->res, st->every);
+    else {
+        print_table(o, st);
+        if (o->dy && st->res.njobs_kept)
+            print_field(o, st, doc);
+    }
+    json_decref(doc);
+    return rc;
+}
+
+static void sim_state_fini(struct sim_state *st)
+{
+    pflex_sim_result_fini(&st->res);
+    pflex_sim_day_fini(&st->dayrec);
+    pflex_target_set_fini(&st->set);
+    pflex_alloc_input_destroy(st->in);
+    free(st->kinds);
+    free(st->jobs);
+    free(st->pts);
+}
+
+int cmd_simulate(int argc, char **argv)
+{
+    struct sim_opts o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc != OPT_GO)
+        return rc;
+    struct sim_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        cli_error(cmd, "out of memory");
+        return PFLEX_EXIT_INTERNAL;
+    }
+    pflex_target_set_init(&st->set);
+    rc = read_inputs(&o, st);
+    if (rc == 0)
+        rc = run_sim(&o, st);
+    if (rc == 0)
+        rc = print_output(&o, st);
+    if (rc == STAGE_BAD) {
+        cli_error(cmd, "%s", st->err.text);
+        rc = cli_input_exit(&st->err);
+    }
+    sim_state_fini(st);
+    free(st);
     return rc;
 }

@@ -157,6 +157,7 @@ int agent_parse_status(const char *body, size_t len, struct agent_status *out, p
             goto out;
         }
         o->index = (int)json_integer_value(idx);
+        o->count = 0;           /* one GPU */
         copy_str(o->uuid, sizeof o->uuid, json_object_get(g, "uuid"));
         o->power_w = num_or(json_object_get(g, "power_w"), NAN);
         o->limit_w = num_or(json_object_get(g, "limit_w"), NAN);

@@ -39,6 +39,12 @@ struct ctl_config {
                                      * default, one period): at least the agents'
                                      * throughput window plus the telemetry's delay */
     double floor;                   /* service floor of jobs without one (0..1); 0: none */
+    int plain_optimum;              /* 1: plan the optimum on the learned curves outright;
+                                     * 0 (default): never worse than equal cuts beyond the
+                                     * curves' margins (pflex_safe_input.guard_equal), and
+                                     * under a target probe only when what better
+                                     * knowledge could win over the rest of it (the plan's
+                                     * voi) outweighs what the probe costs */
     int progress;                   /* objective: 0 the jobs' summed throughput (SPEC §2's
                                      * default; the jobs' rates must share a unit), 1
                                      * GPU-weighted progress (each job's rate as a fraction

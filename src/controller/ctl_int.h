@@ -95,8 +95,11 @@ struct ctl_io {
 
 struct ctl_job {
     char name[64];
+    const struct pflex_job_policy *pol;     /* its row of c.policies; NULL: none */
     pflex_learn_t *learn;
     struct pflex_learn_curve curve;
+    int fitted;                 /* curve (and hi) are the fit of every observation so
+                                 * far: the fit is a function of them alone */
     double *hi;                 /* loss + z sd, beside the curve */
     size_t hi_cap;
     double last_cap;            /* the common enforced cap last period; NaN: none */

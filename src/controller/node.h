@@ -17,6 +17,11 @@ struct agent_gpu {
     double limit_w;             /* enforced limit, W; NaN: unknown */
     double min_w, max_w;        /* settable range, W */
     int ok;                     /* the agent can read and set it */
+    unsigned count;             /* the GPUs this entry stands for (0: 1): an agent
+                                 * reports each GPU alone; a caller in process
+                                 * (a simulated site) may report a job's GPUs on a
+                                 * node under one limit as one entry, power_w
+                                 * their mean */
 };
 
 struct agent_job {

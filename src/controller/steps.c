@@ -24,7 +24,9 @@ static struct ctl_job *job_get(ctl_t *c, const char *name, double min_w, double 
                                pflex_error_t *err)
 {
     char key[sizeof c->jobs[0].name];
-    snprintf(key, sizeof key, "%s", name);  /* as stored: names are kept to 63 bytes */
+    size_t len = strnlen(name, sizeof key - 1);     /* as stored: names are kept to 63 bytes */
+    memcpy(key, name, len);
+    key[len] = 0;
     long found = pflex_strtab_find(&c->job_names, key, strlen(key));
     if (found >= 0)
         return &c->jobs[found];
@@ -41,6 +43,7 @@ static struct ctl_job *job_get(ctl_t *c, const char *name, double min_w, double 
     snprintf(j->name, sizeof j->name, "%s", name);
     struct pflex_learn_config lc = {.min_cap_w = min_w, .max_cap_w = max_w};
     const struct pflex_job_policy *pol = pflex_job_policy_find(c->c.policies, name);
+    j->pol = pol;
     if (pol && isfinite(pol->pfi))
         lc.prior_pfi = pol->pfi;       /* L = x/PFI until the job is learned */
     if (pflex_learn_create(&lc, &j->learn, err) < 0)
@@ -123,15 +126,17 @@ static void map_gpus(ctl_t *c, size_t a)
     for (size_t k = 0; k < ag->st.ngpus; k++) {
         const struct agent_gpu *ug = &ag->st.gpu[k];
         struct pflex_site_gpu *sg = &p->gpus[p->ngpus];
+        double n = ug->count ? (double)ug->count : 1;
         *sg = (struct pflex_site_gpu){.job = -1, .reachable = ag->up && ug->ok,
                                       .telemetry_ok = ag->up && ag->tele && isfinite(ug->power_w),
                                       .min_cap_w = ug->min_w, .max_cap_w = ug->max_w,
-                                      .cap_w = ug->limit_w};
+                                      .cap_w = ug->limit_w, .count = ug->count};
         if (sg->telemetry_ok) {
-            p->measured_w += ug->power_w;
+            p->measured_w += n * ug->power_w;
             p->any_power = 1;
         }
-        p->sum_max_w += ug->max_w;
+        p->sum_max_w += n * ug->max_w;
+        p->r.gpus += ug->count ? ug->count : 1;
         p->gpu_node[p->ngpus] = a;
         p->gpu_slot[p->ngpus] = k;
         p->ngpus++;
@@ -194,7 +199,6 @@ int ctl_map_jobs(ctl_t *c, pflex_error_t *err)
         if (map_node_jobs(c, a, first_g, err) < 0)
             return -1;
     }
-    p->r.gpus = p->ngpus;
     return 0;
 }
 
@@ -272,8 +276,8 @@ static void learn_gather(ctl_t *c)
             cj->agg_cap = ug->limit_w;
         else if (fabs(ug->limit_w - cj->agg_cap) > 1)
             cj->agg_ok = 0;
-        cj->agg_power += ug->power_w;
-        cj->agg_n++;
+        cj->agg_power += (ug->count ? ug->count : 1) * ug->power_w;
+        cj->agg_n += ug->count ? ug->count : 1;
     }
 }
 
@@ -307,6 +311,7 @@ static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
         if (pflex_learn_observe(cj->learn, cap, power / n, tput, &e2) < 0)
             ctl_log(c, "learn %s: %s", cj->name, e2.text);
         else {
+            cj->fitted = 0;
             /* for the audit (ctl_record) */
             cj->obs_new = 1;
             cj->obs_cap = cap;
@@ -314,12 +319,28 @@ static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
             cj->obs_tput = tput;
         }
     }
+    /* refitted only on a new observation: the same observations fit
+     * the same curve (a site of thousands of jobs, mostly settled, fits
+     * few of them a period) */
+    if (cj->fitted)
+        return 0;
     if (pflex_learn_fit(cj->learn, &cj->curve, err) < 0)
         return -1;
+    cj->fitted = 1;
     if (ctl_grow((void **)&cj->hi, &cj->hi_cap, cj->curve.n, sizeof *cj->hi) < 0)
         return pflex_error_set(err, "out of memory");
-    for (size_t i = 0; i < cj->curve.n; i++)
-        cj->hi[i] = cj->curve.loss[i] + c->c.z * cj->curve.sd[i];
+    /* where the curve is the prior's guess alone, its pessimistic side is
+     * no flatter than proportional loss's: a PFI prior is a ratio read at
+     * a few cuts, mostly shallow ones, and a floor needs a bound (a job
+     * first seen under a target has no baseline to learn from until it
+     * runs uncapped, so it may be planned on its prior for long) */
+    const struct pflex_learn_curve *cv = &cj->curve;
+    for (size_t i = 0; i < cv->n; i++) {
+        double m = cv->loss[i];
+        if (cv->sd[i] >= cv->prior_sd * (1 - 1e-9) && cv->x[i] > m)
+            m = cv->x[i];
+        cj->hi[i] = m + c->c.z * cv->sd[i];
+    }
     return 0;
 }
 
@@ -348,7 +369,7 @@ static void job_baselines(ctl_t *c)
         c->jobs[j].n_now = 0;
     for (size_t k = 0; k < p->ngpus; k++)
         if (p->gpus[k].job >= 0 && p->gpus[k].reachable)
-            c->jobs[p->gpus[k].job].n_now++;
+            c->jobs[p->gpus[k].job].n_now += p->gpus[k].count ? p->gpus[k].count : 1;
     for (size_t j = 0; j < c->njobs; j++) {
         struct ctl_job *cj = &c->jobs[j];
         const struct pflex_learn_curve *cv = &cj->curve;
@@ -383,7 +404,7 @@ static int plan_jobs(ctl_t *c, pflex_error_t *err)
     job_baselines(c);
     for (size_t j = 0; j < c->njobs; j++) {
         struct ctl_job *cj = &c->jobs[j];
-        const struct pflex_job_policy *pol = pflex_job_policy_find(c->c.policies, cj->name);
+        const struct pflex_job_policy *pol = cj->pol;
         p->sjobs[j] = (struct pflex_site_job){.name = cj->name, .t0 = cj->t0_plan,
                                               .weight = pol ? pol->weight : 1,
                                               .floor = pol && isfinite(pol->floor) ? pol->floor : c->c.floor,
@@ -405,6 +426,13 @@ static int probe_start(ctl_t *c, size_t j, double planned)
     }
     if (!cj->curve.has_baseline)
         return 0;
+    /* under a target, with the guard, no probes: a probe's watts go to no
+     * one else, so it costs the job's throughput for the periods it holds,
+     * while what it could teach wins at most the gap between the optimum
+     * and equal cuts, which on measured curves is within the readings'
+     * noise (docs/controller.md, "Probes") */
+    if (isfinite(c->p.limit_w) && !c->c.plain_optimum)
+        return 0;
     double x_now = 1 - planned / cj->curve.p0_w;
     if (x_now < 0)
         x_now = 0;
@@ -421,10 +449,11 @@ static int probe_start(ctl_t *c, size_t j, double planned)
      * teaches nothing the plan's own readings do not */
     if (!found || planned - floor(cap) < 5)
         return 0;
+    unsigned hold = 1 + (unsigned)ceil(c->settle_s / c->c.period_s - 1e-6);
     cj->probe_cap = floor(cap);
     ctl_log(c, "probe %s at %.0f W (x %.3f, plan %.0f W)", cj->name, cj->probe_cap, xp, planned);
     /* held until a reading under it has settled */
-    cj->probe_left = 1 + (unsigned)ceil(c->settle_s / c->c.period_s - 1e-6);
+    cj->probe_left = hold;
     cj->probe_wait = 3;
     c->p.r.probes++;
     return 1;
@@ -446,7 +475,8 @@ static void plan_probes(ctl_t *c)
         for (size_t k = cj->gpu_head; k != SIZE_MAX; k = p->gpu_next[k])
             if (p->gpus[k].reachable
                 && c->plan.cap_w[k] > cj->probe_cap && cj->probe_cap >= p->gpus[k].min_cap_w) {
-                c->plan.worst_w -= c->plan.cap_w[k] - cj->probe_cap;
+                c->plan.worst_w -= (p->gpus[k].count ? p->gpus[k].count : 1)
+                                   * (c->plan.cap_w[k] - cj->probe_cap);
                 c->plan.cap_w[k] = cj->probe_cap;
             }
     }
@@ -484,7 +514,8 @@ int ctl_plan(ctl_t *c, pflex_error_t *err)
                                   .limit_w = p->limit_w, .other_w = p->other_w,
                                   .hold = p->ngpus > 0 && !p->any_power,
                                   .objective = c->c.progress ? PFLEX_OBJECTIVE_PROGRESS
-                                                             : PFLEX_OBJECTIVE_THROUGHPUT};
+                                                             : PFLEX_OBJECTIVE_THROUGHPUT,
+                                  .guard_equal = !c->c.plain_optimum};
     if (pflex_safe_plan(&in, &c->plan, err) < 0)
         return -1;
     if (c->c.explore_step > 0)

@@ -19,12 +19,23 @@
  * prior_sd^2 / corr_dx per unit of x) through the fitted points, the
  * origin first: between two of them a Brownian bridge (the departures
  * interpolated, the variance theirs interpolated plus
- * q (x - x_a)(x_b - x)/(x_b - x_a)); past the deepest its departure, the
+ * q (x - x_a)(x_b - x)/(x_b - x_a)); past the deepest the curve goes
+ * on for a reach of corr_dx at the readings' own slope (over their last
+ * 0.05 of x, or from the origin) weighed against the prior's by their
+ * precisions (slope_sd^2 against the two points' variances over the
+ * span squared), and at the prior's after it, the
  * variance growing by q (x - x_a); never more than prior_sd^2.  A loss
  * curve is continuous: what a job lost at x_a says much about x_a + 0.05
- * and less and less further on.  At z = 2 a probe a step of 0.05 past the
- * deepest cut seen keeps a margin of 2 prior_sd sqrt(0.05 / corr_dx)
- * (0.14 at the defaults) for a curve steeper than the prior's.  The
+ * and less and less further on.  It is also smooth: within a short reach
+ * d of a fitted point the departure grows no faster than a slope known
+ * to slope_sd does, so each added variance is min(q d, slope_sd^2 d^2)
+ * (d the bridge's (x - x_a)(x_b - x)/(x_b - x_a), or x - x_a past the
+ * deepest): the Wiener term alone would ask 2 sqrt(q d), 0.07 of loss, a
+ * single 5 W bin past a reading, and a job with a high floor could then
+ * never be probed, nor cut, past its first reading.  At z = 2 a probe a
+ * step of 0.05 past the deepest cut seen keeps a margin of
+ * 2 min(prior_sd sqrt(0.05 / corr_dx), 0.05 slope_sd) (0.10 at the
+ * defaults) for a curve steeper than the prior's.  The
  * points are then made monotone (weighted isotonic regression,
  * pool-adjacent-violators, through (0, 0)): a larger cut never loses
  * less.  The prior is the predicted curve of the job, or its PFI as
@@ -49,6 +60,8 @@ struct pflex_learn_config {
     double prior_sd;                /* sd of the prior curve; <= 0: 0.10 */
     double grid_dx;                 /* spacing of the prior's points; <= 0: 0.02 */
     double corr_dx;                 /* reach of a fitted point along x (above); <= 0: 0.10 */
+    double slope_sd;                /* sd of the curve's slope near a fitted point (above);
+                                     * <= 0: 1 */
     /* The prior: n >= 2 ascending x from 0 with loss (copied), or n = 0
      * and pfi > 0 for L = x/PFI, or neither for L = x. */
     size_t prior_n;
@@ -93,16 +106,25 @@ int pflex_learn_bins_set(pflex_learn_t *l, const struct pflex_learn_bin *b, size
 
 /* The learned curve: n points ascending in x from (0, 0), as the allocator
  * reads curves (pflex/flex/alloc.h), each with its sd, the cap it was seen at
- * (for prior points, P0 (1 - x): a cap at a power draws at most that) and
- * the observations behind it. */
+ * (for prior points, the cap that draws P0 (1 - x): that power plus the
+ * headroom under their caps the nearest readings drew, interpolated; P0
+ * (1 - x) before any reading) and the observations behind it.  A cap of
+ * P0 (1 - x) itself would draw less, deeper on the curve than x: read in
+ * the cap domain, the prior points would promise a cap less loss than it
+ * costs. */
 struct pflex_learn_curve {
     size_t n;
     double *x, *loss, *sd, *cap_w;
     unsigned *count;
     double p0_w, t0;        /* baseline; NaN before the first uncapped observation */
     double sigma;           /* the observation sd used */
+    double prior_sd;        /* the prior's sd: a point with it is the prior's guess
+                             * alone, no reading within reach */
+    double bin_w;           /* the learner's cap bin, W: a probe within one of an
+                             * observed point lands in its bin */
     int has_baseline;       /* 0: no uncapped observation yet: prior alone, x
                              * from caps as if P0 were the largest cap */
+    size_t room;            /* points the arrays hold (pflex_learn_fit grows them) */
 };
 
 void pflex_learn_curve_init(struct pflex_learn_curve *c);
@@ -120,11 +142,15 @@ double pflex_learn_sd(const struct pflex_learn_curve *c, double x);
  * L(x') + z sd(x') <= 1 - floor for every x' <= x (first crossing). */
 double pflex_learn_safe_x(const struct pflex_learn_curve *c, double floor, double z);
 
-/* Propose a probe: the x in (x_now, x_seen + step], x_seen the larger of
+/* Propose a probe (*cap_w the cap that draws there, on the curve's caps): the x in (x_now, x_seen + step], x_seen the larger of
  * x_now and the deepest x observed (and within the safe x at the floor,
  * above), whose sd is largest, when that sd exceeds min_sd: repeated, the
  * probes walk down the curve a step at a time as far as the floor allows.
- * Returns 1 with *x_probe and *cap_w (P0 (1 - x)), 0 when nothing is worth
+ * A probe whose cap is within a bin of an observed point known to min_sd
+ * or better is not proposed: its reading would land in that bin and
+ * teach nothing the point does not (a probe held at the floor's safe x
+ * would otherwise repeat there for ever).
+ * Returns 1 with *x_probe and *cap_w (the curve's cap at x), 0 when nothing is worth
  * probing or nothing is safe. */
 int pflex_learn_probe(const struct pflex_learn_curve *c, double floor, double z, double x_now,
                       double step, double min_sd, double *x_probe, double *cap_w);

@@ -79,6 +79,11 @@ struct pflex_safe_input {
     double other_w;         /* non-GPU power counted against the limit (worst case), W */
     int hold;               /* 1: no cap may rise this period (telemetry lost site-wide) */
     enum pflex_objective objective;
+    int guard_equal;        /* 1: never plan worse than equal cuts on what is known:
+                             * the cuts are equal cuts blended toward the optimum
+                             * only as far as the blend gains over equal cuts on
+                             * both the mean and the pessimistic curves (blend, voi
+                             * below) */
 };
 
 struct pflex_safe_plan {
@@ -99,6 +104,13 @@ struct pflex_safe_plan {
     double least_w;         /* the least worst-case power reachable, W */
     int feasible;           /* worst_w <= limit_w */
     double throughput;      /* sum_j t0_j (1 - loss_j), the plan's estimate */
+    double blend;           /* guard_equal: the optimum's share in the cuts (0 equal
+                             * cuts .. 1 the optimum, in quarters); 1 otherwise */
+    double voi;             /* guard_equal: what knowing the curves exactly could still
+                             * win over the plan this period, at most (the largest
+                             * gain over equal cuts on the optimistic curves, mean
+                             * less margin, less the gain taken), in the objective's
+                             * units; 0 otherwise */
     void *priv;             /* scratch; do not touch */
 };
 

@@ -35,12 +35,14 @@
  *    curves), planned again only when the limit or the jobs change; when
  *    the floors cannot be met the target wins (floors dropped, breaches
  *    counted);
- *  - online cold / warm: the controller's learner and safe planner
- *    (pflex_learn_*, pflex_safe_plan, pflex_learn_probe[_near]) each
- *    period, in the controller's order with its rules (settled readings
- *    only, baselines, floors on the pessimistic curve, probes); cold
- *    starts every job from proportional loss (PFI = 1), warm from its
- *    predicted PFI (the measured one where none was predicted).
+ *  - online cold / warm: the site controller itself (pflex controller's
+ *    period, fed in process: struct pflex_sim_controller below), one node
+ *    per job slot whose one entry stands for the job's GPUs under one cap;
+ *    each period it reads what the slot drew and delivered the period
+ *    before (noisy), learns, plans and probes by its own rules, and the
+ *    caps it hands back act D periods later; cold starts every job from
+ *    proportional loss (PFI = 1), warm from its predicted PFI (the
+ *    measured one where none was predicted).
  *
  * The objective: sum over jobs of w_j a_j T/T0, a_j = T0_j (throughput) or
  * n_j (progress: GPU-weighted normalised throughput, for jobs whose units
@@ -91,6 +93,42 @@ struct pflex_sim_kind {
     double floor;               /* floor of jobs drawn of this kind (generated fleets) */
 };
 
+/* The online policies' controller.  The library sits below the daemons
+ * and cannot call them, so the caller hands in the site controller's
+ * period as these three functions (src/controller/sim_site.c: ctl_sim);
+ * without them the online policies are left out (said in the note). */
+struct pflex_sim_ctl_job {          /* one job of the run, as the site's job policies know it */
+    const char *name;               /* unique over the run */
+    double floor, weight;
+    double prior_pfi;               /* the learner's prior L = x/PFI; NaN: L = x */
+};
+struct pflex_sim_ctl_setup {
+    size_t nslots;                  /* nodes, one per job slot */
+    size_t njobs;                   /* every job of the run, in any order */
+    const struct pflex_sim_ctl_job *jobs;
+    double period_s, settle_s, z, explore_step;
+    double other_w, baseline_w;     /* as the controller's --other-w, --baseline-w */
+    const pflex_target_set_t *targets;      /* copied */
+    enum pflex_objective objective;
+};
+struct pflex_sim_ctl_view {         /* one slot, as its node reports it at a period's start */
+    const char *job;                /* the job running there */
+    unsigned gpus;                  /* its GPUs: one entry, one cap */
+    double min_cap_w, max_cap_w;    /* its settable range, W */
+    double cap_w;                   /* the cap in force over the last period, W */
+    double power_w;                 /* per-GPU power read over the last period; NaN: none yet */
+    double throughput;              /* the job's rate read over it; NaN: none yet */
+};
+struct pflex_sim_controller {
+    int (*create)(const struct pflex_sim_ctl_setup *s, void **out, pflex_error_t *err);
+    /* One period at unix time now: v[s] for every slot; cap_w[s] the cap
+     * decided for it (to act D periods later); *probes incremented by the
+     * probes started.  0, or -1 with err. */
+    int (*period)(void *h, double now, const struct pflex_sim_ctl_view *v, double *cap_w,
+                  size_t *probes, pflex_error_t *err);
+    void (*destroy)(void *h);
+};
+
 /* A job given one by one. */
 struct pflex_sim_job {
     const char *name;           /* borrowed */
@@ -127,6 +165,7 @@ struct pflex_sim_config {
     double z;                   /* the learner's pessimism, <= 0: 2 */
     double explore_step;        /* the controller's --explore; < 0: 0.05 */
     unsigned policies;          /* bit p: run policy p; 0: every one that can */
+    const struct pflex_sim_controller *controller;  /* online policies; NULL: none */
 
     int keep_jobs;              /* 1: keep per-job series (small sites) */
     int threads;                /* policies run on up to this many threads; <= 0: 1 */
@@ -193,8 +232,9 @@ struct pflex_sim_result {
 void pflex_sim_result_fini(struct pflex_sim_result *r);
 
 /* Run the day.  0, or -1 with err set (a malformed config: a kind's curve
- * out of order, no jobs, a period not positive, eq2-predicted or
- * online-warm asked for without predicted PFIs; out of memory). */
+ * out of order, no jobs, a period not positive, eq2-predicted asked for
+ * without predicted PFIs, an online policy asked for without a
+ * controller; the controller's own errors; out of memory). */
 int pflex_sim_run(const struct pflex_sim_config *c, struct pflex_sim_result *out,
                   pflex_error_t *err);
 

@@ -41,6 +41,8 @@ int pflex_learn_create(const struct pflex_learn_config *c, pflex_learn_t **out, 
         l->c.grid_dx = 0.02;
     if (!(l->c.corr_dx > 0))
         l->c.corr_dx = 0.10;
+    if (!(l->c.slope_sd > 0))
+        l->c.slope_sd = 1.0;
     l->c.prior_x = l->c.prior_loss = NULL;
     if (c->prior_n) {
         if (c->prior_n < 2 || !c->prior_x || !c->prior_loss || c->prior_x[0] != 0) {
@@ -224,8 +226,41 @@ static int cmp_pt(const void *a, const void *b)
     return (d > 0) - (d < 0);
 }
 
+/* How far under its cap a reading drew, W (never negative). */
+static double headroom(const struct pt *p, double p0)
+{
+    double d = p->cap - p0 * (1 - p->x);
+    return d > 0 ? d : 0;
+}
+
+static int sorted_pts(const struct pt *p, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (p[i].x < p[i - 1].x)
+            return 0;
+    return 1;
+}
+
+/* pts[1, nd) and pts[nd, np) each ascending in x: merged into pts[1, np)
+ * ascending, the fitted point first at a tie; g: room for np - nd. */
+static void merge_pts(struct pt *pts, size_t nd, size_t np, struct pt *g)
+{
+    size_t ng = np - nd;
+    memcpy(g, pts + nd, ng * sizeof *g);
+    size_t i = nd, j = ng, o = np;
+    while (j > 0) {
+        if (i > 1 && pts[i - 1].x > g[j - 1].x)
+            pts[--o] = pts[--i];
+        else
+            pts[--o] = g[--j];
+    }
+}
+
 static int grow(struct pflex_learn_curve *c, size_t n)
 {
+    if (n <= c->room)
+        return 0;
+    n = n > 2 * c->room ? n : 2 * c->room;
     double *x = realloc(c->x, n * sizeof *x);
     if (x)
         c->x = x;
@@ -241,7 +276,10 @@ static int grow(struct pflex_learn_curve *c, size_t n)
     unsigned *m = realloc(c->count, n * sizeof *m);
     if (m)
         c->count = m;
-    return x && y && s && k && m ? 0 : -1;
+    if (!(x && y && s && k && m))
+        return -1;
+    c->room = n;
+    return 0;
 }
 
 int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex_error_t *err)
@@ -266,9 +304,13 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
         x_lim = 0.95;
     size_t ngrid = x_lim > 0 ? (size_t)floor(x_lim / dx + 1e-9) : 0;
     size_t cap_pts = l->used + ngrid + 2;
-    struct pt *pts = malloc(cap_pts * sizeof *pts);
+    /* one block: the points, the merge's room, the pool's blocks */
+    struct pt *pts = malloc(cap_pts * (2 * sizeof *pts + 2 * sizeof(double) + sizeof(size_t)));
     if (!pts)
         return pflex_error_set(err, "out of memory");
+    struct pt *room = pts + cap_pts;
+    double *bw = (double *)(room + cap_pts), *by = bw + cap_pts;
+    size_t *bl = (size_t *)(by + cap_pts);
     size_t np = 0;
     pts[np++] = (struct pt){0, 0, 1e18, has_base ? base->cap : l->c.max_cap_w, has_base ? base->n : 0};
     if (has_base)
@@ -286,16 +328,19 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
         }
     size_t ndata = np;
     /* The fitted points sorted (the origin stays first), as anchors of the
-     * grid points between and past them. */
-    qsort(pts + 1, np - 1, sizeof *pts, cmp_pt);
-    double q = psd * psd / l->c.corr_dx;
-    size_t an = 0;
+     * grid points between and past them; bins in cap order mostly are in
+     * x order already. */
+    if (!sorted_pts(pts + 1, np - 1))
+        qsort(pts + 1, np - 1, sizeof *pts, cmp_pt);
+    double q = psd * psd / l->c.corr_dx, ss = l->c.slope_sd * l->c.slope_sd;
+    size_t an = 0, nr = 1;
     for (size_t g = 1; g <= ngrid; g++) {
         double x = g * dx;
-        int near = 0;
-        for (size_t i = 1; i < ndata && !near; i++)
-            near = fabs(pts[i].x - x) < dx;
-        if (near)
+        /* a fitted point within dx of x: the first at or past x - dx
+         * (the points ascend, and so does x) */
+        while (nr < ndata && !(pts[nr].x > x - dx))
+            nr++;
+        if (nr < ndata && pts[nr].x < x + dx)
             continue;
         /* The curve's departure from the prior is an Wiener process in x
          * (variance q per unit of x) through the fitted points: between
@@ -304,24 +349,58 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
         while (an + 1 < ndata && pts[an + 1].x < x)
             an++;
         double ra = an ? pts[an].y - prior_at(l, pts[an].x) : 0, va = an ? 1 / pts[an].w : 0;
+        /* the cap that draws P0 (1 - x): a capped GPU draws a little under
+         * its cap, by what the readings show around x (the nearest
+         * reading's before the first); none read, the power itself */
+        double da = ndata > 1 ? headroom(&pts[an ? an : 1], p0) : 0, delta = da;
         double r, var;
         if (an + 1 < ndata) {
             const struct pt *b = &pts[an + 1];
             double rb = b->y - prior_at(l, b->x), vb = 1 / b->w;
             double t = (x - pts[an].x) / (b->x - pts[an].x);
             r = (1 - t) * ra + t * rb;
-            var = (1 - t) * (1 - t) * va + t * t * vb + q * (x - pts[an].x) * (b->x - x) / (b->x - pts[an].x);
+            if (an)
+                delta = (1 - t) * da + t * headroom(b, p0);
+            /* the bridge's own variance, no more than a smooth curve's
+             * whose slope is uncertain by slope_sd */
+            double d = (x - pts[an].x) * (b->x - x) / (b->x - pts[an].x);
+            double vw = q * d, vs = ss * d * d;
+            var = (1 - t) * (1 - t) * va + t * t * vb + (vs < vw ? vs : vw);
         } else {
+            double d = x - pts[an].x, vw = q * d, vs = ss * d * d;
             r = ra;
-            var = va + q * (x - pts[an].x);
+            if (an) {
+                /* past the deepest reading the curve goes on, for a reach
+                 * of corr_dx, at the readings' own slope over the last
+                 * 0.05 of x (from the origin when they span less), not
+                 * the prior's: what the job lost per unit of cut just
+                 * above says more of just below than a guess made before
+                 * any reading; the margin, slope_sd a unit, is for a
+                 * curve that steepens */
+                size_t k = an;
+                while (k > 0 && pts[an].x - pts[k].x < 0.05)
+                    k--;
+                double w = pts[an].x - pts[k].x;
+                double s_obs = (pts[an].y - pts[k].y) / w;
+                double s_pri = (prior_at(l, pts[an].x) - prior_at(l, pts[k].x)) / w;
+                /* the readings' slope weighed against the prior's by
+                 * their precisions: its variance the two points', over
+                 * w^2; the prior's, slope_sd^2 */
+                double vs_obs = (1 / pts[an].w + 1 / pts[k].w) / (w * w);
+                double kappa = ss / (ss + vs_obs);
+                r += kappa * ((s_obs > 0 ? s_obs : 0) - s_pri) * (d < l->c.corr_dx ? d : l->c.corr_dx);
+            }
+            var = va + (vs < vw ? vs : vw);
         }
         if (var > psd * psd)
             var = psd * psd;
         if (var < 1e-12)
             var = 1e-12;
-        pts[np++] = (struct pt){x, prior_at(l, x) + r, 1 / var, p0 * (1 - x), 0};
+        pts[np++] = (struct pt){x, prior_at(l, x) + r, 1 / var, p0 * (1 - x) + delta, 0};
     }
-    qsort(pts + 1, np - 1, sizeof *pts, cmp_pt);
+    /* the grid's points ascend, as the fitted ones do: one merge */
+    if (np > ndata)
+        merge_pts(pts, ndata, np, room);
     /* Merge points at the same x (to the allocator's strict order). */
     size_t m = 1;
     for (size_t i = 1; i < np; i++) {
@@ -343,15 +422,6 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
         return pflex_error_set(err, "out of memory");
     }
     /* Pool adjacent violators: blocks of (weight, weighted sum, length). */
-    double *bw = malloc(np * sizeof *bw), *by = malloc(np * sizeof *by);
-    size_t *bl = malloc(np * sizeof *bl);
-    if (!bw || !by || !bl) {
-        free(bw);
-        free(by);
-        free(bl);
-        free(pts);
-        return pflex_error_set(err, "out of memory");
-    }
     size_t nb = 0;
     for (size_t i = 0; i < np; i++) {
         bw[nb] = pts[i].w;
@@ -379,12 +449,11 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
     out->sd[0] = 0;
     out->n = np;
     out->p0_w = has_base ? p0 : NAN;
+    out->bin_w = l->c.bin_w;
+    out->prior_sd = l->c.prior_sd;
     out->t0 = t0;
     out->sigma = sigma;
     out->has_baseline = has_base;
-    free(bw);
-    free(by);
-    free(bl);
     free(pts);
     return 0;
 }
@@ -465,7 +534,12 @@ static int probe_from(const struct pflex_learn_curve *c, double floor, double z,
         }
     if (!(best > min_sd))
         return 0;
+    /* the cap that draws there, as the curve has it */
+    double cap = interp(c, c->cap_w, best_x);
+    for (size_t i = 1; i < c->n; i++)
+        if (c->count[i] && c->sd[i] <= min_sd && fabs(c->cap_w[i] - cap) < c->bin_w)
+            return 0;
     *x_probe = best_x;
-    *cap_w = c->p0_w * (1 - best_x);
+    *cap_w = cap;
     return 1;
 }

@@ -25,6 +25,7 @@ struct scratch {
     size_t *order;
     size_t c_js, c_aj, c_y, c_loss, c_hi, c_order, c_cap, c_jcap, c_jloss, c_fb;
     struct pflex_alloc_plan alloc;
+    struct pflex_alloc_plan alloc_eq;   /* equal cuts (guard_equal) */
 };
 
 void pflex_safe_plan_init(struct pflex_safe_plan *p)
@@ -43,6 +44,7 @@ void pflex_safe_plan_fini(struct pflex_safe_plan *p)
         free(s->loss_hi);
         free(s->order);
         pflex_alloc_plan_fini(&s->alloc);
+        pflex_alloc_plan_fini(&s->alloc_eq);
         free(s);
     }
     free(p->cap_w);
@@ -63,6 +65,7 @@ static int ensure(struct pflex_safe_plan *p, const struct pflex_safe_input *in, 
         if (!s)
             return -1;
         pflex_alloc_plan_init(&s->alloc);
+        pflex_alloc_plan_init(&s->alloc_eq);
         p->priv = s;
     }
     if (pflex_grow((void **)&s->js, &s->c_js, in->njobs, sizeof *s->js)
@@ -77,15 +80,6 @@ static int ensure(struct pflex_safe_plan *p, const struct pflex_safe_input *in, 
         || pflex_grow((void **)&p->floor_breached, &s->c_fb, in->njobs, sizeof *p->floor_breached))
         return -1;
     return 0;
-}
-
-/* the qsort key: one per thread, so that plans on several threads (the
- * simulator runs policies side by side) do not share it */
-static _Thread_local const double *sort_key;
-static int by_cap_desc(const void *a, const void *b)
-{
-    double x = sort_key[*(const size_t *)a], y = sort_key[*(const size_t *)b];
-    return (x < y) - (x > y);
 }
 
 /* Linear interpolation on ascending ys, clipped to the range. */
@@ -242,8 +236,18 @@ static size_t curve_points(struct scratch *s, const struct jobstate *js,
     double C = js->cmax;
     for (size_t k = 0; k < jb->n; k++)
         s->order[k] = k;
-    sort_key = jb->cap_w;
-    qsort(s->order, jb->n, sizeof *s->order, by_cap_desc);
+    /* caps from the highest down, ties in their given order: a learned
+     * curve's caps are nearly in order already, so an insertion sort
+     * (stable, as glibc's qsort is) costs about n */
+    const double *key = jb->cap_w;
+    for (size_t k = 1; k < jb->n; k++) {
+        size_t v = s->order[k], i = k;
+        while (i > 0 && key[s->order[i - 1]] < key[v]) {
+            s->order[i] = s->order[i - 1];
+            i--;
+        }
+        s->order[i] = v;
+    }
     for (size_t q = 0; q < jb->n; q++) {
         size_t k = s->order[q];
         double yk = 1 - jb->cap_w[k] / C;
@@ -382,6 +386,65 @@ static int split_budget(const struct pflex_safe_input *in, struct pflex_safe_pla
     return pflex_alloc_plan(&prob, PFLEX_POLICY_OPTIMAL, &s->alloc, err) < 0 ? -1 : 0;
 }
 
+/* Equal cuts as the baseline the plan must beat (guard_equal): the cuts
+ * become x_eq + t (x_opt - x_eq) for the t in {0, 1/4, .., 1} whose gain
+ * over equal cuts is largest on both the mean curves and the pessimistic
+ * ones (the least of the two gains; sum_j a_j (L_j(x_eq) - L_j(x_t)), a_j
+ * the job's weight in the objective); t = 0, equal cuts, unless some
+ * blend beats them on both.  A job's margin moves the pessimistic gain
+ * only where it differs between the two cuts: what is as uncertain under
+ * both plans is no reason to prefer either.  Every blend meets the budget
+ * and the floors, as both ends do.  out->blend is t; out->voi what
+ * knowing the curves could still win this period, at most: the largest
+ * gain on the optimistic curves (mean less margin) less the gain taken,
+ * in the objective's units.  0, or -1 with err. */
+static int guard_equal(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
+                       struct scratch *s, double budget, size_t nactive, pflex_error_t *err)
+{
+    struct pflex_alloc_problem prob = {.njobs = nactive, .jobs = s->aj, .budget_w = budget,
+                                       .objective = in->objective};
+    if (pflex_alloc_plan(&prob, PFLEX_POLICY_EQUAL, &s->alloc_eq, err) < 0)
+        return -1;
+    if (!s->alloc_eq.feasible || !s->alloc.feasible)
+        return 0;       /* the limit needs what the optimum found: no choice */
+    const double *xo = s->alloc.x, *xe = s->alloc_eq.x;
+    double best_t = 0, best = 0, best_mean = 0, lo_max = 0;
+    for (int k = 1; k <= 4; k++) {
+        double t = k / 4.0, g_mean = 0, g_hi = 0, g_lo = 0;
+        size_t a = 0;
+        for (size_t j = 0; j < in->njobs; j++) {
+            const struct jobstate *js = &s->js[j];
+            if (!js->n)
+                continue;
+            const double *y = s->y + js->off, *l = s->loss + js->off, *h = s->loss_hi + js->off;
+            double w = in->jobs[j].weight
+                       * (in->objective == PFLEX_OBJECTIVE_PROGRESS ? (double)js->n : in->jobs[j].t0);
+            double x = xe[a] + t * (xo[a] - xe[a]);
+            double le = at(y, l, js->npts, xe[a]), lt = at(y, l, js->npts, x);
+            double me = at(y, h, js->npts, xe[a]) - le, mt = at(y, h, js->npts, x) - lt;
+            g_mean += w * (le - lt);
+            g_hi += w * ((le + me) - (lt + mt));
+            g_lo += w * ((le - me) - (lt - mt));
+            a++;
+        }
+        double g = g_mean < g_hi ? g_mean : g_hi;
+        if (g > best) {
+            best = g;
+            best_t = t;
+            best_mean = g_mean;
+        }
+        if (g_lo > lo_max)
+            lo_max = g_lo;
+        if (g_mean > lo_max)
+            lo_max = g_mean;
+    }
+    for (size_t a = 0; a < nactive; a++)
+        s->alloc.x[a] = xe[a] + best_t * (xo[a] - xe[a]);
+    out->blend = best_t;
+    out->voi = lo_max > best_mean ? lo_max - best_mean : 0;
+    return 0;
+}
+
 /* Per job cap from its cut x_of (NULL: no cut), then per GPU: whole watts
  * down, clamped, held. */
 static void set_caps(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
@@ -502,6 +565,8 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
     out->floor_breaches = 0;
     out->floor_relax = 0;
     out->held = 0;
+    out->blend = 1;
+    out->voi = 0;
 
     double fixed, least, idle_min;
     survey_gpus(in, s, &fixed, &least, &idle_min);
@@ -514,6 +579,8 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
     if (limited && nactive) {
         double budget = in->limit_w - fixed - idle_min;
         if (split_budget(in, out, s, budget, nactive, floors_bind, err))
+            return -1;
+        if (in->guard_equal && guard_equal(in, out, s, budget, nactive, err) < 0)
             return -1;
         x_of = s->alloc.x;
     }

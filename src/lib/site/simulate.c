@@ -6,20 +6,18 @@
  * the limit the plans meet, the limit in force and the uncapped
  * objective.  Then each policy runs the periods on its own (on its own
  * thread when asked): decide the caps (offline policies plan again only
- * when the limit or the jobs changed; the online ones run the
- * controller's learner and planner every period), let the caps decided
- * D periods ago act, score the period on the curves.  Per period the work
- * is proportional to the jobs: a job's GPUs share one cap and are one
- * entry of the planner (pflex_site_gpu.count).  Nothing is allocated per
- * period but by the learner's own fit. */
+ * when the limit or the jobs changed; the online ones run the site
+ * controller's own period, handed in by the caller: pflex_sim_controller),
+ * let the caps decided D periods ago act, score the period on the curves.
+ * Per period the work is proportional to the jobs: a job's GPUs share one
+ * cap and are one entry of the planner (pflex_site_gpu.count, through the
+ * controller's node entries).  Nothing is allocated per period here. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "pflex/flex/learn.h"
-#include "pflex/flex/safeplan.h"
 #include "pflex/site/simulate.h"
 #include "lib/util/interp.h"
 #include "lib/util/mix.h"
@@ -219,16 +217,7 @@ struct slot {
     double a;                   /* objective weight x scale: w T0 or w n */
     double *ring;               /* D + 1 caps decided, by period mod (D + 1) */
     double cap;                 /* in force this period */
-    double read_cap, read_p, read_t;    /* last period's, for the learner; NaN: none */
-    /* online */
-    pflex_learn_t *learn;
-    struct pflex_learn_curve curve;
-    double *hi;
-    size_t hi_cap;
-    double last_cap, cap_since, tput_now, t0_plan;
-    unsigned probe_wait, probe_left;
-    double probe_cap;
-    int dirty;                  /* observed since the last fit */
+    double read_cap, read_p, read_t;    /* last period's, for the controller; NaN: none */
 };
 
 struct run {
@@ -250,7 +239,7 @@ static double kind_pfi(const struct pflex_sim_kind *k, enum pflex_sim_policy p)
     return v > 0 && isfinite(v) ? v : 1;
 }
 
-static int slot_start(struct run *ru, struct slot *s, const struct inst *in, pflex_error_t *err)
+static void slot_start(struct run *ru, struct slot *s, const struct inst *in)
 {
     const struct pflex_sim_config *c = ru->w->c;
     s->in = in;
@@ -259,20 +248,6 @@ static int slot_start(struct run *ru, struct slot *s, const struct inst *in, pfl
     s->cmin = s->k->cap_w[s->k->n - 1];
     s->a = in->weight * (c->objective == PFLEX_OBJECTIVE_PROGRESS ? (double)in->gpus : s->k->t0);
     s->read_cap = s->read_p = s->read_t = NAN;
-    if (ru->p == PFLEX_SIM_ONLINE_COLD || ru->p == PFLEX_SIM_ONLINE_WARM) {
-        pflex_learn_destroy(s->learn);
-        s->learn = NULL;
-        struct pflex_learn_config lc = {.min_cap_w = s->cmin, .max_cap_w = s->C};
-        if (ru->p == PFLEX_SIM_ONLINE_WARM)
-            lc.prior_pfi = kind_pfi(s->k, ru->p);
-        if (pflex_learn_create(&lc, &s->learn, err) < 0)
-            return -1;
-        s->last_cap = s->cap_since = s->tput_now = NAN;
-        s->probe_wait = s->probe_left = 0;
-        s->probe_cap = NAN;
-        s->dirty = 1;
-    }
-    return 0;
 }
 
 struct offline {
@@ -343,130 +318,60 @@ static int offline_plan(struct run *ru, struct slot *sl, struct offline *o, doub
     return 0;
 }
 
+/* The online policies: the site controller (the caller's), one node per
+ * slot, fed what each slot drew and delivered last period. */
 struct online {
-    struct pflex_site_gpu *gpus;
-    struct pflex_site_job *jobs;
-    struct pflex_safe_plan plan;
+    void *h;
+    struct pflex_sim_ctl_view *v;
+    struct pflex_sim_ctl_job *jobs;
 };
 
-/* The controller's period (src/controller/controller.c ctl_period, steps
- * 4 to 6) on the site's jobs: learn from last period's settled readings,
- * weigh each job by its baseline, plan safely, probe.  now: the period's
- * time; limit: the lowest limit over the plan's horizon. */
-static int online_period(struct run *ru, struct slot *sl, struct online *o, double now, double limit,
-                         double *decided, pflex_error_t *err)
+static int online_create(struct run *ru, struct online *o, pflex_error_t *err)
 {
     struct world *w = ru->w;
     const struct pflex_sim_config *c = w->c;
-    size_t n = w->nslots;
-    struct pflex_sim_summary *sum = &ru->r->pol[ru->p];
-    /* 4. learn: a job at one cap held since last period and seen for
-     * --settle seconds gives one observation */
-    for (size_t s = 0; s < n; s++) {
-        struct slot *q = &sl[s];
-        double cap = q->read_cap, power = q->read_p, tput = q->read_t;
-        int ok = isfinite(cap);
-        int settled = ok && isfinite(q->last_cap) && fabs(q->last_cap - cap) <= 5;
-        if (!ok)
-            q->cap_since = NAN;
-        else if (!isfinite(q->last_cap) || fabs(q->last_cap - cap) > 5 || !isfinite(q->cap_since))
-            q->cap_since = now;
-        settled = settled && isfinite(q->cap_since) && now - q->cap_since >= w->settle_s - 1e-6;
-        q->tput_now = ok ? tput : NAN;
-        q->last_cap = ok ? cap : NAN;
-        if (settled && pflex_learn_observe(q->learn, cap, power, tput, NULL) == 0)
-            q->dirty = 1;
-        if (q->dirty) {
-            /* the fit is a function of the observations alone: refitting
-             * without a new one gives the same curve */
-            if (pflex_learn_fit(q->learn, &q->curve, err) < 0)
-                return -1;
-            if (q->curve.n > q->hi_cap) {
-                size_t nc = q->curve.n * 2;
-                double *nh = realloc(q->hi, nc * sizeof *nh);
-                if (!nh)
-                    return pflex_error_set(err, "out of memory");
-                q->hi = nh;
-                q->hi_cap = nc;
-            }
-            for (size_t i = 0; i < q->curve.n; i++)
-                q->hi[i] = q->curve.loss[i] + w->z * q->curve.sd[i];
-            q->dirty = 0;
-        }
+    o->v = calloc(w->nslots, sizeof *o->v);
+    o->jobs = calloc(w->ninst, sizeof *o->jobs);
+    if (!o->v || !o->jobs)
+        return pflex_error_set(err, "out of memory");
+    for (size_t i = 0; i < w->ninst; i++) {
+        const struct inst *in = &w->inst[i];
+        o->jobs[i] = (struct pflex_sim_ctl_job){
+            .name = in->name, .floor = in->floor, .weight = in->weight,
+            .prior_pfi = ru->p == PFLEX_SIM_ONLINE_WARM ? kind_pfi(&c->kinds[in->kind], ru->p) : NAN};
     }
-    /* 5. baselines (the controller's job_baselines), then plan */
-    double sum_t = 0, sum_n = 0;
-    for (size_t s = 0; s < n; s++) {
-        struct slot *q = &sl[s];
-        const struct pflex_learn_curve *cv = &q->curve;
-        q->t0_plan = NAN;
-        if (cv->has_baseline && cv->t0 > 0)
-            q->t0_plan = cv->t0;
-        else if (isfinite(q->tput_now) && q->tput_now > 0 && isfinite(q->last_cap)) {
-            double x = 1 - q->last_cap / (cv->p0_w > 0 ? cv->p0_w : q->C);
-            double keep = 1 - pflex_learn_loss(cv, x > 0 ? x : 0);
-            q->t0_plan = q->tput_now / (keep > 0.05 ? keep : 0.05);
-        }
-        if (isfinite(q->t0_plan)) {
-            sum_t += q->t0_plan;
-            sum_n += q->in->gpus;
-        }
+    struct pflex_sim_ctl_setup su = {.nslots = w->nslots, .njobs = w->ninst, .jobs = o->jobs,
+                                     .period_s = c->period_s, .settle_s = w->settle_s, .z = w->z,
+                                     .explore_step = w->explore, .other_w = c->other_w,
+                                     .baseline_w = ru->r->baseline_w, .targets = c->targets,
+                                     .objective = c->objective};
+    return c->controller->create(&su, &o->h, err);
+}
+
+static void online_destroy(struct run *ru, struct online *o)
+{
+    if (o->h)
+        ru->w->c->controller->destroy(o->h);
+    free(o->v);
+    free(o->jobs);
+}
+
+/* One period of the controller: each slot's node reports last period's
+ * readings; the caps it decides go to decided[]. */
+static int online_period(struct run *ru, struct slot *sl, struct online *o, double now,
+                         double *decided, pflex_error_t *err)
+{
+    struct world *w = ru->w;
+    for (size_t s = 0; s < w->nslots; s++) {
+        const struct slot *q = &sl[s];
+        o->v[s] = (struct pflex_sim_ctl_view){.job = q->in->name, .gpus = (unsigned)q->in->gpus,
+                                              .min_cap_w = q->cmin, .max_cap_w = q->C, .cap_w = q->cap,
+                                              .power_w = q->read_p, .throughput = q->read_t};
+        decided[s] = q->cap;    /* held, should the controller give it no cap */
     }
-    double per_gpu = sum_n > 0 ? sum_t / sum_n : 1;
-    for (size_t s = 0; s < n; s++) {
-        struct slot *q = &sl[s];
-        if (!isfinite(q->t0_plan))
-            q->t0_plan = per_gpu * q->in->gpus;
-        o->gpus[s] = (struct pflex_site_gpu){.job = (int)s, .reachable = 1, .telemetry_ok = 1,
-                                             .min_cap_w = q->cmin, .max_cap_w = q->C, .cap_w = q->cap,
-                                             .count = (unsigned)q->in->gpus};
-        o->jobs[s] = (struct pflex_site_job){.name = q->in->name, .t0 = q->t0_plan, .weight = q->in->weight,
-                                             .floor = q->in->floor, .n = q->curve.n,
-                                             .cap_w = q->curve.cap_w, .loss = q->curve.loss,
-                                             .loss_hi = q->hi};
-    }
-    struct pflex_safe_input in = {.ngpus = n, .gpus = o->gpus, .njobs = n, .jobs = o->jobs,
-                                  .limit_w = limit, .other_w = c->other_w, .hold = 0,
-                                  .objective = c->objective};
-    if (pflex_safe_plan(&in, &o->plan, err) < 0)
+    if (w->c->controller->period(o->h, now, o->v, decided, &ru->r->pol[ru->p].probes, err) < 0)
         return -1;
-    sum->plans++;
-    for (size_t s = 0; s < n; s++)
-        decided[s] = o->plan.cap_w[s];
-    /* 6. probes: only deeper, only where the floor allows, two periods */
-    if (w->explore > 0)
-        for (size_t s = 0; s < n; s++) {
-            struct slot *q = &sl[s];
-            double planned = o->plan.job_cap_w[s];
-            if (!isfinite(planned))
-                continue;
-            if (!q->probe_left) {
-                double xp, cap;
-                if (q->probe_wait) {
-                    q->probe_wait--;
-                    continue;
-                }
-                if (!q->curve.has_baseline)
-                    continue;
-                double x_now = 1 - planned / q->curve.p0_w;
-                if (x_now < 0)
-                    x_now = 0;
-                int found = isfinite(limit)
-                    ? pflex_learn_probe_near(&q->curve, q->in->floor, w->z, x_now, w->explore,
-                                             2 * q->curve.sigma, &xp, &cap)
-                    : pflex_learn_probe(&q->curve, q->in->floor, w->z, x_now, w->explore,
-                                        2 * q->curve.sigma, &xp, &cap);
-                if (!found || planned - floor(cap) < 5)
-                    continue;
-                q->probe_cap = floor(cap);
-                q->probe_left = 1 + (unsigned)ceil(w->settle_s / c->period_s - 1e-6);
-                q->probe_wait = 3;
-                sum->probes++;
-            }
-            q->probe_left--;
-            if (decided[s] > q->probe_cap && q->probe_cap >= q->cmin)
-                decided[s] = q->probe_cap;
-        }
+    ru->r->pol[ru->p].plans++;
     return 0;
 }
 
@@ -493,15 +398,14 @@ static void *run_policy(void *arg)
     struct offline off = {0};
     struct online on = {0};
     pflex_alloc_plan_init(&off.plan);
-    pflex_safe_plan_init(&on.plan);
     off.aj = malloc(n * sizeof *off.aj);
-    on.gpus = malloc(n * sizeof *on.gpus);
-    on.jobs = malloc(n * sizeof *on.jobs);
     ru->rc = -1;
-    if (!sl || !rings || !decided || !off.aj || !on.gpus || !on.jobs) {
+    if (!sl || !rings || !decided || !off.aj) {
         pflex_error_set(err, "out of memory");
         goto out;
     }
+    if (online && online_create(ru, &on, err) < 0)
+        goto out;
     size_t next = 0;            /* the next instance to start */
     double *pw = r->power_w[ru->p], *ob = r->objective[ru->p];
     double last_limit = NAN;
@@ -517,14 +421,13 @@ static void *run_policy(void *arg)
                 for (size_t i = 0; i < R; i++)
                     q->ring[i] = c->kinds[in->kind].cap_w[0];
             }
-            if (slot_start(ru, q, in, err) < 0)
-                goto out;
+            slot_start(ru, q, in);
             fleet = 1;
         }
         /* decide */
         double limit = w->limit_plan[k];
         if (online) {
-            if (online_period(ru, sl, &on, now, limit, decided, err) < 0)
+            if (online_period(ru, sl, &on, now, decided, err) < 0)
                 goto out;
         } else if (k == 0 || fleet || !(limit == last_limit)) {
             if (offline_plan(ru, sl, &off, limit, decided, err) < 0)
@@ -555,9 +458,9 @@ static void *run_policy(void *arg)
                 if (f < q->in->floor - 1e-9)
                     sum->floor_breaches++;
             }
+            q->read_cap = cap;
             if (online) {
                 uint64_t id = (uint64_t)(q->in - w->inst);
-                q->read_cap = cap;
                 q->read_p = p * (1 + c->noise_power * normal_at(c->seed, k, id, 1));
                 q->read_t = q->k->t0 * f * (1 + c->noise_tput * normal_at(c->seed, k, id, 2));
                 if (q->read_t < 0)
@@ -593,19 +496,13 @@ static void *run_policy(void *arg)
     }
     ru->rc = 0;
 out:
-    for (size_t s = 0; sl && s < n; s++) {
-        pflex_learn_destroy(sl[s].learn);
-        pflex_learn_curve_fini(&sl[s].curve);
-        free(sl[s].hi);
-    }
+    if (online)
+        online_destroy(ru, &on);
     free(sl);
     free(rings);
     free(decided);
     free(off.aj);
     pflex_alloc_plan_fini(&off.plan);
-    free(on.gpus);
-    free(on.jobs);
-    pflex_safe_plan_fini(&on.plan);
     sum->wall_s = now_cpu_s() - cpu0;
     sum->ran = ru->rc == 0;
     return NULL;
@@ -685,18 +582,11 @@ static int check_config(const struct pflex_sim_config *c, pflex_error_t *err)
     return 0;
 }
 
-int pflex_sim_run(const struct pflex_sim_config *c, struct pflex_sim_result *r, pflex_error_t *err)
+/* Which policies run: all asked for (all by default) less those the
+ * configuration cannot run, with a note on each left out. */
+static int choose_policies(const struct pflex_sim_config *c, struct pflex_sim_result *r, unsigned *want_out,
+                           pflex_error_t *err)
 {
-    memset(r, 0, sizeof *r);
-    if (check_config(c, err) < 0)
-        return -1;
-    struct world w = {.c = c};
-    w.nper = (size_t)floor(c->duration_s / c->period_s + 1e-9);
-    w.D = (size_t)ceil(c->delay_s / c->period_s - 1e-9);
-    w.settle_s = c->settle_s > c->period_s ? c->settle_s : c->period_s;
-    w.z = c->z > 0 ? c->z : 2;
-    w.explore = c->explore_step >= 0 ? c->explore_step : 0.05;
-    int rc = -1;
     unsigned want = c->policies ? c->policies : (1u << PFLEX_SIM_NPOL) - 1;
     int have_pred = 1;
     for (size_t i = 0; i < c->nkinds; i++)
@@ -711,213 +601,261 @@ int pflex_sim_run(const struct pflex_sim_config *c, struct pflex_sim_result *r, 
                      "measured PFI");
         want &= ~(1u << PFLEX_SIM_EQ2_PREDICTED);
     }
-    if (build_fleet(&w, err) < 0)
-        goto out;
-    /* the kinds' curves in the cap domain */
+    unsigned online_bits = (1u << PFLEX_SIM_ONLINE_COLD) | (1u << PFLEX_SIM_ONLINE_WARM);
+    if (!c->controller && (want & online_bits)) {
+        if (c->policies & online_bits)
+            return pflex_error_set(err, "simulate: the online policies need the site controller");
+        size_t l = strlen(r->note);
+        snprintf(r->note + l, sizeof r->note - l, "%sonline policies left out: no site controller given",
+                 l ? "; " : "");
+        want &= ~online_bits;
+    }
+    *want_out = want;
+    return 0;
+}
+
+/* The kinds' curves in the cap domain and the per-period arrays of the
+ * world and the result. */
+static int alloc_world(struct world *w, struct pflex_sim_result *r, pflex_error_t *err)
+{
+    const struct pflex_sim_config *c = w->c;
     size_t tot = 0;
-    w.koff = malloc(c->nkinds * sizeof *w.koff);
-    for (size_t i = 0; w.koff && i < c->nkinds; i++) {
-        w.koff[i] = tot;
+    w->koff = malloc(c->nkinds * sizeof *w->koff);
+    for (size_t i = 0; w->koff && i < c->nkinds; i++) {
+        w->koff[i] = tot;
         tot += c->kinds[i].n;
     }
-    w.ky = malloc((tot + 1) * sizeof *w.ky);
-    w.kloss = malloc((tot + 1) * sizeof *w.kloss);
-    size_t N = w.nper;
+    w->ky = malloc((tot + 1) * sizeof *w->ky);
+    w->kloss = malloc((tot + 1) * sizeof *w->kloss);
+    size_t N = w->nper;
     r->nperiods = N;
     r->period_s = c->period_s;
     r->start_s = c->start_s;
     r->limit_w = malloc(N * sizeof *r->limit_w);
     r->uncapped = malloc(N * sizeof *r->uncapped);
-    w.limit_plan = malloc(N * sizeof *w.limit_plan);
-    w.limit_now = r->limit_w;
-    w.uncapped = r->uncapped;
-    w.after_ramp = malloc(N);
-    if (!w.koff || !w.ky || !w.kloss || !r->limit_w || !r->uncapped || !w.limit_plan || !w.after_ramp) {
-        pflex_error_sys(err, "out of memory");
-        goto out;
-    }
+    w->limit_plan = malloc(N * sizeof *w->limit_plan);
+    w->limit_now = r->limit_w;
+    w->uncapped = r->uncapped;
+    w->after_ramp = malloc(N);
+    if (!w->koff || !w->ky || !w->kloss || !r->limit_w || !r->uncapped || !w->limit_plan || !w->after_ramp)
+        return pflex_error_sys(err, "out of memory");
     for (size_t i = 0; i < c->nkinds; i++) {
         const struct pflex_sim_kind *k = &c->kinds[i];
         for (size_t j = 0; j < k->n; j++) {
-            w.ky[w.koff[i] + j] = 1 - k->cap_w[j] / k->cap_w[0];
-            w.kloss[w.koff[i] + j] = j ? 1 - k->fraction[j] / k->fraction[0] : 0;
+            w->ky[w->koff[i] + j] = 1 - k->cap_w[j] / k->cap_w[0];
+            w->kloss[w->koff[i] + j] = j ? 1 - k->fraction[j] / k->fraction[0] : 0;
         }
     }
-    /* the site at start: baseline, maximum; per period the uncapped
-     * objective and the limits */
-    {
-        double base = c->other_w, mx = c->other_w, unc = 0, mxw = c->other_w;
-        size_t g = 0, next = 0;
-        const struct inst **cur = calloc(w.nslots, sizeof *cur);
-        if (!cur) {
-            pflex_error_sys(err, "out of memory");
-            goto out;
+    return 0;
+}
+
+/* The site at start: baseline, maximum; per period the uncapped
+ * objective and the limits. */
+static int site_timeline(struct world *w, struct pflex_sim_result *r, pflex_error_t *err)
+{
+    const struct pflex_sim_config *c = w->c;
+    size_t N = w->nper;
+    double base = c->other_w, mx = c->other_w, unc = 0, mxw = c->other_w;
+    size_t g = 0, next = 0;
+    const struct inst **cur = calloc(w->nslots, sizeof *cur);
+    if (!cur)
+        return pflex_error_sys(err, "out of memory");
+    for (size_t k = 0; k < N; k++) {
+        int ch = 0;
+        while (next < w->ninst && w->inst[next].k0 == k) {
+            const struct inst *in = &w->inst[next++];
+            const struct pflex_sim_kind *kd = &c->kinds[in->kind];
+            double a = in->weight * (c->objective == PFLEX_OBJECTIVE_PROGRESS ? in->gpus : kd->t0);
+            if (cur[in->slot]) {
+                const struct pflex_sim_kind *ko = &c->kinds[cur[in->slot]->kind];
+                unc -= cur[in->slot]->weight
+                       * (c->objective == PFLEX_OBJECTIVE_PROGRESS ? cur[in->slot]->gpus : ko->t0);
+                mxw -= cur[in->slot]->gpus * ko->cap_w[0];
+            } else if (k == 0) {
+                base += in->gpus * kd->power_w[0];
+                mx += in->gpus * kd->cap_w[0];
+                g += (size_t)in->gpus;
+            }
+            unc += a;
+            mxw += in->gpus * kd->cap_w[0];
+            cur[in->slot] = in;
+            r->jobs_started++;
+            ch = 1;
         }
-        for (size_t k = 0; k < N; k++) {
-            int ch = 0;
-            while (next < w.ninst && w.inst[next].k0 == k) {
-                const struct inst *in = &w.inst[next++];
-                const struct pflex_sim_kind *kd = &c->kinds[in->kind];
-                double a = in->weight * (c->objective == PFLEX_OBJECTIVE_PROGRESS ? in->gpus : kd->t0);
-                if (cur[in->slot]) {
-                    const struct pflex_sim_kind *ko = &c->kinds[cur[in->slot]->kind];
-                    unc -= cur[in->slot]->weight
-                           * (c->objective == PFLEX_OBJECTIVE_PROGRESS ? cur[in->slot]->gpus : ko->t0);
-                    mxw -= cur[in->slot]->gpus * ko->cap_w[0];
-                } else if (k == 0) {
-                    base += in->gpus * kd->power_w[0];
-                    mx += in->gpus * kd->cap_w[0];
-                    g += (size_t)in->gpus;
-                }
-                unc += a;
-                mxw += in->gpus * kd->cap_w[0];
-                cur[in->slot] = in;
-                r->jobs_started++;
-                ch = 1;
-            }
-            (void)ch;
-            r->uncapped[k] = unc;
-            double t = c->start_s + (double)k * c->period_s;
-            double bl = c->baseline_w > 0 ? c->baseline_w : base;
-            if (k == 0) {
-                r->baseline_w = bl;
-                r->max_w = mx;
-                r->ngpus = g;
-            }
-            if (c->targets) {
-                w.limit_plan[k] = pflex_target_limit_min_w(c->targets, t, t + 2 * c->period_s, bl, mxw);
-                r->limit_w[k] = pflex_target_limit_w(c->targets, t, bl, mxw);
-                const struct pflex_target *tg = pflex_target_set_winner(c->targets, t);
-                w.after_ramp[k] = tg && t >= tg->start_s + tg->ramp_s;
-            } else {
-                w.limit_plan[k] = r->limit_w[k] = INFINITY;
-                w.after_ramp[k] = 0;
-            }
+        (void)ch;
+        r->uncapped[k] = unc;
+        double t = c->start_s + (double)k * c->period_s;
+        double bl = c->baseline_w > 0 ? c->baseline_w : base;
+        if (k == 0) {
+            r->baseline_w = bl;
+            r->max_w = mx;
+            r->ngpus = g;
         }
-        free(cur);
+        if (c->targets) {
+            w->limit_plan[k] = pflex_target_limit_min_w(c->targets, t, t + 2 * c->period_s, bl, mxw);
+            r->limit_w[k] = pflex_target_limit_w(c->targets, t, bl, mxw);
+            const struct pflex_target *tg = pflex_target_set_winner(c->targets, t);
+            w->after_ramp[k] = tg && t >= tg->start_s + tg->ramp_s;
+        } else {
+            w->limit_plan[k] = r->limit_w[k] = INFINITY;
+            w->after_ramp[k] = 0;
+        }
     }
-    /* per policy series */
+    free(cur);
+    return 0;
+}
+
+/* Per policy series, and the kept jobs' (those at the start, by slot). */
+static int alloc_series(const struct world *w, unsigned want, struct pflex_sim_result *r, pflex_error_t *err)
+{
+    size_t N = w->nper;
     for (int p = 0; p < PFLEX_SIM_NPOL; p++)
         if (want & (1u << p)) {
             r->power_w[p] = malloc(N * sizeof **r->power_w);
             r->objective[p] = malloc(N * sizeof **r->objective);
-            if (!r->power_w[p] || !r->objective[p]) {
-                pflex_error_sys(err, "out of memory");
-                goto out;
-            }
+            if (!r->power_w[p] || !r->objective[p])
+                return pflex_error_sys(err, "out of memory");
         }
-    if (c->keep_jobs) {
-        size_t nk = 0;
-        for (size_t i = 0; i < w.ninst && w.inst[i].k0 == 0; i++)
-            nk++;
-        r->njobs_kept = nk;
-        r->job_name = calloc(nk, sizeof *r->job_name);
-        r->job_gpus = calloc(nk, sizeof *r->job_gpus);
-        r->job_floor = calloc(nk, sizeof *r->job_floor);
-        if (!r->job_name || !r->job_gpus || !r->job_floor) {
-            pflex_error_sys(err, "out of memory");
-            goto out;
-        }
-        for (size_t i = 0; i < nk; i++) {
-            const struct inst *in = &w.inst[i];    /* k0 = 0, sorted by slot */
-            snprintf(r->job_name[in->slot], sizeof r->job_name[0], "%s", in->name);
-            r->job_gpus[in->slot] = in->gpus;
-            r->job_floor[in->slot] = in->floor;
-        }
-        for (int p = 0; p < PFLEX_SIM_NPOL; p++)
-            if (want & (1u << p)) {
-                r->job_cap[p] = malloc((nk * N + 1) * sizeof **r->job_cap);
-                r->job_fraction[p] = malloc((nk * N + 1) * sizeof **r->job_fraction);
-                if (!r->job_cap[p] || !r->job_fraction[p]) {
-                    pflex_error_sys(err, "out of memory");
-                    goto out;
-                }
-            }
+    if (!w->c->keep_jobs)
+        return 0;
+    size_t nk = 0;
+    for (size_t i = 0; i < w->ninst && w->inst[i].k0 == 0; i++)
+        nk++;
+    r->njobs_kept = nk;
+    r->job_name = calloc(nk, sizeof *r->job_name);
+    r->job_gpus = calloc(nk, sizeof *r->job_gpus);
+    r->job_floor = calloc(nk, sizeof *r->job_floor);
+    if (!r->job_name || !r->job_gpus || !r->job_floor)
+        return pflex_error_sys(err, "out of memory");
+    for (size_t i = 0; i < nk; i++) {
+        const struct inst *in = &w->inst[i];    /* k0 = 0, sorted by slot */
+        snprintf(r->job_name[in->slot], sizeof r->job_name[0], "%s", in->name);
+        r->job_gpus[in->slot] = in->gpus;
+        r->job_floor[in->slot] = in->floor;
     }
-    /* the policies, on up to `threads` threads: the online ones first
-     * (they cost most), dealt round robin */
-    {
-        struct run runs[PFLEX_SIM_NPOL];
-        int order[PFLEX_SIM_NPOL], np = 0;
-        static const int pref[PFLEX_SIM_NPOL] = {PFLEX_SIM_ONLINE_COLD, PFLEX_SIM_ONLINE_WARM,
-                                                  PFLEX_SIM_ORACLE, PFLEX_SIM_EQUAL, PFLEX_SIM_EQ2_MEASURED,
-                                                  PFLEX_SIM_EQ2_PREDICTED, PFLEX_SIM_TPW};
-        for (int i = 0; i < PFLEX_SIM_NPOL; i++)
-            if (want & (1u << pref[i]))
-                order[np++] = pref[i];
-        int T = c->threads > 1 ? c->threads : 1;
-        if (T > np)
-            T = np;
-        for (int i = 0; i < np; i++) {
-            runs[i] = (struct run){.w = &w, .p = (enum pflex_sim_policy)order[i], .r = r,
-                                   .progress = i % T == 0, .share = 1.0 / ((np + T - 1) / T),
-                                   .done_share = (double)(i / T) / ((np + T - 1) / T)};
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++)
+        if (want & (1u << p)) {
+            r->job_cap[p] = malloc((nk * N + 1) * sizeof **r->job_cap);
+            r->job_fraction[p] = malloc((nk * N + 1) * sizeof **r->job_fraction);
+            if (!r->job_cap[p] || !r->job_fraction[p])
+                return pflex_error_sys(err, "out of memory");
         }
-        /* thread t runs runs t, t + T, ... */
-        struct lane lanes[PFLEX_SIM_NPOL];
-        pthread_t th[PFLEX_SIM_NPOL];
-        int started[PFLEX_SIM_NPOL] = {0};
-        for (int t = 0; t < T; t++)
-            lanes[t] = (struct lane){.runs = runs, .first = t, .step = T, .n = np};
-        for (int t = 1; t < T; t++)
-            started[t] = pthread_create(&th[t], NULL, lane_run, &lanes[t]) == 0;
-        lane_run(&lanes[0]);
-        for (int t = 1; t < T; t++) {
-            if (started[t])
-                pthread_join(th[t], NULL);
-            else
-                lane_run(&lanes[t]);
-        }
-        for (int i = 0; i < np; i++)
-            if (runs[i].rc < 0) {
-                *err = runs[i].err;
-                goto out;
-            }
-        for (int i = 0; i < np; i++)
-            r->ran |= 1u << runs[i].p;
+    return 0;
+}
+
+/* The policies, on up to `threads` threads: the online ones first (they
+ * cost most), dealt round robin. */
+static int run_policies(struct world *w, unsigned want, struct pflex_sim_result *r, pflex_error_t *err)
+{
+    const struct pflex_sim_config *c = w->c;
+    struct run runs[PFLEX_SIM_NPOL];
+    int order[PFLEX_SIM_NPOL], np = 0;
+    static const int pref[PFLEX_SIM_NPOL] = {PFLEX_SIM_ONLINE_COLD, PFLEX_SIM_ONLINE_WARM,
+                                              PFLEX_SIM_ORACLE, PFLEX_SIM_EQUAL, PFLEX_SIM_EQ2_MEASURED,
+                                              PFLEX_SIM_EQ2_PREDICTED, PFLEX_SIM_TPW};
+    for (int i = 0; i < PFLEX_SIM_NPOL; i++)
+        if (want & (1u << pref[i]))
+            order[np++] = pref[i];
+    int T = c->threads > 1 ? c->threads : 1;
+    if (T > np)
+        T = np;
+    for (int i = 0; i < np; i++) {
+        runs[i] = (struct run){.w = w, .p = (enum pflex_sim_policy)order[i], .r = r,
+                               .progress = i % T == 0, .share = 1.0 / ((np + T - 1) / T),
+                               .done_share = (double)(i / T) / ((np + T - 1) / T)};
     }
-    /* what needs equal's and the oracle's together */
-    if ((r->ran & (1u << PFLEX_SIM_EQUAL)) && (r->ran & (1u << PFLEX_SIM_ORACLE))) {
-        const double *oe = r->objective[PFLEX_SIM_EQUAL], *oo = r->objective[PFLEX_SIM_ORACLE];
-        double le = r->pol[PFLEX_SIM_EQUAL].lost_event_s, lo = r->pol[PFLEX_SIM_ORACLE].lost_event_s;
-        for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
-            if (!(r->ran & (1u << p)))
-                continue;
-            struct pflex_sim_summary *s = &r->pol[p];
-            s->gap_recovered = le - lo > 1e-9 * (fabs(le) + 1) ? (le - s->lost_event_s) / (le - lo) : NAN;
-            s->settled_mean = NAN;
-            s->settled_min = NAN;
-            double acc = 0;
-            size_t since = 0;
-            for (size_t k = 0; k < N; k++) {
-                int lim = isfinite(w.limit_plan[k]);
-                if (k == 0 || !(w.limit_plan[k] == w.limit_plan[k - 1]))
-                    since = 0;
-                else
-                    since++;
-                if (!lim)
-                    continue;
-                const double *op = r->objective[p];
-                if (op[k] < oe[k] - 1e-9 * fabs(oe[k]))
-                    s->below_equal++;
-                if (since < 10 || !(oo[k] - oe[k] > 1e-6 * fabs(oo[k])))
-                    continue;
-                double g = (op[k] - oe[k]) / (oo[k] - oe[k]);
-                s->settled_periods++;
-                acc += g;
-                if (!(g >= s->settled_min))
-                    s->settled_min = g;
-                if (g >= 0.9)
-                    s->settled_over90++;
-            }
-            if (s->settled_periods)
-                s->settled_mean = acc / (double)s->settled_periods;
+    /* thread t runs runs t, t + T, ... */
+    struct lane lanes[PFLEX_SIM_NPOL] = {{0}};
+    pthread_t th[PFLEX_SIM_NPOL];
+    int started[PFLEX_SIM_NPOL] = {0};
+    for (int t = 0; t < T; t++)
+        lanes[t] = (struct lane){.runs = runs, .first = t, .step = T, .n = np};
+    for (int t = 1; t < T; t++)
+        started[t] = pthread_create(&th[t], NULL, lane_run, &lanes[t]) == 0;
+    lane_run(&lanes[0]);
+    for (int t = 1; t < T; t++) {
+        if (started[t])
+            pthread_join(th[t], NULL);
+        else
+            lane_run(&lanes[t]);
+    }
+    for (int i = 0; i < np; i++)
+        if (runs[i].rc < 0) {
+            *err = runs[i].err;
+            return -1;
         }
-    } else
+    for (int i = 0; i < np; i++)
+        r->ran |= 1u << runs[i].p;
+    return 0;
+}
+
+/* What needs equal's and the oracle's together: the gap recovered, and
+ * period by period the settled share of it. */
+static void gap_summaries(const struct world *w, struct pflex_sim_result *r)
+{
+    size_t N = w->nper;
+    if (!((r->ran & (1u << PFLEX_SIM_EQUAL)) && (r->ran & (1u << PFLEX_SIM_ORACLE)))) {
         for (int p = 0; p < PFLEX_SIM_NPOL; p++)
             r->pol[p].gap_recovered = r->pol[p].settled_mean = r->pol[p].settled_min = NAN;
-    rc = 0;
-out:
+        return;
+    }
+    const double *oe = r->objective[PFLEX_SIM_EQUAL], *oo = r->objective[PFLEX_SIM_ORACLE];
+    double le = r->pol[PFLEX_SIM_EQUAL].lost_event_s, lo = r->pol[PFLEX_SIM_ORACLE].lost_event_s;
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
+        if (!(r->ran & (1u << p)))
+            continue;
+        struct pflex_sim_summary *s = &r->pol[p];
+        s->gap_recovered = le - lo > 1e-9 * (fabs(le) + 1) ? (le - s->lost_event_s) / (le - lo) : NAN;
+        s->settled_mean = NAN;
+        s->settled_min = NAN;
+        double acc = 0;
+        size_t since = 0;
+        for (size_t k = 0; k < N; k++) {
+            int lim = isfinite(w->limit_plan[k]);
+            if (k == 0 || !(w->limit_plan[k] == w->limit_plan[k - 1]))
+                since = 0;
+            else
+                since++;
+            if (!lim)
+                continue;
+            const double *op = r->objective[p];
+            if (op[k] < oe[k] - 1e-9 * fabs(oe[k]))
+                s->below_equal++;
+            if (since < 10 || !(oo[k] - oe[k] > 1e-6 * fabs(oo[k])))
+                continue;
+            double g = (op[k] - oe[k]) / (oo[k] - oe[k]);
+            s->settled_periods++;
+            acc += g;
+            if (!(g >= s->settled_min))
+                s->settled_min = g;
+            if (g >= 0.9)
+                s->settled_over90++;
+        }
+        if (s->settled_periods)
+            s->settled_mean = acc / (double)s->settled_periods;
+    }
+}
+
+int pflex_sim_run(const struct pflex_sim_config *c, struct pflex_sim_result *r, pflex_error_t *err)
+{
+    memset(r, 0, sizeof *r);
+    if (check_config(c, err) < 0)
+        return -1;
+    struct world w = {.c = c};
+    w.nper = (size_t)floor(c->duration_s / c->period_s + 1e-9);
+    w.D = (size_t)ceil(c->delay_s / c->period_s - 1e-9);
+    w.settle_s = c->settle_s > c->period_s ? c->settle_s : c->period_s;
+    w.z = c->z > 0 ? c->z : 2;
+    w.explore = c->explore_step >= 0 ? c->explore_step : 0.05;
+    unsigned want = 0;
+    if (choose_policies(c, r, &want, err) < 0)
+        return -1;
+    int rc = -1;
+    if (build_fleet(&w, err) >= 0 && alloc_world(&w, r, err) >= 0 && site_timeline(&w, r, err) >= 0
+        && alloc_series(&w, want, r, err) >= 0 && run_policies(&w, want, r, err) >= 0) {
+        gap_summaries(&w, r);
+        rc = 0;
+    }
     free(w.inst);
     free(w.koff);
     free(w.ky);
