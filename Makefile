@@ -184,7 +184,8 @@ demo: deps
 
 # Benchmarks build in their own folder with their own flags, so that the
 # library they link is built the same way.
-bench: deps
+bench:
+	@sh scripts/deps.sh bench
 	@$(MAKE) --no-print-directory BUILD=build-bench OPT="-O3 -march=native" \
 	    build-bench/pflex $(BENCH_SRC:bench/%.c=build-bench/bench/%)
 	@BUILD=build-bench sh bench/run.sh

@@ -12,6 +12,10 @@ set -e
 # reference CBLAS without it); etcd-server and etcd-client: a real etcd on
 # loopback for the standby controller's election and its tests.
 PKGS="build-essential pkg-config libgsl-dev libopenblas-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl jq openssl slurmctld slurmd slurm-client munge etcd-server etcd-client"
+# `make bench` (scripts/deps.sh bench) also installs the peers it measures
+# pflex against: nginx-light (the agent's HTTP), coinor-clp (the planner),
+# python3 (a plain csv loop beside the readers).
+[ "${1:-}" = bench ] && PKGS="$PKGS nginx-light coinor-clp python3"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
