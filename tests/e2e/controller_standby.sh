@@ -12,13 +12,14 @@
 # lease and stands down within it; the agents keep the last caps until
 # their leases lapse.  Prints the figures.
 set -u
-[ -n "${PFLEX_TEST_BOUNDED:-}" ] || PFLEX_TEST_BOUNDED=1 exec timeout 150 sh "$0" "$@"
+[ -n "${PFLEX_TEST_BOUNDED:-}" ] || PFLEX_TEST_BOUNDED=1 exec timeout 200 sh "$0" "$@"
 command -v etcd >/dev/null || { echo "skip: etcd is not installed (Debian etcd-server)"; exit 77; }
 command -v jq >/dev/null || { echo "skip: jq is not installed"; exit 77; }
 tmp=$(mktemp -d)
 etcds=""
 trap 'touch "$tmp/meter.stop"; stop_agents; for p in $etcds; do kill -KILL $p 2>/dev/null; wait $p 2>/dev/null; done; rm -rf "$tmp"' EXIT
-trap 'exit 1' TERM INT
+# the bound's SIGTERM: say so, with the logs, rather than end in silence
+trap 'fail "not done within the bound of 200 s (stuck at: ${step:-start})"' TERM INT
 . "$(dirname "$0")/lib/agent.sh"
 now() { date +%s.%N; }
 period=2
@@ -35,6 +36,7 @@ free_port() {
 ectl() { etcdctl --dial-timeout 0.5s --command-timeout 1s "$@"; }
 
 # 1. etcd: three members on loopback, quick elections (heartbeat 50 ms)
+step=1
 cluster=""
 for m in 1 2 3; do
     free_port; eval "cp$m=$fp"
@@ -58,6 +60,7 @@ until ectl --endpoints "$endpoints" endpoint health >/dev/null 2>&1; do
 done
 
 # 2. three nodes of eight simulated GPUs (700 W each: 16.8 kW in all)
+step=2
 sim="--backend sim --gpus 8 --token-file $tmp/token --interval 0.1 --throughput-window 1"
 n=0
 for j in llama-8b-pretrain-h200 olmoe-1b-7b-pretrain-h200 llama-8b-pretrain-h100; do
@@ -69,6 +72,7 @@ done
 aurls="--agent http://127.0.0.1:$ap1 --agent http://127.0.0.1:$ap2 --agent http://127.0.0.1:$ap3"
 
 # 3. controllers A then B, the same etcd and prefix
+step=3
 start_ctl() {  # NAME
     "$PFLEX" controller run $aurls --token-file "$tmp/token" --api-token-file "$tmp/token" \
         --period $period --etcd "$endpoints" --etcd-prefix /pflex/test --name "$1" \
@@ -116,6 +120,7 @@ meter() {
 agents="$agents $!"
 
 # 4. the event, given to A alone; B follows it through etcd, and takes none
+step=4
 target=11000
 ramp=3
 sleep 2
@@ -140,6 +145,7 @@ jq -e -n --slurpfile a "$tmp/obsA" --slurpfile b "$tmp/obsB" \
     || fail "B's learners are not A's: A $(cat "$tmp/obsA"), B $(cat "$tmp/obsB")"
 
 # 5. A killed mid-event: B takes over
+step=5
 t_kill=$(now)
 kill -KILL $pid_A
 wait_role B leader 10
@@ -162,6 +168,7 @@ jq -e '.gpus[0].limit_w != 201' "$tmp/body" >/dev/null || fail "a stale fence se
 sleep 6
 
 # 6. etcd's leader member killed: nothing changes
+step=6
 leader_id=$(ectl --endpoints "$endpoints" endpoint status -w json 2>/dev/null | jq -r '.[0].Status.leader')
 victim=""
 for m in 1 2 3; do
@@ -179,6 +186,7 @@ grep -q "standing down" "$tmp/B.log" && fail "B stood down when one etcd member 
 t_quorum=$(now)
 
 # 7. a second member killed (no quorum): B stands down within its lease
+step=7
 for m in 1 2 3; do
     [ $m = $victim ] && continue
     eval "kill -KILL \$epid$m"
@@ -195,6 +203,7 @@ touch "$tmp/meter.stop"
 sleep 0.3
 
 # 8. the figures: from the end of the ramp (and a period to push) to the
+step=8
 # quorum's loss, every sample at or under the target
 awk -v a="$t_put" -v r=$ramp -v p=$period -v b="$t_quorum" -v k="$t_kill" -v t=$target -v fb="$fenceB" '
     BEGIN { worst = -1e18 }
