@@ -112,10 +112,14 @@ curl -s -m 5 "http://127.0.0.1:$port_A/metrics" | grep -q "^pflex_controller_fen
     || fail "A's /metrics lacks its fence $fenceA"
 
 # the site meter: every agent's power and the fence it has seen, at once
+# the site meter: each GPU at most at the limit in force when read (an
+# agent's power sample is up to 0.1 s old, so a cut just made can still
+# show the power from before it while another node's raise is in;
+# controller_faults.sh counts alike)
 meter() {
     curl -s -m 1 -Z "http://127.0.0.1:$ap1/v1/status" "http://127.0.0.1:$ap2/v1/status" \
         "http://127.0.0.1:$ap3/v1/status" 2>/dev/null \
-        | jq -rs 'if length == 3 then "\([.[].gpus[].power_w // 0] | add) \([.[].fence // 0] | min)" else empty end' \
+        | jq -rs 'if length == 3 then "\([.[].gpus[] | [(.power_w // 0), (.limit_w // 1e9)] | min] | add) \([.[].fence // 0] | min)" else empty end' \
             2>/dev/null
 }
 ( while [ ! -f "$tmp/meter.stop" ]; do m=$(meter); [ -n "$m" ] && echo "$(now) $m"; sleep 0.1; done \
