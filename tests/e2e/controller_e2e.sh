@@ -138,12 +138,16 @@ api() {  # api METHOD PATH [BODY [TOKEN]]: the status; the body in $tmp/body
         curl -s -m 5 -o "$tmp/body" -w '%{http_code}' -X "$1" ${3:+--data-binary "$3"} "http://127.0.0.1:$cport$2"
     fi
 }
-# the site meter: every node's power read at once, straight from the
+# the site meter (each GPU at most at the limit in force when read: an
+# agent's sample is up to 0.1 s old, so a cut just made can still show the
+# power from before it while another node's raise is in; the fault and
+# standby tests count alike): every node's power read at once, straight from the
 # agents (their last 0.1 s sample), independent of Prometheus and of the
 # controller; a node that is gone draws nothing
 agents_power() {
     curl -s -m 1 -Z $(for i in 1 2 3 4; do eval "echo http://127.0.0.1:\$aport$i/v1/status"; done) 2>/dev/null \
-        | jq -s '[.[].gpus[].power_w // 0] | add // 0' 2>/dev/null | awk '{ printf "%.0f\n", $1 }'
+        | jq -s '[.[].gpus[] | [(.power_w // 0), (.limit_w // 1e9)] | min] | add // 0' 2>/dev/null \
+        | awk '{ printf "%.0f\n", $1 }'
 }
 ( while [ ! -f "$tmp/meter.stop" ]; do echo "$(now) $(agents_power)"; sleep 0.15; done >"$tmp/meter.txt" ) &
 prom_track $!
