@@ -60,21 +60,6 @@ void ctl_log(const ctl_t *c, const char *fmt, ...)
     va_end(ap);
 }
 
-int ctl_grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap : 64;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * size);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 const char *ctl_node_name(const ctl_t *c, size_t node, char *buf, size_t len)
 {
     const struct ctl_agent *ag = &c->agents[node];

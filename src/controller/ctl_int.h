@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include "controller/agent_client.h"
+#include "lib/util/grow.h"
 #include "controller/controller.h"
 #include "controller/period.h"
 #include "controller/prom_source.h"
@@ -170,9 +171,6 @@ struct ctl {
 
 /* One line to the log (none without one). */
 void ctl_log(const ctl_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Room for need elements of size in *p (*cap grown by doubling); -1 out of memory. */
-int ctl_grow(void **p, size_t *cap, size_t need, size_t size);
 
 /* A node's name in the audit and the log: its host name, else its agent's
  * URL, else "node-N". */

@@ -202,7 +202,7 @@ void ctl_leases_took(ctl_t *c)
         /* a push that failed leaves the agent's caps unknown: sent again
          * next period, and counted at their maximum by the fallbacks */
         ag->nheld = 0;
-        if (!ok || ctl_grow((void **)&ag->held, &ag->cap_held, q1 - q0, sizeof *ag->held) < 0)
+        if (!ok || pflex_grow((void **)&ag->held, &ag->cap_held, q1 - q0, sizeof *ag->held) < 0)
             continue;
         for (size_t q = q0; q < q1; q++) {
             const struct ctl_cap *cp = &p->caps[q];

@@ -522,7 +522,7 @@ static int push_posted(ctl_t *c, uint64_t fence, pflex_error_t *err)
     struct ctl_period_state *p = &c->p;
     struct ctl_io *io = &c->io;
     pthread_mutex_lock(&io->mu);
-    if (ctl_grow((void **)&io->job, &io->cap_job, p->ncaps + 1, sizeof *io->job) < 0) {
+    if (pflex_grow((void **)&io->job, &io->cap_job, p->ncaps + 1, sizeof *io->job) < 0) {
         pthread_mutex_unlock(&io->mu);
         return pflex_error_set(err, "out of memory");
     }
@@ -721,7 +721,7 @@ static void *pusher_main(void *arg)
             continue;
         }
         taken = io->job_seq;
-        if (ctl_grow((void **)&mine, &cap, io->njob + 1, sizeof *mine) < 0) {
+        if (pflex_grow((void **)&mine, &cap, io->njob + 1, sizeof *mine) < 0) {
             ctl_log(c, "push: out of memory");
             continue;
         }
@@ -736,7 +736,7 @@ static void *pusher_main(void *arg)
         else if (push_agents(c, mine, n, io->push_http, fence, &err) < 0)
             ctl_log(c, "push: %s", err.text);
         pthread_mutex_lock(&io->mu);
-        if (ctl_grow((void **)&io->res, &io->cap_res, n + 1, sizeof *io->res) == 0) {
+        if (pflex_grow((void **)&io->res, &io->cap_res, n + 1, sizeof *io->res) == 0) {
             memcpy(io->res, mine, n * sizeof *mine);
             io->nres = n;
             io->done_seq = taken;

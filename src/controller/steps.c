@@ -105,10 +105,10 @@ static void apply_job_map(ctl_t *c, struct agent_status *st)
 static int map_begin(ctl_t *c, size_t ngpus, pflex_error_t *err)
 {
     struct ctl_period_state *p = &c->p;
-    if (ctl_grow((void **)&p->gpus, &p->cap_gpus, ngpus + 1, sizeof *p->gpus) < 0
-        || ctl_grow((void **)&p->gpu_node, &p->cap_ga, ngpus + 1, sizeof *p->gpu_node) < 0
-        || ctl_grow((void **)&p->gpu_slot, &p->cap_gs, ngpus + 1, sizeof *p->gpu_slot) < 0
-        || ctl_grow((void **)&p->gpu_next, &p->cap_gn, ngpus + 1, sizeof *p->gpu_next) < 0)
+    if (pflex_grow((void **)&p->gpus, &p->cap_gpus, ngpus + 1, sizeof *p->gpus) < 0
+        || pflex_grow((void **)&p->gpu_node, &p->cap_ga, ngpus + 1, sizeof *p->gpu_node) < 0
+        || pflex_grow((void **)&p->gpu_slot, &p->cap_gs, ngpus + 1, sizeof *p->gpu_slot) < 0
+        || pflex_grow((void **)&p->gpu_next, &p->cap_gn, ngpus + 1, sizeof *p->gpu_next) < 0)
         return pflex_error_set(err, "out of memory");
     for (size_t j = 0; j < c->njobs; j++) {
         c->jobs[j].seen_now = 0;
@@ -327,7 +327,7 @@ static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
     if (pflex_learn_fit(cj->learn, &cj->curve, err) < 0)
         return -1;
     cj->fitted = 1;
-    if (ctl_grow((void **)&cj->hi, &cj->hi_cap, cj->curve.n, sizeof *cj->hi) < 0)
+    if (pflex_grow((void **)&cj->hi, &cj->hi_cap, cj->curve.n, sizeof *cj->hi) < 0)
         return pflex_error_set(err, "out of memory");
     /* where the curve is the prior's guess alone, its pessimistic side is
      * no flatter than proportional loss's: a PFI prior is a ratio read at
@@ -399,7 +399,7 @@ static void job_baselines(ctl_t *c)
 static int plan_jobs(ctl_t *c, pflex_error_t *err)
 {
     struct ctl_period_state *p = &c->p;
-    if (ctl_grow((void **)&p->sjobs, &p->cap_sjobs, c->njobs + 1, sizeof *p->sjobs) < 0)
+    if (pflex_grow((void **)&p->sjobs, &p->cap_sjobs, c->njobs + 1, sizeof *p->sjobs) < 0)
         return pflex_error_set(err, "out of memory");
     job_baselines(c);
     for (size_t j = 0; j < c->njobs; j++) {
@@ -488,7 +488,7 @@ static void plan_probes(ctl_t *c)
 static int plan_caps(ctl_t *c, pflex_error_t *err)
 {
     struct ctl_period_state *p = &c->p;
-    if (ctl_grow((void **)&p->caps, &p->cap_caps, p->ngpus + 1, sizeof *p->caps) < 0)
+    if (pflex_grow((void **)&p->caps, &p->cap_caps, p->ngpus + 1, sizeof *p->caps) < 0)
         return pflex_error_set(err, "out of memory");
     p->ncaps = 0;
     for (size_t k = 0; k < p->ngpus; k++) {
