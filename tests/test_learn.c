@@ -173,6 +173,16 @@ static void test_convergence(void **state)
     }
 }
 
+/* Where the true curve crosses 1 - floor, by linear interpolation. */
+static double true_floor_x(const struct truth *t, double floor)
+{
+    for (size_t i = 1; i < t->n; i++)
+        if (t->loss[i] > 1 - floor)
+            return t->x[i - 1] + (t->x[i] - t->x[i - 1]) * (1 - floor - t->loss[i - 1])
+                                     / (t->loss[i] - t->loss[i - 1]);
+    return t->x[t->n - 1];
+}
+
 static void test_probe_keeps_floor(void **state)
 {
     struct truth t;
@@ -234,6 +244,36 @@ static void test_probe_keeps_floor(void **state)
         } else
             fail_msg("no probe past x = %.3f at a floor of 0.5", deepest);
     }
+    /* Quiet periods go on (the plan at the top): once nothing within a
+     * step is worth a probe, the probes go to the floor's edge, reading
+     * it until it is known, then a little past it; the edge creeps to the
+     * true floor and no probe breaks it. */
+    double safe0 = pflex_learn_safe_x(&cv, floor, z), xt = true_floor_x(&t, floor);
+    int edges = 0;
+    for (int step = 0; step < 300; step++) {
+        assert_int_equal(pflex_learn_fit(l, &cv, &err), 0);
+        double xp, cap;
+        int r = pflex_learn_probe(&cv, floor, z, 0, 0.05, 0.02, &xp, &cap);
+        if (!r)
+            break;
+        edges += r == 2;
+        struct pflex_sim_measure m0;
+        assert_int_equal(pflex_sim_job_expect(j, cap, &m, &err), 0);
+        assert_int_equal(pflex_sim_job_expect(j, k->max_cap_w, &m0, &err), 0);
+        if (!(m.throughput >= floor * m0.throughput))
+            fail_msg("edge probe at %.0f W breaks the floor: %.3f of baseline", cap,
+                     m.throughput / m0.throughput);
+        for (int n = 0; n < (r == 2 ? 9 : 4); n++) {
+            assert_int_equal(pflex_sim_job_measure(j, cap, &m, &err), 0);
+            assert_int_equal(pflex_learn_observe(l, cap, m.power_w, m.throughput, &err), 0);
+        }
+    }
+    assert_int_equal(pflex_learn_fit(l, &cv, &err), 0);
+    double safe1 = pflex_learn_safe_x(&cv, floor, z);
+    print_message("  floor %.2f: true x %.4f; safe x %.4f after the walk, %.4f after %d edge probes\n", floor,
+                  xt, safe0, safe1, edges);
+    assert_true(edges > 0 && safe1 > safe0 && safe1 <= xt);
+    assert_true(xt - safe1 < 0.01);      /* measured: 0.0065 */
     /* Nothing is safe at a floor of 1. */
     double xp, cap;
     assert_int_equal(pflex_learn_probe(&cv, 1.0, z, 0, 0.05, 0, &xp, &cap), 0);
@@ -257,7 +297,7 @@ static void test_bad_input(void **state)
     /* a million observations use no more bins than the range holds */
     for (int i = 0; i < 1000000; i++)
         assert_int_equal(pflex_learn_observe(l, 200 + (i % 501), 150 + (i % 501) * 0.9, 100 - i % 50, &err), 0);
-    assert_true(pflex_learn_bins(l) <= 101);
+    assert_true(pflex_learn_bins(l) <= 251);     /* 2 W bins over 500 W */
     struct pflex_learn_curve cv;
     pflex_learn_curve_init(&cv);
     assert_int_equal(pflex_learn_fit(l, &cv, &err), 0);
@@ -306,9 +346,12 @@ static void test_reach(void **state)
     print_message("  seen at x 0.30: sd %.4f; at 0.34: L %.4f sd %.4f; at 0.46: sd %.4f (prior sd 0.10)\n",
                   sd_seen, l_near, sd_near, sd_far);
     assert_true(sd_seen < 0.01);
-    /* 0.04 past it: sqrt(sd_seen^2 + min(0.1^2 * 0.04 / 0.1, (1 * 0.04)^2)), the
-     * smooth curve's term (the Wiener one alone would give 0.063) */
-    assert_true(fabs(sd_near - sqrt(sd_seen * sd_seen + 0.0016)) < 0.005);
+    /* 0.04 past it: the readings' slope is known (eight readings at 0.3
+     * and the origin), so the curvature term is what is left:
+     * sqrt(sd_seen^2 + 20 * 0.04^3 / 3), under the smooth curve's bound
+     * sqrt(sd_seen^2 + (1 * 0.04)^2) (the Wiener one alone would give 0.063) */
+    assert_true(fabs(sd_near - sqrt(sd_seen * sd_seen + 20 * 0.04 * 0.04 * 0.04 / 3)) < 0.002);
+    assert_true(sd_near < sqrt(sd_seen * sd_seen + 0.0016));
     assert_true(fabs(sd_far - 0.10) < 1e-9);
     /* the mean: the point's level plus the readings' own rise (from the
      * origin: 0.12 over 0.3 of x), 0.04 x 0.4, not the prior's 0.04 / 1.5 */

@@ -450,6 +450,10 @@ static int probe_start(ctl_t *c, size_t j, double planned)
     if (!found || planned - floor(cap) < 5)
         return 0;
     unsigned hold = 1 + (unsigned)ceil(c->settle_s / c->c.period_s - 1e-6);
+    /* a reading at the floor's edge is held for several settled readings:
+     * how close the floor can be planned is how precisely it is known */
+    if (found == 2)
+        hold += PFLEX_LEARN_EDGE_READINGS - 1;
     cj->probe_cap = floor(cap);
     ctl_log(c, "probe %s at %.0f W (x %.3f, plan %.0f W)", cj->name, cj->probe_cap, xp, planned);
     /* held until a reading under it has settled */

@@ -54,7 +54,7 @@
 
 struct pflex_learn_config {
     double min_cap_w, max_cap_w;    /* the GPUs' settable range, W (required) */
-    double bin_w;                   /* cap bin width, W; <= 0: 5 */
+    double bin_w;                   /* cap bin width, W; <= 0: 2 */
     double noise_sd;                /* sd of one observation's L before it can be
                                      * estimated; <= 0: 0.03 */
     double prior_sd;                /* sd of the prior curve; <= 0: 0.10 */
@@ -62,6 +62,11 @@ struct pflex_learn_config {
     double corr_dx;                 /* reach of a fitted point along x (above); <= 0: 0.10 */
     double slope_sd;                /* sd of the curve's slope near a fitted point (above);
                                      * <= 0: 1 */
+    double smooth_dx;               /* reach of the readings' local linear smoothing along
+                                     * x (above); <= 0: 0.02 */
+    double curv_q;                  /* curvature of the curve past the deepest reading:
+                                     * its slope's variance grows by curv_q per unit of x
+                                     * (above); <= 0: 20 */
     /* The prior: n >= 2 ascending x from 0 with loss (copied), or n = 0
      * and pfi > 0 for L = x/PFI, or neither for L = x. */
     size_t prior_n;
@@ -150,8 +155,18 @@ double pflex_learn_safe_x(const struct pflex_learn_curve *c, double floor, doubl
  * or better is not proposed: its reading would land in that bin and
  * teach nothing the point does not (a probe held at the floor's safe x
  * would otherwise repeat there for ever).
- * Returns 1 with *x_probe and *cap_w (the curve's cap at x), 0 when nothing is worth
- * probing or nothing is safe. */
+ * When everything within reach is known to min_sd and the floor (not the
+ * step) holds the walk, the probe goes to the floor's edge: the deepest
+ * reading again while its bin holds fewer than PFLEX_LEARN_EDGE_READINGS
+ * readings (nine: a third of one reading's noise), else the safe x
+ * when it lies a bin or more past that reading.  Each reading there moves
+ * the edge closer to the floor itself.
+ * Returns 1 with *x_probe and *cap_w (the curve's cap at x), 2 the same
+ * for a probe at the floor's edge (worth several readings: the edge is as
+ * close as it is precise), 0 when nothing is worth probing or nothing is
+ * safe. */
+#define PFLEX_LEARN_EDGE_READINGS 9
+
 int pflex_learn_probe(const struct pflex_learn_curve *c, double floor, double z, double x_now,
                       double step, double min_sd, double *x_probe, double *cap_w);
 

@@ -32,7 +32,7 @@ int pflex_learn_create(const struct pflex_learn_config *c, pflex_learn_t **out, 
         return pflex_error_set(err, "out of memory");
     l->c = *c;
     if (!(l->c.bin_w > 0))
-        l->c.bin_w = 5;
+        l->c.bin_w = 2;
     if (!(l->c.noise_sd > 0))
         l->c.noise_sd = 0.03;
     if (!(l->c.prior_sd > 0))
@@ -43,6 +43,10 @@ int pflex_learn_create(const struct pflex_learn_config *c, pflex_learn_t **out, 
         l->c.corr_dx = 0.10;
     if (!(l->c.slope_sd > 0))
         l->c.slope_sd = 1.0;
+    if (!(l->c.smooth_dx > 0))
+        l->c.smooth_dx = 0.02;
+    if (!(l->c.curv_q > 0))
+        l->c.curv_q = 20;
     l->c.prior_x = l->c.prior_loss = NULL;
     if (c->prior_n) {
         if (c->prior_n < 2 || !c->prior_x || !c->prior_loss || c->prior_x[0] != 0) {
@@ -256,6 +260,47 @@ static void merge_pts(struct pt *pts, size_t nd, size_t np, struct pt *g)
     }
 }
 
+/* Local linear smoothing of the readings pts[1, n) (ascending; pts[0] the
+ * origin, exact): each reading's loss and precision replaced by a weighted
+ * line's through the readings within h of it (tricube weights); tmp: room
+ * for n. */
+static void smooth_points(struct pt *pts, size_t n, double h, struct pt *tmp)
+{
+    if (!(h > 0) || n < 3)
+        return;
+    size_t lo = 0;
+    for (size_t i = 1; i < n; i++) {
+        double xi = pts[i].x;
+        while (lo < i && pts[lo].x < xi - h)
+            lo++;
+        double S0 = 0, S1 = 0, S2 = 0, T0 = 0, T1 = 0;
+        for (size_t j = lo; j < n && pts[j].x < xi + h; j++) {
+            double u = fabs(pts[j].x - xi) / h, k = 1 - u * u * u;
+            double w = (j ? pts[j].w : 1e12) * k * k * k, dx = pts[j].x - xi;
+            S0 += w;
+            S1 += w * dx;
+            S2 += w * dx * dx;
+            T0 += w * pts[j].y;
+            T1 += w * dx * pts[j].y;
+        }
+        double det = S0 * S2 - S1 * S1;
+        tmp[i] = pts[i];
+        if (!(det > 1e-12 * S0 * S2))
+            continue;
+        double a = (S2 * T0 - S1 * T1) / det, v = 0;
+        for (size_t j = lo; j < n && pts[j].x < xi + h; j++) {
+            double u = fabs(pts[j].x - xi) / h, k = 1 - u * u * u;
+            double wj = j ? pts[j].w : 1e12;
+            double dx = pts[j].x - xi, lj = wj * k * k * k * (S2 - S1 * dx) / det;
+            v += lj * lj / wj;
+        }
+        tmp[i].y = a;
+        tmp[i].w = 1 / v;
+    }
+    for (size_t i = 1; i < n; i++)
+        pts[i] = tmp[i];
+}
+
 static int grow(struct pflex_learn_curve *c, size_t n)
 {
     if (n <= c->room)
@@ -322,9 +367,7 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
             if (!(x > 1e-6))
                 continue;       /* the cap did not bind: nothing about L */
             double neff = 1 / (1.0 / b->n + 1.0 / base->n);
-            double prec = 1 / (psd * psd) + neff / (sigma * sigma);
-            double mean = (prior_at(l, x) / (psd * psd) + neff * y / (sigma * sigma)) / prec;
-            pts[np++] = (struct pt){x, mean, prec, b->cap, b->n};
+            pts[np++] = (struct pt){x, y, neff / (sigma * sigma), b->cap, b->n};
         }
     size_t ndata = np;
     /* The fitted points sorted (the origin stays first), as anchors of the
@@ -332,6 +375,12 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
      * x order already. */
     if (!sorted_pts(pts + 1, np - 1))
         qsort(pts + 1, np - 1, sizeof *pts, cmp_pt);
+    smooth_points(pts, ndata, l->c.smooth_dx, room);
+    for (size_t i = 1; i < ndata; i++) {
+        double prec = 1 / (psd * psd) + pts[i].w;
+        pts[i].y = (prior_at(l, pts[i].x) / (psd * psd) + pts[i].w * pts[i].y) / prec;
+        pts[i].w = prec;
+    }
     double q = psd * psd / l->c.corr_dx, ss = l->c.slope_sd * l->c.slope_sd;
     size_t an = 0, nr = 1;
     for (size_t g = 1; g <= ngrid; g++) {
@@ -389,6 +438,14 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
                 double vs_obs = (1 / pts[an].w + 1 / pts[k].w) / (w * w);
                 double kappa = ss / (ss + vs_obs);
                 r += kappa * ((s_obs > 0 ? s_obs : 0) - s_pri) * (d < l->c.corr_dx ? d : l->c.corr_dx);
+                /* the slope is known as well as the readings' slope
+                 * is (weighed against slope_sd as above), and it may
+                 * bend: a curvature of an integrated Wiener process
+                 * (curv_q per unit of x) on top; never more than the
+                 * smooth curve's bound */
+                double vc = (kappa * vs_obs + (1 - kappa) * ss) * d * d + l->c.curv_q * d * d * d / 3;
+                if (vc < vs)
+                    vs = vc;
             }
             var = va + (vs < vw ? vs : vw);
         }
@@ -527,13 +584,36 @@ static int probe_from(const struct pflex_learn_curve *c, double floor, double z,
     if (!(hi > x_now))
         return 0;
     double best_x = hi, best = pflex_learn_sd(c, hi);
+    int edge = 0;
     for (size_t i = 1; i < c->n; i++)
         if (c->x[i] > x_now && c->x[i] < hi && c->sd[i] > best) {
             best = c->sd[i];
             best_x = c->x[i];
         }
-    if (!(best > min_sd))
-        return 0;
+    if (!(best > min_sd)) {
+        /* Known to min_sd as far as the walk may go.  When the floor holds
+         * it (not the step), the floor's edge is only as close as the
+         * deepest reading is precise: read that reading again until its
+         * bin holds PFLEX_LEARN_EDGE_READINGS, then go on to the edge, a bin or more
+         * past it (the margin past a reading shrinks with its distance
+         * faster than the curve rises: the walk creeps to the floor). */
+        if (!(safe < x_known + step))
+            return 0;
+        size_t kd = 0;
+        for (size_t i = 1; i < c->n; i++)
+            if (c->count[i] && c->x[i] >= x_known - 1e-12)
+                kd = i;
+        if (kd && c->x[kd] > x_now && c->count[kd] < PFLEX_LEARN_EDGE_READINGS) {
+            *x_probe = c->x[kd];
+            *cap_w = c->cap_w[kd];
+            return 2;
+        }
+        double xb = c->p0_w > 0 ? c->bin_w / c->p0_w : 0;
+        if (!(hi > x_known + xb))
+            return 0;
+        best_x = hi;
+        edge = 1;
+    }
     /* the cap that draws there, as the curve has it */
     double cap = interp(c, c->cap_w, best_x);
     for (size_t i = 1; i < c->n; i++)
@@ -541,5 +621,5 @@ static int probe_from(const struct pflex_learn_curve *c, double floor, double z,
             return 0;
     *x_probe = best_x;
     *cap_w = cap;
-    return 1;
+    return 1 + edge;
 }

@@ -819,7 +819,10 @@ static void gap_summaries(const struct world *w, struct pflex_sim_result *r)
             if (!lim)
                 continue;
             const double *op = r->objective[p];
-            if (op[k] < oe[k] - 1e-9 * fabs(oe[k]))
+            /* under equal cuts while a limit is in force: in the periods
+             * before a step that the plans already look to, the offline
+             * policies' caps are still those of before (the delay) */
+            if (isfinite(r->limit_w[k]) && op[k] < oe[k] - 1e-9 * fabs(oe[k]))
                 s->below_equal++;
             if (since < 10 || !(oo[k] - oe[k] > 1e-6 * fabs(oo[k])))
                 continue;
