@@ -3,33 +3,40 @@
 # demonstration's six jobs and A100 curves (examples/emerald-event/jobs.csv
 # on emerald-demo/data/dvfs_sweep.csv), one step of the limit per cut: an
 # hour uncapped (the learner's baseline, and its probes between events),
-# then an hour at 1 - CUT of the site's baseline.  Prints one row per cut
-# and policy: the share of the equal-to-oracle gap recovered over the
+# then an hour at 1 - CUT of the site's baseline.  Prints one row per seed,
+# cut and policy: the share of the equal-to-oracle gap recovered over the
 # event and period by period from 10 periods after the step (mean, least),
-# the limited periods under equal cuts, floor breaches, periods over the
-# limit after the ramp, probes.
-#   PFLEX=build/pflex SHARED_DATA=../shared/data sh bench/simulate_cuts.sh [CUTS] [SEED]
+# the periods with the limit in force under equal cuts, floor breaches (of
+# job-periods with a floor), periods over the limit after the ramp, probes,
+# and the mean cap under the limit of the first job, the flex1 inference
+# job whose floor binds from a 20 % cut (274.3 W on its curve).
+# SIM_ARGS adds options to every run (SIM_ARGS="--noise-tput 0 --noise-power 0":
+# readings without noise).
+#   PFLEX=build/pflex SHARED_DATA=../shared/data sh bench/simulate_cuts.sh [CUTS] [SEEDS]
 set -eu
 P=${PFLEX:-build/pflex}
 D=${PFLEX_SHARED_DATA:-${SHARED_DATA:-../shared/data}}
 CUTS=${1:-"0.10 0.20 0.30 0.40"}
-SEED=${2:-1}
+SEEDS=${2:-1}
 S=$D/emerald-demo/data/dvfs_sweep.csv
 [ -f "$S" ] || { echo "no $S (set SHARED_DATA)"; exit 77; }
 command -v jq > /dev/null || { echo "jq is not installed"; exit 77; }
 HERE=$(cd "$(dirname "$0")/.." && pwd)
-printf '%-5s %-12s %9s %9s %9s %7s %7s %6s %7s\n' cut policy recovered settled least below= floors above probes
+printf '%-4s %-5s %-12s %9s %9s %9s %7s %9s %6s %7s %7s\n' seed cut policy recovered settled least below= floors above probes job1_w
+for seed in $SEEDS; do
 for c in $CUTS; do
     f=$(echo "$c" | awk '{printf "%g%%", 100 * (1 - $1)}')
     "$P" simulate "$S" --columns 'job=Workload,cap_w=GPU power cap,power_w=power per GPU' \
         --jobs "$HERE/examples/emerald-event/jobs.csv" --start @1700000000 --duration 2h \
-        --target "$f,start=@1700003600,for=1h" --seed "$SEED" \
-        --policies equal,online-cold,online-warm,oracle --json |
-    jq -r --arg c "$c" '.policies | to_entries[] | [$c, .key,
-        (if .value.gap_recovered == null then "-" else (.value.gap_recovered * 100 | tostring | .[0:6]) end),
-        (if .value.settled_mean == null then "-" else (.value.settled_mean * 100 | tostring | .[0:6]) end),
-        (if .value.settled_min == null then "-" else (.value.settled_min * 100 | tostring | .[0:6]) end),
+        --target "$f,start=@1700003600,for=1h" --seed "$seed" \
+        --policies equal,online-cold,online-warm,oracle ${SIM_ARGS:-} --json |
+    jq -r --arg c "$c" --arg s "$seed" '.policies | to_entries[] | [$s, $c, .key,
+        (if .value.gap_recovered == null then "-" else (.value.gap_recovered * 1000 | round / 10 | tostring) end),
+        (if .value.settled_mean == null then "-" else (.value.settled_mean * 1000 | round / 10 | tostring) end),
+        (if .value.settled_min == null then "-" else (.value.settled_min * 1000 | round / 10 | tostring) end),
         .value.below_equal, "\(.value.floor_breaches)/\(.value.floor_periods)", .value.periods_above,
-        .value.probes] | @tsv' |
-    awk -F'\t' '{printf "%-5s %-12s %8s%% %8s%% %8s%% %7s %7s %6s %7s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9}'
+        .value.probes, (if .value.job_cap_w == null then "-" else (.value.job_cap_w[0] * 10 | round / 10 | tostring) end)]
+        | @tsv' |
+    awk -F'\t' '{printf "%-4s %-5s %-12s %8s%% %8s%% %8s%% %7s %9s %6s %7s %7s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11}'
+done
 done

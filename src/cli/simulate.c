@@ -192,8 +192,25 @@ static void progress_cb(void *ud, double done)
     fflush(stderr);
 }
 
-static json_t *summary_json(const struct pflex_sim_summary *s)
+/* Per kept job, policy p's mean of v (its cap, or T/T0) over the periods
+ * with a limit in force. */
+static double job_limited_mean(const struct pflex_sim_result *r, const double *v, size_t j)
 {
+    double s = 0;
+    size_t n = 0;
+    for (size_t k = 0; k < r->nperiods; k++)
+        if (isfinite(r->limit_w[k])) {
+            s += v[j * r->nperiods + k];
+            n++;
+        }
+    return n ? s / (double)n : NAN;
+}
+
+/* Policy p's summary; with the kept jobs, each one's mean cap under a
+ * limit (job_cap_w, in the order of the top-level jobs). */
+static json_t *summary_json(const struct pflex_sim_result *r, int p)
+{
+    const struct pflex_sim_summary *s = &r->pol[p];
     json_t *o = json_object();
     json_object_set_new(o, "gap_recovered", cli_json_real(s->gap_recovered));
     json_object_set_new(o, "objective_s", json_real(s->objective_s));
@@ -215,6 +232,12 @@ static json_t *summary_json(const struct pflex_sim_summary *s)
     json_object_set_new(o, "settled_min", cli_json_real(s->settled_min));
     json_object_set_new(o, "settled_over90", json_integer((json_int_t)s->settled_over90));
     json_object_set_new(o, "cpu_s", json_real(s->wall_s));
+    if (r->njobs_kept && r->job_cap[p]) {
+        json_t *a = json_array();
+        for (size_t j = 0; j < r->njobs_kept; j++)
+            json_array_append_new(a, cli_json_real(job_limited_mean(r, r->job_cap[p], j)));
+        json_object_set_new(o, "job_cap_w", a);
+    }
     return o;
 }
 
@@ -265,14 +288,7 @@ static void write_series(FILE *f, const struct pflex_sim_result *r, size_t every
 /* Per kept job, each policy's mean T/T0 over the periods with a limit. */
 static double job_event_mean(const struct pflex_sim_result *r, int p, size_t j)
 {
-    double s = 0;
-    size_t n = 0;
-    for (size_t k = 0; k < r->nperiods; k++)
-        if (isfinite(r->limit_w[k])) {
-            s += r->job_fraction[p][j * r->nperiods + k];
-            n++;
-        }
-    return n ? s / (double)n : NAN;
+    return job_limited_mean(r, r->job_fraction[p], j);
 }
 
 static int parse_dur(const char *cmd, const char *opt, const char *s, double *out)
@@ -794,8 +810,14 @@ static json_t *summary_doc(const struct sim_opts *o, const struct sim_state *st)
     json_t *pols = json_object();
     for (int p = 0; p < PFLEX_SIM_NPOL; p++)
         if (res->ran & (1u << p))
-            json_object_set_new(pols, pflex_sim_policy_name((enum pflex_sim_policy)p), summary_json(&res->pol[p]));
+            json_object_set_new(pols, pflex_sim_policy_name((enum pflex_sim_policy)p), summary_json(res, p));
     json_object_set_new(doc, "policies", pols);
+    if (res->njobs_kept) {
+        json_t *jobs = json_array();
+        for (size_t j = 0; j < res->njobs_kept; j++)
+            json_array_append_new(jobs, json_string(res->job_name[j]));
+        json_object_set_new(doc, "jobs", jobs);
+    }
     if (o->dy)
         json_object_set_new(doc, "field", field_json(o, st));
     return doc;

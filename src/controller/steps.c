@@ -288,8 +288,8 @@ static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
     double now = c->p.now;
     double cap = cj->agg_cap, power = cj->agg_power, tput = cj->tput_sum;
     int n = (int)cj->agg_n, ok = cj->agg_ok, have_t = cj->have_t;
-    /* settled: the cap moved less than a learner bin (5 W) since the
-     * last reading, so the readings of the period were taken under it */
+    /* settled: the cap moved 5 W or less since the last reading, so the
+     * readings of the period were taken under it */
     int settled = ok && n > 0 && have_t && isfinite(cj->last_cap) && fabs(cj->last_cap - cap) <= 5;
     /* the cap must also have been seen for --settle seconds, so that
      * a rate averaged over the agents' throughput window (and aged by
@@ -445,8 +445,8 @@ static int probe_start(ctl_t *c, size_t j, double planned)
                                  c->c.explore_step, 2 * cj->curve.sigma, &xp, &cap)
         : pflex_learn_probe(&cj->curve, c->p.sjobs[j].floor, c->c.z, x_now,
                             c->c.explore_step, 2 * cj->curve.sigma, &xp, &cap);
-    /* a probe less than a learner bin (5 W) below the plan
-     * teaches nothing the plan's own readings do not */
+    /* a probe less than 5 W below the plan teaches little the
+     * plan's own readings do not */
     if (!found || planned - floor(cap) < 5)
         return 0;
     unsigned hold = 1 + (unsigned)ceil(c->settle_s / c->c.period_s - 1e-6);
