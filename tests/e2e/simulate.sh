@@ -27,6 +27,9 @@ for p in equal eq2-measured tpw online-cold online-warm oracle; do
     [ "$a" = 0 ] || fail "$p: $a periods above the limit"
 done
 jq -e ".policies.oracle.gap_recovered == 1" "$T/a.json" > /dev/null || fail "oracle gap"
+# each policy's mean cap per job under the limit, in the order of .jobs
+jq -e '(.jobs | length) == 2 and ([.policies[] | .job_cap_w | length == 2 and all(. > 0)] | all)' \
+    "$T/a.json" > /dev/null || fail "job_cap_w: $(jq -c '[.jobs, .policies.equal.job_cap_w]' "$T/a.json")"
 jq -e '.objective == "progress" and (.objective_note | test("units differ"))' "$T/a.json" > /dev/null \
     || fail "objective not said"
 "$P" simulate $A --csv --every 60 > "$T/s.out" || fail "csv"
@@ -62,4 +65,12 @@ jq -e '.field.jobs | length == 6 and all(.measured != null)' "$T/srp.json" > /de
 "$P" simulate --day srp --data "$D" --period 5s --out "$T/srp" > /dev/null || fail "srp --out"
 grep -q 'field demonstration (measured)' "$T/srp/report.html" || \
     grep -q 'chart not drawn' "$T/srp/report.html" || fail "srp report lacks the field trace"
+# eq2-predicted with the PFIs scripts/emerald_pfi.sh predicts from the
+# presets' telemetry: a row per workload of the sweep, each a ratio PFI
+HERE=$(cd "$(dirname "$0")/../.." && pwd)
+PFLEX="$P" sh "$HERE/scripts/emerald_pfi.sh" "$T/pfi.csv" || fail "emerald_pfi.sh"
+[ "$(tail -n +2 "$T/pfi.csv" | wc -l)" -eq 8 ] || fail "emerald_pfi.sh: $(cat "$T/pfi.csv")"
+awk -F, 'NR > 1 && !($5 > 1 && $5 < 4) { exit 1 }' "$T/pfi.csv" || fail "emerald_pfi.sh: a PFI out of (1, 4)"
+"$P" simulate --day aps --data "$D" --period 5s --pfi "$T/pfi.csv" --json > "$T/aps-pfi.json" || fail "aps --pfi"
+jq -e '.policies["eq2-predicted"].periods_above == 0' "$T/aps-pfi.json" > /dev/null || fail "aps: eq2-predicted"
 echo "simulate: ok"
