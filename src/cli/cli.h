@@ -33,6 +33,11 @@ int cmd_train(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_jobs(int argc, char **argv);
 
+/* `pflex simulate --day DAY --data DATA --seed SEED --json`'s document into
+ * *doc (the caller's), for `pflex study`'s grid day: PFLEX_EXIT_OK, or an
+ * exit status with the problem already on stderr ("pflex simulate: ..."). */
+int cli_simulate_day(const char *day, const char *data, unsigned long seed, json_t **doc);
+
 /* pflex sweep --backend nvml: the whole command line of `pflex sweep`
  * (src/cli/sweep_nvml.c; the sweep itself is pflex/hw/hwsweep.h). */
 int sweep_nvml(int argc, char **argv);

@@ -975,6 +975,37 @@ static void sim_state_fini(struct sim_state *st)
     free(st->pts);
 }
 
+int cli_simulate_day(const char *day, const char *data, unsigned long seed, json_t **doc)
+{
+    char seed_s[32];
+    snprintf(seed_s, sizeof seed_s, "%lu", seed);
+    char *argv[] = {(char *)cmd, "--day", (char *)day, "--data", (char *)data, "--seed", seed_s,
+                    "--json", NULL};
+    *doc = NULL;
+    struct sim_opts o;
+    int rc = parse_options(8, argv, &o);
+    if (rc != OPT_GO)
+        return rc == 0 ? PFLEX_EXIT_INTERNAL : rc;
+    struct sim_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        cli_error(cmd, "out of memory");
+        return PFLEX_EXIT_INTERNAL;
+    }
+    pflex_target_set_init(&st->set);
+    rc = read_inputs(&o, st);
+    if (rc == 0)
+        rc = run_sim(&o, st);
+    if (rc == 0)
+        *doc = summary_doc(&o, st);
+    if (rc == STAGE_BAD) {
+        cli_error(cmd, "%s", st->err.text);
+        rc = cli_input_exit(&st->err);
+    }
+    sim_state_fini(st);
+    free(st);
+    return rc;
+}
+
 int cmd_simulate(int argc, char **argv)
 {
     struct sim_opts o;

@@ -416,6 +416,26 @@ static int study_parse(int argc, char **argv, struct study_args *a)
 }
 
 /* The table, the comparison and the prediction sections, or summary.json. */
+/* The grid day's line: each policy's share of the equal-to-oracle gap. */
+static void print_grid_day(const json_t *g)
+{
+    const json_t *pols = json_object_get(g, "policies");
+    if (!json_is_object(pols)) {
+        const char *note = json_string_value(json_object_get(g, "note"));
+        printf("\nthe grid day (SRP, 3 May 2025): left out: %s\n", note ? note : "no result");
+        return;
+    }
+    printf("\nthe grid day (SRP, 3 May 2025), share of the equal-to-oracle gap recovered:");
+    const char *name;
+    const json_t *v;
+    json_object_foreach((json_t *)pols, name, v) {
+        const json_t *gr = json_object_get(v, "gap_recovered");
+        if (json_is_number(gr))
+            printf(" %s %.1f%%", name, 100 * json_number_value(gr));
+    }
+    printf("\n");
+}
+
 static int study_print(const struct study_args *a, const pflex_study_t *s, int charts)
 {
     const json_t *summary = pflex_study_summary(s), *pred = pflex_study_prediction(s);
@@ -425,10 +445,43 @@ static int study_print(const struct study_args *a, const pflex_study_t *s, int c
     } else {
         print_table(pflex_study_report(s), summary, a->out_dir, charts);
         print_compare(json_object_get(summary, "study"), pflex_study_pairs(s));
+        print_grid_day(json_object_get(summary, "grid_day"));
         if (pred)
             study_predict_print(stdout, pred);
     }
     return fflush(stdout) == 0 ? PFLEX_EXIT_OK : PFLEX_EXIT_INTERNAL;
+}
+
+/* The grid day: the SRP event of 3 May 2025 run by `pflex simulate`'s
+ * engine, every policy side by side on the field demonstration's jobs
+ * (summary.json's grid_day: that command's --json document; the report's
+ * section).  Without the shared data, or should the day fail, grid_day
+ * says why instead ({"day": null, "note": ...}).  0, or -1 with err. */
+static int study_grid_day(pflex_study_t *s, const struct study_args *a, const char *why,
+                          pflex_error_t *err)
+{
+    const char *data = a->cfg.data_dir;
+    char dir[PATH_MAX], probe[PATH_MAX + 32];
+    json_t *doc = NULL;
+    if (data) {
+        /* --data may name the folder holding emerald-demo/ or that folder */
+        struct stat sb;
+        snprintf(probe, sizeof probe, "%s/emerald-demo", data);
+        if (stat(probe, &sb) == 0)
+            snprintf(dir, sizeof dir, "%s", data);
+        else
+            snprintf(dir, sizeof dir, "%s/..", data);
+        if (cli_simulate_day("srp", dir, (unsigned long)a->cfg.seed, &doc) != PFLEX_EXIT_OK)
+            why = "the SRP day did not run (pflex simulate's message above)";
+    }
+    /* the same seed, the same summary.json: no CPU times in it */
+    const char *name;
+    json_t *v;
+    json_object_foreach(json_object_get(doc, "policies"), name, v)
+        json_object_del(v, "cpu_s");
+    if (!doc)
+        doc = json_pack("{s:n, s:s}", "day", "note", why && *why ? why : "no shared data");
+    return pflex_study_add_section(s, "grid_day", doc, err);
 }
 
 /* Run the study and write its folder; the study, or NULL with the message
@@ -450,6 +503,11 @@ static pflex_study_t *study_run(struct study_args *a, int *charts)
     if (!pflex_study_prediction(s)) {
         cli_error("study", "%s", pflex_study_prediction_note(s));
         cli_error("study", "note: the prediction sections are left out of the report");
+    }
+    if (study_grid_day(s, a, why, &err) < 0) {
+        cli_error("study", "%s", err.text);
+        pflex_study_destroy(s);
+        return NULL;
     }
     if (pflex_study_write(s, a->out_dir, a->samples, a->gnuplot, charts, &err) < 0) {
         cli_error("study", "%s", err.text);

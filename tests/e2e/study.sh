@@ -14,6 +14,8 @@ for f in sweeps.csv pfi.csv summary.json report.html; do
     [ -s "$T/a/$f" ] || fail "no $f"
 done
 grep -q 'ratio PFI' "$T/table" || fail "no summary table"
+grep -q '^the grid day (SRP, 3 May 2025)' "$T/table" || fail "no grid day line"
+grep -q 'id="grid-day"' "$T/a/report.html" || fail "no grid day section in the report"
 grep -q '^  all ' "$T/table" || fail "table has no 'all' row"
 
 # pfi.csv: the columns, a row per group, and each group's ratio PFI
@@ -70,6 +72,16 @@ for k in ["pairs", "h200", "h100", "difference", "h100_more_flexible", "pearson"
 assert "pearson" in d["correlation"]["dram_active"]
 assert d["calibration"]["status"] in ("done", "skipped")
 assert d["allocation"]["status"] in ("done", "skipped")
+# the grid day: pflex simulate's SRP day, or why it is left out
+g = d["grid_day"]
+if d["calibration"]["status"] == "done":
+    assert g["day"] == "srp", g
+    assert g["policies"]["oracle"]["gap_recovered"] == 1
+    for name, pol in g["policies"].items():
+        assert pol["periods_above"] == 0, name
+        assert "cpu_s" not in pol, name
+else:
+    assert g["day"] is None and g["note"], g
 if d["allocation"]["status"] == "done":
     c = d["allocation"]["cuts"][0]
     for k in ["cut", "budget_w", "equal", "pfi", "optimal", "gap_recovered", "recovered_per_job",

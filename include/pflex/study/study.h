@@ -72,6 +72,13 @@ const json_t *pflex_study_summary(const pflex_study_t *s);
 const json_t *pflex_study_prediction(const pflex_study_t *s);
 const char *pflex_study_prediction_note(const pflex_study_t *s);
 
+/* Add a section made outside the study (the grid day of `pflex study`,
+ * from the site simulator the command runs) to summary.json under key,
+ * before pflex_study_write; the report shows the sections it knows
+ * ("grid_day": docs/study.md).  Takes v (also on failure).  Returns 0, or
+ * -1 with err (out of memory). */
+int pflex_study_add_section(pflex_study_t *s, const char *key, json_t *v, pflex_error_t *err);
+
 /* The matched H100-H200 pairs the comparison's rank correlation is over
  * (summary.json's study.h100_h200_spearman). */
 size_t pflex_study_pairs(const pflex_study_t *s);

@@ -867,6 +867,63 @@ static void prediction_section(struct ctx *c)
 }
 
 /* The fleet at a glance: per family, what runs and how flexible it is. */
+/* The grid day (summary "grid_day": `pflex simulate --day srp --json`'s
+ * document, added by the command): each policy on the field
+ * demonstration's jobs through the SRP event, side by side. */
+static void grid_day_section(struct ctx *c)
+{
+    FILE *f = c->out;
+    const json_t *g = json_object_get(c->summary, "grid_day");
+    if (!json_is_object(g))
+        return;
+    fputs("<h2 id=\"grid-day\">A grid day: the SRP event of 3 May 2025</h2>\n", f);
+    const json_t *pols = json_object_get(g, "policies");
+    if (!json_is_object(pols)) {
+        fputs("<p class=\"note\">Left out: ", f);
+        esc(f, json_string_value(json_object_get(g, "note")) ? json_string_value(json_object_get(g, "note"))
+                                                              : "no result");
+        fputs(".</p>\n", f);
+        return;
+    }
+    char b[4][32];
+    fprintf(f, "<p>The field demonstration's six jobs (%s GPUs) on their measured A100 curves, "
+               "through the site's limit derived from its measured power (docs/simulate.md: "
+               "<code>pflex simulate --day srp</code>), %s periods of %s s; every policy keeps the "
+               "limit with its caps. Gap recovered: the share of the equal-to-oracle gap in "
+               "objective (%s) over the periods with a limit. ",
+            num(json_object_get(g, "gpus"), b[0], 32, "%.0f"), num(json_object_get(g, "periods"), b[1], 32, "%.0f"),
+            num(json_object_get(g, "period_s"), b[2], 32, "%g"),
+            json_string_value(json_object_get(g, "objective")) ? json_string_value(json_object_get(g, "objective"))
+                                                                : "progress");
+    const char *note = json_string_value(json_object_get(g, "note"));
+    if (note && *note)
+        esc(f, note);
+    fputs("</p>\n<table class=\"num\">\n<tr><th>policy</th><th>gap recovered</th>"
+          "<th>lost over the event (objective &times; s)</th><th>periods under equal cuts</th>"
+          "<th>floor breaches (job-periods)</th><th>periods above the limit</th>"
+          "<th>energy (kWh)</th></tr>\n", f);
+    const char *name;
+    const json_t *v;
+    json_object_foreach((json_t *)pols, name, v) {
+        fputs("<tr><td>", f);
+        esc(f, name);
+        fputs("</td>", f);
+        const json_t *gr = json_object_get(v, "gap_recovered");
+        if (json_is_number(gr))
+            fprintf(f, "<td>%.1f%%</td>", 100 * json_number_value(gr));
+        else
+            fputs("<td>–</td>", f);
+        pred_cell(f, json_object_get(v, "lost_event_s"), "%.0f");
+        pred_cell(f, json_object_get(v, "below_equal"), "%.0f");
+        fprintf(f, "<td>%s of %s</td>", num(json_object_get(v, "floor_breaches"), b[0], 32, "%.0f"),
+                num(json_object_get(v, "floor_periods"), b[1], 32, "%.0f"));
+        pred_cell(f, json_object_get(v, "periods_above"), "%.0f");
+        pred_cell(f, json_object_get(v, "energy_kwh"), "%.1f");
+        fputs("</tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
+
 static void fleet_table(struct ctx *c)
 {
     FILE *f = c->out;
@@ -1025,6 +1082,7 @@ int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
     calib_section(&c);
     alloc_section(&c);
     prediction_section(&c);
+    grid_day_section(&c);
     fputs("<h2>Runs and files</h2>\n<p>Files beside this page: <code>sweeps.csv</code> (every "
           "measurement; <code>pflex pfi --metric ratio sweeps.csv</code> recomputes the PFIs), <code>pfi.csv</code> "
           "(one row per sweep group, the input of <code>pflex allocate --pfi</code>), "

@@ -310,6 +310,19 @@ const char *pflex_study_prediction_note(const pflex_study_t *s)
     return s->prediction ? NULL : s->prediction_note;
 }
 
+int pflex_study_add_section(pflex_study_t *s, const char *key, json_t *v, pflex_error_t *err)
+{
+    /* runtime_s stays the last key */
+    json_t *rt = json_incref(json_object_get(s->summary, "runtime_s"));
+    if (rt)
+        json_object_del(s->summary, "runtime_s");
+    int bad = !v || json_object_set_new(s->summary, key, v) < 0
+              || (rt && json_object_set_new(s->summary, "runtime_s", rt) < 0);
+    if (bad)
+        return pflex_error_set(err, "study: out of memory");
+    return 0;
+}
+
 size_t pflex_study_pairs(const pflex_study_t *s)
 {
     return s->pairs;
