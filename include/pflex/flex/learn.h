@@ -9,7 +9,11 @@
  * L_b = 1 - T_b/T0 (SPEC §2).
  *
  * The fit is a Bayesian blend of a prior curve with the evidence, point by
- * point: at x_b the prior L_prior(x_b) with standard deviation prior_sd and
+ * point.  The evidence at x_b is a local linear fit of the bins within
+ * smooth_dx of it (tricube weights, each bin weighed by its precision),
+ * with that fit's variance in place of sigma^2 / n_b below: one reading's
+ * noise does not set the slope between neighbouring bins.  At x_b the
+ * prior L_prior(x_b) with standard deviation prior_sd and
  * n_b observations of standard deviation sigma (pooled from the spread
  * within bins, noise_sd until there is enough of it) give
  *     mean = (L_prior/prior_sd^2 + n_b L_b/sigma^2) / (1/prior_sd^2 + n_b/sigma^2),
@@ -24,7 +28,12 @@
  * 0.05 of x, or from the origin) weighed against the prior's by their
  * precisions (slope_sd^2 against the two points' variances over the
  * span squared), and at the prior's after it, the
- * variance growing by q (x - x_a); never more than prior_sd^2.  A loss
+ * variance growing by q (x - x_a); never more than prior_sd^2.  Past the
+ * deepest reading the smooth curve's term below gives way to a smaller
+ * one where it is smaller: the slope known as the readings' is (their
+ * slope's variance, weighed against slope_sd^2 as the mean is) times d^2,
+ * plus an integrated Wiener curvature curv_q d^3 / 3; a watt past a
+ * reading read many times is then known about as well as the reading.  A loss
  * curve is continuous: what a job lost at x_a says much about x_a + 0.05
  * and less and less further on.  It is also smooth: within a short reach
  * d of a fitted point the departure grows no faster than a slope known
