@@ -23,7 +23,7 @@ run() {
     t0=$(date +%s.%N)
     "$P" telemetry --nvml --samples "$1" --interval-ms 0 --csv >/dev/null 2>&1
     t1=$(date +%s.%N)
-    echo "$t1 - $t0" | bc
+    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f\n", b - a }'
 }
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 echo "pflex: $P; one fake GPU with GPM; $N samples, --interval-ms 0; median of $REPS"
