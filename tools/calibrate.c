@@ -1,7 +1,9 @@
 /* calibrate.c — fit the sim model's free constants to physical
  * measurements (`make calibrate`; docs/sim-model.md section 5).
  *
- *   build/tools/calibrate [DATA_DIR]     (default: $PFLEX_SHARED_DATA, ../shared/data)
+ *   build/tools/calibrate [DATA_DIR [DEVICE_DIR]]
+ *     DATA_DIR: $PFLEX_SHARED_DATA, else ../shared/data; DEVICE_DIR: the
+ *     repository's data/h200-device (the device runs: measured.csv, jobs/)
  *
  * The measurements, all of physics, none a PFI: the real uncapped H200 runs
  * of DATA_DIR/h200-uncapped (tokens/s, board power, SM clock, DRAM_ACTIVE,
@@ -121,6 +123,7 @@ struct ctx {
     const struct pflex_calib_reals *reals;
     int leave_out;              /* job left out (residuals zeroed), -1: none */
     size_t n;                   /* residuals of the measurements */
+    size_t nfit;                /* of them, those fitted (unseen runs' are zeroed) */
     long evals;
 };
 
@@ -134,8 +137,11 @@ static int residuals(const gsl_vector *x, void *arg, gsl_vector *f)
     c->evals++;
     if (pflex_calib_evaluate(c->emerald, c->reals, &fit, &ev, &err) < 0 || ev.n != c->n)
         return GSL_EDOM;
-    for (size_t i = 0; i < ev.n; i++)
-        gsl_vector_set(f, i, ev.job[i] == c->leave_out ? 0 : ev.r[i]);
+    for (size_t i = 0; i < ev.n; i++) {
+        int jb = ev.job[i], h = jb - PFLEX_CALIB_H200_FIRST;
+        int out = jb == c->leave_out || (h >= 0 && !c->reals->r[h].in_fit);
+        gsl_vector_set(f, i, out ? 0 : ev.r[i]);
+    }
     for (int i = 0; i < NPAR; i++)
         gsl_vector_set(f, ev.n + (size_t)i, prior_residual(x->data, i));
     return GSL_SUCCESS;
@@ -164,7 +170,7 @@ static int fit_once(struct ctx *c, const double *theta0, double *theta, double *
     if (sigma) {
         gsl_matrix *cov = gsl_matrix_alloc(NPAR, NPAR);
         gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 1e-10, cov);
-        double scale = chi2 / (double)(c->n > NPAR ? c->n - NPAR : 1);
+        double scale = chi2 / (double)(c->nfit > NPAR ? c->nfit - NPAR : 1);
         for (int i = 0; i < NPAR; i++)
             sigma[i] = sqrt(gsl_matrix_get(cov, i, i) * (scale > 1 ? scale : 1)) * dfit(theta, i);
         gsl_matrix_free(cov);
@@ -172,6 +178,12 @@ static int fit_once(struct ctx *c, const double *theta0, double *theta, double *
     gsl_multifit_nlinear_free(w);
     return rc == GSL_SUCCESS || rc == GSL_EMAXITER ? 0 : -1;
 }
+
+/* The issue's bounds for a real run predicted: throughput within 25 %,
+ * power and SM clock within 10 %. */
+#define BOUND_TPUT 0.25
+#define BOUND_POWER 0.10
+#define BOUND_CLOCK 0.10
 
 /* Errors of one real run: simulated over measured - 1 for tokens/s, power
  * and SM clock. */
@@ -188,11 +200,40 @@ static void print_real(const char *what, const struct pflex_calib_real *m,
 {
     double e[3];
     real_errors(m, s, e);
-    printf("  %-12s %-13s tokens/s %8.0f (%+5.1f %%)  power %4.0f W (%+5.1f %%)  SM clock %4.0f MHz "
+    printf("  %-14s %-10s tokens/s %8.0f (%+5.1f %%)  power %4.0f W (%+5.1f %%)  SM clock %4.0f MHz "
            "(%+5.1f %%)  dram %.2f/%.2f tensor %.2f/%.2f sm %.2f/%.2f mem_copy %2.0f/%2.0f\n",
            m->name, what, s->tokens_per_s, 100 * e[0], s->power_w, 100 * e[1], s->sm_clock_mhz,
            100 * e[2], s->dram_active, m->dram_active, s->tensor_active, m->tensor_active,
            s->sm_active, m->sm_active, s->mem_copy_util, m->mem_copy_util);
+}
+
+/* The real runs of one set (machine 0: the shared set, 1: the device
+ * runs; in_fit -1: all of them), each against the issue's bounds, and how
+ * many are within them. */
+static void print_set(const char *title, const char *what, const struct pflex_calib_reals *re,
+                      const struct pflex_calib_real_sim *sim, int machine, int in_fit)
+{
+    int n = 0, ok = 0;
+    double wt = 0, wp = 0, wc = 0, mt = 0;
+    printf("%s:\n", title);
+    for (size_t i = 0; i < re->n; i++) {
+        const struct pflex_calib_real *m = &re->r[i];
+        if ((machine >= 0 && m->machine != machine) || (in_fit >= 0 && m->in_fit != in_fit))
+            continue;
+        double e[3];
+        real_errors(m, &sim[i], e);
+        print_real(what, m, &sim[i]);
+        n++;
+        ok += fabs(e[0]) <= BOUND_TPUT && fabs(e[1]) <= BOUND_POWER && fabs(e[2]) <= BOUND_CLOCK;
+        wt = fmax(wt, fabs(e[0]));
+        wp = fmax(wp, fabs(e[1]));
+        wc = fmax(wc, fabs(e[2]));
+        mt += fabs(e[0]);
+    }
+    if (n)
+        printf("  %d runs: %d within the bounds (tokens/s 25 %%, power 10 %%, SM clock 10 %%); "
+               "worst |error| tokens/s %.1f %%, power %.1f %%, SM clock %.1f %%; mean |error| "
+               "tokens/s %.1f %%\n", n, ok, 100 * wt, 100 * wp, 100 * wc, 100 * mt / n);
 }
 
 static void summary(const char *what, const struct pflex_calib_reals *re,
@@ -208,12 +249,14 @@ static void summary(const char *what, const struct pflex_calib_reals *re,
         tl += fabs(log(ev->tput_ratio[i])) / PFLEX_CALIB_MFU_POINTS;
     for (size_t i = 0; i < re->n; i++) {
         double e[3];
+        if (!re->r[i].in_fit)
+            continue;
         real_errors(&re->r[i], &ev->real[i], e);
         wt = fmax(wt, fabs(e[0]));
         wp = fmax(wp, fabs(e[1]));
         wc = fmax(wc, fabs(e[2]));
     }
-    printf("%s:\n  H200 (real, uncapped): worst |error| tokens/s %.1f %%, power %.1f %%, SM clock "
+    printf("%s:\n  H200 (real, uncapped, fitted runs): worst |error| tokens/s %.1f %%, power %.1f %%, SM clock "
            "%.1f %%\n  A100-SXM4-40GB (Emerald caps): normalised-throughput RMSE mean %.4f, max "
            "%.4f; power drawn %.1f %% RMS\n  H100 / A100-80GB (llm-foundry): tokens/s mean |log "
            "ratio| %.3f\n", what, 100 * wt, 100 * wp, 100 * wc, rm, rmax, 100 * pe, tl);
@@ -227,8 +270,13 @@ int main(int argc, char **argv)
     pflex_error_t err;
     pflex_sweep_t *em;
     static struct pflex_calib_reals re;
+    const char *dev = argc > 2 ? argv[2] : "data/h200-device";
     if (pflex_calib_emerald_load(dir, &em, &err) < 0
         || pflex_calib_reals_load(dir, &re, &err) < 0) {
+        fprintf(stderr, "calibrate: %s\n", err.text);
+        return 2;
+    }
+    if (pflex_calib_device_load(dev, &re, &err) < 0) {
         fprintf(stderr, "calibrate: %s\n", err.text);
         return 2;
     }
@@ -239,7 +287,12 @@ int main(int argc, char **argv)
         return 1;
     }
     struct ctx c = {.emerald = em, .reals = &re, .leave_out = -1, .n = ev.n};
+    for (size_t i = 0; i < ev.n; i++)
+        c.nfit += ev.job[i] < PFLEX_CALIB_H200_FIRST
+                  || re.r[ev.job[i] - PFLEX_CALIB_H200_FIRST].in_fit;
     summary("constants in the source, in sample", &re, &ev);
+    print_set("constants in the source: the device runs (data/h200-device), none of them in the "
+              "fit", "unseen", &re, ev.real, 1, -1);
     static const struct pflex_sim_fit starts[] = {
         {1.0, 1.0, 1.0, 1.0, 5.0, 0.3, 10e-6, 0.5, 0.8},
         {1.3, 0.6, 2.0, 0.5, 6.0, 0.1, 20e-6, 0.8, 0.7},
@@ -269,7 +322,7 @@ int main(int argc, char **argv)
     to_fit(t, &best);
     printf("fit over %zu residuals + %d priors (H200 real runs: tokens/s, power, SM clock, 4 "
            "counters; Emerald: normalised throughput and power at 200-400 W; llm-foundry "
-           "tokens/s), chi2 %.2f, %ld model evaluations\n", c.n, NPAR, chi2, c.evals);
+           "tokens/s), chi2 %.2f, %ld model evaluations\n", c.nfit, NPAR, chi2, c.evals);
     for (int i = 0; i < NPAR; i++)
         printf("  %-12s %10.4g +- %.2g   (source: %.4g, prior %.3g)\n", par_names[i],
                fit_value(&best, i), sd[i], fit_value(&pflex_sim_fit_default, i), prior[i].value);
@@ -288,6 +341,8 @@ int main(int argc, char **argv)
     int njobs = PFLEX_CALIB_H200_FIRST + (int)re.n;
     printf("leave-one-job-out (each job's own measurements out of the fit, predicted):\n");
     for (int jb = 0; jb < njobs; jb++) {
+        if (jb >= PFLEX_CALIB_H200_FIRST && !re.r[jb - PFLEX_CALIB_H200_FIRST].in_fit)
+            continue;
         double tj[NPAR];
         struct pflex_sim_fit fj;
         static struct pflex_calib_eval evj;

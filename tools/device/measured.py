@@ -75,8 +75,9 @@ def main():
             "# Written by tools/device/measured.py: tokens_per_s is the loop's own rate over the last 80 % of its",
             "# window (results.jsonl) in the unit the `unit` column names (token; flop: FLOP/s of ub_gemm*; byte:",
             "# bytes read+written per second of ub_copy*); the other columns are means of the pflex telemetry",
-            "# --nvml samples (0.5 s apart, the first dropped).  run: which of the two runs (same machine).",
-            "job,tokens_per_s,power_w,sm_clock_mhz,dram_active,tensor_active,sm_active,mem_copy_util,unit,run"]
+            "# --nvml samples (0.5 s apart, the first dropped).  size: a microbenchmark's n (GEMM n x n x n, bf16)",
+            "# or buffer bytes (copy).  run: which of the two runs (one machine).",
+            "job,tokens_per_s,power_w,sm_clock_mhz,dram_active,tensor_active,sm_active,mem_copy_util,unit,size,run"]
     for run in ("run1", "run2"):
         d = os.path.join(top, run)
         res = os.path.join(d, "results.jsonl")
@@ -94,12 +95,13 @@ def main():
             m = means(os.path.join(d, r["name"] + ".tm.csv"))
             cells = [r["name"], "%.1f" % r["rate_per_s"] if r["unit"] != "token" else "%.0f" % r["rate_per_s"]]
             cells += [fmt % m[c] for c, _, _, fmt in FIELDS]
-            cells += [r["unit"], run]
+            size = r["spec"].get("n", r["spec"].get("bytes", "")) if r["kind"] != "train" else ""
+            cells += [r["unit"], str(size), run]
             rows.append(",".join(cells))
             if r["kind"] == "train" and not r["name"].endswith("_r2"):
                 write_atomic(os.path.join(top, "jobs", r["name"] + ".json"), job_file(r["name"], r["spec"]))
         m = means(os.path.join(d, "idle.tm.csv"))
-        rows.append(",".join(["idle", ""] + [fmt % m[c] for c, _, _, fmt in FIELDS] + ["none", run]))
+        rows.append(",".join(["idle", ""] + [fmt % m[c] for c, _, _, fmt in FIELDS] + ["none", "", run]))
     write_atomic(os.path.join(top, "measured.csv"), "\n".join(rows) + "\n")
 
 

@@ -77,6 +77,17 @@ int pflex_sim_job_expect(pflex_sim_job_t *j, double cap_w, struct pflex_sim_meas
  * job keeps ownership; closing the gpu handle does not destroy the job. */
 void pflex_sim_job_gpu(pflex_sim_job_t *j, pflex_gpu_t *out);
 
+/* A microbenchmark loop on one GPU of a kind, noise-free: back-to-back
+ * n x n x n bf16 GEMMs (PFLEX_SIM_LOOP_GEMM, size = n; throughput in FLOP/s)
+ * or copies of one device buffer into another (PFLEX_SIM_LOOP_COPY, size =
+ * the buffer's bytes; throughput in bytes read + written per second), at a
+ * cap as a job's phases run (the power loop, the roofline, the counters).
+ * What tools/device/loops.py ran on the real H200 (docs/sim-model.md). */
+enum pflex_sim_loop { PFLEX_SIM_LOOP_GEMM, PFLEX_SIM_LOOP_COPY };
+int pflex_sim_loop_expect(const char *gpu, const struct pflex_sim_fit *fit,
+                          enum pflex_sim_loop loop, double size, double cap_w,
+                          struct pflex_sim_measure *out, pflex_error_t *err);
+
 /* The resolved description and the GPU kind of a job. */
 const struct pflex_job_desc *pflex_sim_job_desc(const pflex_sim_job_t *j);
 const struct pflex_gpu_kind *pflex_sim_job_kind(const pflex_sim_job_t *j);

@@ -1255,6 +1255,43 @@ int pflex_sim_job_create(const struct pflex_job_desc *d, uint64_t seed,
     return pflex_sim_job_create_fit(d, seed, NULL, out, err);
 }
 
+int pflex_sim_loop_expect(const char *gpu, const struct pflex_sim_fit *fit,
+                          enum pflex_sim_loop loop, double size, double cap_w,
+                          struct pflex_sim_measure *out, pflex_error_t *err)
+{
+    if (!gpu || !pflex_gpu_kind_find(gpu))
+        return pflex_error_set(err, "sim: unknown GPU kind %s", gpu ? gpu : "(null)");
+    if (!(size >= 1 && size < 1e13) || (loop != PFLEX_SIM_LOOP_GEMM && loop != PFLEX_SIM_LOOP_COPY))
+        return pflex_error_set(err, "sim: a loop needs a kind and a size in 1..1e13");
+    /* A one-GPU job of some shape gives the GPU (its die, silicon of seed
+     * 1, the fitted constants); its step is then replaced by the loop's
+     * one kernel, repeated with no host gap (the loop launches ahead). */
+    struct pflex_job_desc d = {.gpus = 1, .layers = 1, .hidden = 1024, .heads = 8,
+                               .ffn_hidden = 4096, .vocab = 32000, .seq_len = 128,
+                               .micro_batch = 1, .global_batch = 1, .kind = PFLEX_JOB_PRETRAIN};
+    snprintf(d.name, sizeof d.name, "loop");
+    snprintf(d.gpu, sizeof d.gpu, "%s", gpu);
+    pflex_sim_job_t *j;
+    if (pflex_sim_job_create_fit(&d, 1, fit, &j, err) < 0)
+        return -1;
+    memset(&j->s, 0, sizeof j->s);
+    j->s.micro = 1;
+    if (loop == PFLEX_SIM_LOOP_GEMM) {
+        /* bf16 GEMM: 2 n^3 FLOPs, A and B read and C written once; its
+         * efficiency by the same width and row law as a model's GEMMs. */
+        double n = size;
+        j->rate_tflops = j->k->bf16_tflops > 0 ? j->k->bf16_tflops : j->k->fp32_tflops;
+        j->s.ph[PH_GEMM] = gemm_work(j, 2 * n * n * n, 3 * n * n * 2, n / (n + P.gemm_h0), n);
+        j->s.tokens = 2 * n * n * n;
+    } else {
+        j->s.ph[PH_MEM] = (struct work){.bytes = 2 * size, .sm = P.sm_mem};
+        j->s.tokens = 2 * size;
+    }
+    int rc = measure(j, cap_w, out, 0, err);
+    pflex_sim_job_destroy(j);
+    return rc;
+}
+
 void pflex_sim_job_destroy(pflex_sim_job_t *j)
 {
     if (!j)
