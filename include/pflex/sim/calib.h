@@ -92,8 +92,10 @@ int pflex_calib_reals_load(const char *data_dir, struct pflex_calib_reals *out,
                            pflex_error_t *err);
 
 /* Append the device runs of dir (data/h200-device: measured.csv, jobs/),
- * machine 1, every row unseen (in_fit 0); repeats (NAME_r2) and the idle
- * rows are skipped.  -1 with file:line: what is wrong. */
+ * machine 1, in_fit set for the fit set (calib.c: the microbenchmarks, the
+ * shared set's five loops again and five of the new jobs), the others
+ * unseen; repeats (NAME_r2) and the idle rows are skipped.  -1 with
+ * file:line: what is wrong. */
 int pflex_calib_device_load(const char *dir, struct pflex_calib_reals *out, pflex_error_t *err);
 
 #define PFLEX_CALIB_MAX_RESIDUALS 512

@@ -51,6 +51,14 @@ struct pflex_sim_fit {
     double u_busy;          /* MEM_COPY_UTIL: the share of the DRAM bandwidth a kernel must
                              * stream to keep the memory busy all of the time */
     double eff_gemm;        /* achieved fraction of the tensor peak in large GEMMs */
+    double v_floor_gh100;   /* GH100's V-f curve: voltage floor over the top-clock voltage */
+    double knee_gh100;      /* ... and the clock fraction below which it stays at the floor */
+    double eff_mem;         /* achieved fraction of the DRAM bandwidth in streaming kernels */
+    double train_ops;       /* host operators of an eager training step per forward operator
+                             * (forward, autograd's backward, casts; recomputation adds 1) */
+    double host_b;          /* calibration only: the host time of an operator on the device
+                             * runs' machine over the reference machine's (the sim runs on the
+                             * reference host: py_op_s) */
 };
 extern const struct pflex_sim_fit pflex_sim_fit_default;     /* the constants in the source */
 

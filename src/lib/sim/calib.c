@@ -283,6 +283,21 @@ int pflex_calib_reals_load(const char *data_dir, struct pflex_calib_reals *out,
     return 0;
 }
 
+/* The fit set (docs/sim-model.md section 5): every run of the shared set,
+ * the three microbenchmarks (the V-f curve's power-limited points, the
+ * achieved bandwidth), the device runs of the shared set's five loops (one
+ * of them host-bound: the second host's speed), and of the new jobs one of
+ * each sort: a power-limited dense pretrain (d2b7_mb4), a wide GQA one
+ * (w4096_gqa), a Transformers MoE block (moe_h2048), a host-bound
+ * generation (infer_mb4) and a small pretrain near the host's bound
+ * (d125m_mb16).  The others stay unseen: d1b3_mb4, seq8k (long sequence),
+ * lora_w4096, moe_e16k1 (16 experts, top-1), infer_mb128, infer_moe_mb32
+ * (MoE generation), d350m_mb2 (a launch-bound small batch). */
+static const char *const device_fit_set[] = {
+    "ub_gemm8192", "ub_copy2g", "ub_gemm2048", "dense", "moe", "d350m_mb16", "d950m_lora",
+    "d950m_infer", "d2b7_mb4", "w4096_gqa", "moe_h2048", "infer_mb4", "d125m_mb16",
+};
+
 int pflex_calib_device_load(const char *dir, struct pflex_calib_reals *out, pflex_error_t *err)
 {
     char path[4096], jobs[4096];
@@ -294,6 +309,9 @@ int pflex_calib_device_load(const char *dir, struct pflex_calib_reals *out, pfle
         return -1;
     if (out->n == n0)
         return pflex_error_set(err, "%s: no runs", path);
+    for (size_t i = n0; i < out->n; i++)
+        for (size_t k = 0; k < sizeof device_fit_set / sizeof *device_fit_set; k++)
+            out->r[i].in_fit |= !strcmp(out->r[i].name, device_fit_set[k]);
     return 0;
 }
 
@@ -308,8 +326,13 @@ static int real_expect(const struct pflex_calib_real *r, const struct pflex_sim_
                                      ? PFLEX_SIM_LOOP_GEMM : PFLEX_SIM_LOOP_COPY,
                                      r->size, k->default_cap_w, m, err);
     }
+    /* The device runs' host issues an operator in host_b times the
+     * reference host's time (the two machines' CPUs differ). */
+    struct pflex_sim_fit f = *fit;
+    if (r->machine == 1)
+        f.py_op_s *= f.host_b;
     pflex_sim_job_t *j;
-    if (pflex_sim_job_create_fit(&r->desc, 1, fit, &j, err) < 0)
+    if (pflex_sim_job_create_fit(&r->desc, 1, &f, &j, err) < 0)
         return -1;
     int rc = pflex_sim_job_expect(j, pflex_sim_job_kind(j)->default_cap_w, m, err);
     pflex_sim_job_destroy(j);
