@@ -220,9 +220,14 @@ static void print_real(const char *what, const struct pflex_calib_real *m,
 {
     double e[3];
     real_errors(m, s, e);
-    printf("  %-14s %-10s tokens/s %8.0f (%+5.1f %%)  power %4.0f W (%+5.1f %%)  SM clock %4.0f MHz "
-           "(%+5.1f %%)  dram %.2f/%.2f tensor %.2f/%.2f sm %.2f/%.2f mem_copy %2.0f/%2.0f\n",
-           m->name, what, s->tokens_per_s, 100 * e[0], s->power_w, 100 * e[1], s->sm_clock_mhz,
+    /* A microbenchmark's rate in TFLOP/s or TB/s (read + written). */
+    const char *unit = m->unit == PFLEX_CALIB_FLOP ? "TFLOP/s" : m->unit == PFLEX_CALIB_BYTE
+                       ? "TB/s" : "tokens/s";
+    double scale = m->unit == PFLEX_CALIB_TOKEN ? 1 : 1e-12;
+    printf("  %-14s %-10s %-8s %8.5g (%+5.1f %%)  power %4.0f W (%+5.1f %%)  SM clock %4.0f "
+           "MHz (%+5.1f %%)  dram %.2f/%.2f tensor %.2f/%.2f sm %.2f/%.2f mem_copy %2.0f/%2.0f\n",
+           m->name, what, unit, s->tokens_per_s * scale, 100 * e[0], s->power_w, 100 * e[1],
+           s->sm_clock_mhz,
            100 * e[2], s->dram_active, m->dram_active, s->tensor_active, m->tensor_active,
            s->sm_active, m->sm_active, s->mem_copy_util, m->mem_copy_util);
 }
