@@ -41,8 +41,10 @@ TEST_SUPPORT := $(BUILD)/tests/libsupport.a
 LIBPFLEX := $(BUILD)/libpflex.a
 PFLEX    := $(BUILD)/pflex
 FAKE_NVML:= $(BUILD)/fake-nvml/libnvidia-ml.so.1
+NVML_RO  := $(BUILD)/nvml-readonly/libnvml_readonly.so
 
-.PHONY: all deps check test test-plain test-san demo bench fuzz clean install uninstall calibrate models-table
+.PHONY: all deps check test test-plain test-san demo bench fuzz clean install uninstall calibrate models-table \
+        nvml-readonly
 all: $(PFLEX)
 
 # make install [PREFIX=/usr/local] [DESTDIR=staging]: the binary, the
@@ -151,14 +153,23 @@ models-table:
 # The fake NVML library the test suite loads in place of the real driver.
 $(FAKE_NVML): tests/fake_nvml/fake_nvml.c
 	@mkdir -p $(dir $@)
-	$(CC) $(WARN) $(CFLAGS) $(SAN) -fPIC -shared -Wl,-soname,libnvidia-ml.so.1 $< -o $@
+	$(CC) $(WARN) $(CFLAGS) $(SAN) -fPIC -shared -Wl,-soname,libnvidia-ml.so.1 $< -o $@ -lm
+
+# The read-only NVML for measuring on GPUs pflex must not change
+# (tools/device/, docs/nvml.md): reads forwarded, setters refused.
+# tests/e2e/nvml_readonly.sh runs it in front of the fake NVML.
+nvml-readonly: $(NVML_RO)
+$(NVML_RO): tools/device/nvml_readonly.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) $(SAN) -fPIC -shared $< -o $@ -ldl
 
 # Helpers the end-to-end scripts run (built by the tests/% rule, never run
 # as tests themselves: only tests/test_*.c are).
 TEST_HELPERS := $(if $(wildcard tests/metrics_server.c),$(BUILD)/tests/metrics_server) \
                 $(if $(wildcard tests/slow_proxy.c),$(BUILD)/tests/slow_proxy)
 
-test-bins: $(PFLEX) $(TEST_BIN) $(TEST_HELPERS) $(EXAMPLE_BIN) $(if $(wildcard tests/fake_nvml/fake_nvml.c),$(FAKE_NVML))
+test-bins: $(PFLEX) $(TEST_BIN) $(TEST_HELPERS) $(EXAMPLE_BIN) $(if $(wildcard tests/fake_nvml/fake_nvml.c),$(FAKE_NVML)) \
+           $(if $(wildcard tools/device/nvml_readonly.c),$(NVML_RO))
 
 # One build, its tests run.
 test: test-bins

@@ -12,26 +12,7 @@
 #include "pflex/net/capagent.h"
 #include "pflex/net/http.h"
 #include "support/nvml_fixture.h"
-
-static const char *write_file(const char *name, const char *text)
-{
-    static char path[4200];
-    snprintf(path, sizeof path, "%s/%s", nvml_fixture_dir(), name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
-static pflex_capplan_t *read_plan(const char *text)
-{
-    pflex_capplan_t *p = NULL;
-    pflex_error_t err;
-    if (pflex_capplan_read_file(write_file("plan.json", text), &p, &err))
-        fail_msg("read: %s", err.text);
-    return p;
-}
+#include "support/plan_fixture.h"
 
 /* ---- an agent: GET /v1/jobs, PUT /v1/caps as the test's mode says ---- */
 
@@ -89,7 +70,7 @@ static void test_agent(void **state)
     assert_int_equal(pthread_create(&th, NULL, agent_serve, &ag), 0);
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%u", pflex_http_server_port(ag.s));
-    pflex_capplan_t *p = read_plan("{\"jobs\": [{\"job\": \"here\", \"gpus\": 2, \"cap_w\": 400},"
+    pflex_capplan_t *p = plan_fixture_read("{\"jobs\": [{\"job\": \"here\", \"gpus\": 2, \"cap_w\": 400},"
                                    "{\"job\": \"gone\", \"gpus\": 1, \"cap_w\": 300},"
                                    "{\"job\": \"own\", \"gpus\": [7], \"cap_w\": 350}]}");
     struct pflex_capagent_report r;

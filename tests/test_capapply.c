@@ -12,42 +12,20 @@
 #include "pflex/hw/capapply.h"
 #include "pflex/hw/nvml.h"
 #include "support/nvml_fixture.h"
+#include "support/plan_fixture.h"
 
-static char run_dir[4096];
-
-static const char *write_file(const char *name, const char *text)
-{
-    static char path[4200];
-    snprintf(path, sizeof path, "%s/%s", nvml_fixture_dir(), name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
-static pflex_capplan_t *read_plan(const char *text)
-{
-    pflex_capplan_t *p = NULL;
-    pflex_error_t err;
-    if (pflex_capplan_read_file(write_file("plan.json", text), &p, &err))
-        fail_msg("read: %s", err.text);
-    return p;
-}
+static const char *run_dir;
 
 static int setup(void **state)
 {
-    static int k;
-    snprintf(run_dir, sizeof run_dir, "%s/run%d", nvml_fixture_dir(), k++);
+    run_dir = nvml_fixture_run_dir();
     nvml_fixture_write("gpus=4\n");
     return 0;
 }
 
 static int teardown(void **state)
 {
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", run_dir);
-    if (system(cmd) != 0)
+    if (nvml_fixture_run_dir_remove())
         return -1;
     nvml_fixture_remove();
     return 0;
@@ -64,7 +42,7 @@ static void test_place(void **state)
     snprintf(text, sizeof text, "{\"jobs\": [{\"job\": \"a\", \"gpus\": [0, \"%s\"], \"cap_w\": 400},"
              "{\"job\": \"b\", \"gpus\": 2, \"cap_w\": 300}, {\"job\": \"c\", \"cap_w\": 350}]}",
              info.uuid);
-    pflex_capplan_t *p = read_plan(text);
+    pflex_capplan_t *p = plan_fixture_read(text);
     json_t *map = json_pack("{s:{s:[i]}}", "jobs", "b", 1), *skipped = json_array();
     struct pflex_capapply_gpu a[PFLEX_CAPAPPLY_MAX_GPUS];
     unsigned n = 99;

@@ -10,33 +10,14 @@
 #include <cmocka.h>
 #include "pflex/io/capplan.h"
 #include "support/nvml_fixture.h"
-
-static const char *write_file(const char *name, const char *text)
-{
-    static char path[4200];
-    snprintf(path, sizeof path, "%s/%s", nvml_fixture_dir(), name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-    return path;
-}
-
-static pflex_capplan_t *read_plan(const char *text)
-{
-    pflex_capplan_t *p = NULL;
-    pflex_error_t err;
-    if (pflex_capplan_read_file(write_file("plan.json", text), &p, &err))
-        fail_msg("read: %s", err.text);
-    return p;
-}
+#include "support/plan_fixture.h"
 
 /* The message of a plan that does not read. */
 static const char *plan_error(const char *text)
 {
     static pflex_error_t err;
     pflex_capplan_t *p = NULL;
-    assert_int_equal(pflex_capplan_read_file(write_file("bad.json", text), &p, &err), -1);
+    assert_int_equal(pflex_capplan_read_file(nvml_fixture_file("bad.json", text), &p, &err), -1);
     assert_null(p);
     assert_false(pflex_error_is_system(&err));
     return err.text;
@@ -44,7 +25,7 @@ static const char *plan_error(const char *text)
 
 static void test_read(void **state)
 {
-    pflex_capplan_t *p = read_plan("{\"target_w\": 5000, \"jobs\": ["
+    pflex_capplan_t *p = plan_fixture_read("{\"target_w\": 5000, \"jobs\": ["
                                    "{\"job\": \"a\", \"gpus\": 4, \"cap_w\": 450.5},"
                                    "{\"job\": \"b\", \"gpus\": [0, \"GPU-x\"], \"cap_w\": 300}]}");
     assert_int_equal(p->njobs, 2);

@@ -14,21 +14,18 @@
 #include "pflex/hw/nvml.h"
 #include "support/nvml_fixture.h"
 
-static char run_dir[4096];
+static const char *run_dir;
 
 static int setup(void **state)
 {
-    static int k;
-    snprintf(run_dir, sizeof run_dir, "%s/run%d", nvml_fixture_dir(), k++);
+    run_dir = nvml_fixture_run_dir();
     nvml_fixture_write("");
     return 0;
 }
 
 static int teardown(void **state)
 {
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", run_dir);
-    if (system(cmd) != 0)
+    if (nvml_fixture_run_dir_remove())
         return -1;
     nvml_fixture_remove();
     return 0;

@@ -232,10 +232,17 @@ static void test_sample_telemetry(void **state)
     assert_float_equal(a.tm[PFLEX_TM_MEM_COPY_UTIL], 45.0, 1e-9);
     assert_true(isnan(a.tm[PFLEX_TM_DRAM_ACTIVE]));     /* GPM needs two samples */
     assert_float_equal(a.tm[PFLEX_TM_PCIE_TX_BYTES], 2048.0 * 1024, 1e-6);
-    struct timespec ts = {0, 20 * 1000 * 1000};
+    /* GPM's counters refresh every 100 ms: a sample sooner gets no GPM
+     * values, and no PCIe either (GPM gives it, the plain counters block). */
+    assert_int_equal(pflex_gpu_sample(&g, 0, &b, &err), 0);
+    assert_true(isnan(b.tm[PFLEX_TM_DRAM_ACTIVE]));
+    assert_true(isnan(b.tm[PFLEX_TM_PCIE_TX_BYTES]));
+    assert_float_equal(b.power_w, 650.0, 1e-9);
+    struct timespec ts = {0, (PFLEX_NVML_GPM_MIN_INTERVAL_MS + 10) * 1000 * 1000};
     nanosleep(&ts, NULL);
     assert_int_equal(pflex_gpu_sample(&g, 0, &b, &err), 0);
-    assert_true(b.energy_j > a.energy_j);               /* ~650 W x 20 ms */
+    assert_true(b.energy_j > a.energy_j);               /* ~650 W x 110 ms */
+    assert_float_equal(b.tm[PFLEX_TM_PCIE_TX_BYTES], 2048.0 * 1024, 1e-6);   /* from GPM */
     assert_float_equal(b.tm[PFLEX_TM_DRAM_ACTIVE], 0.47, 1e-9);
     assert_float_equal(b.tm[PFLEX_TM_SM_ACTIVE], 0.92, 1e-9);
     assert_float_equal(b.tm[PFLEX_TM_SM_OCCUPANCY], 0.38, 1e-9);
@@ -245,6 +252,7 @@ static void test_sample_telemetry(void **state)
 
     /* A lower cap slows the SM clock and tensor activity, not memory. */
     assert_int_equal(pflex_gpu_set_cap(&g, 0, 300.0, &err), 0);
+    nanosleep(&ts, NULL);
     assert_int_equal(pflex_gpu_sample(&g, 0, &b, &err), 0);
     assert_true(b.tm[PFLEX_TM_SM_CLOCK_MHZ] < 1980.0);
     assert_true(b.tm[PFLEX_TM_TENSOR_ACTIVE] < 0.61);
@@ -259,7 +267,51 @@ static void test_sample_telemetry(void **state)
     assert_true(isnan(b.energy_j));
     assert_true(isnan(b.tm[PFLEX_TM_DRAM_ACTIVE]));
     assert_true(isnan(b.tm[PFLEX_TM_NVLINK_RX_BYTES]));
+    assert_float_equal(b.tm[PFLEX_TM_PCIE_RX_BYTES], 4096.0 * 1024, 1e-6);   /* every sample */
     assert_float_equal(b.power_w, 650.0, 1e-9);
+    pflex_gpu_close(&g);
+}
+
+/* GPM samples closer than its 100 ms refresh are not taken: with the fake
+ * refreshing every 100 ms as real GPUs do (stale pairs read 0), samples
+ * 10 ms apart give GPM values only every 100 ms, and never a stale 0.  And
+ * where GPM gives PCIe, the plain PCIe calls (20 ms each on real GPUs) are
+ * not made after the first sample: the fake fails every later one. */
+static void test_gpm_interval(void **state)
+{
+    nvml_fixture_write("gpus=1\ngpm_refresh_ms=100\n");
+    setenv("FAKE_NVML_FAIL", "pcie:UNKNOWN:2", 1);
+    pflex_gpu_t g;
+    open_ok(&g);
+    pflex_error_t err;
+    struct pflex_gpu_sample s;
+    assert_int_equal(pflex_gpu_sample(&g, 0, &s, &err), 0);
+    assert_float_equal(s.tm[PFLEX_TM_PCIE_TX_BYTES], 2048.0 * 1024, 1e-6);
+    int gpm = 0;
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    for (int k = 0; k < 35; k++) {
+        nanosleep(&ts, NULL);
+        assert_int_equal(pflex_gpu_sample(&g, 0, &s, &err), 0);
+        if (isnan(s.tm[PFLEX_TM_DRAM_ACTIVE])) {
+            assert_true(isnan(s.tm[PFLEX_TM_PCIE_TX_BYTES]));
+            continue;
+        }
+        gpm++;
+        assert_float_equal(s.tm[PFLEX_TM_DRAM_ACTIVE], 0.47, 1e-9);
+        assert_float_equal(s.tm[PFLEX_TM_PCIE_RX_BYTES], 4096.0 * 1024, 1e-6);
+    }
+    /* 35 samples at least 10 ms apart: 350 ms or more, one window a 100 ms
+     * at most, each 100 ms or more. */
+    assert_true(gpm >= 1);
+    assert_true(gpm <= 4);
+    pflex_gpu_close(&g);
+
+    /* Without GPM the plain calls are made every time: the rule bites. */
+    nvml_fixture_write("gpus=1\ngpm=0\n");
+    open_ok(&g);
+    assert_int_equal(pflex_gpu_sample(&g, 0, &s, &err), 0);
+    assert_int_equal(pflex_gpu_sample(&g, 0, &s, &err), -1);
+    assert_non_null(strstr(err.text, "reading PCIe TX throughput"));
     pflex_gpu_close(&g);
 }
 
@@ -279,6 +331,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_restore, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_reports_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sample_telemetry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpm_interval, setup, teardown),
     };
     int failed = cmocka_run_group_tests_name("nvml", tests, NULL, NULL);
     if (nvml_fixture_fini() < 0)

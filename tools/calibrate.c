@@ -1,7 +1,9 @@
 /* calibrate.c — fit the sim model's free constants to physical
  * measurements (`make calibrate`; docs/sim-model.md section 5).
  *
- *   build/tools/calibrate [DATA_DIR]     (default: $PFLEX_SHARED_DATA, ../shared/data)
+ *   build/tools/calibrate [DATA_DIR [DEVICE_DIR]]
+ *     DATA_DIR: $PFLEX_SHARED_DATA, else ../shared/data; DEVICE_DIR: the
+ *     repository's data/h200-device (the device runs: measured.csv, jobs/)
  *
  * The measurements, all of physics, none a PFI: the real uncapped H200 runs
  * of DATA_DIR/h200-uncapped (tokens/s, board power, SM clock, DRAM_ACTIVE,
@@ -33,10 +35,10 @@
 #include "pflex/sim/calib.h"
 #include "pflex/sim/fleet.h"
 
-#define NPAR 9
+#define NPAR 14
 static const char *const par_names[NPAR] = {
     "k_dyn_ga100", "k_dyn_gh100", "w_tensor", "w_fp32", "eager_mult", "eta_dp", "py_op_s",
-    "u_busy", "eff_gemm",
+    "u_busy", "eff_gemm", "v_floor_gh100", "knee_gh100", "eff_mem", "train_ops", "host_b",
 };
 
 /* Priors: value and 1 sigma, of log(value) for the positive scales (log
@@ -51,6 +53,11 @@ static const struct { double value, sigma; int log; } prior[NPAR] = {
     {10e-6, 0.7, 1},    /* ~10 us per eager PyTorch operator (He, 2022) */
     {0.5, 0.3, 0},      /* MEM_COPY_UTIL saturates at half the bandwidth */
     {0.8, 0.1, 0},      /* cuBLAS reaches 70-90 % of the tensor peak on large GEMMs */
+    {0.798, 0.1, 0},    /* GH100's V-f floor: GA100's (the curve borrowed until now) */
+    {0.577, 0.15, 0},   /* ... and its knee */
+    {0.606, 0.1, 0},    /* the earlier Emerald calibration of the memory-bound kernels */
+    {3.0, 0.7, 1},      /* a training step: forward + backward ~ 3x the forward's operators */
+    {1.0, 0.7, 1},      /* two hosts of one generation differ by well under 2x */
 };
 
 static double logistic(double x) { return 1 / (1 + exp(-x)); }
@@ -71,6 +78,11 @@ static void to_fit(const double *t, struct pflex_sim_fit *f)
     f->py_op_s = exp(t[6]);
     f->u_busy = 0.01 + 0.99 * logistic(t[7]);
     f->eff_gemm = 0.05 + 0.95 * logistic(t[8]);
+    f->v_floor_gh100 = 0.5 + 0.5 * logistic(t[9]);
+    f->knee_gh100 = 0.2 + 0.75 * logistic(t[10]);
+    f->eff_mem = 0.3 + 0.68 * logistic(t[11]);
+    f->train_ops = exp(t[12]);
+    f->host_b = exp(t[13]);
 }
 
 static void from_fit(const struct pflex_sim_fit *f, double *t)
@@ -84,12 +96,18 @@ static void from_fit(const struct pflex_sim_fit *f, double *t)
     t[6] = log(f->py_op_s);
     t[7] = logit((f->u_busy - 0.01) / 0.99);
     t[8] = logit((f->eff_gemm - 0.05) / 0.95);
+    t[9] = logit((f->v_floor_gh100 - 0.5) / 0.5);
+    t[10] = logit((f->knee_gh100 - 0.2) / 0.75);
+    t[11] = logit((f->eff_mem - 0.3) / 0.68);
+    t[12] = log(f->train_ops);
+    t[13] = log(f->host_b);
 }
 
 static double fit_value(const struct pflex_sim_fit *f, int i)
 {
     const double v[NPAR] = {f->k_dyn_ga100, f->k_dyn_gh100, f->w_tensor, f->w_fp32, f->eager_mult,
-                            f->eta_dp, f->py_op_s, f->u_busy, f->eff_gemm};
+                            f->eta_dp, f->py_op_s, f->u_busy, f->eff_gemm, f->v_floor_gh100,
+                            f->knee_gh100, f->eff_mem, f->train_ops, f->host_b};
     return v[i];
 }
 
@@ -101,6 +119,9 @@ static double dfit(const double *t, int i)
     case 5: return logistic(t[5]) * (1 - logistic(t[5]));
     case 7: return 0.99 * logistic(t[7]) * (1 - logistic(t[7]));
     case 8: return 0.95 * logistic(t[8]) * (1 - logistic(t[8]));
+    case 9: return 0.5 * logistic(t[9]) * (1 - logistic(t[9]));
+    case 10: return 0.75 * logistic(t[10]) * (1 - logistic(t[10]));
+    case 11: return 0.68 * logistic(t[11]) * (1 - logistic(t[11]));
     default: return exp(t[i]);
     }
 }
@@ -120,7 +141,9 @@ struct ctx {
     const pflex_sweep_t *emerald;
     const struct pflex_calib_reals *reals;
     int leave_out;              /* job left out (residuals zeroed), -1: none */
+    int all_in;                 /* 1: every real run fitted, the unseen ones too */
     size_t n;                   /* residuals of the measurements */
+    size_t nfit;                /* of them, those fitted (unseen runs' are zeroed) */
     long evals;
 };
 
@@ -134,8 +157,11 @@ static int residuals(const gsl_vector *x, void *arg, gsl_vector *f)
     c->evals++;
     if (pflex_calib_evaluate(c->emerald, c->reals, &fit, &ev, &err) < 0 || ev.n != c->n)
         return GSL_EDOM;
-    for (size_t i = 0; i < ev.n; i++)
-        gsl_vector_set(f, i, ev.job[i] == c->leave_out ? 0 : ev.r[i]);
+    for (size_t i = 0; i < ev.n; i++) {
+        int jb = ev.job[i], h = jb - PFLEX_CALIB_H200_FIRST;
+        int out = jb == c->leave_out || (h >= 0 && !c->all_in && !c->reals->r[h].in_fit);
+        gsl_vector_set(f, i, out ? 0 : ev.r[i]);
+    }
     for (int i = 0; i < NPAR; i++)
         gsl_vector_set(f, ev.n + (size_t)i, prior_residual(x->data, i));
     return GSL_SUCCESS;
@@ -164,7 +190,7 @@ static int fit_once(struct ctx *c, const double *theta0, double *theta, double *
     if (sigma) {
         gsl_matrix *cov = gsl_matrix_alloc(NPAR, NPAR);
         gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 1e-10, cov);
-        double scale = chi2 / (double)(c->n > NPAR ? c->n - NPAR : 1);
+        double scale = chi2 / (double)(c->nfit > NPAR ? c->nfit - NPAR : 1);
         for (int i = 0; i < NPAR; i++)
             sigma[i] = sqrt(gsl_matrix_get(cov, i, i) * (scale > 1 ? scale : 1)) * dfit(theta, i);
         gsl_matrix_free(cov);
@@ -172,6 +198,12 @@ static int fit_once(struct ctx *c, const double *theta0, double *theta, double *
     gsl_multifit_nlinear_free(w);
     return rc == GSL_SUCCESS || rc == GSL_EMAXITER ? 0 : -1;
 }
+
+/* The issue's bounds for a real run predicted: throughput within 25 %,
+ * power and SM clock within 10 %. */
+#define BOUND_TPUT 0.25
+#define BOUND_POWER 0.10
+#define BOUND_CLOCK 0.10
 
 /* Errors of one real run: simulated over measured - 1 for tokens/s, power
  * and SM clock. */
@@ -188,15 +220,51 @@ static void print_real(const char *what, const struct pflex_calib_real *m,
 {
     double e[3];
     real_errors(m, s, e);
-    printf("  %-12s %-13s tokens/s %8.0f (%+5.1f %%)  power %4.0f W (%+5.1f %%)  SM clock %4.0f MHz "
-           "(%+5.1f %%)  dram %.2f/%.2f tensor %.2f/%.2f sm %.2f/%.2f mem_copy %2.0f/%2.0f\n",
-           m->name, what, s->tokens_per_s, 100 * e[0], s->power_w, 100 * e[1], s->sm_clock_mhz,
+    /* A microbenchmark's rate in TFLOP/s or TB/s (read + written). */
+    const char *unit = m->unit == PFLEX_CALIB_FLOP ? "TFLOP/s" : m->unit == PFLEX_CALIB_BYTE
+                       ? "TB/s" : "tokens/s";
+    double scale = m->unit == PFLEX_CALIB_TOKEN ? 1 : 1e-12;
+    printf("  %-14s %-10s %-8s %8.5g (%+5.1f %%)  power %4.0f W (%+5.1f %%)  SM clock %4.0f "
+           "MHz (%+5.1f %%)  dram %.2f/%.2f tensor %.2f/%.2f sm %.2f/%.2f mem_copy %2.0f/%2.0f\n",
+           m->name, what, unit, s->tokens_per_s * scale, 100 * e[0], s->power_w, 100 * e[1],
+           s->sm_clock_mhz,
            100 * e[2], s->dram_active, m->dram_active, s->tensor_active, m->tensor_active,
            s->sm_active, m->sm_active, s->mem_copy_util, m->mem_copy_util);
 }
 
+/* The real runs of one set (machine 0: the shared set, 1: the device
+ * runs; in_fit -1: all of them), each against the issue's bounds, and how
+ * many are within them. */
+static void print_set(const char *title, const char *what, const struct pflex_calib_reals *re,
+                      const struct pflex_calib_real_sim *sim, int machine, int in_fit)
+{
+    int n = 0, ok = 0;
+    double wt = 0, wp = 0, wc = 0, mt = 0;
+    printf("%s:\n", title);
+    for (size_t i = 0; i < re->n; i++) {
+        const struct pflex_calib_real *m = &re->r[i];
+        if ((machine >= 0 && m->machine != machine) || (in_fit >= 0 && m->in_fit != in_fit))
+            continue;
+        double e[3];
+        real_errors(m, &sim[i], e);
+        print_real(what, m, &sim[i]);
+        n++;
+        ok += fabs(e[0]) <= BOUND_TPUT && fabs(e[1]) <= BOUND_POWER && fabs(e[2]) <= BOUND_CLOCK;
+        wt = fmax(wt, fabs(e[0]));
+        wp = fmax(wp, fabs(e[1]));
+        wc = fmax(wc, fabs(e[2]));
+        mt += fabs(e[0]);
+    }
+    if (n)
+        printf("  %d runs: %d within the bounds (tokens/s 25 %%, power 10 %%, SM clock 10 %%); "
+               "worst |error| tokens/s %.1f %%, power %.1f %%, SM clock %.1f %%; mean |error| "
+               "tokens/s %.1f %%\n", n, ok, 100 * wt, 100 * wp, 100 * wc, 100 * mt / n);
+}
+
+/* The worst errors per GPU kind; the H200's over the fit set's runs, or
+ * over all of them (all: leave one out). */
 static void summary(const char *what, const struct pflex_calib_reals *re,
-                    const struct pflex_calib_eval *ev)
+                    const struct pflex_calib_eval *ev, int all)
 {
     double rm = 0, rmax = 0, pe = 0, tl = 0, wt = 0, wp = 0, wc = 0;
     for (int p = 0; p < PFLEX_CALIB_EMERALD_JOBS; p++) {
@@ -208,15 +276,106 @@ static void summary(const char *what, const struct pflex_calib_reals *re,
         tl += fabs(log(ev->tput_ratio[i])) / PFLEX_CALIB_MFU_POINTS;
     for (size_t i = 0; i < re->n; i++) {
         double e[3];
+        if (!all && !re->r[i].in_fit)
+            continue;
         real_errors(&re->r[i], &ev->real[i], e);
         wt = fmax(wt, fabs(e[0]));
         wp = fmax(wp, fabs(e[1]));
         wc = fmax(wc, fabs(e[2]));
     }
-    printf("%s:\n  H200 (real, uncapped): worst |error| tokens/s %.1f %%, power %.1f %%, SM clock "
-           "%.1f %%\n  A100-SXM4-40GB (Emerald caps): normalised-throughput RMSE mean %.4f, max "
-           "%.4f; power drawn %.1f %% RMS\n  H100 / A100-80GB (llm-foundry): tokens/s mean |log "
-           "ratio| %.3f\n", what, 100 * wt, 100 * wp, 100 * wc, rm, rmax, 100 * pe, tl);
+    printf("%s:\n  H200 (real, uncapped, %s runs): worst |error| tokens/s %.1f %%, power %.1f "
+           "%%, SM clock %.1f %%\n  A100-SXM4-40GB (Emerald caps): normalised-throughput RMSE "
+           "mean %.4f, max %.4f; power drawn %.1f %% RMS\n  H100 / A100-80GB (llm-foundry): "
+           "tokens/s mean |log ratio| %.3f\n", what, all ? "all" : "the fit set's", 100 * wt,
+           100 * wp, 100 * wc, rm, rmax, 100 * pe, tl);
+}
+
+/* The fit from the source's constants and two fixed starts, the lowest
+ * chi-square kept: theta, its 1 sigma, the chi-square (INFINITY: failed). */
+static double fit_best(struct ctx *c, double *t, double *sd)
+{
+    static const struct pflex_sim_fit starts[] = {
+        {1.0, 1.0, 1.0, 1.0, 5.0, 0.3, 10e-6, 0.5, 0.8, 0.798, 0.577, 0.75, 3.0, 1.0},
+        {1.3, 0.6, 2.0, 0.5, 6.0, 0.1, 20e-6, 0.8, 0.7, 0.7, 0.45, 0.85, 5.0, 1.5},
+    };
+    double chi2 = INFINITY;
+    for (int st = -1; st < (int)(sizeof starts / sizeof *starts); st++) {
+        double ts[NPAR], tt[NPAR], sds[NPAR], c2;
+        from_fit(st < 0 ? &pflex_sim_fit_default : &starts[st], ts);
+        if (fit_once(c, ts, tt, sds, &c2) < 0)
+            continue;
+        printf("start %d: chi2 %.2f\n", st + 1, c2);
+        if (c2 < chi2) {
+            chi2 = c2;
+            memcpy(t, tt, NPAR * sizeof *t);
+            memcpy(sd, sds, NPAR * sizeof *sd);
+        }
+    }
+    return chi2;
+}
+
+static void print_fit(const struct ctx *c, const double *t, const double *sd, double chi2)
+{
+    struct pflex_sim_fit best;
+    to_fit(t, &best);
+    printf("fit over %zu residuals + %d priors (H200 real runs of the fit set: tokens/s, power, SM "
+           "clock, 4 counters; Emerald: normalised throughput and power at 200-400 W; "
+           "llm-foundry tokens/s), chi2 %.2f, %ld model evaluations\n", c->nfit, NPAR, chi2,
+           c->evals);
+    for (int i = 0; i < NPAR; i++)
+        printf("  %-13s %10.4g +- %.2g   (source: %.4g, prior %.3g)\n", par_names[i],
+               fit_value(&best, i), sd[i], fit_value(&pflex_sim_fit_default, i), prior[i].value);
+    printf("as C: .k_dyn_ga100 = %.4f, .k_dyn_gh100 = %.4f, .w_tensor = %.4f, .w_fp32 = %.4f,\n"
+           "      .eager_mult = %.4f, .eta_dp = %.4f, .py_op_s = %.4e, .u_busy = %.4f,\n"
+           "      .eff_gemm = %.4f, .v_floor_gh100 = %.4f, .knee_gh100 = %.4f, .eff_mem = %.4f,\n"
+           "      .train_ops = %.4f, .host_b = %.4f,\n",
+           best.k_dyn_ga100, best.k_dyn_gh100, best.w_tensor, best.w_fp32, best.eager_mult,
+           best.eta_dp, best.py_op_s, best.u_busy, best.eff_gemm, best.v_floor_gh100,
+           best.knee_gh100, best.eff_mem, best.train_ops, best.host_b);
+}
+
+/* Leave one job out over everything (the fit set and the unseen runs
+ * together): each job's measurements out of a fit on all the others, the
+ * job predicted. */
+static void leave_one_out(struct ctx *c, const double *t, const struct pflex_calib_eval *ev)
+{
+    const struct pflex_calib_reals *re = c->reals;
+    static struct pflex_calib_eval loo, evj;
+    pflex_error_t err;
+    memset(&loo, 0, sizeof loo);
+    int njobs = PFLEX_CALIB_H200_FIRST + (int)re->n;
+    printf("leave-one-job-out over all %d jobs (each job's own measurements out of a fit on all "
+           "the others, the job predicted):\n", njobs);
+    c->all_in = 1;
+    for (int jb = 0; jb < njobs; jb++) {
+        double tj[NPAR];
+        struct pflex_sim_fit fj;
+        c->leave_out = jb;
+        fit_once(c, t, tj, NULL, NULL);
+        to_fit(tj, &fj);
+        pflex_calib_evaluate(c->emerald, re, &fj, &evj, &err);
+        if (jb < PFLEX_CALIB_EMERALD_JOBS) {
+            loo.rmse_emerald[jb] = evj.rmse_emerald[jb];
+            loo.power_err_emerald[jb] = evj.power_err_emerald[jb];
+            printf("  A100 Emerald job %d: curve RMSE %.4f (in sample %.4f), power %.1f %% RMS\n",
+                   jb, evj.rmse_emerald[jb], ev->rmse_emerald[jb], 100 * evj.power_err_emerald[jb]);
+        } else if (jb < PFLEX_CALIB_H200_FIRST) {
+            int i = jb - PFLEX_CALIB_EMERALD_JOBS;
+            loo.tput_ratio[i] = evj.tput_ratio[i];
+            printf("  %s %-28s tokens/s simulated / measured %.2f (in sample %.2f)\n",
+                   pflex_calib_mfu_points[i].gpu, pflex_calib_mfu_points[i].name, evj.tput_ratio[i],
+                   ev->tput_ratio[i]);
+        } else {
+            int i = jb - PFLEX_CALIB_H200_FIRST;
+            loo.real[i] = evj.real[i];
+        }
+    }
+    c->all_in = 0;
+    c->leave_out = -1;
+    loo.nreal = re->n;
+    print_set("leave-one-job-out, the shared set's runs", "left out", re, loo.real, 0, -1);
+    print_set("leave-one-job-out, the device runs", "left out", re, loo.real, 1, -1);
+    summary("leave-one-job-out", re, &loo, 1);
 }
 
 int main(int argc, char **argv)
@@ -224,11 +383,12 @@ int main(int argc, char **argv)
     const char *dir = argc > 1 ? argv[1] : getenv("PFLEX_SHARED_DATA");
     if (!dir || !*dir)
         dir = "../shared/data";
+    const char *dev = argc > 2 ? argv[2] : "data/h200-device";
     pflex_error_t err;
     pflex_sweep_t *em;
     static struct pflex_calib_reals re;
-    if (pflex_calib_emerald_load(dir, &em, &err) < 0
-        || pflex_calib_reals_load(dir, &re, &err) < 0) {
+    if (pflex_calib_emerald_load(dir, &em, &err) < 0 || pflex_calib_reals_load(dir, &re, &err) < 0
+        || pflex_calib_device_load(dev, &re, &err) < 0) {
         fprintf(stderr, "calibrate: %s\n", err.text);
         return 2;
     }
@@ -239,81 +399,27 @@ int main(int argc, char **argv)
         return 1;
     }
     struct ctx c = {.emerald = em, .reals = &re, .leave_out = -1, .n = ev.n};
-    summary("constants in the source, in sample", &re, &ev);
-    static const struct pflex_sim_fit starts[] = {
-        {1.0, 1.0, 1.0, 1.0, 5.0, 0.3, 10e-6, 0.5, 0.8},
-        {1.3, 0.6, 2.0, 0.5, 6.0, 0.1, 20e-6, 0.8, 0.7},
-    };
-    double t0[NPAR], t[NPAR], sd[NPAR], chi2 = INFINITY;
-    from_fit(&pflex_sim_fit_default, t0);
-    for (int st = -1; st < (int)(sizeof starts / sizeof *starts); st++) {
-        double ts[NPAR], tt[NPAR], sds[NPAR], c2;
-        if (st < 0)
-            memcpy(ts, t0, sizeof ts);
-        else
-            from_fit(&starts[st], ts);
-        if (fit_once(&c, ts, tt, sds, &c2) < 0)
-            continue;
-        printf("start %d: chi2 %.2f\n", st + 1, c2);
-        if (c2 < chi2) {
-            chi2 = c2;
-            memcpy(t, tt, sizeof t);
-            memcpy(sd, sds, sizeof sd);
-        }
-    }
+    for (size_t i = 0; i < ev.n; i++)
+        c.nfit += ev.job[i] < PFLEX_CALIB_H200_FIRST
+                  || re.r[ev.job[i] - PFLEX_CALIB_H200_FIRST].in_fit;
+    summary("constants in the source, the fit set", &re, &ev, 0);
+    print_set("constants in the source: the device runs (data/h200-device)", "source", &re,
+              ev.real, 1, -1);
+    double t[NPAR], sd[NPAR], chi2 = fit_best(&c, t, sd);
     if (!isfinite(chi2)) {
         fprintf(stderr, "calibrate: the fit failed\n");
         return 1;
     }
+    print_fit(&c, t, sd, chi2);
     struct pflex_sim_fit best;
     to_fit(t, &best);
-    printf("fit over %zu residuals + %d priors (H200 real runs: tokens/s, power, SM clock, 4 "
-           "counters; Emerald: normalised throughput and power at 200-400 W; llm-foundry "
-           "tokens/s), chi2 %.2f, %ld model evaluations\n", c.n, NPAR, chi2, c.evals);
-    for (int i = 0; i < NPAR; i++)
-        printf("  %-12s %10.4g +- %.2g   (source: %.4g, prior %.3g)\n", par_names[i],
-               fit_value(&best, i), sd[i], fit_value(&pflex_sim_fit_default, i), prior[i].value);
-    printf("as C: .k_dyn_ga100 = %.4f, .k_dyn_gh100 = %.4f, .w_tensor = %.4f, .w_fp32 = %.4f,\n"
-           "      .eager_mult = %.4f, .eta_dp = %.4f, .py_op_s = %.4e, .u_busy = %.4f,\n"
-           "      .eff_gemm = %.4f,\n",
-           best.k_dyn_ga100, best.k_dyn_gh100, best.w_tensor, best.w_fp32, best.eager_mult,
-           best.eta_dp, best.py_op_s, best.u_busy, best.eff_gemm);
     pflex_calib_evaluate(em, &re, &best, &ev, &err);
-    summary("fitted constants, in sample", &re, &ev);
-    for (size_t i = 0; i < re.n; i++)
-        print_real("in sample", &re.r[i], &ev.real[i]);
-    /* Leave one job out: refit without it, predict it. */
-    static struct pflex_calib_eval loo;
-    memset(&loo, 0, sizeof loo);
-    int njobs = PFLEX_CALIB_H200_FIRST + (int)re.n;
-    printf("leave-one-job-out (each job's own measurements out of the fit, predicted):\n");
-    for (int jb = 0; jb < njobs; jb++) {
-        double tj[NPAR];
-        struct pflex_sim_fit fj;
-        static struct pflex_calib_eval evj;
-        c.leave_out = jb;
-        fit_once(&c, t, tj, NULL, NULL);
-        to_fit(tj, &fj);
-        pflex_calib_evaluate(em, &re, &fj, &evj, &err);
-        if (jb < PFLEX_CALIB_EMERALD_JOBS) {
-            loo.rmse_emerald[jb] = evj.rmse_emerald[jb];
-            loo.power_err_emerald[jb] = evj.power_err_emerald[jb];
-            printf("  A100 Emerald job %d: curve RMSE %.4f (in sample %.4f), power %.1f %% RMS\n",
-                   jb, evj.rmse_emerald[jb], ev.rmse_emerald[jb], 100 * evj.power_err_emerald[jb]);
-        } else if (jb < PFLEX_CALIB_H200_FIRST) {
-            int i = jb - PFLEX_CALIB_EMERALD_JOBS;
-            loo.tput_ratio[i] = evj.tput_ratio[i];
-            printf("  %s %-28s tokens/s simulated / measured %.2f (in sample %.2f)\n",
-                   pflex_calib_mfu_points[i].gpu, pflex_calib_mfu_points[i].name, evj.tput_ratio[i],
-                   ev.tput_ratio[i]);
-        } else {
-            int i = jb - PFLEX_CALIB_H200_FIRST;
-            loo.real[i] = evj.real[i];
-            print_real("left out", &re.r[i], &evj.real[i]);
-        }
-    }
-    loo.nreal = re.n;
-    summary("leave-one-job-out", &re, &loo);
+    summary("fitted constants, in sample", &re, &ev, 0);
+    print_set("fitted constants: the fit set's real runs, in sample", "in sample", &re, ev.real,
+              -1, 1);
+    print_set("fitted constants: the unseen device runs, out of sample", "unseen", &re, ev.real,
+              -1, 0);
+    leave_one_out(&c, t, &ev);
     /* The judge: the study's PFIs with the fitted constants.  No PFI is in
      * the fit, so these are out of sample. */
     struct pflex_calib_judge jd;

@@ -244,8 +244,11 @@ static int apply_local(pflex_gpu_t *g, const char *state_dir, const json_t *map,
             cli_error(CMD, "%s", err.text);
             rc = PFLEX_EXIT_INTERNAL;
         } else {
-            cli_error(CMD, "lease over%s: original power limits restored",
-                      stop_signal ? " (signal)" : "");
+            /* After a failure no lease was held: say what ended it. */
+            cli_error(CMD, "%s: original power limits restored",
+                      stop_signal ? "lease over (signal)"
+                      : rc        ? "stopped by the error"
+                                  : "lease over");
         }
         print_notes(gd);
         pflex_guard_close(gd);

@@ -42,7 +42,10 @@ static const char help[] =
 "                   only: no limit is set), Hopper GPM metrics included\n"
 "  --nvml-lib PATH  NVML library (default: $PFLEX_NVML_LIB, else libnvidia-ml.so.1)\n"
 "  --samples N      --nvml: samples per GPU (default 10)\n"
-"  --interval-ms MS --nvml: between samples (default 1000)\n"
+"  --interval-ms MS --nvml: between samples (default 1000).  GPM refreshes\n"
+"                   its counters every 100 ms: below that, GPM fields\n"
+"                   (DCGM_FI_PROF_*) come only with samples 100 ms or more\n"
+"                   after the last that had them (a note on stderr says so)\n"
 "  --csv            every sample: job,host,gpu,uuid,time_s,field,value\n"
 "  --json           one JSON document: series with their samples\n"
 "  -h, --help       this help\n"
@@ -257,6 +260,11 @@ int cmd_telemetry(int argc, char **argv)
     pflex_tm_t *t = NULL;
     if (nvml && optind < argc)
         return cli_usage_error("telemetry", "--nvml samples live: no FILE or URL with it");
+    if (nvml && samples > 1 && interval_ms < PFLEX_NVML_GPM_MIN_INTERVAL_MS)
+        fprintf(stderr, "pflex telemetry: note: --interval-ms %g is below GPM's %d ms refresh: "
+                "GPM fields (DCGM_FI_PROF_*) come only with samples %d ms or more after the "
+                "last that had them\n", interval_ms, PFLEX_NVML_GPM_MIN_INTERVAL_MS,
+                PFLEX_NVML_GPM_MIN_INTERVAL_MS);
     int rc = nvml ? sample_nvml(&r, lib, samples, interval_ms, &t)
                   : tmread_load(&r, "telemetry", argc - optind, argv + optind, &t);
     if (rc != PFLEX_EXIT_OK)

@@ -17,7 +17,12 @@
  * nvlink_rx_mibs, power (0: no power reading), energy (0: no counter),
  * ignore_sets (the next N limit sets answer NVML_SUCCESS and change
  * nothing, as when another agent or the firmware holds the limit; -1:
- * every set; each ignored set counts one down in the state).
+ * every set; each ignored set counts one down in the state), pcie_ms
+ * (how long nvmlDeviceGetPcieThroughput takes: the real one counts bytes
+ * over 20 ms inside the call; default 0), gpm_refresh_ms (GPM's counters
+ * refresh this often, 100 ms on real GPUs: metrics between two samples of
+ * one refresh period read 0, as the real ones do; default 0, every sample
+ * fresh).
  *
  * The fake can also play the training job: with "tokens_file=PATH", it
  * appends "UNIX_TIME TOKENS_TOTAL" lines to PATH (the format pflex sweep
@@ -54,6 +59,7 @@
  * processes setting limits at once lose neither change.
  */
 #include <fcntl.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +108,7 @@ struct fake_gpu {
     double sm_max_mhz, mem_mhz, gpu_util, mem_util, pcie_tx_kbs, pcie_rx_kbs;
     double gpm, sm_util, occupancy, tensor, dram, graphics, nvlink_tx_mibs, nvlink_rx_mibs;
     double power, energy;
+    double pcie_ms, gpm_refresh_ms;
     double ignore_sets;     /* sets still to answer success and ignore (-1: all) */
 };
 
@@ -165,7 +172,7 @@ static const struct { const char *key; size_t off; } num_keys[] = {
     K(min_mw), K(max_mw), K(default_mw), K(limit_mw), K(demand_mw), K(energy_mj), K(stamp),
     K(sm_max_mhz), K(mem_mhz), K(gpu_util), K(mem_util), K(pcie_tx_kbs), K(pcie_rx_kbs),
     K(gpm), K(sm_util), K(occupancy), K(tensor), K(dram), K(graphics), K(nvlink_tx_mibs),
-    K(nvlink_rx_mibs), K(power), K(energy), K(ignore_sets),
+    K(nvlink_rx_mibs), K(power), K(energy), K(pcie_ms), K(gpm_refresh_ms), K(ignore_sets),
 #undef K
 };
 
@@ -757,6 +764,11 @@ nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t h, int counter, unsigned i
     if (!kbs || counter < 0 || counter > 1)
         return NVML_ERROR_INVALID_ARGUMENT;
     *kbs = (unsigned)(counter == 0 ? g->pcie_tx_kbs : g->pcie_rx_kbs);
+    if (g->pcie_ms > 0) {
+        struct timespec d = {(time_t)(g->pcie_ms / 1000), (long)(fmod(g->pcie_ms, 1000) * 1e6)};
+        while (nanosleep(&d, &d) != 0)
+            ;
+    }
     return NVML_SUCCESS;
 }
 
@@ -813,6 +825,9 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *m)
         return NVML_ERROR_INVALID_ARGUMENT;
     ENTER("gpm", &handles[b->index])
     double s = slowdown(g);
+    /* Both samples within one refresh: the counters did not move. */
+    double r = g->gpm_refresh_ms / 1000;
+    int stale = r > 0 && floor(a->t / r) == floor(b->t / r);
     for (unsigned k = 0; k < m->numMetrics; k++) {
         nvmlGpmMetric_t *x = &m->metrics[k];
         x->nvmlReturn = NVML_SUCCESS;
@@ -828,6 +843,8 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *m)
         case 61: x->value = g->nvlink_tx_mibs; break;
         default: x->value = 0; x->nvmlReturn = NVML_ERROR_NOT_SUPPORTED; break;
         }
+        if (stale)
+            x->value = 0;
     }
     return NVML_SUCCESS;
 }

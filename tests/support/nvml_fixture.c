@@ -60,6 +60,33 @@ void nvml_fixture_remove(void)
     remove(state_path);
 }
 
+const char *nvml_fixture_file(const char *name, const char *text)
+{
+    static char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static char run_path[2100];
+
+const char *nvml_fixture_run_dir(void)
+{
+    static int k;
+    snprintf(run_path, sizeof run_path, "%s/run%d", dir, k++);
+    return run_path;
+}
+
+int nvml_fixture_run_dir_remove(void)
+{
+    char cmd[2200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", run_path);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
 double nvml_fixture_value(const char *key)
 {
     FILE *f = fopen(state_path, "r");

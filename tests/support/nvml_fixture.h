@@ -21,6 +21,14 @@ const char *nvml_fixture_dir(void);     /* the test's folder */
  * remove it. */
 void nvml_fixture_write(const char *contents);
 void nvml_fixture_remove(void);
+/* Write text to the file name in the test's folder, failing the test when
+ * it cannot; returns its path (valid until the next call). */
+const char *nvml_fixture_file(const char *name, const char *text);
+/* A new state folder for the limit guard, never used before: DIR/runN in
+ * the test's folder (the guard makes it); valid until the next call.  And
+ * its removal with all in it: 0, or -1. */
+const char *nvml_fixture_run_dir(void);
+int nvml_fixture_run_dir_remove(void);
 /* A value from the state file ("gpu0.limit_mw"), NaN when absent. */
 double nvml_fixture_value(const char *key);
 /* pflex_nvml_open on the fake, failing the test when it fails. */

@@ -6,9 +6,13 @@
  * NVML_ERROR_NO_PERMISSION, so no command can change a power limit, a clock,
  * persistence or MIG on a machine we only measure.  NVML_REAL_LIB names the
  * real library (default libnvidia-ml.so.1).  Each refused call is counted on
- * stderr so a run's log shows that one was tried.
+ * stderr so a run's log shows that one was tried.  NVML_REAL_LIB naming this
+ * library itself is refused (every call would forward to itself).
  *
- * Build: cc -shared -fPIC -O2 -o libnvml_readonly.so nvml_readonly.c -ldl
+ * Build: `make nvml-readonly` (build/nvml-readonly/libnvml_readonly.so, with
+ * the project's warnings as errors), or by hand:
+ *   cc -shared -fPIC -O2 -o libnvml_readonly.so nvml_readonly.c -ldl
+ * tests/e2e/nvml_readonly.sh checks it against the fake NVML.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -22,16 +26,27 @@ typedef struct nvmlDevice_st *nvmlDevice_t;
 #define NVML_ERROR_NO_PERMISSION 4
 #define NVML_ERROR_FUNCTION_NOT_FOUND 13
 
+/* Exported so that real() can tell this library from the real one. */
+extern const int nvml_readonly_shim;
+const int nvml_readonly_shim = 1;
+
 static void *real(const char *sym)
 {
     static void *dl;
     if (!dl) {
         const char *path = getenv("NVML_REAL_LIB");
-        dl = dlopen(path && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-        if (!dl) {
+        void *h = dlopen(path && *path ? path : "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
             fprintf(stderr, "nvml_readonly: cannot load the real NVML: %s\n", dlerror());
             return NULL;
         }
+        if (dlsym(h, "nvml_readonly_shim")) {
+            fprintf(stderr, "nvml_readonly: NVML_REAL_LIB names this read-only library, "
+                    "not the real NVML\n");
+            dlclose(h);
+            return NULL;
+        }
+        dl = h;
     }
     return dlsym(dl, sym);
 }
@@ -39,6 +54,7 @@ static void *real(const char *sym)
 /* Reads: same signature, forwarded.  Pointers are passed through untouched,
  * so the structs need no definition here. */
 #define FWD(name, params, args) \
+    nvmlReturn_t name params; \
     nvmlReturn_t name params \
     { \
         nvmlReturn_t (*f) params; \
@@ -49,6 +65,7 @@ static void *real(const char *sym)
         return f args; \
     }
 
+const char *nvmlErrorString(nvmlReturn_t r);
 const char *nvmlErrorString(nvmlReturn_t r)
 {
     const char *(*f)(nvmlReturn_t);
@@ -81,6 +98,8 @@ FWD(nvmlGpmMetricsGet, (void *m), (m))
 
 /* nvmlGpmSample_t is a struct holding one pointer, passed by value. */
 typedef struct { void *handle; } gpm_sample_t;
+nvmlReturn_t nvmlGpmSampleFree(gpm_sample_t s);
+nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d, gpm_sample_t s);
 nvmlReturn_t nvmlGpmSampleFree(gpm_sample_t s)
 {
     nvmlReturn_t (*f)(gpm_sample_t);
@@ -103,12 +122,14 @@ nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d, gpm_sample_t s)
 /* Every setter pflex or a careless caller might reach: refused. */
 static nvmlReturn_t refuse(const char *name)
 {
-    static unsigned n;
+    static _Atomic unsigned n;
     fprintf(stderr, "nvml_readonly: refused %s (refusal %u)\n", name, ++n);
     return NVML_ERROR_NO_PERMISSION;
 }
 #pragma GCC diagnostic ignored "-Wunused-parameter"
-#define REFUSE(name, params) nvmlReturn_t name params { return refuse(#name); }
+#define REFUSE(name, params) \
+    nvmlReturn_t name params; \
+    nvmlReturn_t name params { return refuse(#name); }
 REFUSE(nvmlDeviceSetPowerManagementLimit, (nvmlDevice_t d, unsigned int mw))
 REFUSE(nvmlDeviceSetPowerManagementLimit_v2, (nvmlDevice_t d, void *v))
 REFUSE(nvmlDeviceSetApplicationsClocks, (nvmlDevice_t d, unsigned int m, unsigned int g))

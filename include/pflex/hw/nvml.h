@@ -28,6 +28,12 @@
 /* The library's name as the dynamic loader finds it. */
 #define PFLEX_NVML_LIB_DEFAULT "libnvidia-ml.so.1"
 
+/* GPM (Hopper and newer) refreshes its counters every 100 ms (NVML's
+ * nvmlGpmSampleGet documentation): a sample taken sooner after the last one
+ * that gave GPM metrics gets none (NaN), never a 0 computed over unchanged
+ * counters. */
+#define PFLEX_NVML_GPM_MIN_INTERVAL_MS 100
+
 /* Load NVML from lib_path (NULL: PFLEX_NVML_LIB_DEFAULT through the
  * loader's search path), initialise it and take a handle on every GPU.
  * Returns 0 and *out (release with pflex_gpu_close), or -1 with err naming
@@ -68,13 +74,17 @@ int pflex_nvml_is(const pflex_gpu_t *g);
 /*
  * Telemetry (pflex_gpu_sample): power_w from nvmlDeviceGetPowerUsage,
  * energy_j from nvmlDeviceGetTotalEnergyConsumption, SM and memory clocks,
- * gpu_util and mem_copy_util from nvmlDeviceGetUtilizationRates, PCIe bytes/s.
- * On GPUs with GPM, each sample also takes a GPM sample, and the GPM metrics
+ * gpu_util and mem_copy_util from nvmlDeviceGetUtilizationRates.
+ * On GPUs with GPM, a sample at least PFLEX_NVML_GPM_MIN_INTERVAL_MS after
+ * the last GPM sample of the same GPU takes a new one, and the GPM metrics
  * (gr_engine_active, sm_active, sm_occupancy, tensor_active, dram_active,
- * PCIe and NVLink bytes/s) are averages over the interval since the previous
- * sample of the same GPU; the first sample has them NaN.  A value the device
- * does not support is NaN; a GPU that fails otherwise (lost, no driver) makes
- * the call fail with NVML's error.
+ * PCIe and NVLink bytes/s) are averages over the interval between the two;
+ * the first sample, and one taken sooner, has them NaN.  PCIe bytes/s come
+ * from nvmlDeviceGetPcieThroughput (two calls that block 20 ms each) only
+ * where GPM does not give them: on the first sample, and on GPUs without
+ * GPM or whose GPM left PCIe out.  A value the device does not support is
+ * NaN; a GPU that fails otherwise (lost, no driver) makes the call fail with
+ * NVML's error.
  */
 
 #endif

@@ -54,7 +54,7 @@ int pflex_calib_emerald_path(const char *data_dir, char *buf, size_t len);
  * board power, SM clock and four counters each). */
 #define PFLEX_CALIB_EMERALD_JOBS 5
 #define PFLEX_CALIB_MFU_POINTS 6
-#define PFLEX_CALIB_H200_MAX 16
+#define PFLEX_CALIB_H200_MAX 40
 #define PFLEX_CALIB_JOBS_MAX (PFLEX_CALIB_EMERALD_JOBS + PFLEX_CALIB_MFU_POINTS + PFLEX_CALIB_H200_MAX)
 #define PFLEX_CALIB_H200_FIRST (PFLEX_CALIB_EMERALD_JOBS + PFLEX_CALIB_MFU_POINTS)
 
@@ -68,11 +68,18 @@ extern const struct pflex_calib_mfu pflex_calib_mfu_points[PFLEX_CALIB_MFU_POINT
 int pflex_calib_mfu_desc(const struct pflex_calib_mfu *m, struct pflex_job_desc *d);
 
 /* Real uncapped runs on one GPU (h200-uncapped/measured.csv with a job file
- * per row under jobs/): what was measured, means over the training window. */
+ * per row under jobs/, and the device runs of data/h200-device): what was
+ * measured, means over the training window.  A microbenchmark row (unit
+ * FLOP or byte) is a loop (pflex_sim_loop_expect) of its size, not a job. */
+enum pflex_calib_unit { PFLEX_CALIB_TOKEN, PFLEX_CALIB_FLOP, PFLEX_CALIB_BYTE };
 struct pflex_calib_real {
     char name[64];
-    struct pflex_job_desc desc;
-    double tokens_per_s, power_w, sm_clock_mhz;
+    struct pflex_job_desc desc;     /* unit PFLEX_CALIB_TOKEN */
+    enum pflex_calib_unit unit;
+    double size;                    /* a loop's GEMM n or copy bytes */
+    int machine;                    /* 0: the shared set's host, 1: the device runs' host */
+    int in_fit;                     /* 1: its measurements are fitted; 0: unseen, only predicted */
+    double tokens_per_s, power_w, sm_clock_mhz;     /* tokens_per_s: the rate in `unit` */
     double dram_active, tensor_active, sm_active, mem_copy_util;    /* DCGM meanings */
 };
 struct pflex_calib_reals {
@@ -84,7 +91,14 @@ struct pflex_calib_reals {
 int pflex_calib_reals_load(const char *data_dir, struct pflex_calib_reals *out,
                            pflex_error_t *err);
 
-#define PFLEX_CALIB_MAX_RESIDUALS 256
+/* Append the device runs of dir (data/h200-device: measured.csv, jobs/),
+ * machine 1, in_fit set for the fit set (calib.c: the microbenchmarks, the
+ * shared set's five loops again and five of the new jobs), the others
+ * unseen; repeats (NAME_r2) and the idle rows are skipped.  -1 with
+ * file:line: what is wrong. */
+int pflex_calib_device_load(const char *dir, struct pflex_calib_reals *out, pflex_error_t *err);
+
+#define PFLEX_CALIB_MAX_RESIDUALS 512
 
 /* Weights of the residuals: 1 sigma of what each measurement repeats to,
  * or of the model error that is tolerated where the measurement repeats

@@ -51,6 +51,14 @@ struct pflex_sim_fit {
     double u_busy;          /* MEM_COPY_UTIL: the share of the DRAM bandwidth a kernel must
                              * stream to keep the memory busy all of the time */
     double eff_gemm;        /* achieved fraction of the tensor peak in large GEMMs */
+    double v_floor_gh100;   /* GH100's V-f curve: voltage floor over the top-clock voltage */
+    double knee_gh100;      /* ... and the clock fraction below which it stays at the floor */
+    double eff_mem;         /* achieved fraction of the DRAM bandwidth in streaming kernels */
+    double train_ops;       /* host operators of an eager training step per forward operator
+                             * (forward, autograd's backward, casts; recomputation adds 1) */
+    double host_b;          /* calibration only: the host time of an operator on the device
+                             * runs' machine over the reference machine's (the sim runs on the
+                             * reference host: py_op_s) */
 };
 extern const struct pflex_sim_fit pflex_sim_fit_default;     /* the constants in the source */
 
@@ -76,6 +84,17 @@ int pflex_sim_job_expect(pflex_sim_job_t *j, double cap_w, struct pflex_sim_meas
  * cap_w <= 0, and sample reads each GPU's own power and telemetry).  The
  * job keeps ownership; closing the gpu handle does not destroy the job. */
 void pflex_sim_job_gpu(pflex_sim_job_t *j, pflex_gpu_t *out);
+
+/* A microbenchmark loop on one GPU of a kind, noise-free: back-to-back
+ * n x n x n bf16 GEMMs (PFLEX_SIM_LOOP_GEMM, size = n; throughput in FLOP/s)
+ * or copies of one device buffer into another (PFLEX_SIM_LOOP_COPY, size =
+ * the buffer's bytes; throughput in bytes read + written per second), at a
+ * cap as a job's phases run (the power loop, the roofline, the counters).
+ * What tools/device/loops.py ran on the real H200 (docs/sim-model.md). */
+enum pflex_sim_loop { PFLEX_SIM_LOOP_GEMM, PFLEX_SIM_LOOP_COPY };
+int pflex_sim_loop_expect(const char *gpu, const struct pflex_sim_fit *fit,
+                          enum pflex_sim_loop loop, double size, double cap_w,
+                          struct pflex_sim_measure *out, pflex_error_t *err);
 
 /* The resolved description and the GPU kind of a job. */
 const struct pflex_job_desc *pflex_sim_job_desc(const pflex_sim_job_t *j);

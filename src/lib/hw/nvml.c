@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pflex/hw/nvml.h"
+#include "lib/util/clock.h"
 
 /* ---- NVML, as declared by nvml.h ------------------------------------- */
 
@@ -103,6 +104,8 @@ struct nvml_dev {
     int gpm;                        /* GPM samples allocated and working */
     nvmlGpmSample_t gpm_prev, gpm_next;
     int gpm_have_prev;
+    double gpm_prev_s;              /* monotonic time gpm_prev was taken */
+    int gpm_pcie;                   /* the last GPM metrics gave PCIe TX and RX */
     int changed;                    /* limit changed by us, not restored */
     unsigned orig_mw;               /* limit before our first change */
 };
@@ -246,7 +249,7 @@ int pflex_nvml_open(const char *lib_path, pflex_gpu_t *out, pflex_error_t *err)
             && nv->nvmlGpmSampleGet && nv->nvmlGpmMetricsGet && nv->nvmlGpmSampleFree
             && CALL(nv, nvmlGpmSampleAlloc, &d->gpm_prev) == NVML_SUCCESS) {
             if (nv->nvmlGpmSampleAlloc(&d->gpm_next) == NVML_SUCCESS)
-                d->gpm = 1;
+                d->gpm = d->gpm_pcie = 1;
             else
                 nv->nvmlGpmSampleFree(d->gpm_prev);
         }
@@ -385,12 +388,27 @@ static int read_counters(struct nvml *nv, unsigned i, struct pflex_gpu_sample *o
     nvmlUtilization_t u;
     OPTIONAL(CALL(nv, nvmlDeviceGetUtilizationRates, h, &u), "reading utilisation",
              out->tm[PFLEX_TM_GPU_UTIL] = u.gpu; out->tm[PFLEX_TM_MEM_COPY_UTIL] = u.memory)
-    /* NVML reports PCIe throughput in KB/s (1 KiB granularity). */
-    OPTIONAL(CALL(nv, nvmlDeviceGetPcieThroughput, h, NVML_PCIE_UTIL_TX_BYTES, &v),
-             "reading PCIe TX throughput", out->tm[PFLEX_TM_PCIE_TX_BYTES] = v * 1024.0)
-    OPTIONAL(CALL(nv, nvmlDeviceGetPcieThroughput, h, NVML_PCIE_UTIL_RX_BYTES, &v),
-             "reading PCIe RX throughput", out->tm[PFLEX_TM_PCIE_RX_BYTES] = v * 1024.0)
 #undef OPTIONAL
+    return 0;
+}
+
+/* PCIe throughput without GPM.  NVML reports it in KB/s (1 KiB granularity)
+ * and counts bytes over 20 ms inside each call: the two calls block 40 ms,
+ * which is why they are skipped where GPM gives the same (nvml_sample). */
+static int read_pcie(struct nvml *nv, unsigned i, struct pflex_gpu_sample *out, pflex_error_t *err)
+{
+    static const struct { int counter, field; const char *what; } want[] = {
+        {NVML_PCIE_UTIL_TX_BYTES, PFLEX_TM_PCIE_TX_BYTES, "reading PCIe TX throughput"},
+        {NVML_PCIE_UTIL_RX_BYTES, PFLEX_TM_PCIE_RX_BYTES, "reading PCIe RX throughput"},
+    };
+    for (size_t k = 0; k < sizeof want / sizeof *want; k++) {
+        unsigned v;
+        nvmlReturn_t r = CALL(nv, nvmlDeviceGetPcieThroughput, nv->dev[i].h, want[k].counter, &v);
+        if (r == NVML_SUCCESS)
+            out->tm[want[k].field] = v * 1024.0;
+        else if (!unsupported(r))
+            return nv_fail(nv, i, want[k].what, r, err);
+    }
     return 0;
 }
 
@@ -409,6 +427,13 @@ static int read_gpm(struct nvml *nv, unsigned i, struct pflex_gpu_sample *out, p
         {NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, PFLEX_TM_NVLINK_RX_BYTES, 1048576.0},
     };
     struct nvml_dev *d = &nv->dev[i];
+    /* GPM's counters refresh every 100 ms: two samples closer than that can
+     * hold the same counters, and their metrics read 0 (or fail) whatever
+     * the load.  Such a sample gets no GPM values and keeps the last one as
+     * the start of the next window. */
+    double now = pflex_mono_s();
+    if (d->gpm_have_prev && now - d->gpm_prev_s < PFLEX_NVML_GPM_MIN_INTERVAL_MS / 1000.0)
+        return 0;
     nvmlReturn_t r = nv->nvmlGpmSampleGet(d->h, d->gpm_next);
     if (r == NVML_ERROR_GPU_IS_LOST)
         return nv_fail(nv, i, "taking a GPM sample", r, err);
@@ -428,11 +453,16 @@ static int read_gpm(struct nvml *nv, unsigned i, struct pflex_gpu_sample *out, p
         for (size_t k = 0; k < sizeof want / sizeof *want; k++)
             mg->metrics[k].metricId = want[k].id;
         r = nv->nvmlGpmMetricsGet(mg);
+        int pcie = 0;
         if (r == NVML_SUCCESS)
             for (size_t k = 0; k < sizeof want / sizeof *want; k++)
-                if (mg->metrics[k].nvmlReturn == NVML_SUCCESS && isfinite(mg->metrics[k].value))
+                if (mg->metrics[k].nvmlReturn == NVML_SUCCESS && isfinite(mg->metrics[k].value)) {
                     out->tm[want[k].field] = mg->metrics[k].value * want[k].scale;
+                    pcie += want[k].field == PFLEX_TM_PCIE_TX_BYTES
+                            || want[k].field == PFLEX_TM_PCIE_RX_BYTES;
+                }
         free(mg);
+        d->gpm_pcie = pcie == 2;
         if (r == NVML_ERROR_GPU_IS_LOST)
             return nv_fail(nv, i, "computing GPM metrics", r, err);
     }
@@ -440,6 +470,7 @@ static int read_gpm(struct nvml *nv, unsigned i, struct pflex_gpu_sample *out, p
     d->gpm_prev = d->gpm_next;
     d->gpm_next = t;
     d->gpm_have_prev = 1;
+    d->gpm_prev_s = now;
     return 0;
 }
 
@@ -454,7 +485,12 @@ static int nvml_sample(void *ctx, unsigned i, struct pflex_gpu_sample *out, pfle
         out->tm[k] = NAN;
     if (read_counters(nv, i, out, err))
         return -1;
-    if (nv->dev[i].gpm)
+    struct nvml_dev *d = &nv->dev[i];
+    /* Where GPM has a window open and gave PCIe last time, it gives PCIe
+     * again: the 40 ms of the plain counters would buy nothing. */
+    if (!(d->gpm && d->gpm_have_prev && d->gpm_pcie) && read_pcie(nv, i, out, err))
+        return -1;
+    if (d->gpm)
         return read_gpm(nv, i, out, err);
     return 0;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include "pflex/io/csv.h"
 #include "pflex/io/sweep.h"
+#include "lib/util/grow.h"
 
 void pflex_csv_init(pflex_csv_t *c, const char *buf, size_t len, const char *name)
 {
@@ -35,14 +36,9 @@ void pflex_csv_fini(pflex_csv_t *c)
 
 static int push_field(pflex_csv_t *c, const char *s, size_t len)
 {
-    if (c->nfields == c->cap) {
-        size_t ncap = c->cap ? 2 * c->cap : 16;
-        struct pflex_csv_field *nf = realloc(c->fields, ncap * sizeof *nf);
-        if (!nf)
-            return -1;
-        c->fields = nf;
-        c->cap = ncap;
-    }
+    if (c->nfields == c->cap
+        && pflex_grow((void **)&c->fields, &c->cap, c->nfields + 1, sizeof *c->fields))
+        return -1;
     while (len && (*s == ' ' || *s == '\t'))
         s++, len--;
     while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
@@ -60,17 +56,9 @@ static int push_field(pflex_csv_t *c, const char *s, size_t len)
  * record is complete, since realloc may move the block. */
 static int scratch_reserve(pflex_csv_t *c, size_t extra)
 {
-    if (c->scratch_len + extra <= c->scratch_cap)
-        return 0;
-    size_t ncap = c->scratch_cap ? c->scratch_cap : 256;
-    while (ncap < c->scratch_len + extra)
-        ncap *= 2;
-    char *ns = realloc(c->scratch, ncap);
-    if (!ns)
+    if (extra > SIZE_MAX - c->scratch_len)
         return -1;
-    c->scratch = ns;
-    c->scratch_cap = ncap;
-    return 0;
+    return pflex_grow((void **)&c->scratch, &c->scratch_cap, c->scratch_len + extra, 1);
 }
 
 void pflex_csv_reset(pflex_csv_t *c, const char *buf, size_t len, unsigned line)

@@ -33,6 +33,7 @@
 #include "pflex/io/csv.h"
 #include "pflex/io/sweep.h"
 #include "lib/util/bigmem.h"
+#include "lib/util/grow.h"
 
 static const char *const tm_names[PFLEX_TM_COUNT] = {
     "sm_clock_mhz", "mem_clock_mhz", "gpu_util", "mem_copy_util", "sm_active",
@@ -530,15 +531,9 @@ static int check_header(const pflex_csv_t *c, const char *name, unsigned line,
                          headers[m]);
         if (n < 0)
             continue;
-        if (len + (size_t)n + 1 > cap) {
-            size_t ncap = (len + (size_t)n + 1) * 2;
-            char *nw = realloc(w, ncap);
-            if (!nw) {
-                free(w);
-                return pflex_error_sys(err, "%s: out of memory", name);
-            }
-            w = nw;
-            cap = ncap;
+        if (pflex_grow((void **)&w, &cap, len + (size_t)n + 1, 1)) {
+            free(w);
+            return pflex_error_sys(err, "%s: out of memory", name);
         }
         memcpy(w + len, one, (size_t)n + 1);
         len += (size_t)n;
@@ -759,14 +754,8 @@ static int row_keep(struct reader *r, const pflex_csv_t *c, const struct row *rw
     unsigned line = c->line;
     pflex_error_t *err = r->err;
     if (r->grouped) {
-        if (r->ncur == r->cur_cap) {
-            size_t ncap = r->cur_cap ? 2 * r->cur_cap : 16;
-            struct row *nc = realloc(r->cur, ncap * sizeof *nc);
-            if (!nc)
-                return pflex_error_sys(err, "%s:%u: out of memory", r->name, line);
-            r->cur = nc;
-            r->cur_cap = ncap;
-        }
+        if (pflex_grow((void **)&r->cur, &r->cur_cap, r->ncur + 1, sizeof *r->cur))
+            return pflex_error_sys(err, "%s:%u: out of memory", r->name, line);
         r->cur[r->ncur++] = *rw;
         r->nrows++;             /* (a job's own count is not needed: each is new
                                  * when its first row comes, its rows are ncur) */
@@ -978,14 +967,8 @@ static int flush_job(struct reader *r, long j)
         down++;
     struct pflex_sweep_point *pt;
     if (r->v) {
-        if (r->vpts_cap < n) {
-            size_t ncap = 2 * n;
-            struct pflex_sweep_point *np = realloc(r->vpts, ncap * sizeof *np);
-            if (!np)
-                return -1;
-            r->vpts = np;
-            r->vpts_cap = ncap;
-        }
+        if (pflex_grow((void **)&r->vpts, &r->vpts_cap, n, sizeof *r->vpts))
+            return -1;
         pt = r->vpts;
     } else {
         if (pflex_big_reserve(&r->points, (r->npoints + n) * sizeof *pt) < 0)

@@ -11,6 +11,7 @@
 #include "pflex/io/sweep.h"
 #include "pflex/util/fmt.h"
 #include "lib/io/telemetry_impl.h"
+#include "lib/util/grow.h"
 
 static const struct pflex_dcgm_info fields[PFLEX_DCGM_COUNT] = {
     [PFLEX_DCGM_SM_CLOCK] = {"DCGM_FI_DEV_SM_CLOCK", 100, "SMCLK", "MHz"},
@@ -467,15 +468,9 @@ int pflex_tm_jobmap_read_mem(const char *buf, size_t len, const char *name,
             pflex_error_set(err, "%s:%u: empty %s", name, c.line, fj->len ? "gpu" : "job");
             goto out;
         }
-        if (m->n == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            void *nr = realloc(m->rows, nc * sizeof *m->rows);
-            if (!nr) {
-                pflex_error_set(err, "%s:%u: out of memory", name, c.line);
-                goto out;
-            }
-            m->rows = nr;
-            cap = nc;
+        if (pflex_grow((void **)&m->rows, &cap, m->n + 1, sizeof *m->rows)) {
+            pflex_error_set(err, "%s:%u: out of memory", name, c.line);
+            goto out;
         }
         struct maprow *r = &m->rows[m->n];
         /* the three strings together are never longer than the line */

@@ -1,6 +1,7 @@
 /* calib.c — the sim model against the Emerald A100 measurements. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "pflex/sim/calib.h"
@@ -191,52 +192,150 @@ static int expect_sweep(const struct pflex_job_desc *d, const struct pflex_sim_f
 
 /* --- the real uncapped runs ---------------------------------------------- */
 
-int pflex_calib_reals_load(const char *data_dir, struct pflex_calib_reals *out,
-                           pflex_error_t *err)
+/* Read one measured.csv (header: job,tokens_per_s,power_w,sm_clock_mhz,
+ * dram_active,tensor_active,sm_active,mem_copy_util, then optionally
+ * unit,size,run) into out, appending; job files from jobs_dir/NAME.json.
+ * machine: the host the runs were measured on; skip_repeats: rows named
+ * *_r2 and idle rows are left out. */
+static int read_measured(const char *path, const char *jobs_dir, int machine, int in_fit,
+                         int skip_repeats, struct pflex_calib_reals *out, pflex_error_t *err)
 {
-    char path[4096];
-    memset(out, 0, sizeof *out);
-    if (!data_dir || (size_t)snprintf(path, sizeof path, "%s/h200-uncapped/measured.csv", data_dir)
-                     >= sizeof path)
-        return pflex_error_set(err, "calibration: no shared data folder");
+    static const char head[] = "job,tokens_per_s,power_w,sm_clock_mhz,dram_active,tensor_active,"
+                               "sm_active,mem_copy_util";
     FILE *f = fopen(path, "r");
     if (!f)
         return pflex_error_set(err, "%s: cannot open", path);
     char line[1024];
-    int lineno = 0, header = 0, rc = 0;
+    int lineno = 0, header = 0, rc = 0, extra = 0;
     while (fgets(line, sizeof line, f)) {
         lineno++;
         if (line[0] == '#' || line[0] == '\n')
             continue;
         if (!header) {
             header = 1;
-            if (strncmp(line, "job,tokens_per_s,power_w,sm_clock_mhz,dram_active,tensor_active,"
-                              "sm_active,mem_copy_util", 82)) {
+            if (strncmp(line, head, sizeof head - 1)) {
                 rc = pflex_error_set(err, "%s:%d: unexpected header", path, lineno);
                 break;
             }
+            extra = !strncmp(line + sizeof head - 1, ",unit,size", 10);
             continue;
         }
-        if (out->n >= PFLEX_CALIB_H200_MAX)
-            break;
-        struct pflex_calib_real *r = &out->r[out->n];
-        if (sscanf(line, "%63[^,],%lf,%lf,%lf,%lf,%lf,%lf,%lf", r->name, &r->tokens_per_s,
-                   &r->power_w, &r->sm_clock_mhz, &r->dram_active, &r->tensor_active,
-                   &r->sm_active, &r->mem_copy_util) != 8) {
-            rc = pflex_error_set(err, "%s:%d: expected 8 fields", path, lineno);
+        struct pflex_calib_real r;
+        memset(&r, 0, sizeof r);
+        char unit[16] = "token", size[32] = "";
+        int nf = sscanf(line, "%63[^,],%lf,%lf,%lf,%lf,%lf,%lf,%lf,%15[^,],%31[^,]", r.name,
+                        &r.tokens_per_s, &r.power_w, &r.sm_clock_mhz, &r.dram_active,
+                        &r.tensor_active, &r.sm_active, &r.mem_copy_util, unit, size);
+        if (skip_repeats && (!strncmp(line, "idle,", 5) || strstr(r.name, "_r2")))
+            continue;
+        if (nf < 8 || (extra && nf < 9) || !(r.tokens_per_s > 0) || !(r.power_w > 0)
+            || !(r.sm_clock_mhz > 0)) {
+            rc = pflex_error_set(err, "%s:%d: expected %s fields, rate, power and clock positive",
+                                 path, lineno, extra ? "10" : "8");
             break;
         }
-        char jp[4200];
-        snprintf(jp, sizeof jp, "%s/h200-uncapped/jobs/%s.json", data_dir, r->name);
-        if (pflex_job_read_file(jp, &r->desc, err) < 0) {
-            rc = -1;
+        if (out->n >= PFLEX_CALIB_H200_MAX) {
+            rc = pflex_error_set(err, "%s:%d: more than %d runs", path, lineno,
+                                 PFLEX_CALIB_H200_MAX);
             break;
         }
-        out->n++;
+        r.machine = machine;
+        r.in_fit = in_fit;
+        if (!strcmp(unit, "flop") || !strcmp(unit, "byte")) {
+            r.unit = unit[0] == 'f' ? PFLEX_CALIB_FLOP : PFLEX_CALIB_BYTE;
+            char *end;
+            r.size = strtod(size, &end);
+            if (end == size || !(r.size >= 1)) {
+                rc = pflex_error_set(err, "%s:%d: a %s loop needs its size", path, lineno, unit);
+                break;
+            }
+        } else if (strcmp(unit, "token")) {
+            rc = pflex_error_set(err, "%s:%d: unit %s is not token, flop or byte", path, lineno,
+                                 unit);
+            break;
+        } else {
+            char jp[4200];
+            snprintf(jp, sizeof jp, "%s/%s.json", jobs_dir, r.name);
+            if (pflex_job_read_file(jp, &r.desc, err) < 0) {
+                rc = -1;
+                break;
+            }
+        }
+        out->r[out->n++] = r;
     }
     fclose(f);
-    if (rc == 0 && out->n == 0)
-        rc = pflex_error_set(err, "%s: no runs", path);
+    return rc;
+}
+
+int pflex_calib_reals_load(const char *data_dir, struct pflex_calib_reals *out,
+                           pflex_error_t *err)
+{
+    char path[4096], jobs[4096];
+    memset(out, 0, sizeof *out);
+    if (!data_dir || (size_t)snprintf(path, sizeof path, "%s/h200-uncapped/measured.csv", data_dir)
+                     >= sizeof path)
+        return pflex_error_set(err, "calibration: no shared data folder");
+    snprintf(jobs, sizeof jobs, "%s/h200-uncapped/jobs", data_dir);
+    if (read_measured(path, jobs, 0, 1, 0, out, err) < 0)
+        return -1;
+    if (out->n == 0)
+        return pflex_error_set(err, "%s: no runs", path);
+    return 0;
+}
+
+/* The fit set (docs/sim-model.md section 5): every run of the shared set,
+ * the three microbenchmarks (the V-f curve's power-limited points, the
+ * achieved bandwidth), the device runs of the shared set's five loops (one
+ * of them host-bound: the second host's speed), and of the new jobs one of
+ * each sort: a power-limited dense pretrain (d2b7_mb4), a wide GQA one
+ * (w4096_gqa), a Transformers MoE block (moe_h2048), a host-bound
+ * generation (infer_mb4) and a small pretrain near the host's bound
+ * (d125m_mb16).  The others stay unseen: d1b3_mb4, seq8k (long sequence),
+ * lora_w4096, moe_e16k1 (16 experts, top-1), infer_mb128, infer_moe_mb32
+ * (MoE generation), d350m_mb2 (a launch-bound small batch). */
+static const char *const device_fit_set[] = {
+    "ub_gemm8192", "ub_copy2g", "ub_gemm2048", "dense", "moe", "d350m_mb16", "d950m_lora",
+    "d950m_infer", "d2b7_mb4", "w4096_gqa", "moe_h2048", "infer_mb4", "d125m_mb16",
+};
+
+int pflex_calib_device_load(const char *dir, struct pflex_calib_reals *out, pflex_error_t *err)
+{
+    char path[4096], jobs[4096];
+    if (!dir || (size_t)snprintf(path, sizeof path, "%s/measured.csv", dir) >= sizeof path)
+        return pflex_error_set(err, "calibration: no device data folder");
+    snprintf(jobs, sizeof jobs, "%s/jobs", dir);
+    size_t n0 = out->n;
+    if (read_measured(path, jobs, 1, 0, 1, out, err) < 0)
+        return -1;
+    if (out->n == n0)
+        return pflex_error_set(err, "%s: no runs", path);
+    for (size_t i = n0; i < out->n; i++)
+        for (size_t k = 0; k < sizeof device_fit_set / sizeof *device_fit_set; k++)
+            out->r[i].in_fit |= !strcmp(out->r[i].name, device_fit_set[k]);
+    return 0;
+}
+
+/* The simulated side of one real run at the board's default limit (never
+ * changed on the real runs). */
+static int real_expect(const struct pflex_calib_real *r, const struct pflex_sim_fit *fit,
+                       struct pflex_sim_measure *m, pflex_error_t *err)
+{
+    if (r->unit != PFLEX_CALIB_TOKEN) {
+        const struct pflex_gpu_kind *k = pflex_gpu_kind_find("H200");
+        return pflex_sim_loop_expect("H200", fit, r->unit == PFLEX_CALIB_FLOP
+                                     ? PFLEX_SIM_LOOP_GEMM : PFLEX_SIM_LOOP_COPY,
+                                     r->size, k->default_cap_w, m, err);
+    }
+    /* The device runs' host issues an operator in host_b times the
+     * reference host's time (the two machines' CPUs differ). */
+    struct pflex_sim_fit f = *fit;
+    if (r->machine == 1)
+        f.py_op_s *= f.host_b;
+    pflex_sim_job_t *j;
+    if (pflex_sim_job_create_fit(&r->desc, 1, &f, &j, err) < 0)
+        return -1;
+    int rc = pflex_sim_job_expect(j, pflex_sim_job_kind(j)->default_cap_w, m, err);
+    pflex_sim_job_destroy(j);
     return rc;
 }
 
@@ -303,14 +402,8 @@ int pflex_calib_evaluate(const pflex_sweep_t *emerald, const struct pflex_calib_
     }
     for (size_t i = 0; reals && i < reals->n; i++) {
         const struct pflex_calib_real *r = &reals->r[i];
-        pflex_sim_job_t *j;
         struct pflex_sim_measure m;
-        if (pflex_sim_job_create_fit(&r->desc, 1, fit, &j, err) < 0)
-            return -1;
-        /* The limit was never changed: the board's default. */
-        int rc = pflex_sim_job_expect(j, pflex_sim_job_kind(j)->default_cap_w, &m, err);
-        pflex_sim_job_destroy(j);
-        if (rc < 0)
+        if (real_expect(r, fit, &m, err) < 0)
             return -1;
         struct pflex_calib_real_sim *o = &out->real[i];
         *o = (struct pflex_calib_real_sim){

@@ -42,6 +42,7 @@ struct physics {
     double sm_small;            /* share of the SMs a tiny (decode) kernel keeps busy */
     double ops_layer_decode;    /* operators per decoder layer in one eager decode step */
     double ops_gen_iter;        /* generate()'s own operators per decode step */
+    double train_ops;           /* eager training: host operators per forward operator (fitted) */
     double u_busy;              /* MEM_COPY_UTIL saturation share of the bandwidth (fitted) */
     double act_bytes;       /* memory-bound traffic per token, layer and hidden unit, one pass,
                              * with fused kernels (Megatron-LM, llm-foundry, vLLM) */
@@ -74,7 +75,8 @@ static const struct physics P_DEFAULT = {
     .eff_gemm = 0.895, .gemm_h0 = 54.8, .gemm_m0 = 63.9, .eff_attn = 0.656, .eff_mem = 0.606,
     .r_sat = 0.665, .sm_gemm = 0.98, .sm_attn = 0.95, .sm_mem = 0.90,
     .w_tensor = 1.0, .w_fp32 = 1.0, .p_clk = 0.0, .eff_fp32 = 0.70, .kernel_min_s = 2.5e-6,
-    .sm_small = 0.5, .ops_layer_decode = 40, .ops_gen_iter = 30, .u_busy = 0.5,
+    .sm_small = 0.5, .ops_layer_decode = 40, .ops_gen_iter = 30,
+    .train_ops = 3.0, .u_busy = 0.5,
     .act_bytes = 75.6, .eager_mult = 4.94, .eff_link = 0.80, .eff_a2a = 0.60, .eta_dp = 0.303,
     .eta_moe = 0.25, .ovl_width = 0.25, .coll_lat_s = 10e-6, .launch_s = 4e-6,
     .kernels_per_layer = 20, .host_step_s = 0.005, .host_iter_s = 0.0,
@@ -101,9 +103,10 @@ static const struct physics P_DEFAULT = {
  * memory counters side by side; eff_gemm the H200 runs' step times and
  * tensor activity with llm-foundry's throughputs. */
 const struct pflex_sim_fit pflex_sim_fit_default = {
-    .k_dyn_ga100 = 0.5125, .k_dyn_gh100 = 0.7215, .w_tensor = 1.6139, .w_fp32 = 0.5490,
-    .eager_mult = 4.0246, .eta_dp = 0.5883, .py_op_s = 2.0399e-05, .u_busy = 0.7760,
-    .eff_gemm = 0.7859,
+    .k_dyn_ga100 = 0.5354, .k_dyn_gh100 = 0.7807, .w_tensor = 1.2931, .w_fp32 = 0.2529,
+    .eager_mult = 4.1365, .eta_dp = 0.6222, .py_op_s = 1.9426e-05, .u_busy = 0.8740,
+    .eff_gemm = 0.7487, .v_floor_gh100 = 0.7335, .knee_gh100 = 0.3496, .eff_mem = 0.7416,
+    .train_ops = 3.0000, .host_b = 1.5076,
 };
 
 
@@ -445,9 +448,19 @@ static void infer_decode(struct pflex_sim_job *j, const struct step_shape *c)
     /* Transformers' dynamic KV cache grows by torch.cat: every decode
      * step copies the whole cache (read and write) once more. */
     double cache = B * cx * lloc * 2 * c->kv_dim / tp * bpe;
+    /* Eager Transformers decodes an MoE block with its batched experts:
+     * each routed token's expert weights are gathered into a per-token
+     * copy (written, then read by the batched product), so the traffic
+     * grows with tokens x top_k x the expert's weights. */
+    double gathered = 0;
+    if (d->experts > 0 && d->eager) {
+        double ef = d->expert_ffn > 0 ? d->expert_ffn : d->ffn_hidden;
+        gathered = B * d->top_k * (lloc - d->dense_layers * lloc / L)
+                   * (d->mlp == PFLEX_MLP_GELU ? 2.0 : 3.0) * h * ef * c->scale / tp * bpe * 2;
+    }
     s->ph[PH_OPT] = gemm_work(j, 2 * c->n_gemm_loc * B + 4 * cx * c->q_dim * lloc / tp * B,
                               c->n_loc * touched * bpe + cache * (d->eager ? 3 : 1)
-                              + B * lloc * h / tp * c->act_bytes, c->eff_w, B);
+                              + B * lloc * h / tp * c->act_bytes + gathered, c->eff_w, B);
     /* One decode step launches a few dozen small kernels per layer; in
      * eager PyTorch the host issues each from Python (py_op_s), and
      * generate() syncs every step (stopping criteria), so the host's
@@ -641,7 +654,16 @@ static void train_pipeline_launch(struct pflex_sim_job *j, const struct step_sha
     if (d->pp > 1)
         s->pp_s = 2 * c->tok * c->h * c->bpe / c->tp / ring_bw(j, 2, d->tp * d->dp < c->gpn ? 2 : 1);
     s->bubble_micro = c->pp - 1;
-    s->launch_s = c->lloc * P.kernels_per_layer * (d->eager ? 2.5 : 1) * c->passes * P.launch_s;
+    s->launch_s = c->lloc * P.kernels_per_layer * c->passes * P.launch_s;
+    /* Eager PyTorch issues a layer's forward operators from Python (about
+     * as many as a decode step's, ops_layer_decode) and autograd's engine
+     * the backward's; train_ops (fitted on the real runs' small batches)
+     * is the host's cost of a training step per forward operator, the loss
+     * and optimizer adding generate()-like housekeeping.  The host runs
+     * ahead of the GPU: only what exceeds the GPU's micro-step shows. */
+    if (d->eager)
+        s->launch_s = (c->lact * P.ops_layer_decode * (P.train_ops + (d->act_ckpt ? 1 : 0))
+                       + P.ops_gen_iter) * P.py_op_s;
 }
 
 /* Training: Hugging Face Transformers' eager MoE block runs the experts
@@ -958,8 +980,10 @@ static double eval_group(struct pflex_sim_job *j, const struct ph_run *runs, int
          * device memory at the link's rate. */
         act += (comm + straggle) * nccl;
         occ += (comm + straggle) * nccl * 0.25;
-        double link_u = comm > 0 ? s->comm_bytes / step / (k->mem_bw_gbs * 1e9) : 0;
-        mbusy += comm * busy_frac(j, link_u * 2);
+        /* NCCL's copies (each byte sent is read and received written)
+         * keep the memory busy at least as long as streaming them at the
+         * saturating share would, overlapped with compute or not. */
+        mbusy += 2 * s->comm_bytes / (k->mem_bw_gbs * 1e9 * P.u_busy);
         double kernel_time = busy + comm + straggle;
         if (kernel_time > step)
             kernel_time = step;
@@ -1190,7 +1214,10 @@ int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
     if (!(fit->k_dyn_ga100 > 0 && fit->k_dyn_gh100 > 0 && fit->w_tensor >= 0
           && fit->w_fp32 >= 0 && fit->eager_mult >= 1 && fit->eta_dp >= 0 && fit->eta_dp <= 1
           && fit->py_op_s > 0 && fit->py_op_s < 1e-3 && fit->u_busy > 0.01 && fit->u_busy <= 1
-          && fit->eff_gemm > 0.05 && fit->eff_gemm <= 1))
+          && fit->eff_gemm > 0.05 && fit->eff_gemm <= 1 && fit->v_floor_gh100 > 0.3
+          && fit->v_floor_gh100 <= 1 && fit->knee_gh100 > 0.05 && fit->knee_gh100 < 1
+          && fit->eff_mem > 0.1 && fit->eff_mem <= 1 && fit->train_ops > 0
+          && fit->train_ops < 100 && fit->host_b > 0))
         return pflex_error_set(err, "sim: fitted constants out of range");
     pflex_sim_job_t *j = calloc(1, sizeof *j);
     if (!j)
@@ -1207,6 +1234,8 @@ int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
     P.py_op_s = fit->py_op_s;
     P.u_busy = fit->u_busy;
     P.eff_gemm = fit->eff_gemm;
+    P.eff_mem = fit->eff_mem;
+    P.train_ops = fit->train_ops;
     j->seed = pflex_mix64(seed ^ desc_hash(&r));
     j->n = r.gpus;
     j->g = calloc((size_t)j->n, sizeof *j->g);
@@ -1224,12 +1253,18 @@ int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
                 : !strcmp(k->die, "GH100") ? P.k_dyn_gh100
                 : 0.5 * (P.k_dyn_ga100 + P.k_dyn_gh100);
     j->leak_w = k->leak_w;
+    j->v_ratio = k->v_ratio;
+    j->f_knee = k->f_knee_mhz / k->sm_clock_max_mhz;
+    /* GH100's curve is fitted on the real H200's power-limited and free
+     * clocks (docs/sim-model.md section 5); the other dies' are model.c's. */
+    if (!strcmp(k->die, "GH100")) {
+        j->v_ratio = fit->v_floor_gh100;
+        j->f_knee = fit->knee_gh100;
+    }
     /* The kind's idle_w is the board's draw idle at its lowest clock (what
      * nvidia-smi shows on an idle GPU; 84 W measured on the H200); that
      * includes leakage at the voltage floor. */
-    j->idle_w = k->idle_w - k->leak_w * k->v_ratio * k->v_ratio;
-    j->v_ratio = k->v_ratio;
-    j->f_knee = k->f_knee_mhz / k->sm_clock_max_mhz;
+    j->idle_w = k->idle_w - k->leak_w * j->v_ratio * j->v_ratio;
     j->dyn_w = kd * k->dyn_budget_w;
     j->mem_w_per_gbs = k->mem_pj_per_bit * 8e-12 * 1e9;    /* W per GB/s */
     j->gpn = r.gpus_per_node > 0 ? r.gpus_per_node : (k->gpus_per_node > 0 ? k->gpus_per_node : 8);
@@ -1253,6 +1288,43 @@ int pflex_sim_job_create(const struct pflex_job_desc *d, uint64_t seed,
                          pflex_sim_job_t **out, pflex_error_t *err)
 {
     return pflex_sim_job_create_fit(d, seed, NULL, out, err);
+}
+
+int pflex_sim_loop_expect(const char *gpu, const struct pflex_sim_fit *fit,
+                          enum pflex_sim_loop loop, double size, double cap_w,
+                          struct pflex_sim_measure *out, pflex_error_t *err)
+{
+    if (!gpu || !pflex_gpu_kind_find(gpu))
+        return pflex_error_set(err, "sim: unknown GPU kind %s", gpu ? gpu : "(null)");
+    if (!(size >= 1 && size < 1e13) || (loop != PFLEX_SIM_LOOP_GEMM && loop != PFLEX_SIM_LOOP_COPY))
+        return pflex_error_set(err, "sim: a loop needs a kind and a size in 1..1e13");
+    /* A one-GPU job of some shape gives the GPU (its die, silicon of seed
+     * 1, the fitted constants); its step is then replaced by the loop's
+     * one kernel, repeated with no host gap (the loop launches ahead). */
+    struct pflex_job_desc d = {.gpus = 1, .layers = 1, .hidden = 1024, .heads = 8,
+                               .ffn_hidden = 4096, .vocab = 32000, .seq_len = 128,
+                               .micro_batch = 1, .global_batch = 1, .kind = PFLEX_JOB_PRETRAIN};
+    snprintf(d.name, sizeof d.name, "loop");
+    snprintf(d.gpu, sizeof d.gpu, "%s", gpu);
+    pflex_sim_job_t *j;
+    if (pflex_sim_job_create_fit(&d, 1, fit, &j, err) < 0)
+        return -1;
+    memset(&j->s, 0, sizeof j->s);
+    j->s.micro = 1;
+    if (loop == PFLEX_SIM_LOOP_GEMM) {
+        /* bf16 GEMM: 2 n^3 FLOPs, A and B read and C written once; its
+         * efficiency by the same width and row law as a model's GEMMs. */
+        double n = size;
+        j->rate_tflops = j->k->bf16_tflops > 0 ? j->k->bf16_tflops : j->k->fp32_tflops;
+        j->s.ph[PH_GEMM] = gemm_work(j, 2 * n * n * n, 3 * n * n * 2, n / (n + P.gemm_h0), n);
+        j->s.tokens = 2 * n * n * n;
+    } else {
+        j->s.ph[PH_MEM] = (struct work){.bytes = 2 * size, .sm = P.sm_mem};
+        j->s.tokens = 2 * size;
+    }
+    int rc = measure(j, cap_w, out, 0, err);
+    pflex_sim_job_destroy(j);
+    return rc;
 }
 
 void pflex_sim_job_destroy(pflex_sim_job_t *j)

@@ -8,6 +8,7 @@
 #include "pflex/flex/curve.h"
 #include "pflex/flex/pfi.h"
 #include "pflex/io/sweep.h"
+#include "lib/util/grow.h"
 
 const double pflex_dataset_cuts[PFLEX_DATASET_NCUT] = {
     0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40, 0.45, 0.50, 0.55, 0.60,
@@ -31,14 +32,22 @@ void pflex_dataset_fini(struct pflex_dataset *d)
     memset(d, 0, sizeof *d);
 }
 
-static int grow(struct pflex_dataset *d, size_t cap)
+/* Room for need jobs in every array of d, which hold *cap: the room as
+ * pflex_grow gives job, every other array to match (sizes checked). */
+static int grow(struct pflex_dataset *d, size_t *cap, size_t need)
 {
-#define G(p, k) do { void *q = realloc(d->p, cap * (k) * sizeof *d->p); if (!q) return -1; \
+    size_t n = *cap;
+    if (pflex_grow((void **)&d->job, &n, need, sizeof *d->job))
+        return -1;
+    if (n == *cap)
+        return 0;
+#define G(p, k) do { void *q = reallocarray(d->p, n, (k) * sizeof *d->p); if (!q) return -1; \
                      d->p = q; } while (0)
-    G(job, 1); G(cluster, 1); G(gpu, 1); G(gpus, 1); G(x, PFLEX_FEAT_COUNT); G(pfi, 1);
+    G(cluster, 1); G(gpu, 1); G(gpus, 1); G(x, PFLEX_FEAT_COUNT); G(pfi, 1);
     G(loss, PFLEX_DATASET_NCUT); G(p0_w, 1); G(t0, 1); G(cap0_w, 1); G(x_max, 1); G(used, 1);
     G(dropped, 1); G(cn, 1); G(cx, 1); G(cl, 1);
 #undef G
+    *cap = n;
     return 0;
 }
 
@@ -90,12 +99,10 @@ static int cmap_add(struct cmap *m, size_t *cap, const pflex_csv_t *c, int ij, i
                     int it)
 {
     if (m->n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 64;
-        char **a = realloc(m->job, nc * sizeof *a), **b;
-        if (!a)
-            return -1;
-        m->job = a;
-        if (!(b = realloc(m->cl, nc * sizeof *b)))
+        size_t nc = *cap;
+        char **b;
+        if (pflex_grow((void **)&m->job, &nc, m->n + 1, sizeof *m->job)
+            || !(b = reallocarray(m->cl, nc, sizeof *b)))
             return -1;
         m->cl = b;
         *cap = nc;
@@ -216,11 +223,8 @@ static int add_sweep(struct pflex_dataset *d, size_t *cap, const pflex_sweep_t *
         const struct pflex_sweep_job *sj = &sw->jobs[j];
         if (filter && !strstr(sj->name, filter))
             continue;
-        if (d->n == *cap) {
-            *cap = *cap ? *cap * 2 : 64;
-            if (grow(d, *cap) < 0)
-                return pflex_error_sys(err, "out of memory");
-        }
+        if (grow(d, cap, d->n + 1) < 0)
+            return pflex_error_sys(err, "out of memory");
         size_t i = d->n;
         struct pflex_job_features jf;
         pflex_features_from_sweep_job(sj, &jf);
