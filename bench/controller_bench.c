@@ -6,7 +6,10 @@
  * (the public sim API).  The site follows a target of 75 % of its
  * maximum.  Prints the median and the slowest wall time of a period, the
  * first (unlimited) period left out, and the medians of its parts (reading
- * the agents, learning and planning, pushing the caps); asserts nothing.
+ * the agents, learning and planning, pushing the caps) and of its CPU time
+ * (the calling thread's, the whole process's), then the same in one line
+ * for scripts ("  = nodes N mode M threads T period_s S cpu_s C");
+ * asserts nothing.  THREADS 0: the controller's default.
  * The controller talks to up to PARALLEL agents at once over kept
  * connections; the server answers on a pool of two threads, on the same
  * cores.  LATENCY_MS delays every answer (a thread per connection then),
@@ -331,7 +334,7 @@ int main(int argc, char **argv)
     latency_ms = argc > 4 ? (unsigned)atoi(argv[4]) : 0;
     unsigned threads = argc > 5 ? (unsigned)atoi(argv[5]) : 0;     /* 0: the controller's default */
     table_mode = argc > 6 && !strcmp(argv[6], "table");
-    if (nnodes < 1 || nnodes > 100000 || periods < 2 || parallel < 1 || latency_ms > 10000 || threads > 16) {
+    if ((argc > 6 && !table_mode && strcmp(argv[6], "sim")) || nnodes < 1 || nnodes > 100000 || periods < 2 || parallel < 1 || latency_ms > 10000 || threads > 16) {
         fprintf(stderr, "usage: controller_bench [NODES [PERIODS [PARALLEL [LATENCY_MS [THREADS [sim|table]]]]]]\n");
         return 2;
     }
@@ -451,6 +454,9 @@ int main(int argc, char **argv)
            "last: limit %.0f W, worst case %.0f W, %zu agents down\n",
            nnodes, NG, nnodes * NG, r.jobs, latency_ms, table_mode ? " from a table of node 0's curve" : "", parallel, threads ? argv[5] : "the default", w[mid], w[periods - 1], periods - 1, rd[mid], pl[mid],
            pu[mid], cpu[mid], pcpu[mid], sent[mid], nnodes, sent[0], r.limit_w, r.worst_w, r.agents_down);
+    /* one line for scripts (bench/run.sh: the growth per 10x nodes) */
+    printf("  = nodes %u mode %s threads %u period_s %.4f cpu_s %.4f\n", nnodes, table_mode ? "table" : "sim", threads,
+           w[mid], pcpu[mid]);
     ctl_destroy(ctl);
     MHD_stop_daemon(md);
     for (unsigned k = 0; k < nnodes; k++) {
