@@ -51,6 +51,13 @@ printf 'bench-token-0123456789abcdef\n' >"$A/token"; chmod 600 "$A/token"
 apid=$!
 i=0; until [ -s "$A/port" ] || [ $i -ge 500 ]; do sleep 0.01; i=$((i + 1)); done
 "$BUILD/bench/agent_bench" "http://127.0.0.1:$(cat "$A/port")" "$A/token" 2000 || echo "  (agent benchmark failed)"
+echo "== the controller reading that agent's GET /v1/status (caps and a job on it) =="
+curl -s -m 5 -X PUT -H "Authorization: Bearer $(cat "$A/token")" \
+    -d '{"lease_s":60,"caps":[{"gpu":0,"cap_w":500,"fallback_w":400,"fallback_until":1900000000}]}' \
+    "http://127.0.0.1:$(cat "$A/port")/v1/caps" >/dev/null
+curl -s -m 5 -X POST -d '{"tokens": 1000}' "http://127.0.0.1:$(cat "$A/port")/v1/jobs/j1/progress" >/dev/null
+curl -s -m 5 "http://127.0.0.1:$(cat "$A/port")/v1/status" > "$A/status.json" &&
+    "$BUILD/bench/controller_bench" parse "$A/status.json" || echo "  (status read benchmark failed)"
 kill -TERM $apid; wait $apid; rm -rf "$A"
 echo "== pflex agent beside nginx serving the same bytes: requests/s over keep-alive (bench/http_load.c) =="
 BUILD=$BUILD sh bench/agent_vs_nginx.sh 3 1.5
