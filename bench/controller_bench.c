@@ -6,7 +6,10 @@
  * (the public sim API).  The site follows a target of 75 % of its
  * maximum.  Prints the median and the slowest wall time of a period, the
  * first (unlimited) period left out, and the medians of its parts (reading
- * the agents, learning and planning, pushing the caps); asserts nothing.
+ * the agents, learning and planning, pushing the caps) and of its CPU time
+ * (the calling thread's, the whole process's), then the same in one line
+ * for scripts ("  = nodes N mode M threads T period_s S cpu_s C");
+ * asserts nothing.  THREADS 0: the controller's default.
  * The controller talks to up to PARALLEL agents at once over kept
  * connections; the server answers on a pool of two threads, on the same
  * cores.  LATENCY_MS delays every answer (a thread per connection then),
@@ -15,6 +18,7 @@
  *
  *   controller_bench [NODES [PERIODS [PARALLEL [LATENCY_MS [THREADS [sim|table]]]]]]
  *   (defaults 1000, 12, 64, 0)
+ *   controller_bench parse STATUS_FILE   (one status read, below)
  */
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -26,7 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "controller/agent_client.h"
 #include "controller/controller.h"
+#include "lib/util/jscan.h"
 #include "pflex/hw/gpu.h"
 #include "pflex/sim/model.h"
 #include "pflex/sim/sim.h"
@@ -46,12 +52,16 @@ static unsigned nnodes;
 
 /* "table" mode: every node answers from node 0's simulated curve, computed
  * once at start on a 1 W grid (pflex_sim_job_expect), instead of running
- * the simulator on each request, so that the agents' side costs little and
- * the period measures the controller's own work. */
+ * the simulator on each request, and its status is written once each time
+ * its caps change (the same JSON, numbers as jansson writes them), not at
+ * every request, so that the agents' side costs little and the period
+ * measures the controller's own work. */
 static int table_mode;
 static double *tab_power, *tab_tput;
 static int tab_lo, tab_hi;
 static double (*node_cap)[NG];
+static char **node_text;        /* table mode: each node's status, as last written */
+static size_t *node_len;
 
 static double tab_at(const double *t, double cap)
 {
@@ -59,6 +69,55 @@ static double tab_at(const double *t, double cap)
     w = w < tab_lo ? tab_lo : w > tab_hi ? tab_hi : w;
     return t[w - tab_lo];
 }
+/* A real as jansson writes it: 17 significant digits, ".0" when integral. */
+static int put_real(char *p, size_t room, double v)
+{
+    int n = snprintf(p, room, "%.17g", v);
+    if (n > 0 && (size_t)n + 3 < room && !strpbrk(p, ".eE")) {
+        memcpy(p + n, ".0", 3);
+        n += 2;
+    }
+    return n;
+}
+
+/* One GPU's entry of node k's status (table mode), at p; its length. */
+static int gpu_text(char *p, size_t room, unsigned k, unsigned i)
+{
+    char cap[32], pw[32], lo[32], hi[32];
+    double c = node_cap[k][i];
+    put_real(cap, sizeof cap, c);
+    put_real(pw, sizeof pw, tab_at(tab_power, c));
+    put_real(lo, sizeof lo, nodes[k].kind->min_cap_w);
+    put_real(hi, sizeof hi, nodes[k].kind->max_cap_w);
+    return snprintf(p, room, "{\"gpu\":%u,\"uuid\":\"SIM\",\"ok\":true,\"limit_w\":%s,\"enforced_w\":%s,"
+                    "\"power_w\":%s,\"min_w\":%s,\"max_w\":%s}", i, cap, cap, pw, lo, hi);
+}
+
+/* Node k's status (table mode), written again after its caps changed:
+ * what the sim mode's answer holds, as one text. */
+static int render(unsigned k)
+{
+    char buf[4096], tp[32];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "{\"hostname\":\"%s\",\"gpus\":[", nodes[k].name);
+    double lo = INFINITY;
+    for (unsigned i = 0; i < NG; i++) {
+        lo = fmin(lo, node_cap[k][i]);
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s", i ? "," : "");
+        n += (size_t)gpu_text(buf + n, sizeof buf - n, k, i);
+    }
+    put_real(tp, sizeof tp, tab_at(tab_tput, lo));
+    n += (size_t)snprintf(buf + n, sizeof buf - n, "],\"jobs\":[{\"job\":\"%s\",\"gpus\":[0,1,2,3,4,5,6,7],"
+                          "\"throughput\":%s}]}", nodes[k].name, tp);
+    char *t = malloc(n + 1);
+    if (!t || n >= sizeof buf)
+        return free(t), -1;
+    memcpy(t, buf, n + 1);
+    free(node_text[k]);
+    node_text[k] = t;
+    node_len[k] = n;
+    return 0;
+}
+
 static unsigned latency_ms;     /* each answer this late, as from an agent on another host */
 
 static double now_s(void)
@@ -73,6 +132,15 @@ static double cpu_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* CPU time of the whole process: the controller's threads and the
+ * simulated agents'. */
+static double proc_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -91,13 +159,8 @@ static json_t *gpu_json(struct node *n, unsigned i)
     pflex_error_t err;
     double cap = NAN;
     struct pflex_gpu_sample s = {.power_w = NAN};
-    if (table_mode) {
-        cap = node_cap[n - nodes][i];
-        s.power_w = tab_at(tab_power, cap);
-    } else {
-        pflex_gpu_get_cap(&n->gpu, i, &cap, &err);
-        pflex_gpu_sample(&n->gpu, i, &s, &err);
-    }
+    pflex_gpu_get_cap(&n->gpu, i, &cap, &err);
+    pflex_gpu_sample(&n->gpu, i, &s, &err);
     return json_pack("{s:i, s:s, s:b, s:f, s:f, s:f, s:f, s:f}", "gpu", (int)i, "uuid", "SIM", "ok", 1,
                      "limit_w", cap, "enforced_w", cap, "power_w", s.power_w, "min_w", n->kind->min_cap_w,
                      "max_w", n->kind->max_cap_w);
@@ -107,6 +170,80 @@ struct upload {
     char buf[16384];
     size_t len;
 };
+
+/* PUT /v1/caps of node k in table mode: the caps taken, its status
+ * written again when one changed, the answer's "applied" from the same
+ * text.  Caller holds the node's lock. */
+/* The caps of a PUT /v1/caps body (table mode: read in place, as the
+ * controller reads answers): each in-range cap into caps[gpu], taken[gpu]
+ * set.  0, or -1 when the body does not parse. */
+static int caps_of(const struct upload *u, unsigned k, double caps[NG], unsigned taken[NG])
+{
+    struct pflex_jscan js;
+    char key[16];
+    int r, cut;
+    pflex_jscan_init(&js, u->buf, u->len);
+    if (pflex_jscan_enter(&js, PFLEX_J_OBJECT) < 0)
+        return -1;
+    while ((r = pflex_jscan_key(&js, key, sizeof key, &cut)) == 1) {
+        if (strcmp(key, "caps") || pflex_jscan_peek(&js) != PFLEX_J_ARRAY) {
+            if (pflex_jscan_skip(&js) < 0)
+                return -1;
+            continue;
+        }
+        pflex_jscan_enter(&js, PFLEX_J_ARRAY);
+        while ((r = pflex_jscan_item(&js)) == 1) {
+            double g = -1, w = NAN, x;
+            if (pflex_jscan_enter(&js, PFLEX_J_OBJECT) < 0)
+                return -1;
+            while ((r = pflex_jscan_key(&js, key, sizeof key, &cut)) == 1) {
+                int want = !strcmp(key, "gpu") || !strcmp(key, "cap_w");
+                if (want && pflex_jscan_number(&js, &x, NULL) == 0)
+                    *(!strcmp(key, "gpu") ? &g : &w) = x;
+                else if (want || pflex_jscan_skip(&js) < 0)
+                    return -1;
+            }
+            if (r < 0)
+                return -1;
+            if (g >= 0 && g < NG && g == floor(g) && w >= nodes[k].kind->min_cap_w && w <= nodes[k].kind->max_cap_w) {
+                caps[(int)g] = w;
+                taken[(int)g] = 1;
+            }
+        }
+        if (r < 0)
+            return -1;
+    }
+    return r < 0 || pflex_jscan_end(&js) < 0 ? -1 : 0;
+}
+
+/* PUT /v1/caps of node k in table mode: the caps taken, its status
+ * written again when one changed, the answer's "applied" written as the
+ * status writes its GPUs.  Caller holds the node's lock. */
+static enum MHD_Result put_table(struct MHD_Connection *c, unsigned k, const struct upload *u)
+{
+    double caps[NG];
+    unsigned taken[NG] = {0};
+    if (caps_of(u, k, caps, taken) < 0)
+        return send_json(c, 400, json_pack("{s:s}", "error", "the body does not parse"));
+    char buf[4096];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "{\"applied\":[");
+    int changed = 0, any = 0;
+    for (unsigned g = 0; g < NG; g++)
+        if (taken[g]) {
+            changed |= node_cap[k][g] != caps[g];
+            node_cap[k][g] = caps[g];
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s", any++ ? "," : "");
+            n += (size_t)gpu_text(buf + n, sizeof buf - n, k, g);
+        }
+    if (n < sizeof buf)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "],\"errors\":[]}");
+    if (n >= sizeof buf || (changed && render(k) < 0))
+        return MHD_NO;
+    struct MHD_Response *rs = MHD_create_response_from_buffer(n, buf, MHD_RESPMEM_MUST_COPY);
+    enum MHD_Result r = MHD_queue_response(c, 200, rs);
+    MHD_destroy_response(rs);
+    return r;
+}
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *data, size_t *size, void **con)
@@ -138,15 +275,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     pthread_mutex_lock(&n->mu);
     enum MHD_Result r;
     pflex_error_t err;
-    if (!strcmp(path, "/v1/status")) {
+    if (!strcmp(path, "/v1/status") && table_mode) {
+        struct MHD_Response *rs = MHD_create_response_from_buffer(node_len[k], node_text[k], MHD_RESPMEM_MUST_COPY);
+        r = MHD_queue_response(c, 200, rs);
+        MHD_destroy_response(rs);
+    } else if (!strcmp(path, "/v1/status")) {
         struct pflex_sim_measure m = {0};
-        if (table_mode) {
-            double lo = INFINITY;
-            for (unsigned i = 0; i < NG; i++)
-                lo = fmin(lo, node_cap[k][i]);
-            m.throughput = tab_at(tab_tput, lo);
-        } else
-            pflex_sim_job_measure(n->job, 0, &m, &err);
+        pflex_sim_job_measure(n->job, 0, &m, &err);
         json_t *gpus = json_array(), *idx = json_array();
         for (unsigned i = 0; i < NG; i++) {
             json_array_append_new(gpus, gpu_json(n, i));
@@ -154,6 +289,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         }
         r = send_json(c, 200, json_pack("{s:s, s:o, s:[{s:s, s:o, s:f}]}", "hostname", n->name, "gpus", gpus,
                                         "jobs", "job", n->name, "gpus", idx, "throughput", m.throughput));
+    } else if (!strcmp(path, "/v1/caps") && !strcmp(method, "PUT") && table_mode) {
+        r = put_table(c, k, u);
     } else if (!strcmp(path, "/v1/caps") && !strcmp(method, "PUT")) {
         json_t *j = json_loadb(u->buf, u->len, 0, NULL), *caps = json_object_get(j, "caps"), *e;
         json_t *applied = json_array();
@@ -163,9 +300,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             double w = json_number_value(json_object_get(e, "cap_w"));
             if (g < 0 || g >= NG || !(w >= n->kind->min_cap_w && w <= n->kind->max_cap_w))
                 continue;
-            if (table_mode)
-                node_cap[k][g] = w;
-            else if (pflex_gpu_set_cap(&n->gpu, (unsigned)g, w, &err) < 0)
+            if (pflex_gpu_set_cap(&n->gpu, (unsigned)g, w, &err) < 0)
                 continue;
             json_array_append_new(applied, gpu_json(n, (unsigned)g));
         }
@@ -193,16 +328,56 @@ static int cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* controller_bench parse FILE: one agent's GET /v1/status (FILE, as an
+ * agent answered it) read as the controller reads it, in place, and as a
+ * jansson tree (json_loadb alone), each 20,000 times: the CPU time of one
+ * read, the median of 5 rounds. */
+static int parse_bench(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    static char buf[1 << 20];
+    size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f)
+        fclose(f);
+    static struct agent_status st;
+    pflex_error_t err;
+    if (!n || agent_parse_status(buf, n, &st, &err) < 0) {
+        fprintf(stderr, "controller_bench: %s: %s\n", path, n ? err.text : "cannot read it");
+        return 1;
+    }
+    double a[5], b[5];
+    const int reps = 20000;
+    for (int r = 0; r < 5; r++) {
+        double c0 = cpu_s();
+        for (int k = 0; k < reps; k++)
+            agent_parse_status(buf, n, &st, &err);
+        double c1 = cpu_s();
+        for (int k = 0; k < reps; k++)
+            json_decref(json_loadb(buf, n, 0, NULL));
+        a[r] = (c1 - c0) / reps;
+        b[r] = (cpu_s() - c1) / reps;
+    }
+    qsort(a, 5, sizeof *a, cmp);
+    qsort(b, 5, sizeof *b, cmp);
+    printf("  an agent's status of %zu bytes (%zu GPUs, %zu jobs): read in place %.1f us, a jansson tree of it "
+           "(json_loadb alone) %.1f us (CPU, medians of 5 x %d)\n", n, st.ngpus, st.njobs, a[2] * 1e6, b[2] * 1e6,
+           reps);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "parse"))
+        return parse_bench(argv[2]);
     nnodes = argc > 1 ? (unsigned)atoi(argv[1]) : 1000;
     int periods = argc > 2 ? atoi(argv[2]) : 12;
     unsigned parallel = argc > 3 ? (unsigned)atoi(argv[3]) : 64;
     latency_ms = argc > 4 ? (unsigned)atoi(argv[4]) : 0;
     unsigned threads = argc > 5 ? (unsigned)atoi(argv[5]) : 0;     /* 0: the controller's default */
     table_mode = argc > 6 && !strcmp(argv[6], "table");
-    if (nnodes < 1 || nnodes > 100000 || periods < 2 || parallel < 1 || latency_ms > 10000 || threads > 16) {
-        fprintf(stderr, "usage: controller_bench [NODES [PERIODS [PARALLEL [LATENCY_MS [THREADS [sim|table]]]]]]\n");
+    if ((argc > 6 && !table_mode && strcmp(argv[6], "sim")) || nnodes < 1 || nnodes > 100000 || periods < 2 || parallel < 1 || latency_ms > 10000 || threads > 16) {
+        fprintf(stderr, "usage: controller_bench [NODES [PERIODS [PARALLEL [LATENCY_MS [THREADS [sim|table]]]]]]\n"
+                        "       controller_bench parse STATUS_FILE\n");
         return 2;
     }
     nodes = calloc(nnodes, sizeof *nodes);
@@ -230,7 +405,9 @@ int main(int argc, char **argv)
         tab_power = malloc((size_t)(tab_hi - tab_lo + 1) * sizeof *tab_power);
         tab_tput = malloc((size_t)(tab_hi - tab_lo + 1) * sizeof *tab_tput);
         node_cap = malloc(nnodes * sizeof *node_cap);
-        if (!tab_power || !tab_tput || !node_cap) {
+        node_text = calloc(nnodes, sizeof *node_text);
+        node_len = calloc(nnodes, sizeof *node_len);
+        if (!tab_power || !tab_tput || !node_cap || !node_text || !node_len) {
             fprintf(stderr, "controller_bench: out of memory\n");
             return 1;
         }
@@ -243,9 +420,14 @@ int main(int argc, char **argv)
             tab_power[w - tab_lo] = m.power_w;
             tab_tput[w - tab_lo] = m.throughput;
         }
-        for (unsigned k = 0; k < nnodes; k++)
+        for (unsigned k = 0; k < nnodes; k++) {
             for (unsigned i = 0; i < NG; i++)
                 node_cap[k][i] = kd->max_cap_w;
+            if (render(k) < 0) {
+                fprintf(stderr, "controller_bench: out of memory\n");
+                return 1;
+            }
+        }
     }
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -281,17 +463,19 @@ int main(int argc, char **argv)
                              .ramp_s = 0};
     snprintf(t.source, sizeof t.source, "bench");
     pflex_target_set_add(ctl_targets(ctl), &t, &err);
-    double *w = calloc((size_t)periods * 6, sizeof *w);
+    double *w = calloc((size_t)periods * 7, sizeof *w);
     double *rd = w + periods, *pl = rd + periods, *pu = pl + periods, *cpu = pu + periods, *sent = cpu + periods;
+    double *pcpu = sent + periods;
     struct ctl_period_result r = {0};
     for (int p = 0; p < periods; p++) {
-        double t0 = now_s(), c0 = cpu_s();
+        double t0 = now_s(), c0 = cpu_s(), pc0 = proc_cpu_s();
         if (ctl_period(ctl, 1000 + 5.0 * p, &r, &err) < 0) {
             fprintf(stderr, "controller_bench: %s\n", err.text);
             return 1;
         }
         w[p] = now_s() - t0;
         cpu[p] = cpu_s() - c0;
+        pcpu[p] = proc_cpu_s() - pc0;
         rd[p] = r.read_s;
         pl[p] = r.plan_s;
         pu[p] = r.push_s;
@@ -304,13 +488,17 @@ int main(int argc, char **argv)
     qsort(pu + 1, m, sizeof *pu, cmp);
     qsort(cpu + 1, m, sizeof *cpu, cmp);
     qsort(sent + 1, m, sizeof *sent, cmp);
+    qsort(pcpu + 1, m, sizeof *pcpu, cmp);
     printf("  %u nodes x %d GPUs (%u GPUs, %zu jobs), agents over loopback HTTP in process answering "
            "%u ms late%s, %u requests at once on %s HTTP threads: one period (read, learn, plan, push) median %.3f s, slowest %.3f s over %d periods "
            "(medians: read %.3f s, learn + plan %.3f s, push %.3f s; the CPU of the controller's calling thread %.3f s, "
-           "the rest the simulated agents'); nodes sent caps: median %.0f of %u a period (%.0f in the first); "
+           "of the whole process, simulated agents included, %.3f s); nodes sent caps: median %.0f of %u a period (%.0f in the first); "
            "last: limit %.0f W, worst case %.0f W, %zu agents down\n",
            nnodes, NG, nnodes * NG, r.jobs, latency_ms, table_mode ? " from a table of node 0's curve" : "", parallel, threads ? argv[5] : "the default", w[mid], w[periods - 1], periods - 1, rd[mid], pl[mid],
-           pu[mid], cpu[mid], sent[mid], nnodes, sent[0], r.limit_w, r.worst_w, r.agents_down);
+           pu[mid], cpu[mid], pcpu[mid], sent[mid], nnodes, sent[0], r.limit_w, r.worst_w, r.agents_down);
+    /* one line for scripts (bench/run.sh: the growth per 10x nodes) */
+    printf("  = nodes %u mode %s threads %u period_s %.4f cpu_s %.4f\n", nnodes, table_mode ? "table" : "sim", threads,
+           w[mid], pcpu[mid]);
     ctl_destroy(ctl);
     MHD_stop_daemon(md);
     for (unsigned k = 0; k < nnodes; k++) {

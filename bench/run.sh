@@ -51,6 +51,13 @@ printf 'bench-token-0123456789abcdef\n' >"$A/token"; chmod 600 "$A/token"
 apid=$!
 i=0; until [ -s "$A/port" ] || [ $i -ge 500 ]; do sleep 0.01; i=$((i + 1)); done
 "$BUILD/bench/agent_bench" "http://127.0.0.1:$(cat "$A/port")" "$A/token" 2000 || echo "  (agent benchmark failed)"
+echo "== the controller reading that agent's GET /v1/status (caps and a job on it) =="
+curl -s -m 5 -X PUT -H "Authorization: Bearer $(cat "$A/token")" \
+    -d '{"lease_s":60,"caps":[{"gpu":0,"cap_w":500,"fallback_w":400,"fallback_until":1900000000}]}' \
+    "http://127.0.0.1:$(cat "$A/port")/v1/caps" >/dev/null
+curl -s -m 5 -X POST -d '{"tokens": 1000}' "http://127.0.0.1:$(cat "$A/port")/v1/jobs/j1/progress" >/dev/null
+curl -s -m 5 "http://127.0.0.1:$(cat "$A/port")/v1/status" > "$A/status.json" &&
+    "$BUILD/bench/controller_bench" parse "$A/status.json" || echo "  (status read benchmark failed)"
 kill -TERM $apid; wait $apid; rm -rf "$A"
 echo "== pflex agent beside nginx serving the same bytes: requests/s over keep-alive (bench/http_load.c) =="
 BUILD=$BUILD sh bench/agent_vs_nginx.sh 3 1.5
@@ -68,14 +75,28 @@ echo "== telemetry: training on 10,000 jobs, predicting 100,000 =="
 "$TB" model 10000 100000 3
 echo
 echo "== the controller: one control period, 1,000 and 12,500 nodes x 8 GPUs, simulated agents in process =="
-echo "   (leases of 12 periods: each node renewed every 4th period, staggered, and sent at once when its caps change)"
-"$BUILD/bench/controller_bench" 1000 12
-"$BUILD/bench/controller_bench" 12500 4 64 0 1
-"$BUILD/bench/controller_bench" 12500 4 64 0 2
-echo "== the same, every node answering from one simulated curve (the controller's own work) =="
-"$BUILD/bench/controller_bench" 1000 12 64 0 1 table
-"$BUILD/bench/controller_bench" 12500 4 64 0 1 table
-"$BUILD/bench/controller_bench" 12500 4 64 0 2 table
+echo "   (leases of 12 periods: each node renewed every 4th period, staggered, and sent at once when its caps change;"
+echo "    HTTP threads: the controller's default, one per 1,000 agents up to 4 and the CPUs)"
+echo "   load average before: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+CB=$D/controller-bench.txt
+: > "$CB"
+cbench() { "$BUILD/bench/controller_bench" "$@" | tee -a "$CB" | grep -v '^  = '; }
+echo "-- table: every node answering from one simulated curve, its status written once per change (the controller's own work)"
+cbench 1000 12 64 0 0 table
+cbench 12500 12 64 0 0 table
+cbench 12500 8 64 0 1 table
+echo "-- sim: every answer runs the calibrated simulator for its node (the agents' side on the same two cores)"
+cbench 1000 12 64 0 0 sim
+cbench 12500 4 64 0 0 sim
+echo "-- growth of the period per 10x nodes, 1,000 to 12,500 (10^b, b the slope of log time on log nodes; 10 is linear)"
+for mode in table sim; do
+    awk -v m=$mode '$1 == "=" && $5 == m && $7 == 0 { t[$3] = $9; c[$3] = $11 }
+        END { if (t[1000] > 0 && t[12500] > 0)
+                  printf "  %s: %.3f s at 1,000 nodes, %.3f s at 12,500: x%.1f per 10x nodes (CPU %.3f s, %.3f s: x%.1f)\n", m,
+                         t[1000], t[12500], exp(log(t[12500] / t[1000]) / log(12.5) * log(10)),
+                         c[1000], c[12500], exp(log(c[12500] / c[1000]) / log(12.5) * log(10)) }' "$CB"
+done
+echo "   load average after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
 echo "== the same, each agent answering 2 ms late (as from other hosts): 64 requests at once, then one =="
 "$BUILD/bench/controller_bench" 1000 12 64 2
 "$BUILD/bench/controller_bench" 1000 3 1 2

@@ -34,8 +34,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <jansson.h>
 #include "controller/agent_client.h"
+#include "lib/util/jscan.h"
 
 #define MAX_BODY (1u << 20)
 
@@ -114,102 +114,221 @@ int agent_client_set_ca_file(agent_client_t *c, const char *ca_file, pflex_error
     return 0;
 }
 
-static double num_or(json_t *v, double dflt)
+/* The answers are read in place (lib/util/jscan.h), only the fields
+ * below converted: a jansson tree of a status (a hundred values, each
+ * allocated) cost more than its request. */
+
+/* A number, or dflt for anything else (null, a string, ...). */
+static int num_or(struct pflex_jscan *js, double dflt, double *out)
 {
-    if (json_is_integer(v))
-        return (double)json_integer_value(v);
-    if (json_is_real(v) && isfinite(json_real_value(v)))
-        return json_real_value(v);
-    return dflt;
+    int is_int;
+    if (pflex_jscan_peek(js) != PFLEX_J_NUMBER) {
+        *out = dflt;
+        return pflex_jscan_skip(js);
+    }
+    return pflex_jscan_number(js, out, &is_int);
 }
 
-static void copy_str(char *dst, size_t size, json_t *v)
+/* A string cut to fit dst, or "" for anything else. */
+static int str_or_empty(struct pflex_jscan *js, char *dst, size_t size)
 {
-    const char *s = json_is_string(v) ? json_string_value(v) : "";
-    snprintf(dst, size, "%.*s", (int)(size - 1), s);
+    dst[0] = '\0';
+    if (pflex_jscan_peek(js) != PFLEX_J_STRING)
+        return pflex_jscan_skip(js);
+    return pflex_jscan_string(js, dst, size, NULL) < 0 ? -1 : 0;
+}
+
+/* An integer written as one, within [lo, hi]: 1 with it in *v, 0 when the
+ * value is something else (skipped), -1 when it does not parse. */
+static int int_in(struct pflex_jscan *js, double lo, double hi, int *v)
+{
+    double x;
+    int is_int;
+    if (pflex_jscan_peek(js) != PFLEX_J_NUMBER)
+        return pflex_jscan_skip(js) < 0 ? -1 : 0;
+    if (pflex_jscan_number(js, &x, &is_int) < 0)
+        return -1;
+    if (!is_int || x < lo || x > hi)
+        return 0;
+    *v = (int)x;
+    return 1;
+}
+
+/* "gpus"[i] of a status; 0, or -1 with err. */
+static int status_gpu(struct pflex_jscan *js, size_t i, struct agent_gpu *o, pflex_error_t *err)
+{
+    *o = (struct agent_gpu){.index = -1, .power_w = NAN, .limit_w = NAN, .min_w = NAN, .max_w = NAN, .ok = 1};
+    if (pflex_jscan_peek(js) != PFLEX_J_OBJECT) {
+        if (pflex_jscan_skip(js) < 0)
+            return -1;
+        return pflex_error_set(err, "/v1/status: gpus[%zu].gpu is not a GPU index", i);
+    }
+    pflex_jscan_enter(js, PFLEX_J_OBJECT);
+    char key[16];
+    int r, cut, has_index = 0, rc = 0;
+    while (rc == 0 && (r = pflex_jscan_key(js, key, sizeof key, &cut)) == 1) {
+        if (cut)
+            rc = pflex_jscan_skip(js);
+        else if (!strcmp(key, "gpu")) {
+            int k = int_in(js, 0, 4096, &o->index);
+            rc = k < 0 ? -1 : 0;
+            has_index = k == 1;
+        } else if (!strcmp(key, "uuid"))
+            rc = str_or_empty(js, o->uuid, sizeof o->uuid);
+        else if (!strcmp(key, "power_w"))
+            rc = num_or(js, NAN, &o->power_w);
+        else if (!strcmp(key, "limit_w"))
+            rc = num_or(js, NAN, &o->limit_w);
+        else if (!strcmp(key, "min_w"))
+            rc = num_or(js, NAN, &o->min_w);
+        else if (!strcmp(key, "max_w"))
+            rc = num_or(js, NAN, &o->max_w);
+        else if (!strcmp(key, "ok")) {
+            o->ok = pflex_jscan_peek(js) == PFLEX_J_TRUE;
+            rc = pflex_jscan_skip(js);
+        } else
+            rc = pflex_jscan_skip(js);
+    }
+    if (rc < 0 || r < 0)
+        return -1;
+    if (!has_index)
+        return pflex_error_set(err, "/v1/status: gpus[%zu].gpu is not a GPU index", i);
+    if (!(o->min_w > 0) || !(o->max_w >= o->min_w) || o->max_w > 1e5)
+        return pflex_error_set(err, "/v1/status: gpus[%zu]: limit range missing or wrong", i);
+    if (o->power_w < 0 || o->power_w > 1e5)
+        o->power_w = NAN;
+    return 0;
+}
+
+/* "jobs"[i] of a status; 0, or -1 with err. */
+static int status_job(struct pflex_jscan *js, size_t i, struct agent_job *o, pflex_error_t *err)
+{
+    o->ngpus = 0;
+    o->name[0] = '\0';
+    o->throughput = NAN;
+    int has_gpus = 0, r = 0, rc = 0, cut;
+    if (pflex_jscan_peek(js) != PFLEX_J_OBJECT) {
+        if (pflex_jscan_skip(js) < 0)
+            return -1;
+        return pflex_error_set(err, "/v1/status: jobs[%zu] has no name", i);
+    }
+    pflex_jscan_enter(js, PFLEX_J_OBJECT);
+    char key[16];
+    while (rc == 0 && (r = pflex_jscan_key(js, key, sizeof key, &cut)) == 1) {
+        if (cut)
+            rc = pflex_jscan_skip(js);
+        else if (!strcmp(key, "job"))
+            rc = str_or_empty(js, o->name, sizeof o->name);
+        else if (!strcmp(key, "throughput"))
+            rc = num_or(js, NAN, &o->throughput);
+        else if (!strcmp(key, "gpus")) {
+            has_gpus = pflex_jscan_peek(js) == PFLEX_J_ARRAY;
+            if (!has_gpus) {
+                rc = pflex_jscan_skip(js);
+                continue;
+            }
+            pflex_jscan_enter(js, PFLEX_J_ARRAY);
+            o->ngpus = 0;
+            int q = 0;
+            while (rc == 0 && (q = pflex_jscan_item(js)) == 1) {
+                int g = 0, k = int_in(js, -2147483647.0, 2147483647.0, &g);
+                if (k < 0)
+                    return -1;
+                if (k == 0)
+                    return pflex_error_set(err, "/v1/status: jobs[%zu].gpus[%d] is not an index", i, o->ngpus);
+                if (o->ngpus == AGENT_MAX_GPUS)
+                    return pflex_error_set(err, "/v1/status: jobs[%zu].gpus is not an array", i);
+                o->gpus[o->ngpus++] = g;
+            }
+            if (q < 0)
+                return -1;
+        } else
+            rc = pflex_jscan_skip(js);
+    }
+    if (rc < 0 || r < 0)
+        return -1;
+    if (!o->name[0])
+        return pflex_error_set(err, "/v1/status: jobs[%zu] has no name", i);
+    if (!has_gpus)
+        return pflex_error_set(err, "/v1/status: jobs[%zu].gpus is not an array", i);
+    if (o->throughput < 0)
+        o->throughput = NAN;
+    return 0;
+}
+
+/* The status's "gpus" (array) or "jobs" (array or null) into out; 0, or
+ * -1 with err. */
+static int status_list(struct pflex_jscan *js, int jobs, struct agent_status *out, pflex_error_t *err)
+{
+    if (jobs)
+        out->njobs = 0;
+    else
+        out->ngpus = 0;
+    if (jobs && pflex_jscan_peek(js) == PFLEX_J_NULL)
+        return pflex_jscan_skip(js);
+    const char *what = jobs ? "/v1/status: 'jobs' is not an array of at most %d"
+                            : "/v1/status: 'gpus' is not an array of at most %d";
+    if (pflex_jscan_peek(js) != PFLEX_J_ARRAY) {
+        if (pflex_jscan_skip(js) < 0)
+            return -1;
+        return pflex_error_set(err, what, jobs ? AGENT_MAX_JOBS : AGENT_MAX_GPUS);
+    }
+    pflex_jscan_enter(js, PFLEX_J_ARRAY);
+    int r;
+    for (size_t i = 0; (r = pflex_jscan_item(js)) == 1; i++) {
+        if (i == (jobs ? AGENT_MAX_JOBS : AGENT_MAX_GPUS))
+            return pflex_error_set(err, what, jobs ? AGENT_MAX_JOBS : AGENT_MAX_GPUS);
+        if (jobs ? status_job(js, i, &out->job[i], err) : status_gpu(js, i, &out->gpu[i], err))
+            return -1;
+        if (jobs)
+            out->njobs++;
+        else
+            out->ngpus++;
+    }
+    return r;
 }
 
 int agent_parse_status(const char *body, size_t len, struct agent_status *out, pflex_error_t *err)
 {
-    json_error_t je;
-    json_t *j = json_loadb(body, len, 0, &je);
-    if (!json_is_object(j)) {
-        json_decref(j);
-        return pflex_error_set(err, "/v1/status: not a JSON object (%d:%d: %s)", je.line, je.column, je.text);
-    }
+    struct pflex_jscan js;
+    pflex_jscan_init(&js, body, len);
+    pflex_error_t mine;
+    if (!err)
+        err = &mine;
+    err->text[0] = '\0';
     /* the header only: the entries are written as they are read (a status
      * is 29 KB, most of it room for GPUs and jobs a node does not have) */
     out->ngpus = out->njobs = 0;
-    copy_str(out->host, sizeof out->host, json_object_get(j, "hostname"));
-    json_t *gpus = json_object_get(j, "gpus"), *jobs = json_object_get(j, "jobs");
-    int rc = -1;
-    if (!json_is_array(gpus) || json_array_size(gpus) > AGENT_MAX_GPUS) {
+    out->host[0] = '\0';
+    int has_gpus = 0, r = -1, rc = 0, cut;
+    if (pflex_jscan_peek(&js) == PFLEX_J_OBJECT) {
+        pflex_jscan_enter(&js, PFLEX_J_OBJECT);
+        char key[16];
+        while (rc == 0 && (r = pflex_jscan_key(&js, key, sizeof key, &cut)) == 1) {
+            if (cut)
+                rc = pflex_jscan_skip(&js);
+            else if (!strcmp(key, "hostname"))
+                rc = str_or_empty(&js, out->host, sizeof out->host);
+            else if (!strcmp(key, "gpus")) {
+                rc = status_list(&js, 0, out, err);
+                has_gpus = 1;
+            } else if (!strcmp(key, "jobs"))
+                rc = status_list(&js, 1, out, err);
+            else
+                rc = pflex_jscan_skip(&js);
+        }
+    }
+    if (rc == 0 && r == 0 && pflex_jscan_end(&js) == 0) {
+        if (has_gpus)
+            return 0;
         pflex_error_set(err, "/v1/status: 'gpus' is not an array of at most %d", AGENT_MAX_GPUS);
-        goto out;
+    } else if (!err->text[0] || js.err) {
+        /* not JSON at all: that comes first, as a parser would say it */
+        pflex_error_set(err, "/v1/status: not a JSON object (byte %zu: %s)", js.at,
+                        js.err ? js.err : "an object expected");
     }
-    size_t i;
-    json_t *g;
-    json_array_foreach(gpus, i, g) {
-        struct agent_gpu *o = &out->gpu[out->ngpus];
-        json_t *idx = json_object_get(g, "gpu");
-        if (!json_is_integer(idx) || json_integer_value(idx) < 0 || json_integer_value(idx) > 4096) {
-            pflex_error_set(err, "/v1/status: gpus[%zu].gpu is not a GPU index", i);
-            goto out;
-        }
-        o->index = (int)json_integer_value(idx);
-        o->count = 0;           /* one GPU */
-        copy_str(o->uuid, sizeof o->uuid, json_object_get(g, "uuid"));
-        o->power_w = num_or(json_object_get(g, "power_w"), NAN);
-        o->limit_w = num_or(json_object_get(g, "limit_w"), NAN);
-        o->min_w = num_or(json_object_get(g, "min_w"), NAN);
-        o->max_w = num_or(json_object_get(g, "max_w"), NAN);
-        json_t *ok = json_object_get(g, "ok");
-        o->ok = ok ? json_is_true(ok) : 1;
-        if (!(o->min_w > 0) || !(o->max_w >= o->min_w) || o->max_w > 1e5) {
-            pflex_error_set(err, "/v1/status: gpus[%zu]: limit range missing or wrong", i);
-            goto out;
-        }
-        if (o->power_w < 0 || o->power_w > 1e5)
-            o->power_w = NAN;
-        out->ngpus++;
-    }
-    if (jobs && !json_is_null(jobs)) {
-        if (!json_is_array(jobs) || json_array_size(jobs) > AGENT_MAX_JOBS) {
-            pflex_error_set(err, "/v1/status: 'jobs' is not an array of at most %d", AGENT_MAX_JOBS);
-            goto out;
-        }
-        json_t *jb;
-        json_array_foreach(jobs, i, jb) {
-            struct agent_job *o = &out->job[out->njobs];
-            o->ngpus = 0;
-            copy_str(o->name, sizeof o->name, json_object_get(jb, "job"));
-            if (!o->name[0]) {
-                pflex_error_set(err, "/v1/status: jobs[%zu] has no name", i);
-                goto out;
-            }
-            json_t *jg = json_object_get(jb, "gpus"), *x;
-            size_t k;
-            if (!json_is_array(jg) || json_array_size(jg) > AGENT_MAX_GPUS) {
-                pflex_error_set(err, "/v1/status: jobs[%zu].gpus is not an array", i);
-                goto out;
-            }
-            json_array_foreach(jg, k, x) {
-                if (!json_is_integer(x)) {
-                    pflex_error_set(err, "/v1/status: jobs[%zu].gpus[%zu] is not an index", i, k);
-                    goto out;
-                }
-                o->gpus[o->ngpus++] = (int)json_integer_value(x);
-            }
-            o->throughput = num_or(json_object_get(jb, "throughput"), NAN);
-            if (o->throughput < 0)
-                o->throughput = NAN;
-            out->njobs++;
-        }
-    }
-    rc = 0;
-out:
-    json_decref(j);
-    return rc;
+    out->ngpus = out->njobs = 0;
+    return -1;
 }
 
 int agent_parse_caps_answer(const char *body, size_t len, struct agent_cap *caps, size_t n,
@@ -217,23 +336,60 @@ int agent_parse_caps_answer(const char *body, size_t len, struct agent_cap *caps
 {
     for (size_t k = 0; k < n; k++)
         caps[k].enforced_w = NAN;
-    json_t *j = json_loadb(body, len, 0, NULL);
-    json_t *arr = json_object_get(j, "applied");
-    if (!json_is_array(arr)) {
-        json_decref(j);
+    /* the enforced limits are taken only once the whole answer is known good */
+    double got[AGENT_MAX_GPUS];
+    int idx[AGENT_MAX_GPUS];
+    size_t m = 0;
+    struct pflex_jscan js;
+    pflex_jscan_init(&js, body, len);
+    int r = -1, rc = 0, has_applied = 0, cut;
+    char key[16];
+    if (pflex_jscan_peek(&js) == PFLEX_J_OBJECT) {
+        pflex_jscan_enter(&js, PFLEX_J_OBJECT);
+        while (rc == 0 && (r = pflex_jscan_key(&js, key, sizeof key, &cut)) == 1) {
+            if (cut || strcmp(key, "applied") || pflex_jscan_peek(&js) != PFLEX_J_ARRAY) {
+                rc = pflex_jscan_skip(&js);
+                continue;
+            }
+            has_applied = 1;
+            m = 0;
+            pflex_jscan_enter(&js, PFLEX_J_ARRAY);
+            int q = 0;
+            while (rc == 0 && (q = pflex_jscan_item(&js)) == 1) {
+                if (pflex_jscan_peek(&js) != PFLEX_J_OBJECT) {
+                    rc = pflex_jscan_skip(&js);
+                    continue;
+                }
+                pflex_jscan_enter(&js, PFLEX_J_OBJECT);
+                int gi = 0, has_g = 0, kr = 0;
+                double w = NAN;
+                while (rc == 0 && (kr = pflex_jscan_key(&js, key, sizeof key, &cut)) == 1) {
+                    if (!cut && !strcmp(key, "gpu")) {
+                        int k = int_in(&js, -2147483647.0, 2147483647.0, &gi);
+                        rc = k < 0 ? -1 : 0;
+                        has_g = k == 1;
+                    } else if (!cut && !strcmp(key, "enforced_w"))
+                        rc = num_or(&js, NAN, &w);
+                    else
+                        rc = pflex_jscan_skip(&js);
+                }
+                if (kr < 0)
+                    rc = -1;
+                if (rc == 0 && has_g && m < AGENT_MAX_GPUS) {
+                    idx[m] = gi;
+                    got[m++] = w;
+                }
+            }
+            if (q < 0)
+                rc = -1;
+        }
+    }
+    if (rc < 0 || r != 0 || pflex_jscan_end(&js) < 0 || !has_applied)
         return pflex_error_set(err, "PUT /v1/caps: the answer has no 'applied' array");
-    }
-    size_t i;
-    json_t *e;
-    json_array_foreach(arr, i, e) {
-        json_t *g = json_object_get(e, "gpu"), *w = json_object_get(e, "enforced_w");
-        if (!json_is_integer(g))
-            continue;
+    for (size_t i = 0; i < m; i++)
         for (size_t k = 0; k < n; k++)
-            if (caps[k].gpu == json_integer_value(g))
-                caps[k].enforced_w = num_or(w, NAN);
-    }
-    json_decref(j);
+            if (caps[k].gpu == idx[i])
+                caps[k].enforced_w = got[i];
     return 0;
 }
 
@@ -328,23 +484,59 @@ static void push_done(void *ud, struct pflex_http_call *call)
     call->resp = NULL;
 }
 
+/* A number as jansson writes a real (so that the body is what it was when
+ * jansson wrote it): an integral one under 2^53 as its digits and ".0"
+ * without printf (caps and fallbacks are whole watts), any other with 17
+ * significant digits. */
+static size_t put_real(char *p, double v)
+{
+    if (v == floor(v) && fabs(v) < 9007199254740992.0) {
+        char d[24];
+        size_t n = 0, k = 0;
+        unsigned long long u = (unsigned long long)fabs(v);
+        do
+            d[n++] = (char)('0' + u % 10);
+        while ((u /= 10));
+        if (v < 0)
+            p[k++] = '-';
+        while (n)
+            p[k++] = d[--n];
+        memcpy(p + k, ".0", 2);
+        return k + 2;
+    }
+    int n = snprintf(p, 32, "%.17g", v);
+    if (n > 0 && !strpbrk(p, ".eE") && isfinite(v)) {
+        memcpy(p + n, ".0", 3);
+        n += 2;
+    }
+    return n > 0 ? (size_t)n : 0;
+}
+
 static char *caps_json(const struct agent_cap *caps, size_t n, double lease_s, uint64_t fence)
 {
-    json_t *arr = json_array();
+    /* each cap at most 4 keys and 3 numbers of at most 26 bytes */
+    char *s = malloc(96 + n * 160), *p = s;
+    if (!s)
+        return NULL;
+    p += sprintf(p, "{\"lease_s\":");
+    p += put_real(p, lease_s);
+    p += sprintf(p, ",\"caps\":[");
     for (size_t k = 0; k < n; k++) {
-        json_t *o = json_pack("{s:i, s:f}", "gpu", caps[k].gpu, "cap_w", caps[k].cap_w);
+        p += sprintf(p, "%s{\"gpu\":%d,\"cap_w\":", k ? "," : "", caps[k].gpu);
+        p += put_real(p, caps[k].cap_w);
         if (caps[k].fallback_w > 0 && caps[k].fallback_until > 0 && isfinite(caps[k].fallback_w)
             && isfinite(caps[k].fallback_until)) {
-            json_object_set_new(o, "fallback_w", json_real(caps[k].fallback_w));
-            json_object_set_new(o, "fallback_until", json_real(caps[k].fallback_until));
+            p += sprintf(p, ",\"fallback_w\":");
+            p += put_real(p, caps[k].fallback_w);
+            p += sprintf(p, ",\"fallback_until\":");
+            p += put_real(p, caps[k].fallback_until);
         }
-        json_array_append_new(arr, o);
+        *p++ = '}';
     }
-    json_t *doc = json_pack("{s:f, s:o}", "lease_s", lease_s, "caps", arr);
-    if (doc && fence)
-        json_object_set_new(doc, "fence", json_integer((json_int_t)fence));
-    char *s = json_dumps(doc, JSON_COMPACT);
-    json_decref(doc);
+    *p++ = ']';
+    if (fence)
+        p += sprintf(p, ",\"fence\":%llu", (unsigned long long)fence);
+    memcpy(p, "}", 2);
     return s;
 }
 

@@ -1,0 +1,395 @@
+/* jscan.c — a JSON reader that walks a document in place (jscan.h). */
+#include <locale.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lib/util/jscan.h"
+
+static int fail(struct pflex_jscan *s, const char *why)
+{
+    if (!s->err) {
+        s->err = why;
+        s->at = (size_t)(s->p - s->start);
+    }
+    return -1;
+}
+
+void pflex_jscan_init(struct pflex_jscan *s, const char *buf, size_t len)
+{
+    *s = (struct pflex_jscan){.p = buf, .start = buf, .end = buf + len};
+}
+
+static void ws(struct pflex_jscan *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\t' || *s->p == '\r'))
+        s->p++;
+}
+
+enum pflex_jtype pflex_jscan_peek(struct pflex_jscan *s)
+{
+    if (s->err)
+        return PFLEX_J_NONE;
+    ws(s);
+    if (s->p == s->end)
+        return PFLEX_J_NONE;
+    switch (*s->p) {
+    case '{': return PFLEX_J_OBJECT;
+    case '[': return PFLEX_J_ARRAY;
+    case '"': return PFLEX_J_STRING;
+    case 't': return PFLEX_J_TRUE;
+    case 'f': return PFLEX_J_FALSE;
+    case 'n': return PFLEX_J_NULL;
+    default: return *s->p == '-' || (*s->p >= '0' && *s->p <= '9') ? PFLEX_J_NUMBER : PFLEX_J_NONE;
+    }
+}
+
+int pflex_jscan_enter(struct pflex_jscan *s, enum pflex_jtype type)
+{
+    if (pflex_jscan_peek(s) != type || (type != PFLEX_J_OBJECT && type != PFLEX_J_ARRAY))
+        return fail(s, type == PFLEX_J_OBJECT ? "an object expected" : "an array expected");
+    if (s->depth >= PFLEX_JSCAN_DEPTH)
+        return fail(s, "nested too deep");
+    s->p++;
+    s->first |= (uint64_t)1 << s->depth;
+    s->depth++;
+    return 0;
+}
+
+/* Before the next member or element of the container entered last: its
+ * end (0, left), or the comma after the one before (1). */
+static int next_in(struct pflex_jscan *s, char close)
+{
+    if (s->err || !s->depth)
+        return fail(s, "not in a container");
+    ws(s);
+    uint64_t bit = (uint64_t)1 << (s->depth - 1);
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        s->depth--;
+        s->first &= ~bit;
+        return 0;
+    }
+    if (s->first & bit)
+        s->first &= ~bit;
+    else if (s->p < s->end && *s->p == ',')
+        s->p++;
+    else
+        return fail(s, close == '}' ? "',' or '}' expected" : "',' or ']' expected");
+    return 1;
+}
+
+int pflex_jscan_item(struct pflex_jscan *s)
+{
+    return next_in(s, ']');
+}
+
+/* One code point into out[size] at *w, whole or not at all (then *full). */
+static void put_cp(char *out, size_t size, size_t *w, int *full, unsigned cp)
+{
+    char b[4];
+    size_t n;
+    if (cp < 0x80) {
+        b[0] = (char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        b[0] = (char)(0xC0 | cp >> 6);
+        b[1] = (char)(0x80 | (cp & 0x3F));
+        n = 2;
+    } else if (cp < 0x10000) {
+        b[0] = (char)(0xE0 | cp >> 12);
+        b[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+        b[2] = (char)(0x80 | (cp & 0x3F));
+        n = 3;
+    } else {
+        b[0] = (char)(0xF0 | cp >> 18);
+        b[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+        b[2] = (char)(0x80 | (cp >> 6 & 0x3F));
+        b[3] = (char)(0x80 | (cp & 0x3F));
+        n = 4;
+    }
+    if (!out || *full)
+        return;
+    if (*w + n + 1 > size) {
+        *full = 1;
+        return;
+    }
+    memcpy(out + *w, b, n);
+    *w += n;
+}
+
+static int hex4(const char *p, unsigned *v)
+{
+    *v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0') : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                   : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10) : 16;
+        if (d == 16)
+            return -1;
+        *v = *v << 4 | d;
+    }
+    return 0;
+}
+
+/* One UTF-8 character at p (its lead byte >= 0x80): its code point and
+ * length, or -1 when it is not valid UTF-8 (overlong, a surrogate, past
+ * U+10FFFF, cut short). */
+static int utf8(const unsigned char *p, const unsigned char *end, unsigned *cp)
+{
+    unsigned c = p[0], n, min;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2, min = 0x80, c &= 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+        n = 3, min = 0x800, c &= 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+        n = 4, min = 0x10000, c &= 0x07;
+    else
+        return -1;
+    if ((size_t)(end - p) < n)
+        return -1;
+    for (unsigned i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return -1;
+        c = c << 6 | (p[i] & 0x3F);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        return -1;
+    *cp = c;
+    return (int)n;
+}
+
+/* The string at s->p (its opening quote), unescaped into out[size] (out
+ * may be NULL: checked only); its unescaped length, or -1. */
+static long string_at(struct pflex_jscan *s, char *out, size_t size, int *cut)
+{
+    if (s->p == s->end || *s->p != '"')
+        return fail(s, "a string expected");
+    s->p++;
+    size_t w = 0, len = 0;
+    int full = 0;
+    for (;;) {
+        if (s->p == s->end)
+            return fail(s, "a string is not closed");
+        unsigned char c = (unsigned char)*s->p;
+        unsigned cp;
+        if (c == '"') {
+            s->p++;
+            break;
+        }
+        if (c < 0x20)
+            return fail(s, "a control character in a string");
+        if (c == '\\') {
+            if (s->end - s->p < 2)
+                return fail(s, "a string is not closed");
+            char e = s->p[1];
+            s->p += 2;
+            switch (e) {
+            case '"': cp = '"'; break;
+            case '\\': cp = '\\'; break;
+            case '/': cp = '/'; break;
+            case 'b': cp = '\b'; break;
+            case 'f': cp = '\f'; break;
+            case 'n': cp = '\n'; break;
+            case 'r': cp = '\r'; break;
+            case 't': cp = '\t'; break;
+            case 'u':
+                if (s->end - s->p < 4 || hex4(s->p, &cp) < 0)
+                    return fail(s, "a \\u escape without four hex digits");
+                s->p += 4;
+                if (cp >= 0xDC00 && cp <= 0xDFFF)
+                    return fail(s, "a lone low surrogate in a \\u escape");
+                if (cp >= 0xD800 && cp <= 0xDBFF) {
+                    unsigned lo;
+                    if (s->end - s->p < 6 || s->p[0] != '\\' || s->p[1] != 'u' || hex4(s->p + 2, &lo) < 0
+                        || lo < 0xDC00 || lo > 0xDFFF)
+                        return fail(s, "a high surrogate without its low one in a \\u escape");
+                    s->p += 6;
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                }
+                if (cp == 0)
+                    return fail(s, "\\u0000 in a string");
+                break;
+            default:
+                s->p -= 1;
+                return fail(s, "an invalid escape in a string");
+            }
+        } else if (c < 0x80) {
+            cp = c;
+            s->p++;
+        } else {
+            int n = utf8((const unsigned char *)s->p, (const unsigned char *)s->end, &cp);
+            if (n < 0)
+                return fail(s, "a string is not valid UTF-8");
+            s->p += n;
+        }
+        put_cp(out, size, &w, &full, cp);
+        len += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    }
+    if (out && size)
+        out[w] = '\0';
+    if (cut)
+        *cut = full;
+    return (long)len;
+}
+
+long pflex_jscan_string(struct pflex_jscan *s, char *buf, size_t size, int *cut)
+{
+    if (pflex_jscan_peek(s) != PFLEX_J_STRING)
+        return fail(s, "a string expected");
+    return string_at(s, buf, size, cut);
+}
+
+int pflex_jscan_key(struct pflex_jscan *s, char *key, size_t size, int *cut)
+{
+    int r = next_in(s, '}');
+    if (r <= 0)
+        return r;
+    ws(s);
+    if (string_at(s, key, size, cut) < 0)
+        return -1;
+    ws(s);
+    if (s->p == s->end || *s->p != ':')
+        return fail(s, "':' expected after a key");
+    s->p++;
+    return 1;
+}
+
+/* strtod on n bytes at p, in the C locale's notation whatever the
+ * process's (the decimal point swapped for the locale's). */
+static double c_strtod(const char *p, size_t n)
+{
+    char small[128], *buf = n < sizeof small ? small : malloc(n + 1);
+    if (!buf)
+        return NAN;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    const char *dp = localeconv()->decimal_point;
+    if (dp && dp[0] && dp[0] != '.' && !dp[1])
+        for (char *q = buf; *q; q++)
+            if (*q == '.')
+                *q = dp[0];
+    double v = strtod(buf, NULL);
+    if (buf != small)
+        free(buf);
+    return v;
+}
+
+int pflex_jscan_number(struct pflex_jscan *s, double *v, int *is_int)
+{
+    if (pflex_jscan_peek(s) != PFLEX_J_NUMBER)
+        return fail(s, "a number expected");
+    const char *b = s->p, *p = s->p, *e = s->end;
+    int neg = 0, digits = 0, integer = 1;
+    uint64_t m = 0;
+    long exp10 = 0;
+    if (*p == '-') {
+        neg = 1;
+        p++;
+    }
+    if (p == e || !(*p >= '0' && *p <= '9'))
+        return fail(s, "a digit expected in a number");
+    if (*p == '0') {
+        p++;
+        if (p < e && *p >= '0' && *p <= '9')
+            return fail(s, "a number with a leading zero");
+    } else {
+        for (; p < e && *p >= '0' && *p <= '9'; p++)
+            if (digits < 19) {
+                m = m * 10 + (uint64_t)(*p - '0');
+                digits += m > 0;
+            } else
+                exp10++, digits = 20;
+    }
+    if (p < e && *p == '.') {
+        integer = 0;
+        p++;
+        if (p == e || !(*p >= '0' && *p <= '9'))
+            return fail(s, "a digit expected after a decimal point");
+        for (; p < e && *p >= '0' && *p <= '9'; p++)
+            if (digits < 19) {
+                m = m * 10 + (uint64_t)(*p - '0');
+                digits += m > 0;
+                exp10--;
+            } else
+                digits = 20;
+    }
+    long ex = 0;
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        integer = 0;
+        p++;
+        int eneg = 0;
+        if (p < e && (*p == '+' || *p == '-'))
+            eneg = *p++ == '-';
+        if (p == e || !(*p >= '0' && *p <= '9'))
+            return fail(s, "a digit expected in an exponent");
+        for (; p < e && *p >= '0' && *p <= '9'; p++)
+            if (ex < 100000)
+                ex = ex * 10 + (*p - '0');
+        exp10 += eneg ? -ex : ex;
+    }
+    s->p = p;
+    /* exact when the digits fit a double's 53 bits and the power of ten
+     * is exact too (one rounding: correctly rounded); else strtod */
+    static const double pow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    double x;
+    if (digits <= 19 && m <= ((uint64_t)1 << 53) && exp10 >= -22 && exp10 <= 22) {
+        x = (double)m;
+        x = exp10 < 0 ? x / pow10[-exp10] : x * pow10[exp10];
+        if (neg)
+            x = -x;
+    } else
+        x = c_strtod(b, (size_t)(p - b));
+    if (!isfinite(x)) {
+        s->p = b;
+        return fail(s, "a number out of range");
+    }
+    *v = x;
+    if (is_int)
+        *is_int = integer;
+    return 0;
+}
+
+static int literal(struct pflex_jscan *s, const char *word, size_t n)
+{
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n))
+        return fail(s, "an invalid literal");
+    s->p += n;
+    return 0;
+}
+
+int pflex_jscan_skip(struct pflex_jscan *s)
+{
+    double v;
+    int r;
+    switch (pflex_jscan_peek(s)) {
+    case PFLEX_J_OBJECT:
+        if (pflex_jscan_enter(s, PFLEX_J_OBJECT) < 0)
+            return -1;
+        while ((r = pflex_jscan_key(s, NULL, 0, NULL)) == 1)
+            if (pflex_jscan_skip(s) < 0)
+                return -1;
+        return r;
+    case PFLEX_J_ARRAY:
+        if (pflex_jscan_enter(s, PFLEX_J_ARRAY) < 0)
+            return -1;
+        while ((r = pflex_jscan_item(s)) == 1)
+            if (pflex_jscan_skip(s) < 0)
+                return -1;
+        return r;
+    case PFLEX_J_STRING: return string_at(s, NULL, 0, NULL) < 0 ? -1 : 0;
+    case PFLEX_J_NUMBER: return pflex_jscan_number(s, &v, NULL);
+    case PFLEX_J_TRUE: return literal(s, "true", 4);
+    case PFLEX_J_FALSE: return literal(s, "false", 5);
+    case PFLEX_J_NULL: return literal(s, "null", 4);
+    default: return fail(s, s->p == s->end ? "a value expected, the input ended" : "a value expected");
+    }
+}
+
+int pflex_jscan_end(struct pflex_jscan *s)
+{
+    if (s->err)
+        return -1;
+    ws(s);
+    return s->p == s->end ? 0 : fail(s, "something after the document");
+}
