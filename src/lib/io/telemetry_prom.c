@@ -53,9 +53,9 @@ static int prom_value(const char *s, size_t n, double *v)
 
 /* Series in a scrape, about: one a sample line, sized by the first few
  * (a scrape names each series once).  Only sizes the store's table. */
-static size_t estimate_series(const char *buf, size_t len)
+static size_t estimate_series(const char *buf, size_t have, unsigned long long len)
 {
-    const char *p = buf, *end = buf + (len < (64u << 10) ? len : (64u << 10));
+    const char *p = buf, *end = buf + (have < (64u << 10) ? have : (64u << 10));
     size_t lines = 0, bytes = 0;
     while (p < end && lines < 64) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -67,13 +67,21 @@ static size_t estimate_series(const char *buf, size_t len)
         }
         p = nl + 1;
     }
-    return lines ? len / (bytes / lines) : 0;
+    return lines ? (size_t)(len / (bytes / lines)) : 0;
 }
 
 int tm_read_prom(pflex_tm_t *t, const char *buf, size_t len, const char *name,
                  const struct pflex_tm_read_opts *o, pflex_error_t *err)
 {
     struct tm_lines ln;
+    tm_lines_init(&ln, buf, len, name, tm_limits(t)->max_line);
+    return tm_read_prom_lines(t, &ln, name, o, err);
+}
+
+int tm_read_prom_lines(pflex_tm_t *t, struct tm_lines *lp, const char *name,
+                       const struct pflex_tm_read_opts *o, pflex_error_t *err)
+{
+    struct tm_lines ln = *lp;
     const char *s;
     size_t n;
     int got;
@@ -83,9 +91,8 @@ int tm_read_prom(pflex_tm_t *t, const char *buf, size_t len, const char *name,
     struct label labels[MAX_LABELS];
     if (!scratch)
         return pflex_error_set(err, "%s: out of memory", name);
-    tm_lines_init(&ln, buf, len, name, max_line);
-    tm_reserve(t, estimate_series(buf, len));
-#define FAIL(...) do { pflex_error_set(err, __VA_ARGS__); free(scratch); return -1; } while (0)
+    tm_reserve(t, estimate_series(ln.p, (size_t)(ln.end - ln.p), tm_lines_left(&ln)));
+#define FAIL(...) do { pflex_error_set(err, __VA_ARGS__); free(scratch); *lp = ln; return -1; } while (0)
     while ((got = tm_lines_next(&ln, &s, &n, err)) > 0) {
         size_t i = 0;
         while (i < n && (s[i] == ' ' || s[i] == '\t'))
@@ -261,10 +268,12 @@ int tm_read_prom(pflex_tm_t *t, const char *buf, size_t len, const char *name,
         }
         if (tm_add(t, &k, ts, v, name, ln.line, err) < 0) {
             free(scratch);
+            *lp = ln;
             return -1;
         }
     }
 #undef FAIL
     free(scratch);
+    *lp = ln;
     return got < 0 ? -1 : 0;
 }

@@ -281,8 +281,21 @@ static int next_record(struct tm_lines *ln, pflex_csv_t *c, struct pflex_csv_fie
     /* pflex_csv_split_line takes the line's '\r' as pflex_csv_next would */
     size_t raw = n + (s + n < ln->end && s[n] == '\r');
     if ((got = pflex_csv_split_line(c, s, raw, ln->line, err)) == 0) {
-        pflex_csv_reset(c, at, (size_t)(ln->end - at), ln->line);
-        if ((got = pflex_csv_next(c, err)) < 0)
+        unsigned first = ln->line;
+        for (;;) {
+            pflex_csv_reset(c, at, (size_t)(ln->end - at), first);
+            got = pflex_csv_next(c, err);
+            /* streaming: a record (or the comments before one) may go on
+             * past the lines read in so far */
+            if (ln->fd < 0 || !(got == 0 || (got < 0 && c->truncated)))
+                break;
+            int more = tm_lines_more(ln, &at, err);
+            if (more < 0)
+                return -1;
+            if (!more)
+                break;
+        }
+        if (got < 0)
             return -1;
         while (ln->p < c->p)
             if (tm_lines_next(ln, &s, &n, err) < 0)
@@ -379,33 +392,41 @@ static int row_gpu(const char *q, const char *le, int ii, unsigned *g)
 #define PLAN_WINDOWS 16
 #define PLAN_WINDOW (16u << 10)
 #define PLAN_SLACK 1.125
-static void plan_runs(pflex_tm_t *t, const char *p, const char *end, int ii, const int *cols,
+static void plan_runs(pflex_tm_t *t, const struct tm_lines *ln, int ii, const int *cols,
                       size_t ncols, struct runs_plan *pl)
 {
     size_t *rows = calloc(RUN_GPUS, sizeof *rows), mult[PFLEX_DCGM_COUNT] = {0};
-    size_t len = (size_t)(end - p), nrows = 0;
+    unsigned long long len = tm_lines_left(ln);
+    size_t nrows = 0;
     double max_rows = 0;    /* of the whole input, from the densest window */
+    char *tmp = malloc(PLAN_WINDOWS * PLAN_WINDOW + 1);
     pl->on = 0;
-    if (!rows)
-        return;
+    if (!rows || !tmp)
+        goto out;
     for (size_t i = 0; i < ncols; i++)
         if (col_field(cols[i]) >= 0)
             mult[col_field(cols[i])]++;
     size_t nw = len <= PLAN_WINDOWS * PLAN_WINDOW ? 1 : PLAN_WINDOWS;
     for (size_t w = 0; w < nw; w++) {
         /* window w: whole lines from the first line start at or after its
-         * offset (the first window starts at a line) */
-        const char *q = nw == 1 ? p : p + (len - PLAN_WINDOW) / (nw - 1) * w, *we;
-        if (q > p && q[-1] != '\n') {
-            const char *nl = memchr(q, '\n', (size_t)(end - q));
-            q = nl ? nl + 1 : end;
+         * offset (the byte before it, read too, tells); a line the window
+         * cuts is not counted */
+        unsigned long long off = nw == 1 ? 0 : (len - PLAN_WINDOW) / (nw - 1) * w;
+        size_t wl = nw == 1 ? (size_t)len : PLAN_WINDOW, pre = off > 0;
+        const char *wb = tm_lines_peek(ln, off - pre, wl + pre, tmp);
+        if (!wb)
+            goto out;
+        const char *q = wb + pre, *we = wb + pre + wl;
+        int last = off + wl >= len;     /* the window runs to the input's end */
+        if (pre && q[-1] != '\n') {
+            const char *nl = memchr(q, '\n', (size_t)(we - q));
+            q = nl ? nl + 1 : we;
         }
-        we = nw == 1 ? end : (size_t)(end - q) < PLAN_WINDOW ? end : q + PLAN_WINDOW;
         const char *w0 = q;
         size_t wrows = 0;
         while (q < we) {
-            const char *nl = memchr(q, '\n', (size_t)(end - q)), *le = nl ? nl : end;
-            if (le >= we && nw > 1 && le < end)
+            const char *nl = memchr(q, '\n', (size_t)(we - q)), *le = nl ? nl : we;
+            if (!nl && !last)
                 break;      /* a line the window cuts: not counted */
             unsigned g;
             int r = row_gpu(q, le, ii, &g);
@@ -415,7 +436,7 @@ static void plan_runs(pflex_tm_t *t, const char *p, const char *end, int ii, con
                 rows[g]++;
                 wrows++;
             }
-            q = nl ? nl + 1 : end;
+            q = nl ? nl + 1 : we;
         }
         if (wrows && q > w0) {
             double d = (double)wrows * (double)len / (double)(q - w0);
@@ -445,6 +466,7 @@ static void plan_runs(pflex_tm_t *t, const char *p, const char *end, int ii, con
     free(cap);
 out:
     free(rows);
+    free(tmp);
 }
 
 static size_t plan_slot(const struct runs_plan *pl, long gpu, int field)
@@ -454,13 +476,11 @@ static size_t plan_slot(const struct runs_plan *pl, long gpu, int field)
     return (size_t)pl->gpu_rank[gpu] * pl->nf + (size_t)pl->field_rank[field];
 }
 
-int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
-                const struct pflex_tm_read_opts *o, pflex_error_t *err)
+int tm_read_smi_lines(pflex_tm_t *t, struct tm_lines *ln, const char *name,
+                      const struct pflex_tm_read_opts *o, pflex_error_t *err)
 {
-    struct tm_lines ln;
     pflex_csv_t c;
-    tm_lines_init(&ln, buf, len, name, tm_limits(t)->max_line);
-    pflex_csv_init(&c, buf, len, name);
+    pflex_csv_init(&c, "", 0, name);
     int rc = -1, *cols = NULL, it = -1, ii = -1, iu = -1, known = 0, got;
     size_t ncols = 0;
     unsigned row = 0;
@@ -473,7 +493,7 @@ int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
     const struct pflex_csv_field *fv;
     size_t nf;
     unsigned line;
-    if ((got = next_record(&ln, &c, NULL, 0, &fv, &nf, &line, err)) <= 0) {
+    if ((got = next_record(ln, &c, NULL, 0, &fv, &nf, &line, err)) <= 0) {
         if (got == 0)
             pflex_error_set(err, "%s: empty file", name);
         goto out;
@@ -515,8 +535,8 @@ int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
     k.host = o->host ? o->host : "";
     k.host_len = strlen(k.host);
     if (ii >= 0 && !t->nseries && !t->nsamples && (plan = malloc(sizeof *plan)))
-        plan_runs(t, ln.p, ln.end, ii, cols, ncols, plan);
-    while ((got = next_record(&ln, &c, plain, ncols, &fv, &nf, &line, err)) > 0) {
+        plan_runs(t, ln, ii, cols, ncols, plan);
+    while ((got = next_record(ln, &c, plain, ncols, &fv, &nf, &line, err)) > 0) {
         if (nf != ncols) {
             pflex_csv_row_error(err, name, line, nf, ncols);
             goto out;
@@ -591,4 +611,12 @@ out:
     free(plan);
     pflex_csv_fini(&c);
     return rc;
+}
+
+int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
+                const struct pflex_tm_read_opts *o, pflex_error_t *err)
+{
+    struct tm_lines ln;
+    tm_lines_init(&ln, buf, len, name, tm_limits(t)->max_line);
+    return tm_read_smi_lines(t, &ln, name, o, err);
 }
