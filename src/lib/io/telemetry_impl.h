@@ -27,6 +27,17 @@ int tm_sample(pflex_tm_t *t, uint32_t series, double time_s, double value, const
 /* Room for about series more series (an estimate from the input; bounded
  * by the limit): the table is sized once instead of grown on the way. */
 void tm_reserve(pflex_tm_t *t, size_t series);
+/* Series without a table lookup, for a reader that knows each key it
+ * adds is new to the store (it read into an empty store and keeps every
+ * key it made): tm_series_append adds one (its strings from tm_intern, h
+ * = tm_key_hash_of(tm_key_hash_strings(k), gpu, field)), and the table is
+ * built again when tm_series next needs it.  tm_reserve_arrays: room for
+ * about series more, without a table. */
+long tm_series_append(pflex_tm_t *t, const struct tm_key *k, uint64_t h, const char *name,
+                      unsigned line, pflex_error_t *err);
+uint64_t tm_key_hash_strings(const struct tm_key *k);
+uint64_t tm_key_hash_of(uint64_t strings, long gpu, int field);
+void tm_reserve_arrays(pflex_tm_t *t, size_t series);
 /* A copy of s[0..len) that the store owns; NULL out of memory. */
 char *tm_store_str(pflex_tm_t *t, const char *s, size_t len);
 /* The store's one copy of s[0..len) (series strings: job, host, uuid; a

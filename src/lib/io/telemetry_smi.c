@@ -231,17 +231,15 @@ static int smi_value(const char *s, size_t len, int id, double *v)
  * it (and words the error). */
 static int split_plain(const char *s, size_t n, struct pflex_csv_field *f, size_t ncols)
 {
-    if (!n || *s == '#' || *s == '\r')
+    if (!n || *s == '#' || *s == '\r' || memchr(s, '"', n))
         return 0;
     const char *p = s, *e = s + n;
     size_t k = 0;
     for (;;) {
         const char *b = p;
-        while (p < e && *p != ',') {
-            if (*p == '"')
-                return 0;
-            p++;
-        }
+        p = memchr(p, ',', (size_t)(e - p));
+        if (!p)
+            p = e;
         if (k == ncols)
             return 0;
         const char *fe = p;

@@ -229,13 +229,12 @@ static uint64_t hash_bytes(uint64_t h, const char *s, size_t n)
     return h ^ (h >> 31);
 }
 
+uint64_t tm_key_hash_strings(const struct tm_key *k);
+uint64_t tm_key_hash_of(uint64_t strings, long gpu, int field);
+
 static uint64_t key_hash(const struct tm_key *k)
 {
-    uint64_t h = k->job ? hash_bytes(1, k->job, k->job_len) : 0;
-    h = hash_bytes(h, k->host ? k->host : "", k->host ? k->host_len : 0);
-    if (k->uuid)
-        h = hash_bytes(h + 1, k->uuid, k->uuid_len);
-    return pflex_mix64(h ^ ((uint64_t)k->gpu << 8) ^ (uint64_t)(unsigned)k->field);
+    return tm_key_hash_of(tm_key_hash_strings(k), k->gpu, k->field);
 }
 
 static void key_of(const struct pflex_tm_series *s, struct tm_key *k)
@@ -296,8 +295,8 @@ static int rehash(pflex_tm_t *t, size_t cap)
     return 0;
 }
 
-/* Room for n series (and a table at most half full). */
-static int series_room(pflex_tm_t *t, size_t n)
+/* Room for n series in the arrays. */
+static int series_arrays(pflex_tm_t *t, size_t n)
 {
     struct store *st = t->priv;
     if (pflex_big_reserve(&st->series, n * sizeof *t->series) < 0 ||
@@ -305,6 +304,15 @@ static int series_room(pflex_tm_t *t, size_t n)
         return -1;
     t->series = st->series.p;
     st->keyhash = st->keyhashes.p;
+    return 0;
+}
+
+/* Room for n series (and a table at most half full). */
+static int series_room(pflex_tm_t *t, size_t n)
+{
+    struct store *st = t->priv;
+    if (series_arrays(t, n) < 0)
+        return -1;
     size_t cap = st->hash_cap ? st->hash_cap : 1024;
     while (cap < 2 * n)
         cap *= 2;
@@ -317,6 +325,58 @@ void tm_reserve(pflex_tm_t *t, size_t series)
     if (series > st->lim.max_series)
         series = st->lim.max_series;
     (void)series_room(t, t->nseries + series);  /* a hint: the table grows anyway */
+}
+
+void tm_reserve_arrays(pflex_tm_t *t, size_t series)
+{
+    struct store *st = t->priv;
+    if (series > st->lim.max_series)
+        series = st->lim.max_series;
+    (void)series_arrays(t, t->nseries + series);
+}
+
+uint64_t tm_key_hash_strings(const struct tm_key *k)
+{
+    uint64_t h = k->job ? hash_bytes(1, k->job, k->job_len) : 0;
+    h = hash_bytes(h, k->host ? k->host : "", k->host ? k->host_len : 0);
+    if (k->uuid)
+        h = hash_bytes(h + 1, k->uuid, k->uuid_len);
+    return h;
+}
+
+uint64_t tm_key_hash_of(uint64_t strings, long gpu, int field)
+{
+    return pflex_mix64(strings ^ ((uint64_t)gpu << 8) ^ (uint64_t)(unsigned)field);
+}
+
+static int series_cmp(const struct pflex_tm_series *a, const struct pflex_tm_series *b);
+
+long tm_series_append(pflex_tm_t *t, const struct tm_key *k, uint64_t h, const char *name,
+                      unsigned line, pflex_error_t *err)
+{
+    struct store *st = t->priv;
+    if (t->nseries >= st->lim.max_series)
+        return pflex_error_set(err, "%s:%u: more than %zu series (limit; --max-series raises "
+                               "it)", name, line, st->lim.max_series);
+    if (((t->nseries + 1) * sizeof *t->series > st->series.cap ||
+         (t->nseries + 1) * sizeof *st->keyhash > st->keyhashes.cap) &&
+        series_arrays(t, (t->nseries + 1) * 2) < 0)
+        return pflex_error_set(err, "%s:%u: out of memory", name, line);
+    /* the table is built again when next needed (tm_series) */
+    pflex_big_free(&st->table);
+    st->hash = NULL;
+    st->hash_cap = 0;
+    struct pflex_tm_series *s = &t->series[t->nseries];
+    s->job = k->job;
+    s->host = k->host;
+    s->uuid = k->uuid;
+    s->gpu = (int)k->gpu;
+    s->field = k->field;
+    s->line = line;
+    if (st->sorted && t->nseries && series_cmp(&t->series[t->nseries - 1], s) > 0)
+        st->sorted = 0;
+    st->keyhash[t->nseries] = h;
+    return (long)t->nseries++;
 }
 
 void tm_rekey(pflex_tm_t *t)
