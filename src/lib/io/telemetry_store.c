@@ -848,19 +848,11 @@ static int rank_series(pflex_tm_t *t, uint32_t *rank)
     }
     struct store *st = t->priv;
     uint32_t *order = malloc(ns * sizeof *order);
-    struct pflex_tm_series *sv = malloc(ns * sizeof *sv);
-    uint64_t *kh = malloc(ns * sizeof *kh);
-    if (!order || !sv || !kh) {
-        free(order);
-        free(sv);
-        free(kh);
+    if (!order)
         return -1;
-    }
     int fast = order_by_keys(t, order);
     if (fast < 0) {
         free(order);
-        free(sv);
-        free(kh);
         return -1;
     }
     if (!fast) {
@@ -869,16 +861,28 @@ static int rank_series(pflex_tm_t *t, uint32_t *rank)
         sort_t = t;
         qsort(order, ns, sizeof *order, series_idx_cmp);
     }
-    for (i = 0; i < ns; i++) {
+    for (i = 0; i < ns; i++)
         rank[order[i]] = (uint32_t)i;
-        sv[i] = t->series[order[i]];
-        kh[i] = st->keyhash[order[i]];
+    /* series and their key hashes put in order in place, cycle by cycle
+     * (order is used up): no copy of either array */
+    for (i = 0; i < ns; i++) {
+        if (order[i] == i)
+            continue;
+        struct pflex_tm_series sv = t->series[i];
+        uint64_t kh = st->keyhash[i];
+        size_t j = i;
+        while (order[j] != i) {
+            size_t from = order[j];
+            t->series[j] = t->series[from];
+            st->keyhash[j] = st->keyhash[from];
+            order[j] = (uint32_t)j;
+            j = from;
+        }
+        t->series[j] = sv;
+        st->keyhash[j] = kh;
+        order[j] = (uint32_t)j;
     }
-    memcpy(t->series, sv, ns * sizeof *sv);
-    memcpy(st->keyhash, kh, ns * sizeof *kh);
     free(order);
-    free(sv);
-    free(kh);
     return 0;
 }
 
