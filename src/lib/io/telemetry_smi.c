@@ -265,11 +265,12 @@ static int next_record(struct tm_lines *ln, pflex_csv_t *c, struct pflex_csv_fie
                        size_t ncols, const struct pflex_csv_field **fv, size_t *nf,
                        unsigned *line, pflex_error_t *err)
 {
-    const char *s, *at = ln->p;
+    const char *s, *at;
     size_t n;
     int got = tm_lines_next(ln, &s, &n, err);
     if (got <= 0)
         return got;
+    at = s;     /* where the record starts (streaming may have moved it) */
     if (plain && split_plain(s, n, plain, ncols)) {
         *fv = plain;
         *nf = ncols;
