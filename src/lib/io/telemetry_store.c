@@ -551,9 +551,89 @@ void tm_runs_claim(pflex_tm_t *t, uint32_t series, size_t slot)
     st->run_owner[slot] = series;
 }
 
+/* At the end of the read the runs are in slot order, and the slots were
+ * laid out in the order the series sort in (tm_runs_begin): when the
+ * series, taken by slot, do stand in sort order, they are numbered so as
+ * the runs are closed up, and each run's time order is checked on the
+ * way; pflex_tm_sort then has nothing left to do.  Otherwise (or out of
+ * memory) runs_end, and the sort does the rest. */
+static int runs_end_sorted(pflex_tm_t *t)
+{
+    struct store *st = t->priv;
+    size_t ns = t->nseries;
+    uint32_t *rank = malloc((ns ? ns : 1) * sizeof *rank);
+    size_t *owner = malloc((ns ? ns : 1) * sizeof *owner);
+    struct pflex_tm_series *sv = malloc((ns ? ns : 1) * sizeof *sv);
+    uint64_t *kh = malloc((ns ? ns : 1) * sizeof *kh);
+    size_t r = 0;
+    int ok = rank && owner && sv && kh;
+    for (size_t i = 0; ok && i < st->nslots; i++)
+        if (st->run_owner[i] != SIZE_MAX) {
+            if (r == ns) {
+                ok = 0;
+                break;
+            }
+            owner[r] = st->run_owner[i];
+            rank[st->run_owner[i]] = (uint32_t)r++;
+        }
+    ok = ok && r == ns;
+    for (size_t i = 1; ok && i < ns; i++)
+        ok = series_cmp(&t->series[owner[i - 1]], &t->series[owner[i]]) < 0;
+    if (!ok) {
+        free(rank);
+        free(owner);
+        free(sv);
+        free(kh);
+        return 0;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        sv[i] = t->series[owner[i]];
+        kh[i] = st->keyhash[owner[i]];
+    }
+    memcpy(t->series, sv, ns * sizeof *sv);
+    memcpy(st->keyhash, kh, ns * sizeof *kh);
+    struct pflex_tm_sample *m = st->runs.p;
+    size_t w = 0;
+    int sorted = 1;
+    for (size_t i = 0; i < st->nslots; i++) {
+        size_t n = st->run_len[i];
+        if (!n)
+            continue;
+        struct pflex_tm_sample *src = m + st->run_start[i], *dst = m + w;
+        uint32_t id = rank[st->run_owner[i]];
+        double prev = src[0].time_s;
+        for (size_t k = 0; k < n; k++) {
+            struct pflex_tm_sample x = src[k];     /* dst <= src: a forward copy */
+            sorted &= prev <= x.time_s;
+            prev = x.time_s;
+            x.series = id;
+            dst[k] = x;
+        }
+        w += n;
+    }
+    free(rank);
+    free(owner);
+    free(sv);
+    free(kh);
+    pflex_big_free(&st->samples);
+    st->samples = st->runs;
+    st->runs = (struct pflex_big){0};
+    t->samples = st->samples.p;
+    st->sorted = sorted;
+    st->last = w ? m[w - 1].series : NO_SERIES;
+    st->last_time = w ? m[w - 1].time_s : 0;
+    st->runs_on = 0;
+    tm_runs_drop(t);
+    if (st->hash)
+        rehash(t, st->hash_cap);   /* the series have new numbers */
+    return 1;
+}
+
 void tm_runs_end(pflex_tm_t *t)
 {
-    runs_end(t);
+    struct store *st = t->priv;
+    if (st->runs_on && !runs_end_sorted(t))
+        runs_end(t);
 }
 
 int tm_sample(pflex_tm_t *t, uint32_t series, double time_s, double value, const char *name,
