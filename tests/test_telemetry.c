@@ -688,13 +688,25 @@ static char *stream_input(int kind, int round, size_t *len)
     return b;
 }
 
+static char stream_path[4096];
+
+/* The streamed test's file goes even when an assertion stops the test. */
+static int stream_teardown(void **state)
+{
+    (void)state;
+    if (stream_path[0])
+        unlink(stream_path);
+    stream_path[0] = 0;
+    return 0;
+}
+
 static void test_streamed(void **state)
 {
     (void)state;
     rng_seed(20261204);
     const char *base = getenv("TMPDIR");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/pflex-stream-XXXXXX", base && *base ? base : ".");
+    char *path = stream_path;
+    snprintf(path, sizeof stream_path, "%s/pflex-stream-XXXXXX", base && *base ? base : ".");
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
@@ -742,7 +754,6 @@ static void test_streamed(void **state)
         pflex_tm_destroy(b);
         free(text);
     }
-    unlink(path);
 }
 
 int main(void)
@@ -764,7 +775,7 @@ int main(void)
         cmocka_unit_test(test_smi_runs),
         cmocka_unit_test(test_many_series),
         cmocka_unit_test(test_fetch),
-        cmocka_unit_test(test_streamed),
+        cmocka_unit_test_teardown(test_streamed, stream_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
