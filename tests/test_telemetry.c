@@ -545,6 +545,22 @@ static void test_smi_runs(void **state)
     }
 }
 
+/* nvidia-smi rows whose every value is no data: the runs laid out for them
+ * end with no series, and the read is empty, its cells counted. */
+static void test_smi_no_data(void **state)
+{
+    (void)state;
+    static const char text[] = "index, power.draw [W]\n0, [N/A]\n1, [N/A]\n0, [N/A]\n";
+    pflex_error_t err;
+    pflex_tm_t *t = pflex_tm_create(NULL);
+    assert_int_equal(pflex_tm_read_mem(t, text, sizeof text - 1, "na.csv", NULL, &err), 0);
+    assert_int_equal(pflex_tm_sort(t, &err), 0);
+    assert_int_equal(t->nseries, 0);
+    assert_int_equal(t->nsamples, 0);
+    assert_int_equal(t->skipped, 3);
+    pflex_tm_destroy(t);
+}
+
 /* A scrape of more series than the old default limit (1,000,000): 125,001
  * hosts x 8 GPUs, one field each, read with the default limits; the same
  * with --max-series 1000000 stops at the series past it. */
@@ -773,6 +789,7 @@ int main(void)
         cmocka_unit_test(test_blank_sentinels),
         cmocka_unit_test(test_sorted_unsorted),
         cmocka_unit_test(test_smi_runs),
+        cmocka_unit_test(test_smi_no_data),
         cmocka_unit_test(test_many_series),
         cmocka_unit_test(test_fetch),
         cmocka_unit_test_teardown(test_streamed, stream_teardown),

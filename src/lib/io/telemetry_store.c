@@ -590,8 +590,10 @@ static int runs_end_sorted(pflex_tm_t *t)
         sv[i] = t->series[owner[i]];
         kh[i] = st->keyhash[owner[i]];
     }
-    memcpy(t->series, sv, ns * sizeof *sv);
-    memcpy(st->keyhash, kh, ns * sizeof *kh);
+    if (ns) {   /* none: every value was no data */
+        memcpy(t->series, sv, ns * sizeof *sv);
+        memcpy(st->keyhash, kh, ns * sizeof *kh);
+    }
     struct pflex_tm_sample *m = st->runs.p;
     size_t w = 0;
     int sorted = 1;
