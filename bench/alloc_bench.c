@@ -14,6 +14,13 @@
  *                                         (proportional to each job's GPUs)
  *   alloc_bench once parse|plan FILE      read FILE (and plan) once, for
  *                                         timing whole processes from outside
+ *   alloc_bench jobs DIR JOBS REPS        the jobs file of pflex allocate
+ *                                         (--jobs): JOBS rows (job, curve,
+ *                                         gpus, tier, floor, weight) over the
+ *                                         curves of a 1,000-job sweep (both
+ *                                         written to DIR when missing,
+ *                                         seeded), read into a problem beside
+ *                                         wc -l on the jobs file, as a ratio
  *
  * Curves are DVFS-shaped: throughput flat near the top cap and falling ever
  * faster as the cap drops (convex loss), with per-job variation.  With
@@ -33,6 +40,7 @@
 #include <time.h>
 #include <sys/resource.h>
 #include "pflex/flex/alloc.h"
+#include "peers.h"
 
 static uint64_t rs;
 
@@ -290,6 +298,63 @@ static int once(const char *what, const char *path)
     return rc;
 }
 
+/* A jobs file of n rows: job names of their own, each on one of the
+ * sweep's 1,000 curves, a tier or a floor on some, a weight on all. */
+static int gen_jobs(long n, uint64_t seed, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return perror(path), 1;
+    static char buf[1 << 20];
+    setvbuf(f, buf, _IOFBF, sizeof buf);
+    rs = seed;
+    static const char *const tiers[3] = {"", "", "flex2"};
+    fprintf(f, "job,curve,gpus,tier,floor,weight\n");
+    for (long j = 0; j < n; j++) {
+        int t = (int)(unif() * 3);
+        fprintf(f, "run-%ld,job%ld,%d,%s,", j, (long)(unif() * 1000), 8 << (int)(unif() * 4),
+                tiers[t]);
+        if (t == 1)
+            fprintf(f, "%.2f", 0.5 + 0.4 * unif());
+        fprintf(f, ",%.3g\n", 0.5 + unif());
+    }
+    return fclose(f) ? (perror(path), 1) : 0;
+}
+
+static const char *jobs_sweep;
+static int read_jobs_once(const char *path)
+{
+    struct pflex_alloc_source src = {jobs_sweep, NULL, NULL, path, NAN, NULL};
+    pflex_alloc_input_t *in;
+    pflex_error_t err;
+    if (pflex_alloc_input_read(&src, &in, &err) < 0) {
+        fprintf(stderr, "%s\n", err.text);
+        return -1;
+    }
+    pflex_alloc_input_destroy(in);
+    return 0;
+}
+
+static int bench_jobs(const char *dir, long n, int reps)
+{
+    static char sweep[4096], jobs[4096];
+    snprintf(sweep, sizeof sweep, "%s/sweep-1000-8.csv", dir);
+    snprintf(jobs, sizeof jobs, "%s/jobs-%ld.csv", dir, n);
+    FILE *f;
+    if ((f = fopen(sweep, "r")))
+        fclose(f);
+    else if (gen(1000, 8, 20260502, sweep))
+        return 1;
+    if ((f = fopen(jobs, "r")))
+        fclose(f);
+    else if (gen_jobs(n, 20261204, jobs))
+        return 1;
+    jobs_sweep = sweep;
+    char label[64];
+    snprintf(label, sizeof label, "jobs file, %ld rows:", n);
+    return peers_compare(label, jobs, reps, read_jobs_once, NULL, 0) < 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "once"))
@@ -298,6 +363,8 @@ int main(int argc, char **argv)
         noise = argc == 7 ? atof(argv[6]) : 0;
         return gen(atol(argv[2]), atoi(argv[3]), strtoull(argv[4], NULL, 10), argv[5]);
     }
+    if (argc == 5 && !strcmp(argv[1], "jobs"))
+        return bench_jobs(argv[2], atol(argv[3]), atoi(argv[4]));
     if (argc == 4 && !strcmp(argv[1], "file"))
         return bench_file(argv[2], atoi(argv[3]));
     if ((argc == 5 || argc == 6) && !strcmp(argv[1], "mem")) {
@@ -305,6 +372,6 @@ int main(int argc, char **argv)
         return bench_mem(atol(argv[2]), atoi(argv[3]), atoi(argv[4]));
     }
     fprintf(stderr, "usage: alloc_bench gen JOBS CAPS SEED FILE [NOISE] | file FILE REPS | "
-                    "mem JOBS CAPS REPS [NOISE] | once parse|plan FILE\n");
+                    "mem JOBS CAPS REPS [NOISE] | once parse|plan FILE | jobs DIR JOBS REPS\n");
     return 2;
 }

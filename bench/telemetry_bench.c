@@ -17,6 +17,10 @@
  *                         wc -l, promtool (at 100k lines: it takes 20 s
  *                         for 1M) and a Python loop, as ratios, and the
  *                         growth from 100k to 1M lines
+ *   telemetry_bench once FILE
+ *                         read FILE into a store and sort it, once (for
+ *                         timing the whole process from outside, e.g.
+ *                         /usr/bin/time, beside wc -l)
  *   telemetry_bench model JOBS PREDICT REPS
  *                         time fitting a ridge PFI + curve model on JOBS
  *                         synthetic jobs and predicting PREDICT jobs
@@ -254,12 +258,14 @@ int main(int argc, char **argv)
         return gen_smi(atol(argv[2]), atoi(argv[3]), strtoul(argv[4], NULL, 10), argv[5]);
     if (argc == 4 && !strcmp(argv[1], "readers"))
         return bench_readers(argv[2], atoi(argv[3]));
+    if (argc == 3 && !strcmp(argv[1], "once"))
+        return read_store(argv[2]) < 0;
     if (argc == 4 && !strcmp(argv[1], "read"))
         return bench_read(argv[2], atoi(argv[3]));
     if (argc == 5 && !strcmp(argv[1], "model"))
         return bench_model((size_t)atol(argv[2]), (size_t)atol(argv[3]), atoi(argv[4]));
     fprintf(stderr, "usage: telemetry_bench gen NODES GPUS METRICS SEED FILE | gen-smi ROWS GPUS SEED FILE | "
-                    "read FILE REPS | readers DIR REPS | "
+                    "read FILE REPS | readers DIR REPS | once FILE | "
                     "model JOBS PREDICT REPS\n");
     return 2;
 }

@@ -10,9 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <microhttpd.h>
 #include "pflex/io/telemetry.h"
+#include "support/rand.h"
 
 #define DIR "tests/data/telemetry/"
 
@@ -543,6 +545,22 @@ static void test_smi_runs(void **state)
     }
 }
 
+/* nvidia-smi rows whose every value is no data: the runs laid out for them
+ * end with no series, and the read is empty, its cells counted. */
+static void test_smi_no_data(void **state)
+{
+    (void)state;
+    static const char text[] = "index, power.draw [W]\n0, [N/A]\n1, [N/A]\n0, [N/A]\n";
+    pflex_error_t err;
+    pflex_tm_t *t = pflex_tm_create(NULL);
+    assert_int_equal(pflex_tm_read_mem(t, text, sizeof text - 1, "na.csv", NULL, &err), 0);
+    assert_int_equal(pflex_tm_sort(t, &err), 0);
+    assert_int_equal(t->nseries, 0);
+    assert_int_equal(t->nsamples, 0);
+    assert_int_equal(t->skipped, 3);
+    pflex_tm_destroy(t);
+}
+
 /* A scrape of more series than the old default limit (1,000,000): 125,001
  * hosts x 8 GPUs, one field each, read with the default limits; the same
  * with --max-series 1000000 stops at the series past it. */
@@ -629,6 +647,131 @@ static void test_fetch(void **state)
     pflex_tm_destroy(t);
 }
 
+/* A file of 1 MiB or more is read as it is split (streamed, in chunks);
+ * the same bytes in memory are read whole.  Both must give the same store
+ * or the same error, on nvidia-smi CSV with quoted fields running over
+ * lines and chunk ends, comments, blank lines, CRLF, no data, and on
+ * scrapes with label sets in another order, unknown metrics and blanks;
+ * some inputs with an error late in the file. */
+static char *stream_input(int kind, int round, size_t *len)
+{
+    size_t cap = (3u << 20) + (1u << 16), n = 0;
+    char *b = malloc(cap);
+    assert_non_null(b);
+    if (kind == 0)
+        n += (size_t)snprintf(b, cap, "timestamp, index, uuid, power.draw [W], name, "
+                              "utilization.gpu [%%]\n");
+    size_t want = (1u << 20) + (size_t)rng_int(0, 2 << 20);
+    int bad_at = round % 3 == 2 ? rng_int(1000, 20000) : -1;
+    for (int r = 0; n + 512 < cap && n < want; r++) {
+        int g = r % 8, k = rng_int(0, 99);
+        const char *eol = k % 4 == 0 ? "\r\n" : "\n";
+        if (kind == 0) {
+            if (k < 2) {
+                n += (size_t)snprintf(b + n, cap - n, "# comment %d%s", r, eol);
+                continue;
+            }
+            if (k == 2) {
+                n += (size_t)snprintf(b + n, cap - n, "%s", eol);
+                continue;
+            }
+            n += (size_t)snprintf(b + n, cap - n, "%s2026/12/03 10:%02d:%02d.%03d%s, %d, GPU-%d, "
+                                  "%s, %s, %d %%%s", k == 3 ? "\"" : "", r / 480 % 60, r / 8 % 60,
+                                  r % 1000, k == 3 ? "\"" : "", g, g,
+                                  r == bad_at ? "x W" : k == 5 ? "[N/A]" : "655.21 W",
+                                  k < 12 ? "\"NVIDIA\nH200, \"\"sxm\"\"\"" : "NVIDIA H200",
+                                  k, eol);
+        } else {
+            static const char *const metric[4] = {"DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_UTIL",
+                                                  "OTHER_METRIC", "DCGM_FI_PROF_DRAM_ACTIVE"};
+            const char *m = metric[r / 4096 % 4];
+            if (k < 2) {
+                n += (size_t)snprintf(b + n, cap - n, "# HELP %s x%s", m, eol);
+                continue;
+            }
+            if (k < 10)
+                n += (size_t)snprintf(b + n, cap - n, "%s{UUID=\"GPU-%d\",gpu=\"%d\",Hostname=\"n%d\"}"
+                                      " %s%s", m, r % 4096, g, r % 4096 / 8,
+                                      r == bad_at ? "x" : "1", eol);
+            else
+                n += (size_t)snprintf(b + n, cap - n, "%s{gpu=\"%d\",UUID=\"GPU-%d\",Hostname="
+                                      "\"n%d\",pod=\"p\\\"%d\"} %s%s", m, g, r % 4096,
+                                      r % 4096 / 8, r % 4096 / 64,
+                                      r == bad_at ? "x" : k == 11 ? "NaN" : "0.5", eol);
+        }
+    }
+    *len = n;
+    return b;
+}
+
+static char stream_path[4096];
+
+/* The streamed test's file goes even when an assertion stops the test. */
+static int stream_teardown(void **state)
+{
+    (void)state;
+    if (stream_path[0])
+        unlink(stream_path);
+    stream_path[0] = 0;
+    return 0;
+}
+
+static void test_streamed(void **state)
+{
+    (void)state;
+    rng_seed(20261204);
+    const char *base = getenv("TMPDIR");
+    char *path = stream_path;
+    snprintf(path, sizeof stream_path, "%s/pflex-stream-XXXXXX", base && *base ? base : ".");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    for (int round = 0; round < 8; round++) {
+        size_t len;
+        char *text = stream_input(round % 2, round, &len);
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(text, 1, len, f), len);
+        assert_int_equal(fclose(f), 0);
+        pflex_error_t ea, eb;
+        pflex_tm_t *a = pflex_tm_create(NULL), *b = pflex_tm_create(NULL);
+        int ra = pflex_tm_read_file(a, path, NULL, &ea);
+        int rb = pflex_tm_read_mem(b, text, len, path, NULL, &eb);
+        assert_int_equal(ra, rb);
+        if (ra < 0) {
+            assert_string_equal(ea.text, eb.text);
+            assert_int_equal(a->nsamples, 0);
+        } else {
+            assert_int_equal(pflex_tm_sort(a, &ea), 0);
+            assert_int_equal(pflex_tm_sort(b, &eb), 0);
+            assert_int_equal(a->nseries, b->nseries);
+            assert_int_equal(a->nsamples, b->nsamples);
+            assert_int_equal(a->skipped, b->skipped);
+            assert_true(a->nsamples > 10000);
+            for (size_t i = 0; i < a->nseries; i++) {
+                const struct pflex_tm_series *x = &a->series[i], *y = &b->series[i];
+                assert_int_equal(x->gpu, y->gpu);
+                assert_int_equal(x->field, y->field);
+                assert_int_equal(x->line, y->line);
+                assert_string_equal(x->host, y->host);
+                assert_true((x->job == NULL) == (y->job == NULL));
+                if (x->job)
+                    assert_string_equal(x->job, y->job);
+            }
+            for (size_t i = 0; i < a->nsamples; i++) {
+                assert_int_equal(a->samples[i].series, b->samples[i].series);
+                assert_true(a->samples[i].time_s == b->samples[i].time_s);
+                assert_true(a->samples[i].value == b->samples[i].value);
+            }
+        }
+        if (round % 3 == 2)
+            assert_int_equal(ra, -1);
+        pflex_tm_destroy(a);
+        pflex_tm_destroy(b);
+        free(text);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -646,8 +789,10 @@ int main(void)
         cmocka_unit_test(test_blank_sentinels),
         cmocka_unit_test(test_sorted_unsorted),
         cmocka_unit_test(test_smi_runs),
+        cmocka_unit_test(test_smi_no_data),
         cmocka_unit_test(test_many_series),
         cmocka_unit_test(test_fetch),
+        cmocka_unit_test_teardown(test_streamed, stream_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -45,6 +45,37 @@ bad dmon.txt "dmon.txt:2: 1 values, the header has 2 fields" "#Entity POWER SMCL
 bad prom.txt "prom.txt:1: unterminated label value" 'DCGM_FI_DEV_GPU_UTIL{gpu="0} 1\n'
 bad forced.txt "forced.txt:1: a row before" "index, power.draw\n" --format dcgmi
 bad long.txt "long.txt:1: line longer than 16 bytes" "# HELP DCGM_FI_DEV_GPU_UTIL utilisation\n" --max-line 16
+# A real capture: nvidia-smi --query-gpu on one H200 (units in the header,
+# clocks_event_reasons as Active / Not Active, one column pflex does not
+# read).  Each field pflex takes must hold the column's numbers, summed here
+# by awk from the file itself; the sw_power_cap column becomes bit 0x4.
+H=data/h200-device/run1/nvidia-smi-query.csv
+if [ -f "$H" ]; then
+    "$P" telemetry --csv "$H" > "$T/h200.csv" || fail "h200: read"
+    "$P" telemetry "$H" > "$T/h200.txt" || fail "h200: table"
+    rows=$(($(wc -l < "$H") - 1))
+    grep -q "^8 series, $((8 * rows)) samples, 0 skipped" "$T/h200.txt" ||
+        fail "h200: $(tail -1 "$T/h200.txt")"
+    # column of the capture : DCGM field
+    for cf in 3:POWER_USAGE 4:POWER_MGMT_LIMIT 5:SM_CLOCK 6:MEM_CLOCK 7:GPU_TEMP 8:GPU_UTIL \
+              9:MEM_COPY_UTIL; do
+        c=${cf%%:*}; f=DCGM_FI_DEV_${cf#*:}
+        want=$(awk -F', *' -v c="$c" 'NR > 1 { split($c, v, " "); s += v[1]; n++ }
+               END { printf "%d %.4f", n, s }' "$H")
+        got=$(awk -F, -v f="$f" '$6 == f { s += $7; n++ } END { printf "%d %.4f", n, s }' \
+              "$T/h200.csv")
+        [ "$want" = "$got" ] || fail "h200: $f: file $want, read $got"
+    done
+    want=$(awk -F', *' 'NR > 1 && $10 == "Active" { n++ } END { printf "%d", 4 * n }' "$H")
+    got=$(awk -F, '$6 == "DCGM_FI_DEV_CLOCKS_EVENT_REASONS" { s += $7 } END { printf "%d", s }' \
+          "$T/h200.csv")
+    [ "$want" -gt 0 ] && [ "$want" = "$got" ] || fail "h200: sw_power_cap: $want vs $got"
+    # the first row's stamp, 2026/12/04 17:04:16.559, as UTC
+    first=$(awk -F, 'NR == 2 { print $5 }' "$T/h200.csv")
+    [ "$first" = "$(($(date -u -d '2026-12-04 17:04:16' +%s))).559" ] || fail "h200: time $first"
+else
+    echo "skip: $H absent (the H200 capture)"
+fi
 "$P" telemetry --format nonsense "$D/dmon.txt" > "$T/out" 2>&1; [ $? -eq 2 ] || fail "bad --format"
 # a URL where nothing listens: an error (exit 2), quickly
 "$P" telemetry --timeout-ms 2000 http://127.0.0.1:9/metrics > "$T/out" 2> "$T/err"; rc=$?

@@ -4,6 +4,7 @@
  * a jobs file the sweep is kept and curves are built in its own point
  * storage.  No allocation per job either way. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pflex/flex/alloc.h"
@@ -14,6 +15,7 @@
 #include "pflex/io/pficsv.h"
 #include "pflex/io/sweep.h"
 #include "lib/util/bigmem.h"
+#include "lib/util/mix.h"
 
 struct storage {
     pflex_sweep_t *sweep;
@@ -347,34 +349,44 @@ static int jbad(pflex_error_t *err, const char *file, unsigned line, int col,
     return pflex_csv_field_error(err, file, line, jcols[col], f, what);
 }
 
-static int cmp_job_name(const void *a, const void *b)
-{
-    const struct pflex_alloc_job *const *p = a, *const *q = b;
-    int c = strcmp((*p)->name, (*q)->name);
-    return c ? c : (*p > *q) - (*p < *q);   /* rows of one name in file order */
-}
-
 /* A jobs file names each job once: two rows of one name would be two jobs
  * no output could tell apart.  The error names the earliest repeated row
- * and the first row of its name. */
+ * and the first row of its name: rows are met in file order, each name
+ * kept in a table (open addressing on a 64-bit hash of the name, at most
+ * half full) with its first row. */
 static int check_unique(const pflex_alloc_input_t *in, const unsigned *lines, const char *file,
                         pflex_error_t *err)
 {
-    const struct pflex_alloc_job **by = malloc(in->njobs * sizeof *by);
-    if (!by)
+    size_t cap = 16;
+    while (cap < 2 * in->njobs)
+        cap *= 2;
+    struct slot {
+        uint64_t h;
+        size_t row;     /* SIZE_MAX: empty */
+    } *tab = malloc(cap * sizeof *tab);
+    if (!tab)
         return pflex_error_sys(err, "%s: out of memory", file);
-    for (size_t k = 0; k < in->njobs; k++)
-        by[k] = &in->jobs[k];
-    qsort(by, in->njobs, sizeof *by, cmp_job_name);
+    memset(tab, 0xff, cap * sizeof *tab);
     size_t first = 0, second = in->njobs;
-    for (size_t k = 1; k < in->njobs; k++)
-        if (strcmp(by[k]->name, by[k - 1]->name) == 0
-            && (k < 2 || strcmp(by[k - 2]->name, by[k]->name) != 0)
-            && (size_t)(by[k] - in->jobs) < second) {
-            first = (size_t)(by[k - 1] - in->jobs);
-            second = (size_t)(by[k] - in->jobs);
+    for (size_t k = 0; k < in->njobs && second == in->njobs; k++) {
+        const char *nm = in->jobs[k].name;
+        uint64_t h = 0x9e3779b97f4a7c15ULL;
+        for (const unsigned char *q = (const unsigned char *)nm; *q; q++)
+            h = (h ^ *q) * 0x100000001b3ULL;
+        h = pflex_mix64(h);
+        size_t i = h & (cap - 1);
+        for (; tab[i].row != SIZE_MAX; i = (i + 1) & (cap - 1))
+            if (tab[i].h == h && strcmp(in->jobs[tab[i].row].name, nm) == 0) {
+                first = tab[i].row;
+                second = k;
+                break;
+            }
+        if (tab[i].row == SIZE_MAX) {
+            tab[i].h = h;
+            tab[i].row = k;
         }
-    free(by);
+    }
+    free(tab);
     if (second == in->njobs)
         return 0;
     return pflex_error_set(err, "%s:%u: job '%s' already on line %u (a job once a row; rows "
@@ -386,13 +398,20 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
                      pflex_alloc_input_t *in, pflex_error_t *err)
 {
     const char *file = src->jobs_path;
-    char *buf;
-    size_t len;
-    if (pflex_read_all(file, &buf, &len, err) < 0)
+    const char *buf;
+    size_t len, mapped;
+    if (pflex_map_all(file, &buf, &len, &mapped, err) < 0)
         return -1;
+    size_t nsj = st->sweep->njobs ? st->sweep->njobs : 1;
+    struct pflex_alloc_job *tmpl = malloc(nsj * sizeof *tmpl);
+    struct pflex_alloc_capinfo *tmpl_ci = malloc(nsj * sizeof *tmpl_ci);
+    unsigned char *tmpl_done = calloc(nsj, 1);
     st->jobs_buf = malloc(len + 1);
-    if (!st->jobs_buf) {
-        free(buf);
+    if (!st->jobs_buf || !tmpl || !tmpl_ci || !tmpl_done) {
+        pflex_unmap_all(buf, mapped);
+        free(tmpl);
+        free(tmpl_ci);
+        free(tmpl_done);
         return pflex_error_sys(err, "%s: out of memory", file);
     }
     char *names = st->jobs_buf;
@@ -486,7 +505,15 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
             goto done;
         }
         struct pflex_alloc_job *j = &in->jobs[in->njobs];
-        job_from_curve(j, &in->caps[in->njobs], &st->curves[sj - st->sweep->jobs], sj);
+        size_t sk = (size_t)(sj - st->sweep->jobs);
+        if (!tmpl_done[sk]) {
+            /* a curve's job depends on the curve alone: made once, copied to
+             * every row that runs it */
+            job_from_curve(&tmpl[sk], &tmpl_ci[sk], &st->curves[sk], sj);
+            tmpl_done[sk] = 1;
+        }
+        *j = tmpl[sk];
+        in->caps[in->njobs] = tmpl_ci[sk];
         by[in->njobs] = st->sweep_by[sj - st->sweep->jobs];
         if (by_idx >= 0) {
             const struct pflex_csv_field *bf = &f[by_idx];
@@ -545,8 +572,11 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
 done:
     free(by);
     free(lines);
+    free(tmpl);
+    free(tmpl_ci);
+    free(tmpl_done);
     pflex_csv_fini(&c);
-    free(buf);
+    pflex_unmap_all(buf, mapped);
     return rc;
 }
 

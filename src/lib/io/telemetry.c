@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include "pflex/io/csv.h"
 #include "pflex/io/sweep.h"
 #include "pflex/util/fmt.h"
@@ -128,20 +131,189 @@ int pflex_tm_format_parse(const char *s, enum pflex_tm_format *out)
 
 void tm_lines_init(struct tm_lines *l, const char *buf, size_t len, const char *name, size_t max)
 {
+    memset(l, 0, sizeof *l);
     l->p = buf;
     l->end = buf + len;
     l->name = name;
     l->line = 0;
     l->max = max;
+    l->fd = -1;
+    l->size = len;
     /* A UTF-8 byte-order mark. */
     if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
         l->p += 3;
 }
 
+/* Streaming: each read takes at most STREAM_CHUNK bytes, so that what is
+ * split is still in the cache (and no page of the file is mapped: on the
+ * machines pflex runs on, a page's first touch costs more than its
+ * copy).  The buffer holds a chunk and the longest line the whole-file
+ * readers let through (PFLEX_LINE_MAX_BYTES, pflex_read_all's bound). */
+enum { STREAM_CHUNK = 256u << 10 };
+
+/* Read more after fill, keeping [*keep, fill) (moved to the front); end
+ * becomes the end of the last whole line.  1 more came, 0 the file ended
+ * before (eof set), -1 with err. */
+static int stream_fill(struct tm_lines *l, const char **keep, pflex_error_t *err)
+{
+    size_t k = (size_t)(*keep - l->buf), pp = (size_t)(l->p - l->buf),
+           pe = (size_t)(l->end - l->buf);
+    if (k) {
+        memmove(l->buf, l->buf + k, l->fill - k);
+        l->fill -= k;
+        l->off += k;
+        pp = pp > k ? pp - k : 0;
+        pe = pe > k ? pe - k : 0;
+    }
+    if (l->eof) {
+        l->p = l->buf + pp;
+        l->end = l->buf + pe;
+        *keep = l->buf;
+        return 0;
+    }
+    if (l->cap - l->fill < STREAM_CHUNK) {
+        size_t ncap = l->fill + STREAM_CHUNK;
+        char *nb = realloc(l->buf, ncap);
+        if (!nb)
+            return pflex_error_set(err, "%s: out of memory", l->name);
+        l->buf = nb;
+        l->cap = ncap;
+    }
+    ssize_t got;
+    do
+        got = read(l->fd, l->buf + l->fill, STREAM_CHUNK);
+    while (got < 0 && errno == EINTR);
+    if (got < 0)
+        return pflex_error_set(err, "%s: read error: %s", l->name, strerror(errno));
+    size_t from = l->fill;
+    l->fill += (size_t)got;
+    if (got == 0)
+        l->eof = 1;
+    /* whole lines only: a record the tokenizer reads never ends in a cut */
+    size_t e = l->fill;
+    if (!l->eof) {
+        while (e > from && l->buf[e - 1] != '\n')
+            e--;
+        if (e == from)
+            e = pe;
+    }
+    l->p = l->buf + pp;
+    l->end = l->buf + e;
+    *keep = l->buf;
+    return got > 0;
+}
+
+int tm_lines_stream(struct tm_lines *l, int fd, unsigned long long size, size_t first,
+                    const char *name, size_t max, pflex_error_t *err)
+{
+    tm_lines_init(l, "", 0, name, max);
+    l->fd = fd;
+    l->size = size;
+    l->cap = PFLEX_LINE_MAX_BYTES + 2 + STREAM_CHUNK;
+    if (!(l->buf = malloc(l->cap)))
+        return pflex_error_set(err, "%s: out of memory", name);
+    l->p = l->end = l->buf;
+    const char *keep = l->buf;
+    while (l->fill < first && !l->eof) {
+        int r = stream_fill(l, &keep, err);
+        if (r < 0)
+            return -1;
+    }
+    if (l->end - l->p >= 3 && memcmp(l->p, "\xEF\xBB\xBF", 3) == 0)
+        l->p += 3;
+    return 0;
+}
+
+void tm_lines_fini(struct tm_lines *l)
+{
+    free(l->buf);
+    l->buf = NULL;
+}
+
+int tm_lines_more(struct tm_lines *l, const char **from, pflex_error_t *err)
+{
+    size_t have = (size_t)(l->end - *from);
+    for (;;) {
+        int r = stream_fill(l, from, err);
+        if (r < 0)
+            return -1;
+        if ((size_t)(l->end - *from) > have)
+            return 1;
+        if (r == 0)
+            return 0;
+    }
+}
+
+unsigned long long tm_lines_left(const struct tm_lines *l)
+{
+    if (l->fd < 0)
+        return (unsigned long long)(l->end - l->p);
+    return l->size - l->off - (unsigned long long)(l->p - l->buf);
+}
+
+const char *tm_lines_peek(const struct tm_lines *l, unsigned long long off, size_t n, char *tmp)
+{
+    if (l->fd < 0)
+        return l->p + off;
+    unsigned long long at = l->off + (unsigned long long)(l->p - l->buf) + off;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(l->fd, tmp + got, n - got, (off_t)(at + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return NULL;
+        got += (size_t)r;
+    }
+    return tmp;
+}
+
+/* Streaming: the next line is not all in [p, end) yet.  Reads until it
+ * is, or the file ends; a line longer than PFLEX_LINE_MAX_BYTES is the
+ * error pflex_read_all gives.  1 with a line in [p, end), 0 at the end,
+ * -1 with err. */
+static int stream_line(struct tm_lines *l, pflex_error_t *err)
+{
+    while (l->p >= l->end) {
+        const char *keep = l->p;
+        int r = stream_fill(l, &keep, err);
+        if (r < 0)
+            return -1;
+        if (l->p < l->end)
+            return 1;
+        size_t open = l->fill - (size_t)(l->p - l->buf);
+        if (open > PFLEX_LINE_MAX_BYTES)
+            return pflex_error_set(err, "%s:%u: line longer than %u bytes (is it a text file?)",
+                                   l->name, l->line + 1, (unsigned)PFLEX_LINE_MAX_BYTES);
+        if (r == 0) {
+            l->end = l->buf + l->fill;  /* the last line, without its '\n' */
+            return l->p < l->end;
+        }
+    }
+    return 1;
+}
+
+/* The line at p (numbered) is longer than max: the message; when
+ * streaming, a line past PFLEX_LINE_MAX_BYTES gets pflex_read_all's, as
+ * a file read whole would have. */
+static int line_long(struct tm_lines *l, pflex_error_t *err)
+{
+    if (l->fd >= 0) {
+        const char *nl = memchr(l->p, '\n', (size_t)(l->end - l->p));
+        if ((size_t)((nl ? nl : l->end) - l->p) > PFLEX_LINE_MAX_BYTES)
+            return pflex_error_set(err, "%s:%u: line longer than %u bytes (is it a text file?)",
+                                   l->name, l->line, (unsigned)PFLEX_LINE_MAX_BYTES);
+    }
+    return pflex_error_set(err, "%s:%u: line longer than %zu bytes", l->name, l->line, l->max);
+}
+
 int tm_lines_next(struct tm_lines *l, const char **s, size_t *len, pflex_error_t *err)
 {
-    if (l->p >= l->end)
-        return 0;
+    if (l->p >= l->end) {
+        int r = l->fd < 0 ? 0 : stream_line(l, err);
+        if (r <= 0)
+            return r;
+    }
     size_t room = (size_t)(l->end - l->p);
     size_t look = room < l->max + 2 ? room : l->max + 2;
     const char *nl = memchr(l->p, '\n', look);
@@ -152,13 +324,15 @@ int tm_lines_next(struct tm_lines *l, const char **s, size_t *len, pflex_error_t
     else if (room <= l->max + 1)
         n = room;
     else
-        return pflex_error_set(err, "%s:%u: line longer than %zu bytes", l->name, l->line, l->max);
+        return line_long(l, err);
     *s = l->p;
     l->p += n + (nl ? 1 : 0);
     if (n && (*s)[n - 1] == '\r')
         n--;
-    if (n > l->max)
-        return pflex_error_set(err, "%s:%u: line longer than %zu bytes", l->name, l->line, l->max);
+    if (n > l->max) {
+        l->p = *s;
+        return line_long(l, err);
+    }
     *len = n;
     return 1;
 }
@@ -271,14 +445,63 @@ int pflex_tm_read_mem(pflex_tm_t *t, const char *buf, size_t len, const char *na
     return rc;
 }
 
+/* A file of 1 MiB or more in nvidia-smi or Prometheus text (told from its
+ * first MiB, or forced): read as it is split (tm_lines_stream), never
+ * whole.  1 done (0 or -1 in *rc), 0 when the file is not one of those:
+ * the caller reads it whole. */
+static int read_streamed(pflex_tm_t *t, const char *path, const struct pflex_tm_read_opts *o,
+                         int *rc, pflex_error_t *err)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return 0;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < (1 << 20) ||
+        (unsigned long long)st.st_size > PFLEX_INPUT_MAX_BYTES) {
+        close(fd);
+        return 0;
+    }
+    struct tm_lines ln;
+    struct pflex_tm_read_opts d = {0};
+    if (!o)
+        o = &d;
+    if (tm_lines_stream(&ln, fd, (unsigned long long)st.st_size, 1u << 20, path,
+                        tm_limits(t)->max_line, err) < 0) {
+        tm_lines_fini(&ln);
+        close(fd);
+        *rc = -1;
+        return 1;
+    }
+    enum pflex_tm_format f = o->format;
+    if (f == PFLEX_TMF_AUTO)
+        f = pflex_tm_detect(ln.buf, (size_t)(ln.end - ln.buf));
+    if (f != PFLEX_TMF_SMI && f != PFLEX_TMF_PROM) {
+        tm_lines_fini(&ln);
+        close(fd);
+        return 0;
+    }
+    struct tm_mark mark;
+    tm_mark(t, &mark);
+    *rc = f == PFLEX_TMF_SMI ? tm_read_smi_lines(t, &ln, path, o, err)
+                             : tm_read_prom_lines(t, &ln, path, o, err);
+    if (*rc < 0)
+        tm_rollback(t, &mark);
+    tm_lines_fini(&ln);
+    close(fd);
+    return 1;
+}
+
 int pflex_tm_read_file(pflex_tm_t *t, const char *path, const struct pflex_tm_read_opts *o,
                        pflex_error_t *err)
 {
+    int rc;
+    if (strcmp(path, "-") && read_streamed(t, path, o, &rc, err))
+        return rc;
     const char *buf;
     size_t len, mapped;
     if (pflex_map_all(path, &buf, &len, &mapped, err) < 0)
         return -1;
-    int rc = pflex_tm_read_mem(t, buf, len, strcmp(path, "-") ? path : "<stdin>", o, err);
+    rc = pflex_tm_read_mem(t, buf, len, strcmp(path, "-") ? path : "<stdin>", o, err);
     pflex_unmap_all(buf, mapped);
     return rc;
 }

@@ -27,6 +27,17 @@ int tm_sample(pflex_tm_t *t, uint32_t series, double time_s, double value, const
 /* Room for about series more series (an estimate from the input; bounded
  * by the limit): the table is sized once instead of grown on the way. */
 void tm_reserve(pflex_tm_t *t, size_t series);
+/* Series without a table lookup, for a reader that knows each key it
+ * adds is new to the store (it read into an empty store and keeps every
+ * key it made): tm_series_append adds one (its strings from tm_intern, h
+ * = tm_key_hash_of(tm_key_hash_strings(k), gpu, field)), and the table is
+ * built again when tm_series next needs it.  tm_reserve_arrays: room for
+ * about series more, without a table. */
+long tm_series_append(pflex_tm_t *t, const struct tm_key *k, uint64_t h, const char *name,
+                      unsigned line, pflex_error_t *err);
+uint64_t tm_key_hash_strings(const struct tm_key *k);
+uint64_t tm_key_hash_of(uint64_t strings, long gpu, int field);
+void tm_reserve_arrays(pflex_tm_t *t, size_t series);
 /* A copy of s[0..len) that the store owns; NULL out of memory. */
 char *tm_store_str(pflex_tm_t *t, const char *s, size_t len);
 /* The store's one copy of s[0..len) (series strings: job, host, uuid; a
@@ -70,9 +81,33 @@ struct tm_lines {
     const char *name;
     unsigned line;
     size_t max;
+    /* Streaming (tm_lines_stream): the input is read from fd in chunks
+     * into buf (cap bytes, fill of them read), [p, end) the whole lines of
+     * it not taken yet; a line taken stays valid until the next call. */
+    int fd;                 /* -1: the input is all in [p, end) */
+    char *buf;
+    size_t cap, fill;
+    int eof;
+    unsigned long long size, off;   /* the file's size; its offset of buf[0] */
 };
 void tm_lines_init(struct tm_lines *l, const char *buf, size_t len, const char *name, size_t max);
 int tm_lines_next(struct tm_lines *l, const char **s, size_t *len, pflex_error_t *err);
+/* Read the file fd (size bytes) as it is taken: the first chunk, of at
+ * most first bytes (whole lines), is in [p, end) on return.  0, or -1
+ * with err set (memory, read error).  tm_lines_fini releases it. */
+int tm_lines_stream(struct tm_lines *l, int fd, unsigned long long size, size_t first,
+                    const char *name, size_t max, pflex_error_t *err);
+void tm_lines_fini(struct tm_lines *l);
+/* Whole lines of more input after [from, end) read in, [from, end) kept
+ * (moved: *from is updated); 1 when more came, 0 at the end of the input,
+ * -1 with err set.  Only when streaming. */
+int tm_lines_more(struct tm_lines *l, const char **from, pflex_error_t *err);
+/* Bytes of the input from p to its end. */
+unsigned long long tm_lines_left(const struct tm_lines *l);
+/* n bytes of the input from p + off (off + n <= tm_lines_left): a pointer
+ * into the input, or tmp (n bytes) filled by reading the file; NULL on a
+ * read error. */
+const char *tm_lines_peek(const struct tm_lines *l, unsigned long long off, size_t n, char *tmp);
 
 /* A finite double from s[0..len) (C locale, no trailing garbage). */
 int tm_parse_double(const char *s, size_t len, double *out);
@@ -81,6 +116,11 @@ int tm_parse_index(const char *s, size_t len, long *out);
 
 int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
                 const struct pflex_tm_read_opts *o, pflex_error_t *err);
+/* The same readers over lines that may be streamed (tm_lines_stream). */
+int tm_read_smi_lines(pflex_tm_t *t, struct tm_lines *ln, const char *name,
+                      const struct pflex_tm_read_opts *o, pflex_error_t *err);
+int tm_read_prom_lines(pflex_tm_t *t, struct tm_lines *ln, const char *name,
+                       const struct pflex_tm_read_opts *o, pflex_error_t *err);
 int tm_read_dmon(pflex_tm_t *t, const char *buf, size_t len, const char *name,
                  const struct pflex_tm_read_opts *o, pflex_error_t *err);
 int tm_read_prom(pflex_tm_t *t, const char *buf, size_t len, const char *name,

@@ -130,11 +130,61 @@ static int parse_stamp(const char *s, size_t len, double *out)
     return 0;
 }
 
+/* 10^0 .. 10^15, exact as doubles */
+static const double pow10_small[16] = {
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+};
+
+/* The usual value, "655.21 W", "45 %", "1980": at most 15 characters of
+ * an optional sign, digits and one point, then the end or a space and a
+ * unit.  The same arithmetic as pflex_parse_double's short path (one
+ * exact mantissa, one division by an exact power of ten: correctly
+ * rounded), so the value is the same bit for bit.  1 with *v, 0 when the
+ * value is not of that shape (smi_value then judges it). */
+static int smi_plain(const char *s, size_t len, double *v)
+{
+    const char *p = s, *e = s + len, *point = NULL;
+    int neg = *p == '-';
+    p += neg || *p == '+';
+    uint64_t m = 0;
+    const char *q = p;
+    for (; q < e; q++) {
+        unsigned d = (unsigned)(*q - '0');
+        if (d < 10)
+            m = m * 10 + d;
+        else if (*q == '.' && !point)
+            point = q;
+        else
+            break;
+    }
+    size_t ndig = (size_t)(q - p) - (point != NULL);
+    if (!ndig || q - s > 15)
+        return 0;
+    if (q < e) {
+        /* a space, then exactly one of the units smi_value accepts */
+        size_t ul = (size_t)(e - q) - 1;
+        const char *u = q + 1;
+        if (*q != ' ' ||
+            !(ul == 1 ? *u == 'W' || *u == '%' || *u == 'C'
+                      : ul == 3 && ((u[0] == 'M' && ((u[1] == 'H' && u[2] == 'z') ||
+                                                     (u[1] == 'i' && u[2] == 'B'))) ||
+                                    ((u[0] == 'K' || u[0] == 'G') && u[1] == 'i' && u[2] == 'B'))))
+            return 0;
+    }
+    double x = (double)m;
+    if (point && q - point > 1)
+        x /= pow10_small[q - point - 1];
+    *v = neg ? -x : x;
+    return 1;
+}
+
 /* A value with or without its unit; 1 = number, 0 = no data, -1 = bad. */
 static int smi_value(const char *s, size_t len, int id, double *v)
 {
     if (len == 0)
         return 0;
+    if (id >= 0 && id != PFLEX_DCGM_CLOCKS_EVENT_REASONS && smi_plain(s, len, v))
+        return 1;
     if (s[0] == '[' || (len == 3 && !memcmp(s, "N/A", 3)))
         return 0;
     if (id == ID_SWCAP) {
@@ -175,27 +225,86 @@ static int smi_value(const char *s, size_t len, int id, double *v)
     return tm_parse_double(s, n, v) < 0 ? -1 : 1;
 }
 
-/* The next CSV record of the buffer, one pass: a plain line (no quote,
- * not blank, not a comment) is split where it lies; any other goes to the
- * tokenizer, and every line it took is held to the line bound too.
- * Returns 1 with a record in c, 0 at the end, -1 with err set. */
-static int next_record(struct tm_lines *ln, pflex_csv_t *c, pflex_error_t *err)
+/* A plain line (not blank, not a comment, no quote) of exactly ncols
+ * fields, split where it lies into f[0..ncols), each trimmed of blanks as
+ * the tokenizer trims them.  0 for any other line: the tokenizer judges
+ * it (and words the error). */
+static int split_plain(const char *s, size_t n, struct pflex_csv_field *f, size_t ncols)
 {
-    const char *s, *at = ln->p;
+    if (!n || *s == '#' || *s == '\r' || memchr(s, '"', n))
+        return 0;
+    const char *p = s, *e = s + n;
+    size_t k = 0;
+    for (;;) {
+        const char *b = p;
+        p = memchr(p, ',', (size_t)(e - p));
+        if (!p)
+            p = e;
+        if (k == ncols)
+            return 0;
+        const char *fe = p;
+        while (b < fe && (*b == ' ' || *b == '\t'))
+            b++;
+        while (fe > b && (fe[-1] == ' ' || fe[-1] == '\t'))
+            fe--;
+        f[k].s = b;
+        f[k].len = (size_t)(fe - b);
+        k++;
+        if (p == e)
+            return k == ncols;
+        p++;
+    }
+}
+
+/* The next CSV record of the buffer, one pass: a plain line of the
+ * header's width is split where it lies into plain; any other goes to the
+ * tokenizer, and every line it took is held to the line bound too.
+ * Returns 1 with the record's fields in *fv (*nf of them, first line
+ * *line), 0 at the end, -1 with err set. */
+static int next_record(struct tm_lines *ln, pflex_csv_t *c, struct pflex_csv_field *plain,
+                       size_t ncols, const struct pflex_csv_field **fv, size_t *nf,
+                       unsigned *line, pflex_error_t *err)
+{
+    const char *s, *at;
     size_t n;
     int got = tm_lines_next(ln, &s, &n, err);
     if (got <= 0)
         return got;
+    at = s;     /* where the record starts (streaming may have moved it) */
+    if (plain && split_plain(s, n, plain, ncols)) {
+        *fv = plain;
+        *nf = ncols;
+        *line = ln->line;
+        return 1;
+    }
     /* pflex_csv_split_line takes the line's '\r' as pflex_csv_next would */
     size_t raw = n + (s + n < ln->end && s[n] == '\r');
-    if ((got = pflex_csv_split_line(c, s, raw, ln->line, err)) != 0)
-        return got;
-    pflex_csv_reset(c, at, (size_t)(ln->end - at), ln->line);
-    if ((got = pflex_csv_next(c, err)) < 0)
-        return -1;
-    while (ln->p < c->p)
-        if (tm_lines_next(ln, &s, &n, err) < 0)
+    if ((got = pflex_csv_split_line(c, s, raw, ln->line, err)) == 0) {
+        unsigned first = ln->line;
+        for (;;) {
+            pflex_csv_reset(c, at, (size_t)(ln->end - at), first);
+            got = pflex_csv_next(c, err);
+            /* streaming: a record (or the comments before one) may go on
+             * past the lines read in so far */
+            if (ln->fd < 0 || !(got == 0 || (got < 0 && c->truncated)))
+                break;
+            int more = tm_lines_more(ln, &at, err);
+            if (more < 0)
+                return -1;
+            if (!more)
+                break;
+        }
+        if (got < 0)
             return -1;
+        while (ln->p < c->p)
+            if (tm_lines_next(ln, &s, &n, err) < 0)
+                return -1;
+    }
+    if (got > 0) {
+        *fv = c->fields;
+        *nf = c->nfields;
+        *line = c->line;
+    }
     return got;
 }
 
@@ -246,42 +355,93 @@ static int col_field(int col)
     return col >= 0 ? col : col == ID_SWCAP ? PFLEX_DCGM_CLOCKS_EVENT_REASONS : -1;
 }
 
-/* A first look at the rows after the header, [p, end): how many each GPU
- * index has, so that every series' run is sized before the read (a
- * series has at most its GPU's rows times the columns of its field).
- * Only a hint: a row it misjudges ends the runs, never the read, and
- * anything unusual (a quote before the index, an index out of range)
+/* The GPU index of a row, from its ii-th column: 1 with *g, 0 for a line
+ * that is no row (blank, comment), -1 for anything unusual. */
+static int row_gpu(const char *q, const char *le, int ii, unsigned *g)
+{
+    if (q == le || *q == '#' || *q == '\r')
+        return 0;
+    for (int k = 0; k < ii && q; k++)
+        if ((q = memchr(q, ',', (size_t)(le - q))))
+            q++;
+    if (!q)
+        return -1;
+    while (q < le && (*q == ' ' || *q == '\t'))
+        q++;
+    unsigned v = 0, nd = 0;
+    for (; q < le && *q >= '0' && *q <= '9' && nd < 5; q++, nd++)
+        v = v * 10 + (unsigned)(*q - '0');
+    while (q < le && (*q == ' ' || *q == '\t' || *q == '\r'))
+        q++;
+    if (!nd || v >= RUN_GPUS || (q < le && *q != ','))
+        return -1;
+    *g = v;
+    return 1;
+}
+
+/* A look at a few windows of the rows after the header, [p, end), spread
+ * over them (never the whole input: the read stays one pass): the share
+ * of rows each GPU index has and the bytes a row takes, so that every
+ * series' run is sized before the read (a series has about its GPU's rows
+ * times the columns of its field), with room to spare (PLAN_SLACK), the
+ * runs closed up at the end.  Only a hint: a run that overflows ends the
+ * runs, never the read (the store then appends and pflex_tm_sort groups),
+ * and anything unusual (a quote before the index, an index out of range)
  * leaves the store to append as usual. */
-static void plan_runs(pflex_tm_t *t, const char *p, const char *end, int ii, const int *cols,
+#define PLAN_WINDOWS 16
+#define PLAN_WINDOW (16u << 10)
+#define PLAN_SLACK 1.125
+static void plan_runs(pflex_tm_t *t, const struct tm_lines *ln, int ii, const int *cols,
                       size_t ncols, struct runs_plan *pl)
 {
     size_t *rows = calloc(RUN_GPUS, sizeof *rows), mult[PFLEX_DCGM_COUNT] = {0};
+    unsigned long long len = tm_lines_left(ln);
+    size_t nrows = 0;
+    double max_rows = 0;    /* of the whole input, from the densest window */
+    char *tmp = malloc(PLAN_WINDOWS * PLAN_WINDOW + 1);
     pl->on = 0;
-    if (!rows)
-        return;
+    if (!rows || !tmp)
+        goto out;
     for (size_t i = 0; i < ncols; i++)
         if (col_field(cols[i]) >= 0)
             mult[col_field(cols[i])]++;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end, *q = p;
-        p = nl ? nl + 1 : end;
-        if (q == le || *q == '#' || *q == '\r')
-            continue;   /* blank lines and comments: no row */
-        for (int k = 0; k < ii && q; k++)
-            if ((q = memchr(q, ',', (size_t)(le - q))))
-                q++;
-        if (!q)
+    size_t nw = len <= PLAN_WINDOWS * PLAN_WINDOW ? 1 : PLAN_WINDOWS;
+    for (size_t w = 0; w < nw; w++) {
+        /* window w: whole lines from the first line start at or after its
+         * offset (the byte before it, read too, tells); a line the window
+         * cuts is not counted */
+        unsigned long long off = nw == 1 ? 0 : (len - PLAN_WINDOW) / (nw - 1) * w;
+        size_t wl = nw == 1 ? (size_t)len : PLAN_WINDOW, pre = off > 0;
+        const char *wb = tm_lines_peek(ln, off - pre, wl + pre, tmp);
+        if (!wb)
             goto out;
-        while (q < le && (*q == ' ' || *q == '\t'))
-            q++;
-        unsigned v = 0, nd = 0;
-        for (; q < le && *q >= '0' && *q <= '9' && nd < 5; q++, nd++)
-            v = v * 10 + (unsigned)(*q - '0');
-        while (q < le && (*q == ' ' || *q == '\t' || *q == '\r'))
-            q++;
-        if (!nd || v >= RUN_GPUS || (q < le && *q != ','))
-            goto out;
-        rows[v]++;
+        const char *q = wb + pre, *we = wb + pre + wl;
+        int last = off + wl >= len;     /* the window runs to the input's end */
+        if (pre && q[-1] != '\n') {
+            const char *nl = memchr(q, '\n', (size_t)(we - q));
+            q = nl ? nl + 1 : we;
+        }
+        const char *w0 = q;
+        size_t wrows = 0;
+        while (q < we) {
+            const char *nl = memchr(q, '\n', (size_t)(we - q)), *le = nl ? nl : we;
+            if (!nl && !last)
+                break;      /* a line the window cuts: not counted */
+            unsigned g;
+            int r = row_gpu(q, le, ii, &g);
+            if (r < 0)
+                goto out;
+            if (r) {
+                rows[g]++;
+                wrows++;
+            }
+            q = nl ? nl + 1 : we;
+        }
+        if (wrows && q > w0) {
+            double d = (double)wrows * (double)len / (double)(q - w0);
+            max_rows = d > max_rows ? d : max_rows;
+        }
+        nrows += wrows;
     }
     size_t ng = 0, nf = 0, *cap;
     for (unsigned g = 0; g < RUN_GPUS; g++)
@@ -290,15 +450,22 @@ static void plan_runs(pflex_tm_t *t, const char *p, const char *end, int ii, con
         pl->field_rank[f] = mult[f] ? (int32_t)nf++ : -1;
     if (!ng || !nf || !(cap = malloc(ng * nf * sizeof *cap)))
         goto out;
-    for (unsigned g = 0; g < RUN_GPUS; g++)
+    for (unsigned g = 0; g < RUN_GPUS; g++) {
+        if (pl->gpu_rank[g] < 0)
+            continue;
+        /* the whole input when one window held it, else an estimate */
+        size_t est = nw == 1 ? rows[g] :
+                     (size_t)(max_rows * PLAN_SLACK * (double)rows[g] / (double)nrows) + 16;
         for (int f = 0; f < PFLEX_DCGM_COUNT; f++)
-            if (pl->gpu_rank[g] >= 0 && pl->field_rank[f] >= 0)
-                cap[(size_t)pl->gpu_rank[g] * nf + (size_t)pl->field_rank[f]] = rows[g] * mult[f];
+            if (pl->field_rank[f] >= 0)
+                cap[(size_t)pl->gpu_rank[g] * nf + (size_t)pl->field_rank[f]] = est * mult[f];
+    }
     pl->nf = nf;
     pl->on = tm_runs_begin(t, ng * nf, cap) == 0;
     free(cap);
 out:
     free(rows);
+    free(tmp);
 }
 
 static size_t plan_slot(const struct runs_plan *pl, long gpu, int field)
@@ -308,30 +475,33 @@ static size_t plan_slot(const struct runs_plan *pl, long gpu, int field)
     return (size_t)pl->gpu_rank[gpu] * pl->nf + (size_t)pl->field_rank[field];
 }
 
-int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
-                const struct pflex_tm_read_opts *o, pflex_error_t *err)
+int tm_read_smi_lines(pflex_tm_t *t, struct tm_lines *ln, const char *name,
+                      const struct pflex_tm_read_opts *o, pflex_error_t *err)
 {
-    struct tm_lines ln;
     pflex_csv_t c;
-    tm_lines_init(&ln, buf, len, name, tm_limits(t)->max_line);
-    pflex_csv_init(&c, buf, len, name);
+    pflex_csv_init(&c, "", 0, name);
     int rc = -1, *cols = NULL, it = -1, ii = -1, iu = -1, known = 0, got;
     size_t ncols = 0;
     unsigned row = 0;
     struct row_key *cache = NULL;
+    struct pflex_csv_field *plain = NULL;
     struct runs_plan *plan = NULL;
     char stamp[40];
     size_t stamp_len = SIZE_MAX;   /* none yet */
     double stamp_time = 0;
-    if ((got = next_record(&ln, &c, err)) <= 0) {
+    const struct pflex_csv_field *fv;
+    size_t nf;
+    unsigned line;
+    if ((got = next_record(ln, &c, NULL, 0, &fv, &nf, &line, err)) <= 0) {
         if (got == 0)
             pflex_error_set(err, "%s: empty file", name);
         goto out;
     }
     ncols = c.nfields;
     cols = malloc(ncols * sizeof *cols);
+    plain = malloc(ncols * sizeof *plain);
     cache = calloc(ROW_CACHE, sizeof *cache);
-    if (!cols || !cache) {
+    if (!cols || !plain || !cache) {
         pflex_error_set(err, "%s: out of memory", name);
         goto out;
     }
@@ -364,33 +534,33 @@ int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
     k.host = o->host ? o->host : "";
     k.host_len = strlen(k.host);
     if (ii >= 0 && !t->nseries && !t->nsamples && (plan = malloc(sizeof *plan)))
-        plan_runs(t, ln.p, ln.end, ii, cols, ncols, plan);
-    while ((got = next_record(&ln, &c, err)) > 0) {
-        if (c.nfields != ncols) {
-            pflex_csv_row_error(err, name, c.line, c.nfields, ncols);
+        plan_runs(t, ln, ii, cols, ncols, plan);
+    while ((got = next_record(ln, &c, plain, ncols, &fv, &nf, &line, err)) > 0) {
+        if (nf != ncols) {
+            pflex_csv_row_error(err, name, line, nf, ncols);
             goto out;
         }
         k.gpu = -1;
         k.uuid = NULL;
         k.uuid_len = 0;
-        if (ii >= 0 && tm_parse_index(c.fields[ii].s, c.fields[ii].len, &k.gpu) < 0) {
+        if (ii >= 0 && tm_parse_index(fv[ii].s, fv[ii].len, &k.gpu) < 0) {
             pflex_error_set(err, "%s:%u: column 'index': '%.*s' is not a GPU index", name,
-                            c.line, (int)(c.fields[ii].len > 40 ? 40 : c.fields[ii].len),
-                            c.fields[ii].s);
+                            line, (int)(fv[ii].len > 40 ? 40 : fv[ii].len),
+                            fv[ii].s);
             goto out;
         }
-        if (iu >= 0 && c.fields[iu].len && c.fields[iu].s[0] != '[') {
-            k.uuid = c.fields[iu].s;
-            k.uuid_len = c.fields[iu].len;
+        if (iu >= 0 && fv[iu].len && fv[iu].s[0] != '[') {
+            k.uuid = fv[iu].s;
+            k.uuid_len = fv[iu].len;
         }
         double time = o->time0_s + row++;
         if (it >= 0) {
-            const struct pflex_csv_field *f = &c.fields[it];
+            const struct pflex_csv_field *f = &fv[it];
             /* the rows of one tick share their stamp */
             if (f->len != stamp_len || memcmp(f->s, stamp, f->len)) {
                 if (parse_stamp(f->s, f->len, &stamp_time) < 0) {
                     pflex_error_set(err, "%s:%u: column 'timestamp': '%.*s' is not YYYY/MM/DD "
-                                    "HH:MM:SS.mmm", name, c.line, (int)(f->len > 40 ? 40 : f->len),
+                                    "HH:MM:SS.mmm", name, line, (int)(f->len > 40 ? 40 : f->len),
                                     f->s);
                     goto out;
                 }
@@ -404,11 +574,11 @@ int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
             if (cols[i] < 0 && cols[i] != ID_SWCAP)
                 continue;
             double v;
-            int r = smi_value(c.fields[i].s, c.fields[i].len, cols[i], &v);
+            int r = smi_value(fv[i].s, fv[i].len, cols[i], &v);
             if (r < 0) {
-                pflex_error_set(err, "%s:%u: column %zu: '%.*s' is not a value", name, c.line,
-                                i + 1, (int)(c.fields[i].len > 40 ? 40 : c.fields[i].len),
-                                c.fields[i].s);
+                pflex_error_set(err, "%s:%u: column %zu: '%.*s' is not a value", name, line,
+                                i + 1, (int)(fv[i].len > 40 ? 40 : fv[i].len),
+                                fv[i].s);
                 goto out;
             }
             if (r == 0) {
@@ -419,14 +589,14 @@ int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
             long id = rk ? (long)rk->id[k.field] : -1;
             if (!rk || id == (long)UINT32_MAX) {
                 size_t before = t->nseries;
-                if ((id = tm_series(t, &k, name, c.line, err)) < 0)
+                if ((id = tm_series(t, &k, name, line, err)) < 0)
                     goto out;
                 if (plan && plan->on && t->nseries > before)
                     tm_runs_claim(t, (uint32_t)id, plan_slot(plan, k.gpu, k.field));
                 if (rk)
                     rk->id[k.field] = (uint32_t)id;
             }
-            if (tm_sample(t, (uint32_t)id, time, v, name, c.line, err) < 0)
+            if (tm_sample(t, (uint32_t)id, time, v, name, line, err) < 0)
                 goto out;
         }
     }
@@ -435,8 +605,17 @@ int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
         tm_runs_end(t);
 out:
     free(cols);
+    free(plain);
     free(cache);
     free(plan);
     pflex_csv_fini(&c);
     return rc;
+}
+
+int tm_read_smi(pflex_tm_t *t, const char *buf, size_t len, const char *name,
+                const struct pflex_tm_read_opts *o, pflex_error_t *err)
+{
+    struct tm_lines ln;
+    tm_lines_init(&ln, buf, len, name, tm_limits(t)->max_line);
+    return tm_read_smi_lines(t, &ln, name, o, err);
 }

@@ -229,13 +229,12 @@ static uint64_t hash_bytes(uint64_t h, const char *s, size_t n)
     return h ^ (h >> 31);
 }
 
+uint64_t tm_key_hash_strings(const struct tm_key *k);
+uint64_t tm_key_hash_of(uint64_t strings, long gpu, int field);
+
 static uint64_t key_hash(const struct tm_key *k)
 {
-    uint64_t h = k->job ? hash_bytes(1, k->job, k->job_len) : 0;
-    h = hash_bytes(h, k->host ? k->host : "", k->host ? k->host_len : 0);
-    if (k->uuid)
-        h = hash_bytes(h + 1, k->uuid, k->uuid_len);
-    return pflex_mix64(h ^ ((uint64_t)k->gpu << 8) ^ (uint64_t)(unsigned)k->field);
+    return tm_key_hash_of(tm_key_hash_strings(k), k->gpu, k->field);
 }
 
 static void key_of(const struct pflex_tm_series *s, struct tm_key *k)
@@ -296,8 +295,8 @@ static int rehash(pflex_tm_t *t, size_t cap)
     return 0;
 }
 
-/* Room for n series (and a table at most half full). */
-static int series_room(pflex_tm_t *t, size_t n)
+/* Room for n series in the arrays. */
+static int series_arrays(pflex_tm_t *t, size_t n)
 {
     struct store *st = t->priv;
     if (pflex_big_reserve(&st->series, n * sizeof *t->series) < 0 ||
@@ -305,6 +304,15 @@ static int series_room(pflex_tm_t *t, size_t n)
         return -1;
     t->series = st->series.p;
     st->keyhash = st->keyhashes.p;
+    return 0;
+}
+
+/* Room for n series (and a table at most half full). */
+static int series_room(pflex_tm_t *t, size_t n)
+{
+    struct store *st = t->priv;
+    if (series_arrays(t, n) < 0)
+        return -1;
     size_t cap = st->hash_cap ? st->hash_cap : 1024;
     while (cap < 2 * n)
         cap *= 2;
@@ -317,6 +325,58 @@ void tm_reserve(pflex_tm_t *t, size_t series)
     if (series > st->lim.max_series)
         series = st->lim.max_series;
     (void)series_room(t, t->nseries + series);  /* a hint: the table grows anyway */
+}
+
+void tm_reserve_arrays(pflex_tm_t *t, size_t series)
+{
+    struct store *st = t->priv;
+    if (series > st->lim.max_series)
+        series = st->lim.max_series;
+    (void)series_arrays(t, t->nseries + series);
+}
+
+uint64_t tm_key_hash_strings(const struct tm_key *k)
+{
+    uint64_t h = k->job ? hash_bytes(1, k->job, k->job_len) : 0;
+    h = hash_bytes(h, k->host ? k->host : "", k->host ? k->host_len : 0);
+    if (k->uuid)
+        h = hash_bytes(h + 1, k->uuid, k->uuid_len);
+    return h;
+}
+
+uint64_t tm_key_hash_of(uint64_t strings, long gpu, int field)
+{
+    return pflex_mix64(strings ^ ((uint64_t)gpu << 8) ^ (uint64_t)(unsigned)field);
+}
+
+static int series_cmp(const struct pflex_tm_series *a, const struct pflex_tm_series *b);
+
+long tm_series_append(pflex_tm_t *t, const struct tm_key *k, uint64_t h, const char *name,
+                      unsigned line, pflex_error_t *err)
+{
+    struct store *st = t->priv;
+    if (t->nseries >= st->lim.max_series)
+        return pflex_error_set(err, "%s:%u: more than %zu series (limit; --max-series raises "
+                               "it)", name, line, st->lim.max_series);
+    if (((t->nseries + 1) * sizeof *t->series > st->series.cap ||
+         (t->nseries + 1) * sizeof *st->keyhash > st->keyhashes.cap) &&
+        series_arrays(t, (t->nseries + 1) * 2) < 0)
+        return pflex_error_set(err, "%s:%u: out of memory", name, line);
+    /* the table is built again when next needed (tm_series) */
+    pflex_big_free(&st->table);
+    st->hash = NULL;
+    st->hash_cap = 0;
+    struct pflex_tm_series *s = &t->series[t->nseries];
+    s->job = k->job;
+    s->host = k->host;
+    s->uuid = k->uuid;
+    s->gpu = (int)k->gpu;
+    s->field = k->field;
+    s->line = line;
+    if (st->sorted && t->nseries && series_cmp(&t->series[t->nseries - 1], s) > 0)
+        st->sorted = 0;
+    st->keyhash[t->nseries] = h;
+    return (long)t->nseries++;
 }
 
 void tm_rekey(pflex_tm_t *t)
@@ -491,9 +551,91 @@ void tm_runs_claim(pflex_tm_t *t, uint32_t series, size_t slot)
     st->run_owner[slot] = series;
 }
 
+/* At the end of the read the runs are in slot order, and the slots were
+ * laid out in the order the series sort in (tm_runs_begin): when the
+ * series, taken by slot, do stand in sort order, they are numbered so as
+ * the runs are closed up, and each run's time order is checked on the
+ * way; pflex_tm_sort then has nothing left to do.  Otherwise (or out of
+ * memory) runs_end, and the sort does the rest. */
+static int runs_end_sorted(pflex_tm_t *t)
+{
+    struct store *st = t->priv;
+    size_t ns = t->nseries;
+    uint32_t *rank = malloc((ns ? ns : 1) * sizeof *rank);
+    size_t *owner = malloc((ns ? ns : 1) * sizeof *owner);
+    struct pflex_tm_series *sv = malloc((ns ? ns : 1) * sizeof *sv);
+    uint64_t *kh = malloc((ns ? ns : 1) * sizeof *kh);
+    size_t r = 0;
+    int ok = rank && owner && sv && kh;
+    for (size_t i = 0; ok && i < st->nslots; i++)
+        if (st->run_owner[i] != SIZE_MAX) {
+            if (r == ns) {
+                ok = 0;
+                break;
+            }
+            owner[r] = st->run_owner[i];
+            rank[st->run_owner[i]] = (uint32_t)r++;
+        }
+    ok = ok && r == ns;
+    for (size_t i = 1; ok && i < ns; i++)
+        ok = series_cmp(&t->series[owner[i - 1]], &t->series[owner[i]]) < 0;
+    if (!ok) {
+        free(rank);
+        free(owner);
+        free(sv);
+        free(kh);
+        return 0;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        sv[i] = t->series[owner[i]];
+        kh[i] = st->keyhash[owner[i]];
+    }
+    if (ns) {   /* none: every value was no data */
+        memcpy(t->series, sv, ns * sizeof *sv);
+        memcpy(st->keyhash, kh, ns * sizeof *kh);
+    }
+    struct pflex_tm_sample *m = st->runs.p;
+    size_t w = 0;
+    int sorted = 1;
+    for (size_t i = 0; i < st->nslots; i++) {
+        size_t n = st->run_len[i];
+        if (!n)
+            continue;
+        struct pflex_tm_sample *src = m + st->run_start[i], *dst = m + w;
+        uint32_t id = rank[st->run_owner[i]];
+        double prev = src[0].time_s;
+        for (size_t k = 0; k < n; k++) {
+            struct pflex_tm_sample x = src[k];     /* dst <= src: a forward copy */
+            sorted &= prev <= x.time_s;
+            prev = x.time_s;
+            x.series = id;
+            dst[k] = x;
+        }
+        w += n;
+    }
+    free(rank);
+    free(owner);
+    free(sv);
+    free(kh);
+    pflex_big_free(&st->samples);
+    st->samples = st->runs;
+    st->runs = (struct pflex_big){0};
+    t->samples = st->samples.p;
+    st->sorted = sorted;
+    st->last = w ? m[w - 1].series : NO_SERIES;
+    st->last_time = w ? m[w - 1].time_s : 0;
+    st->runs_on = 0;
+    tm_runs_drop(t);
+    if (st->hash)
+        rehash(t, st->hash_cap);   /* the series have new numbers */
+    return 1;
+}
+
 void tm_runs_end(pflex_tm_t *t)
 {
-    runs_end(t);
+    struct store *st = t->priv;
+    if (st->runs_on && !runs_end_sorted(t))
+        runs_end(t);
 }
 
 int tm_sample(pflex_tm_t *t, uint32_t series, double time_s, double value, const char *name,
@@ -788,19 +930,11 @@ static int rank_series(pflex_tm_t *t, uint32_t *rank)
     }
     struct store *st = t->priv;
     uint32_t *order = malloc(ns * sizeof *order);
-    struct pflex_tm_series *sv = malloc(ns * sizeof *sv);
-    uint64_t *kh = malloc(ns * sizeof *kh);
-    if (!order || !sv || !kh) {
-        free(order);
-        free(sv);
-        free(kh);
+    if (!order)
         return -1;
-    }
     int fast = order_by_keys(t, order);
     if (fast < 0) {
         free(order);
-        free(sv);
-        free(kh);
         return -1;
     }
     if (!fast) {
@@ -809,16 +943,28 @@ static int rank_series(pflex_tm_t *t, uint32_t *rank)
         sort_t = t;
         qsort(order, ns, sizeof *order, series_idx_cmp);
     }
-    for (i = 0; i < ns; i++) {
+    for (i = 0; i < ns; i++)
         rank[order[i]] = (uint32_t)i;
-        sv[i] = t->series[order[i]];
-        kh[i] = st->keyhash[order[i]];
+    /* series and their key hashes put in order in place, cycle by cycle
+     * (order is used up): no copy of either array */
+    for (i = 0; i < ns; i++) {
+        if (order[i] == i)
+            continue;
+        struct pflex_tm_series sv = t->series[i];
+        uint64_t kh = st->keyhash[i];
+        size_t j = i;
+        while (order[j] != i) {
+            size_t from = order[j];
+            t->series[j] = t->series[from];
+            st->keyhash[j] = st->keyhash[from];
+            order[j] = (uint32_t)j;
+            j = from;
+        }
+        t->series[j] = sv;
+        st->keyhash[j] = kh;
+        order[j] = (uint32_t)j;
     }
-    memcpy(t->series, sv, ns * sizeof *sv);
-    memcpy(st->keyhash, kh, ns * sizeof *kh);
     free(order);
-    free(sv);
-    free(kh);
     return 0;
 }
 
