@@ -28,7 +28,7 @@ struct physics {
                              * than it are held as a whole: their optimizer and host gaps
                              * leave the rest of the step more power) */
     double lift_max;        /* the most the micro-step may draw over the held mean */
-    double guard;           /* the power loop holds each phase's mean power this far under the
+    double guard;           /* the power loop holds the board's mean power this far under the
                              * cap: measured, 1.19 % (the median of ten power-limited H200
                              * loops, 0.73-1.59 %; `python3 tools/device/limiter.py`) */
     double eff_gemm;        /* achieved fraction of the tensor peak in large GEMMs */
@@ -1028,7 +1028,7 @@ static double eval_group(struct pflex_sim_job *j, const struct ph_run *runs, int
  * of 0.1-0.4 s with 2-12 % of optimizer and host time) hold their whole
  * step's mean 0.7-1.6 % under the limit (tools/device/limiter.py).  One
  * allowance for the group, the highest whose busiest GPU stays under its
- * held mean (bisection: power rises with it). */
+ * held mean (power rises with it; hold_step_mean solves for it). */
 static double group_over(struct pflex_sim_job *j, struct ph_run *runs, int lo, int hi,
                          double lift, double *step)
 {
