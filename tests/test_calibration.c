@@ -83,15 +83,15 @@ static void test_emerald_other_seeds(void **state)
 /* The errors docs/sim-model.md section 5 states for the constants in the
  * source (tools/calibrate.c prints them): in sample, on the physical
  * measurements the constants were fitted to. */
-#define DOC_H200_TPUT_WORST 0.109       /* worst |tokens/s error| of the real H200 runs */
-#define DOC_H200_POWER_WORST 0.032
-#define DOC_H200_CLOCK_WORST 0.031
-#define DOC_RMSE_MEAN 0.0161            /* Emerald normalised throughput, 200-400 W */
+#define DOC_H200_TPUT_WORST 0.120       /* worst |tokens/s error| of the real H200 runs */
+#define DOC_H200_POWER_WORST 0.029
+#define DOC_H200_CLOCK_WORST 0.049
+#define DOC_RMSE_MEAN 0.0159            /* Emerald normalised throughput, 200-400 W */
 #define DOC_RMSE_MAX 0.0270
 /* The judge: the study's headline PFIs simulated with those constants
  * (never fitted to any PFI). */
-#define DOC_JUDGE_MAE 0.236
-#define DOC_JUDGE_RHO 0.619
+#define DOC_JUDGE_MAE 0.302
+#define DOC_JUDGE_RHO 0.621
 
 static int have_reals(struct pflex_calib_reals *re)
 {
@@ -215,8 +215,8 @@ static void test_energy_per_work(void **state)
 #define DOC_DEV_RUNS 20
 #define DOC_DEV_UNSEEN 7
 #define DOC_DEV_WITHIN_FIT 12           /* of 13 */
-#define DOC_DEV_WITHIN_UNSEEN 3         /* of 7 */
-#define DOC_DEV_TPUT_MEAN_UNSEEN 0.141
+#define DOC_DEV_WITHIN_UNSEEN 4         /* of 7 */
+#define DOC_DEV_TPUT_MEAN_UNSEEN 0.140
 
 static const char *device_dir(void)
 {
@@ -237,8 +237,8 @@ static void test_device_runs(void **state)
     }
     assert_int_equal(re.n, DOC_DEV_RUNS);
     assert_int_equal(pflex_calib_evaluate(NULL, &re, &pflex_sim_fit_default, &ev, &err), 0);
-    int within[2] = {0, 0}, unseen = 0;
-    double mean = 0;
+    int within[2] = {0, 0}, unseen = 0, nlim = 0;
+    double mean = 0, lim[64];
     for (size_t i = 0; i < re.n; i++) {
         const struct pflex_calib_real *m = &re.r[i];
         const struct pflex_calib_real_sim *s = &ev.real[i];
@@ -249,6 +249,8 @@ static void test_device_runs(void **state)
         within[m->in_fit] += fabs(et) <= 0.25 && fabs(ep) <= 0.10 && fabs(ec) <= 0.10;
         unseen += !m->in_fit;
         mean += m->in_fit ? 0 : fabs(et);
+        if (m->sm_clock_mhz < 1900 && nlim < 64)   /* power-limited: the limiter's margin */
+            lim[nlim++] = s->power_w - m->power_w;
         assert_int_equal(m->machine, 1);
         if (m->unit == PFLEX_CALIB_FLOP)        /* a large GEMM loop keeps the tensor pipe busy */
             assert_true(s->tensor_active > 0.5 && m->tensor_active > 0.5);
@@ -256,6 +258,21 @@ static void test_device_runs(void **state)
             assert_true(s->dram_active > 0.5 && s->tensor_active == 0);
     }
     mean /= unseen > 0 ? unseen : 1;
+    /* The power loop's margin (guard, measured by tools/device/limiter.py):
+     * and window (whole steps held): the power-limited runs' power,
+     * simulated less measured, has its median within 3 W (the earlier 0.5 %
+     * guard gave +4 W and more; the 1.19 % guard with each phase held
+     * apart, -13.4 W). */
+    for (int a = 1; a < nlim; a++)
+        for (int b = a; b > 0 && lim[b - 1] > lim[b]; b--) {
+            double t = lim[b];
+            lim[b] = lim[b - 1];
+            lim[b - 1] = t;
+        }
+    assert_true(nlim >= 5);
+    double med = nlim % 2 ? lim[nlim / 2] : 0.5 * (lim[nlim / 2 - 1] + lim[nlim / 2]);
+    printf("power-limited device runs: %d, power simulated - measured median %+.1f W\n", nlim, med);
+    assert_true(fabs(med) < 3.0);
     printf("device runs within the bounds: %d of %zu in the fit set, %d of %d unseen (mean "
            "|tokens/s error| %.3f)\n", within[1], re.n - (size_t)unseen, within[0], unseen, mean);
     assert_int_equal(unseen, DOC_DEV_UNSEEN);

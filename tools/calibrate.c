@@ -378,6 +378,74 @@ static void leave_one_out(struct ctx *c, const double *t, const struct pflex_cal
     summary("leave-one-job-out", re, &loo, 1);
 }
 
+/* Judge-side diagnosis, never a target: each headline group's simulated
+ * against study PFI beside where its step goes in the model at the top cap
+ * and at the lowest cap of its grid (noise-free, seed 1 as the judge), and
+ * its SM clock at the top cap.  Every group spends most of its step in
+ * tensor work (GEMMs, attention: its time grows as the clock falls), so a
+ * group is filed under the largest of the parts that do not slow with the
+ * clock, where that takes 15 % or more of its step at the top cap:
+ * "memory" (memory-bound kernels and the optimizer: their speed holds down
+ * to r_sat), "host" (the host's operators, launches, data loading) or
+ * "comm" (exposed communication and the pipeline bubble: it hides behind
+ * the compute as the clock falls); else "clock".  The mean signed
+ * error per mechanism says which part of the model the remaining judge
+ * error sits in. */
+static const char *const MECH[4] = {"clock", "memory", "host", "comm"};
+
+static int diag_shares(pflex_sim_job_t *j, double cap, double sh[4], double *clock_mhz)
+{
+    struct pflex_sim_breakdown b;
+    struct pflex_sim_measure m;
+    pflex_error_t err;
+    if (pflex_sim_job_breakdown(j, cap, &b, &err) < 0 || pflex_sim_job_expect(j, cap, &m, &err) < 0)
+        return -1;
+    sh[0] = b.gemm + b.attention;
+    sh[1] = b.memory + b.optimizer;
+    sh[2] = b.host;
+    sh[3] = b.comm_exposed + b.bubble;
+    *clock_mhz = m.tm[PFLEX_TM_SM_CLOCK_MHZ];
+    return 0;
+}
+
+static void diagnose(const struct pflex_sim_fit *fit, const struct pflex_calib_judge *jd)
+{
+    double sum[4] = {0}, asum[4] = {0};
+    int cnt[4] = {0};
+    printf("judge diagnosis (not fitted): step shares clock / memory / host / comm at the top cap "
+           "-> at the lowest cap, the top cap's SM clock\n");
+    for (size_t g = 0; g < jd->n; g++) {
+        struct pflex_fleet_run r;
+        pflex_sim_job_t *j;
+        pflex_error_t err;
+        if (pflex_fleet_get(g, &r) < 0 || r.split != PFLEX_FLEET_MAIN || !isfinite(jd->pfi_measured[g])
+            || pflex_sim_job_create_fit(&r.desc, 1, fit, &j, &err) < 0)
+            continue;
+        double hi[4], lo[4], chi, clo;
+        int ok = diag_shares(j, r.caps_w[r.ncaps - 1], hi, &chi) == 0
+                 && diag_shares(j, r.caps_w[0], lo, &clo) == 0;
+        pflex_sim_job_destroy(j);
+        if (!ok)
+            continue;
+        int k = 1;
+        for (int m = 2; m < 4; m++)
+            k = hi[m] > hi[k] ? m : k;
+        if (hi[k] < 0.15)
+            k = 0;
+        double e = jd->pfi_sim[g] - jd->pfi_measured[g];
+        sum[k] += e;
+        asum[k] += fabs(e);
+        cnt[k]++;
+        printf("  %-52s %5.2f / %4.2f (%+.2f)  %-6s %.2f/%.2f/%.2f/%.2f -> %.2f/%.2f/%.2f/%.2f  "
+               "%4.0f MHz\n", r.label, jd->pfi_sim[g], jd->pfi_measured[g], e, MECH[k], hi[0], hi[1],
+               hi[2], hi[3], lo[0], lo[1], lo[2], lo[3], chi);
+    }
+    for (int m = 0; m < 4; m++)
+        if (cnt[m])
+            printf("  groups driven by %-6s %2d: mean error %+.3f, mean |error| %.3f\n", MECH[m],
+                   cnt[m], sum[m] / cnt[m], asum[m] / cnt[m]);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : getenv("PFLEX_SHARED_DATA");
@@ -442,6 +510,7 @@ int main(int argc, char **argv)
             printf("  %-12s %-52s PFI simulated %5.2f  study %s\n",
                    pflex_fleet_split_name(r.split), r.label, jd.pfi_sim[g], st);
         }
+        diagnose(&best, &jd);
     }
     pflex_sweep_destroy(em);
     return 0;

@@ -4,8 +4,10 @@
 #
 # Per job: the rate is the loop's own (results.jsonl, over the last 80 % of its window: tokens/s, or FLOP/s
 # for ub_gemm*, bytes read+written per second for ub_copy*; the `unit` column says which); every other
-# column is the mean of the job's `pflex telemetry --nvml --csv` samples, the first dropped (it can predate
-# the load).  The idle rows are the idle GPU's samples (no rate).  Writes both atomically (a temporary file
+# column is the mean of the job's `pflex telemetry --nvml --csv` samples taken while the loop ran: the first
+# dropped (it can predate the load) and every sample after the loop's last step (NAME.steps) dropped (the
+# sampler outlives the loop by about a second: its last two samples read the board falling to idle, 130-590 W
+# and the top clock, which pulled a power-limited run's mean 15-25 W under what the board held).  The idle rows are the idle GPU's samples (no rate).  Writes both atomically (a temporary file
 # renamed).  Deterministic: the same files give the same bytes.
 import json, os, sys
 
@@ -20,8 +22,26 @@ def fail(where, what):
     sys.exit(2)
 
 
-def means(path):
-    """Per field, the mean of the samples after the first (samples ordered by time)."""
+def last_step(path):
+    """The unix time of a loop's last step (NAME.steps: time, cumulative count), or None without the file."""
+    try:
+        lines = open(path).read().split("\n")
+    except OSError:
+        return None
+    t = None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        p = line.split()
+        try:
+            t = max(t or 0.0, float(p[0]))
+        except (ValueError, IndexError):
+            fail(f"{path}:{n}", "expected: unix time, cumulative count")
+    return t
+
+
+def means(path, until=None):
+    """Per field, the mean of the samples after the first and (with until) at or before until."""
     by = {}
     with open(path) as f:
         for n, line in enumerate(f, 1):
@@ -40,9 +60,9 @@ def means(path):
                 by.setdefault(p[5], []).append((t, v))
     out = {}
     for name, field, _, _ in FIELDS:
-        s = sorted(by.get(field, []))[1:]
+        s = [(t, v) for t, v in sorted(by.get(field, []))[1:] if until is None or t <= until]
         if not s:
-            fail(path, f"no samples of {field} after the first")
+            fail(path, f"no samples of {field} after the first and within the loop's steps")
         out[name] = sum(v for _, v in s) / len(s)
     return out
 
@@ -75,7 +95,7 @@ def main():
             "# Written by tools/device/measured.py: tokens_per_s is the loop's own rate over the last 80 % of its",
             "# window (results.jsonl) in the unit the `unit` column names (token; flop: FLOP/s of ub_gemm*; byte:",
             "# bytes read+written per second of ub_copy*); the other columns are means of the pflex telemetry",
-            "# --nvml samples (0.5 s apart, the first dropped).  size: a microbenchmark's n (GEMM n x n x n, bf16)",
+            "# --nvml samples (0.5 s apart) while the loop ran (the first and those after its last step dropped).  size: a microbenchmark's n (GEMM n x n x n, bf16)",
             "# or buffer bytes (copy).  run: which of the two runs (one machine).",
             "job,tokens_per_s,power_w,sm_clock_mhz,dram_active,tensor_active,sm_active,mem_copy_util,unit,size,run"]
     for run in ("run1", "run2"):
@@ -92,7 +112,7 @@ def main():
                 fail(f"{res}:{n}", "not a JSON object")
             if "error" in r or not isinstance(r.get("rate_per_s"), (int, float)):
                 fail(f"{res}:{n}", f"job {r.get('name')} has no rate")
-            m = means(os.path.join(d, r["name"] + ".tm.csv"))
+            m = means(os.path.join(d, r["name"] + ".tm.csv"), last_step(os.path.join(d, r["name"] + ".steps")))
             cells = [r["name"], "%.1f" % r["rate_per_s"] if r["unit"] != "token" else "%.0f" % r["rate_per_s"]]
             cells += [fmt % m[c] for c, _, _, fmt in FIELDS]
             size = r["spec"].get("n", r["spec"].get("bytes", "")) if r["kind"] != "train" else ""
