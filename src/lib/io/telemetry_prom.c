@@ -446,6 +446,74 @@ static int field_of(struct field_memo *m, const char *s, size_t n)
     return f;
 }
 
+/* ---- the sort order, from the GPU table ----
+ *
+ * The store sorts series by job, host, GPU, UUID and field: here, the
+ * GPUs sorted by the first four and each one's series by field, which is
+ * the order of a million series from some ten thousand GPUs without the
+ * store's sort of them all. */
+struct gpu_rank {
+    const char *job, *host, *uuid;
+    long gpu;
+    uint32_t idx;
+};
+
+static int null_last_cmp(const char *a, const char *b)
+{
+    if (a == b)
+        return 0;
+    if (!a || !b)
+        return (a == NULL) - (b == NULL);
+    return strcmp(a, b);
+}
+
+static int gpu_rank_cmp(const void *pa, const void *pb)
+{
+    const struct gpu_rank *a = pa, *b = pb;
+    int c = null_last_cmp(a->job, b->job);
+    if (!c)
+        c = null_last_cmp(a->host, b->host);
+    if (!c && a->gpu != b->gpu)
+        c = a->gpu < b->gpu ? -1 : 1;
+    if (!c)
+        c = null_last_cmp(a->uuid, b->uuid);
+    return c ? c : (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* Tell the store the order of the nseries series this read made, every
+ * one through c's GPUs (a hint: nothing when out of memory). */
+static void hint_order(pflex_tm_t *t, const struct sets *c, size_t nseries)
+{
+    struct gpu_rank *g = malloc((c->ngpu ? c->ngpu : 1) * sizeof *g);
+    uint32_t *order = malloc((nseries ? nseries : 1) * sizeof *order);
+    if (!g || !order) {
+        free(g);
+        free(order);
+        return;
+    }
+    int sorted = 1;
+    for (size_t i = 0; i < c->ngpu; i++) {
+        const struct gpu_ent *e = &c->gpu[i];
+        g[i] = (struct gpu_rank){e->job, e->host, e->uuid, e->gpu, (uint32_t)i};
+        if (i && sorted && gpu_rank_cmp(&g[i - 1], &g[i]) > 0)
+            sorted = 0;
+    }
+    if (!sorted)
+        qsort(g, c->ngpu, sizeof *g, gpu_rank_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < c->ngpu; i++)
+        for (int f = 0; f < PFLEX_DCGM_COUNT; f++) {
+            uint32_t sid = c->gpu[g[i].idx].sid[f];
+            if (sid != UINT32_MAX && k < nseries)
+                order[k++] = sid;
+        }
+    free(g);
+    if (k == nseries)
+        tm_order_hint(t, order, nseries);
+    else
+        free(order);
+}
+
 int tm_read_prom_lines(pflex_tm_t *t, struct tm_lines *lp, const char *name,
                        const struct pflex_tm_read_opts *o, pflex_error_t *err)
 {
@@ -577,6 +645,8 @@ int tm_read_prom_lines(pflex_tm_t *t, struct tm_lines *lp, const char *name,
             goto out;
     }
     rc = got < 0 ? -1 : 0;
+    if (!rc && fresh && t->nseries)
+        hint_order(t, &c, t->nseries);
 out:
 #undef FAIL
 #undef OOM
