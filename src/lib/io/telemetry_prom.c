@@ -242,6 +242,8 @@ struct set_ent {
     const char *text;               /* a copy */
     size_t len;
     uint32_t gpu;                   /* UINT32_MAX: not resolved yet */
+    uint32_t next;                  /* the set on the line after it last
+                                     * time, UINT32_MAX: none yet */
 };
 struct sets {
     struct set_ent *set;
@@ -360,7 +362,7 @@ static struct set_ent *set_add(struct sets *c, uint64_t h, const char *s, size_t
     c->arena_used += n;
     c->kept += n;
     struct set_ent *e = &c->set[c->nset];
-    *e = (struct set_ent){h, text, n, UINT32_MAX};
+    *e = (struct set_ent){h, text, n, UINT32_MAX, UINT32_MAX};
     size_t j = h & (c->stab_cap - 1);
     while (c->stab[j])
         j = (j + 1) & (c->stab_cap - 1);
@@ -527,6 +529,10 @@ int tm_read_prom_lines(pflex_tm_t *t, struct tm_lines *lp, const char *name,
     struct label labels[MAX_LABELS];
     struct sets c = {0};
     struct field_memo memo = {{0}, SIZE_MAX, -1};
+    /* The set of the line before: a scrape gives the GPUs in the same
+     * order for each metric, so the set after it last time is tried
+     * first, byte for byte, before the text is hashed and looked up. */
+    uint32_t prev = UINT32_MAX;
     /* into an empty store, each series this read makes is new to it: the
      * GPU table tells, and the store's own table is built afterwards */
     int fresh = t->nseries == 0;
@@ -560,8 +566,14 @@ int tm_read_prom_lines(pflex_tm_t *t, struct tm_lines *lp, const char *name,
             for (le = n; le > i && s[le - 1] != '}'; le--)
                 ;
             if (le > i) {
-                lh = text_hash(s + lb, le - lb);
-                se = set_find(&c, lh, s + lb, le - lb);
+                uint32_t guess = prev != UINT32_MAX ? c.set[prev].next : UINT32_MAX;
+                if (guess != UINT32_MAX && c.set[guess].len == le - lb &&
+                    !memcmp(c.set[guess].text, s + lb, le - lb))
+                    se = &c.set[guess];
+                else {
+                    lh = text_hash(s + lb, le - lb);
+                    se = set_find(&c, lh, s + lb, le - lb);
+                }
             }
             if (se)
                 i = le;
@@ -570,6 +582,12 @@ int tm_read_prom_lines(pflex_tm_t *t, struct tm_lines *lp, const char *name,
             else if (i == le && c.kept < SETS_MAX_BYTES &&
                      !(se = set_add(&c, lh, s + lb, le - lb)))
                 OOM();
+            if (se) {
+                uint32_t at = (uint32_t)(se - c.set);
+                if (prev != UINT32_MAX)
+                    c.set[prev].next = at;
+                prev = at;
+            }
         }
         if (i >= n || (s[i] != ' ' && s[i] != '\t'))
             FAIL("%s:%u: column %zu: expected a space and the value", name, ln.line, i + 1);
