@@ -953,6 +953,37 @@ no:
     return NULL;
 }
 
+/* Series and their key hashes put in order by a copy into new arrays:
+ * the loads of a gather are independent, where following a permutation's
+ * cycles in place waits on one cache miss after another (a metric-major
+ * scrape's series jump by a whole metric's GPUs).  0, or -1 out of
+ * memory (nothing changed). */
+static int gather_series(pflex_tm_t *t, const uint32_t *order)
+{
+    struct store *st = t->priv;
+    size_t ns = t->nseries;
+    struct pflex_big sb = {0}, kb = {0};
+    if (pflex_big_reserve(&sb, (ns ? ns : 1) * sizeof *t->series) < 0 ||
+        pflex_big_reserve(&kb, (ns ? ns : 1) * sizeof *st->keyhash) < 0) {
+        pflex_big_free(&sb);
+        pflex_big_free(&kb);
+        return -1;
+    }
+    struct pflex_tm_series *sv = sb.p;
+    uint64_t *kh = kb.p;
+    for (size_t i = 0; i < ns; i++) {
+        sv[i] = t->series[order[i]];
+        kh[i] = st->keyhash[order[i]];
+    }
+    pflex_big_free(&st->series);
+    pflex_big_free(&st->keyhashes);
+    st->series = sb;
+    st->keyhashes = kb;
+    t->series = sv;
+    st->keyhash = kh;
+    return 0;
+}
+
 /* Series in sort order: rank[i] is series i's place.  Returns 1 when the
  * series already stand in it (rank is then the identity), 0 when sorted
  * here, -1 out of memory. */
@@ -988,8 +1019,12 @@ static int rank_series(pflex_tm_t *t, uint32_t *rank)
     for (i = 0; i < ns; i++)
         rank[order[i]] = (uint32_t)i;
 permute:
-    /* series and their key hashes put in order in place, cycle by cycle
-     * (order is used up): no copy of either array */
+    if (gather_series(t, order) == 0) {
+        free(order);
+        return 0;
+    }
+    /* out of memory for the copies: series and their key hashes put in
+     * order in place, cycle by cycle (order is used up) */
     for (i = 0; i < ns; i++) {
         if (order[i] == i)
             continue;
