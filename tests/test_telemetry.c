@@ -176,6 +176,73 @@ static void test_prom_text(void **state)
     pflex_tm_destroy(t);
 }
 
+/* A metric-major scrape, its GPUs in a seeded shuffled order and some
+ * twice (two scrapes, one after the other): the reader's own sort order
+ * (from its GPU table) gives the store what samples added one by one
+ * give, series and samples alike. */
+static void test_prom_metric_major_order(void **state)
+{
+    enum { NG = 40, NM = 3 };
+    static const int fields[NM] = {PFLEX_DCGM_POWER_USAGE, PFLEX_DCGM_SM_CLOCK,
+                                   PFLEX_DCGM_GPU_UTIL};
+    int perm[NG];
+    uint64_t r = 20261204;
+    for (int i = 0; i < NG; i++)
+        perm[i] = i;
+    for (int i = NG - 1; i > 0; i--) {
+        r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+        int j = (int)((r >> 33) % (uint64_t)(i + 1));
+        int x = perm[i];
+        perm[i] = perm[j];
+        perm[j] = x;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *txt = malloc(cap);
+    pflex_tm_t *want = pflex_tm_create(NULL);
+    pflex_error_t err;
+    for (int scrape = 0; scrape < 2; scrape++)
+        for (int m = 0; m < NM; m++)
+            for (int i = 0; i < NG; i++) {
+                int g = perm[i], node = g / 8, gpu = g % 8;
+                if (scrape && i % 3)
+                    continue;
+                char job[32], host[32], uuid[32];
+                snprintf(job, sizeof job, "job-%d", node / 2);
+                snprintf(host, sizeof host, "node-%d", node);
+                snprintf(uuid, sizeof uuid, "GPU-%04d", g);
+                double v = 100 * m + g + scrape, ms = 1000.0 * (1 + scrape);
+                len += (size_t)snprintf(txt + len, cap - len,
+                                        "%s{gpu=\"%d\",UUID=\"%s\",Hostname=\"%s\",pod=\"%s\"}"
+                                        " %g %.0f\n", pflex_dcgm_info(fields[m])->name, gpu,
+                                        uuid, host, job, v, ms);
+                assert_true(len < cap);
+                assert_int_equal(pflex_tm_add(want, job, host, gpu, uuid, fields[m], ms / 1000,
+                                              v, &err), 0);
+            }
+    pflex_tm_t *t = pflex_tm_create(NULL);
+    assert_int_equal(pflex_tm_read_mem(t, txt, len, "mm.prom", NULL, &err), 0);
+    assert_int_equal(pflex_tm_sort(t, &err), 0);
+    assert_int_equal(pflex_tm_sort(want, &err), 0);
+    assert_int_equal(t->nseries, want->nseries);
+    assert_int_equal(t->nsamples, want->nsamples);
+    for (size_t i = 0; i < t->nseries; i++) {
+        const struct pflex_tm_series *a = &t->series[i], *b = &want->series[i];
+        assert_string_equal(a->job, b->job);
+        assert_string_equal(a->host, b->host);
+        assert_string_equal(a->uuid, b->uuid);
+        assert_int_equal(a->gpu, b->gpu);
+        assert_int_equal(a->field, b->field);
+    }
+    for (size_t i = 0; i < t->nsamples; i++) {
+        assert_int_equal(t->samples[i].series, want->samples[i].series);
+        assert_dbl(t->samples[i].time_s, want->samples[i].time_s, 0);
+        assert_dbl(t->samples[i].value, want->samples[i].value, 0);
+    }
+    pflex_tm_destroy(t);
+    pflex_tm_destroy(want);
+    free(txt);
+}
+
 static void test_prom_mig(void **state)
 {
     const char *txt = "DCGM_FI_DEV_GPU_UTIL{gpu=\"1\",GPU_I_ID=\"2\",Hostname=\"n\"} 50\n"
@@ -780,6 +847,7 @@ int main(void)
         cmocka_unit_test(test_smi_nounits),
         cmocka_unit_test(test_dmon),
         cmocka_unit_test(test_prom_text),
+        cmocka_unit_test(test_prom_metric_major_order),
         cmocka_unit_test(test_prom_mig),
         cmocka_unit_test(test_prom_json),
         cmocka_unit_test(test_roundtrip_pflex_csv),

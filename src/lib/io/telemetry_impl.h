@@ -46,6 +46,13 @@ const char *tm_intern(pflex_tm_t *t, const char *s, size_t len);
 /* Series keys were changed in place (the job map): find them anew. */
 void tm_rekey(pflex_tm_t *t);
 
+/* The order of the series, as a reader knows it from its own tables:
+ * order[0..n) the series (n = t->nseries now) in the order pflex_tm_sort
+ * puts them.  The store takes order (malloc'd; NULL drops a hint) and the
+ * sort checks it (each series a permutation's, strictly before the next)
+ * before it uses it, else sorts as usual: it only spares the sort's work. */
+void tm_order_hint(pflex_tm_t *t, uint32_t *order, size_t n);
+
 /* Runs: a reader that can tell from a first look at its input how many
  * samples each series will have, at most, and in which order the series
  * sort, writes them straight into place (no grouping copy by

@@ -242,6 +242,8 @@ struct set_ent {
     const char *text;               /* a copy */
     size_t len;
     uint32_t gpu;                   /* UINT32_MAX: not resolved yet */
+    uint32_t next;                  /* the set on the line after it last
+                                     * time, UINT32_MAX: none yet */
 };
 struct sets {
     struct set_ent *set;
@@ -360,7 +362,7 @@ static struct set_ent *set_add(struct sets *c, uint64_t h, const char *s, size_t
     c->arena_used += n;
     c->kept += n;
     struct set_ent *e = &c->set[c->nset];
-    *e = (struct set_ent){h, text, n, UINT32_MAX};
+    *e = (struct set_ent){h, text, n, UINT32_MAX, UINT32_MAX};
     size_t j = h & (c->stab_cap - 1);
     while (c->stab[j])
         j = (j + 1) & (c->stab_cap - 1);
@@ -446,6 +448,74 @@ static int field_of(struct field_memo *m, const char *s, size_t n)
     return f;
 }
 
+/* ---- the sort order, from the GPU table ----
+ *
+ * The store sorts series by job, host, GPU, UUID and field: here, the
+ * GPUs sorted by the first four and each one's series by field, which is
+ * the order of a million series from some ten thousand GPUs without the
+ * store's sort of them all. */
+struct gpu_rank {
+    const char *job, *host, *uuid;
+    long gpu;
+    uint32_t idx;
+};
+
+static int null_last_cmp(const char *a, const char *b)
+{
+    if (a == b)
+        return 0;
+    if (!a || !b)
+        return (a == NULL) - (b == NULL);
+    return strcmp(a, b);
+}
+
+static int gpu_rank_cmp(const void *pa, const void *pb)
+{
+    const struct gpu_rank *a = pa, *b = pb;
+    int c = null_last_cmp(a->job, b->job);
+    if (!c)
+        c = null_last_cmp(a->host, b->host);
+    if (!c && a->gpu != b->gpu)
+        c = a->gpu < b->gpu ? -1 : 1;
+    if (!c)
+        c = null_last_cmp(a->uuid, b->uuid);
+    return c ? c : (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* Tell the store the order of the nseries series this read made, every
+ * one through c's GPUs (a hint: nothing when out of memory). */
+static void hint_order(pflex_tm_t *t, const struct sets *c, size_t nseries)
+{
+    struct gpu_rank *g = malloc((c->ngpu ? c->ngpu : 1) * sizeof *g);
+    uint32_t *order = malloc((nseries ? nseries : 1) * sizeof *order);
+    if (!g || !order) {
+        free(g);
+        free(order);
+        return;
+    }
+    int sorted = 1;
+    for (size_t i = 0; i < c->ngpu; i++) {
+        const struct gpu_ent *e = &c->gpu[i];
+        g[i] = (struct gpu_rank){e->job, e->host, e->uuid, e->gpu, (uint32_t)i};
+        if (i && sorted && gpu_rank_cmp(&g[i - 1], &g[i]) > 0)
+            sorted = 0;
+    }
+    if (!sorted)
+        qsort(g, c->ngpu, sizeof *g, gpu_rank_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < c->ngpu; i++)
+        for (int f = 0; f < PFLEX_DCGM_COUNT; f++) {
+            uint32_t sid = c->gpu[g[i].idx].sid[f];
+            if (sid != UINT32_MAX && k < nseries)
+                order[k++] = sid;
+        }
+    free(g);
+    if (k == nseries)
+        tm_order_hint(t, order, nseries);
+    else
+        free(order);
+}
+
 int tm_read_prom_lines(pflex_tm_t *t, struct tm_lines *lp, const char *name,
                        const struct pflex_tm_read_opts *o, pflex_error_t *err)
 {
@@ -459,6 +529,10 @@ int tm_read_prom_lines(pflex_tm_t *t, struct tm_lines *lp, const char *name,
     struct label labels[MAX_LABELS];
     struct sets c = {0};
     struct field_memo memo = {{0}, SIZE_MAX, -1};
+    /* The set of the line before: a scrape gives the GPUs in the same
+     * order for each metric, so the set after it last time is tried
+     * first, byte for byte, before the text is hashed and looked up. */
+    uint32_t prev = UINT32_MAX;
     /* into an empty store, each series this read makes is new to it: the
      * GPU table tells, and the store's own table is built afterwards */
     int fresh = t->nseries == 0;
@@ -492,8 +566,14 @@ int tm_read_prom_lines(pflex_tm_t *t, struct tm_lines *lp, const char *name,
             for (le = n; le > i && s[le - 1] != '}'; le--)
                 ;
             if (le > i) {
-                lh = text_hash(s + lb, le - lb);
-                se = set_find(&c, lh, s + lb, le - lb);
+                uint32_t guess = prev != UINT32_MAX ? c.set[prev].next : UINT32_MAX;
+                if (guess != UINT32_MAX && c.set[guess].len == le - lb &&
+                    !memcmp(c.set[guess].text, s + lb, le - lb))
+                    se = &c.set[guess];
+                else {
+                    lh = text_hash(s + lb, le - lb);
+                    se = set_find(&c, lh, s + lb, le - lb);
+                }
             }
             if (se)
                 i = le;
@@ -502,6 +582,12 @@ int tm_read_prom_lines(pflex_tm_t *t, struct tm_lines *lp, const char *name,
             else if (i == le && c.kept < SETS_MAX_BYTES &&
                      !(se = set_add(&c, lh, s + lb, le - lb)))
                 OOM();
+            if (se) {
+                uint32_t at = (uint32_t)(se - c.set);
+                if (prev != UINT32_MAX)
+                    c.set[prev].next = at;
+                prev = at;
+            }
         }
         if (i >= n || (s[i] != ' ' && s[i] != '\t'))
             FAIL("%s:%u: column %zu: expected a space and the value", name, ln.line, i + 1);
@@ -577,6 +663,8 @@ int tm_read_prom_lines(pflex_tm_t *t, struct tm_lines *lp, const char *name,
             goto out;
     }
     rc = got < 0 ? -1 : 0;
+    if (!rc && fresh && t->nseries)
+        hint_order(t, &c, t->nseries);
 out:
 #undef FAIL
 #undef OOM

@@ -52,6 +52,10 @@ struct store {
     size_t *run_start, *run_len, *run_cap, *run_owner;
     uint32_t *slot_of;      /* per series: its slot, NO_SERIES: none */
     size_t slot_of_cap;
+    /* A reader's word on the sort order (tm_order_hint), checked when
+     * used: the series in order, nhint of them. */
+    uint32_t *hint;
+    size_t nhint;
 };
 
 static const struct pflex_tm_limits default_limits = {
@@ -104,6 +108,7 @@ void pflex_tm_destroy(pflex_tm_t *t)
     free(st->istr);
     free(st->itab);
     tm_runs_drop(t);
+    free(st->hint);
     free(st);
     free(t);
 }
@@ -707,6 +712,7 @@ void tm_rollback(pflex_tm_t *t, const struct tm_mark *m)
     st->last = m->last;
     st->last_time = m->last_time;
     tm_runs_drop(t);
+    tm_order_hint(t, NULL, 0);
     if (st->hash)
         rehash(t, st->hash_cap);
 }
@@ -914,6 +920,70 @@ out:
     return rc;
 }
 
+void tm_order_hint(pflex_tm_t *t, uint32_t *order, size_t n)
+{
+    struct store *st = t->priv;
+    free(st->hint);
+    st->hint = order;
+    st->nhint = n;
+}
+
+/* The hint taken (NULL: none, or not the sort order: not a permutation
+ * of the series, or a series not strictly before the next); rank filled
+ * when it is the order. */
+static uint32_t *hint_order(pflex_tm_t *t, uint32_t *rank)
+{
+    struct store *st = t->priv;
+    uint32_t *order = st->hint;
+    size_t ns = t->nseries;
+    st->hint = NULL;
+    if (!order || st->nhint != ns)
+        goto no;
+    memset(rank, 0xff, ns * sizeof *rank);
+    for (size_t k = 0; k < ns; k++) {
+        if (order[k] >= ns || rank[order[k]] != UINT32_MAX)
+            goto no;
+        rank[order[k]] = (uint32_t)k;
+        if (k && series_cmp(&t->series[order[k - 1]], &t->series[order[k]]) >= 0)
+            goto no;
+    }
+    return order;
+no:
+    free(order);
+    return NULL;
+}
+
+/* Series and their key hashes put in order by a copy into new arrays:
+ * the loads of a gather are independent, where following a permutation's
+ * cycles in place waits on one cache miss after another (a metric-major
+ * scrape's series jump by a whole metric's GPUs).  0, or -1 out of
+ * memory (nothing changed). */
+static int gather_series(pflex_tm_t *t, const uint32_t *order)
+{
+    struct store *st = t->priv;
+    size_t ns = t->nseries;
+    struct pflex_big sb = {0}, kb = {0};
+    if (pflex_big_reserve(&sb, (ns ? ns : 1) * sizeof *t->series) < 0 ||
+        pflex_big_reserve(&kb, (ns ? ns : 1) * sizeof *st->keyhash) < 0) {
+        pflex_big_free(&sb);
+        pflex_big_free(&kb);
+        return -1;
+    }
+    struct pflex_tm_series *sv = sb.p;
+    uint64_t *kh = kb.p;
+    for (size_t i = 0; i < ns; i++) {
+        sv[i] = t->series[order[i]];
+        kh[i] = st->keyhash[order[i]];
+    }
+    pflex_big_free(&st->series);
+    pflex_big_free(&st->keyhashes);
+    st->series = sb;
+    st->keyhashes = kb;
+    t->series = sv;
+    st->keyhash = kh;
+    return 0;
+}
+
 /* Series in sort order: rank[i] is series i's place.  Returns 1 when the
  * series already stand in it (rank is then the identity), 0 when sorted
  * here, -1 out of memory. */
@@ -924,13 +994,16 @@ static int rank_series(pflex_tm_t *t, uint32_t *rank)
     while (i < ns && series_cmp(&t->series[i - 1], &t->series[i]) < 0)
         i++;
     if (i >= ns) {
+        tm_order_hint(t, NULL, 0);
         for (i = 0; i < ns; i++)
             rank[i] = (uint32_t)i;
         return 1;
     }
     struct store *st = t->priv;
-    uint32_t *order = malloc(ns * sizeof *order);
-    if (!order)
+    uint32_t *order = hint_order(t, rank);
+    if (order)
+        goto permute;
+    if (!(order = malloc(ns * sizeof *order)))
         return -1;
     int fast = order_by_keys(t, order);
     if (fast < 0) {
@@ -945,8 +1018,13 @@ static int rank_series(pflex_tm_t *t, uint32_t *rank)
     }
     for (i = 0; i < ns; i++)
         rank[order[i]] = (uint32_t)i;
-    /* series and their key hashes put in order in place, cycle by cycle
-     * (order is used up): no copy of either array */
+permute:
+    if (gather_series(t, order) == 0) {
+        free(order);
+        return 0;
+    }
+    /* out of memory for the copies: series and their key hashes put in
+     * order in place, cycle by cycle (order is used up) */
     for (i = 0; i < ns; i++) {
         if (order[i] == i)
             continue;
@@ -1017,8 +1095,10 @@ int pflex_tm_sort(pflex_tm_t *t, pflex_error_t *err)
 {
     struct store *st = t->priv;
     size_t ns = t->nseries, nm = t->nsamples;
-    if (st->sorted)
+    if (st->sorted) {
+        tm_order_hint(t, NULL, 0);
         return 0;
+    }
     uint32_t *rank = malloc((ns ? ns : 1) * sizeof *rank);
     int identity = rank ? rank_series(t, rank) : -1;
     if (identity < 0 || group_samples(t, rank, identity) < 0) {
