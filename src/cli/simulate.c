@@ -975,6 +975,34 @@ static void sim_state_fini(struct sim_state *st)
     free(st->pts);
 }
 
+/* Read, simulate, then either hand back the summary document (doc) or
+ * print what the options ask for (doc NULL).  Returns an exit status. */
+static int simulate(struct sim_opts *o, json_t **doc)
+{
+    struct sim_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        cli_error(cmd, "out of memory");
+        return PFLEX_EXIT_INTERNAL;
+    }
+    pflex_target_set_init(&st->set);
+    int rc = read_inputs(o, st);
+    if (rc == 0)
+        rc = run_sim(o, st);
+    if (rc == 0) {
+        if (doc)
+            *doc = summary_doc(o, st);
+        else
+            rc = print_output(o, st);
+    }
+    if (rc == STAGE_BAD) {
+        cli_error(cmd, "%s", st->err.text);
+        rc = cli_input_exit(&st->err);
+    }
+    sim_state_fini(st);
+    free(st);
+    return rc;
+}
+
 int cli_simulate_day(const char *day, const char *data, unsigned long seed, json_t **doc)
 {
     char seed_s[32];
@@ -986,24 +1014,7 @@ int cli_simulate_day(const char *day, const char *data, unsigned long seed, json
     int rc = parse_options(8, argv, &o);
     if (rc != OPT_GO)
         return rc == 0 ? PFLEX_EXIT_INTERNAL : rc;
-    struct sim_state *st = calloc(1, sizeof *st);
-    if (!st) {
-        cli_error(cmd, "out of memory");
-        return PFLEX_EXIT_INTERNAL;
-    }
-    pflex_target_set_init(&st->set);
-    rc = read_inputs(&o, st);
-    if (rc == 0)
-        rc = run_sim(&o, st);
-    if (rc == 0)
-        *doc = summary_doc(&o, st);
-    if (rc == STAGE_BAD) {
-        cli_error(cmd, "%s", st->err.text);
-        rc = cli_input_exit(&st->err);
-    }
-    sim_state_fini(st);
-    free(st);
-    return rc;
+    return simulate(&o, doc);
 }
 
 int cmd_simulate(int argc, char **argv)
@@ -1012,22 +1023,5 @@ int cmd_simulate(int argc, char **argv)
     int rc = parse_options(argc, argv, &o);
     if (rc != OPT_GO)
         return rc;
-    struct sim_state *st = calloc(1, sizeof *st);
-    if (!st) {
-        cli_error(cmd, "out of memory");
-        return PFLEX_EXIT_INTERNAL;
-    }
-    pflex_target_set_init(&st->set);
-    rc = read_inputs(&o, st);
-    if (rc == 0)
-        rc = run_sim(&o, st);
-    if (rc == 0)
-        rc = print_output(&o, st);
-    if (rc == STAGE_BAD) {
-        cli_error(cmd, "%s", st->err.text);
-        rc = cli_input_exit(&st->err);
-    }
-    sim_state_fini(st);
-    free(st);
-    return rc;
+    return simulate(&o, NULL);
 }
