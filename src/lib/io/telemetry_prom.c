@@ -262,23 +262,6 @@ struct sets {
  * of its own) no more are kept. */
 #define SETS_MAX_BYTES ((size_t)64 << 20)
 
-static uint64_t text_hash(const char *s, size_t n)
-{
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, s, 8);
-        h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
-        h ^= h >> 29;
-        s += 8;
-        n -= 8;
-    }
-    uint64_t w = 0;
-    memcpy(&w, s, n);
-    h = (h ^ w) * 0x94d049bb133111ebULL;
-    return h ^ (h >> 31);
-}
-
 static void sets_fini(struct sets *c)
 {
     free(c->set);
@@ -571,7 +554,7 @@ int tm_read_prom_lines(pflex_tm_t *t, struct tm_lines *lp, const char *name,
                     !memcmp(c.set[guess].text, s + lb, le - lb))
                     se = &c.set[guess];
                 else {
-                    lh = text_hash(s + lb, le - lb);
+                    lh = tm_hash_bytes(0, s + lb, le - lb);
                     se = set_find(&c, lh, s + lb, le - lb);
                 }
             }

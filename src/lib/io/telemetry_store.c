@@ -150,7 +150,6 @@ char *tm_store_str(pflex_tm_t *t, const char *s, size_t len)
 
 /* ---- strings held once ---- */
 
-static uint64_t hash_bytes(uint64_t h, const char *s, size_t n);
 
 static int itab_grow(struct store *st)
 {
@@ -177,7 +176,7 @@ const char *tm_intern(pflex_tm_t *t, const char *s, size_t n)
         return NULL;
     if ((st->nistr + 1) * 2 > st->itab_cap && itab_grow(st) < 0)
         return NULL;
-    uint32_t h = (uint32_t)hash_bytes(7, s, n);
+    uint32_t h = (uint32_t)tm_hash_bytes(7, s, n);
     size_t j = h & (st->itab_cap - 1);
     for (uint32_t e; (e = st->itab[j]); j = (j + 1) & (st->itab_cap - 1)) {
         const struct istr *x = &st->istr[e - 1];
@@ -217,7 +216,7 @@ static uint32_t istr_id(const char *s)
 /* Eight bytes at a time; pflex_mix64 at the end spreads the bits the
  * table's mask keeps.  Only lookups depend on it: the order of series and
  * samples does not. */
-static uint64_t hash_bytes(uint64_t h, const char *s, size_t n)
+uint64_t tm_hash_bytes(uint64_t h, const char *s, size_t n)
 {
     h ^= n * 0x9e3779b97f4a7c15ULL;
     while (n >= 8) {
@@ -342,10 +341,10 @@ void tm_reserve_arrays(pflex_tm_t *t, size_t series)
 
 uint64_t tm_key_hash_strings(const struct tm_key *k)
 {
-    uint64_t h = k->job ? hash_bytes(1, k->job, k->job_len) : 0;
-    h = hash_bytes(h, k->host ? k->host : "", k->host ? k->host_len : 0);
+    uint64_t h = k->job ? tm_hash_bytes(1, k->job, k->job_len) : 0;
+    h = tm_hash_bytes(h, k->host ? k->host : "", k->host ? k->host_len : 0);
     if (k->uuid)
-        h = hash_bytes(h + 1, k->uuid, k->uuid_len);
+        h = tm_hash_bytes(h + 1, k->uuid, k->uuid_len);
     return h;
 }
 
