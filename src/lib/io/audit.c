@@ -200,11 +200,16 @@ int pflex_audit_target(pflex_audit_t *a, const struct pflex_audit_target *t, pfl
     return run(a, st, err, "target");
 }
 
-int pflex_audit_targets_withdraw(pflex_audit_t *a, double t, const char *source,
-                                 const char *const *keep, size_t nkeep, pflex_error_t *err)
+/* Withdraws at t every target of source still in force that keep() does
+ * not keep; keep() sees the row of sel (id, name, start, end, value, unit at
+ * columns 0..5). */
+static int withdraw_unkept(pflex_audit_t *a, double t, const char *source,
+                           int (*keep)(sqlite3_stmt *sel, const void *ctx), const void *ctx,
+                           pflex_error_t *err)
 {
     sqlite3_stmt *sel, *upd;
-    if (prep(a, "SELECT id, name FROM targets WHERE source = ? AND withdrawn IS NULL", &sel, err) < 0)
+    if (prep(a, "SELECT id, name, start, end, value, unit FROM targets WHERE source = ? AND withdrawn IS NULL",
+             &sel, err) < 0)
         return -1;
     if (prep(a, "UPDATE targets SET withdrawn = ? WHERE id = ?", &upd, err) < 0) {
         sqlite3_finalize(sel);
@@ -213,11 +218,7 @@ int pflex_audit_targets_withdraw(pflex_audit_t *a, double t, const char *source,
     bind_text(sel, 1, source);
     int rc = 0, s;
     while ((s = sqlite3_step(sel)) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(sel, 1);
-        int kept = 0;
-        for (size_t i = 0; i < nkeep && !kept; i++)
-            kept = name && keep[i] && !strcmp(name, keep[i]);
-        if (kept)
+        if (keep(sel, ctx))
             continue;
         bind_real(upd, 1, t);
         sqlite3_bind_int64(upd, 2, sqlite3_column_int64(sel, 0));
@@ -233,17 +234,45 @@ int pflex_audit_targets_withdraw(pflex_audit_t *a, double t, const char *source,
     return rc;
 }
 
-/* 1 when the row (name, start, end, value, unit at column 1..5 of sel)
- * is one of live's. */
-static int row_is_live(sqlite3_stmt *sel, const struct pflex_audit_target *live, size_t n)
+struct names {
+    const char *const *keep;
+    size_t n;
+};
+
+static int name_is_kept(sqlite3_stmt *sel, const void *ctx)
 {
+    const struct names *k = ctx;
+    const char *name = (const char *)sqlite3_column_text(sel, 1);
+    for (size_t i = 0; i < k->n; i++)
+        if (name && k->keep[i] && !strcmp(name, k->keep[i]))
+            return 1;
+    return 0;
+}
+
+int pflex_audit_targets_withdraw(pflex_audit_t *a, double t, const char *source,
+                                 const char *const *keep, size_t nkeep, pflex_error_t *err)
+{
+    struct names k = {keep, nkeep};
+    return withdraw_unkept(a, t, source, name_is_kept, &k, err);
+}
+
+struct live {
+    const struct pflex_audit_target *t;
+    size_t n;
+};
+
+/* 1 when the row (name, start, end, value, unit at column 1..5 of sel)
+ * is one of the live targets. */
+static int row_is_live(sqlite3_stmt *sel, const void *ctx)
+{
+    const struct live *lv = ctx;
     const char *name = (const char *)sqlite3_column_text(sel, 1);
     double start = sqlite3_column_double(sel, 2), value = sqlite3_column_double(sel, 4);
     int no_end = sqlite3_column_type(sel, 3) == SQLITE_NULL;
     double end = sqlite3_column_double(sel, 3);
     int fraction = !strcmp((const char *)sqlite3_column_text(sel, 5), "fraction");
-    for (size_t i = 0; i < n; i++) {
-        const struct pflex_audit_target *l = &live[i];
+    for (size_t i = 0; i < lv->n; i++) {
+        const struct pflex_audit_target *l = &lv->t[i];
         if (strcmp(name ? name : "", l->name ? l->name : "") || start != l->start_s || value != l->value
             || fraction != (l->fraction != 0) || no_end != !isfinite(l->end_s) || (!no_end && end != l->end_s))
             continue;
@@ -262,33 +291,8 @@ int pflex_audit_targets_sync(pflex_audit_t *a, double t, const char *source,
             pflex_audit_rollback(a);
             return -1;
         }
-    sqlite3_stmt *sel, *upd;
-    if (prep(a, "SELECT id, name, start, end, value, unit FROM targets WHERE source = ? AND withdrawn IS NULL",
-             &sel, err) < 0) {
-        pflex_audit_rollback(a);
-        return -1;
-    }
-    if (prep(a, "UPDATE targets SET withdrawn = ? WHERE id = ?", &upd, err) < 0) {
-        sqlite3_finalize(sel);
-        pflex_audit_rollback(a);
-        return -1;
-    }
-    bind_text(sel, 1, source);
-    int rc = 0, s;
-    while ((s = sqlite3_step(sel)) == SQLITE_ROW) {
-        if (row_is_live(sel, live, n))
-            continue;
-        bind_real(upd, 1, t);
-        sqlite3_bind_int64(upd, 2, sqlite3_column_int64(sel, 0));
-        if (run(a, upd, err, "withdraw") < 0) {
-            rc = -1;
-            break;
-        }
-    }
-    if (rc == 0 && s != SQLITE_DONE)
-        rc = db_error(a, err, "withdraw");
-    sqlite3_finalize(sel);
-    sqlite3_finalize(upd);
+    struct live lv = {live, n};
+    int rc = withdraw_unkept(a, t, source, row_is_live, &lv, err);
     if (rc == 0 && pflex_audit_commit(a, err) < 0)
         rc = -1;
     if (rc < 0)
