@@ -46,23 +46,8 @@ nint=$(grep -c '^[0-9]' "$tmp/sched.csv")
 
 # 2. four nodes, jobs of different flexibility
 jobs="llama-8b-pretrain-h200 llama-8b-pretrain-h100 olmoe-1b-7b-pretrain-h200 llama-8b-infer-h200"
-i=0
-targets=""
-for j in $jobs; do
-    i=$((i + 1))
-    "$PFLEX" agent --backend sim --gpus 8 --sim-job "$j" --seed $i --hostname "node-$i" \
-        --listen 127.0.0.1:0 --port-file "$tmp/a$i.port" --state-dir "$tmp/s$i" --token-file "$tmp/token" \
-        --interval 0.1 --throughput-window 1 --label-style prometheus 2>"$tmp/agent$i.log" &
-    eval "apid$i=$!"
-    prom_track $!
-done
-for i in 1 2 3 4; do
-    k=0
-    until [ -s "$tmp/a$i.port" ]; do [ $k -lt 200 ] || fail "agent $i did not start"; sleep 0.05; k=$((k + 1)); done
-    eval "aport$i=$(cat "$tmp/a$i.port")"
-    targets="$targets 127.0.0.1:$(cat "$tmp/a$i.port")"
-done
-prom_start $targets || fail "prometheus did not start"
+prom_sim_agents $jobs || fail "an agent did not start"
+prom_start $PROM_AGENTS || fail "prometheus did not start"
 prom_wait_value 'count(up == 1)' 4 20 || fail "prometheus does not scrape the four agents"
 prom_wait_value 'count(pflex_job_throughput > 0)' 11 20 || fail "prometheus has no throughput of the 11 jobs"
 

@@ -53,24 +53,11 @@ proxy() {
 }
 
 # 1. three nodes, each behind a proxy that can make it slow
-jobs="llama-8b-pretrain-h200 olmoe-1b-7b-pretrain-h200 llama-8b-pretrain-h100"
-i=0
-scrape=""
-for j in $jobs; do
-    i=$((i + 1))
-    "$PFLEX" agent --backend sim --gpus 8 --sim-job "$j" --seed $i --hostname "node-$i" \
-        --listen 127.0.0.1:0 --port-file "$tmp/a$i.port" --state-dir "$tmp/s$i" --token-file "$tmp/token" \
-        --interval 0.1 --throughput-window 1 --label-style prometheus 2>"$tmp/agent$i.log" &
-    eval "apid$i=$!"
-    prom_track $!
-done
+prom_sim_agents llama-8b-pretrain-h200 olmoe-1b-7b-pretrain-h200 llama-8b-pretrain-h100 || fail "an agent did not start"
 for i in 1 2 3; do
-    wait_file "$tmp/a$i.port" "agent $i"
-    eval "aport$i=$(cat "$tmp/a$i.port")"
-    scrape="$scrape 127.0.0.1:$(cat "$tmp/a$i.port")"
-    proxy "a$i" "$(cat "$tmp/a$i.port")" delay 3
+    eval "proxy a$i \$aport$i delay 3"
 done
-prom_start $scrape || fail "prometheus did not start"
+prom_start $PROM_AGENTS || fail "prometheus did not start"
 prom_wait_value 'count(up == 1)' 3 20 || fail "prometheus does not scrape the three agents"
 proxy prom "${PROM_URL##*:}" delay 3
 

@@ -12,6 +12,11 @@
 #   prom_wait_up N SECONDS       # until N targets are up, or fail
 #   prom_query_range 'EXPR' START END STEP   # /api/v1/query_range JSON
 #   prom_stop                    # TERM, then KILL after PROM_STOP_SECONDS
+#   prom_sim_agents JOB...       # one `pflex agent --backend sim --gpus 8` a job
+#                                # (node-i, seed i; token $PROM_DIR/token),
+#                                # tracked; sets apid<i>, aport<i> and
+#                                # PROM_AGENTS (their HOST:PORTs); 1 when one
+#                                # does not start within 10 s
 #
 # Settings: PROM_MAX_SECONDS (default 300: prometheus is run under timeout
 # and never outlives that), PROM_READY_SECONDS (30), PROM_STOP_SECONDS (10).
@@ -37,6 +42,31 @@ prom_init() {
 }
 
 prom_track() { PROM_TRACKED="$PROM_TRACKED $1"; }
+
+prom_sim_agents() {
+    PROM_AGENTS=
+    _n=0
+    for _j in "$@"; do
+        _n=$((_n + 1))
+        "$PFLEX" agent --backend sim --gpus 8 --sim-job "$_j" --seed $_n --hostname "node-$_n" \
+            --listen 127.0.0.1:0 --port-file "$PROM_DIR/a$_n.port" --state-dir "$PROM_DIR/s$_n" \
+            --token-file "$PROM_DIR/token" --interval 0.1 --throughput-window 1 --label-style prometheus \
+            2>"$PROM_DIR/agent$_n.log" &
+        eval "apid$_n=$!"
+        prom_track $!
+    done
+    _i=0
+    while [ $_i -lt $_n ]; do
+        _i=$((_i + 1))
+        _k=0
+        until [ -s "$PROM_DIR/a$_i.port" ]; do
+            [ $_k -lt 200 ] || { prom_log "agent $_i did not start"; return 1; }
+            sleep 0.05; _k=$((_k + 1))
+        done
+        eval "aport$_i=$(cat "$PROM_DIR/a$_i.port")"
+        PROM_AGENTS="$PROM_AGENTS 127.0.0.1:$(cat "$PROM_DIR/a$_i.port")"
+    done
+}
 
 prom_cleanup() {
     prom_stop
