@@ -23,6 +23,7 @@
 #include "lib/util/strtab.h"
 #include "pflex/net/http.h"
 #include "pflex/io/telemetry.h"
+#include "lib/util/grow.h"
 
 #define MAX_HOSTS 100000
 
@@ -89,14 +90,8 @@ static struct host *host_get(prom_source_t *p, const char *name, size_t len)
         return found;
     if (p->nhosts == MAX_HOSTS)
         return NULL;
-    if (p->nhosts == p->cap) {
-        size_t n = p->cap ? 2 * p->cap : 16;
-        struct host *nh = realloc(p->hosts, n * sizeof *nh);
-        if (!nh)
-            return NULL;
-        p->hosts = nh;
-        p->cap = n;
-    }
+    if (pflex_grow((void **)&p->hosts, &p->cap, p->nhosts + 1, sizeof *p->hosts) < 0)
+        return NULL;
     /* the names' indices are the hosts': both cleared together, then grown
      * in this order */
     if (pflex_strtab_intern(&p->names, name, len, NULL) != (long)p->nhosts)

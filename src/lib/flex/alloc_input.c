@@ -16,6 +16,7 @@
 #include "pflex/io/sweep.h"
 #include "lib/util/bigmem.h"
 #include "lib/util/mix.h"
+#include "lib/util/grow.h"
 
 struct storage {
     pflex_sweep_t *sweep;
@@ -268,24 +269,12 @@ static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_
         || pflex_big_reserve(&st->names, k->nname + namelen) < 0)
         return pflex_error_sys(err, "%s: out of memory", k->sname);
     memcpy((char *)st->names.p + k->nname, sj->name, namelen);
-    if (k->njobs == k->caps_cap) {
-        size_t nc = k->caps_cap ? 2 * k->caps_cap : 64;
-        struct pflex_alloc_capinfo *ncp = realloc(k->caps, nc * sizeof *ncp);
-        if (!ncp)
-            return pflex_error_sys(err, "%s: out of memory", k->sname);
-        k->caps = ncp;
-        k->caps_cap = nc;
-    }
+    if (pflex_grow((void **)&k->caps, &k->caps_cap, k->njobs + 1, sizeof *k->caps) < 0)
+        return pflex_error_sys(err, "%s: out of memory", k->sname);
     job_from_curve((struct pflex_alloc_job *)st->jobs.p + k->njobs, &k->caps[k->njobs], &c, sj);
     if (k->by_name) {
-        if (k->njobs == k->by_cap) {
-            size_t nc = k->by_cap ? 2 * k->by_cap : 64;
-            double *nb = realloc(k->by, nc * sizeof *nb);
-            if (!nb)
-                return pflex_error_sys(err, "%s: out of memory", k->sname);
-            k->by = nb;
-            k->by_cap = nc;
-        }
+        if (pflex_grow((void **)&k->by, &k->by_cap, k->njobs + 1, sizeof *k->by) < 0)
+            return pflex_error_sys(err, "%s: out of memory", k->sname);
         double bv = NAN;
         k->by_known = sweep_by(sj, k->by_name, &bv);
         k->by[k->njobs] = bv;

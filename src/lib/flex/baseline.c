@@ -6,17 +6,12 @@
 #include <string.h>
 #include "pflex/flex/baseline.h"
 #include "pflex/io/csv.h"
+#include "lib/util/grow.h"
 
 struct pflex_baseline *pflex_baseline_add(struct pflex_baseline_set *s)
 {
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 64;
-        void *nv = realloc(s->v, nc * sizeof *s->v);
-        if (!nv)
-            return NULL;
-        s->v = nv;
-        s->cap = nc;
-    }
+    if (pflex_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v) < 0)
+        return NULL;
     struct pflex_baseline *r = &s->v[s->n++];
     memset(r, 0, sizeof *r);
     r->floor = NAN;

@@ -7,6 +7,7 @@
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include "pflex/flex/features.h"
+#include "lib/util/grow.h"
 
 static const char *const feat_names[PFLEX_FEAT_COUNT] = {
     "dram_copy_product", "arith_intensity", "dram_active", "mem_copy_util", "tensor_active",
@@ -117,14 +118,8 @@ struct pool {
 
 static int pool_add(struct pool *p, double x)
 {
-    if (p->n == p->cap) {
-        size_t nc = p->cap ? p->cap * 2 : 64;
-        double *nv = realloc(p->v, nc * sizeof *nv);
-        if (!nv)
-            return -1;
-        p->v = nv;
-        p->cap = nc;
-    }
+    if (pflex_grow((void **)&p->v, &p->cap, p->n + 1, sizeof *p->v) < 0)
+        return -1;
     p->v[p->n++] = x;
     return 0;
 }
@@ -163,14 +158,8 @@ struct span { size_t b, e; };
 
 static int add_job(struct pflex_feat_set *out, size_t *cap, const char *job)
 {
-    if (out->n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 64;
-        void *nj = realloc(out->jobs, nc * sizeof *out->jobs);
-        if (!nj)
-            return -1;
-        out->jobs = nj;
-        *cap = nc;
-    }
+    if (pflex_grow((void **)&out->jobs, cap, out->n + 1, sizeof *out->jobs) < 0)
+        return -1;
     struct pflex_job_features *f = &out->jobs[out->n];
     memset(f, 0, sizeof *f);
     if (!(f->job = strdup(job)))

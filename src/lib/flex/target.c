@@ -8,6 +8,7 @@
 #include <string.h>
 #include "pflex/io/csv.h"
 #include "pflex/flex/target.h"
+#include "lib/util/grow.h"
 
 /* Deepest chain of ramps followed back to find where a ramp starts: past
  * it the ramp starts from its own target (a step), which bounds the work
@@ -48,14 +49,8 @@ int pflex_target_set_add(pflex_target_set_t *s, const struct pflex_target *t, pf
         return -1;
     if (s->n >= PFLEX_TARGET_MAX)
         return pflex_error_set(err, "too many targets (at most %d)", PFLEX_TARGET_MAX);
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 16;
-        struct pflex_target *nt = realloc(s->t, cap * sizeof *nt);
-        if (!nt)
-            return pflex_error_set(err, "out of memory");
-        s->t = nt;
-        s->cap = cap;
-    }
+    if (pflex_grow((void **)&s->t, &s->cap, s->n + 1, sizeof *s->t) < 0)
+        return pflex_error_set(err, "out of memory");
     s->t[s->n] = *t;
     s->t[s->n].source[sizeof s->t[s->n].source - 1] = '\0';
     s->t[s->n].id[sizeof s->t[s->n].id - 1] = '\0';

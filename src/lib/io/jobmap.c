@@ -11,6 +11,7 @@
 #include "lib/io/jobmap_int.h"
 #include "pflex/io/csv.h"
 #include "pflex/io/sweep.h"
+#include "lib/util/grow.h"
 
 void pflex_jm_job_fini(struct job *j)
 {
@@ -73,14 +74,8 @@ int pflex_jm_add_entry(pflex_jobmap_t *m, struct job *j, uint32_t host, int gpu,
     if (m->entries >= PFLEX_JOBMAP_MAX_ROWS)
         return pflex_error_set(err, "%s:%u: more than %d (job, host, gpu) rows", file, line,
                                PFLEX_JOBMAP_MAX_ROWS);
-    if (j->ne == j->cape) {
-        size_t nc = j->cape ? j->cape * 2 : 16;
-        struct entry *ne = realloc(j->e, nc * sizeof *ne);
-        if (!ne)
-            return pflex_error_set(err, "%s:%u: out of memory", file, line);
-        j->e = ne;
-        j->cape = nc;
-    }
+    if (pflex_grow((void **)&j->e, &j->cape, j->ne + 1, sizeof *j->e) < 0)
+        return pflex_error_set(err, "%s:%u: out of memory", file, line);
     j->e[j->ne++] = (struct entry){host, gpu, line};
     m->entries++;
     return 0;
@@ -127,15 +122,9 @@ static int same_entries(const struct job *a, const struct job *b)
 int pflex_jm_merge(pflex_jobmap_t *m, struct job *j, pflex_error_t *err)
 {
     int added, rc = -1;
-    if (m->njobs == m->capjobs) {
-        size_t nc = m->capjobs ? m->capjobs * 2 : 16;
-        struct job *nj = realloc(m->jobs, nc * sizeof *nj);
-        if (!nj) {
-            pflex_error_set(err, "%s:%u: out of memory", j->src, j->line);
-            goto done;
-        }
-        m->jobs = nj;
-        m->capjobs = nc;
+    if (pflex_grow((void **)&m->jobs, &m->capjobs, m->njobs + 1, sizeof *m->jobs) < 0) {
+        pflex_error_set(err, "%s:%u: out of memory", j->src, j->line);
+        goto done;
     }
     long k = pflex_strtab_intern(&m->ids, j->id, strlen(j->id), &added);
     if (k < 0) {
@@ -312,15 +301,9 @@ int pflex_jobmap_csv_read_mem(pflex_jobmap_t *m, const char *buf, size_t len,
             goto done;
         }
         if (added) {
-            if (njobs == capjobs) {
-                size_t nc = capjobs ? capjobs * 2 : 16;
-                struct job *nj = realloc(jobs, nc * sizeof *nj);
-                if (!nj) {
-                    pflex_error_set(err, "%s:%u: out of memory", file, line);
-                    goto done;
-                }
-                jobs = nj;
-                capjobs = nc;
+            if (pflex_grow((void **)&jobs, &capjobs, njobs + 1, sizeof *jobs) < 0) {
+                pflex_error_set(err, "%s:%u: out of memory", file, line);
+                goto done;
             }
             struct job *j = &jobs[njobs++];
             memset(j, 0, sizeof *j);

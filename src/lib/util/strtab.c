@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/util/strtab.h"
+#include "lib/util/grow.h"
 
 static uint64_t hash(const char *s, size_t n)
 {
@@ -55,14 +56,8 @@ long pflex_strtab_intern(struct pflex_strtab *t, const char *s, size_t n, int *a
     size_t h = slot_of(t, s, n);
     if (t->slot[h])
         return (long)t->slot[h] - 1;
-    if (t->n == t->cap) {
-        size_t nc = t->cap ? t->cap * 2 : 64;
-        char **ns = realloc(t->s, nc * sizeof *ns);
-        if (!ns)
-            return -1;
-        t->s = ns;
-        t->cap = nc;
-    }
+    if (pflex_grow((void **)&t->s, &t->cap, t->n + 1, sizeof *t->s) < 0)
+        return -1;
     char *d = malloc(n + 1);
     if (!d)
         return -1;
