@@ -460,9 +460,15 @@ static int study_group(size_t i, struct pflex_fleet_run *r)
     d->compile = g->compile;
     d->eager = !g->compile;                 /* without torch.compile: unfused elementwise */
     d->lora_rank = 32;
-    /* LoRA runs on Transformers + PEFT, whose MoE block loops over the
-     * experts; MoE pretraining runs on torchtitan's grouped GEMMs. */
-    d->moe_loop = m->experts > 0 && g->task == LORA;
+    /* No group runs an expert loop from Python.  MoE pretraining runs on
+     * torchtitan's grouped GEMMs; LoRA on Transformers 5.2 + PEFT, which
+     * packs a layer's experts into one 3-D weight and, when no experts
+     * implementation is asked for, runs them with its "grouped_mm" backend
+     * (PreTrainedModel.get_correct_experts_implementation; torch._grouped_mm,
+     * PyTorch 2.9 on, the study ran 2.10): two grouped GEMMs per MoE layer
+     * on the bf16 base weights, no per-expert operators or host syncs.
+     * Transformers 4's per-expert loop (moe_loop) is not what ran. */
+    d->moe_loop = 0;
     int fam = 0;
     while (strcmp(family_models[fam], g->model))
         fam++;
