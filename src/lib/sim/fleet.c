@@ -469,6 +469,11 @@ static int study_group(size_t i, struct pflex_fleet_run *r)
      * on the bf16 base weights, no per-expert operators or host syncs.
      * Transformers 4's per-expert loop (moe_loop) is not what ran. */
     d->moe_loop = 0;
+    /* torchtitan's FSDP2 reduces gradients in fp32 (mixed_precision_reduce
+     * = "float32", its default; PAPER.md names no other): MoE pretraining.
+     * The dense and LoRA jobs' FSDP reduce in bf16 (no source says
+     * otherwise; the model's earlier assumption). */
+    d->reduce_fp32 = m->experts > 0 && g->task == PT;
     int fam = 0;
     while (strcmp(family_models[fam], g->model))
         fam++;

@@ -638,9 +638,12 @@ static void train_dp(struct pflex_sim_job *j, struct step_shape *c)
                 n_exp = n_loc;
             double ne = d->ep > 1 ? n / d->ep : n;
             double gath = (n - 1) / n * (n_loc - n_exp) + (ne > 1 ? (ne - 1) / ne : 0) * n_exp / d->ep;
-            double v = 3 * gath * bpe;
+            /* Two all-gathers in the compute dtype, one reduce-scatter of
+             * the gradients in it or, torchtitan's default, in fp32. */
+            double rbpe = d->reduce_fp32 ? 4 : bpe;
+            double v = gath * (2 * bpe + rbpe);
             if (c->lora)    /* frozen weights still gathered twice; adapters reduced */
-                v = 2 * gath * bpe + (n - 1) / n * train_loc * bpe;
+                v = 2 * gath * bpe + (n - 1) / n * train_loc * rbpe;
             s->fsdp_s = v / dp_bw + ring_lat(j, d->dp, 3 * c->lloc);
             dp_bytes = v * s->micro;
         } else {
