@@ -113,6 +113,8 @@ struct pflex_job_desc {
     int compile;                /* torch.compile: fused elementwise kernels (sets eager = 0) */
     int moe_loop;               /* MoE experts run one by one from Python (Hugging Face
                                  * Transformers' eager MoE block), not as grouped GEMMs */
+    int reduce_fp32;            /* FSDP reduces gradients in fp32 (torchtitan's default
+                                 * mixed_precision_reduce), not in the compute dtype [no] */
 };
 
 enum pflex_mlp { PFLEX_MLP_SWIGLU, PFLEX_MLP_GEGLU, PFLEX_MLP_GELU };

@@ -460,9 +460,25 @@ static int study_group(size_t i, struct pflex_fleet_run *r)
     d->compile = g->compile;
     d->eager = !g->compile;                 /* without torch.compile: unfused elementwise */
     d->lora_rank = 32;
-    /* LoRA runs on Transformers + PEFT, whose MoE block loops over the
-     * experts; MoE pretraining runs on torchtitan's grouped GEMMs. */
-    d->moe_loop = m->experts > 0 && g->task == LORA;
+    /* No group runs an expert loop from Python.  MoE pretraining runs on
+     * torchtitan's grouped GEMMs; LoRA on Transformers 5.2 + PEFT, which
+     * packs a layer's experts into one 3-D weight and, when no experts
+     * implementation is asked for, runs them with its "grouped_mm" backend
+     * (PreTrainedModel.get_correct_experts_implementation; torch._grouped_mm,
+     * PyTorch 2.9 on, the study ran 2.10): two grouped GEMMs per MoE layer
+     * on the bf16 base weights, no per-expert operators or host syncs.
+     * Transformers 4's per-expert loop (moe_loop) is not what ran. */
+    d->moe_loop = 0;
+    /* torchtitan's FSDP2 reduces gradients in fp32 by default
+     * (mixed_precision_reduce = "float32"), which would apply to the MoE
+     * pretraining groups.  Not switched on here yet: with it the EP 1
+     * groups' simulated PFIs reach 2.1-3.9 and `pflex train` on this fleet
+     * predicts PFIs of 0.35-0.50 for the Emerald MPT pretraining presets
+     * (tests/e2e/simulate.sh), while public throughputs say the model's
+     * EP 1 steps are already 1.5-2x too fast (docs/sim-model.md section
+     * 6): it waits for a model of those steps.  Every group reduces in
+     * bf16, the model's earlier assumption. */
+    d->reduce_fp32 = 0;
     int fam = 0;
     while (strcmp(family_models[fam], g->model))
         fam++;

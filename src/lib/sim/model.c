@@ -466,7 +466,7 @@ int pflex_job_field_set(struct pflex_job_desc *d, const char *key, char type, do
         F(head_dim), F(expert_ffn), F(shared_experts), F(shared_ffn), F(dense_layers), F(window),
         F(window_layers), F(encoder_layers), F(target_len), F(gpus_per_node), F(lora_rank),
     }, bools[] = {
-        F(tied_embeddings), F(bidirectional), F(compile), F(moe_loop),
+        F(tied_embeddings), F(bidirectional), F(compile), F(moe_loop), F(reduce_fp32),
 #undef F
     };
     static const struct { const char *key; size_t off; const char *names[4]; } enums[] = {

@@ -358,6 +358,7 @@ struct step_shape {
     double n_gemm_loc;      /* GEMM weights a token passes on this GPU */
     double n_loc;           /* weights held per GPU (unsharded) */
     double eff_w;           /* width factor of GEMM efficiency */
+    double eff_dense;       /* training: GEMM efficiency of the non-expert weights */
     double bpe;             /* bytes per element */
     double act_bytes;       /* elementwise bytes per hidden element and layer */
     double ctx;             /* attention context per layer and token */
@@ -557,6 +558,23 @@ static void train_compute(struct pflex_sim_job *j, struct step_shape *c)
     s->ph[PH_GEMM] = gemm_work(j, cg * n_gemm_loc * tok,
                                cg / 2 * n_gemm_loc * bpe + tok * lact * h / tp * bpe * 8 * passes,
                                c->eff_w, tok);
+    c->eff_dense = s->ph[PH_GEMM].eff;
+    /* Routed experts run as grouped GEMMs (torchtitan, Transformers 5's
+     * grouped_mm, Megatron's GroupedMLP): each group is one expert's
+     * tokens, ep * tok * top_k / experts rows (every EP rank sends its
+     * tokens to the experts a GPU holds), as wide as the expert.  Their
+     * efficiency follows the same law with those rows and that width,
+     * and the phase takes the time of both parts. */
+    double ef = d->expert_ffn > 0 ? d->expert_ffn : d->ffn_hidden;
+    double f_exp = d->experts > 0 ? cg * tok * (lact - d->dense_layers * lact / L) * d->top_k
+                                    * (d->mlp == PFLEX_MLP_GELU ? 2.0 : 3.0) * h * ef * c->scale / tp
+                                  : 0;
+    if (f_exp > 0 && f_exp < s->ph[PH_GEMM].flops) {
+        double rows = tok * d->top_k * (d->ep > 1 ? d->ep : 1) / d->experts;
+        double eff_e = gemm_work(j, 0, 0, (ef / tp) / (ef / tp + P.gemm_h0), rows).eff;
+        double f = s->ph[PH_GEMM].flops;
+        s->ph[PH_GEMM].eff = f / ((f - f_exp) / c->eff_dense + f_exp / eff_e);
+    }
     s->ph[PH_ATTN] = (struct work){.flops = passes * 4 * c->ctx * q_dim * lact / tp * tok,
                                    .bytes = passes * tok * lact * 2 * (q_dim + kv_dim) / tp * bpe,
                                    .eff = P.eff_attn, .sm = P.sm_attn};
@@ -620,9 +638,12 @@ static void train_dp(struct pflex_sim_job *j, struct step_shape *c)
                 n_exp = n_loc;
             double ne = d->ep > 1 ? n / d->ep : n;
             double gath = (n - 1) / n * (n_loc - n_exp) + (ne > 1 ? (ne - 1) / ne : 0) * n_exp / d->ep;
-            double v = 3 * gath * bpe;
+            /* Two all-gathers in the compute dtype, one reduce-scatter of
+             * the gradients in it or, torchtitan's default, in fp32. */
+            double rbpe = d->reduce_fp32 ? 4 : bpe;
+            double v = gath * (2 * bpe + rbpe);
             if (c->lora)    /* frozen weights still gathered twice; adapters reduced */
-                v = 2 * gath * bpe + (n - 1) / n * train_loc * bpe;
+                v = 2 * gath * bpe + (n - 1) / n * train_loc * rbpe;
             s->fsdp_s = v / dp_bw + ring_lat(j, d->dp, 3 * c->lloc);
             dp_bytes = v * s->micro;
         } else {
@@ -722,6 +743,7 @@ static void train_moe_loop(struct pflex_sim_job *j, const struct step_shape *c)
             f32 = s->ph[PH_GEMM].flops;
         s->ph[PH_GEMM].flops -= f32;
         s->ph[PH_GEMM].fp32 = f32;
+        s->ph[PH_GEMM].eff = c->eff_dense;  /* the tensor cores run the rest */
         /* Its intermediates are fp32 too: per routed token and MoE
          * layer, the gate/up output, the activation and the product
          * (ef wide, written and read), the gathered input and the
