@@ -41,7 +41,7 @@ struct pflex_http_client {
     char *ca_file;              /* opts.ca_file, copied */
     CURLM *m;
     struct slot *slots;
-    struct h1 *h1;              /* direct_http1: the engine for plain http:// */
+    struct pflex_h1 *h1;        /* direct_http1: the engine for plain http:// */
     unsigned long requests, connects;
 };
 
@@ -117,7 +117,7 @@ int pflex_http_client_create(const struct pflex_http_client_opts *o, pflex_http_
     curl_multi_setopt(c->m, CURLMOPT_MAXCONNECTS, (long)c->o.keep_conns);
     /* a proxy libcurl would take (http_proxy, all_proxy): libcurl alone */
     if (c->o.direct_http1 && !getenv("http_proxy") && !getenv("all_proxy") && !getenv("ALL_PROXY")
-        && !(c->h1 = h1_create(&c->o, c->accept))) {
+        && !(c->h1 = pflex_h1_create(&c->o, c->accept))) {
         pflex_http_client_destroy(c);
         return pflex_error_set(err, "cannot create a client (out of memory, or no epoll)");
     }
@@ -134,7 +134,7 @@ void pflex_http_client_destroy(pflex_http_client_t *c)
             curl_easy_cleanup(c->slots[i].h);
     if (c->m)
         curl_multi_cleanup(c->m);
-    h1_destroy(c->h1);
+    pflex_h1_destroy(c->h1);
     free(c->slots);
     free(c->accept);
     free(c->ca_file);
@@ -382,10 +382,10 @@ long pflex_http_client_run(pflex_http_client_t *c, struct pflex_http_call *calls
         return curl_run(c, calls, NULL, n, done, ud, err);
     size_t nmine = 0;
     for (size_t i = 0; i < n; i++)
-        nmine += mine[i] = (unsigned char)h1_takes(&calls[i]);
+        nmine += mine[i] = (unsigned char)pflex_h1_takes(&calls[i]);
     long failed = 0;
     if (nmine)
-        failed = h1_run(c->h1, calls, mine, n, done, ud, &c->requests, &c->connects);
+        failed = pflex_h1_run(c->h1, calls, mine, n, done, ud, &c->requests, &c->connects);
     if (nmine < n) {
         long f = curl_run(c, calls, mine, n, done, ud, err);
         failed = f < 0 ? -1 : failed + f;

@@ -73,7 +73,7 @@ struct slot {
     int reused, retried;
 };
 
-struct h1 {
+struct pflex_h1 {
     struct pflex_http_client_opts o;
     char *accept_line;
     int ep;
@@ -90,9 +90,9 @@ struct h1 {
     long failed;
 };
 
-struct h1 *h1_create(const struct pflex_http_client_opts *o, const char *accept_line)
+struct pflex_h1 *pflex_h1_create(const struct pflex_http_client_opts *o, const char *accept_line)
 {
-    struct h1 *e = calloc(1, sizeof *e);
+    struct pflex_h1 *e = calloc(1, sizeof *e);
     if (!e)
         return NULL;
     e->o = *o;
@@ -104,14 +104,14 @@ struct h1 *h1_create(const struct pflex_http_client_opts *o, const char *accept_
     e->buckets = calloc(e->nbuckets, sizeof *e->buckets);
     e->accept_line = accept_line ? strdup(accept_line) : NULL;
     if (e->ep < 0 || !e->slots || !e->buckets || (accept_line && !e->accept_line)) {
-        h1_destroy(e);
+        pflex_h1_destroy(e);
         return NULL;
     }
     return e;
 }
 
 /* Close k; its memory waits for bury (an event of this round may name it). */
-static void conn_close(struct h1 *e, struct conn *k)
+static void conn_close(struct pflex_h1 *e, struct conn *k)
 {
     close(k->fd);       /* leaves the epoll set with it */
     k->dead = 1;
@@ -119,7 +119,7 @@ static void conn_close(struct h1 *e, struct conn *k)
     e->dead = k;
 }
 
-static void bury(struct h1 *e)
+static void bury(struct pflex_h1 *e)
 {
     for (struct conn *k = e->dead, *nx; k; k = nx) {
         nx = k->bnext;
@@ -128,7 +128,7 @@ static void bury(struct h1 *e)
     e->dead = NULL;
 }
 
-void h1_destroy(struct h1 *e)
+void pflex_h1_destroy(struct pflex_h1 *e)
 {
     if (!e)
         return;
@@ -211,7 +211,7 @@ static int url_parts(const char *url, struct addr *to, const char **auth, size_t
     return 0;
 }
 
-int h1_takes(const struct pflex_http_call *call)
+int pflex_h1_takes(const struct pflex_http_call *call)
 {
     const char *m = call->method ? call->method : "GET";
     if (strcmp(m, "GET") && strcmp(m, "PUT") && strcmp(m, "POST") && strcmp(m, "DELETE"))
@@ -226,7 +226,7 @@ int h1_takes(const struct pflex_http_call *call)
 
 /* ---- the cache of idle connections ---- */
 
-static unsigned addr_bucket(const struct h1 *e, const struct addr *a)
+static unsigned addr_bucket(const struct pflex_h1 *e, const struct addr *a)
 {
     uint64_t h = 1469598103934665603ull;
     const unsigned char *b = (const unsigned char *)&a->sa;
@@ -241,7 +241,7 @@ static int same_addr(const struct addr *a, const struct addr *b)
 }
 
 /* Take k out of the cache (it is idle). */
-static void cache_unlink(struct h1 *e, struct conn *k)
+static void cache_unlink(struct pflex_h1 *e, struct conn *k)
 {
     struct conn **pp = &e->buckets[k->bucket];
     while (*pp && *pp != k)
@@ -261,7 +261,7 @@ static void cache_unlink(struct h1 *e, struct conn *k)
 }
 
 /* An idle connection to a, taken out of the cache; NULL: none. */
-static struct conn *cache_take(struct h1 *e, const struct addr *a)
+static struct conn *cache_take(struct pflex_h1 *e, const struct addr *a)
 {
     for (struct conn *k = e->buckets[addr_bucket(e, a)]; k; k = k->bnext)
         if (same_addr(&k->to, a)) {
@@ -272,7 +272,7 @@ static struct conn *cache_take(struct h1 *e, const struct addr *a)
 }
 
 /* k, done with its call, into the cache; the oldest closed past keep_conns. */
-static void cache_put(struct h1 *e, struct conn *k)
+static void cache_put(struct pflex_h1 *e, struct conn *k)
 {
     k->slot = NULL;
     k->bucket = addr_bucket(e, &k->to);
@@ -293,7 +293,7 @@ static void cache_put(struct h1 *e, struct conn *k)
     }
 }
 
-static int watch(struct h1 *e, struct conn *k, uint32_t events)
+static int watch(struct pflex_h1 *e, struct conn *k, uint32_t events)
 {
     if (k->events == events)
         return 0;
@@ -329,7 +329,7 @@ static void put(char **p, const char *s, size_t n)
 #define PUT_LIT(p, s) put(p, s, sizeof s - 1)
 
 /* The request of call into s->req: 0, or -1 (out of memory). */
-static int write_request(struct h1 *e, struct slot *s, const struct pflex_http_call *call, const char *auth,
+static int write_request(struct pflex_h1 *e, struct slot *s, const struct pflex_http_call *call, const char *auth,
                          size_t auth_len, const char *path)
 {
     const char *m = call->method ? call->method : "GET";
@@ -389,7 +389,7 @@ static void wipe_request(struct slot *s)
 
 /* End s's call: an answer (code CURLE_OK) or an error (code, or too_big);
  * its connection kept when the answer leaves it clean. */
-static void finish(struct h1 *e, struct slot *s, CURLcode code, int too_big)
+static void finish(struct pflex_h1 *e, struct slot *s, CURLcode code, int too_big)
 {
     struct pflex_http_call *call = s->call;
     struct conn *k = s->conn;
@@ -444,7 +444,7 @@ static void finish(struct h1 *e, struct slot *s, CURLcode code, int too_big)
 }
 
 /* A new connection for s; 0, or -1 (the call is then failed). */
-static int open_conn(struct h1 *e, struct slot *s, unsigned long *connects)
+static int open_conn(struct pflex_h1 *e, struct slot *s, unsigned long *connects)
 {
     struct conn *k = calloc(1, sizeof *k);
     if (!k) {
@@ -484,7 +484,7 @@ static int open_conn(struct h1 *e, struct slot *s, unsigned long *connects)
 /* A kept connection failed before any of its answer came: the call again
  * on a new one, once (the server may close an idle connection at any
  * time); 1 when retried, 0 when the call must fail. */
-static int retry(struct h1 *e, struct slot *s, unsigned long *connects)
+static int retry(struct pflex_h1 *e, struct slot *s, unsigned long *connects)
 {
     if (!s->reused || s->retried || s->in_len)
         return 0;
@@ -497,7 +497,7 @@ static int retry(struct h1 *e, struct slot *s, unsigned long *connects)
 }
 
 /* Send what is left of the request; 0, or -1 when the call has ended. */
-static int send_some(struct h1 *e, struct slot *s, unsigned long *connects)
+static int send_some(struct pflex_h1 *e, struct slot *s, unsigned long *connects)
 {
     struct conn *k = s->conn;
     while (s->sent < s->req_len) {
@@ -523,7 +523,7 @@ static int send_some(struct h1 *e, struct slot *s, unsigned long *connects)
 }
 
 /* Start calls[i] on the free slot s; -1 when it has ended already. */
-static int start(struct h1 *e, struct slot *s, struct pflex_http_call *call, unsigned long *requests,
+static int start(struct pflex_h1 *e, struct slot *s, struct pflex_http_call *call, unsigned long *requests,
                  unsigned long *connects)
 {
     call->ok = 0;
@@ -589,7 +589,7 @@ static int has_token(const char *v, size_t n, const char *tok)
 
 /* The answer's head, once whole: 1 parsed (s->head_end set), 0 more to
  * read, -1 not HTTP. */
-static int parse_head(struct h1 *e, struct slot *s)
+static int parse_head(struct slot *s)
 {
     for (;;) {
         const char *b = s->in, *end = NULL;
@@ -661,14 +661,17 @@ static int parse_head(struct h1 *e, struct slot *s)
             s->clen = clen;
         } else
             s->body = BODY_TO_CLOSE;
-        (void)e;
         return 1;
     }
 }
 
 static int hexval(char c)
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
 static int dechunk_some(struct slot *s, size_t max);
@@ -740,10 +743,10 @@ static int dechunk_some(struct slot *s, size_t max)
 
 /* What s has read so far: 1 the answer is whole (or the call ended), 0
  * more to read. */
-static int progress(struct h1 *e, struct slot *s)
+static int progress(struct pflex_h1 *e, struct slot *s)
 {
     if (!s->head_end) {
-        int h = parse_head(e, s);
+        int h = parse_head(s);
         if (h < 0) {
             finish(e, s, CURLE_WEIRD_SERVER_REPLY, 0);
             return 1;
@@ -785,7 +788,7 @@ static int progress(struct h1 *e, struct slot *s)
 }
 
 /* s's connection is readable: read once, and go on. */
-static void on_readable(struct h1 *e, struct slot *s, unsigned long *connects)
+static void on_readable(struct pflex_h1 *e, struct slot *s, unsigned long *connects)
 {
     if (grow(&s->in, &s->in_cap, s->in_len + READ_ROOM + 1) < 0) {
         finish(e, s, CURLE_OUT_OF_MEMORY, 0);
@@ -812,7 +815,7 @@ static void on_readable(struct h1 *e, struct slot *s, unsigned long *connects)
         finish(e, s, s->head_end ? CURLE_PARTIAL_FILE : CURLE_RECV_ERROR, 0);
 }
 
-static void on_event(struct h1 *e, struct conn *k, uint32_t ev, unsigned long *connects)
+static void on_event(struct pflex_h1 *e, struct conn *k, uint32_t ev, unsigned long *connects)
 {
     struct slot *s = k->slot;
     if (k->dead)
@@ -841,7 +844,7 @@ static void on_event(struct h1 *e, struct conn *k, uint32_t ev, unsigned long *c
         on_readable(e, s, connects);
 }
 
-long h1_run(struct h1 *e, struct pflex_http_call *calls, const unsigned char *mine, size_t n,
+long pflex_h1_run(struct pflex_h1 *e, struct pflex_http_call *calls, const unsigned char *mine, size_t n,
             pflex_http_done_fn done, void *ud, unsigned long *requests, unsigned long *connects)
 {
     e->done = done;
