@@ -4,7 +4,7 @@
  * interface a request cost its easy handle's reset and options, its URL
  * parsed, its headers formatted and parsed back, about three poll(2) and a
  * handle added to and removed from the multi; at 12,500 agents that was
- * most of the controller's CPU in a period (docs/controller.md).  Here a
+ * about half the controller's CPU in a period (docs/controller.md).  Here a
  * request is one send(2) on a kept connection and, for an answer that fits
  * its buffer, one recv(2), the waits shared by all calls in flight in one
  * epoll_wait(2); a kept connection stays registered (readable), so that
