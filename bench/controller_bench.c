@@ -7,8 +7,12 @@
  * maximum.  Prints the median and the slowest wall time of a period, the
  * first (unlimited) period left out, and the medians of its parts (reading
  * the agents, learning and planning, pushing the caps) and of its CPU time
- * (the calling thread's, the whole process's), then the same in one line
- * for scripts ("  = nodes N mode M threads T period_s S cpu_s C");
+ * (the calling thread's, the whole process's, split into the server's
+ * threads and the rest, the controller's), then the same in one line for
+ * scripts ("  = nodes N mode M threads T period_s S cpu_s C agents_cpu_s A
+ * ctl_cpu_s K"; A and K nan with a latency).  Over loopback each side's
+ * sends also run the other side's receive in the kernel, so the split is
+ * close, not exact.
  * asserts nothing.  THREADS 0: the controller's default.
  * The controller talks to up to PARALLEL agents at once over kept
  * connections; the server answers on a pool of two threads, on the same
@@ -26,6 +30,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +124,44 @@ static int render(unsigned k)
 }
 
 static unsigned latency_ms;     /* each answer this late, as from an agent on another host */
+
+/* The server's threads (its pool of two, without a latency), each noted
+ * at its first request, so that their CPU time is told apart from the
+ * controller's: the process's less theirs is the controller's. */
+#define MAX_SERVER_THREADS 8
+static pthread_t server_th[MAX_SERVER_THREADS];
+static unsigned nserver_th;
+static pthread_mutex_t server_th_mu = PTHREAD_MUTEX_INITIALIZER;
+static __thread int server_th_noted;
+
+static void note_server_thread(void)
+{
+    if (server_th_noted || latency_ms)
+        return;
+    server_th_noted = 1;
+    pthread_mutex_lock(&server_th_mu);
+    if (nserver_th < MAX_SERVER_THREADS)
+        server_th[nserver_th++] = pthread_self();
+    pthread_mutex_unlock(&server_th_mu);
+}
+
+/* CPU time of the server's threads so far; NAN with a latency (a thread
+ * per connection, not followed). */
+static double server_cpu_s(void)
+{
+    if (latency_ms)
+        return NAN;
+    double s = 0;
+    pthread_mutex_lock(&server_th_mu);
+    for (unsigned i = 0; i < nserver_th; i++) {
+        clockid_t id;
+        struct timespec ts;
+        if (pthread_getcpuclockid(server_th[i], &id) == 0 && clock_gettime(id, &ts) == 0)
+            s += ts.tv_sec + ts.tv_nsec * 1e-9;
+    }
+    pthread_mutex_unlock(&server_th_mu);
+    return s;
+}
 
 static double now_s(void)
 {
@@ -251,6 +294,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     (void)cls;
     (void)version;
     struct upload *u = *con;
+    note_server_thread();
     if (!u) {
         *con = calloc(1, sizeof *u);
         return *con ? MHD_YES : MHD_NO;
@@ -429,6 +473,10 @@ int main(int argc, char **argv)
             }
         }
     }
+    /* threads take their creator's name: the server's are "agents", the
+     * controller's (this one and those it starts) "controller", so that
+     * perf --sort comm tells the two sides' CPU apart */
+    prctl(PR_SET_NAME, "agents");
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     /* two threads for all connections; with a latency, a thread per
@@ -446,6 +494,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "controller_bench: cannot start the HTTP server\n");
         return 1;
     }
+    prctl(PR_SET_NAME, "controller");
     unsigned short port = MHD_get_daemon_info(md, MHD_DAEMON_INFO_BIND_PORT)->port;
     for (unsigned k = 0; k < nnodes; k++) {
         urls[k] = malloc(64);
@@ -463,12 +512,12 @@ int main(int argc, char **argv)
                              .ramp_s = 0};
     snprintf(t.source, sizeof t.source, "bench");
     pflex_target_set_add(ctl_targets(ctl), &t, &err);
-    double *w = calloc((size_t)periods * 7, sizeof *w);
+    double *w = calloc((size_t)periods * 9, sizeof *w);
     double *rd = w + periods, *pl = rd + periods, *pu = pl + periods, *cpu = pu + periods, *sent = cpu + periods;
-    double *pcpu = sent + periods;
+    double *pcpu = sent + periods, *scpu = pcpu + periods, *ccpu = scpu + periods;
     struct ctl_period_result r = {0};
     for (int p = 0; p < periods; p++) {
-        double t0 = now_s(), c0 = cpu_s(), pc0 = proc_cpu_s();
+        double t0 = now_s(), c0 = cpu_s(), pc0 = proc_cpu_s(), sc0 = server_cpu_s();
         if (ctl_period(ctl, 1000 + 5.0 * p, &r, &err) < 0) {
             fprintf(stderr, "controller_bench: %s\n", err.text);
             return 1;
@@ -476,6 +525,8 @@ int main(int argc, char **argv)
         w[p] = now_s() - t0;
         cpu[p] = cpu_s() - c0;
         pcpu[p] = proc_cpu_s() - pc0;
+        scpu[p] = server_cpu_s() - sc0;
+        ccpu[p] = pcpu[p] - scpu[p];
         rd[p] = r.read_s;
         pl[p] = r.plan_s;
         pu[p] = r.push_s;
@@ -489,16 +540,19 @@ int main(int argc, char **argv)
     qsort(cpu + 1, m, sizeof *cpu, cmp);
     qsort(sent + 1, m, sizeof *sent, cmp);
     qsort(pcpu + 1, m, sizeof *pcpu, cmp);
+    qsort(scpu + 1, m, sizeof *scpu, cmp);
+    qsort(ccpu + 1, m, sizeof *ccpu, cmp);
     printf("  %u nodes x %d GPUs (%u GPUs, %zu jobs), agents over loopback HTTP in process answering "
            "%u ms late%s, %u requests at once on %s HTTP threads: one period (read, learn, plan, push) median %.3f s, slowest %.3f s over %d periods "
            "(medians: read %.3f s, learn + plan %.3f s, push %.3f s; the CPU of the controller's calling thread %.3f s, "
-           "of the whole process, simulated agents included, %.3f s); nodes sent caps: median %.0f of %u a period (%.0f in the first); "
+           "of the whole process, simulated agents included, %.3f s: the server's threads %.3f s, the controller's "
+           "(the rest) %.3f s); nodes sent caps: median %.0f of %u a period (%.0f in the first); "
            "last: limit %.0f W, worst case %.0f W, %zu agents down\n",
            nnodes, NG, nnodes * NG, r.jobs, latency_ms, table_mode ? " from a table of node 0's curve" : "", parallel, threads ? argv[5] : "the default", w[mid], w[periods - 1], periods - 1, rd[mid], pl[mid],
-           pu[mid], cpu[mid], pcpu[mid], sent[mid], nnodes, sent[0], r.limit_w, r.worst_w, r.agents_down);
+           pu[mid], cpu[mid], pcpu[mid], scpu[mid], ccpu[mid], sent[mid], nnodes, sent[0], r.limit_w, r.worst_w, r.agents_down);
     /* one line for scripts (bench/run.sh: the growth per 10x nodes) */
-    printf("  = nodes %u mode %s threads %u period_s %.4f cpu_s %.4f\n", nnodes, table_mode ? "table" : "sim", threads,
-           w[mid], pcpu[mid]);
+    printf("  = nodes %u mode %s threads %u period_s %.4f cpu_s %.4f agents_cpu_s %.4f ctl_cpu_s %.4f\n", nnodes,
+           table_mode ? "table" : "sim", threads, w[mid], pcpu[mid], scpu[mid], ccpu[mid]);
     ctl_destroy(ctl);
     MHD_stop_daemon(md);
     for (unsigned k = 0; k < nnodes; k++) {

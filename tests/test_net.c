@@ -9,6 +9,7 @@
  * their headers from four addresses neither lock a new client out nor
  * outlive the request deadline, and refusals are logged.  Loopback only
  * (127.0.0.2-5 are loopback aliases on Linux); every wait is bounded. */
+#define _GNU_SOURCE     /* memmem, strcasestr: the scripted server */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -20,6 +21,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -399,7 +401,9 @@ static void count_done(void *ud, struct pflex_http_call *call)
     assert_true(call->ok || call->error[0]);
 }
 
-static void test_client_batch(void **state)
+/* The batch client over libcurl (direct 0) or, for its plain http://
+ * calls, its own HTTP/1.1 engine (direct 1): the same answers and errors. */
+static void client_batch(int direct)
 {
     struct live l = {0};
     pflex_error_t err;
@@ -410,7 +414,7 @@ static void test_client_batch(void **state)
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, serve, &l), 0);
     struct pflex_http_client_opts o = {.parallel = 16, .timeout_s = 1, .max_response = 4096,
-                                       .accept = "application/json"};
+                                       .accept = "application/json", .direct_http1 = direct};
     pflex_http_client_t *c;
     assert_int_equal(pflex_http_client_create(&o, &c, &err), 0);
 
@@ -489,6 +493,258 @@ static void test_client_batch(void **state)
     pflex_http_server_stop(l.s);
 }
 
+static void test_client_batch(void **state)
+{
+    client_batch(0);
+}
+
+static void test_client_batch_direct(void **state)
+{
+    client_batch(1);
+}
+
+/* ---- the direct engine against a scripted server -------------------- */
+
+/* A server of raw sockets, a thread per connection, that answers each
+ * request by its path in a way a client must cope with: in pieces,
+ * chunked, to the close, after a 100 Continue, cut short, not at all, not
+ * HTTP, or by closing a kept connection without a word.  /echo answers
+ * the request's head and body as its body. */
+struct script {
+    int lfd;
+    volatile int stop;
+    volatile unsigned accepted;
+};
+
+static void nap_ms(int ms)
+{
+    struct timespec d = {0, ms * 1000000L};
+    nanosleep(&d, NULL);
+}
+
+static void send_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Send text in pieces of `piece` bytes, a few ms apart. */
+static void send_slowly(int fd, const char *p, size_t piece)
+{
+    size_t n = strlen(p);
+    for (size_t i = 0; i < n; i += piece) {
+        send_all(fd, p + i, n - i < piece ? n - i : piece);
+        nap_ms(2);
+    }
+}
+
+static void *script_conn(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    static __thread char buf[65536];
+    size_t len = 0;
+    for (;;) {
+        char *end;
+        while (!(end = memmem(buf, len, "\r\n\r\n", 4))) {
+            ssize_t r = len < sizeof buf - 1 ? recv(fd, buf + len, sizeof buf - 1 - len, 0) : 0;
+            if (r <= 0) {
+                close(fd);
+                return NULL;
+            }
+            len += (size_t)r;
+        }
+        size_t head = (size_t)(end + 4 - buf), body = 0;
+        buf[len] = '\0';
+        const char *cl = strcasestr(buf, "\r\nContent-Length: ");
+        if (cl && cl < end)
+            body = strtoul(cl + 18, NULL, 10);
+        while (len < head + body) {
+            ssize_t r = recv(fd, buf + len, sizeof buf - 1 - len, 0);
+            if (r <= 0) {
+                close(fd);
+                return NULL;
+            }
+            len += (size_t)r;
+        }
+        char path[64] = "";
+        sscanf(buf, "%*s %63s", path);
+        char out[70000];
+        int closing = 0;
+        if (!strcmp(path, "/echo")) {
+            int n = snprintf(out, sizeof out, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", head + body);
+            memcpy(out + n, buf, head + body);
+            send_all(fd, out, (size_t)n + head + body);
+        } else if (!strcmp(path, "/pieces"))
+            send_slowly(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n"
+                            "{\"pieces\": 123}", 7);
+        else if (!strcmp(path, "/chunked"))
+            send_slowly(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                            "5\r\nhello\r\n1;ext=1\r\n,\r\n6\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n", 3);
+        else if (!strcmp(path, "/bigchunks")) {
+            send_all(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", 47);
+            for (int k = 0; k < 5; k++) {
+                memset(out, 'c', 1000);
+                send_all(fd, "3e8\r\n", 5);
+                send_all(fd, out, 1000);
+                send_all(fd, "\r\n", 2);
+            }
+            send_all(fd, "0\r\n\r\n", 5);
+        } else if (!strcmp(path, "/toclose")) {
+            send_slowly(fd, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end", 5);
+            closing = 1;
+        } else if (!strcmp(path, "/http10")) {
+            send_all(fd, "HTTP/1.0 200 OK\r\n\r\nold", 22);
+            closing = 1;
+        } else if (!strcmp(path, "/continue"))
+            send_slowly(fd, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok", 9);
+        else if (!strcmp(path, "/drop")) {
+            /* an answer that says nothing of closing, then the close */
+            send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ngone", 42);
+            nap_ms(20);
+            closing = 1;
+        } else if (!strcmp(path, "/cut")) {
+            send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten..", 50);
+            closing = 1;
+        } else if (!strcmp(path, "/nothing"))
+            closing = 1;
+        else if (!strcmp(path, "/weird")) {
+            send_all(fd, "SPDY/9 200 fine\r\n\r\n", 19);
+            closing = 1;
+        } else
+            send_all(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", 45);
+        if (closing) {
+            close(fd);
+            return NULL;
+        }
+        memmove(buf, buf + head + body, len - head - body);
+        len -= head + body;
+    }
+}
+
+static void *script_serve(void *arg)
+{
+    struct script *sc = arg;
+    while (!sc->stop) {
+        struct pollfd p = {.fd = sc->lfd, .events = POLLIN};
+        if (poll(&p, 1, 50) != 1)
+            continue;
+        int fd = accept(sc->lfd, NULL, NULL);
+        if (fd < 0)
+            continue;
+        sc->accepted++;
+        pthread_t th;
+        if (pthread_create(&th, NULL, script_conn, (void *)(intptr_t)fd) == 0)
+            pthread_detach(th);
+        else
+            close(fd);
+    }
+    return NULL;
+}
+
+static void test_client_direct_script(void **state)
+{
+    struct script sc = {0};
+    unsigned port = loopback_socket(1, &sc.lfd);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, script_serve, &sc), 0);
+    pflex_error_t err;
+    struct pflex_http_client_opts o = {.parallel = 4, .timeout_s = 2, .max_response = 4096,
+                                       .accept = "application/json", .direct_http1 = 1};
+    pflex_http_client_t *c;
+    assert_int_equal(pflex_http_client_create(&o, &c, &err), 0);
+
+    /* the request as sent: its line, Host, Accept, the token, the body */
+    char u[12][96];
+    const char *paths[12] = {"/echo", "/pieces", "/chunked", "/toclose", "/http10", "/continue", "/cut",
+                             "/nothing", "/weird", "/bigchunks", "/drop", "/missing"};
+    for (int i = 0; i < 12; i++)
+        snprintf(u[i], sizeof u[i], "http://127.0.0.1:%u%s", port, paths[i]);
+    struct pflex_http_call calls[12];
+    for (int i = 0; i < 12; i++)
+        calls[i] = (struct pflex_http_call){.method = "GET", .url = u[i]};
+    calls[0] = (struct pflex_http_call){.method = "PUT", .url = u[0], .body = "{\"caps\": []}", .token = "s3cret"};
+    calls[5] = (struct pflex_http_call){.method = "POST", .url = u[5], .body = "{}"};
+    assert_int_equal(pflex_http_client_run(c, calls, 12, NULL, NULL, &err), 4);
+    char want[256];
+    snprintf(want, sizeof want, "PUT /echo HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nAccept: application/json\r\n"
+             "Authorization: Bearer s3cret\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n"
+             "{\"caps\": []}", port);
+    assert_true(calls[0].ok && calls[0].status == 200);
+    assert_string_equal(calls[0].resp, want);
+    assert_int_equal(calls[0].resp_len, strlen(want));
+    assert_true(calls[1].ok && calls[1].status == 200);
+    assert_string_equal(calls[1].resp, "{\"pieces\": 123}");
+    assert_true(calls[2].ok && calls[2].status == 200);
+    assert_string_equal(calls[2].resp, "hello, world");
+    assert_int_equal(calls[2].resp_len, 12);
+    assert_true(calls[3].ok && calls[3].status == 200);
+    assert_string_equal(calls[3].resp, "until the end");
+    assert_true(calls[4].ok && calls[4].status == 200);
+    assert_string_equal(calls[4].resp, "old");
+    assert_true(calls[5].ok && calls[5].status == 201);
+    assert_string_equal(calls[5].resp, "ok");
+    /* cut short, nothing, not HTTP, over the limit in chunks: each its
+     * own error, in libcurl's words (of the version linked) */
+    assert_true(!calls[6].ok && !calls[6].resp && calls[6].status == 0);
+    assert_non_null(strstr(calls[6].error, "partial file"));
+    assert_true(!calls[7].ok && !calls[7].resp);
+    assert_non_null(strstr(calls[7].error, "Server returned nothing"));
+    assert_true(!calls[8].ok && !calls[8].resp);
+    assert_non_null(strstr(calls[8].error, "Weird server reply"));
+    assert_true(!calls[9].ok && calls[9].too_big && !calls[9].resp);
+    assert_string_equal(calls[9].error, "answer over 4096 bytes");
+    assert_true(calls[10].ok && calls[10].status == 200);
+    assert_string_equal(calls[10].resp, "gone");
+    assert_true(calls[11].ok && calls[11].status == 404 && calls[11].resp_len == 0);
+    for (int i = 0; i < 12; i++)
+        free(calls[i].resp);
+
+    /* kept connections, one of them closed by the server without a word
+     * (/drop): a batch after it is answered, over new connections where
+     * needed; a host name goes over libcurl in the same batch */
+    nap_ms(50);
+    unsigned long req0, conn0, req1, conn1;
+    pflex_http_client_counts(c, &req0, &conn0);
+    char byname[96];
+    snprintf(byname, sizeof byname, "http://localhost:%u/pieces", port);
+    struct pflex_http_call again[6];
+    for (int i = 0; i < 5; i++)
+        again[i] = (struct pflex_http_call){.method = "GET", .url = u[1]};
+    again[5] = (struct pflex_http_call){.method = "GET", .url = byname};
+    assert_int_equal(pflex_http_client_run(c, again, 6, NULL, NULL, &err), 0);
+    for (int i = 0; i < 6; i++) {
+        assert_true(again[i].ok && again[i].status == 200);
+        assert_string_equal(again[i].resp, "{\"pieces\": 123}");
+        free(again[i].resp);
+    }
+    pflex_http_client_counts(c, &req1, &conn1);
+    assert_int_equal(req1 - req0, 6);
+    assert_true(conn1 - conn0 <= 5);
+
+    /* a kept connection the server dropped after the client took it:
+     * retried once on a new one, answered */
+    struct pflex_http_call drop = {.method = "GET", .url = u[10]};
+    assert_int_equal(pflex_http_client_run(c, &drop, 1, NULL, NULL, &err), 0);
+    free(drop.resp);
+    struct pflex_http_call after = {.method = "GET", .url = u[1]};
+    assert_int_equal(pflex_http_client_run(c, &after, 1, NULL, NULL, &err), 0);
+    assert_string_equal(after.resp, "{\"pieces\": 123}");
+    free(after.resp);
+    unsigned long req2, conn2;
+    pflex_http_client_counts(c, &req2, &conn2);
+    assert_int_equal(req2 - req1, 2);
+    assert_int_equal(conn2 - conn1, 1);     /* /drop's kept one, then a new one */
+    pflex_http_client_destroy(c);
+    sc.stop = 1;
+    pthread_join(th, NULL);
+    close(sc.lfd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -498,6 +754,8 @@ int main(void)
         cmocka_unit_test(test_json_body),
         cmocka_unit_test(test_server_roundtrip),
         cmocka_unit_test(test_client_batch),
+        cmocka_unit_test(test_client_batch_direct),
+        cmocka_unit_test(test_client_direct_script),
         cmocka_unit_test(test_starvation_one_thread),
         cmocka_unit_test(test_starvation_pool),
     };

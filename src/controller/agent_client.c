@@ -93,6 +93,7 @@ int agent_client_http_create(long timeout_ms, unsigned parallel, unsigned keep_c
     struct pflex_http_client_opts o = {.parallel = parallel, .keep_conns = keep_conns,
                                        .timeout_s = (timeout_ms > 0 ? timeout_ms : 2000) / 1e3,
                                        .max_response = MAX_BODY, .accept = "application/json",
+                                       .direct_http1 = 1,
                                        .ca_file = ca_file};
     return pflex_http_client_create(&o, out, err);
 }

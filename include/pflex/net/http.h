@@ -142,7 +142,8 @@ void pflex_http_response_free(struct pflex_http_response *resp);
 int pflex_http_secret_equal(const char *secret, const char *candidate);
 
 /* The client, over libcurl: one request at a time, or a batch of many run
- * at once over the curl multi interface.  A client keeps its connections
+ * at once over the curl multi interface (or, with direct_http1, the plain
+ * http:// ones over a small engine of the client's own).  A client keeps its connections
  * open between calls and batches (HTTP/1.1 keep-alive), so that a daemon
  * that talks to the same hosts every period pays for TCP set-up once.
  * Redirects are never followed; only http and https are spoken.  A client
@@ -158,6 +159,11 @@ struct pflex_http_client_opts {
     const char *accept;         /* an Accept header (NULL: curl's, any type) */
     const char *ca_file;        /* PEM CA bundle to check HTTPS servers by (copied; NULL:
                                  * the system's) */
+    int direct_http1;           /* 1: calls to plain http:// at a numeric address (GET, and
+                                 * PUT, POST or DELETE with a body) go over the client's
+                                 * own keep-alive HTTP/1.1 engine on epoll instead of
+                                 * libcurl (not when a proxy is set in the environment,
+                                 * which libcurl would use); the rest over libcurl */
 };
 
 /* One request of a batch.  The caller fills the first part and owns its

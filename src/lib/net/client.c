@@ -7,12 +7,16 @@
  * call's timeout counts from its own start, never from time spent waiting
  * in a queue.  Connections go back to the cache when a call ends and are
  * reused by the next call to the same host and port, in this batch or a
- * later one; the cache keeps keep_conns of them and closes the oldest. */
+ * later one; the cache keeps keep_conns of them and closes the oldest.
+ * With opts.direct_http1, the calls to plain http:// at a numeric address
+ * go over h1client.c instead (its own connections and cache), the others
+ * over libcurl after them. */
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/net/h1client.h"
 #include "pflex/net/http.h"
 
 #define DEFAULT_PARALLEL 64
@@ -37,6 +41,7 @@ struct pflex_http_client {
     char *ca_file;              /* opts.ca_file, copied */
     CURLM *m;
     struct slot *slots;
+    struct pflex_h1 *h1;        /* direct_http1: the engine for plain http:// */
     unsigned long requests, connects;
 };
 
@@ -110,6 +115,12 @@ int pflex_http_client_create(const struct pflex_http_client_opts *o, pflex_http_
         return pflex_error_set(err, "libcurl: cannot create a client (out of memory)");
     }
     curl_multi_setopt(c->m, CURLMOPT_MAXCONNECTS, (long)c->o.keep_conns);
+    /* a proxy libcurl would take (http_proxy, all_proxy): libcurl alone */
+    if (c->o.direct_http1 && !getenv("http_proxy") && !getenv("all_proxy") && !getenv("ALL_PROXY")
+        && !(c->h1 = pflex_h1_create(&c->o, c->accept))) {
+        pflex_http_client_destroy(c);
+        return pflex_error_set(err, "cannot create a client (out of memory, or no epoll)");
+    }
     *out = c;
     return 0;
 }
@@ -123,6 +134,7 @@ void pflex_http_client_destroy(pflex_http_client_t *c)
             curl_easy_cleanup(c->slots[i].h);
     if (c->m)
         curl_multi_cleanup(c->m);
+    pflex_h1_destroy(c->h1);
     free(c->slots);
     free(c->accept);
     free(c->ca_file);
@@ -281,10 +293,19 @@ static void finish(pflex_http_client_t *c, struct slot *s, CURLcode rc)
     s->call = NULL;
 }
 
-long pflex_http_client_run(pflex_http_client_t *c, struct pflex_http_call *calls, size_t n,
-                           pflex_http_done_fn done, void *ud, pflex_error_t *err)
+/* The first call from i on that is libcurl's (not mine), or n. */
+static size_t curl_next(const unsigned char *mine, size_t i, size_t n)
 {
-    size_t next = 0;
+    while (mine && i < n && mine[i])
+        i++;
+    return i;
+}
+
+/* The calls without mine[i] (every one when mine is NULL) over libcurl. */
+static long curl_run(pflex_http_client_t *c, struct pflex_http_call *calls, const unsigned char *mine,
+                     size_t n, pflex_http_done_fn done, void *ud, pflex_error_t *err)
+{
+    size_t next = curl_next(mine, 0, n);
     unsigned active = 0, free_from = 0;
     long failed = 0;
     while (next < n || active) {
@@ -292,7 +313,8 @@ long pflex_http_client_run(pflex_http_client_t *c, struct pflex_http_call *calls
         for (unsigned i = free_from; i < c->o.parallel && next < n; i++) {
             if (c->slots[i].call)
                 continue;
-            struct pflex_http_call *call = &calls[next++];
+            struct pflex_http_call *call = &calls[next];
+            next = curl_next(mine, next + 1, n);
             if (start(c, &c->slots[i], call) < 0) {
                 failed++;
                 if (done)
@@ -315,7 +337,7 @@ long pflex_http_client_run(pflex_http_client_t *c, struct pflex_http_call *calls
                     if (done)
                         done(ud, call);
                 }
-            for (; next < n; next++) {
+            for (; next < n; next = curl_next(mine, next + 1, n)) {
                 call_fail(&calls[next], err->text);
                 calls[next].resp = NULL;
                 if (done)
@@ -347,6 +369,28 @@ long pflex_http_client_run(pflex_http_client_t *c, struct pflex_http_call *calls
         if (active && !(next < n && active < c->o.parallel))
             curl_multi_poll(c->m, NULL, 0, 100, NULL);
     }
+    return failed;
+}
+
+long pflex_http_client_run(pflex_http_client_t *c, struct pflex_http_call *calls, size_t n,
+                           pflex_http_done_fn done, void *ud, pflex_error_t *err)
+{
+    if (!c->h1 || !n)
+        return curl_run(c, calls, NULL, n, done, ud, err);
+    unsigned char *mine = malloc(n);
+    if (!mine)
+        return curl_run(c, calls, NULL, n, done, ud, err);
+    size_t nmine = 0;
+    for (size_t i = 0; i < n; i++)
+        nmine += mine[i] = (unsigned char)pflex_h1_takes(&calls[i]);
+    long failed = 0;
+    if (nmine)
+        failed = pflex_h1_run(c->h1, calls, mine, n, done, ud, &c->requests, &c->connects);
+    if (nmine < n) {
+        long f = curl_run(c, calls, mine, n, done, ud, err);
+        failed = f < 0 ? -1 : failed + f;
+    }
+    free(mine);
     return failed;
 }
 
