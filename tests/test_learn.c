@@ -353,6 +353,14 @@ static void test_reach(void **state)
     assert_true(fabs(sd_near - sqrt(sd_seen * sd_seen + 20 * 0.04 * 0.04 * 0.04 / 3)) < 0.002);
     assert_true(sd_near < sqrt(sd_seen * sd_seen + 0.0016));
     assert_true(fabs(sd_far - 0.10) < 1e-9);
+    /* a bin past the reading (2 W of 700): a point of its own, as
+     * uncertain as the readings and the curvature make it, not on the
+     * line from the reading to the next grid point, 0.04 on (which would
+     * add 0.07 of sd_near - sd_seen, several times as much) */
+    double xb = 2.0 / 700, sd_bin = pflex_learn_sd(&cv, 0.3 + xb);
+    print_message("  a bin past it: sd %.5f\n", sd_bin);
+    assert_true(sd_bin - sd_seen < 0.02 * (sd_near - sd_seen));
+    assert_true(sd_bin > sd_seen);
     /* the mean: the point's level plus the readings' own rise (from the
      * origin: 0.12 over 0.3 of x), 0.04 x 0.4, not the prior's 0.04 / 1.5 */
     double l_seen = pflex_learn_loss(&cv, 0.3);

@@ -176,6 +176,12 @@ double pflex_learn_safe_x(const struct pflex_learn_curve *c, double floor, doubl
  * safe. */
 #define PFLEX_LEARN_EDGE_READINGS 9
 
+/* Points of the fitted curve a bin, two, .. this many bins past the
+ * deepest reading (within grid_dx of it), besides the grid's: the
+ * pessimistic curve there is the readings' and the curvature's, not the
+ * line to the next grid point's (pflex_learn_fit). */
+#define PFLEX_LEARN_EDGE_BINS 4
+
 int pflex_learn_probe(const struct pflex_learn_curve *c, double floor, double z, double x_now,
                       double step, double min_sd, double *x_probe, double *cap_w);
 
