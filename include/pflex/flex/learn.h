@@ -182,6 +182,11 @@ double pflex_learn_safe_x(const struct pflex_learn_curve *c, double floor, doubl
  * line to the next grid point's (pflex_learn_fit). */
 #define PFLEX_LEARN_EDGE_BINS 4
 
+/* How many times its own readings' precision a point of the fitted curve
+ * may borrow from its neighbours' through the smoothing (pflex_learn_fit):
+ * a bin of n readings is known to no better than sigma / sqrt(4 n). */
+#define PFLEX_LEARN_BORROW 4
+
 int pflex_learn_probe(const struct pflex_learn_curve *c, double floor, double z, double x_now,
                       double step, double min_sd, double *x_probe, double *cap_w);
 
@@ -189,5 +194,19 @@ int pflex_learn_probe(const struct pflex_learn_curve *c, double floor, double z,
  * the plan is about to go, for use while a target is in force. */
 int pflex_learn_probe_near(const struct pflex_learn_curve *c, double floor, double z, double x_now,
                            double step, double min_sd, double *x_probe, double *cap_w);
+
+/* Filling in (between events, the walk above done): the point of the
+ * curve, or the midpoint of two neighbouring points, whose cap lies in
+ * [cap_lo_w, cap_hi_w] and whose sd is largest, when it exceeds min_sd
+ * and the pessimistic curve keeps the floor there.  A midpoint's sd is
+ * its two points' mean sd and a quarter of their distance in x, added in
+ * quadrature (a curve whose slope is known to 1, the fit's default
+ * slope_sd, may bend between two readings by that much): the probes
+ * read the gaps between readings until they are a few bins apart and
+ * each point is known to min_sd.  A probe within a bin of an observed
+ * point known to min_sd is not proposed.  Returns 1 with *x_probe and
+ * *cap_w, 0 when nothing there is worth probing or safe. */
+int pflex_learn_probe_fill(const struct pflex_learn_curve *c, double floor, double z, double cap_lo_w,
+                           double cap_hi_w, double min_sd, double *x_probe, double *cap_w);
 
 #endif
