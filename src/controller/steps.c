@@ -313,7 +313,16 @@ static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
         if (pflex_learn_observe(cj->learn, cap, power / n, tput, &e2) < 0)
             ctl_log(c, "learn %s: %s", cj->name, e2.text);
         else {
-            cj->fitted = 0;
+            /* refitted when the reading can move the curve: while its
+             * bin holds 16 readings or fewer, when that bin's count
+             * doubles, and every 32 readings of the job whatever they
+             * are.  A reading in a bin of hundreds (the baseline between
+             * events, a cap held through one) moves its mean by a few
+             * thousandths of its noise; fitting for it every period cost
+             * half the CPU of a simulated site of 10,000 GPUs */
+            unsigned nb = pflex_learn_bin_count(cj->learn, cap);
+            if (nb <= 16 || !(nb & (nb - 1)) || ++cj->unfitted >= 8)
+                cj->fitted = 0;
             /* for the audit (ctl_record) */
             cj->obs_new = 1;
             cj->obs_cap = cap;
@@ -321,14 +330,14 @@ static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
             cj->obs_tput = tput;
         }
     }
-    /* refitted only on a new observation: the same observations fit
-     * the same curve (a site of thousands of jobs, mostly settled, fits
-     * few of them a period) */
+    /* refitted only on a new observation (above): the same observations
+     * fit the same curve */
     if (cj->fitted)
         return 0;
     if (pflex_learn_fit(cj->learn, &cj->curve, err) < 0)
         return -1;
     cj->fitted = 1;
+    cj->unfitted = 0;
     if (pflex_grow((void **)&cj->hi, &cj->hi_cap, cj->curve.n, sizeof *cj->hi) < 0)
         return pflex_error_set(err, "out of memory");
     /* where the curve is the prior's guess alone, its pessimistic side is

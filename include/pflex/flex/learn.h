@@ -98,6 +98,8 @@ int pflex_learn_observe(pflex_learn_t *l, double cap_w, double power_w, double t
 /* Observations so far, and how many bins hold them. */
 size_t pflex_learn_count(const pflex_learn_t *l);
 size_t pflex_learn_bins(const pflex_learn_t *l);
+/* Observations in the bin of cap_w (clamped to the range). */
+unsigned pflex_learn_bin_count(const pflex_learn_t *l, double cap_w);
 
 /* What a learner holds, bin by bin: each non-empty bin's observation
  * count and running means (cap, power, throughput) with its throughput's

@@ -179,6 +179,11 @@ size_t pflex_learn_bins(const pflex_learn_t *l)
     return l->used;
 }
 
+unsigned pflex_learn_bin_count(const pflex_learn_t *l, double cap_w)
+{
+    return isfinite(cap_w) ? l->bins[bin_of(l, cap_w)].n : 0;
+}
+
 void pflex_learn_curve_init(struct pflex_learn_curve *c)
 {
     memset(c, 0, sizeof *c);
