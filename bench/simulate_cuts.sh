@@ -8,8 +8,10 @@
 # event and period by period from 10 periods after the step (mean, least),
 # the periods with the limit in force under equal cuts, floor breaches (of
 # job-periods with a floor), periods over the limit after the ramp, probes,
-# and the mean cap under the limit of the first job, the flex1 inference
-# job whose floor binds from a 20 % cut (274.3 W on its curve).
+# the progress-seconds lost in the hour before the event (what the probes
+# cost: GPUs x T/T0 short of uncapped; of 921.6k over the hour), and the
+# mean cap under the limit of the first job, the flex1 inference job whose
+# floor binds from a 20 % cut (274.3 W on its curve).
 # SIM_ARGS adds options to every run (SIM_ARGS="--noise-tput 0 --noise-power 0":
 # readings without noise).
 #   PFLEX=build/pflex SHARED_DATA=../shared/data sh bench/simulate_cuts.sh [CUTS] [SEEDS]
@@ -22,7 +24,7 @@ S=$D/emerald-demo/data/dvfs_sweep.csv
 [ -f "$S" ] || { echo "no $S (set SHARED_DATA)"; exit 77; }
 command -v jq > /dev/null || { echo "jq is not installed"; exit 77; }
 HERE=$(cd "$(dirname "$0")/.." && pwd)
-printf '%-4s %-5s %-12s %9s %9s %9s %7s %9s %6s %7s %7s\n' seed cut policy recovered settled least below= floors above probes job1_w
+printf '%-4s %-5s %-12s %9s %9s %9s %7s %9s %6s %7s %8s %7s\n' seed cut policy recovered settled least below= floors above probes pre_lost job1_w
 for seed in $SEEDS; do
 for c in $CUTS; do
     f=$(echo "$c" | awk '{printf "%g%%", 100 * (1 - $1)}')
@@ -35,8 +37,8 @@ for c in $CUTS; do
         (if .value.settled_mean == null then "-" else (.value.settled_mean * 1000 | round / 10 | tostring) end),
         (if .value.settled_min == null then "-" else (.value.settled_min * 1000 | round / 10 | tostring) end),
         .value.below_equal, "\(.value.floor_breaches)/\(.value.floor_periods)", .value.periods_above,
-        .value.probes, (if .value.job_cap_w == null then "-" else (.value.job_cap_w[0] * 10 | round / 10 | tostring) end)]
+        .value.probes, (.value.lost_s - .value.lost_event_s | round), (if .value.job_cap_w == null then "-" else (.value.job_cap_w[0] * 10 | round / 10 | tostring) end)]
         | @tsv' |
-    awk -F'\t' '{printf "%-4s %-5s %-12s %8s%% %8s%% %8s%% %7s %9s %6s %7s %7s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11}'
+    awk -F'\t' '{printf "%-4s %-5s %-12s %8s%% %8s%% %8s%% %7s %9s %6s %7s %8s %7s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12}'
 done
 done

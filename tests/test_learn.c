@@ -353,6 +353,14 @@ static void test_reach(void **state)
     assert_true(fabs(sd_near - sqrt(sd_seen * sd_seen + 20 * 0.04 * 0.04 * 0.04 / 3)) < 0.002);
     assert_true(sd_near < sqrt(sd_seen * sd_seen + 0.0016));
     assert_true(fabs(sd_far - 0.10) < 1e-9);
+    /* a bin past the reading (2 W of 700): a point of its own, as
+     * uncertain as the readings and the curvature make it, not on the
+     * line from the reading to the next grid point, 0.04 on (which would
+     * add 0.07 of sd_near - sd_seen, several times as much) */
+    double xb = 2.0 / 700, sd_bin = pflex_learn_sd(&cv, 0.3 + xb);
+    print_message("  a bin past it: sd %.5f\n", sd_bin);
+    assert_true(sd_bin - sd_seen < 0.02 * (sd_near - sd_seen));
+    assert_true(sd_bin > sd_seen);
     /* the mean: the point's level plus the readings' own rise (from the
      * origin: 0.12 over 0.3 of x), 0.04 x 0.4, not the prior's 0.04 / 1.5 */
     double l_seen = pflex_learn_loss(&cv, 0.3);
@@ -416,6 +424,59 @@ static void test_bins_copy(void **state)
     pflex_learn_destroy(b);
 }
 
+/* Filling in: between two well-read caps 20 W apart the curve is a line
+ * that may bend, so the gap is probed (never within a bin of either, nor
+ * past the floor's edge, nor outside the window asked for); once read
+ * every 2 W, nothing is left to fill.  pflex_learn_bin_count counts the
+ * readings of a cap's bin. */
+static void test_fill(void **state)
+{
+    (void)state;
+    struct pflex_learn_config c = {.min_cap_w = 100, .max_cap_w = 400};
+    pflex_learn_t *l;
+    pflex_error_t err;
+    assert_int_equal(pflex_learn_create(&c, &l, &err), 0);
+    /* a line through (0, 0), (0.2147, 0.069), (0.2663, 0.093) */
+    for (int i = 0; i < 40; i++) {
+        double e = i % 2 ? 1 : -1;
+        assert_int_equal(pflex_learn_observe(l, 400, 368 + e, 1000 + 3 * e, &err), 0);
+        assert_int_equal(pflex_learn_observe(l, 300, 289 + e, 931 + 3 * e, &err), 0);
+        assert_int_equal(pflex_learn_observe(l, 280, 270 + e, 907 + 3 * e, &err), 0);
+    }
+    assert_int_equal(pflex_learn_bin_count(l, 300), 40);
+    assert_int_equal(pflex_learn_bin_count(l, 301), 40);
+    assert_int_equal(pflex_learn_bin_count(l, 250), 0);
+    struct pflex_learn_curve cv;
+    pflex_learn_curve_init(&cv);
+    assert_int_equal(pflex_learn_fit(l, &cv, &err), 0);
+    double min_sd = 0.5 * cv.sigma, xp, cap;
+    /* over 270-310 W the least known is the bridge above 300 W (no
+     * reading between it and the baseline); within 281-299 W, the gap */
+    assert_int_equal(pflex_learn_probe_fill(&cv, 0, 2, 270, 310, min_sd, &xp, &cap), 1);
+    assert_true(cap > 300);
+    assert_int_equal(pflex_learn_probe_fill(&cv, 0, 2, 281, 299, min_sd, &xp, &cap), 1);
+    print_message("  fill between 280 and 300 W: %.1f W (x %.4f)\n", cap, xp);
+    assert_true(cap > 282 && cap < 298);
+    assert_true(xp > 1 - 289.0 / 368 && xp < 1 - 270.0 / 368);
+    /* the window: none of the curve's points or gaps lies in it */
+    assert_int_equal(pflex_learn_probe_fill(&cv, 0, 2, 301.5, 302, min_sd, &xp, &cap), 0);
+    /* the floor: deep caps are unknown (the prior's sd), but not safe */
+    assert_int_equal(pflex_learn_probe_fill(&cv, 0.85, 2, 100, 200, min_sd, &xp, &cap), 0);
+    assert_int_equal(pflex_learn_probe_fill(&cv, 0, 2, 100, 200, min_sd, &xp, &cap), 1);
+    assert_true(cap >= 100 && cap <= 200);
+    /* read every 2 W between: nothing left to fill there */
+    for (int k = 282; k < 300; k += 2)
+        for (int i = 0; i < 40; i++) {
+            double e = i % 2 ? 1 : -1, p = 270 + (k - 280) * 19.0 / 20;
+            double t = 907 + (k - 280) * 24.0 / 20;
+            assert_int_equal(pflex_learn_observe(l, k, p + e, t + 3 * e, &err), 0);
+        }
+    assert_int_equal(pflex_learn_fit(l, &cv, &err), 0);
+    assert_int_equal(pflex_learn_probe_fill(&cv, 0, 2, 281, 299, 0.5 * cv.sigma, &xp, &cap), 0);
+    pflex_learn_curve_fini(&cv);
+    pflex_learn_destroy(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -424,6 +485,7 @@ int main(void)
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_reach),
         cmocka_unit_test(test_bins_copy),
+        cmocka_unit_test(test_fill),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -99,8 +99,9 @@ struct ctl_job {
     const struct pflex_job_policy *pol;     /* its row of c.policies; NULL: none */
     pflex_learn_t *learn;
     struct pflex_learn_curve curve;
-    int fitted;                 /* curve (and hi) are the fit of every observation so
-                                 * far: the fit is a function of them alone */
+    int fitted;                 /* curve (and hi) are the fit of the observations so
+                                 * far, but for the unfitted last (learn_job) */
+    unsigned unfitted;          /* observations since the last fit */
     double *hi;                 /* loss + z sd, beside the curve */
     size_t hi_cap;
     double last_cap;            /* the common enforced cap last period; NaN: none */

@@ -104,6 +104,8 @@ struct ctl_period_state {
     double other_w;             /* other_w plus never_w, W */
     double baseline_w;          /* what fraction targets are of, W */
     double limit_w;             /* the lowest limit over the horizon, W; INFINITY: none */
+    double coming_w;            /* the lowest limit over the next day, W: the one quiet
+                                 * periods' probes prepare for; INFINITY: none */
 
     /* ctl_plan: the planner's jobs, and the caps to push */
     struct pflex_site_job *sjobs;

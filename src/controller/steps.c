@@ -239,6 +239,8 @@ void ctl_take_targets(ctl_t *c)
     p->horizon_s = horizon;
     p->limit_w = pflex_target_limit_min_w(&c->targets, p->now, p->now + horizon, p->baseline_w,
                                           p->sum_max_w + p->other_w);
+    p->coming_w = pflex_target_limit_min_w(&c->targets, p->now, p->now + 86400, p->baseline_w,
+                                           p->sum_max_w + p->other_w);
     pthread_mutex_unlock(&c->tmu);
 }
 
@@ -311,7 +313,16 @@ static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
         if (pflex_learn_observe(cj->learn, cap, power / n, tput, &e2) < 0)
             ctl_log(c, "learn %s: %s", cj->name, e2.text);
         else {
-            cj->fitted = 0;
+            /* refitted when the reading can move the curve: while its
+             * bin holds 16 readings or fewer, when that bin's count
+             * doubles, and every 32 readings of the job whatever they
+             * are.  A reading in a bin of hundreds (the baseline between
+             * events, a cap held through one) moves its mean by a few
+             * thousandths of its noise; fitting for it every period cost
+             * half the CPU of a simulated site of 10,000 GPUs */
+            unsigned nb = pflex_learn_bin_count(cj->learn, cap);
+            if (nb <= 16 || !(nb & (nb - 1)) || ++cj->unfitted >= 8)
+                cj->fitted = 0;
             /* for the audit (ctl_record) */
             cj->obs_new = 1;
             cj->obs_cap = cap;
@@ -319,14 +330,14 @@ static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
             cj->obs_tput = tput;
         }
     }
-    /* refitted only on a new observation: the same observations fit
-     * the same curve (a site of thousands of jobs, mostly settled, fits
-     * few of them a period) */
+    /* refitted only on a new observation (above): the same observations
+     * fit the same curve */
     if (cj->fitted)
         return 0;
     if (pflex_learn_fit(cj->learn, &cj->curve, err) < 0)
         return -1;
     cj->fitted = 1;
+    cj->unfitted = 0;
     if (pflex_grow((void **)&cj->hi, &cj->hi_cap, cj->curve.n, sizeof *cj->hi) < 0)
         return pflex_error_set(err, "out of memory");
     /* where the curve is the prior's guess alone, its pessimistic side is
@@ -414,12 +425,38 @@ static int plan_jobs(ctl_t *c, pflex_error_t *err)
     return 0;
 }
 
+/* Between events, a probe fills in a job's curve until every point and
+ * every gap between two within the caps the next event needs is known to
+ * CTL_FILL_SD of one reading's noise (half: about four readings' worth
+ * at each point, readings a few bins apart; the walk's own rule, twice
+ * the noise, stops at one reading every 20 W or so, and an optimum that
+ * sits where the job's curve bends between two of them goes unseen), each
+ * probe held for CTL_FILL_READINGS settled readings. */
+#define CTL_FILL_SD 0.5
+#define CTL_FILL_READINGS 4
+
+/* The caps of job cj the lowest limit of the next day needs, [*lo, *hi]
+ * W: its equal cut there (every job the same share of its largest cap),
+ * give or take twice the walk's step.  0 when no target is coming. */
+static int fill_window(const ctl_t *c, const struct ctl_job *cj, double *lo, double *hi)
+{
+    const struct ctl_period_state *p = &c->p;
+    if (!isfinite(p->coming_w) || !(p->sum_max_w > 0) || !(cj->max_w > 0))
+        return 0;
+    double y = 1 - (p->coming_w - p->other_w) / p->sum_max_w, w = 2 * c->c.explore_step;
+    if (!(y > 0))
+        return 0;
+    *lo = cj->max_w * (1 - y - w);
+    *hi = cj->max_w * (1 - y + w);
+    return *hi > *lo;
+}
+
 /* A new probe for job j when one is due and worth it: 1 (probe_cap and
  * probe_left set), else 0. */
 static int probe_start(ctl_t *c, size_t j, double planned)
 {
     struct ctl_job *cj = &c->jobs[j];
-    double xp, cap;
+    double xp, cap, lo, hi;
     if (cj->probe_wait) {
         cj->probe_wait--;
         return 0;
@@ -445,6 +482,14 @@ static int probe_start(ctl_t *c, size_t j, double planned)
                                  c->c.explore_step, 2 * cj->curve.sigma, &xp, &cap)
         : pflex_learn_probe(&cj->curve, c->p.sjobs[j].floor, c->c.z, x_now,
                             c->c.explore_step, 2 * cj->curve.sigma, &xp, &cap);
+    /* the walk done, between events: fill the curve in over the caps
+     * the next event will be planned on */
+    int fill = 0;
+    if (!found && !isfinite(c->p.limit_w) && fill_window(c, cj, &lo, &hi)) {
+        found = pflex_learn_probe_fill(&cj->curve, c->p.sjobs[j].floor, c->c.z, lo, hi,
+                                       CTL_FILL_SD * cj->curve.sigma, &xp, &cap);
+        fill = found;
+    }
     /* a probe less than 5 W below the plan teaches little the
      * plan's own readings do not */
     if (!found || planned - floor(cap) < 5)
@@ -454,6 +499,10 @@ static int probe_start(ctl_t *c, size_t j, double planned)
      * how close the floor can be planned is how precisely it is known */
     if (found == 2)
         hold += PFLEX_LEARN_EDGE_READINGS - 1;
+    /* a filling probe too: the settling period is the probe's cost
+     * that teaches nothing */
+    else if (fill)
+        hold += CTL_FILL_READINGS - 1;
     cj->probe_cap = floor(cap);
     ctl_log(c, "probe %s at %.0f W (x %.3f, plan %.0f W)", cj->name, cj->probe_cap, xp, planned);
     /* held until a reading under it has settled */

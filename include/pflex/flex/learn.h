@@ -98,6 +98,8 @@ int pflex_learn_observe(pflex_learn_t *l, double cap_w, double power_w, double t
 /* Observations so far, and how many bins hold them. */
 size_t pflex_learn_count(const pflex_learn_t *l);
 size_t pflex_learn_bins(const pflex_learn_t *l);
+/* Observations in the bin of cap_w (clamped to the range). */
+unsigned pflex_learn_bin_count(const pflex_learn_t *l, double cap_w);
 
 /* What a learner holds, bin by bin: each non-empty bin's observation
  * count and running means (cap, power, throughput) with its throughput's
@@ -176,6 +178,17 @@ double pflex_learn_safe_x(const struct pflex_learn_curve *c, double floor, doubl
  * safe. */
 #define PFLEX_LEARN_EDGE_READINGS 9
 
+/* Points of the fitted curve a bin, two, .. this many bins past the
+ * deepest reading (within grid_dx of it), besides the grid's: the
+ * pessimistic curve there is the readings' and the curvature's, not the
+ * line to the next grid point's (pflex_learn_fit). */
+#define PFLEX_LEARN_EDGE_BINS 4
+
+/* How many times its own readings' precision a point of the fitted curve
+ * may borrow from its neighbours' through the smoothing (pflex_learn_fit):
+ * a bin of n readings is known to no better than sigma / sqrt(4 n). */
+#define PFLEX_LEARN_BORROW 4
+
 int pflex_learn_probe(const struct pflex_learn_curve *c, double floor, double z, double x_now,
                       double step, double min_sd, double *x_probe, double *cap_w);
 
@@ -183,5 +196,19 @@ int pflex_learn_probe(const struct pflex_learn_curve *c, double floor, double z,
  * the plan is about to go, for use while a target is in force. */
 int pflex_learn_probe_near(const struct pflex_learn_curve *c, double floor, double z, double x_now,
                            double step, double min_sd, double *x_probe, double *cap_w);
+
+/* Filling in (between events, the walk above done): the point of the
+ * curve, or the midpoint of two neighbouring points, whose cap lies in
+ * [cap_lo_w, cap_hi_w] and whose sd is largest, when it exceeds min_sd
+ * and the pessimistic curve keeps the floor there.  A midpoint's sd is
+ * its two points' mean sd and a quarter of their distance in x, added in
+ * quadrature (a curve whose slope is known to 1, the fit's default
+ * slope_sd, may bend between two readings by that much): the probes
+ * read the gaps between readings until they are a few bins apart and
+ * each point is known to min_sd.  A probe within a bin of an observed
+ * point known to min_sd is not proposed.  Returns 1 with *x_probe and
+ * *cap_w, 0 when nothing there is worth probing or safe. */
+int pflex_learn_probe_fill(const struct pflex_learn_curve *c, double floor, double z, double cap_lo_w,
+                           double cap_hi_w, double min_sd, double *x_probe, double *cap_w);
 
 #endif
