@@ -395,6 +395,35 @@ static void test_limits(void **state)
     assert_non_null(strstr(err.text, "many:4: more than 3 series"));
     assert_int_equal(t->nseries, 0);
     pflex_tm_destroy(t);
+    /* nvidia-smi adds a row's samples together: the first error of a row
+     * is still the one its values meet in column order (the sample limit
+     * at column 2 before a bad column 4; a bad column 2 before the limit) */
+    static const char *const rows[][2] = {
+        {"index, power.draw [W], utilization.gpu [%], temperature.gpu\n0, 1 W, 2 %, 3\n"
+         "1, 4 W, 5 %, x\n", "smi:3: more than 4 samples (limit)"},
+        {"index, power.draw [W], utilization.gpu [%], temperature.gpu\n0, 1 W, 2 %, 3\n"
+         "1, x W, 5 %, 6\n", "smi:3: column 2: 'x W' is not a value"},
+        {"index, power.draw [W], utilization.gpu [%], temperature.gpu\n0, 1 W, 2 %, 3\n"
+         "0, 4 W, [N/A], [N/A]\n", NULL},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        struct pflex_tm_limits sl = {0};
+        sl.max_samples = 4;
+        t = pflex_tm_create(&sl);
+        o.format = PFLEX_TMF_SMI;
+        int rc = pflex_tm_read_mem(t, rows[i][0], strlen(rows[i][0]), "smi", &o, &err);
+        if (rows[i][1]) {
+            assert_int_equal(rc, -1);
+            if (!strstr(err.text, rows[i][1]))
+                fail_msg("error '%s' lacks '%s'", err.text, rows[i][1]);
+            assert_int_equal(t->nsamples, 0);
+        } else {
+            assert_int_equal(rc, 0);
+            assert_int_equal(t->nsamples, 4);
+            assert_int_equal(t->skipped, 2);
+        }
+        pflex_tm_destroy(t);
+    }
 }
 
 static void test_blank_sentinels(void **state)

@@ -508,6 +508,8 @@ int tm_read_smi_lines(pflex_tm_t *t, struct tm_lines *ln, const char *name,
     struct row_key *cache = NULL;
     struct pflex_csv_field *plain = NULL;
     struct runs_plan *plan = NULL;
+    uint32_t *pend_id = NULL;   /* a row's samples not added yet */
+    double *pend_v = NULL;
     char stamp[40];
     size_t stamp_len = SIZE_MAX;   /* none yet */
     double stamp_time = 0;
@@ -523,7 +525,9 @@ int tm_read_smi_lines(pflex_tm_t *t, struct tm_lines *ln, const char *name,
     cols = malloc(ncols * sizeof *cols);
     plain = malloc(ncols * sizeof *plain);
     cache = calloc(ROW_CACHE, sizeof *cache);
-    if (!cols || !plain || !cache) {
+    pend_id = malloc(ncols * sizeof *pend_id);
+    pend_v = malloc(ncols * sizeof *pend_v);
+    if (!cols || !plain || !cache || !pend_id || !pend_v) {
         pflex_error_set(err, "%s: out of memory", name);
         goto out;
     }
@@ -591,13 +595,20 @@ int tm_read_smi_lines(pflex_tm_t *t, struct tm_lines *ln, const char *name,
             }
             time = stamp_time;
         }
+        /* The row's samples are added together (tm_samples), in column
+         * order; what is pending is added before anything else that could
+         * fail or touch the store (a new series, a bad value), so that the
+         * store and the first error are as one tm_sample a value makes. */
         struct row_key *rk = row_key(cache, &k);
+        size_t npend = 0;
         for (size_t i = 0; i < ncols; i++) {
             if (cols[i] < 0 && cols[i] != ID_SWCAP)
                 continue;
             double v;
             int r = smi_value(fv[i].s, fv[i].len, cols[i], &v);
             if (r < 0) {
+                if (tm_samples(t, pend_id, pend_v, npend, time, name, line, err) < 0)
+                    goto out;
                 pflex_error_set(err, "%s:%u: column %zu: '%.*s' is not a value", name, line,
                                 i + 1, (int)(fv[i].len > 40 ? 40 : fv[i].len),
                                 fv[i].s);
@@ -610,6 +621,9 @@ int tm_read_smi_lines(pflex_tm_t *t, struct tm_lines *ln, const char *name,
             k.field = cols[i] == ID_SWCAP ? PFLEX_DCGM_CLOCKS_EVENT_REASONS : cols[i];
             long id = rk ? (long)rk->id[k.field] : -1;
             if (!rk || id == (long)UINT32_MAX) {
+                if (tm_samples(t, pend_id, pend_v, npend, time, name, line, err) < 0)
+                    goto out;
+                npend = 0;
                 size_t before = t->nseries;
                 if ((id = tm_series(t, &k, name, line, err)) < 0)
                     goto out;
@@ -618,9 +632,11 @@ int tm_read_smi_lines(pflex_tm_t *t, struct tm_lines *ln, const char *name,
                 if (rk)
                     rk->id[k.field] = (uint32_t)id;
             }
-            if (tm_sample(t, (uint32_t)id, time, v, name, line, err) < 0)
-                goto out;
+            pend_id[npend] = (uint32_t)id;
+            pend_v[npend++] = v;
         }
+        if (tm_samples(t, pend_id, pend_v, npend, time, name, line, err) < 0)
+            goto out;
     }
     rc = got < 0 ? -1 : 0;
     if (rc == 0)
@@ -630,6 +646,8 @@ out:
     free(plain);
     free(cache);
     free(plan);
+    free(pend_id);
+    free(pend_v);
     pflex_csv_fini(&c);
     return rc;
 }
