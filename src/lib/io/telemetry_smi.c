@@ -405,24 +405,34 @@ static int row_gpu(const char *q, const char *le, int ii, unsigned *g)
  * over them (never the whole input: the read stays one pass): the share
  * of rows each GPU index has and the bytes a row takes, so that every
  * series' run is sized before the read (a series has about its GPU's rows
- * times the columns of its field), with room to spare (PLAN_SLACK), the
- * runs closed up at the end.  Only a hint: a run that overflows ends the
+ * times the columns of its field), with room to spare, the runs closed up
+ * at the end.  The room: PLAN_SLACK of the share the windows counted; or,
+ * when every window lists the GPUs in one cycle (each GPU again after
+ * exactly as many rows as there are GPUs: nvidia-smi's own loop), an equal
+ * share, with PLAN_SLACK_CYCLE and the spread of the windows' rows per
+ * byte to spare (the slack is memory the store touches: its pages are
+ * shared with the next run's).  Only a hint: a run that overflows ends the
  * runs, never the read (the store then appends and pflex_tm_sort groups),
  * and anything unusual (a quote before the index, an index out of range)
  * leaves the store to append as usual. */
 #define PLAN_WINDOWS 16
 #define PLAN_WINDOW (16u << 10)
 #define PLAN_SLACK 1.125
+#define PLAN_SLACK_CYCLE 1.01
 static void plan_runs(pflex_tm_t *t, const struct tm_lines *ln, int ii, const int *cols,
                       size_t ncols, struct runs_plan *pl)
 {
     size_t *rows = calloc(RUN_GPUS, sizeof *rows), mult[PFLEX_DCGM_COUNT] = {0};
+    /* per GPU: the window (+ 1) and the row in it where it was last seen */
+    size_t *last_w = calloc(RUN_GPUS, sizeof *last_w), *last_r = calloc(RUN_GPUS, sizeof *last_r);
+    size_t gap_min = SIZE_MAX, gap_max = 0;     /* rows between a GPU's rows */
     unsigned long long len = tm_lines_left(ln);
     size_t nrows = 0;
     double max_rows = 0;    /* of the whole input, from the densest window */
+    double min_rows = 0;    /* the same from the sparsest */
     char *tmp = malloc(PLAN_WINDOWS * PLAN_WINDOW + 1);
     pl->on = 0;
-    if (!rows || !tmp)
+    if (!rows || !last_w || !last_r || !tmp)
         goto out;
     for (size_t i = 0; i < ncols; i++)
         if (col_field(cols[i]) >= 0)
@@ -454,6 +464,13 @@ static void plan_runs(pflex_tm_t *t, const struct tm_lines *ln, int ii, const in
             if (r < 0)
                 goto out;
             if (r) {
+                if (last_w[g] == w + 1) {
+                    size_t gap = wrows - last_r[g];
+                    gap_min = gap < gap_min ? gap : gap_min;
+                    gap_max = gap > gap_max ? gap : gap_max;
+                }
+                last_w[g] = w + 1;
+                last_r[g] = wrows;
                 rows[g]++;
                 wrows++;
             }
@@ -462,6 +479,7 @@ static void plan_runs(pflex_tm_t *t, const struct tm_lines *ln, int ii, const in
         if (wrows && q > w0) {
             double d = (double)wrows * (double)len / (double)(q - w0);
             max_rows = d > max_rows ? d : max_rows;
+            min_rows = d < min_rows || min_rows == 0 ? d : min_rows;
         }
         nrows += wrows;
     }
@@ -472,11 +490,14 @@ static void plan_runs(pflex_tm_t *t, const struct tm_lines *ln, int ii, const in
         pl->field_rank[f] = mult[f] ? (int32_t)nf++ : -1;
     if (!ng || !nf || !(cap = malloc(ng * nf * sizeof *cap)))
         goto out;
+    int cycle = gap_max > 0 && gap_min == ng && gap_max == ng;
     for (unsigned g = 0; g < RUN_GPUS; g++) {
         if (pl->gpu_rank[g] < 0)
             continue;
         /* the whole input when one window held it, else an estimate */
         size_t est = nw == 1 ? rows[g] :
+                     cycle ? (size_t)(max_rows * PLAN_SLACK_CYCLE * (max_rows / min_rows) /
+                                      (double)ng) + 16 :
                      (size_t)(max_rows * PLAN_SLACK * (double)rows[g] / (double)nrows) + 16;
         for (int f = 0; f < PFLEX_DCGM_COUNT; f++)
             if (pl->field_rank[f] >= 0)
@@ -487,6 +508,8 @@ static void plan_runs(pflex_tm_t *t, const struct tm_lines *ln, int ii, const in
     free(cap);
 out:
     free(rows);
+    free(last_w);
+    free(last_r);
     free(tmp);
 }
 
