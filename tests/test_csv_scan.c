@@ -25,20 +25,21 @@ static void test_marks(void **state)
     for (int it = 0; it < 20000; it++) {
         for (int i = 0; i < 64; i++)
             buf[i] = pick();
-        uint64_t c0 = 0, q0 = 0;
+        uint64_t c0 = 0, q0 = 0, l0 = 0;
         for (int i = 0; i < 64; i++) {
             c0 |= (uint64_t)(buf[i] == ',') << i;
             q0 |= (uint64_t)(buf[i] == '"') << i;
+            l0 |= (uint64_t)(buf[i] == '\n') << i;
         }
-        uint64_t c, q;
-        csv_marks64(buf, &c, &q);
-        assert_true(c == c0 && q == q0);
-        csv_marks64_swar(buf, &c, &q);
-        assert_true(c == c0 && q == q0);
+        uint64_t c, q, l;
+        csv_marks64(buf, &c, &q, &l);
+        assert_true(c == c0 && q == q0 && l == l0);
+        csv_marks64_swar(buf, &c, &q, &l);
+        assert_true(c == c0 && q == q0 && l == l0);
         size_t n = (size_t)rng_int(0, 63);
-        csv_marks_tail(buf, n, &c, &q);
+        csv_marks_tail(buf, n, &c, &q, &l);
         uint64_t keep = ((uint64_t)1 << n) - 1;
-        assert_true(c == (c0 & keep) && q == (q0 & keep));
+        assert_true(c == (c0 & keep) && q == (q0 & keep) && l == (l0 & keep));
         if (c0)
             assert_int_equal(csv_ctz64(c0), __builtin_ctzll(c0));
     }

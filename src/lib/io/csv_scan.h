@@ -58,20 +58,24 @@ static inline unsigned csv_swar_bits(uint64_t m)
     return (unsigned)(((m >> 7) * 0x0102040810204080ull) >> 56);
 }
 
-/* The ',' and '"' among the 64 bytes at s (all readable), as bits 0..63:
- * eight bytes a step, any byte order (the portable form of csv_marks64). */
-static inline void csv_marks64_swar(const char *s, uint64_t *comma, uint64_t *quote)
+/* The ',', '"' and '\n' among the 64 bytes at s (all readable), as bits
+ * 0..63: eight bytes a step, any byte order (the portable form of
+ * csv_marks64). */
+static inline void csv_marks64_swar(const char *s, uint64_t *comma, uint64_t *quote,
+                                    uint64_t *nl)
 {
-    uint64_t c = 0, q = 0;
+    uint64_t c = 0, q = 0, n = 0;
     for (unsigned i = 0; i < 8; i++) {
         uint64_t w = 0;
         for (unsigned b = 0; b < 8; b++)
             w |= (uint64_t)(unsigned char)s[8 * i + b] << (8 * b);
         c |= (uint64_t)csv_swar_bits(csv_swar_eq_all(w, 0x2c2c2c2c2c2c2c2cull)) << (8 * i);
         q |= (uint64_t)csv_swar_bits(csv_swar_eq_all(w, 0x2222222222222222ull)) << (8 * i);
+        n |= (uint64_t)csv_swar_bits(csv_swar_eq_all(w, 0x0a0a0a0a0a0a0a0aull)) << (8 * i);
     }
     *comma = c;
     *quote = q;
+    *nl = n;
 }
 
 #if defined(__SSE2__)
@@ -94,32 +98,37 @@ static inline unsigned csv_ctz64(uint64_t x)
 }
 
 /* csv_marks64_swar, sixteen bytes a step where SSE2 is there. */
-static inline void csv_marks64(const char *s, uint64_t *comma, uint64_t *quote)
+static inline void csv_marks64(const char *s, uint64_t *comma, uint64_t *quote, uint64_t *nl)
 {
 #if defined(__SSE2__)
-    uint64_t c = 0, q = 0;
+    uint64_t c = 0, q = 0, n = 0;
     for (unsigned i = 0; i < 4; i++) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + 16 * i));
         c |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(','))) << (16 * i);
         q |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('"'))) << (16 * i);
+        n |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n'))) << (16 * i);
     }
     *comma = c;
     *quote = q;
+    *nl = n;
 #else
-    csv_marks64_swar(s, comma, quote);
+    csv_marks64_swar(s, comma, quote, nl);
 #endif
 }
 
 /* The same marks for the n < 64 bytes at s (the last bytes readable). */
-static inline void csv_marks_tail(const char *s, size_t n, uint64_t *comma, uint64_t *quote)
+static inline void csv_marks_tail(const char *s, size_t n, uint64_t *comma, uint64_t *quote,
+                                  uint64_t *nl)
 {
-    uint64_t c = 0, q = 0;
+    uint64_t c = 0, q = 0, l = 0;
     for (size_t i = 0; i < n; i++) {
         c |= (uint64_t)(s[i] == ',') << i;
         q |= (uint64_t)(s[i] == '"') << i;
+        l |= (uint64_t)(s[i] == '\n') << i;
     }
     *comma = c;
     *quote = q;
+    *nl = l;
 }
 
 #endif

@@ -250,12 +250,12 @@ static int split_plain(const char *s, size_t n, const char *readable,
     const char *b = s;  /* the field's start */
     size_t k = 0;
     for (size_t off = 0; off < n; off += 64) {
-        uint64_t comma, quote;
+        uint64_t comma, quote, nl;
         size_t left = n - off;
         if (readable - (s + off) >= 64)
-            csv_marks64(s + off, &comma, &quote);
+            csv_marks64(s + off, &comma, &quote, &nl);
         else                /* left < 64: the line is readable */
-            csv_marks_tail(s + off, left, &comma, &quote);
+            csv_marks_tail(s + off, left, &comma, &quote, &nl);
         if (left < 64) {
             comma &= ((uint64_t)1 << left) - 1;
             quote &= ((uint64_t)1 << left) - 1;
@@ -276,6 +276,48 @@ static int split_plain(const char *s, size_t n, const char *readable,
     return 1;
 }
 
+/* The next line of ln when it is a plain row of the header's width (as
+ * split_plain has it) whose '\n' lies within readable: split and taken in
+ * the one scan that also finds its end (no memchr for the line, and its
+ * bytes are looked at once).  0, with ln untouched, for anything else
+ * (and near the end of what was read): tm_lines_next takes it, with its
+ * checks and messages. */
+static int take_plain(struct tm_lines *ln, const char *readable, struct pflex_csv_field *f,
+                      size_t ncols)
+{
+    const char *s = ln->p, *b = s;
+    if (s >= ln->end || *s == '#' || *s == '\r' || *s == '\n')
+        return 0;
+    size_t k = 0;
+    for (size_t off = 0; off <= ln->max; off += 64) {
+        if (readable - (s + off) < 64)
+            return 0;
+        uint64_t comma, quote, nl;
+        csv_marks64(s + off, &comma, &quote, &nl);
+        uint64_t line = nl ? (nl & (~nl + 1)) - 1 : ~(uint64_t)0;   /* before its '\n' */
+        if (quote & line)
+            return 0;
+        for (comma &= line; comma; comma &= comma - 1) {
+            const char *p = s + off + csv_ctz64(comma);
+            if (k + 1 >= ncols)
+                return 0;   /* more fields than the header */
+            plain_field(&f[k++], b, p);
+            b = p + 1;
+        }
+        if (nl) {
+            const char *e = s + off + csv_ctz64(nl);
+            size_t n = (size_t)(e - s) - (e[-1] == '\r');  /* the line's CR is not in it */
+            if (e >= ln->end || n > ln->max || k + 1 != ncols)
+                return 0;
+            plain_field(&f[k], b, s + n);
+            ln->p = e + 1;
+            ln->line++;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* The next CSV record of the buffer, one pass: a plain line of the
  * header's width is split where it lies into plain; any other goes to the
  * tokenizer, and every line it took is held to the line bound too.
@@ -287,12 +329,19 @@ static int next_record(struct tm_lines *ln, pflex_csv_t *c, struct pflex_csv_fie
 {
     const char *s, *at;
     size_t n;
+    /* the bytes that may be read past a line: the buffer's */
+    const char *readable = ln->fd >= 0 ? ln->buf + ln->fill : ln->end;
+    if (plain && take_plain(ln, readable, plain, ncols)) {
+        *fv = plain;
+        *nf = ncols;
+        *line = ln->line;
+        return 1;
+    }
     int got = tm_lines_next(ln, &s, &n, err);
     if (got <= 0)
         return got;
     at = s;     /* where the record starts (streaming may have moved it) */
-    /* the bytes that may be read past the line: the buffer's */
-    const char *readable = ln->fd >= 0 ? ln->buf + ln->fill : ln->end;
+    readable = ln->fd >= 0 ? ln->buf + ln->fill : ln->end;
     if (plain && split_plain(s, n, readable, plain, ncols)) {
         *fv = plain;
         *nf = ncols;
