@@ -132,4 +132,32 @@ static double peers_compare(const char *label, const char *path, int reps,
     return p;
 }
 
+/* read(path) in this process against `wc -l path`, reps pairs in turn
+ * (no other peer between them, so each pair sees about the same machine):
+ * each pair's ratio and the medians of the times and of the ratios. */
+static int peers_pairs(const char *path, int reps, int (*read)(const char *path))
+{
+    double tp[PEER_REPS_MAX], tw[PEER_REPS_MAX], q[PEER_REPS_MAX];
+    char *wc[] = {"wc", "-l", (char *)path, NULL};
+    if (reps > PEER_REPS_MAX)
+        reps = PEER_REPS_MAX;
+    if (reps < 1)
+        reps = 1;
+    printf("  %s, pflex / wc -l, pair by pair:", path);
+    for (int r = 0; r < reps; r++) {
+        double t0 = peer_cpu_self();
+        if (read(path) < 0)
+            return -1;
+        tp[r] = peer_cpu_self() - t0;
+        if ((tw[r] = peer_run(wc, NULL)) <= 0)
+            return -1;
+        q[r] = tp[r] / tw[r];
+        printf(" x%.1f", q[r]);
+    }
+    double p = peer_median(tp, reps), w = peer_median(tw, reps), m = peer_median(q, reps);
+    printf("\n  medians of %d pairs: pflex %.3f s, wc -l %.3f s, ratio x%.1f "
+           "(ratio of the medians x%.1f)\n", reps, p, w, m, p / w);
+    return 0;
+}
+
 #endif

@@ -71,6 +71,9 @@ echo "== readers: pflex beside wc -l (the floor), promtool and a Python loop; CP
 TB=$BUILD/bench/telemetry_bench
 "$TB" readers "$D" 3
 "$BUILD/bench/sweep_read_bench" peers "$D" 3
+echo "== the same 1M-line readers against wc -l alone, pair by pair (no Python between: memory the last pair freed is still warm) =="
+"$TB" pairs "$D/smi-1000000.csv" 5
+"$BUILD/bench/sweep_read_bench" pairs "$D/sweep-1000000.csv" 5
 "$BUILD/bench/alloc_bench" jobs "$D" 1000000 3
 echo "== telemetry: training on 10,000 jobs, predicting 100,000 =="
 "$TB" model 10000 100000 3

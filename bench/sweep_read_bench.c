@@ -16,7 +16,10 @@
  *                 a sweep of jobs at 8 caps, 100k and 1M rows (written to
  *                 DIR when missing, seeded): pflex_sweep_read_file beside
  *                 wc -l and a Python csv loop summing the same columns, as
- *                 ratios, and the growth per 10x rows */
+ *                 ratios, and the growth per 10x rows
+ *   sweep_read_bench pairs FILE REPS
+ *                 pflex_sweep_read_file(FILE) and `wc -l FILE` in turn,
+ *                 REPS pairs (at most 15): each pair's ratio, the median */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +151,8 @@ int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "peers"))
         return peers(argv[2], atoi(argv[3]));
+    if (argc == 4 && !strcmp(argv[1], "pairs"))
+        return peers_pairs(argv[2], atoi(argv[3]), read_sweep) < 0;
     size_t def[] = {40000, 80000, 160000, 1000000}, sizes[16];
     size_t nsizes = 0;
     for (int i = 1; i < argc && nsizes < 16; i++)

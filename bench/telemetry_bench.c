@@ -21,6 +21,10 @@
  *                         read FILE into a store and sort it, once (for
  *                         timing the whole process from outside, e.g.
  *                         /usr/bin/time, beside wc -l)
+ *   telemetry_bench pairs FILE REPS
+ *                         read + sort FILE in this process and `wc -l FILE`
+ *                         in turn, REPS pairs (at most 15): each pair's
+ *                         ratio, the median ratio
  *   telemetry_bench model JOBS PREDICT REPS
  *                         time fitting a ridge PFI + curve model on JOBS
  *                         synthetic jobs and predicting PREDICT jobs
@@ -260,12 +264,14 @@ int main(int argc, char **argv)
         return bench_readers(argv[2], atoi(argv[3]));
     if (argc == 3 && !strcmp(argv[1], "once"))
         return read_store(argv[2]) < 0;
+    if (argc == 4 && !strcmp(argv[1], "pairs"))
+        return peers_pairs(argv[2], atoi(argv[3]), read_store) < 0;
     if (argc == 4 && !strcmp(argv[1], "read"))
         return bench_read(argv[2], atoi(argv[3]));
     if (argc == 5 && !strcmp(argv[1], "model"))
         return bench_model((size_t)atol(argv[2]), (size_t)atol(argv[3]), atoi(argv[4]));
     fprintf(stderr, "usage: telemetry_bench gen NODES GPUS METRICS SEED FILE | gen-smi ROWS GPUS SEED FILE | "
-                    "read FILE REPS | readers DIR REPS | once FILE | "
+                    "read FILE REPS | readers DIR REPS | once FILE | pairs FILE REPS | "
                     "model JOBS PREDICT REPS\n");
     return 2;
 }

@@ -395,6 +395,35 @@ static void test_limits(void **state)
     assert_non_null(strstr(err.text, "many:4: more than 3 series"));
     assert_int_equal(t->nseries, 0);
     pflex_tm_destroy(t);
+    /* nvidia-smi adds a row's samples together: the first error of a row
+     * is still the one its values meet in column order (the sample limit
+     * at column 2 before a bad column 4; a bad column 2 before the limit) */
+    static const char *const rows[][2] = {
+        {"index, power.draw [W], utilization.gpu [%], temperature.gpu\n0, 1 W, 2 %, 3\n"
+         "1, 4 W, 5 %, x\n", "smi:3: more than 4 samples (limit)"},
+        {"index, power.draw [W], utilization.gpu [%], temperature.gpu\n0, 1 W, 2 %, 3\n"
+         "1, x W, 5 %, 6\n", "smi:3: column 2: 'x W' is not a value"},
+        {"index, power.draw [W], utilization.gpu [%], temperature.gpu\n0, 1 W, 2 %, 3\n"
+         "0, 4 W, [N/A], [N/A]\n", NULL},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        struct pflex_tm_limits sl = {0};
+        sl.max_samples = 4;
+        t = pflex_tm_create(&sl);
+        o.format = PFLEX_TMF_SMI;
+        int rc = pflex_tm_read_mem(t, rows[i][0], strlen(rows[i][0]), "smi", &o, &err);
+        if (rows[i][1]) {
+            assert_int_equal(rc, -1);
+            if (!strstr(err.text, rows[i][1]))
+                fail_msg("error '%s' lacks '%s'", err.text, rows[i][1]);
+            assert_int_equal(t->nsamples, 0);
+        } else {
+            assert_int_equal(rc, 0);
+            assert_int_equal(t->nsamples, 4);
+            assert_int_equal(t->skipped, 2);
+        }
+        pflex_tm_destroy(t);
+    }
 }
 
 static void test_blank_sentinels(void **state)
@@ -614,6 +643,62 @@ static void test_smi_runs(void **state)
 
 /* nvidia-smi rows whose every value is no data: the runs laid out for them
  * end with no series, and the read is empty, its cells counted. */
+/* nvidia-smi files past the plan's windows (256 KiB) whose GPUs come in one
+ * cycle (the runs are sized tight), one where a GPU stops half-way (not a
+ * cycle in every window) and one with a stretch of shorter rows that no
+ * window sees (the windows misjudge the rows: a run overflows and the store
+ * appends): each reads as the same samples added one by one. */
+static void test_smi_cycle_plan(void **state)
+{
+    (void)state;
+    enum { NG = 8, TICKS = 6000 };
+    for (int variant = 0; variant < 3; variant++) {
+        size_t cap = (size_t)TICKS * NG * 96 + 256, len = 0;
+        char *txt = malloc(cap);
+        assert_non_null(txt);
+        pflex_tm_t *want = pflex_tm_create(NULL);
+        pflex_error_t err;
+        len += (size_t)snprintf(txt, cap, "index, power.draw [W], utilization.gpu [%%]\n");
+        int row = 0;   /* no time column: a row's time is its number */
+        for (int k = 0; k < TICKS; k++)
+            for (int g = 0; g < NG; g++) {
+                if (variant == 1 && g == 5 && k >= TICKS / 2)
+                    continue;
+                /* variant 2: short rows between two windows (about half-way) */
+                int dense = variant == 2 && k >= TICKS * 48 / 100 && k < TICKS * 53 / 100;
+                double w = variant == 2 && !dense ? 100000000000.25 + k : 300.5 + g;
+                int u = (k * 7 + g) % 101;
+                len += (size_t)snprintf(txt + len, cap - len, "%d, %.2f W, %d %%\n", g, w, u);
+                assert_int_equal(pflex_tm_add(want, NULL, "", g, NULL, PFLEX_DCGM_POWER_USAGE, row,
+                                              w, &err), 0);
+                assert_int_equal(pflex_tm_add(want, NULL, "", g, NULL, PFLEX_DCGM_GPU_UTIL, row,
+                                              u, &err), 0);
+                row++;
+            }
+        assert_true(len > 256 << 10 && len < cap);
+        pflex_tm_t *t = pflex_tm_create(NULL);
+        struct pflex_tm_read_opts o = {0};
+        o.format = PFLEX_TMF_SMI;
+        assert_int_equal(pflex_tm_read_mem(t, txt, len, "cycle.csv", &o, &err), 0);
+        assert_int_equal(pflex_tm_sort(t, &err), 0);
+        assert_int_equal(pflex_tm_sort(want, &err), 0);
+        assert_int_equal(t->nseries, want->nseries);
+        assert_int_equal(t->nsamples, want->nsamples);
+        for (size_t i = 0; i < t->nseries; i++) {
+            assert_int_equal(t->series[i].gpu, want->series[i].gpu);
+            assert_int_equal(t->series[i].field, want->series[i].field);
+        }
+        for (size_t i = 0; i < t->nsamples; i++) {
+            assert_int_equal(t->samples[i].series, want->samples[i].series);
+            assert_dbl(t->samples[i].time_s, want->samples[i].time_s, 0);
+            assert_dbl(t->samples[i].value, want->samples[i].value, 0);
+        }
+        pflex_tm_destroy(t);
+        pflex_tm_destroy(want);
+        free(txt);
+    }
+}
+
 static void test_smi_no_data(void **state)
 {
     (void)state;
@@ -857,6 +942,7 @@ int main(void)
         cmocka_unit_test(test_blank_sentinels),
         cmocka_unit_test(test_sorted_unsorted),
         cmocka_unit_test(test_smi_runs),
+        cmocka_unit_test(test_smi_cycle_plan),
         cmocka_unit_test(test_smi_no_data),
         cmocka_unit_test(test_many_series),
         cmocka_unit_test(test_fetch),

@@ -13,6 +13,7 @@
 #include <string.h>
 #include "pflex/io/csv.h"
 #include "pflex/io/sweep.h"
+#include "lib/io/csv_scan.h"
 #include "lib/util/grow.h"
 
 void pflex_csv_init(pflex_csv_t *c, const char *buf, size_t len, const char *name)
@@ -82,8 +83,8 @@ int pflex_csv_split_line(pflex_csv_t *c, const char *s, size_t len, unsigned lin
     c->scratch_len = 0;
     for (;;) {
         const char *f = s;
-        while (s < e && *s != ',')
-            s++;
+        while ((s = csv_find_delim(s, e)) < e && *s != ',')
+            s++;        /* a '\n' the caller left in: part of the field */
         size_t n = (size_t)(s - f);
         if (s == e && n && f[n - 1] == '\r')     /* CRLF: as pflex_csv_next */
             n--;

@@ -32,6 +32,7 @@
 #endif
 #include "pflex/io/csv.h"
 #include "pflex/io/sweep.h"
+#include "lib/io/csv_scan.h"
 #include "lib/util/bigmem.h"
 #include "lib/util/grow.h"
 
@@ -1462,39 +1463,6 @@ static int is_blank(char ch)
     return ch == ' ' || ch == '\t' || ch == '\r';
 }
 
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define SWAR 1
-/* The bytes of w equal to the byte repeated in pat, as their top bits; the
- * lowest one set is exact (a borrow only flags bytes above a match). */
-static inline uint64_t swar_eq(uint64_t w, uint64_t pat)
-{
-    uint64_t x = w ^ pat;
-    return (x - 0x0101010101010101ull) & ~x & 0x8080808080808080ull;
-}
-#else
-#define SWAR 0
-#endif
-
-/* The first ',', '\n' or '"' in [s, end), or end: eight bytes at a time
- * where the compiler and byte order allow. */
-static inline const char *find_delim(const char *s, const char *end)
-{
-#if SWAR
-    while (end - s >= 8) {
-        uint64_t w;
-        memcpy(&w, s, 8);
-        uint64_t m = swar_eq(w, 0x2c2c2c2c2c2c2c2cull) | swar_eq(w, 0x0a0a0a0a0a0a0a0aull)
-                     | swar_eq(w, 0x2222222222222222ull);
-        if (m)
-            return s + (__builtin_ctzll(m) >> 3);
-        s += 8;
-    }
-#endif
-    while (s < end && *s != ',' && *s != '\n' && *s != '"')
-        s++;
-    return s;
-}
-
 /* The numbers read while a row is split are short plain decimals, those
  * pflex_parse_double's short path takes (csv.c): digits and at most one
  * point, a digit at least, at most 15 characters; the mantissa and its
@@ -1580,9 +1548,9 @@ static int split_row(struct src *src, const char *s, const char *end, unsigned l
                 else
                     break;
             }
-            s = *q == ',' || *q == '\n' || *q == '"' ? q : find_delim(q, end);
+            s = *q == ',' || *q == '\n' || *q == '"' ? q : csv_find_delim(q, end);
         } else {
-            s = find_delim(s, end);
+            s = csv_find_delim(s, end);
         }
         if (s == end || *s == '"')
             return 0;
@@ -1609,7 +1577,7 @@ static int split_row(struct src *src, const char *s, const char *end, unsigned l
         }
         s++;
         if (k + 1 == need) {    /* the rest of the line: its end, no quote */
-            while ((s = find_delim(s, end)) < end && *s == ',')
+            while ((s = csv_find_delim(s, end)) < end && *s == ',')
                 s++;
             if (s == end || *s == '"')
                 return 0;
@@ -1625,7 +1593,7 @@ static int split_row(struct src *src, const char *s, const char *end, unsigned l
     return 1;
 }
 
-#if SWAR && defined(__SSE2__)
+#if CSV_SWAR && defined(__SSE2__)
 #define WINDOW 64
 
 /* Bits i of the 16 bytes in v equal to ch. */

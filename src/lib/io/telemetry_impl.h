@@ -24,6 +24,11 @@ long tm_series(pflex_tm_t *t, const struct tm_key *k, const char *name, unsigned
 /* Add a sample of series (an index from tm_series). */
 int tm_sample(pflex_tm_t *t, uint32_t series, double time_s, double value, const char *name,
               unsigned line, pflex_error_t *err);
+/* tm_sample for n samples of one time, series[i] with value[i], in that
+ * order: the same samples, the same error at the same sample; a row's
+ * checks made once. */
+int tm_samples(pflex_tm_t *t, const uint32_t *series, const double *value, size_t n,
+               double time_s, const char *name, unsigned line, pflex_error_t *err);
 /* Room for about series more series (an estimate from the input; bounded
  * by the limit): the table is sized once instead of grown on the way. */
 void tm_reserve(pflex_tm_t *t, size_t series);

@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <time.h>
 #include "pflex/io/csv.h"
+#include "lib/io/csv_scan.h"
 #include "lib/io/telemetry_impl.h"
 
 enum { ID_NONE = -1, ID_TIME = -2, ID_INDEX = -3, ID_UUID = -4, ID_SWCAP = -5 };
@@ -225,35 +226,96 @@ static int smi_value(const char *s, size_t len, int id, double *v)
     return tm_parse_double(s, n, v) < 0 ? -1 : 1;
 }
 
-/* A plain line (not blank, not a comment, no quote) of exactly ncols
- * fields, split where it lies into f[0..ncols), each trimmed of blanks as
- * the tokenizer trims them.  0 for any other line: the tokenizer judges
- * it (and words the error). */
-static int split_plain(const char *s, size_t n, struct pflex_csv_field *f, size_t ncols)
+static void plain_field(struct pflex_csv_field *f, const char *b, const char *e)
 {
-    if (!n || *s == '#' || *s == '\r' || memchr(s, '"', n))
+    while (b < e && (*b == ' ' || *b == '\t'))
+        b++;
+    while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
+        e--;
+    f->s = b;
+    f->len = (size_t)(e - b);
+}
+
+/* A plain line s[0..n) (not blank, not a comment, no quote) of exactly
+ * ncols fields, split where it lies into f[0..ncols), each trimmed of
+ * blanks as the tokenizer trims them.  0 for any other line: the tokenizer
+ * judges it (and words the error).  The commas and quotes of 64 bytes are
+ * found at once (csv_marks64; readable: the end of the bytes that may be
+ * read, past the line), so that no field's end waits on a byte loop. */
+static int split_plain(const char *s, size_t n, const char *readable,
+                       struct pflex_csv_field *f, size_t ncols)
+{
+    if (!n || *s == '#' || *s == '\r')
         return 0;
-    const char *p = s, *e = s + n;
+    const char *b = s;  /* the field's start */
     size_t k = 0;
-    for (;;) {
-        const char *b = p;
-        p = memchr(p, ',', (size_t)(e - p));
-        if (!p)
-            p = e;
-        if (k == ncols)
+    for (size_t off = 0; off < n; off += 64) {
+        uint64_t comma, quote, nl;
+        size_t left = n - off;
+        if (readable - (s + off) >= 64)
+            csv_marks64(s + off, &comma, &quote, &nl);
+        else                /* left < 64: the line is readable */
+            csv_marks_tail(s + off, left, &comma, &quote, &nl);
+        if (left < 64) {
+            comma &= ((uint64_t)1 << left) - 1;
+            quote &= ((uint64_t)1 << left) - 1;
+        }
+        if (quote)
             return 0;
-        const char *fe = p;
-        while (b < fe && (*b == ' ' || *b == '\t'))
-            b++;
-        while (fe > b && (fe[-1] == ' ' || fe[-1] == '\t'))
-            fe--;
-        f[k].s = b;
-        f[k].len = (size_t)(fe - b);
-        k++;
-        if (p == e)
-            return k == ncols;
-        p++;
+        for (; comma; comma &= comma - 1) {
+            const char *p = s + off + csv_ctz64(comma);
+            if (k + 1 >= ncols)
+                return 0;   /* more fields than the header */
+            plain_field(&f[k++], b, p);
+            b = p + 1;
+        }
     }
+    if (k + 1 != ncols)
+        return 0;
+    plain_field(&f[k], b, s + n);
+    return 1;
+}
+
+/* The next line of ln when it is a plain row of the header's width (as
+ * split_plain has it) whose '\n' lies within readable: split and taken in
+ * the one scan that also finds its end (no memchr for the line, and its
+ * bytes are looked at once).  0, with ln untouched, for anything else
+ * (and near the end of what was read): tm_lines_next takes it, with its
+ * checks and messages. */
+static int take_plain(struct tm_lines *ln, const char *readable, struct pflex_csv_field *f,
+                      size_t ncols)
+{
+    const char *s = ln->p, *b = s;
+    if (s >= ln->end || *s == '#' || *s == '\r' || *s == '\n')
+        return 0;
+    size_t k = 0;
+    for (size_t off = 0; off <= ln->max; off += 64) {
+        if (readable - (s + off) < 64)
+            return 0;
+        uint64_t comma, quote, nl;
+        csv_marks64(s + off, &comma, &quote, &nl);
+        uint64_t line = nl ? (nl & (~nl + 1)) - 1 : ~(uint64_t)0;   /* before its '\n' */
+        if (quote & line)
+            return 0;
+        for (comma &= line; comma; comma &= comma - 1) {
+            const char *p = s + off + csv_ctz64(comma);
+            if (k + 1 >= ncols)
+                return 0;   /* more fields than the header */
+            plain_field(&f[k++], b, p);
+            b = p + 1;
+        }
+        if (nl) {
+            const char *e = s + off + csv_ctz64(nl);
+            size_t n = (size_t)(e - s) - (e[-1] == '\r');  /* the line's CR is not in it */
+            if (e >= ln->end || n > ln->max || k + 1 != ncols)
+                return 0;
+            plain_field(&f[k], b, s + n);
+            ln->p = e + 1;
+            ln->line++;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* The next CSV record of the buffer, one pass: a plain line of the
@@ -267,11 +329,20 @@ static int next_record(struct tm_lines *ln, pflex_csv_t *c, struct pflex_csv_fie
 {
     const char *s, *at;
     size_t n;
+    /* the bytes that may be read past a line: the buffer's */
+    const char *readable = ln->fd >= 0 ? ln->buf + ln->fill : ln->end;
+    if (plain && take_plain(ln, readable, plain, ncols)) {
+        *fv = plain;
+        *nf = ncols;
+        *line = ln->line;
+        return 1;
+    }
     int got = tm_lines_next(ln, &s, &n, err);
     if (got <= 0)
         return got;
     at = s;     /* where the record starts (streaming may have moved it) */
-    if (plain && split_plain(s, n, plain, ncols)) {
+    readable = ln->fd >= 0 ? ln->buf + ln->fill : ln->end;
+    if (plain && split_plain(s, n, readable, plain, ncols)) {
         *fv = plain;
         *nf = ncols;
         *line = ln->line;
@@ -383,24 +454,34 @@ static int row_gpu(const char *q, const char *le, int ii, unsigned *g)
  * over them (never the whole input: the read stays one pass): the share
  * of rows each GPU index has and the bytes a row takes, so that every
  * series' run is sized before the read (a series has about its GPU's rows
- * times the columns of its field), with room to spare (PLAN_SLACK), the
- * runs closed up at the end.  Only a hint: a run that overflows ends the
+ * times the columns of its field), with room to spare, the runs closed up
+ * at the end.  The room: PLAN_SLACK of the share the windows counted; or,
+ * when every window lists the GPUs in one cycle (each GPU again after
+ * exactly as many rows as there are GPUs: nvidia-smi's own loop), an equal
+ * share, with PLAN_SLACK_CYCLE and the spread of the windows' rows per
+ * byte to spare (the slack is memory the store touches: its pages are
+ * shared with the next run's).  Only a hint: a run that overflows ends the
  * runs, never the read (the store then appends and pflex_tm_sort groups),
  * and anything unusual (a quote before the index, an index out of range)
  * leaves the store to append as usual. */
 #define PLAN_WINDOWS 16
 #define PLAN_WINDOW (16u << 10)
 #define PLAN_SLACK 1.125
+#define PLAN_SLACK_CYCLE 1.01
 static void plan_runs(pflex_tm_t *t, const struct tm_lines *ln, int ii, const int *cols,
                       size_t ncols, struct runs_plan *pl)
 {
     size_t *rows = calloc(RUN_GPUS, sizeof *rows), mult[PFLEX_DCGM_COUNT] = {0};
+    /* per GPU: the window (+ 1) and the row in it where it was last seen */
+    size_t *last_w = calloc(RUN_GPUS, sizeof *last_w), *last_r = calloc(RUN_GPUS, sizeof *last_r);
+    size_t gap_min = SIZE_MAX, gap_max = 0;     /* rows between a GPU's rows */
     unsigned long long len = tm_lines_left(ln);
     size_t nrows = 0;
     double max_rows = 0;    /* of the whole input, from the densest window */
+    double min_rows = 0;    /* the same from the sparsest */
     char *tmp = malloc(PLAN_WINDOWS * PLAN_WINDOW + 1);
     pl->on = 0;
-    if (!rows || !tmp)
+    if (!rows || !last_w || !last_r || !tmp)
         goto out;
     for (size_t i = 0; i < ncols; i++)
         if (col_field(cols[i]) >= 0)
@@ -432,6 +513,13 @@ static void plan_runs(pflex_tm_t *t, const struct tm_lines *ln, int ii, const in
             if (r < 0)
                 goto out;
             if (r) {
+                if (last_w[g] == w + 1) {
+                    size_t gap = wrows - last_r[g];
+                    gap_min = gap < gap_min ? gap : gap_min;
+                    gap_max = gap > gap_max ? gap : gap_max;
+                }
+                last_w[g] = w + 1;
+                last_r[g] = wrows;
                 rows[g]++;
                 wrows++;
             }
@@ -440,6 +528,7 @@ static void plan_runs(pflex_tm_t *t, const struct tm_lines *ln, int ii, const in
         if (wrows && q > w0) {
             double d = (double)wrows * (double)len / (double)(q - w0);
             max_rows = d > max_rows ? d : max_rows;
+            min_rows = d < min_rows || min_rows == 0 ? d : min_rows;
         }
         nrows += wrows;
     }
@@ -450,11 +539,14 @@ static void plan_runs(pflex_tm_t *t, const struct tm_lines *ln, int ii, const in
         pl->field_rank[f] = mult[f] ? (int32_t)nf++ : -1;
     if (!ng || !nf || !(cap = malloc(ng * nf * sizeof *cap)))
         goto out;
+    int cycle = gap_max > 0 && gap_min == ng && gap_max == ng;
     for (unsigned g = 0; g < RUN_GPUS; g++) {
         if (pl->gpu_rank[g] < 0)
             continue;
         /* the whole input when one window held it, else an estimate */
         size_t est = nw == 1 ? rows[g] :
+                     cycle ? (size_t)(max_rows * PLAN_SLACK_CYCLE * (max_rows / min_rows) /
+                                      (double)ng) + 16 :
                      (size_t)(max_rows * PLAN_SLACK * (double)rows[g] / (double)nrows) + 16;
         for (int f = 0; f < PFLEX_DCGM_COUNT; f++)
             if (pl->field_rank[f] >= 0)
@@ -465,6 +557,8 @@ static void plan_runs(pflex_tm_t *t, const struct tm_lines *ln, int ii, const in
     free(cap);
 out:
     free(rows);
+    free(last_w);
+    free(last_r);
     free(tmp);
 }
 
@@ -486,6 +580,8 @@ int tm_read_smi_lines(pflex_tm_t *t, struct tm_lines *ln, const char *name,
     struct row_key *cache = NULL;
     struct pflex_csv_field *plain = NULL;
     struct runs_plan *plan = NULL;
+    uint32_t *pend_id = NULL;   /* a row's samples not added yet */
+    double *pend_v = NULL;
     char stamp[40];
     size_t stamp_len = SIZE_MAX;   /* none yet */
     double stamp_time = 0;
@@ -501,7 +597,9 @@ int tm_read_smi_lines(pflex_tm_t *t, struct tm_lines *ln, const char *name,
     cols = malloc(ncols * sizeof *cols);
     plain = malloc(ncols * sizeof *plain);
     cache = calloc(ROW_CACHE, sizeof *cache);
-    if (!cols || !plain || !cache) {
+    pend_id = malloc(ncols * sizeof *pend_id);
+    pend_v = malloc(ncols * sizeof *pend_v);
+    if (!cols || !plain || !cache || !pend_id || !pend_v) {
         pflex_error_set(err, "%s: out of memory", name);
         goto out;
     }
@@ -569,13 +667,20 @@ int tm_read_smi_lines(pflex_tm_t *t, struct tm_lines *ln, const char *name,
             }
             time = stamp_time;
         }
+        /* The row's samples are added together (tm_samples), in column
+         * order; what is pending is added before anything else that could
+         * fail or touch the store (a new series, a bad value), so that the
+         * store and the first error are as one tm_sample a value makes. */
         struct row_key *rk = row_key(cache, &k);
+        size_t npend = 0;
         for (size_t i = 0; i < ncols; i++) {
             if (cols[i] < 0 && cols[i] != ID_SWCAP)
                 continue;
             double v;
             int r = smi_value(fv[i].s, fv[i].len, cols[i], &v);
             if (r < 0) {
+                if (tm_samples(t, pend_id, pend_v, npend, time, name, line, err) < 0)
+                    goto out;
                 pflex_error_set(err, "%s:%u: column %zu: '%.*s' is not a value", name, line,
                                 i + 1, (int)(fv[i].len > 40 ? 40 : fv[i].len),
                                 fv[i].s);
@@ -588,6 +693,9 @@ int tm_read_smi_lines(pflex_tm_t *t, struct tm_lines *ln, const char *name,
             k.field = cols[i] == ID_SWCAP ? PFLEX_DCGM_CLOCKS_EVENT_REASONS : cols[i];
             long id = rk ? (long)rk->id[k.field] : -1;
             if (!rk || id == (long)UINT32_MAX) {
+                if (tm_samples(t, pend_id, pend_v, npend, time, name, line, err) < 0)
+                    goto out;
+                npend = 0;
                 size_t before = t->nseries;
                 if ((id = tm_series(t, &k, name, line, err)) < 0)
                     goto out;
@@ -596,9 +704,11 @@ int tm_read_smi_lines(pflex_tm_t *t, struct tm_lines *ln, const char *name,
                 if (rk)
                     rk->id[k.field] = (uint32_t)id;
             }
-            if (tm_sample(t, (uint32_t)id, time, v, name, line, err) < 0)
-                goto out;
+            pend_id[npend] = (uint32_t)id;
+            pend_v[npend++] = v;
         }
+        if (tm_samples(t, pend_id, pend_v, npend, time, name, line, err) < 0)
+            goto out;
     }
     rc = got < 0 ? -1 : 0;
     if (rc == 0)
@@ -608,6 +718,8 @@ out:
     free(plain);
     free(cache);
     free(plan);
+    free(pend_id);
+    free(pend_v);
     pflex_csv_fini(&c);
     return rc;
 }

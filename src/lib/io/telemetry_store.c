@@ -683,6 +683,32 @@ int tm_sample(pflex_tm_t *t, uint32_t series, double time_s, double value, const
     return 0;
 }
 
+int tm_samples(pflex_tm_t *t, const uint32_t *series, const double *value, size_t n,
+               double time_s, const char *name, unsigned line, pflex_error_t *err)
+{
+    struct store *st = t->priv;
+    size_t i = 0;
+    if (st->runs_on && n <= st->lim.max_samples - t->nsamples) {
+        /* tm_sample's runs path, the checks that hold for the row hoisted */
+        struct pflex_tm_sample *base = st->runs.p;
+        for (; i < n; i++) {
+            uint32_t s = series[i];
+            uint32_t slot = s < st->slot_of_cap ? st->slot_of[s] : NO_SERIES;
+            if (slot == NO_SERIES || st->run_len[slot] >= st->run_cap[slot])
+                break;
+            struct pflex_tm_sample *m = base + st->run_start[slot] + st->run_len[slot]++;
+            m->time_s = time_s;
+            m->value = value[i];
+            m->series = s;
+        }
+        t->nsamples += i;
+    }
+    for (; i < n; i++)
+        if (tm_sample(t, series[i], time_s, value[i], name, line, err) < 0)
+            return -1;
+    return 0;
+}
+
 int tm_add(pflex_tm_t *t, const struct tm_key *k, double time_s, double value,
            const char *name, unsigned line, pflex_error_t *err)
 {
