@@ -158,13 +158,6 @@ static void headers_free(struct curl_slist *hdr)
     curl_slist_free_all(hdr);
 }
 
-static void call_fail(struct pflex_http_call *call, const char *why)
-{
-    call->ok = 0;
-    call->status = 0;
-    snprintf(call->error, sizeof call->error, "%.*s", (int)sizeof call->error - 1, why);
-}
-
 /* Start call on a free slot: 0, or -1 with the call failed (the slot stays
  * free). */
 static int start(pflex_http_client_t *c, struct slot *s, struct pflex_http_call *call)
@@ -180,7 +173,7 @@ static int start(pflex_http_client_t *c, struct slot *s, struct pflex_http_call 
     else
         curl_easy_reset(s->h);
     if (!s->h) {
-        call_fail(call, "cannot start libcurl");
+        pflex_h1_call_fail(call, "cannot start libcurl");
         return -1;
     }
     CURL *h = s->h;
@@ -216,7 +209,7 @@ static int start(pflex_http_client_t *c, struct slot *s, struct pflex_http_call 
 #undef ADD
     if (oom) {
         headers_free(hdr);
-        call_fail(call, "out of memory");
+        pflex_h1_call_fail(call, "out of memory");
         return -1;
     }
     s->hdr = hdr;
@@ -250,7 +243,7 @@ static int start(pflex_http_client_t *c, struct slot *s, struct pflex_http_call 
     if (curl_multi_add_handle(c->m, h) != CURLM_OK) {
         headers_free(s->hdr);
         s->hdr = NULL;
-        call_fail(call, "libcurl refused the request");
+        pflex_h1_call_fail(call, "libcurl refused the request");
         return -1;
     }
     s->call = call;
@@ -271,20 +264,13 @@ static void finish(pflex_http_client_t *c, struct slot *s, CURLcode rc)
         call->resp_len = s->sink.len;
         call->ok = call->resp != NULL;
         if (!call->ok)
-            call_fail(call, "out of memory");
+            pflex_h1_call_fail(call, "out of memory");
     } else {
         free(s->sink.buf);
-        call->too_big = s->sink.over || rc == CURLE_FILESIZE_EXCEEDED;
-        if (call->too_big) {
-            size_t m = c->o.max_response;
-            char why[64];
-            if (m % (1u << 20) == 0)
-                snprintf(why, sizeof why, "answer over %zu MiB", m >> 20);
-            else
-                snprintf(why, sizeof why, "answer over %zu bytes", m);
-            call_fail(call, why);
-        } else
-            call_fail(call, curl_easy_strerror(rc));
+        if (s->sink.over || rc == CURLE_FILESIZE_EXCEEDED)
+            pflex_h1_call_too_big(call, c->o.max_response);
+        else
+            pflex_h1_call_fail(call, curl_easy_strerror(rc));
     }
     s->sink = (struct sink){0};
     curl_multi_remove_handle(c->m, s->h);
@@ -333,12 +319,12 @@ static long curl_run(pflex_http_client_t *c, struct pflex_http_call *calls, cons
                 if (c->slots[i].call) {
                     struct pflex_http_call *call = c->slots[i].call;
                     finish(c, &c->slots[i], CURLE_ABORTED_BY_CALLBACK);
-                    call_fail(call, err->text);
+                    pflex_h1_call_fail(call, err->text);
                     if (done)
                         done(ud, call);
                 }
             for (; next < n; next = curl_next(mine, next + 1, n)) {
-                call_fail(&calls[next], err->text);
+                pflex_h1_call_fail(&calls[next], err->text);
                 calls[next].resp = NULL;
                 if (done)
                     done(ud, &calls[next]);

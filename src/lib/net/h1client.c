@@ -372,11 +372,22 @@ static int write_request(struct pflex_h1 *e, struct slot *s, const struct pflex_
     return 0;
 }
 
-static void call_fail(struct pflex_http_call *call, const char *why)
+void pflex_h1_call_fail(struct pflex_http_call *call, const char *why)
 {
     call->ok = 0;
     call->status = 0;
     snprintf(call->error, sizeof call->error, "%.*s", (int)sizeof call->error - 1, why);
+}
+
+void pflex_h1_call_too_big(struct pflex_http_call *call, size_t max)
+{
+    char why[64];
+    if (max % (1u << 20) == 0)
+        snprintf(why, sizeof why, "answer over %zu MiB", max >> 20);
+    else
+        snprintf(why, sizeof why, "answer over %zu bytes", max);
+    call->too_big = 1;
+    pflex_h1_call_fail(call, why);
 }
 
 /* The request's secret (its Authorization line) wiped from the slot. */
@@ -405,22 +416,15 @@ static void finish(struct pflex_h1 *e, struct slot *s, CURLcode code, int too_bi
             call->status = s->status;
             call->ok = 1;
         } else
-            call_fail(call, "out of memory");
+            pflex_h1_call_fail(call, "out of memory");
         /* nothing may follow an answer on a connection kept */
         size_t used = s->body == BODY_CHUNKED ? s->head_end + s->ck_in : s->head_end + len;
         keep = call->ok && !s->close_after && s->body != BODY_TO_CLOSE && used == s->in_len
                && s->sent == s->req_len;
     } else if (too_big) {
-        call->too_big = 1;
-        size_t m = e->o.max_response;
-        char why[64];
-        if (m % (1u << 20) == 0)
-            snprintf(why, sizeof why, "answer over %zu MiB", m >> 20);
-        else
-            snprintf(why, sizeof why, "answer over %zu bytes", m);
-        call_fail(call, why);
+        pflex_h1_call_too_big(call, e->o.max_response);
     } else
-        call_fail(call, curl_easy_strerror(code));
+        pflex_h1_call_fail(call, curl_easy_strerror(code));
     if (k) {
         if (keep && watch(e, k, EPOLLIN) == 0)
             cache_put(e, k);

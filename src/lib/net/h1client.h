@@ -31,4 +31,11 @@ int pflex_h1_takes(const struct pflex_http_call *call);
 long pflex_h1_run(struct pflex_h1 *e, struct pflex_http_call *calls, const unsigned char *mine, size_t n,
             pflex_http_done_fn done, void *ud, unsigned long *requests, unsigned long *connects);
 
+/* Fail call with why (cut to call->error's room): ok and status 0. */
+void pflex_h1_call_fail(struct pflex_http_call *call, const char *why);
+
+/* Fail call as an answer over max bytes ("answer over N MiB" or "... N
+ * bytes"), too_big set. */
+void pflex_h1_call_too_big(struct pflex_http_call *call, size_t max);
+
 #endif
