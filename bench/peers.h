@@ -133,9 +133,9 @@ static double peers_compare(const char *label, const char *path, int reps,
 }
 
 /* read(path) in this process against `wc -l path`, reps pairs in turn
- * (no other peer between them, so each pair sees about the same machine):
+ * (no other peer between them, so each pair sees about the same machine): Unused by some benchmarks.
  * each pair's ratio and the medians of the times and of the ratios. */
-static int peers_pairs(const char *path, int reps, int (*read)(const char *path))
+__attribute__((unused)) static int peers_pairs(const char *path, int reps, int (*read)(const char *path))
 {
     double tp[PEER_REPS_MAX], tw[PEER_REPS_MAX], q[PEER_REPS_MAX];
     char *wc[] = {"wc", "-l", (char *)path, NULL};
