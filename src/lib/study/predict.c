@@ -309,11 +309,22 @@ static json_t *protocol(const struct sjob *jobs, size_t nj, int production, unsi
     return o;
 }
 
+/* Leave-one-out inside nested_cv costs n x n fits a candidate: up to
+ * NESTED_LOO_MAX rows (the study's 25 headline groups) the folds are single
+ * rows; past it (the extended fleet's hundreds of H200 groups, where that
+ * would take hours) NESTED_FOLDS folds, row i in fold i mod NESTED_FOLDS. */
+enum { NESTED_LOO_MAX = 100, NESTED_FOLDS = 10 };
+
+static int nested_fold(size_t i, size_t n)
+{
+    return (int)(n > NESTED_LOO_MAX ? i % NESTED_FOLDS : i);
+}
+
 /* Nested cross-validation: for each outer fold (the rows sharing an id in
  * g), the model is chosen among cand[0..nc) by its leave-one-out RMSE of
- * PFI on the other rows only, fitted on them, and predicts the fold; so no
- * prediction comes from a model chosen or fitted with the row it predicts.
- * pred: n x (1 + ncut). */
+ * PFI on the other rows only (NESTED_FOLDS-fold past NESTED_LOO_MAX rows),
+ * fitted on them, and predicts the fold; so no prediction comes from a
+ * model chosen or fitted with the row it predicts.  pred: n x (1 + ncut). */
 static int nested_cv(const struct pflex_modelsel_candidate *cand, size_t nc,
                      const struct pflex_train_data *td, const int *g, double *pred)
 {
@@ -325,7 +336,7 @@ static int nested_cv(const struct pflex_modelsel_candidate *cand, size_t nc,
     if (!use || !done || !ids || !inner || !se)
         goto out;
     for (size_t i = 0; i < n; i++)
-        ids[i] = (int)i;
+        ids[i] = nested_fold(i, n);
     for (size_t i = 0; i < n * nt; i++)
         pred[i] = NAN;
     for (size_t i = 0; i < n; i++) {
@@ -399,7 +410,9 @@ static json_t *nested_row(const struct pflex_dataset *h200,
     if (y && pl && pc && ids && cl) {
         struct pflex_fit_score sl, sc;
         for (size_t i = 0; i < h200->n; i++)
-            ids[i] = (int)i;
+            ids[i] = nested_fold(i, h200->n);
+        json_object_set_new(o, "folds", json_integer((json_int_t)(h200->n > NESTED_LOO_MAX ? NESTED_FOLDS
+                                                                                            : h200->n)));
         if (nested_cv(cand, nc, &td, ids, pl) == 0 && nested_cv(cand, nc, &td, cl, pc) == 0) {
             pflex_fit_score(pl, y, h200->n, nt, &sl);
             pflex_fit_score(pc, y, h200->n, nt, &sc);
