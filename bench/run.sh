@@ -26,6 +26,9 @@ echo "== reading the sweep vs reading + planning optimally =="
 "$B" file "$D/sweep-1000000-8.csv" 5
 "$B" file "$noisy" 5
 echo
+echo "== pflex allocate --policy optimal beside clp (COIN-OR) on the same LP: whole process, CPU s, medians of 3 =="
+BUILD=$BUILD sh bench/alloc_vs_clp.sh || echo "  (clp comparison failed)"
+echo
 echo "== the whole command: pflex allocate, 1,000,000 jobs, output to /dev/null =="
 for fmt in csv json; do
     if [ -x /usr/bin/time ]; then
