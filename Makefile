@@ -88,6 +88,12 @@ $(PFLEX): $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX)
 	@$(if $(V),,echo "  LINK    $@")
 	$(Q)$(CC) $(SAN) $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX) $(LDLIBS) -o $@
 
+# The same program linked with GSL's reference CBLAS in place of OpenBLAS:
+# make bench times the extended study through both (bench/blas_study.sh).
+$(BUILD)/pflex-refblas: $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX)
+	@$(if $(V),,echo "  LINK    $@")
+	$(Q)$(CC) $(SAN) $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX) $(filter-out $(BLAS_LIBS),$(LDLIBS)) -lgslcblas -o $@
+
 # What several tests share (tests/support/: seeded random numbers, reference
 # pieces, the fake NVML's fixture), one archive that every test links: each
 # takes only what it calls.
@@ -198,7 +204,7 @@ demo: deps
 bench:
 	@sh scripts/deps.sh bench
 	@$(MAKE) --no-print-directory BUILD=build-bench OPT="-O3 -march=native" \
-	    build-bench/pflex $(BENCH_SRC:bench/%.c=build-bench/bench/%)
+	    build-bench/pflex build-bench/pflex-refblas $(BENCH_SRC:bench/%.c=build-bench/bench/%)
 	@BUILD=build-bench sh bench/run.sh
 
 fuzz:

@@ -78,6 +78,8 @@ echo "== the same 1M-line readers against wc -l alone, pair by pair (no Python b
 "$TB" pairs "$D/smi-1000000.csv" 5
 "$BUILD/bench/sweep_read_bench" pairs "$D/sweep-1000000.csv" 5
 "$BUILD/bench/alloc_bench" jobs "$D" 1000000 3
+echo "== the extended study through OpenBLAS beside GSL's reference CBLAS (the same objects, relinked) =="
+BUILD=$BUILD sh bench/blas_study.sh || echo "  (extended study comparison failed)"
 echo "== telemetry: training on 10,000 jobs, predicting 100,000 =="
 "$TB" model 10000 100000 3
 echo
