@@ -162,12 +162,7 @@ static void headers_free(struct curl_slist *hdr)
  * free). */
 static int start(pflex_http_client_t *c, struct slot *s, struct pflex_http_call *call)
 {
-    call->ok = 0;
-    call->status = 0;
-    call->resp = NULL;
-    call->resp_len = 0;
-    call->too_big = 0;
-    call->error[0] = '\0';
+    pflex_h1_call_reset(call);
     if (!s->h)
         s->h = curl_easy_init();
     else

@@ -372,6 +372,16 @@ static int write_request(struct pflex_h1 *e, struct slot *s, const struct pflex_
     return 0;
 }
 
+void pflex_h1_call_reset(struct pflex_http_call *call)
+{
+    call->ok = 0;
+    call->status = 0;
+    call->resp = NULL;
+    call->resp_len = 0;
+    call->too_big = 0;
+    call->error[0] = '\0';
+}
+
 void pflex_h1_call_fail(struct pflex_http_call *call, const char *why)
 {
     call->ok = 0;
@@ -530,12 +540,7 @@ static int send_some(struct pflex_h1 *e, struct slot *s, unsigned long *connects
 static int start(struct pflex_h1 *e, struct slot *s, struct pflex_http_call *call, unsigned long *requests,
                  unsigned long *connects)
 {
-    call->ok = 0;
-    call->status = 0;
-    call->resp = NULL;
-    call->resp_len = 0;
-    call->too_big = 0;
-    call->error[0] = '\0';
+    pflex_h1_call_reset(call);
     const char *auth, *path;
     size_t al;
     s->call = call;

@@ -31,6 +31,9 @@ int pflex_h1_takes(const struct pflex_http_call *call);
 long pflex_h1_run(struct pflex_h1 *e, struct pflex_http_call *calls, const unsigned char *mine, size_t n,
             pflex_http_done_fn done, void *ud, unsigned long *requests, unsigned long *connects);
 
+/* Clear call's outcome (ok, status, answer, too_big, error) before it runs. */
+void pflex_h1_call_reset(struct pflex_http_call *call);
+
 /* Fail call with why (cut to call->error's room): ok and status 0. */
 void pflex_h1_call_fail(struct pflex_http_call *call, const char *why);
 
