@@ -70,6 +70,32 @@ static void expect_error(const char *text, enum pflex_tm_format f, const char *n
     pflex_tm_destroy(t);
 }
 
+/* Two stores hold the same series and samples (the line a series was
+ * first seen on aside: it follows the input's order). */
+static void assert_same_store(const pflex_tm_t *a, const pflex_tm_t *b)
+{
+    assert_int_equal(a->nseries, b->nseries);
+    assert_int_equal(a->nsamples, b->nsamples);
+    assert_int_equal(a->skipped, b->skipped);
+    for (size_t i = 0; i < a->nseries; i++) {
+        const struct pflex_tm_series *p = &a->series[i], *q = &b->series[i];
+        assert_int_equal(p->gpu, q->gpu);
+        assert_int_equal(p->field, q->field);
+        assert_string_equal(p->host, q->host);
+        assert_true((p->job == NULL) == (q->job == NULL));
+        if (p->job)
+            assert_string_equal(p->job, q->job);
+        assert_true((p->uuid == NULL) == (q->uuid == NULL));
+        if (p->uuid)
+            assert_string_equal(p->uuid, q->uuid);
+    }
+    for (size_t i = 0; i < a->nsamples; i++) {
+        assert_int_equal(a->samples[i].series, b->samples[i].series);
+        assert_true(a->samples[i].time_s == b->samples[i].time_s);
+        assert_true(a->samples[i].value == b->samples[i].value);
+    }
+}
+
 static void test_detect(void **state)
 {
     static const struct { const char *file; enum pflex_tm_format f; } cases[] = {
@@ -223,21 +249,7 @@ static void test_prom_metric_major_order(void **state)
     assert_int_equal(pflex_tm_read_mem(t, txt, len, "mm.prom", NULL, &err), 0);
     assert_int_equal(pflex_tm_sort(t, &err), 0);
     assert_int_equal(pflex_tm_sort(want, &err), 0);
-    assert_int_equal(t->nseries, want->nseries);
-    assert_int_equal(t->nsamples, want->nsamples);
-    for (size_t i = 0; i < t->nseries; i++) {
-        const struct pflex_tm_series *a = &t->series[i], *b = &want->series[i];
-        assert_string_equal(a->job, b->job);
-        assert_string_equal(a->host, b->host);
-        assert_string_equal(a->uuid, b->uuid);
-        assert_int_equal(a->gpu, b->gpu);
-        assert_int_equal(a->field, b->field);
-    }
-    for (size_t i = 0; i < t->nsamples; i++) {
-        assert_int_equal(t->samples[i].series, want->samples[i].series);
-        assert_dbl(t->samples[i].time_s, want->samples[i].time_s, 0);
-        assert_dbl(t->samples[i].value, want->samples[i].value, 0);
-    }
+    assert_same_store(t, want);
     pflex_tm_destroy(t);
     pflex_tm_destroy(want);
     free(txt);
@@ -459,31 +471,6 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     return ret;
 }
 
-/* Two stores hold the same series and samples (the line a series was
- * first seen on aside: it follows the input's order). */
-static void assert_same_store(const pflex_tm_t *a, const pflex_tm_t *b)
-{
-    assert_int_equal(a->nseries, b->nseries);
-    assert_int_equal(a->nsamples, b->nsamples);
-    assert_int_equal(a->skipped, b->skipped);
-    for (size_t i = 0; i < a->nseries; i++) {
-        const struct pflex_tm_series *p = &a->series[i], *q = &b->series[i];
-        assert_int_equal(p->gpu, q->gpu);
-        assert_int_equal(p->field, q->field);
-        assert_string_equal(p->host, q->host);
-        assert_true((p->job == NULL) == (q->job == NULL));
-        if (p->job)
-            assert_string_equal(p->job, q->job);
-        assert_true((p->uuid == NULL) == (q->uuid == NULL));
-        if (p->uuid)
-            assert_string_equal(p->uuid, q->uuid);
-    }
-    for (size_t i = 0; i < a->nsamples; i++) {
-        assert_int_equal(a->samples[i].series, b->samples[i].series);
-        assert_true(a->samples[i].time_s == b->samples[i].time_s);
-        assert_true(a->samples[i].value == b->samples[i].value);
-    }
-}
 
 static pflex_tm_t *load_text(const char *text, const char *name)
 {
@@ -682,17 +669,7 @@ static void test_smi_cycle_plan(void **state)
         assert_int_equal(pflex_tm_read_mem(t, txt, len, "cycle.csv", &o, &err), 0);
         assert_int_equal(pflex_tm_sort(t, &err), 0);
         assert_int_equal(pflex_tm_sort(want, &err), 0);
-        assert_int_equal(t->nseries, want->nseries);
-        assert_int_equal(t->nsamples, want->nsamples);
-        for (size_t i = 0; i < t->nseries; i++) {
-            assert_int_equal(t->series[i].gpu, want->series[i].gpu);
-            assert_int_equal(t->series[i].field, want->series[i].field);
-        }
-        for (size_t i = 0; i < t->nsamples; i++) {
-            assert_int_equal(t->samples[i].series, want->samples[i].series);
-            assert_dbl(t->samples[i].time_s, want->samples[i].time_s, 0);
-            assert_dbl(t->samples[i].value, want->samples[i].value, 0);
-        }
+        assert_same_store(t, want);
         pflex_tm_destroy(t);
         pflex_tm_destroy(want);
         free(txt);
