@@ -96,6 +96,49 @@ static void test_ols_matches_gsl(void **state)
     pflex_model_destroy(m);
 }
 
+/* Each target fitted with the others is the same fit, bit for bit, as
+ * that target fitted alone: a target reuses the previous one's design only
+ * where their rows are the same (here the second and third targets lack as
+ * many jobs, not the same ones). */
+static void test_targets_alone(void **state)
+{
+    make_data();
+    static double Yl[N * (1 + NCUT)];
+    memcpy(Yl, Y, sizeof Yl);
+    for (int i = 0; i < N; i++)
+        if (i % 7 == 3)
+            Yl[i * (1 + NCUT) + 1] = NAN;
+    struct pflex_train_data d = {N, X, Yl, NCUT, cuts, NULL};
+    struct pflex_model_spec s = spec2(PFLEX_MODEL_RIDGE2);
+    pflex_error_t err;
+    pflex_model_t *m = pflex_model_fit(&s, &d, &err);
+    if (!m)
+        fail_msg("%s", err.text);
+    size_t q = m->nterms;
+    for (int k = 0; k <= NCUT; k++) {
+        double yk[N];
+        for (int i = 0; i < N; i++)
+            yk[i] = Yl[i * (1 + NCUT) + k];
+        struct pflex_train_data dk = {N, X, yk, 0, cuts, NULL};
+        pflex_model_t *a = pflex_model_fit(&s, &dk, &err);
+        if (!a)
+            fail_msg("%s", err.text);
+        const struct pflex_model_target *t = &m->t[k], *u = &a->t[0];
+        assert_int_equal(t->nobs, k ? N - (N + 3) / 7 : N);
+        assert_int_equal(t->nobs, u->nobs);
+        assert_true(t->intercept == u->intercept && t->sigma == u->sigma
+                    && t->lambda == u->lambda);
+        assert_memory_equal(t->coef, u->coef, q * sizeof *t->coef);
+        assert_memory_equal(t->zmean, u->zmean, q * sizeof *t->zmean);
+        assert_memory_equal(t->cov, u->cov, q * q * sizeof *t->cov);
+        pflex_model_destroy(a);
+    }
+    /* three sets of rows: three sets of term means */
+    assert_true(memcmp(m->t[0].zmean, m->t[1].zmean, q * sizeof *m->t[0].zmean) != 0);
+    assert_true(memcmp(m->t[1].zmean, m->t[2].zmean, q * sizeof *m->t[0].zmean) != 0);
+    pflex_model_destroy(m);
+}
+
 static void test_json_roundtrip(void **state)
 {
     make_data();
@@ -235,6 +278,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ols_matches_gsl),
+        cmocka_unit_test(test_targets_alone),
         cmocka_unit_test(test_json_roundtrip),
         cmocka_unit_test(test_gp),
         cmocka_unit_test(test_too_few),

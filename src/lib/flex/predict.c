@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <gsl/gsl_cdf.h>
+#include <gsl/gsl_blas.h>
 #include <gsl/gsl_matrix.h>
 #include "pflex/flex/correlate.h"
 #include "pflex/flex/predict.h"
@@ -74,94 +75,160 @@ static int inverse(const double *ztz, size_t q, double lambda, gsl_matrix *a)
     return pflex_spd_invert(a);
 }
 
-static int fit_target(pflex_model_t *m, struct pflex_model_target *t, const double *Z,
-                      const double *y, size_t m_rows, size_t q, pflex_error_t *err)
+/* The penalties tried (times the row count): the one with the least
+ * leave-one-out error is kept. */
+static const double grid[] = {1e-6, 1e-5, 1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1, 3};
+#define NGRID (sizeof grid / sizeof *grid)
+
+/* What a fit needs of its training rows alone, whatever the target: the
+ * centred terms Zc, and for each penalty of the grid (Z'Z + lambda I)^-1
+ * and the leverages h_i = 1/m + zc_i' A^-1 zc_i.  The loss targets of a
+ * model mostly share the PFI's rows, so one design serves them all. */
+struct design {
+    size_t m, q, ng;
+    size_t *rows;                       /* m row indices into the model's Z */
+    double zmean[PFLEX_MODEL_MAX_TERMS];
+    gsl_matrix *zc;                     /* m x q */
+    gsl_matrix *ainv[NGRID];            /* NULL where A is not positive definite */
+    double *h;                          /* ng x m */
+    double lambda[NGRID];
+};
+
+static void design_fini(struct design *dz)
 {
-    double *zc = malloc(m_rows * q * sizeof *zc), *ztz = calloc(q * q, sizeof *ztz);
-    double *zty = calloc(q, sizeof *zty), *beta = calloc(q, sizeof *beta);
-    gsl_matrix *a = gsl_matrix_alloc(q, q), *best = gsl_matrix_alloc(q, q);
+    free(dz->rows);
+    free(dz->h);
+    if (dz->zc)
+        gsl_matrix_free(dz->zc);
+    for (size_t g = 0; g < NGRID; g++)
+        if (dz->ainv[g])
+            gsl_matrix_free(dz->ainv[g]);
+    memset(dz, 0, sizeof *dz);
+}
+
+/* dz over rows[0..m) of Z (n x q, rows owned by dz from now on), for a
+ * model of kind ols (one vanishing penalty) or ridge (the grid). */
+static int design_init(struct design *dz, const double *Z, size_t *rows, size_t m, size_t q,
+                       int ols, pflex_error_t *err)
+{
+    memset(dz, 0, sizeof *dz);
+    dz->rows = rows;
+    dz->m = m;
+    dz->q = q;
+    dz->ng = ols ? 1 : NGRID;
+    gsl_matrix *ztz = gsl_matrix_alloc(q, q), *w = gsl_matrix_alloc(m, q);
+    dz->zc = gsl_matrix_alloc(m, q);
+    dz->h = malloc(dz->ng * m * sizeof *dz->h);
     int rc = -1;
-    if (!zc || !ztz || !zty || !beta || !a || !best) {
+    if (!ztz || !w || !dz->zc || !dz->h) {
+        pflex_error_set(err, "model: out of memory");
+        goto out;
+    }
+    for (size_t j = 0; j < q; j++) {
+        double s = 0;
+        for (size_t i = 0; i < m; i++)
+            s += Z[rows[i] * q + j];
+        dz->zmean[j] = s / (double)m;
+    }
+    for (size_t i = 0; i < m; i++) {
+        double *r = gsl_matrix_ptr(dz->zc, i, 0);
+        for (size_t j = 0; j < q; j++)
+            r[j] = Z[rows[i] * q + j] - dz->zmean[j];
+    }
+    /* Z'Z, its upper triangle, then mirrored */
+    gsl_blas_dsyrk(CblasUpper, CblasTrans, 1, dz->zc, 0, ztz);
+    for (size_t j = 0; j < q; j++)
+        for (size_t k = 0; k < j; k++)
+            gsl_matrix_set(ztz, j, k, gsl_matrix_get(ztz, k, j));
+    for (size_t g = 0; g < dz->ng; g++) {
+        /* OLS: a vanishing penalty only keeps the system solvable */
+        double lambda = ols ? 1e-10 * (double)m : grid[g] * (double)m;
+        gsl_matrix *a = gsl_matrix_alloc(q, q);
+        if (!a) {
+            pflex_error_set(err, "model: out of memory");
+            goto out;
+        }
+        dz->lambda[g] = lambda;
+        if (inverse(ztz->data, q, lambda, a) < 0) {
+            gsl_matrix_free(a);
+            continue;
+        }
+        dz->ainv[g] = a;
+        /* the leverages: the rows of Zc A^-1 dotted with those of Zc */
+        gsl_blas_dsymm(CblasRight, CblasUpper, 1, a, dz->zc, 0, w);
+        double *h = dz->h + g * m;
+        for (size_t i = 0; i < m; i++) {
+            const double *r = gsl_matrix_const_ptr(dz->zc, i, 0), *s = gsl_matrix_const_ptr(w, i, 0);
+            double v = 1.0 / (double)m;
+            for (size_t j = 0; j < q; j++)
+                v += r[j] * s[j];
+            h[i] = v;
+        }
+    }
+    rc = 0;
+out:
+    if (ztz)
+        gsl_matrix_free(ztz);
+    if (w)
+        gsl_matrix_free(w);
+    return rc;
+}
+
+/* The target y (the design's m rows) on design dz: the penalty with the
+ * least closed-form leave-one-out error, the coefficients under it. */
+static int fit_target(const pflex_model_t *m, const struct design *dz,
+                      struct pflex_model_target *t, const double *y, pflex_error_t *err)
+{
+    size_t mr = dz->m, q = dz->q;
+    gsl_vector *yc = gsl_vector_alloc(mr), *fit = gsl_vector_alloc(mr);
+    gsl_vector *zty = gsl_vector_alloc(q), *beta = gsl_vector_alloc(q);
+    int rc = -1;
+    if (!yc || !fit || !zty || !beta) {
         pflex_error_set(err, "model: out of memory");
         goto out;
     }
     double ym = 0;
-    for (size_t i = 0; i < m_rows; i++)
+    for (size_t i = 0; i < mr; i++)
         ym += y[i];
-    ym /= (double)m_rows;
-    for (size_t j = 0; j < q; j++) {
-        double s = 0;
-        for (size_t i = 0; i < m_rows; i++)
-            s += Z[i * q + j];
-        t->zmean[j] = s / (double)m_rows;
-    }
-    for (size_t i = 0; i < m_rows; i++)
-        for (size_t j = 0; j < q; j++)
-            zc[i * q + j] = Z[i * q + j] - t->zmean[j];
-    for (size_t i = 0; i < m_rows; i++) {
-        const double *r = zc + i * q;
-        double yc = y[i] - ym;
-        for (size_t j = 0; j < q; j++) {
-            zty[j] += r[j] * yc;
-            for (size_t k = j; k < q; k++)
-                ztz[j * q + k] += r[j] * r[k];
-        }
-    }
-    for (size_t j = 0; j < q; j++)
-        for (size_t k = 0; k < j; k++)
-            ztz[j * q + k] = ztz[k * q + j];
-    static const double grid[] = {1e-6, 1e-5, 1e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1, 3};
-    size_t ng = m->spec.kind == PFLEX_MODEL_OLS ? 1 : sizeof grid / sizeof *grid;
-    double best_mse = INFINITY, best_lambda = 0;
-    for (size_t g = 0; g < ng; g++) {
-        /* OLS: a vanishing penalty only keeps the system solvable */
-        double lambda = m->spec.kind == PFLEX_MODEL_OLS ? 1e-10 * (double)m_rows
-                                                        : grid[g] * (double)m_rows;
-        if (inverse(ztz, q, lambda, a) < 0)
+    ym /= (double)mr;
+    for (size_t i = 0; i < mr; i++)
+        gsl_vector_set(yc, i, y[i] - ym);
+    gsl_blas_dgemv(CblasTrans, 1, dz->zc, yc, 0, zty);
+    double best_mse = INFINITY;
+    size_t best = 0;
+    for (size_t g = 0; g < dz->ng; g++) {
+        if (!dz->ainv[g])
             continue;
-        for (size_t j = 0; j < q; j++) {
-            double s = 0;
-            for (size_t k = 0; k < q; k++)
-                s += gsl_matrix_get(a, j, k) * zty[k];
-            beta[j] = s;
-        }
+        gsl_blas_dsymv(CblasUpper, 1, dz->ainv[g], zty, 0, beta);
+        gsl_blas_dgemv(CblasNoTrans, 1, dz->zc, beta, 0, fit);
         /* closed-form leave-one-out residuals e_i / (1 - h_ii) */
+        const double *h = dz->h + g * mr;
         double sse = 0;
         size_t cnt = 0;
-        for (size_t i = 0; i < m_rows; i++) {
-            const double *r = zc + i * q;
-            double pred = ym, h = 1.0 / (double)m_rows;
-            for (size_t j = 0; j < q; j++) {
-                pred += beta[j] * r[j];
-                double s = 0;
-                for (size_t k = 0; k < q; k++)
-                    s += gsl_matrix_get(a, j, k) * r[k];
-                h += r[j] * s;
-            }
-            if (h < 1 - 1e-9) {
-                double e = (y[i] - pred) / (1 - h);
+        for (size_t i = 0; i < mr; i++)
+            if (h[i] < 1 - 1e-9) {
+                double e = (y[i] - (ym + gsl_vector_get(fit, i))) / (1 - h[i]);
                 sse += e * e;
                 cnt++;
             }
-        }
         double mse = cnt ? sse / (double)cnt : INFINITY;
         if (mse < best_mse) {
             best_mse = mse;
-            best_lambda = lambda;
-            gsl_matrix_memcpy(best, a);
+            best = g;
             for (size_t j = 0; j < q; j++)
-                t->coef[j] = beta[j];
+                t->coef[j] = gsl_vector_get(beta, j);
         }
     }
     if (!isfinite(best_mse)) {
         pflex_error_set(err, "model: the least-squares system is singular (%zu rows, %zu terms)",
-                        m_rows, q);
+                        mr, q);
         goto out;
     }
-    t->lambda = m->spec.kind == PFLEX_MODEL_OLS ? 0 : best_lambda;
-    t->nobs = m_rows;
+    t->lambda = m->spec.kind == PFLEX_MODEL_OLS ? 0 : dz->lambda[best];
+    t->nobs = mr;
     t->sigma = sqrt(best_mse);
     t->intercept = ym;
+    memcpy(t->zmean, dz->zmean, q * sizeof *t->zmean);
     for (size_t j = 0; j < q; j++)
         t->intercept -= t->coef[j] * t->zmean[j];
     if (!(t->cov = malloc(q * q * sizeof *t->cov))) {
@@ -169,15 +236,17 @@ static int fit_target(pflex_model_t *m, struct pflex_model_target *t, const doub
         goto out;
     }
     for (size_t j = 0; j < q; j++)
-        for (size_t k = 0; k < q; k++)
-            t->cov[j * q + k] = gsl_matrix_get(best, j, k);
+        memcpy(t->cov + j * q, gsl_matrix_const_ptr(dz->ainv[best], j, 0), q * sizeof *t->cov);
     rc = 0;
 out:
-    free(zc); free(ztz); free(zty); free(beta);
-    if (a)
-        gsl_matrix_free(a);
-    if (best)
-        gsl_matrix_free(best);
+    if (yc)
+        gsl_vector_free(yc);
+    if (fit)
+        gsl_vector_free(fit);
+    if (zty)
+        gsl_vector_free(zty);
+    if (beta)
+        gsl_vector_free(beta);
     return rc;
 }
 
@@ -192,11 +261,12 @@ pflex_model_t *pflex_model_fit(const struct pflex_model_spec *s, const struct pf
     if (d->ncut > PFLEX_MODEL_MAX_CUTS)
         return pflex_error_set(err, "model: %zu cuts, at most %d", d->ncut, PFLEX_MODEL_MAX_CUTS),
                NULL;
+    struct design dz = {0};
     pflex_model_t *m = calloc(1, sizeof *m);
     double *Z = malloc((d->n ? d->n : 1) * q * sizeof *Z);
-    double *yy = malloc((d->n ? d->n : 1) * sizeof *yy), *zrow = malloc(q * sizeof *zrow);
-    double *Zt = malloc((d->n ? d->n : 1) * q * sizeof *Zt);
-    if (!m || !Z || !yy || !zrow || !Zt) {
+    double *yy = malloc((d->n ? d->n : 1) * sizeof *yy);
+    size_t *rows = malloc((d->n ? d->n : 1) * sizeof *rows);
+    if (!m || !Z || !yy || !rows) {
         pflex_error_set(err, "model: out of memory");
         goto fail;
     }
@@ -205,9 +275,6 @@ pflex_model_t *pflex_model_fit(const struct pflex_model_spec *s, const struct pf
     m->ncut = d->ncut;
     memcpy(m->cuts, d->cuts, d->ncut * sizeof *d->cuts);
     m->ntarget = nt;
-    size_t nuse = 0;
-    for (size_t i = 0; i < d->n; i++)
-        nuse += !d->use || d->use[i];
     /* feature standardisation over the training rows */
     for (size_t f = 0; f < p; f++) {
         double sum = 0, ss = 0;
@@ -255,9 +322,11 @@ pflex_model_t *pflex_model_fit(const struct pflex_model_spec *s, const struct pf
     if (s->kind == PFLEX_MODEL_GP) {
         if (pflex_gp_fit(m, d, Z, r, err) < 0)
             goto fail;
-        free(Z); free(yy); free(zrow); free(Zt);
+        free(Z); free(yy); free(rows);
         return m;
     }
+    /* each target on the rows that have it; a design is rebuilt only when
+     * the rows change */
     for (size_t k = 0; k < nt; k++) {
         size_t mr = 0;
         for (size_t i = 0, ri = 0; i < d->n; i++) {
@@ -265,7 +334,7 @@ pflex_model_t *pflex_model_fit(const struct pflex_model_spec *s, const struct pf
                 continue;
             double y = d->y[i * nt + k];
             if (!isnan(y)) {
-                memcpy(Zt + mr * q, Z + ri * q, q * sizeof *Z);
+                rows[mr] = ri;
                 yy[mr++] = y;
             }
             ri++;
@@ -289,14 +358,26 @@ pflex_model_t *pflex_model_fit(const struct pflex_model_spec *s, const struct pf
             m->t[k].nobs = mr;
             continue;
         }
-        if (fit_target(m, &m->t[k], Zt, yy, mr, q, err) < 0)
+        if (!dz.rows || dz.m != mr || memcmp(dz.rows, rows, mr * sizeof *rows) != 0) {
+            size_t *own = malloc(mr * sizeof *own);
+            design_fini(&dz);
+            if (!own) {
+                pflex_error_set(err, "model: out of memory");
+                goto fail;
+            }
+            memcpy(own, rows, mr * sizeof *own);
+            if (design_init(&dz, Z, own, mr, q, s->kind == PFLEX_MODEL_OLS, err) < 0)
+                goto fail;
+        }
+        if (fit_target(m, &dz, &m->t[k], yy, err) < 0)
             goto fail;
     }
-    (void)nuse;
-    free(Z); free(yy); free(zrow); free(Zt);
+    design_fini(&dz);
+    free(Z); free(yy); free(rows);
     return m;
 fail:
-    free(Z); free(yy); free(zrow); free(Zt);
+    design_fini(&dz);
+    free(Z); free(yy); free(rows);
     pflex_model_destroy(m);
     return NULL;
 }
