@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <gsl/gsl_blas.h>
 #include <gsl/gsl_linalg.h>
 #include <gsl/gsl_matrix.h>
 #include "lib/flex/predict_gp.h"
@@ -30,8 +31,9 @@ int pflex_gp_fit(pflex_model_t *m, const struct pflex_train_data *d, const doubl
 {
     size_t q = m->nterms, nt = m->ntarget, n = 0;
     size_t *rows = malloc((nz ? nz : 1) * sizeof *rows);
-    double *y = NULL, *d2 = NULL, *a = NULL;
+    double *y = NULL, *d2 = NULL, *kl = NULL;
     gsl_matrix *K = NULL, *best = NULL;
+    gsl_vector *yc = NULL, *ky = NULL;
     int rc = -1;
     if (!rows)
         goto oom;
@@ -54,11 +56,13 @@ int pflex_gp_fit(pflex_model_t *m, const struct pflex_train_data *d, const doubl
     }
     y = malloc(n * nt * sizeof *y);
     d2 = malloc(n * n * sizeof *d2);
-    a = malloc(n * sizeof *a);
+    kl = malloc(n * n * sizeof *kl);
     m->gp_z = malloc(n * q * sizeof *m->gp_z);
     K = gsl_matrix_alloc(n, n);
     best = gsl_matrix_alloc(n, n);
-    if (!y || !d2 || !a || !m->gp_z || !K || !best)
+    yc = gsl_vector_alloc(n);
+    ky = gsl_vector_alloc(n);
+    if (!y || !d2 || !kl || !m->gp_z || !K || !best || !yc || !ky)
         goto oom;
     m->ntrain = n;
     /* the targets of the training rows, in the same order */
@@ -74,35 +78,45 @@ int pflex_gp_fit(pflex_model_t *m, const struct pflex_train_data *d, const doubl
         memcpy(m->gp_z + k * q, Z + rows[k] * q, q * sizeof *Z);
         k++;
     }
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < n; j++) {
+    /* squared distances, a symmetric matrix: the upper triangle, mirrored */
+    for (size_t i = 0; i < n; i++) {
+        d2[i * n + i] = 0;
+        for (size_t j = i + 1; j < n; j++) {
             double s = 0;
             for (size_t c = 0; c < q; c++) {
                 double e = m->gp_z[i * q + c] - m->gp_z[j * q + c];
                 s += e * e;
             }
-            d2[i * n + j] = s;
+            d2[i * n + j] = d2[j * n + i] = s;
         }
+    }
     static const double lgrid[] = {0.25, 0.5, 1, 2, 4};
     static const double rgrid[] = {1e-3, 1e-2, 3e-2, 0.1, 0.3, 1};
     double ym = 0, best_mse = INFINITY;
     for (size_t i = 0; i < n; i++)
         ym += y[i * nt];
     ym /= (double)n;
-    for (size_t li = 0; li < sizeof lgrid / sizeof *lgrid; li++)
+    for (size_t i = 0; i < n; i++)
+        gsl_vector_set(yc, i, y[i * nt] - ym);
+    for (size_t li = 0; li < sizeof lgrid / sizeof *lgrid; li++) {
+        /* the kernel of this length scale, shared by every noise ratio */
+        double l = lgrid[li] * sqrt((double)q);
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = i; j < n; j++)
+                kl[i * n + j] = kl[j * n + i] = exp(-d2[i * n + j] / (2 * l * l));
         for (size_t ri = 0; ri < sizeof rgrid / sizeof *rgrid; ri++) {
-            double l = lgrid[li] * sqrt((double)q), r = rgrid[ri];
-            for (size_t i = 0; i < n; i++)
-                for (size_t j = 0; j < n; j++)
-                    gsl_matrix_set(K, i, j, exp(-d2[i * n + j] / (2 * l * l)) + (i == j ? r : 0));
+            double r = rgrid[ri];
+            for (size_t i = 0; i < n; i++) {
+                memcpy(gsl_matrix_ptr(K, i, 0), kl + i * n, n * sizeof *kl);
+                *gsl_matrix_ptr(K, i, i) += r;
+            }
             if (pflex_spd_invert(K) < 0)
                 continue;
+            /* leave-one-out residuals [K^-1 y]_i / [K^-1]_ii */
+            gsl_blas_dsymv(CblasUpper, 1, K, yc, 0, ky);
             double sse = 0;
             for (size_t i = 0; i < n; i++) {
-                double s = 0;
-                for (size_t j = 0; j < n; j++)
-                    s += gsl_matrix_get(K, i, j) * (y[j * nt] - ym);
-                double e = s / gsl_matrix_get(K, i, i);
+                double e = gsl_vector_get(ky, i) / gsl_matrix_get(K, i, i);
                 sse += e * e;
             }
             if (sse / (double)n < best_mse) {
@@ -112,6 +126,7 @@ int pflex_gp_fit(pflex_model_t *m, const struct pflex_train_data *d, const doubl
                 gsl_matrix_memcpy(best, K);
             }
         }
+    }
     if (!isfinite(best_mse)) {
         pflex_error_set(err, "model: no kernel gives a positive definite system");
         goto out;
@@ -129,10 +144,11 @@ int pflex_gp_fit(pflex_model_t *m, const struct pflex_train_data *d, const doubl
         mu /= (double)n;
         if (!(mt->alpha = malloc(n * sizeof *mt->alpha)))
             goto oom;
+        for (size_t i = 0; i < n; i++)
+            gsl_vector_set(yc, i, y[i * nt + t] - mu);
+        gsl_blas_dsymv(CblasUpper, 1, best, yc, 0, ky);
         for (size_t i = 0; i < n; i++) {
-            double s = 0;
-            for (size_t j = 0; j < n; j++)
-                s += m->gp_kinv[i * n + j] * (y[j * nt + t] - mu);
+            double s = gsl_vector_get(ky, i);
             mt->alpha[i] = s;
             quad += (y[i * nt + t] - mu) * s;
             double e = s / m->gp_kinv[i * n + i];
@@ -152,7 +168,11 @@ out:
     free(rows);
     free(y);
     free(d2);
-    free(a);
+    free(kl);
+    if (yc)
+        gsl_vector_free(yc);
+    if (ky)
+        gsl_vector_free(ky);
     if (K)
         gsl_matrix_free(K);
     if (best)
