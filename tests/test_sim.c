@@ -614,6 +614,23 @@ static void test_throughput_out_of_sample(void **state)
     assert_true(sum / (sizeof c / sizeof *c) < 0.15);
 }
 
+static int desc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The mean of the top frac of v[0..n), all of v sorted first. */
+static double top_mean_sorted(double *v, size_t n, double frac)
+{
+    size_t k = (size_t)ceil(frac * (double)n);
+    double s = 0;
+    qsort(v, n, sizeof *v, desc);
+    for (size_t i = 0; i < (k ? k : 1); i++)
+        s += v[i];
+    return s / (double)(k ? k : 1);
+}
+
 /* A 30-minute run sampled every 5 s: the phases in order, the evaluation
  * and the checkpoint visible in power and tokens/s, the top-10 % aggregate
  * between the training mean and the maximum, and deterministic. */
@@ -659,6 +676,24 @@ static void test_run_trace(void **state)
     assert_true(p_eval / n_eval < 0.9 * p_train / n_train);
     assert_true(agg.throughput >= exp.throughput && agg.throughput <= t_max);
     assert_true(fabs(agg.throughput / exp.throughput - 1) < 0.05);
+    /* the aggregates, brute force: every 5-s step the study counts as
+     * training (mean gpu_util >= 50 %), fully sorted, its top 10 % averaged */
+    static double bp[360], bt[360];
+    size_t nb = 0;
+    for (size_t t = 0; t < n / 8; t++) {
+        double ps = 0, us = 0;
+        for (size_t i = 0; i < 8; i++) {
+            ps += smp[t * 8 + i].power_w;
+            us += smp[t * 8 + i].tm[PFLEX_TM_GPU_UTIL];
+        }
+        if (us / 8 >= 50) {
+            bp[nb] = ps / 8;
+            bt[nb++] = smp[t * 8].throughput;
+        }
+    }
+    assert_true(nb > 100);
+    assert_true(agg.power_w == top_mean_sorted(bp, nb, o.top_frac));
+    assert_true(agg.throughput == top_mean_sorted(bt, nb, o.top_frac));
     assert_int_equal(pflex_sim_job_run(j, 500, &o, NULL, 0, NULL, &again, NULL), 0);
     assert_memory_equal(&agg, &again, sizeof agg);
     o.run = 1;

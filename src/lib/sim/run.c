@@ -66,15 +66,56 @@ static int cmp_desc(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* Mean of the top frac of v[0..n) (at least one value); sorts v. */
+/* Reorder v[0..n) so that its k largest values come first (k < n): a
+ * quickselect on descending order, O(n). */
+static void select_top(double *v, size_t n, size_t k)
+{
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double pivot = v[lo + (hi - lo) / 2];
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] > pivot)
+                i++;
+            while (v[j] < pivot)
+                j--;
+            if (i <= j) {
+                double x = v[i];
+                v[i] = v[j];
+                v[j] = x;
+                i++;
+                if (j-- == 0)
+                    break;
+            }
+        }
+        /* now v[lo..j] >= pivot >= v[i..hi], and j < i */
+        if (k - 1 <= j && j != (size_t)-1)
+            hi = j;
+        else if (k - 1 >= i)
+            lo = i;
+        else
+            return;
+    }
+}
+
+/* Mean of the top frac of v[0..n) (at least one value), summed from the
+ * largest down; reorders v.  Only the top values are sorted: a run's
+ * aggregation takes its top 10 %. */
 static double top_mean(double *v, size_t n, double frac)
 {
     if (n == 0)
         return NAN;
-    qsort(v, n, sizeof *v, cmp_desc);
     size_t k = (size_t)ceil(frac * (double)n);
     if (k < 1)
         k = 1;
+    int finite = 1;
+    for (size_t i = 0; i < n && finite; i++)
+        finite = !isnan(v[i]);
+    /* NaN has no place in an order: the whole array goes through qsort,
+     * as it always did */
+    if (finite && k < n)
+        select_top(v, n, k);
+    qsort(v, finite && k < n ? k : n, sizeof *v, cmp_desc);
     double s = 0;
     for (size_t i = 0; i < k; i++)
         s += v[i];
