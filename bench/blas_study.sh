@@ -1,6 +1,7 @@
 #!/bin/sh
 # make bench: the extended study (`pflex study --fleet extended`, 2430
-# generated groups; about 60 % of its time is model fitting) through
+# generated groups; through the reference CBLAS about 60 % of its time is
+# the Gaussian process's Cholesky inverses, docs/study.md) through
 # OpenBLAS ($BUILD/pflex) beside the same objects linked with GSL's
 # reference CBLAS ($BUILD/pflex-refblas), one run each, in turn.  Prints
 # the CPU seconds (user + system of the whole process) of each, their
