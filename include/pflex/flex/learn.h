@@ -12,7 +12,12 @@
  * point.  The evidence at x_b is a local linear fit of the bins within
  * smooth_dx of it (tricube weights, each bin weighed by its precision),
  * with that fit's variance in place of sigma^2 / n_b below: one reading's
- * noise does not set the slope between neighbouring bins.  At x_b the
+ * noise does not set the slope between neighbouring bins.  Where the
+ * centred line's residuals are more than the readings' spread within
+ * their bins explains (a lack-of-fit test, 3 sd of its chi-square), the
+ * curve bends within reach and the line from the side that fits better
+ * is taken instead (a split linear smoother): on a piecewise linear curve
+ * the fit is exact up to each bend.  At x_b the
  * prior L_prior(x_b) with standard deviation prior_sd and
  * n_b observations of standard deviation sigma (pooled from the spread
  * within bins, noise_sd until there is enough of it) give
