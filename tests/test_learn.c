@@ -533,6 +533,33 @@ static void test_smooth_bend(void **state)
     }
 }
 
+/* A floor 1.7 W under a reading read many times: the
+ * pessimistic curve lets the cap a watt under the reading (its margin
+ * there the curvature's over one watt, not half the one two watts on). */
+static void test_edge_watt(void **state)
+{
+    (void)state;
+    struct pflex_learn_config c = {.min_cap_w = 100, .max_cap_w = 400};
+    pflex_learn_t *l;
+    pflex_error_t err;
+    assert_int_equal(pflex_learn_create(&c, &l, &err), 0);
+    for (int rep = 0; rep < 40; rep++) {
+        assert_int_equal(pflex_learn_observe(l, 400, 400, 1000, &err), 0);
+        for (double cap = 300; cap <= 395; cap += 5)
+            assert_int_equal(pflex_learn_observe(l, cap, cap, 1000 * (1 - kinked_loss(cap)), &err), 0);
+    }
+    struct pflex_learn_curve cv;
+    pflex_learn_curve_init(&cv);
+    assert_int_equal(pflex_learn_fit(l, &cv, &err), 0);
+    /* floor at 298.3 W on the true curve */
+    double floor = 1 - kinked_loss(298.3), x = pflex_learn_safe_x(&cv, floor, 2);
+    print_message("  safe cap %.2f W (floor at 298.3 W)\n", 400 * (1 - x));
+    assert_true(400 * (1 - x) <= 299 + 1e-6);
+    assert_true(400 * (1 - x) >= 298.3);
+    pflex_learn_curve_fini(&cv);
+    pflex_learn_destroy(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -543,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_bins_copy),
         cmocka_unit_test(test_fill),
         cmocka_unit_test(test_smooth_bend),
+        cmocka_unit_test(test_edge_watt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -183,11 +183,12 @@ double pflex_learn_safe_x(const struct pflex_learn_curve *c, double floor, doubl
  * safe. */
 #define PFLEX_LEARN_EDGE_READINGS 9
 
-/* Points of the fitted curve a bin, two, .. this many bins past the
- * deepest reading (within grid_dx of it), besides the grid's: the
+/* Points of the fitted curve a watt, two, .. this many watts of power past
+ * the deepest reading (within grid_dx of it), besides the grid's: the
  * pessimistic curve there is the readings' and the curvature's, not the
- * line to the next grid point's (pflex_learn_fit). */
-#define PFLEX_LEARN_EDGE_BINS 4
+ * line to the next grid point's, at each whole-watt cap a plan can set
+ * (pflex_learn_fit). */
+#define PFLEX_LEARN_EDGE_W 8
 
 /* How many times its own readings' precision a point of the fitted curve
  * may borrow from its neighbours' through the smoothing (pflex_learn_fit):

@@ -410,7 +410,7 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
     if (x_lim > 0.95)
         x_lim = 0.95;
     size_t ngrid = x_lim > 0 ? (size_t)floor(x_lim / dx + 1e-9) : 0;
-    size_t cap_pts = l->used + ngrid + PFLEX_LEARN_EDGE_BINS + 2;
+    size_t cap_pts = l->used + ngrid + PFLEX_LEARN_EDGE_W + 2;
     /* one block: the points, the merge's room, the pool's blocks */
     struct pt *pts = malloc(cap_pts * (2 * sizeof *pts + 2 * sizeof(double) + sizeof(size_t)));
     if (!pts)
@@ -463,19 +463,24 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
         pts[i].w = prec;
     }
     double q = psd * psd / l->c.corr_dx, ss = l->c.slope_sd * l->c.slope_sd;
-    /* Past the deepest reading, besides the grid, a point a bin, two, ..
-     * PFLEX_LEARN_EDGE_BINS bins on: the pessimistic curve is read
+    /* Past the deepest reading, besides the grid, a point a watt, two, ..
+     * PFLEX_LEARN_EDGE_W watts on: the pessimistic curve is read
      * linearly between points, and from a reading known to a tenth of a
      * percent to a grid point dx on (as uncertain as a curve that may bend
      * makes it) that line would put the margin of a watt past the
      * reading near the far point's, several times what the readings and
      * the curvature give there: a floor-bound job would be held watts
-     * above its floor however often it is read. */
-    double xd = ndata > 1 ? pts[ndata - 1].x : 0, xb = l->c.bin_w / p0;
+     * above its floor however often it is read.  A watt apart, not a bin:
+     * the margin past a reading grows as d^1.5 (the curvature's term), so
+     * read linearly between points two watts apart it is a third too
+     * large a watt on, and the plan sets whole watts: on the field
+     * demonstration's flex1 job, a watt of margin under its floor is 7 %
+     * of the gap between equal cuts and the optimum at a 30 % cut. */
+    double xd = ndata > 1 ? pts[ndata - 1].x : 0, xb = 1 / p0;
     size_t ne = 0, g = 1, an = 0, nr = 1;
     for (;;) {
         double xg = g <= ngrid ? g * dx : INFINITY;
-        double xe = ndata > 1 && ne < PFLEX_LEARN_EDGE_BINS ? xd + (ne + 1) * xb : INFINITY;
+        double xe = ndata > 1 && ne < PFLEX_LEARN_EDGE_W ? xd + (ne + 1) * xb : INFINITY;
         if (!(xe < xd + dx && xe <= x_lim))
             xe = INFINITY;
         if (xg == INFINITY && xe == INFINITY)
