@@ -280,6 +280,46 @@ static double hi_at(const struct pflex_site_job *jb, double C, double cap)
  * (it could as well be the steeper one) equal cuts (blend 0), both jobs at
  * the same cap; with margins in between, a blend, its gain under the
  * optimum's.  Every plan keeps the limit and floors. */
+/* Whole watts: each job's cap rounded down leaves watts of the limit;
+ * they go, a watt a job, to the job whose next watt wins most, when the
+ * watts left cover its GPUs.  Job A (3 GPUs) loses 0.5 per unit of cut;
+ * job B (2 GPUs) 0.05 down to 500 W, 2 per unit below: B is cut to 500 W,
+ * A takes the rest, 400.8 W, rounded to 400: 2.4 W left, a watt for B's
+ * two GPUs (A's three would need 3). */
+static void test_spend_rounding(void **state)
+{
+    (void)state;
+    double ca[] = {700, 200}, la[] = {0, 0.5 * (500.0 / 700)};
+    double cb[] = {700, 500, 200}, lb[] = {0, 0.05 * (200.0 / 700), 0.05 * (200.0 / 700) + 2 * (300.0 / 700)};
+    struct pflex_site_job jobs[] = {
+        {.name = "a", .t0 = 100, .weight = 1, .n = 2, .cap_w = ca, .loss = la},
+        {.name = "b", .t0 = 100, .weight = 1, .n = 3, .cap_w = cb, .loss = lb},
+    };
+    struct pflex_site_gpu g[] = {gpu(0, 200, 700, 700), gpu(0, 200, 700, 700), gpu(0, 200, 700, 700),
+                                 gpu(1, 200, 700, 700), gpu(1, 200, 700, 700)};
+    struct pflex_safe_input in = {.ngpus = 5, .gpus = g, .njobs = 2, .jobs = jobs,
+                                  .limit_w = 2 * 500 + 3 * 400.8, .objective = PFLEX_OBJECTIVE_PROGRESS};
+    struct pflex_safe_plan p;
+    pflex_safe_plan_init(&p);
+    pflex_error_t err;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    print_message("  caps %g %g W, worst %g of %g W\n", p.cap_w[0], p.cap_w[3], p.worst_w, in.limit_w);
+    for (int k = 0; k < 3; k++)
+        assert_near(p.cap_w[k], 400, 0);
+    for (int k = 3; k < 5; k++)
+        assert_near(p.cap_w[k], 501, 0);
+    assert_near(p.job_cap_w[1], 501, 0);
+    assert_near(p.worst_w, 3 * 400 + 2 * 501, 1e-9);
+    /* B's GPUs held (no telemetry) at 500 W: never raised above it */
+    g[3].telemetry_ok = g[4].telemetry_ok = 0;
+    g[3].cap_w = g[4].cap_w = 500;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_near(p.cap_w[3], 500, 0);
+    assert_near(p.cap_w[4], 500, 0);
+    assert_true(p.worst_w <= in.limit_w);
+    pflex_safe_plan_fini(&p);
+}
+
 static void test_guard_equal(void **state)
 {
     (void)state;
@@ -461,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_hand),
         cmocka_unit_test(test_floors_give_way),
         cmocka_unit_test(test_guard_equal),
+        cmocka_unit_test(test_spend_rounding),
         cmocka_unit_test(test_random_sites),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,7 +12,12 @@
  * point.  The evidence at x_b is a local linear fit of the bins within
  * smooth_dx of it (tricube weights, each bin weighed by its precision),
  * with that fit's variance in place of sigma^2 / n_b below: one reading's
- * noise does not set the slope between neighbouring bins.  At x_b the
+ * noise does not set the slope between neighbouring bins.  Where the
+ * centred line's residuals are more than the readings' spread within
+ * their bins explains (a lack-of-fit test, 3 sd of its chi-square), the
+ * curve bends within reach and the line from the side that fits better
+ * is taken instead (a split linear smoother): on a piecewise linear curve
+ * the fit is exact up to each bend.  At x_b the
  * prior L_prior(x_b) with standard deviation prior_sd and
  * n_b observations of standard deviation sigma (pooled from the spread
  * within bins, noise_sd until there is enough of it) give
@@ -178,11 +183,12 @@ double pflex_learn_safe_x(const struct pflex_learn_curve *c, double floor, doubl
  * safe. */
 #define PFLEX_LEARN_EDGE_READINGS 9
 
-/* Points of the fitted curve a bin, two, .. this many bins past the
- * deepest reading (within grid_dx of it), besides the grid's: the
+/* Points of the fitted curve a watt, two, .. this many watts of power past
+ * the deepest reading (within grid_dx of it), besides the grid's: the
  * pessimistic curve there is the readings' and the curvature's, not the
- * line to the next grid point's (pflex_learn_fit). */
-#define PFLEX_LEARN_EDGE_BINS 4
+ * line to the next grid point's, at each whole-watt cap a plan can set
+ * (pflex_learn_fit). */
+#define PFLEX_LEARN_EDGE_W 8
 
 /* How many times its own readings' precision a point of the fitted curve
  * may borrow from its neighbours' through the smoothing (pflex_learn_fit):

@@ -30,7 +30,10 @@
  *  - past the deepest point of a curve the loss is extended pessimistically
  *    (its last slope, at least proportional loss), so that a job can always
  *    be cut to its hardware minimum when safety needs it;
- *  - caps are whole watts rounded down, clamped to each GPU's range;
+ *  - caps are whole watts rounded down, clamped to each GPU's range; the
+ *    watts the rounding leaves under the limit go a watt a job to the jobs
+ *    whose next watt wins most on their mean curves (a held GPU never
+ *    above the cap it has);
  *  - infeasible (the limit is under every reachable GPU at its minimum):
  *    every reachable GPU at its minimum, feasible = 0.
  *

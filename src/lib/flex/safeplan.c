@@ -22,8 +22,9 @@ struct scratch {
     struct jobstate *js;
     struct pflex_alloc_job *aj;
     double *y, *loss, *loss_hi;
+    double *need;               /* per job (spend_rounding) */
     size_t *order;
-    size_t c_js, c_aj, c_y, c_loss, c_hi, c_order, c_cap, c_jcap, c_jloss, c_fb;
+    size_t c_js, c_need, c_aj, c_y, c_loss, c_hi, c_order, c_cap, c_jcap, c_jloss, c_fb;
     struct pflex_alloc_plan alloc;
     struct pflex_alloc_plan alloc_eq;   /* equal cuts (guard_equal) */
 };
@@ -43,6 +44,7 @@ void pflex_safe_plan_fini(struct pflex_safe_plan *p)
         free(s->loss);
         free(s->loss_hi);
         free(s->order);
+        free(s->need);
         pflex_alloc_plan_fini(&s->alloc);
         pflex_alloc_plan_fini(&s->alloc_eq);
         free(s);
@@ -73,7 +75,9 @@ static int ensure(struct pflex_safe_plan *p, const struct pflex_safe_input *in, 
         || pflex_grow((void **)&s->y, &s->c_y, npts, sizeof *s->y)
         || pflex_grow((void **)&s->loss, &s->c_loss, npts, sizeof *s->loss)
         || pflex_grow((void **)&s->loss_hi, &s->c_hi, npts, sizeof *s->loss_hi)
-        || pflex_grow((void **)&s->order, &s->c_order, maxpts, sizeof *s->order)
+        || pflex_grow((void **)&s->order, &s->c_order, maxpts > in->njobs ? maxpts : in->njobs,
+                      sizeof *s->order)
+        || pflex_grow((void **)&s->need, &s->c_need, in->njobs, sizeof *s->need)
         || pflex_grow((void **)&p->cap_w, &s->c_cap, in->ngpus, sizeof *p->cap_w)
         || pflex_grow((void **)&p->job_cap_w, &s->c_jcap, in->njobs, sizeof *p->job_cap_w)
         || pflex_grow((void **)&p->job_loss, &s->c_jloss, in->njobs, sizeof *p->job_loss)
@@ -481,6 +485,84 @@ static void set_caps(const struct pflex_safe_input *in, struct pflex_safe_plan *
     }
 }
 
+/* Rounding each job's cap down to a whole watt leaves up to a watt per GPU
+ * of the limit unspent: on the field demonstration's six jobs at a 30 %
+ * cut, 23 W of 66,391, a tenth of what the optimum wins over equal cuts.
+ * Spent here a whole watt a job, the jobs taken by what the watt wins per
+ * watt on their mean curves, best first, each while the watts left cover
+ * all its GPUs: a cap raised never loses a job throughput nor breaks a
+ * floor.  A job with a GPU held (no telemetry, or the plan holding) that
+ * a watt more would lift above the cap it has is left as it is. */
+static void spend_rounding(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
+                           struct scratch *s, double fixed)
+{
+    double left = in->limit_w - fixed;
+    for (size_t g = 0; g < in->ngpus; g++)
+        if (in->gpus[g].reachable)
+            left -= gcount(&in->gpus[g]) * out->cap_w[g];
+    if (!(left >= 1))
+        return;
+    /* each job's watts for a watt more (NaN: a GPU of it is held), and
+     * what the watt wins per watt (in job_loss, free until job_costs) */
+    double *need = s->need, *gain = out->job_loss;
+    for (size_t j = 0; j < in->njobs; j++)
+        need[j] = 0;
+    for (size_t g = 0; g < in->ngpus; g++) {
+        const struct pflex_site_gpu *gp = &in->gpus[g];
+        if (!gp->reachable || gp->job < 0)
+            continue;
+        if ((in->hold || !gp->telemetry_ok) && isfinite(gp->cap_w) && out->cap_w[g] + 1 > gp->cap_w)
+            need[gp->job] = NAN;    /* held: never above the cap it has */
+        else if (out->cap_w[g] + 1 <= gp->max_cap_w)
+            need[gp->job] += gcount(gp);
+    }
+    size_t *order = s->order, na = 0;
+    for (size_t j = 0; j < in->njobs; j++) {
+        const struct jobstate *js = &s->js[j];
+        gain[j] = 0;
+        if (!js->n || !(need[j] > 0) || !isfinite(out->job_cap_w[j]))
+            continue;
+        double c = floor(out->job_cap_w[j] + 1e-6);
+        if (!(c + 1 <= js->cmax))
+            continue;
+        const double *y = s->y + js->off, *l = s->loss + js->off;
+        double w = in->jobs[j].weight
+                   * (in->objective == PFLEX_OBJECTIVE_PROGRESS ? (double)js->n : in->jobs[j].t0);
+        double d = at(y, l, js->npts, 1 - c / js->cmax) - at(y, l, js->npts, 1 - (c + 1) / js->cmax);
+        if (!(w * d > 0))
+            continue;
+        gain[j] = w * d / need[j];
+        order[na++] = j;
+    }
+    /* best first (insertion sort: the jobs that gain are few) */
+    for (size_t k = 1; k < na; k++) {
+        size_t v = order[k], i = k;
+        while (i > 0 && gain[order[i - 1]] < gain[v]) {
+            order[i] = order[i - 1];
+            i--;
+        }
+        order[i] = v;
+    }
+    int any = 0;
+    for (size_t j = 0; j < in->njobs; j++)
+        gain[j] = 0;        /* now: 1 for a job that gets its watt */
+    for (size_t k = 0; k < na && left >= 1; k++) {
+        size_t j = order[k];
+        if (need[j] > left)
+            continue;
+        gain[j] = 1;
+        any = 1;
+        out->job_cap_w[j] = floor(out->job_cap_w[j] + 1e-6) + 1;
+        left -= need[j];
+    }
+    if (any)
+        for (size_t g = 0; g < in->ngpus; g++) {
+            const struct pflex_site_gpu *gp = &in->gpus[g];
+            if (gp->reachable && gp->job >= 0 && gain[gp->job] == 1 && out->cap_w[g] + 1 <= gp->max_cap_w)
+                out->cap_w[g] += 1;
+        }
+}
+
 /* The worst case, counted from the caps themselves; rounding can leave it
  * a hair over the limit: take it off, GPU by GPU.  Sets worst_w and
  * feasible. */
@@ -585,6 +667,8 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
         x_of = s->alloc.x;
     }
     set_caps(in, out, s, x_of, limited);
+    if (x_of)
+        spend_rounding(in, out, s, fixed);
     trim_to_limit(in, out, fixed, limited);
     job_costs(in, out, s);
     return 0;
