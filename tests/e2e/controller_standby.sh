@@ -165,12 +165,12 @@ until [ "$(meter | awk '{ print $2 }')" = "$fenceB" ]; do
     [ $i -lt 100 ] || fail "the agents never saw B's fence $fenceB"
     sleep 0.1; i=$((i + 1))
 done
-# a push with A's stale token (to a cap no plan here sets, 201 W):
-# refused, nothing set, counted
+# a push with A's stale token (to a cap no plan here sets: plans are in whole
+# watts, this is 201.37 W): refused, nothing set, counted
 port=$ap1
-expect 409 PUT /v1/caps "{\"lease_s\": 5, \"fence\": $fenceA, \"caps\": [{\"gpu\": 0, \"cap_w\": 201}]}" "$TOKEN"
+expect 409 PUT /v1/caps "{\"lease_s\": 5, \"fence\": $fenceA, \"caps\": [{\"gpu\": 0, \"cap_w\": 201.37}]}" "$TOKEN"
 expect 200 GET /v1/status
-jq -e '.gpus[0].limit_w != 201' "$tmp/body" >/dev/null || fail "a stale fence set a cap"
+jq -e '.gpus[0].limit_w != 201.37' "$tmp/body" >/dev/null || fail "a stale fence set a cap"
 [ "$(metric pflex_fenced_pushes_total)" = 1 ] || fail "pflex_fenced_pushes_total is $(metric pflex_fenced_pushes_total)"
 sleep 6
 
