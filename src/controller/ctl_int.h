@@ -108,6 +108,7 @@ struct ctl_job {
     double tput_now;            /* the job's rate read this period; NaN: none */
     double cap_since;           /* when its common cap was first seen at its value; NaN: none */
     double t0_plan;             /* the baseline rate the plan weighs it by */
+    double t0_read;             /* the baseline read from its rate under a settled cap; NaN: none */
     size_t n_now;               /* its reachable GPUs this period */
     /* gathered each period: its GPUs (a chain through ctl.gpu_next), their
      * common cap, summed power and count, whether all answered, and the

@@ -57,6 +57,7 @@ static struct ctl_job *job_get(ctl_t *c, const char *name, double min_w, double 
     j->last_cap = NAN;
     j->tput_now = NAN;
     j->cap_since = NAN;
+    j->t0_read = NAN;
     j->min_w = min_w;
     j->max_w = max_w;
     /* the names' indices are the jobs': both only grow, in this order */
@@ -385,14 +386,27 @@ static void job_baselines(ctl_t *c)
         struct ctl_job *cj = &c->jobs[j];
         const struct pflex_learn_curve *cv = &cj->curve;
         cj->t0_plan = NAN;
+        /* A rate read back to a baseline through the cap's loss only when
+         * it was measured under that cap (settled as learn_job has it): the
+         * agents' rate is a mean over their window, so the period after a
+         * cut it is still the higher cap's rate, and divided by the lower
+         * cap's keep it overstates the baseline up to 1 / keep times; the
+         * plan then gives that job the watts back, and two jobs trade caps
+         * every period without either settling.  Until then the last
+         * settled reading stands; a job's first reading is taken as it
+         * comes (the controller has not moved its cap yet). */
+        int settled = isfinite(cj->cap_since)
+                      && p->now - cj->cap_since >= c->settle_s - 0.1 * c->c.period_s;
         if (cv->has_baseline && cv->t0 > 0)
             cj->t0_plan = cv->t0;
-        else if (isfinite(cj->tput_now) && cj->tput_now > 0 && isfinite(cj->last_cap)
-                 && cj->max_w > 0) {
+        else if ((settled || !isfinite(cj->t0_read)) && isfinite(cj->tput_now) && cj->tput_now > 0
+                 && isfinite(cj->last_cap) && cj->max_w > 0) {
             double x = 1 - cj->last_cap / (cv->p0_w > 0 ? cv->p0_w : cj->max_w);
             double keep = 1 - pflex_learn_loss(cv, x > 0 ? x : 0);
-            cj->t0_plan = cj->tput_now / (keep > 0.05 ? keep : 0.05);
-        }
+            cj->t0_read = cj->tput_now / (keep > 0.05 ? keep : 0.05);
+            cj->t0_plan = cj->t0_read;
+        } else if (isfinite(cj->t0_read))
+            cj->t0_plan = cj->t0_read;
         if (isfinite(cj->t0_plan) && cj->n_now) {
             sum_t += cj->t0_plan;
             sum_n += cj->n_now;

@@ -115,6 +115,8 @@ struct pflex_job_desc {
                                  * Transformers' eager MoE block), not as grouped GEMMs */
     int reduce_fp32;            /* FSDP reduces gradients in fp32 (torchtitan's default
                                  * mixed_precision_reduce), not in the compute dtype [no] */
+    int lora_experts;           /* LoRA adapters on the packed routed experts too (PEFT's
+                                 * target_parameters), not only on the dense layers [no] */
 };
 
 enum pflex_mlp { PFLEX_MLP_SWIGLU, PFLEX_MLP_GEGLU, PFLEX_MLP_GELU };

@@ -469,16 +469,13 @@ static int study_group(size_t i, struct pflex_fleet_run *r)
      * on the bf16 base weights, no per-expert operators or host syncs.
      * Transformers 4's per-expert loop (moe_loop) is not what ran. */
     d->moe_loop = 0;
-    /* torchtitan's FSDP2 reduces gradients in fp32 by default
-     * (mixed_precision_reduce = "float32"), which would apply to the MoE
-     * pretraining groups.  Not switched on here yet: with it the EP 1
-     * groups' simulated PFIs reach 2.1-3.9 and `pflex train` on this fleet
-     * predicts PFIs of 0.35-0.50 for the Emerald MPT pretraining presets
-     * (tests/e2e/simulate.sh), while public throughputs say the model's
-     * EP 1 steps are already 1.5-2x too fast (docs/sim-model.md section
-     * 6): it waits for a model of those steps.  Every group reduces in
-     * bf16, the model's earlier assumption. */
-    d->reduce_fp32 = 0;
+    /* torchtitan's FSDP2 reduces gradients in fp32 (its config's
+     * mixed_precision_reduce, "float32" by default, and PAPER.md names no
+     * other setting): the MoE pretraining groups, which torchtitan ran.
+     * The dense and LoRA groups (Transformers + Accelerate) keep the
+     * model's earlier reduce in the compute dtype; Accelerate's setting
+     * for them is not checked here. */
+    d->reduce_fp32 = m->experts > 0 && g->task == PT;
     int fam = 0;
     while (strcmp(family_models[fam], g->model))
         fam++;

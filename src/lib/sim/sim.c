@@ -44,6 +44,9 @@ struct physics {
     double p_clk;               /* clock tree of an idle SM array at the top clock, over busy
                                  * SMs' switching power */
     double eff_fp32;            /* achieved fraction of the FP32 CUDA-core peak in SGEMM */
+    double eff_grouped;         /* a grouped GEMM's tensor throughput (torch._grouped_mm, one
+                                 * group per expert) over a dense GEMM's of the same rows and
+                                 * width: published Hopper kernel measurements */
     double kernel_min_s;        /* the shortest a kernel takes on the GPU (launch to retire) */
     double sm_small;            /* share of the SMs a tiny (decode) kernel keeps busy */
     double ops_layer_decode;    /* operators per decoder layer in one eager decode step */
@@ -82,7 +85,8 @@ static const struct physics P_DEFAULT = {
     .v_ratio = 0.798, .f_knee = 0.577, .guard = 0.0119, .limit_window_s = 1.0, .lift_max = 1.10,
     .eff_gemm = 0.895, .gemm_h0 = 54.8, .gemm_m0 = 63.9, .eff_attn = 0.656, .eff_mem = 0.606,
     .r_sat = 0.665, .sm_gemm = 0.98, .sm_attn = 0.95, .sm_mem = 0.90,
-    .w_tensor = 1.0, .w_fp32 = 1.0, .p_clk = 0.0, .eff_fp32 = 0.70, .kernel_min_s = 2.5e-6,
+    .w_tensor = 1.0, .w_fp32 = 1.0, .p_clk = 0.0, .eff_fp32 = 0.70, .eff_grouped = 0.27,
+    .kernel_min_s = 2.5e-6,
     .sm_small = 0.5, .ops_layer_decode = 40, .ops_gen_iter = 30,
     .train_ops = 3.0, .u_busy = 0.5,
     .act_bytes = 75.6, .eager_mult = 4.94, .eff_link = 0.80, .eff_a2a = 0.60, .eta_dp = 0.303,
@@ -569,11 +573,21 @@ static void train_compute(struct pflex_sim_job *j, struct step_shape *c)
     double f_exp = d->experts > 0 ? cg * tok * (lact - d->dense_layers * lact / L) * d->top_k
                                     * (d->mlp == PFLEX_MLP_GELU ? 2.0 : 3.0) * h * ef * c->scale / tp
                                   : 0;
+    double eff_exp = 0;     /* the experts' GEMM efficiency (0: no routed experts) */
     if (f_exp > 0 && f_exp < s->ph[PH_GEMM].flops) {
         double rows = tok * d->top_k * (d->ep > 1 ? d->ep : 1) / d->experts;
         double eff_e = gemm_work(j, 0, 0, (ef / tp) / (ef / tp + P.gemm_h0), rows).eff;
+        /* A grouped GEMM kernel reaches far less than a dense GEMM of its
+         * groups' shape: on H100, Qwen3-30B-A3B's expert shapes run at
+         * 160 TFLOP/s (CUTLASS SM90 grouped, 512 rows per expert) and
+         * 242 TFLOP/s (torch._grouped_mm, the MoE block's forward with its
+         * routing, 2048 rows), 0.23 and 0.32 of this law's rate.  Transformers
+         * 4's loop (moe_loop) runs one dense mm per expert instead. */
+        if (!d->moe_loop)
+            eff_e *= P.eff_grouped;
         double f = s->ph[PH_GEMM].flops;
         s->ph[PH_GEMM].eff = f / ((f - f_exp) / c->eff_dense + f_exp / eff_e);
+        eff_exp = eff_e;
     }
     s->ph[PH_ATTN] = (struct work){.flops = passes * 4 * c->ctx * q_dim * lact / tp * tok,
                                    .bytes = passes * tok * lact * 2 * (q_dim + kv_dim) / tp * bpe,
@@ -583,6 +597,13 @@ static void train_compute(struct pflex_sim_job *j, struct step_shape *c)
     double trainable = c->lora ? L * rank * (2 * h + 2 * q_dim + 2 * (h + kv_dim)
                                              + (d->mlp == PFLEX_MLP_GELU ? 2 : 3) * (h + ffn_a))
                                : c->n_total;
+    /* PEFT's adapters on the packed experts (target_parameters): an A of
+     * in x (r * experts) and a B of (r * experts) x out per 3-D weight,
+     * gate/up (h -> 2 ef, or ef without the gate) and down (ef -> h). */
+    int lora_exp = c->lora && d->lora_experts && eff_exp > 0;
+    double gated = d->mlp == PFLEX_MLP_GELU ? 1 : 2;
+    if (lora_exp)
+        trainable += (L - d->dense_layers) * d->experts * rank * (2 * h + (gated + 1) * ffn_a);
     double train_loc = trainable / (tp * pp);
     c->train_loc = train_loc;
     double mem = tok * lact * h / tp * c->act_bytes * passes
@@ -592,6 +613,26 @@ static void train_compute(struct pflex_sim_job *j, struct step_shape *c)
     if (d->experts > 0)
         mem += tok * lact * d->top_k * h * bpe * 4 * passes;  /* routing, permutation */
     s->ph[PH_MEM] = (struct work){.bytes = mem, .sm = P.sm_mem};
+    /* PEFT's ParamWrapper (peft/tuners/lora/layer.py) runs the adapters on a
+     * packed expert weight W as a parametrization: each forward builds the
+     * whole 3-D delta einsum(B, A) (written), and W + delta (W and delta
+     * read, the sum written) for the grouped GEMM; autograd then computes
+     * the gradient of W + delta, the experts' weight gradients a LoRA step
+     * otherwise skips (written, and read for A's and for B's gradient).
+     * Per expert weight held on the GPU: 3 passes a forward (recomputation
+     * repeats them), 3 in the backward; FLOPs: the weight gradients at the
+     * grouped GEMMs' rate, and the einsums (r per weight: 2 a forward, 4
+     * for A's and B's gradients). */
+    if (lora_exp) {
+        double w_e = (lact - d->dense_layers * lact / L) * d->experts / (d->ep > 1 ? d->ep : 1)
+                     * (gated + 1) * h * ef * c->scale / tp;
+        double fwd = 1 + (d->act_ckpt ? 1 : 0);
+        double f_add = f_exp * 2 / cg + w_e * rank * (2 * fwd + 4);
+        double f = s->ph[PH_GEMM].flops;
+        s->ph[PH_GEMM].eff = (f + f_add) / (f / s->ph[PH_GEMM].eff + f_add / eff_exp);
+        s->ph[PH_GEMM].flops = f + f_add;
+        s->ph[PH_MEM].bytes += w_e * bpe * (3 * fwd + 3);
+    }
     /* Adam over the local trainable shard: read param, grad, m, v; write
      * param, m, v and the bf16 copy. */
     double opt_loc = train_loc / (d->zero >= 1 ? d->dp : 1);
