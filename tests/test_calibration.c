@@ -90,8 +90,8 @@ static void test_emerald_other_seeds(void **state)
 #define DOC_RMSE_MAX 0.0270
 /* The judge: the study's headline PFIs simulated with those constants
  * (never fitted to any PFI). */
-#define DOC_JUDGE_MAE 0.207
-#define DOC_JUDGE_RHO 0.589
+#define DOC_JUDGE_MAE 0.215
+#define DOC_JUDGE_RHO 0.534
 
 static int have_reals(struct pflex_calib_reals *re)
 {
