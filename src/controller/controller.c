@@ -112,6 +112,7 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
     c->fb_frac = c->fb_until = c->fb_limit_w = NAN;
     pflex_target_set_init(&c->targets);
     pflex_safe_plan_init(&c->plan);
+    pflex_safe_plan_init(&c->coming);
     c->agents = calloc(cfg->nagents, sizeof *c->agents);
     if (!c->agents) {
         ctl_destroy(c);
@@ -213,6 +214,7 @@ void ctl_destroy(ctl_t *c)
     pthread_cond_destroy(&c->io.cv);
     pflex_oadr_events_fini(&c->evs);
     pflex_safe_plan_fini(&c->plan);
+    pflex_safe_plan_fini(&c->coming);
     free(c->p.gpus);
     free(c->p.gpu_node);
     free(c->p.gpu_slot);

@@ -150,6 +150,11 @@ struct ctl {
     size_t last_agents_down;
     pflex_oadr_events_t evs;
     struct pflex_safe_plan plan;
+    /* between events: the plan the coming target would get on the curves
+     * as they are (steps.c, for the probes at its margins), and the period
+     * it was made in */
+    struct pflex_safe_plan coming;
+    unsigned long coming_period;
     unsigned long periods;
     /* the fallbacks of the event in force (leases.c): the fraction of each
      * GPU's range it falls back to, kept while it stays safe and the event

@@ -451,6 +451,30 @@ static int fill_window(const ctl_t *c, const struct ctl_job *cj, double *lo, dou
     return *hi > *lo;
 }
 
+/* Job j's cap in the plan the coming target would get on the curves as
+ * they are, whole watts (*cap_w): 0, or -1 when it has none.  Made at most
+ * once a period, for the first job that asks. */
+static int coming_cap(ctl_t *c, size_t j, double *cap_w)
+{
+    struct ctl_period_state *p = &c->p;
+    if (c->coming_period != c->periods) {
+        struct pflex_safe_input in = {.ngpus = p->ngpus, .gpus = p->gpus, .njobs = c->njobs,
+                                      .jobs = p->sjobs, .limit_w = p->coming_w, .other_w = p->other_w,
+                                      .objective = c->c.progress ? PFLEX_OBJECTIVE_PROGRESS
+                                                                 : PFLEX_OBJECTIVE_THROUGHPUT,
+                                      .guard_equal = !c->c.plain_optimum};
+        pflex_error_t err;
+        c->coming_period = c->periods;
+        if (pflex_safe_plan(&in, &c->coming, &err) < 0)
+            c->coming.ngpus = 0;
+    }
+    size_t k = c->jobs[j].gpu_head;
+    if (k == SIZE_MAX || k >= c->coming.ngpus || !isfinite(c->coming.cap_w[k]))
+        return -1;
+    *cap_w = c->coming.cap_w[k];
+    return 0;
+}
+
 /* A new probe for job j when one is due and worth it: 1 (probe_cap and
  * probe_left set), else 0. */
 static int probe_start(ctl_t *c, size_t j, double planned)
@@ -488,6 +512,18 @@ static int probe_start(ctl_t *c, size_t j, double planned)
     if (!found && !isfinite(c->p.limit_w) && fill_window(c, cj, &lo, &hi)) {
         found = pflex_learn_probe_fill(&cj->curve, c->p.sjobs[j].floor, c->c.z, lo, hi,
                                        CTL_FILL_SD * cj->curve.sigma, &xp, &cap);
+        fill = found;
+    }
+    /* the curve filled in: read the chords the coming target's plan
+     * values its margins by, the watt above and the watt below each
+     * job's cap in it, where a bend between two readings goes unseen */
+    if (!found && !isfinite(c->p.limit_w) && isfinite(c->p.coming_w)
+        && coming_cap(c, j, &lo) == 0) {
+        found = pflex_learn_probe_span(cj->learn, &cj->curve, c->p.sjobs[j].floor, c->c.z, lo,
+                                       lo + 1, &xp, &cap);
+        if (!found)
+            found = pflex_learn_probe_span(cj->learn, &cj->curve, c->p.sjobs[j].floor, c->c.z,
+                                           lo - 1, lo, &xp, &cap);
         fill = found;
     }
     /* a probe less than 5 W below the plan teaches little the
