@@ -93,6 +93,7 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
     if (!(c->c.z > 0))
         c->c.z = 2;
     c->settle_s = c->c.settle_s > c->c.period_s ? c->c.settle_s : c->c.period_s;
+    c->cap_step_w = c->c.cap_step_w > 0 ? c->c.cap_step_w : 1;
     if (c->c.vtn_every <= 0)
         c->c.vtn_every = 1;
     if (c->c.status_every <= 0)

@@ -128,6 +128,8 @@ struct ctl_job {
 struct ctl {
     struct ctl_config c;
     double settle_s;            /* c.settle_s, at least a period */
+    double cap_step_w;          /* c.cap_step_w, or 1: caps are multiples of it, and a
+                                 * cap within half of it of another is the same cap */
     struct ctl_agent *agents;
     /* every agent request, batched, connections kept: agents split in nhttp
      * contiguous ranges by index, each range's requests run by its own

@@ -462,7 +462,8 @@ static int coming_cap(ctl_t *c, size_t j, double *cap_w)
                                       .jobs = p->sjobs, .limit_w = p->coming_w, .other_w = p->other_w,
                                       .objective = c->c.progress ? PFLEX_OBJECTIVE_PROGRESS
                                                                  : PFLEX_OBJECTIVE_THROUGHPUT,
-                                      .guard_equal = !c->c.plain_optimum};
+                                      .guard_equal = !c->c.plain_optimum,
+                                      .cap_step_w = c->cap_step_w};
         pflex_error_t err;
         c->coming_period = c->periods;
         if (pflex_safe_plan(&in, &c->coming, &err) < 0)
@@ -539,7 +540,7 @@ static int probe_start(ctl_t *c, size_t j, double planned)
      * that teaches nothing */
     else if (fill)
         hold += CTL_FILL_READINGS - 1;
-    cj->probe_cap = floor(cap);
+    cj->probe_cap = floor(cap / c->cap_step_w + 1e-6) * c->cap_step_w;
     ctl_log(c, "probe %s at %.0f W (x %.3f, plan %.0f W)", cj->name, cj->probe_cap, xp, planned);
     /* held until a reading under it has settled */
     cj->probe_left = hold;
@@ -587,7 +588,7 @@ static int plan_caps(ctl_t *c, pflex_error_t *err)
         const struct agent_gpu *ug = &c->agents[a].st.gpu[p->gpu_slot[k]];
         double cap = c->plan.cap_w[k];
         p->caps[p->ncaps++] = (struct ctl_cap){.node = a, .gpu = ug->index, .site = k, .cap_w = cap,
-                                               .cut = !(cap >= ug->limit_w - 0.5), .send = 1,
+                                               .cut = !(cap >= ug->limit_w - c->cap_step_w / 2), .send = 1,
                                                .fallback_w = NAN, .fallback_until = NAN, .pushed = 0,
                                                .enforced_w = NAN};
     }
@@ -604,7 +605,7 @@ int ctl_plan(ctl_t *c, pflex_error_t *err)
                                   .hold = p->ngpus > 0 && !p->any_power,
                                   .objective = c->c.progress ? PFLEX_OBJECTIVE_PROGRESS
                                                              : PFLEX_OBJECTIVE_THROUGHPUT,
-                                  .guard_equal = !c->c.plain_optimum};
+                                  .guard_equal = !c->c.plain_optimum, .cap_step_w = c->cap_step_w};
     if (pflex_safe_plan(&in, &c->plan, err) < 0)
         return -1;
     if (c->c.explore_step > 0)
