@@ -452,12 +452,18 @@ static int fill_window(const ctl_t *c, const struct ctl_job *cj, double *lo, dou
 }
 
 /* Job j's cap in the plan the coming target would get on the curves as
- * they are, whole watts (*cap_w): 0, or -1 when it has none.  Made at most
- * once a period, for the first job that asks. */
+ * they are (*cap_w): 0, or -1 when it has none.  Made for the first job
+ * that asks, again CTL_COMING_EVERY periods later: a probe holds for
+ * about that long, and a plan of the whole site each period doubled the
+ * controller's CPU time between events (a site of 10,000 GPUs, some 280
+ * jobs, docs/simulate.md). */
+#define CTL_COMING_EVERY 8
+
 static int coming_cap(ctl_t *c, size_t j, double *cap_w)
 {
     struct ctl_period_state *p = &c->p;
-    if (c->coming_period != c->periods) {
+    if (!c->coming_period || c->periods - c->coming_period >= CTL_COMING_EVERY
+        || c->coming.ngpus != p->ngpus) {
         struct pflex_safe_input in = {.ngpus = p->ngpus, .gpus = p->gpus, .njobs = c->njobs,
                                       .jobs = p->sjobs, .limit_w = p->coming_w, .other_w = p->other_w,
                                       .objective = c->c.progress ? PFLEX_OBJECTIVE_PROGRESS
@@ -474,6 +480,26 @@ static int coming_cap(ctl_t *c, size_t j, double *cap_w)
         return -1;
     *cap_w = c->coming.cap_w[k];
     return 0;
+}
+
+/* The cap at job cj's floor edge (the pessimistic curve's, as the plan
+ * takes it), W; -INFINITY without a floor.  A plan that holds a job
+ * within a watt or two of it is priced by the floor, not by a chord: the
+ * edge has its own probes (PFLEX_LEARN_EDGE_READINGS readings a point),
+ * and a few readings more between it and the next reading up moved the
+ * pessimistic curve's slope there (the APS day, seed 3, online-warm: the
+ * flex1 job planned a watt under its floor for 40 periods). */
+static double floor_edge_w(const struct ctl_job *cj, double floor, double z)
+{
+    const struct pflex_learn_curve *cv = &cj->curve;
+    if (!(floor > 0) || cv->n < 2)
+        return -INFINITY;
+    double x = pflex_learn_safe_x(cv, floor, z);
+    for (size_t i = 1; i < cv->n; i++)
+        if (cv->x[i] >= x)
+            return cv->cap_w[i - 1] + (cv->cap_w[i] - cv->cap_w[i - 1]) * (x - cv->x[i - 1])
+                                          / (cv->x[i] - cv->x[i - 1]);
+    return cv->cap_w[cv->n - 1];
 }
 
 /* A new probe for job j when one is due and worth it: 1 (probe_cap and
@@ -519,7 +545,7 @@ static int probe_start(ctl_t *c, size_t j, double planned)
      * values its margins by, the watt above and the watt below each
      * job's cap in it, where a bend between two readings goes unseen */
     if (!found && !isfinite(c->p.limit_w) && isfinite(c->p.coming_w)
-        && coming_cap(c, j, &lo) == 0) {
+        && coming_cap(c, j, &lo) == 0 && !(lo < floor_edge_w(cj, c->p.sjobs[j].floor, c->c.z) + 2)) {
         found = pflex_learn_probe_span(cj->learn, &cj->curve, c->p.sjobs[j].floor, c->c.z, lo,
                                        lo + 1, &xp, &cap);
         if (!found)
