@@ -564,8 +564,8 @@ static void test_edge_watt(void **state)
  * chord between them values the watt 249-250 W at 0.0014 for 0.0018 (a
  * plan holding the job at 249 W weighs its next watt wrong).  The probe
  * at the plan's margin reads 250 W, inside the chord, and then the curve
- * there is exact; a span read to the watt, one outside the readings and
- * one past the floor get none. */
+ * there is exact; a span read to the watt, one outside the readings, one
+ * past the floor and one by the floor's edge get none. */
 static void test_probe_span(void **state)
 {
     (void)state;
@@ -578,6 +578,8 @@ static void test_probe_span(void **state)
         for (double cap = 231; cap <= 267; cap += 3)
             assert_int_equal(pflex_learn_observe(l, cap, cap, 1000 * (1 - kinked_loss(cap)), &err), 0);
         assert_int_equal(pflex_learn_observe(l, 240, 240, 1000 * (1 - kinked_loss(240)), &err), 0);
+        for (double cap = 270; cap <= 395; cap += 5)
+            assert_int_equal(pflex_learn_observe(l, cap, cap, 1000 * (1 - kinked_loss(cap)), &err), 0);
     }
     struct pflex_learn_curve cv;
     pflex_learn_curve_init(&cv);
@@ -596,6 +598,17 @@ static void test_probe_span(void **state)
     assert_int_equal(pflex_learn_probe_span(l, &cv, 0, 2, 240, 240, &xp, &cap), 0);
     assert_int_equal(pflex_learn_probe_span(l, &cv, 0, 2, 220, 221, &xp, &cap), 0);
     assert_int_equal(pflex_learn_probe_span(l, &cv, 1 - kinked_loss(255), 2, 249, 250, &xp, &cap), 0);
+    /* a span within PFLEX_LEARN_SPAN_EDGE_W of the floor's edge (at 248.5 W
+     * on the true curve, the pessimistic curve's a little above): none,
+     * though 250 W keeps the floor; one with the edge a few watts lower */
+    double f_near = 1 - kinked_loss(248.5), f_far = 1 - kinked_loss(245);
+    print_message("  floor edges %.2f and %.2f W\n", 400 * (1 - pflex_learn_safe_x(&cv, f_near, 2)),
+                  400 * (1 - pflex_learn_safe_x(&cv, f_far, 2)));
+    double e_near = 400 * (1 - pflex_learn_safe_x(&cv, f_near, 2));
+    assert_true(e_near > 248.5 - 1e-9 && e_near < 250);
+    assert_int_equal(pflex_learn_probe_span(l, &cv, f_near, 2, 249, 250, &xp, &cap), 0);
+    assert_int_equal(pflex_learn_probe_span(l, &cv, f_far, 2, 249, 250, &xp, &cap), 1);
+    assert_true(cap == 250);
     for (int rep = 0; rep < 4; rep++)
         assert_int_equal(pflex_learn_observe(l, 250, 250, 1000 * (1 - kinked_loss(250)), &err), 0);
     assert_int_equal(pflex_learn_fit(l, &cv, &err), 0);

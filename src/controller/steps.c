@@ -482,26 +482,6 @@ static int coming_cap(ctl_t *c, size_t j, double *cap_w)
     return 0;
 }
 
-/* The cap at job cj's floor edge (the pessimistic curve's, as the plan
- * takes it), W; -INFINITY without a floor.  A plan that holds a job
- * within a watt or two of it is priced by the floor, not by a chord: the
- * edge has its own probes (PFLEX_LEARN_EDGE_READINGS readings a point),
- * and a few readings more between it and the next reading up moved the
- * pessimistic curve's slope there (the APS day, seed 3, online-warm: the
- * flex1 job planned a watt under its floor for 40 periods). */
-static double floor_edge_w(const struct ctl_job *cj, double floor, double z)
-{
-    const struct pflex_learn_curve *cv = &cj->curve;
-    if (!(floor > 0) || cv->n < 2)
-        return -INFINITY;
-    double x = pflex_learn_safe_x(cv, floor, z);
-    for (size_t i = 1; i < cv->n; i++)
-        if (cv->x[i] >= x)
-            return cv->cap_w[i - 1] + (cv->cap_w[i] - cv->cap_w[i - 1]) * (x - cv->x[i - 1])
-                                          / (cv->x[i] - cv->x[i - 1]);
-    return cv->cap_w[cv->n - 1];
-}
-
 /* A new probe for job j when one is due and worth it: 1 (probe_cap and
  * probe_left set), else 0. */
 static int probe_start(ctl_t *c, size_t j, double planned)
@@ -543,9 +523,10 @@ static int probe_start(ctl_t *c, size_t j, double planned)
     }
     /* the curve filled in: read the chords the coming target's plan
      * values its margins by, the watt above and the watt below each
-     * job's cap in it, where a bend between two readings goes unseen */
+     * job's cap in it, where a bend between two readings goes unseen
+     * (none by a floor's edge: the edge probes read it) */
     if (!found && !isfinite(c->p.limit_w) && isfinite(c->p.coming_w)
-        && coming_cap(c, j, &lo) == 0 && !(lo < floor_edge_w(cj, c->p.sjobs[j].floor, c->c.z) + 2)) {
+        && coming_cap(c, j, &lo) == 0) {
         found = pflex_learn_probe_span(cj->learn, &cj->curve, c->p.sjobs[j].floor, c->c.z, lo,
                                        lo + 1, &xp, &cap);
         if (!found)

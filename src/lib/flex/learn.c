@@ -764,10 +764,21 @@ int pflex_learn_probe_fill(const struct pflex_learn_curve *c, double floor, doub
     return 1;
 }
 
+/* The cap at x on the curve's caps, linear between points, clipped. */
+static double cap_at(const struct pflex_learn_curve *c, double x)
+{
+    return interp(c, c->cap_w, x);
+}
+
 int pflex_learn_probe_span(const pflex_learn_t *l, const struct pflex_learn_curve *c, double floor,
                            double z, double cap_lo_w, double cap_hi_w, double *x_probe, double *cap_w)
 {
     if (c->n < 2 || !c->has_baseline || !(cap_hi_w >= cap_lo_w))
+        return 0;
+    /* near the floor's edge the margin is the floor's: the edge probes
+     * read it (pflex_learn_probe) */
+    double safe = pflex_learn_safe_x(c, floor, z);
+    if (floor > 0 && !(cap_lo_w >= cap_at(c, safe) + PFLEX_LEARN_SPAN_EDGE_W))
         return 0;
     /* the readings the curve draws its chord over [cap_lo_w, cap_hi_w]
      * between: the nearest at or under it and at or over it */
@@ -798,7 +809,7 @@ int pflex_learn_probe_span(const pflex_learn_t *l, const struct pflex_learn_curv
                 ? c->x[i - 1] + (c->x[i] - c->x[i - 1]) * (c->cap_w[i - 1] - best)
                                     / (c->cap_w[i - 1] - c->cap_w[i])
                 : c->x[i];
-    if (!isfinite(x) || !(x > 0) || x > pflex_learn_safe_x(c, floor, z))
+    if (!isfinite(x) || !(x > 0) || x > safe)
         return 0;
     *x_probe = x;
     *cap_w = best;
