@@ -116,8 +116,12 @@ static void feed(ctl_t *c, const struct site *s)
     }
 }
 
-/* The period's caps onto the GPUs, checked: whole watts within range, to
- * answering nodes only, a cut marked as one. */
+/* The step the caps are multiples of (the controller's cap_step_w). */
+static double cap_step = 1;
+
+/* The period's caps onto the GPUs, checked: whole steps within range, to
+ * answering nodes only, a cut (under the GPU's cap by half a step or more)
+ * marked as one. */
 static void apply(ctl_t *c, struct site *s)
 {
     size_t n;
@@ -126,10 +130,11 @@ static void apply(ctl_t *c, struct site *s)
         const struct ctl_cap *cp = &caps[q];
         assert_true(cp->node < NNODES && cp->gpu >= 0 && cp->gpu < NG);
         assert_false(s->down[cp->node]);
-        if (!(cp->cap_w >= MIN_W && cp->cap_w <= MAX_W && cp->cap_w == floor(cp->cap_w)))
-            fail_msg("node %zu GPU %d: cap %g W out of [%g, %g] or not whole", cp->node, cp->gpu, cp->cap_w,
-                     MIN_W, MAX_W);
-        assert_int_equal(cp->cut, cp->cap_w < s->cap[cp->node][cp->gpu] - 0.5);
+        double steps = cp->cap_w / cap_step;
+        if (!(cp->cap_w >= MIN_W && cp->cap_w <= MAX_W && fabs(steps - nearbyint(steps)) < 1e-9))
+            fail_msg("node %zu GPU %d: cap %g W out of [%g, %g] or not whole steps of %g W", cp->node, cp->gpu,
+                     cp->cap_w, MIN_W, MAX_W, cap_step);
+        assert_int_equal(cp->cut, cp->cap_w < s->cap[cp->node][cp->gpu] - cap_step / 2);
         assert_true(cp->pushed);
         /* a cap not sent is the one the GPU holds already */
         if (!cp->send && cp->cap_w != s->cap[cp->node][cp->gpu])
@@ -145,7 +150,7 @@ static ctl_t *site_controller_lease(const char *db, pflex_job_policies_t *pol, d
     assert_int_equal(pflex_job_policies_read_mem(csv, strlen(csv), "jobs.csv", pol, NULL), 0);
     struct ctl_config cfg = {.nagents = NNODES, .in_process = 1, .period_s = P, .other_w = OTHER_W,
                              .agent_max_w = NG * MAX_W, .explore_step = 0.05, .floor = 0.5,
-                             .policies = pol, .db_path = db, .lease_s = lease_s};
+                             .policies = pol, .db_path = db, .lease_s = lease_s, .cap_step_w = cap_step};
     if (getenv("PFLEX_DEBUG"))
         cfg.log = stderr;
     ctl_t *c;
@@ -318,6 +323,41 @@ static void test_site(void **state)
         snprintf(p, sizeof p, "%s%s", db, sfx[i]);
         unlink(p);
     }
+}
+
+/* Caps of a quarter watt (cap_step_w 0.25): every cap a whole number of
+ * quarters, some not whole watts, a cap a quarter watt under a GPU's
+ * marked a cut (pushed before the raises), the site under its limit and
+ * every floor kept, period by period. */
+static void test_cap_step(void **state)
+{
+    (void)state;
+    rng_seed(5);
+    pflex_job_policies_t pol;
+    cap_step = 0.25;
+    ctl_t *c = site_controller(NULL, &pol);
+    add_schedule(c);
+    struct site s;
+    site_init(&s);
+    int fractional = 0;
+    for (int k = 0; k < 100; k++) {
+        struct ctl_period_result r;
+        one_period(c, &s, k, &r);
+        double lim = fmin(settled_limit(k * P), settled_limit((k + 1) * P - 1e-9));
+        if (isfinite(lim) && site_power(&s) > lim + 1e-6)
+            fail_msg("period %d: the site draws %.2f W over its limit %.0f W", k, site_power(&s), lim);
+        for (int n = 0; n < NNODES; n++) {
+            if (!(true_frac(&s, n) >= jobs[n].floor - 1e-9))
+                fail_msg("period %d: %s under its floor", k, jobs[n].name);
+            for (int g = 0; g < NG; g++)
+                fractional += s.cap[n][g] != floor(s.cap[n][g]);
+        }
+    }
+    print_message("  %d GPU-periods at caps that are not whole watts\n", fractional);
+    assert_true(fractional > 0);
+    cap_step = 1;
+    ctl_destroy(c);
+    pflex_job_policies_fini(&pol);
 }
 
 /* A node that stops answering: counted at its maximum, no caps for it,
@@ -629,6 +669,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_site),
+        cmocka_unit_test(test_cap_step),
         cmocka_unit_test(test_node_down),
         cmocka_unit_test(test_steps_are_the_period),
         cmocka_unit_test(test_leases),

@@ -560,6 +560,66 @@ static void test_edge_watt(void **state)
     pflex_learn_destroy(l);
 }
 
+/* Readings 3 W apart across the bend at 250 W, at 249 and 252 W: the
+ * chord between them values the watt 249-250 W at 0.0014 for 0.0018 (a
+ * plan holding the job at 249 W weighs its next watt wrong).  The probe
+ * at the plan's margin reads 250 W, inside the chord, and then the curve
+ * there is exact; a span read to the watt, one outside the readings, one
+ * past the floor and one by the floor's edge get none. */
+static void test_probe_span(void **state)
+{
+    (void)state;
+    struct pflex_learn_config c = {.min_cap_w = 100, .max_cap_w = 400};
+    pflex_learn_t *l;
+    pflex_error_t err;
+    assert_int_equal(pflex_learn_create(&c, &l, &err), 0);
+    for (int rep = 0; rep < 4; rep++) {
+        assert_int_equal(pflex_learn_observe(l, 400, 400, 1000, &err), 0);
+        for (double cap = 231; cap <= 267; cap += 3)
+            assert_int_equal(pflex_learn_observe(l, cap, cap, 1000 * (1 - kinked_loss(cap)), &err), 0);
+        assert_int_equal(pflex_learn_observe(l, 240, 240, 1000 * (1 - kinked_loss(240)), &err), 0);
+        for (double cap = 270; cap <= 395; cap += 5)
+            assert_int_equal(pflex_learn_observe(l, cap, cap, 1000 * (1 - kinked_loss(cap)), &err), 0);
+    }
+    struct pflex_learn_curve cv;
+    pflex_learn_curve_init(&cv);
+    assert_int_equal(pflex_learn_fit(l, &cv, &err), 0);
+    double off = fabs(pflex_learn_loss(&cv, 1 - 250.0 / 400) - kinked_loss(250)), xp, cap;
+    print_message("  loss at 250 W off by %.6f before the probe\n", off);
+    assert_true(off > 2e-4);
+    assert_int_equal(pflex_learn_probe_span(l, &cv, 0, 2, 249, 250, &xp, &cap), 1);
+    assert_true(cap == 250);
+    assert_true(fabs(xp - (1 - 250.0 / 400)) < 1e-3);
+    /* the watt above the plan's cap: the same chord, the same probe */
+    assert_int_equal(pflex_learn_probe_span(l, &cv, 0, 2, 250, 251, &xp, &cap), 1);
+    assert_true(cap == 250);
+    /* read to the watt (240 and 240-241 W share a reading's bin), beyond
+     * the deepest reading, past a floor the pessimistic curve breaks */
+    assert_int_equal(pflex_learn_probe_span(l, &cv, 0, 2, 240, 240, &xp, &cap), 0);
+    assert_int_equal(pflex_learn_probe_span(l, &cv, 0, 2, 220, 221, &xp, &cap), 0);
+    assert_int_equal(pflex_learn_probe_span(l, &cv, 1 - kinked_loss(255), 2, 249, 250, &xp, &cap), 0);
+    /* a span within PFLEX_LEARN_SPAN_EDGE_W of the floor's edge (at 248.5 W
+     * on the true curve, the pessimistic curve's a little above): none,
+     * though 250 W keeps the floor; one with the edge a few watts lower */
+    double f_near = 1 - kinked_loss(248.5), f_far = 1 - kinked_loss(245);
+    print_message("  floor edges %.2f and %.2f W\n", 400 * (1 - pflex_learn_safe_x(&cv, f_near, 2)),
+                  400 * (1 - pflex_learn_safe_x(&cv, f_far, 2)));
+    double e_near = 400 * (1 - pflex_learn_safe_x(&cv, f_near, 2));
+    assert_true(e_near > 248.5 - 1e-9 && e_near < 250);
+    assert_int_equal(pflex_learn_probe_span(l, &cv, f_near, 2, 249, 250, &xp, &cap), 0);
+    assert_int_equal(pflex_learn_probe_span(l, &cv, f_far, 2, 249, 250, &xp, &cap), 1);
+    assert_true(cap == 250);
+    for (int rep = 0; rep < 4; rep++)
+        assert_int_equal(pflex_learn_observe(l, 250, 250, 1000 * (1 - kinked_loss(250)), &err), 0);
+    assert_int_equal(pflex_learn_fit(l, &cv, &err), 0);
+    off = fabs(pflex_learn_loss(&cv, 1 - 250.0 / 400) - kinked_loss(250));
+    print_message("  and by %.6f after\n", off);
+    assert_true(off < 2e-5);
+    assert_int_equal(pflex_learn_probe_span(l, &cv, 0, 2, 249, 250, &xp, &cap), 0);
+    pflex_learn_curve_fini(&cv);
+    pflex_learn_destroy(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -571,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_fill),
         cmocka_unit_test(test_smooth_bend),
         cmocka_unit_test(test_edge_watt),
+        cmocka_unit_test(test_probe_span),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -495,6 +495,56 @@ static void test_random_sites(void **state)
     gsl_rng_free(r);
 }
 
+/* Caps of a finer step (cap_step_w 0.25 W): test_spend_rounding's site
+ * rounds A's 400.8 W to 400.75 W, not 400, and leaves B at its 500 W knee
+ * (0.15 W left, under a step for either job); a floor's cap still rounds
+ * up to a whole watt (the margin whole watts leave it). */
+static void test_cap_step(void **state)
+{
+    (void)state;
+    double ca[] = {700, 200}, la[] = {0, 0.5 * (500.0 / 700)};
+    double cb[] = {700, 500, 200}, lb[] = {0, 0.05 * (200.0 / 700), 0.05 * (200.0 / 700) + 2 * (300.0 / 700)};
+    struct pflex_site_job jobs[] = {
+        {.name = "a", .t0 = 100, .weight = 1, .n = 2, .cap_w = ca, .loss = la},
+        {.name = "b", .t0 = 100, .weight = 1, .n = 3, .cap_w = cb, .loss = lb},
+    };
+    struct pflex_site_gpu g[] = {gpu(0, 200, 700, 700), gpu(0, 200, 700, 700), gpu(0, 200, 700, 700),
+                                 gpu(1, 200, 700, 700), gpu(1, 200, 700, 700)};
+    struct pflex_safe_input in = {.ngpus = 5, .gpus = g, .njobs = 2, .jobs = jobs,
+                                  .limit_w = 2 * 500 + 3 * 400.8, .objective = PFLEX_OBJECTIVE_PROGRESS,
+                                  .cap_step_w = 0.25};
+    struct pflex_safe_plan p;
+    pflex_safe_plan_init(&p);
+    pflex_error_t err;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    print_message("  caps %g %g W, worst %g of %g W\n", p.cap_w[0], p.cap_w[3], p.worst_w, in.limit_w);
+    for (int k = 0; k < 3; k++)
+        assert_near(p.cap_w[k], 400.75, 0);
+    for (int k = 3; k < 5; k++)
+        assert_near(p.cap_w[k], 500, 0);
+    assert_near(p.worst_w, 3 * 400.75 + 2 * 500, 1e-9);
+    /* a floor: job "f" loses 0.2 per unit of cut, its floor 0.9003 at
+     * 351.05 W; the stiff job takes the rest in quarter watts */
+    double cf[] = {700, 200}, lf[] = {0, 0.2 * (500.0 / 700)}, ls[] = {0, 500.0 / 700};
+    struct pflex_site_job j2[] = {
+        {.name = "stiff", .t0 = 100, .weight = 1, .n = 2, .cap_w = cf, .loss = ls},
+        {.name = "f", .t0 = 100, .weight = 1, .floor = 0.9003, .n = 2, .cap_w = cf, .loss = lf},
+    };
+    struct pflex_site_gpu g2[] = {gpu(0, 200, 700, 700), gpu(0, 200, 700, 700),
+                                  gpu(1, 200, 700, 700), gpu(1, 200, 700, 700)};
+    struct pflex_safe_input in2 = {.ngpus = 4, .gpus = g2, .njobs = 2, .jobs = j2,
+                                   .limit_w = 100 + 2 * 352 + 2 * 500.3, .other_w = 100,
+                                   .cap_step_w = 0.25};
+    assert_int_equal(pflex_safe_plan(&in2, &p, &err), 0);
+    print_message("  floor-bound job at %g W, the other at %g W\n", p.cap_w[2], p.cap_w[0]);
+    assert_near(p.cap_w[2], 352, 0);
+    assert_near(p.cap_w[3], 352, 0);
+    assert_near(p.cap_w[0], 500.25, 0);
+    assert_int_equal(p.floor_breaches, 0);
+    assert_true(p.worst_w <= in2.limit_w);
+    pflex_safe_plan_fini(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -502,6 +552,7 @@ int main(void)
         cmocka_unit_test(test_floors_give_way),
         cmocka_unit_test(test_guard_equal),
         cmocka_unit_test(test_spend_rounding),
+        cmocka_unit_test(test_cap_step),
         cmocka_unit_test(test_random_sites),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

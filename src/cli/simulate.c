@@ -73,6 +73,7 @@ static const char help[] =
 "                      default, jobs' units differ) or throughput\n"
 "  --policies LIST     comma-separated subset (default: all that can run)\n"
 "  --explore X         the controller's --explore (default 0.05)\n"
+"  --cap-step-w W      the controller's --cap-step-w (default 1)\n"
 "  --threads N         run policies on N threads (default 2)\n"
 "output:\n"
 "  --json              one JSON document (summary, field comparison)\n"
@@ -315,6 +316,7 @@ static const struct option opts[] = {
     {"seed", required_argument, NULL, 'e'},      {"other-w", required_argument, NULL, 'o'},
     {"baseline-w", required_argument, NULL, 'B'}, {"objective", required_argument, NULL, 'O'},
     {"policies", required_argument, NULL, 'y'},  {"explore", required_argument, NULL, 'x'},
+    {"cap-step-w", required_argument, NULL, 'W'},
     {"threads", required_argument, NULL, 'H'},   {"json", no_argument, NULL, 'J'},
     {"csv", no_argument, NULL, 'C'},             {"every", required_argument, NULL, 'E'},
     {"out", required_argument, NULL, 'U'},       {"gnuplot", required_argument, NULL, 'Q'},
@@ -331,7 +333,7 @@ struct sim_opts {
     const char *targets_s[MAX_TARGETS], *start_s, *policies_s, *sweep_path;
     size_t ntargets_s;
     double bucket, floor_def, gpus, mean_job, duration, period, delay;
-    double settle, noise_p, noise_t, seed_d, other, baseline, explore;
+    double settle, noise_p, noise_t, seed_d, other, baseline, explore, cap_step;
     double threads, every_d;
     int glo, ghi, gstep, json, csv, force_progress;
     enum pflex_objective objective;
@@ -415,6 +417,7 @@ static int parse_option(int c, struct sim_opts *o, char **argv)
         break;
     case 'y': o->policies_s = optarg; break;
     case 'x': if (cli_parse_double(cmd, "--explore", optarg, 0, 0.5, &o->explore) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'W': if (cli_parse_double(cmd, "--cap-step-w", optarg, 0.001, 50, &o->cap_step) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'H': if (cli_parse_double(cmd, "--threads", optarg, 1, 16, &o->threads) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'J': o->json = 1; break;
     case 'C': o->csv = 1; break;
@@ -697,7 +700,7 @@ static int run_sim(const struct sim_opts *o, struct sim_state *st)
         .start_s = st->now, .duration_s = o->duration, .period_s = o->period, .delay_s = o->delay,
         .settle_s = o->settle, .noise_power = o->noise_p, .noise_tput = o->noise_t,
         .seed = (uint64_t)o->seed_d, .targets = &st->set, .baseline_w = o->baseline, .other_w = o->other,
-        .objective = o->objective, .z = 2, .explore_step = o->explore, .policies = o->policies,
+        .objective = o->objective, .z = 2, .explore_step = o->explore, .cap_step_w = o->cap_step, .policies = o->policies,
         .controller = &ctl_sim, .keep_jobs = st->njobs && st->njobs <= 64, .threads = (int)o->threads,
     };
     int prog = cli_progress_wanted(o->force_progress);

@@ -93,6 +93,7 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
     if (!(c->c.z > 0))
         c->c.z = 2;
     c->settle_s = c->c.settle_s > c->c.period_s ? c->c.settle_s : c->c.period_s;
+    c->cap_step_w = c->c.cap_step_w > 0 ? c->c.cap_step_w : 1;
     if (c->c.vtn_every <= 0)
         c->c.vtn_every = 1;
     if (c->c.status_every <= 0)
@@ -112,6 +113,7 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
     c->fb_frac = c->fb_until = c->fb_limit_w = NAN;
     pflex_target_set_init(&c->targets);
     pflex_safe_plan_init(&c->plan);
+    pflex_safe_plan_init(&c->coming);
     c->agents = calloc(cfg->nagents, sizeof *c->agents);
     if (!c->agents) {
         ctl_destroy(c);
@@ -213,6 +215,7 @@ void ctl_destroy(ctl_t *c)
     pthread_cond_destroy(&c->io.cv);
     pflex_oadr_events_fini(&c->evs);
     pflex_safe_plan_fini(&c->plan);
+    pflex_safe_plan_fini(&c->coming);
     free(c->p.gpus);
     free(c->p.gpu_node);
     free(c->p.gpu_slot);

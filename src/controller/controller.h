@@ -34,6 +34,9 @@ struct ctl_config {
     double agent_max_w;             /* worst case of an agent never reached; <= 0: 8 x 1000 W */
     double z;                       /* sd multiplier of the pessimistic curve; <= 0: 2 */
     double explore_step;            /* largest probe below the plan (reduction); 0: none */
+    double cap_step_w;              /* caps are whole multiples of it, W; <= 0: 1 (the
+                                     * agents set milliwatts): a cap within half a step of
+                                     * a GPU's limit is that limit */
     double settle_s;                /* how long a job's cap must have been seen before its
                                      * readings teach the learner (at least, and by
                                      * default, one period): at least the agents'

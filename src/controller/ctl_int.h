@@ -129,6 +129,8 @@ struct ctl_job {
 struct ctl {
     struct ctl_config c;
     double settle_s;            /* c.settle_s, at least a period */
+    double cap_step_w;          /* c.cap_step_w, or 1: caps are multiples of it, and a
+                                 * cap within half of it of another is the same cap */
     struct ctl_agent *agents;
     /* every agent request, batched, connections kept: agents split in nhttp
      * contiguous ranges by index, each range's requests run by its own
@@ -151,6 +153,11 @@ struct ctl {
     size_t last_agents_down;
     pflex_oadr_events_t evs;
     struct pflex_safe_plan plan;
+    /* between events: the plan the coming target would get on the curves
+     * as they are (steps.c, for the probes at its margins), and the period
+     * it was made in */
+    struct pflex_safe_plan coming;
+    unsigned long coming_period;
     unsigned long periods;
     /* the fallbacks of the event in force (leases.c): the fraction of each
      * GPU's range it falls back to, kept while it stays safe and the event

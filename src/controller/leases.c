@@ -145,15 +145,15 @@ static int node_due(ctl_t *c, size_t a, size_t q0, size_t q1)
     for (size_t q = q0; q < q1; q++) {
         const struct ctl_cap *cp = &p->caps[q];
         const struct ctl_held *h = &ag->held[q - q0];
-        if (h->gpu != cp->gpu || fabs(h->cap_w - cp->cap_w) > 0.25)
+        if (h->gpu != cp->gpu || fabs(h->cap_w - cp->cap_w) > c->cap_step_w / 4)
             return 1;
         if (isnan(h->fb_w) != isnan(cp->fallback_w))
             return 1;
         if (!isnan(h->fb_w) && (fabs(h->fb_w - cp->fallback_w) > 0.25 || fabs(h->fb_until - cp->fallback_until) > 0.5))
             return 1;
         double shown = ag->st.gpu[p->gpu_slot[cp->site]].limit_w;
-        if (check && isfinite(shown) && fabs(shown - h->cap_w) > 0.5) {
-            ctl_log(c, "node %zu GPU %d: the agent shows %.0f W, not the %.0f W it was given; sent again", a,
+        if (check && isfinite(shown) && fabs(shown - h->cap_w) > c->cap_step_w / 2) {
+            ctl_log(c, "node %zu GPU %d: the agent shows %g W, not the %g W it was given; sent again", a,
                     cp->gpu, shown, h->cap_w);
             return 1;
         }

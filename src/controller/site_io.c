@@ -562,7 +562,7 @@ static void mark_raises(ctl_t *c)
     for (size_t q = 0; q < p->ncaps; q++) {
         const struct ctl_cap *cp = &p->caps[q];
         double now_w = c->agents[cp->node].st.gpu[p->gpu_slot[cp->site]].limit_w;
-        if (cp->send && cp->cap_w > now_w + 0.5)
+        if (cp->send && cp->cap_w > now_w + c->cap_step_w / 2)
             for (size_t k = q; k < p->ncaps && p->caps[k].node == cp->node; k++)
                 p->caps[k].node_raises = 1;
     }

@@ -465,6 +465,37 @@ static int fill_window(const ctl_t *c, const struct ctl_job *cj, double *lo, dou
     return *hi > *lo;
 }
 
+/* Job j's cap in the plan the coming target would get on the curves as
+ * they are (*cap_w): 0, or -1 when it has none.  Made for the first job
+ * that asks, again CTL_COMING_EVERY periods later: a probe holds for
+ * about that long, and a plan of the whole site each period doubled the
+ * controller's CPU time between events (a site of 10,000 GPUs, some 280
+ * jobs, docs/simulate.md). */
+#define CTL_COMING_EVERY 8
+
+static int coming_cap(ctl_t *c, size_t j, double *cap_w)
+{
+    struct ctl_period_state *p = &c->p;
+    if (!c->coming_period || c->periods - c->coming_period >= CTL_COMING_EVERY
+        || c->coming.ngpus != p->ngpus) {
+        struct pflex_safe_input in = {.ngpus = p->ngpus, .gpus = p->gpus, .njobs = c->njobs,
+                                      .jobs = p->sjobs, .limit_w = p->coming_w, .other_w = p->other_w,
+                                      .objective = c->c.progress ? PFLEX_OBJECTIVE_PROGRESS
+                                                                 : PFLEX_OBJECTIVE_THROUGHPUT,
+                                      .guard_equal = !c->c.plain_optimum,
+                                      .cap_step_w = c->cap_step_w};
+        pflex_error_t err;
+        c->coming_period = c->periods;
+        if (pflex_safe_plan(&in, &c->coming, &err) < 0)
+            c->coming.ngpus = 0;
+    }
+    size_t k = c->jobs[j].gpu_head;
+    if (k == SIZE_MAX || k >= c->coming.ngpus || !isfinite(c->coming.cap_w[k]))
+        return -1;
+    *cap_w = c->coming.cap_w[k];
+    return 0;
+}
+
 /* A new probe for job j when one is due and worth it: 1 (probe_cap and
  * probe_left set), else 0. */
 static int probe_start(ctl_t *c, size_t j, double planned)
@@ -504,6 +535,19 @@ static int probe_start(ctl_t *c, size_t j, double planned)
                                        CTL_FILL_SD * cj->curve.sigma, &xp, &cap);
         fill = found;
     }
+    /* the curve filled in: read the chords the coming target's plan
+     * values its margins by, the watt above and the watt below each
+     * job's cap in it, where a bend between two readings goes unseen
+     * (none by a floor's edge: the edge probes read it) */
+    if (!found && !isfinite(c->p.limit_w) && isfinite(c->p.coming_w)
+        && coming_cap(c, j, &lo) == 0) {
+        found = pflex_learn_probe_span(cj->learn, &cj->curve, c->p.sjobs[j].floor, c->c.z, lo,
+                                       lo + 1, &xp, &cap);
+        if (!found)
+            found = pflex_learn_probe_span(cj->learn, &cj->curve, c->p.sjobs[j].floor, c->c.z,
+                                           lo - 1, lo, &xp, &cap);
+        fill = found;
+    }
     /* a probe less than 5 W below the plan teaches little the
      * plan's own readings do not */
     if (!found || planned - floor(cap) < 5)
@@ -517,7 +561,7 @@ static int probe_start(ctl_t *c, size_t j, double planned)
      * that teaches nothing */
     else if (fill)
         hold += CTL_FILL_READINGS - 1;
-    cj->probe_cap = floor(cap);
+    cj->probe_cap = floor(cap / c->cap_step_w + 1e-6) * c->cap_step_w;
     ctl_log(c, "probe %s at %.0f W (x %.3f, plan %.0f W)", cj->name, cj->probe_cap, xp, planned);
     /* held until a reading under it has settled */
     cj->probe_left = hold;
@@ -565,7 +609,7 @@ static int plan_caps(ctl_t *c, pflex_error_t *err)
         const struct agent_gpu *ug = &c->agents[a].st.gpu[p->gpu_slot[k]];
         double cap = c->plan.cap_w[k];
         p->caps[p->ncaps++] = (struct ctl_cap){.node = a, .gpu = ug->index, .site = k, .cap_w = cap,
-                                               .cut = !(cap >= ug->limit_w - 0.5), .send = 1,
+                                               .cut = !(cap >= ug->limit_w - c->cap_step_w / 2), .send = 1,
                                                .fallback_w = NAN, .fallback_until = NAN, .pushed = 0,
                                                .enforced_w = NAN};
     }
@@ -582,7 +626,7 @@ int ctl_plan(ctl_t *c, pflex_error_t *err)
                                   .hold = p->ngpus > 0 && !p->any_power,
                                   .objective = c->c.progress ? PFLEX_OBJECTIVE_PROGRESS
                                                              : PFLEX_OBJECTIVE_THROUGHPUT,
-                                  .guard_equal = !c->c.plain_optimum};
+                                  .guard_equal = !c->c.plain_optimum, .cap_step_w = c->cap_step_w};
     if (pflex_safe_plan(&in, &c->plan, err) < 0)
         return -1;
     if (c->c.explore_step > 0)

@@ -217,4 +217,25 @@ int pflex_learn_probe_near(const struct pflex_learn_curve *c, double floor, doub
 int pflex_learn_probe_fill(const struct pflex_learn_curve *c, double floor, double z, double cap_lo_w,
                            double cap_hi_w, double min_sd, double *x_probe, double *cap_w);
 
+/* Reading a plan's margin: what the watts [cap_lo_w, cap_hi_w] are worth
+ * to a job the curve l was fitted into (c) reads off the chord between the
+ * readings that bracket that span, the nearest read cap at or under
+ * cap_lo_w and the nearest at or over cap_hi_w.  Where those lie more than
+ * a watt apart, a bend between them (a measured curve's knot) goes unseen
+ * and the chord values the watts wrong: propose the whole-watt cap inside
+ * the chord, a watt or more from both readings and nearest the span,
+ * whose bin holds no reading yet, where the pessimistic curve keeps the
+ * floor.  A span whose lower end lies within PFLEX_LEARN_SPAN_EDGE_W of
+ * the floor's edge (the pessimistic curve's, pflex_learn_safe_x) gets
+ * none: a plan there is priced by the floor, which the edge probes read
+ * PFLEX_LEARN_EDGE_READINGS times a point; a few readings between the
+ * edge and the reading above moved the pessimistic curve's slope there
+ * and, in a simulated day, let a plan put a job a watt under its floor.
+ * Returns 1 with *x_probe and *cap_w (a whole watt), 0 when the span is
+ * read to the watt, lies outside the readings, by the floor's edge, or
+ * nothing there is safe or new. */
+#define PFLEX_LEARN_SPAN_EDGE_W 2
+int pflex_learn_probe_span(const pflex_learn_t *l, const struct pflex_learn_curve *c, double floor,
+                           double z, double cap_lo_w, double cap_hi_w, double *x_probe, double *cap_w);
+
 #endif

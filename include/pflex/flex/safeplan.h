@@ -30,10 +30,11 @@
  *  - past the deepest point of a curve the loss is extended pessimistically
  *    (its last slope, at least proportional loss), so that a job can always
  *    be cut to its hardware minimum when safety needs it;
- *  - caps are whole watts rounded down, clamped to each GPU's range; the
- *    watts the rounding leaves under the limit go a watt a job to the jobs
- *    whose next watt wins most on their mean curves (a held GPU never
- *    above the cap it has);
+ *  - caps are whole steps (cap_step_w, whole watts by default) rounded
+ *    down, clamped to each GPU's range, a floor's cap rounded up to a whole
+ *    watt even under a finer step; the watts the rounding leaves under the
+ *    limit go a step a job to the jobs whose next step wins most per watt
+ *    on their mean curves (a held GPU never above the cap it has);
  *  - infeasible (the limit is under every reachable GPU at its minimum):
  *    every reachable GPU at its minimum, feasible = 0.
  *
@@ -87,6 +88,8 @@ struct pflex_safe_input {
                              * only as far as the blend gains over equal cuts on
                              * both the mean and the pessimistic curves (blend, voi
                              * below) */
+    double cap_step_w;      /* caps are whole multiples of it, W (NVML takes mW); <= 0:
+                             * 1, whole watts */
 };
 
 struct pflex_safe_plan {

@@ -763,3 +763,55 @@ int pflex_learn_probe_fill(const struct pflex_learn_curve *c, double floor, doub
     *cap_w = best_cap;
     return 1;
 }
+
+/* The cap at x on the curve's caps, linear between points, clipped. */
+static double cap_at(const struct pflex_learn_curve *c, double x)
+{
+    return interp(c, c->cap_w, x);
+}
+
+int pflex_learn_probe_span(const pflex_learn_t *l, const struct pflex_learn_curve *c, double floor,
+                           double z, double cap_lo_w, double cap_hi_w, double *x_probe, double *cap_w)
+{
+    if (c->n < 2 || !c->has_baseline || !(cap_hi_w >= cap_lo_w))
+        return 0;
+    /* near the floor's edge the margin is the floor's: the edge probes
+     * read it (pflex_learn_probe) */
+    double safe = pflex_learn_safe_x(c, floor, z);
+    if (floor > 0 && !(cap_lo_w >= cap_at(c, safe) + PFLEX_LEARN_SPAN_EDGE_W))
+        return 0;
+    /* the readings the curve draws its chord over [cap_lo_w, cap_hi_w]
+     * between: the nearest at or under it and at or over it */
+    double r_lo = -INFINITY, r_hi = INFINITY;
+    for (size_t i = 0; i < c->n; i++) {
+        if (!c->count[i] && i)
+            continue;
+        if (c->cap_w[i] <= cap_lo_w + 1e-9 && c->cap_w[i] > r_lo)
+            r_lo = c->cap_w[i];
+        if (c->cap_w[i] >= cap_hi_w - 1e-9 && c->cap_w[i] < r_hi)
+            r_hi = c->cap_w[i];
+    }
+    if (!isfinite(r_lo) || !isfinite(r_hi))
+        return 0;
+    /* the whole watt inside the chord, a watt or more from both readings,
+     * nearest the span, whose bin holds no reading yet */
+    double mid = (cap_lo_w + cap_hi_w) / 2, best = NAN;
+    for (double w = ceil(r_lo + 1 - 1e-9); w <= r_hi - 1 + 1e-9; w++)
+        if (pflex_learn_bin_count(l, w) == 0 && !(fabs(w - mid) >= fabs(best - mid)))
+            best = w;
+    if (!isfinite(best))
+        return 0;
+    /* its x as the curve's caps have it (cap_w falls as x grows) */
+    double x = NAN;
+    for (size_t i = 1; i < c->n && !isfinite(x); i++)
+        if (c->cap_w[i] <= best && c->cap_w[i - 1] >= best)
+            x = c->cap_w[i - 1] > c->cap_w[i]
+                ? c->x[i - 1] + (c->x[i] - c->x[i - 1]) * (c->cap_w[i - 1] - best)
+                                    / (c->cap_w[i - 1] - c->cap_w[i])
+                : c->x[i];
+    if (!isfinite(x) || !(x > 0) || x > safe)
+        return 0;
+    *x_probe = x;
+    *cap_w = best;
+    return 1;
+}
