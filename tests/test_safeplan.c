@@ -286,19 +286,27 @@ static double hi_at(const struct pflex_site_job *jb, double C, double cap)
  * job B (2 GPUs) 0.05 down to 500 W, 2 per unit below: B is cut to 500 W,
  * A takes the rest, 400.8 W, rounded to 400: 2.4 W left, a watt for B's
  * two GPUs (A's three would need 3). */
-static void test_spend_rounding(void **state)
+static struct pflex_safe_input rounding_site(struct pflex_site_gpu g[5], double cap_step_w)
 {
-    (void)state;
-    double ca[] = {700, 200}, la[] = {0, 0.5 * (500.0 / 700)};
-    double cb[] = {700, 500, 200}, lb[] = {0, 0.05 * (200.0 / 700), 0.05 * (200.0 / 700) + 2 * (300.0 / 700)};
-    struct pflex_site_job jobs[] = {
+    static double ca[] = {700, 200}, la[] = {0, 0.5 * (500.0 / 700)};
+    static double cb[] = {700, 500, 200},
+                  lb[] = {0, 0.05 * (200.0 / 700), 0.05 * (200.0 / 700) + 2 * (300.0 / 700)};
+    static struct pflex_site_job jobs[] = {
         {.name = "a", .t0 = 100, .weight = 1, .n = 2, .cap_w = ca, .loss = la},
         {.name = "b", .t0 = 100, .weight = 1, .n = 3, .cap_w = cb, .loss = lb},
     };
-    struct pflex_site_gpu g[] = {gpu(0, 200, 700, 700), gpu(0, 200, 700, 700), gpu(0, 200, 700, 700),
-                                 gpu(1, 200, 700, 700), gpu(1, 200, 700, 700)};
-    struct pflex_safe_input in = {.ngpus = 5, .gpus = g, .njobs = 2, .jobs = jobs,
-                                  .limit_w = 2 * 500 + 3 * 400.8, .objective = PFLEX_OBJECTIVE_PROGRESS};
+    for (int k = 0; k < 5; k++)
+        g[k] = gpu(k < 3 ? 0 : 1, 200, 700, 700);
+    return (struct pflex_safe_input){.ngpus = 5, .gpus = g, .njobs = 2, .jobs = jobs,
+                                     .limit_w = 2 * 500 + 3 * 400.8,
+                                     .objective = PFLEX_OBJECTIVE_PROGRESS, .cap_step_w = cap_step_w};
+}
+
+static void test_spend_rounding(void **state)
+{
+    (void)state;
+    struct pflex_site_gpu g[5];
+    struct pflex_safe_input in = rounding_site(g, 0);
     struct pflex_safe_plan p;
     pflex_safe_plan_init(&p);
     pflex_error_t err;
@@ -502,17 +510,8 @@ static void test_random_sites(void **state)
 static void test_cap_step(void **state)
 {
     (void)state;
-    double ca[] = {700, 200}, la[] = {0, 0.5 * (500.0 / 700)};
-    double cb[] = {700, 500, 200}, lb[] = {0, 0.05 * (200.0 / 700), 0.05 * (200.0 / 700) + 2 * (300.0 / 700)};
-    struct pflex_site_job jobs[] = {
-        {.name = "a", .t0 = 100, .weight = 1, .n = 2, .cap_w = ca, .loss = la},
-        {.name = "b", .t0 = 100, .weight = 1, .n = 3, .cap_w = cb, .loss = lb},
-    };
-    struct pflex_site_gpu g[] = {gpu(0, 200, 700, 700), gpu(0, 200, 700, 700), gpu(0, 200, 700, 700),
-                                 gpu(1, 200, 700, 700), gpu(1, 200, 700, 700)};
-    struct pflex_safe_input in = {.ngpus = 5, .gpus = g, .njobs = 2, .jobs = jobs,
-                                  .limit_w = 2 * 500 + 3 * 400.8, .objective = PFLEX_OBJECTIVE_PROGRESS,
-                                  .cap_step_w = 0.25};
+    struct pflex_site_gpu g[5];
+    struct pflex_safe_input in = rounding_site(g, 0.25);
     struct pflex_safe_plan p;
     pflex_safe_plan_init(&p);
     pflex_error_t err;
