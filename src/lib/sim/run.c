@@ -179,6 +179,15 @@ again:
                                  : ts > o->eval_at_s && ts <= o->eval_at_s + o->eval_s ? PFLEX_SIM_EVAL
                                  : ts > o->ckpt_at_s && ts <= o->ckpt_at_s + ckpt_s ? PFLEX_SIM_CHECKPOINT
                                  : PFLEX_SIM_TRAINING;
+        /* Asked for the aggregate alone, a sample of a phase that never
+         * counts is not drawn: warm-up, start-up and the checkpoint leave
+         * the GPUs idle (gpu_util at most 0.02 of its training value with
+         * its noise, far under the 50 % that makes a training sample, and
+         * outside the schedule's phases).  Every draw is keyed by its
+         * sample, GPU and field, so the others' noise is the same. */
+        if (!samples && (ph == PFLEX_SIM_WARMUP || ph == PFLEX_SIM_STARTUP
+                         || ph == PFLEX_SIM_CHECKPOINT))
+            continue;
         uint64_t st = pflex_mix64(seed ^ (uint64_t)t);
         double tput = 0;
         if (ph == PFLEX_SIM_TRAINING)
@@ -204,8 +213,9 @@ again:
                     s.tm[f] = v;
                 } else if (f == PFLEX_TM_SM_CLOCK_MHZ) {
                     double nc = v < k->sm_clock_max_mhz - 1 ? NOISE_CLOCK_CAPPED : 0;
+                    /* no dither (nc 0): v itself, as v * (1 + 0 * draw) is */
                     s.tm[f] = busy > 0.5 ? fmin(k->sm_clock_max_mhz,
-                                                v * (1 + nc * gauss(sg, 2 + (uint64_t)f)))
+                                                nc > 0 ? v * (1 + nc * gauss(sg, 2 + (uint64_t)f)) : v)
                                          : k->sm_clock_max_mhz;
                 } else {
                     /* Evaluation keeps the GPUs busy (gpu_util high) at a
