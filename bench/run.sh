@@ -115,7 +115,7 @@ echo
 echo "== pflex simulate: a simulated site through a day, cost against GPUs and periods =="
 echo "  (offline policies: equal, eq2-measured, tpw, oracle; then the online learner alone)"
 "$BUILD/pflex" sweep --job llama-8b-pretrain-h200 --repeats 1 > "$D/sim-sweep.csv"
-for j in emerald-pt-mpt-7b emerald-ft-llama-8b; do
+for j in emerald-pt-mpt-7b emerald-ft-llama-8b-p3; do
     "$BUILD/pflex" sweep --job $j --repeats 1 | tail -n +2 >> "$D/sim-sweep.csv" 2>/dev/null || true
 done
 simrun() {
