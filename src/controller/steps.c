@@ -473,17 +473,24 @@ static int fill_window(const ctl_t *c, const struct ctl_job *cj, double *lo, dou
  * jobs, docs/simulate.md). */
 #define CTL_COMING_EVERY 8
 
+/* What this period's site asks of a plan under limit_w (no GPU held). */
+static struct pflex_safe_input plan_input(const ctl_t *c, double limit_w)
+{
+    const struct ctl_period_state *p = &c->p;
+    return (struct pflex_safe_input){.ngpus = p->ngpus, .gpus = p->gpus, .njobs = c->njobs,
+                                     .jobs = p->sjobs, .limit_w = limit_w, .other_w = p->other_w,
+                                     .objective = c->c.progress ? PFLEX_OBJECTIVE_PROGRESS
+                                                                : PFLEX_OBJECTIVE_THROUGHPUT,
+                                     .guard_equal = !c->c.plain_optimum,
+                                     .cap_step_w = c->cap_step_w};
+}
+
 static int coming_cap(ctl_t *c, size_t j, double *cap_w)
 {
     struct ctl_period_state *p = &c->p;
     if (!c->coming_period || c->periods - c->coming_period >= CTL_COMING_EVERY
         || c->coming.ngpus != p->ngpus) {
-        struct pflex_safe_input in = {.ngpus = p->ngpus, .gpus = p->gpus, .njobs = c->njobs,
-                                      .jobs = p->sjobs, .limit_w = p->coming_w, .other_w = p->other_w,
-                                      .objective = c->c.progress ? PFLEX_OBJECTIVE_PROGRESS
-                                                                 : PFLEX_OBJECTIVE_THROUGHPUT,
-                                      .guard_equal = !c->c.plain_optimum,
-                                      .cap_step_w = c->cap_step_w};
+        struct pflex_safe_input in = plan_input(c, p->coming_w);
         pflex_error_t err;
         c->coming_period = c->periods;
         if (pflex_safe_plan(&in, &c->coming, &err) < 0)
@@ -621,12 +628,8 @@ int ctl_plan(ctl_t *c, pflex_error_t *err)
     struct ctl_period_state *p = &c->p;
     if (plan_jobs(c, err) < 0)
         return -1;
-    struct pflex_safe_input in = {.ngpus = p->ngpus, .gpus = p->gpus, .njobs = c->njobs, .jobs = p->sjobs,
-                                  .limit_w = p->limit_w, .other_w = p->other_w,
-                                  .hold = p->ngpus > 0 && !p->any_power,
-                                  .objective = c->c.progress ? PFLEX_OBJECTIVE_PROGRESS
-                                                             : PFLEX_OBJECTIVE_THROUGHPUT,
-                                  .guard_equal = !c->c.plain_optimum, .cap_step_w = c->cap_step_w};
+    struct pflex_safe_input in = plan_input(c, p->limit_w);
+    in.hold = p->ngpus > 0 && !p->any_power;
     if (pflex_safe_plan(&in, &c->plan, err) < 0)
         return -1;
     if (c->c.explore_step > 0)

@@ -764,12 +764,6 @@ int pflex_learn_probe_fill(const struct pflex_learn_curve *c, double floor, doub
     return 1;
 }
 
-/* The cap at x on the curve's caps, linear between points, clipped. */
-static double cap_at(const struct pflex_learn_curve *c, double x)
-{
-    return interp(c, c->cap_w, x);
-}
-
 int pflex_learn_probe_span(const pflex_learn_t *l, const struct pflex_learn_curve *c, double floor,
                            double z, double cap_lo_w, double cap_hi_w, double *x_probe, double *cap_w)
 {
@@ -778,7 +772,7 @@ int pflex_learn_probe_span(const pflex_learn_t *l, const struct pflex_learn_curv
     /* near the floor's edge the margin is the floor's: the edge probes
      * read it (pflex_learn_probe) */
     double safe = pflex_learn_safe_x(c, floor, z);
-    if (floor > 0 && !(cap_lo_w >= cap_at(c, safe) + PFLEX_LEARN_SPAN_EDGE_W))
+    if (floor > 0 && !(cap_lo_w >= interp(c, c->cap_w, safe) + PFLEX_LEARN_SPAN_EDGE_W))
         return 0;
     /* the readings the curve draws its chord over [cap_lo_w, cap_hi_w]
      * between: the nearest at or under it and at or over it */

@@ -105,6 +105,12 @@ static double at(const double *ys, const double *v, size_t n, double y)
     return v[lo] + (v[hi] - v[lo]) * (y - ys[lo]) / (ys[hi] - ys[lo]);
 }
 
+/* The step caps are whole multiples of, W (cap_step_w; unset: a watt). */
+static double cap_step(const struct pflex_safe_input *in)
+{
+    return in->cap_step_w > 0 ? in->cap_step_w : 1;
+}
+
 /* Caps are whole multiples of a step (pflex_safe_input.cap_step_w): v
  * rounded down and up to one. */
 static double step_down(double v, double step)
@@ -336,7 +342,7 @@ static size_t build_curves(const struct pflex_safe_input *in, struct scratch *s,
         if (!js->n)
             continue;
         double C = js->cmax;
-        js->step = in->cap_step_w > 0 ? in->cap_step_w : 1;
+        js->step = cap_step(in);
         js->y_hw = C > js->cmin ? 1 - js->cmin / C : 0;
         js->y_end = C > js->gmin ? 1 - js->gmin / C : 0;
         js->off = off;
@@ -483,7 +489,7 @@ static void set_caps(const struct pflex_safe_input *in, struct pflex_safe_plan *
         a++;
         out->job_cap_w[j] = js->cmax * (1 - x);
     }
-    double step = in->cap_step_w > 0 ? in->cap_step_w : 1;
+    double step = cap_step(in);
     for (size_t g = 0; g < in->ngpus; g++) {
         const struct pflex_site_gpu *gp = &in->gpus[g];
         if (!gp->reachable) {
@@ -515,7 +521,7 @@ static void set_caps(const struct pflex_safe_input *in, struct pflex_safe_plan *
 static void spend_rounding(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
                            struct scratch *s, double fixed)
 {
-    double left = in->limit_w - fixed, step = in->cap_step_w > 0 ? in->cap_step_w : 1;
+    double left = in->limit_w - fixed, step = cap_step(in);
     for (size_t g = 0; g < in->ngpus; g++)
         if (in->gpus[g].reachable)
             left -= gcount(&in->gpus[g]) * out->cap_w[g];
@@ -588,7 +594,7 @@ static void spend_rounding(const struct pflex_safe_input *in, struct pflex_safe_
 static void trim_to_limit(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
                           double fixed, int limited)
 {
-    double worst = fixed, step = in->cap_step_w > 0 ? in->cap_step_w : 1;
+    double worst = fixed, step = cap_step(in);
     for (size_t g = 0; g < in->ngpus; g++)
         if (in->gpus[g].reachable)
             worst += gcount(&in->gpus[g]) * out->cap_w[g];
