@@ -335,19 +335,30 @@ static void test_reach(void **state)
     pflex_error_t err;
     assert_int_equal(pflex_learn_create(&c, &l, &err), 0);
     /* uncapped, then at 490 W (x = 0.3) a loss of 0.12 (PFI 2.5) */
-    for (int i = 0; i < 8; i++) {
-        assert_int_equal(pflex_learn_observe(l, 700, 700 + (i % 2 ? 1 : -1), 1000 + (i % 2 ? 3 : -3), &err), 0);
-        assert_int_equal(pflex_learn_observe(l, 490, 490 + (i % 2 ? 1 : -1), 880 + (i % 2 ? 3 : -3), &err), 0);
-    }
     struct pflex_learn_curve cv;
     pflex_learn_curve_init(&cv);
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(pflex_learn_observe(l, 700, 700 + (i % 2 ? 1 : -1), 1000 + (i % 2 ? 3 : -3), &err), 0);
+        assert_int_equal(pflex_learn_observe(l, 490, 490 + (i % 2 ? 1 : -1), 880 + (i % 2 ? 3 : -3), &err), 0);
+        if (i != 7)
+            continue;
+        /* eight readings, fewer than PFLEX_LEARN_EDGE_READINGS: no points
+         * a watt past them, the curve there the line to the next grid
+         * point (a deepest bin of a few readings is known to its bound,
+         * placed by its power to a watt or so) */
+        assert_int_equal(pflex_learn_fit(l, &cv, &err), 0);
+        double s0 = pflex_learn_sd(&cv, 0.3), s4 = pflex_learn_sd(&cv, 0.34);
+        double s1 = pflex_learn_sd(&cv, 0.3 + 2.0 / 700);
+        print_message("  eight readings: a bin past them sd %.5f\n", s1);
+        assert_true(s1 - s0 > 0.03 * (s4 - s0));
+    }
     assert_int_equal(pflex_learn_fit(l, &cv, &err), 0);
     double sd_seen = pflex_learn_sd(&cv, 0.3), sd_near = pflex_learn_sd(&cv, 0.34);
     double sd_far = pflex_learn_sd(&cv, 0.46), l_near = pflex_learn_loss(&cv, 0.34);
     print_message("  seen at x 0.30: sd %.4f; at 0.34: L %.4f sd %.4f; at 0.46: sd %.4f (prior sd 0.10)\n",
                   sd_seen, l_near, sd_near, sd_far);
     assert_true(sd_seen < 0.01);
-    /* 0.04 past it: the readings' slope is known (eight readings at 0.3
+    /* 0.04 past it: the readings' slope is known (ten readings at 0.3
      * and the origin), so the curvature term is what is left:
      * sqrt(sd_seen^2 + 20 * 0.04^3 / 3), under the smooth curve's bound
      * sqrt(sd_seen^2 + (1 * 0.04)^2) (the Wiener one alone would give 0.063) */
@@ -376,6 +387,57 @@ static void test_reach(void **state)
     assert_true(xp > 0.3 && xp <= 0.35 + 1e-9);     /* the walk goes on from the deepest cut seen */
     pflex_learn_curve_fini(&cv);
     pflex_learn_destroy(l);
+}
+
+/* A point read twice a watt past a cap read hundreds of times (a
+ * floor-bound job held at its edge under a target) is weighed between its
+ * own readings and the line past the well-read cap: its sd falls from the
+ * bound of its two readings to about the line's, its loss to the line's,
+ * where it stood on its two readings when the cap above was read fewer
+ * than PFLEX_LEARN_ANCHOR_READINGS times. */
+static void test_anchor(void **state)
+{
+    (void)state;
+    for (int held = 0; held < 2; held++) {
+        struct pflex_learn_config c = {.min_cap_w = 200, .max_cap_w = 700};
+        pflex_learn_t *l;
+        pflex_error_t err;
+        assert_int_equal(pflex_learn_create(&c, &l, &err), 0);
+        /* a loss of 0.10 at 600 W (x 1/7); readings 0.5 % apart */
+        int n600 = held ? PFLEX_LEARN_ANCHOR_READINGS + 72 : 40;
+        for (int i = 0; i < 200; i++) {
+            double e = i % 2 ? 5 : -5;
+            assert_int_equal(pflex_learn_observe(l, 700, 700, 1000 + e, &err), 0);
+            if (i < n600)
+                assert_int_equal(pflex_learn_observe(l, 600, 600, 900 + e, &err), 0);
+        }
+        /* two readings at 599 W, both 0.012 low in throughput (2.4 sd of one) */
+        for (int i = 0; i < 2; i++)
+            assert_int_equal(pflex_learn_observe(l, 599, 599, 900 - 1.5 - 12, &err), 0);
+        struct pflex_learn_curve cv;
+        pflex_learn_curve_init(&cv);
+        assert_int_equal(pflex_learn_fit(l, &cv, &err), 0);
+        size_t k = 0;
+        for (size_t i = 0; i < cv.n; i++)
+            if (cv.count[i] == 2)
+                k = i;
+        assert_true(k > 0);
+        /* the line past 600 W: 0.10 plus the readings' slope (from the
+         * origin, 0.10 over 100 W) for the watt */
+        double line = 0.10 + 0.10 / 100;
+        print_message("  600 W read %d times: 599 W at L %.5f sd %.5f (the line %.5f)\n", n600, cv.loss[k],
+                      cv.sd[k], line);
+        if (held) {
+            assert_true(fabs(cv.loss[k] - line) < 0.002);
+            assert_true(cv.sd[k] < 0.0015);
+        } else {
+            /* two readings known to sigma / sqrt(2) and borrowing at most
+             * PFLEX_LEARN_BORROW times that: sd at least 0.0025 */
+            assert_true(cv.sd[k] > 0.0024);
+        }
+        pflex_learn_curve_fini(&cv);
+        pflex_learn_destroy(l);
+    }
 }
 
 /* A copy by bins (a standby's of its leader's learner) fits the very same
@@ -627,6 +689,7 @@ int main(void)
         cmocka_unit_test(test_probe_keeps_floor),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_reach),
+        cmocka_unit_test(test_anchor),
         cmocka_unit_test(test_bins_copy),
         cmocka_unit_test(test_fill),
         cmocka_unit_test(test_smooth_bend),

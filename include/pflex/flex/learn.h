@@ -184,11 +184,18 @@ double pflex_learn_safe_x(const struct pflex_learn_curve *c, double floor, doubl
 #define PFLEX_LEARN_EDGE_READINGS 9
 
 /* Points of the fitted curve a watt, two, .. this many watts of power past
- * the deepest reading (within grid_dx of it), besides the grid's: the
+ * the deepest reading (within grid_dx of it), when that reading's bin holds
+ * PFLEX_LEARN_EDGE_READINGS readings or more, besides the grid's: the
  * pessimistic curve there is the readings' and the curvature's, not the
  * line to the next grid point's, at each whole-watt cap a plan can set
  * (pflex_learn_fit). */
 #define PFLEX_LEARN_EDGE_W 8
+
+/* A point of the fitted curve whose bin holds this many readings or more
+ * (a cap held for minutes) speaks for the points read less past it, as
+ * the curve past the deepest reading does (pflex_learn_fit): a point
+ * there is weighed between its own readings and that line. */
+#define PFLEX_LEARN_ANCHOR_READINGS 128
 
 /* How many times its own readings' precision a point of the fitted curve
  * may borrow from its neighbours' through the smoothing (pflex_learn_fit):

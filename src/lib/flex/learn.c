@@ -389,6 +389,48 @@ static int grow(struct pflex_learn_curve *c, size_t n)
     return 0;
 }
 
+/* The curve past point an of the fitted points pts[0, an] (ascending, the
+ * prior blended in; an = 0 the origin) at x > pts[an].x: its departure
+ * from the prior (*r) and that departure's variance (*var, before the
+ * prior's own bound). */
+static void extend(const pflex_learn_t *l, const struct pt *pts, size_t an, double x, double *r,
+                   double *var)
+{
+    double q = l->c.prior_sd * l->c.prior_sd / l->c.corr_dx, ss = l->c.slope_sd * l->c.slope_sd;
+    double d = x - pts[an].x, vw = q * d, vs = ss * d * d;
+    *r = an ? pts[an].y - prior_at(l, pts[an].x) : 0;
+    if (an) {
+        /* past the deepest reading the curve goes on, for a reach
+         * of corr_dx, at the readings' own slope over the last
+         * 0.05 of x (from the origin when they span less), not
+         * the prior's: what the job lost per unit of cut just
+         * above says more of just below than a guess made before
+         * any reading; the margin, slope_sd a unit, is for a
+         * curve that steepens */
+        size_t k = an;
+        while (k > 0 && pts[an].x - pts[k].x < 0.05)
+            k--;
+        double w = pts[an].x - pts[k].x;
+        double s_obs = (pts[an].y - pts[k].y) / w;
+        double s_pri = (prior_at(l, pts[an].x) - prior_at(l, pts[k].x)) / w;
+        /* the readings' slope weighed against the prior's by
+         * their precisions: its variance the two points', over
+         * w^2; the prior's, slope_sd^2 */
+        double vs_obs = (1 / pts[an].w + 1 / pts[k].w) / (w * w);
+        double kappa = ss / (ss + vs_obs);
+        *r += kappa * ((s_obs > 0 ? s_obs : 0) - s_pri) * (d < l->c.corr_dx ? d : l->c.corr_dx);
+        /* the slope is known as well as the readings' slope
+         * is (weighed against slope_sd as above), and it may
+         * bend: a curvature of an integrated Wiener process
+         * (curv_q per unit of x) on top; never more than the
+         * smooth curve's bound */
+        double vc = (kappa * vs_obs + (1 - kappa) * ss) * d * d + l->c.curv_q * d * d * d / 3;
+        if (vc < vs)
+            vs = vc;
+    }
+    *var = (an ? 1 / pts[an].w : 0) + (vs < vw ? vs : vw);
+}
+
 int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex_error_t *err)
 {
     const struct bin *base = &l->bins[0];
@@ -412,12 +454,12 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
     size_t ngrid = x_lim > 0 ? (size_t)floor(x_lim / dx + 1e-9) : 0;
     size_t cap_pts = l->used + ngrid + PFLEX_LEARN_EDGE_W + 2;
     /* one block: the points, the merge's room, the pool's blocks */
-    struct pt *pts = malloc(cap_pts * (2 * sizeof *pts + 2 * sizeof(double) + sizeof(size_t)));
+    struct pt *pts = malloc(cap_pts * (2 * sizeof *pts + 3 * sizeof(double) + sizeof(size_t)));
     if (!pts)
         return pflex_error_set(err, "out of memory");
     struct pt *room = pts + cap_pts;
-    double *bw = (double *)(room + cap_pts), *by = bw + cap_pts;
-    size_t *bl = (size_t *)(by + cap_pts);
+    double *bw = (double *)(room + cap_pts), *by = bw + cap_pts, *raw = by + cap_pts;
+    size_t *bl = (size_t *)(raw + cap_pts);
     size_t np = 0;
     pts[np++] = (struct pt){0, 0, 1e18, has_base ? base->cap : l->c.max_cap_w, has_base ? base->n : 0};
     if (has_base)
@@ -442,6 +484,8 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
     double pure_sd = has_base && dof >= 5 ? sqrt(m2 / dof) / t0 : sigma;
     if (pure_sd < 1e-6)
         pure_sd = 1e-6;
+    for (size_t i = 1; i < ndata; i++)
+        raw[i] = pts[i].y;
     smooth_points(pts, ndata, l->c.smooth_dx, sigma * sigma / (pure_sd * pure_sd), room);
     for (size_t i = 1; i < ndata; i++) {
         /* The smoothing borrows its neighbours' readings for a point's
@@ -462,6 +506,36 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
         pts[i].y = (prior_at(l, pts[i].x) / (psd * psd) + pts[i].w * pts[i].y) / prec;
         pts[i].w = prec;
     }
+    /* A point past a well-read one (the most-read of those within the
+     * smoothing's reach of the deepest, read PFLEX_LEARN_ANCHOR_READINGS
+     * times or more: a cap held for minutes under a target) is also what
+     * that point and the curve's smoothness say of it: the line past the
+     * deepest reading (extend, as below), read at the caps' distance (a
+     * few readings' power is known to a watt or so, their caps exactly).
+     * That is independent of the point's own readings, so the two are
+     * weighed by their precisions, and kept when they know it better than
+     * the smoothing did (whose borrowing is bounded above).  On the field
+     * demonstration's jobs a plan held the flex1 inference job an hour at
+     * 276 W, read there 3,000 times to 0.0001 of loss, while two readings
+     * a probe had left at 275 W stood on their own (sd 0.0017) and kept
+     * the job a watt over its floor all hour: 7 % of the gap between equal
+     * cuts and the optimum at a 30 % cut. */
+    size_t an = 0;
+    for (size_t i = ndata - 1; i > 0 && pts[i].x >= pts[ndata - 1].x - l->c.smooth_dx; i--)
+        if (pts[i].n >= PFLEX_LEARN_ANCHOR_READINGS && (!an || pts[i].n > pts[an].n))
+            an = i;
+    for (size_t i = an + 1; an && i < ndata; i++) {
+        if (!(pts[i].cap < pts[an].cap))
+            continue;
+        double r, var, own = 1 / (1.0 / pts[i].n + 1.0 / base->n) / (sigma * sigma);
+        double xi = pts[an].x + (pts[an].cap - pts[i].cap) / p0;
+        extend(l, pts, an, xi, &r, &var);
+        double w = own + 1 / var + 1 / (psd * psd);
+        if (w > pts[i].w) {
+            pts[i].y = (own * raw[i] + (prior_at(l, xi) + r) / var + prior_at(l, pts[i].x) / (psd * psd)) / w;
+            pts[i].w = w;
+        }
+    }
     double q = psd * psd / l->c.corr_dx, ss = l->c.slope_sd * l->c.slope_sd;
     /* Past the deepest reading, besides the grid, a point a watt, two, ..
      * PFLEX_LEARN_EDGE_W watts on: the pessimistic curve is read
@@ -475,12 +549,21 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
      * read linearly between points two watts apart it is a third too
      * large a watt on, and the plan sets whole watts: on the field
      * demonstration's flex1 job, a watt of margin under its floor is 7 %
-     * of the gap between equal cuts and the optimum at a 30 % cut. */
+     * of the gap between equal cuts and the optimum at a 30 % cut.  Only
+     * past a reading whose bin holds PFLEX_LEARN_EDGE_READINGS readings:
+     * a deepest bin of a few readings is placed by their power (known to a
+     * watt or so) and known to no better than the bound above, and a watt
+     * past it one reading 2-3 sd low let a plan put that job a watt under
+     * its floor for 20 periods (the SRP day, seed 1); the walk reads the
+     * edge that often before it goes on (pflex_learn_probe). */
     double xd = ndata > 1 ? pts[ndata - 1].x : 0, xb = 1 / p0;
-    size_t ne = 0, g = 1, an = 0, nr = 1;
+    size_t ne = 0, g = 1, nr = 1;
+    an = 0;
     for (;;) {
         double xg = g <= ngrid ? g * dx : INFINITY;
-        double xe = ndata > 1 && ne < PFLEX_LEARN_EDGE_W ? xd + (ne + 1) * xb : INFINITY;
+        double xe = ndata > 1 && ne < PFLEX_LEARN_EDGE_W && pts[ndata - 1].n >= PFLEX_LEARN_EDGE_READINGS
+                        ? xd + (ne + 1) * xb
+                        : INFINITY;
         if (!(xe < xd + dx && xe <= x_lim))
             xe = INFINITY;
         if (xg == INFINITY && xe == INFINITY)
@@ -524,38 +607,7 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
             double vw = q * d, vs = ss * d * d;
             var = (1 - t) * (1 - t) * va + t * t * vb + (vs < vw ? vs : vw);
         } else {
-            double d = x - pts[an].x, vw = q * d, vs = ss * d * d;
-            r = ra;
-            if (an) {
-                /* past the deepest reading the curve goes on, for a reach
-                 * of corr_dx, at the readings' own slope over the last
-                 * 0.05 of x (from the origin when they span less), not
-                 * the prior's: what the job lost per unit of cut just
-                 * above says more of just below than a guess made before
-                 * any reading; the margin, slope_sd a unit, is for a
-                 * curve that steepens */
-                size_t k = an;
-                while (k > 0 && pts[an].x - pts[k].x < 0.05)
-                    k--;
-                double w = pts[an].x - pts[k].x;
-                double s_obs = (pts[an].y - pts[k].y) / w;
-                double s_pri = (prior_at(l, pts[an].x) - prior_at(l, pts[k].x)) / w;
-                /* the readings' slope weighed against the prior's by
-                 * their precisions: its variance the two points', over
-                 * w^2; the prior's, slope_sd^2 */
-                double vs_obs = (1 / pts[an].w + 1 / pts[k].w) / (w * w);
-                double kappa = ss / (ss + vs_obs);
-                r += kappa * ((s_obs > 0 ? s_obs : 0) - s_pri) * (d < l->c.corr_dx ? d : l->c.corr_dx);
-                /* the slope is known as well as the readings' slope
-                 * is (weighed against slope_sd as above), and it may
-                 * bend: a curvature of an integrated Wiener process
-                 * (curv_q per unit of x) on top; never more than the
-                 * smooth curve's bound */
-                double vc = (kappa * vs_obs + (1 - kappa) * ss) * d * d + l->c.curv_q * d * d * d / 3;
-                if (vc < vs)
-                    vs = vc;
-            }
-            var = va + (vs < vw ? vs : vw);
+            extend(l, pts, an, x, &r, &var);
         }
         if (var > psd * psd)
             var = psd * psd;
