@@ -88,4 +88,19 @@ PFLEX="$P" sh "$HERE/scripts/emerald_pfi.sh" "$T/pfi.csv" || fail "emerald_pfi.s
 awk -F, 'NR > 1 && !($5 > 1 && $5 < 4) { exit 1 }' "$T/pfi.csv" || fail "emerald_pfi.sh: a PFI out of (1, 4)"
 "$P" simulate --day aps --data "$D" --period 5s --pfi "$T/pfi.csv" --json > "$T/aps-pfi.json" || fail "aps --pfi"
 jq -e '.policies["eq2-predicted"].periods_above == 0' "$T/aps-pfi.json" > /dev/null || fail "aps: eq2-predicted"
+# a jobs file's jobs take their curve's row of the PFI file (the rows name
+# the sweep's workloads, the jobs file its own jobs); a job whose curve has
+# no row either is named with its curve
+S="$D/emerald-demo/data/dvfs_sweep.csv"
+C='job=Workload,cap_w=GPU power cap,power_w=power per GPU'
+J="$HERE/examples/emerald-event/jobs.csv"
+"$P" simulate "$S" --columns "$C" --jobs "$J" --start @1700000000 --duration 20m \
+    --target 70%,start=@1700000300,for=10m --pfi "$T/pfi.csv" --policies equal,eq2-predicted,oracle --json \
+    > "$T/jobs-pfi.json" 2> "$T/e" || fail "--jobs --pfi: exit $? $(cat "$T/e")"
+jq -e '.policies["eq2-predicted"].gap_recovered != null' "$T/jobs-pfi.json" > /dev/null || fail "--jobs --pfi: no eq2-predicted"
+grep -v '^pt_mpt_13b_sm,' "$T/pfi.csv" > "$T/pfi-less.csv"
+"$P" simulate "$S" --columns "$C" --jobs "$J" --start @1700000000 --duration 20m \
+    --target 70%,start=@1700000300,for=10m --pfi "$T/pfi-less.csv" --json > "$T/o" 2> "$T/e"; rc=$?
+[ $rc -eq 2 ] || fail "--pfi without a job's row: exit $rc"
+grep -q "no row for job 'pt_mpt_13b_sm-gnn16mkt' nor for its curve pt_mpt_13b_sm" "$T/e" || fail "--pfi message: $(cat "$T/e")"
 echo "simulate: ok"

@@ -28,6 +28,7 @@ struct storage {
     struct pflex_big points;    /* their curves: x then loss, job after job */
     struct pflex_big names;     /* their names, NUL-terminated, job after job */
     double *sweep_by;           /* per sweep job (with a jobs file), the by column */
+    const char **job_curve;     /* per job of a jobs file, the sweep job it runs */
     int by_known;               /* the by column is one the sweep keeps */
     size_t dram_copy_jobs;      /* sweep jobs with dram_active and mem_copy_util */
     int any_weight;             /* some sweep job's weight is not 1 */
@@ -47,6 +48,7 @@ void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
         free(st->jobs_buf);
         free(st->by_name);
         free(st->sweep_by);
+        free(st->job_curve);
         free(st->warnings);
         pflex_big_free(&st->points);
         pflex_big_free(&st->names);
@@ -466,11 +468,14 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
             if (nb)
                 by = nb;
             unsigned *nl = nb ? realloc(lines, nc * sizeof *nl) : NULL;
-            if (!nl) {
+            if (nl)
+                lines = nl;
+            const char **ncv = nl ? realloc(st->job_curve, nc * sizeof *ncv) : NULL;
+            if (!ncv) {
                 pflex_error_sys(err, "%s:%u: out of memory", file, line);
                 goto done;
             }
-            lines = nl;
+            st->job_curve = ncv;
             cap = nc;
         }
         const struct pflex_csv_field *jf = &f[idx[J_JOB]], *cf = &f[idx[J_CURVE]];
@@ -502,6 +507,7 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
             tmpl_done[sk] = 1;
         }
         *j = tmpl[sk];
+        st->job_curve[in->njobs] = sj->name;
         in->caps[in->njobs] = tmpl_ci[sk];
         by[in->njobs] = st->sweep_by[sj - st->sweep->jobs];
         if (by_idx >= 0) {
@@ -627,8 +633,15 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
             for (size_t k = 0; k < in->njobs; k++) {
                 struct pflex_alloc_job *j = &in->jobs[k];
                 const struct pflex_pfi_row *r = pflex_pficsv_find(st->pfi, j->name);
+                /* a jobs file's job without a row of its own takes its
+                 * curve's: the PFI is the curve's (pflex pfi, pflex predict
+                 * name rows by the sweep's jobs) */
+                if (!r && st->job_curve)
+                    r = pflex_pficsv_find(st->pfi, st->job_curve[k]);
                 if (!r) {
-                    pflex_error_set(err, "%s: no row for job '%s'", src->pfi_path, j->name);
+                    pflex_error_set(err, "%s: no row for job '%s'%s%s", src->pfi_path, j->name,
+                                    st->job_curve ? " nor for its curve " : "",
+                                    st->job_curve ? st->job_curve[k] : "");
                     goto fail;
                 }
                 j->pfi = r->pfi;
