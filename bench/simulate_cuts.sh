@@ -13,13 +13,19 @@
 # mean cap under the limit of the first job, the flex1 inference job whose
 # floor binds from a 20 % cut (274.3 W on its curve).
 # SIM_ARGS adds options to every run (SIM_ARGS="--noise-tput 0 --noise-power 0":
-# readings without noise).
+# readings without noise); POLICIES the policies (default
+# equal,online-cold,online-warm,oracle; "all" for every one that can run,
+# eq2-predicted with PFI=FILE, as scripts/emerald_pfi.sh writes it).
 #   PFLEX=build/pflex SHARED_DATA=../shared/data sh bench/simulate_cuts.sh [CUTS] [SEEDS]
+#   POLICIES=all PFI=pfi.csv sh bench/simulate_cuts.sh "0.10 0.20 0.30 0.40" 1
 set -eu
 P=${PFLEX:-build/pflex}
 D=${PFLEX_SHARED_DATA:-${SHARED_DATA:-../shared/data}}
 CUTS=${1:-"0.10 0.20 0.30 0.40"}
 SEEDS=${2:-1}
+POLICIES=${POLICIES:-equal,online-cold,online-warm,oracle}
+[ "$POLICIES" = all ] && POLICIES=equal,eq2-measured,eq2-predicted,tpw,online-cold,online-warm,oracle
+[ -n "${PFI:-}" ] || POLICIES=$(echo "$POLICIES" | sed 's/,eq2-predicted//')
 S=$D/emerald-demo/data/dvfs_sweep.csv
 [ -f "$S" ] || { echo "no $S (set SHARED_DATA)"; exit 77; }
 command -v jq > /dev/null || { echo "jq is not installed"; exit 77; }
@@ -31,7 +37,7 @@ for c in $CUTS; do
     "$P" simulate "$S" --columns 'job=Workload,cap_w=GPU power cap,power_w=power per GPU' \
         --jobs "$HERE/examples/emerald-event/jobs.csv" --start @1700000000 --duration 2h \
         --target "$f,start=@1700003600,for=1h" --seed "$seed" \
-        --policies equal,online-cold,online-warm,oracle ${SIM_ARGS:-} --json |
+        --policies "$POLICIES" ${PFI:+--pfi "$PFI"} ${SIM_ARGS:-} --json |
     jq -r --arg c "$c" --arg s "$seed" '.policies | to_entries[] | [$s, $c, .key,
         (if .value.gap_recovered == null then "-" else (.value.gap_recovered * 1000 | round / 10 | tostring) end),
         (if .value.settled_mean == null then "-" else (.value.settled_mean * 1000 | round / 10 | tostring) end),

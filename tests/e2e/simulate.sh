@@ -76,6 +76,14 @@ for s in 1 2 3; do
     jq -e '[.policies[] | .floor_breaches, .periods_above] | all(. == 0)' "$T/aps-$s.json" > /dev/null \
         || fail "aps seed $s: $(jq -c '.policies | map_values({floor_breaches, periods_above})' "$T/aps-$s.json")"
 done
+# Points a watt past the deepest reading only when its bin holds nine
+# readings: without that rule, on the SRP day at 1 s, seed 1, online-cold
+# put the flex1 job a watt under its floor for 20 periods, a watt past a
+# bin of four readings that came in low (docs/simulate.md).
+"$P" simulate --day srp --data "$D" --seed 1 --policies online-cold --json > "$T/srp-1.json" \
+    || fail "srp seed 1: exit $?"
+jq -e '[.policies[] | .floor_breaches, .periods_above] | all(. == 0)' "$T/srp-1.json" > /dev/null \
+    || fail "srp seed 1: $(jq -c '.policies | map_values({floor_breaches, periods_above})' "$T/srp-1.json")"
 jq -e '.field.jobs | length == 6 and all(.measured != null)' "$T/srp.json" > /dev/null || fail "srp: field jobs"
 "$P" simulate --day srp --data "$D" --period 5s --out "$T/srp" > /dev/null || fail "srp --out"
 grep -q 'field demonstration (measured)' "$T/srp/report.html" || \
