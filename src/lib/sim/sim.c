@@ -413,7 +413,17 @@ static void step_shape(const struct pflex_sim_job *j, struct step_shape *c)
     c->n_loc = n_total / (tp * pp);
     c->eff_w = (h / tp) / (h / tp + P.gemm_h0);
     double bpe = j->bpe;
-    c->act_bytes = P.act_bytes * (d->eager ? P.eager_mult : 1) * bpe / 2;
+    /* Unfused eager kernels move eager_mult times the fused bytes, fitted
+     * on Transformers' eager loops, whose RMSNorm is seven kernels (fp32
+     * cast, pow, mean, rsqrt, two products, the cast back: 36 bytes an
+     * element forward, about 60 backward).  A model whose RMSNorm is one
+     * fused kernel (torch.nn.RMSNorm runs aten::_fused_rms_norm on CUDA:
+     * 4 forward, 10 backward) moves the difference less: per layer its two
+     * norms, averaged over a forward and the backward's two passes. */
+    double act_mult = d->eager ? P.eager_mult : 1;
+    if (d->eager && d->fused_norm)
+        act_mult -= 2 * ((36.0 + 60.0) - (4.0 + 10.0)) / 3 / P.act_bytes;
+    c->act_bytes = P.act_bytes * act_mult * bpe / 2;
     c->ctx = attn_context(d, d->seq_len);
     /* Eager attention materialises heads x seq x seq scores per layer and
      * sequence: written, soft-maxed, read for P.V (forward), and as much
