@@ -777,6 +777,34 @@ static void test_fused_norm(void **state)
     assert_true(t[1][0] > t[0][1]);
 }
 
+/* Qwen3's per-head query and key norms (qk_norm) are memory-bound work the
+ * model adds: the step slows and DRAM activity rises, less when compiled
+ * (one fused kernel per norm) than in Transformers' eager module. */
+static void test_qk_norm(void **state)
+{
+    struct pflex_job_desc d;
+    qwen3_moe(&d, "H200-SXM-141GB", 4096, 2, 1, 0, 1);
+    double t[2][2], dram[2];
+    for (int eager = 0; eager < 2; eager++)
+        for (int qk = 0; qk < 2; qk++) {
+            d.qk_norm = qk;
+            d.compile = !eager;
+            d.eager = eager;
+            pflex_sim_job_t *j = make(&d, 1);
+            struct pflex_sim_measure m;
+            assert_int_equal(pflex_sim_job_expect(j, 700, &m, NULL), 0);
+            t[eager][qk] = m.throughput;
+            if (!eager)
+                dram[qk] = m.tm[PFLEX_TM_DRAM_ACTIVE];
+            pflex_sim_job_destroy(j);
+        }
+    printf("Qwen3-30B-A3B, tokens/s without / with query-key norms: compiled %.0f / %.0f, "
+           "eager %.0f / %.0f\n", t[0][0], t[0][1], t[1][0], t[1][1]);
+    assert_true(t[0][1] < t[0][0] && t[1][1] < t[1][0]);
+    assert_true(dram[1] > dram[0]);
+    assert_true(t[1][1] / t[1][0] < t[0][1] / t[0][0]);
+}
+
 /* A 30-minute run sampled every 5 s: the phases in order, the evaluation
  * and the checkpoint visible in power and tokens/s, the top-10 % aggregate
  * between the training mean and the maximum, and deterministic. */
@@ -1047,6 +1075,7 @@ int main(void)
         cmocka_unit_test(test_moe_throughput_out_of_sample),
         cmocka_unit_test(test_lora_experts),
         cmocka_unit_test(test_fused_norm),
+        cmocka_unit_test(test_qk_norm),
         cmocka_unit_test(test_run_trace),
         cmocka_unit_test(test_noise_per_job),
         cmocka_unit_test(test_counters),

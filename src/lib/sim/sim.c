@@ -376,6 +376,7 @@ struct step_shape {
     double act_bytes;       /* elementwise bytes per hidden element and layer */
     double ctx;             /* attention context per layer and token */
     double score_bytes;     /* eager attention scores per layer and token */
+    double qk_norm_bytes;   /* query-key norms per layer, token and pass */
     /* training only */
     int lora;
     double seq_tok;         /* tokens of a sequence (encoder + decoder) */
@@ -424,6 +425,13 @@ static void step_shape(const struct pflex_sim_job *j, struct step_shape *c)
     if (d->eager && d->fused_norm)
         act_mult -= 2 * ((36.0 + 60.0) - (4.0 + 10.0)) / 3 / P.act_bytes;
     c->act_bytes = P.act_bytes * act_mult * bpe / 2;
+    /* Query-key normalisation: one more RMSNorm over every query and key
+     * element of a layer, in bytes per element and pass as the norms
+     * above (Transformers' module unfused; fused compiled or fused_norm). */
+    c->qk_norm_bytes = d->qk_norm ? (q_dim + kv_dim)
+                                    * (d->eager && !d->fused_norm ? 36.0 + 60.0 : 4.0 + 10.0) / 3
+                                    * bpe / 2 / tp
+                                  : 0;
     c->ctx = attn_context(d, d->seq_len);
     /* Eager attention materialises heads x seq x seq scores per layer and
      * sequence: written, soft-maxed, read for P.V (forward), and as much
@@ -632,6 +640,7 @@ static void train_compute(struct pflex_sim_job *j, struct step_shape *c)
     c->train_loc = train_loc;
     double mem = tok * lact * h / tp * c->act_bytes * passes
                  + tok * lact * c->score_bytes * passes
+                 + tok * lact * c->qk_norm_bytes * passes
                  + tok / pp * d->vocab / tp * 4.0 * 3    /* fp32 logits, softmax, loss */
                  + train_loc * bpe * 2;                   /* gradient accumulation */
     if (d->experts > 0)
