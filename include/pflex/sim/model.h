@@ -117,6 +117,11 @@ struct pflex_job_desc {
                                  * mixed_precision_reduce), not in the compute dtype [no] */
     int lora_experts;           /* LoRA adapters on the packed routed experts too (PEFT's
                                  * target_parameters), not only on the dense layers [no] */
+    int qk_norm;                /* an RMSNorm over each head's query and key (Qwen3, Gemma 4:
+                                 * their attention's q_norm and k_norm) [no] */
+    int fused_norm;             /* eager mode: RMSNorm is one fused kernel (torch.nn.RMSNorm,
+                                 * aten::_fused_rms_norm: torchtitan's model code), not
+                                 * Transformers' module of seven [no] */
 };
 
 enum pflex_mlp { PFLEX_MLP_SWIGLU, PFLEX_MLP_GEGLU, PFLEX_MLP_GELU };

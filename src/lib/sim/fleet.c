@@ -476,6 +476,16 @@ static int study_group(size_t i, struct pflex_fleet_run *r)
      * model's earlier reduce in the compute dtype; Accelerate's setting
      * for them is not checked here. */
     d->reduce_fp32 = m->experts > 0 && g->task == PT;
+    /* torchtitan's model code normalises with torch.nn.RMSNorm, which runs
+     * PyTorch's fused RMSNorm kernel even without torch.compile
+     * (aten::_fused_rms_norm); Transformers' models run their own RMSNorm
+     * module of seven kernels. */
+    d->fused_norm = m->experts > 0 && g->task == PT;
+    /* Qwen3's and Gemma 4's attention normalise each head's queries and
+     * keys (q_norm and k_norm in Transformers' Qwen3Attention and
+     * Gemma4TextAttention; torchtitan's Qwen3 likewise). */
+    d->qk_norm = !strcmp(g->model, QWEN30) || !strcmp(g->model, QWEN32)
+                 || !strcmp(g->model, GEMMA);
     int fam = 0;
     while (strcmp(family_models[fam], g->model))
         fam++;

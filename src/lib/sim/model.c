@@ -467,7 +467,7 @@ int pflex_job_field_set(struct pflex_job_desc *d, const char *key, char type, do
         F(window_layers), F(encoder_layers), F(target_len), F(gpus_per_node), F(lora_rank),
     }, bools[] = {
         F(tied_embeddings), F(bidirectional), F(compile), F(moe_loop), F(reduce_fp32),
-        F(lora_experts),
+        F(lora_experts), F(fused_norm), F(qk_norm),
 #undef F
     };
     static const struct { const char *key; size_t off; const char *names[4]; } enums[] = {

@@ -119,10 +119,10 @@ static const struct physics P_DEFAULT = {
  * memory counters side by side; eff_gemm the H200 runs' step times and
  * tensor activity with llm-foundry's throughputs. */
 const struct pflex_sim_fit pflex_sim_fit_default = {
-    .k_dyn_ga100 = 0.5338, .k_dyn_gh100 = 0.8142, .w_tensor = 1.2566, .w_fp32 = 0.2128,
-    .eager_mult = 4.2520, .eta_dp = 0.6522, .py_op_s = 1.9702e-05, .u_busy = 0.8597,
-    .eff_gemm = 0.7746, .v_floor_gh100 = 0.7304, .knee_gh100 = 0.3986, .eff_mem = 0.7627,
-    .train_ops = 3.0000, .host_b = 1.4838,
+    .k_dyn_ga100 = 0.5384, .k_dyn_gh100 = 0.8156, .w_tensor = 1.2474, .w_fp32 = 0.2104,
+    .eager_mult = 4.2410, .eta_dp = 0.6724, .py_op_s = 1.9710e-05, .u_busy = 0.8581,
+    .eff_gemm = 0.7746, .v_floor_gh100 = 0.7328, .knee_gh100 = 0.3997, .eff_mem = 0.7615,
+    .train_ops = 3.0000, .host_b = 1.4831,
 };
 
 
@@ -147,6 +147,11 @@ struct step {
     double tp_s;            /* per micro-step, on the critical path */
     double moe_s;           /* per micro-step all-to-all */
     double fsdp_s;          /* per micro-step parameter gathers + gradient reduce-scatter */
+    double fsdp_fwd_s;      /* of it, the forward's all-gathers */
+    double fsdp_edge_s;     /* of it, the first layer's all-gather and the last one's
+                             * reduce-scatter, which nothing hides */
+    double fsdp_layers;     /* FSDP units (one per decoder layer) the traffic is split over */
+    double fwd_share;       /* the forward's share of a micro-step's compute */
     double dp_s;            /* per step gradient all-reduce */
     double pp_s;            /* per micro-step pipeline send/recv */
     double launch_s;        /* host launch time per micro-step */
@@ -371,6 +376,7 @@ struct step_shape {
     double act_bytes;       /* elementwise bytes per hidden element and layer */
     double ctx;             /* attention context per layer and token */
     double score_bytes;     /* eager attention scores per layer and token */
+    double qk_norm_bytes;   /* query-key norms per layer, token and pass */
     /* training only */
     int lora;
     double seq_tok;         /* tokens of a sequence (encoder + decoder) */
@@ -408,7 +414,24 @@ static void step_shape(const struct pflex_sim_job *j, struct step_shape *c)
     c->n_loc = n_total / (tp * pp);
     c->eff_w = (h / tp) / (h / tp + P.gemm_h0);
     double bpe = j->bpe;
-    c->act_bytes = P.act_bytes * (d->eager ? P.eager_mult : 1) * bpe / 2;
+    /* Unfused eager kernels move eager_mult times the fused bytes, fitted
+     * on Transformers' eager loops, whose RMSNorm is seven kernels (fp32
+     * cast, pow, mean, rsqrt, two products, the cast back: 36 bytes an
+     * element forward, about 60 backward).  A model whose RMSNorm is one
+     * fused kernel (torch.nn.RMSNorm runs aten::_fused_rms_norm on CUDA:
+     * 4 forward, 10 backward) moves the difference less: per layer its two
+     * norms, averaged over a forward and the backward's two passes. */
+    double act_mult = d->eager ? P.eager_mult : 1;
+    if (d->eager && d->fused_norm)
+        act_mult -= 2 * ((36.0 + 60.0) - (4.0 + 10.0)) / 3 / P.act_bytes;
+    c->act_bytes = P.act_bytes * act_mult * bpe / 2;
+    /* Query-key normalisation: one more RMSNorm over every query and key
+     * element of a layer, in bytes per element and pass as the norms
+     * above (Transformers' module unfused; fused compiled or fused_norm). */
+    c->qk_norm_bytes = d->qk_norm ? (q_dim + kv_dim)
+                                    * (d->eager && !d->fused_norm ? 36.0 + 60.0 : 4.0 + 10.0) / 3
+                                    * bpe / 2 / tp
+                                  : 0;
     c->ctx = attn_context(d, d->seq_len);
     /* Eager attention materialises heads x seq x seq scores per layer and
      * sequence: written, soft-maxed, read for P.V (forward), and as much
@@ -617,6 +640,7 @@ static void train_compute(struct pflex_sim_job *j, struct step_shape *c)
     c->train_loc = train_loc;
     double mem = tok * lact * h / tp * c->act_bytes * passes
                  + tok * lact * c->score_bytes * passes
+                 + tok * lact * c->qk_norm_bytes * passes
                  + tok / pp * d->vocab / tp * 4.0 * 3    /* fp32 logits, softmax, loss */
                  + train_loc * bpe * 2;                   /* gradient accumulation */
     if (d->experts > 0)
@@ -695,6 +719,12 @@ static void train_dp(struct pflex_sim_job *j, struct step_shape *c)
             if (c->lora)    /* frozen weights still gathered twice; adapters reduced */
                 v = 2 * gath * bpe + (n - 1) / n * train_loc * rbpe;
             s->fsdp_s = v / dp_bw + ring_lat(j, d->dp, 3 * c->lloc);
+            /* Per pass: the forward's gathers, the backward's gather and
+             * reduce-scatter; per FSDP unit (a decoder layer) a share. */
+            s->fsdp_fwd_s = gath * bpe / dp_bw + ring_lat(j, d->dp, c->lloc);
+            s->fsdp_layers = c->lloc;
+            s->fsdp_edge_s = (s->fsdp_fwd_s + (v - 2 * gath * bpe) / dp_bw) / c->lloc;
+            s->fwd_share = 2 / c->cg;     /* forward FLOPs per weight and token */
             dp_bytes = v * s->micro;
         } else {
             double v = 2 * (n - 1) / n * train_loc * bpe;
@@ -943,6 +973,26 @@ static double exposed(const struct pflex_sim_job *j, double c, double h)
     return e < c ? e : c;
 }
 
+/* FSDP's exposed traffic per micro-step, given the compute time g of the
+ * micro-step.  FSDP gathers a layer's weights one layer ahead, on its own
+ * stream, so a pass's collectives hide behind that pass's compute: the
+ * forward's all-gathers behind the forward, the backward's all-gathers and
+ * reduce-scatters behind the backward (recomputation included), each up to
+ * the share eta_dp of it.  The first all-gather has nothing before it to
+ * hide behind and the last reduce-scatter nothing after it (the optimizer
+ * waits for it): one layer's each, exposed whole (PyTorch's FSDP notes,
+ * "FSDP Prefetch Nuances"). */
+static double fsdp_exposed(const struct pflex_sim_job *j, double g)
+{
+    const struct step *s = &j->s;
+    if (!(s->fsdp_s > 0))
+        return 0;
+    double first = s->fsdp_fwd_s / s->fsdp_layers, last = s->fsdp_edge_s - first;
+    double fwd = s->fsdp_fwd_s - first, bwd = s->fsdp_s - s->fsdp_fwd_s - last;
+    return s->fsdp_edge_s + exposed(j, fwd, P.eta_dp * s->fwd_share * g)
+           + exposed(j, bwd, P.eta_dp * (1 - s->fwd_share) * g);
+}
+
 /* The eager MoE loop's exposed host time per micro-step, given the GPU
  * time g of the micro-step.  Per layer and pass the non-expert work runs
  * while the host waits at the loop's first sync; then each expert takes the
@@ -1005,7 +1055,7 @@ static double eval_group(struct pflex_sim_job *j, const struct ph_run *runs, int
     }
     double m = s->micro;
     /* Exposed communication, with the compute time of the slowest GPU. */
-    double fsdp_exp = exposed(j, s->fsdp_s, P.eta_dp * tm_slow);
+    double fsdp_exp = fsdp_exposed(j, tm_slow);
     double dp_exp = exposed(j, s->dp_s, P.eta_dp * (2.0 / 3.0) * tm_slow);
     double moe_exp = s->moe_s * (1 - P.eta_moe);
     double comm_micro = s->tp_s + moe_exp + fsdp_exp + s->pp_s;
