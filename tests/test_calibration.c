@@ -90,7 +90,7 @@ static void test_emerald_other_seeds(void **state)
 #define DOC_RMSE_MAX 0.0265
 /* The judge: the study's headline PFIs simulated with those constants
  * (never fitted to any PFI). */
-#define DOC_JUDGE_MAE 0.204
+#define DOC_JUDGE_MAE 0.209
 #define DOC_JUDGE_RHO 0.552
 
 static int have_reals(struct pflex_calib_reals *re)

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include "pflex/sim/fleet.h"
 #include "pflex/sim/sim.h"
+#include "pflex/sim/model.h"
 
 /* 25 + 4 + 6 groups holding 131 + 24 + 34 runs, with the study's grids. */
 static void test_study_counts(void **state)
@@ -165,6 +166,31 @@ static void test_valid_for_sim(void **state)
     assert_int_equal(pflex_fleet_entry(PFLEX_FLEET_EXTENDED, next, &r), -1);
 }
 
+/* A study group that trains with eager attention materialises each layer's
+ * softmax probabilities, heads x seq x (seq + 1) bf16 elements a sequence,
+ * and autograd keeps them for the backward; without recomputation every
+ * layer's are held at once.  Those alone must leave room on the board for
+ * the weights, the other activations and the logits (half its memory);
+ * with recomputation one layer's are. */
+static void test_eager_scores_fit(void **state)
+{
+    for (size_t i = 0; i < pflex_fleet_count(); i++) {
+        struct pflex_fleet_run r;
+        assert_int_equal(pflex_fleet_get(i, &r), 0);
+        const struct pflex_job_desc *d = &r.desc;
+        if (d->attention != PFLEX_ATTN_EAGER || d->kind == PFLEX_JOB_INFERENCE)
+            continue;
+        const struct pflex_gpu_kind *k = pflex_gpu_kind_find(d->gpu);
+        assert_non_null(k);
+        double layer_gb = (double)d->micro_batch * d->heads / d->tp * d->seq_len
+                          * (d->seq_len + 1.0) * 2 / 1e9;
+        double held_gb = layer_gb * (d->act_ckpt ? 1 : d->layers);
+        if (held_gb > 0.5 * k->mem_gb)
+            fail_msg("%s: %.0f GB of attention probabilities on a %.0f GB board", d->name, held_gb,
+                     k->mem_gb);
+    }
+}
+
 /* Pure functions of the index; unique names. */
 static void test_deterministic_unique(void **state)
 {
@@ -187,6 +213,7 @@ int main(void)
         cmocka_unit_test(test_study_shapes),
         cmocka_unit_test(test_h100_matched),
         cmocka_unit_test(test_valid_for_sim),
+        cmocka_unit_test(test_eager_scores_fit),
         cmocka_unit_test(test_deterministic_unique),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
