@@ -389,6 +389,13 @@ static int grow(struct pflex_learn_curve *c, size_t n)
     return 0;
 }
 
+/* A point's precision (1 / variance of its loss) from its own n readings
+ * and the baseline's n_base, each of sd sigma. */
+static double own_precision(unsigned n, unsigned n_base, double sigma)
+{
+    return 1 / (1.0 / n + 1.0 / n_base) / (sigma * sigma);
+}
+
 /* The curve past point an of the fitted points pts[0, an] (ascending, the
  * prior blended in; an = 0 the origin) at x > pts[an].x: its departure
  * from the prior (*r) and that departure's variance (*var, before the
@@ -470,8 +477,7 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
             double x = 1 - b->power / p0, y = 1 - b->tput / t0;
             if (!(x > 1e-6))
                 continue;       /* the cap did not bind: nothing about L */
-            double neff = 1 / (1.0 / b->n + 1.0 / base->n);
-            pts[np++] = (struct pt){x, y, neff / (sigma * sigma), b->cap, b->n};
+            pts[np++] = (struct pt){x, y, own_precision(b->n, base->n, sigma), b->cap, b->n};
         }
     size_t ndata = np;
     /* The fitted points sorted (the origin stays first), as anchors of the
@@ -499,7 +505,7 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
          * default): on the field demonstration's jobs a 20 % cut broke
          * the flex1 job's floor in 9 periods without it, the plan held
          * at 274 W on a reading 3 sd low. */
-        double own = 1 / (1.0 / pts[i].n + 1.0 / base->n) / (sigma * sigma);
+        double own = own_precision(pts[i].n, base->n, sigma);
         if (pts[i].w > PFLEX_LEARN_BORROW * own)
             pts[i].w = PFLEX_LEARN_BORROW * own;
         double prec = 1 / (psd * psd) + pts[i].w;
@@ -520,16 +526,16 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
      * a probe had left at 275 W stood on their own (sd 0.0017) and kept
      * the job a watt over its floor all hour: 7 % of the gap between equal
      * cuts and the optimum at a 30 % cut. */
-    size_t an = 0;
+    size_t wa = 0;      /* the well-read point; 0: none */
     for (size_t i = ndata - 1; i > 0 && pts[i].x >= pts[ndata - 1].x - l->c.smooth_dx; i--)
-        if (pts[i].n >= PFLEX_LEARN_ANCHOR_READINGS && (!an || pts[i].n > pts[an].n))
-            an = i;
-    for (size_t i = an + 1; an && i < ndata; i++) {
-        if (!(pts[i].cap < pts[an].cap))
+        if (pts[i].n >= PFLEX_LEARN_ANCHOR_READINGS && (!wa || pts[i].n > pts[wa].n))
+            wa = i;
+    for (size_t i = wa + 1; wa && i < ndata; i++) {
+        if (!(pts[i].cap < pts[wa].cap))
             continue;
-        double r, var, own = 1 / (1.0 / pts[i].n + 1.0 / base->n) / (sigma * sigma);
-        double xi = pts[an].x + (pts[an].cap - pts[i].cap) / p0;
-        extend(l, pts, an, xi, &r, &var);
+        double r, var, own = own_precision(pts[i].n, base->n, sigma);
+        double xi = pts[wa].x + (pts[wa].cap - pts[i].cap) / p0;
+        extend(l, pts, wa, xi, &r, &var);
         double w = own + 1 / var + 1 / (psd * psd);
         if (w > pts[i].w) {
             pts[i].y = (own * raw[i] + (prior_at(l, xi) + r) / var + prior_at(l, pts[i].x) / (psd * psd)) / w;
@@ -557,8 +563,7 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
      * its floor for 20 periods (the SRP day, seed 1); the walk reads the
      * edge that often before it goes on (pflex_learn_probe). */
     double xd = ndata > 1 ? pts[ndata - 1].x : 0, xb = 1 / p0;
-    size_t ne = 0, g = 1, nr = 1;
-    an = 0;
+    size_t ne = 0, g = 1, an = 0, nr = 1;
     for (;;) {
         double xg = g <= ngrid ? g * dx : INFINITY;
         double xe = ndata > 1 && ne < PFLEX_LEARN_EDGE_W && pts[ndata - 1].n >= PFLEX_LEARN_EDGE_READINGS
