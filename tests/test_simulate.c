@@ -70,6 +70,61 @@ static void test_interp_never_extrapolates(void **state)
     }
 }
 
+/* The smooth truth: through every measured point, monotone where the
+ * points are, never outside the two points around a cap, whole watts
+ * between them, its slope continuous (no corner at a measured cap: the
+ * slopes just either side of one differ by far less than the straight
+ * lines' do); two points stay a line. */
+static void test_smooth_curve(void **state)
+{
+    (void)state;
+    setup_kinds();
+    pflex_error_t err = {0};
+    size_t m = pflex_sim_kind_smooth_n(&kinds[0], 1);
+    assert_int_equal(m, 301);
+    double *st = malloc(3 * m * sizeof *st);
+    struct pflex_sim_kind sk;
+    assert_int_equal(pflex_sim_kind_smooth(&kinds[0], 1, st, &sk, &err), 0);
+    assert_int_equal(sk.n, m);
+    assert_string_equal(sk.name, "a");
+    for (size_t i = 0; i < m; i++) {
+        assert_true(sk.cap_w[i] == 400 - (double)i);
+        if (i) {
+            assert_true(sk.fraction[i] <= sk.fraction[i - 1]);
+            assert_true(sk.power_w[i] <= sk.power_w[i - 1]);
+        }
+        double p, f;
+        pflex_sim_kind_at(&kinds[0], sk.cap_w[i], &p, &f);
+        int j = 1;
+        while (j < 5 && cap_a[j] > sk.cap_w[i])
+            j++;
+        assert_true(sk.fraction[i] >= fr_a[j] - 1e-12 && sk.fraction[i] <= fr_a[j - 1] + 1e-12);
+    }
+    for (int j = 0; j < 6; j++) {
+        size_t i = (size_t)(400 - cap_a[j]);
+        assert_true(fabs(sk.fraction[i] - fr_a[j]) < 1e-12 && fabs(sk.power_w[i] - pow_a[j]) < 1e-12);
+    }
+    /* at 250 W the lines' slope jumps from 0.0012 to 0.0018 a watt */
+    double below = sk.fraction[150] - sk.fraction[151], above = sk.fraction[149] - sk.fraction[150];
+    assert_true(fabs(below - above) < 0.0001);
+    free(st);
+    /* two points: the line */
+    struct pflex_sim_kind two = kinds[0];
+    two.n = 2;
+    assert_int_equal(pflex_sim_kind_smooth_n(&two, 1), 2);
+    double st2[6];
+    assert_int_equal(pflex_sim_kind_smooth(&two, 1, st2, &sk, &err), 0);
+    assert_true(sk.n == 2 && st2[0] == 400 && st2[1] == 350 && st2[4] == 1);
+    /* caps out of order: an error */
+    static const double bad_cap[] = {400, 350, 350};
+    struct pflex_sim_kind bad = kinds[0];
+    bad.n = 3;
+    bad.cap_w = bad_cap;
+    double *st3 = malloc(3 * pflex_sim_kind_smooth_n(&bad, 1) * sizeof *st3);
+    assert_int_equal(pflex_sim_kind_smooth(&bad, 1, st3, &sk, &err), -1);
+    free(st3);
+}
+
 /* A site of both kinds under a step to `frac` of its baseline at 60 s. */
 static void run_step(double frac, double delay_s, uint64_t seed, unsigned policies,
                      struct pflex_sim_result *r)
@@ -327,6 +382,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_interp_never_extrapolates),
+        cmocka_unit_test(test_smooth_curve),
         cmocka_unit_test(test_zero_overshoot_on_a_step),
         cmocka_unit_test(test_seeded_reproducible),
         cmocka_unit_test(test_online_is_the_controller),

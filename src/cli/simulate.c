@@ -69,6 +69,9 @@ static const char help[] =
 "  --other-w W         non-GPU power counted against the limit (default 0)\n"
 "  --baseline-w W      what fraction targets are of (default: every job at\n"
 "                      its largest cap, measured power)\n"
+"  --interp I         the curves between measured caps: smooth (the default:\n"
+"                      monotone cubic through every point, no corner at the\n"
+"                      sweep's caps) or linear (straight lines)\n"
 "  --objective O       progress (GPU-weighted normalised throughput: the\n"
 "                      default, jobs' units differ) or throughput\n"
 "  --policies LIST     comma-separated subset (default: all that can run)\n"
@@ -143,6 +146,7 @@ static const struct day days[] = {
 
 #define EMERALD_COLUMNS "job=Workload,cap_w=GPU power cap,power_w=power per GPU"
 #define MAX_TARGETS 32
+#define SMOOTH_STEP_W 1.0       /* --interp smooth: the curves read on whole watts */
 
 struct field_perf {
     size_t n;
@@ -316,7 +320,7 @@ static const struct option opts[] = {
     {"seed", required_argument, NULL, 'e'},      {"other-w", required_argument, NULL, 'o'},
     {"baseline-w", required_argument, NULL, 'B'}, {"objective", required_argument, NULL, 'O'},
     {"policies", required_argument, NULL, 'y'},  {"explore", required_argument, NULL, 'x'},
-    {"cap-step-w", required_argument, NULL, 'W'},
+    {"cap-step-w", required_argument, NULL, 'W'}, {"interp", required_argument, NULL, 'I'},
     {"threads", required_argument, NULL, 'H'},   {"json", no_argument, NULL, 'J'},
     {"csv", no_argument, NULL, 'C'},             {"every", required_argument, NULL, 'E'},
     {"out", required_argument, NULL, 'U'},       {"gnuplot", required_argument, NULL, 'Q'},
@@ -335,7 +339,7 @@ struct sim_opts {
     double bucket, floor_def, gpus, mean_job, duration, period, delay;
     double settle, noise_p, noise_t, seed_d, other, baseline, explore, cap_step;
     double threads, every_d;
-    int glo, ghi, gstep, json, csv, force_progress;
+    int glo, ghi, gstep, json, csv, force_progress, linear;
     enum pflex_objective objective;
     const struct day *dy;
     unsigned policies;
@@ -350,7 +354,7 @@ struct sim_state {
     pflex_alloc_input_t *in;
     struct pflex_sim_kind *kinds;
     struct pflex_sim_job *jobs;
-    double *pts;
+    double *pts, *smooth_pts;
     size_t nk, njobs;
     double now;
     struct pflex_sim_result res;
@@ -418,6 +422,11 @@ static int parse_option(int c, struct sim_opts *o, char **argv)
     case 'y': o->policies_s = optarg; break;
     case 'x': if (cli_parse_double(cmd, "--explore", optarg, 0, 0.5, &o->explore) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'W': if (cli_parse_double(cmd, "--cap-step-w", optarg, 0.001, 50, &o->cap_step) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'I':
+        if (strcmp(optarg, "smooth") && strcmp(optarg, "linear"))
+            return cli_usage_error(cmd, "--interp: smooth or linear, not '%s'", optarg);
+        o->linear = !strcmp(optarg, "linear");
+        break;
     case 'H': if (cli_parse_double(cmd, "--threads", optarg, 1, 16, &o->threads) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'J': o->json = 1; break;
     case 'C': o->csv = 1; break;
@@ -516,6 +525,28 @@ static int read_day(struct sim_opts *o, struct sim_state *st)
     return 0;
 }
 
+/* The truth between measured caps: each curve smooth (Steffen's monotone
+ * cubic read on whole watts), unless --interp linear. */
+static int smooth_curves(struct sim_state *st)
+{
+    size_t tot = 0;
+    for (size_t j = 0; j < st->nk; j++)
+        tot += pflex_sim_kind_smooth_n(&st->kinds[j], SMOOTH_STEP_W);
+    st->smooth_pts = malloc((3 * tot + 1) * sizeof *st->smooth_pts);
+    if (!st->smooth_pts) {
+        pflex_error_sys(&st->err, "out of memory");
+        return STAGE_BAD;
+    }
+    double *pp = st->smooth_pts;
+    for (size_t j = 0; j < st->nk; j++) {
+        struct pflex_sim_kind k = st->kinds[j];
+        if (pflex_sim_kind_smooth(&k, SMOOTH_STEP_W, pp, &st->kinds[j], &st->err) < 0)
+            return STAGE_BAD;
+        pp += 3 * st->kinds[j].n;
+    }
+    return 0;
+}
+
 /* The curves: the sweep's jobs as kinds, with their measured and
  * predicted PFIs. */
 static int read_curves(const struct sim_opts *o, struct sim_state *st)
@@ -573,7 +604,7 @@ static int read_curves(const struct sim_opts *o, struct sim_state *st)
         k->floor = aj->floor;
     }
     pflex_alloc_input_destroy(pin);
-    return 0;
+    return o->linear ? 0 : smooth_curves(st);
 }
 
 /* The jobs: the day's, else one per sweep job (none with --gpus: drawn). */
@@ -801,6 +832,7 @@ static json_t *summary_doc(const struct sim_opts *o, const struct sim_state *st)
     json_object_set_new(doc, "delay_s", json_real(o->delay));
     json_object_set_new(doc, "noise_power", json_real(o->noise_p));
     json_object_set_new(doc, "noise_tput", json_real(o->noise_t));
+    json_object_set_new(doc, "interp", json_string(o->linear ? "linear" : "smooth"));
     json_object_set_new(doc, "gpus", json_integer((json_int_t)res->ngpus));
     json_object_set_new(doc, "jobs_started", json_integer((json_int_t)res->jobs_started));
     json_object_set_new(doc, "baseline_w", json_real(res->baseline_w));
@@ -887,6 +919,7 @@ static void print_table(const struct sim_opts *o, const struct sim_state *st)
            dy ? "day " : "", dy ? dy->name : "", dy ? ": " : "", res->ngpus, res->jobs_started, res->nperiods,
            res->period_s, o->delay, o->seed_d, res->baseline_w, st->set.n);
     printf("objective: %s\n", st->obj_note);
+    printf("curves: %s between measured caps\n", o->linear ? "straight lines" : "smooth (monotone cubic)");
     if (res->note[0])
         printf("note: %s\n", res->note);
     printf("%-13s %9s %9s %9s %7s %6s %10s %13s %7s %9s %9s\n", "policy", "recovered", "settled",
@@ -976,6 +1009,7 @@ static void sim_state_fini(struct sim_state *st)
     free(st->kinds);
     free(st->jobs);
     free(st->pts);
+    free(st->smooth_pts);
 }
 
 /* Read, simulate, then either hand back the summary document (doc) or

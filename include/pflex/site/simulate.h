@@ -245,6 +245,17 @@ int pflex_sim_run(const struct pflex_sim_config *c, struct pflex_sim_result *out
 void pflex_sim_kind_at(const struct pflex_sim_kind *k, double cap_w, double *power_w,
                        double *fraction);
 
+/* A kind's measured points joined as a GPU's curve runs between them:
+ * per-GPU power and T/T0 as Steffen's monotone cubics of the cap (through
+ * every point, no overshoot, a continuous slope; src/lib/site/smooth.c says
+ * why), sampled at every measured cap and every step_w W between them.
+ * Two points (or step_w <= 0): the line.  out borrows k's name and takes
+ * its points from store (3 * pflex_sim_kind_smooth_n(k, step_w) doubles).
+ * 0, or -1 with err (caps not strictly descending, out of memory). */
+size_t pflex_sim_kind_smooth_n(const struct pflex_sim_kind *k, double step_w);
+int pflex_sim_kind_smooth(const struct pflex_sim_kind *k, double step_w, double *store,
+                          struct pflex_sim_kind *out, pflex_error_t *err);
+
 /* A grid day's target trace from a site's measured power (a CSV of time,
  * watts, one row a sample in time order; times as RFC 3339, "YYYY-MM-DD
  * HH:MM:SS+hh:mm", or "HH:MM" on date_for_hhmm): the baseline is the mean
