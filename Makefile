@@ -22,7 +22,12 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # calls into the shared library, which the fitting's inner loops are made of.
 BLAS_LIBS  := $(shell pkg-config --libs openblas 2>/dev/null || echo -lgslcblas)
 PKG_LIBS   := $(filter-out -lgslcblas,$(shell pkg-config --libs $(PKGS) 2>/dev/null)) $(BLAS_LIBS)
-ALL_CFLAGS  = $(WARN) -DHAVE_INLINE $(CFLAGS) $(SAN) -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP
+# The dependency files name each object both as this make named it and
+# relative to the tree: an object built with BUILD given as an absolute
+# path (tests/e2e/install.sh does) still follows its headers in a later
+# plain make, where it was rebuilt only when its .c changed.
+ALL_CFLAGS  = $(WARN) -DHAVE_INLINE $(CFLAGS) $(SAN) -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP \
+              -MT $@ $(if $(filter $(CURDIR)/%,$@),-MT $(patsubst $(CURDIR)/%,%,$@))
 LDLIBS      = $(PKG_LIBS) -ldl -lm -lpthread
 
 LIB_SRC  := $(sort $(wildcard src/lib/*/*.c))
