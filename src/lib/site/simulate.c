@@ -45,7 +45,8 @@ int pflex_sim_policy_parse(const char *s, enum pflex_sim_policy *out)
 
 void pflex_sim_kind_at(const struct pflex_sim_kind *k, double cap_w, double *power_w, double *fraction)
 {
-    /* points descend in cap: walk from the lowest (few points) */
+    /* points descend in cap: bisection (a smooth curve has a point a
+     * watt) */
     size_t n = k->n;
     if (cap_w >= k->cap_w[0]) {
         *power_w = k->power_w[0];
@@ -57,9 +58,14 @@ void pflex_sim_kind_at(const struct pflex_sim_kind *k, double cap_w, double *pow
         *fraction = k->fraction[n - 1];
         return;
     }
-    size_t i = 1;
-    while (k->cap_w[i] > cap_w)
-        i++;
+    size_t lo = 0, i = n - 1;       /* cap_w[lo] > cap_w >= cap_w[i] */
+    while (i - lo > 1) {
+        size_t mid = lo + (i - lo) / 2;
+        if (k->cap_w[mid] > cap_w)
+            lo = mid;
+        else
+            i = mid;
+    }
     /* cap_w[i] <= cap < cap_w[i - 1] */
     double f = (cap_w - k->cap_w[i]) / (k->cap_w[i - 1] - k->cap_w[i]);
     *power_w = k->power_w[i] + f * (k->power_w[i - 1] - k->power_w[i]);
