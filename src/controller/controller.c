@@ -87,7 +87,7 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
     if (!(c->c.period_s > 0))
         c->c.period_s = 5;
     if (!(c->c.lease_s > 0))
-        c->c.lease_s = 12 * c->c.period_s;
+        c->c.lease_s = ctl_lease_default_s(c->c.period_s);
     if (!(c->c.agent_max_w > 0))
         c->c.agent_max_w = 8000;
     if (!(c->c.z > 0))
@@ -247,6 +247,11 @@ const struct ctl_cap *ctl_caps(const ctl_t *c, size_t *n)
 {
     *n = c->p.ncaps;
     return c->p.caps;
+}
+
+double ctl_lease_default_s(double period_s)
+{
+    return 12 * period_s;
 }
 
 double ctl_lease_s(const ctl_t *c)

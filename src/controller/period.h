@@ -153,5 +153,8 @@ int ctl_node_feed(ctl_t *c, size_t node, const struct agent_status *st, int fres
  * hold for ctl_lease_s seconds, then its fallback until its end. */
 const struct ctl_cap *ctl_caps(const ctl_t *c, size_t *n);
 double ctl_lease_s(const ctl_t *c);
+/* The lease a controller of this period takes when none is given (12
+ * periods). */
+double ctl_lease_default_s(double period_s);
 
 #endif

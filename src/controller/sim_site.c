@@ -107,5 +107,15 @@ static int sim_period(void *h, double now, const struct pflex_sim_ctl_view *v, d
     return 0;
 }
 
+/* The controller's horizon in a simulated site (steps.c, "the lowest
+ * limit over as long as the caps pushed now may have to hold"): periods
+ * run on time there, so it is the default lease and a period, and at
+ * least two periods. */
+static double sim_horizon(double period_s)
+{
+    double h = ctl_lease_default_s(period_s) + period_s;
+    return h > 2 * period_s ? h : 2 * period_s;
+}
+
 const struct pflex_sim_controller ctl_sim = {.create = sim_create, .period = sim_period,
-                                             .destroy = sim_destroy};
+                                             .destroy = sim_destroy, .horizon_s = sim_horizon};

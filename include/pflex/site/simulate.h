@@ -128,6 +128,10 @@ struct pflex_sim_controller {
     int (*period)(void *h, double now, const struct pflex_sim_ctl_view *v, double *cap_w,
                   size_t *probes, pflex_error_t *err);
     void (*destroy)(void *h);
+    /* How far ahead the controller meets a step down of the limit at
+     * this period, s (the lowest limit over that span: its caps' leases
+     * and a period); every policy plans to the same.  NULL: 2 periods. */
+    double (*horizon_s)(double period_s);
 };
 
 /* A job given one by one. */

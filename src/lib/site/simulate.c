@@ -107,6 +107,7 @@ struct world {
     double *limit_plan, *limit_now, *uncapped, *uncapped_t0;
     unsigned char *after_ramp, *changed, *fleet_changed;
     double baseline_w, max_w;
+    double horizon_s;           /* how far ahead every policy meets a step down */
     double *ky, *kloss;         /* per kind: its curve in the cap domain, y = 1 - cap/C */
     size_t *koff;
 };
@@ -699,7 +700,7 @@ static int site_timeline(struct world *w, struct pflex_sim_result *r, pflex_erro
             r->ngpus = g;
         }
         if (c->targets) {
-            w->limit_plan[k] = pflex_target_limit_min_w(c->targets, t, t + 2 * c->period_s, bl, mxw);
+            w->limit_plan[k] = pflex_target_limit_min_w(c->targets, t, t + w->horizon_s, bl, mxw);
             r->limit_w[k] = pflex_target_limit_w(c->targets, t, bl, mxw);
             const struct pflex_target *tg = pflex_target_set_winner(c->targets, t);
             w->after_ramp[k] = tg && t >= tg->start_s + tg->ramp_s;
@@ -857,6 +858,12 @@ int pflex_sim_run(const struct pflex_sim_config *c, struct pflex_sim_result *r, 
     w.settle_s = c->settle_s > c->period_s ? c->settle_s : c->period_s;
     w.z = c->z > 0 ? c->z : 2;
     w.explore = c->explore_step >= 0 ? c->explore_step : 0.05;
+    /* every policy meets a step down as early as the controller does (its
+     * caps' leases must hold the limit), else the online ones would be
+     * scored for the fail-safe and the offline ones spared it */
+    w.horizon_s = c->controller && c->controller->horizon_s ? c->controller->horizon_s(c->period_s) : 0;
+    if (!(w.horizon_s >= 2 * c->period_s))
+        w.horizon_s = 2 * c->period_s;
     unsigned want = 0;
     if (choose_policies(c, r, &want, err) < 0)
         return -1;
