@@ -863,13 +863,13 @@ static int write_report(const struct sim_opts *o, struct sim_state *st, FILE *f)
 {
     const struct day *dy = o->dy;
     const struct pflex_sim_result *res = &st->res;
-    char title[128], notes[512];
+    char title[128], notes[768];
     snprintf(title, sizeof title, "pflex simulate: %s", dy ? dy->name : "a site");
     snprintf(notes, sizeof notes,
              "%zu GPUs, %zu periods of %g s, seed %.0f, delay %g s, noise %.2f%% power / %.2f%% "
-             "throughput; objective %s.  %s",
+             "throughput; curves %s between measured caps; objective %s.  %s",
              res->ngpus, res->nperiods, res->period_s, o->seed_d, o->delay, 100 * o->noise_p, 100 * o->noise_t,
-             st->obj_note, res->note);
+             o->linear ? "straight" : "smooth (monotone cubic)", st->obj_note, res->note);
     return pflex_sim_report_html(res, title, notes, dy ? st->dayrec.t_s : NULL, dy ? st->dayrec.w : NULL,
                                  dy ? st->dayrec.n : 0, o->gnuplot, f, NULL, &st->err);
 }

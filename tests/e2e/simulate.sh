@@ -32,6 +32,14 @@ jq -e '(.jobs | length) == 2 and ([.policies[] | .job_cap_w | length == 2 and al
     "$T/a.json" > /dev/null || fail "job_cap_w: $(jq -c '[.jobs, .policies.equal.job_cap_w]' "$T/a.json")"
 jq -e '.objective == "progress" and (.objective_note | test("units differ"))' "$T/a.json" > /dev/null \
     || fail "objective not said"
+# the curves: smooth between measured caps by default, straight lines on
+# asking; the truth between caps differs, so equal cuts score otherwise
+jq -e '.interp == "smooth"' "$T/a.json" > /dev/null || fail "interp not said"
+"$P" simulate $A --json --seed 3 --interp linear > "$T/l.json" || fail "--interp linear"
+jq -e '.interp == "linear"' "$T/l.json" > /dev/null || fail "--interp linear not said"
+[ "$(jq '.policies.equal.objective_s' "$T/a.json")" != "$(jq '.policies.equal.objective_s' "$T/l.json")" ] \
+    || fail "--interp linear: the same truth"
+"$P" simulate $A --interp cubic > /dev/null 2>&1; [ $? -eq 2 ] || fail "--interp cubic: want exit 2"
 "$P" simulate $A --csv --every 60 > "$T/s.out" || fail "csv"
 [ "$(wc -l < "$T/s.out")" -eq 21 ] || fail "csv rows: $(wc -l < "$T/s.out")"
 head -1 "$T/s.out" | grep -q '^t_s,offset_s,limit_w,uncapped,equal_power_w' || fail "csv header"
