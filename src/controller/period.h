@@ -156,5 +156,9 @@ double ctl_lease_s(const ctl_t *c);
 /* The lease a controller of this period takes when none is given (12
  * periods). */
 double ctl_lease_default_s(double period_s);
+/* How far ahead a period plans to (the lowest limit over it), s, for a
+ * controller of this period and lease whose periods came at most gap_s
+ * apart and ran at most run_s (steps.c). */
+double ctl_horizon_s(double period_s, double lease_s, double gap_s, double run_s);
 
 #endif

@@ -107,14 +107,11 @@ static int sim_period(void *h, double now, const struct pflex_sim_ctl_view *v, d
     return 0;
 }
 
-/* The controller's horizon in a simulated site (steps.c, "the lowest
- * limit over as long as the caps pushed now may have to hold"): periods
- * run on time there, so it is the default lease and a period, and at
- * least two periods. */
+/* The controller's horizon in a simulated site: its default lease, and
+ * periods that come on time, a period apart, in no time of their own. */
 static double sim_horizon(double period_s)
 {
-    double h = ctl_lease_default_s(period_s) + period_s;
-    return h > 2 * period_s ? h : 2 * period_s;
+    return ctl_horizon_s(period_s, ctl_lease_default_s(period_s), period_s, 0);
 }
 
 const struct pflex_sim_controller ctl_sim = {.create = sim_create, .period = sim_period,

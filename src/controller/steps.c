@@ -203,6 +203,27 @@ int ctl_map_jobs(ctl_t *c, pflex_error_t *err)
     return 0;
 }
 
+/* The lowest limit over as long as the caps pushed now may have to hold:
+ * until the next period has pushed its own, at least this period and the
+ * next, longer when periods have run late or long (a slow agent, a busy
+ * host: gap_s, the longest gap between periods, plus run_s, the longest
+ * run of one), at most 10 periods; and at least for their leases: should
+ * no period follow (the controller killed, cut off), every cap pushed
+ * now, or held from an earlier push under a lease that still runs, stays
+ * in force until then (leases.c), its lease taken within this period's
+ * run: at most a period from now, or the longest run of one when longer.
+ * A step down is met early rather than late. */
+double ctl_horizon_s(double period_s, double lease_s, double gap_s, double run_s)
+{
+    double horizon = 2 * period_s;
+    if (gap_s + run_s > horizon)
+        horizon = gap_s + run_s;
+    if (horizon > 10 * period_s)
+        horizon = 10 * period_s;
+    double lease_h = lease_s + (run_s > period_s ? run_s : period_s);
+    return lease_h > horizon ? lease_h : horizon;
+}
+
 void ctl_take_targets(ctl_t *c)
 {
     struct ctl_period_state *p = &c->p;
@@ -214,29 +235,14 @@ void ctl_take_targets(ctl_t *c)
     pflex_target_set_expire(&c->targets, p->now - 86400);
     p->other_w = c->c.other_w + p->never_w;
     p->baseline_w = c->c.baseline_w > 0 ? c->c.baseline_w : p->sum_max_w;
-    /* The lowest limit over as long as the caps pushed now may have to
-     * hold: until the next period has pushed its own, at least this period
-     * and the next, longer when periods have run late or long (a slow
-     * agent, a busy host: the longest gap between periods plus the longest
-     * run of one, over the last 16), at most 10 periods; and at least for
-     * their leases.  A step down is met early rather than late. */
-    double horizon = 2 * c->c.period_s, gmax = 0, rmax = 0;
+    /* the limit over the horizon (ctl_horizon_s), the periods' gaps and
+     * runs over the last 16 */
+    double gmax = 0, rmax = 0;
     for (unsigned i = 0; i < 16 && i < c->hist_n; i++) {
         gmax = c->gap_hist[i] > gmax ? c->gap_hist[i] : gmax;
         rmax = c->run_hist[i] > rmax ? c->run_hist[i] : rmax;
     }
-    if (gmax + rmax > horizon)
-        horizon = gmax + rmax;
-    if (horizon > 10 * c->c.period_s)
-        horizon = 10 * c->c.period_s;
-    /* and at least until their leases end: should no period follow (the
-     * controller killed, cut off), every cap pushed now, or held from an
-     * earlier push under a lease that still runs, stays in force until
-     * then (leases.c), its lease taken within this period's run: at most
-     * a period from now, or the longest run of one when longer */
-    double lease_h = c->c.lease_s + (rmax > c->c.period_s ? rmax : c->c.period_s);
-    if (lease_h > horizon)
-        horizon = lease_h;
+    double horizon = ctl_horizon_s(c->c.period_s, c->c.lease_s, gmax, rmax);
     p->horizon_s = horizon;
     p->limit_w = pflex_target_limit_min_w(&c->targets, p->now, p->now + horizon, p->baseline_w,
                                           p->sum_max_w + p->other_w);
