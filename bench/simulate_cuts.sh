@@ -16,8 +16,14 @@
 # readings without noise); POLICIES the policies (default
 # equal,online-cold,online-warm,oracle; "all" for every one that can run,
 # eq2-predicted with PFI=FILE, as scripts/emerald_pfi.sh writes it).
+# SWEEP=FILE and JOBS=FILE run other curves (SWEEP_COLUMNS maps their headers);
+# SWEEP=sim-h200 the simulator's H200 curves of six jobs of other shapes
+# (the presets of bench/sim_h200_jobs.csv, swept every 50 W from 700 W,
+# seed 1), curves none of the learner's constants were chosen on, with
+# the same tiers as the field demonstration's jobs.
 #   PFLEX=build/pflex SHARED_DATA=../shared/data sh bench/simulate_cuts.sh [CUTS] [SEEDS]
 #   POLICIES=all PFI=pfi.csv sh bench/simulate_cuts.sh "0.10 0.20 0.30 0.40" 1
+#   SWEEP=sim-h200 sh bench/simulate_cuts.sh "0.20 0.30 0.40" "1 2 3"
 set -eu
 P=${PFLEX:-build/pflex}
 D=${PFLEX_SHARED_DATA:-${SHARED_DATA:-../shared/data}}
@@ -26,16 +32,34 @@ SEEDS=${2:-1}
 POLICIES=${POLICIES:-equal,online-cold,online-warm,oracle}
 [ "$POLICIES" = all ] && POLICIES=equal,eq2-measured,eq2-predicted,tpw,online-cold,online-warm,oracle
 [ -n "${PFI:-}" ] || POLICIES=$(echo "$POLICIES" | sed 's/,eq2-predicted//')
-S=$D/emerald-demo/data/dvfs_sweep.csv
-[ -f "$S" ] || { echo "no $S (set SHARED_DATA)"; exit 77; }
-command -v jq > /dev/null || { echo "jq is not installed"; exit 77; }
 HERE=$(cd "$(dirname "$0")/.." && pwd)
+command -v jq > /dev/null || { echo "jq is not installed"; exit 77; }
+J=${JOBS:-$HERE/examples/emerald-event/jobs.csv}
+COLS=${SWEEP_COLUMNS:-}
+case "${SWEEP:-}" in
+"")
+    S=$D/emerald-demo/data/dvfs_sweep.csv
+    [ -f "$S" ] || { echo "no $S (set SHARED_DATA)"; exit 77; }
+    COLS='job=Workload,cap_w=GPU power cap,power_w=power per GPU' ;;
+sim-h200)
+    T=$(mktemp -d)
+    trap 'rm -rf "$T"' EXIT
+    S=$T/sweep.csv
+    J=${JOBS:-$HERE/bench/sim_h200_jobs.csv}
+    first=1
+    for p in $(grep -v '^#' "$J" | tail -n +2 | cut -d, -f2 | sort -u); do
+        if [ $first = 1 ]; then "$P" sweep --job "$p" --repeats 1 --cap-step 50 > "$S"; first=0
+        else "$P" sweep --job "$p" --repeats 1 --cap-step 50 | tail -n +2 >> "$S"; fi
+    done ;;
+*)
+    S=$SWEEP ;;
+esac
 printf '%-4s %-5s %-12s %9s %9s %9s %7s %9s %6s %7s %8s %7s\n' seed cut policy recovered settled least below= floors above probes pre_lost job1_w
 for seed in $SEEDS; do
 for c in $CUTS; do
     f=$(echo "$c" | awk '{printf "%g%%", 100 * (1 - $1)}')
-    "$P" simulate "$S" --columns 'job=Workload,cap_w=GPU power cap,power_w=power per GPU' \
-        --jobs "$HERE/examples/emerald-event/jobs.csv" --start @1700000000 --duration 2h \
+    "$P" simulate "$S" ${COLS:+--columns "$COLS"} \
+        --jobs "$J" --start @1700000000 --duration 2h \
         --target "$f,start=@1700003600,for=1h" --seed "$seed" \
         --policies "$POLICIES" ${PFI:+--pfi "$PFI"} ${SIM_ARGS:-} --json |
     jq -r --arg c "$c" --arg s "$seed" '.policies | to_entries[] | [$s, $c, .key,

@@ -561,6 +561,11 @@ static void test_hold(void **state)
  * at the caps each period leaves), the controller planning with the
  * given objective; and equal cuts' on the same event (every GPU at the
  * same cap meeting the limit, the worst case as the controller counts it). */
+/* The event starts after EV0 periods of probing: with 20, a plan on
+ * readings of a period or two per cap knew the slopes past them too
+ * loosely (a chord's slope, which may miss the bend at its end) to beat
+ * equal cuts with confidence, and kept them. */
+#define EV0 40
 static double event_tokens(int progress, double *equal_tokens)
 {
     static const char *presets[NAGENTS] = {"llama-8b-pretrain-h200", "olmoe-1b-7b-pretrain-h200",
@@ -581,13 +586,13 @@ static double event_tokens(int progress, double *equal_tokens)
     double site_max = 0;
     for (int a = 0; a < NAGENTS; a++)
         site_max += NG * f[a].kind->max_cap_w;
-    add_target(c, 20 * P, 60 * P, 0.7 * site_max, 0);
+    add_target(c, EV0 * P, (EV0 + 40) * P, 0.7 * site_max, 0);
     double tokens = 0, eq = 0;
-    for (int k = 0; k < 60; k++) {
+    for (int k = 0; k < EV0 + 40; k++) {
         struct ctl_period_result r;
         if (ctl_period(c, k * P, &r, &err) < 0)
             fail_msg("period %d: %s", k, err.text);
-        if (k < 20)
+        if (k < EV0)
             continue;
         for (int a = 0; a < NAGENTS; a++) {
             struct pflex_sim_measure m;

@@ -358,25 +358,28 @@ static void test_reach(void **state)
     print_message("  seen at x 0.30: sd %.4f; at 0.34: L %.4f sd %.4f; at 0.46: sd %.4f (prior sd 0.10)\n",
                   sd_seen, l_near, sd_near, sd_far);
     assert_true(sd_seen < 0.01);
-    /* 0.04 past it: the readings' slope is known (ten readings at 0.3
-     * and the origin), so the curvature term is what is left:
-     * sqrt(sd_seen^2 + 20 * 0.04^3 / 3), under the smooth curve's bound
-     * sqrt(sd_seen^2 + (1 * 0.04)^2) (the Wiener one alone would give 0.063) */
-    assert_true(fabs(sd_near - sqrt(sd_seen * sd_seen + 20 * 0.04 * 0.04 * 0.04 / 3)) < 0.002);
-    assert_true(sd_near < sqrt(sd_seen * sd_seen + 0.0016));
+    /* 0.04 past it: the readings' slope is a chord's from the origin,
+     * 0.3 of x long, which may miss the slope at its end by a variance
+     * of 20 * 0.3 / 3 under the curvature assumed (curv_q 20), more than
+     * slope_sd^2: the smooth curve's bound sqrt(sd_seen^2 + (1 * 0.04)^2)
+     * holds (the Wiener one alone would give 0.063) */
+    assert_true(fabs(sd_near - sqrt(sd_seen * sd_seen + 0.0016)) < 0.001);
     assert_true(fabs(sd_far - 0.10) < 1e-9);
     /* a bin past the reading (2 W of 700): a point of its own, as
      * uncertain as the readings and the curvature make it, not on the
      * line from the reading to the next grid point, 0.04 on (which would
-     * add 0.07 of sd_near - sd_seen, several times as much) */
+     * add 0.07 of sd_near - sd_seen) */
     double xb = 2.0 / 700, sd_bin = pflex_learn_sd(&cv, 0.3 + xb);
     print_message("  a bin past it: sd %.5f\n", sd_bin);
-    assert_true(sd_bin - sd_seen < 0.02 * (sd_near - sd_seen));
+    assert_true(sd_bin - sd_seen < 0.05 * (sd_near - sd_seen));
     assert_true(sd_bin > sd_seen);
-    /* the mean: the point's level plus the readings' own rise (from the
-     * origin: 0.12 over 0.3 of x), 0.04 x 0.4, not the prior's 0.04 / 1.5 */
-    double l_seen = pflex_learn_loss(&cv, 0.3);
-    assert_true(fabs(l_near - (l_seen + 0.04 * l_seen / 0.3)) < 0.003);
+    /* the mean: the point's level plus the slope, the readings' own
+     * (from the origin: 0.12 over 0.3 of x) weighed against the prior's
+     * (1 / 1.5) by their variances (the chord's about 2, as above, the
+     * prior's slope_sd^2 = 1): a third of the way from the prior's */
+    double l_seen = pflex_learn_loss(&cv, 0.3), s_obs = l_seen / 0.3, s_pri = 1 / 1.5;
+    assert_true(fabs(l_near - (l_seen + 0.04 * (s_pri + (s_obs - s_pri) / 3))) < 0.002);
+    assert_true(l_near > l_seen + 0.04 * s_obs && l_near < l_seen + 0.04 * s_pri);
     double xp, cap;
     assert_int_equal(pflex_learn_probe_near(&cv, 0.5, 2, 0.1, 0.05, 0.001, &xp, &cap), 1);
     assert_true(xp > 0.1 && xp <= 0.15 + 1e-12);
@@ -423,12 +426,15 @@ static void test_anchor(void **state)
                 k = i;
         assert_true(k > 0);
         /* the line past 600 W: 0.10 plus the readings' slope (from the
-         * origin, 0.10 over 100 W) for the watt */
+         * origin, 0.10 over 100 W) for the watt, and of the two
+         * readings' 0.012 of excess loss their share by precision (the
+         * line is known to 0.0014 past a chord from the origin, the two
+         * readings to 0.0036): within 0.003 */
         double line = 0.10 + 0.10 / 100;
         print_message("  600 W read %d times: 599 W at L %.5f sd %.5f (the line %.5f)\n", n600, cv.loss[k],
                       cv.sd[k], line);
         if (held) {
-            assert_true(fabs(cv.loss[k] - line) < 0.002);
+            assert_true(fabs(cv.loss[k] - line) < 0.003);
             assert_true(cv.sd[k] < 0.0015);
         } else {
             /* two readings known to sigma / sqrt(2) and borrowing at most
@@ -513,9 +519,13 @@ static void test_fill(void **state)
     pflex_learn_curve_init(&cv);
     assert_int_equal(pflex_learn_fit(l, &cv, &err), 0);
     double min_sd = 0.5 * cv.sigma, xp, cap;
-    /* over 270-310 W the least known is the bridge above 300 W (no
-     * reading between it and the baseline); within 281-299 W, the gap */
+    /* over 270-310 W the least known is past the deepest reading (the
+     * slope there a chord's, which may miss a bend at its end); over
+     * 281-310 W the bridge above 300 W (no reading between it and the
+     * baseline); within 281-299 W, the gap */
     assert_int_equal(pflex_learn_probe_fill(&cv, 0, 2, 270, 310, min_sd, &xp, &cap), 1);
+    assert_true(cap >= 270 && cap < 279);
+    assert_int_equal(pflex_learn_probe_fill(&cv, 0, 2, 281, 310, min_sd, &xp, &cap), 1);
     assert_true(cap > 300);
     assert_int_equal(pflex_learn_probe_fill(&cv, 0, 2, 281, 299, min_sd, &xp, &cap), 1);
     print_message("  fill between 280 and 300 W: %.1f W (x %.4f)\n", cap, xp);
@@ -595,9 +605,11 @@ static void test_smooth_bend(void **state)
     }
 }
 
-/* A floor 1.7 W under a reading read many times: the
- * pessimistic curve lets the cap a watt under the reading (its margin
- * there the curvature's over one watt, not half the one two watts on). */
+/* A floor 1.7 W under a reading read many times (readings every 5 W):
+ * the pessimistic curve lets the cap go under the reading, short of the
+ * floor (its margin there the curvature's over the distance and what the
+ * chord over 5 W may miss of the slope at its end, not half the margin
+ * two watts on). */
 static void test_edge_watt(void **state)
 {
     (void)state;
@@ -616,7 +628,7 @@ static void test_edge_watt(void **state)
     /* floor at 298.3 W on the true curve */
     double floor = 1 - kinked_loss(298.3), x = pflex_learn_safe_x(&cv, floor, 2);
     print_message("  safe cap %.2f W (floor at 298.3 W)\n", 400 * (1 - x));
-    assert_true(400 * (1 - x) <= 299 + 1e-6);
+    assert_true(400 * (1 - x) < 300 - 0.25);
     assert_true(400 * (1 - x) >= 298.3);
     pflex_learn_curve_fini(&cv);
     pflex_learn_destroy(l);

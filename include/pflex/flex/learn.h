@@ -29,10 +29,12 @@
  * origin first: between two of them a Brownian bridge (the departures
  * interpolated, the variance theirs interpolated plus
  * q (x - x_a)(x_b - x)/(x_b - x_a)); past the deepest the curve goes
- * on for a reach of corr_dx at the readings' own slope (over their last
- * 0.05 of x, or from the origin) weighed against the prior's by their
- * precisions (slope_sd^2 against the two points' variances over the
- * span squared), and at the prior's after it, the
+ * on for a reach of corr_dx at the readings' own slope (a chord back from
+ * the deepest point over the window within their last 0.05 of x, or from
+ * the origin, that knows the slope at its end best) weighed against the
+ * prior's by their precisions (slope_sd^2 against the two points'
+ * variances over the span squared plus curv_q w / 3, what a chord over w
+ * misses of a bending curve's slope at its end), and at the prior's after it, the
  * variance growing by q (x - x_a); never more than prior_sd^2.  Past the
  * deepest reading the smooth curve's term below gives way to a smaller
  * one where it is smaller: the slope known as the readings' is (their

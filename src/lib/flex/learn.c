@@ -408,22 +408,42 @@ static void extend(const pflex_learn_t *l, const struct pt *pts, size_t an, doub
     *r = an ? pts[an].y - prior_at(l, pts[an].x) : 0;
     if (an) {
         /* past the deepest reading the curve goes on, for a reach
-         * of corr_dx, at the readings' own slope over the last
-         * 0.05 of x (from the origin when they span less), not
-         * the prior's: what the job lost per unit of cut just
-         * above says more of just below than a guess made before
-         * any reading; the margin, slope_sd a unit, is for a
-         * curve that steepens */
+         * of corr_dx, at the readings' own slope, not the prior's:
+         * what the job lost per unit of cut just above says more of
+         * just below than a guess made before any reading; the
+         * margin, slope_sd a unit, is for a curve that steepens.
+         * The slope is a chord's, from the deepest point back to one
+         * within the last 0.05 of x (the origin when they span less),
+         * over the window w that knows the slope at the deepest point
+         * best: the two points' variances over w^2, plus what a chord
+         * misses of its end's slope on a curve that bends.  Under the
+         * curvature assumed past the reading (below: the slope a
+         * Wiener process, variance curv_q per unit of x) that miss has
+         * variance curv_q w / 3, so a long window averages the noise
+         * and lags a bending curve, and a short one the reverse.
+         * Counted without it (a fixed 0.05), a convex curve's chord was
+         * read as its slope, too shallow: on simulated H200 curves the
+         * plan held an inference job a watt past its floor on a slope
+         * 40 % shallow, hundreds of periods a seed at 30 and 40 % cuts */
         size_t k = an;
         while (k > 0 && pts[an].x - pts[k].x < 0.05)
             k--;
+        double vs_obs = INFINITY;   /* finite: pts[k] lies 0.05 back or is the origin */
+        for (size_t i = k; i < an; i++) {
+            double wi = pts[an].x - pts[i].x;
+            if (!(wi > 0))
+                continue;
+            double v = (1 / pts[an].w + 1 / pts[i].w) / (wi * wi) + l->c.curv_q * wi / 3;
+            if (v < vs_obs) {
+                vs_obs = v;
+                k = i;
+            }
+        }
         double w = pts[an].x - pts[k].x;
         double s_obs = (pts[an].y - pts[k].y) / w;
         double s_pri = (prior_at(l, pts[an].x) - prior_at(l, pts[k].x)) / w;
         /* the readings' slope weighed against the prior's by
-         * their precisions: its variance the two points', over
-         * w^2; the prior's, slope_sd^2 */
-        double vs_obs = (1 / pts[an].w + 1 / pts[k].w) / (w * w);
+         * their precisions (vs_obs, above; the prior's slope_sd^2) */
         double kappa = ss / (ss + vs_obs);
         *r += kappa * ((s_obs > 0 ? s_obs : 0) - s_pri) * (d < l->c.corr_dx ? d : l->c.corr_dx);
         /* the slope is known as well as the readings' slope
