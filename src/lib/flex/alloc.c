@@ -84,7 +84,16 @@ struct scratch {
     double *slope;              /* PFI model slope 1 / PFI (all but optimal) */
     double *xbuf;               /* a candidate plan (optimal's repair); the
                                  * rates c of the water-filling policies */
-    double *hx, *hl;            /* one job's model vertices (largest curve + 2) */
+    double *hx, *hl;            /* the model vertices model_vertices last gave: in
+                                 * hxbuf/hlbuf, or a job's in the hull cache */
+    double *hxbuf, *hlbuf;      /* one job's model vertices (largest curve + 2) */
+    /* Optimal's hulls, each built once a plan: a job's in hc at hc_off[j]
+     * (x, then loss), hc_n[j] vertices (0: not built since its limit was
+     * set).  Only while they fit in HULL_CACHE_MAX doubles (hc_on). */
+    double *hc;
+    size_t *hc_off, *hc_n;
+    size_t hc_cap, hc_off_cap, hc_n_cap;
+    int hc_on;
     struct item *items;         /* costs and watts of the threshold bucket (equal: every job) */
     struct seg *segs;           /* that bucket's segments, in job order */
     /* The repair window, gathered by seg_solve's second pass when some
@@ -309,8 +318,8 @@ static int verts_reserve(struct scratch *s, size_t npoints)
     size_t nverts = npoints + 2;
     if (nverts <= s->verts_cap)
         return 0;
-    if (grow_arr((void **)&s->hx, nverts, sizeof *s->hx) < 0
-        || grow_arr((void **)&s->hl, nverts, sizeof *s->hl) < 0)
+    if (grow_arr((void **)&s->hxbuf, nverts, sizeof *s->hxbuf) < 0
+        || grow_arr((void **)&s->hlbuf, nverts, sizeof *s->hlbuf) < 0)
         return -1;
     s->verts_cap = nverts;
     return 0;
@@ -347,8 +356,11 @@ void pflex_alloc_plan_fini(struct pflex_alloc_plan *plan)
         pflex_big_free(&s->mem);
         free(s->hist_w);
         free(s->hist_n);
-        free(s->hx);
-        free(s->hl);
+        free(s->hxbuf);
+        free(s->hlbuf);
+        free(s->hc);
+        free(s->hc_off);
+        free(s->hc_n);
         free(s->items);
         free(s->segs);
         free(s->wjobs);
@@ -414,12 +426,25 @@ static inline double seg_cost(double a, double b, double x0, double l0, double x
 static size_t build_hull(const struct pflex_alloc_job *j, double u, double *hx, double *hl,
                          int *nonconvex);
 static int prepare_job(struct scratch *s, size_t j, pflex_error_t *err);
+static int hull_cache_reserve(struct scratch *s, const struct pflex_alloc_problem *p);
 
-/* Job j's model vertices into s->hx/hl: the PFI line to its limit, or the
- * lower convex hull of its curve on [0, limit].  Rebuilt whenever needed:
- * a few points per job cost less than memory to keep them in. */
+/* Job j's model vertices in s->hx/hl: the PFI line to its limit, or the
+ * lower convex hull of its curve on [0, limit].  A PFI line is rebuilt
+ * whenever needed (two points); a hull is built once a plan and kept
+ * while the hulls fit in the cache (a plan reads each job's several times:
+ * both passes of every seg_solve, and each try of the repair), else
+ * rebuilt too. */
 static size_t model_vertices(struct scratch *s, size_t j)
 {
+    if (s->policy == PFLEX_POLICY_OPTIMAL && s->hc_on) {
+        s->hx = s->hc + s->hc_off[j];
+        s->hl = s->hx + s->jobs[j].npoints + 2;
+        if (!s->hc_n[j])
+            s->hc_n[j] = build_hull(&s->jobs[j], s->u[j], s->hx, s->hl, &s->nonconvex);
+        return s->hc_n[j];
+    }
+    s->hx = s->hxbuf;
+    s->hl = s->hlbuf;
     if (s->policy == PFLEX_POLICY_OPTIMAL)
         return build_hull(&s->jobs[j], s->u[j], s->hx, s->hl, &s->nonconvex);
     s->hx[0] = 0;
@@ -781,6 +806,8 @@ static int prepare_job(struct scratch *s, size_t j, pflex_error_t *err)
         return -1;
     if (verts_reserve(s, jb->npoints) < 0)
         return pflex_error_set(err, "out of memory");
+    if (s->hc_on)
+        s->hc_n[j] = 0;     /* its limit is set anew: its hull with it */
     s->base += job_b(s, j);
     double u = jb->x_hi;
     if (jb->npoints && jb->x[jb->npoints - 1] < u)
@@ -842,10 +869,39 @@ static int prepare(const struct pflex_alloc_problem *p, enum pflex_policy pol,
     if (verts_reserve(s, 0) < 0 || hist_reserve(s, p->njobs) < 0
         || (fill && items_reserve(s, p->njobs) < 0))
         return pflex_error_set(err, "out of memory");
+    s->hc_on = pol == PFLEX_POLICY_OPTIMAL && hull_cache_reserve(s, p) == 0;
     if (fill)
         for (size_t j = 0; j < p->njobs; j++)
             if (prepare_job(s, j, err) < 0)
                 return -1;
+    return 0;
+}
+
+/* Room in the hull cache for every job's hull (its points, the limit and
+ * the origin, x and loss), offsets set and nothing built: 0, or -1 when
+ * they would take more than HULL_CACHE_MAX doubles or the memory is not
+ * there (the hulls are then rebuilt as needed). */
+#define HULL_CACHE_MAX ((size_t)1 << 22)
+static int hull_cache_reserve(struct scratch *s, const struct pflex_alloc_problem *p)
+{
+    size_t total = 0;
+    for (size_t j = 0; j < p->njobs; j++) {
+        size_t nj = p->jobs[j].npoints;
+        if (nj > HULL_CACHE_MAX || total > HULL_CACHE_MAX - 2 * (nj + 2))
+            return -1;
+        total += 2 * (nj + 2);
+    }
+    size_t m = p->njobs ? p->njobs : 1;
+    if (pflex_grow((void **)&s->hc, &s->hc_cap, total ? total : 1, sizeof *s->hc) < 0
+        || pflex_grow((void **)&s->hc_off, &s->hc_off_cap, m, sizeof *s->hc_off) < 0
+        || pflex_grow((void **)&s->hc_n, &s->hc_n_cap, m, sizeof *s->hc_n) < 0)
+        return -1;
+    total = 0;
+    for (size_t j = 0; j < p->njobs; j++) {
+        s->hc_off[j] = total;
+        s->hc_n[j] = 0;
+        total += 2 * (p->jobs[j].npoints + 2);
+    }
     return 0;
 }
 
