@@ -20,7 +20,9 @@
 # SWEEP=sim-h200 the simulator's H200 curves of six jobs of other shapes
 # (the presets of bench/sim_h200_jobs.csv, swept every 50 W from 700 W,
 # seed 1), curves none of the learner's constants were chosen on, with
-# the same tiers as the field demonstration's jobs.
+# the same tiers as the field demonstration's jobs; SWEEP=sim-a100 the
+# simulator's A100 twins of the field demonstration's own jobs
+# (bench/sim_a100_jobs.csv, every 25 W from 400 W, simulator seed 3).
 #   PFLEX=build/pflex SHARED_DATA=../shared/data sh bench/simulate_cuts.sh [CUTS] [SEEDS]
 #   POLICIES=all PFI=pfi.csv sh bench/simulate_cuts.sh "0.10 0.20 0.30 0.40" 1
 #   SWEEP=sim-h200 sh bench/simulate_cuts.sh "0.20 0.30 0.40" "1 2 3"
@@ -50,6 +52,16 @@ sim-h200)
     for p in $(grep -v '^#' "$J" | tail -n +2 | cut -d, -f2 | sort -u); do
         if [ $first = 1 ]; then "$P" sweep --job "$p" --repeats 1 --cap-step 50 > "$S"; first=0
         else "$P" sweep --job "$p" --repeats 1 --cap-step 50 | tail -n +2 >> "$S"; fi
+    done ;;
+sim-a100)
+    T=$(mktemp -d)
+    trap 'rm -rf "$T"' EXIT
+    S=$T/sweep.csv
+    J=${JOBS:-$HERE/bench/sim_a100_jobs.csv}
+    first=1
+    for p in $(grep -v '^#' "$J" | tail -n +2 | cut -d, -f2 | sort -u); do
+        if [ $first = 1 ]; then "$P" sweep --job "$p" --repeats 1 --cap-step 25 --seed 3 > "$S"; first=0
+        else "$P" sweep --job "$p" --repeats 1 --cap-step 25 --seed 3 | tail -n +2 >> "$S"; fi
     done ;;
 *)
     S=$SWEEP ;;
