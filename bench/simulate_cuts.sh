@@ -38,31 +38,29 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 command -v jq > /dev/null || { echo "jq is not installed"; exit 77; }
 J=${JOBS:-$HERE/examples/emerald-event/jobs.csv}
 COLS=${SWEEP_COLUMNS:-}
+# the sweep of the presets a jobs file names (its curve column): $1 the
+# cap step, $2 the simulator's seed
+sweep_presets() {
+    T=$(mktemp -d)
+    trap 'rm -rf "$T"' EXIT
+    S=$T/sweep.csv
+    first=1
+    for p in $(grep -v '^#' "$J" | tail -n +2 | cut -d, -f2 | sort -u); do
+        if [ $first = 1 ]; then "$P" sweep --job "$p" --repeats 1 --cap-step "$1" --seed "$2" > "$S"; first=0
+        else "$P" sweep --job "$p" --repeats 1 --cap-step "$1" --seed "$2" | tail -n +2 >> "$S"; fi
+    done
+}
 case "${SWEEP:-}" in
 "")
     S=$D/emerald-demo/data/dvfs_sweep.csv
     [ -f "$S" ] || { echo "no $S (set SHARED_DATA)"; exit 77; }
     COLS='job=Workload,cap_w=GPU power cap,power_w=power per GPU' ;;
 sim-h200)
-    T=$(mktemp -d)
-    trap 'rm -rf "$T"' EXIT
-    S=$T/sweep.csv
     J=${JOBS:-$HERE/bench/sim_h200_jobs.csv}
-    first=1
-    for p in $(grep -v '^#' "$J" | tail -n +2 | cut -d, -f2 | sort -u); do
-        if [ $first = 1 ]; then "$P" sweep --job "$p" --repeats 1 --cap-step 50 > "$S"; first=0
-        else "$P" sweep --job "$p" --repeats 1 --cap-step 50 | tail -n +2 >> "$S"; fi
-    done ;;
+    sweep_presets 50 1 ;;
 sim-a100)
-    T=$(mktemp -d)
-    trap 'rm -rf "$T"' EXIT
-    S=$T/sweep.csv
     J=${JOBS:-$HERE/bench/sim_a100_jobs.csv}
-    first=1
-    for p in $(grep -v '^#' "$J" | tail -n +2 | cut -d, -f2 | sort -u); do
-        if [ $first = 1 ]; then "$P" sweep --job "$p" --repeats 1 --cap-step 25 --seed 3 > "$S"; first=0
-        else "$P" sweep --job "$p" --repeats 1 --cap-step 25 --seed 3 | tail -n +2 >> "$S"; fi
-    done ;;
+    sweep_presets 25 3 ;;
 *)
     S=$SWEEP ;;
 esac
