@@ -396,62 +396,82 @@ static double own_precision(unsigned n, unsigned n_base, double sigma)
     return 1 / (1.0 / n + 1.0 / n_base) / (sigma * sigma);
 }
 
-/* The curve past point an of the fitted points pts[0, an] (ascending, the
- * prior blended in; an = 0 the origin) at x > pts[an].x: its departure
- * from the prior (*r) and that departure's variance (*var, before the
- * prior's own bound). */
-static void extend(const pflex_learn_t *l, const struct pt *pts, size_t an, double x, double *r,
-                   double *var)
+/* The readings' slope at point an of the fitted points pts[0, an]
+ * (ascending, the prior blended in), as the curve past it goes on at it:
+ * the readings' chord slope's departure from the prior's (dslope), its
+ * weight against the prior's (kappa) and its variance (vs_obs).  The
+ * same for every x past the point: found once a point. */
+struct past {
+    size_t an;
+    double dslope, kappa, vs_obs;
+};
+
+static void past_slope(const pflex_learn_t *l, const struct pt *pts, size_t an, struct past *ps)
 {
+    double ss = l->c.slope_sd * l->c.slope_sd;
+    *ps = (struct past){.an = an};
+    if (!an)
+        return;
+    /* past the deepest reading the curve goes on, for a reach of
+     * corr_dx, at the readings' own slope, not the prior's: what the
+     * job lost per unit of cut just above says more of just below than
+     * a guess made before any reading; the margin, slope_sd a unit, is
+     * for a curve that steepens.  The slope is a chord's, from the
+     * deepest point back to one within the last 0.05 of x (the origin
+     * when they span less), over the window w that knows the slope at
+     * the deepest point best: the two points' variances over w^2, plus
+     * what a chord misses of its end's slope on a curve that bends.
+     * Under the curvature assumed past the reading (extend: the slope a
+     * Wiener process, variance curv_q per unit of x) that miss has
+     * variance curv_q w / 3, so a long window averages the noise and
+     * lags a bending curve, and a short one the reverse.  Counted
+     * without it (a fixed 0.05), a convex curve's chord was read as its
+     * slope, too shallow: on simulated H200 curves the plan held an
+     * inference job a watt past its floor on a slope 40 % shallow,
+     * hundreds of periods a seed at 30 and 40 % cuts */
+    size_t k = an;
+    while (k > 0 && pts[an].x - pts[k].x < 0.05)
+        k--;
+    double vs_obs = INFINITY;   /* finite: pts[k] lies 0.05 back or is the origin */
+    for (size_t i = k; i < an; i++) {
+        double wi = pts[an].x - pts[i].x;
+        if (!(wi > 0))
+            continue;
+        double v = (1 / pts[an].w + 1 / pts[i].w) / (wi * wi) + l->c.curv_q * wi / 3;
+        if (v < vs_obs) {
+            vs_obs = v;
+            k = i;
+        }
+    }
+    double w = pts[an].x - pts[k].x;
+    double s_obs = (pts[an].y - pts[k].y) / w;
+    double s_pri = (prior_at(l, pts[an].x) - prior_at(l, pts[k].x)) / w;
+    /* the readings' slope weighed against the prior's by their
+     * precisions (vs_obs, above; the prior's slope_sd^2) */
+    ps->kappa = ss / (ss + vs_obs);
+    ps->dslope = (s_obs > 0 ? s_obs : 0) - s_pri;
+    ps->vs_obs = vs_obs;
+}
+
+/* The curve past point ps->an of the fitted points (past_slope) at
+ * x > pts[an].x: its departure from the prior (*r) and that departure's
+ * variance (*var, before the prior's own bound). */
+static void extend(const pflex_learn_t *l, const struct pt *pts, const struct past *ps, double x,
+                   double *r, double *var)
+{
+    size_t an = ps->an;
     double q = l->c.prior_sd * l->c.prior_sd / l->c.corr_dx, ss = l->c.slope_sd * l->c.slope_sd;
     double d = x - pts[an].x, vw = q * d, vs = ss * d * d;
     *r = an ? pts[an].y - prior_at(l, pts[an].x) : 0;
     if (an) {
-        /* past the deepest reading the curve goes on, for a reach
-         * of corr_dx, at the readings' own slope, not the prior's:
-         * what the job lost per unit of cut just above says more of
-         * just below than a guess made before any reading; the
-         * margin, slope_sd a unit, is for a curve that steepens.
-         * The slope is a chord's, from the deepest point back to one
-         * within the last 0.05 of x (the origin when they span less),
-         * over the window w that knows the slope at the deepest point
-         * best: the two points' variances over w^2, plus what a chord
-         * misses of its end's slope on a curve that bends.  Under the
-         * curvature assumed past the reading (below: the slope a
-         * Wiener process, variance curv_q per unit of x) that miss has
-         * variance curv_q w / 3, so a long window averages the noise
-         * and lags a bending curve, and a short one the reverse.
-         * Counted without it (a fixed 0.05), a convex curve's chord was
-         * read as its slope, too shallow: on simulated H200 curves the
-         * plan held an inference job a watt past its floor on a slope
-         * 40 % shallow, hundreds of periods a seed at 30 and 40 % cuts */
-        size_t k = an;
-        while (k > 0 && pts[an].x - pts[k].x < 0.05)
-            k--;
-        double vs_obs = INFINITY;   /* finite: pts[k] lies 0.05 back or is the origin */
-        for (size_t i = k; i < an; i++) {
-            double wi = pts[an].x - pts[i].x;
-            if (!(wi > 0))
-                continue;
-            double v = (1 / pts[an].w + 1 / pts[i].w) / (wi * wi) + l->c.curv_q * wi / 3;
-            if (v < vs_obs) {
-                vs_obs = v;
-                k = i;
-            }
-        }
-        double w = pts[an].x - pts[k].x;
-        double s_obs = (pts[an].y - pts[k].y) / w;
-        double s_pri = (prior_at(l, pts[an].x) - prior_at(l, pts[k].x)) / w;
-        /* the readings' slope weighed against the prior's by
-         * their precisions (vs_obs, above; the prior's slope_sd^2) */
-        double kappa = ss / (ss + vs_obs);
-        *r += kappa * ((s_obs > 0 ? s_obs : 0) - s_pri) * (d < l->c.corr_dx ? d : l->c.corr_dx);
+        *r += ps->kappa * ps->dslope * (d < l->c.corr_dx ? d : l->c.corr_dx);
         /* the slope is known as well as the readings' slope
-         * is (weighed against slope_sd as above), and it may
+         * is (weighed against slope_sd as in past_slope), and it may
          * bend: a curvature of an integrated Wiener process
          * (curv_q per unit of x) on top; never more than the
          * smooth curve's bound */
-        double vc = (kappa * vs_obs + (1 - kappa) * ss) * d * d + l->c.curv_q * d * d * d / 3;
+        double vc = (ps->kappa * ps->vs_obs + (1 - ps->kappa) * ss) * d * d
+                    + l->c.curv_q * d * d * d / 3;
         if (vc < vs)
             vs = vc;
     }
@@ -550,12 +570,15 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
     for (size_t i = ndata - 1; i > 0 && pts[i].x >= pts[ndata - 1].x - l->c.smooth_dx; i--)
         if (pts[i].n >= PFLEX_LEARN_ANCHOR_READINGS && (!wa || pts[i].n > pts[wa].n))
             wa = i;
+    struct past ps;     /* the slope past the well-read point (the loop
+                         * moves only points past it) */
+    past_slope(l, pts, wa, &ps);
     for (size_t i = wa + 1; wa && i < ndata; i++) {
         if (!(pts[i].cap < pts[wa].cap))
             continue;
         double r, var, own = own_precision(pts[i].n, base->n, sigma);
         double xi = pts[wa].x + (pts[wa].cap - pts[i].cap) / p0;
-        extend(l, pts, wa, xi, &r, &var);
+        extend(l, pts, &ps, xi, &r, &var);
         double w = own + 1 / var + 1 / (psd * psd);
         if (w > pts[i].w) {
             pts[i].y = (own * raw[i] + (prior_at(l, xi) + r) / var + prior_at(l, pts[i].x) / (psd * psd)) / w;
@@ -632,7 +655,10 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
             double vw = q * d, vs = ss * d * d;
             var = (1 - t) * (1 - t) * va + t * t * vb + (vs < vw ? vs : vw);
         } else {
-            extend(l, pts, an, x, &r, &var);
+            /* past the deepest point: its slope found once */
+            if (ps.an != an)
+                past_slope(l, pts, an, &ps);
+            extend(l, pts, &ps, x, &r, &var);
         }
         if (var > psd * psd)
             var = psd * psd;
