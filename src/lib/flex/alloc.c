@@ -884,25 +884,19 @@ static int prepare(const struct pflex_alloc_problem *p, enum pflex_policy pol,
 #define HULL_CACHE_MAX ((size_t)1 << 22)
 static int hull_cache_reserve(struct scratch *s, const struct pflex_alloc_problem *p)
 {
-    size_t total = 0;
+    size_t m = p->njobs ? p->njobs : 1, total = 0;
+    if (pflex_grow((void **)&s->hc_off, &s->hc_off_cap, m, sizeof *s->hc_off) < 0
+        || pflex_grow((void **)&s->hc_n, &s->hc_n_cap, m, sizeof *s->hc_n) < 0)
+        return -1;
     for (size_t j = 0; j < p->njobs; j++) {
         size_t nj = p->jobs[j].npoints;
         if (nj > HULL_CACHE_MAX || total > HULL_CACHE_MAX - 2 * (nj + 2))
             return -1;
-        total += 2 * (nj + 2);
-    }
-    size_t m = p->njobs ? p->njobs : 1;
-    if (pflex_grow((void **)&s->hc, &s->hc_cap, total ? total : 1, sizeof *s->hc) < 0
-        || pflex_grow((void **)&s->hc_off, &s->hc_off_cap, m, sizeof *s->hc_off) < 0
-        || pflex_grow((void **)&s->hc_n, &s->hc_n_cap, m, sizeof *s->hc_n) < 0)
-        return -1;
-    total = 0;
-    for (size_t j = 0; j < p->njobs; j++) {
         s->hc_off[j] = total;
         s->hc_n[j] = 0;
-        total += 2 * (p->jobs[j].npoints + 2);
+        total += 2 * (nj + 2);
     }
-    return 0;
+    return pflex_grow((void **)&s->hc, &s->hc_cap, total ? total : 1, sizeof *s->hc) < 0 ? -1 : 0;
 }
 
 /* Make sure the plan's power (pw: as it stands) is within the budget:
