@@ -503,6 +503,113 @@ static void test_random_sites(void **state)
     gsl_rng_free(r);
 }
 
+/* The caps of plans a and b are the same, bit for bit, and so are their
+ * totals. */
+static int same_plan(const struct pflex_safe_plan *a, const struct pflex_safe_plan *b, size_t ngpus)
+{
+    for (size_t k = 0; k < ngpus; k++)
+        if (memcmp(&a->cap_w[k], &b->cap_w[k], sizeof(double)))
+            return 0;
+    return a->worst_w == b->worst_w && a->feasible == b->feasible
+           && a->floor_breaches == b->floor_breaches && a->throughput == b->throughput;
+}
+
+/* in planned by a plan that keeps nothing (the jobs' gens 0 for it). */
+static void plan_fresh(const struct pflex_safe_input *in, struct site *s, struct pflex_safe_plan *fresh)
+{
+    pflex_error_t err;
+    unsigned long gens[16];
+    for (size_t j = 0; j < s->njobs; j++) {
+        gens[j] = s->j[j].gen;
+        s->j[j].gen = 0;
+    }
+    int rc = pflex_safe_plan(in, fresh, &err);
+    for (size_t j = 0; j < s->njobs; j++)
+        s->j[j].gen = gens[j];
+    if (rc < 0)
+        fail_msg("%s", err.text);
+}
+
+/* in planned by kept (the jobs' gens as set) and by a plan that keeps
+ * nothing: the same plan? */
+static int kept_as_fresh(const struct pflex_safe_input *in, struct site *s, struct pflex_safe_plan *kept,
+                         struct pflex_safe_plan *fresh)
+{
+    pflex_error_t err;
+    if (pflex_safe_plan(in, kept, &err) < 0)
+        fail_msg("%s", err.text);
+    plan_fresh(in, s, fresh);
+    return same_plan(kept, fresh, in->ngpus);
+}
+
+/* Curves kept by their gen (pflex_site_job.gen): over 2,000 seeded random
+ * sites planned in turn by one plan, it plans as a plan that keeps nothing
+ * when the gens are new, when they are the same and nothing changed, when
+ * one job's points change under a new gen, and when a GPU's largest or
+ * least cap changes under the same gens (the curve is rebuilt).  Points
+ * changed under the same gen are not read again (the caller's promise):
+ * the plan is the one made before, which a fresh plan differs from in most
+ * such sites, so the curves were kept. */
+static void test_kept_curves(void **state)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 20261205);
+    static struct site s;
+    struct pflex_safe_plan kept, fresh, before;
+    pflex_safe_plan_init(&kept);
+    pflex_safe_plan_init(&fresh);
+    pflex_safe_plan_init(&before);
+    pflex_error_t err;
+    unsigned long gen = 0;
+    int reused = 0, changed = 0;
+    for (int trial = 0; trial < 2000; trial++) {
+        struct pflex_safe_input in;
+        make_site(r, &s, &in);
+        for (size_t j = 0; j < s.njobs; j++)
+            s.j[j].gen = ++gen;
+        if (!kept_as_fresh(&in, &s, &kept, &fresh))
+            fail_msg("trial %d: new gens", trial);
+        if (!kept_as_fresh(&in, &s, &kept, &fresh))
+            fail_msg("trial %d: the same gens, nothing changed", trial);
+        /* job 0's points change: a new gen */
+        for (size_t k = 1; k < s.j[0].n; k++) {
+            s.loss[0][k] *= 0.5;
+            s.hi[0][k] = s.loss[0][k] + 0.01;
+        }
+        s.j[0].gen = ++gen;
+        if (!kept_as_fresh(&in, &s, &kept, &fresh))
+            fail_msg("trial %d: job 0's points changed", trial);
+        /* a GPU's range changes, the gens the same */
+        size_t g = gsl_rng_uniform_int(r, s.ngpus);
+        s.g[g].max_cap_w += 25;
+        if (!kept_as_fresh(&in, &s, &kept, &fresh))
+            fail_msg("trial %d: GPU %zu's largest cap raised", trial, g);
+        s.g[g].min_cap_w -= 10;
+        if (!kept_as_fresh(&in, &s, &kept, &fresh))
+            fail_msg("trial %d: GPU %zu's least cap lowered", trial, g);
+        /* points changed under the same gens: the plan made before */
+        plan_fresh(&in, &s, &before);
+        for (size_t j = 0; j < s.njobs; j++)
+            for (size_t k = 1; k < s.j[j].n; k++) {
+                s.loss[j][k] = fmin(1, s.loss[j][k] * 1.7 + 0.02);
+                s.hi[j][k] = s.loss[j][k] + 0.03;
+            }
+        if (pflex_safe_plan(&in, &kept, &err) < 0)
+            fail_msg("trial %d: %s", trial, err.text);
+        reused += same_plan(&kept, &before, in.ngpus);
+        plan_fresh(&in, &s, &fresh);
+        changed += !same_plan(&fresh, &before, in.ngpus);
+    }
+    print_message("  2000 sites: %d whose changed points (same gens) a fresh plan plans otherwise, "
+                  "%d planned as before by the plan that kept them\n", changed, reused);
+    assert_int_equal(reused, 2000);
+    assert_true(changed > 500);
+    pflex_safe_plan_fini(&kept);
+    pflex_safe_plan_fini(&fresh);
+    pflex_safe_plan_fini(&before);
+    gsl_rng_free(r);
+}
+
 /* Caps of a finer step (cap_step_w 0.25 W): test_spend_rounding's site
  * rounds A's 400.8 W to 400.75 W, not 400, and leaves B at its 500 W knee
  * (0.15 W left, under a step for either job); a floor's cap still rounds
@@ -553,6 +660,7 @@ int main(void)
         cmocka_unit_test(test_spend_rounding),
         cmocka_unit_test(test_cap_step),
         cmocka_unit_test(test_random_sites),
+        cmocka_unit_test(test_kept_curves),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -104,6 +104,8 @@ struct ctl_job {
     unsigned unfitted;          /* observations since the last fit */
     double *hi;                 /* loss + z sd, beside the curve */
     size_t hi_cap;
+    unsigned long gen;          /* names the fit (curve and hi): ctl.fits when it
+                                 * was made; 0: none yet (pflex_site_job.gen) */
     double last_cap;            /* the common enforced cap last period; NaN: none */
     double tput_now;            /* the job's rate read this period; NaN: none */
     double cap_since;           /* when its common cap was first seen at its value; NaN: none */
@@ -159,6 +161,7 @@ struct ctl {
     struct pflex_safe_plan coming;
     unsigned long coming_period;
     unsigned long periods;
+    unsigned long fits;         /* curves fitted so far, every job's (ctl_job.gen) */
     /* the fallbacks of the event in force (leases.c): the fraction of each
      * GPU's range it falls back to, kept while it stays safe and the event
      * the same; NaN: none */

@@ -341,6 +341,7 @@ static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
      * fit the same curve */
     if (cj->fitted)
         return 0;
+    cj->gen = 0;        /* named again below, once curve and hi are whole */
     if (pflex_learn_fit(cj->learn, &cj->curve, err) < 0)
         return -1;
     cj->fitted = 1;
@@ -359,6 +360,7 @@ static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
             m = cv->x[i];
         cj->hi[i] = m + c->c.z * cv->sd[i];
     }
+    cj->gen = ++c->fits;
     return 0;
 }
 
@@ -440,7 +442,8 @@ static int plan_jobs(ctl_t *c, pflex_error_t *err)
                                               .weight = pol ? pol->weight : 1,
                                               .floor = pol && isfinite(pol->floor) ? pol->floor : c->c.floor,
                                               .n = cj->curve.n, .cap_w = cj->curve.cap_w,
-                                              .loss = cj->curve.loss, .loss_hi = cj->hi};
+                                              .loss = cj->curve.loss, .loss_hi = cj->hi,
+                                              .gen = cj->gen};
     }
     return 0;
 }

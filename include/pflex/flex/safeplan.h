@@ -72,6 +72,11 @@ struct pflex_site_job {
      * n = 0: no knowledge, proportional loss assumed. */
     size_t n;
     const double *cap_w, *loss, *loss_hi;
+    /* 0, or a number that names these points: a plan that saw the same
+     * gen for the same job (its index) reuses the curve it built from them
+     * then, unchecked.  A caller that sets it gives every new set of points
+     * (every refit) a gen never used before by this plan object. */
+    unsigned long gen;
 };
 
 struct pflex_safe_input {

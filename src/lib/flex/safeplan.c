@@ -16,16 +16,30 @@ struct jobstate {
                              * GPU may sit as low as its own minimum) */
     double u_floor;         /* deepest y the pessimistic curve keeps the floor at */
     double step;            /* caps are whole multiples of it, W (cap_step_w) */
-    size_t off, npts;       /* its points in the arena */
+    const double *y, *l, *h;    /* its curve in the cap domain (its struct curve's) */
+    size_t npts;
+};
+
+/* Job j's curve in the cap domain as the last plan built it: kept while
+ * the job's gen (pflex_site_job.gen), its largest cap and its GPUs' least
+ * minimum are the same, since the same points give the same curve.  A
+ * site's curves change a few at a time: a controller refits a job on a
+ * reading that can move it, and the rest of the site's hundreds stand
+ * (building them every period was a fifth of a simulated site's CPU). */
+struct curve {
+    unsigned long gen;      /* 0: nothing kept */
+    double cmax, gmin;
+    size_t npts, room;
+    double *y, *l, *h;
 };
 
 struct scratch {
     struct jobstate *js;
     struct pflex_alloc_job *aj;
-    double *y, *loss, *loss_hi;
+    struct curve *cv;           /* per job, c_cv of them (zeroed as they grow) */
     double *need;               /* per job (spend_rounding) */
     size_t *order;
-    size_t c_js, c_need, c_aj, c_y, c_loss, c_hi, c_order, c_cap, c_jcap, c_jloss, c_fb;
+    size_t c_js, c_need, c_aj, c_cv, c_order, c_cap, c_jcap, c_jloss, c_fb;
     struct pflex_alloc_plan alloc;
     struct pflex_alloc_plan alloc_eq;   /* equal cuts (guard_equal) */
 };
@@ -41,9 +55,12 @@ void pflex_safe_plan_fini(struct pflex_safe_plan *p)
     if (s) {
         free(s->js);
         free(s->aj);
-        free(s->y);
-        free(s->loss);
-        free(s->loss_hi);
+        for (size_t j = 0; j < s->c_cv; j++) {
+            free(s->cv[j].y);
+            free(s->cv[j].l);
+            free(s->cv[j].h);
+        }
+        free(s->cv);
         free(s->order);
         free(s->need);
         pflex_alloc_plan_fini(&s->alloc);
@@ -57,10 +74,20 @@ void pflex_safe_plan_fini(struct pflex_safe_plan *p)
     memset(p, 0, sizeof *p);
 }
 
+/* Room for n jobs' curves, the new ones empty. */
+static int grow_curves(struct scratch *s, size_t n)
+{
+    size_t old = s->c_cv;
+    if (pflex_grow((void **)&s->cv, &s->c_cv, n, sizeof *s->cv) < 0)
+        return -1;
+    if (s->c_cv > old)
+        memset(s->cv + old, 0, (s->c_cv - old) * sizeof *s->cv);
+    return 0;
+}
+
 /* Buffers for a problem this size; nothing allocated when an earlier one
- * was as large. */
-static int ensure(struct pflex_safe_plan *p, const struct pflex_safe_input *in, size_t npts,
-                  size_t maxpts)
+ * was as large (each job's curve grows when it is built). */
+static int ensure(struct pflex_safe_plan *p, const struct pflex_safe_input *in, size_t maxpts)
 {
     struct scratch *s = p->priv;
     if (!s) {
@@ -73,9 +100,7 @@ static int ensure(struct pflex_safe_plan *p, const struct pflex_safe_input *in, 
     }
     if (pflex_grow((void **)&s->js, &s->c_js, in->njobs, sizeof *s->js)
         || pflex_grow((void **)&s->aj, &s->c_aj, in->njobs, sizeof *s->aj)
-        || pflex_grow((void **)&s->y, &s->c_y, npts, sizeof *s->y)
-        || pflex_grow((void **)&s->loss, &s->c_loss, npts, sizeof *s->loss)
-        || pflex_grow((void **)&s->loss_hi, &s->c_hi, npts, sizeof *s->loss_hi)
+        || grow_curves(s, in->njobs)
         || pflex_grow((void **)&s->order, &s->c_order, maxpts > in->njobs ? maxpts : in->njobs,
                       sizeof *s->order)
         || pflex_grow((void **)&s->need, &s->c_need, in->njobs, sizeof *s->need)
@@ -163,8 +188,7 @@ static double floors_need(const struct scratch *s, const struct pflex_safe_input
         const struct jobstate *js = &s->js[j];
         if (!js->n)
             continue;
-        size_t o = js->off;
-        double u = floor_cut(js, s->y + o, s->loss + o, s->loss_hi + o, in->jobs[j].floor, r);
+        double u = floor_cut(js, js->y, js->l, js->h, in->jobs[j].floor, r);
         w += (double)js->n * js->cmax * (1 - u);
     }
     return w;
@@ -181,12 +205,17 @@ static double clampd(double v, double lo, double hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* Check the input; *npts and *maxpts: the arena's size and the most
- * points of one job's curve. */
-static int check_input(const struct pflex_safe_input *in, size_t *npts, size_t *maxpts,
+/* Job j's curve as kept (NULL: none for its gen). */
+static const struct curve *kept(const struct scratch *s, const struct pflex_site_job *jb, size_t j)
+{
+    return s && jb->gen && j < s->c_cv && s->cv[j].gen == jb->gen ? &s->cv[j] : NULL;
+}
+
+/* Check the input (a curve kept for its gen was checked when it was
+ * built); *maxpts: the most points of one job's curve. */
+static int check_input(const struct pflex_safe_input *in, const struct scratch *s, size_t *maxpts,
                        pflex_error_t *err)
 {
-    *npts = 0;
     *maxpts = 1;
     for (size_t j = 0; j < in->njobs; j++) {
         const struct pflex_site_job *jb = &in->jobs[j];
@@ -198,11 +227,11 @@ static int check_input(const struct pflex_safe_input *in, size_t *npts, size_t *
             return pflex_error_set(err, "job %zu: floor must be in [0, 1]", j);
         if (jb->n && (!jb->cap_w || !jb->loss))
             return pflex_error_set(err, "job %zu: curve arrays missing", j);
-        for (size_t k = 0; k < jb->n; k++)
-            if (!isfinite(jb->cap_w[k]) || !isfinite(jb->loss[k])
-                || (jb->loss_hi && !isfinite(jb->loss_hi[k])))
-                return pflex_error_set(err, "job %zu: curve point %zu is not finite", j, k);
-        *npts += jb->n + 3;
+        if (!kept(s, jb, j))
+            for (size_t k = 0; k < jb->n; k++)
+                if (!isfinite(jb->cap_w[k]) || !isfinite(jb->loss[k])
+                    || (jb->loss_hi && !isfinite(jb->loss_hi[k])))
+                    return pflex_error_set(err, "job %zu: curve point %zu is not finite", j, k);
         if (jb->n + 3 > *maxpts)
             *maxpts = jb->n + 3;
     }
@@ -329,12 +358,12 @@ static size_t curve_extend(const struct jobstate *js, double *y, double *l, doub
 
 /* Each job's curve in the cap domain: y = 1 - cap/C, monotone, extended
  * pessimistically to the hardware minimum, and its allocation job.
- * Returns the count of jobs with GPUs; *floors_bind when a floor keeps a
- * job above its hardware minimum. */
-static size_t build_curves(const struct pflex_safe_input *in, struct scratch *s,
-                           int *floors_bind)
+ * *nactive: the count of jobs with GPUs; *floors_bind when a floor keeps
+ * a job above its hardware minimum.  0, or -1 out of memory. */
+static int build_curves(const struct pflex_safe_input *in, struct scratch *s, size_t *nactive_out,
+                        int *floors_bind)
 {
-    size_t off = 0, nactive = 0;
+    size_t nactive = 0;
     *floors_bind = 0;
     for (size_t j = 0; j < in->njobs; j++) {
         struct jobstate *js = &s->js[j];
@@ -345,25 +374,48 @@ static size_t build_curves(const struct pflex_safe_input *in, struct scratch *s,
         js->step = cap_step(in);
         js->y_hw = C > js->cmin ? 1 - js->cmin / C : 0;
         js->y_end = C > js->gmin ? 1 - js->gmin / C : 0;
-        js->off = off;
-        double *y = s->y + off, *l = s->loss + off, *h = s->loss_hi + off;
-        y[0] = 0;
-        l[0] = 0;
-        h[0] = 0;
-        size_t m = curve_extend(js, y, l, h, curve_points(s, js, jb, y, l, h));
-        js->npts = m;
-        off += m;
-        js->u_floor = floor_cut(js, y, l, h, jb->floor, 0);
+        struct curve *cv = &s->cv[j];
+        if (!(kept(s, jb, j) && cv->cmax == C && cv->gmin == js->gmin)) {
+            cv->gen = 0;
+            if (jb->n + 3 > cv->room) {
+                size_t room = jb->n + 3 > 2 * cv->room ? jb->n + 3 : 2 * cv->room;
+                double *y = realloc(cv->y, room * sizeof *y), *l, *h;
+                if (y)
+                    cv->y = y;
+                l = y ? realloc(cv->l, room * sizeof *l) : NULL;
+                if (l)
+                    cv->l = l;
+                h = l ? realloc(cv->h, room * sizeof *h) : NULL;
+                if (!h)
+                    return -1;
+                cv->h = h;
+                cv->room = room;
+            }
+            cv->y[0] = 0;
+            cv->l[0] = 0;
+            cv->h[0] = 0;
+            cv->npts = curve_extend(js, cv->y, cv->l, cv->h, curve_points(s, js, jb, cv->y, cv->l, cv->h));
+            cv->gen = jb->gen;
+            cv->cmax = C;
+            cv->gmin = js->gmin;
+        }
+        js->y = cv->y;
+        js->l = cv->l;
+        js->h = cv->h;
+        js->npts = cv->npts;
+        size_t m = cv->npts;
+        js->u_floor = floor_cut(js, js->y, js->l, js->h, jb->floor, 0);
         if (js->u_floor < js->y_hw - 1e-12)
             *floors_bind = 1;
         struct pflex_alloc_job *a = &s->aj[nactive++];
         *a = (struct pflex_alloc_job){
             .name = jb->name, .gpus = (int)js->n, .npoints = (unsigned)m, .p0_w = C, .t0 = jb->t0,
             .cap0_w = C, .weight = jb->weight, .floor = 0, .x_hi = js->u_floor, .pfi = NAN,
-            .x = y, .loss = l,
+            .x = js->y, .loss = js->l,
         };
     }
-    return nactive;
+    *nactive_out = nactive;
+    return 0;
 }
 
 /* The least relaxation r in [0, 2] whose floors fit the budget (2: none
@@ -407,9 +459,8 @@ static int split_budget(const struct pflex_safe_input *in, struct pflex_safe_pla
     size_t a = 0;
     for (size_t j = 0; j < in->njobs; j++)
         if (s->js[j].n) {
-            size_t o = s->js[j].off;
-            s->aj[a++].x_hi = floor_cut(&s->js[j], s->y + o, s->loss + o, s->loss_hi + o,
-                                        in->jobs[j].floor, r);
+            const struct jobstate *js = &s->js[j];
+            s->aj[a++].x_hi = floor_cut(js, js->y, js->l, js->h, in->jobs[j].floor, r);
         }
     return pflex_alloc_plan(&prob, PFLEX_POLICY_OPTIMAL, &s->alloc, err) < 0 ? -1 : 0;
 }
@@ -444,7 +495,7 @@ static int guard_equal(const struct pflex_safe_input *in, struct pflex_safe_plan
             const struct jobstate *js = &s->js[j];
             if (!js->n)
                 continue;
-            const double *y = s->y + js->off, *l = s->loss + js->off, *h = s->loss_hi + js->off;
+            const double *y = js->y, *l = js->l, *h = js->h;
             double w = in->jobs[j].weight
                        * (in->objective == PFLEX_OBJECTIVE_PROGRESS ? (double)js->n : in->jobs[j].t0);
             double x = xe[a] + t * (xo[a] - xe[a]);
@@ -550,7 +601,7 @@ static void spend_rounding(const struct pflex_safe_input *in, struct pflex_safe_
         double c = step_down(out->job_cap_w[j], step);
         if (!(c + step <= js->cmax))
             continue;
-        const double *y = s->y + js->off, *l = s->loss + js->off;
+        const double *y = js->y, *l = js->l;
         double w = in->jobs[j].weight
                    * (in->objective == PFLEX_OBJECTIVE_PROGRESS ? (double)js->n : in->jobs[j].t0);
         double d = at(y, l, js->npts, 1 - c / js->cmax) - at(y, l, js->npts, 1 - (c + step) / js->cmax);
@@ -645,9 +696,8 @@ static void job_costs(const struct pflex_safe_input *in, struct pflex_safe_plan 
         if (!js->n)
             continue;
         double y = 1 - out->job_loss[j] / js->cmax;
-        const double *ys = s->y + js->off;
-        double lm = at(ys, s->loss + js->off, js->npts, y);
-        double lh = at(ys, s->loss_hi + js->off, js->npts, y);
+        double lm = at(js->y, js->l, js->npts, y);
+        double lh = at(js->y, js->h, js->npts, y);
         out->job_loss[j] = lm;
         out->throughput += in->jobs[j].t0 * (1 - lm);
         if (in->jobs[j].floor > 0 && lh > 1 - in->jobs[j].floor + 1e-9) {
@@ -660,10 +710,10 @@ static void job_costs(const struct pflex_safe_input *in, struct pflex_safe_plan 
 int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
                     pflex_error_t *err)
 {
-    size_t npts, maxpts;
-    if (check_input(in, &npts, &maxpts, err))
+    size_t maxpts;
+    if (check_input(in, out->priv, &maxpts, err))
         return -1;
-    if (ensure(out, in, npts, maxpts) < 0)
+    if (ensure(out, in, maxpts) < 0)
         return pflex_error_set(err, "out of memory");
     struct scratch *s = out->priv;
     out->ngpus = in->ngpus;
@@ -680,7 +730,9 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
     out->least_w = least;
     int limited = isfinite(in->limit_w);
     int floors_bind;
-    size_t nactive = build_curves(in, s, &floors_bind);
+    size_t nactive;
+    if (build_curves(in, s, &nactive, &floors_bind) < 0)
+        return pflex_error_set(err, "out of memory");
 
     const double *x_of = NULL;
     if (limited && nactive) {
