@@ -125,6 +125,19 @@ struct ctl_job {
     unsigned probe_wait;        /* periods before the next probe */
     unsigned probe_left;        /* periods the current probe still holds */
     double probe_cap;
+    /* between events, the searches for a probe (steps.c, probe_start) are
+     * functions of the fit and of what is asked: the walk's and the
+     * fill's outcome for the fit `gen` and the key, and the fit and the
+     * coming plan's cap under which the chords found none (the readings
+     * only fill bins, never empty them); gen 0: none kept */
+    struct {
+        unsigned long gen;
+        double key[6];
+        int found, fill;
+        double xp, cap;
+        unsigned long span_gen;
+        double span_key[3];
+    } probe_memo;
     int seen_now;
 };
 

@@ -512,12 +512,21 @@ static int coming_cap(ctl_t *c, size_t j, double *cap_w)
     return 0;
 }
 
+/* The n numbers of a and b the same (NaN the same as NaN)? */
+static int same_key(const double *a, const double *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(a[i] == b[i] || (isnan(a[i]) && isnan(b[i]))))
+            return 0;
+    return 1;
+}
+
 /* A new probe for job j when one is due and worth it: 1 (probe_cap and
  * probe_left set), else 0. */
 static int probe_start(ctl_t *c, size_t j, double planned)
 {
     struct ctl_job *cj = &c->jobs[j];
-    double xp, cap, lo, hi;
+    double xp = NAN, cap = NAN, lo = NAN, hi = NAN;
     if (cj->probe_wait) {
         cj->probe_wait--;
         return 0;
@@ -538,18 +547,36 @@ static int probe_start(ctl_t *c, size_t j, double planned)
      * under a target: only near the plan, where the next
      * periods' plans will look (a probe's watts are not given
      * to the others, so deep probes there cost throughput) */
-    int found = isfinite(c->p.limit_w)
-        ? pflex_learn_probe_near(&cj->curve, c->p.sjobs[j].floor, c->c.z, x_now,
-                                 c->c.explore_step, 2 * cj->curve.sigma, &xp, &cap)
-        : pflex_learn_probe(&cj->curve, c->p.sjobs[j].floor, c->c.z, x_now,
-                            c->c.explore_step, 2 * cj->curve.sigma, &xp, &cap);
-    /* the walk done, between events: fill the curve in over the caps
-     * the next event will be planned on */
-    int fill = 0;
-    if (!found && !isfinite(c->p.limit_w) && fill_window(c, cj, &lo, &hi)) {
-        found = pflex_learn_probe_fill(&cj->curve, c->p.sjobs[j].floor, c->c.z, lo, hi,
-                                       CTL_FILL_SD * cj->curve.sigma, &xp, &cap);
-        fill = found;
+    int found, fill = 0;
+    if (isfinite(c->p.limit_w))
+        found = pflex_learn_probe_near(&cj->curve, c->p.sjobs[j].floor, c->c.z, x_now,
+                                       c->c.explore_step, 2 * cj->curve.sigma, &xp, &cap);
+    else {
+        int win = fill_window(c, cj, &lo, &hi);
+        double key[6] = {c->p.sjobs[j].floor, c->c.z, x_now, c->c.explore_step, win ? lo : NAN,
+                         win ? hi : NAN};
+        if (cj->gen && cj->probe_memo.gen == cj->gen && same_key(cj->probe_memo.key, key, 6)) {
+            found = cj->probe_memo.found;
+            fill = cj->probe_memo.fill;
+            xp = cj->probe_memo.xp;
+            cap = cj->probe_memo.cap;
+        } else {
+            found = pflex_learn_probe(&cj->curve, c->p.sjobs[j].floor, c->c.z, x_now,
+                                      c->c.explore_step, 2 * cj->curve.sigma, &xp, &cap);
+            /* the walk done: fill the curve in over the caps the next
+             * event will be planned on */
+            if (!found && win) {
+                found = pflex_learn_probe_fill(&cj->curve, c->p.sjobs[j].floor, c->c.z, lo, hi,
+                                               CTL_FILL_SD * cj->curve.sigma, &xp, &cap);
+                fill = found;
+            }
+            cj->probe_memo.gen = cj->gen;
+            memcpy(cj->probe_memo.key, key, sizeof key);
+            cj->probe_memo.found = found;
+            cj->probe_memo.fill = fill;
+            cj->probe_memo.xp = found ? xp : NAN;
+            cj->probe_memo.cap = found ? cap : NAN;
+        }
     }
     /* the curve filled in: read the chords the coming target's plan
      * values its margins by, the watt above and the watt below each
@@ -557,12 +584,17 @@ static int probe_start(ctl_t *c, size_t j, double planned)
      * (none by a floor's edge: the edge probes read it) */
     if (!found && !isfinite(c->p.limit_w) && isfinite(c->p.coming_w)
         && coming_cap(c, j, &lo) == 0) {
-        found = pflex_learn_probe_span(cj->learn, &cj->curve, c->p.sjobs[j].floor, c->c.z, lo,
-                                       lo + 1, &xp, &cap);
-        if (!found)
-            found = pflex_learn_probe_span(cj->learn, &cj->curve, c->p.sjobs[j].floor, c->c.z,
-                                           lo - 1, lo, &xp, &cap);
-        fill = found;
+        double key[3] = {c->p.sjobs[j].floor, c->c.z, lo};
+        if (!(cj->gen && cj->probe_memo.span_gen == cj->gen && same_key(cj->probe_memo.span_key, key, 3))) {
+            found = pflex_learn_probe_span(cj->learn, &cj->curve, c->p.sjobs[j].floor, c->c.z, lo,
+                                           lo + 1, &xp, &cap);
+            if (!found)
+                found = pflex_learn_probe_span(cj->learn, &cj->curve, c->p.sjobs[j].floor, c->c.z,
+                                               lo - 1, lo, &xp, &cap);
+            fill = found;
+            cj->probe_memo.span_gen = found ? 0 : cj->gen;
+            memcpy(cj->probe_memo.span_key, key, sizeof key);
+        }
     }
     /* a probe less than 5 W below the plan teaches little the
      * plan's own readings do not */
