@@ -29,7 +29,7 @@ struct jobstate {
 struct curve {
     unsigned long gen;      /* 0: nothing kept */
     double cmax, gmin;
-    size_t npts, room;
+    size_t npts, cy, cl, ch;    /* points; room in y, l, h */
     double *y, *l, *h;
 };
 
@@ -377,20 +377,10 @@ static int build_curves(const struct pflex_safe_input *in, struct scratch *s, si
         struct curve *cv = &s->cv[j];
         if (!(kept(s, jb, j) && cv->cmax == C && cv->gmin == js->gmin)) {
             cv->gen = 0;
-            if (jb->n + 3 > cv->room) {
-                size_t room = jb->n + 3 > 2 * cv->room ? jb->n + 3 : 2 * cv->room;
-                double *y = realloc(cv->y, room * sizeof *y), *l, *h;
-                if (y)
-                    cv->y = y;
-                l = y ? realloc(cv->l, room * sizeof *l) : NULL;
-                if (l)
-                    cv->l = l;
-                h = l ? realloc(cv->h, room * sizeof *h) : NULL;
-                if (!h)
-                    return -1;
-                cv->h = h;
-                cv->room = room;
-            }
+            if (pflex_grow((void **)&cv->y, &cv->cy, jb->n + 3, sizeof *cv->y)
+                || pflex_grow((void **)&cv->l, &cv->cl, jb->n + 3, sizeof *cv->l)
+                || pflex_grow((void **)&cv->h, &cv->ch, jb->n + 3, sizeof *cv->h))
+                return -1;
             cv->y[0] = 0;
             cv->l[0] = 0;
             cv->h[0] = 0;
