@@ -138,3 +138,8 @@ done
 for g in 1000 10000; do
     simrun "$g GPUs, 1 h at 1 s (3,600 periods), online-cold" --gpus $g --duration 1h --policies online-cold
 done
+# the scale target (docs/simulate.md): 10,000 GPUs through a day at 1 s,
+# the controller's own period every second, under 60 s
+for d in 6h 24h; do
+    simrun "10000 GPUs, $d at 1 s, online-cold" --gpus 10000 --duration $d --policies online-cold
+done
