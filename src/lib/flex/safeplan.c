@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/util/grow.h"
+#include "lib/util/interp.h"
 #include "pflex/flex/safeplan.h"
 
 struct jobstate {
@@ -115,19 +116,7 @@ static int ensure(struct pflex_safe_plan *p, const struct pflex_safe_input *in, 
 /* Linear interpolation on ascending ys, clipped to the range. */
 static double at(const double *ys, const double *v, size_t n, double y)
 {
-    if (y <= ys[0])
-        return v[0];
-    if (y >= ys[n - 1])
-        return v[n - 1];
-    size_t lo = 0, hi = n - 1;
-    while (hi - lo > 1) {
-        size_t mid = (lo + hi) / 2;
-        if (ys[mid] <= y)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return v[lo] + (v[hi] - v[lo]) * (y - ys[lo]) / (ys[hi] - ys[lo]);
+    return pflex_interp_linear(ys, v, n, y);
 }
 
 /* The step caps are whole multiples of, W (cap_step_w; unset: a watt). */
