@@ -8,19 +8,6 @@
 #include "lib/util/interp.h"
 #include "pflex/flex/safeplan.h"
 
-struct jobstate {
-    size_t n;               /* reachable GPUs */
-    double cmax, cmin;      /* largest max limit, largest min limit over them */
-    double gmin;            /* smallest min limit over them */
-    double y_hw;            /* 1 - cmin/cmax: the deepest cut the plan makes */
-    double y_end;           /* 1 - gmin/cmax: where the curve must reach (a held
-                             * GPU may sit as low as its own minimum) */
-    double u_floor;         /* deepest y the pessimistic curve keeps the floor at */
-    double step;            /* caps are whole multiples of it, W (cap_step_w) */
-    const double *y, *l, *h;    /* its curve in the cap domain (its struct curve's) */
-    size_t npts;
-};
-
 /* Job j's curve in the cap domain as the last plan built it: kept while
  * the job's gen (pflex_site_job.gen), its largest cap and its GPUs' least
  * minimum are the same, since the same points give the same curve.  A
@@ -32,6 +19,18 @@ struct curve {
     double cmax, gmin;
     size_t npts, cy, cl, ch;    /* points; room in y, l, h */
     double *y, *l, *h;
+};
+
+struct jobstate {
+    size_t n;               /* reachable GPUs */
+    double cmax, cmin;      /* largest max limit, largest min limit over them */
+    double gmin;            /* smallest min limit over them */
+    double y_hw;            /* 1 - cmin/cmax: the deepest cut the plan makes */
+    double y_end;           /* 1 - gmin/cmax: where the curve must reach (a held
+                             * GPU may sit as low as its own minimum) */
+    double u_floor;         /* deepest y the pessimistic curve keeps the floor at */
+    double step;            /* caps are whole multiples of it, W (cap_step_w) */
+    const struct curve *cv;     /* its curve in the cap domain */
 };
 
 struct scratch {
@@ -147,13 +146,13 @@ static double step_up(double v, double step)
  * alone, at a 0.25 W step, let the flex1 job of the field demonstration
  * fall under its floor in a period of the simulated 20 % cut, seed 9,
  * online-warm). */
-static double floor_cut(const struct jobstate *js, const double *y, const double *l, const double *h,
-                        double floor, double r)
+static double floor_cut(const struct jobstate *js, double floor, double r)
 {
     if (!(floor > 0) || r >= 2)
         return js->y_hw;
     double a = r < 1 ? 1 - r : 0, lim = 1 - (r > 1 ? floor * (2 - r) : floor);
-    size_t n = js->npts;
+    const double *y = js->cv->y, *l = js->cv->l, *h = js->cv->h;
+    size_t n = js->cv->npts;
     double u = y[n - 1];
     for (size_t i = 1; i < n; i++) {
         double v1 = l[i] + a * (h[i] - l[i]);
@@ -177,7 +176,7 @@ static double floors_need(const struct scratch *s, const struct pflex_safe_input
         const struct jobstate *js = &s->js[j];
         if (!js->n)
             continue;
-        double u = floor_cut(js, js->y, js->l, js->h, in->jobs[j].floor, r);
+        double u = floor_cut(js, in->jobs[j].floor, r);
         w += (double)js->n * js->cmax * (1 - u);
     }
     return w;
@@ -378,19 +377,15 @@ static int build_curves(const struct pflex_safe_input *in, struct scratch *s, si
             cv->cmax = C;
             cv->gmin = js->gmin;
         }
-        js->y = cv->y;
-        js->l = cv->l;
-        js->h = cv->h;
-        js->npts = cv->npts;
-        size_t m = cv->npts;
-        js->u_floor = floor_cut(js, js->y, js->l, js->h, jb->floor, 0);
+        js->cv = cv;
+        js->u_floor = floor_cut(js, jb->floor, 0);
         if (js->u_floor < js->y_hw - 1e-12)
             *floors_bind = 1;
         struct pflex_alloc_job *a = &s->aj[nactive++];
         *a = (struct pflex_alloc_job){
-            .name = jb->name, .gpus = (int)js->n, .npoints = (unsigned)m, .p0_w = C, .t0 = jb->t0,
+            .name = jb->name, .gpus = (int)js->n, .npoints = (unsigned)cv->npts, .p0_w = C, .t0 = jb->t0,
             .cap0_w = C, .weight = jb->weight, .floor = 0, .x_hi = js->u_floor, .pfi = NAN,
-            .x = js->y, .loss = js->l,
+            .x = cv->y, .loss = cv->l,
         };
     }
     *nactive_out = nactive;
@@ -439,7 +434,7 @@ static int split_budget(const struct pflex_safe_input *in, struct pflex_safe_pla
     for (size_t j = 0; j < in->njobs; j++)
         if (s->js[j].n) {
             const struct jobstate *js = &s->js[j];
-            s->aj[a++].x_hi = floor_cut(js, js->y, js->l, js->h, in->jobs[j].floor, r);
+            s->aj[a++].x_hi = floor_cut(js, in->jobs[j].floor, r);
         }
     return pflex_alloc_plan(&prob, PFLEX_POLICY_OPTIMAL, &s->alloc, err) < 0 ? -1 : 0;
 }
@@ -474,12 +469,13 @@ static int guard_equal(const struct pflex_safe_input *in, struct pflex_safe_plan
             const struct jobstate *js = &s->js[j];
             if (!js->n)
                 continue;
-            const double *y = js->y, *l = js->l, *h = js->h;
+            const double *y = js->cv->y, *l = js->cv->l, *h = js->cv->h;
+            size_t n = js->cv->npts;
             double w = in->jobs[j].weight
                        * (in->objective == PFLEX_OBJECTIVE_PROGRESS ? (double)js->n : in->jobs[j].t0);
             double x = xe[a] + t * (xo[a] - xe[a]);
-            double le = at(y, l, js->npts, xe[a]), lt = at(y, l, js->npts, x);
-            double me = at(y, h, js->npts, xe[a]) - le, mt = at(y, h, js->npts, x) - lt;
+            double le = at(y, l, n, xe[a]), lt = at(y, l, n, x);
+            double me = at(y, h, n, xe[a]) - le, mt = at(y, h, n, x) - lt;
             g_mean += w * (le - lt);
             g_hi += w * ((le + me) - (lt + mt));
             g_lo += w * ((le - me) - (lt - mt));
@@ -580,10 +576,10 @@ static void spend_rounding(const struct pflex_safe_input *in, struct pflex_safe_
         double c = step_down(out->job_cap_w[j], step);
         if (!(c + step <= js->cmax))
             continue;
-        const double *y = js->y, *l = js->l;
+        const double *y = js->cv->y, *l = js->cv->l;
         double w = in->jobs[j].weight
                    * (in->objective == PFLEX_OBJECTIVE_PROGRESS ? (double)js->n : in->jobs[j].t0);
-        double d = at(y, l, js->npts, 1 - c / js->cmax) - at(y, l, js->npts, 1 - (c + step) / js->cmax);
+        double d = at(y, l, js->cv->npts, 1 - c / js->cmax) - at(y, l, js->cv->npts, 1 - (c + step) / js->cmax);
         if (!(w * d > 0))
             continue;
         gain[j] = w * d / need[j];      /* need: the step's watts over the job's GPUs */
@@ -675,8 +671,8 @@ static void job_costs(const struct pflex_safe_input *in, struct pflex_safe_plan 
         if (!js->n)
             continue;
         double y = 1 - out->job_loss[j] / js->cmax;
-        double lm = at(js->y, js->l, js->npts, y);
-        double lh = at(js->y, js->h, js->npts, y);
+        double lm = at(js->cv->y, js->cv->l, js->cv->npts, y);
+        double lh = at(js->cv->y, js->cv->h, js->cv->npts, y);
         out->job_loss[j] = lm;
         out->throughput += in->jobs[j].t0 * (1 - lm);
         if (in->jobs[j].floor > 0 && lh > 1 - in->jobs[j].floor + 1e-9) {
