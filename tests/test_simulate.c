@@ -20,6 +20,7 @@
 #include <cmocka.h>
 #include "pflex/flex/safeplan.h"
 #include "pflex/site/simulate.h"
+#include "controller/ctl_int.h"
 #include "controller/sim_site.h"
 
 /* Two A100-like curves: an inelastic one and an elastic one. */
@@ -289,6 +290,24 @@ static void test_online_is_the_controller(void **state)
     }
     pflex_sim_result_fini(&a);
     pflex_sim_result_fini(&b);
+    /* held at 150 W, every job but j0 (floor 0.5, curve a at 150 W: just
+     * over it) falls under its floor for the whole limit: counted
+     * job-period by job-period, and the deepest fall is j2's, 0.75 less
+     * curve a at 150 W */
+    fixed_cap = 150;
+    assert_int_equal(pflex_sim_run(&c, &a, &err), 0);
+    const struct pflex_sim_summary *fs = &a.pol[PFLEX_SIM_ONLINE_COLD];
+    assert_true(fs->periods_limited == 180 && fs->floor_periods == 4 * fs->periods_limited);
+    assert_true(fs->floor_breaches == 3 * fs->periods_limited);
+    double p150, f150;
+    pflex_sim_kind_at(&kinds[0], 150, &p150, &f150);
+    assert_true(f150 < 0.6 && fabs(fs->floor_worst - (0.75 - f150)) < 1e-12);
+    pflex_sim_result_fini(&a);
+    /* at 250 W every floor holds: nothing counted */
+    fixed_cap = 250;
+    assert_int_equal(pflex_sim_run(&c, &a, &err), 0);
+    assert_true(a.pol[PFLEX_SIM_ONLINE_COLD].floor_breaches == 0 && a.pol[PFLEX_SIM_ONLINE_COLD].floor_worst == 0);
+    pflex_sim_result_fini(&a);
     /* no controller: left out, said; asked for, refused */
     c.controller = NULL;
     c.policies = 0;
@@ -390,6 +409,53 @@ static void test_day_rule(void **state)
     pflex_target_set_fini(&set);
 }
 
+/* Between events the controller keeps each job's probe searches per fit
+ * (ctl_job.probe_memo): a kept answer must be the one a fresh search
+ * gives.  An hour with two events and the quiet between them (the walk
+ * down, the fill, the chords by the coming plan), run with the searches
+ * kept and made afresh every period: the same caps, period by period. */
+static void test_probe_memo_changes_nothing(void **state)
+{
+    (void)state;
+    setup_kinds();
+    static const struct pflex_sim_job jobs[] = {
+        {"j0", 0, 16, 0.5, 1}, {"j1", 1, 8, 0.5, 1}, {"j2", 0, 8, 0.75, 1}, {"j3", 1, 24, 0.9, 1},
+    };
+    pflex_target_set_t set;
+    pflex_target_set_init(&set);
+    pflex_error_t err;
+    struct pflex_target t1 = {.start_s = 1001200, .end_s = 1001500, .value = 0.75, .unit = PFLEX_TARGET_FRACTION};
+    struct pflex_target t2 = {.start_s = 1002400, .end_s = 1002700, .value = 0.65, .unit = PFLEX_TARGET_FRACTION};
+    assert_int_equal(pflex_target_set_add(&set, &t1, &err), 0);
+    assert_int_equal(pflex_target_set_add(&set, &t2, &err), 0);
+    unsigned pol = (1u << PFLEX_SIM_ONLINE_COLD) | (1u << PFLEX_SIM_ONLINE_WARM);
+    struct pflex_sim_config c = {
+        .nkinds = 2, .kinds = kinds, .njobs = 4, .jobs = jobs, .start_s = 1000000, .duration_s = 3600,
+        .period_s = 1, .delay_s = 1, .noise_power = 0.004, .noise_tput = 0.005, .seed = 11, .targets = &set,
+        .objective = PFLEX_OBJECTIVE_PROGRESS, .policies = pol, .keep_jobs = 1, .threads = 1,
+        .explore_step = -1, .controller = &ctl_sim,
+    };
+    struct pflex_sim_result a, b;
+    assert_int_equal(pflex_sim_run(&c, &a, &err), 0);
+    ctl_probe_memo = 0;
+    int rc = pflex_sim_run(&c, &b, &err);
+    ctl_probe_memo = 1;
+    assert_int_equal(rc, 0);
+    assert_int_equal(a.nperiods, b.nperiods);
+    for (int p = PFLEX_SIM_ONLINE_COLD; p <= PFLEX_SIM_ONLINE_WARM; p++) {
+        /* the hour probes: the searches ran */
+        assert_true(a.pol[p].probes >= 20);
+        assert_int_equal(a.pol[p].probes, b.pol[p].probes);
+        for (size_t k = 0; k < 4 * a.nperiods; k++)
+            if (a.job_cap[p][k] != b.job_cap[p][k])
+                fail_msg("%s: job %zu period %zu at %.1f W kept, %.1f W afresh", pflex_sim_policy_name(p),
+                         k / a.nperiods, k % a.nperiods, a.job_cap[p][k], b.job_cap[p][k]);
+    }
+    pflex_sim_result_fini(&a);
+    pflex_sim_result_fini(&b);
+    pflex_target_set_fini(&set);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -398,6 +464,7 @@ int main(void)
         cmocka_unit_test(test_zero_overshoot_on_a_step),
         cmocka_unit_test(test_seeded_reproducible),
         cmocka_unit_test(test_online_is_the_controller),
+        cmocka_unit_test(test_probe_memo_changes_nothing),
         cmocka_unit_test(test_count_as_many),
         cmocka_unit_test(test_day_rule),
     };

@@ -228,6 +228,7 @@ static json_t *summary_json(const struct pflex_sim_result *r, int p)
     json_object_set_new(o, "max_over_w", json_real(s->max_over_w));
     json_object_set_new(o, "floor_periods", json_integer((json_int_t)s->floor_periods));
     json_object_set_new(o, "floor_breaches", json_integer((json_int_t)s->floor_breaches));
+    json_object_set_new(o, "floor_worst", json_real(s->floor_worst));
     json_object_set_new(o, "probes", json_integer((json_int_t)s->probes));
     json_object_set_new(o, "plans", json_integer((json_int_t)s->plans));
     json_object_set_new(o, "energy_kwh", json_real(s->energy_kwh));
@@ -922,25 +923,27 @@ static void print_table(const struct sim_opts *o, const struct sim_state *st)
     printf("curves: %s between measured caps\n", o->linear ? "straight lines" : "smooth (monotone cubic)");
     if (res->note[0])
         printf("note: %s\n", res->note);
-    printf("%-13s %9s %9s %9s %7s %6s %10s %13s %7s %9s %9s\n", "policy", "recovered", "settled",
-           ">=90%", "below=", "above", "max_over_W", "floor_breach", "probes", "energy", "cpu_s");
+    printf("%-13s %9s %9s %9s %7s %6s %10s %13s %8s %7s %9s %9s\n", "policy", "recovered", "settled",
+           ">=90%", "below=", "above", "max_over_W", "floor_breach", "worst", "probes", "energy", "cpu_s");
     for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
         const struct pflex_sim_summary *s = &res->pol[p];
         if (!(res->ran & (1u << p)))
             continue;
-        char g1[16], g2[16], g3[24];
+        char g1[16], g2[16], g3[24], g4[16];
         snprintf(g1, sizeof g1, isnan(s->gap_recovered) ? "-" : "%.1f%%", 100 * s->gap_recovered);
         snprintf(g2, sizeof g2, isnan(s->settled_mean) ? "-" : "%.1f%%", 100 * s->settled_mean);
         snprintf(g3, sizeof g3, "%zu/%zu", s->settled_over90, s->settled_periods);
-        printf("%-13s %9s %9s %9s %7zu %6zu %10.1f %6zu/%-6zu %7zu %8.1fk %9.2f\n",
+        snprintf(g4, sizeof g4, s->floor_breaches ? "%.5f" : "-", s->floor_worst);
+        printf("%-13s %9s %9s %9s %7zu %6zu %10.1f %6zu/%-6zu %8s %7zu %8.1fk %9.2f\n",
                pflex_sim_policy_name((enum pflex_sim_policy)p), g1, g2, g3, s->below_equal,
-               s->periods_above, s->max_over_w, s->floor_breaches, s->floor_periods, s->probes,
+               s->periods_above, s->max_over_w, s->floor_breaches, s->floor_periods, g4, s->probes,
                s->energy_kwh / 1000, s->wall_s);
     }
     printf("recovered: share of the equal-to-oracle gap in objective lost over the periods with a limit; "
            "settled: the same period by period, from 10 periods after each change of the limit "
            "(mean; periods at 90%% or more); below=: limited periods under equal cuts; above: "
-           "periods over the limit after its ramp; energy in MWh\n");
+           "periods over the limit after its ramp; worst: the most a job's T/T0 fell under its floor in a "
+           "breach; energy in MWh\n");
 }
 
 /* Beside the field demonstration: per job, T/T0 over the periods with a

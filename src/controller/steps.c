@@ -512,6 +512,8 @@ static int coming_cap(ctl_t *c, size_t j, double *cap_w)
     return 0;
 }
 
+int ctl_probe_memo = 1;
+
 /* The n numbers of a and b the same (NaN the same as NaN)? */
 static int same_key(const double *a, const double *b, size_t n)
 {
@@ -555,7 +557,7 @@ static int probe_start(ctl_t *c, size_t j, double planned)
         int win = fill_window(c, cj, &lo, &hi);
         double key[6] = {c->p.sjobs[j].floor, c->c.z, x_now, c->c.explore_step, win ? lo : NAN,
                          win ? hi : NAN};
-        if (cj->gen && cj->probe_memo.gen == cj->gen && same_key(cj->probe_memo.key, key, 6)) {
+        if (ctl_probe_memo && cj->gen && cj->probe_memo.gen == cj->gen && same_key(cj->probe_memo.key, key, 6)) {
             found = cj->probe_memo.found;
             fill = cj->probe_memo.fill;
             xp = cj->probe_memo.xp;
@@ -585,7 +587,7 @@ static int probe_start(ctl_t *c, size_t j, double planned)
     if (!found && !isfinite(c->p.limit_w) && isfinite(c->p.coming_w)
         && coming_cap(c, j, &lo) == 0) {
         double key[3] = {c->p.sjobs[j].floor, c->c.z, lo};
-        if (!(cj->gen && cj->probe_memo.span_gen == cj->gen && same_key(cj->probe_memo.span_key, key, 3))) {
+        if (!(ctl_probe_memo && cj->gen && cj->probe_memo.span_gen == cj->gen && same_key(cj->probe_memo.span_key, key, 3))) {
             found = pflex_learn_probe_span(cj->learn, &cj->curve, c->p.sjobs[j].floor, c->c.z, lo,
                                            lo + 1, &xp, &cap);
             if (!found)

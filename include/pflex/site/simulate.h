@@ -196,6 +196,7 @@ struct pflex_sim_summary {
     double max_over_w;          /* largest excess, W (0: never over) */
     size_t floor_periods;       /* job-periods with a floor, under a limit */
     size_t floor_breaches;      /* of those, T/T0 under the floor (the truth) */
+    double floor_worst;         /* the most T/T0 fell under a floor in one of them (0: never) */
     size_t probes;              /* probes started (online policies) */
     size_t plans;               /* plans made */
     double energy_kwh;          /* GPU + other energy drawn */

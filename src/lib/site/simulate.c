@@ -463,8 +463,11 @@ static void *run_policy(void *arg)
             sum->throughput_lost += q->k->t0 * (1 - f) * c->period_s;
             if (limited && q->in->floor > 0) {
                 sum->floor_periods++;
-                if (f < q->in->floor - 1e-9)
+                if (f < q->in->floor - 1e-9) {
                     sum->floor_breaches++;
+                    if (q->in->floor - f > sum->floor_worst)
+                        sum->floor_worst = q->in->floor - f;
+                }
             }
             q->read_cap = cap;
             if (online) {
