@@ -11,7 +11,8 @@
 # the progress-seconds lost in the hour before the event (what the probes
 # cost: GPUs x T/T0 short of uncapped; of 921.6k over the hour), and the
 # mean cap under the limit of the first job, the flex1 inference job whose
-# floor binds from a 20 % cut (274.3 W on its curve).
+# floor binds from a 20 % cut (274.3 W on its curve), and the job-periods
+# under a floor with no limit in force (free: the probes between events).
 # SIM_ARGS adds options to every run (SIM_ARGS="--noise-tput 0 --noise-power 0":
 # readings without noise); POLICIES the policies (default
 # equal,online-cold,online-warm,oracle; "all" for every one that can run,
@@ -64,7 +65,7 @@ sim-a100)
 *)
     S=$SWEEP ;;
 esac
-printf '%-4s %-5s %-12s %9s %9s %9s %7s %9s %6s %7s %8s %7s\n' seed cut policy recovered settled least below= floors above probes pre_lost job1_w
+printf '%-4s %-5s %-12s %9s %9s %9s %7s %9s %6s %7s %8s %7s %5s\n' seed cut policy recovered settled least below= floors above probes pre_lost job1_w free
 for seed in $SEEDS; do
 for c in $CUTS; do
     f=$(echo "$c" | awk '{printf "%g%%", 100 * (1 - $1)}')
@@ -77,8 +78,9 @@ for c in $CUTS; do
         (if .value.settled_mean == null then "-" else (.value.settled_mean * 1000 | round / 10 | tostring) end),
         (if .value.settled_min == null then "-" else (.value.settled_min * 1000 | round / 10 | tostring) end),
         .value.below_equal, "\(.value.floor_breaches)/\(.value.floor_periods)", .value.periods_above,
-        .value.probes, (.value.lost_s - .value.lost_event_s | round), (if .value.job_cap_w == null then "-" else (.value.job_cap_w[0] * 10 | round / 10 | tostring) end)]
+        .value.probes, (.value.lost_s - .value.lost_event_s | round), (if .value.job_cap_w == null then "-" else (.value.job_cap_w[0] * 10 | round / 10 | tostring) end),
+        .value.floor_breaches_free]
         | @tsv' |
-    awk -F'\t' '{printf "%-4s %-5s %-12s %8s%% %8s%% %8s%% %7s %9s %6s %7s %8s %7s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12}'
+    awk -F'\t' '{printf "%-4s %-5s %-12s %8s%% %8s%% %8s%% %7s %9s %6s %7s %8s %7s %5s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13}'
 done
 done

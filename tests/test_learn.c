@@ -298,7 +298,7 @@ static void test_bad_input(void **state)
     /* a million observations use no more bins than the range holds */
     for (int i = 0; i < 1000000; i++)
         assert_int_equal(pflex_learn_observe(l, 200 + (i % 501), 150 + (i % 501) * 0.9, 100 - i % 50, &err), 0);
-    assert_true(pflex_learn_bins(l) <= 251);     /* 2 W bins over 500 W */
+    assert_true(pflex_learn_bins(l) <= 501);     /* 1 W bins (the default) over 500 W */
     struct pflex_learn_curve cv;
     pflex_learn_curve_init(&cv);
     assert_int_equal(pflex_learn_fit(l, &cv, &err), 0);
@@ -365,13 +365,14 @@ static void test_reach(void **state)
      * holds (the Wiener one alone would give 0.063) */
     assert_true(fabs(sd_near - sqrt(sd_seen * sd_seen + 0.0016)) < 0.001);
     assert_true(fabs(sd_far - 0.10) < 1e-9);
-    /* a bin past the reading (2 W of 700): a point of its own, as
-     * uncertain as the readings and the curvature make it, not on the
-     * line from the reading to the next grid point, 0.04 on (which would
-     * add 0.07 of sd_near - sd_seen) */
+    /* two watts past the reading (of 700): a point of its own (the edge
+     * points lie a watt apart), as uncertain as the readings and the
+     * curvature make it (0.05 of sd_near - sd_seen with 16 readings), not
+     * on the line from the reading to the next grid point, 0.04 on (which
+     * would add 0.07 of it) */
     double xb = 2.0 / 700, sd_bin = pflex_learn_sd(&cv, 0.3 + xb);
-    print_message("  a bin past it: sd %.5f\n", sd_bin);
-    assert_true(sd_bin - sd_seen < 0.05 * (sd_near - sd_seen));
+    print_message("  two watts past it: sd %.5f\n", sd_bin);
+    assert_true(sd_bin - sd_seen < 0.06 * (sd_near - sd_seen));
     assert_true(sd_bin > sd_seen);
     /* the mean: the point's level plus the slope, the readings' own
      * (from the origin: 0.12 over 0.3 of x) weighed against the prior's
@@ -497,11 +498,11 @@ static void test_bins_copy(void **state)
  * that may bend, so the gap is probed (never within a bin of either, nor
  * past the floor's edge, nor outside the window asked for); once read
  * every 2 W, nothing is left to fill.  pflex_learn_bin_count counts the
- * readings of a cap's bin. */
+ * readings of a cap's bin (2 W bins here). */
 static void test_fill(void **state)
 {
     (void)state;
-    struct pflex_learn_config c = {.min_cap_w = 100, .max_cap_w = 400};
+    struct pflex_learn_config c = {.min_cap_w = 100, .max_cap_w = 400, .bin_w = 2};
     pflex_learn_t *l;
     pflex_error_t err;
     assert_int_equal(pflex_learn_create(&c, &l, &err), 0);

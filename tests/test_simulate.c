@@ -299,6 +299,9 @@ static void test_online_is_the_controller(void **state)
     const struct pflex_sim_summary *fs = &a.pol[PFLEX_SIM_ONLINE_COLD];
     assert_true(fs->periods_limited == 180 && fs->floor_periods == 4 * fs->periods_limited);
     assert_true(fs->floor_breaches == 3 * fs->periods_limited);
+    /* and so in every period without the limit but the first (400 W, the
+     * GPUs' own cap before the controller's first acts): counted apart */
+    assert_true(fs->floor_breaches_free == 3 * (a.nperiods - fs->periods_limited - 1));
     double p150, f150;
     pflex_sim_kind_at(&kinds[0], 150, &p150, &f150);
     assert_true(f150 < 0.6 && fabs(fs->floor_worst - (0.75 - f150)) < 1e-12);
@@ -307,6 +310,7 @@ static void test_online_is_the_controller(void **state)
     fixed_cap = 250;
     assert_int_equal(pflex_sim_run(&c, &a, &err), 0);
     assert_true(a.pol[PFLEX_SIM_ONLINE_COLD].floor_breaches == 0 && a.pol[PFLEX_SIM_ONLINE_COLD].floor_worst == 0);
+    assert_true(a.pol[PFLEX_SIM_ONLINE_COLD].floor_breaches_free == 0);
     pflex_sim_result_fini(&a);
     /* no controller: left out, said; asked for, refused */
     c.controller = NULL;

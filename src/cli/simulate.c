@@ -229,6 +229,7 @@ static json_t *summary_json(const struct pflex_sim_result *r, int p)
     json_object_set_new(o, "floor_periods", json_integer((json_int_t)s->floor_periods));
     json_object_set_new(o, "floor_breaches", json_integer((json_int_t)s->floor_breaches));
     json_object_set_new(o, "floor_worst", json_real(s->floor_worst));
+    json_object_set_new(o, "floor_breaches_free", json_integer((json_int_t)s->floor_breaches_free));
     json_object_set_new(o, "probes", json_integer((json_int_t)s->probes));
     json_object_set_new(o, "plans", json_integer((json_int_t)s->plans));
     json_object_set_new(o, "energy_kwh", json_real(s->energy_kwh));

@@ -70,7 +70,7 @@
 
 struct pflex_learn_config {
     double min_cap_w, max_cap_w;    /* the GPUs' settable range, W (required) */
-    double bin_w;                   /* cap bin width, W; <= 0: 2 */
+    double bin_w;                   /* cap bin width, W; <= 0: 1 (the plan's whole watts) */
     double noise_sd;                /* sd of one observation's L before it can be
                                      * estimated; <= 0: 0.03 */
     double prior_sd;                /* sd of the prior curve; <= 0: 0.10 */

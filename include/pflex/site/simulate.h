@@ -197,6 +197,8 @@ struct pflex_sim_summary {
     size_t floor_periods;       /* job-periods with a floor, under a limit */
     size_t floor_breaches;      /* of those, T/T0 under the floor (the truth) */
     double floor_worst;         /* the most T/T0 fell under a floor in one of them (0: never) */
+    size_t floor_breaches_free; /* job-periods with no limit in force under their floor (probes
+                                 * between events, caps set ahead of a limit) */
     size_t probes;              /* probes started (online policies) */
     size_t plans;               /* plans made */
     double energy_kwh;          /* GPU + other energy drawn */

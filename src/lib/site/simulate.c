@@ -428,6 +428,10 @@ static void *run_policy(void *arg)
                 q->ring = rings + in->slot * R;
                 for (size_t i = 0; i < R; i++)
                     q->ring[i] = c->kinds[in->kind].cap_w[0];
+                /* GPUs never capped are at their largest cap, and so the
+                 * controller sees them before its first caps act (a slot's
+                 * cap 0 there held its GPUs at their least cap a period) */
+                q->cap = c->kinds[in->kind].cap_w[0];
             }
             slot_start(ru, q, in);
             fleet = 1;
@@ -461,6 +465,8 @@ static void *run_policy(void *arg)
             power += q->in->gpus * p;
             obj += q->a * f;
             sum->throughput_lost += q->k->t0 * (1 - f) * c->period_s;
+            if (!limited && q->in->floor > 0 && f < q->in->floor - 1e-9)
+                sum->floor_breaches_free++;
             if (limited && q->in->floor > 0) {
                 sum->floor_periods++;
                 if (f < q->in->floor - 1e-9) {
