@@ -393,6 +393,59 @@ static void test_reach(void **state)
     pflex_learn_destroy(l);
 }
 
+/* A bin read hundreds of times at the deep end of a curve that steepens
+ * (a floor-bound job held at its edge) is known by its own readings: the
+ * line through its neighbours, a chord of a convex curve, runs under it
+ * there, and a fit that took the line for it (its own readings a quarter
+ * of the line's weight) put it 0.0008 low, 4.6 sd of its own, where a plan
+ * held a simulated job under its floor for 513 periods.  Its neighbours,
+ * read a few times each, still borrow from one another. */
+static void test_well_read_bin(void **state)
+{
+    (void)state;
+    struct pflex_learn_config c = {.min_cap_w = 300, .max_cap_w = 700};
+    pflex_learn_t *l;
+    pflex_error_t err;
+    assert_int_equal(pflex_learn_create(&c, &l, &err), 0);
+    /* L = 0.2 x + 20 x^2 at x = 1 - cap / 700 (power = cap), readings
+     * alternately 0.3 % over and under: 630 W and every other watt to
+     * 650 W read 600 times (a plan held there), the watts between and
+     * above four times */
+    for (int w = 630; w < 700; w++) {
+        int n = w <= 650 && w % 2 == 0 ? 600 : 4;
+        for (int i = 0; i < n; i++) {
+            double e = i % 2 ? 1 : -1, x = 1 - w / 700.0, loss = 0.2 * x + 20 * x * x;
+            assert_int_equal(pflex_learn_observe(l, 700, 700, 1000 * (1 + 0.003 * e), &err), 0);
+            assert_int_equal(pflex_learn_observe(l, w, w, 1000 * (1 - loss) * (1 + 0.003 * e), &err), 0);
+        }
+    }
+    struct pflex_learn_curve cv;
+    pflex_learn_curve_init(&cv);
+    assert_int_equal(pflex_learn_fit(l, &cv, &err), 0);
+    double x = 1 - 630.0 / 700, truth = 0.2 * x + 20 * x * x;
+    size_t k = 0;
+    for (size_t i = 1; i < cv.n; i++)
+        if (cv.count[i] == 600 && fabs(cv.cap_w[i] - 630) < 0.5)
+            k = i;
+    assert_true(k > 0 && fabs(cv.x[k] - x) < 1e-9);
+    /* its own readings: the truth to 0.003 / sqrt(600) = 0.00012, and the
+     * fit within 2 of its own sd of them (the line through them all:
+     * 0.21955 +- 0.00009, 5 sd low) */
+    print_message("  600 readings at 630 W: L %.5f sd %.5f, the readings %.5f\n", cv.loss[k], cv.sd[k], truth);
+    assert_true(fabs(cv.loss[k] - truth) < 2 * cv.sd[k]);
+    assert_true(cv.sd[k] < 0.0003);
+    /* a bin of four readings between two such is known better than its
+     * own readings alone tell (0.003 / 2 = 0.0015): it borrows */
+    size_t k2 = 0;
+    for (size_t i = 1; i < cv.n; i++)
+        if (cv.count[i] == 4 && fabs(cv.cap_w[i] - 641) < 0.5)
+            k2 = i;
+    print_message("  4 readings at 641 W: sd %.5f\n", k2 ? cv.sd[k2] : NAN);
+    assert_true(k2 > 0 && cv.sd[k2] < 0.0012);
+    pflex_learn_curve_fini(&cv);
+    pflex_learn_destroy(l);
+}
+
 /* A point read twice a watt past a cap read hundreds of times (a
  * floor-bound job held at its edge under a target) is weighed between its
  * own readings and the line past the well-read cap: its sd falls from the
@@ -708,6 +761,7 @@ int main(void)
         cmocka_unit_test(test_smooth_bend),
         cmocka_unit_test(test_edge_watt),
         cmocka_unit_test(test_probe_span),
+        cmocka_unit_test(test_well_read_bin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
