@@ -19,6 +19,8 @@ struct pflex_learn {
     size_t nbins;
     struct bin *bins;
     size_t count, used;
+    size_t *idx;                /* the used bins' indices, ascending (used of them):
+                                 * a fit reads those, not every watt of the range */
 };
 
 int pflex_learn_create(const struct pflex_learn_config *c, pflex_learn_t **out, pflex_error_t *err)
@@ -70,7 +72,8 @@ int pflex_learn_create(const struct pflex_learn_config *c, pflex_learn_t **out, 
     }
     l->nbins = (size_t)ceil((l->c.max_cap_w - l->c.min_cap_w) / l->c.bin_w) + 1;
     l->bins = calloc(l->nbins, sizeof *l->bins);
-    if (!l->bins) {
+    l->idx = malloc(l->nbins * sizeof *l->idx);
+    if (!l->bins || !l->idx) {
         pflex_learn_destroy(l);
         return pflex_error_set(err, "out of memory");
     }
@@ -85,6 +88,7 @@ void pflex_learn_destroy(pflex_learn_t *l)
     free(l->prior_x);
     free(l->prior_loss);
     free(l->bins);
+    free(l->idx);
     free(l);
 }
 
@@ -111,9 +115,16 @@ int pflex_learn_observe(pflex_learn_t *l, double cap_w, double power_w, double t
         return pflex_error_set(err, "learn: power %g W is out of range", power_w);
     if (throughput < 0)
         return pflex_error_set(err, "learn: throughput cannot be negative");
-    struct bin *b = &l->bins[bin_of(l, cap_w)];
-    if (b->n == 0)
+    size_t k = bin_of(l, cap_w);
+    struct bin *b = &l->bins[k];
+    if (b->n == 0) {
+        size_t u = l->used;
+        while (u > 0 && l->idx[u - 1] > k)
+            u--;
+        memmove(l->idx + u + 1, l->idx + u, (l->used - u) * sizeof *l->idx);
+        l->idx[u] = k;
         l->used++;
+    }
     b->n++;
     double d = throughput - b->tput;
     b->tput += d / b->n;
@@ -127,10 +138,8 @@ int pflex_learn_observe(pflex_learn_t *l, double cap_w, double power_w, double t
 size_t pflex_learn_bins_get(const pflex_learn_t *l, struct pflex_learn_bin *out, size_t max)
 {
     size_t m = 0;
-    for (size_t k = 0; k < l->nbins; k++) {
-        const struct bin *b = &l->bins[k];
-        if (!b->n)
-            continue;
+    for (size_t u = 0; u < l->used; u++) {
+        const struct bin *b = &l->bins[l->idx[u]];
         if (m < max)
             out[m] = (struct pflex_learn_bin){b->n, b->cap, b->power, b->tput, b->m2};
         m++;
@@ -165,7 +174,10 @@ int pflex_learn_bins_set(pflex_learn_t *l, const struct pflex_learn_bin *b, size
     free(l->bins);
     l->bins = nb;
     l->count = count;
-    l->used = n;
+    l->used = 0;
+    for (size_t k = 0; k < l->nbins; k++)
+        if (nb[k].n)
+            l->idx[l->used++] = k;
     return 0;
 }
 
@@ -576,10 +588,10 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
     double t0 = has_base ? base->tput : NAN;
     /* The observation sd of L, pooled over bins. */
     double m2 = 0, dof = 0;
-    for (size_t k = 0; k < l->nbins; k++)
-        if (l->bins[k].n > 1) {
-            m2 += l->bins[k].m2;
-            dof += l->bins[k].n - 1;
+    for (size_t u = 0; u < l->used; u++)
+        if (l->bins[l->idx[u]].n > 1) {
+            m2 += l->bins[l->idx[u]].m2;
+            dof += l->bins[l->idx[u]].n - 1;
         }
     double sigma = has_base && dof >= 5 ? sqrt(m2 / dof) / t0 : l->c.noise_sd;
     if (sigma < 1e-3)
@@ -600,10 +612,10 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
     size_t np = 0;
     pts[np++] = (struct pt){0, 0, 1e18, has_base ? base->cap : l->c.max_cap_w, has_base ? base->n : 0};
     if (has_base)
-        for (size_t k = 1; k < l->nbins; k++) {
-            const struct bin *b = &l->bins[k];
-            if (!b->n)
-                continue;
+        for (size_t u = 0; u < l->used; u++) {
+            const struct bin *b = &l->bins[l->idx[u]];
+            if (!l->idx[u])
+                continue;       /* the baseline: the origin */
             double x = 1 - b->power / p0, y = 1 - b->tput / t0;
             if (!(x > 1e-6))
                 continue;       /* the cap did not bind: nothing about L */
