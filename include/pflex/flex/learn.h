@@ -17,7 +17,10 @@
  * their bins explains (a lack-of-fit test, 3 sd of its chi-square), the
  * curve bends within reach and the line from the side that fits better
  * is taken instead (a split linear smoother): on a piecewise linear curve
- * the fit is exact up to each bend.  At x_b the
+ * the fit is exact up to each bend.  A bin of PFLEX_LEARN_EDGE_READINGS
+ * readings or more is its own readings weighed against that line with the
+ * bin left out, by precision, the line's variance counting what a line
+ * misses of a curve whose slope wanders by curv_q.  At x_b the
  * prior L_prior(x_b) with standard deviation prior_sd and
  * n_b observations of standard deviation sigma (pooled from the spread
  * within bins, noise_sd until there is enough of it) give
