@@ -2,6 +2,7 @@
  * with a prior curve point by point, isotonic regression (pool adjacent
  * violators) through (0, 0), and the exploration rule (pflex/flex/learn.h). */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pflex/flex/learn.h"
@@ -278,20 +279,28 @@ static void merge_pts(struct pt *pts, size_t nd, size_t np, struct pt *g)
 }
 
 /* A weighted local line through the readings pts[lo, hi) around xi
- * (tricube weights of reach h, each reading weighed by its precision; the
- * origin, index 0, as exact): its value at xi (*a), that value's variance
+ * (line_sums): its value at xi (*a), that value's variance
  * (*v) and the readings' standardized squared residuals about the line
  * (*chi2) with their degrees of freedom (*dof).  0 when the readings do
  * not fix a line. */
-static int local_line(const struct pt *pts, size_t lo, size_t hi, double xi, double h, double *a,
-                      double *v, double *chi2, double *dof)
+/* The sums a weighted local line is solved from: pts[lo, hi) less
+ * pts[skip] around xi (tricube weights of reach h, each reading weighed by
+ * its precision; the origin, index 0, as exact).  0 when they do not fix a
+ * line. */
+struct line_sums {
+    double S0, S1, S2, T0, T1, det;
+    size_t m;
+};
+
+static int line_sums(const struct pt *pts, size_t lo, size_t hi, size_t skip, double xi, double h,
+                     struct line_sums *ls)
 {
     double S0 = 0, S1 = 0, S2 = 0, T0 = 0, T1 = 0;
     size_t m = 0;
     for (size_t j = lo; j < hi; j++) {
         double u = fabs(pts[j].x - xi) / h, k = 1 - u * u * u;
         double w = (j ? pts[j].w : 1e12) * k * k * k, dx = pts[j].x - xi;
-        if (!(w > 0))
+        if (j == skip || !(w > 0))
             continue;
         S0 += w;
         S1 += w * dx;
@@ -301,8 +310,18 @@ static int local_line(const struct pt *pts, size_t lo, size_t hi, double xi, dou
         m++;
     }
     double det = S0 * S2 - S1 * S1;
-    if (m < 2 || !(det > 1e-12 * S0 * S2))
+    *ls = (struct line_sums){S0, S1, S2, T0, T1, det, m};
+    return m >= 2 && det > 1e-12 * S0 * S2;
+}
+
+static int local_line(const struct pt *pts, size_t lo, size_t hi, double xi, double h, double *a,
+                      double *v, double *chi2, double *dof)
+{
+    struct line_sums ls;
+    if (!line_sums(pts, lo, hi, SIZE_MAX, xi, h, &ls))
         return 0;
+    double S0 = ls.S0, S1 = ls.S1, S2 = ls.S2, T0 = ls.T0, T1 = ls.T1, det = ls.det;
+    size_t m = ls.m;
     double b = (S0 * T1 - S1 * T0) / det;
     *a = (S2 * T0 - S1 * T1) / det;
     *v = 0;
@@ -333,24 +352,11 @@ static int local_line(const struct pt *pts, size_t lo, size_t hi, double xi, dou
 static int loo_line(const struct pt *pts, size_t lo, size_t hi, size_t skip, double xi, double h,
                     double q, double *a, double *v, double *b)
 {
-    double S0 = 0, S1 = 0, S2 = 0, T0 = 0, T1 = 0;
-    size_t m = 0;
-    for (size_t j = lo; j < hi; j++) {
-        double u = fabs(pts[j].x - xi) / h, k = 1 - u * u * u;
-        double w = (j ? pts[j].w : 1e12) * k * k * k, dx = pts[j].x - xi;
-        if (j == skip || !(w > 0))
-            continue;
-        S0 += w;
-        S1 += w * dx;
-        S2 += w * dx * dx;
-        T0 += w * pts[j].y;
-        T1 += w * dx * pts[j].y;
-        m++;
-    }
-    double det = S0 * S2 - S1 * S1;
-    if (m < 2 || !(det > 1e-12 * S0 * S2))
+    struct line_sums ls;
+    if (!line_sums(pts, lo, hi, skip, xi, h, &ls))
         return 0;
-    *a = (S2 * T0 - S1 * T1) / det;
+    double S1 = ls.S1, S2 = ls.S2, det = ls.det;
+    *a = (S2 * ls.T0 - S1 * ls.T1) / det;
     *v = 0;
     *b = 0;
     /* each side from its farthest reading in: A and B the sums of l d
