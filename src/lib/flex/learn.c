@@ -278,11 +278,6 @@ static void merge_pts(struct pt *pts, size_t nd, size_t np, struct pt *g)
     }
 }
 
-/* A weighted local line through the readings pts[lo, hi) around xi
- * (line_sums): its value at xi (*a), that value's variance
- * (*v) and the readings' standardized squared residuals about the line
- * (*chi2) with their degrees of freedom (*dof).  0 when the readings do
- * not fix a line. */
 /* The sums a weighted local line is solved from: pts[lo, hi) less
  * pts[skip] around xi (tricube weights of reach h, each reading weighed by
  * its precision; the origin, index 0, as exact).  0 when they do not fix a
@@ -314,6 +309,11 @@ static int line_sums(const struct pt *pts, size_t lo, size_t hi, size_t skip, do
     return m >= 2 && det > 1e-12 * S0 * S2;
 }
 
+/* A weighted local line through the readings pts[lo, hi) around xi
+ * (line_sums): its value at xi (*a), that value's variance
+ * (*v) and the readings' standardized squared residuals about the line
+ * (*chi2) with their degrees of freedom (*dof).  0 when the readings do
+ * not fix a line. */
 static int local_line(const struct pt *pts, size_t lo, size_t hi, double xi, double h, double *a,
                       double *v, double *chi2, double *dof)
 {
