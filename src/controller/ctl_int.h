@@ -194,12 +194,12 @@ struct ctl {
     double last_floor_w, last_max_w;    /* the site's least and most power, last period */
 };
 
-/* One line to the log (none without one). */
 /* Nonzero (the default): the probe searches between events are kept per
  * fit (ctl_job.probe_memo).  Zero: every search is made afresh, which the
  * tests compare against, period by period. */
 extern int ctl_probe_memo;
 
+/* One line to the log (none without one). */
 void ctl_log(const ctl_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A node's name in the audit and the log: its host name, else its agent's

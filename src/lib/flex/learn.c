@@ -278,6 +278,13 @@ static void merge_pts(struct pt *pts, size_t nd, size_t np, struct pt *g)
     }
 }
 
+/* A reading's tricube weight at distance d of a reach h. */
+static double tricube(double d, double h)
+{
+    double u = fabs(d) / h, k = 1 - u * u * u;
+    return k * k * k;
+}
+
 /* The sums a weighted local line is solved from: pts[lo, hi) less
  * pts[skip] around xi (tricube weights of reach h, each reading weighed by
  * its precision; the origin, index 0, as exact).  0 when they do not fix a
@@ -327,8 +334,7 @@ static int local_line(const struct pt *pts, size_t lo, size_t hi, double xi, dou
     *v = 0;
     *chi2 = 0;
     for (size_t j = lo; j < hi; j++) {
-        double u = fabs(pts[j].x - xi) / h, k = 1 - u * u * u;
-        double wj = j ? pts[j].w : 1e12, kk = k * k * k;
+        double wj = j ? pts[j].w : 1e12, kk = tricube(pts[j].x - xi, h);
         if (!(wj * kk > 0))
             continue;
         double dx = pts[j].x - xi, lj = wj * kk * (S2 - S1 * dx) / det, r = pts[j].y - *a - b * dx;
@@ -361,16 +367,23 @@ static int loo_line(const struct pt *pts, size_t lo, size_t hi, size_t skip, dou
     *b = 0;
     /* each side from its farthest reading in: A and B the sums of l d
      * and l over the readings farther out on that side, so that the
-     * double sum over pairs is one pass */
+     * double sum over pairs is one pass; the left side's pass stops at
+     * the first reading not left of xi (mid), the right side's at the
+     * last not right of it (end) */
+    size_t mid = hi, end = lo;
     for (int side = 0; side < 2; side++) {
         double A = 0, B = 0;
         for (size_t t = 0; t < hi - lo; t++) {
             size_t j = side ? hi - 1 - t : lo + t;
             double dj = pts[j].x - xi;
-            if (side ? !(dj > 0) : !(dj < 0))
+            if (side ? !(dj > 0) : !(dj < 0)) {
+                if (side)
+                    end = j + 1;
+                else
+                    mid = j;
                 break;
-            double u = fabs(dj) / h, k = 1 - u * u * u;
-            double wj = j ? pts[j].w : 1e12, kk = k * k * k;
+            }
+            double wj = j ? pts[j].w : 1e12, kk = tricube(dj, h);
             if (j == skip || !(wj * kk > 0))
                 continue;
             double lj = wj * kk * (S2 - S1 * dj) / det, d = fabs(dj);
@@ -381,9 +394,8 @@ static int loo_line(const struct pt *pts, size_t lo, size_t hi, size_t skip, dou
         }
     }
     /* a reading at xi itself (the skipped one aside) has no miss */
-    for (size_t j = lo; j < hi; j++) {
-        double u = fabs(pts[j].x - xi) / h, k = 1 - u * u * u;
-        double wj = j ? pts[j].w : 1e12, kk = k * k * k;
+    for (size_t j = mid; j < end; j++) {
+        double wj = j ? pts[j].w : 1e12, kk = tricube(0, h);
         if (j != skip && pts[j].x == xi && wj * kk > 0) {
             double lj = wj * kk * S2 / det;
             *v += lj * lj / wj;

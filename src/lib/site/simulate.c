@@ -465,13 +465,14 @@ static void *run_policy(void *arg)
             power += q->in->gpus * p;
             obj += q->a * f;
             sum->throughput_lost += q->k->t0 * (1 - f) * c->period_s;
-            if (!limited && q->in->floor > 0 && f < q->in->floor - 1e-9)
-                sum->floor_breaches_free++;
-            if (limited && q->in->floor > 0) {
-                sum->floor_periods++;
-                if (f < q->in->floor - 1e-9) {
-                    sum->floor_breaches++;
-                    if (q->in->floor - f > sum->floor_worst)
+            if (q->in->floor > 0) {
+                int under = f < q->in->floor - 1e-9;
+                if (!limited)
+                    sum->floor_breaches_free += under;
+                else {
+                    sum->floor_periods++;
+                    sum->floor_breaches += under;
+                    if (under && q->in->floor - f > sum->floor_worst)
                         sum->floor_worst = q->in->floor - f;
                 }
             }
