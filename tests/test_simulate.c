@@ -460,6 +460,65 @@ static void test_probe_memo_changes_nothing(void **state)
     pflex_target_set_fini(&set);
 }
 
+/* --explore-lead: between events the controller probes only while a
+ * target that cuts starts within the lead.  An hour with one event at
+ * 2,400-2,700 s and a lead of 600 s: no probe before 1,800 s, some before
+ * the event, none after it (nothing is coming); without the lead the same
+ * site probes from its first periods (and, its curves learned by 540 s,
+ * no more than that: 285 probes against 242). */
+static double probe_first, probe_last;
+static int lead_period(void *h, double now, const struct pflex_sim_ctl_view *v, double *cap_w,
+                       size_t *probes, pflex_error_t *err)
+{
+    size_t before = *probes;
+    if (ctl_sim.period(h, now, v, cap_w, probes, err) < 0)
+        return -1;
+    if (*probes > before) {
+        if (!(probe_first <= now))
+            probe_first = now;
+        probe_last = now;
+    }
+    return 0;
+}
+
+static void test_explore_lead(void **state)
+{
+    (void)state;
+    struct pflex_sim_controller lead = ctl_sim;
+    lead.period = lead_period;
+    setup_kinds();
+    static const struct pflex_sim_job jobs[] = {
+        {"j0", 0, 16, 0.5, 1}, {"j1", 1, 8, 0.5, 1}, {"j2", 0, 8, 0.75, 1}, {"j3", 1, 24, 0.5, 1},
+    };
+    pflex_target_set_t set;
+    pflex_target_set_init(&set);
+    pflex_error_t err;
+    struct pflex_target t = {.start_s = 1002400, .end_s = 1002700, .value = 0.7, .unit = PFLEX_TARGET_FRACTION};
+    assert_int_equal(pflex_target_set_add(&set, &t, &err), 0);
+    struct pflex_sim_config c = {
+        .nkinds = 2, .kinds = kinds, .njobs = 4, .jobs = jobs, .start_s = 1000000, .duration_s = 3600,
+        .period_s = 1, .delay_s = 1, .noise_power = 0.004, .noise_tput = 0.005, .seed = 5, .targets = &set,
+        .objective = PFLEX_OBJECTIVE_PROGRESS, .policies = 1u << PFLEX_SIM_ONLINE_COLD, .threads = 1,
+        .explore_step = -1, .explore_lead_s = 600, .controller = &lead,
+    };
+    struct pflex_sim_result a;
+    probe_first = probe_last = NAN;
+    assert_int_equal(pflex_sim_run(&c, &a, &err), 0);
+    size_t with_lead = a.pol[PFLEX_SIM_ONLINE_COLD].probes;
+    assert_true(with_lead > 0);
+    assert_true(probe_first >= 1001800 && probe_last < 1002400);
+    assert_int_equal(a.pol[PFLEX_SIM_ONLINE_COLD].floor_breaches, 0);
+    assert_int_equal(a.pol[PFLEX_SIM_ONLINE_COLD].periods_above, 0);
+    pflex_sim_result_fini(&a);
+    c.explore_lead_s = 0;
+    probe_first = probe_last = NAN;
+    assert_int_equal(pflex_sim_run(&c, &a, &err), 0);
+    assert_true(probe_first < 1001800);
+    assert_true(a.pol[PFLEX_SIM_ONLINE_COLD].probes > with_lead);
+    pflex_sim_result_fini(&a);
+    pflex_target_set_fini(&set);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -469,6 +528,7 @@ int main(void)
         cmocka_unit_test(test_seeded_reproducible),
         cmocka_unit_test(test_online_is_the_controller),
         cmocka_unit_test(test_probe_memo_changes_nothing),
+        cmocka_unit_test(test_explore_lead),
         cmocka_unit_test(test_count_as_many),
         cmocka_unit_test(test_day_rule),
     };

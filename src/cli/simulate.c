@@ -76,6 +76,9 @@ static const char help[] =
 "                      default, jobs' units differ) or throughput\n"
 "  --policies LIST     comma-separated subset (default: all that can run)\n"
 "  --explore X         the controller's --explore (default 0.05)\n"
+"  --explore-lead D    the controller's --explore-lead: probe between events\n"
+"                      only while a target that cuts starts within D\n"
+"                      (default: always)\n"
 "  --cap-step-w W      the controller's --cap-step-w (default 1)\n"
 "  --threads N         run policies on N threads (default 2)\n"
 "output:\n"
@@ -323,6 +326,7 @@ static const struct option opts[] = {
     {"baseline-w", required_argument, NULL, 'B'}, {"objective", required_argument, NULL, 'O'},
     {"policies", required_argument, NULL, 'y'},  {"explore", required_argument, NULL, 'x'},
     {"cap-step-w", required_argument, NULL, 'W'}, {"interp", required_argument, NULL, 'I'},
+    {"explore-lead", required_argument, NULL, 'X'},
     {"threads", required_argument, NULL, 'H'},   {"json", no_argument, NULL, 'J'},
     {"csv", no_argument, NULL, 'C'},             {"every", required_argument, NULL, 'E'},
     {"out", required_argument, NULL, 'U'},       {"gnuplot", required_argument, NULL, 'Q'},
@@ -339,7 +343,7 @@ struct sim_opts {
     const char *targets_s[MAX_TARGETS], *start_s, *policies_s, *sweep_path;
     size_t ntargets_s;
     double bucket, floor_def, gpus, mean_job, duration, period, delay;
-    double settle, noise_p, noise_t, seed_d, other, baseline, explore, cap_step;
+    double settle, noise_p, noise_t, seed_d, other, baseline, explore, explore_lead, cap_step;
     double threads, every_d;
     int glo, ghi, gstep, json, csv, force_progress, linear;
     enum pflex_objective objective;
@@ -423,6 +427,7 @@ static int parse_option(int c, struct sim_opts *o, char **argv)
         break;
     case 'y': o->policies_s = optarg; break;
     case 'x': if (cli_parse_double(cmd, "--explore", optarg, 0, 0.5, &o->explore) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'X': if (parse_dur(cmd, "--explore-lead", optarg, &o->explore_lead) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'W': if (cli_parse_double(cmd, "--cap-step-w", optarg, 0.001, 50, &o->cap_step) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'I':
         if (strcmp(optarg, "smooth") && strcmp(optarg, "linear"))
@@ -733,7 +738,7 @@ static int run_sim(const struct sim_opts *o, struct sim_state *st)
         .start_s = st->now, .duration_s = o->duration, .period_s = o->period, .delay_s = o->delay,
         .settle_s = o->settle, .noise_power = o->noise_p, .noise_tput = o->noise_t,
         .seed = (uint64_t)o->seed_d, .targets = &st->set, .baseline_w = o->baseline, .other_w = o->other,
-        .objective = o->objective, .z = 2, .explore_step = o->explore, .cap_step_w = o->cap_step, .policies = o->policies,
+        .objective = o->objective, .z = 2, .explore_step = o->explore, .explore_lead_s = o->explore_lead, .cap_step_w = o->cap_step, .policies = o->policies,
         .controller = &ctl_sim, .keep_jobs = st->njobs && st->njobs <= 64, .threads = (int)o->threads,
     };
     int prog = cli_progress_wanted(o->force_progress);
@@ -924,8 +929,9 @@ static void print_table(const struct sim_opts *o, const struct sim_state *st)
     printf("curves: %s between measured caps\n", o->linear ? "straight lines" : "smooth (monotone cubic)");
     if (res->note[0])
         printf("note: %s\n", res->note);
-    printf("%-13s %9s %9s %9s %7s %6s %10s %13s %8s %7s %9s %9s\n", "policy", "recovered", "settled",
-           ">=90%", "below=", "above", "max_over_W", "floor_breach", "worst", "probes", "energy", "cpu_s");
+    printf("%-13s %9s %9s %9s %7s %6s %10s %13s %8s %7s %9s %9s %9s\n", "policy", "recovered", "settled",
+           ">=90%", "below=", "above", "max_over_W", "floor_breach", "worst", "probes", "lost",
+           "energy", "cpu_s");
     for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
         const struct pflex_sim_summary *s = &res->pol[p];
         if (!(res->ran & (1u << p)))
@@ -935,16 +941,17 @@ static void print_table(const struct sim_opts *o, const struct sim_state *st)
         snprintf(g2, sizeof g2, isnan(s->settled_mean) ? "-" : "%.1f%%", 100 * s->settled_mean);
         snprintf(g3, sizeof g3, "%zu/%zu", s->settled_over90, s->settled_periods);
         snprintf(g4, sizeof g4, s->floor_breaches ? "%.5f" : "-", s->floor_worst);
-        printf("%-13s %9s %9s %9s %7zu %6zu %10.1f %6zu/%-6zu %8s %7zu %8.1fk %9.2f\n",
+        printf("%-13s %9s %9s %9s %7zu %6zu %10.1f %6zu/%-6zu %8s %7zu %8.1fk %9.3f %9.2f\n",
                pflex_sim_policy_name((enum pflex_sim_policy)p), g1, g2, g3, s->below_equal,
                s->periods_above, s->max_over_w, s->floor_breaches, s->floor_periods, g4, s->probes,
-               s->energy_kwh / 1000, s->wall_s);
+               s->lost_s / 1000, s->energy_kwh / 1000, s->wall_s);
     }
     printf("recovered: share of the equal-to-oracle gap in objective lost over the periods with a limit; "
            "settled: the same period by period, from 10 periods after each change of the limit "
            "(mean; periods at 90%% or more); below=: limited periods under equal cuts; above: "
            "periods over the limit after its ramp; worst: the most a job's T/T0 fell under its floor in a "
-           "breach; energy in MWh\n");
+           "breach; lost: objective x seconds short of every job at its largest cap over the whole run, "
+           "the probes' cost between events included; energy in MWh\n");
 }
 
 /* Beside the field demonstration: per job, T/T0 over the periods with a

@@ -95,6 +95,11 @@ static const char help[] =
 "                       (default: 2 %% of the site's maximum power per second)\n"
 "  --explore X          largest probe below the plan, as a power reduction\n"
 "                       (default 0.05; 0: no exploration)\n"
+"  --explore-lead S     probe between events only while a target that cuts the\n"
+"                       site starts within S seconds (default 0: always, so an\n"
+"                       unannounced event finds the curves learned; with\n"
+"                       scheduled events, 3600 lets the learning pay for\n"
+"                       itself: docs/controller.md, \"Probes\")\n"
 "  --cap-step-w W       caps are whole multiples of W watts (default 1; the\n"
 "                       agents set milliwatts, so down to 0.001)\n"
 "  --db FILE            state and audit database (SQLite); a restart resumes\n"
@@ -273,7 +278,7 @@ enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECR
        O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
        O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY,
        O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE, O_ETCD, O_ETCD_PREFIX, O_NAME, O_MAX_STEP,
-       O_CAP_STEP };
+       O_CAP_STEP, O_EXPLORE_LEAD };
 
 static const struct option run_options[] = {
     {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
@@ -288,6 +293,7 @@ static const struct option run_options[] = {
     {"agent-max-w", required_argument, NULL, O_AGENT_MAX}, {"floor", required_argument, NULL, O_FLOOR},
     {"explore", required_argument, NULL, O_EXPLORE}, {"db", required_argument, NULL, O_DB},
     {"cap-step-w", required_argument, NULL, O_CAP_STEP},
+    {"explore-lead", required_argument, NULL, O_EXPLORE_LEAD},
     {"periods", required_argument, NULL, O_PERIODS}, {"log", required_argument, NULL, O_LOG},
     {"jobs", required_argument, NULL, O_JOBS},
     {"prometheus", required_argument, NULL, O_PROM},
@@ -407,6 +413,7 @@ static int take_num_opt(struct run_opts *o, int c, const char *arg)
         {O_AGENT_MAX, "--agent-max-w", 1, 1e9, &o->cfg.agent_max_w},
         {O_FLOOR, "--floor", 0, 1, &o->cfg.floor},
         {O_EXPLORE, "--explore", 0, 0.5, &o->cfg.explore_step},
+        {O_EXPLORE_LEAD, "--explore-lead", 0, 1e7, &o->cfg.explore_lead_s},
         {O_CAP_STEP, "--cap-step-w", 0.001, 50, &o->cfg.cap_step_w},
         {O_PERIODS, "--periods", 0, 1e12, &o->periods},
         {O_STATUS_EVERY, "--status-every", 1, 1e6, &o->status_every},

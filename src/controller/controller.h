@@ -34,6 +34,10 @@ struct ctl_config {
     double agent_max_w;             /* worst case of an agent never reached; <= 0: 8 x 1000 W */
     double z;                       /* sd multiplier of the pessimistic curve; <= 0: 2 */
     double explore_step;            /* largest probe below the plan (reduction); 0: none */
+    double explore_lead_s;          /* probe between events only while a target that cuts
+                                     * the site starts within this many seconds (its
+                                     * curves learned for it, not all day); <= 0: always,
+                                     * so an unannounced event finds them learned */
     double cap_step_w;              /* caps are whole multiples of it, W; <= 0: 1 (the
                                      * agents set milliwatts): a cap within half a step of
                                      * a GPU's limit is that limit */

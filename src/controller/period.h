@@ -106,6 +106,7 @@ struct ctl_period_state {
     double limit_w;             /* the lowest limit over the horizon, W; INFINITY: none */
     double coming_w;            /* the lowest limit over the next day, W: the one quiet
                                  * periods' probes prepare for; INFINITY: none */
+    int explore_now;            /* 1: quiet periods may probe (explore_lead_s) */
 
     /* ctl_plan: the planner's jobs, and the caps to push */
     struct pflex_site_job *sjobs;

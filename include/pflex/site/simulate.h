@@ -107,6 +107,7 @@ struct pflex_sim_ctl_setup {
     size_t njobs;                   /* every job of the run, in any order */
     const struct pflex_sim_ctl_job *jobs;
     double period_s, settle_s, z, explore_step;
+    double explore_lead_s;          /* as the controller's --explore-lead; <= 0: always */
     double cap_step_w;              /* as the controller's --cap-step-w; <= 0: 1 */
     double other_w, baseline_w;     /* as the controller's --other-w, --baseline-w */
     const pflex_target_set_t *targets;      /* copied */
@@ -169,6 +170,7 @@ struct pflex_sim_config {
     enum pflex_objective objective;
     double z;                   /* the learner's pessimism, <= 0: 2 */
     double explore_step;        /* the controller's --explore; < 0: 0.05 */
+    double explore_lead_s;      /* the controller's --explore-lead; <= 0: always */
     double cap_step_w;          /* the controller's --cap-step-w; <= 0: 1 (whole watts) */
     unsigned policies;          /* bit p: run policy p; 0: every one that can */
     const struct pflex_sim_controller *controller;  /* online policies; NULL: none */
