@@ -46,6 +46,13 @@ head -1 "$T/s.out" | grep -q '^t_s,offset_s,limit_w,uncapped,equal_power_w' || f
 "$P" simulate $A --out "$T/out" > "$T/table" || fail "--out"
 for f in summary.json series.csv report.html; do [ -s "$T/out/$f" ] || fail "no $f"; done
 grep -q 'recovered' "$T/table" || fail "table"
+grep -q ' lost ' "$T/table" || fail "table: no lost column"
+# --explore-lead: the probes between events only in the lead before the
+# target (at 300 s): fewer of them than without; a bad duration is exit 2
+"$P" simulate $A --json --seed 3 --explore-lead 2m > "$T/lead.json" || fail "--explore-lead"
+jq -e --slurpfile a "$T/a.json" '.policies["online-cold"].probes < $a[0].policies["online-cold"].probes' \
+    "$T/lead.json" > /dev/null || fail "--explore-lead: as many probes as without"
+"$P" simulate $A --explore-lead soon > /dev/null 2>&1; [ $? -eq 2 ] || fail "--explore-lead soon: want exit 2"
 # bad input: file:line, exit 2, nothing on stdout
 printf 'start,target\nnow,lots\n' > "$T/bad.csv"
 "$P" simulate "$T/s.csv" --schedule "$T/bad.csv" > "$T/o" 2> "$T/e"; rc=$?

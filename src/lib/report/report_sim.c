@@ -100,16 +100,17 @@ int pflex_sim_report_html(const struct pflex_sim_result *r, const char *title, c
     html_escape(out, notes);
     fprintf(out, "</p>\n<table><tr><th>policy</th><th>gap recovered (event)</th><th>settled mean</th>"
                  "<th>settled periods &ge; 90%%</th><th>below equal</th><th>periods above (after ramp)</th>"
-                 "<th>largest overshoot W</th><th>floor breaches</th><th>worst under a floor (T/T0)</th><th>probes</th><th>energy kWh</th></tr>\n");
+                 "<th>largest overshoot W</th><th>floor breaches</th><th>worst under a floor (T/T0)</th><th>probes</th>"
+                 "<th>lost over the run (objective &times; s, probes included)</th><th>energy kWh</th></tr>\n");
     for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
         const struct pflex_sim_summary *s = &r->pol[p];
         if (!(r->ran & (1u << p)))
             continue;
         fprintf(out, "<tr><td>%s</td><td>%.1f%%</td><td>%.1f%%</td><td>%zu / %zu</td><td>%zu</td><td>%zu</td>"
-                     "<td>%.1f</td><td>%zu / %zu</td><td>%.5f</td><td>%zu</td><td>%.1f</td></tr>\n",
+                     "<td>%.1f</td><td>%zu / %zu</td><td>%.5f</td><td>%zu</td><td>%.0f</td><td>%.1f</td></tr>\n",
                 pflex_sim_policy_name((enum pflex_sim_policy)p), 100 * s->gap_recovered, 100 * s->settled_mean,
                 s->settled_over90, s->settled_periods, s->below_equal, s->periods_above, s->max_over_w,
-                s->floor_breaches, s->floor_periods, s->floor_worst, s->probes, s->energy_kwh);
+                s->floor_breaches, s->floor_periods, s->floor_worst, s->probes, s->lost_s, s->energy_kwh);
     }
     fprintf(out, "</table>\n");
 
