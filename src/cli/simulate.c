@@ -840,6 +840,9 @@ static json_t *summary_doc(const struct sim_opts *o, const struct sim_state *st)
     json_object_set_new(doc, "noise_power", json_real(o->noise_p));
     json_object_set_new(doc, "noise_tput", json_real(o->noise_t));
     json_object_set_new(doc, "interp", json_string(o->linear ? "linear" : "smooth"));
+    json_object_set_new(doc, "explore", json_real(o->explore));
+    json_object_set_new(doc, "explore_lead_s", o->explore_lead > 0 ? json_real(o->explore_lead) : json_null());
+    json_object_set_new(doc, "cap_step_w", json_real(o->cap_step > 0 ? o->cap_step : 1));
     json_object_set_new(doc, "gpus", json_integer((json_int_t)res->ngpus));
     json_object_set_new(doc, "jobs_started", json_integer((json_int_t)res->jobs_started));
     json_object_set_new(doc, "baseline_w", json_real(res->baseline_w));
