@@ -493,7 +493,7 @@ static int parse_options(int argc, char **argv, struct sim_opts *o)
 {
     *o = (struct sim_opts){.gnuplot = "gnuplot", .bucket = 600, .floor_def = NAN, .duration = NAN,
                            .period = 1, .delay = 1, .noise_p = 0.004, .noise_t = 0.005, .seed_d = 1,
-                           .explore = 0.05, .threads = 2, .glo = 8, .ghi = 64, .gstep = 8,
+                           .explore = 0.05, .cap_step = 1, .threads = 2, .glo = 8, .ghi = 64, .gstep = 8,
                            .objective = PFLEX_OBJECTIVE_PROGRESS};
     int c, rc;
     optind = 1;
@@ -842,7 +842,7 @@ static json_t *summary_doc(const struct sim_opts *o, const struct sim_state *st)
     json_object_set_new(doc, "interp", json_string(o->linear ? "linear" : "smooth"));
     json_object_set_new(doc, "explore", json_real(o->explore));
     json_object_set_new(doc, "explore_lead_s", o->explore_lead > 0 ? json_real(o->explore_lead) : json_null());
-    json_object_set_new(doc, "cap_step_w", json_real(o->cap_step > 0 ? o->cap_step : 1));
+    json_object_set_new(doc, "cap_step_w", json_real(o->cap_step));
     json_object_set_new(doc, "gpus", json_integer((json_int_t)res->ngpus));
     json_object_set_new(doc, "jobs_started", json_integer((json_int_t)res->jobs_started));
     json_object_set_new(doc, "baseline_w", json_real(res->baseline_w));

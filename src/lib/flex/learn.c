@@ -395,9 +395,9 @@ static int loo_line(const struct pt *pts, size_t lo, size_t hi, size_t skip, dou
     }
     /* a reading at xi itself (the skipped one aside) has no miss */
     for (size_t j = mid; j < end; j++) {
-        double wj = j ? pts[j].w : 1e12, kk = tricube(0, h);
-        if (j != skip && pts[j].x == xi && wj * kk > 0) {
-            double lj = wj * kk * S2 / det;
+        double wj = j ? pts[j].w : 1e12;        /* its tricube weight is 1 */
+        if (j != skip && pts[j].x == xi && wj > 0) {
+            double lj = wj * S2 / det;
             *v += lj * lj / wj;
         }
     }
