@@ -17,6 +17,8 @@
 # readings without noise); POLICIES the policies (default
 # equal,online-cold,online-warm,oracle; "all" for every one that can run,
 # eq2-predicted with PFI=FILE, as scripts/emerald_pfi.sh writes it).
+# FLOORS=off drops the jobs' tiers and floors (the study's own protocol, which
+# has none: what the learner recovers where no floor's edge must be found);
 # SWEEP=FILE and JOBS=FILE run other curves (SWEEP_COLUMNS maps their headers);
 # SWEEP=sim-h200 the simulator's H200 curves of six jobs of other shapes
 # (the presets of bench/sim_h200_jobs.csv, swept every 50 W from 700 W,
@@ -27,6 +29,7 @@
 #   PFLEX=build/pflex SHARED_DATA=../shared/data sh bench/simulate_cuts.sh [CUTS] [SEEDS]
 #   POLICIES=all PFI=pfi.csv sh bench/simulate_cuts.sh "0.10 0.20 0.30 0.40" 1
 #   SWEEP=sim-h200 sh bench/simulate_cuts.sh "0.20 0.30 0.40" "1 2 3"
+#   FLOORS=off sh bench/simulate_cuts.sh "0.10 0.20 0.30 0.40" "$(seq -s' ' 1 60)"
 set -eu
 P=${PFLEX:-build/pflex}
 D=${PFLEX_SHARED_DATA:-${SHARED_DATA:-../shared/data}}
@@ -64,6 +67,17 @@ sim-a100)
     sweep_presets 25 3 ;;
 *)
     S=$SWEEP ;;
+esac
+case "${FLOORS:-on}" in
+on) ;;
+off)
+    # the jobs' first three columns (job, curve, gpus): no tier, no floor
+    F=$(mktemp)
+    trap 'rm -f "$F"; [ -z "${T:-}" ] || rm -rf "$T"' EXIT
+    grep -v '^#' "$J" | cut -d, -f1-3 > "$F"
+    J=$F ;;
+*)
+    echo "FLOORS must be on or off"; exit 2 ;;
 esac
 printf '%-4s %-5s %-12s %9s %9s %9s %7s %9s %6s %7s %8s %7s %5s\n' seed cut policy recovered settled least below= floors above probes pre_lost job1_w free
 for seed in $SEEDS; do

@@ -79,7 +79,10 @@ static const char help[] =
 "  --explore-lead D    the controller's --explore-lead: probe between events\n"
 "                      only while a target that cuts starts within D\n"
 "                      (default: always)\n"
-"  --cap-step-w W      the controller's --cap-step-w (default 1)\n"
+"  --cap-step-w W      the controller's --cap-step-w (default 1); the\n"
+"                      offline policies' caps are set in the same steps\n"
+"  --offline-exact     the offline policies' caps to any fraction of a watt\n"
+"                      (baselines holding caps no controller could set)\n"
 "  --threads N         run policies on N threads (default 2)\n"
 "output:\n"
 "  --json              one JSON document (summary, field comparison)\n"
@@ -326,7 +329,7 @@ static const struct option opts[] = {
     {"baseline-w", required_argument, NULL, 'B'}, {"objective", required_argument, NULL, 'O'},
     {"policies", required_argument, NULL, 'y'},  {"explore", required_argument, NULL, 'x'},
     {"cap-step-w", required_argument, NULL, 'W'}, {"interp", required_argument, NULL, 'I'},
-    {"explore-lead", required_argument, NULL, 'X'},
+    {"explore-lead", required_argument, NULL, 'X'}, {"offline-exact", no_argument, NULL, 'Z'},
     {"threads", required_argument, NULL, 'H'},   {"json", no_argument, NULL, 'J'},
     {"csv", no_argument, NULL, 'C'},             {"every", required_argument, NULL, 'E'},
     {"out", required_argument, NULL, 'U'},       {"gnuplot", required_argument, NULL, 'Q'},
@@ -345,7 +348,7 @@ struct sim_opts {
     double bucket, floor_def, gpus, mean_job, duration, period, delay;
     double settle, noise_p, noise_t, seed_d, other, baseline, explore, explore_lead, cap_step;
     double threads, every_d;
-    int glo, ghi, gstep, json, csv, force_progress, linear;
+    int glo, ghi, gstep, json, csv, force_progress, linear, offline_exact;
     enum pflex_objective objective;
     const struct day *dy;
     unsigned policies;
@@ -429,6 +432,7 @@ static int parse_option(int c, struct sim_opts *o, char **argv)
     case 'x': if (cli_parse_double(cmd, "--explore", optarg, 0, 0.5, &o->explore) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'X': if (parse_dur(cmd, "--explore-lead", optarg, &o->explore_lead) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'W': if (cli_parse_double(cmd, "--cap-step-w", optarg, 0.001, 50, &o->cap_step) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'Z': o->offline_exact = 1; break;
     case 'I':
         if (strcmp(optarg, "smooth") && strcmp(optarg, "linear"))
             return cli_usage_error(cmd, "--interp: smooth or linear, not '%s'", optarg);
@@ -738,7 +742,7 @@ static int run_sim(const struct sim_opts *o, struct sim_state *st)
         .start_s = st->now, .duration_s = o->duration, .period_s = o->period, .delay_s = o->delay,
         .settle_s = o->settle, .noise_power = o->noise_p, .noise_tput = o->noise_t,
         .seed = (uint64_t)o->seed_d, .targets = &st->set, .baseline_w = o->baseline, .other_w = o->other,
-        .objective = o->objective, .z = 2, .explore_step = o->explore, .explore_lead_s = o->explore_lead, .cap_step_w = o->cap_step, .policies = o->policies,
+        .objective = o->objective, .z = 2, .explore_step = o->explore, .explore_lead_s = o->explore_lead, .cap_step_w = o->cap_step, .offline_exact = o->offline_exact, .policies = o->policies,
         .controller = &ctl_sim, .keep_jobs = st->njobs && st->njobs <= 64, .threads = (int)o->threads,
     };
     int prog = cli_progress_wanted(o->force_progress);
@@ -843,6 +847,7 @@ static json_t *summary_doc(const struct sim_opts *o, const struct sim_state *st)
     json_object_set_new(doc, "explore", json_real(o->explore));
     json_object_set_new(doc, "explore_lead_s", o->explore_lead > 0 ? json_real(o->explore_lead) : json_null());
     json_object_set_new(doc, "cap_step_w", json_real(o->cap_step));
+    json_object_set_new(doc, "offline_exact", json_boolean(o->offline_exact));
     json_object_set_new(doc, "gpus", json_integer((json_int_t)res->ngpus));
     json_object_set_new(doc, "jobs_started", json_integer((json_int_t)res->jobs_started));
     json_object_set_new(doc, "baseline_w", json_real(res->baseline_w));

@@ -172,6 +172,8 @@ struct pflex_sim_config {
     double explore_step;        /* the controller's --explore; < 0: 0.05 */
     double explore_lead_s;      /* the controller's --explore-lead; <= 0: always */
     double cap_step_w;          /* the controller's --cap-step-w; <= 0: 1 (whole watts) */
+    int offline_exact;          /* 1: the offline policies' caps to any fraction of a
+                                 * watt; 0: in the online policies' cap steps too */
     unsigned policies;          /* bit p: run policy p; 0: every one that can */
     const struct pflex_sim_controller *controller;  /* online policies; NULL: none */
 

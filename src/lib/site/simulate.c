@@ -257,11 +257,185 @@ static void slot_start(struct run *ru, struct slot *s, const struct inst *in)
     s->read_cap = s->read_p = s->read_t = NAN;
 }
 
+struct oround {
+    int floor;                  /* the step down put the job under its floor */
+    double score;               /* which job a step up goes to first */
+    size_t s;
+};
+
+struct ofree {
+    double w;                   /* the watts a step down of slot s frees */
+    size_t s;
+};
+
 struct offline {
     struct pflex_alloc_job *aj;
+    struct oround *ord;         /* per slot (offline_round) */
+    double *g;                  /* 3 per slot (oracle_polish) */
+    struct ofree *by_w;         /* per slot (oracle_polish) */
     struct pflex_alloc_plan plan;
     double last_limit;
 };
+
+static int cmp_oround(const void *a, const void *b)
+{
+    const struct oround *x = a, *y = b;
+    if (x->floor != y->floor)
+        return x->floor ? -1 : 1;
+    if (x->score != y->score)
+        return x->score > y->score ? -1 : 1;
+    return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* The offline policies' caps as the controller sets its own: in whole
+ * cap steps (--cap-step-w), so that no policy is scored against
+ * baselines holding caps no controller of the run could set (an online
+ * plan holding equal cuts at whole watts was under them by a hair every
+ * period).  Each cap goes down to a step, and the watts that frees raise
+ * caps a step each while they cover all of a job's GPUs: first a job the
+ * step down put under its floor; then the oracle's by what the step wins
+ * per watt on the true curve (the safe plan's rule on its mean curve),
+ * the other policies' by the largest part of a step cut off (the split
+ * nearest their own).  The watts raised are those the steps down
+ * freed, so the caps stay within the budget the exact ones met. */
+static double offline_round(const struct run *ru, const struct slot *sl, struct oround *ord,
+                            double budget, double *decided)
+{
+    const struct world *w = ru->w;
+    size_t n = w->nslots;
+    double step = w->c->cap_step_w > 0 ? w->c->cap_step_w : 1, left = budget;
+    for (size_t s = 0; s < n; s++) {
+        const struct slot *q = &sl[s];
+        double c = decided[s], d = c >= q->C - 1e-9 ? q->C : step * floor(c / step + 1e-9);
+        if (d < q->cmin)
+            d = q->cmin < c ? q->cmin : c;
+        double p, fc, fd, fu, up = d + step > q->C ? q->C : d + step;
+        pflex_sim_kind_at(q->k, d, &p, &fd);
+        int under = 0;
+        if (q->in->floor > 0 && d < c) {
+            pflex_sim_kind_at(q->k, c, &p, &fc);
+            under = fd < q->in->floor - 1e-9 && !(fc < q->in->floor - 1e-9);
+        }
+        double score = c - d;
+        if (ru->p == PFLEX_SIM_ORACLE && c - d > 1e-9) {
+            pflex_sim_kind_at(q->k, up, &p, &fu);
+            score = q->a * (fu - fd) / (q->in->gpus * (up - d));
+        }
+        ord[s] = (struct oround){.floor = under, .score = c - d > 1e-9 ? score : -INFINITY, .s = s};
+        decided[s] = d;
+        left -= q->in->gpus * d;
+    }
+    qsort(ord, n, sizeof *ord, cmp_oround);
+    for (size_t i = 0; i < n && ord[i].score > -INFINITY; i++) {
+        size_t s = ord[i].s;
+        double up = decided[s] + step > sl[s].C ? sl[s].C : decided[s] + step;
+        double need = sl[s].in->gpus * (up - decided[s]);
+        if (need <= left + 1e-9) {
+            left -= need;
+            decided[s] = up;
+        }
+    }
+    return left;
+}
+
+/* Slot s's step up and down from decided[s], on the true curve: g[s] the
+ * objective a step up wins (-inf: none), g[n + s] what a step down loses
+ * (+inf: none, or it would put the job under its floor), g[2n + s] the
+ * watts a step down frees. */
+static void step_gains(const struct slot *q, size_t s, size_t n, double step, const double *decided,
+                       double *g)
+{
+    double d = decided[s], p, f, fu, fd;
+    double up = d + step > q->C ? q->C : d + step, dn = d - step < q->cmin ? q->cmin : d - step;
+    pflex_sim_kind_at(q->k, d, &p, &f);
+    g[s] = -INFINITY;
+    g[n + s] = INFINITY;
+    g[2 * n + s] = 0;
+    if (up > d + 1e-9) {
+        pflex_sim_kind_at(q->k, up, &p, &fu);
+        g[s] = q->a * (fu - f);
+    }
+    if (dn < d - 1e-9) {
+        pflex_sim_kind_at(q->k, dn, &p, &fd);
+        if (!(q->in->floor > 0 && fd < q->in->floor - 1e-9 && !(f < q->in->floor - 1e-9))) {
+            g[n + s] = q->a * (f - fd);
+            g[2 * n + s] = q->in->gpus * (d - dn);
+        }
+    }
+}
+
+static int cmp_free(const void *a, const void *b)
+{
+    const struct ofree *x = a, *y = b;
+    if (x->w != y->w)
+        return x->w > y->w ? -1 : 1;
+    return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* The oracle's whole steps, polished on the true curves: rounding the
+ * exact optimum leaves up to a step a job unspent or misplaced (the
+ * online plans, in the same steps, beat it by up to 3.6 % of the gap on
+ * the field demonstration's curves at a 30 % cut).  Moved a step at a
+ * time, the best move first, while one wins: a step up paid by the watts
+ * left, or by a step down of another job (never under its floor); at
+ * most 2n + 8 moves, each O(n log n). */
+static void oracle_polish(const struct run *ru, const struct slot *sl, struct offline *o,
+                          double left, double *decided)
+{
+    size_t n = ru->w->nslots;
+    double step = ru->w->c->cap_step_w > 0 ? ru->w->c->cap_step_w : 1, *g = o->g;
+    for (size_t s = 0; s < n; s++)
+        step_gains(&sl[s], s, n, step, decided, g);
+    for (size_t it = 0; it < 2 * n + 8; it++) {
+        /* the steps down by the watts they free, most first, and the two
+         * least losses over each prefix */
+        size_t m = 0;
+        for (size_t s = 0; s < n; s++)
+            if (isfinite(g[n + s]))
+                o->by_w[m++] = (struct ofree){.w = g[2 * n + s], .s = s};
+        qsort(o->by_w, m, sizeof *o->by_w, cmp_free);
+        double best = 0;
+        size_t bi = SIZE_MAX, bj = SIZE_MAX;
+        for (size_t j = 0; j < n; j++) {
+            if (!isfinite(g[j]))
+                continue;
+            const struct slot *q = &sl[j];
+            double up = decided[j] + step > q->C ? q->C : decided[j] + step;
+            double need = q->in->gpus * (up - decided[j]);
+            double tol = 1e-12 * (fabs(g[j]) + 1e-300);
+            if (need <= left + 1e-9 && g[j] > best + tol) {
+                best = g[j];
+                bi = SIZE_MAX;
+                bj = j;
+            }
+            /* the least loss among the steps down freeing need - left */
+            for (size_t k = 0; k < m; k++) {
+                size_t i = o->by_w[k].s;
+                if (o->by_w[k].w + left < need - 1e-9)
+                    break;
+                if (i != j && g[j] - g[n + i] > best + tol) {
+                    best = g[j] - g[n + i];
+                    bi = i;
+                    bj = j;
+                }
+            }
+        }
+        if (bj == SIZE_MAX)
+            break;
+        const struct slot *q = &sl[bj];
+        double up = decided[bj] + step > q->C ? q->C : decided[bj] + step;
+        left -= q->in->gpus * (up - decided[bj]);
+        decided[bj] = up;
+        step_gains(q, bj, n, step, decided, g);
+        if (bi != SIZE_MAX) {
+            const struct slot *r = &sl[bi];
+            double dn = decided[bi] - step < r->cmin ? r->cmin : decided[bi] - step;
+            left += r->in->gpus * (decided[bi] - dn);
+            decided[bi] = dn;
+            step_gains(r, bi, n, step, decided, g);
+        }
+    }
+}
 
 /* Plan the offline policy for limit (W) into decided[]. */
 static int offline_plan(struct run *ru, struct slot *sl, struct offline *o, double limit,
@@ -317,10 +491,15 @@ static int offline_plan(struct run *ru, struct slot *sl, struct offline *o, doub
             return -1;
     }
     for (size_t s = 0; s < n; s++) {
-        /* not rounded to whole watts: a cap rounded down at a job's
-         * floor would break it by a hair */
+        /* exact here: offline_round takes them to cap steps, raising
+         * first a job its step down would put under its floor */
         double cap = sl[s].C * (1 - o->plan.x[s]);
         decided[s] = cap < sl[s].cmin ? sl[s].cmin : cap > sl[s].C ? sl[s].C : cap;
+    }
+    if (!c->offline_exact) {
+        double left = offline_round(ru, sl, o->ord, limit - c->other_w, decided);
+        if (ru->p == PFLEX_SIM_ORACLE)
+            oracle_polish(ru, sl, o, left, decided);
     }
     return 0;
 }
@@ -408,8 +587,11 @@ static void *run_policy(void *arg)
     struct online on = {0};
     pflex_alloc_plan_init(&off.plan);
     off.aj = malloc(n * sizeof *off.aj);
+    off.ord = malloc(n * sizeof *off.ord);
+    off.g = malloc(3 * n * sizeof *off.g);
+    off.by_w = malloc(n * sizeof *off.by_w);
     ru->rc = -1;
-    if (!sl || !rings || !decided || !off.aj) {
+    if (!sl || !rings || !decided || !off.aj || !off.ord || !off.g || !off.by_w) {
         pflex_error_set(err, "out of memory");
         goto out;
     }
@@ -521,6 +703,9 @@ out:
     free(rings);
     free(decided);
     free(off.aj);
+    free(off.ord);
+    free(off.g);
+    free(off.by_w);
     pflex_alloc_plan_fini(&off.plan);
     sum->wall_s = now_cpu_s() - cpu0;
     sum->ran = ru->rc == 0;
