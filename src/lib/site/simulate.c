@@ -258,8 +258,7 @@ static void slot_start(struct run *ru, struct slot *s, const struct inst *in)
 }
 
 struct oround {
-    int floor;                  /* the step down put the job under its floor */
-    double score;               /* which job a step up goes to first */
+    double score;               /* which job a step goes to (or from) first */
     size_t s;
 };
 
@@ -273,6 +272,7 @@ struct offline {
     struct oround *ord;         /* per slot (offline_round) */
     double *g;                  /* 3 per slot (oracle_polish) */
     struct ofree *by_w;         /* per slot (oracle_polish) */
+    unsigned char *held;        /* per slot: 1 where a floor holds the cap up a step */
     struct pflex_alloc_plan plan;
     double last_limit;
 };
@@ -280,53 +280,102 @@ struct offline {
 static int cmp_oround(const void *a, const void *b)
 {
     const struct oround *x = a, *y = b;
-    if (x->floor != y->floor)
-        return x->floor ? -1 : 1;
     if (x->score != y->score)
         return x->score > y->score ? -1 : 1;
     return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* The objective per watt a step between caps lo < hi wins on slot q's
+ * true curve. */
+static double step_gain(const struct slot *q, double lo, double hi)
+{
+    double p, fl, fh;
+    pflex_sim_kind_at(q->k, lo, &p, &fl);
+    pflex_sim_kind_at(q->k, hi, &p, &fh);
+    return q->a * (fh - fl) / (q->in->gpus * (hi - lo));
 }
 
 /* The offline policies' caps as the controller sets its own: in whole
  * cap steps (--cap-step-w), so that no policy is scored against
  * baselines holding caps no controller of the run could set (an online
  * plan holding equal cuts at whole watts was under them by a hair every
- * period).  Each cap goes down to a step, and the watts that frees raise
- * caps a step each while they cover all of a job's GPUs: first a job the
- * step down put under its floor; then the oracle's by what the step wins
- * per watt on the true curve (the safe plan's rule on its mean curve),
- * the other policies' by the largest part of a step cut off (the split
- * nearest their own).  The watts raised are those the steps down
- * freed, so the caps stay within the budget the exact ones met. */
-static double offline_round(const struct run *ru, const struct slot *sl, struct oround *ord,
-                            double budget, double *decided)
+ * period).  Each cap goes down to a step, but up to one where the step
+ * down would put the job under a floor its exact cap keeps.  While that
+ * overspends the budget, other jobs go down a step (the target wins: at
+ * the last the floors' too): the oracle's by the least the step loses per
+ * watt on the true curve, the other policies' nearest their exact caps
+ * first.  The watts left raise caps a step each while they cover all of
+ * a job's GPUs: the oracle's by what the step wins per watt (the safe
+ * plan's rule on its mean curve), the others' by the largest part of a
+ * step the step down cut off (the split nearest their own).  Returns the
+ * watts left. */
+static double offline_round(const struct run *ru, const struct slot *sl, struct offline *o,
+                            const double *exact, double budget, double *decided)
 {
+    struct oround *ord = o->ord;
     const struct world *w = ru->w;
     size_t n = w->nslots;
+    int oracle = ru->p == PFLEX_SIM_ORACLE;
     double step = w->c->cap_step_w > 0 ? w->c->cap_step_w : 1, left = budget;
     for (size_t s = 0; s < n; s++) {
         const struct slot *q = &sl[s];
-        double c = decided[s], d = c >= q->C - 1e-9 ? q->C : step * floor(c / step + 1e-9);
+        double c = exact[s], d = c >= q->C - 1e-9 ? q->C : step * floor(c / step + 1e-9);
         if (d < q->cmin)
             d = q->cmin < c ? q->cmin : c;
-        double p, fc, fd, fu, up = d + step > q->C ? q->C : d + step;
-        pflex_sim_kind_at(q->k, d, &p, &fd);
-        int under = 0;
+        int fl = 0;
         if (q->in->floor > 0 && d < c) {
+            double p, fc, fd;
             pflex_sim_kind_at(q->k, c, &p, &fc);
-            under = fd < q->in->floor - 1e-9 && !(fc < q->in->floor - 1e-9);
+            pflex_sim_kind_at(q->k, d, &p, &fd);
+            if (fd < q->in->floor - 1e-9 && !(fc < q->in->floor - 1e-9)) {
+                d = d + step > q->C ? q->C : d + step;
+                fl = 1;
+            }
         }
-        double score = c - d;
-        if (ru->p == PFLEX_SIM_ORACLE && c - d > 1e-9) {
-            pflex_sim_kind_at(q->k, up, &p, &fu);
-            score = q->a * (fu - fd) / (q->in->gpus * (up - d));
-        }
-        ord[s] = (struct oround){.floor = under, .score = c - d > 1e-9 ? score : -INFINITY, .s = s};
+        o->held[s] = (unsigned char)fl;
         decided[s] = d;
         left -= q->in->gpus * d;
     }
-    qsort(ord, n, sizeof *ord, cmp_oround);
-    for (size_t i = 0; i < n && ord[i].score > -INFINITY; i++) {
+    /* overspent (a floor's step up): steps down, cheapest first */
+    for (int pass = 0; pass < 2 && left < -1e-9; pass++) {
+        size_t m = 0;
+        for (size_t s = 0; s < n; s++) {
+            const struct slot *q = &sl[s];
+            double d = decided[s], dn = d - step < q->cmin ? q->cmin : d - step;
+            if (!(dn < d - 1e-9) || (o->held[s] && pass == 0))
+                continue;
+            /* sorted by score, most first: the least loss, the nearest */
+            double sc = oracle ? -step_gain(q, dn, d) : -(exact[s] - dn);
+            ord[m++] = (struct oround){.score = sc, .s = s};
+        }
+        qsort(ord, m, sizeof *ord, cmp_oround);
+        for (size_t i = 0; i < m && left < -1e-9; i++) {
+            const struct slot *q = &sl[ord[i].s];
+            double d = decided[ord[i].s], dn = d - step < q->cmin ? q->cmin : d - step;
+            left += q->in->gpus * (d - dn);
+            decided[ord[i].s] = dn;
+        }
+    }
+    return left;
+}
+
+/* The watts left raise caps a step each (see offline_round), keeping
+ * every cap within a step over its exact one (exact[]). */
+static double offline_spend(const struct run *ru, const struct slot *sl, struct oround *ord,
+                            const double *exact, double left, double *decided)
+{
+    size_t n = ru->w->nslots, m = 0;
+    int oracle = ru->p == PFLEX_SIM_ORACLE;
+    double step = ru->w->c->cap_step_w > 0 ? ru->w->c->cap_step_w : 1;
+    for (size_t s = 0; s < n; s++) {
+        const struct slot *q = &sl[s];
+        double d = decided[s], up = d + step > q->C ? q->C : d + step;
+        if (!(exact[s] > d + 1e-9) || !(up > d + 1e-9))
+            continue;
+        ord[m++] = (struct oround){.score = oracle ? step_gain(q, d, up) : exact[s] - d, .s = s};
+    }
+    qsort(ord, m, sizeof *ord, cmp_oround);
+    for (size_t i = 0; i < m; i++) {
         size_t s = ord[i].s;
         double up = decided[s] + step > sl[s].C ? sl[s].C : decided[s] + step;
         double need = sl[s].in->gpus * (up - decided[s]);
@@ -497,7 +546,10 @@ static int offline_plan(struct run *ru, struct slot *sl, struct offline *o, doub
         decided[s] = cap < sl[s].cmin ? sl[s].cmin : cap > sl[s].C ? sl[s].C : cap;
     }
     if (!c->offline_exact) {
-        double left = offline_round(ru, sl, o->ord, limit - c->other_w, decided);
+        double *exact = o->g;   /* free until oracle_polish */
+        memcpy(exact, decided, n * sizeof *exact);
+        double left = offline_round(ru, sl, o, exact, limit - c->other_w, decided);
+        left = offline_spend(ru, sl, o->ord, exact, left, decided);
         if (ru->p == PFLEX_SIM_ORACLE)
             oracle_polish(ru, sl, o, left, decided);
     }
@@ -590,8 +642,9 @@ static void *run_policy(void *arg)
     off.ord = malloc(n * sizeof *off.ord);
     off.g = malloc(3 * n * sizeof *off.g);
     off.by_w = malloc(n * sizeof *off.by_w);
+    off.held = malloc(n);
     ru->rc = -1;
-    if (!sl || !rings || !decided || !off.aj || !off.ord || !off.g || !off.by_w) {
+    if (!sl || !rings || !decided || !off.aj || !off.ord || !off.g || !off.by_w || !off.held) {
         pflex_error_set(err, "out of memory");
         goto out;
     }
@@ -706,6 +759,7 @@ out:
     free(off.ord);
     free(off.g);
     free(off.by_w);
+    free(off.held);
     pflex_alloc_plan_fini(&off.plan);
     sum->wall_s = now_cpu_s() - cpu0;
     sum->ran = ru->rc == 0;
