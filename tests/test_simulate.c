@@ -126,14 +126,31 @@ static void test_smooth_curve(void **state)
     free(st3);
 }
 
+static const struct pflex_sim_job step_jobs[] = {
+    {"j0", 0, 16, 0.5, 1}, {"j1", 1, 8, 0.5, 1}, {"j2", 0, 8, 0.75, 1}, {"j3", 1, 24, 0.5, 1},
+};
+/* the same curves and floors in larger jobs: a step of one costs more
+ * watts than rounding leaves, so where a step goes matters */
+static const struct pflex_sim_job big_jobs[] = {
+    {"j0", 0, 64, 0.5, 1}, {"j1", 1, 48, 0.5, 1}, {"j2", 0, 40, 0.75, 1}, {"j3", 1, 56, 0.5, 1},
+};
+static const struct pflex_sim_job *step_set = step_jobs;   /* run_step's jobs (4) */
+static int step_offline_exact;      /* run_step's offline_exact */
+static int step_smooth;             /* run_step on the kinds' smooth curves */
+static double smooth_store[2][3 * 301];
+
 /* A site of both kinds under a step to `frac` of its baseline at 60 s. */
 static void run_step(double frac, double delay_s, uint64_t seed, unsigned policies,
                      struct pflex_sim_result *r)
 {
     setup_kinds();
-    static const struct pflex_sim_job jobs[] = {
-        {"j0", 0, 16, 0.5, 1}, {"j1", 1, 8, 0.5, 1}, {"j2", 0, 8, 0.75, 1}, {"j3", 1, 24, 0.5, 1},
-    };
+    for (int i = 0; i < 2 && step_smooth; i++) {
+        struct pflex_sim_kind sk;
+        pflex_error_t e;
+        assert_int_equal(pflex_sim_kind_smooth(&kinds[i], 1, smooth_store[i], &sk, &e), 0);
+        kinds[i] = sk;
+    }
+    const struct pflex_sim_job *jobs = step_set;
     pflex_target_set_t set;
     pflex_target_set_init(&set);
     struct pflex_target t = {.start_s = 1000060, .end_s = 1000240, .value = frac,
@@ -144,7 +161,7 @@ static void run_step(double frac, double delay_s, uint64_t seed, unsigned polici
         .nkinds = 2, .kinds = kinds, .njobs = 4, .jobs = jobs, .start_s = 1000000, .duration_s = 300,
         .period_s = 1, .delay_s = delay_s, .noise_power = 0.004, .noise_tput = 0.005, .seed = seed,
         .targets = &set, .objective = PFLEX_OBJECTIVE_PROGRESS, .policies = policies, .keep_jobs = 1,
-        .threads = 2, .explore_step = -1, .controller = &ctl_sim,
+        .threads = 2, .explore_step = -1, .controller = &ctl_sim, .offline_exact = step_offline_exact,
     };
     int rc = pflex_sim_run(&c, r, &err);
     if (rc)
@@ -191,6 +208,112 @@ static void test_zero_overshoot_on_a_step(void **state)
     assert_true(r.pol[PFLEX_SIM_EQUAL].periods_above > 0);
     assert_true(r.pol[PFLEX_SIM_EQUAL].max_over_w > 100);
     pflex_sim_result_fini(&r);
+}
+
+/* The oracle's objective at period k of r, caps cap[] (per slot). */
+static double step_objective(const double *cap)
+{
+    double obj = 0;
+    for (size_t s = 0; s < 4; s++) {
+        double p, f;
+        pflex_sim_kind_at(&kinds[step_set[s].kind], cap[s], &p, &f);
+        obj += step_set[s].gpus * f;
+    }
+    return obj;
+}
+
+/* The offline policies hold caps in the controller's steps (whole watts),
+ * within the limit, every floor kept where the exact caps keep it (the
+ * 8-GPU job's floor, 0.75, binds at a 50 % limit, its edge at 194.4 W); no step
+ * moved between two jobs, nor a step up on the watts left, improves the
+ * oracle's, on lines and on smooth curves, in jobs of 8-24 GPUs and of
+ * 40-64 (a step of one then costs more watts than rounding leaves); the
+ * exact caps (--offline-exact) are not whole watts and, on the lines,
+ * bound the oracle's from above, as a relaxation does. */
+static void test_offline_whole_steps(void **state)
+{
+    (void)state;
+    unsigned pol = (1u << PFLEX_SIM_EQUAL) | (1u << PFLEX_SIM_ORACLE);
+    double fracs[41];
+    for (int fi = 0; fi < 41; fi++)
+        fracs[fi] = 0.5 + 0.01 * fi;
+    size_t moves = 0, fractional = 0;
+    for (int fi = 0; fi < 164; fi++) {
+        step_set = fi / 41 % 2 ? big_jobs : step_jobs;
+        step_smooth = fi >= 82;
+        struct pflex_sim_result r, x;
+        run_step(fracs[fi % 41], 1, 1, pol, &r);
+        step_offline_exact = 1;
+        run_step(fracs[fi % 41], 1, 1, pol, &x);
+        step_offline_exact = 0;
+        size_t N = r.nperiods;
+        for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
+            if (!(pol & (1u << p)))
+                continue;
+            for (size_t k = 62; k < 240; k += 59) {
+                double cap[4], xc[4], watts = 0;
+                for (size_t s = 0; s < 4; s++) {
+                    cap[s] = r.job_cap[p][s * N + k];
+                    xc[s] = x.job_cap[p][s * N + k];
+                    if (fabs(xc[s] - round(xc[s])) > 1e-6)
+                        fractional++;
+                    if (fabs(cap[s] - round(cap[s])) > 1e-9)
+                        fail_msg("%s: period %zu: cap %.6f W of %s", pflex_sim_policy_name(p), k,
+                                 cap[s], step_set[s].name);
+                    watts += step_set[s].gpus * cap[s];
+                    double pw, f, fx;
+                    pflex_sim_kind_at(&kinds[step_set[s].kind], cap[s], &pw, &f);
+                    pflex_sim_kind_at(&kinds[step_set[s].kind], xc[s], &pw, &fx);
+                    if (f < step_set[s].floor - 1e-9 && !(fx < step_set[s].floor - 1e-9))
+                        fail_msg("%s: %.0f%%: period %zu: %s at %.3f under its floor (exact %.3f, %.4f)",
+                                 pflex_sim_policy_name(p), 100 * fracs[fi % 41], k, step_set[s].name, cap[s],
+                                 xc[s], fx);
+                }
+                assert_true(r.power_w[p][k] <= r.limit_w[k] * (1 + 1e-9));
+                /* the plan's budget is the limit it planned for: the
+                 * limit in force from the step's delay on */
+                double left = r.limit_w[k] - watts;
+                assert_true(left >= -1e-6);
+                if (p != PFLEX_SIM_ORACLE)
+                    continue;
+                double best = step_objective(cap);
+                /* the exact optimum bounds it on concave curves (the
+                 * lines'; smooth ones bend either way) */
+                if (!step_smooth)
+                    assert_true(step_objective(xc) >= best - 1e-9);
+                for (size_t j = 0; j < 4; j++) {
+                    double up[4];
+                    memcpy(up, cap, sizeof up);
+                    up[j] += 1;
+                    if (up[j] > kinds[step_set[j].kind].cap_w[0])
+                        continue;
+                    if (step_set[j].gpus <= left + 1e-9)
+                        assert_true(step_objective(up) <= best + 1e-9);
+                    for (size_t i = 0; i < 4; i++) {
+                        double mv[4], pw, f;
+                        memcpy(mv, up, sizeof mv);
+                        mv[i] -= 1;
+                        if (i == j || step_set[j].gpus > left + step_set[i].gpus + 1e-9
+                            || mv[i] < kinds[step_set[i].kind].cap_w[5])
+                            continue;
+                        pflex_sim_kind_at(&kinds[step_set[i].kind], mv[i], &pw, &f);
+                        if (f < step_set[i].floor - 1e-9)
+                            continue;
+                        moves++;
+                        if (step_objective(mv) > best + 1e-9)
+                            fail_msg("%.0f%%: period %zu: a step from %s to %s wins %.3g", 100 * fracs[fi % 41],
+                                     k, step_set[i].name, step_set[j].name, step_objective(mv) - best);
+                    }
+                }
+            }
+        }
+        pflex_sim_result_fini(&r);
+        pflex_sim_result_fini(&x);
+    }
+    step_set = step_jobs;
+    step_smooth = 0;
+    assert_true(moves > 1000);          /* the search had room */
+    assert_true(fractional > 100);      /* and the exact caps are exact */
 }
 
 static void test_seeded_reproducible(void **state)
@@ -525,6 +648,7 @@ int main(void)
         cmocka_unit_test(test_interp_never_extrapolates),
         cmocka_unit_test(test_smooth_curve),
         cmocka_unit_test(test_zero_overshoot_on_a_step),
+        cmocka_unit_test(test_offline_whole_steps),
         cmocka_unit_test(test_seeded_reproducible),
         cmocka_unit_test(test_online_is_the_controller),
         cmocka_unit_test(test_probe_memo_changes_nothing),

@@ -265,6 +265,7 @@ struct oround {
 struct ofree {
     double w;                   /* the watts a step down of slot s frees */
     size_t s;
+    size_t m1, m2;              /* oracle_polish's least losses to here */
 };
 
 struct offline {
@@ -421,28 +422,45 @@ static int cmp_free(const void *a, const void *b)
     return x->s < y->s ? -1 : x->s > y->s;
 }
 
-/* The oracle's whole steps, polished on the true curves: rounding the
- * exact optimum leaves up to a step a job unspent or misplaced (the
- * online plans, in the same steps, beat it by up to 3.6 % of the gap on
- * the field demonstration's curves at a 30 % cut).  Moved a step at a
- * time, the best move first, while one wins: a step up paid by the watts
- * left, or by a step down of another job (never under its floor); at
- * most 2n + 8 moves, each O(n log n). */
+/* The oracle's whole steps, polished on the true curves: the exact
+ * optimum on curves that are not convex leaves jobs of the same curve
+ * tied at one cost inside a segment of its hull, where the curve is not
+ * (the fleet day of docs/simulate.md: 0.8 % of the oracle's loss), and
+ * rounding leaves up to a step a job unspent.  Moved a step at a time,
+ * the best move first, while one wins: a step up paid by the watts left,
+ * or by a step down of another job (never under its floor); at most
+ * 2n + 8 moves, each O(n log n): the steps down sorted by the watts they
+ * free, most first, with the two least losses over each prefix, so that
+ * each step up finds the cheapest step down that pays for it by
+ * bisection. */
 static void oracle_polish(const struct run *ru, const struct slot *sl, struct offline *o,
                           double left, double *decided)
 {
     size_t n = ru->w->nslots;
     double step = ru->w->c->cap_step_w > 0 ? ru->w->c->cap_step_w : 1, *g = o->g;
+    struct ofree *bw = o->by_w;
     for (size_t s = 0; s < n; s++)
         step_gains(&sl[s], s, n, step, decided, g);
     for (size_t it = 0; it < 2 * n + 8; it++) {
-        /* the steps down by the watts they free, most first, and the two
-         * least losses over each prefix */
         size_t m = 0;
         for (size_t s = 0; s < n; s++)
             if (isfinite(g[n + s]))
-                o->by_w[m++] = (struct ofree){.w = g[2 * n + s], .s = s};
-        qsort(o->by_w, m, sizeof *o->by_w, cmp_free);
+                bw[m++] = (struct ofree){.w = g[2 * n + s], .s = s};
+        qsort(bw, m, sizeof *bw, cmp_free);
+        /* m1/m2: the slots of the least and the next least loss over
+         * bw[0..k] (SIZE_MAX: none) */
+        size_t m1 = SIZE_MAX, m2 = SIZE_MAX;
+        for (size_t k = 0; k < m; k++) {
+            size_t i = bw[k].s;
+            if (m1 == SIZE_MAX || g[n + i] < g[n + m1]) {
+                m2 = m1;
+                m1 = i;
+            } else if (m2 == SIZE_MAX || g[n + i] < g[n + m2]) {
+                m2 = i;
+            }
+            bw[k].m1 = m1;
+            bw[k].m2 = m2;
+        }
         double best = 0;
         size_t bi = SIZE_MAX, bj = SIZE_MAX;
         for (size_t j = 0; j < n; j++) {
@@ -457,16 +475,22 @@ static void oracle_polish(const struct run *ru, const struct slot *sl, struct of
                 bi = SIZE_MAX;
                 bj = j;
             }
-            /* the least loss among the steps down freeing need - left */
-            for (size_t k = 0; k < m; k++) {
-                size_t i = o->by_w[k].s;
-                if (o->by_w[k].w + left < need - 1e-9)
-                    break;
-                if (i != j && g[j] - g[n + i] > best + tol) {
-                    best = g[j] - g[n + i];
-                    bi = i;
-                    bj = j;
-                }
+            /* the longest prefix whose steps down each pay for it */
+            size_t lo = 0, hi = m;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (bw[mid].w + left >= need - 1e-9)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo == 0)
+                continue;
+            size_t i = bw[lo - 1].m1 != j ? bw[lo - 1].m1 : bw[lo - 1].m2;
+            if (i != SIZE_MAX && g[j] - g[n + i] > best + tol) {
+                best = g[j] - g[n + i];
+                bi = i;
+                bj = j;
             }
         }
         if (bj == SIZE_MAX)
