@@ -53,6 +53,13 @@ grep -q ' lost ' "$T/table" || fail "table: no lost column"
 jq -e --slurpfile a "$T/a.json" '.policies["online-cold"].probes < $a[0].policies["online-cold"].probes' \
     "$T/lead.json" > /dev/null || fail "--explore-lead: as many probes as without"
 "$P" simulate $A --explore-lead soon > /dev/null 2>&1; [ $? -eq 2 ] || fail "--explore-lead soon: want exit 2"
+# the offline policies' caps in the controller's steps, said; --offline-exact
+# keeps the exact ones, and the objective moves with them
+jq -e '.offline_exact == false and .cap_step_w == 1' "$T/a.json" > /dev/null || fail "offline_exact not said"
+"$P" simulate $A --json --seed 3 --offline-exact --policies equal,oracle > "$T/x.json" || fail "--offline-exact"
+jq -e '.offline_exact == true' "$T/x.json" > /dev/null || fail "--offline-exact not said"
+[ "$(jq '.policies.equal.objective_s' "$T/a.json")" != "$(jq '.policies.equal.objective_s' "$T/x.json")" ] \
+    || fail "--offline-exact: equal cuts the same as in whole watts"
 # bad input: file:line, exit 2, nothing on stdout
 printf 'start,target\nnow,lots\n' > "$T/bad.csv"
 "$P" simulate "$T/s.csv" --schedule "$T/bad.csv" > "$T/o" 2> "$T/e"; rc=$?
