@@ -286,6 +286,17 @@ static int cmp_oround(const void *a, const void *b)
     return x->s < y->s ? -1 : x->s > y->s;
 }
 
+/* A step up and down from cap d on slot q, within its measured caps. */
+static inline double cap_up(const struct slot *q, double d, double step)
+{
+    return d + step > q->C ? q->C : d + step;
+}
+
+static inline double cap_dn(const struct slot *q, double d, double step)
+{
+    return d - step < q->cmin ? q->cmin : d - step;
+}
+
 /* The objective per watt a step between caps lo < hi wins on slot q's
  * true curve. */
 static double step_gain(const struct slot *q, double lo, double hi)
@@ -329,7 +340,7 @@ static double offline_round(const struct run *ru, const struct slot *sl, struct 
             pflex_sim_kind_at(q->k, c, &p, &fc);
             pflex_sim_kind_at(q->k, d, &p, &fd);
             if (fd < q->in->floor - 1e-9 && !(fc < q->in->floor - 1e-9)) {
-                d = d + step > q->C ? q->C : d + step;
+                d = cap_up(q, d, step);
                 fl = 1;
             }
         }
@@ -342,7 +353,7 @@ static double offline_round(const struct run *ru, const struct slot *sl, struct 
         size_t m = 0;
         for (size_t s = 0; s < n; s++) {
             const struct slot *q = &sl[s];
-            double d = decided[s], dn = d - step < q->cmin ? q->cmin : d - step;
+            double d = decided[s], dn = cap_dn(q, d, step);
             if (!(dn < d - 1e-9) || (o->held[s] && pass == 0))
                 continue;
             /* sorted by score, most first: the least loss, the nearest */
@@ -352,7 +363,7 @@ static double offline_round(const struct run *ru, const struct slot *sl, struct 
         qsort(ord, m, sizeof *ord, cmp_oround);
         for (size_t i = 0; i < m && left < -1e-9; i++) {
             const struct slot *q = &sl[ord[i].s];
-            double d = decided[ord[i].s], dn = d - step < q->cmin ? q->cmin : d - step;
+            double d = decided[ord[i].s], dn = cap_dn(q, d, step);
             left += q->in->gpus * (d - dn);
             decided[ord[i].s] = dn;
         }
@@ -370,7 +381,7 @@ static double offline_spend(const struct run *ru, const struct slot *sl, struct 
     double step = ru->w->c->cap_step_w > 0 ? ru->w->c->cap_step_w : 1;
     for (size_t s = 0; s < n; s++) {
         const struct slot *q = &sl[s];
-        double d = decided[s], up = d + step > q->C ? q->C : d + step;
+        double d = decided[s], up = cap_up(q, d, step);
         if (!(exact[s] > d + 1e-9) || !(up > d + 1e-9))
             continue;
         ord[m++] = (struct oround){.score = oracle ? step_gain(q, d, up) : exact[s] - d, .s = s};
@@ -378,7 +389,7 @@ static double offline_spend(const struct run *ru, const struct slot *sl, struct 
     qsort(ord, m, sizeof *ord, cmp_oround);
     for (size_t i = 0; i < m; i++) {
         size_t s = ord[i].s;
-        double up = decided[s] + step > sl[s].C ? sl[s].C : decided[s] + step;
+        double up = cap_up(&sl[s], decided[s], step);
         double need = sl[s].in->gpus * (up - decided[s]);
         if (need <= left + 1e-9) {
             left -= need;
@@ -396,7 +407,7 @@ static void step_gains(const struct slot *q, size_t s, size_t n, double step, co
                        double *g)
 {
     double d = decided[s], p, f, fu, fd;
-    double up = d + step > q->C ? q->C : d + step, dn = d - step < q->cmin ? q->cmin : d - step;
+    double up = cap_up(q, d, step), dn = cap_dn(q, d, step);
     pflex_sim_kind_at(q->k, d, &p, &f);
     g[s] = -INFINITY;
     g[n + s] = INFINITY;
@@ -467,7 +478,7 @@ static void oracle_polish(const struct run *ru, const struct slot *sl, struct of
             if (!isfinite(g[j]))
                 continue;
             const struct slot *q = &sl[j];
-            double up = decided[j] + step > q->C ? q->C : decided[j] + step;
+            double up = cap_up(q, decided[j], step);
             double need = q->in->gpus * (up - decided[j]);
             double tol = 1e-12 * (fabs(g[j]) + 1e-300);
             if (need <= left + 1e-9 && g[j] > best + tol) {
@@ -496,13 +507,13 @@ static void oracle_polish(const struct run *ru, const struct slot *sl, struct of
         if (bj == SIZE_MAX)
             break;
         const struct slot *q = &sl[bj];
-        double up = decided[bj] + step > q->C ? q->C : decided[bj] + step;
+        double up = cap_up(q, decided[bj], step);
         left -= q->in->gpus * (up - decided[bj]);
         decided[bj] = up;
         step_gains(q, bj, n, step, decided, g);
         if (bi != SIZE_MAX) {
             const struct slot *r = &sl[bi];
-            double dn = decided[bi] - step < r->cmin ? r->cmin : decided[bi] - step;
+            double dn = cap_dn(r, decided[bi], step);
             left += r->in->gpus * (decided[bi] - dn);
             decided[bi] = dn;
             step_gains(r, bi, n, step, decided, g);
