@@ -610,9 +610,7 @@ static void test_explore_lead(void **state)
     struct pflex_sim_controller lead = ctl_sim;
     lead.period = lead_period;
     setup_kinds();
-    static const struct pflex_sim_job jobs[] = {
-        {"j0", 0, 16, 0.5, 1}, {"j1", 1, 8, 0.5, 1}, {"j2", 0, 8, 0.75, 1}, {"j3", 1, 24, 0.5, 1},
-    };
+    const struct pflex_sim_job *jobs = step_jobs;
     pflex_target_set_t set;
     pflex_target_set_init(&set);
     pflex_error_t err;

@@ -55,6 +55,7 @@ struct seg {
     double c, dx;       /* cost per watt; reduction it spans */
     double x1, l1;      /* the vertex it ends at */
     size_t j;           /* its job */
+    int whole;          /* seg_solve: tied at lambda across a span its curve lies above */
 };
 
 /* A job with segments in the repair window: where it stands with none of
@@ -725,16 +726,19 @@ static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, do
     double seqw = 0;
     int seq = s->policy == PFLEX_POLICY_OPTIMAL && s->nonconvex && f > 0 && f < 1;
     if (seq)
-        for (size_t i = 0; i < ns; i++)
-            if (s->segs[i].c == lambda && span_above(s, &s->segs[i]))
-                seqw += f * job_b(s, s->segs[i].j) * s->segs[i].dx;
+        for (size_t i = 0; i < ns; i++) {
+            struct seg *g = &s->segs[i];
+            g->whole = g->c == lambda && span_above(s, g);
+            if (g->whole)
+                seqw += f * job_b(s, g->j) * g->dx;
+        }
     for (size_t i = 0; i < ns;) {
         size_t j = s->segs[i].j;
         double xj = x[j], lj = lout ? lout[j] : 0;
         int open = 1;
         for (; i < ns && s->segs[i].j == j; i++) {
             const struct seg *g = &s->segs[i];
-            if (seq && open && g->c == lambda && span_above(s, g)) {
+            if (seq && open && g->whole) {
                 double b = job_b(s, j), w = b * g->dx, t = seqw < w ? seqw : w;
                 seqw -= t;
                 if (t >= w) {
