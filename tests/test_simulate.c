@@ -210,6 +210,37 @@ static void test_zero_overshoot_on_a_step(void **state)
     pflex_sim_result_fini(&r);
 }
 
+/* A limit under what the jobs draw at their lowest measured caps (100 W:
+ * 98 and 102 W a GPU, 5,616 W over the four jobs' 56 GPUs; the baseline
+ * 21,056 W) is counted apart: every policy is over it, none over a limit
+ * it could meet; one above that least draw is no such period. */
+static void test_infeasible_limit(void **state)
+{
+    (void)state;
+    struct pflex_sim_result r;
+    unsigned pol = 1u << PFLEX_SIM_EQUAL | 1u << PFLEX_SIM_ORACLE;
+    run_step(0.2, 1, 1, pol, &r);
+    size_t limited = 0;
+    for (size_t k = 0; k < r.nperiods; k++)
+        limited += isfinite(r.limit_w[k]);
+    assert_true(limited > 100);
+    assert_int_equal(r.periods_infeasible, limited);
+    assert_true(fabs(r.infeasible_max_w - (5616 - 0.2 * 21056)) < 1e-6);
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++)
+        if (pol & (1u << p)) {
+            assert_true(r.pol[p].periods_above > 100);
+            assert_int_equal(r.pol[p].periods_above_feasible, 0);
+        }
+    pflex_sim_result_fini(&r);
+    run_step(0.3, 1, 1, pol, &r);
+    assert_int_equal(r.periods_infeasible, 0);
+    assert_true(r.infeasible_max_w == 0);
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++)
+        if (pol & (1u << p))
+            assert_int_equal(r.pol[p].periods_above_feasible, r.pol[p].periods_above);
+    pflex_sim_result_fini(&r);
+}
+
 /* The oracle's objective at period k of r, caps cap[] (per slot). */
 static double step_objective(const double *cap)
 {
@@ -646,6 +677,7 @@ int main(void)
         cmocka_unit_test(test_interp_never_extrapolates),
         cmocka_unit_test(test_smooth_curve),
         cmocka_unit_test(test_zero_overshoot_on_a_step),
+        cmocka_unit_test(test_infeasible_limit),
         cmocka_unit_test(test_offline_whole_steps),
         cmocka_unit_test(test_seeded_reproducible),
         cmocka_unit_test(test_online_is_the_controller),

@@ -231,6 +231,7 @@ static json_t *summary_json(const struct pflex_sim_result *r, int p)
     json_object_set_new(o, "periods_limited", json_integer((json_int_t)s->periods_limited));
     json_object_set_new(o, "periods_above", json_integer((json_int_t)s->periods_above));
     json_object_set_new(o, "periods_above_ramp", json_integer((json_int_t)s->periods_above_ramp));
+    json_object_set_new(o, "periods_above_feasible", json_integer((json_int_t)s->periods_above_feasible));
     json_object_set_new(o, "max_over_w", json_real(s->max_over_w));
     json_object_set_new(o, "floor_periods", json_integer((json_int_t)s->floor_periods));
     json_object_set_new(o, "floor_breaches", json_integer((json_int_t)s->floor_breaches));
@@ -757,6 +758,10 @@ static int run_sim(const struct sim_opts *o, struct sim_state *st)
     }
     if (prog)
         fprintf(stderr, "\rsimulate: done \n");
+    if (st->res.periods_infeasible)
+        fprintf(stderr, "pflex simulate: warning: in %zu periods the limit is under what the jobs draw "
+                "at their lowest measured caps (by up to %.0f W): no policy can meet it there\n",
+                st->res.periods_infeasible, st->res.infeasible_max_w);
     size_t every = o->every_d > 0 ? (size_t)o->every_d : (st->res.nperiods + 1999) / 2000;
     st->every = every ? every : 1;
     st->obj_note = o->objective == PFLEX_OBJECTIVE_PROGRESS
@@ -857,6 +862,8 @@ static json_t *summary_doc(const struct sim_opts *o, const struct sim_state *st)
                                                                                                : "throughput"));
     json_object_set_new(doc, "objective_note", json_string(st->obj_note));
     json_object_set_new(doc, "note", json_string(res->note));
+    json_object_set_new(doc, "periods_infeasible", json_integer((json_int_t)res->periods_infeasible));
+    json_object_set_new(doc, "infeasible_max_w", json_real(res->infeasible_max_w));
     json_t *pols = json_object();
     for (int p = 0; p < PFLEX_SIM_NPOL; p++)
         if (res->ran & (1u << p))
@@ -937,6 +944,10 @@ static void print_table(const struct sim_opts *o, const struct sim_state *st)
     printf("curves: %s between measured caps\n", o->linear ? "straight lines" : "smooth (monotone cubic)");
     if (res->note[0])
         printf("note: %s\n", res->note);
+    if (res->periods_infeasible)
+        printf("infeasible: %zu periods' limit under what the jobs draw at their lowest measured caps "
+               "(by up to %.0f W): every policy is above it there (the JSON's periods_above_feasible: "
+               "the periods above a limit the jobs could meet)\n", res->periods_infeasible, res->infeasible_max_w);
     printf("%-13s %9s %9s %9s %7s %6s %10s %13s %8s %7s %9s %9s %9s\n", "policy", "recovered", "settled",
            ">=90%", "below=", "above", "max_over_W", "floor_breach", "worst", "probes", "lost",
            "energy", "cpu_s");

@@ -27,6 +27,17 @@ for p in equal eq2-measured tpw online-cold online-warm oracle; do
     [ "$a" = 0 ] || fail "$p: $a periods above the limit"
 done
 jq -e ".policies.oracle.gap_recovered == 1" "$T/a.json" > /dev/null || fail "oracle gap"
+# a limit the jobs can meet is no infeasible period; one under what they
+# draw at their lowest measured caps is said (a warning, the JSON), and
+# the periods over it are not counted as a policy's failure
+jq -e '.periods_infeasible == 0 and ([.policies[] | .periods_above_feasible == 0] | all)' "$T/a.json" \
+    > /dev/null || fail "infeasible periods where the limit can be met"
+"$P" simulate "$T/s.csv" --start @1700000000 --duration 20m --target 5%,start=@1700000300,for=10m \
+    --policies equal,oracle --json > "$T/inf.json" 2> "$T/inf.err" || fail "infeasible target: exit $?"
+grep -q 'no policy can meet it' "$T/inf.err" || fail "infeasible target not warned: $(cat "$T/inf.err")"
+jq -e '.periods_infeasible > 500 and .infeasible_max_w > 0 and .policies.equal.periods_above > 500
+       and ([.policies[] | .periods_above_feasible == 0] | all)' "$T/inf.json" > /dev/null \
+    || fail "infeasible target: $(jq -c '[.periods_infeasible, .infeasible_max_w]' "$T/inf.json")"
 # each policy's mean cap per job under the limit, in the order of .jobs
 jq -e '(.jobs | length) == 2 and ([.policies[] | .job_cap_w | length == 2 and all(. > 0)] | all)' \
     "$T/a.json" > /dev/null || fail "job_cap_w: $(jq -c '[.jobs, .policies.equal.job_cap_w]' "$T/a.json")"

@@ -197,6 +197,8 @@ struct pflex_sim_summary {
     size_t periods_limited;     /* periods with a limit in force */
     size_t periods_above;       /* after the ramp, the site over the limit */
     size_t periods_above_ramp;  /* during ramps */
+    size_t periods_above_feasible;      /* of periods_above, those whose limit the jobs
+                                         * could meet (periods_infeasible: none can) */
     double max_over_w;          /* largest excess, W (0: never over) */
     size_t floor_periods;       /* job-periods with a floor, under a limit */
     size_t floor_breaches;      /* of those, T/T0 under the floor (the truth) */
@@ -226,6 +228,10 @@ struct pflex_sim_result {
     size_t jobs_started;        /* jobs over the run (arrivals included) */
     unsigned ran;               /* bit p: policy p ran */
     char note[256];             /* why a policy did not run, or "" */
+    size_t periods_infeasible;  /* periods whose limit in force is under what the jobs
+                                 * draw at their lowest measured caps (other_w included):
+                                 * every policy is over it there */
+    double infeasible_max_w;    /* the most such a limit fell short, W (0: none) */
     struct pflex_sim_summary pol[PFLEX_SIM_NPOL];
     /* per period */
     double *limit_w;            /* INFINITY: none */

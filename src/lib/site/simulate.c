@@ -98,6 +98,11 @@ struct inst {                   /* one job over its life in one slot */
     char name[64];
 };
 
+/* world.after_ramp's bits: past the ramp of the target in force; the
+ * limit under what the jobs draw at their lowest measured caps */
+#define AFTER_RAMP 1
+#define INFEASIBLE 2
+
 struct world {
     const struct pflex_sim_config *c;
     size_t nper, nslots, ninst;
@@ -105,7 +110,8 @@ struct world {
     size_t D;                   /* delay in periods */
     double settle_s, z, explore;
     double *limit_plan, *limit_now, *uncapped, *uncapped_t0;
-    unsigned char *after_ramp, *changed, *fleet_changed;
+    unsigned char *after_ramp;  /* per period: AFTER_RAMP, INFEASIBLE */
+    unsigned char *changed, *fleet_changed;
     double baseline_w, max_w;
     double horizon_s;           /* how far ahead every policy meets a step down */
     double *ky, *kloss;         /* per kind: its curve in the cap domain, y = 1 - cap/C */
@@ -783,9 +789,11 @@ static void *run_policy(void *arg)
             sum->lost_event_s += (w->uncapped[k] - obj) * c->period_s;
             double over = power - w->limit_now[k];
             if (over > 1e-6 * w->limit_now[k]) {
-                if (w->after_ramp[k])
+                if (w->after_ramp[k] & AFTER_RAMP) {
                     sum->periods_above++;
-                else
+                    if (!(w->after_ramp[k] & INFEASIBLE))
+                        sum->periods_above_feasible++;
+                } else
                     sum->periods_above_ramp++;
                 if (over > sum->max_over_w)
                     sum->max_over_w = over;
@@ -953,13 +961,23 @@ static int alloc_world(struct world *w, struct pflex_sim_result *r, pflex_error_
     return 0;
 }
 
+/* What a GPU of kind k draws at its lowest measured cap, W (the least
+ * any policy can set). */
+static double least_power(const struct pflex_sim_kind *k)
+{
+    double p, f;
+    pflex_sim_kind_at(k, k->cap_w[k->n - 1], &p, &f);
+    return p;
+}
+
 /* The site at start: baseline, maximum; per period the uncapped
- * objective and the limits. */
+ * objective and the limits (and whether the jobs can meet them). */
 static int site_timeline(struct world *w, struct pflex_sim_result *r, pflex_error_t *err)
 {
     const struct pflex_sim_config *c = w->c;
     size_t N = w->nper;
     double base = c->other_w, mx = c->other_w, unc = 0, mxw = c->other_w;
+    double least = c->other_w;  /* every job at its lowest measured cap */
     size_t g = 0, next = 0;
     const struct inst **cur = calloc(w->nslots, sizeof *cur);
     if (!cur)
@@ -975,6 +993,7 @@ static int site_timeline(struct world *w, struct pflex_sim_result *r, pflex_erro
                 unc -= cur[in->slot]->weight
                        * (c->objective == PFLEX_OBJECTIVE_PROGRESS ? cur[in->slot]->gpus : ko->t0);
                 mxw -= cur[in->slot]->gpus * ko->cap_w[0];
+                least -= cur[in->slot]->gpus * least_power(ko);
             } else if (k == 0) {
                 base += in->gpus * kd->power_w[0];
                 mx += in->gpus * kd->cap_w[0];
@@ -982,6 +1001,7 @@ static int site_timeline(struct world *w, struct pflex_sim_result *r, pflex_erro
             }
             unc += a;
             mxw += in->gpus * kd->cap_w[0];
+            least += in->gpus * least_power(kd);
             cur[in->slot] = in;
             r->jobs_started++;
             ch = 1;
@@ -999,7 +1019,15 @@ static int site_timeline(struct world *w, struct pflex_sim_result *r, pflex_erro
             w->limit_plan[k] = pflex_target_limit_min_w(c->targets, t, t + w->horizon_s, bl, mxw);
             r->limit_w[k] = pflex_target_limit_w(c->targets, t, bl, mxw);
             const struct pflex_target *tg = pflex_target_set_winner(c->targets, t);
-            w->after_ramp[k] = tg && t >= tg->start_s + tg->ramp_s;
+            w->after_ramp[k] = tg && t >= tg->start_s + tg->ramp_s ? AFTER_RAMP : 0;
+            /* no policy can meet a limit under the jobs' least draw (the
+             * counts of periods over it say so apart) */
+            if (isfinite(r->limit_w[k]) && r->limit_w[k] < least - 1e-6 * least) {
+                w->after_ramp[k] |= INFEASIBLE;
+                r->periods_infeasible++;
+                if (least - r->limit_w[k] > r->infeasible_max_w)
+                    r->infeasible_max_w = least - r->limit_w[k];
+            }
         } else {
             w->limit_plan[k] = r->limit_w[k] = INFINITY;
             w->after_ramp[k] = 0;
