@@ -944,10 +944,6 @@ static void print_table(const struct sim_opts *o, const struct sim_state *st)
     printf("curves: %s between measured caps\n", o->linear ? "straight lines" : "smooth (monotone cubic)");
     if (res->note[0])
         printf("note: %s\n", res->note);
-    if (res->periods_infeasible)
-        printf("infeasible: %zu periods' limit under what the jobs draw at their lowest measured caps "
-               "(by up to %.0f W): every policy is above it there (the JSON's periods_above_feasible: "
-               "the periods above a limit the jobs could meet)\n", res->periods_infeasible, res->infeasible_max_w);
     printf("%-13s %9s %9s %9s %7s %6s %10s %13s %8s %7s %9s %9s %9s\n", "policy", "recovered", "settled",
            ">=90%", "below=", "above", "max_over_W", "floor_breach", "worst", "probes", "lost",
            "energy", "cpu_s");

@@ -98,8 +98,8 @@ struct inst {                   /* one job over its life in one slot */
     char name[64];
 };
 
-/* world.after_ramp's bits: past the ramp of the target in force; the
- * limit under what the jobs draw at their lowest measured caps */
+/* world.pflags' bits: past the ramp of the target in force; the limit
+ * under what the jobs draw at their lowest measured caps */
 #define AFTER_RAMP 1
 #define INFEASIBLE 2
 
@@ -110,7 +110,7 @@ struct world {
     size_t D;                   /* delay in periods */
     double settle_s, z, explore;
     double *limit_plan, *limit_now, *uncapped, *uncapped_t0;
-    unsigned char *after_ramp;  /* per period: AFTER_RAMP, INFEASIBLE */
+    unsigned char *pflags;      /* per period: AFTER_RAMP, INFEASIBLE */
     unsigned char *changed, *fleet_changed;
     double baseline_w, max_w;
     double horizon_s;           /* how far ahead every policy meets a step down */
@@ -789,9 +789,9 @@ static void *run_policy(void *arg)
             sum->lost_event_s += (w->uncapped[k] - obj) * c->period_s;
             double over = power - w->limit_now[k];
             if (over > 1e-6 * w->limit_now[k]) {
-                if (w->after_ramp[k] & AFTER_RAMP) {
+                if (w->pflags[k] & AFTER_RAMP) {
                     sum->periods_above++;
-                    if (!(w->after_ramp[k] & INFEASIBLE))
+                    if (!(w->pflags[k] & INFEASIBLE))
                         sum->periods_above_feasible++;
                 } else
                     sum->periods_above_ramp++;
@@ -948,8 +948,8 @@ static int alloc_world(struct world *w, struct pflex_sim_result *r, pflex_error_
     w->limit_plan = malloc(N * sizeof *w->limit_plan);
     w->limit_now = r->limit_w;
     w->uncapped = r->uncapped;
-    w->after_ramp = malloc(N);
-    if (!w->koff || !w->ky || !w->kloss || !r->limit_w || !r->uncapped || !w->limit_plan || !w->after_ramp)
+    w->pflags = malloc(N);
+    if (!w->koff || !w->ky || !w->kloss || !r->limit_w || !r->uncapped || !w->limit_plan || !w->pflags)
         return pflex_error_sys(err, "out of memory");
     for (size_t i = 0; i < c->nkinds; i++) {
         const struct pflex_sim_kind *k = &c->kinds[i];
@@ -959,15 +959,6 @@ static int alloc_world(struct world *w, struct pflex_sim_result *r, pflex_error_
         }
     }
     return 0;
-}
-
-/* What a GPU of kind k draws at its lowest measured cap, W (the least
- * any policy can set). */
-static double least_power(const struct pflex_sim_kind *k)
-{
-    double p, f;
-    pflex_sim_kind_at(k, k->cap_w[k->n - 1], &p, &f);
-    return p;
 }
 
 /* The site at start: baseline, maximum; per period the uncapped
@@ -993,7 +984,7 @@ static int site_timeline(struct world *w, struct pflex_sim_result *r, pflex_erro
                 unc -= cur[in->slot]->weight
                        * (c->objective == PFLEX_OBJECTIVE_PROGRESS ? cur[in->slot]->gpus : ko->t0);
                 mxw -= cur[in->slot]->gpus * ko->cap_w[0];
-                least -= cur[in->slot]->gpus * least_power(ko);
+                least -= cur[in->slot]->gpus * ko->power_w[ko->n - 1];
             } else if (k == 0) {
                 base += in->gpus * kd->power_w[0];
                 mx += in->gpus * kd->cap_w[0];
@@ -1001,7 +992,7 @@ static int site_timeline(struct world *w, struct pflex_sim_result *r, pflex_erro
             }
             unc += a;
             mxw += in->gpus * kd->cap_w[0];
-            least += in->gpus * least_power(kd);
+            least += in->gpus * kd->power_w[kd->n - 1];
             cur[in->slot] = in;
             r->jobs_started++;
             ch = 1;
@@ -1019,18 +1010,18 @@ static int site_timeline(struct world *w, struct pflex_sim_result *r, pflex_erro
             w->limit_plan[k] = pflex_target_limit_min_w(c->targets, t, t + w->horizon_s, bl, mxw);
             r->limit_w[k] = pflex_target_limit_w(c->targets, t, bl, mxw);
             const struct pflex_target *tg = pflex_target_set_winner(c->targets, t);
-            w->after_ramp[k] = tg && t >= tg->start_s + tg->ramp_s ? AFTER_RAMP : 0;
+            w->pflags[k] = tg && t >= tg->start_s + tg->ramp_s ? AFTER_RAMP : 0;
             /* no policy can meet a limit under the jobs' least draw (the
              * counts of periods over it say so apart) */
             if (isfinite(r->limit_w[k]) && r->limit_w[k] < least - 1e-6 * least) {
-                w->after_ramp[k] |= INFEASIBLE;
+                w->pflags[k] |= INFEASIBLE;
                 r->periods_infeasible++;
                 if (least - r->limit_w[k] > r->infeasible_max_w)
                     r->infeasible_max_w = least - r->limit_w[k];
             }
         } else {
             w->limit_plan[k] = r->limit_w[k] = INFINITY;
-            w->after_ramp[k] = 0;
+            w->pflags[k] = 0;
         }
     }
     free(cur);
@@ -1202,7 +1193,7 @@ int pflex_sim_run(const struct pflex_sim_config *c, struct pflex_sim_result *r, 
     free(w.ky);
     free(w.kloss);
     free(w.limit_plan);
-    free(w.after_ramp);
+    free(w.pflags);
     if (rc < 0)
         pflex_sim_result_fini(r);
     return rc;
