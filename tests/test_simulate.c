@@ -126,6 +126,30 @@ static void test_smooth_curve(void **state)
     free(st3);
 }
 
+/* Adds a fraction target over [start_s, end_s) to set. */
+static void add_fraction(pflex_target_set_t *set, double start_s, double end_s, double value)
+{
+    struct pflex_target t = {.start_s = start_s, .end_s = end_s, .value = value,
+                             .unit = PFLEX_TARGET_FRACTION};
+    pflex_error_t err;
+    if (pflex_target_set_add(set, &t, &err))
+        fail_msg("%s", err.text);
+}
+
+/* A run of the four jobs jobs[] on both kinds from t = 1,000,000 s, a
+ * period a second, the study's noise, normalised progress, the
+ * controller's own period; tests change what they are about. */
+static struct pflex_sim_config site_config(const struct pflex_sim_job *jobs, const pflex_target_set_t *set,
+                                           double duration_s, uint64_t seed, unsigned policies)
+{
+    return (struct pflex_sim_config){
+        .nkinds = 2, .kinds = kinds, .njobs = 4, .jobs = jobs, .start_s = 1000000, .duration_s = duration_s,
+        .period_s = 1, .delay_s = 1, .noise_power = 0.004, .noise_tput = 0.005, .seed = seed, .targets = set,
+        .objective = PFLEX_OBJECTIVE_PROGRESS, .policies = policies, .keep_jobs = 1, .threads = 1,
+        .explore_step = -1, .controller = &ctl_sim,
+    };
+}
+
 static const struct pflex_sim_job step_jobs[] = {
     {"j0", 0, 16, 0.5, 1}, {"j1", 1, 8, 0.5, 1}, {"j2", 0, 8, 0.75, 1}, {"j3", 1, 24, 0.5, 1},
 };
@@ -153,16 +177,12 @@ static void run_step(double frac, double delay_s, uint64_t seed, unsigned polici
     const struct pflex_sim_job *jobs = step_set;
     pflex_target_set_t set;
     pflex_target_set_init(&set);
-    struct pflex_target t = {.start_s = 1000060, .end_s = 1000240, .value = frac,
-                             .unit = PFLEX_TARGET_FRACTION};
+    add_fraction(&set, 1000060, 1000240, frac);
+    struct pflex_sim_config c = site_config(jobs, &set, 300, seed, policies);
+    c.delay_s = delay_s;
+    c.threads = 2;
+    c.offline_exact = step_offline_exact;
     pflex_error_t err;
-    assert_int_equal(pflex_target_set_add(&set, &t, &err), 0);
-    struct pflex_sim_config c = {
-        .nkinds = 2, .kinds = kinds, .njobs = 4, .jobs = jobs, .start_s = 1000000, .duration_s = 300,
-        .period_s = 1, .delay_s = delay_s, .noise_power = 0.004, .noise_tput = 0.005, .seed = seed,
-        .targets = &set, .objective = PFLEX_OBJECTIVE_PROGRESS, .policies = policies, .keep_jobs = 1,
-        .threads = 2, .explore_step = -1, .controller = &ctl_sim, .offline_exact = step_offline_exact,
-    };
     int rc = pflex_sim_run(&c, r, &err);
     if (rc)
         fail_msg("%s", err.text);
@@ -406,20 +426,12 @@ static void test_online_is_the_controller(void **state)
     (void)state;
     static const struct pflex_sim_controller wrap = {wrap_create, wrap_period, wrap_destroy, NULL};
     setup_kinds();
-    static const struct pflex_sim_job jobs[] = {
-        {"j0", 0, 16, 0.5, 1}, {"j1", 1, 8, 0.5, 1}, {"j2", 0, 8, 0.75, 1}, {"j3", 1, 24, 0.5, 1},
-    };
     pflex_target_set_t set;
     pflex_target_set_init(&set);
-    struct pflex_target t = {.start_s = 1000060, .end_s = 1000240, .value = 0.8, .unit = PFLEX_TARGET_FRACTION};
+    add_fraction(&set, 1000060, 1000240, 0.8);
+    struct pflex_sim_config c = site_config(step_jobs, &set, 300, 3, 1u << PFLEX_SIM_ONLINE_COLD);
+    c.controller = &wrap;
     pflex_error_t err;
-    assert_int_equal(pflex_target_set_add(&set, &t, &err), 0);
-    struct pflex_sim_config c = {
-        .nkinds = 2, .kinds = kinds, .njobs = 4, .jobs = jobs, .start_s = 1000000, .duration_s = 300,
-        .period_s = 1, .delay_s = 1, .noise_power = 0.004, .noise_tput = 0.005, .seed = 3, .targets = &set,
-        .objective = PFLEX_OBJECTIVE_PROGRESS, .policies = 1u << PFLEX_SIM_ONLINE_COLD, .keep_jobs = 1,
-        .threads = 1, .explore_step = -1, .controller = &wrap,
-    };
     struct pflex_sim_result a, b;
     calls = slots_seen = 0;
     fixed_cap = 0;
@@ -582,17 +594,10 @@ static void test_probe_memo_changes_nothing(void **state)
     pflex_target_set_t set;
     pflex_target_set_init(&set);
     pflex_error_t err;
-    struct pflex_target t1 = {.start_s = 1001200, .end_s = 1001500, .value = 0.75, .unit = PFLEX_TARGET_FRACTION};
-    struct pflex_target t2 = {.start_s = 1002400, .end_s = 1002700, .value = 0.65, .unit = PFLEX_TARGET_FRACTION};
-    assert_int_equal(pflex_target_set_add(&set, &t1, &err), 0);
-    assert_int_equal(pflex_target_set_add(&set, &t2, &err), 0);
+    add_fraction(&set, 1001200, 1001500, 0.75);
+    add_fraction(&set, 1002400, 1002700, 0.65);
     unsigned pol = (1u << PFLEX_SIM_ONLINE_COLD) | (1u << PFLEX_SIM_ONLINE_WARM);
-    struct pflex_sim_config c = {
-        .nkinds = 2, .kinds = kinds, .njobs = 4, .jobs = jobs, .start_s = 1000000, .duration_s = 3600,
-        .period_s = 1, .delay_s = 1, .noise_power = 0.004, .noise_tput = 0.005, .seed = 11, .targets = &set,
-        .objective = PFLEX_OBJECTIVE_PROGRESS, .policies = pol, .keep_jobs = 1, .threads = 1,
-        .explore_step = -1, .controller = &ctl_sim,
-    };
+    struct pflex_sim_config c = site_config(jobs, &set, 3600, 11, pol);
     struct pflex_sim_result a, b;
     assert_int_equal(pflex_sim_run(&c, &a, &err), 0);
     ctl_probe_memo = 0;
@@ -641,18 +646,14 @@ static void test_explore_lead(void **state)
     struct pflex_sim_controller lead = ctl_sim;
     lead.period = lead_period;
     setup_kinds();
-    const struct pflex_sim_job *jobs = step_jobs;
     pflex_target_set_t set;
     pflex_target_set_init(&set);
     pflex_error_t err;
-    struct pflex_target t = {.start_s = 1002400, .end_s = 1002700, .value = 0.7, .unit = PFLEX_TARGET_FRACTION};
-    assert_int_equal(pflex_target_set_add(&set, &t, &err), 0);
-    struct pflex_sim_config c = {
-        .nkinds = 2, .kinds = kinds, .njobs = 4, .jobs = jobs, .start_s = 1000000, .duration_s = 3600,
-        .period_s = 1, .delay_s = 1, .noise_power = 0.004, .noise_tput = 0.005, .seed = 5, .targets = &set,
-        .objective = PFLEX_OBJECTIVE_PROGRESS, .policies = 1u << PFLEX_SIM_ONLINE_COLD, .threads = 1,
-        .explore_step = -1, .explore_lead_s = 600, .controller = &lead,
-    };
+    add_fraction(&set, 1002400, 1002700, 0.7);
+    struct pflex_sim_config c = site_config(step_jobs, &set, 3600, 5, 1u << PFLEX_SIM_ONLINE_COLD);
+    c.keep_jobs = 0;
+    c.explore_lead_s = 600;
+    c.controller = &lead;
     struct pflex_sim_result a;
     probe_first = probe_last = NAN;
     assert_int_equal(pflex_sim_run(&c, &a, &err), 0);

@@ -224,6 +224,122 @@ static void test_ramp(void **state)
     pflex_target_set_fini(&s2);
 }
 
+/* The least limit over a window at the instants where it may be least
+ * (starts, ends, ramps' ends, just before starts and ends, the window's
+ * ends), each read afresh by pflex_target_limit_w: the reference the
+ * library's sweep must equal. */
+static double window_min_reference(const pflex_target_set_t *s, double t0, double t1, double unl)
+{
+    double lo = INFINITY;
+    for (size_t i = 0; i <= s->n; i++) {
+        double x[5];
+        int nx = 0;
+        if (i == 0) {
+            x[nx++] = t0;
+            x[nx++] = t1;
+        } else {
+            const struct pflex_target *c = &s->t[i - 1];
+            x[nx++] = c->start_s;
+            x[nx++] = nextafter(c->start_s, -INFINITY);
+            x[nx++] = c->start_s + c->ramp_s;
+            x[nx++] = c->end_s;
+            x[nx++] = nextafter(c->end_s, -INFINITY);
+        }
+        for (int j = 0; j < nx; j++)
+            if (x[j] >= t0 && x[j] <= t1) {
+                double v = pflex_target_limit_w(s, x[j], 1e6, unl);
+                lo = v < lo ? v : lo;
+            }
+    }
+    return lo;
+}
+
+/* The first end after t with no target in force, each end read afresh. */
+static double free_end_reference(const pflex_target_set_t *s, double t, double unl)
+{
+    double best = INFINITY;
+    for (size_t i = 0; i < s->n; i++) {
+        double e = s->t[i].end_s;
+        if (e > t && e < best && isinf(pflex_target_limit_w(s, e, 1e6, unl)))
+            best = e;
+    }
+    return best;
+}
+
+/* Sets of hundreds to thousands of targets over a day (a day of 288
+ * five-minute OpenADR intervals, overlapping schedules, ramps, three
+ * priorities, fractions and watts) take the sweep path for a day's
+ * window, and the profile a loop keeps: both must give what each instant
+ * read afresh gives, to the bit, and the profile the same event end;
+ * and a chain of ramps deeper than the library follows gives the same
+ * too. */
+static void test_window_min_sweep(void **state)
+{
+    (void)state;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 5);
+    struct pflex_target_profile prof_;
+    pflex_target_profile_init(&prof_);
+    static const int sizes[] = {40, 288, 1000, 3000};
+    for (int trial = 0; trial < 24; trial++) {
+        pflex_target_set_t s;
+        pflex_target_set_init(&s);
+        int n = sizes[trial % 4];
+        for (int i = 0; i < n; i++) {
+            double st = trial % 2 ? 300.0 * (i % 288) : gsl_rng_uniform(r) * 86400;
+            double en = gsl_rng_uniform(r) < 0.05 ? INFINITY : st + 60 + gsl_rng_uniform(r) * 7200;
+            double ramp = gsl_rng_uniform(r) < 0.5 ? 0 : gsl_rng_uniform(r) * 900;
+            struct pflex_target t = mk(st, en, 200 + gsl_rng_uniform(r) * 800, ramp,
+                                       (int)gsl_rng_uniform_int(r, 3));
+            if (gsl_rng_uniform(r) < 0.3) {
+                t.unit = PFLEX_TARGET_FRACTION;
+                t.value = 0.5 + gsl_rng_uniform(r) * 0.5;
+            }
+            assert_int_equal(pflex_target_set_add(&s, &t, NULL), 0);
+        }
+        for (int w = 0; w < 12; w++) {
+            double t0 = gsl_rng_uniform(r) * 86400;
+            double t1 = t0 + (w < 4 ? 86400 : w < 8 ? gsl_rng_uniform(r) * 3600 : gsl_rng_uniform(r) * 10);
+            double unl = w % 2 ? INFINITY : 2e6;
+            double want = window_min_reference(&s, t0, t1, unl);
+            double got = pflex_target_limit_min_w(&s, t0, t1, 1e6, unl);
+            double prof = pflex_target_profile_min_w(&prof_, &s, t0, t1, 1e6, unl);
+            if (!(got == want || (isinf(got) && isinf(want))) || !(prof == want || (isinf(prof) && isinf(want))))
+                fail_msg("trial %d (%d targets) window %d: %.17g, profile %.17g, reference %.17g", trial, n,
+                         w, got, prof, want);
+            double e = pflex_target_profile_free_end(&prof_, &s, t0, 1e6, unl);
+            if (!(e == free_end_reference(&s, t0, unl)))
+                fail_msg("trial %d: free end %.17g, reference %.17g", trial, e, free_end_reference(&s, t0, unl));
+        }
+        /* a target added, one expired: the profile follows the set */
+        struct pflex_target late = mk(40000, 50000, 1, 0, -1);
+        assert_int_equal(pflex_target_set_add(&s, &late, NULL), 0);
+        assert_true(pflex_target_profile_min_w(&prof_, &s, 0, 86400, 1e6, 2e6) == 1);
+        pflex_target_set_expire(&s, 50000);
+        assert_true(pflex_target_profile_min_w(&prof_, &s, 0, 86400, 1e6, 2e6)
+                    == window_min_reference(&s, 0, 86400, 2e6));
+        pflex_target_set_fini(&s);
+    }
+    gsl_rng_free(r);
+    /* 60 ramps, each starting inside the one before: past the library's
+     * depth a ramp steps from its own target, on both paths alike */
+    pflex_target_set_t s;
+    pflex_target_set_init(&s);
+    for (int i = 0; i < 60; i++) {
+        struct pflex_target t = mk(i * 10.0, 1e5, 1000 + 20.0 * i, 5000, 0);
+        assert_int_equal(pflex_target_set_add(&s, &t, NULL), 0);
+    }
+    for (double t0 = 0; t0 < 700; t0 += 7) {
+        double got = pflex_target_limit_min_w(&s, t0, t0 + 86400, 0, 3000);
+        /* rising targets: the least is at the window's start, mid-ramp */
+        assert_true(got < 1000 + 20.0 * 59);
+        assert_true(got == window_min_reference(&s, t0, t0 + 86400, 3000));
+        assert_true(pflex_target_profile_min_w(&prof_, &s, t0, t0 + 86400, 0, 3000) == got);
+    }
+    pflex_target_set_fini(&s);
+    pflex_target_profile_fini(&prof_);
+}
+
 /* The window minimum against dense sampling on random sets. */
 static void test_window_min_property(void **state)
 {
@@ -332,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_latest_wins),
         cmocka_unit_test(test_ramp),
         cmocka_unit_test(test_window_min_property),
+        cmocka_unit_test(test_window_min_sweep),
         cmocka_unit_test(test_schedule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

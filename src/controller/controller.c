@@ -112,6 +112,7 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
     pthread_condattr_destroy(&ca);
     c->fb_frac = c->fb_until = c->fb_limit_w = NAN;
     pflex_target_set_init(&c->targets);
+    pflex_target_profile_init(&c->tprof);
     pflex_safe_plan_init(&c->plan);
     pflex_safe_plan_init(&c->coming);
     c->agents = calloc(cfg->nagents, sizeof *c->agents);
@@ -205,6 +206,7 @@ void ctl_destroy(ctl_t *c)
     free(c->jobs);
     pflex_strtab_fini(&c->job_names);
     pflex_target_set_fini(&c->targets);
+    pflex_target_profile_fini(&c->tprof);
     if (c->tdb != c->audit)
         pflex_audit_close(c->tdb);
     pflex_audit_close(c->audit);

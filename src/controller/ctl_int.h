@@ -156,6 +156,9 @@ struct ctl {
     size_t njobs, cap_jobs;
     struct pflex_strtab job_names;      /* jobs[i].name is job_names.s[i] */
     pflex_target_set_t targets;
+    /* the targets' limit read off once, rebuilt when they change: the
+     * period's windows over a day read it (held under tmu, as targets) */
+    struct pflex_target_profile tprof;
     uint64_t recorded_seq;      /* targets below this seq are in the audit */
     pflex_audit_t *audit;
     prom_source_t *prom;
@@ -215,8 +218,8 @@ void ctl_leases_plan(ctl_t *c);
 void ctl_leases_took(ctl_t *c);
 /* When the event in force at now, or the first to start after it, ends:
  * the first end of a target after now at which none is in force;
- * INFINITY when none ends. */
-double ctl_event_end(const ctl_t *c, double now);
+ * INFINITY when none ends.  The caller holds tmu. */
+double ctl_event_end(ctl_t *c, double now);
 
 /* The transport (site_io.c): the agents' clients, their HTTP clients and
  * the Prometheus source for cfg; and their end. */

@@ -33,18 +33,11 @@ static unsigned long renew_every(const ctl_t *c)
     return r >= 1 ? (unsigned long)r : 1;
 }
 
-double ctl_event_end(const ctl_t *c, double now)
+double ctl_event_end(ctl_t *c, double now)
 {
-    const pflex_target_set_t *s = &c->targets;
     const struct ctl_period_state *p = &c->p;
-    double best = INFINITY;
-    for (size_t i = 0; i < s->n; i++) {
-        double e = s->t[i].end_s;
-        if (e > now && e < best
-            && isinf(pflex_target_limit_w(s, e, p->baseline_w, p->sum_max_w + p->other_w)))
-            best = e;
-    }
-    return best;
+    return pflex_target_profile_free_end(&c->tprof, &c->targets, now, p->baseline_w,
+                                         p->sum_max_w + p->other_w);
 }
 
 /* What node ag holds for its GPU gpu; NULL: nothing known. */
@@ -84,13 +77,17 @@ static void plan_fallbacks(ctl_t *c)
         c->fb_frac = c->fb_until = c->fb_limit_w = NAN;
         return;
     }
-    /* an event without an end: a day ahead, kept while half a day is left */
+    /* an event without an end: a day ahead, kept while half a day is left;
+     * the targets under tmu (the API's and the VTN's threads change them,
+     * the VTN's by swapping the set whole) */
+    pthread_mutex_lock(&c->tmu);
     double until = ctl_event_end(c, p->now);
     if (!(until <= p->now + 86400))
         until = isfinite(c->fb_until) && c->fb_until - p->now >= 43200 ? c->fb_until : p->now + 86400;
     until = ceil(until);
-    double lim = pflex_target_limit_min_w(&c->targets, p->now, until, p->baseline_w,
-                                          p->sum_max_w + p->other_w);
+    double lim = pflex_target_profile_min_w(&c->tprof, &c->targets, p->now, until, p->baseline_w,
+                                            p->sum_max_w + p->other_w);
+    pthread_mutex_unlock(&c->tmu);
     double fixed = p->other_w, sum_min = 0, sum_rng = 0;
     for (size_t k = 0; k < p->ngpus; k++) {
         const struct pflex_site_gpu *g = &p->gpus[k];

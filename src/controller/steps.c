@@ -244,14 +244,14 @@ void ctl_take_targets(ctl_t *c)
     }
     double horizon = ctl_horizon_s(c->c.period_s, c->c.lease_s, gmax, rmax);
     p->horizon_s = horizon;
-    p->limit_w = pflex_target_limit_min_w(&c->targets, p->now, p->now + horizon, p->baseline_w,
-                                          p->sum_max_w + p->other_w);
-    p->coming_w = pflex_target_limit_min_w(&c->targets, p->now, p->now + 86400, p->baseline_w,
-                                           p->sum_max_w + p->other_w);
+    double unl = p->sum_max_w + p->other_w;
+    struct pflex_target_profile *tp = &c->tprof;
+    p->limit_w = pflex_target_profile_min_w(tp, &c->targets, p->now, p->now + horizon, p->baseline_w, unl);
+    p->coming_w = pflex_target_profile_min_w(tp, &c->targets, p->now, p->now + 86400, p->baseline_w, unl);
     p->explore_now = !(c->c.explore_lead_s > 0)
-                     || pflex_target_limit_min_w(&c->targets, p->now, p->now + c->c.explore_lead_s,
-                                                 p->baseline_w, p->sum_max_w + p->other_w)
-                            < p->sum_max_w + p->other_w;
+                     || pflex_target_profile_min_w(tp, &c->targets, p->now, p->now + c->c.explore_lead_s,
+                                                   p->baseline_w, unl)
+                            < unl;
     pthread_mutex_unlock(&c->tmu);
 }
 

@@ -94,6 +94,40 @@ double pflex_target_limit_w(const pflex_target_set_t *s, double t, double baseli
 double pflex_target_limit_min_w(const pflex_target_set_t *s, double t0, double t1,
                                 double baseline_w, double unlimited_w);
 
+/* A set's limit read off once, for a loop that asks every period: each
+ * instant where it may change course (item 0 of pflex_target_limit_min_w's
+ * reasoning) with the limit there, built by one sweep over time
+ * (O(n log n)) and rebuilt only when the targets (their times, values,
+ * ramps, priorities and order), the baseline or the unlimited level
+ * change, which each call checks (O(n)).  A query then costs a bisection
+ * and the instants inside its window: a day of 288 five-minute intervals
+ * read over a day's window every period took 2,000 lookups of 288
+ * targets, and a set of PFLEX_TARGET_MAX targets minutes.  Not for
+ * concurrent use: one owner, or a lock. */
+struct pflex_target_profile {
+    double base, unl;
+    size_t n;               /* instants */
+    double *t, *v;          /* ascending; the limit at each */
+    unsigned char *end;     /* 1: a target ends there */
+    size_t nkeys;
+    struct pflex_target *keys; /* the targets it was read from */
+    int built;
+};
+
+void pflex_target_profile_init(struct pflex_target_profile *p);
+void pflex_target_profile_fini(struct pflex_target_profile *p);
+
+/* pflex_target_limit_min_w(s, t0, t1, baseline_w, unlimited_w), the same
+ * to the bit, read off p (rebuilt first if s or the levels changed; read
+ * from s directly when out of memory). */
+double pflex_target_profile_min_w(struct pflex_target_profile *p, const pflex_target_set_t *s,
+                                  double t0, double t1, double baseline_w, double unlimited_w);
+
+/* The first end of a target after t at which no target is in force (an
+ * event's end), or INFINITY. */
+double pflex_target_profile_free_end(struct pflex_target_profile *p, const pflex_target_set_t *s,
+                                     double t, double baseline_w, double unlimited_w);
+
 /* Parsers of the text forms above.  Each returns 0, or -1 with err set to
  * what is wrong.  now_s resolves "now" and "+DURATION". */
 int pflex_target_parse_value(const char *s, double *value, enum pflex_target_unit *unit,

@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,14 +123,227 @@ double pflex_target_limit_w(const pflex_target_set_t *s, double t, double baseli
     return limit_at(s, t, baseline_w, unlimited_w, 0);
 }
 
-static void consider(const pflex_target_set_t *s, double t, double t0, double t1, double base,
-                     double unl, double *lo)
+/* The instants the limit over [t0, t1] may be least at (the limit is
+ * linear between them): of item 0, t0 and t1; of item i > 0, where
+ * target i - 1 starts, ends or finishes its ramp, and just before its
+ * start and its end, where the limit may jump.  Writes them to x (some
+ * may lie outside the window); returns how many. */
+static size_t item_instants(const pflex_target_set_t *s, size_t i, double t0, double t1, double x[5])
 {
-    if (t < t0 || t > t1)
-        return;
-    double v = limit_at(s, t, base, unl, 0);
-    if (v < *lo)
-        *lo = v;
+    if (i == 0) {
+        x[0] = t0;
+        x[1] = t1;
+        return 2;
+    }
+    const struct pflex_target *c = &s->t[i - 1];
+    size_t n = 0;
+    x[n++] = c->start_s;
+    x[n++] = nextafter(c->start_s, -INFINITY);
+    x[n++] = c->start_s + c->ramp_s;
+    if (isfinite(c->end_s)) {
+        x[n++] = c->end_s;
+        x[n++] = nextafter(c->end_s, -INFINITY);
+    }
+    return n;
+}
+
+/* The instants inside [t0, t1] (item_instants), written to out (NULL:
+ * counted only); returns how many. */
+static size_t window_instants(const pflex_target_set_t *s, double t0, double t1, double *out)
+{
+    size_t m = 0;
+    for (size_t i = 0; i <= s->n; i++) {
+        double x[5];
+        size_t nx = item_instants(s, i, t0, t1, x);
+        for (size_t j = 0; j < nx; j++)
+            if (x[j] >= t0 && x[j] <= t1) {
+                if (out)
+                    out[m] = x[j];
+                m++;
+            }
+    }
+    return m;
+}
+
+/* Winner lookups the direct path may make (each scans the set) before
+ * the sweep below is cheaper: a day of 288 five-minute intervals over a
+ * day's window made 2,000 lookups of 288 targets every period. */
+#define DIRECT_BUDGET 4096
+
+/* One instant of the sweep: its time; for the instants just before a
+ * ramped target's start (where its ramp starts from), that target, else
+ * SIZE_MAX; whether a target ends there. */
+struct sweep_q {
+    double t;
+    size_t ramped;
+    unsigned char end;
+};
+
+static int cmp_q(const void *a, const void *b)
+{
+    const struct sweep_q *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return (x->ramped > y->ramped) - (x->ramped < y->ramped);
+}
+
+/* "Wins over": the order of pflex_target_set_winner (lower priority,
+ * then the later added). */
+static int beats(const struct pflex_target *a, const struct pflex_target *b)
+{
+    return a->priority < b->priority || (a->priority == b->priority && a->seq > b->seq);
+}
+
+static void heap_push(const struct pflex_target **h, size_t *n, const struct pflex_target *t)
+{
+    size_t i = (*n)++;
+    while (i > 0 && beats(t, h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = t;
+}
+
+static void heap_pop(const struct pflex_target **h, size_t *n)
+{
+    const struct pflex_target *last = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && beats(h[c + 1], h[c]))
+            c++;
+        if (!beats(h[c], last))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = last;
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+    const struct pflex_target *x = *(const struct pflex_target *const *)a;
+    const struct pflex_target *y = *(const struct pflex_target *const *)b;
+    return (x->start_s > y->start_s) - (x->start_s < y->start_s);
+}
+
+struct sweep {
+    const pflex_target_set_t *s;
+    const struct sweep_q *q;         /* the instants, ascending */
+    const struct pflex_target **win; /* the winner at each, or NULL */
+    size_t *before;                  /* target -> its instant just before its start */
+};
+
+/* limit_at, with each instant's winner read off the sweep: the ramp's
+ * start is that winner's instant just before its start. */
+static double sweep_limit(const struct sweep *sw, size_t qi, double base, double unl, int depth)
+{
+    const struct pflex_target *w = sw->win[qi];
+    if (!w)
+        return INFINITY;
+    double v = pflex_target_watts(w, base), t = sw->q[qi].t;
+    if (w->ramp_s <= 0 || t >= w->start_s + w->ramp_s || depth >= RAMP_DEPTH)
+        return v;
+    double prev = sweep_limit(sw, sw->before[w - sw->s->t], base, unl, depth + 1);
+    if (!isfinite(prev))
+        prev = unl;
+    if (!isfinite(prev) || prev <= 0)
+        return v;
+    double f = (t - w->start_s) / w->ramp_s;
+    return prev + (v - prev) * f;
+}
+
+/* The instants of [t0, t1] where the limit may be least (every one of
+ * every target where window is 0, the ends marked), and those just
+ * before each ramped target's start, into q (NULL: counted only);
+ * returns how many. */
+static size_t sweep_instants(const pflex_target_set_t *s, int window, double t0, double t1,
+                             struct sweep_q *q)
+{
+    size_t m = 0;
+    for (size_t i = window ? 0 : 1; i <= s->n; i++) {
+        double x[5];
+        size_t nx = item_instants(s, i, t0, t1, x);
+        for (size_t j = 0; j < nx; j++)
+            if (!window || (x[j] >= t0 && x[j] <= t1)) {
+                if (q)
+                    q[m] = (struct sweep_q){.t = x[j], .ramped = SIZE_MAX, .end = i > 0 && j == 3};
+                m++;
+            }
+        if (i > 0 && s->t[i - 1].ramp_s > 0) {
+            if (q)
+                q[m] = (struct sweep_q){.t = x[1], .ramped = i - 1};
+            m++;
+        }
+    }
+    return m;
+}
+
+/* The limit at each of the nq instants q (sorted by cmp_q) into v, by
+ * one sweep over time: the targets by start into a heap of the winning
+ * order, the ended ones dropped from its top.  O((n + nq) log n) where
+ * reading each instant afresh is O(n nq).  Returns -1 when out of
+ * memory. */
+static int sweep_eval(const pflex_target_set_t *s, const struct sweep_q *q, size_t nq, double base,
+                      double unl, double *v)
+{
+    size_t n = s->n;
+    struct sweep sw = {.s = s, .q = q};
+    sw.win = malloc((nq ? nq : 1) * sizeof *sw.win);
+    sw.before = malloc((n ? n : 1) * sizeof *sw.before);
+    const struct pflex_target **by = malloc((n ? n : 1) * sizeof *by);
+    const struct pflex_target **heap = malloc((n ? n : 1) * sizeof *heap);
+    int rc = -1;
+    if (!sw.win || !sw.before || !by || !heap)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        by[i] = &s->t[i];
+    qsort(by, n, sizeof *by, cmp_start);
+    size_t nh = 0, next = 0;
+    for (size_t i = 0; i < nq; i++) {
+        double t = q[i].t;
+        while (next < n && by[next]->start_s <= t)
+            heap_push(heap, &nh, by[next++]);
+        /* an ended target never wins again: the instants only grow */
+        while (nh > 0 && !(t < heap[0]->end_s))
+            heap_pop(heap, &nh);
+        sw.win[i] = nh ? heap[0] : NULL;
+        if (q[i].ramped != SIZE_MAX)
+            sw.before[q[i].ramped] = i;
+    }
+    for (size_t i = 0; i < nq; i++)
+        v[i] = q[i].ramped == SIZE_MAX ? sweep_limit(&sw, i, base, unl, 0) : NAN;
+    rc = 0;
+out:
+    free(sw.win);
+    free(sw.before);
+    free(by);
+    free(heap);
+    return rc;
+}
+
+/* The least limit over [t0, t1] by the sweep; -1 when out of memory
+ * (the caller goes the direct way). */
+static int sweep_min(const pflex_target_set_t *s, double t0, double t1, double base, double unl,
+                     double *lo)
+{
+    size_t nq = sweep_instants(s, 1, t0, t1, NULL);
+    struct sweep_q *q = malloc(nq * sizeof *q);
+    double *v = malloc(nq * sizeof *v);
+    int rc = -1;
+    if (q && v) {
+        sweep_instants(s, 1, t0, t1, q);
+        qsort(q, nq, sizeof *q, cmp_q);
+        rc = sweep_eval(s, q, nq, base, unl, v);
+        for (size_t i = 0; rc == 0 && i < nq; i++)
+            if (q[i].ramped == SIZE_MAX && v[i] < *lo)
+                *lo = v[i];
+    }
+    free(q);
+    free(v);
+    return rc;
 }
 
 double pflex_target_limit_min_w(const pflex_target_set_t *s, double t0, double t1,
@@ -139,19 +353,148 @@ double pflex_target_limit_min_w(const pflex_target_set_t *s, double t0, double t
      * or finishes its ramp, so its least value over [t0, t1] is at one of
      * them, or just before a start or an end, where it may jump. */
     double lo = INFINITY;
-    consider(s, t0, t0, t1, baseline_w, unlimited_w, &lo);
-    consider(s, t1, t0, t1, baseline_w, unlimited_w, &lo);
-    for (size_t i = 0; i < s->n; i++) {
-        const struct pflex_target *c = &s->t[i];
-        consider(s, c->start_s, t0, t1, baseline_w, unlimited_w, &lo);
-        consider(s, nextafter(c->start_s, -INFINITY), t0, t1, baseline_w, unlimited_w, &lo);
-        consider(s, c->start_s + c->ramp_s, t0, t1, baseline_w, unlimited_w, &lo);
-        if (isfinite(c->end_s)) {
-            consider(s, c->end_s, t0, t1, baseline_w, unlimited_w, &lo);
-            consider(s, nextafter(c->end_s, -INFINITY), t0, t1, baseline_w, unlimited_w, &lo);
-        }
+    size_t m = window_instants(s, t0, t1, NULL);
+    if (s->n > 0 && m > DIRECT_BUDGET / s->n && sweep_min(s, t0, t1, baseline_w, unlimited_w, &lo) == 0)
+        return lo;
+    /* few instants (a plan's horizon), or no memory for the sweep: each
+     * instant's winner looked up afresh */
+    for (size_t i = 0; i <= s->n; i++) {
+        double x[5];
+        size_t nx = item_instants(s, i, t0, t1, x);
+        for (size_t j = 0; j < nx; j++)
+            if (x[j] >= t0 && x[j] <= t1) {
+                double v = limit_at(s, x[j], baseline_w, unlimited_w, 0);
+                if (v < lo)
+                    lo = v;
+            }
     }
     return lo;
+}
+
+/* ---- profiles ---- */
+
+void pflex_target_profile_init(struct pflex_target_profile *p)
+{
+    memset(p, 0, sizeof *p);
+}
+
+void pflex_target_profile_fini(struct pflex_target_profile *p)
+{
+    free(p->t);
+    free(p->v);
+    free(p->end);
+    free(p->keys);
+    memset(p, 0, sizeof *p);
+}
+
+/* Whether p was read from s for these levels: every field the limit
+ * depends on, target by target. */
+static int profile_fresh(const struct pflex_target_profile *p, const pflex_target_set_t *s, double base,
+                         double unl)
+{
+    if (!p->built || p->nkeys != s->n || !(p->base == base) || !(p->unl == unl || (isnan(p->unl) && isnan(unl))))
+        return 0;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct pflex_target *a = &p->keys[i], *b = &s->t[i];
+        if (a->start_s != b->start_s || a->end_s != b->end_s || a->value != b->value || a->unit != b->unit
+            || a->ramp_s != b->ramp_s || a->priority != b->priority || a->seq != b->seq)
+            return 0;
+    }
+    return 1;
+}
+
+/* Brings p up to date with s; -1 when out of memory (p then empty). */
+static int profile_sync(struct pflex_target_profile *p, const pflex_target_set_t *s, double base, double unl)
+{
+    if (profile_fresh(p, s, base, unl))
+        return 0;
+    pflex_target_profile_fini(p);
+    size_t nq = sweep_instants(s, 0, 0, 0, NULL);
+    struct sweep_q *q = malloc((nq ? nq : 1) * sizeof *q);
+    double *v = malloc((nq ? nq : 1) * sizeof *v);
+    p->t = malloc((nq ? nq : 1) * sizeof *p->t);
+    p->v = malloc((nq ? nq : 1) * sizeof *p->v);
+    p->end = malloc(nq ? nq : 1);
+    p->keys = malloc((s->n ? s->n : 1) * sizeof *p->keys);
+    int rc = -1;
+    if (q && v && p->t && p->v && p->end && p->keys) {
+        sweep_instants(s, 0, 0, 0, q);
+        qsort(q, nq, sizeof *q, cmp_q);
+        rc = sweep_eval(s, q, nq, base, unl, v);
+    }
+    if (rc == 0) {
+        for (size_t i = 0; i < nq; i++)
+            if (q[i].ramped == SIZE_MAX) {
+                p->t[p->n] = q[i].t;
+                p->v[p->n] = v[i];
+                p->end[p->n++] = q[i].end;
+            }
+        if (s->n)
+            memcpy(p->keys, s->t, s->n * sizeof *p->keys);
+        p->nkeys = s->n;
+        p->base = base;
+        p->unl = unl;
+        p->built = 1;
+    } else
+        pflex_target_profile_fini(p);
+    free(q);
+    free(v);
+    return rc;
+}
+
+/* The first of p's instants at or after t. */
+static size_t profile_from(const struct pflex_target_profile *p, double t)
+{
+    size_t lo = 0, hi = p->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->t[mid] < t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+double pflex_target_profile_min_w(struct pflex_target_profile *p, const pflex_target_set_t *s,
+                                  double t0, double t1, double baseline_w, double unlimited_w)
+{
+    if (profile_sync(p, s, baseline_w, unlimited_w) < 0)
+        return pflex_target_limit_min_w(s, t0, t1, baseline_w, unlimited_w);
+    /* t0 and t1 read afresh, the instants between off the profile: the
+     * instants pflex_target_limit_min_w reads, the same values */
+    if (!(t0 <= t1))
+        return INFINITY;
+    double lo = limit_at(s, t0, baseline_w, unlimited_w, 0);
+    double v1 = limit_at(s, t1, baseline_w, unlimited_w, 0);
+    lo = v1 < lo ? v1 : lo;
+    for (size_t i = profile_from(p, t0); i < p->n && p->t[i] <= t1; i++)
+        if (p->v[i] < lo)
+            lo = p->v[i];
+    return lo;
+}
+
+double pflex_target_profile_free_end(struct pflex_target_profile *p, const pflex_target_set_t *s,
+                                     double t, double baseline_w, double unlimited_w)
+{
+    if (profile_sync(p, s, baseline_w, unlimited_w) < 0) {
+        double best = INFINITY;
+        for (size_t i = 0; i < s->n; i++) {
+            double e = s->t[i].end_s;
+            if (e > t && e < best && isinf(limit_at(s, e, baseline_w, unlimited_w, 0)))
+                best = e;
+        }
+        return best;
+    }
+    if (isnan(t))
+        return INFINITY;
+    size_t i = profile_from(p, t);
+    while (i < p->n && p->t[i] <= t)
+        i++;
+    for (; i < p->n; i++)
+        if (p->end[i] && isinf(p->v[i]))
+            return p->t[i];
+    return INFINITY;
 }
 
 /* ---- text forms ---- */

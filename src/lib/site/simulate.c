@@ -304,6 +304,13 @@ static inline int under_floor(const struct slot *q, double f)
     return q->in->floor > 0 && f < q->in->floor - 1e-9;
 }
 
+/* Whether a step down from T/T0 f_now to f_down puts slot q's job under
+ * a floor it now keeps (a floor already broken is not the step's). */
+static inline int step_breaks_floor(const struct slot *q, double f_now, double f_down)
+{
+    return under_floor(q, f_down) && !under_floor(q, f_now);
+}
+
 /* A step up and down from cap d on slot q, within its measured caps. */
 static inline double cap_up(const struct slot *q, double d, double step)
 {
@@ -357,7 +364,7 @@ static double offline_round(const struct run *ru, const struct slot *sl, struct 
             double p, fc, fd;
             pflex_sim_kind_at(q->k, c, &p, &fc);
             pflex_sim_kind_at(q->k, d, &p, &fd);
-            if (under_floor(q, fd) && !under_floor(q, fc)) {
+            if (step_breaks_floor(q, fc, fd)) {
                 d = cap_up(q, d, step);
                 fl = 1;
             }
@@ -436,7 +443,7 @@ static void step_gains(const struct slot *q, size_t s, size_t n, double step, co
     }
     if (dn < d - 1e-9) {
         pflex_sim_kind_at(q->k, dn, &p, &fd);
-        if (!(under_floor(q, fd) && !under_floor(q, f))) {
+        if (!step_breaks_floor(q, f, fd)) {
             g[n + s] = q->a * (f - fd);
             g[2 * n + s] = q->in->gpus * (d - dn);
         }
