@@ -100,6 +100,18 @@ double pflex_target_watts(const struct pflex_target *t, double baseline_w)
     return t->unit == PFLEX_TARGET_WATTS ? t->value : t->value * baseline_w;
 }
 
+/* The limit at t inside winner w's ramp to v, from prev, the limit just
+ * before its start (none: the unlimited level; none known: a step). */
+static double ramp_at(const struct pflex_target *w, double t, double v, double prev, double unl)
+{
+    if (!isfinite(prev))
+        prev = unl;
+    if (!isfinite(prev) || prev <= 0)
+        return v;
+    double f = (t - w->start_s) / w->ramp_s;
+    return prev + (v - prev) * f;
+}
+
 static double limit_at(const pflex_target_set_t *s, double t, double base, double unl, int depth)
 {
     const struct pflex_target *w = pflex_target_set_winner(s, t);
@@ -108,13 +120,7 @@ static double limit_at(const pflex_target_set_t *s, double t, double base, doubl
     double v = pflex_target_watts(w, base);
     if (w->ramp_s <= 0 || t >= w->start_s + w->ramp_s || depth >= RAMP_DEPTH)
         return v;
-    double prev = limit_at(s, nextafter(w->start_s, -INFINITY), base, unl, depth + 1);
-    if (!isfinite(prev))
-        prev = unl;
-    if (!isfinite(prev) || prev <= 0)
-        return v;
-    double f = (t - w->start_s) / w->ramp_s;
-    return prev + (v - prev) * f;
+    return ramp_at(w, t, v, limit_at(s, nextafter(w->start_s, -INFINITY), base, unl, depth + 1), unl);
 }
 
 double pflex_target_limit_w(const pflex_target_set_t *s, double t, double baseline_w,
@@ -246,13 +252,7 @@ static double sweep_limit(const struct sweep *sw, size_t qi, double base, double
     double v = pflex_target_watts(w, base), t = sw->q[qi].t;
     if (w->ramp_s <= 0 || t >= w->start_s + w->ramp_s || depth >= RAMP_DEPTH)
         return v;
-    double prev = sweep_limit(sw, sw->before[w - sw->s->t], base, unl, depth + 1);
-    if (!isfinite(prev))
-        prev = unl;
-    if (!isfinite(prev) || prev <= 0)
-        return v;
-    double f = (t - w->start_s) / w->ramp_s;
-    return prev + (v - prev) * f;
+    return ramp_at(w, t, v, sweep_limit(sw, sw->before[w - sw->s->t], base, unl, depth + 1), unl);
 }
 
 /* The instants of [t0, t1] where the limit may be least (every one of
