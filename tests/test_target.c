@@ -268,9 +268,9 @@ static double free_end_reference(const pflex_target_set_t *s, double t, double u
 
 /* Sets of hundreds to thousands of targets over a day (a day of 288
  * five-minute OpenADR intervals, overlapping schedules, ramps, three
- * priorities, fractions and watts) take the sweep path for a day's
- * window, and the profile a loop keeps: both must give what each instant
- * read afresh gives, to the bit, and the profile the same event end;
+ * priorities, fractions and watts): the profile a loop keeps, read by
+ * one sweep over time, must give what each instant read afresh gives,
+ * to the bit, and the same event end;
  * and a chain of ramps deeper than the library follows gives the same
  * too. */
 static void test_window_min_sweep(void **state)

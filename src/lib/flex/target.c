@@ -82,6 +82,13 @@ size_t pflex_target_set_expire(pflex_target_set_t *s, double t)
     return remove_if(s, NULL, t);
 }
 
+/* Whether a wins over b where both are in force: the lower priority
+ * number, then the later added. */
+static int beats(const struct pflex_target *a, const struct pflex_target *b)
+{
+    return a->priority < b->priority || (a->priority == b->priority && a->seq > b->seq);
+}
+
 const struct pflex_target *pflex_target_set_winner(const pflex_target_set_t *s, double t)
 {
     const struct pflex_target *w = NULL;
@@ -89,7 +96,7 @@ const struct pflex_target *pflex_target_set_winner(const pflex_target_set_t *s, 
         const struct pflex_target *c = &s->t[i];
         if (!(c->start_s <= t && t < c->end_s))
             continue;
-        if (!w || c->priority < w->priority || (c->priority == w->priority && c->seq > w->seq))
+        if (!w || beats(c, w))
             w = c;
     }
     return w;
@@ -153,29 +160,6 @@ static size_t item_instants(const pflex_target_set_t *s, size_t i, double t0, do
     return n;
 }
 
-/* The instants inside [t0, t1] (item_instants), written to out (NULL:
- * counted only); returns how many. */
-static size_t window_instants(const pflex_target_set_t *s, double t0, double t1, double *out)
-{
-    size_t m = 0;
-    for (size_t i = 0; i <= s->n; i++) {
-        double x[5];
-        size_t nx = item_instants(s, i, t0, t1, x);
-        for (size_t j = 0; j < nx; j++)
-            if (x[j] >= t0 && x[j] <= t1) {
-                if (out)
-                    out[m] = x[j];
-                m++;
-            }
-    }
-    return m;
-}
-
-/* Winner lookups the direct path may make (each scans the set) before
- * the sweep below is cheaper: a day of 288 five-minute intervals over a
- * day's window made 2,000 lookups of 288 targets every period. */
-#define DIRECT_BUDGET 4096
-
 /* One instant of the sweep: its time; for the instants just before a
  * ramped target's start (where its ramp starts from), that target, else
  * SIZE_MAX; whether a target ends there. */
@@ -191,13 +175,6 @@ static int cmp_q(const void *a, const void *b)
     if (x->t != y->t)
         return x->t < y->t ? -1 : 1;
     return (x->ramped > y->ramped) - (x->ramped < y->ramped);
-}
-
-/* "Wins over": the order of pflex_target_set_winner (lower priority,
- * then the later added). */
-static int beats(const struct pflex_target *a, const struct pflex_target *b)
-{
-    return a->priority < b->priority || (a->priority == b->priority && a->seq > b->seq);
 }
 
 static void heap_push(const struct pflex_target **h, size_t *n, const struct pflex_target *t)
@@ -255,24 +232,21 @@ static double sweep_limit(const struct sweep *sw, size_t qi, double base, double
     return ramp_at(w, t, v, sweep_limit(sw, sw->before[w - sw->s->t], base, unl, depth + 1), unl);
 }
 
-/* The instants of [t0, t1] where the limit may be least (every one of
- * every target where window is 0, the ends marked), and those just
- * before each ramped target's start, into q (NULL: counted only);
- * returns how many. */
-static size_t sweep_instants(const pflex_target_set_t *s, int window, double t0, double t1,
-                             struct sweep_q *q)
+/* Every instant of every target where the limit may change course
+ * (item_instants, the ends marked), and those just before each ramped
+ * target's start, into q (NULL: counted only); returns how many. */
+static size_t sweep_instants(const pflex_target_set_t *s, struct sweep_q *q)
 {
     size_t m = 0;
-    for (size_t i = window ? 0 : 1; i <= s->n; i++) {
+    for (size_t i = 1; i <= s->n; i++) {
         double x[5];
-        size_t nx = item_instants(s, i, t0, t1, x);
-        for (size_t j = 0; j < nx; j++)
-            if (!window || (x[j] >= t0 && x[j] <= t1)) {
-                if (q)
-                    q[m] = (struct sweep_q){.t = x[j], .ramped = SIZE_MAX, .end = i > 0 && j == 3};
-                m++;
-            }
-        if (i > 0 && s->t[i - 1].ramp_s > 0) {
+        size_t nx = item_instants(s, i, 0, 0, x);
+        for (size_t j = 0; j < nx; j++) {
+            if (q)
+                q[m] = (struct sweep_q){.t = x[j], .ramped = SIZE_MAX, .end = j == 3};
+            m++;
+        }
+        if (s->t[i - 1].ramp_s > 0) {
             if (q)
                 q[m] = (struct sweep_q){.t = x[1], .ramped = i - 1};
             m++;
@@ -324,40 +298,16 @@ out:
     return rc;
 }
 
-/* The least limit over [t0, t1] by the sweep; -1 when out of memory
- * (the caller goes the direct way). */
-static int sweep_min(const pflex_target_set_t *s, double t0, double t1, double base, double unl,
-                     double *lo)
-{
-    size_t nq = sweep_instants(s, 1, t0, t1, NULL);
-    struct sweep_q *q = malloc(nq * sizeof *q);
-    double *v = malloc(nq * sizeof *v);
-    int rc = -1;
-    if (q && v) {
-        sweep_instants(s, 1, t0, t1, q);
-        qsort(q, nq, sizeof *q, cmp_q);
-        rc = sweep_eval(s, q, nq, base, unl, v);
-        for (size_t i = 0; rc == 0 && i < nq; i++)
-            if (q[i].ramped == SIZE_MAX && v[i] < *lo)
-                *lo = v[i];
-    }
-    free(q);
-    free(v);
-    return rc;
-}
-
 double pflex_target_limit_min_w(const pflex_target_set_t *s, double t0, double t1,
                                 double baseline_w, double unlimited_w)
 {
     /* The limit is linear between the instants where a target starts, ends
      * or finishes its ramp, so its least value over [t0, t1] is at one of
      * them, or just before a start or an end, where it may jump. */
+    /* Each instant's winner is looked up afresh: O(n) an instant, O(n^2)
+     * for a window over every target; a loop that asks every period
+     * keeps a profile (below). */
     double lo = INFINITY;
-    size_t m = window_instants(s, t0, t1, NULL);
-    if (s->n > 0 && m > DIRECT_BUDGET / s->n && sweep_min(s, t0, t1, baseline_w, unlimited_w, &lo) == 0)
-        return lo;
-    /* few instants (a plan's horizon), or no memory for the sweep: each
-     * instant's winner looked up afresh */
     for (size_t i = 0; i <= s->n; i++) {
         double x[5];
         size_t nx = item_instants(s, i, t0, t1, x);
@@ -409,7 +359,7 @@ static int profile_sync(struct pflex_target_profile *p, const pflex_target_set_t
     if (profile_fresh(p, s, base, unl))
         return 0;
     pflex_target_profile_fini(p);
-    size_t nq = sweep_instants(s, 0, 0, 0, NULL);
+    size_t nq = sweep_instants(s, NULL);
     struct sweep_q *q = malloc((nq ? nq : 1) * sizeof *q);
     double *v = malloc((nq ? nq : 1) * sizeof *v);
     p->t = malloc((nq ? nq : 1) * sizeof *p->t);
@@ -418,7 +368,7 @@ static int profile_sync(struct pflex_target_profile *p, const pflex_target_set_t
     p->keys = malloc((s->n ? s->n : 1) * sizeof *p->keys);
     int rc = -1;
     if (q && v && p->t && p->v && p->end && p->keys) {
-        sweep_instants(s, 0, 0, 0, q);
+        sweep_instants(s, q);
         qsort(q, nq, sizeof *q, cmp_q);
         rc = sweep_eval(s, q, nq, base, unl, v);
     }
