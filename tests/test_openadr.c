@@ -339,10 +339,19 @@ static void test_ven_poll(void **state)
     assert_int_equal(s.n, 7);
     assert_int_equal(evs.n, 3);
     uint64_t seq_before = find(&s, "ev-1/0")->seq;
-    /* Polling again keeps the same targets, in their first order. */
+    char ids[7][64];
+    uint64_t seqs[7];
+    for (size_t i = 0; i < 7; i++) {
+        snprintf(ids[i], sizeof ids[i], "%s", s.t[i].id);
+        seqs[i] = s.t[i].seq;
+    }
+    /* Polling again keeps the same targets, in their first order, every
+     * one of them. */
     assert_int_equal(pflex_ven_poll(f->ven, &o, &s, &evs, &err), 0);
     assert_int_equal(s.n, 7);
     assert_int_equal(find(&s, "ev-1/0")->seq, seq_before);
+    for (size_t i = 1; i < 7; i++)
+        assert_int_equal(find(&s, ids[i])->seq, seqs[i]);
     struct pflex_vtn_counts vc;
     pflex_vtn_counts(f->vtn, &vc);
     assert_int_equal(vc.tokens_issued, 1);

@@ -311,13 +311,63 @@ static void test_window_min_sweep(void **state)
             if (!(e == free_end_reference(&s, t0, unl)))
                 fail_msg("trial %d: free end %.17g, reference %.17g", trial, e, free_end_reference(&s, t0, unl));
         }
+        /* the limit and the winner at an instant, off the profile: at
+         * random times, at every instant where the limit may change
+         * course and a step either side of it */
+        double unl = trial % 3 ? 2e6 : INFINITY;
+        for (int i = 0; i < n + 200; i++) {
+            double tb = i < 200 ? gsl_rng_uniform(r) * 90000 - 1000
+                                : (i % 3 == 0 ? s.t[i - 200].start_s
+                                   : i % 3 == 1 ? s.t[i - 200].start_s + s.t[i - 200].ramp_s : s.t[i - 200].end_s);
+            if (!isfinite(tb))
+                continue;
+            double ts[3] = {nextafter(tb, -INFINITY), tb, nextafter(tb, INFINITY)};
+            for (int j = 0; j < 3; j++) {
+                double want = pflex_target_limit_w(&s, ts[j], 1e6, unl);
+                double got = pflex_target_profile_limit_w(&prof_, &s, ts[j], 1e6, unl);
+                if (!(got == want || (isinf(got) && isinf(want))))
+                    fail_msg("trial %d at %.17g: limit %.17g, profile %.17g", trial, ts[j], want, got);
+                if (pflex_target_profile_winner(&prof_, &s, ts[j], 1e6, unl) != pflex_target_set_winner(&s, ts[j]))
+                    fail_msg("trial %d at %.17g: winners differ", trial, ts[j]);
+            }
+        }
+        assert_null(pflex_target_profile_winner(&prof_, &s, NAN, 1e6, unl));
+        assert_true(isinf(pflex_target_profile_limit_w(&prof_, &s, NAN, 1e6, unl)));
         /* a target added, one expired: the profile follows the set */
         struct pflex_target late = mk(40000, 50000, 1, 0, -1);
         assert_int_equal(pflex_target_set_add(&s, &late, NULL), 0);
         assert_true(pflex_target_profile_min_w(&prof_, &s, 0, 86400, 1e6, 2e6) == 1);
-        pflex_target_set_expire(&s, 50000);
+        /* expiry keeps the others, in their order */
+        uint64_t *kept = malloc(s.n * sizeof *kept);
+        assert_non_null(kept);
+        size_t nk = 0;
+        for (size_t i = 0; i < s.n; i++)
+            if (s.t[i].end_s > 50000)
+                kept[nk++] = s.t[i].seq;
+        size_t gone = s.n - nk;
+        assert_int_equal(pflex_target_set_expire(&s, 50000), gone);
+        assert_int_equal(s.n, nk);
+        for (size_t i = 0; i < nk; i++)
+            assert_true(s.t[i].seq == kept[i]);
+        free(kept);
         assert_true(pflex_target_profile_min_w(&prof_, &s, 0, 86400, 1e6, 2e6)
                     == window_min_reference(&s, 0, 86400, 2e6));
+        /* a target given another's place in the order: the profile
+         * follows (the winner at 45,000 s is whichever came last) */
+        struct pflex_target a = mk(44000, 46000, 2, 0, -2), b = mk(44000, 46000, 3, 0, -2);
+        assert_int_equal(pflex_target_set_add(&s, &a, NULL), 0);
+        assert_int_equal(pflex_target_set_add(&s, &b, NULL), 0);
+        assert_true(pflex_target_profile_limit_w(&prof_, &s, 45000, 1e6, 2e6) == 3);
+        pflex_target_set_seq(&s, s.n - 2, s.next_seq);
+        assert_true(pflex_target_profile_limit_w(&prof_, &s, 45000, 1e6, 2e6) == 2);
+        assert_true(pflex_target_limit_w(&s, 45000, 1e6, 2e6) == 2);
+        /* a set zeroed rather than initialised, and one freed (gen 0): read as they are */
+        pflex_target_set_t z;
+        memset(&z, 0, sizeof z);
+        assert_int_equal(pflex_target_set_add(&z, &a, NULL), 0);
+        assert_true(pflex_target_profile_limit_w(&prof_, &z, 45000, 1e6, 2e6) == 2);
+        pflex_target_set_fini(&z);
+        assert_true(isinf(pflex_target_profile_limit_w(&prof_, &z, 45000, 1e6, 2e6)));
         pflex_target_set_fini(&s);
     }
     gsl_rng_free(r);

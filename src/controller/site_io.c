@@ -196,7 +196,7 @@ int ctl_vtn_apply(ctl_t *c, const pflex_target_set_t *fresh, uint64_t seq0, doub
                 continue;
             rc = pflex_target_set_add(&next, t, err);
             if (rc == 0)
-                next.t[next.n - 1].seq = t->seq;
+                pflex_target_set_seq(&next, next.n - 1, t->seq);
         }
         if (rc == 0) {
             next.next_seq = c->targets.next_seq > live1 ? c->targets.next_seq : live1;
@@ -228,7 +228,7 @@ void ctl_vtn_poll_once(ctl_t *c, double now)
         if (!strcmp(c->targets.t[i].source, "openadr")) {
             ok = pflex_target_set_add(&set, &c->targets.t[i], &e2) == 0;
             if (ok)
-                set.t[set.n - 1].seq = c->targets.t[i].seq;
+                pflex_target_set_seq(&set, set.n - 1, c->targets.t[i].seq);
         }
     uint64_t seq0 = set.next_seq = c->targets.next_seq;
     pthread_mutex_unlock(&c->tmu);

@@ -55,6 +55,11 @@ typedef struct pflex_target_set {
     size_t n, cap;
     struct pflex_target *t;
     uint64_t next_seq;
+    uint64_t gen;               /* changed by every call below that changes the set,
+                                 * to a value no set has had before (a profile's
+                                 * check that it was read from this set as it is);
+                                 * the targets are read directly, changed only
+                                 * through these calls */
 } pflex_target_set_t;
 
 /* Most targets a set holds: adding more fails (bad input never grows
@@ -69,6 +74,10 @@ void pflex_target_set_fini(pflex_target_set_t *s);
  * negative ramp) or a full set. */
 int pflex_target_set_add(pflex_target_set_t *s, const struct pflex_target *t,
                          pflex_error_t *err);
+
+/* Give target i its seq (a copy that keeps the order a target was first
+ * received in); i must be < n. */
+void pflex_target_set_seq(pflex_target_set_t *s, size_t i, uint64_t seq);
 
 /* Remove every target whose source is `source`; returns how many. */
 size_t pflex_target_set_remove_source(pflex_target_set_t *s, const char *source);
@@ -96,21 +105,27 @@ double pflex_target_limit_min_w(const pflex_target_set_t *s, double t0, double t
 
 /* A set's limit read off once, for a loop that asks every period: each
  * instant where it may change course (item 0 of pflex_target_limit_min_w's
- * reasoning) with the limit there, built by one sweep over time
- * (O(n log n)) and rebuilt only when the targets (their times, values,
- * ramps, priorities and order), the baseline or the unlimited level
- * change, which each call checks (O(n)).  A query then costs a bisection
- * and the instants inside its window: a day of 288 five-minute intervals
- * read over a day's window every period took 2,000 lookups of 288
- * targets, and a set of PFLEX_TARGET_MAX targets minutes.  Not for
- * concurrent use: one owner, or a lock. */
+ * reasoning) with the limit there and the target that wins from it to the
+ * next, built by one sweep over time (O(n log n)) and rebuilt only when
+ * the set (its gen), the baseline or the unlimited level change, which
+ * each call checks in O(1).  A query then costs a bisection and the
+ * instants inside its window: a day of 288 five-minute intervals read
+ * over a day's window every period took 2,000 lookups of 288 targets,
+ * and a set of PFLEX_TARGET_MAX targets minutes.  Not for concurrent
+ * use: one owner, or a lock. */
 struct pflex_target_profile {
     double base, unl;
     size_t n;               /* instants */
     double *t, *v;          /* ascending; the limit at each */
     unsigned char *end;     /* 1: a target ends there */
-    size_t nkeys;
-    struct pflex_target *keys; /* the targets it was read from */
+    size_t *win;            /* the set's target that wins over [t[i], t[i + 1]),
+                             * or SIZE_MAX */
+    size_t *free;           /* the first instant from i on where a target ends and
+                             * none is in force, or SIZE_MAX */
+    double *from;           /* by target: the limit its ramp starts from (the
+                             * limit just before its start), NaN unramped */
+    size_t nset;            /* the set's targets when read */
+    uint64_t gen;           /* the set's gen when read */
     int built;
 };
 
@@ -122,6 +137,15 @@ void pflex_target_profile_fini(struct pflex_target_profile *p);
  * from s directly when out of memory). */
 double pflex_target_profile_min_w(struct pflex_target_profile *p, const pflex_target_set_t *s,
                                   double t0, double t1, double baseline_w, double unlimited_w);
+
+/* pflex_target_limit_w(s, t, baseline_w, unlimited_w) and
+ * pflex_target_set_winner(s, t), the same to the bit, read off p (rebuilt
+ * as above). */
+double pflex_target_profile_limit_w(struct pflex_target_profile *p, const pflex_target_set_t *s,
+                                    double t, double baseline_w, double unlimited_w);
+const struct pflex_target *pflex_target_profile_winner(struct pflex_target_profile *p,
+                                                       const pflex_target_set_t *s, double t,
+                                                       double baseline_w, double unlimited_w);
 
 /* The first end of a target after t at which no target is in force (an
  * event's end), or INFINITY. */

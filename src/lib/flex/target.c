@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +17,21 @@
  * on hostile input. */
 #define RAMP_DEPTH 32
 
+/* The last gen given to a set: each change takes the next, so no two
+ * states of any sets share one (a set freed and another made at its
+ * address included).  0 is no gen: a set zeroed without
+ * pflex_target_set_init is read afresh by profiles each time. */
+static _Atomic uint64_t gen_last;
+
+static void touch(pflex_target_set_t *s)
+{
+    s->gen = atomic_fetch_add(&gen_last, 1) + 1;
+}
+
 void pflex_target_set_init(pflex_target_set_t *s)
 {
     memset(s, 0, sizeof *s);
+    touch(s);
 }
 
 void pflex_target_set_fini(pflex_target_set_t *s)
@@ -57,18 +70,34 @@ int pflex_target_set_add(pflex_target_set_t *s, const struct pflex_target *t, pf
     s->t[s->n].id[sizeof s->t[s->n].id - 1] = '\0';
     s->t[s->n].seq = s->next_seq++;
     s->n++;
+    touch(s);
     return 0;
+}
+
+void pflex_target_set_seq(pflex_target_set_t *s, size_t i, uint64_t seq)
+{
+    s->t[i].seq = seq;
+    touch(s);
+}
+
+static int drops(const struct pflex_target *x, const char *source, double t)
+{
+    return source ? strcmp(x->source, source) == 0 : x->end_s <= t;
 }
 
 static size_t remove_if(pflex_target_set_t *s, const char *source, double t)
 {
+    /* read only up to the first to go (a loop that expires every period
+     * mostly finds none), then moved down over it */
     size_t k = 0, before = s->n;
-    for (size_t i = 0; i < s->n; i++) {
-        int drop = source ? strcmp(s->t[i].source, source) == 0 : s->t[i].end_s <= t;
-        if (!drop)
+    while (k < s->n && !drops(&s->t[k], source, t))
+        k++;
+    for (size_t i = k; i < s->n; i++)
+        if (!drops(&s->t[i], source, t))
             s->t[k++] = s->t[i];
-    }
     s->n = k;
+    if (k != before)
+        touch(s);
     return before - k;
 }
 
@@ -255,13 +284,15 @@ static size_t sweep_instants(const pflex_target_set_t *s, struct sweep_q *q)
     return m;
 }
 
-/* The limit at each of the nq instants q (sorted by cmp_q) into v, by
- * one sweep over time: the targets by start into a heap of the winning
- * order, the ended ones dropped from its top.  O((n + nq) log n) where
- * reading each instant afresh is O(n nq).  Returns -1 when out of
- * memory. */
+/* The limit at each of the nq instants q (sorted by cmp_q) into v, the
+ * index of the target winning there into win (SIZE_MAX: none), and into
+ * from, by target, the limit its ramp starts from when the limit is read
+ * at an instant it wins (NaN: no ramp), by one sweep over time: the
+ * targets by start into a heap of the winning order, the ended ones
+ * dropped from its top.  O((n + nq) log n) where reading each instant
+ * afresh is O(n nq).  Returns -1 when out of memory. */
 static int sweep_eval(const pflex_target_set_t *s, const struct sweep_q *q, size_t nq, double base,
-                      double unl, double *v)
+                      double unl, double *v, size_t *win, double *from)
 {
     size_t n = s->n;
     struct sweep sw = {.s = s, .q = q};
@@ -284,11 +315,15 @@ static int sweep_eval(const pflex_target_set_t *s, const struct sweep_q *q, size
         while (nh > 0 && !(t < heap[0]->end_s))
             heap_pop(heap, &nh);
         sw.win[i] = nh ? heap[0] : NULL;
+        win[i] = nh ? (size_t)(heap[0] - s->t) : SIZE_MAX;
         if (q[i].ramped != SIZE_MAX)
             sw.before[q[i].ramped] = i;
     }
     for (size_t i = 0; i < nq; i++)
         v[i] = q[i].ramped == SIZE_MAX ? sweep_limit(&sw, i, base, unl, 0) : NAN;
+    /* limit_at's read of a ramp's start, one deep */
+    for (size_t j = 0; j < n; j++)
+        from[j] = s->t[j].ramp_s > 0 ? sweep_limit(&sw, sw.before[j], base, unl, 1) : NAN;
     rc = 0;
 out:
     free(sw.win);
@@ -333,24 +368,18 @@ void pflex_target_profile_fini(struct pflex_target_profile *p)
     free(p->t);
     free(p->v);
     free(p->end);
-    free(p->keys);
+    free(p->win);
+    free(p->free);
+    free(p->from);
     memset(p, 0, sizeof *p);
 }
 
-/* Whether p was read from s for these levels: every field the limit
- * depends on, target by target. */
+/* Whether p was read from s, as it is, for these levels. */
 static int profile_fresh(const struct pflex_target_profile *p, const pflex_target_set_t *s, double base,
                          double unl)
 {
-    if (!p->built || p->nkeys != s->n || !(p->base == base) || !(p->unl == unl || (isnan(p->unl) && isnan(unl))))
-        return 0;
-    for (size_t i = 0; i < s->n; i++) {
-        const struct pflex_target *a = &p->keys[i], *b = &s->t[i];
-        if (a->start_s != b->start_s || a->end_s != b->end_s || a->value != b->value || a->unit != b->unit
-            || a->ramp_s != b->ramp_s || a->priority != b->priority || a->seq != b->seq)
-            return 0;
-    }
-    return 1;
+    return p->built && s->gen != 0 && p->gen == s->gen && p->nset == s->n && p->base == base
+           && (p->unl == unl || (isnan(p->unl) && isnan(unl)));
 }
 
 /* Brings p up to date with s; -1 when out of memory (p then empty). */
@@ -362,26 +391,34 @@ static int profile_sync(struct pflex_target_profile *p, const pflex_target_set_t
     size_t nq = sweep_instants(s, NULL);
     struct sweep_q *q = malloc((nq ? nq : 1) * sizeof *q);
     double *v = malloc((nq ? nq : 1) * sizeof *v);
+    size_t *win = malloc((nq ? nq : 1) * sizeof *win);
     p->t = malloc((nq ? nq : 1) * sizeof *p->t);
     p->v = malloc((nq ? nq : 1) * sizeof *p->v);
     p->end = malloc(nq ? nq : 1);
-    p->keys = malloc((s->n ? s->n : 1) * sizeof *p->keys);
+    p->win = malloc((nq ? nq : 1) * sizeof *p->win);
+    p->free = malloc((nq ? nq : 1) * sizeof *p->free);
+    p->from = malloc((s->n ? s->n : 1) * sizeof *p->from);
     int rc = -1;
-    if (q && v && p->t && p->v && p->end && p->keys) {
+    if (q && v && win && p->t && p->v && p->end && p->win && p->free && p->from) {
         sweep_instants(s, q);
         qsort(q, nq, sizeof *q, cmp_q);
-        rc = sweep_eval(s, q, nq, base, unl, v);
+        rc = sweep_eval(s, q, nq, base, unl, v, win, p->from);
     }
     if (rc == 0) {
         for (size_t i = 0; i < nq; i++)
             if (q[i].ramped == SIZE_MAX) {
                 p->t[p->n] = q[i].t;
                 p->v[p->n] = v[i];
+                p->win[p->n] = win[i];
                 p->end[p->n++] = q[i].end;
             }
-        if (s->n)
-            memcpy(p->keys, s->t, s->n * sizeof *p->keys);
-        p->nkeys = s->n;
+        for (size_t i = p->n, f = SIZE_MAX; i-- > 0;) {
+            if (p->end[i] && isinf(p->v[i]))
+                f = i;
+            p->free[i] = f;
+        }
+        p->nset = s->n;
+        p->gen = s->gen;
         p->base = base;
         p->unl = unl;
         p->built = 1;
@@ -389,6 +426,7 @@ static int profile_sync(struct pflex_target_profile *p, const pflex_target_set_t
         pflex_target_profile_fini(p);
     free(q);
     free(v);
+    free(win);
     return rc;
 }
 
@@ -406,17 +444,61 @@ static size_t profile_from(const struct pflex_target_profile *p, double t)
     return lo;
 }
 
+/* The winner at t off p (fresh): every start and end is an instant, so the
+ * targets in force, and the winner, are those of the last instant at or
+ * before t. */
+static const struct pflex_target *profile_win(const struct pflex_target_profile *p, const pflex_target_set_t *s,
+                                              double t)
+{
+    if (isnan(t))
+        return NULL;
+    size_t i = profile_from(p, t);
+    while (i < p->n && p->t[i] <= t)
+        i++;
+    return i == 0 || p->win[i - 1] == SIZE_MAX ? NULL : &s->t[p->win[i - 1]];
+}
+
+/* limit_at(s, t, base, unl, 0) off p (fresh): its winner off p, the limit
+ * its ramp starts from read at the sweep. */
+static double profile_limit(const struct pflex_target_profile *p, const pflex_target_set_t *s, double t)
+{
+    const struct pflex_target *w = profile_win(p, s, t);
+    if (!w)
+        return INFINITY;
+    double v = pflex_target_watts(w, p->base);
+    if (w->ramp_s <= 0 || t >= w->start_s + w->ramp_s)
+        return v;
+    return ramp_at(w, t, v, p->from[w - s->t], p->unl);
+}
+
+double pflex_target_profile_limit_w(struct pflex_target_profile *p, const pflex_target_set_t *s,
+                                    double t, double baseline_w, double unlimited_w)
+{
+    if (profile_sync(p, s, baseline_w, unlimited_w) < 0)
+        return limit_at(s, t, baseline_w, unlimited_w, 0);
+    return profile_limit(p, s, t);
+}
+
+const struct pflex_target *pflex_target_profile_winner(struct pflex_target_profile *p,
+                                                       const pflex_target_set_t *s, double t,
+                                                       double baseline_w, double unlimited_w)
+{
+    if (profile_sync(p, s, baseline_w, unlimited_w) < 0)
+        return pflex_target_set_winner(s, t);
+    return profile_win(p, s, t);
+}
+
 double pflex_target_profile_min_w(struct pflex_target_profile *p, const pflex_target_set_t *s,
                                   double t0, double t1, double baseline_w, double unlimited_w)
 {
     if (profile_sync(p, s, baseline_w, unlimited_w) < 0)
         return pflex_target_limit_min_w(s, t0, t1, baseline_w, unlimited_w);
-    /* t0 and t1 read afresh, the instants between off the profile: the
-     * instants pflex_target_limit_min_w reads, the same values */
+    /* t0, t1 and the instants between: the instants
+     * pflex_target_limit_min_w reads, the same values */
     if (!(t0 <= t1))
         return INFINITY;
-    double lo = limit_at(s, t0, baseline_w, unlimited_w, 0);
-    double v1 = limit_at(s, t1, baseline_w, unlimited_w, 0);
+    double lo = profile_limit(p, s, t0);
+    double v1 = profile_limit(p, s, t1);
     lo = v1 < lo ? v1 : lo;
     for (size_t i = profile_from(p, t0); i < p->n && p->t[i] <= t1; i++)
         if (p->v[i] < lo)
@@ -441,10 +523,7 @@ double pflex_target_profile_free_end(struct pflex_target_profile *p, const pflex
     size_t i = profile_from(p, t);
     while (i < p->n && p->t[i] <= t)
         i++;
-    for (; i < p->n; i++)
-        if (p->end[i] && isinf(p->v[i]))
-            return p->t[i];
-    return INFINITY;
+    return i < p->n && p->free[i] != SIZE_MAX ? p->t[p->free[i]] : INFINITY;
 }
 
 /* ---- text forms ---- */

@@ -692,6 +692,87 @@ static int refused_event(const pflex_oadr_events_t *evs, const char *tid)
     return 0;
 }
 
+/* The VTN's targets of a set by id, then by place in it. */
+static int cmp_id_place(const void *a, const void *b)
+{
+    const struct pflex_target *x = *(const struct pflex_target *const *)a;
+    const struct pflex_target *y = *(const struct pflex_target *const *)b;
+    int c = strcmp(x->id, y->id);
+    return c ? c : (x > y) - (x < y);
+}
+
+/* The first of the VTN's targets of set (by place) that f repeats, its id
+ * and every field of its limit the same, or NULL; by: those targets as
+ * cmp_id_place orders them. */
+static const struct pflex_target *seen_before(const struct pflex_target *const *by, size_t n,
+                                              const struct pflex_target *f)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(by[mid]->id, f->id) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < n && !strcmp(by[lo]->id, f->id); lo++) {
+        const struct pflex_target *old = by[lo];
+        if (old->start_s == f->start_s && old->end_s == f->end_s && old->value == f->value
+            && old->unit == f->unit && old->priority == f->priority && old->ramp_s == f->ramp_s)
+            return old;
+    }
+    return NULL;
+}
+
+/* set's targets with the VTN's replaced by fresh into *next (initialised
+ * here; empty on failure).  Others keep their place; a VTN target seen
+ * before, unchanged, keeps the order it first came in (latest wins counts
+ * from first receipt), found by id in O(log n), not by a scan of the old
+ * set for each new target; an event the VTN now sends malformed keeps its
+ * last good version: a bad update never releases a limit. */
+static int merge_vtn(const pflex_target_set_t *set, const pflex_target_set_t *fresh, pflex_oadr_events_t *evs,
+                     pflex_target_set_t *next, pflex_error_t *err)
+{
+    pflex_target_set_init(next);
+    const struct pflex_target **by = malloc((set->n ? set->n : 1) * sizeof *by);
+    if (!by)
+        return pflex_error_set(err, "out of memory");
+    size_t nby = 0;
+    int ok = 1;
+    for (size_t i = 0; i < set->n && ok; i++)
+        if (strcmp(set->t[i].source, "openadr")) {
+            ok = pflex_target_set_add(next, &set->t[i], err) == 0;
+            if (ok)
+                pflex_target_set_seq(next, next->n - 1, set->t[i].seq);
+        } else
+            by[nby++] = &set->t[i];
+    qsort(by, nby, sizeof *by, cmp_id_place);
+    next->next_seq = set->next_seq;
+    for (size_t i = 0; i < fresh->n && ok; i++) {
+        const struct pflex_target *f = &fresh->t[i];
+        ok = pflex_target_set_add(next, f, err) == 0;
+        const struct pflex_target *old = ok ? seen_before(by, nby, f) : NULL;
+        if (old)
+            pflex_target_set_seq(next, next->n - 1, old->seq);
+    }
+    for (size_t i = 0; i < set->n && ok && evs; i++) {
+        const struct pflex_target *old = &set->t[i];
+        if (strcmp(old->source, "openadr") || !refused_event(evs, old->id))
+            continue;
+        ok = pflex_target_set_add(next, old, err) == 0;
+        if (ok) {
+            pflex_target_set_seq(next, next->n - 1, old->seq);
+            evs->kept++;
+        }
+    }
+    free(by);
+    if (!ok) {
+        pflex_target_set_fini(next);
+        return -1;
+    }
+    return 0;
+}
+
 int pflex_ven_poll(pflex_ven_t *v, const struct pflex_oadr_opts *o, pflex_target_set_t *set,
                    pflex_oadr_events_t *evs, pflex_error_t *err)
 {
@@ -755,49 +836,12 @@ int pflex_ven_poll(pflex_ven_t *v, const struct pflex_oadr_opts *o, pflex_target
         pflex_target_set_fini(&fresh);
         goto out;
     }
-    /* Replace the VTN's targets only now that the whole answer is good.
-     * Others keep their place; a VTN target seen before, unchanged, keeps
-     * the order it first came in (latest wins counts from first receipt). */
+    /* Replace the VTN's targets only now that the whole answer is good. */
     pflex_target_set_t next;
-    pflex_target_set_init(&next);
-    int ok = 1;
-    for (size_t i = 0; i < set->n && ok; i++)
-        if (strcmp(set->t[i].source, "openadr")) {
-            ok = pflex_target_set_add(&next, &set->t[i], err) == 0;
-            if (ok)
-                next.t[next.n - 1].seq = set->t[i].seq;
-        }
-    next.next_seq = set->next_seq;
-    for (size_t i = 0; i < fresh.n && ok; i++) {
-        const struct pflex_target *f = &fresh.t[i];
-        ok = pflex_target_set_add(&next, f, err) == 0;
-        for (size_t k = 0; k < set->n && ok; k++) {
-            const struct pflex_target *old = &set->t[k];
-            if (!strcmp(old->source, "openadr") && !strcmp(old->id, f->id)
-                && old->start_s == f->start_s && old->end_s == f->end_s && old->value == f->value
-                && old->unit == f->unit && old->priority == f->priority && old->ramp_s == f->ramp_s) {
-                next.t[next.n - 1].seq = old->seq;
-                break;
-            }
-        }
-    }
-    /* an event the VTN now sends malformed keeps its last good version:
-     * a bad update never releases a limit */
-    for (size_t i = 0; i < set->n && ok && evs; i++) {
-        const struct pflex_target *old = &set->t[i];
-        if (strcmp(old->source, "openadr") || !refused_event(evs, old->id))
-            continue;
-        ok = pflex_target_set_add(&next, old, err) == 0;
-        if (ok) {
-            next.t[next.n - 1].seq = old->seq;
-            evs->kept++;
-        }
-    }
+    int ok = merge_vtn(set, &fresh, evs, &next, err) == 0;
     pflex_target_set_fini(&fresh);
-    if (!ok) {
-        pflex_target_set_fini(&next);
+    if (!ok)
         goto out;
-    }
     pflex_target_set_fini(set);
     *set = next;
     rc = 0;

@@ -980,6 +980,10 @@ static int site_timeline(struct world *w, struct pflex_sim_result *r, pflex_erro
     const struct inst **cur = calloc(w->nslots, sizeof *cur);
     if (!cur)
         return pflex_error_sys(err, "out of memory");
+    /* the targets read once (rebuilt when the site's maximum moves, a
+     * job in or out): a period's reads cost a bisection, not the set */
+    struct pflex_target_profile prof;
+    pflex_target_profile_init(&prof);
     for (size_t k = 0; k < N; k++) {
         int ch = 0;
         while (next < w->ninst && w->inst[next].k0 == k) {
@@ -1014,9 +1018,9 @@ static int site_timeline(struct world *w, struct pflex_sim_result *r, pflex_erro
             r->ngpus = g;
         }
         if (c->targets) {
-            w->limit_plan[k] = pflex_target_limit_min_w(c->targets, t, t + w->horizon_s, bl, mxw);
-            r->limit_w[k] = pflex_target_limit_w(c->targets, t, bl, mxw);
-            const struct pflex_target *tg = pflex_target_set_winner(c->targets, t);
+            w->limit_plan[k] = pflex_target_profile_min_w(&prof, c->targets, t, t + w->horizon_s, bl, mxw);
+            r->limit_w[k] = pflex_target_profile_limit_w(&prof, c->targets, t, bl, mxw);
+            const struct pflex_target *tg = pflex_target_profile_winner(&prof, c->targets, t, bl, mxw);
             w->pflags[k] = tg && t >= tg->start_s + tg->ramp_s ? AFTER_RAMP : 0;
             /* no policy can meet a limit under the jobs' least draw (the
              * counts of periods over it say so apart) */
@@ -1032,6 +1036,7 @@ static int site_timeline(struct world *w, struct pflex_sim_result *r, pflex_erro
         }
     }
     free(cur);
+    pflex_target_profile_fini(&prof);
     return 0;
 }
 
