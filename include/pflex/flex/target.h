@@ -124,7 +124,6 @@ struct pflex_target_profile {
                              * none is in force, or SIZE_MAX */
     double *from;           /* by target: the limit its ramp starts from (the
                              * limit just before its start), NaN unramped */
-    size_t nset;            /* the set's targets when read */
     uint64_t gen;           /* the set's gen when read */
     int built;
 };

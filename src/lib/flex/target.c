@@ -244,7 +244,7 @@ static int cmp_start(const void *a, const void *b)
 struct sweep {
     const pflex_target_set_t *s;
     const struct sweep_q *q;         /* the instants, ascending */
-    const struct pflex_target **win; /* the winner at each, or NULL */
+    const size_t *win;               /* the winner at each (an index of s), or SIZE_MAX */
     size_t *before;                  /* target -> its instant just before its start */
 };
 
@@ -252,9 +252,9 @@ struct sweep {
  * start is that winner's instant just before its start. */
 static double sweep_limit(const struct sweep *sw, size_t qi, double base, double unl, int depth)
 {
-    const struct pflex_target *w = sw->win[qi];
-    if (!w)
+    if (sw->win[qi] == SIZE_MAX)
         return INFINITY;
+    const struct pflex_target *w = &sw->s->t[sw->win[qi]];
     double v = pflex_target_watts(w, base), t = sw->q[qi].t;
     if (w->ramp_s <= 0 || t >= w->start_s + w->ramp_s || depth >= RAMP_DEPTH)
         return v;
@@ -295,13 +295,12 @@ static int sweep_eval(const pflex_target_set_t *s, const struct sweep_q *q, size
                       double unl, double *v, size_t *win, double *from)
 {
     size_t n = s->n;
-    struct sweep sw = {.s = s, .q = q};
-    sw.win = malloc((nq ? nq : 1) * sizeof *sw.win);
+    struct sweep sw = {.s = s, .q = q, .win = win};
     sw.before = malloc((n ? n : 1) * sizeof *sw.before);
     const struct pflex_target **by = malloc((n ? n : 1) * sizeof *by);
     const struct pflex_target **heap = malloc((n ? n : 1) * sizeof *heap);
     int rc = -1;
-    if (!sw.win || !sw.before || !by || !heap)
+    if (!sw.before || !by || !heap)
         goto out;
     for (size_t i = 0; i < n; i++)
         by[i] = &s->t[i];
@@ -314,7 +313,6 @@ static int sweep_eval(const pflex_target_set_t *s, const struct sweep_q *q, size
         /* an ended target never wins again: the instants only grow */
         while (nh > 0 && !(t < heap[0]->end_s))
             heap_pop(heap, &nh);
-        sw.win[i] = nh ? heap[0] : NULL;
         win[i] = nh ? (size_t)(heap[0] - s->t) : SIZE_MAX;
         if (q[i].ramped != SIZE_MAX)
             sw.before[q[i].ramped] = i;
@@ -326,7 +324,6 @@ static int sweep_eval(const pflex_target_set_t *s, const struct sweep_q *q, size
         from[j] = s->t[j].ramp_s > 0 ? sweep_limit(&sw, sw.before[j], base, unl, 1) : NAN;
     rc = 0;
 out:
-    free(sw.win);
     free(sw.before);
     free(by);
     free(heap);
@@ -378,7 +375,7 @@ void pflex_target_profile_fini(struct pflex_target_profile *p)
 static int profile_fresh(const struct pflex_target_profile *p, const pflex_target_set_t *s, double base,
                          double unl)
 {
-    return p->built && s->gen != 0 && p->gen == s->gen && p->nset == s->n && p->base == base
+    return p->built && s->gen != 0 && p->gen == s->gen && p->base == base
            && (p->unl == unl || (isnan(p->unl) && isnan(unl)));
 }
 
@@ -417,7 +414,6 @@ static int profile_sync(struct pflex_target_profile *p, const pflex_target_set_t
                 f = i;
             p->free[i] = f;
         }
-        p->nset = s->n;
         p->gen = s->gen;
         p->base = base;
         p->unl = unl;
@@ -430,13 +426,13 @@ static int profile_sync(struct pflex_target_profile *p, const pflex_target_set_t
     return rc;
 }
 
-/* The first of p's instants at or after t. */
-static size_t profile_from(const struct pflex_target_profile *p, double t)
+/* The first of p's instants at or after t (after: after it). */
+static size_t profile_from(const struct pflex_target_profile *p, double t, int after)
 {
     size_t lo = 0, hi = p->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (p->t[mid] < t)
+        if (p->t[mid] < t || (after && p->t[mid] == t))
             lo = mid + 1;
         else
             hi = mid;
@@ -452,9 +448,7 @@ static const struct pflex_target *profile_win(const struct pflex_target_profile 
 {
     if (isnan(t))
         return NULL;
-    size_t i = profile_from(p, t);
-    while (i < p->n && p->t[i] <= t)
-        i++;
+    size_t i = profile_from(p, t, 1);
     return i == 0 || p->win[i - 1] == SIZE_MAX ? NULL : &s->t[p->win[i - 1]];
 }
 
@@ -500,7 +494,7 @@ double pflex_target_profile_min_w(struct pflex_target_profile *p, const pflex_ta
     double lo = profile_limit(p, s, t0);
     double v1 = profile_limit(p, s, t1);
     lo = v1 < lo ? v1 : lo;
-    for (size_t i = profile_from(p, t0); i < p->n && p->t[i] <= t1; i++)
+    for (size_t i = profile_from(p, t0, 0); i < p->n && p->t[i] <= t1; i++)
         if (p->v[i] < lo)
             lo = p->v[i];
     return lo;
@@ -520,9 +514,7 @@ double pflex_target_profile_free_end(struct pflex_target_profile *p, const pflex
     }
     if (isnan(t))
         return INFINITY;
-    size_t i = profile_from(p, t);
-    while (i < p->n && p->t[i] <= t)
-        i++;
+    size_t i = profile_from(p, t, 1);
     return i < p->n && p->free[i] != SIZE_MAX ? p->t[p->free[i]] : INFINITY;
 }
 
