@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pflex_target_set_t s;
     pflex_error_t err;
     pflex_target_set_init(&s);
-    if (pflex_target_schedule_read_mem((const char *)data, size, "fuzz", 1e9, &s, &err) == 0) {
+    if (pflex_target_schedule_read_mem((const char *)data, size, "fuzz", 1e9, &s, NULL, &err) == 0) {
         for (size_t i = 0; i < s.n && i < 64; i++) {
             (void)pflex_target_limit_w(&s, s.t[i].start_s, 1e6, 2e6);
             (void)pflex_target_limit_w(&s, s.t[i].start_s + s.t[i].ramp_s / 2, 1e6, 2e6);

@@ -36,16 +36,46 @@ static void test_values(void **state)
     assert_int_equal(u, PFLEX_TARGET_WATTS);
     assert_int_equal(pflex_target_parse_value("1.2MW", &v, &u, &err), 0);
     assert_near(v, 1.2e6, 1e-6);
-    assert_int_equal(pflex_target_parse_value("650000", &v, &u, &err), 0);
+    assert_int_equal(pflex_target_parse_value("650000W", &v, &u, &err), 0);
     assert_near(v, 650000, 0);
+    assert_int_equal(pflex_target_parse_value("1.2e6 W", &v, &u, &err), 0);
+    assert_near(v, 1.2e6, 1e-6);
+    assert_int_equal(pflex_target_parse_value("100%", &v, &u, &err), 0);
+    assert_near(v, 1, 0);
+    assert_int_equal(pflex_target_parse_value("1W", &v, &u, &err), 0);
+    assert_int_equal(pflex_target_parse_value("1GW", &v, &u, &err), -1);
+    assert_int_equal(pflex_target_parse_value("1000MW", &v, &u, &err), 0);
+    /* a number without a unit: 75 W or 75 %?  The operator says which */
+    assert_int_equal(pflex_target_parse_value("75", &v, &u, &err), -1);
+    assert_string_equal(err.text, "a target needs a unit: W or % (e.g. 75% or 75kW)");
     assert_int_equal(pflex_target_parse_value("80%", &v, &u, &err), 0);
     assert_near(v, 0.8, 1e-12);
     assert_int_equal(u, PFLEX_TARGET_FRACTION);
     assert_int_equal(pflex_target_parse_value("0.75x", &v, &u, &err), 0);
     assert_near(v, 0.75, 0);
-    const char *bad[] = {"", "kW", "-5kW", "0", "12 parsecs", "nan", "inf", "2000%", "5e13"};
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-        assert_int_equal(pflex_target_parse_value(bad[i], &v, &u, &err), -1);
+    /* each refused with what is wrong with it */
+    struct { const char *s, *why; } bad[] = {
+        {"", "empty"}, {"kW", "not a target"}, {"-5kW", "negative"}, {"0W", "positive"},
+        {"12 parsecs", "unknown unit"}, {"nan", "not a target"}, {"inf", "not a target"},
+        {"infW", "not a target"}, {"2000%", "over 100 %"}, {"151%", "over 100 %"},
+        {"100.5%", "over 100 %"}, {"1.01x", "over 100 %"}, {"5e13W", "over 1 GW"},
+        {"1e-9W", "under 1 W"}, {"0.5W", "under 1 W"}, {"1e-300kW", "under 1 W"},
+        {"0x1p4W", "hexadecimal"}, {"0X10kW", "hexadecimal"}, {"+75%", "not a target"},
+        {" 75%", "not a target"}, {"500mW", "milliwatts"}, {"75", "needs a unit"},
+        {"1e400W", "out of range"}, {"75%%", "unknown unit"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        memset(&err, 0, sizeof err);
+        if (pflex_target_parse_value(bad[i].s, &v, &u, &err) != -1)
+            fail_msg("'%s' accepted", bad[i].s);
+        if (!strstr(err.text, bad[i].why))
+            fail_msg("'%s': '%s' lacks '%s'", bad[i].s, err.text, bad[i].why);
+    }
+    /* the bounds OpenADR's values are held to */
+    assert_int_equal(pflex_target_check_value(1e-297, PFLEX_TARGET_WATTS, &err), -1);
+    assert_int_equal(pflex_target_check_value(1.51, PFLEX_TARGET_FRACTION, &err), -1);
+    assert_int_equal(pflex_target_check_value(0.75, PFLEX_TARGET_FRACTION, &err), 0);
+    assert_int_equal(pflex_target_check_value(5000, PFLEX_TARGET_WATTS, &err), 0);
 }
 
 static void test_durations(void **state)
@@ -90,10 +120,30 @@ static void test_times(void **state)
     assert_int_equal(pflex_target_parse_time("@1700000000", 0, &t, &err), 0);
     assert_near(t, 1700000000, 0);
     const char *bad[] = {"", "2026-13-01T00:00:00Z", "2026-05-03T25:00:00Z", "2026-05-03X",
-                         "2026-05-03T18:00:00+2", "tomorrow", "@x", "+forever", "2026-02-30"};
+                         "2026-05-03T18:00:00+2", "tomorrow", "@x", "+forever", "2026-02-30",
+                         "@0x10", "@1e3x", "@inf", "@nan"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         if (pflex_target_parse_time(bad[i], 0, &t, &err) != -1)
             fail_msg("'%s' accepted", bad[i]);
+    /* from the unix epoch to 2100: before it, or the year 5138, is out of
+     * range as such (not a time the check of a step reads as "now") */
+    struct { const char *s, *why; } range[] = {
+        {"@-1", "before 1970-01-01T00:00:00Z"},
+        {"1969-12-31T23:59:59Z", "before 1970-01-01T00:00:00Z"},
+        {"@100000000000", "5138-11-16T09:46:40Z is out of range"},
+        {"5138-01-01T00:00:00Z", "out of range"},
+        {"2100-01-01T00:00:00Z", "out of range"},
+        {"+P200Y", "out of range"},
+    };
+    for (size_t i = 0; i < sizeof range / sizeof *range; i++) {
+        memset(&err, 0, sizeof err);
+        if (pflex_target_parse_time(range[i].s, 1.7e9, &t, &err) != -1)
+            fail_msg("'%s' accepted", range[i].s);
+        if (!strstr(err.text, range[i].why))
+            fail_msg("'%s': '%s' lacks '%s'", range[i].s, err.text, range[i].why);
+    }
+    assert_int_equal(pflex_target_parse_time("@0", 0, &t, &err), 0);
+    assert_int_equal(pflex_target_parse_time("2099-12-31T23:59:59Z", 0, &t, &err), 0);
 
     /* Formatting and parsing agree with timegm on random instants. */
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
@@ -139,6 +189,33 @@ static void test_spec(void **state)
     assert_int_equal(pflex_target_parse("70%,for=1h", 1000, &t, &err), 0);
     assert_int_equal(pflex_target_parse("80%,ramp", 1000, &t, &err), -1);
     assert_int_equal(pflex_target_parse("80%,ramp=forever", 1000, &t, &err), -1);
+    assert_int_equal(pflex_target_parse("80%,ramp=1d", 1000, &t, &err), 0);
+    assert_int_equal(pflex_target_parse("80%,ramp=25h", 1000, &t, &err), -1);
+    assert_non_null(strstr(err.text, "at most a day"));
+    /* each key once: which of two was meant is a guess */
+    const char *twice[] = {"80%,start=+1m,start=+2m", "80%,for=1h,for=2h", "80%,ramp=1m,ramp=1m",
+                           "80%,priority=1,priority=2", "80%,confirm=yes,confirm=yes", "80%,end=+1h,end=+1h"};
+    for (size_t i = 0; i < sizeof twice / sizeof *twice; i++) {
+        memset(&err, 0, sizeof err);
+        if (pflex_target_parse(twice[i], 1000, &t, &err) != -1)
+            fail_msg("'%s' accepted", twice[i]);
+        if (!strstr(err.text, "given twice"))
+            fail_msg("'%s': '%s'", twice[i], err.text);
+    }
+    /* the grammar's value and time bounds hold inside a spec too */
+    assert_int_equal(pflex_target_parse("75", 1000, &t, &err), -1);
+    assert_non_null(strstr(err.text, "W or %"));
+    assert_int_equal(pflex_target_parse("151%", 1000, &t, &err), -1);
+    assert_int_equal(pflex_target_parse("60%,start=@-1", 1000, &t, &err), -1);
+    assert_int_equal(pflex_target_parse("60%,start=@100000000000", 1000, &t, &err), -1);
+    assert_non_null(strstr(err.text, "5138"));
+    assert_int_equal(pflex_target_parse("60%,for=100000000000", 1.7e9, &t, &err), -1);
+    assert_non_null(strstr(err.text, "out of range"));
+    assert_int_equal(pflex_target_parse("60%,for=P9999Y", 1.7e9, &t, &err), 0);
+    assert_true(isinf(t.end_s));
+    assert_int_equal(pflex_target_parse("60%,priority=+1", 1000, &t, &err), -1);
+    assert_int_equal(pflex_target_parse("60%,confirm=yes", 1000, &t, &err), 0);
+    assert_int_equal(t.confirm, 1);
 }
 
 static struct pflex_target mk(double start, double end, double w, double ramp, int prio)
@@ -442,8 +519,10 @@ static void test_schedule(void **state)
     pflex_target_set_t s;
     pflex_target_set_init(&s);
     pflex_error_t err;
-    assert_int_equal(pflex_target_schedule_read_mem(csv, strlen(csv), "s.csv", 100, &s, &err), 0);
+    unsigned bare = 99;
+    assert_int_equal(pflex_target_schedule_read_mem(csv, strlen(csv), "s.csv", 100, &s, &bare, &err), 0);
     assert_int_equal(s.n, 3);
+    assert_int_equal(bare, 0);
     struct tm tm = {.tm_year = 2026 - 1900, .tm_mon = 4, .tm_mday = 3, .tm_hour = 18};
     assert_near(s.t[0].start_s, (double)timegm(&tm), 0);
     assert_near(s.t[0].end_s - s.t[0].start_s, 3600, 0);
@@ -459,9 +538,20 @@ static void test_schedule(void **state)
     const char *dur = "start,duration,target\n@0,PT1H,600kW\n@0,,700kW\n";
     pflex_target_set_t s2;
     pflex_target_set_init(&s2);
-    assert_int_equal(pflex_target_schedule_read_mem(dur, strlen(dur), "d.csv", 0, &s2, &err), 0);
+    assert_int_equal(pflex_target_schedule_read_mem(dur, strlen(dur), "d.csv", 0, &s2, NULL, &err), 0);
     assert_near(s2.t[0].end_s, 3600, 0);
     assert_true(isinf(s2.t[1].end_s));
+    /* a bare number is W in a schedule, as documented; the line is told
+     * so that the caller can warn */
+    const char *w = "start,target\n@0,700kW\n@10,650000\n@20,640000\n";
+    pflex_target_set_t s3;
+    pflex_target_set_init(&s3);
+    assert_int_equal(pflex_target_schedule_read_mem(w, strlen(w), "w.csv", 0, &s3, &bare, &err), 0);
+    assert_int_equal(s3.n, 3);
+    assert_near(s3.t[1].value, 650000, 0);
+    assert_int_equal(s3.t[1].unit, PFLEX_TARGET_WATTS);
+    assert_int_equal(bare, 3);
+    pflex_target_set_fini(&s3);
 
     struct { const char *csv; const char *needle; } bad[] = {
         {"", "d.csv:1: empty"},
@@ -473,17 +563,22 @@ static void test_schedule(void **state)
         {"start,target\n# c\n\nyesterday,700kW\n", "d.csv:4: column 'start'"},
         {"start,target\n@0\n", "d.csv:2: column 'target': missing"},
         {"start,target\n\"@0,700kW\n", "d.csv"},
+        {"start,target\n@0,151%\n", "d.csv:2: column 'target': '151%': 151 % is over 100 %"},
+        {"start,target\n@0,0x10kW\n", "hexadecimal"},
+        {"start,target\n@-1,70%\n", "d.csv:2: column 'start': '@-1' is before 1970"},
+        {"start,target,ramp\n@0,70%,2d\n", "d.csv:2: column 'ramp'"},
+        {"start,duration,target\n@0,100000000000,70%\n", "d.csv:2: the target's end"},
     };
     size_t before = s2.n;
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         memset(&err, 0, sizeof err);
         assert_int_equal(pflex_target_schedule_read_mem(bad[i].csv, strlen(bad[i].csv), "d.csv", 0,
-                                                        &s2, &err), -1);
+                                                        &s2, NULL, &err), -1);
         if (!strstr(err.text, bad[i].needle))
             fail_msg("case %zu: '%s' lacks '%s'", i, err.text, bad[i].needle);
         assert_int_equal(s2.n, before);     /* nothing added on error */
     }
-    assert_int_equal(pflex_target_schedule_read("/nonexistent/x.csv", 0, &s2, &err), -1);
+    assert_int_equal(pflex_target_schedule_read("/nonexistent/x.csv", 0, &s2, NULL, &err), -1);
     pflex_target_set_fini(&s);
     pflex_target_set_fini(&s2);
 }

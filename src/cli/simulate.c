@@ -702,7 +702,7 @@ static int read_targets(struct sim_opts *o, struct sim_state *st)
         if (pflex_target_set_add(&st->set, &t, &st->err) < 0)
             return STAGE_BAD;
     }
-    if (o->schedule && pflex_target_schedule_read(o->schedule, st->now, &st->set, &st->err) < 0)
+    if (o->schedule && pflex_target_schedule_read(o->schedule, st->now, &st->set, NULL, &st->err) < 0)
         return STAGE_BAD;
     double base_est = o->baseline;
     if (!(base_est > 0)) {

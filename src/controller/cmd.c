@@ -530,7 +530,7 @@ static int open_site_files(struct run_opts *o, struct run_state *s)
             return 2;
         }
     }
-    if (o->schedule && pflex_target_schedule_read(o->schedule, s->t0, &s->cli_targets, &err) < 0) {
+    if (o->schedule && pflex_target_schedule_read(o->schedule, s->t0, &s->cli_targets, NULL, &err) < 0) {
         fprintf(stderr, "pflex controller: %s\n", err.text);
         return 2;
     }

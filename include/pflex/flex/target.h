@@ -12,15 +12,21 @@
  * API and schedules have priority 0); between equal priorities the one added
  * last wins.  No target in force: no limit (INFINITY).
  *
- * Text forms (command line, schedule files, the API):
- *   value     "700kW", "650000W", "1.2MW", "650000" (W), "80%" or "0.8x"
- *             (fraction of baseline)
+ * Text forms: one grammar for the command line, the API and schedule files
+ * (OpenADR's values and times are held to the same bounds):
+ *   value     a decimal number and a unit: "700kW", "650000W", "1.2MW" in
+ *             [1 W, 1 GW]; "80%" or "0.8x" a fraction of baseline in
+ *             (0, 100 %].  No unit is an error ("W or %"), except in a
+ *             schedule file, where a bare number is W (reported back so
+ *             that the caller can warn); no hex, "inf", "nan" or sign
  *   time      "now", "+15m" (from now), "@1700000000" (unix seconds),
- *             RFC 3339 "2026-05-03T18:00:00Z" / "...+02:00"
+ *             RFC 3339 "2026-05-03T18:00:00Z" / "...+02:00"; from
+ *             1970-01-01 to before 2100-01-01
  *   duration  "90s", "15m", "2h", "1d", "1h30m", "0", or ISO 8601 "PT15M";
- *             "forever" / "P9999Y" mean no end
+ *             "forever" / "P9999Y" mean no end; a ramp is at most a day
  *   target    VALUE[,start=TIME][,end=TIME|,for=DURATION][,ramp=DURATION]
- *             [,priority=N][,confirm=yes], e.g. "700kW,start=+5m,for=2h,ramp=10m"
+ *             [,priority=N][,confirm=yes], e.g. "700kW,start=+5m,for=2h,ramp=10m";
+ *             each key at most once
  * The schedule CSV is described in docs/targets.md.
  *
  * Ownership: a set owns its targets (copied in); fini frees them.
@@ -151,6 +157,18 @@ const struct pflex_target *pflex_target_profile_winner(struct pflex_target_profi
 double pflex_target_profile_free_end(struct pflex_target_profile *p, const pflex_target_set_t *s,
                                      double t, double baseline_w, double unlimited_w);
 
+/* The grammar's bounds (above). */
+#define PFLEX_TARGET_MIN_W 1.0
+#define PFLEX_TARGET_MAX_W 1e9
+#define PFLEX_TARGET_MAX_FRACTION 1.0
+#define PFLEX_TARGET_MAX_RAMP_S 86400.0
+#define PFLEX_TARGET_TIME_MAX_S 4102444800.0    /* 2100-01-01T00:00:00Z */
+
+/* A value or a time held to the grammar's bounds, for targets that come
+ * in another form (OpenADR's JSON): 0, or -1 with err. */
+int pflex_target_check_value(double value, enum pflex_target_unit unit, pflex_error_t *err);
+int pflex_target_check_time(double unix_s, pflex_error_t *err);
+
 /* Parsers of the text forms above.  Each returns 0, or -1 with err set to
  * what is wrong.  now_s resolves "now" and "+DURATION". */
 int pflex_target_parse_value(const char *s, double *value, enum pflex_target_unit *unit,
@@ -162,11 +180,13 @@ int pflex_target_parse(const char *spec, double now_s, struct pflex_target *out,
 
 /* Read a schedule CSV (docs/targets.md) from memory or a file and add each
  * row to s with source "schedule"; now_s resolves relative times.  On error
- * ("file:line: column 'x': ...") nothing is added. */
+ * ("file:line: column 'x': ...") nothing is added.  *bare_line (may be
+ * NULL): the first line whose target has no unit (read as W), 0 none. */
 int pflex_target_schedule_read_mem(const char *buf, size_t len, const char *name,
-                                   double now_s, pflex_target_set_t *s, pflex_error_t *err);
+                                   double now_s, pflex_target_set_t *s, unsigned *bare_line,
+                                   pflex_error_t *err);
 int pflex_target_schedule_read(const char *path, double now_s, pflex_target_set_t *s,
-                               pflex_error_t *err);
+                               unsigned *bare_line, pflex_error_t *err);
 
 /* Write an RFC 3339 UTC time ("2026-05-03T18:00:00Z", fractions kept to the
  * millisecond when present) into buf; returns buf. */

@@ -528,19 +528,100 @@ static int ieq(const char *a, const char *b)
     return *a == *b;
 }
 
-int pflex_target_parse_value(const char *s, double *value, enum pflex_target_unit *unit,
-                             pflex_error_t *err)
+int pflex_target_check_value(double value, enum pflex_target_unit unit, pflex_error_t *err)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno || !isfinite(v))
-        return pflex_error_set(err, "'%s' is not a target (e.g. 700kW, 80%%, 0.8x)", s);
+    if (!isfinite(value) || !(value > 0))
+        return pflex_error_set(err, "a target must be a positive finite number");
+    if (unit == PFLEX_TARGET_FRACTION && value > PFLEX_TARGET_MAX_FRACTION)
+        return pflex_error_set(err, "%g %% is over 100 %% of the baseline (a fraction is in (0, 100 %%])",
+                               value * 100);
+    if (unit == PFLEX_TARGET_WATTS && value < PFLEX_TARGET_MIN_W)
+        return pflex_error_set(err, "%g W is under %g W: out of range (a site target in watts is in [1 W, 1 GW])",
+                               value, PFLEX_TARGET_MIN_W);
+    if (unit == PFLEX_TARGET_WATTS && value > PFLEX_TARGET_MAX_W)
+        return pflex_error_set(err, "%g W is over 1 GW: out of range (a site target in watts is in [1 W, 1 GW])",
+                               value);
+    return 0;
+}
+
+/* A plain decimal number at s ("75", "0.5", ".5", "1.2e6"): its end, or
+ * NULL.  strtod alone takes hex floats, "inf", "nan" and a leading sign or
+ * blank, none of which an operator means by a power target. */
+static const char *scan_decimal(const char *s)
+{
+    const char *p = s;
+    int digs = 0;
+    while (isdigit((unsigned char)*p))
+        p++, digs++;
+    if (*p == '.')
+        for (p++; isdigit((unsigned char)*p); p++)
+            digs++;
+    if (!digs)
+        return NULL;
+    if (*p == 'e' || *p == 'E') {
+        const char *q = p + 1;
+        if (*q == '+' || *q == '-')
+            q++;
+        if (isdigit((unsigned char)*q)) {
+            while (isdigit((unsigned char)*q))
+                q++;
+            p = q;
+        }
+    }
+    return p;
+}
+
+/* A number of the grammar at s into *v, its end into *end: 0, or -1 with
+ * what it is not.  what names the thing for the message. */
+static int read_decimal(const char *s, const char *what, double *v, const char **end, pflex_error_t *err)
+{
+    const char *h = s + (*s == '+' || *s == '-');
+    if (h[0] == '0' && (h[1] == 'x' || h[1] == 'X') && (isxdigit((unsigned char)h[2]) || h[2] == '.'))
+        return pflex_error_set(err, "'%s': a %s is a decimal number (no hexadecimal)", s, what);
+    if (s[0] == '-')
+        return pflex_error_set(err, "'%s': a %s cannot be negative", s, what);
+    const char *e = scan_decimal(s);
+    if (!e)
+        return pflex_error_set(err, "'%s' is not a %s (a decimal number, e.g. 700kW or 80%%)", s, what);
+    char buf[64];
+    if ((size_t)(e - s) >= sizeof buf)
+        return pflex_error_set(err, "'%.40s...': a %s too long", s, what);
+    memcpy(buf, s, (size_t)(e - s));
+    buf[e - s] = '\0';
+    *v = strtod(buf, NULL);
+    if (!isfinite(*v))
+        return pflex_error_set(err, "'%s': out of range", s);
+    *end = e;
+    return 0;
+}
+
+/* The value grammar; bare_w: a number without a unit is W (schedule
+ * files, documented so), *bare set when it was. */
+static int parse_value(const char *s, int bare_w, int *bare, double *value, enum pflex_target_unit *unit,
+                       pflex_error_t *err)
+{
+    if (!s || !*s)
+        return pflex_error_set(err, "empty target (e.g. 700kW or 80%%)");
+    double v;
+    const char *end;
+    if (read_decimal(s, "target", &v, &end, err) < 0)
+        return -1;
+    const char *num_end = end;
     while (*end == ' ')
         end++;
     double mul = 1;
     enum pflex_target_unit u = PFLEX_TARGET_WATTS;
-    if (!*end || ieq(end, "W"))
+    if (bare)
+        *bare = 0;
+    if (!*end) {
+        if (!bare_w)
+            return pflex_error_set(err, "a target needs a unit: W or %% (e.g. %.*s%% or %.*skW)",
+                                   (int)(num_end - s), s, (int)(num_end - s), s);
+        if (bare)
+            *bare = 1;
+    } else if (!strcmp(end, "mW") || !strcmp(end, "mw"))
+        return pflex_error_set(err, "'%s': mW are milliwatts (megawatts are MW)", s);
+    else if (ieq(end, "W"))
         mul = 1;
     else if (ieq(end, "kW"))
         mul = 1e3;
@@ -554,15 +635,18 @@ int pflex_target_parse_value(const char *s, double *value, enum pflex_target_uni
     else
         return pflex_error_set(err, "'%s': unknown unit '%s' (W, kW, MW, %%, x)", s, end);
     v *= mul;
-    if (!(v > 0))
-        return pflex_error_set(err, "'%s': a target must be positive", s);
-    if (u == PFLEX_TARGET_FRACTION && v > 10)
-        return pflex_error_set(err, "'%s': a fraction of baseline must be at most 10x", s);
-    if (u == PFLEX_TARGET_WATTS && v > 1e12)
-        return pflex_error_set(err, "'%s': out of range (at most 1 TW)", s);
+    pflex_error_t e2;
+    if (pflex_target_check_value(v, u, &e2) < 0)
+        return pflex_error_set(err, "'%s': %s", s, e2.text);
     *value = v;
     *unit = u;
     return 0;
+}
+
+int pflex_target_parse_value(const char *s, double *value, enum pflex_target_unit *unit,
+                             pflex_error_t *err)
+{
+    return parse_value(s, 0, NULL, value, unit, err);
 }
 
 /* ISO 8601 durations as OpenADR 3 writes them: P[nY][nM][nD|nW][T[nH][nM][n[.n]S]].
@@ -721,7 +805,20 @@ static int parse_rfc3339(const char *s, double *out, pflex_error_t *err)
     return 0;
 }
 
-int pflex_target_parse_time(const char *s, double now_s, double *unix_s, pflex_error_t *err)
+int pflex_target_check_time(double unix_s, pflex_error_t *err)
+{
+    char buf[64] = "the time";
+    /* named by its date where the calendar reaches (year 5138, not 1e11) */
+    if (fabs(unix_s) < 1e14)
+        pflex_target_format_time(unix_s, buf, sizeof buf);
+    if (!(unix_s >= 0))
+        return pflex_error_set(err, "%s is before 1970-01-01T00:00:00Z (the unix epoch): out of range", buf);
+    if (!(unix_s < PFLEX_TARGET_TIME_MAX_S))
+        return pflex_error_set(err, "%s is out of range (times run to 2100-01-01T00:00:00Z)", buf);
+    return 0;
+}
+
+static int parse_time(const char *s, double now_s, double *unix_s, pflex_error_t *err)
 {
     if (!s || !*s)
         return pflex_error_set(err, "empty time");
@@ -739,15 +836,28 @@ int pflex_target_parse_time(const char *s, double now_s, double *unix_s, pflex_e
         return 0;
     }
     if (s[0] == '@') {
-        char *e;
-        errno = 0;
-        double v = strtod(s + 1, &e);
-        if (e == s + 1 || *e || errno || !isfinite(v) || fabs(v) > 1e11)
-            return pflex_error_set(err, "'%s' is not a unix time", s);
-        *unix_s = v;
+        const char *e;
+        if (s[1] == '-')
+            return pflex_error_set(err, "'%s' is before 1970-01-01T00:00:00Z (the unix epoch): out of range", s);
+        if (read_decimal(s + 1, "unix time", unix_s, &e, err) < 0)
+            return -1;
+        if (*e)
+            return pflex_error_set(err, "'%s' is not a unix time (@ and seconds, e.g. @1700000000)", s);
         return 0;
     }
     return parse_rfc3339(s, unix_s, err);
+}
+
+int pflex_target_parse_time(const char *s, double now_s, double *unix_s, pflex_error_t *err)
+{
+    double t;
+    if (parse_time(s, now_s, &t, err) < 0)
+        return -1;
+    pflex_error_t e2;
+    if (pflex_target_check_time(t, &e2) < 0)
+        return pflex_error_set(err, "'%s': %s", s, e2.text);
+    *unix_s = t;
+    return 0;
 }
 
 char *pflex_target_format_time(double unix_s, char *buf, size_t size)
@@ -808,48 +918,58 @@ int pflex_target_parse(const char *spec, double now_s, struct pflex_target *out,
         return pflex_error_set(err, "empty target");
     if (pflex_target_parse_value(tok, &t.value, &t.unit, err) < 0)
         return -1;
-    const char *end_s = NULL, *for_s = NULL;
+    static const char *const keys[] = {"start", "end", "for", "ramp", "priority", "confirm"};
+    enum { K_START, K_END, K_FOR, K_RAMP, K_PRIORITY, K_CONFIRM, K_N };
+    const char *val[K_N] = {0};
     while ((tok = strtok_r(NULL, ",", &save))) {
         char *eq = strchr(tok, '=');
         if (!eq)
             return pflex_error_set(err, "'%s': expected key=value (start, end, for, ramp, priority, confirm)", tok);
         *eq = '\0';
-        const char *k = tok, *v = eq + 1;
-        if (!strcmp(k, "start")) {
-            if (pflex_target_parse_time(v, now_s, &t.start_s, err) < 0)
-                return -1;
-        } else if (!strcmp(k, "end"))
-            end_s = v;
-        else if (!strcmp(k, "for"))
-            for_s = v;
-        else if (!strcmp(k, "ramp")) {
-            if (pflex_target_parse_duration(v, &t.ramp_s, err) < 0)
-                return -1;
-            if (!isfinite(t.ramp_s))
-                return pflex_error_set(err, "ramp '%s' must be finite", v);
-        } else if (!strcmp(k, "priority")) {
-            char *e;
-            long p = strtol(v, &e, 10);
-            if (e == v || *e || p < 0 || p > 1000000)
-                return pflex_error_set(err, "priority '%s' must be a whole number 0..1000000", v);
-            t.priority = (int)p;
-        } else if (!strcmp(k, "confirm")) {
-            if (strcmp(v, "yes"))
-                return pflex_error_set(err, "confirm '%s': only confirm=yes", v);
-            t.confirm = 1;
-        } else
-            return pflex_error_set(err, "unknown key '%s' (start, end, for, ramp, priority, confirm)", k);
+        int k = 0;
+        while (k < K_N && strcmp(tok, keys[k]))
+            k++;
+        if (k == K_N)
+            return pflex_error_set(err, "unknown key '%s' (start, end, for, ramp, priority, confirm)", tok);
+        /* "start=+1h,start=+2h": which one was meant is a guess */
+        if (val[k])
+            return pflex_error_set(err, "'%s' given twice", keys[k]);
+        val[k] = eq + 1;
     }
-    if (end_s && for_s)
-        return pflex_error_set(err, "give end= or for=, not both");
-    if (end_s && !ieq(end_s, "forever")) {
-        if (pflex_target_parse_time(end_s, now_s, &t.end_s, err) < 0)
+    if (val[K_START] && pflex_target_parse_time(val[K_START], now_s, &t.start_s, err) < 0)
+        return -1;
+    if (val[K_RAMP]) {
+        if (pflex_target_parse_duration(val[K_RAMP], &t.ramp_s, err) < 0)
             return -1;
-    } else if (for_s) {
+        if (!(t.ramp_s <= PFLEX_TARGET_MAX_RAMP_S))
+            return pflex_error_set(err, "ramp '%s': at most a day (1d)", val[K_RAMP]);
+    }
+    if (val[K_PRIORITY]) {
+        const char *v = val[K_PRIORITY];
+        char *e;
+        long p = isdigit((unsigned char)*v) ? strtol(v, &e, 10) : -1;
+        if (p < 0 || *e || p > 1000000)
+            return pflex_error_set(err, "priority '%s' must be a whole number 0..1000000", v);
+        t.priority = (int)p;
+    }
+    if (val[K_CONFIRM]) {
+        if (strcmp(val[K_CONFIRM], "yes"))
+            return pflex_error_set(err, "confirm '%s': only confirm=yes", val[K_CONFIRM]);
+        t.confirm = 1;
+    }
+    if (val[K_END] && val[K_FOR])
+        return pflex_error_set(err, "give end= or for=, not both");
+    if (val[K_END] && !ieq(val[K_END], "forever")) {
+        if (pflex_target_parse_time(val[K_END], now_s, &t.end_s, err) < 0)
+            return -1;
+    } else if (val[K_FOR]) {
         double d;
-        if (pflex_target_parse_duration(for_s, &d, err) < 0)
+        if (pflex_target_parse_duration(val[K_FOR], &d, err) < 0)
             return -1;
         t.end_s = t.start_s + d;
+        pflex_error_t e2;
+        if (isfinite(t.end_s) && pflex_target_check_time(t.end_s, &e2) < 0)
+            return pflex_error_set(err, "for=%s: its end %s (for=forever: no end)", val[K_FOR], e2.text);
     }
     if (target_check(&t, err) < 0)
         return -1;
@@ -873,8 +993,9 @@ static int field_str(const struct pflex_csv_field *f, char *buf, size_t size)
 }
 
 int pflex_target_schedule_read_mem(const char *buf, size_t len, const char *name, double now_s,
-                                   pflex_target_set_t *s, pflex_error_t *err)
+                                   pflex_target_set_t *s, unsigned *bare_line, pflex_error_t *err)
 {
+    unsigned first_bare = 0;
     pflex_csv_t c;
     pflex_csv_init(&c, buf, len, name);
     pflex_target_set_t tmp;
@@ -924,9 +1045,13 @@ int pflex_target_schedule_read_mem(const char *buf, size_t len, const char *name
             case C_START:
                 bad = pflex_target_parse_time(v, now_s, &t.start_s, &e2);
                 break;
-            case C_TARGET:
-                bad = pflex_target_parse_value(v, &t.value, &t.unit, &e2);
+            case C_TARGET: {
+                int bare;
+                bad = parse_value(v, 1, &bare, &t.value, &t.unit, &e2);
+                if (!bad && bare && !first_bare)
+                    first_bare = c.line;
                 break;
+            }
             case C_END:
                 if (*v && !ieq(v, "forever"))
                     bad = pflex_target_parse_time(v, now_s, &t.end_s, &e2);
@@ -942,8 +1067,8 @@ int pflex_target_schedule_read_mem(const char *buf, size_t len, const char *name
             case C_RAMP:
                 if (*v) {
                     bad = pflex_target_parse_duration(v, &t.ramp_s, &e2);
-                    if (!bad && !isfinite(t.ramp_s))
-                        bad = pflex_error_set(&e2, "a ramp must be finite");
+                    if (!bad && !(t.ramp_s <= PFLEX_TARGET_MAX_RAMP_S))
+                        bad = pflex_error_set(&e2, "'%s': a ramp is at most a day (1d)", v);
                 }
                 break;
             case C_PRIORITY:
@@ -970,6 +1095,10 @@ int pflex_target_schedule_read_mem(const char *buf, size_t len, const char *name
         if (idx[C_DURATION] >= 0 && (size_t)idx[C_DURATION] < c.nfields
             && c.fields[idx[C_DURATION]].len > 0)
             t.end_s = t.start_s + t.end_s;
+        if (isfinite(t.end_s) && pflex_target_check_time(t.end_s, &e2) < 0) {
+            pflex_error_set(err, "%s:%u: the target's end: %s", name, c.line, e2.text);
+            goto out;
+        }
         if (pflex_target_set_add(&tmp, &t, &e2) < 0) {
             pflex_error_set(err, "%s:%u: %s", name, c.line, e2.text);
             goto out;
@@ -985,6 +1114,8 @@ int pflex_target_schedule_read_mem(const char *buf, size_t len, const char *name
         if (pflex_target_set_add(s, &tmp.t[i], err) < 0)
             goto out;
     rc = 0;
+    if (bare_line)
+        *bare_line = first_bare;
 out:
     pflex_target_set_fini(&tmp);
     pflex_csv_fini(&c);
@@ -992,7 +1123,7 @@ out:
 }
 
 int pflex_target_schedule_read(const char *path, double now_s, pflex_target_set_t *s,
-                               pflex_error_t *err)
+                               unsigned *bare_line, pflex_error_t *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -1028,7 +1159,7 @@ int pflex_target_schedule_read(const char *path, double now_s, pflex_target_set_
         free(buf);
         return pflex_error_set(err, "%s: read error", path);
     }
-    int rc = pflex_target_schedule_read_mem(buf, len, path, now_s, s, err);
+    int rc = pflex_target_schedule_read_mem(buf, len, path, now_s, s, bare_line, err);
     free(buf);
     return rc;
 }

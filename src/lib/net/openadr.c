@@ -223,9 +223,11 @@ static int interval_limit(json_t *payloads, json_t *descriptors, const struct pf
         default:
             continue;
         }
-        if (!(val > 0) || !isfinite(val) || (u == PFLEX_TARGET_FRACTION && val > 10)
-            || (u == PFLEX_TARGET_WATTS && val > 1e12))
-            return pflex_error_set(err, "payload %s: limit %g is out of range", json_string_value(ty), val);
+        /* the bounds of a target typed by hand: 1e-300 kW is no limit a
+         * site can keep, and would send every GPU to its minimum */
+        pflex_error_t e2;
+        if (pflex_target_check_value(val, u, &e2) < 0)
+            return pflex_error_set(err, "payload %s: limit %g: %s", json_string_value(ty), v, e2.text);
         double w = u == PFLEX_TARGET_WATTS ? val : val * o->baseline_w;
         if (!found || (o->baseline_w > 0 && w < best_w)) {
             *value = val;
