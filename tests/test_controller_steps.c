@@ -150,7 +150,9 @@ static ctl_t *site_controller_lease(const char *db, pflex_job_policies_t *pol, d
     assert_int_equal(pflex_job_policies_read_mem(csv, strlen(csv), "jobs.csv", pol, NULL), 0);
     struct ctl_config cfg = {.nagents = NNODES, .in_process = 1, .period_s = P, .other_w = OTHER_W,
                              .agent_max_w = NG * MAX_W, .explore_step = 0.05, .floor = 0.5,
-                             .policies = pol, .db_path = db, .lease_s = lease_s, .cap_step_w = cap_step};
+                             .policies = pol, .db_path = db, .lease_s = lease_s, .cap_step_w = cap_step,
+                             /* these tests learn between events, all they want */
+                             .learn_between = 1, .learn_budget = 1};
     if (getenv("PFLEX_DEBUG"))
         cfg.log = stderr;
     ctl_t *c;
@@ -628,6 +630,109 @@ static void test_prior_pfi_keeps_floors(void **state)
     pflex_job_policies_fini(&pol);
 }
 
+/* A controller with the site's job policies, period_s, and learning
+ * between events as asked (budget: its share of a day's progress). */
+static ctl_t *learning_controller(pflex_job_policies_t *pol, double period_s, int learn, double budget)
+{
+    const char *csv = "job,floor\nelastic,0.75\n";
+    assert_int_equal(pflex_job_policies_read_mem(csv, strlen(csv), "jobs.csv", pol, NULL), 0);
+    struct ctl_config cfg = {.nagents = NNODES, .in_process = 1, .period_s = period_s, .other_w = OTHER_W,
+                             .agent_max_w = NG * MAX_W, .explore_step = 0.05, .floor = 0.5,
+                             .policies = pol, .learn_between = learn, .learn_budget = budget};
+    if (getenv("PFLEX_DEBUG"))
+        cfg.log = stderr;
+    ctl_t *c;
+    pflex_error_t err;
+    if (ctl_create(&cfg, &c, &err) < 0)
+        fail_msg("%s", err.text);
+    return c;
+}
+
+/* Do no harm by default: with no target in force and learning between
+ * events not asked for, 120 periods leave every GPU at its largest limit
+ * and start no probe; asked for, the same site is probed (so the check
+ * can fail). */
+static void test_no_cut_between_events(void **state)
+{
+    (void)state;
+    for (int learn = 0; learn < 2; learn++) {
+        rng_seed(23);
+        pflex_job_policies_t pol;
+        ctl_t *c = learning_controller(&pol, P, learn, 0);
+        struct site s;
+        site_init(&s);
+        size_t probes = 0;
+        double least = MAX_W;
+        for (int k = 0; k < 120; k++) {
+            struct ctl_period_result r;
+            one_period(c, &s, k, &r);
+            assert_true(isinf(r.limit_w));
+            probes += r.probes;
+            for (int n = 0; n < NNODES; n++)
+                for (int g = 0; g < NG; g++)
+                    least = fmin(least, s.cap[n][g]);
+        }
+        print_message("  learning between events %s: %zu probes, least cap %.0f W\n", learn ? "on" : "off",
+                      probes, least);
+        if (learn)
+            assert_true(probes > 0 && least < MAX_W);
+        else
+            assert_true(probes == 0 && least == MAX_W);
+        ctl_destroy(c);
+        pflex_job_policies_fini(&pol);
+    }
+}
+
+/* The learning budget: over two simulated days with no target (periods
+ * of a minute), what the probes cost on the true curves over any day
+ * stays within the budget's share of the site's progress (the budget
+ * prices each probe on the pessimistic curve, so the truth costs less),
+ * no job goes under its floor, and a smaller budget buys fewer probes. */
+static void test_learn_budget(void **state)
+{
+    (void)state;
+    const double period = 60, budgets[2] = {0.0005, 0.05};
+    const int per_day = (int)(86400 / period), n = 2 * per_day;
+    size_t probes[2] = {0, 0};
+    double *lost = calloc((size_t)n + 1, sizeof *lost);     /* prefix sums, GPU-s */
+    assert_non_null(lost);
+    for (int b = 0; b < 2; b++) {
+        rng_seed(29);
+        pflex_job_policies_t pol;
+        ctl_t *c = learning_controller(&pol, period, 1, budgets[b]);
+        struct site s;
+        site_init(&s);
+        pflex_error_t err;
+        for (int k = 0; k < n; k++) {
+            struct ctl_period_result r;
+            feed(c, &s);
+            if (ctl_period(c, 1.7e9 + k * period, &r, &err) < 0)
+                fail_msg("period %d: %s", k, err.text);
+            apply(c, &s);
+            probes[b] += r.probes;
+            double l = 0;
+            for (int j = 0; j < NNODES; j++) {
+                double f = true_frac(&s, j);
+                if (!(f >= jobs[j].floor - 1e-9))
+                    fail_msg("period %d: %s at %.3f, under its floor", k, jobs[j].name, f);
+                l += NG * (1 - f) * period;
+            }
+            lost[k + 1] = lost[k] + l;
+        }
+        double budget = budgets[b] * NNODES * NG * 86400, worst = 0;
+        for (int k = per_day; k <= n; k++)
+            worst = fmax(worst, lost[k] - lost[k - per_day]);
+        print_message("  budget %.2f %%: %zu probes, at most %.0f of %.0f GPU-s of progress lost in a day\n",
+                      100 * budgets[b], probes[b], worst, budget);
+        assert_true(worst <= budget);
+        assert_true(probes[b] > 0);
+        ctl_destroy(c);
+        pflex_job_policies_fini(&pol);
+    }
+    assert_true(probes[0] < probes[1]);
+    free(lost);
+}
+
 /* What an in-process controller refuses, and a daemon's. */
 static void test_refusals(void **state)
 {
@@ -676,6 +781,8 @@ int main(void)
         cmocka_unit_test(test_count_entries),
         cmocka_unit_test(test_prior_pfi_keeps_floors),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_no_cut_between_events),
+        cmocka_unit_test(test_learn_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

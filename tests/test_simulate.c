@@ -598,6 +598,8 @@ static void test_probe_memo_changes_nothing(void **state)
     add_fraction(&set, 1002400, 1002700, 0.65);
     unsigned pol = (1u << PFLEX_SIM_ONLINE_COLD) | (1u << PFLEX_SIM_ONLINE_WARM);
     struct pflex_sim_config c = site_config(jobs, &set, 3600, 11, pol);
+    c.learn_between = 1;        /* the searches between events are what is kept */
+    c.learn_budget = 1;
     struct pflex_sim_result a, b;
     assert_int_equal(pflex_sim_run(&c, &a, &err), 0);
     ctl_probe_memo = 0;
@@ -652,6 +654,8 @@ static void test_explore_lead(void **state)
     add_fraction(&set, 1002400, 1002700, 0.7);
     struct pflex_sim_config c = site_config(step_jobs, &set, 3600, 5, 1u << PFLEX_SIM_ONLINE_COLD);
     c.keep_jobs = 0;
+    c.learn_between = 1;
+    c.learn_budget = 1;
     c.explore_lead_s = 600;
     c.controller = &lead;
     struct pflex_sim_result a;
@@ -672,9 +676,60 @@ static void test_explore_lead(void **state)
     pflex_target_set_fini(&set);
 }
 
+/* The online policies by default (as the controller's): no probe while
+ * no target is in force, so no cap under a job's largest before or after
+ * the event; opted in with a budget, fewer probes than without one. */
+static void test_learn_between_default_off(void **state)
+{
+    (void)state;
+    struct pflex_sim_controller lead = ctl_sim;
+    lead.period = lead_period;
+    setup_kinds();
+    pflex_target_set_t set;
+    pflex_target_set_init(&set);
+    pflex_error_t err;
+    add_fraction(&set, 1002400, 1002700, 0.7);
+    unsigned pol = (1u << PFLEX_SIM_ONLINE_COLD) | (1u << PFLEX_SIM_ONLINE_WARM);
+    struct pflex_sim_config c = site_config(step_jobs, &set, 3600, 5, pol);
+    c.controller = &lead;
+    struct pflex_sim_result a;
+    probe_first = probe_last = NAN;
+    assert_int_equal(pflex_sim_run(&c, &a, &err), 0);
+    /* no probe at all (under the target the equal-cuts guard probes none) */
+    assert_true(isnan(probe_first));
+    assert_int_equal(a.pol[PFLEX_SIM_ONLINE_COLD].probes + a.pol[PFLEX_SIM_ONLINE_WARM].probes, 0);
+    for (size_t k = 0; k < a.nperiods; k++) {
+        double t = a.start_s + (double)k * a.period_s;
+        /* outside the event and the horizon it is met over: every job
+         * at its largest cap */
+        if (t < 1002400 - 60 || t >= 1002700 + 5)
+            for (int p = PFLEX_SIM_ONLINE_COLD; p <= PFLEX_SIM_ONLINE_WARM; p++)
+                for (size_t j = 0; j < 4; j++)
+                    if (a.job_cap[p] && isfinite(a.job_cap[p][j * a.nperiods + k])
+                        && a.job_cap[p][j * a.nperiods + k] < 400 - 1e-9)
+                        fail_msg("%s, period %zu (t %.0f): job %zu capped at %g W", pflex_sim_policy_name(p), k,
+                                 t, j, a.job_cap[p][j * a.nperiods + k]);
+    }
+    pflex_sim_result_fini(&a);
+    c.learn_between = 1;
+    c.learn_budget = 1;
+    assert_int_equal(pflex_sim_run(&c, &a, &err), 0);
+    size_t free_probes = a.pol[PFLEX_SIM_ONLINE_COLD].probes;
+    pflex_sim_result_fini(&a);
+    c.learn_budget = 0.0005;
+    assert_int_equal(pflex_sim_run(&c, &a, &err), 0);
+    size_t budget_probes = a.pol[PFLEX_SIM_ONLINE_COLD].probes;
+    print_message("  probes between events: none by default, %zu opted in, %zu on a budget of 0.05 %%\n",
+                  free_probes, budget_probes);
+    assert_true(free_probes > 0 && budget_probes < free_probes);
+    pflex_sim_result_fini(&a);
+    pflex_target_set_fini(&set);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_learn_between_default_off),
         cmocka_unit_test(test_interp_never_extrapolates),
         cmocka_unit_test(test_smooth_curve),
         cmocka_unit_test(test_zero_overshoot_on_a_step),

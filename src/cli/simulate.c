@@ -76,8 +76,12 @@ static const char help[] =
 "                      default, jobs' units differ) or throughput\n"
 "  --policies LIST     comma-separated subset (default: all that can run)\n"
 "  --explore X         the controller's --explore (default 0.05)\n"
-"  --explore-lead D    the controller's --explore-lead: probe between events\n"
-"                      only while a target that cuts starts within D\n"
+"  --learn-between-events  the controller's: the online policies probe while\n"
+"                      no target is in force (default: only under a target)\n"
+"  --learn-budget P%   the controller's --learn-budget (default 0.5%)\n"
+"  --explore-lead D    the controller's --explore-lead: with\n"
+"                      --learn-between-events, probe between events only\n"
+"                      while a target that cuts starts within D\n"
 "                      (default: always)\n"
 "  --cap-step-w W      the controller's --cap-step-w (default 1); the\n"
 "                      offline policies' caps are set in the same steps\n"
@@ -331,6 +335,7 @@ static const struct option opts[] = {
     {"policies", required_argument, NULL, 'y'},  {"explore", required_argument, NULL, 'x'},
     {"cap-step-w", required_argument, NULL, 'W'}, {"interp", required_argument, NULL, 'I'},
     {"explore-lead", required_argument, NULL, 'X'}, {"offline-exact", no_argument, NULL, 'Z'},
+    {"learn-between-events", no_argument, NULL, 'V'}, {"learn-budget", required_argument, NULL, 'K'},
     {"threads", required_argument, NULL, 'H'},   {"json", no_argument, NULL, 'J'},
     {"csv", no_argument, NULL, 'C'},             {"every", required_argument, NULL, 'E'},
     {"out", required_argument, NULL, 'U'},       {"gnuplot", required_argument, NULL, 'Q'},
@@ -348,6 +353,8 @@ struct sim_opts {
     size_t ntargets_s;
     double bucket, floor_def, gpus, mean_job, duration, period, delay;
     double settle, noise_p, noise_t, seed_d, other, baseline, explore, explore_lead, cap_step;
+    double learn_budget;
+    int learn_between, explore_lead_given;
     double threads, every_d;
     int glo, ghi, gstep, json, csv, force_progress, linear, offline_exact;
     enum pflex_objective objective;
@@ -431,7 +438,24 @@ static int parse_option(int c, struct sim_opts *o, char **argv)
         break;
     case 'y': o->policies_s = optarg; break;
     case 'x': if (cli_parse_double(cmd, "--explore", optarg, 0, 0.5, &o->explore) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-    case 'X': if (parse_dur(cmd, "--explore-lead", optarg, &o->explore_lead) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'X':
+        if (parse_dur(cmd, "--explore-lead", optarg, &o->explore_lead) < 0)
+            return PFLEX_EXIT_BAD_INPUT;
+        o->explore_lead_given = 1;
+        break;
+    case 'V': o->learn_between = 1; break;
+    case 'K': {
+        size_t n = strlen(optarg);
+        char num[64];
+        if (n < 2 || n >= sizeof num || optarg[n - 1] != '%')
+            return cli_usage_error(cmd, "--learn-budget %s: want a percentage, e.g. 0.5%%", optarg);
+        memcpy(num, optarg, n - 1);
+        num[n - 1] = '\0';
+        if (cli_parse_double(cmd, "--learn-budget", num, 1e-6, 100, &o->learn_budget) < 0)
+            return PFLEX_EXIT_BAD_INPUT;
+        o->learn_budget /= 100;
+        break;
+    }
     case 'W': if (cli_parse_double(cmd, "--cap-step-w", optarg, 0.001, 50, &o->cap_step) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'Z': o->offline_exact = 1; break;
     case 'I':
@@ -462,6 +486,9 @@ static int check_options(struct sim_opts *o, int argc, char **argv)
         return cli_usage_error(cmd, "one sweep file at most");
     if (!(o->period > 0))
         return cli_usage_error(cmd, "--period must be positive");
+    /* as the controller's: the learning's knobs say nothing without it */
+    if ((o->learn_budget > 0 || o->explore_lead_given) && !o->learn_between)
+        return cli_usage_error(cmd, "--learn-budget and --explore-lead go with --learn-between-events");
     if (!o->day_name && !o->schedule && !o->oadr && !o->ntargets_s)
         return cli_usage_error(cmd, "give a day (--day), a --schedule, an --openadr file or a --target");
     if (o->day_name) {
@@ -702,8 +729,12 @@ static int read_targets(struct sim_opts *o, struct sim_state *st)
         if (pflex_target_set_add(&st->set, &t, &st->err) < 0)
             return STAGE_BAD;
     }
-    if (o->schedule && pflex_target_schedule_read(o->schedule, st->now, &st->set, NULL, &st->err) < 0)
+    unsigned bare = 0;
+    if (o->schedule && pflex_target_schedule_read(o->schedule, st->now, &st->set, &bare, &st->err) < 0)
         return STAGE_BAD;
+    if (bare)
+        fprintf(stderr, "pflex simulate: warning: %s:%u: a target without a unit, read as W (write its "
+                "unit: W, kW, MW or %%)\n", o->schedule, bare);
     double base_est = o->baseline;
     if (!(base_est > 0)) {
         base_est = o->other;
@@ -743,7 +774,9 @@ static int run_sim(const struct sim_opts *o, struct sim_state *st)
         .start_s = st->now, .duration_s = o->duration, .period_s = o->period, .delay_s = o->delay,
         .settle_s = o->settle, .noise_power = o->noise_p, .noise_tput = o->noise_t,
         .seed = (uint64_t)o->seed_d, .targets = &st->set, .baseline_w = o->baseline, .other_w = o->other,
-        .objective = o->objective, .z = 2, .explore_step = o->explore, .explore_lead_s = o->explore_lead, .cap_step_w = o->cap_step, .offline_exact = o->offline_exact, .policies = o->policies,
+        .objective = o->objective, .z = 2, .explore_step = o->explore, .explore_lead_s = o->explore_lead,
+        .learn_between = o->learn_between, .learn_budget = o->learn_budget,
+        .cap_step_w = o->cap_step, .offline_exact = o->offline_exact, .policies = o->policies,
         .controller = &ctl_sim, .keep_jobs = st->njobs && st->njobs <= 64, .threads = (int)o->threads,
     };
     int prog = cli_progress_wanted(o->force_progress);
@@ -851,6 +884,9 @@ static json_t *summary_doc(const struct sim_opts *o, const struct sim_state *st)
     json_object_set_new(doc, "interp", json_string(o->linear ? "linear" : "smooth"));
     json_object_set_new(doc, "explore", json_real(o->explore));
     json_object_set_new(doc, "explore_lead_s", o->explore_lead > 0 ? json_real(o->explore_lead) : json_null());
+    json_object_set_new(doc, "learn_between_events", json_boolean(o->learn_between));
+    json_object_set_new(doc, "learn_budget", o->learn_between ? json_real(o->learn_budget > 0 ? o->learn_budget : 0.005)
+                                                              : json_null());
     json_object_set_new(doc, "cap_step_w", json_real(o->cap_step));
     json_object_set_new(doc, "offline_exact", json_boolean(o->offline_exact));
     json_object_set_new(doc, "gpus", json_integer((json_int_t)res->ngpus));

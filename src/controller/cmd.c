@@ -41,8 +41,15 @@ static const char help[] =
 "\n"
 "targets (latest wins; docs/targets.md):\n"
 "  --target SPEC        VALUE[,start=TIME][,end=TIME|,for=DUR][,ramp=DUR][,priority=N]\n"
-"                       e.g. 700kW,start=+5m,for=2h,ramp=10m  or  75%,ramp=PT15M\n"
-"  --schedule FILE      a schedule CSV (start, end|duration, target, ramp, ...)\n"
+"                       [,confirm=yes], e.g. 700kW,start=+5m,for=2h,ramp=10m  or\n"
+"                       75%,ramp=PT15M; VALUE needs its unit (W, kW, MW: 1 W to\n"
+"                       1 GW; %% or x of the baseline: up to 100 %%).  Checked as\n"
+"                       the API checks a PUT once the first period has read the\n"
+"                       site: one under its floor or a step down faster than\n"
+"                       --max-step-w-per-s is not set and the controller exits 2,\n"
+"                       unless it has confirm=yes\n"
+"  --schedule FILE      a schedule CSV (start, end|duration, target, ramp, ...;\n"
+"                       a target without a unit is W there, with a warning)\n"
 "  --vtn URL            an OpenADR 3 VTN to poll for events (with the next two)\n"
 "  --vtn-client-id ID   OAuth2 client id\n"
 "  --vtn-secret-file F  file holding the client secret (mode 0600)\n"
@@ -93,13 +100,22 @@ static const char help[] =
 "                       limit plus --other-w), is refused (409) unless its\n"
 "                       SPEC has confirm=yes or its body \"confirm\": true\n"
 "                       (default: 2 %% of the site's maximum power per second)\n"
+"  --learn-between-events  probe jobs' curves while no target is in force, so\n"
+"                       that an event finds them learned.  Off by default: with\n"
+"                       no target in force no GPU is capped under its largest\n"
+"                       limit (docs/controller.md, \"Probes\")\n"
+"  --learn-budget P%%    with --learn-between-events: what the probes may cost,\n"
+"                       as a share of the site's progress over any day (each\n"
+"                       probe priced on its job's pessimistic curve x GPUs x\n"
+"                       time held; default 0.5%%); spent, no probes until the\n"
+"                       rolling day frees some\n"
 "  --explore X          largest probe below the plan, as a power reduction\n"
 "                       (default 0.05; 0: no exploration)\n"
-"  --explore-lead S     probe between events only while a target that cuts the\n"
-"                       site starts within S seconds (default 0: always, so an\n"
-"                       unannounced event finds the curves learned; with\n"
-"                       scheduled events, 3600 lets the learning pay for\n"
-"                       itself: docs/controller.md, \"Probes\")\n"
+"  --explore-lead S     with --learn-between-events: probe between events only\n"
+"                       while a target that cuts the site starts within S\n"
+"                       seconds (default 0: always, so an unannounced event\n"
+"                       finds the curves learned; with scheduled events, 3600\n"
+"                       lets the learning pay for itself)\n"
 "  --cap-step-w W       caps are whole multiples of W watts (default 1; the\n"
 "                       agents set milliwatts, so down to 0.001)\n"
 "  --db FILE            state and audit database (SQLite); a restart resumes\n"
@@ -124,9 +140,9 @@ static const char help[] =
 "                       without it the API takes no writes\n"
 "  --tls-cert FILE      serve the API over HTTPS with this PEM certificate\n"
 "  --tls-key FILE       and its PEM private key (mode 0600)\n"
-"  PUT /v1/target takes {\"target\": \"SPEC\", \"id\": \"...\"} (SPEC as for\n"
-"  --target; watts in (0, 1 GW], fractions in (0, 1.5]): 401 without the\n"
-"  token, 400 out of range, and nothing changes either way\n"
+"  PUT /v1/target takes {\"target\": \"SPEC\", \"id\": \"...\"} (SPEC and its\n"
+"  bounds as for --target): 401 without the token, 400 malformed or out of\n"
+"  range, 409 under the floor or too fast a step, and nothing changes\n"
 "\n"
 "history: what happened, as JSON, from the database: TABLE is targets,\n"
 "periods, caps, readings, observations, curves or notes (default: all);\n"
@@ -139,6 +155,9 @@ static const char help[] =
 "      --prometheus http://prometheus:9090 --jobs jobs.csv --listen 127.0.0.1:9420 \\\n"
 "      --api-token-file api.token --vtn https://vtn.example/openadr3 \\\n"
 "      --vtn-client-id site-1 --vtn-secret-file vtn.secret --vtn-ramp 5m\n"
+"  pflex controller run --agent http://node-01:9400 --token-file agent.token \\\n"
+"      --learn-between-events --learn-budget 0.2%% --explore-lead 3600 \\\n"
+"      --schedule events.csv\n"
 "  pflex controller history --db controller.db --from -1h --what periods\n"
 "\n"
 "exit: 0 ok, 1 internal error, 2 bad usage or input.\n";
@@ -168,6 +187,25 @@ static int parse_num(const char *opt, const char *s, double lo, double hi, doubl
         return -1;
     }
     *out = v;
+    return 0;
+}
+
+/* A share given in percent ("0.5%"), in (0, 100 %], into *out as a
+ * fraction: the unit is required, as for targets (0.5 is not 0.5 %). */
+static int parse_percent(const char *opt, const char *s, double *out)
+{
+    size_t n = strlen(s);
+    double v;
+    char num[64];
+    if (n < 2 || n >= sizeof num || s[n - 1] != '%') {
+        fprintf(stderr, "pflex controller: %s %s: want a percentage, e.g. 0.5%%\n", opt, s);
+        return -1;
+    }
+    memcpy(num, s, n - 1);
+    num[n - 1] = '\0';
+    if (parse_num(opt, num, 1e-6, 100, &v) < 0)
+        return -1;
+    *out = v / 100;
     return 0;
 }
 
@@ -278,7 +316,7 @@ enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECR
        O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
        O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY,
        O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE, O_ETCD, O_ETCD_PREFIX, O_NAME, O_MAX_STEP,
-       O_CAP_STEP, O_EXPLORE_LEAD };
+       O_CAP_STEP, O_EXPLORE_LEAD, O_LEARN_BETWEEN, O_LEARN_BUDGET };
 
 static const struct option run_options[] = {
     {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
@@ -294,6 +332,8 @@ static const struct option run_options[] = {
     {"explore", required_argument, NULL, O_EXPLORE}, {"db", required_argument, NULL, O_DB},
     {"cap-step-w", required_argument, NULL, O_CAP_STEP},
     {"explore-lead", required_argument, NULL, O_EXPLORE_LEAD},
+    {"learn-between-events", no_argument, NULL, O_LEARN_BETWEEN},
+    {"learn-budget", required_argument, NULL, O_LEARN_BUDGET},
     {"periods", required_argument, NULL, O_PERIODS}, {"log", required_argument, NULL, O_LOG},
     {"jobs", required_argument, NULL, O_JOBS},
     {"prometheus", required_argument, NULL, O_PROM},
@@ -324,14 +364,18 @@ struct run_opts {
     size_t nagents, ntargets, nagent_files;
     const char *schedule, *token_file, *vtn, *vtn_id, *vtn_secret, *log_path, *jobs_path, *job_map_path,
                *listen, *port_file, *api_token_file, *vtn_ramp, *tls_cert, *tls_key, *etcd, *etcd_prefix,
-               *name;
+               *name, *learn_budget;
     double status_every, periods, seed, every, http_threads, parallel;
+    int explore_lead_given;
 };
 
 /* What `controller run` opened (run_close ends it all). */
 struct run_state {
     double t0;                          /* when it started: targets' "+5m" count from here */
     pflex_target_set_t cli_targets;     /* --target and --schedule, checked before anything starts */
+    pflex_target_set_t pending;         /* --target ones not confirmed: put once the first period
+                                         * that reads the site has checked them (run_loop) */
+    const char **pending_spec;          /* each one as given, for the message */
     const char **urls;                  /* the agents' URLs (into argv and agent_bufs) */
     size_t nurls, curls;
     char *agent_bufs[8];                /* the --agents files' text */
@@ -392,6 +436,8 @@ static int take_text_opt(struct run_opts *o, int c, const char *arg)
     case O_VTN_RAMP: o->vtn_ramp = arg; return 0;
     case O_TLS_CERT: o->tls_cert = arg; return 0;
     case O_TLS_KEY: o->tls_key = arg; return 0;
+    case O_LEARN_BETWEEN: o->cfg.learn_between = 1; return 0;
+    case O_LEARN_BUDGET: o->learn_budget = arg; return 0;
     case O_CA_FILE: o->cfg.ca_file = arg; return 0;
     case O_ETCD: o->etcd = arg; return 0;
     case O_ETCD_PREFIX: o->etcd_prefix = arg; return 0;
@@ -458,7 +504,14 @@ static int check_run_opts(struct run_opts *o, int argc, char **argv)
         pflex_error_t e0;
         if (pflex_target_parse_duration(o->vtn_ramp, &cfg->oadr.ramp_s, &e0) < 0)
             return usage("--vtn-ramp: %s", e0.text);
+        if (!(cfg->oadr.ramp_s <= PFLEX_TARGET_MAX_RAMP_S))
+            return usage("--vtn-ramp %s: a ramp is at most a day (1d)", o->vtn_ramp);
     }
+    /* the learning's knobs say nothing without it: refused, not ignored */
+    if ((o->learn_budget || o->explore_lead_given) && !cfg->learn_between)
+        return usage("%s", "--learn-budget and --explore-lead go with --learn-between-events");
+    if (o->learn_budget && parse_percent("--learn-budget", o->learn_budget, &cfg->learn_budget) < 0)
+        return 2;
     cfg->status_every = (int)o->status_every;
     cfg->http_threads = (unsigned)o->http_threads;
     cfg->parallel = (unsigned)o->parallel;
@@ -485,6 +538,8 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
             fputs(help, stdout);
             return 0;
         }
+        if (c == O_EXPLORE_LEAD)
+            o->explore_lead_given = 1;
         int rc = take_text_opt(o, c, optarg);
         if (rc == 1)
             rc = take_num_opt(o, c, optarg);
@@ -522,18 +577,34 @@ static int open_site_files(struct run_opts *o, struct run_state *s)
         }
         o->cfg.policies = &s->pol;
     }
+    s->pending_spec = calloc(o->ntargets + 1, sizeof *s->pending_spec);
+    if (!s->pending_spec) {
+        fprintf(stderr, "pflex controller: out of memory\n");
+        return 1;
+    }
     for (size_t i = 0; i < o->ntargets; i++) {
         struct pflex_target t;
-        if (pflex_target_parse(o->targets[i], s->t0, &t, &err) < 0
-            || pflex_target_set_add(&s->cli_targets, &t, &err) < 0) {
+        if (pflex_target_parse(o->targets[i], s->t0, &t, &err) < 0) {
+            fprintf(stderr, "pflex controller: --target %s: %s\n", o->targets[i], err.text);
+            return 2;
+        }
+        /* a confirmed one is meant as it is: in force from the start */
+        pflex_target_set_t *to = t.confirm ? &s->cli_targets : &s->pending;
+        if (!t.confirm)
+            s->pending_spec[s->pending.n] = o->targets[i];
+        if (pflex_target_set_add(to, &t, &err) < 0) {
             fprintf(stderr, "pflex controller: --target %s: %s\n", o->targets[i], err.text);
             return 2;
         }
     }
-    if (o->schedule && pflex_target_schedule_read(o->schedule, s->t0, &s->cli_targets, NULL, &err) < 0) {
+    unsigned bare = 0;
+    if (o->schedule && pflex_target_schedule_read(o->schedule, s->t0, &s->cli_targets, &bare, &err) < 0) {
         fprintf(stderr, "pflex controller: %s\n", err.text);
         return 2;
     }
+    if (bare)
+        fprintf(stderr, "pflex controller: warning: %s:%u: a target without a unit, read as W (write "
+                "its unit: W, kW, MW or %%)\n", o->schedule, bare);
     if (o->job_map_path) {
         const struct pflex_jobmap_row *rows;
         long n;
@@ -771,8 +842,35 @@ static int wait_until(struct run_state *s, struct notify *n, int alive, double w
     return 0;
 }
 
-/* The periods, until --periods or a signal. */
-static void run_loop(const struct run_opts *o, struct run_state *s)
+/* The --target ones not confirmed, once a period has read the site (r):
+ * each through the API's check of a PUT (ctl_target_check), then in
+ * force.  0 (all put, or the site not read yet: they wait), 2 one is
+ * refused (said; none put), 1 the audit failed (said). */
+static int put_pending(struct run_state *s, const struct ctl_period_result *r)
+{
+    if (!s->pending.n || !r->gpus)
+        return 0;
+    double now = pflex_real_s();
+    char why[400];
+    for (size_t i = 0; i < s->pending.n; i++)
+        if (ctl_target_check(s->ctl, &s->pending.t[i], now, why, sizeof why)) {
+            fprintf(stderr, "pflex controller: --target %s: %s\n", s->pending_spec[i], why);
+            ctl_log_to(s->log, "--target %s refused: %s", s->pending_spec[i], why);
+            return 2;
+        }
+    pflex_error_t err;
+    for (size_t i = 0; i < s->pending.n; i++)
+        if (ctl_target_put(s->ctl, &s->pending.t[i], now, &err) < 0) {
+            fprintf(stderr, "pflex controller: --target %s: %s\n", s->pending_spec[i], err.text);
+            return 1;
+        }
+    pflex_target_set_remove_source(&s->pending, "cli");
+    return 0;
+}
+
+/* The periods, until --periods, a signal, or a --target refused (its
+ * exit code). */
+static int run_loop(const struct run_opts *o, struct run_state *s)
 {
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
@@ -783,6 +881,7 @@ static void run_loop(const struct run_opts *o, struct run_state *s)
     struct notify n = {.socket = getenv("NOTIFY_SOCKET"),
                        .watchdog_s = pflex_sd_watchdog_s(getenv("WATCHDOG_USEC"), getenv("WATCHDOG_PID")),
                        .pinged = pflex_mono_s()};
+    int rc = 0;
     char ready[200];
     snprintf(ready, sizeof ready, "READY=1\nSTATUS=%zu agents, a period of %g s", s->nurls, o->cfg.period_s);
     notify_send(s, &n, ready);
@@ -796,6 +895,8 @@ static void run_loop(const struct run_opts *o, struct run_state *s)
             ctl_log_to(s->log, "period failed: %s", err.text);
         else
             notify_alive(s, &n);
+        if (ok && (rc = put_pending(s, &r)))
+            break;
         if (s->standby)
             standby_publish(s->standby, s->ctl);
         if (s->standby && standby_took_over(s->standby)) {
@@ -815,6 +916,7 @@ static void run_loop(const struct run_opts *o, struct run_state *s)
     }
     notify_send(s, &n, "STOPPING=1");
     ctl_log_to(s->log, "stopping%s; caps stay until their leases expire", stop_now ? " on a signal" : "");
+    return rc;
 }
 
 static void wipe(char *secret)
@@ -838,6 +940,8 @@ static void run_close(struct run_opts *o, struct run_state *s)
     wipe(s->api_token);
     pflex_ven_destroy(o->cfg.ven);
     pflex_target_set_fini(&s->cli_targets);
+    pflex_target_set_fini(&s->pending);
+    free(s->pending_spec);
     pflex_job_policies_fini(&s->pol);
     wipe(s->token);
     wipe(s->secret);
@@ -856,6 +960,7 @@ static int run(int argc, char **argv)
         return rc;
     struct run_state s = {.t0 = pflex_real_s(), .log = stderr};
     pflex_target_set_init(&s.cli_targets);
+    pflex_target_set_init(&s.pending);
     rc = open_agents(&o, &s);
     if (!rc)
         rc = open_site_files(&o, &s);
@@ -868,7 +973,7 @@ static int run(int argc, char **argv)
     if (!rc)
         rc = start_api(&o, &s);
     if (!rc)
-        run_loop(&o, &s);
+        rc = run_loop(&o, &s);
     run_close(&o, &s);
     return rc;
 }

@@ -34,10 +34,18 @@ struct ctl_config {
     double agent_max_w;             /* worst case of an agent never reached; <= 0: 8 x 1000 W */
     double z;                       /* sd multiplier of the pessimistic curve; <= 0: 2 */
     double explore_step;            /* largest probe below the plan (reduction); 0: none */
-    double explore_lead_s;          /* probe between events only while a target that cuts
-                                     * the site starts within this many seconds (its
-                                     * curves learned for it, not all day); <= 0: always,
-                                     * so an unannounced event finds them learned */
+    int learn_between;              /* 1: probe between events (--learn-between-events);
+                                     * 0 (default): no cap under a GPU's largest while
+                                     * no target is in force */
+    double learn_budget;            /* with learn_between: the probes' expected cost (each
+                                     * job's pessimistic curve x GPUs x time held) over
+                                     * any day at most this share of the site's progress
+                                     * in a day; <= 0: 0.005 */
+    double explore_lead_s;          /* with learn_between: probe between events only while
+                                     * a target that cuts the site starts within this
+                                     * many seconds (its curves learned for it, not all
+                                     * day); <= 0: always, so an unannounced event finds
+                                     * them learned */
     double cap_step_w;              /* caps are whole multiples of it, W; <= 0: 1 (the
                                      * agents set milliwatts): a cap within half a step of
                                      * a GPU's limit is that limit */

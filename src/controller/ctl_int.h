@@ -141,6 +141,11 @@ struct ctl_job {
     int seen_now;
 };
 
+/* The rolling day of the learning budget, in slots: a cost is counted
+ * for a day and at most one slot more (it never comes back early). */
+#define CTL_LEARN_SLOT_S 900.0
+#define CTL_LEARN_SLOTS 96
+
 struct ctl {
     struct ctl_config c;
     double settle_s;            /* c.settle_s, at least a period */
@@ -195,6 +200,12 @@ struct ctl {
     pflex_audit_t *tdb;         /* db_path opened again, for target changes; NULL: none */
     double max_step_w_per_s;    /* c.max_step_w_per_s or its default */
     double last_floor_w, last_max_w;    /* the site's least and most power, last period */
+    /* learning between events (c.learn_between): the probes' expected
+     * cost, GPU-seconds of progress, by CTL_LEARN_SLOT_S slot of the last
+     * day (slot learn_slot is the newest), and whether it is spent */
+    double learn_spent[CTL_LEARN_SLOTS];
+    double learn_slot;
+    int learn_out;
 };
 
 /* Nonzero (the default): the probe searches between events are kept per

@@ -59,6 +59,7 @@ static int sim_create(const struct pflex_sim_ctl_setup *su, void **out, pflex_er
     struct ctl_config cfg = {.nagents = su->nslots, .in_process = 1, .period_s = su->period_s,
                              .other_w = su->other_w, .baseline_w = su->baseline_w, .z = su->z,
                              .explore_step = su->explore_step, .explore_lead_s = su->explore_lead_s,
+                             .learn_between = su->learn_between, .learn_budget = su->learn_budget,
                              .cap_step_w = su->cap_step_w,
                              .settle_s = su->settle_s,
                              .progress = su->objective == PFLEX_OBJECTIVE_PROGRESS, .policies = &s->pol};

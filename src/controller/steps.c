@@ -527,6 +527,57 @@ static int same_key(const double *a, const double *b, size_t n)
     return 1;
 }
 
+/* The learning budget's ledger moved on to now: its slots older than a
+ * day cleared; returns what the probes of the rolling day cost. */
+static double learn_spent(ctl_t *c, double now)
+{
+    double slot = floor(now / CTL_LEARN_SLOT_S);
+    if (slot > c->learn_slot) {
+        double gap = slot - c->learn_slot;
+        for (double k = 1; k <= gap && k <= CTL_LEARN_SLOTS; k++)
+            c->learn_spent[(size_t)fmod(c->learn_slot + k, CTL_LEARN_SLOTS)] = 0;
+        c->learn_slot = slot;
+    }
+    double sum = 0;
+    for (size_t k = 0; k < CTL_LEARN_SLOTS; k++)
+        sum += c->learn_spent[k];
+    return sum;
+}
+
+/* Whether a probe of job j at cap for hold periods fits what is left of
+ * the learning budget between events; if so it is charged.  Its cost is
+ * what the job's pessimistic curve (loss + z sd) says it loses under the
+ * probe beyond its plan, times its GPUs and the time held, so that the
+ * budget holds where the curve is still a guess. */
+static int learn_afford(ctl_t *c, size_t j, double planned, double cap, unsigned hold)
+{
+    const struct ctl_job *cj = &c->jobs[j];
+    const struct pflex_learn_curve *cv = &cj->curve;
+    double xp = 1 - cap / cv->p0_w, x0 = 1 - planned / cv->p0_w;
+    double hi = pflex_learn_loss(cv, xp > 0 ? xp : 0) + c->c.z * pflex_learn_sd(cv, xp > 0 ? xp : 0);
+    /* never under the job's floor, whatever the walk found */
+    if (hi > 1 - c->p.sjobs[j].floor)
+        return 0;
+    double lost = hi - pflex_learn_loss(cv, x0 > 0 ? x0 : 0);
+    double cost = (lost > 0 ? lost : 0) * (double)(cj->n_now ? cj->n_now : 1) * hold * c->c.period_s;
+    size_t site = 0;
+    for (size_t k = 0; k < c->njobs; k++)
+        site += c->jobs[k].n_now;
+    double share = c->c.learn_budget > 0 ? c->c.learn_budget : 0.005;
+    double budget = share * (double)site * 86400;
+    double spent = learn_spent(c, c->p.now);
+    if (spent + cost > budget) {
+        if (!c->learn_out)
+            ctl_log(c, "learning budget spent: %.0f of %.0f GPU-s of progress over the last day; no "
+                       "probes between events until it frees", spent, budget);
+        c->learn_out = 1;
+        return 0;
+    }
+    c->learn_out = 0;
+    c->learn_spent[(size_t)fmod(c->learn_slot, CTL_LEARN_SLOTS)] += cost;
+    return 1;
+}
+
 /* A new probe for job j when one is due and worth it: 1 (probe_cap and
  * probe_left set), else 0. */
 static int probe_start(ctl_t *c, size_t j, double planned)
@@ -545,6 +596,11 @@ static int probe_start(ctl_t *c, size_t j, double planned)
      * and equal cuts, which on measured curves is within the readings'
      * noise (docs/controller.md, "Probes") */
     if (isfinite(c->p.limit_w) && !c->c.plain_optimum)
+        return 0;
+    /* no target in force: no cap under a GPU's largest unless the
+     * operator asked to learn between events (a controller installed
+     * ahead of the first event must not slow training for nothing) */
+    if (!isfinite(c->p.limit_w) && !c->c.learn_between)
         return 0;
     /* between events, with --explore-lead, only before a target that
      * cuts: a probe costs its job throughput now, and what it teaches
@@ -622,7 +678,10 @@ static int probe_start(ctl_t *c, size_t j, double planned)
      * that teaches nothing */
     else if (fill)
         hold += CTL_FILL_READINGS - 1;
-    cj->probe_cap = floor(cap / c->cap_step_w + 1e-6) * c->cap_step_w;
+    cap = floor(cap / c->cap_step_w + 1e-6) * c->cap_step_w;
+    if (!isfinite(c->p.limit_w) && !learn_afford(c, j, planned, cap, hold))
+        return 0;
+    cj->probe_cap = cap;
     ctl_log(c, "probe %s at %.0f W (x %.3f, plan %.0f W)", cj->name, cj->probe_cap, xp, planned);
     /* held until a reading under it has settled */
     cj->probe_left = hold;

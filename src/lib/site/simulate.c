@@ -640,6 +640,7 @@ static int online_create(struct run *ru, struct online *o, pflex_error_t *err)
     struct pflex_sim_ctl_setup su = {.nslots = w->nslots, .njobs = w->ninst, .jobs = o->jobs,
                                      .period_s = c->period_s, .settle_s = w->settle_s, .z = w->z,
                                      .explore_step = w->explore, .explore_lead_s = c->explore_lead_s,
+                                     .learn_between = c->learn_between, .learn_budget = c->learn_budget,
                                      .cap_step_w = c->cap_step_w,
                                      .other_w = c->other_w,
                                      .baseline_w = ru->r->baseline_w, .targets = c->targets,
