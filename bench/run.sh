@@ -135,11 +135,15 @@ done
 for d in 6h 24h; do
     simrun "10000 GPUs, $d at 1 s, offline" --gpus 10000 --duration $d --policies equal,eq2-measured,tpw,oracle
 done
+# (learning between events asked for, unbudgeted: the controller's most
+# work a period, as measured before it became an opt-in)
 for g in 1000 10000; do
-    simrun "$g GPUs, 1 h at 1 s (3,600 periods), online-cold" --gpus $g --duration 1h --policies online-cold
+    simrun "$g GPUs, 1 h at 1 s (3,600 periods), online-cold" --gpus $g --duration 1h --policies online-cold \
+        --learn-between-events --learn-budget 100%
 done
 # the scale target (docs/simulate.md): 10,000 GPUs through a day at 1 s,
 # the controller's own period every second, under 60 s
 for d in 6h 24h; do
-    simrun "10000 GPUs, $d at 1 s, online-cold" --gpus 10000 --duration $d --policies online-cold
+    simrun "10000 GPUs, $d at 1 s, online-cold" --gpus 10000 --duration $d --policies online-cold \
+        --learn-between-events --learn-budget 100%
 done

@@ -13,6 +13,10 @@
 # mean cap under the limit of the first job, the flex1 inference job whose
 # floor binds from a 20 % cut (274.3 W on its curve), and the job-periods
 # under a floor with no limit in force (free: the probes between events).
+# LEARN: the online policies' learning between events (default
+# "--learn-between-events --learn-budget 100%", the probes of the hour
+# before the event unbudgeted, as every number measured with this script
+# before learning between events became an opt-in; LEARN= none).
 # SIM_ARGS adds options to every run (SIM_ARGS="--noise-tput 0 --noise-power 0":
 # readings without noise); POLICIES the policies (default
 # equal,online-cold,online-warm,oracle; "all" for every one that can run,
@@ -36,6 +40,7 @@ D=${PFLEX_SHARED_DATA:-${SHARED_DATA:-../shared/data}}
 CUTS=${1:-"0.10 0.20 0.30 0.40"}
 SEEDS=${2:-1}
 POLICIES=${POLICIES:-equal,online-cold,online-warm,oracle}
+LEARN=${LEARN-"--learn-between-events --learn-budget 100%"}
 [ "$POLICIES" = all ] && POLICIES=equal,eq2-measured,eq2-predicted,tpw,online-cold,online-warm,oracle
 [ -n "${PFI:-}" ] || POLICIES=$(echo "$POLICIES" | sed 's/,eq2-predicted//')
 HERE=$(cd "$(dirname "$0")/.." && pwd)
@@ -86,7 +91,7 @@ for c in $CUTS; do
     "$P" simulate "$S" ${COLS:+--columns "$COLS"} \
         --jobs "$J" --start @1700000000 --duration 2h \
         --target "$f,start=@1700003600,for=1h" --seed "$seed" \
-        --policies "$POLICIES" ${PFI:+--pfi "$PFI"} ${SIM_ARGS:-} --json |
+        --policies "$POLICIES" ${PFI:+--pfi "$PFI"} $LEARN ${SIM_ARGS:-} --json |
     jq -r --arg c "$c" --arg s "$seed" '.policies | to_entries[] | [$s, $c, .key,
         (if .value.gap_recovered == null then "-" else (.value.gap_recovered * 1000 | round / 10 | tostring) end),
         (if .value.settled_mean == null then "-" else (.value.settled_mean * 1000 | round / 10 | tostring) end),

@@ -229,6 +229,12 @@ static void test_malformed(void **state)
         "   \"intervals\":[{\"id\":0,\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[5]}]}]},"
         " {\"id\":\"rel\",\"programID\":\"p\",\"intervalPeriod\":{\"start\":\"2026-01-01T00:00:00Z\"},"
         "   \"intervals\":[{\"id\":0,\"payloads\":[{\"type\":\"DISPATCH_SETPOINT_RELATIVE\",\"values\":[-5]}]}]},"
+        /* the bounds of a target typed by hand: 1e-300 kW would send every
+         * GPU to its minimum at once; an event in the year 5138 */
+        " {\"id\":\"tiny\",\"programID\":\"p\",\"intervalPeriod\":{\"start\":\"2026-01-01T00:00:00Z\"},"
+        "   \"intervals\":[{\"id\":0,\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[1e-300]}]}]},"
+        " {\"id\":\"far\",\"programID\":\"p\",\"intervalPeriod\":{\"start\":\"5138-11-16T09:46:40Z\"},"
+        "   \"intervals\":[{\"id\":0,\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[5]}]}]},"
         " {\"id\":\"good\",\"programID\":\"p\",\"intervalPeriod\":{\"start\":\"2026-01-01T00:00:00Z\"},"
         "   \"intervals\":[{\"id\":0,\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[5]}]}]}]";
     pflex_oadr_events_t evs = {0};
@@ -236,7 +242,7 @@ static void test_malformed(void **state)
         fail_msg("%s", err.text);
     assert_int_equal(evs.n, 1);
     assert_string_equal(evs.ev[0].id, "good");
-    assert_int_equal(evs.skipped, 10);
+    assert_int_equal(evs.skipped, 12);
     assert_non_null(strstr(evs.note, "left out"));
     assert_int_equal(s.n, 2);
     assert_near(s.t[1].value, 5000, 0);

@@ -38,7 +38,7 @@ target=7000
 # the event ends 16 s from now, some 7 s after the controller stops
 event_end=$(($(date +%s) + 16))
 "$PFLEX" controller run --agent "http://127.0.0.1:$pa" --agent "http://127.0.0.1:$pb" \
-    --token-file "$tmp/token" --target "${target}W,end=@$event_end" --period 0.4 --lease 2 --periods 20 \
+    --token-file "$tmp/token" --target "${target}W,end=@$event_end,confirm=yes" --period 0.4 --lease 2 --periods 20 \
     --db "$tmp/ctl.db" --log "$tmp/ctl.log" || fail "controller run: exit $?"
 
 # every GPU of both agents now holds a lease from the controller

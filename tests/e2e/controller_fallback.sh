@@ -26,7 +26,7 @@ done
 # 32 GPUs of 700 W: 22,400 W uncapped; the event asks for 14,000 W for 24 s
 target=14000
 event_end=$(($(date +%s) + 24))
-"$PFLEX" controller run $urls --token-file "$tmp/token" --target "${target}W,end=@$event_end" \
+"$PFLEX" controller run $urls --token-file "$tmp/token" --target "${target}W,end=@$event_end,confirm=yes" \
     --period 0.5 --lease 3 --log "$tmp/ctl.log" &
 cpid=$!
 agents="$agents $cpid"

@@ -58,12 +58,32 @@ head -1 "$T/s.out" | grep -q '^t_s,offset_s,limit_w,uncapped,equal_power_w' || f
 for f in summary.json series.csv report.html; do [ -s "$T/out/$f" ] || fail "no $f"; done
 grep -q 'recovered' "$T/table" || fail "table"
 grep -q ' lost ' "$T/table" || fail "table: no lost column"
-# --explore-lead: the probes between events only in the lead before the
-# target (at 300 s): fewer of them than without; a bad duration is exit 2
-"$P" simulate $A --json --seed 3 --explore-lead 2m > "$T/lead.json" || fail "--explore-lead"
-jq -e --slurpfile a "$T/a.json" '.policies["online-cold"].probes < $a[0].policies["online-cold"].probes' \
+# learning between events: off by default (said; the online policies
+# probe less than opted in); --explore-lead: the probes between events
+# only in the lead before the target (at 300 s): fewer of them than
+# without; the learning's knobs alone, or a bad duration, are exit 2
+jq -e '.learn_between_events == false and .learn_budget == null' "$T/a.json" > /dev/null \
+    || fail "learning between events not said off"
+"$P" simulate $A --json --seed 3 --learn-between-events > "$T/learn.json" || fail "--learn-between-events"
+jq -e --slurpfile a "$T/a.json" '.learn_between_events == true and .learn_budget == 0.005
+    and .policies["online-cold"].probes > $a[0].policies["online-cold"].probes' "$T/learn.json" > /dev/null \
+    || fail "--learn-between-events: no more probes than without"
+"$P" simulate $A --json --seed 3 --learn-between-events --explore-lead 2m > "$T/lead.json" || fail "--explore-lead"
+jq -e --slurpfile a "$T/learn.json" '.policies["online-cold"].probes < $a[0].policies["online-cold"].probes' \
     "$T/lead.json" > /dev/null || fail "--explore-lead: as many probes as without"
-"$P" simulate $A --explore-lead soon > /dev/null 2>&1; [ $? -eq 2 ] || fail "--explore-lead soon: want exit 2"
+"$P" simulate $A --learn-between-events --explore-lead soon > /dev/null 2>&1; [ $? -eq 2 ] \
+    || fail "--explore-lead soon: want exit 2"
+for bad in "--explore-lead 2m" "--learn-budget 1%" "--learn-between-events --learn-budget 1" \
+           "--learn-between-events --learn-budget 101%"; do
+    # shellcheck disable=SC2086
+    "$P" simulate $A $bad > /dev/null 2>&1; [ $? -eq 2 ] || fail "$bad: want exit 2"
+done
+# one target grammar: no unit, over 100 %, hex, before the epoch: exit 2
+for t in 70 151% 0x1p4W 1e-9W "70%,start=@-1" "70%,for=1m,for=2m"; do
+    "$P" simulate "$T/s.csv" --start @1700000000 --duration 5m --target "$t" > /dev/null 2> "$T/t.err"
+    [ $? -eq 2 ] || fail "--target $t: want exit 2"
+    [ "$t" != 70 ] || grep -q 'needs a unit: W or %' "$T/t.err" || fail "--target 70: $(cat "$T/t.err")"
+done
 # the offline policies' caps in the controller's steps, said; --offline-exact
 # keeps the exact ones, and the objective moves with them
 jq -e '.offline_exact == false and .cap_step_w == 1' "$T/a.json" > /dev/null || fail "offline_exact not said"
@@ -102,9 +122,11 @@ done
 # The learner's probes at the coming plan's margins keep 2 W off a floor's
 # edge: without that, on the APS day at 1 s, seed 3, a probe there moved
 # the flex1 job's pessimistic curve and online-warm held it under its floor
-# for 40 periods.
+# for 40 periods.  (Learning between events asked for, all it wants: the
+# margins' probes are made between events.)
 for s in 1 2 3; do
     "$P" simulate --day aps --data "$D" --seed $s --policies online-cold,online-warm --json \
+        --learn-between-events --learn-budget 100% \
         > "$T/aps-$s.json" || fail "aps seed $s: exit $?"
     jq -e '[.policies[] | .floor_breaches, .periods_above] | all(. == 0)' "$T/aps-$s.json" > /dev/null \
         || fail "aps seed $s: $(jq -c '.policies | map_values({floor_breaches, periods_above})' "$T/aps-$s.json")"
@@ -113,7 +135,8 @@ done
 # readings: without that rule, on the SRP day at 1 s, seed 1, online-cold
 # put the flex1 job a watt under its floor for 20 periods, a watt past a
 # bin of four readings that came in low (docs/simulate.md).
-"$P" simulate --day srp --data "$D" --seed 1 --policies online-cold --json > "$T/srp-1.json" \
+"$P" simulate --day srp --data "$D" --seed 1 --policies online-cold --json \
+    --learn-between-events --learn-budget 100% > "$T/srp-1.json" \
     || fail "srp seed 1: exit $?"
 jq -e '[.policies[] | .floor_breaches, .periods_above] | all(. == 0)' "$T/srp-1.json" > /dev/null \
     || fail "srp seed 1: $(jq -c '.policies | map_values({floor_breaches, periods_above})' "$T/srp-1.json")"

@@ -41,11 +41,11 @@ jq -e '.applied[0].enforced_w == 450' "$tmp/body" >/dev/null || fail "the cap di
 # the controller caps the HTTPS agent, checking it by --ca-file; without
 # it (the system's CAs) the agent is unreachable and nothing changes
 "$PFLEX" controller run --agent "https://127.0.0.1:$port" --token-file "$tmp/token" --ca-file "$tmp/a.crt" \
-    --target 1000W --period 0.2 --periods 4 --explore 0 --log "$tmp/c1.log" || fail "the controller over HTTPS: $(tail -3 "$tmp/c1.log")"
+    --target 1000W,confirm=yes --period 0.2 --periods 4 --explore 0 --log "$tmp/c1.log" || fail "the controller over HTTPS: $(tail -3 "$tmp/c1.log")"
 curl -s -m 10 --cacert "$tmp/a.crt" "https://127.0.0.1:$port/v1/status" >"$tmp/body"
 jq -e '[.gpus[].limit_w] | add <= 1000' "$tmp/body" >/dev/null || fail "the controller's caps over HTTPS: $(jq -c '[.gpus[].limit_w]' "$tmp/body")"
 "$PFLEX" controller run --agent "https://127.0.0.1:$port" --token-file "$tmp/token" \
-    --target 1000W --period 0.2 --periods 2 --explore 0 --log "$tmp/c2.log"
+    --target 1000W,confirm=yes --period 0.2 --periods 2 --explore 0 --log "$tmp/c2.log"
 grep -q "1 agents down" "$tmp/c2.log" || fail "an agent of an unknown CA was not counted down: $(tail -3 "$tmp/c2.log")"
 # plain HTTP on the HTTPS port gets no API answer
 s=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v1/status")
