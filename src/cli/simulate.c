@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "cli/cli.h"
+#include "controller/controller.h"
 #include "controller/sim_site.h"
 #include "pflex/flex/alloc.h"
 #include "pflex/net/openadr.h"
@@ -78,7 +79,7 @@ static const char help[] =
 "  --explore X         the controller's --explore (default 0.05)\n"
 "  --learn-between-events  the controller's: the online policies probe while\n"
 "                      no target is in force (default: only under a target)\n"
-"  --learn-budget P%   the controller's --learn-budget (default 0.5%)\n"
+"  --learn-budget P%   the controller's --learn-budget (default 0.1%)\n"
 "  --explore-lead D    the controller's --explore-lead: with\n"
 "                      --learn-between-events, probe between events only\n"
 "                      while a target that cuts starts within D\n"
@@ -885,7 +886,7 @@ static json_t *summary_doc(const struct sim_opts *o, const struct sim_state *st)
     json_object_set_new(doc, "explore", json_real(o->explore));
     json_object_set_new(doc, "explore_lead_s", o->explore_lead > 0 ? json_real(o->explore_lead) : json_null());
     json_object_set_new(doc, "learn_between_events", json_boolean(o->learn_between));
-    json_object_set_new(doc, "learn_budget", o->learn_between ? json_real(o->learn_budget > 0 ? o->learn_budget : 0.005)
+    json_object_set_new(doc, "learn_budget", o->learn_between ? json_real(o->learn_budget > 0 ? o->learn_budget : CTL_LEARN_BUDGET)
                                                               : json_null());
     json_object_set_new(doc, "cap_step_w", json_real(o->cap_step));
     json_object_set_new(doc, "offline_exact", json_boolean(o->offline_exact));

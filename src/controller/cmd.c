@@ -107,7 +107,7 @@ static const char help[] =
 "  --learn-budget P%%    with --learn-between-events: what the probes may cost,\n"
 "                       as a share of the site's progress over any day (each\n"
 "                       probe priced on its job's pessimistic curve x GPUs x\n"
-"                       time held; default 0.5%%); spent, no probes until the\n"
+"                       time held; default 0.1%%); spent, no probes until the\n"
 "                       rolling day frees some\n"
 "  --explore X          largest probe below the plan, as a power reduction\n"
 "                       (default 0.05; 0: no exploration)\n"

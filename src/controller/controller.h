@@ -40,7 +40,7 @@ struct ctl_config {
     double learn_budget;            /* with learn_between: the probes' expected cost (each
                                      * job's pessimistic curve x GPUs x time held) over
                                      * any day at most this share of the site's progress
-                                     * in a day; <= 0: 0.005 */
+                                     * in a day; <= 0: CTL_LEARN_BUDGET */
     double explore_lead_s;          /* with learn_between: probe between events only while
                                      * a target that cuts the site starts within this
                                      * many seconds (its curves learned for it, not all
@@ -100,6 +100,12 @@ struct ctl_config {
      * <= 0: 2 % of the site's maximum power per second. */
     double max_step_w_per_s;
 };
+
+/* The learning budget by default, a share of a day's progress: on the
+ * field demonstration's days it bought what unbudgeted probes gain under
+ * the event at 22 k progress-s a day where they spent 56-71 k
+ * (docs/controller.md, "Probes"). */
+#define CTL_LEARN_BUDGET 0.001
 
 typedef struct ctl ctl_t;
 

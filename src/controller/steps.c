@@ -563,7 +563,7 @@ static int learn_afford(ctl_t *c, size_t j, double planned, double cap, unsigned
     size_t site = 0;
     for (size_t k = 0; k < c->njobs; k++)
         site += c->jobs[k].n_now;
-    double share = c->c.learn_budget > 0 ? c->c.learn_budget : 0.005;
+    double share = c->c.learn_budget > 0 ? c->c.learn_budget : CTL_LEARN_BUDGET;
     double budget = share * (double)site * 86400;
     double spent = learn_spent(c, c->p.now);
     if (spent + cost > budget) {

@@ -108,7 +108,7 @@ struct pflex_sim_ctl_setup {
     const struct pflex_sim_ctl_job *jobs;
     double period_s, settle_s, z, explore_step;
     int learn_between;              /* as the controller's --learn-between-events */
-    double learn_budget;            /* as its --learn-budget (a fraction); <= 0: 0.005 */
+    double learn_budget;            /* as its --learn-budget (a fraction); <= 0: its default */
     double explore_lead_s;          /* as the controller's --explore-lead; <= 0: always */
     double cap_step_w;              /* as the controller's --cap-step-w; <= 0: 1 */
     double other_w, baseline_w;     /* as the controller's --other-w, --baseline-w */
@@ -175,7 +175,7 @@ struct pflex_sim_config {
     double explore_lead_s;      /* the controller's --explore-lead; <= 0: always */
     int learn_between;          /* the controller's --learn-between-events: 0 (default),
                                  * the online policies probe only under a target */
-    double learn_budget;        /* the controller's --learn-budget, a fraction; <= 0: 0.005 */
+    double learn_budget;        /* the controller's --learn-budget, a fraction; <= 0: its default */
     double cap_step_w;          /* the controller's --cap-step-w; <= 0: 1 (whole watts) */
     int offline_exact;          /* 1: the offline policies' caps to any fraction of a
                                  * watt; 0: in the online policies' cap steps too */
