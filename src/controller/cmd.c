@@ -713,6 +713,9 @@ static int open_controller(struct run_opts *o, struct run_state *s)
             fprintf(stderr, "pflex controller: %s\n", err.text);
             return 1;
         }
+    if (s->pending.n)
+        ctl_log_to(s->log, "%zu --target not confirmed: set once a period has read the site and the "
+                   "API's check (floor, ramp rate) takes it", s->pending.n);
     return 0;
 }
 
