@@ -918,6 +918,8 @@ static int run_loop(const struct run_opts *o, struct run_state *s)
             next = pflex_real_s();
     }
     notify_send(s, &n, "STOPPING=1");
+    if (!rc && s->pending.n)
+        ctl_log_to(s->log, "%zu --target never set: no period read the site", s->pending.n);
     ctl_log_to(s->log, "stopping%s; caps stay until their leases expire", stop_now ? " on a signal" : "");
     return rc;
 }
