@@ -72,6 +72,15 @@ echo "learning between events: $lows GPU-readings of $reads readings under the l
 i=0
 until untouched; do [ $i -lt 100 ] || fail "the probes' caps did not lapse"; sleep 0.1; i=$((i + 1)); done
 
+# the learning's knobs alone, or a budget without its unit: exit 2
+for bad in "--explore-lead 60" "--learn-budget 1%" "--learn-between-events --learn-budget 0.5" \
+           "--learn-between-events --learn-budget 101%"; do
+    # shellcheck disable=SC2086
+    "$PFLEX" controller run --agent "$url" --periods 1 $bad 2>"$tmp/o.err"
+    rc=$?
+    [ $rc -eq 2 ] || fail "$bad: exit $rc"
+done
+
 # (b) no unit: exit 2, the message, nothing set (the agent not even asked)
 "$PFLEX" controller run --agent "$url" --token-file "$tmp/token" --period 0.05 --periods 20 --target 75 \
     --log "$tmp/b.log" 2>"$tmp/b.err"
