@@ -120,6 +120,15 @@ static void test_brief(void **state)
     assert_non_null(strstr(b, "No policy drew more than the limit"));
     assert_non_null(strstr(b, "<code>infer_llama_8b_48g-x</code>, at 0.848"));
     free(html);
+    /* over the limit: one sentence, however many policies */
+    r.pol[PFLEX_SIM_EQUAL].periods_above = 5;
+    r.pol[PFLEX_SIM_EQUAL].max_over_w = 12;
+    r.pol[PFLEX_SIM_TPW].periods_above = 9;
+    r.pol[PFLEX_SIM_TPW].max_over_w = 30;
+    html = render(&r, field, NULL, NULL);
+    assert_non_null(strstr(html, "equal and tpw drew more than the limit after its ramp, in up to 9 "
+                                 "periods (at most 30 W over)."));
+    free(html);
     /* no limit at all: said so, no best policy invented */
     for (size_t k = 0; k < N; k++)
         limit_w[k] = INFINITY;

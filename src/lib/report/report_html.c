@@ -298,7 +298,7 @@ static void chart_boxes(struct ctx *c, const char *title, const struct category 
     } else {
         fprintf(s, "set title '%s' font ',17'\nset ylabel 'PFI (range %.2f)'\n"
                    "set xtics (%s)\nset xrange [0.4:%d.6]\nset boxwidth 0.55\n"
-                   "set style boxplot nooutliers\nset offsets 0, 0, 0.08, 0.03\nunset key\n"
+                   "set style boxplot nooutliers\nset offsets 0, 0, 0.08, 0.03\nunset key\nset bmargin 5\n"
                    "plot for [i=0:%d] $d index i using (i+1):2 with boxplot lw 1.5 lc rgb '#1f77b4' "
                    "fs solid 0.25 title (i == 0 ? 'quartiles and whiskers (1.5 IQR)' : ''), \\\n"
                    "  $d using 1:2 with points pt 7 ps 0.55 lc rgb '#333333' title 'runs'\n",

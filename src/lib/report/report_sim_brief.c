@@ -92,14 +92,20 @@ void pflex_sim_report_brief(const struct pflex_sim_result *r, const json_t *fiel
     }
     if (!nover)
         fputs("No policy drew more than the limit once its ramp was over. ", out);
-    else
-        for (int p = 0, k = 0; p < PFLEX_SIM_NPOL; p++)
+    else {
+        /* one sentence however many: the names, the most periods, the most watts */
+        size_t most = 0;
+        double over = 0;
+        int k = 0;
+        for (int p = 0; p < PFLEX_SIM_NPOL; p++)
             if (ran(r, p) && r->pol[p].periods_above > 0) {
-                k++;
-                fprintf(out, "%s%s drew more than the limit in %zu periods (at most %.0f W over)%s",
-                        k > 1 ? "; " : "", name(p), r->pol[p].periods_above, r->pol[p].max_over_w,
-                        k == nover ? ". " : "");
+                fprintf(out, "%s%s", sep(k++, nover), name(p));
+                most = r->pol[p].periods_above > most ? r->pol[p].periods_above : most;
+                over = fmax(over, r->pol[p].max_over_w);
             }
+        fprintf(out, " drew more than the limit after its ramp, in %s%zu periods (at most %.0f W "
+                     "over). ", nover > 1 ? "up to " : "", most, over);
+    }
     if (r->periods_infeasible)
         fprintf(out, "In %zu periods the limit was under what the jobs draw at their lowest caps: "
                      "no policy could meet it. ", r->periods_infeasible);
