@@ -1002,11 +1002,14 @@ static void brief_section(struct ctx *c)
     }
     double m = json_number_value(med);
     double lo = json_number_value(json_object_get(all, "min")), hi = json_number_value(json_object_get(all, "max"));
-    fprintf(f, "Across the %lld H200 main runs the median ratio PFI is %.2f (%.2f to %.2f): a "
-               "typical job gives up about %.1f %% of its throughput for a 10 %% cut in its "
-               "power%s. ",
-            (long long)json_integer_value(json_object_get(all, "n")), m, lo, hi, 10 / m,
-            lo > 1 ? ", and every run gives up less throughput than power" : "");
+    fprintf(f, "Across the %lld H200 main runs the median ratio PFI is %.2f (%.2f to %.2f)",
+            (long long)json_integer_value(json_object_get(all, "n")), m, lo, hi);
+    /* ratio PFI = x / L: a cut x of the power costs about x / PFI of the throughput */
+    if (m > 0)
+        fprintf(f, ": a typical job gives up about %.1f %% of its throughput for a 10 %% cut in "
+                   "its power%s", 10 / m,
+                lo > 1 ? ", and every run gives up less throughput than power" : "");
+    fputs(". ", f);
     const json_t *md = median_of(S, "by_arch", "dense"), *mm = median_of(S, "by_arch", "moe");
     if (json_is_number(md) && json_is_number(mm)) {
         double d = json_number_value(md), e = json_number_value(mm);

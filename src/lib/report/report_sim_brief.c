@@ -54,9 +54,12 @@ void pflex_sim_report_brief(const struct pflex_sim_result *r, const json_t *fiel
     }
     double secs = (double)limited * r->period_s;
     fprintf(out, "A limit was in force for %zu of %zu periods (%.0f h %02.0f min); at its deepest "
-                 "it allowed %.1f kW, %.0f %% of the site's baseline (%.1f kW). ",
-            limited, r->nperiods, floor(secs / 3600), floor(fmod(secs, 3600) / 60), deepest / 1000,
-            100 * deepest / r->baseline_w, r->baseline_w / 1000);
+                 "it allowed %.1f kW",
+            limited, r->nperiods, floor(secs / 3600), floor(fmod(secs, 3600) / 60), deepest / 1000);
+    if (r->baseline_w > 0)
+        fprintf(out, ", %.0f %% of the site's baseline (%.1f kW)", 100 * deepest / r->baseline_w,
+                r->baseline_w / 1000);
+    fputs(". ", out);
     /* the best policy that does not know the curves: what a site can expect */
     int best = -1;
     for (int p = 0; p < PFLEX_SIM_NPOL; p++)
