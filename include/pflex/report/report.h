@@ -151,4 +151,7 @@ const char *pflex_report_gnuplot_quote(const char *s, char *buf, size_t len);
  * c<chart>-. */
 void pflex_report_paste_svg(FILE *f, const char *svg, int chart);
 
+/* s as HTML text (<, >, & and " escaped; NULL: nothing). */
+void pflex_report_html_text(FILE *f, const char *s);
+
 #endif

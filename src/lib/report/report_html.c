@@ -44,9 +44,9 @@ struct ctx {
     char why[256];
 };
 
-static void esc(FILE *f, const char *s)
+void pflex_report_html_text(FILE *f, const char *s)
 {
-    for (; *s; s++)
+    for (; s && *s; s++)
         switch (*s) {
         case '<': fputs("&lt;", f); break;
         case '>': fputs("&gt;", f); break;
@@ -96,14 +96,14 @@ static void figure(struct ctx *c, FILE *script_f, char **script_p, size_t *len_p
                 c->broken = 1;
         }
         fputs("<div class=\"nochart\">Chart not drawn: ", f);
-        esc(f, c->why);
+        pflex_report_html_text(f, c->why);
         if (c->gnuplot)
             fputs(". Install gnuplot (Debian: <code>apt-get install gnuplot-nox</code>) and run "
                   "<code>pflex study</code> again to draw it here", f);
         fputs(".</div>\n", f);
     }
     fputs("<figcaption>", f);
-    esc(f, caption);
+    pflex_report_html_text(f, caption);
     fputs("</figcaption>\n</figure>\n", f);
     free(svg);
     free(script);
@@ -507,7 +507,7 @@ static void chart_alloc(struct ctx *c)
 static void stats_row(FILE *f, const char *label, const json_t *st)
 {
     fputs("<tr><td>", f);
-    esc(f, label);
+    pflex_report_html_text(f, label);
     json_int_t n = json_integer_value(json_object_get(st, "n"));
     fprintf(f, "</td><td>%lld</td>", (long long)n);
     static const char *const keys[] = {"mean", "median", "q1", "q3", "min", "max"};
@@ -625,7 +625,7 @@ static void study_section(struct ctx *c)
         json_t *diff = json_is_number(sim) && json_is_number(mea)
                        ? json_real(json_number_value(sim) - json_number_value(mea)) : json_null();
         fputs("<tr><td>", f);
-        esc(f, json_string_value(json_object_get(g, "group")));
+        pflex_report_html_text(f, json_string_value(json_object_get(g, "group")));
         fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", num(sim, a, 16, "%.2f"),
                 num(mea, b, 16, "%.2f"), num(diff, d, 16, "%+.2f"));
         json_decref(diff);
@@ -668,12 +668,12 @@ static void calib_section(struct ctx *c)
     fputs("<h2 id=\"calibration\">Calibration against the Emerald measurements</h2>\n", f);
     if (!cal->done) {
         fputs("<p class=\"note\">Calibration section skipped: ", f);
-        esc(f, cal->note);
+        pflex_report_html_text(f, cal->note);
         fputs(".</p>\n", f);
         return;
     }
     fputs("<p>", f);
-    esc(f, cal->note);
+    pflex_report_html_text(f, cal->note);
     fputs("</p>\n", f);
     chart_calibration(c);
     fputs("<table class=\"num\">\n<tr><th>measured job</th><th>simulated as</th>"
@@ -682,9 +682,9 @@ static void calib_section(struct ctx *c)
     for (size_t j = 0; j < cal->njobs; j++) {
         const struct pflex_report_calib_job *J = &cal->jobs[j];
         fputs("<tr><td>", f);
-        esc(f, J->job);
+        pflex_report_html_text(f, J->job);
         fputs("</td><td>", f);
-        esc(f, J->sim_job);
+        pflex_report_html_text(f, J->sim_job);
         fprintf(f, "</td><td>%.4f</td><td>%.3f</td><td>%.3f</td><td>%+.3f</td></tr>\n", J->rmse,
                 J->pfi_measured, J->pfi_simulated, J->pfi_simulated - J->pfi_measured);
     }
@@ -698,7 +698,7 @@ static void alloc_section(struct ctx *c)
     fputs("<h2 id=\"allocation\">Allocation under a site power cut</h2>\n", f);
     if (!a->done) {
         fputs("<p class=\"note\">Allocation section skipped: ", f);
-        esc(f, a->note);
+        pflex_report_html_text(f, a->note);
         fputs(".</p>\n", f);
         return;
     }
@@ -778,9 +778,9 @@ static void prediction_section(struct ctx *c)
             fputs(study ? "<tr class=\"meta\"><td>&nbsp;&nbsp;the study</td><td></td><td></td>"
                         : "<tr><td>", f);
             if (!study) {
-                esc(f, json_string_value(json_object_get(row, "features")));
+                pflex_report_html_text(f, json_string_value(json_object_get(row, "features")));
                 fputs("</td><td>", f);
-                esc(f, json_string_value(json_object_get(row, "model")));
+                pflex_report_html_text(f, json_string_value(json_object_get(row, "model")));
                 fputs("</td>", f);
                 pred_cell(f, json_object_get(row, "p"), "%.0f");
             }
@@ -791,7 +791,7 @@ static void prediction_section(struct ctx *c)
                 const char *na = json_string_value(json_object_get(r, k ? "loco_na" : "loo_na"));
                 if (na) {
                     fputs("<td colspan=\"3\">n/a: ", f);
-                    esc(f, na);
+                    pflex_report_html_text(f, na);
                     fputs("</td>", f);
                     continue;
                 }
@@ -838,7 +838,7 @@ static void prediction_section(struct ctx *c)
         const json_t *pol;
         json_object_foreach((json_t *)json_object_get(mix, "policies"), key, pol) {
             fputs("<tr><td>", f);
-            esc(f, json_string_value(json_object_get(pol, "name")));
+            pflex_report_html_text(f, json_string_value(json_object_get(pol, "name")));
             fputs("</td>", f);
             const json_t *g = json_object_get(pol, "gap_recovered");
             const json_t *d = json_object_get(pol, "gain_over_equal_per_job");
@@ -857,7 +857,7 @@ static void prediction_section(struct ctx *c)
     const json_t *st = json_object_get(json_object_get(p, "allocation"), "study");
     if (json_is_object(st)) {
         fputs("<p>The study: ", f);
-        esc(f, json_string_value(json_object_get(st, "headline")));
+        pflex_report_html_text(f, json_string_value(json_object_get(st, "headline")));
         fputs(".</p>\n", f);
     }
 }
@@ -876,7 +876,7 @@ static void grid_day_section(struct ctx *c)
     const json_t *pols = json_object_get(g, "policies");
     if (!json_is_object(pols)) {
         fputs("<p class=\"note\">Left out: ", f);
-        esc(f, json_string_value(json_object_get(g, "note")) ? json_string_value(json_object_get(g, "note"))
+        pflex_report_html_text(f, json_string_value(json_object_get(g, "note")) ? json_string_value(json_object_get(g, "note"))
                                                               : "no result");
         fputs(".</p>\n", f);
         return;
@@ -893,7 +893,7 @@ static void grid_day_section(struct ctx *c)
                                                                 : "progress");
     const char *note = json_string_value(json_object_get(g, "note"));
     if (note && *note)
-        esc(f, note);
+        pflex_report_html_text(f, note);
     fputs("</p>\n<table class=\"num\">\n<tr><th>policy</th><th>gap recovered</th>"
           "<th>lost over the event (objective &times; s)</th><th>periods under equal cuts</th>"
           "<th>floor breaches (job-periods)</th><th>periods above the limit</th>"
@@ -902,7 +902,7 @@ static void grid_day_section(struct ctx *c)
     const json_t *v;
     json_object_foreach((json_t *)pols, name, v) {
         fputs("<tr><td>", f);
-        esc(f, name);
+        pflex_report_html_text(f, name);
         fputs("</td>", f);
         const json_t *gr = json_object_get(v, "gap_recovered");
         if (json_is_number(gr))
@@ -975,7 +975,7 @@ static void runs_table(struct ctx *c)
         const struct pflex_report_run *run = &r->runs[i];
         const struct pflex_job_desc *d = &run->fleet.desc;
         fputs("<tr><td>", f);
-        esc(f, d->name);
+        pflex_report_html_text(f, d->name);
         fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%d/%d/%d/%d</td>"
                    "<td>%.0f</td><td>%.0f</td>",
                 pflex_fleet_split_name(run->fleet.split), run->fleet.family, run->fleet.task,
@@ -1037,17 +1037,20 @@ static void brief_section(struct ctx *c)
                 100 * k->gap_recovered[PFLEX_REPORT_POL_PFI]);
     /* the telemetry model that predicts best out of sample */
     const json_t *best = NULL, *row;
+    double best_r2 = -INFINITY;
     size_t i;
     json_array_foreach(pflex_report_json_get(S, "prediction", "table3", NULL), i, row) {
         const json_t *r2 = pflex_report_json_get(row, "loo", "r2", NULL);
-        if (json_is_number(r2)
-            && (!best || json_number_value(r2) > json_number_value(pflex_report_json_get(best, "loo", "r2", NULL))))
+        if (json_is_number(r2) && json_number_value(r2) > best_r2) {
             best = row;
+            best_r2 = json_number_value(r2);
+        }
     }
     if (best) {
+        const char *feat = json_string_value(json_object_get(best, "features"));
         fputs("From telemetry of the uncapped run, ", f);
-        esc(f, json_string_value(json_object_get(best, "features")) ? json_string_value(json_object_get(best, "features")) : "?");
-        fprintf(f, " predicts PFI best, leave-one-out R² %.2f", json_number_value(pflex_report_json_get(best, "loo", "r2", NULL)));
+        pflex_report_html_text(f, feat ? feat : "?");
+        fprintf(f, " predicts PFI best, leave-one-out R² %.2f", best_r2);
         const json_t *sr = pflex_report_json_get(best, "study", "loo", "r2");
         if (json_is_number(sr))
             fprintf(f, " (the study's: %.2f)", json_number_value(sr));
@@ -1164,7 +1167,7 @@ int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
     runs_table(&c);
     if (c.broken || c.charts < c.tried) {
         fputs("<p class=\"note\">Some charts were not drawn: ", f);
-        esc(f, c.why);
+        pflex_report_html_text(f, c.why);
         fputs(".</p>\n", f);
     }
     fputs("</body>\n</html>\n", f);

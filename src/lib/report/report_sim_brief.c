@@ -5,20 +5,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include "pflex/report/report.h"
 #include "lib/report/report_sim_parts.h"
-
-static void text(FILE *f, const char *s)
-{
-    for (; *s; s++)
-        if (*s == '<')
-            fputs("&lt;", f);
-        else if (*s == '>')
-            fputs("&gt;", f);
-        else if (*s == '&')
-            fputs("&amp;", f);
-        else
-            fputc(*s, f);
-}
 
 static int ran(const struct pflex_sim_result *r, int p)
 {
@@ -84,7 +72,8 @@ void pflex_sim_report_brief(const struct pflex_sim_result *r, const json_t *fiel
         if (nworse)
             fprintf(out, " did worse than equal cuts: %s more of the objective than cutting every "
                          "job alike. ", nworse == 1 ? "its plans lost" : "their plans lost");
-    } else if (ran(r, PFLEX_SIM_EQUAL) && ran(r, PFLEX_SIM_ORACLE) && !isfinite(r->pol[PFLEX_SIM_ORACLE].gap_recovered))
+    } else if (ran(r, PFLEX_SIM_EQUAL) && ran(r, PFLEX_SIM_ORACLE)
+               && !isfinite(r->pol[PFLEX_SIM_ORACLE].gap_recovered))
         fputs("The oracle did no better than equal cuts here: the jobs' curves leave nothing to "
               "gain by cutting some more than others. ", out);
     /* the guarantee and the floors */
@@ -139,7 +128,7 @@ void pflex_sim_report_brief(const struct pflex_sim_result *r, const json_t *fiel
         const char *jn = json_string_value(json_object_get(json_array_get(jobs, worst), "job"));
         if (isfinite(wv) && jn) {
             fprintf(out, "Under %s the job that gave up most was <code>", name(best));
-            text(out, jn);
+            pflex_report_html_text(out, jn);
             fprintf(out, "</code>, at %.3f of its throughput on average while limited (the table "
                          "below has every job). ", wv);
         }
@@ -173,7 +162,7 @@ void pflex_sim_report_jobs(const struct pflex_sim_result *r, const json_t *field
         const json_t *m = json_object_get(j, "measured"), *pols = json_object_get(j, "policies");
         double floor_v = json_number_value(json_object_get(j, "floor"));
         fputs("<tr><td>", out);
-        text(out, jn ? jn : "?");
+        pflex_report_html_text(out, jn ? jn : "?");
         fprintf(out, "</td><td>%lld</td><td>%.2f</td>",
                 (long long)json_integer_value(json_object_get(j, "gpus")), floor_v);
         if (json_is_number(m))

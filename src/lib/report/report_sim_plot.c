@@ -62,19 +62,6 @@ static double x_of(const struct pflex_sim_result *r, size_t k)
     return (dated(r) ? r->start_s : 0) + (double)k * r->period_s;
 }
 
-static void html_text(FILE *f, const char *s)
-{
-    for (; *s; s++)
-        if (*s == '<')
-            fputs("&lt;", f);
-        else if (*s == '>')
-            fputs("&gt;", f);
-        else if (*s == '&')
-            fputs("&amp;", f);
-        else
-            fputc(*s, f);
-}
-
 /* " — 2025-05-03 21:40 to 2025-05-04 04:20 UTC" for a dated run, else "". */
 static void when(const struct pflex_sim_result *r, char *buf, size_t len)
 {
@@ -118,7 +105,7 @@ static void chart(FILE *out, const char *gnuplot, FILE *s, char **buf, size_t *l
     char *svg = NULL;
     pflex_error_t e;
     fputs("<h2>", out);
-    html_text(out, title);
+    pflex_report_html_text(out, title);
     fputs("</h2>\n", out);
     if (ok && gnuplot && pflex_report_gnuplot_svg(gnuplot, *buf, *len, &svg, &e) == 0) {
         (*nch)++;
@@ -130,12 +117,11 @@ static void chart(FILE *out, const char *gnuplot, FILE *s, char **buf, size_t *l
                 !ok ? "out of memory" : "gnuplot not available");
     if (caption && *caption) {
         fputs("<p class=\"caption\">", out);
-        html_text(out, caption);
+        pflex_report_html_text(out, caption);
         fputs("</p>\n", out);
     }
     free(svg);
-    if (ok)
-        free(*buf);
+    free(*buf);
     *buf = NULL;
 }
 
