@@ -203,6 +203,110 @@ static void test_html_real_gnuplot(void **state)
     free(html);
 }
 
+/* gnuplot strings: a quote doubled, control characters blanked, cut whole. */
+static void test_gnuplot_quote(void **state)
+{
+    (void)state;
+    char b[32];
+    assert_string_equal(pflex_report_gnuplot_quote("ft_llama_8b", b, sizeof b), "'ft_llama_8b'");
+    assert_string_equal(pflex_report_gnuplot_quote("it's\n", b, sizeof b), "'it''s '");
+    assert_string_equal(pflex_report_gnuplot_quote("abcdef", b, 6), "'abc'");
+    assert_string_equal(pflex_report_gnuplot_quote("ab'c", b, 6), "'ab'");   /* never half a '' */
+    assert_string_equal(pflex_report_gnuplot_quote(NULL, b, sizeof b), "''");
+}
+
+/* The report with a summary changed by the caller, e.g. keys the study
+ * adds (prediction, grid_day). */
+static char *render_summary(const struct pflex_report *r, json_t *s, const char *gnuplot)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    pflex_error_t err;
+    int charts;
+    assert_int_equal(pflex_report_write_html(r, s, gnuplot, f, &charts, &err), 0);
+    fclose(f);
+    return buf;
+}
+
+/* The H100 transfer sentence: each number its own (one buffer served two
+ * arguments of one call, and printed "(the study: R² 6)"). */
+static void test_h100_transfer_text(void **state)
+{
+    (void)state;
+    struct pflex_report r;
+    struct pflex_report_run runs[4];
+    make_report(&r, runs);
+    json_t *s = pflex_report_summary(&r);
+    json_object_set_new(s, "prediction", json_pack("{s:{s:i, s:f, s:f, s:f}}", "h100_transfer",
+                                                   "h100_jobs", 6, "r2", 0.742, "rho", 0.829,
+                                                   "study_r2", 0.56));
+    char *html = render_summary(&r, s, NULL);
+    assert_non_null(strstr(html, "scored on the 6 H100 groups: R² 0.742, ρ 0.829 (the study: R² 0.56)."));
+    free(html);
+    json_decref(s);
+}
+
+/* "What this says" on top, read off this study's numbers. */
+static void test_brief(void **state)
+{
+    (void)state;
+    struct pflex_report r;
+    struct pflex_report_run runs[4];
+    make_report(&r, runs);
+    json_t *s = pflex_report_summary(&r);
+    json_object_set_new(s, "grid_day", json_pack("{s:{s:{s:f}}}", "policies", "online-warm",
+                                                 "gap_recovered", 0.961));
+    char *html = render_summary(&r, s, NULL);
+    char *b = strstr(html, "<h2 id=\"brief\">What this says</h2>");
+    assert_non_null(b);
+    assert_true(b < strstr(html, "<h2>The fleet</h2>"));
+    /* three main runs, PFI 0.2, 0.4, 0.6: median 0.40; 10 % of power costs 25 % */
+    assert_non_null(strstr(b, "Across the 3 H200 main runs the median ratio PFI is 0.40 (0.20 to 0.60)"));
+    assert_non_null(strstr(b, "gives up about 25.0 % of its throughput for a 10 % cut"));
+    assert_non_null(strstr(b, "On H100, 1 of the 1 matched jobs are more power-flexible"));
+    assert_non_null(strstr(b, "(online-warm) recovered 96 %"));
+    free(html);
+    json_decref(s);
+}
+
+/* Calibration job names are drawn as written: ft_llama_8b_dolly, not
+ * "ft llama 8b dolly" nor gnuplot's subscripts. */
+static void test_calibration_names_literal(void **state)
+{
+    (void)state;
+    char *svg = NULL;
+    pflex_error_t err;
+    const char script[] = "set terminal svg\nplot x\n";
+    if (pflex_report_gnuplot_svg("gnuplot", script, sizeof script - 1, &svg, &err) < 0) {
+        skip();
+        return;
+    }
+    free(svg);
+    struct pflex_report r;
+    struct pflex_report_run runs[4];
+    make_report(&r, runs);
+    static struct pflex_report_calib_job cj[1];
+    memset(cj, 0, sizeof cj);
+    snprintf(cj[0].job, sizeof cj[0].job, "ft_llama_8b_dolly");
+    snprintf(cj[0].sim_job, sizeof cj[0].sim_job, "emerald-ft-llama-8b-dolly");
+    cj[0].npoints = 3;
+    for (int k = 0; k < 3; k++) {
+        cj[0].cap_w[k] = 200 + 100 * k;
+        cj[0].measured[k] = 0.6 + 0.2 * k;
+        cj[0].simulated[k] = 0.62 + 0.19 * k;
+    }
+    cj[0].rmse = 0.014;
+    r.calib.done = 1;
+    r.calib.njobs = 1;
+    r.calib.jobs = cj;
+    json_t *s = pflex_report_summary(&r);
+    char *html = render_summary(&r, s, "gnuplot");
+    assert_non_null(strstr(html, ">ft_llama_8b_dolly (RMSE 0.014)</text>"));
+    free(html);
+    json_decref(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +315,10 @@ int main(void)
         cmocka_unit_test(test_html_without_gnuplot),
         cmocka_unit_test(test_html_ids_prefixed),
         cmocka_unit_test(test_html_real_gnuplot),
+        cmocka_unit_test(test_gnuplot_quote),
+        cmocka_unit_test(test_h100_transfer_text),
+        cmocka_unit_test(test_brief),
+        cmocka_unit_test(test_calibration_names_literal),
     };
     return cmocka_run_group_tests_name("report", tests, NULL, NULL);
 }

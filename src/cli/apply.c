@@ -49,9 +49,12 @@ static const char help_text[] =
     "                     \"cap_w\", \"enforced_w\", \"lease_s\"}], \"skipped\": [...]}\n"
     "  --help             this text\n"
     "\n"
-    "exit: 0 every cap took; 1 a system, HTTP or NVML error (some may have taken:\n"
-    "the output says which); 2 bad usage, a malformed plan, or caps the agent refused\n"
-    "(nothing changed).\n"
+    "Skipped jobs are also named on stderr, one line per reason.\n"
+    "\n"
+    "exit: 0 caps took (any skipped jobs named on stderr); 1 a system, HTTP or NVML\n"
+    "error (some may have taken: the output says which); 2 bad usage, a malformed\n"
+    "plan, or caps the agent refused (nothing changed); 4 nothing applied: no job of\n"
+    "the plan has GPUs on this node (the skipped jobs are printed and named).\n"
     "\n"
     "EXAMPLES\n"
     "  pflex allocate sweep.csv --reduce 0.2 --json > plan.json\n"
@@ -134,6 +137,40 @@ static int print_result(json_t *applied, json_t *skipped, int json)
     return fflush(stdout) == 0 ? 0 : -1;
 }
 
+static const char *skip_field(const json_t *skipped, size_t i, const char *key)
+{
+    const char *v = json_string_value(json_object_get(json_array_get(skipped, i), key));
+    return v ? v : "?";
+}
+
+/* Name the skipped jobs on stderr, one line per reason, so that a plan that
+ * missed this node is seen under --json or a pipe too; when nothing failed
+ * (rc 0) and no cap took, say so: PFLEX_EXIT_NOTHING_APPLIED.  Else rc. */
+static int say_skipped(const json_t *applied, const json_t *skipped, size_t njobs, int rc)
+{
+    size_t ns = json_array_size(skipped);
+    for (size_t i = 0; i < ns; i++) {
+        const char *why = skip_field(skipped, i, "reason");
+        size_t first = 0, cnt = 0;
+        while (strcmp(skip_field(skipped, first, "reason"), why))
+            first++;
+        if (first < i)
+            continue;   /* this reason's line is already out */
+        for (size_t k = i; k < ns; k++)
+            cnt += !strcmp(skip_field(skipped, k, "reason"), why);
+        fprintf(stderr, "pflex " CMD ": skipped %zu job%s (%s):", cnt, cnt == 1 ? "" : "s", why);
+        for (size_t k = i; k < ns; k++)
+            if (!strcmp(skip_field(skipped, k, "reason"), why))
+                fprintf(stderr, " %s", skip_field(skipped, k, "job"));
+        fputc('\n', stderr);
+    }
+    if (rc || json_array_size(applied))
+        return rc;
+    cli_error(CMD, "nothing applied: no cap set (%zu of the plan's %zu job%s skipped)", ns, njobs,
+              njobs == 1 ? "" : "s");
+    return PFLEX_EXIT_NOTHING_APPLIED;
+}
+
 /* ---- --agent ----------------------------------------------------- */
 
 static int via_agent(const char *url, const char *token, double timeout_s, double lease_s,
@@ -158,6 +195,7 @@ static int via_agent(const char *url, const char *token, double timeout_s, doubl
         cli_error(CMD, "writing standard output failed");
         rc = PFLEX_EXIT_INTERNAL;
     }
+    rc = say_skipped(r.applied, r.skipped, plan->njobs, rc);
     pflex_capagent_report_fini(&r);
     return rc;
 }
@@ -236,6 +274,7 @@ static int apply_local(pflex_gpu_t *g, const char *state_dir, const json_t *map,
         if (print_result(applied, skipped, json))
             rc = PFLEX_EXIT_INTERNAL;
         fflush(stdout);
+        rc = say_skipped(applied, skipped, plan->njobs, rc);
     }
     if (!rc && n)
         hold_lease(lease_s);

@@ -13,6 +13,7 @@ enum {
     PFLEX_EXIT_INTERNAL = 1,    /* internal or system error */
     PFLEX_EXIT_BAD_INPUT = 2,   /* bad usage or bad input; nothing on stdout */
     PFLEX_EXIT_INFEASIBLE = 3,  /* budget unreachable; plan still printed */
+    PFLEX_EXIT_NOTHING_APPLIED = 4, /* pflex apply set no cap; what was skipped printed */
 };
 
 int cmd_pfi(int argc, char **argv);

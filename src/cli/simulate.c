@@ -917,8 +917,9 @@ static json_t *summary_doc(const struct sim_opts *o, const struct sim_state *st)
     return doc;
 }
 
-/* The report's page into f. */
-static int write_report(const struct sim_opts *o, struct sim_state *st, FILE *f)
+/* The report's page into f; doc is the summary (its "field" feeds the
+ * per-job table, the same numbers the terminal prints). */
+static int write_report(const struct sim_opts *o, struct sim_state *st, const json_t *doc, FILE *f)
 {
     const struct day *dy = o->dy;
     const struct pflex_sim_result *res = &st->res;
@@ -929,7 +930,8 @@ static int write_report(const struct sim_opts *o, struct sim_state *st, FILE *f)
              "throughput; curves %s between measured caps; objective %s.  %s",
              res->ngpus, res->nperiods, res->period_s, o->seed_d, o->delay, 100 * o->noise_p, 100 * o->noise_t,
              o->linear ? "straight" : "smooth (monotone cubic)", st->obj_note, res->note);
-    return pflex_sim_report_html(res, title, notes, dy ? st->dayrec.t_s : NULL, dy ? st->dayrec.w : NULL,
+    return pflex_sim_report_html(res, title, notes, json_object_get(doc, "field"),
+                                 dy ? st->dayrec.t_s : NULL, dy ? st->dayrec.w : NULL,
                                  dy ? st->dayrec.n : 0, o->gnuplot, f, NULL, &st->err);
 }
 
@@ -954,7 +956,7 @@ static int write_out_dir(const struct sim_opts *o, struct sim_state *st, json_t 
             fputc('\n', f);
         } else if (i == 1)
             write_series(f, &st->res, st->every);
-        else if (write_report(o, st, f) < 0)
+        else if (write_report(o, st, doc, f) < 0)
             ok = 0;
         if (ok && pflex_outfile_finish(of[i], &st->err) < 0)
             ok = 0;

@@ -30,6 +30,20 @@ for g in 0 7; do
         || fail "GPU $g at $v W, the plan says $cap_alpha W"
 done
 [ "$(metric pflex_lease_active 3)" = 1 ] || fail "no lease on GPU 3"
+# Partial: exit 0 (above), the job left out named on stderr as well.
+grep -q "skipped 1 job (not in the agent's job map): beta" "$tmp/err" \
+    || { cat "$tmp/err"; fail "partial apply: beta not named on stderr"; }
+# A plan none of whose jobs the agent holds: nothing set, exit 4, the jobs named.
+sed 's/"job": "alpha"/"job": "ghost_1"/' "$tmp/plan.json" >"$tmp/none.json"
+"$PFLEX" apply "$tmp/none.json" --agent "$url" --token-file "$tmp/token" --json \
+    >"$tmp/out.json" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 4 ] || { cat "$tmp/err"; fail "a plan with no job on the node: exit $rc, expected 4"; }
+grep -q "skipped 2 jobs (not in the agent's job map): ghost_1 beta" "$tmp/err" \
+    || { cat "$tmp/err"; fail "exit 4 does not name the skipped jobs"; }
+grep -q 'nothing applied' "$tmp/err" || fail "exit 4 does not say nothing was applied"
+grep -q '"applied": \[\]' "$tmp/out.json" && grep -q '"job": "ghost_1"' "$tmp/out.json" \
+    || { cat "$tmp/out.json"; fail "exit 4: the JSON does not list the skipped jobs"; }
 # A plan the agent refuses (a cap above the range): exit 2, nothing changes.
 sed 's/"cap_w": [0-9.]*/"cap_w": 900.0/' "$tmp/plan.json" >"$tmp/bad.json"
 "$PFLEX" apply "$tmp/bad.json" --agent "$url" --token-file "$tmp/token" >"$tmp/out" 2>"$tmp/err"
@@ -75,6 +89,15 @@ rc=$?
 [ $rc -eq 0 ] || { cat "$tmp/lerr"; fail "apply --local: exit $rc"; }
 [ "$(limit 1)" = 700000 ] || fail "GPU 1 not restored after the lease"
 grep -q 'original power limits restored' "$tmp/lerr" || fail "the restore is not said"
+# --local, a map that holds none of the plan's jobs: nothing set, exit 4.
+printf '{"jobs": {"other": [2]}}\n' >"$tmp/map0.json"
+cp "$FAKE_NVML_STATE" "$tmp/state.before"
+"$PFLEX" apply "$tmp/plan.json" --local --job-map "$tmp/map0.json" --lease 60 >"$tmp/lout" 2>"$tmp/lerr"
+rc=$?
+[ $rc -eq 4 ] || { cat "$tmp/lerr"; fail "apply --local with no job here: exit $rc, expected 4"; }
+grep -q 'skipped 2 jobs (no GPUs of this node (see --job-map)): alpha beta' "$tmp/lerr" \
+    || { cat "$tmp/lerr"; fail "apply --local exit 4 does not name the jobs"; }
+cmp -s "$FAKE_NVML_STATE" "$tmp/state.before" || fail "a plan that applied nothing changed a GPU"
 # SIGTERM during the lease: restored, then death by the signal.
 "$PFLEX" apply "$tmp/plan.json" --local --job-map "$tmp/map.json" --lease 60 >"$tmp/lout" 2>"$tmp/lerr" &
 ap=$!

@@ -153,6 +153,16 @@ jq -e '.field.jobs | length == 6 and all(.measured != null)' "$T/srp.json" > /de
 "$P" simulate --day srp --data "$D" --period 5s --out "$T/srp" > /dev/null || fail "srp --out"
 grep -q 'field demonstration (measured)' "$T/srp/report.html" || \
     grep -q 'chart not drawn' "$T/srp/report.html" || fail "srp report lacks the field trace"
+# the report reads at a glance: what it says on top, the per-job table the
+# terminal prints, job names drawn as written on a clock-time axis
+grep -q '<h2 id="brief">What this says</h2>' "$T/srp/report.html" || fail "srp report: no 'What this says'"
+grep -q '<tr><td>infer_llama_8b_48g-hgfu2h87</td><td>48</td><td>0.90</td><td>1.000</td>' "$T/srp/report.html" \
+    || fail "srp report: no per-job table"
+if command -v gnuplot > /dev/null 2>&1; then
+    grep -q '>infer_llama_8b_48g-hgfu2h87</text>' "$T/srp/report.html" || fail "srp report: a job name not drawn as written"
+    grep -q 'time of day (UTC)' "$T/srp/report.html" && grep -q '2025-05-03 21:40 to 2025-05-04 04:20 UTC' "$T/srp/report.html" \
+        || fail "srp report: no clock time"
+fi
 # eq2-predicted with the PFIs scripts/emerald_pfi.sh predicts from the
 # presets' telemetry: a row per workload of the sweep, each a ratio PFI
 HERE=$(cd "$(dirname "$0")/../.." && pwd)

@@ -100,6 +100,11 @@ if command -v gnuplot > /dev/null 2>&1; then
     grep -q '<svg' "$T/a/report.html" || fail "report.html has no svg chart"
     grep -q 'Chart not drawn' "$T/a/report.html" && fail "a chart failed to draw"
 fi
+grep -q '<h2 id="brief">What this says</h2>' "$T/a/report.html" || fail "report.html: no 'What this says'"
+# each number of the H100 transfer sentence its own (it printed "R² 6")
+if grep -q 'groups: R² ' "$T/a/report.html"; then
+    grep -q '(the study: R² 0.56)' "$T/a/report.html" || fail "report.html: the study's R² is wrong"
+fi
 grep -q '<script' "$T/a/report.html" && fail "report.html runs scripts"
 grep -qE '(src|href)="https?:' "$T/a/report.html" && fail "report.html loads external assets"
 "$P" study --out "$T/b" --jobs 20 --gnuplot "$T/no-such-gnuplot" > /dev/null 2> "$T/err" \

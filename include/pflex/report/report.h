@@ -140,4 +140,18 @@ int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
 int pflex_report_gnuplot_svg(const char *gnuplot, const char *script, size_t script_len,
                              char **svg, pflex_error_t *err);
 
+/* s as a gnuplot single-quoted string, quotes and all ('' for each ',
+ * control characters as spaces), cut whole to fit len.  Follow a title
+ * with noenhanced so that it is drawn literally (job_a_b, not subscripts).
+ * Returns buf. */
+const char *pflex_report_gnuplot_quote(const char *s, char *buf, size_t len);
+
+/* gnuplot's SVG into a page of several: gnuplot names its definitions
+ * alike in every chart, so each id and reference to one gets the prefix
+ * c<chart>-. */
+void pflex_report_paste_svg(FILE *f, const char *svg, int chart);
+
+/* s as HTML text (<, >, & and " escaped; NULL: nothing). */
+void pflex_report_html_text(FILE *f, const char *s);
+
 #endif

@@ -299,16 +299,20 @@ int pflex_sim_day_read(const char *path, const char *date_for_hhmm, double bucke
                        pflex_target_set_t *set, struct pflex_sim_day *out, pflex_error_t *err);
 void pflex_sim_day_fini(struct pflex_sim_day *d);
 
-/* The HTML report (src/lib/report/report_sim.c): the summary table, then
- * SVG charts drawn by gnuplot (NULL or not runnable: a note in place of
- * each): the limit against each policy's site power (and the field's
- * measured trace field_t/field_w, nfield samples, where given), the gap
- * recovered over time, per-job caps and throughput of the online policy.
- * *charts (may be NULL) receives the charts drawn.  0, or -1 on a write
- * error. */
+/* The HTML report (src/lib/report/report_sim.c): what it says (a paragraph
+ * read off the numbers), the summary table, the per-job table of field (the
+ * summary's "field" object, as `pflex simulate` prints it; NULL: none), then
+ * SVG charts drawn by gnuplot on a clock-time axis (NULL or not runnable: a
+ * note in place of each): the limit against each policy's site power (and
+ * the field's measured trace field_t/field_w, nfield samples, where given),
+ * the gap recovered over time, per-job caps and throughput of the online
+ * policy.  *charts (may be NULL) receives the charts drawn.  0, or -1 on a
+ * write error. */
 #include <stdio.h>
+#include <jansson.h>
 int pflex_sim_report_html(const struct pflex_sim_result *r, const char *title, const char *notes,
-                          const double *field_t, const double *field_w, size_t nfield,
-                          const char *gnuplot, FILE *out, int *charts, pflex_error_t *err);
+                          const json_t *field, const double *field_t, const double *field_w,
+                          size_t nfield, const char *gnuplot, FILE *out, int *charts,
+                          pflex_error_t *err);
 
 #endif

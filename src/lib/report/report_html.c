@@ -16,6 +16,12 @@ static const char *const palette[] = {
     "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22",
 };
 #define NPALETTE (sizeof palette / sizeof *palette)
+/* Dashes and point types beside the colours, so that lines are told apart
+ * where colours are not (print, colour-blind readers). */
+static const char *const dashes[] = {"1", "(12,6)", "(3,4)", "(14,5,3,5)", "(6,4)"};
+#define NDASHES (sizeof dashes / sizeof *dashes)
+static const int points[] = {7, 5, 9, 11, 13, 15, 3, 1};
+#define NPOINTS (sizeof points / sizeof *points)
 #define DENSE_COLOR "#1f77b4"
 #define MOE_COLOR "#d62728"
 
@@ -24,7 +30,7 @@ static const char preamble[] =
     "set encoding utf8\n"
     "set grid lc rgb '#e0e0e0' lw 1\n"
     "set border lw 1.2\n"
-    "set key box opaque samplen 2.5 spacing 1.1\n";
+    "set key outside below center horizontal height 0.8 samplen 2.5 spacing 1.1\n";
 
 struct ctx {
     const struct pflex_report *r;
@@ -38,9 +44,9 @@ struct ctx {
     char why[256];
 };
 
-static void esc(FILE *f, const char *s)
+void pflex_report_html_text(FILE *f, const char *s)
 {
-    for (; *s; s++)
+    for (; s && *s; s++)
         switch (*s) {
         case '<': fputs("&lt;", f); break;
         case '>': fputs("&gt;", f); break;
@@ -66,30 +72,6 @@ static const json_t *median_of(const json_t *S, const char *group, const char *k
                            "median");
 }
 
-/* gnuplot SVG into the page, every id and reference to one prefixed. */
-static void paste_svg(FILE *f, const char *svg, int chart)
-{
-    static const char *const marks[] = {"id='", "id=\"", "href='#", "href=\"#", "url(#"};
-    const char *p = svg;
-    while (*p) {
-        size_t hit = 0;
-        for (size_t k = 0; k < sizeof marks / sizeof *marks && !hit; k++) {
-            size_t n = strlen(marks[k]);
-            if (!strncmp(p, marks[k], n)) {
-                fwrite(p, 1, n, f);
-                fprintf(f, "c%d-", chart);
-                hit = n;
-            }
-        }
-        if (hit) {
-            p += hit;
-        } else {
-            fputc(*p, f);
-            p++;
-        }
-    }
-}
-
 /* Draw one chart from a finished script, or leave a note where it goes. */
 static void figure(struct ctx *c, FILE *script_f, char **script_p, size_t *len_p,
                    const char *caption)
@@ -104,7 +86,7 @@ static void figure(struct ctx *c, FILE *script_f, char **script_p, size_t *len_p
     pflex_error_t err = {{0}};
     if (!c->broken && c->gnuplot
         && pflex_report_gnuplot_svg(c->gnuplot, script, len, &svg, &err) == 0) {
-        paste_svg(f, svg, c->tried);
+        pflex_report_paste_svg(f, svg, c->tried);
         c->charts++;
     } else {
         if (!c->broken) {
@@ -114,14 +96,14 @@ static void figure(struct ctx *c, FILE *script_f, char **script_p, size_t *len_p
                 c->broken = 1;
         }
         fputs("<div class=\"nochart\">Chart not drawn: ", f);
-        esc(f, c->why);
+        pflex_report_html_text(f, c->why);
         if (c->gnuplot)
             fputs(". Install gnuplot (Debian: <code>apt-get install gnuplot-nox</code>) and run "
                   "<code>pflex study</code> again to draw it here", f);
         fputs(".</div>\n", f);
     }
     fputs("<figcaption>", f);
-    esc(f, caption);
+    pflex_report_html_text(f, caption);
     fputs("</figcaption>\n</figure>\n", f);
     free(svg);
     free(script);
@@ -203,7 +185,7 @@ static void chart_curves(struct ctx *c)
           "(H200 main runs; grey: each run, colour: family mean)' font ',17'\n"
           "set xlabel 'Power cap per GPU (W)'\n"
           "set ylabel 'Throughput / throughput at the highest cap'\n"
-          "set key bottom right\nset yrange [*:1.04]\n", s);
+          "set yrange [*:1.04]\n", s);
     for (int moe = 0; moe <= 1; moe++) {
         fprintf(s, "set title '%s models'\nplot $runs%d with lines lc rgb '#cfcfcf' lw 1 notitle",
                 moe ? "MoE" : "Dense", moe);
@@ -211,8 +193,12 @@ static void chart_curves(struct ctx *c)
         for (int f = 0; f < nfam; f++) {
             if (fam_moe[f] != moe || fam_n[f] == 0)
                 continue;
-            fprintf(s, ", \\\n  $fam%d with linespoints lw 2.5 pt 7 ps 0.7 lc rgb '%s' title '%s (%d runs)'",
-                    f, palette[col++ % NPALETTE], pflex_fleet_family_at(f), fam_n[f]);
+            char t[96], q[200];
+            snprintf(t, sizeof t, "%s (%d runs)", pflex_fleet_family_at(f), fam_n[f]);
+            fprintf(s, ", \\\n  $fam%d with linespoints lw 2.5 dt %s pt %d ps 0.7 lc rgb '%s' title %s noenhanced",
+                    f, dashes[col % NDASHES], points[col % NPOINTS], palette[col % NPALETTE],
+                    pflex_report_gnuplot_quote(t, q, sizeof q));
+            col++;
         }
         fputs("\n", s);
     }
@@ -231,6 +217,7 @@ static void chart_loss(struct ctx *c)
     FILE *s = script_open(c, &buf, &len, 1100, 600);
     if (!s)
         return;
+    double lo = 0;  /* a run faster under a cap (noise) has L < 0: the axis holds it */
     for (int moe = 0; moe <= 1; moe++) {
         fprintf(s, "$loss%d << EOD\n", moe);
         for (size_t i = 0; i < r->nruns; i++) {
@@ -240,27 +227,30 @@ static void chart_loss(struct ctx *c)
             fputs("0 0\n", s);
             for (size_t k = run->npoints; k-- > 0;) {
                 double x = 1 - run->power_w[k] / run->p0_w;
-                if (x > 0)
-                    fprintf(s, "%.5f %.5f\n", x, 1 - run->throughput[k] / run->t0);
+                if (x > 0) {
+                    double l = 1 - run->throughput[k] / run->t0;
+                    fprintf(s, "%.5f %.5f\n", x, l);
+                    lo = fmin(lo, l);
+                }
             }
             fputs("\n", s);
         }
         fputs("EOD\n", s);
     }
-    fprintf(s, "set title 'Throughput loss against power reduction (H200 main runs): PFI = 1 − area "
-               "under the curve / area under the proportional line, over x ≤ %.2f' font ',16'\n"
+    fprintf(s, "set title 'Throughput loss against power reduction (H200 main runs)' font ',16'\n"
                "set xlabel 'Power reduction per GPU, x = 1 − P/P_0'\n"
                "set ylabel 'Throughput loss, L = 1 − T/T_0'\n"
-               "set xrange [0:*]\nset yrange [0:*]\nset key top left\n"
+               "set xrange [0:*]\nset yrange [%.3f:*]\n"
                "set arrow from %.3f, graph 0 to %.3f, graph 1 nohead dt 3 lw 1.5 lc rgb '#555555'\n"
                "set label 'PFI range' at %.3f, graph 0.95 offset 0.5,0 textcolor rgb '#555555'\n"
                "plot $loss0 with linespoints lw 1 pt 7 ps 0.35 lc rgb '%s' title 'dense runs', \\\n"
-               "  $loss1 with linespoints lw 1 pt 7 ps 0.35 lc rgb '%s' title 'MoE runs', \\\n"
-               "  x with lines dt 2 lw 2 lc rgb '#000000' title 'proportional loss (PFI = 0)'\n",
-            r->range, r->range, r->range, r->range, DENSE_COLOR, MOE_COLOR);
+               "  $loss1 with linespoints lw 1 dt (6,3) pt 9 ps 0.45 lc rgb '%s' title 'MoE runs', \\\n"
+               "  x with lines dt 2 lw 2 lc rgb '#000000' title 'proportional loss (ratio PFI = 1)'\n",
+            lo < 0 ? lo - 0.01 : 0.0, r->range, r->range, r->range, DENSE_COLOR, MOE_COLOR);
     figure(c, s, &buf, &len,
-           "A curve under the dashed line gives up less throughput than power: PFI > 0. "
-           "The dotted line marks the range over which PFI is computed.");
+           "A curve under the dashed line gives up less throughput than power: ratio PFI (x / L, "
+           "averaged over the caps) above 1. The dotted line marks the range over which PFI is "
+           "computed.");
 }
 
 /* A box plot with the points over it, one box per category. */
@@ -308,7 +298,7 @@ static void chart_boxes(struct ctx *c, const char *title, const struct category 
     } else {
         fprintf(s, "set title '%s' font ',17'\nset ylabel 'PFI (range %.2f)'\n"
                    "set xtics (%s)\nset xrange [0.4:%d.6]\nset boxwidth 0.55\n"
-                   "set style boxplot nooutliers\nset key top right\nset offsets 0, 0, 0.08, 0.03\nset bmargin 5\n"
+                   "set style boxplot nooutliers\nset offsets 0, 0, 0.08, 0.03\nunset key\nset bmargin 5\n"
                    "plot for [i=0:%d] $d index i using (i+1):2 with boxplot lw 1.5 lc rgb '#1f77b4' "
                    "fs solid 0.25 title (i == 0 ? 'quartiles and whiskers (1.5 IQR)' : ''), \\\n"
                    "  $d using 1:2 with points pt 7 ps 0.55 lc rgb '#333333' title 'runs'\n",
@@ -355,7 +345,7 @@ static void chart_pairs(struct ctx *c)
         double pad = 0.05 * (hi - lo) + 0.02;
         fprintf(s, "set title 'Same job on H100 and H200: PFI of %d matched pairs' font ',17'\n"
                    "set xlabel 'PFI on H200-SXM-141GB'\nset ylabel 'PFI on H100-SXM5-80GB'\n"
-                   "set size ratio -1\nset xrange [%.3f:%.3f]\nset yrange [%.3f:%.3f]\nset key top left\n"
+                   "set size ratio -1\nset xrange [%.3f:%.3f]\nset yrange [%.3f:%.3f]\n"
                    "plot $p0 with points pt 7 ps 1.1 lc rgb '%s' title 'dense', \\\n"
                    "  $p1 with points pt 9 ps 1.3 lc rgb '%s' title 'MoE', \\\n"
                    "  x with lines dt 2 lc rgb '#000000' title 'same PFI on both'\n",
@@ -391,7 +381,7 @@ static void chart_telemetry(struct ctx *c)
         fputs("EOD\n", s);
     }
     fputs("set multiplot layout 1,2 title 'PFI against telemetry at the highest cap (H200 main runs)' "
-          "font ',17'\nset ylabel 'PFI'\nset key top left\n", s);
+          "font ',17'\nset ylabel 'PFI'\n", s);
     for (int k = 0; k < 2; k++) {
         const char *name = pflex_tm_name(fields[k]);
         json_t *corr = json_object_get(json_object_get(c->summary, "correlation"), name);
@@ -425,27 +415,29 @@ static void chart_calibration(struct ctx *c)
     FILE *s = script_open(c, &buf, &len, 1100, 600);
     if (!s)
         return;
+    double hi = 1.08;   /* the axis holds every point */
     for (size_t j = 0; j < cal->njobs; j++) {
         fprintf(s, "$c%zu << EOD\n", j);
-        for (size_t k = 0; k < cal->jobs[j].npoints; k++)
+        for (size_t k = 0; k < cal->jobs[j].npoints; k++) {
             fprintf(s, "%.1f %.5f %.5f\n", cal->jobs[j].cap_w[k], cal->jobs[j].measured[k],
                     cal->jobs[j].simulated[k]);
+            hi = fmax(hi, fmax(cal->jobs[j].measured[k], cal->jobs[j].simulated[k]) + 0.03);
+        }
         fputs("EOD\n", s);
     }
-    fputs("set title 'Calibration: simulated (lines) against measured (points) normalised throughput, "
-          "Emerald A100 jobs' font ',16'\nset xlabel 'Power cap per GPU (W)'\n"
-          "set ylabel 'Throughput / throughput at the highest cap'\nset key bottom right\n"
-          "set yrange [0:1.08]\nplot ", s);
+    fprintf(s, "set title 'Calibration: simulated (lines) against measured (points) normalised "
+               "throughput, Emerald A100 jobs' font ',16'\nset xlabel 'Power cap per GPU (W)'\n"
+               "set ylabel 'Throughput / throughput at the highest cap'\n"
+               "set yrange [0:%.3f]\nplot ", hi);
     for (size_t j = 0; j < cal->njobs; j++) {
         const char *col = palette[j % NPALETTE];
-        char title[96];
+        char title[96], q[200];
+        /* the job's own name, underscores and all: noenhanced draws it literally */
         snprintf(title, sizeof title, "%s (RMSE %.3f)", cal->jobs[j].job, cal->jobs[j].rmse);
-        for (char *p = title; *p; p++)
-            if (*p == '_' || *p == '\'')
-                *p = ' ';
-        fprintf(s, "%s$c%zu using 1:2 with points pt 7 ps 1.2 lc rgb '%s' notitle, \\\n"
-                   "  $c%zu using 1:3 with lines lw 2.5 lc rgb '%s' title '%s'",
-                j ? ", \\\n  " : "", j, col, j, col, title);
+        fprintf(s, "%s$c%zu using 1:2 with points pt %d ps 1.2 lc rgb '%s' notitle, \\\n"
+                   "  $c%zu using 1:3 with lines lw 2.5 dt %s lc rgb '%s' title %s noenhanced",
+                j ? ", \\\n  " : "", j, points[j % NPOINTS], col, j, dashes[j % NDASHES], col,
+                pflex_report_gnuplot_quote(title, q, sizeof q));
     }
     fputs("\n", s);
     figure(c, s, &buf, &len,
@@ -463,6 +455,7 @@ static void chart_alloc(struct ctx *c)
     FILE *s = script_open(c, &buf, &len, 1240, 520);
     if (!s)
         return;
+    double top = 105;   /* the gap axis holds every point */
     fputs("$a << EOD\n", s);
     for (size_t i = 0; i < a->ncuts; i++) {
         const struct pflex_report_cut *k = &a->cuts[i];
@@ -471,8 +464,10 @@ static void chart_alloc(struct ctx *c)
         for (int p = 0; p < PFLEX_REPORT_NPOL; p++)
             fprintf(s, " %.4f", k->throughput[p] / nj);
         for (int p = PFLEX_REPORT_POL_PFI_WEIGHTED; p <= PFLEX_REPORT_POL_PFI; p++) {
-            if (isfinite(k->gap_recovered[p]))
+            if (isfinite(k->gap_recovered[p])) {
                 fprintf(s, " %.3f", 100 * k->gap_recovered[p]);
+                top = fmax(top, 100 * k->gap_recovered[p] + 5);
+            }
             else
                 fputs(" NaN", s);
         }
@@ -482,24 +477,24 @@ static void chart_alloc(struct ctx *c)
     }
     fputs("EOD\n", s);
     fprintf(s, "set multiplot layout 1,3 title 'Splitting a site power cut between %zu H200 jobs' font ',17'\n"
-               "set xlabel 'Cut in total GPU power (%%)'\nset key bottom left\n"
+               "set xlabel 'Cut in total GPU power (%%)'\n"
                "set title 'Throughput per job (measured curves)'\n"
                "set ylabel 'Tokens/s per job (thousands)'\n"
                "plot $a using 1:2 with linespoints lw 2.5 pt 5 lc rgb '#7f7f7f' title 'equal', \\\n"
-               "  $a using 1:3 with linespoints lw 2.5 pt 7 lc rgb '#d62728' title 'pfi-weighted', \\\n"
-               "  $a using 1:4 with linespoints lw 2.5 pt 11 lc rgb '#1f77b4' title 'pfi', \\\n"
-               "  $a using 1:5 with linespoints lw 2.5 pt 9 dt 2 lc rgb '#2ca02c' title 'optimal'\n"
+               "  $a using 1:3 with linespoints lw 2.5 dt (12,6) pt 7 lc rgb '#d62728' title 'pfi-weighted', \\\n"
+               "  $a using 1:4 with linespoints lw 2.5 dt (3,4) pt 11 lc rgb '#1f77b4' title 'pfi', \\\n"
+               "  $a using 1:5 with linespoints lw 2.5 pt 9 dt (14,5,3,5) lc rgb '#2ca02c' title 'optimal'\n"
                "set title 'Share of the equal-optimal gap recovered'\n"
-               "set ylabel 'Gap recovered (%%)'\nset yrange [*:105]\n"
-               "plot $a using 1:6 with linespoints lw 2.5 pt 7 lc rgb '#d62728' title 'pfi-weighted', \\\n"
-               "  $a using 1:7 with linespoints lw 2.5 pt 11 lc rgb '#1f77b4' title 'pfi'\n"
+               "set ylabel 'Gap recovered (%%)'\nset yrange [*:%.0f]\n"
+               "plot $a using 1:6 with linespoints lw 2.5 dt (12,6) pt 7 lc rgb '#d62728' title 'pfi-weighted', \\\n"
+               "  $a using 1:7 with linespoints lw 2.5 dt (3,4) pt 11 lc rgb '#1f77b4' title 'pfi'\n"
                "set title 'GPU-weighted objective'\nset yrange [*:*]\n"
                "set ylabel 'GPU-weighted mean T/T_0'\n"
                "plot $a using 1:8 with linespoints lw 2.5 pt 5 lc rgb '#7f7f7f' title 'equal', \\\n"
-               "  $a using 1:9 with linespoints lw 2.5 pt 7 lc rgb '#d62728' title 'pfi-weighted', \\\n"
-               "  $a using 1:10 with linespoints lw 2.5 pt 11 lc rgb '#1f77b4' title 'pfi', \\\n"
-               "  $a using 1:11 with linespoints lw 2.5 pt 9 dt 2 lc rgb '#2ca02c' title 'optimal'\n"
-               "unset multiplot\n", a->njobs);
+               "  $a using 1:9 with linespoints lw 2.5 dt (12,6) pt 7 lc rgb '#d62728' title 'pfi-weighted', \\\n"
+               "  $a using 1:10 with linespoints lw 2.5 dt (3,4) pt 11 lc rgb '#1f77b4' title 'pfi', \\\n"
+               "  $a using 1:11 with linespoints lw 2.5 pt 9 dt (14,5,3,5) lc rgb '#2ca02c' title 'optimal'\n"
+               "unset multiplot\n", a->njobs, top);
     figure(c, s, &buf, &len,
            "Equal: every job gives up the same share of power. pfi-weighted (the study's "
            "PFI-aware policy, Eq. 2): each job's cut in W proportional to (P0/T0) x PFI, with "
@@ -512,7 +507,7 @@ static void chart_alloc(struct ctx *c)
 static void stats_row(FILE *f, const char *label, const json_t *st)
 {
     fputs("<tr><td>", f);
-    esc(f, label);
+    pflex_report_html_text(f, label);
     json_int_t n = json_integer_value(json_object_get(st, "n"));
     fprintf(f, "</td><td>%lld</td>", (long long)n);
     static const char *const keys[] = {"mean", "median", "q1", "q3", "min", "max"};
@@ -608,7 +603,7 @@ static void study_section(struct ctx *c)
         double pad = 0.05 * (hi - lo) + 0.05;
         fprintf(s, "set title 'Ratio PFI per headline group: simulated against measured' font ',16'\n"
                    "set xlabel 'measured (the study)'\nset ylabel 'simulated'\nset size ratio -1\n"
-                   "set xrange [%.3f:%.3f]\nset yrange [%.3f:%.3f]\nset key top left\n"
+                   "set xrange [%.3f:%.3f]\nset yrange [%.3f:%.3f]\n"
                    "plot $s0 with points pt 7 ps 1.2 lc rgb '%s' title 'dense', \\\n"
                    "  $s1 with points pt 9 ps 1.4 lc rgb '%s' title 'MoE PT', \\\n"
                    "  $s2 with points pt 5 ps 1.2 lc rgb '%s' title 'MoE LoRA', \\\n"
@@ -630,7 +625,7 @@ static void study_section(struct ctx *c)
         json_t *diff = json_is_number(sim) && json_is_number(mea)
                        ? json_real(json_number_value(sim) - json_number_value(mea)) : json_null();
         fputs("<tr><td>", f);
-        esc(f, json_string_value(json_object_get(g, "group")));
+        pflex_report_html_text(f, json_string_value(json_object_get(g, "group")));
         fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", num(sim, a, 16, "%.2f"),
                 num(mea, b, 16, "%.2f"), num(diff, d, 16, "%+.2f"));
         json_decref(diff);
@@ -673,12 +668,12 @@ static void calib_section(struct ctx *c)
     fputs("<h2 id=\"calibration\">Calibration against the Emerald measurements</h2>\n", f);
     if (!cal->done) {
         fputs("<p class=\"note\">Calibration section skipped: ", f);
-        esc(f, cal->note);
+        pflex_report_html_text(f, cal->note);
         fputs(".</p>\n", f);
         return;
     }
     fputs("<p>", f);
-    esc(f, cal->note);
+    pflex_report_html_text(f, cal->note);
     fputs("</p>\n", f);
     chart_calibration(c);
     fputs("<table class=\"num\">\n<tr><th>measured job</th><th>simulated as</th>"
@@ -687,9 +682,9 @@ static void calib_section(struct ctx *c)
     for (size_t j = 0; j < cal->njobs; j++) {
         const struct pflex_report_calib_job *J = &cal->jobs[j];
         fputs("<tr><td>", f);
-        esc(f, J->job);
+        pflex_report_html_text(f, J->job);
         fputs("</td><td>", f);
-        esc(f, J->sim_job);
+        pflex_report_html_text(f, J->sim_job);
         fprintf(f, "</td><td>%.4f</td><td>%.3f</td><td>%.3f</td><td>%+.3f</td></tr>\n", J->rmse,
                 J->pfi_measured, J->pfi_simulated, J->pfi_simulated - J->pfi_measured);
     }
@@ -703,7 +698,7 @@ static void alloc_section(struct ctx *c)
     fputs("<h2 id=\"allocation\">Allocation under a site power cut</h2>\n", f);
     if (!a->done) {
         fputs("<p class=\"note\">Allocation section skipped: ", f);
-        esc(f, a->note);
+        pflex_report_html_text(f, a->note);
         fputs(".</p>\n", f);
         return;
     }
@@ -783,9 +778,9 @@ static void prediction_section(struct ctx *c)
             fputs(study ? "<tr class=\"meta\"><td>&nbsp;&nbsp;the study</td><td></td><td></td>"
                         : "<tr><td>", f);
             if (!study) {
-                esc(f, json_string_value(json_object_get(row, "features")));
+                pflex_report_html_text(f, json_string_value(json_object_get(row, "features")));
                 fputs("</td><td>", f);
-                esc(f, json_string_value(json_object_get(row, "model")));
+                pflex_report_html_text(f, json_string_value(json_object_get(row, "model")));
                 fputs("</td>", f);
                 pred_cell(f, json_object_get(row, "p"), "%.0f");
             }
@@ -796,7 +791,7 @@ static void prediction_section(struct ctx *c)
                 const char *na = json_string_value(json_object_get(r, k ? "loco_na" : "loo_na"));
                 if (na) {
                     fputs("<td colspan=\"3\">n/a: ", f);
-                    esc(f, na);
+                    pflex_report_html_text(f, na);
                     fputs("</td>", f);
                     continue;
                 }
@@ -810,13 +805,14 @@ static void prediction_section(struct ctx *c)
     fputs("</table>\n", f);
     const json_t *h = json_object_get(p, "h100_transfer");
     if (json_is_object(h)) {
-        char b[3][32];
+        /* one buffer per argument: num() returns its buffer, and all are read at the print */
+        char b[4][32];
         fprintf(f, "<p>The DRAM-copy-product model fitted on H200, scored on the %s H100 "
                    "groups: R² %s, ρ %s (the study: R² %s).</p>\n",
                 num(json_object_get(h, "h100_jobs"), b[0], 32, "%.0f"),
                 num(json_object_get(h, "r2"), b[1], 32, "%.3f"),
                 num(json_object_get(h, "rho"), b[2], 32, "%.3f"),
-                num(json_object_get(h, "study_r2"), b[0], 32, "%.2f"));
+                num(json_object_get(h, "study_r2"), b[3], 32, "%.2f"));
     }
     static const char *const mixes[] = {"random", "production"};
     for (int m = 0; m < 2; m++) {
@@ -842,7 +838,7 @@ static void prediction_section(struct ctx *c)
         const json_t *pol;
         json_object_foreach((json_t *)json_object_get(mix, "policies"), key, pol) {
             fputs("<tr><td>", f);
-            esc(f, json_string_value(json_object_get(pol, "name")));
+            pflex_report_html_text(f, json_string_value(json_object_get(pol, "name")));
             fputs("</td>", f);
             const json_t *g = json_object_get(pol, "gap_recovered");
             const json_t *d = json_object_get(pol, "gain_over_equal_per_job");
@@ -861,7 +857,7 @@ static void prediction_section(struct ctx *c)
     const json_t *st = json_object_get(json_object_get(p, "allocation"), "study");
     if (json_is_object(st)) {
         fputs("<p>The study: ", f);
-        esc(f, json_string_value(json_object_get(st, "headline")));
+        pflex_report_html_text(f, json_string_value(json_object_get(st, "headline")));
         fputs(".</p>\n", f);
     }
 }
@@ -880,7 +876,7 @@ static void grid_day_section(struct ctx *c)
     const json_t *pols = json_object_get(g, "policies");
     if (!json_is_object(pols)) {
         fputs("<p class=\"note\">Left out: ", f);
-        esc(f, json_string_value(json_object_get(g, "note")) ? json_string_value(json_object_get(g, "note"))
+        pflex_report_html_text(f, json_string_value(json_object_get(g, "note")) ? json_string_value(json_object_get(g, "note"))
                                                               : "no result");
         fputs(".</p>\n", f);
         return;
@@ -897,7 +893,7 @@ static void grid_day_section(struct ctx *c)
                                                                 : "progress");
     const char *note = json_string_value(json_object_get(g, "note"));
     if (note && *note)
-        esc(f, note);
+        pflex_report_html_text(f, note);
     fputs("</p>\n<table class=\"num\">\n<tr><th>policy</th><th>gap recovered</th>"
           "<th>lost over the event (objective &times; s)</th><th>periods under equal cuts</th>"
           "<th>floor breaches (job-periods)</th><th>periods above the limit</th>"
@@ -906,7 +902,7 @@ static void grid_day_section(struct ctx *c)
     const json_t *v;
     json_object_foreach((json_t *)pols, name, v) {
         fputs("<tr><td>", f);
-        esc(f, name);
+        pflex_report_html_text(f, name);
         fputs("</td>", f);
         const json_t *gr = json_object_get(v, "gap_recovered");
         if (json_is_number(gr))
@@ -979,7 +975,7 @@ static void runs_table(struct ctx *c)
         const struct pflex_report_run *run = &r->runs[i];
         const struct pflex_job_desc *d = &run->fleet.desc;
         fputs("<tr><td>", f);
-        esc(f, d->name);
+        pflex_report_html_text(f, d->name);
         fprintf(f, "</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%d/%d/%d/%d</td>"
                    "<td>%.0f</td><td>%.0f</td>",
                 pflex_fleet_split_name(run->fleet.split), run->fleet.family, run->fleet.task,
@@ -990,6 +986,86 @@ static void runs_table(struct ctx *c)
             fputs("<td>–</td></tr>\n", f);
     }
     fputs("</table>\n</details>\n", f);
+}
+
+/* "What this says": the study's findings in a paragraph, read off the
+ * summary and the allocation (every number from this run, none canned). */
+static void brief_section(struct ctx *c)
+{
+    FILE *f = c->out;
+    const json_t *S = c->summary, *all = pflex_report_json_get(S, "pfi", "all", NULL);
+    const json_t *med = json_object_get(all, "median");
+    fputs("<h2 id=\"brief\">What this says</h2>\n<p>", f);
+    if (!json_is_number(med)) {
+        fputs("No run of this study has a PFI (no cap bound): there is nothing to read yet.</p>\n", f);
+        return;
+    }
+    double m = json_number_value(med);
+    double lo = json_number_value(json_object_get(all, "min")), hi = json_number_value(json_object_get(all, "max"));
+    fprintf(f, "Across the %lld H200 main runs the median ratio PFI is %.2f (%.2f to %.2f)",
+            (long long)json_integer_value(json_object_get(all, "n")), m, lo, hi);
+    /* ratio PFI = x / L: a cut x of the power costs about x / PFI of the throughput */
+    if (m > 0)
+        fprintf(f, ": a typical job gives up about %.1f %% of its throughput for a 10 %% cut in "
+                   "its power%s", 10 / m,
+                lo > 1 ? ", and every run gives up less throughput than power" : "");
+    fputs(". ", f);
+    const json_t *md = median_of(S, "by_arch", "dense"), *mm = median_of(S, "by_arch", "moe");
+    if (json_is_number(md) && json_is_number(mm)) {
+        double d = json_number_value(md), e = json_number_value(mm);
+        fprintf(f, "%s jobs hold their throughput better under a cap than %s jobs (median %.2f "
+                   "against %.2f). ", e > d ? "MoE" : "Dense", e > d ? "dense" : "MoE",
+                fmax(d, e), fmin(d, e));
+    }
+    const json_t *P = json_object_get(S, "h100_vs_h200");
+    if (json_integer_value(json_object_get(P, "pairs")) > 0)
+        fprintf(f, "On H100, %lld of the %lld matched jobs are more power-flexible than on H200. ",
+                (long long)json_integer_value(json_object_get(P, "h100_more_flexible")),
+                (long long)json_integer_value(json_object_get(P, "pairs")));
+    const struct pflex_report_alloc *a = &c->r->alloc;
+    const struct pflex_report_cut *k = NULL;
+    for (size_t i = 0; a->done && i < a->ncuts; i++)    /* the cut nearest 20 % with a gap */
+        if (isfinite(a->cuts[i].gap_recovered[PFLEX_REPORT_POL_PFI_WEIGHTED])
+            && (!k || fabs(a->cuts[i].cut - 0.2) < fabs(k->cut - 0.2)))
+            k = &a->cuts[i];
+    if (k)
+        fprintf(f, "Splitting a %.0f %% site power cut by PFI (pfi-weighted) recovers %.0f %% of what "
+                   "the optimal split gains over equal cuts (%+.0f tokens/s per job), the pfi "
+                   "model %.0f %%. ",
+                100 * k->cut, 100 * k->gap_recovered[PFLEX_REPORT_POL_PFI_WEIGHTED],
+                k->recovered_per_job[PFLEX_REPORT_POL_PFI_WEIGHTED],
+                100 * k->gap_recovered[PFLEX_REPORT_POL_PFI]);
+    /* the telemetry model that predicts best out of sample */
+    const json_t *best = NULL, *row;
+    double best_r2 = -INFINITY;
+    size_t i;
+    json_array_foreach(pflex_report_json_get(S, "prediction", "table3", NULL), i, row) {
+        const json_t *r2 = pflex_report_json_get(row, "loo", "r2", NULL);
+        if (json_is_number(r2) && json_number_value(r2) > best_r2) {
+            best = row;
+            best_r2 = json_number_value(r2);
+        }
+    }
+    if (best) {
+        const char *feat = json_string_value(json_object_get(best, "features"));
+        fputs("From telemetry of the uncapped run, ", f);
+        pflex_report_html_text(f, feat ? feat : "?");
+        fprintf(f, " predicts PFI best, leave-one-out R² %.2f", best_r2);
+        const json_t *sr = pflex_report_json_get(best, "study", "loo", "r2");
+        if (json_is_number(sr))
+            fprintf(f, " (the study's: %.2f)", json_number_value(sr));
+        fputs(". ", f);
+    }
+    const json_t *mae = pflex_report_json_get(S, "study", "mean_abs_error", NULL);
+    if (json_is_number(mae))
+        fprintf(f, "The simulated PFIs lie %.2f from the study's measured ones on average over "
+                   "its headline groups. ", json_number_value(mae));
+    const json_t *g = pflex_report_json_get(S, "grid_day", "policies", NULL);
+    const json_t *ow = pflex_report_json_get(g, "online-warm", "gap_recovered", NULL);
+    if (json_is_number(ow))
+        fprintf(f, "On the SRP grid day the controller's learner (online-warm) recovered %.0f %% "
+                   "of the gap between equal cuts and the oracle.", 100 * json_number_value(ow));
+    fputs("</p>\n", f);
 }
 
 static const char css[] =
@@ -1024,6 +1100,7 @@ int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
                "%.1f s.</p>\n",
             (unsigned long long)r->seed, r->nruns, (long long)main_n, (long long)val_n,
             (long long)h100_n, r->repeats, r->repeats == 1 ? "" : "s", r->runtime_s);
+    brief_section(&c);
     fputs("<p>The Power Flexibility Index (PFI) here is the seed study's ratio PFI: for each "
           "capped run, the fractional power reduction over the fractional throughput loss "
           "against the highest cap, averaged over the group's caps (docs/contract.md §2). Above 1 a job "
@@ -1090,7 +1167,7 @@ int pflex_report_write_html(const struct pflex_report *r, const json_t *summary,
     runs_table(&c);
     if (c.broken || c.charts < c.tried) {
         fputs("<p class=\"note\">Some charts were not drawn: ", f);
-        esc(f, c.why);
+        pflex_report_html_text(f, c.why);
         fputs(".</p>\n", f);
     }
     fputs("</body>\n</html>\n", f);

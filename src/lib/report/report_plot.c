@@ -98,3 +98,49 @@ done:
         fclose(errf);
     return rc;
 }
+
+const char *pflex_report_gnuplot_quote(const char *s, char *buf, size_t len)
+{
+    size_t n = 0;
+    if (len < 3) {
+        if (len)
+            buf[0] = '\0';
+        return buf;
+    }
+    buf[n++] = '\'';
+    for (; s && *s; s++) {
+        size_t need = *s == '\'' ? 2 : 1;
+        if (n + need + 1 >= len)     /* room for the closing quote and the NUL */
+            break;
+        if (*s == '\'')
+            buf[n++] = '\'';
+        buf[n++] = (unsigned char)*s < ' ' ? ' ' : *s;
+    }
+    buf[n++] = '\'';
+    buf[n] = '\0';
+    return buf;
+}
+
+/* gnuplot SVG into the page, every id and reference to one prefixed. */
+void pflex_report_paste_svg(FILE *f, const char *svg, int chart)
+{
+    static const char *const marks[] = {"id='", "id=\"", "href='#", "href=\"#", "url(#"};
+    const char *p = svg;
+    while (*p) {
+        size_t hit = 0;
+        for (size_t k = 0; k < sizeof marks / sizeof *marks && !hit; k++) {
+            size_t n = strlen(marks[k]);
+            if (!strncmp(p, marks[k], n)) {
+                fwrite(p, 1, n, f);
+                fprintf(f, "c%d-", chart);
+                hit = n;
+            }
+        }
+        if (hit) {
+            p += hit;
+        } else {
+            fputc(*p, f);
+            p++;
+        }
+    }
+}
