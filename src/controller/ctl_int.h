@@ -139,6 +139,9 @@ struct ctl_job {
         double span_key[3];
     } probe_memo;
     int seen_now;
+    double give_w;              /* give-back: its GPUs draw well under their caps, and
+                                 * under a limit the plan counts no cap above this
+                                 * (pflex_site_job.ceil_w); NaN: none (steps.c) */
 };
 
 struct ctl {

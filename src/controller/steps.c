@@ -58,6 +58,7 @@ static struct ctl_job *job_get(ctl_t *c, const char *name, double min_w, double 
     j->tput_now = NAN;
     j->cap_since = NAN;
     j->t0_read = NAN;
+    j->give_w = NAN;
     j->min_w = min_w;
     j->max_w = max_w;
     /* the names' indices are the jobs': both only grow, in this order */
@@ -432,6 +433,61 @@ static void job_baselines(ctl_t *c)
     }
 }
 
+/* Give-back (docs/controller.md): a cap well above what a job's GPUs
+ * draw does not bind, and the caps' sum is the guarantee, so under a
+ * limit the watts between the two are the binding jobs' first.  The
+ * margin is max(10 W, a tenth of the draw): the readings' noise is a
+ * fraction of a watt, but an input-bound job's draw wanders by watts from
+ * one period to the next (a step's data stall or a longer batch).  A job
+ * is given back when its largest cap is over its draw and three margins,
+ * its ceiling its draw and two margins; the ceiling follows a draw that
+ * falls by more than a margin, and goes (the job planned on its curve
+ * again) as soon as the draw comes within half a margin of it: a draw
+ * that rises, rises to the cap within the period, and the next reading
+ * shows it there.  Given back, lowered or kept only on a reading of
+ * every GPU of the job under one cap held since --settle (the draw read
+ * under the cap in force, not the one before); lost readings end it. */
+static double give_margin_w(double draw_w)
+{
+    return draw_w > 100 ? 0.1 * draw_w : 10;
+}
+
+static void give_back(ctl_t *c, struct ctl_job *cj)
+{
+    const struct ctl_period_state *p = &c->p;
+    double was = cj->give_w, draw = 0;
+    if (!isfinite(p->limit_w) || !cj->agg_ok || !cj->agg_n || !isfinite(cj->agg_cap)) {
+        cj->give_w = NAN;
+        return;
+    }
+    /* the most any GPU of the job draws: its cap is the job's */
+    for (size_t k = cj->gpu_head; k != SIZE_MAX; k = p->gpu_next[k]) {
+        const struct agent_gpu *ug = &c->agents[p->gpu_node[k]].st.gpu[p->gpu_slot[k]];
+        if (!isfinite(ug->power_w)) {
+            cj->give_w = NAN;
+            return;
+        }
+        draw = ug->power_w > draw ? ug->power_w : draw;
+    }
+    double m = give_margin_w(draw);
+    int settled = isfinite(cj->cap_since) && p->now - cj->cap_since >= c->settle_s - 0.1 * c->c.period_s;
+    /* the ceiling whole steps up, never under the GPUs' least limit */
+    double e = ceil((draw + 2 * m) / c->cap_step_w - 1e-6) * c->cap_step_w;
+    e = e > cj->min_w ? e : cj->min_w;
+    if (isfinite(cj->give_w) && draw > cj->give_w - m / 2)
+        cj->give_w = NAN;           /* rising: back on its curve this period */
+    else if (settled && draw < cj->agg_cap - m && cj->max_w > draw + 3 * m && cj->max_w >= e + m
+             && !(cj->give_w <= draw + 3 * m))
+        cj->give_w = e;
+    if (isnan(was) != isnan(cj->give_w) || (isfinite(was) && was != cj->give_w)) {
+        if (isfinite(cj->give_w))
+            ctl_log(c, "give back %s: its GPUs draw %.0f W, caps over %.0f W do not bind", cj->name, draw,
+                    cj->give_w);
+        else if (isfinite(was))
+            ctl_log(c, "give back %s: ended (draw %.0f W against %.0f W)", cj->name, draw, was);
+    }
+}
+
 /* The planner's view of every job: its baseline, weight, floor, curve. */
 static int plan_jobs(ctl_t *c, pflex_error_t *err)
 {
@@ -448,6 +504,9 @@ static int plan_jobs(ctl_t *c, pflex_error_t *err)
                                               .n = cj->curve.n, .cap_w = cj->curve.cap_w,
                                               .loss = cj->curve.loss, .loss_hi = cj->hi,
                                               .gen = cj->gen};
+        give_back(c, cj);
+        if (isfinite(cj->give_w))
+            p->sjobs[j].ceil_w = cj->give_w;
     }
     return 0;
 }
