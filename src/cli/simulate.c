@@ -101,7 +101,7 @@ static const char help[] =
 "  pflex simulate --day srp --out srp-out\n"
 "  pflex simulate --day aps --json --seed 7\n"
 "  pflex simulate --day caiso --pfi predicted.csv --csv > caiso.csv\n"
-"  pflex simulate --day srp --input-bound ft_llama_8b=60@rand --json\n"
+"  pflex simulate --day srp --input-bound ft_llama_8b_p3-c6rr6ijz=60@rand --json\n"
 "  pflex simulate dvfs_sweep.csv --columns 'job=Workload,cap_w=GPU power cap,power_w=power per GPU' \\\n"
 "      --gpus 10000 --duration 24h --schedule day.csv --mean-job 6h --floor 0.5\n"
 "\n"
