@@ -52,6 +52,26 @@ done
 jq -e '.policies.oracle.periods_above == 0 and .policies.equal.periods_above == 0' "$T/b.json" > /dev/null \
     || fail "offline policies over the limit with a rising draw"
 
+# the field demonstration's curves (shared data; skipped without it): a
+# job given back to its least cap whose draw rises 10 minutes into a 10 %
+# cut keeps its floor but for the periods the rise takes to be read (what
+# the learner read while it drew 60 W forgotten: kept, 1,219 job-periods
+# under its floor, docs/simulate.md)
+D=${SHARED_DATA:-${PFLEX_SHARED_DATA:-}}
+if [ -n "$D" ] && [ -f "$D/emerald-demo/data/dvfs_sweep.csv" ]; then
+    HERE=$(cd "$(dirname "$0")/../.." && pwd)
+    "$P" simulate "$D/emerald-demo/data/dvfs_sweep.csv" \
+        --columns 'job=Workload,cap_w=GPU power cap,power_w=power per GPU' \
+        --jobs "$HERE/tests/data/input_bound_jobs.csv" --input-bound ib_infer=60@70m \
+        --duration 2h --start @1700000000 --target "90%,start=+1h,for=1h" \
+        --policies equal,online-cold,oracle --json > "$T/d.json" || fail "simulate emerald exit $?"
+    jq -e '.policies["online-cold"] | .periods_above_feasible == 0 and .floor_breaches <= 4' "$T/d.json" \
+        > /dev/null || fail "emerald, rising: $(jq -c '.policies["online-cold"] | [.periods_above_feasible,
+                               .floor_breaches, .lost_event_s]' "$T/d.json")"
+else
+    echo "give_back: no shared data (SHARED_DATA): the field demonstration's run skipped"
+fi
+
 # bad input: exit 2 and what is wrong
 for bad in "nosuch=50" "input=0" "input=5000" "input=80@soon" "input" "=80"; do
     "$P" simulate $A --input-bound "$bad" > /dev/null 2> "$T/err"
