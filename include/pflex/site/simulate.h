@@ -9,6 +9,8 @@
  * field demonstration's six) or drawn from the kinds, seeded, until the
  * site's GPUs are full; with a mean job length, each job leaves after an
  * exponential draw and a new one, drawn the same way, takes its GPUs.
+ * A job given may be input-bound (job_draw): its GPUs draw a set power
+ * whatever the cap, at its full rate, until its draw rises to its curve.
  *
  * Time.  Periods of period_s from start_s.  A cap decided in period k is
  * in force from period k + D, D = ceil(delay_s / period_s) (0: at once).

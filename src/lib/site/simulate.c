@@ -117,7 +117,7 @@ struct world {
     double baseline_w, max_w;
     double horizon_s;           /* how far ahead every policy meets a step down */
     double *ky, *kloss;         /* per kind: its curve in the cap domain, y = 1 - cap/C */
-    int any_ib;                 /* some job is input-bound (pflex_sim_job.draw_w) */
+    int any_ib;                 /* some job is input-bound (pflex_sim_config.job_draw) */
     size_t *koff;
 };
 
