@@ -672,8 +672,11 @@ static void test_refusals(void **state)
  * the bound job's are cut, and stay there through the readings' noise;
  * the period its draw is read at that cap, they rise, and stay up; no
  * cap under a GPU's largest before the target; the caps' sum always under
- * the limit, and the fallbacks never above the caps.  Without give-back
- * the bound job pays for the input job's watts (its caps under 550 W). */
+ * the limit, and the fallbacks never above the caps: should the
+ * controller stop after any period, the caps held (leases, then
+ * fallbacks) stay under the limit however the draw rises.  Without
+ * give-back the bound job pays for the input job's watts (its caps under
+ * 550 W). */
 #define GB_RISE 60
 static double gb_power(int n, double cap, int k)
 {
@@ -689,7 +692,7 @@ static void test_give_back(void **state)
     assert_int_equal(pflex_job_policies_read_mem(csv, strlen(csv), "jobs.csv", &pol, NULL), 0);
     struct ctl_config cfg = {.nagents = 2, .in_process = 1, .period_s = P, .other_w = OTHER_W,
                              .agent_max_w = NG * MAX_W, .explore_step = 0, .floor = 0.5,
-                             .policies = &pol, .cap_step_w = 1};    /* no probes */
+                             .policies = &pol, .cap_step_w = 1, .lease_s = 6 * P};    /* no probes */
     if (getenv("PFLEX_DEBUG"))
         cfg.log = stderr;
     ctl_t *c;
@@ -705,6 +708,7 @@ static void test_give_back(void **state)
     static const char *const names[2] = {"bound", "input"};
     static struct agent_status st;
     int held = 0;
+    double lease_end[2] = {0, 0}, fb[2][NG], fb_until[2] = {NAN, NAN};
     for (int k = 0; k < 100; k++) {
         for (int n = 0; n < 2; n++) {
             memset(&st, 0, sizeof st);
@@ -738,6 +742,23 @@ static void test_give_back(void **state)
             if (isfinite(caps[q].fallback_w))
                 assert_true(caps[q].fallback_w <= caps[q].cap_w);
             cap[caps[q].node][caps[q].gpu] = caps[q].cap_w;
+            if (caps[q].send) {
+                lease_end[caps[q].node] = k * P + 6 * P;
+                fb[caps[q].node][caps[q].gpu] = caps[q].fallback_w;
+                fb_until[caps[q].node] = caps[q].fallback_until;
+            }
+        }
+        /* the controller stops now: the caps the GPUs hold, lease then
+         * fallback, under the limit moment by moment (the input job's
+         * draw may rise to its cap meanwhile: the guarantee is on caps) */
+        double t_end = isfinite(ps->fb_until) ? ps->fb_until : k * P + ps->horizon_s;
+        for (double t = k * P; t < t_end; t += P / 4) {
+            double lim = pflex_target_limit_w(ctl_targets(c), t, 0, 2 * NG * MAX_W + OTHER_W), w = OTHER_W;
+            for (int m = 0; m < 2; m++)
+                for (int g = 0; g < NG; g++)
+                    w += t < lease_end[m] ? cap[m][g] : t < fb_until[m] ? fb[m][g] : MAX_W;
+            if (w > lim + 1e-6)
+                fail_msg("stopped after period %d: at %.1f s the caps hold %.0f W, over %.0f W", k, t, w, lim);
         }
         if (isfinite(ps->limit_w) && sum > ps->limit_w + 1e-6)
             fail_msg("period %d: caps %.0f W over the limit %.0f W", k, sum, ps->limit_w);
