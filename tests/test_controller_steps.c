@@ -770,6 +770,125 @@ static void test_refusals(void **state)
     assert_int_equal(ctl_create(&no_urls, &c, &err), -1);
 }
 
+/* Give-back: two nodes, a job whose draw follows its cap up to 600 W a
+ * GPU ("bound") and one whose GPUs draw 60 W whatever the cap ("input")
+ * until period RISE, then as the other.  Under a limit the input job's
+ * caps go to its draw and margins (here its GPUs' least, 200 W) before
+ * the bound job's are cut, and stay there through the readings' noise;
+ * the period its draw is read at that cap, they rise, and stay up; no
+ * cap under a GPU's largest before the target; the caps' sum always under
+ * the limit, and the fallbacks never above the caps: should the
+ * controller stop after any period, the caps held (leases, then
+ * fallbacks) stay under the limit however the draw rises.  Without
+ * give-back the bound job pays for the input job's watts (its caps under
+ * 550 W). */
+#define GB_RISE 60
+static double gb_power(int n, double cap, int k)
+{
+    return n == 1 && k < GB_RISE ? (cap < 60 ? cap : 60) : cap < 600 ? cap : 600;
+}
+
+static void test_give_back(void **state)
+{
+    (void)state;
+    rng_seed(77);
+    const char *csv = "job,floor\nbound,0.5\ninput,0.5\n";
+    pflex_job_policies_t pol;
+    assert_int_equal(pflex_job_policies_read_mem(csv, strlen(csv), "jobs.csv", &pol, NULL), 0);
+    struct ctl_config cfg = {.nagents = 2, .in_process = 1, .period_s = P, .other_w = OTHER_W,
+                             .agent_max_w = NG * MAX_W, .explore_step = 0, .floor = 0.5,
+                             .policies = &pol, .cap_step_w = 1, .lease_s = 6 * P};    /* no probes */
+    if (getenv("PFLEX_DEBUG"))
+        cfg.log = stderr;
+    ctl_t *c;
+    pflex_error_t err;
+    if (ctl_create(&cfg, &c, &err) < 0)
+        fail_msg("%s", err.text);
+    const double limit = 3300;     /* the input job at 200 W: 550 W a GPU for the bound job */
+    add_target(c, 30 * P, 100 * P, limit, 0);
+    double cap[2][NG];
+    for (int n = 0; n < 2; n++)
+        for (int g = 0; g < NG; g++)
+            cap[n][g] = MAX_W;
+    static const char *const names[2] = {"bound", "input"};
+    static struct agent_status st;
+    int held = 0;
+    double lease_end[2] = {0, 0}, fb[2][NG], fb_until[2] = {NAN, NAN};
+    for (int k = 0; k < 100; k++) {
+        for (int n = 0; n < 2; n++) {
+            memset(&st, 0, sizeof st);
+            snprintf(st.host, sizeof st.host, "node-%d", n);
+            st.ngpus = NG;
+            st.njobs = 1;
+            snprintf(st.job[0].name, sizeof st.job[0].name, "%s", names[n]);
+            st.job[0].ngpus = NG;
+            double pw = 0;
+            for (int g = 0; g < NG; g++) {
+                double p = gb_power(n, cap[n][g], k);
+                pw += p;
+                st.gpu[g] = (struct agent_gpu){.index = g, .power_w = p * (1 + rng_unif(-0.005, 0.005)),
+                                               .limit_w = cap[n][g], .min_w = MIN_W, .max_w = MAX_W, .ok = 1};
+                st.job[0].gpus[g] = g;
+            }
+            double frac = n == 1 && k < GB_RISE ? 1 : pw / NG / 600;
+            st.job[0].throughput = 1000 * frac * (1 + rng_unif(-0.01, 0.01));
+            assert_int_equal(ctl_node_feed(c, (size_t)n, &st, 1, &err), 0);
+        }
+        struct ctl_period_result r;
+        if (ctl_period(c, k * P, &r, &err) < 0)
+            fail_msg("period %d: %s", k, err.text);
+        const struct ctl_period_state *ps = ctl_period_state(c);
+        size_t nc;
+        const struct ctl_cap *caps = ctl_caps(c, &nc);
+        assert_int_equal(nc, 2 * NG);
+        double sum = OTHER_W, prev_input = cap[1][0];
+        for (size_t q = 0; q < nc; q++) {
+            sum += caps[q].cap_w;
+            if (isfinite(caps[q].fallback_w))
+                assert_true(caps[q].fallback_w <= caps[q].cap_w);
+            cap[caps[q].node][caps[q].gpu] = caps[q].cap_w;
+            if (caps[q].send) {
+                lease_end[caps[q].node] = k * P + 6 * P;
+                fb[caps[q].node][caps[q].gpu] = caps[q].fallback_w;
+                fb_until[caps[q].node] = caps[q].fallback_until;
+            }
+        }
+        /* the controller stops now: the caps the GPUs hold, lease then
+         * fallback, under the limit moment by moment (the input job's
+         * draw may rise to its cap meanwhile: the guarantee is on caps) */
+        double t_end = isfinite(ps->fb_until) ? ps->fb_until : k * P + ps->horizon_s;
+        for (double t = k * P; t < t_end; t += P / 4) {
+            double lim = pflex_target_limit_w(ctl_targets(c), t, 0, 2 * NG * MAX_W + OTHER_W), w = OTHER_W;
+            for (int m = 0; m < 2; m++)
+                for (int g = 0; g < NG; g++)
+                    w += t < lease_end[m] ? cap[m][g] : t < fb_until[m] ? fb[m][g] : MAX_W;
+            if (w > lim + 1e-6)
+                fail_msg("stopped after period %d: at %.1f s the caps hold %.0f W, over %.0f W", k, t, w, lim);
+        }
+        if (isfinite(ps->limit_w) && sum > ps->limit_w + 1e-6)
+            fail_msg("period %d: caps %.0f W over the limit %.0f W", k, sum, ps->limit_w);
+        if (!isfinite(ps->limit_w))
+            for (int n = 0; n < 2; n++)
+                for (int g = 0; g < NG; g++)
+                    if (cap[n][g] != MAX_W)
+                        fail_msg("period %d: node %d GPU %d at %g W with no limit", k, n, g, cap[n][g]);
+        if (k >= 35 && k < GB_RISE) {
+            /* the input job given back to its least cap, the bound job
+             * paying nothing for it, held through the readings' noise */
+            if (cap[1][0] != MIN_W || cap[0][0] < 550)
+                fail_msg("period %d: input job at %g W, bound job at %g W (want %g, >= 550)", k, cap[1][0],
+                         cap[0][0], MIN_W);
+            held += cap[1][0] == prev_input;
+        }
+        /* risen, never back at its least cap */
+        if (k >= GB_RISE && !(cap[1][0] > MIN_W + 50))
+            fail_msg("period %d: the input job's draw rose to its cap, its cap %g W", k, cap[1][0]);
+    }
+    assert_int_equal(held, GB_RISE - 35);
+    ctl_destroy(c);
+    pflex_job_policies_fini(&pol);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -783,6 +902,7 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_no_cut_between_events),
         cmocka_unit_test(test_learn_budget),
+        cmocka_unit_test(test_give_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

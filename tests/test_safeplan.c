@@ -651,6 +651,83 @@ static void test_cap_step(void **state)
     pflex_safe_plan_fini(&p);
 }
 
+/* Give-back: a job whose GPUs draw well under their caps (ceil_w) is
+ * planned from its ceiling down, so the watts over it go to the job whose
+ * caps bind before that job is cut; with the limit loose the ceiling
+ * costs nothing (the rest goes back to it), and with no limit in force it
+ * is ignored. */
+static void test_give_back(void **state)
+{
+    (void)state;
+    /* both learned alike (proportional loss over 100..400 W); job 1
+     * draws 60 W whatever its cap, its ceiling set from that draw */
+    double caps[] = {400, 100}, lp[] = {0, 0.75};
+    struct pflex_site_job jobs[] = {
+        {.name = "bound", .t0 = 100, .weight = 1, .n = 2, .cap_w = caps, .loss = lp},
+        {.name = "input", .t0 = 100, .weight = 1, .n = 2, .cap_w = caps, .loss = lp},
+    };
+    struct pflex_site_gpu g[] = {gpu(0, 100, 400, 400), gpu(0, 100, 400, 400),
+                                 gpu(1, 100, 400, 400), gpu(1, 100, 400, 400)};
+    struct pflex_safe_input in = {.ngpus = 4, .gpus = g, .njobs = 2, .jobs = jobs,
+                                  .limit_w = 1300, .other_w = 0, .objective = PFLEX_OBJECTIVE_PROGRESS};
+    struct pflex_safe_plan p;
+    pflex_safe_plan_init(&p);
+    pflex_error_t err;
+    /* without the ceiling both jobs look alike: 325 W each */
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_near(p.cap_w[0], 325, 0);
+    assert_near(p.cap_w[2], 325, 0);
+    assert_near(p.given_w, 0, 0);
+    /* the ceiling at 120 W: job 1 at 120, job 0 keeps its 400 (1040 W
+     * of 1300), and the 260 W left go back to job 1: 250 W */
+    jobs[1].ceil_w = 120;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_near(p.cap_w[0], 400, 0);
+    assert_near(p.cap_w[1], 400, 0);
+    assert_near(p.cap_w[2], 250, 0);
+    assert_near(p.cap_w[3], 250, 0);
+    assert_near(p.given_w, 300, 1e-9);
+    assert_true(p.worst_w <= in.limit_w);
+    /* a deeper cut: job 1 at its ceiling, job 0 pays only the rest */
+    in.limit_w = 900;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_near(p.cap_w[2], 120, 0);
+    assert_near(p.cap_w[0], 330, 0);
+    assert_true(p.worst_w <= in.limit_w);
+    /* deeper still: past the ceiling both are cut, job 1 from 120 W (its
+     * curve's origin there), never under the GPUs' minimum */
+    in.limit_w = 500;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_true(p.cap_w[2] <= 120 && p.cap_w[2] >= 100);
+    assert_true(p.worst_w <= in.limit_w);
+    /* a ceiling under the GPUs' minimum is the minimum */
+    jobs[1].ceil_w = 40;
+    in.limit_w = 900;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_near(p.cap_w[2], 100, 0);
+    assert_near(p.cap_w[0], 350, 0);
+    /* the limit loose: every cap at its largest, the ceiling costs nothing */
+    in.limit_w = 1700;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    for (int k = 0; k < 4; k++)
+        assert_near(p.cap_w[k], 400, 0);
+    assert_near(p.given_w, 0, 0);
+    /* no limit in force: no cap under a GPU's largest */
+    in.limit_w = INFINITY;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    for (int k = 0; k < 4; k++)
+        assert_near(p.cap_w[k], 400, 0);
+    /* a held GPU of job 1 (no telemetry) never rises above the cap it has */
+    jobs[1].ceil_w = 120;
+    in.limit_w = 1300;
+    g[3].telemetry_ok = 0;
+    g[3].cap_w = 200;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_true(p.cap_w[3] <= 200);
+    assert_true(p.worst_w <= in.limit_w);
+    pflex_safe_plan_fini(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -661,6 +738,7 @@ int main(void)
         cmocka_unit_test(test_cap_step),
         cmocka_unit_test(test_random_sites),
         cmocka_unit_test(test_kept_curves),
+        cmocka_unit_test(test_give_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

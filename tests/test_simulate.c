@@ -726,6 +726,53 @@ static void test_learn_between_default_off(void **state)
     pflex_target_set_fini(&set);
 }
 
+/* An input-bound job (pflex_sim_config.job_draw): j3's 24 GPUs draw 60 W
+ * whatever the cap until 200 s, then run curve b.  The baseline counts
+ * the draw; the oracle holds it at its least cap under the limit (60-240
+ * s, 0.8 of the baseline), the online learner within its give-back margin
+ * of it (docs/controller.md) and loses less than equal cuts; after the
+ * rise the learner's cap for it rises; no policy goes over the limit. */
+static void test_input_bound(void **state)
+{
+    (void)state;
+    setup_kinds();
+    pflex_target_set_t set;
+    pflex_target_set_init(&set);
+    add_fraction(&set, 1000060, 1000240, 0.8);
+    struct pflex_sim_job_draw draws[4] = {{0, NAN, 0}, {0, NAN, 0}, {0, NAN, 0}, {60, 200, 0}};
+    unsigned pol = (1u << PFLEX_SIM_EQUAL) | (1u << PFLEX_SIM_ONLINE_COLD) | (1u << PFLEX_SIM_ORACLE);
+    struct pflex_sim_config c = site_config(step_jobs, &set, 300, 1, pol);
+    c.job_draw = draws;
+    struct pflex_sim_result r;
+    pflex_error_t err;
+    if (pflex_sim_run(&c, &r, &err))
+        fail_msg("%s", err.text);
+    assert_true(fabs(r.baseline_w - (16 * 368 + 8 * 382 + 8 * 368 + 24 * 60)) < 1e-6);
+    assert_true(fabs(r.power_w[PFLEX_SIM_EQUAL][10] - r.baseline_w) < 1e-6);
+    size_t N = r.nperiods;
+    for (size_t k = 80; k < 200; k++) {
+        if (r.job_cap[PFLEX_SIM_ORACLE][3 * N + k] != 100)
+            fail_msg("period %zu: the oracle holds the input-bound job at %g W", k,
+                     r.job_cap[PFLEX_SIM_ORACLE][3 * N + k]);
+        if (!(r.job_cap[PFLEX_SIM_ONLINE_COLD][3 * N + k] <= 120))
+            fail_msg("period %zu: online-cold holds the input-bound job at %g W", k,
+                     r.job_cap[PFLEX_SIM_ONLINE_COLD][3 * N + k]);
+    }
+    for (size_t k = 205; k < 240; k++)
+        if (!(r.job_cap[PFLEX_SIM_ONLINE_COLD][3 * N + k] > 120))
+            fail_msg("period %zu: risen, the job still at %g W", k, r.job_cap[PFLEX_SIM_ONLINE_COLD][3 * N + k]);
+    assert_true(r.pol[PFLEX_SIM_ONLINE_COLD].lost_event_s < r.pol[PFLEX_SIM_EQUAL].lost_event_s);
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++)
+        if (r.pol[p].ran && r.pol[p].periods_above)
+            fail_msg("%s: %zu periods above the limit", pflex_sim_policy_name(p), r.pol[p].periods_above);
+    pflex_sim_result_fini(&r);
+    /* a draw not under the curve's largest cap is refused */
+    draws[3].draw_w = 400;
+    assert_int_equal(pflex_sim_run(&c, &r, &err), -1);
+    assert_non_null(strstr(err.text, "input-bound"));
+    pflex_target_set_fini(&set);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -741,6 +788,7 @@ int main(void)
         cmocka_unit_test(test_explore_lead),
         cmocka_unit_test(test_count_as_many),
         cmocka_unit_test(test_day_rule),
+        cmocka_unit_test(test_input_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

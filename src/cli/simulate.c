@@ -53,6 +53,10 @@ static const char help[] =
 "  --pfi FILE          predicted ratio PFIs by job or curve (eq2-predicted,\n"
 "                      online-warm's prior)\n"
 "  --floor S           floor for jobs without one (0..1)\n"
+"  --input-bound JOB=W[@T]  job JOB's GPUs draw W each whatever the cap, at\n"
+"                      its full rate, until T after the start (a duration, or\n"
+"                      rand: drawn from --seed over the run), when the draw\n"
+"                      rises to its curve's; without @T never (repeatable)\n"
 "site:\n"
 "  --gpus N            a site of N GPUs filled with jobs drawn from the curves\n"
 "                      (instead of one job per sweep job or jobs-file row)\n"
@@ -102,6 +106,7 @@ static const char help[] =
 "  pflex simulate --day srp --out srp-out\n"
 "  pflex simulate --day aps --json --seed 7\n"
 "  pflex simulate --day caiso --pfi predicted.csv --csv > caiso.csv\n"
+"  pflex simulate --day srp --input-bound ft_llama_8b_p3-c6rr6ijz=60@rand --json\n"
 "  pflex simulate dvfs_sweep.csv --columns 'job=Workload,cap_w=GPU power cap,power_w=power per GPU' \\\n"
 "      --gpus 10000 --duration 24h --schedule day.csv --mean-job 6h --floor 0.5\n"
 "\n"
@@ -341,6 +346,7 @@ static const struct option opts[] = {
     {"csv", no_argument, NULL, 'C'},             {"every", required_argument, NULL, 'E'},
     {"out", required_argument, NULL, 'U'},       {"gnuplot", required_argument, NULL, 'Q'},
     {"progress", no_argument, NULL, 'R'},        {"help", no_argument, NULL, 'h'},
+    {"input-bound", required_argument, NULL, 'i'},
     {NULL, 0, NULL, 0},
 };
 
@@ -352,6 +358,8 @@ struct sim_opts {
     const char *jobs_path, *pfi_path, *out_dir, *gnuplot;
     const char *targets_s[MAX_TARGETS], *start_s, *policies_s, *sweep_path;
     size_t ntargets_s;
+    const char *ib_s[MAX_TARGETS];  /* --input-bound JOB=W[@T] */
+    size_t nib_s;
     double bucket, floor_def, gpus, mean_job, duration, period, delay;
     double settle, noise_p, noise_t, seed_d, other, baseline, explore, explore_lead, cap_step;
     double learn_budget;
@@ -372,6 +380,7 @@ struct sim_state {
     pflex_alloc_input_t *in;
     struct pflex_sim_kind *kinds;
     struct pflex_sim_job *jobs;
+    struct pflex_sim_job_draw *draws;   /* --input-bound; NULL: none */
     double *pts, *smooth_pts;
     size_t nk, njobs;
     double now;
@@ -403,6 +412,11 @@ static int parse_option(int c, struct sim_opts *o, char **argv)
         if (o->ntargets_s == MAX_TARGETS)
             return cli_usage_error(cmd, "at most %d --target", MAX_TARGETS);
         o->targets_s[o->ntargets_s++] = optarg;
+        break;
+    case 'i':
+        if (o->nib_s == MAX_TARGETS)
+            return cli_usage_error(cmd, "at most %d --input-bound", MAX_TARGETS);
+        o->ib_s[o->nib_s++] = optarg;
         break;
     case 'c': o->columns = optarg; break;
     case 'j': o->jobs_path = optarg; break;
@@ -688,6 +702,52 @@ static int make_jobs(const struct sim_opts *o, struct sim_state *st)
     return 0;
 }
 
+/* --input-bound JOB=W[@T]: the jobs named input-bound (0), or an exit
+ * status (reported). */
+static int input_bound(const struct sim_opts *o, struct sim_state *st)
+{
+    if (o->nib_s && !st->njobs)
+        return cli_usage_error(cmd, "--input-bound names jobs given (a sweep's, --jobs' or the day's), "
+                               "not jobs drawn with --gpus");
+    for (size_t i = 0; i < o->nib_s; i++) {
+        const char *spec = o->ib_s[i], *eq = strrchr(spec, '='), *at = eq ? strchr(eq, '@') : NULL;
+        char *end;
+        if (!eq || eq == spec)
+            return cli_usage_error(cmd, "--input-bound '%s': want JOB=W[@T]", spec);
+        errno = 0;
+        double w = strtod(eq + 1, &end);
+        if (errno || end == eq + 1 || end != (at ? at : eq + strlen(eq)) || !(w > 0) || !isfinite(w))
+            return cli_usage_error(cmd, "--input-bound '%s': W must be a positive number of watts", spec);
+        size_t j = 0, len = (size_t)(eq - spec);
+        while (j < st->njobs && !(strlen(st->jobs[j].name) == len && !strncmp(st->jobs[j].name, spec, len)))
+            j++;
+        if (j == st->njobs)
+            return cli_usage_error(cmd, "--input-bound '%s': no job '%.*s' in the run", spec, (int)len, spec);
+        const struct pflex_sim_job *sj = &st->jobs[j];
+        if (!(w < st->kinds[sj->kind].cap_w[0]))
+            return cli_usage_error(cmd, "--input-bound '%s': %g W is not under the job's largest cap (%g W)",
+                                   spec, w, st->kinds[sj->kind].cap_w[0]);
+        if (!st->draws && !(st->draws = calloc(st->njobs, sizeof *st->draws))) {
+            pflex_error_sys(&st->err, "out of memory");
+            return STAGE_BAD;
+        }
+        struct pflex_sim_job_draw *jb = &st->draws[j];
+        jb->draw_w = w;
+        jb->rise_s = NAN;
+        jb->rise_random = 0;
+        if (at && !strcmp(at + 1, "rand"))
+            jb->rise_random = 1;
+        else if (at) {
+            const char *t = at[1] == '+' ? at + 2 : at + 1;
+            pflex_error_t e;
+            if (pflex_target_parse_duration(t, &jb->rise_s, &e) < 0 || !isfinite(jb->rise_s))
+                return cli_usage_error(cmd, "--input-bound '%s': T: %s", spec,
+                                       isfinite(jb->rise_s) ? e.text : "must be finite");
+        }
+    }
+    return 0;
+}
+
 /* An OpenADR file's events into the targets, their fractions of base_est. */
 static int read_openadr(const struct sim_opts *o, struct sim_state *st, double base_est)
 {
@@ -739,8 +799,10 @@ static int read_targets(struct sim_opts *o, struct sim_state *st)
     double base_est = o->baseline;
     if (!(base_est > 0)) {
         base_est = o->other;
-        for (size_t i = 0; i < st->njobs; i++)
-            base_est += st->jobs[i].gpus * st->kinds[st->jobs[i].kind].power_w[0];
+        for (size_t i = 0; i < st->njobs; i++) {
+            double p = st->kinds[st->jobs[i].kind].power_w[0], d = st->draws ? st->draws[i].draw_w : 0;
+            base_est += st->jobs[i].gpus * (d > 0 && d < p ? d : p);
+        }
         if (!st->njobs) {
             double m = 0;
             for (size_t k = 0; k < st->nk; k++)
@@ -761,7 +823,7 @@ static int read_inputs(struct sim_opts *o, struct sim_state *st)
         return rc;
     if (!o->sweep_path)
         return cli_usage_error(cmd, "give a sweep (the jobs' measured curves)");
-    if ((rc = read_curves(o, st)) != 0 || (rc = make_jobs(o, st)) != 0)
+    if ((rc = read_curves(o, st)) != 0 || (rc = make_jobs(o, st)) != 0 || (rc = input_bound(o, st)) != 0)
         return rc;
     return read_targets(o, st);
 }
@@ -770,7 +832,7 @@ static int read_inputs(struct sim_opts *o, struct sim_state *st)
 static int run_sim(const struct sim_opts *o, struct sim_state *st)
 {
     struct pflex_sim_config cfg = {
-        .nkinds = st->nk, .kinds = st->kinds, .njobs = st->njobs, .jobs = st->jobs, .ngpus = (size_t)o->gpus,
+        .nkinds = st->nk, .kinds = st->kinds, .njobs = st->njobs, .jobs = st->jobs, .job_draw = st->draws, .ngpus = (size_t)o->gpus,
         .gpus_lo = o->glo, .gpus_hi = o->ghi, .gpus_step = o->gstep, .mean_job_s = o->mean_job,
         .start_s = st->now, .duration_s = o->duration, .period_s = o->period, .delay_s = o->delay,
         .settle_s = o->settle, .noise_power = o->noise_p, .noise_tput = o->noise_t,
@@ -1073,6 +1135,7 @@ static void sim_state_fini(struct sim_state *st)
     pflex_alloc_input_destroy(st->in);
     free(st->kinds);
     free(st->jobs);
+    free(st->draws);
     free(st->pts);
     free(st->smooth_pts);
 }

@@ -36,6 +36,8 @@ static const char help[] =
 "counted at their maximum limit) is at or under the target once its ramp is\n"
 "done, and pushes them with a lease (PUT /v1/caps).  Missing telemetry holds\n"
 "or tightens, never loosens; floors are kept or their breach is reported.\n"
+"Under a target a cap well over what its GPUs draw is given back (down to the\n"
+"draw and two margins of max(10 W, 10 %)) before any cap that binds is cut.\n"
 "When the controller stops, the caps stay until their leases expire; during\n"
 "an event each then falls back to its share of the target until the event's end.\n"
 "\n"

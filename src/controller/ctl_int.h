@@ -139,6 +139,11 @@ struct ctl_job {
         double span_key[3];
     } probe_memo;
     int seen_now;
+    double give_w;              /* give-back: its GPUs draw well under their caps, and
+                                 * under a limit the plan counts no cap above this
+                                 * (pflex_site_job.ceil_w); NaN: none (steps.c) */
+    double free_draw_w;         /* its draw last read under a cap that did not bind; NaN:
+                                 * none since the last rise (steps.c) */
 };
 
 /* The rolling day of the learning budget, in slots: a cost is counted

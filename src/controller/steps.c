@@ -58,6 +58,8 @@ static struct ctl_job *job_get(ctl_t *c, const char *name, double min_w, double 
     j->tput_now = NAN;
     j->cap_since = NAN;
     j->t0_read = NAN;
+    j->give_w = NAN;
+    j->free_draw_w = NAN;
     j->min_w = min_w;
     j->max_w = max_w;
     /* the names' indices are the jobs': both only grow, in this order */
@@ -368,14 +370,133 @@ static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
     return 0;
 }
 
+/* Give-back (docs/controller.md): a cap well above what a job's GPUs
+ * draw does not bind, and the caps' sum is the guarantee, so under a
+ * limit the watts between the two are the binding jobs' first.  The
+ * margin is max(10 W, a tenth of the draw): the readings' noise is a
+ * fraction of a watt, but an input-bound job's draw wanders by watts from
+ * one period to the next (a step's data stall or a longer batch).  A job
+ * is given back when its largest cap is over its draw and three margins,
+ * its ceiling its draw and two margins; the ceiling follows a draw that
+ * falls by more than a margin, and goes (the job planned on its curve
+ * again) as soon as the draw comes within half a margin of it: a draw
+ * that rises, rises to the cap within the period, and the next reading
+ * shows it there.  Given back, lowered or kept only on a reading of
+ * every GPU of the job under one cap held since --settle (the draw read
+ * under the cap in force, not the one before); lost readings end it. */
+static double give_margin_w(double draw_w)
+{
+    return draw_w > 100 ? 0.1 * draw_w : 10;
+}
+
+/* The most any GPU of job cj draws (its cap is the job's), from a reading
+ * of all of them under one cap: 0, or -1 when there is none. */
+static int give_draw(const ctl_t *c, const struct ctl_job *cj, double *draw_w)
+{
+    const struct ctl_period_state *p = &c->p;
+    if (!cj->agg_ok || !cj->agg_n || !isfinite(cj->agg_cap))
+        return -1;
+    double draw = 0;
+    for (size_t k = cj->gpu_head; k != SIZE_MAX; k = p->gpu_next[k]) {
+        const struct agent_gpu *ug = &c->agents[p->gpu_node[k]].st.gpu[p->gpu_slot[k]];
+        if (!isfinite(ug->power_w))
+            return -1;
+        draw = ug->power_w > draw ? ug->power_w : draw;
+    }
+    *draw_w = draw;
+    return 0;
+}
+
+/* A job whose draw rose three margins over what it drew under a cap that
+ * did not bind changed (a data stall over, a phase of another kind), and
+ * what its learner read while it drew less (no loss at caps over that
+ * draw) no longer holds: kept, it had the plan hold the job at a cap
+ * under a loss the readings took minutes to outweigh (a simulated job
+ * rising 10 minutes into a 10 % cut, given back to 100 W: 1,219
+ * job-periods under its floor; docs/simulate.md).  So the learner's bins
+ * whose mean draw was a margin or more under both their cap and the new
+ * draw go; those where the cap bound, or the job drew as now, stay. */
+static void draw_forget(struct ctl_job *cj, double draw_w)
+{
+    size_t n = pflex_learn_bins(cj->learn), kept = 0;
+    struct pflex_learn_bin *b = malloc((n ? n : 1) * sizeof *b);
+    pflex_error_t e;
+    if (!b)
+        return;     /* the readings stay: the plan is as safe, only slower to learn */
+    n = pflex_learn_bins_get(cj->learn, b, n);
+    double m = give_margin_w(draw_w);
+    for (size_t i = 0; i < n; i++)
+        if (!(b[i].power_w < b[i].cap_w - give_margin_w(b[i].power_w) && b[i].power_w < draw_w - m))
+            b[kept++] = b[i];
+    if (kept < n && pflex_learn_bins_set(cj->learn, b, kept, &e) == 0)
+        cj->fitted = 0;
+    free(b);
+}
+
+/* Before the period's reading is learned (ctl_learn): a job given back
+ * whose draw comes within half a margin of its ceiling is planned on its
+ * curve again this period; a draw risen past what the job drew under a
+ * cap that did not bind forgets that (draw_forget); a reading under a
+ * cap held since --settle that does not bind is the job's free draw. */
+static void draw_watch(ctl_t *c, struct ctl_job *cj)
+{
+    double draw;
+    if (give_draw(c, cj, &draw) < 0) {
+        if (isfinite(cj->give_w))
+            ctl_log(c, "give back %s: ended (no reading)", cj->name);
+        cj->give_w = NAN;
+        return;
+    }
+    double m = give_margin_w(draw);
+    if (isfinite(cj->give_w) && draw > cj->give_w - m / 2) {
+        ctl_log(c, "give back %s: ended (its draw %.0f W against %.0f W)", cj->name, draw, cj->give_w);
+        cj->give_w = NAN;
+    }
+    if (isfinite(cj->free_draw_w) && draw > cj->free_draw_w + 3 * give_margin_w(cj->free_draw_w)) {
+        ctl_log(c, "%s: its draw rose from %.0f to %.0f W; what it read drawing less goes", cj->name,
+                cj->free_draw_w, draw);
+        draw_forget(cj, draw);
+        cj->free_draw_w = NAN;
+    }
+    int settled = isfinite(cj->last_cap) && fabs(cj->last_cap - cj->agg_cap) <= 5 && isfinite(cj->cap_since)
+                  && c->p.now - cj->cap_since >= c->settle_s - 0.1 * c->c.period_s;
+    if (settled && draw < cj->agg_cap - m)
+        cj->free_draw_w = draw;
+}
+
+/* Set, follow down or end the job's ceiling (draw_watch ends it on a
+ * rising draw). */
+static void give_back(ctl_t *c, struct ctl_job *cj)
+{
+    const struct ctl_period_state *p = &c->p;
+    double was = cj->give_w, draw;
+    if (!isfinite(p->limit_w) || give_draw(c, cj, &draw) < 0) {
+        cj->give_w = NAN;
+        return;
+    }
+    double m = give_margin_w(draw);
+    int settled = isfinite(cj->cap_since) && p->now - cj->cap_since >= c->settle_s - 0.1 * c->c.period_s;
+    /* the ceiling whole steps up, never under the GPUs' least limit */
+    double e = ceil((draw + 2 * m) / c->cap_step_w - 1e-6) * c->cap_step_w;
+    e = e > cj->min_w ? e : cj->min_w;
+    if (settled && draw < cj->agg_cap - m && cj->max_w > draw + 3 * m && cj->max_w >= e + m
+        && !(cj->give_w <= draw + 3 * m))
+        cj->give_w = e;
+    if (isfinite(cj->give_w) && !(isfinite(was) && was == cj->give_w))
+        ctl_log(c, "give back %s: its GPUs draw %.0f W, caps over %.0f W do not bind", cj->name, draw,
+                cj->give_w);
+}
+
 /* A job whose GPUs all answered, at one common cap held since last
  * period (and for --settle), gives one observation. */
 int ctl_learn(ctl_t *c, pflex_error_t *err)
 {
     learn_gather(c);
-    for (size_t j = 0; j < c->njobs; j++)
+    for (size_t j = 0; j < c->njobs; j++) {
+        draw_watch(c, &c->jobs[j]);
         if (learn_job(c, &c->jobs[j], err) < 0)
             return -1;
+    }
     return 0;
 }
 
@@ -448,6 +569,9 @@ static int plan_jobs(ctl_t *c, pflex_error_t *err)
                                               .n = cj->curve.n, .cap_w = cj->curve.cap_w,
                                               .loss = cj->curve.loss, .loss_hi = cj->hi,
                                               .gen = cj->gen};
+        give_back(c, cj);
+        if (isfinite(cj->give_w))
+            p->sjobs[j].ceil_w = cj->give_w;
     }
     return 0;
 }

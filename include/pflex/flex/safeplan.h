@@ -35,6 +35,11 @@
  *    watt even under a finer step; the watts the rounding leaves under the
  *    limit go a step a job to the jobs whose next step wins most per watt
  *    on their mean curves (a held GPU never above the cap it has);
+ *  - give-back: a job with a ceil_w under a limit is planned from that
+ *    cap down (the watts above it cost it nothing: its GPUs do not draw
+ *    them), and raised toward its largest cap, every such job by the same
+ *    share of the span, only on the watts left when every job is at its
+ *    largest cap the plan counts;
  *  - infeasible (the limit is under every reachable GPU at its minimum):
  *    every reachable GPU at its minimum, feasible = 0.
  *
@@ -77,6 +82,13 @@ struct pflex_site_job {
      * then, unchecked.  A caller that sets it gives every new set of points
      * (every refit) a gen never used before by this plan object. */
     unsigned long gen;
+    /* > 0: the job's GPUs draw well under this cap (the controller's
+     * give-back, docs/controller.md): under a limit the plan counts no cap
+     * above it, its curve flat from the GPUs' largest cap down to it, so
+     * that the watts over it go to the jobs whose caps bind before any of
+     * them is cut; caps rise above it only on watts no other job can use.
+     * 0 or NaN: none.  Ignored with no limit in force. */
+    double ceil_w;
 };
 
 struct pflex_safe_input {
@@ -117,6 +129,8 @@ struct pflex_safe_plan {
     double throughput;      /* sum_j t0_j (1 - loss_j), the plan's estimate */
     double blend;           /* guard_equal: the optimum's share in the cuts (0 equal
                              * cuts .. 1 the optimum, in quarters); 1 otherwise */
+    double given_w;         /* W of caps given back: over the jobs with a ceil_w, their
+                             * GPUs' largest caps less the caps set (0: none) */
     double voi;             /* guard_equal: what knowing the curves exactly could still
                              * win over the plan this period, at most (the largest
                              * gain over equal cuts on the optimistic curves, mean

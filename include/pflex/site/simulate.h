@@ -9,6 +9,8 @@
  * field demonstration's six) or drawn from the kinds, seeded, until the
  * site's GPUs are full; with a mean job length, each job leaves after an
  * exponential draw and a new one, drawn the same way, takes its GPUs.
+ * A job given may be input-bound (job_draw): its GPUs draw a set power
+ * whatever the cap, at its full rate, until its draw rises to its curve.
  *
  * Time.  Periods of period_s from start_s.  A cap decided in period k is
  * in force from period k + D, D = ceil(delay_s / period_s) (0: at once).
@@ -146,6 +148,18 @@ struct pflex_sim_job {
     double weight;              /* >= 0 */
 };
 
+/* An input-bound job (docs/simulate.md): draw_w > 0, its GPUs draw that
+ * much whatever the cap (under a cap below it, the cap, the rate falling
+ * in proportion) at its full rate, T/T0 = 1, until rise_s seconds after
+ * the start, when its draw rises to its curve's (a phase change: from
+ * then on it runs its curve); rise_s NaN or < 0: never.  The job's first
+ * life only (a job that replaces it runs its curve).  draw_w 0: none. */
+struct pflex_sim_job_draw {
+    double draw_w;
+    double rise_s;
+    int rise_random;            /* 1: rise_s drawn from the seed, uniform over the run */
+};
+
 struct pflex_sim_config {
     size_t nkinds;
     const struct pflex_sim_kind *kinds;
@@ -154,6 +168,7 @@ struct pflex_sim_config {
      * multiples of gpus_step), floor from the kind */
     size_t njobs;
     const struct pflex_sim_job *jobs;
+    const struct pflex_sim_job_draw *job_draw;  /* NULL, or one per job given */
     size_t ngpus;
     int gpus_lo, gpus_hi, gpus_step;
     double mean_job_s;          /* > 0: jobs leave (exponential), new ones come */

@@ -23,7 +23,9 @@ struct curve {
 
 struct jobstate {
     size_t n;               /* reachable GPUs */
-    double cmax, cmin;      /* largest max limit, largest min limit over them */
+    double cmax, cmin;      /* largest max limit (or its ceil_w: give-back), largest
+                             * min limit over them */
+    double cfull;           /* largest max limit over them, whatever the ceiling */
     double gmin;            /* smallest min limit over them */
     double y_hw;            /* 1 - cmin/cmax: the deepest cut the plan makes */
     double y_end;           /* 1 - gmin/cmax: where the curve must reach (a held
@@ -358,8 +360,17 @@ static int build_curves(const struct pflex_safe_input *in, struct scratch *s, si
         const struct pflex_site_job *jb = &in->jobs[j];
         if (!js->n)
             continue;
-        double C = js->cmax;
+        js->cfull = js->cmax;
         js->step = cap_step(in);
+        /* give-back: the plan's largest cap for the job is its ceiling,
+         * whole steps up, never under its GPUs' least limit; the curve
+         * above it is flat (the cap does not bind there) and is not read */
+        if (isfinite(in->limit_w) && jb->ceil_w > 0 && jb->ceil_w < js->cmax) {
+            double e = step_up(jb->ceil_w, js->step);
+            e = e > js->cmin ? e : js->cmin;
+            js->cmax = e < js->cmax ? e : js->cmax;
+        }
+        double C = js->cmax;
         js->y_hw = C > js->cmin ? 1 - js->cmin / C : 0;
         js->y_end = C > js->gmin ? 1 - js->gmin / C : 0;
         struct curve *cv = &s->cv[j];
@@ -614,6 +625,47 @@ static void spend_rounding(const struct pflex_safe_input *in, struct pflex_safe_
         }
 }
 
+/* Give-back: the watts left once every job is at the largest cap the
+ * plan counts (its ceiling for a job given back) raise the jobs given
+ * back toward their GPUs' largest caps, each by the same share of its
+ * span: a cap lowered only as far as the limit needs, so that a job whose
+ * draw rises before the next period finds as much room as the limit
+ * leaves (a held GPU never above the cap it has).  Sets given_w. */
+static void give_back_rest(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
+                           const struct scratch *s, double fixed)
+{
+    double left = in->limit_w - fixed, span = 0, step = cap_step(in);
+    out->given_w = 0;
+    for (size_t g = 0; g < in->ngpus; g++)
+        if (in->gpus[g].reachable)
+            left -= gcount(&in->gpus[g]) * out->cap_w[g];
+    for (size_t j = 0; j < in->njobs; j++)
+        if (s->js[j].n && s->js[j].cfull > s->js[j].cmax)
+            span += (double)s->js[j].n * (s->js[j].cfull - s->js[j].cmax);
+    if (!(span > 0))
+        return;
+    double f = left > 0 ? left / span : 0;
+    f = f < 1 ? f : 1;
+    for (size_t g = 0; g < in->ngpus; g++) {
+        const struct pflex_site_gpu *gp = &in->gpus[g];
+        if (!gp->reachable || gp->job < 0)
+            continue;
+        const struct jobstate *js = &s->js[gp->job];
+        if (!(js->cfull > js->cmax))
+            continue;
+        double c = step_down(js->cmax + f * (js->cfull - js->cmax), step);
+        c = clampd(c, gp->min_cap_w, gp->max_cap_w);
+        if ((in->hold || !gp->telemetry_ok) && isfinite(gp->cap_w) && c > gp->cap_w)
+            c = clampd(step_down(gp->cap_w, step), gp->min_cap_w, gp->max_cap_w);
+        if (c > out->cap_w[g])
+            out->cap_w[g] = c;
+        out->given_w += gcount(gp) * (gp->max_cap_w - out->cap_w[g]);
+    }
+    for (size_t j = 0; j < in->njobs; j++)
+        if (s->js[j].n && s->js[j].cfull > s->js[j].cmax && out->job_cap_w[j] >= s->js[j].cmax - step)
+            out->job_cap_w[j] = s->js[j].cmax + f * (s->js[j].cfull - s->js[j].cmax);
+}
+
 /* The worst case, counted from the caps themselves; rounding can leave it
  * a hair over the limit: take it off, GPU by GPU.  Sets worst_w and
  * feasible. */
@@ -699,6 +751,7 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
     out->held = 0;
     out->blend = 1;
     out->voi = 0;
+    out->given_w = 0;
 
     double fixed, least, idle_min;
     survey_gpus(in, s, &fixed, &least, &idle_min);
@@ -719,8 +772,10 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
         x_of = s->alloc.x;
     }
     set_caps(in, out, s, x_of, limited);
-    if (x_of)
+    if (x_of) {
         spend_rounding(in, out, s, fixed);
+        give_back_rest(in, out, s, fixed);
+    }
     trim_to_limit(in, out, fixed, limited);
     job_costs(in, out, s);
     return 0;

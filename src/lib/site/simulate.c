@@ -95,6 +95,8 @@ struct inst {                   /* one job over its life in one slot */
     int gpus;
     double floor, weight;
     size_t k0, k1;              /* periods [k0, k1) */
+    double draw_w;              /* input-bound: its GPUs' draw until k_rise; 0: none */
+    size_t k_rise;              /* the period its draw rises to its curve's (SIZE_MAX: never) */
     char name[64];
 };
 
@@ -115,6 +117,7 @@ struct world {
     double baseline_w, max_w;
     double horizon_s;           /* how far ahead every policy meets a step down */
     double *ky, *kloss;         /* per kind: its curve in the cap domain, y = 1 - cap/C */
+    int any_ib;                 /* some job is input-bound (pflex_sim_config.job_draw) */
     size_t *koff;
 };
 
@@ -201,11 +204,21 @@ static int build_fleet(struct world *w, pflex_error_t *err)
             in->gpus = slot_gpus[s];
             in->k0 = k0;
             in->k1 = k1;
+            in->k_rise = SIZE_MAX;
             if (c->njobs && gen == 0) {
                 const struct pflex_sim_job *j = &c->jobs[s];
                 in->kind = j->kind;
                 in->floor = j->floor;
                 in->weight = j->weight;
+                const struct pflex_sim_job_draw *jd = c->job_draw ? &c->job_draw[s] : NULL;
+                if (jd && jd->draw_w > 0) {
+                    w->any_ib = 1;
+                    in->draw_w = jd->draw_w;
+                    double rise = jd->rise_random ? uniform_at(c->seed, 0x72697365ULL, s) * c->duration_s
+                                                  : jd->rise_s;
+                    if (rise >= 0)
+                        in->k_rise = (size_t)ceil(rise / c->period_s - 1e-9);
+                }
                 snprintf(in->name, sizeof in->name, "%s", j->name ? j->name : "job");
             } else {
                 in->kind = c->njobs ? c->jobs[s].kind : draw_kind(c, s, gen);
@@ -231,6 +244,10 @@ struct slot {
     double *ring;               /* D + 1 caps decided, by period mod (D + 1) */
     double cap;                 /* in force this period */
     double read_cap, read_p, read_t;    /* last period's, for the controller; NaN: none */
+    int ib;                     /* input-bound this period (inst.draw_w, before its rise) */
+    double iy[3], il[3];        /* while ib: its true curve in the cap domain (flat down to
+                                 * its draw, then proportional), iy ascending from 0 */
+    unsigned in_n;
 };
 
 struct run {
@@ -261,6 +278,34 @@ static void slot_start(struct run *ru, struct slot *s, const struct inst *in)
     s->cmin = s->k->cap_w[s->k->n - 1];
     s->a = in->weight * (c->objective == PFLEX_OBJECTIVE_PROGRESS ? (double)in->gpus : s->k->t0);
     s->read_cap = s->read_p = s->read_t = NAN;
+    s->ib = in->draw_w > 0 && in->k_rise > in->k0;
+    if (s->ib) {
+        /* no loss down to its draw; under it the cap binds, the rate in
+         * proportion to the power */
+        double d = in->draw_w;
+        s->iy[0] = s->il[0] = 0;
+        s->in_n = 1;
+        if (d > s->cmin) {
+            s->iy[s->in_n] = 1 - d / s->C;
+            s->il[s->in_n++] = 0;
+        }
+        s->iy[s->in_n] = 1 - s->cmin / s->C;
+        s->il[s->in_n++] = d > s->cmin ? 1 - s->cmin / d : 0;
+    }
+}
+
+/* What slot q's GPUs draw (per GPU) and its T/T0 under cap_w: its
+ * curve's, or while input-bound its draw at full rate (the cap, and the
+ * rate in proportion, under a cap below the draw). */
+static void slot_truth(const struct slot *q, double cap_w, double *power_w, double *fraction)
+{
+    if (q->ib) {
+        double d = q->in->draw_w;
+        *power_w = cap_w < d ? cap_w : d;
+        *fraction = cap_w < d ? cap_w / d : 1;
+        return;
+    }
+    pflex_sim_kind_at(q->k, cap_w, power_w, fraction);
 }
 
 struct oround {
@@ -327,8 +372,8 @@ static inline double cap_dn(const struct slot *q, double d, double step)
 static double step_gain(const struct slot *q, double lo, double hi)
 {
     double p, fl, fh;
-    pflex_sim_kind_at(q->k, lo, &p, &fl);
-    pflex_sim_kind_at(q->k, hi, &p, &fh);
+    slot_truth(q, lo, &p, &fl);
+    slot_truth(q, hi, &p, &fh);
     return q->a * (fh - fl) / (q->in->gpus * (hi - lo));
 }
 
@@ -362,8 +407,8 @@ static double offline_round(const struct run *ru, const struct slot *sl, struct 
         int fl = 0;
         if (q->in->floor > 0 && d < c) {
             double p, fc, fd;
-            pflex_sim_kind_at(q->k, c, &p, &fc);
-            pflex_sim_kind_at(q->k, d, &p, &fd);
+            slot_truth(q, c, &p, &fc);
+            slot_truth(q, d, &p, &fd);
             if (step_breaks_floor(q, fc, fd)) {
                 d = cap_up(q, d, step);
                 fl = 1;
@@ -433,16 +478,16 @@ static void step_gains(const struct slot *q, size_t s, size_t n, double step, co
 {
     double d = decided[s], p, f, fu, fd;
     double up = cap_up(q, d, step), dn = cap_dn(q, d, step);
-    pflex_sim_kind_at(q->k, d, &p, &f);
+    slot_truth(q, d, &p, &f);
     g[s] = -INFINITY;
     g[n + s] = INFINITY;
     g[2 * n + s] = 0;
     if (up > d + 1e-9) {
-        pflex_sim_kind_at(q->k, up, &p, &fu);
+        slot_truth(q, up, &p, &fu);
         g[s] = q->a * (fu - f);
     }
     if (dn < d - 1e-9) {
-        pflex_sim_kind_at(q->k, dn, &p, &fd);
+        slot_truth(q, dn, &p, &fd);
         if (!step_breaks_floor(q, f, fd)) {
             g[n + s] = q->a * (f - fd);
             g[2 * n + s] = q->in->gpus * (d - dn);
@@ -571,6 +616,14 @@ static int offline_plan(struct run *ru, struct slot *sl, struct offline *o, doub
             .x_hi = w->ky[off + q->k->n - 1], .pfi = ru->p == PFLEX_SIM_EQUAL || ru->p == PFLEX_SIM_ORACLE
                                                          ? NAN : kind_pfi(q->k, ru->p),
             .x = w->ky + off, .loss = w->kloss + off};
+        if (q->ib) {
+            /* the true curve while input-bound (the oracle's; Eq. 2 and
+             * equal cuts read no curve but for floors) */
+            o->aj[s].npoints = q->in_n;
+            o->aj[s].x = q->iy;
+            o->aj[s].loss = q->il;
+            o->aj[s].x_hi = q->iy[q->in_n - 1];
+        }
     }
     struct pflex_alloc_problem prob = {.njobs = n, .jobs = o->aj, .budget_w = limit - c->other_w,
                                        .objective = c->objective};
@@ -732,6 +785,14 @@ static void *run_policy(void *arg)
             slot_start(ru, q, in);
             fleet = 1;
         }
+        /* input-bound jobs whose draw rises now run their curves (the
+         * offline policies plan again, as for a new job) */
+        if (w->any_ib)
+            for (size_t s = 0; s < n; s++)
+                if (sl[s].ib && k >= sl[s].in->k_rise) {
+                    sl[s].ib = 0;
+                    fleet = 1;
+                }
         /* decide */
         double limit = w->limit_plan[k];
         if (online) {
@@ -757,7 +818,7 @@ static void *run_policy(void *arg)
                 cap = q->cmin;
             q->cap = cap;
             double p, f;
-            pflex_sim_kind_at(q->k, cap, &p, &f);
+            slot_truth(q, cap, &p, &f);
             power += q->in->gpus * p;
             obj += q->a * f;
             sum->throughput_lost += q->k->t0 * (1 - f) * c->period_s;
@@ -888,6 +949,12 @@ static int check_config(const struct pflex_sim_config *c, pflex_error_t *err)
             || !(jb->weight >= 0))
             return pflex_error_set(err, "simulate: job %zu ('%s'): curve, GPUs, floor or weight out of range",
                                    j, jb->name ? jb->name : "");
+        const struct pflex_sim_job_draw *jd = c->job_draw ? &c->job_draw[j] : NULL;
+        if (jd && (!(jd->draw_w >= 0) || (jd->draw_w > 0 && !(jd->draw_w < c->kinds[jb->kind].cap_w[0]))
+                   || (jd->draw_w > 0 && isinf(jd->rise_s))))
+            return pflex_error_set(err, "simulate: job %zu ('%s'): an input-bound draw must be under its "
+                                   "curve's largest cap (%g W), its rise a finite time",
+                                   j, jb->name ? jb->name : "", c->kinds[jb->kind].cap_w[0]);
     }
     if (!c->njobs && !c->ngpus)
         return pflex_error_set(err, "simulate: no jobs and no GPUs");
@@ -969,6 +1036,16 @@ static int alloc_world(struct world *w, struct pflex_sim_result *r, pflex_error_
     return 0;
 }
 
+/* What instance in draws a GPU at its kind's largest cap (lo = 0) or its
+ * least (lo = 1), input-bound or not (ib). */
+static double inst_draw(const struct inst *in, const struct pflex_sim_kind *kd, int ib, int lo)
+{
+    double p = kd->power_w[lo ? kd->n - 1 : 0], c = kd->cap_w[lo ? kd->n - 1 : 0];
+    if (!ib)
+        return p;
+    return in->draw_w < c ? in->draw_w : c;
+}
+
 /* The site at start: baseline, maximum; per period the uncapped
  * objective and the limits (and whether the jobs can meet them). */
 static int site_timeline(struct world *w, struct pflex_sim_result *r, pflex_error_t *err)
@@ -996,20 +1073,30 @@ static int site_timeline(struct world *w, struct pflex_sim_result *r, pflex_erro
                 unc -= cur[in->slot]->weight
                        * (c->objective == PFLEX_OBJECTIVE_PROGRESS ? cur[in->slot]->gpus : ko->t0);
                 mxw -= cur[in->slot]->gpus * ko->cap_w[0];
-                least -= cur[in->slot]->gpus * ko->power_w[ko->n - 1];
+                const struct inst *io = cur[in->slot];
+                least -= io->gpus * inst_draw(io, ko, io->draw_w > 0 && k <= io->k_rise, 1);
             } else if (k == 0) {
-                base += in->gpus * kd->power_w[0];
+                base += in->gpus * inst_draw(in, kd, in->draw_w > 0 && in->k_rise > 0, 0);
                 mx += in->gpus * kd->cap_w[0];
                 g += (size_t)in->gpus;
             }
             unc += a;
             mxw += in->gpus * kd->cap_w[0];
-            least += in->gpus * kd->power_w[kd->n - 1];
+            least += in->gpus * inst_draw(in, kd, in->draw_w > 0 && in->k_rise > k, 1);
             cur[in->slot] = in;
             r->jobs_started++;
             ch = 1;
         }
         (void)ch;
+        /* input-bound jobs rising now draw their curves' least from now */
+        if (w->any_ib)
+            for (size_t q = 0; q < w->nslots; q++) {
+                const struct inst *in = cur[q];
+                if (in && in->draw_w > 0 && in->k_rise == k && k > in->k0) {
+                    const struct pflex_sim_kind *kd = &c->kinds[in->kind];
+                    least += in->gpus * (inst_draw(in, kd, 0, 1) - inst_draw(in, kd, 1, 1));
+                }
+            }
         r->uncapped[k] = unc;
         double t = c->start_s + (double)k * c->period_s;
         double bl = c->baseline_w > 0 ? c->baseline_w : base;
