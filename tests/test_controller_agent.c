@@ -109,7 +109,7 @@ static void test_prometheus(void **state)
     pflex_error_t err;
     assert_int_equal(prom_source_create("ftp://x", 100, &p, &err), -1);
     assert_int_equal(prom_source_create("http://127.0.0.1:9/", 100, &p, &err), 0);
-    if (prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), &err) < 0)
+    if (prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), 1700000000, NULL, &err) < 0)
         fail_msg("%s", err.text);
     struct agent_status st;
     assert_int_equal(prom_source_status(p, "n1", &st), 0);
@@ -124,12 +124,87 @@ static void test_prometheus(void **state)
     const char *bad[] = {"", "{", "[]", "{\"status\":\"error\",\"error\":\"x\"}",
                          "{\"status\":\"success\",\"data\":{\"result\":{}}}"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        assert_int_equal(prom_source_parse(p, dcgm, strlen(dcgm), bad[i], strlen(bad[i]), &err), -1);
-        assert_int_equal(prom_source_parse(p, bad[i], strlen(bad[i]), own, strlen(own), &err), -1);
+        assert_int_equal(prom_source_parse(p, dcgm, strlen(dcgm), bad[i], strlen(bad[i]), 1700000000, NULL, &err), -1);
+        assert_int_equal(prom_source_parse(p, bad[i], strlen(bad[i]), own, strlen(own), 1700000000, NULL, &err), -1);
         assert_int_equal(prom_source_status(p, "n1", &st), -1);     /* nothing kept of a bad read */
     }
     /* unreachable: an error, no crash */
-    assert_int_equal(prom_source_read(p, &err), -1);
+    assert_int_equal(prom_source_read(p, 1700000000, NULL, &err), -1);
+    prom_source_destroy(p);
+}
+
+/* An answer judged before it is believed: stale stamps, an empty result,
+ * NaN for a GPU that is up each fail the read (and say so); NaN for a GPU
+ * its agent says is down, or for a job's rate, does not. */
+static void test_prometheus_judged(void **state)
+{
+    (void)state;
+    char dcgm[2048], own[2048];
+    const char *own_fmt =
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
+        "{\"metric\":{\"__name__\":\"pflex_gpu_limit_min_watts\",\"gpu\":\"0\",\"Hostname\":\"n1\"},\"value\":[%.0f,\"200\"]},"
+        "{\"metric\":{\"__name__\":\"pflex_gpu_limit_max_watts\",\"gpu\":\"0\",\"Hostname\":\"n1\"},\"value\":[%.0f,\"700\"]},"
+        "{\"metric\":{\"__name__\":\"pflex_gpu_up\",\"gpu\":\"0\",\"Hostname\":\"n1\"},\"value\":[%.0f,\"%s\"]},"
+        "{\"metric\":{\"__name__\":\"pflex_job_throughput\",\"job\":\"j\",\"Hostname\":\"n1\"},\"value\":[%.0f,\"NaN\"]}]}}";
+    const char *dcgm_fmt =
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
+        "{\"metric\":{\"__name__\":\"DCGM_FI_DEV_POWER_USAGE\",\"gpu\":\"0\",\"Hostname\":\"n1\"},\"value\":[%.0f,\"%s\"]},"
+        "{\"metric\":{\"__name__\":\"DCGM_FI_DEV_POWER_MGMT_LIMIT\",\"gpu\":\"0\",\"Hostname\":\"n1\"},\"value\":[%.0f,\"600\"]}]}}";
+    const char *empty = "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[]}}";
+    double now = 1700000000;
+    prom_source_t *p;
+    pflex_error_t err;
+    struct agent_status st;
+    int stale;
+    assert_int_equal(prom_source_create("http://127.0.0.1:9/", 100, &p, &err), 0);
+    prom_source_set_max_age(p, 30);
+    /* fresh: 20 s old is within 30 s */
+    snprintf(own, sizeof own, own_fmt, now - 20, now - 20, now - 20, "1", now - 20);
+    snprintf(dcgm, sizeof dcgm, dcgm_fmt, now - 20, "512.5", now - 20);
+    if (prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), now, &stale, &err) < 0)
+        fail_msg("%s", err.text);
+    assert_int_equal(stale, 0);
+    assert_int_equal(prom_source_status(p, "n1", &st), 0);
+    /* a ten-minute-old answer replayed: stale, nothing kept */
+    snprintf(dcgm, sizeof dcgm, dcgm_fmt, now - 600, "512.5", now - 600);
+    assert_int_equal(prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), now, &stale, &err), -1);
+    assert_int_equal(stale, 1);
+    assert_non_null(strstr(err.text, "600 s old"));
+    assert_int_equal(prom_source_status(p, "n1", &st), -1);
+    /* stamps from the future are no fresher */
+    snprintf(dcgm, sizeof dcgm, dcgm_fmt, now + 120, "512.5", now);
+    assert_int_equal(prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), now, &stale, &err), -1);
+    assert_int_equal(stale, 1);
+    /* an empty result of either query: down, not stale */
+    snprintf(dcgm, sizeof dcgm, dcgm_fmt, now, "512.5", now);
+    assert_int_equal(prom_source_parse(p, empty, strlen(empty), own, strlen(own), now, &stale, &err), -1);
+    assert_int_equal(stale, 0);
+    assert_non_null(strstr(err.text, "empty result"));
+    assert_int_equal(prom_source_parse(p, dcgm, strlen(dcgm), empty, strlen(empty), now, &stale, &err), -1);
+    assert_non_null(strstr(err.text, "empty result"));
+    /* NaN power for a GPU that is up */
+    snprintf(dcgm, sizeof dcgm, dcgm_fmt, now, "NaN", now);
+    assert_int_equal(prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), now, &stale, &err), -1);
+    assert_int_equal(stale, 0);
+    assert_non_null(strstr(err.text, "NaN for GPU 0 of host 'n1'"));
+    assert_int_equal(prom_source_status(p, "n1", &st), -1);
+    /* ... and for one that is down: what its agent exports for it */
+    snprintf(own, sizeof own, own_fmt, now, now, now, "0", now);
+    if (prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), now, &stale, &err) < 0)
+        fail_msg("%s", err.text);
+    assert_int_equal(prom_source_status(p, "n1", &st), 0);
+    assert_false(st.gpu[0].ok);
+    /* a NaN range for a GPU that is up */
+    snprintf(own, sizeof own, own_fmt, now, now, now, "1", now);
+    char *mx = strstr(own, "\"700\"");
+    memcpy(mx, "\"NaN\"", 5);
+    snprintf(dcgm, sizeof dcgm, dcgm_fmt, now, "512.5", now);
+    assert_int_equal(prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), now, &stale, &err), -1);
+    /* unchecked without a bound */
+    prom_source_set_max_age(p, 0);
+    snprintf(own, sizeof own, own_fmt, now - 600, now - 600, now - 600, "1", now - 600);
+    snprintf(dcgm, sizeof dcgm, dcgm_fmt, now - 600, "512.5", now - 600);
+    assert_int_equal(prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), now, &stale, &err), 0);
     prom_source_destroy(p);
 }
 
@@ -235,6 +310,7 @@ int main(void)
         cmocka_unit_test(test_client),
         cmocka_unit_test(test_batch),
         cmocka_unit_test(test_prometheus),
+        cmocka_unit_test(test_prometheus_judged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

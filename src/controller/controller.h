@@ -67,6 +67,9 @@ struct ctl_config {
      * every status_every periods (<= 0: 10), and for the caps. */
     const char *prometheus_url;     /* NULL: read the agents */
     int status_every;
+    double telemetry_max_age_s;     /* Prometheus samples stamped further than this from
+                                     * now are stale (telemetry down, caps held); <= 0:
+                                     * 3 periods, at least 30 s */
     /* A job map (pflex/io/slurm.h rows: job, host, GPU) in place of the
      * agents' own: a job's GPUs on a host are the rows naming the agent's
      * host name; NULL: the agents' maps.  Borrowed. */
@@ -161,5 +164,10 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
  * memory).  now resolves the target in force. */
 json_t *ctl_status_json(const ctl_t *c, double now);
 char *ctl_metrics(const ctl_t *c, double now, size_t *len);
+/* The API's probes (any thread): 0 live (ready), or -1 with why: no period
+ * completed (its caps pushed and confirmed) within three periods; for
+ * ready also a push refused or unanswered last period, a node never
+ * reached, or telemetry stale or down. */
+int ctl_health(const ctl_t *c, int ready, char *why, size_t len);
 
 #endif

@@ -187,8 +187,11 @@ int ctl_map_jobs(ctl_t *c, pflex_error_t *err)
             p->r.agents_down++;
         if (ag->seen)
             ngpus += ag->st.ngpus;
-        else
+        else {
+            /* a default, not a fact: the claims say so (status.c) */
             p->never_w += c->c.agent_max_w;
+            p->never_n++;
+        }
     }
     if (map_begin(c, ngpus, err) < 0)
         return -1;
