@@ -665,6 +665,96 @@ static void test_refusals(void **state)
     assert_int_equal(ctl_create(&no_urls, &c, &err), -1);
 }
 
+/* The API's claims (status.c) follow what the nodes confirmed: a node
+ * never reached is an assumed default (infeasible under a target, not
+ * ready), every GPU confirmed makes the worst case the plan's, a node that
+ * stops answering counts at its GPUs' maximum, and caps whose least sum is
+ * over the limit are infeasible in the status and the metrics. */
+static double jnum(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void test_claims(void **state)
+{
+    (void)state;
+    struct ctl_config cfg = {.nagents = 2, .in_process = 1, .period_s = P, .agent_max_w = 1400, .other_w = 100};
+    ctl_t *c;
+    pflex_error_t err;
+    assert_int_equal(ctl_create(&cfg, &c, &err), 0);
+    add_target(c, 0, 1e9, 2100, 0);
+    struct agent_status st = {.ngpus = 2, .njobs = 1};
+    for (int k = 0; k < 2; k++)
+        st.gpu[k] = (struct agent_gpu){.index = k, .power_w = 650, .limit_w = 700, .min_w = 200, .max_w = 700,
+                                       .ok = 1};
+    snprintf(st.job[0].name, sizeof st.job[0].name, "j");
+    st.job[0].ngpus = 2;
+    st.job[0].gpus[0] = 0;
+    st.job[0].gpus[1] = 1;
+    st.job[0].throughput = 100;
+    char why[400];
+    struct ctl_period_result r;
+    /* node 1 never reached: 1400 W assumed, its GPUs unknown */
+    assert_int_equal(ctl_node_feed(c, 0, &st, 1, &err), 0);
+    assert_int_equal(ctl_period(c, 0, &r, &err), 0);
+    json_t *o = ctl_status_json(c, 0);
+    assert_true(r.feasible && json_is_true(json_object_get(o, "planned_feasible")));
+    assert_true(json_is_false(json_object_get(o, "feasible")));
+    assert_int_equal((int)jnum(o, "assumed_nodes"), 1);
+    assert_true(jnum(o, "assumed_w") == 1400);
+    assert_true(jnum(o, "worst_w") == jnum(o, "planned_worst_w"));
+    json_t *n1 = json_array_get(json_object_get(o, "nodes"), 1);
+    assert_true(jnum(n1, "assumed_w") == 1400);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "nodes"), 0), "push")),
+                        "ok");
+    json_decref(o);
+    assert_int_equal(ctl_health(c, 0, why, sizeof why), 0);     /* its caps were all taken */
+    assert_int_equal(ctl_health(c, 1, why, sizeof why), -1);
+    assert_non_null(strstr(why, "never reached"));
+    /* both reached: every GPU confirmed, the plan's worst case is the fact */
+    assert_int_equal(ctl_node_feed(c, 0, &st, 1, &err), 0);
+    assert_int_equal(ctl_node_feed(c, 1, &st, 1, &err), 0);
+    assert_int_equal(ctl_period(c, P, &r, &err), 0);
+    o = ctl_status_json(c, P);
+    assert_true(json_is_true(json_object_get(o, "feasible")));
+    assert_int_equal((int)jnum(o, "assumed_nodes"), 0);
+    assert_int_equal((int)jnum(o, "unconfirmed_gpus"), 0);
+    assert_true(fabs(jnum(o, "worst_w") - jnum(o, "planned_worst_w")) < 1e-6);
+    assert_true(jnum(o, "worst_w") <= 2100);
+    json_decref(o);
+    assert_int_equal(ctl_health(c, 1, why, sizeof why), 0);
+    /* node 1 stops answering: its two GPUs count at 700 W, confirmed none */
+    assert_int_equal(ctl_node_feed(c, 0, &st, 1, &err), 0);
+    assert_int_equal(ctl_period(c, 2 * P, &r, &err), 0);
+    o = ctl_status_json(c, 2 * P);
+    assert_int_equal((int)jnum(o, "unconfirmed_gpus"), 2);
+    json_t *lim = json_object_get(json_array_get(json_object_get(o, "nodes"), 1), "limits_w");
+    assert_true(json_is_null(json_array_get(lim, 0)) && json_is_null(json_array_get(lim, 1)));
+    double w0 = 0;
+    lim = json_object_get(json_array_get(json_object_get(o, "nodes"), 0), "limits_w");
+    for (int k = 0; k < 2; k++)
+        w0 += json_number_value(json_array_get(lim, k));
+    assert_true(fabs(jnum(o, "worst_w") - (100 + 1400 + w0)) < 1e-6);
+    assert_true(json_is_true(json_object_get(o, "feasible")) == (jnum(o, "worst_w") <= 2100 + 0.5));
+    json_decref(o);
+    /* under every GPU's least limit: infeasible on the caps, whatever is drawn */
+    add_target(c, 3 * P, 1e9, 500, 0);
+    assert_int_equal(ctl_node_feed(c, 0, &st, 1, &err), 0);
+    assert_int_equal(ctl_node_feed(c, 1, &st, 1, &err), 0);
+    assert_int_equal(ctl_period(c, 3 * P, &r, &err), 0);
+    o = ctl_status_json(c, 3 * P);
+    assert_true(json_is_false(json_object_get(o, "feasible")));
+    assert_true(jnum(o, "worst_w") >= 100 + 4 * 200);
+    json_decref(o);
+    size_t len;
+    char *text = ctl_metrics(c, 3 * P, &len);
+    assert_non_null(strstr(text, "\npflex_controller_feasible 0\n"));
+    assert_non_null(strstr(text, "\npflex_controller_assumed_nodes 0\n"));
+    free(text);
+    ctl_destroy(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -676,6 +766,7 @@ int main(void)
         cmocka_unit_test(test_count_entries),
         cmocka_unit_test(test_prior_pfi_keeps_floors),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_claims),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
