@@ -705,7 +705,7 @@ static void test_claims(void **state)
     assert_true(jnum(o, "assumed_w") == 1400);
     assert_true(jnum(o, "worst_w") == jnum(o, "planned_worst_w"));
     json_t *n1 = json_array_get(json_object_get(o, "nodes"), 1);
-    assert_true(jnum(n1, "assumed_w") == 1400);
+    assert_true(jnum(n1, "unreached_w") == 1400 && json_is_true(json_object_get(n1, "assumed")));
     assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "nodes"), 0), "push")),
                         "ok");
     json_decref(o);

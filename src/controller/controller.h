@@ -31,7 +31,9 @@ struct ctl_config {
     double other_w;                 /* non-GPU site power counted against the target */
     double baseline_w;              /* site baseline for fraction targets; <= 0: the GPUs'
                                      * summed maximum limits */
-    double agent_max_w;             /* worst case of an agent never reached; <= 0: 8 x 1000 W */
+    double agent_max_w;             /* worst case of an agent never reached whose GPUs the
+                                     * job map does not name (by its URL's host); <= 0:
+                                     * 8 x 1000 W */
     double z;                       /* sd multiplier of the pessimistic curve; <= 0: 2 */
     double explore_step;            /* largest probe below the plan (reduction); 0: none */
     double explore_lead_s;          /* probe between events only while a target that cuts

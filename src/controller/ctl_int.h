@@ -54,6 +54,10 @@ struct ctl_agent {
      * GPUs' limit as confirmed (conf_w[k] for st.gpu[k]; NaN: not) */
     int push_result;
     long push_http;
+    /* never reached (ctl_map_jobs): what it counts at, W (NaN: reached), and
+     * whether that is agent_max_w, a default (its GPUs unknown) */
+    double never_w;
+    int never_assumed;
     unsigned long push_fail[8];
     double *conf_w;
     size_t nconf, cap_conf;

@@ -233,7 +233,10 @@ static json_t *nodes_json(const ctl_t *c)
                                                     : ctl_node_name(c, a, buf, sizeof buf)));
         json_object_set_new(n, "host", ag->st.host[0] ? json_string(ag->st.host) : json_null());
         json_object_set_new(n, "up", json_boolean(ag->up));
-        json_object_set_new(n, "assumed_w", ag->seen ? json_null() : json_real(c->c.agent_max_w));
+        /* never reached: what it is counted at, and whether that is a default */
+        int never = c->periods && !ag->seen && isfinite(ag->never_w);
+        json_object_set_new(n, "unreached_w", never ? json_real(ag->never_w) : json_null());
+        json_object_set_new(n, "assumed", json_boolean(never && ag->never_assumed));
         json_object_set_new(n, "push", json_string(push_names[ag->push_result]));
         json_object_set_new(n, "push_http", ag->push_http > 0 ? json_integer(ag->push_http) : json_null());
         json_object_set_new(n, "push_failures", fails);

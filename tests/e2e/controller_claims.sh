@@ -7,7 +7,8 @@
 # sum of the GPUs' limits.  In turn:
 #   401        the controller holds a wrong token: every push refused;
 #   400        the agents take leases of at most 5 s, the controller asks 6;
-#   unreached  a 16-GPU node the controller cannot reach, under 16 kW;
+#   unreached  a 16-GPU node the controller cannot reach, under 16 kW
+#              (then with a job map that says how many GPUs it has);
 #   stale      a Prometheus (tests/metrics_server) replaying a 10-minute-old
 #              answer; then one answering an empty result; then NaN.
 # In the first three the site is over its target (nothing the controller
@@ -99,8 +100,9 @@ refused() {
         [ "$n" = 3 ] || fail "$1: $n agents with push failures '$3' in /metrics: $(grep push_failures "$tmp/body")"
         expect_probe /healthz 503
     else
-        jq -e '.assumed_nodes == 1 and .assumed_w == 8000 and .nodes[2].assumed_w == 8000' "$tmp/body" >/dev/null \
-            || fail "$1: the unreached node is not marked assumed: $(jq -c '{assumed_nodes, nodes: [.nodes[] | {agent, assumed_w}]}' "$tmp/body")"
+        jq -e '.assumed_nodes == 1 and .assumed_w == 8000 and .nodes[2].unreached_w == 8000 and .nodes[2].assumed' \
+            "$tmp/body" >/dev/null \
+            || fail "$1: the unreached node is not marked assumed: $(jq -c '{assumed_nodes, nodes: [.nodes[] | {agent, unreached_w, assumed}]}' "$tmp/body")"
     fi
     api /metrics >/dev/null
     grep -q '^pflex_controller_feasible 0$' "$tmp/body" || fail "$1: /metrics: $(grep '^pflex_controller_feasible' "$tmp/body")"
@@ -110,7 +112,7 @@ refused() {
 }
 stop_all() { stop_agents; rm -f "$tmp"/port.*; }
 only() {
-    for w in ${CLAIMS_ONLY:-401 400 unreached stale empty nan}; do for x in "$@"; do [ "$w" = "$x" ] && return 0; done; done
+    for w in ${CLAIMS_ONLY:-401 400 unreached mapped stale empty nan}; do for x in "$@"; do [ "$w" = "$x" ] && return 0; done; done
     return 1
 }
 
@@ -133,14 +135,40 @@ if only 400; then
 fi
 
 # 3. a node of 16 GPUs never reached (its URL leads nowhere), 16 kW
-if only unreached; then
+if only unreached mapped; then
     agents_up 2
     start_agent "$tmp/a16.log" $sim --gpus 16 --seed 9 --hostname node-16 --state-dir "$tmp/s16" || fail "agent 16"
+fi
+if only unreached; then
     controller 6 $(urls) --agent "http://127.0.0.1:9" --token-file "$tmp/token" --target 16000W --agent-max-w 8000
     wait_status '.periods >= 5' 10
     refused unreached 16000 assumed "$ports $port" "$ports"
-    stop_all
+    kill -KILL $cpid
 fi
+# the job map says how many GPUs the unreached node's host has (its URL's):
+# each counts at the site's largest limit, the site planned under its
+# target by it, and that is no assumption
+if only mapped; then
+    printf 'job,name,host,gpu\n' >"$tmp/map.csv"
+    for g in $(seq 0 15); do
+        [ $g -lt 8 ] && printf 'a,,node-1,%s\nb,,node-2,%s\n' $g $g
+        printf 'c,,127.0.0.1,%s\n' $g
+    done >>"$tmp/map.csv"
+    controller 6 $(urls) --agent "http://127.0.0.1:9" --token-file "$tmp/token" --target 16000W --agent-max-w 8000 \
+        --job-map "$tmp/map.csv"
+    wait_status '.periods >= 5' 10
+    set -- $(facts "$ports $port")
+    api /v1/status >/dev/null
+    cp "$tmp/body" "$tmp/status.mapped.json"
+    jq -e --argjson lim "$2" '.feasible and .assumed_nodes == 0 and .nodes[2].unreached_w == 11200
+                              and (.nodes[2].assumed | not) and .worst_w >= $lim - 1 and .worst_w <= 16000' \
+        "$tmp/body" >/dev/null \
+        || fail "unreached, mapped: limits $2 W, the API claims: $(jq -c '{worst_w, feasible, assumed_nodes, nodes: [.nodes[] | {unreached_w, assumed}]}' "$tmp/body")"
+    [ "$1" -le 16000 ] && [ "$2" -le 16001 ] || fail "unreached, mapped: the site at $1 W, limits $2 W, over 16000 W"
+    expect_probe /readyz 200
+    echo "unreached, mapped: site $1 W, limits $2 W against 16000 W; the API: worst case $(jq .worst_w "$tmp/status.mapped.json") W, feasible"
+fi
+! only unreached mapped || stop_all
 only stale empty nan || { echo ok; exit 0; }
 
 # 4. telemetry through a fake Prometheus, fed from the agents every 0.2 s
@@ -215,7 +243,6 @@ held() {
 ! only empty || held empty down "empty result"
 ! only nan || held nan down "NaN"
 # telemetry back: ready again
-sleep 1
 expect_probe /healthz 200
 expect_probe /readyz 200
 ! only stale || grep -q 'prometheus: .*s old (stale past 30 s) (caps held)' "$tmp/ctl$nctl.log" || fail "the stale answer left no trace in the log"
