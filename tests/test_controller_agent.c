@@ -11,7 +11,9 @@
 #include <string.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <jansson.h>
 #include "controller/agent_client.h"
+#include "controller/controller.h"
 #include "controller/prom_source.h"
 
 static void test_status(void **state)
@@ -302,6 +304,85 @@ static void test_batch(void **state)
     pflex_http_server_stop(f.s);
 }
 
+/* The controller's claims after its pushes to the same fake agents: /a
+ * takes its caps (ok, its limits confirmed), /b sets one GPU of two (502:
+ * failed, one limit confirmed), and with a wrong token both refuse (401:
+ * unauthorized); each outcome per node, counted by agent and reason, the
+ * worst case from what was confirmed, and the probes. */
+static ctl_t *claims_run(const char *const *urls, const char *token, int periods)
+{
+    struct ctl_config cfg = {.nagents = 2, .agent_urls = urls, .agent_token = token, .period_s = 1,
+                             .timeout_ms = 1000};
+    ctl_t *c;
+    pflex_error_t err;
+    if (ctl_create(&cfg, &c, &err) < 0)
+        fail_msg("%s", err.text);
+    struct ctl_period_result r;
+    for (int i = 0; i < periods; i++)
+        if (ctl_period(c, 1700000000 + i, &r, &err) < 0)
+            fail_msg("%s", err.text);
+    return c;
+}
+
+static void test_claims_pushes(void **state)
+{
+    (void)state;
+    struct fake f = {0};
+    pflex_error_t err;
+    if (pflex_http_server_start("127.0.0.1:0", NULL, fake_agent, &f, &f.s, &err) < 0)
+        fail_msg("%s", err.text);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, fake_serve, &f), 0);
+    char url[2][64], why[400];
+    snprintf(url[0], sizeof url[0], "http://127.0.0.1:%u/a", pflex_http_server_port(f.s));
+    snprintf(url[1], sizeof url[1], "http://127.0.0.1:%u/b", pflex_http_server_port(f.s));
+    const char *urls[2] = {url[0], url[1]};
+
+    ctl_t *c = claims_run(urls, "tok", 2);
+    json_t *o = ctl_status_json(c, 1700000001);
+    json_t *na = json_array_get(json_object_get(o, "nodes"), 0), *nb = json_array_get(json_object_get(o, "nodes"), 1);
+    assert_string_equal(json_string_value(json_object_get(na, "push")), "ok");
+    assert_string_equal(json_string_value(json_object_get(nb, "push")), "failed");
+    assert_int_equal(json_integer_value(json_object_get(nb, "push_http")), 502);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(nb, "push_failures"), "failed")), 2);
+    assert_true(json_number_value(json_array_get(json_object_get(nb, "limits_w"), 0)) == 450);
+    assert_true(json_is_null(json_array_get(json_object_get(nb, "limits_w"), 1)));
+    /* 450 + 460 confirmed by /a, 450 by /b, its GPU 1 at its largest */
+    assert_true(json_number_value(json_object_get(o, "worst_w")) == 450 + 460 + 450 + 700);
+    assert_int_equal(json_integer_value(json_object_get(o, "unconfirmed_gpus")), 1);
+    assert_int_equal(json_integer_value(json_object_get(o, "push_failed")), 1);
+    assert_true(json_is_false(json_object_get(o, "completed")));
+    json_decref(o);
+    size_t len;
+    char *text = ctl_metrics(c, 1700000001, &len);
+    char line[200];
+    snprintf(line, sizeof line, "pflex_controller_push_failures_total{agent=\"%s\",reason=\"failed\"} 2\n", url[1]);
+    if (!strstr(text, line))
+        fail_msg("no '%s' in\n%s", line, text);
+    assert_null(strstr(text, "reason=\"unauthorized\""));
+    free(text);
+    assert_int_equal(ctl_period_confirmed(c), 0);
+    assert_int_equal(ctl_health(c, 1, why, sizeof why), -1);
+    assert_non_null(strstr(why, "refused or unanswered"));
+    ctl_destroy(c);
+
+    c = claims_run(urls, "wrong", 1);
+    o = ctl_status_json(c, 1700000000);
+    for (size_t a = 0; a < 2; a++) {
+        json_t *n = json_array_get(json_object_get(o, "nodes"), a);
+        assert_string_equal(json_string_value(json_object_get(n, "push")), "unauthorized");
+        assert_int_equal(json_integer_value(json_object_get(n, "push_http")), 401);
+        assert_int_equal(json_integer_value(json_object_get(n, "confirmed_gpus")), 0);
+    }
+    assert_true(json_number_value(json_object_get(o, "worst_w")) == 4 * 700);
+    assert_int_equal(json_integer_value(json_object_get(o, "unconfirmed_gpus")), 4);
+    json_decref(o);
+    ctl_destroy(c);
+    f.stop = 1;
+    pthread_join(th, NULL);
+    pflex_http_server_stop(f.s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -311,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_batch),
         cmocka_unit_test(test_prometheus),
         cmocka_unit_test(test_prometheus_judged),
+        cmocka_unit_test(test_claims_pushes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

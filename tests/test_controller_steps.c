@@ -695,6 +695,7 @@ static void test_claims(void **state)
     st.job[0].throughput = 100;
     char why[400];
     struct ctl_period_result r;
+    assert_int_equal(ctl_period_confirmed(c), 0);
     /* node 1 never reached: 1400 W assumed, its GPUs unknown */
     assert_int_equal(ctl_node_feed(c, 0, &st, 1, &err), 0);
     assert_int_equal(ctl_period(c, 0, &r, &err), 0);
@@ -710,6 +711,7 @@ static void test_claims(void **state)
                         "ok");
     json_decref(o);
     assert_int_equal(ctl_health(c, 0, why, sizeof why), 0);     /* its caps were all taken */
+    assert_int_equal(ctl_period_confirmed(c), 1);
     assert_int_equal(ctl_health(c, 1, why, sizeof why), -1);
     assert_non_null(strstr(why, "never reached"));
     /* both reached: every GPU confirmed, the plan's worst case is the fact */

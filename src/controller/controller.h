@@ -171,5 +171,10 @@ char *ctl_metrics(const ctl_t *c, double now, size_t *len);
  * ready also a push refused or unanswered last period, a node never
  * reached, or telemetry stale or down. */
 int ctl_health(const ctl_t *c, int ready, char *why, size_t len);
+/* 1 when the last period completed: every cap it decided was pushed (or
+ * held under a lease that runs) and its agent confirmed the limit it
+ * enforces (in process: the caller's to apply; standing by: nothing to
+ * push); 0 otherwise, or before the first period.  Any thread. */
+int ctl_period_confirmed(const ctl_t *c);
 
 #endif

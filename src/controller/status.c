@@ -139,6 +139,14 @@ void ctl_claims_take(ctl_t *c, int standby)
         ctl_log(c, "claims: every push confirmed again");
 }
 
+int ctl_period_confirmed(const ctl_t *c)
+{
+    pthread_mutex_lock((pthread_mutex_t *)&c->smu);
+    int done = c->claims.taken && c->claims.completed;
+    pthread_mutex_unlock((pthread_mutex_t *)&c->smu);
+    return done;
+}
+
 int ctl_health(const ctl_t *c, int ready, char *why, size_t len)
 {
     pthread_mutex_lock((pthread_mutex_t *)&c->smu);
