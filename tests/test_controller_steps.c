@@ -749,6 +749,24 @@ static void test_claims(void **state)
     assert_true(json_is_false(json_object_get(o, "feasible")));
     assert_true(jnum(o, "worst_w") >= 100 + 4 * 200);
     json_decref(o);
+    /* node 1's readings stale: its caps are sent every period, node 0's
+     * (shown taken: every GPU at its least, 200 W) held under their lease
+     * once sent */
+    struct agent_status st0 = st;
+    st0.gpu[0].limit_w = st0.gpu[1].limit_w = 200;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(ctl_node_feed(c, 0, &st0, 1, &err), 0);
+        assert_int_equal(ctl_node_feed(c, 1, &st, 0, &err), 0);
+        assert_int_equal(ctl_period(c, (4 + i) * P, &r, &err), 0);
+        size_t nc;
+        const struct ctl_cap *cp = ctl_caps(c, &nc);
+        assert_int_equal(nc, 4);
+        for (size_t q = 0; q < nc; q++)
+            if (cp[q].node == 1)
+                assert_true(cp[q].send);
+            else if (i && cp[q].send)
+                fail_msg("period %d: node 0 GPU %d sent %g W", i, cp[q].gpu, cp[q].cap_w);
+    }
     size_t len;
     char *text = ctl_metrics(c, 3 * P, &len);
     assert_non_null(strstr(text, "\npflex_controller_feasible 0\n"));

@@ -206,17 +206,30 @@ until [ -s "$tmp/prom.json" ]; do [ $i -lt 50 ] || fail "no Prometheus answer fe
 agents="$agents $!"
 i=0
 until [ -s "$tmp/prom.port" ]; do [ $i -lt 50 ] || fail "the fake Prometheus did not start"; sleep 0.1; i=$((i + 1)); done
-controller 3 $(urls) --token-file "$tmp/token" --target 11000W --prometheus "http://127.0.0.1:$(cat "$tmp/prom.port")"
+controller 6 $(urls) --token-file "$tmp/token" --target 11000W --prometheus "http://127.0.0.1:$(cat "$tmp/prom.port")"
 wait_status '.periods >= 4 and .feasible and .telemetry_ok and .site_power_w != null' 15
 set -- $(facts "$ports")
 [ "$1" -le 11000 ] || fail "live: the site at $1 W over 11000 W"
 echo "live: site $1 W, limits $2 W against 11000 W"
+# sets PORT: the caps agent PORT has set on its GPU 0 since it started
+sets() {
+    curl -s -m 2 "http://127.0.0.1:$1/metrics" | awk '/^pflex_lease_caps_set_total\{gpu="0"/ { print $NF }'
+}
+# expiry PORT: when agent PORT's lease on GPU 0 ends
+expiry() { curl -s -m 2 "http://127.0.0.1:$1/v1/status" | jq '.gpus[0].lease.expires_at // 0'; }
+p1=${ports# }; p1=${p1%% *}
 # held CASE STATE WORD: the site held under its target, the API saying why
 held() {
     printf '%s\n' "$1" >"$tmp/mode"
     wait_status ".telemetry_state == \"$2\"" 5
-    # longer than a lease (3 s): the caps must be renewed, not lapse
-    sleep 3.5
+    # whether the agents still hold their caps is unknown: they are sent
+    # every period (0.5 s), not once a renewal (every 2 s), and they are
+    # renewed, never lapse
+    s0=$(sets "$p1"); e0=$(expiry "$p1")
+    sleep 3
+    s1=$(sets "$p1"); e1=$(expiry "$p1")
+    [ $((s1 - s0)) -ge 4 ] || fail "$1: $((s1 - s0)) pushes to an agent in 3 s of telemetry $2 (periods of 0.5 s)"
+    awk -v a="$e0" -v b="$e1" 'BEGIN { exit !(b > a + 2) }' || fail "$1: the leases were not renewed ($e0 -> $e1)"
     api /v1/status >/dev/null
     cp "$tmp/body" "$tmp/status.$1.json"
     jq -e --arg w "$3" '.telemetry_ok == false and (.telemetry_reason | contains($w)) and .site_power_w == null
@@ -230,6 +243,7 @@ held() {
         curl -s -m 2 "http://127.0.0.1:$p/v1/status" | jq -e '[.gpus[] | .lease != null and .lease.fallback == false] | all' >/dev/null \
             || fail "$1: agent $p's caps were not renewed: $(curl -s -m 2 "http://127.0.0.1:$p/v1/status" | jq -c '[.gpus[].lease]')"
     done
+    echo "$1: $((s1 - s0)) pushes to an agent in 3 s, its lease renewed from $e0 to $e1"
     expect_probe /healthz 200
     expect_probe /readyz 503
     grep -q "$3" "$tmp/body" || fail "$1: /readyz does not say why: $(cat "$tmp/body")"
