@@ -98,6 +98,10 @@ refused() {
         api /metrics >/dev/null
         n=$(grep -c "^pflex_controller_push_failures_total{agent=\"http://127.0.0.1:[0-9]*\",reason=\"$3\"} [1-9]" "$tmp/body")
         [ "$n" = 3 ] || fail "$1: $n agents with push failures '$3' in /metrics: $(grep push_failures "$tmp/body")"
+        if command -v promtool >/dev/null; then
+            cp "$tmp/body" "$tmp/metrics.$1"
+            promtool_ok "$tmp/metrics.$1" || fail "$1: /metrics does not lint clean"
+        fi
         expect_probe /healthz 503
     else
         jq -e '.assumed_nodes == 1 and .assumed_w == 8000 and .nodes[2].unreached_w == 8000 and .nodes[2].assumed' \
