@@ -6,7 +6,9 @@
  * Listens on 127.0.0.1 on a port the kernel picks, writes that port to
  * PORT_FILE (atomically: a temporary file renamed), answers GET /metrics
  * with METRICS_FILE as it is at that moment (so a test can change a value
- * and watch it scraped), 404 for anything else.  Exits on SIGTERM or SIGINT,
+ * and watch it scraped), and GET /api/v1/query (whatever the query) the
+ * same: a fake Prometheus server whose every instant query gets the file,
+ * a Prometheus API answer the test writes; 404 for anything else.  Exits on SIGTERM or SIGINT,
  * or after SECONDS (default 120) so that it never outlives a test. */
 #include <errno.h>
 #include <signal.h>
@@ -30,7 +32,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     char *buf = NULL;
     size_t len = 0;
     pflex_error_t err;
-    if (strcmp(method, "GET") || strcmp(url, "/metrics")) {
+    if (strcmp(method, "GET") || (strcmp(url, "/metrics") && strcmp(url, "/api/v1/query"))) {
         static const char nf[] = "not found\n";
         status = MHD_HTTP_NOT_FOUND;
         r = MHD_create_response_from_buffer(sizeof nf - 1, (void *)nf, MHD_RESPMEM_PERSISTENT);
@@ -41,7 +43,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
     } else {
         r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
         if (r)
-            MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
+            MHD_add_response_header(r, "Content-Type", strcmp(url, "/metrics") ? "application/json"
+                                                                                : "text/plain; version=0.0.4");
         else
             free(buf);
     }

@@ -11,7 +11,9 @@
 #include <string.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <jansson.h>
 #include "controller/agent_client.h"
+#include "controller/controller.h"
 #include "controller/prom_source.h"
 
 static void test_status(void **state)
@@ -109,7 +111,7 @@ static void test_prometheus(void **state)
     pflex_error_t err;
     assert_int_equal(prom_source_create("ftp://x", 100, &p, &err), -1);
     assert_int_equal(prom_source_create("http://127.0.0.1:9/", 100, &p, &err), 0);
-    if (prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), &err) < 0)
+    if (prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), 1700000000, NULL, &err) < 0)
         fail_msg("%s", err.text);
     struct agent_status st;
     assert_int_equal(prom_source_status(p, "n1", &st), 0);
@@ -124,12 +126,87 @@ static void test_prometheus(void **state)
     const char *bad[] = {"", "{", "[]", "{\"status\":\"error\",\"error\":\"x\"}",
                          "{\"status\":\"success\",\"data\":{\"result\":{}}}"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        assert_int_equal(prom_source_parse(p, dcgm, strlen(dcgm), bad[i], strlen(bad[i]), &err), -1);
-        assert_int_equal(prom_source_parse(p, bad[i], strlen(bad[i]), own, strlen(own), &err), -1);
+        assert_int_equal(prom_source_parse(p, dcgm, strlen(dcgm), bad[i], strlen(bad[i]), 1700000000, NULL, &err), -1);
+        assert_int_equal(prom_source_parse(p, bad[i], strlen(bad[i]), own, strlen(own), 1700000000, NULL, &err), -1);
         assert_int_equal(prom_source_status(p, "n1", &st), -1);     /* nothing kept of a bad read */
     }
     /* unreachable: an error, no crash */
-    assert_int_equal(prom_source_read(p, &err), -1);
+    assert_int_equal(prom_source_read(p, 1700000000, NULL, &err), -1);
+    prom_source_destroy(p);
+}
+
+/* An answer judged before it is believed: stale stamps, an empty result,
+ * NaN for a GPU that is up each fail the read (and say so); NaN for a GPU
+ * its agent says is down, or for a job's rate, does not. */
+static void test_prometheus_judged(void **state)
+{
+    (void)state;
+    char dcgm[2048], own[2048];
+    const char *own_fmt =
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
+        "{\"metric\":{\"__name__\":\"pflex_gpu_limit_min_watts\",\"gpu\":\"0\",\"Hostname\":\"n1\"},\"value\":[%.0f,\"200\"]},"
+        "{\"metric\":{\"__name__\":\"pflex_gpu_limit_max_watts\",\"gpu\":\"0\",\"Hostname\":\"n1\"},\"value\":[%.0f,\"700\"]},"
+        "{\"metric\":{\"__name__\":\"pflex_gpu_up\",\"gpu\":\"0\",\"Hostname\":\"n1\"},\"value\":[%.0f,\"%s\"]},"
+        "{\"metric\":{\"__name__\":\"pflex_job_throughput\",\"job\":\"j\",\"Hostname\":\"n1\"},\"value\":[%.0f,\"NaN\"]}]}}";
+    const char *dcgm_fmt =
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
+        "{\"metric\":{\"__name__\":\"DCGM_FI_DEV_POWER_USAGE\",\"gpu\":\"0\",\"Hostname\":\"n1\"},\"value\":[%.0f,\"%s\"]},"
+        "{\"metric\":{\"__name__\":\"DCGM_FI_DEV_POWER_MGMT_LIMIT\",\"gpu\":\"0\",\"Hostname\":\"n1\"},\"value\":[%.0f,\"600\"]}]}}";
+    const char *empty = "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[]}}";
+    double now = 1700000000;
+    prom_source_t *p;
+    pflex_error_t err;
+    struct agent_status st;
+    int stale;
+    assert_int_equal(prom_source_create("http://127.0.0.1:9/", 100, &p, &err), 0);
+    prom_source_set_max_age(p, 30);
+    /* fresh: 20 s old is within 30 s */
+    snprintf(own, sizeof own, own_fmt, now - 20, now - 20, now - 20, "1", now - 20);
+    snprintf(dcgm, sizeof dcgm, dcgm_fmt, now - 20, "512.5", now - 20);
+    if (prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), now, &stale, &err) < 0)
+        fail_msg("%s", err.text);
+    assert_int_equal(stale, 0);
+    assert_int_equal(prom_source_status(p, "n1", &st), 0);
+    /* a ten-minute-old answer replayed: stale, nothing kept */
+    snprintf(dcgm, sizeof dcgm, dcgm_fmt, now - 600, "512.5", now - 600);
+    assert_int_equal(prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), now, &stale, &err), -1);
+    assert_int_equal(stale, 1);
+    assert_non_null(strstr(err.text, "600 s old"));
+    assert_int_equal(prom_source_status(p, "n1", &st), -1);
+    /* stamps from the future are no fresher */
+    snprintf(dcgm, sizeof dcgm, dcgm_fmt, now + 120, "512.5", now);
+    assert_int_equal(prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), now, &stale, &err), -1);
+    assert_int_equal(stale, 1);
+    /* an empty result of either query: down, not stale */
+    snprintf(dcgm, sizeof dcgm, dcgm_fmt, now, "512.5", now);
+    assert_int_equal(prom_source_parse(p, empty, strlen(empty), own, strlen(own), now, &stale, &err), -1);
+    assert_int_equal(stale, 0);
+    assert_non_null(strstr(err.text, "empty result"));
+    assert_int_equal(prom_source_parse(p, dcgm, strlen(dcgm), empty, strlen(empty), now, &stale, &err), -1);
+    assert_non_null(strstr(err.text, "empty result"));
+    /* NaN power for a GPU that is up */
+    snprintf(dcgm, sizeof dcgm, dcgm_fmt, now, "NaN", now);
+    assert_int_equal(prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), now, &stale, &err), -1);
+    assert_int_equal(stale, 0);
+    assert_non_null(strstr(err.text, "NaN for GPU 0 of host 'n1'"));
+    assert_int_equal(prom_source_status(p, "n1", &st), -1);
+    /* ... and for one that is down: what its agent exports for it */
+    snprintf(own, sizeof own, own_fmt, now, now, now, "0", now);
+    if (prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), now, &stale, &err) < 0)
+        fail_msg("%s", err.text);
+    assert_int_equal(prom_source_status(p, "n1", &st), 0);
+    assert_false(st.gpu[0].ok);
+    /* a NaN range for a GPU that is up */
+    snprintf(own, sizeof own, own_fmt, now, now, now, "1", now);
+    char *mx = strstr(own, "\"700\"");
+    memcpy(mx, "\"NaN\"", 5);
+    snprintf(dcgm, sizeof dcgm, dcgm_fmt, now, "512.5", now);
+    assert_int_equal(prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), now, &stale, &err), -1);
+    /* unchecked without a bound */
+    prom_source_set_max_age(p, 0);
+    snprintf(own, sizeof own, own_fmt, now - 600, now - 600, now - 600, "1", now - 600);
+    snprintf(dcgm, sizeof dcgm, dcgm_fmt, now - 600, "512.5", now - 600);
+    assert_int_equal(prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), now, &stale, &err), 0);
     prom_source_destroy(p);
 }
 
@@ -227,6 +304,85 @@ static void test_batch(void **state)
     pflex_http_server_stop(f.s);
 }
 
+/* The controller's claims after its pushes to the same fake agents: /a
+ * takes its caps (ok, its limits confirmed), /b sets one GPU of two (502:
+ * failed, one limit confirmed), and with a wrong token both refuse (401:
+ * unauthorized); each outcome per node, counted by agent and reason, the
+ * worst case from what was confirmed, and the probes. */
+static ctl_t *claims_run(const char *const *urls, const char *token, int periods)
+{
+    struct ctl_config cfg = {.nagents = 2, .agent_urls = urls, .agent_token = token, .period_s = 1,
+                             .timeout_ms = 1000};
+    ctl_t *c;
+    pflex_error_t err;
+    if (ctl_create(&cfg, &c, &err) < 0)
+        fail_msg("%s", err.text);
+    struct ctl_period_result r;
+    for (int i = 0; i < periods; i++)
+        if (ctl_period(c, 1700000000 + i, &r, &err) < 0)
+            fail_msg("%s", err.text);
+    return c;
+}
+
+static void test_claims_pushes(void **state)
+{
+    (void)state;
+    struct fake f = {0};
+    pflex_error_t err;
+    if (pflex_http_server_start("127.0.0.1:0", NULL, fake_agent, &f, &f.s, &err) < 0)
+        fail_msg("%s", err.text);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, fake_serve, &f), 0);
+    char url[2][64], why[400];
+    snprintf(url[0], sizeof url[0], "http://127.0.0.1:%u/a", pflex_http_server_port(f.s));
+    snprintf(url[1], sizeof url[1], "http://127.0.0.1:%u/b", pflex_http_server_port(f.s));
+    const char *urls[2] = {url[0], url[1]};
+
+    ctl_t *c = claims_run(urls, "tok", 2);
+    json_t *o = ctl_status_json(c, 1700000001);
+    json_t *na = json_array_get(json_object_get(o, "nodes"), 0), *nb = json_array_get(json_object_get(o, "nodes"), 1);
+    assert_string_equal(json_string_value(json_object_get(na, "push")), "ok");
+    assert_string_equal(json_string_value(json_object_get(nb, "push")), "failed");
+    assert_int_equal(json_integer_value(json_object_get(nb, "push_http")), 502);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(nb, "push_failures"), "failed")), 2);
+    assert_true(json_number_value(json_array_get(json_object_get(nb, "limits_w"), 0)) == 450);
+    assert_true(json_is_null(json_array_get(json_object_get(nb, "limits_w"), 1)));
+    /* 450 + 460 confirmed by /a, 450 by /b, its GPU 1 at its largest */
+    assert_true(json_number_value(json_object_get(o, "worst_w")) == 450 + 460 + 450 + 700);
+    assert_int_equal(json_integer_value(json_object_get(o, "unconfirmed_gpus")), 1);
+    assert_int_equal(json_integer_value(json_object_get(o, "push_failed")), 1);
+    assert_true(json_is_false(json_object_get(o, "completed")));
+    json_decref(o);
+    size_t len;
+    char *text = ctl_metrics(c, 1700000001, &len);
+    char line[200];
+    snprintf(line, sizeof line, "pflex_controller_push_failures_total{agent=\"%s\",reason=\"failed\"} 2\n", url[1]);
+    if (!strstr(text, line))
+        fail_msg("no '%s' in\n%s", line, text);
+    assert_null(strstr(text, "reason=\"unauthorized\""));
+    free(text);
+    assert_int_equal(ctl_period_confirmed(c), 0);
+    assert_int_equal(ctl_health(c, 1, why, sizeof why), -1);
+    assert_non_null(strstr(why, "refused or unanswered"));
+    ctl_destroy(c);
+
+    c = claims_run(urls, "wrong", 1);
+    o = ctl_status_json(c, 1700000000);
+    for (size_t a = 0; a < 2; a++) {
+        json_t *n = json_array_get(json_object_get(o, "nodes"), a);
+        assert_string_equal(json_string_value(json_object_get(n, "push")), "unauthorized");
+        assert_int_equal(json_integer_value(json_object_get(n, "push_http")), 401);
+        assert_int_equal(json_integer_value(json_object_get(n, "confirmed_gpus")), 0);
+    }
+    assert_true(json_number_value(json_object_get(o, "worst_w")) == 4 * 700);
+    assert_int_equal(json_integer_value(json_object_get(o, "unconfirmed_gpus")), 4);
+    json_decref(o);
+    ctl_destroy(c);
+    f.stop = 1;
+    pthread_join(th, NULL);
+    pflex_http_server_stop(f.s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -235,6 +391,8 @@ int main(void)
         cmocka_unit_test(test_client),
         cmocka_unit_test(test_batch),
         cmocka_unit_test(test_prometheus),
+        cmocka_unit_test(test_prometheus_judged),
+        cmocka_unit_test(test_claims_pushes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

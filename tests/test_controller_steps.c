@@ -889,6 +889,116 @@ static void test_give_back(void **state)
     pflex_job_policies_fini(&pol);
 }
 
+/* The API's claims (status.c) follow what the nodes confirmed: a node
+ * never reached is an assumed default (infeasible under a target, not
+ * ready), every GPU confirmed makes the worst case the plan's, a node that
+ * stops answering counts at its GPUs' maximum, and caps whose least sum is
+ * over the limit are infeasible in the status and the metrics. */
+static double jnum(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void test_claims(void **state)
+{
+    (void)state;
+    struct ctl_config cfg = {.nagents = 2, .in_process = 1, .period_s = P, .agent_max_w = 1400, .other_w = 100};
+    ctl_t *c;
+    pflex_error_t err;
+    assert_int_equal(ctl_create(&cfg, &c, &err), 0);
+    add_target(c, 0, 1e9, 2100, 0);
+    struct agent_status st = {.ngpus = 2, .njobs = 1};
+    for (int k = 0; k < 2; k++)
+        st.gpu[k] = (struct agent_gpu){.index = k, .power_w = 650, .limit_w = 700, .min_w = 200, .max_w = 700,
+                                       .ok = 1};
+    snprintf(st.job[0].name, sizeof st.job[0].name, "j");
+    st.job[0].ngpus = 2;
+    st.job[0].gpus[0] = 0;
+    st.job[0].gpus[1] = 1;
+    st.job[0].throughput = 100;
+    char why[400];
+    struct ctl_period_result r;
+    assert_int_equal(ctl_period_confirmed(c), 0);
+    /* node 1 never reached: 1400 W assumed, its GPUs unknown */
+    assert_int_equal(ctl_node_feed(c, 0, &st, 1, &err), 0);
+    assert_int_equal(ctl_period(c, 0, &r, &err), 0);
+    json_t *o = ctl_status_json(c, 0);
+    assert_true(r.feasible && json_is_true(json_object_get(o, "planned_feasible")));
+    assert_true(json_is_false(json_object_get(o, "feasible")));
+    assert_int_equal((int)jnum(o, "assumed_nodes"), 1);
+    assert_true(jnum(o, "assumed_w") == 1400);
+    assert_true(jnum(o, "worst_w") == jnum(o, "planned_worst_w"));
+    json_t *n1 = json_array_get(json_object_get(o, "nodes"), 1);
+    assert_true(jnum(n1, "unreached_w") == 1400 && json_is_true(json_object_get(n1, "assumed")));
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(o, "nodes"), 0), "push")),
+                        "ok");
+    json_decref(o);
+    assert_int_equal(ctl_health(c, 0, why, sizeof why), 0);     /* its caps were all taken */
+    assert_int_equal(ctl_period_confirmed(c), 1);
+    assert_int_equal(ctl_health(c, 1, why, sizeof why), -1);
+    assert_non_null(strstr(why, "never reached"));
+    /* both reached: every GPU confirmed, the plan's worst case is the fact */
+    assert_int_equal(ctl_node_feed(c, 0, &st, 1, &err), 0);
+    assert_int_equal(ctl_node_feed(c, 1, &st, 1, &err), 0);
+    assert_int_equal(ctl_period(c, P, &r, &err), 0);
+    o = ctl_status_json(c, P);
+    assert_true(json_is_true(json_object_get(o, "feasible")));
+    assert_int_equal((int)jnum(o, "assumed_nodes"), 0);
+    assert_int_equal((int)jnum(o, "unconfirmed_gpus"), 0);
+    assert_true(fabs(jnum(o, "worst_w") - jnum(o, "planned_worst_w")) < 1e-6);
+    assert_true(jnum(o, "worst_w") <= 2100);
+    json_decref(o);
+    assert_int_equal(ctl_health(c, 1, why, sizeof why), 0);
+    /* node 1 stops answering: its two GPUs count at 700 W, confirmed none */
+    assert_int_equal(ctl_node_feed(c, 0, &st, 1, &err), 0);
+    assert_int_equal(ctl_period(c, 2 * P, &r, &err), 0);
+    o = ctl_status_json(c, 2 * P);
+    assert_int_equal((int)jnum(o, "unconfirmed_gpus"), 2);
+    json_t *lim = json_object_get(json_array_get(json_object_get(o, "nodes"), 1), "limits_w");
+    assert_true(json_is_null(json_array_get(lim, 0)) && json_is_null(json_array_get(lim, 1)));
+    double w0 = 0;
+    lim = json_object_get(json_array_get(json_object_get(o, "nodes"), 0), "limits_w");
+    for (int k = 0; k < 2; k++)
+        w0 += json_number_value(json_array_get(lim, k));
+    assert_true(fabs(jnum(o, "worst_w") - (100 + 1400 + w0)) < 1e-6);
+    assert_true(json_is_true(json_object_get(o, "feasible")) == (jnum(o, "worst_w") <= 2100 + 0.5));
+    json_decref(o);
+    /* under every GPU's least limit: infeasible on the caps, whatever is drawn */
+    add_target(c, 3 * P, 1e9, 500, 0);
+    assert_int_equal(ctl_node_feed(c, 0, &st, 1, &err), 0);
+    assert_int_equal(ctl_node_feed(c, 1, &st, 1, &err), 0);
+    assert_int_equal(ctl_period(c, 3 * P, &r, &err), 0);
+    o = ctl_status_json(c, 3 * P);
+    assert_true(json_is_false(json_object_get(o, "feasible")));
+    assert_true(jnum(o, "worst_w") >= 100 + 4 * 200);
+    json_decref(o);
+    /* node 1's readings stale: its caps are sent every period, node 0's
+     * (shown taken: every GPU at its least, 200 W) held under their lease
+     * once sent */
+    struct agent_status st0 = st;
+    st0.gpu[0].limit_w = st0.gpu[1].limit_w = 200;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(ctl_node_feed(c, 0, &st0, 1, &err), 0);
+        assert_int_equal(ctl_node_feed(c, 1, &st, 0, &err), 0);
+        assert_int_equal(ctl_period(c, (4 + i) * P, &r, &err), 0);
+        size_t nc;
+        const struct ctl_cap *cp = ctl_caps(c, &nc);
+        assert_int_equal(nc, 4);
+        for (size_t q = 0; q < nc; q++)
+            if (cp[q].node == 1)
+                assert_true(cp[q].send);
+            else if (i && cp[q].send)
+                fail_msg("period %d: node 0 GPU %d sent %g W", i, cp[q].gpu, cp[q].cap_w);
+    }
+    size_t len;
+    char *text = ctl_metrics(c, 3 * P, &len);
+    assert_non_null(strstr(text, "\npflex_controller_feasible 0\n"));
+    assert_non_null(strstr(text, "\npflex_controller_assumed_nodes 0\n"));
+    free(text);
+    ctl_destroy(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -903,6 +1013,7 @@ int main(void)
         cmocka_unit_test(test_no_cut_between_events),
         cmocka_unit_test(test_learn_budget),
         cmocka_unit_test(test_give_back),
+        cmocka_unit_test(test_claims),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -175,8 +175,14 @@ void ctl_api_handle(void *ud, const struct pflex_http_request *req, struct pflex
             }
         }
         pflex_http_respond_take(resp, 200, PFLEX_PROM_CONTENT_TYPE, text, len);
-    } else if (!strcmp(req->path, "/healthz")) {
-        pflex_http_respond_text(resp, 200, "text/plain", "ok\n", 3);
+    } else if (!strcmp(req->path, "/healthz") || !strcmp(req->path, "/readyz")) {
+        /* live: periods complete; ready: and the agents take their caps and
+         * the telemetry is believed (status.c) */
+        char why[400];
+        if (ctl_health(api->ctl, !strcmp(req->path, "/readyz"), why, sizeof why) < 0)
+            pflex_http_respond_error(resp, 503, "%s", why);
+        else
+            pflex_http_respond_text(resp, 200, "text/plain", "ok\n", 3);
     } else {
         pflex_http_respond_error(resp, 404, "no such resource %s (see pflex controller --help)", req->path);
     }

@@ -71,6 +71,9 @@ static const char help[] =
 "                       agents' metric names) instead of each agent's status;\n"
 "                       the agents are then asked only for their host name and\n"
 "                       job map, every --status-every N periods (default 10)\n"
+"  --telemetry-max-age S  Prometheus samples stamped more than S seconds from\n"
+"                       now are stale: telemetry down, caps held (default: 3\n"
+"                       periods, at least 30 s)\n"
 "  --job-map FILE       the job map CSV (job,name,host,gpu: what 'pflex jobs\n"
 "                       --csv' writes) in place of the agents' own maps\n"
 "  --period S           control period, seconds (default 5)\n"
@@ -83,7 +86,10 @@ static const char help[] =
 "  --other-w W          non-GPU site power counted against the target (default 0)\n"
 "  --baseline-w W       site baseline for fraction targets (default: all GPUs\n"
 "                       at their maximum limit)\n"
-"  --agent-max-w W      worst case of an agent never reached (default 8000)\n"
+"  --agent-max-w W      worst case of an agent never reached whose GPUs the\n"
+"                       job map does not name (default 8000): an assumption,\n"
+"                       so the site is infeasible under a target until that\n"
+"                       agent answers\n"
 "  --floor S            service floor of jobs the jobs file does not name, 0..1\n"
 "                       (default 0)\n"
 "  --jobs FILE          per-job floor (or tier), weight and prior PFI: a CSV\n"
@@ -136,7 +142,10 @@ static const char help[] =
 "\n"
 "the controller's API (with --listen):\n"
 "  --listen ADDR:PORT   serve GET /v1/status, GET /metrics, PUT and DELETE\n"
-"                       /v1/target (port 0: any free port, see --port-file)\n"
+"                       /v1/target (port 0: any free port, see --port-file),\n"
+"                       GET /healthz (503: no period's caps all confirmed in\n"
+"                       3 periods) and GET /readyz (503 also: a push refused\n"
+"                       or unanswered, a node never reached, telemetry stale)\n"
 "  --port-file FILE     write the port listened on to FILE\n"
 "  --api-token-file F   bearer token for PUT/DELETE /v1/target (mode 0600);\n"
 "                       without it the API takes no writes\n"
@@ -318,7 +327,7 @@ enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECR
        O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
        O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY,
        O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE, O_ETCD, O_ETCD_PREFIX, O_NAME, O_MAX_STEP,
-       O_CAP_STEP, O_EXPLORE_LEAD, O_LEARN_BETWEEN, O_LEARN_BUDGET };
+       O_CAP_STEP, O_EXPLORE_LEAD, O_LEARN_BETWEEN, O_LEARN_BUDGET, O_TELE_AGE };
 
 static const struct option run_options[] = {
     {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
@@ -340,6 +349,7 @@ static const struct option run_options[] = {
     {"jobs", required_argument, NULL, O_JOBS},
     {"prometheus", required_argument, NULL, O_PROM},
     {"status-every", required_argument, NULL, O_STATUS_EVERY},
+    {"telemetry-max-age", required_argument, NULL, O_TELE_AGE},
     {"job-map", required_argument, NULL, O_JOB_MAP}, {"listen", required_argument, NULL, O_LISTEN},
     {"port-file", required_argument, NULL, O_PORT_FILE},
     {"api-token-file", required_argument, NULL, O_API_TOKEN},
@@ -465,6 +475,7 @@ static int take_num_opt(struct run_opts *o, int c, const char *arg)
         {O_CAP_STEP, "--cap-step-w", 0.001, 50, &o->cfg.cap_step_w},
         {O_PERIODS, "--periods", 0, 1e12, &o->periods},
         {O_STATUS_EVERY, "--status-every", 1, 1e6, &o->status_every},
+        {O_TELE_AGE, "--telemetry-max-age", 0.1, 86400, &o->cfg.telemetry_max_age_s},
         {O_HTTP_THREADS, "--http-threads", 1, 16, &o->http_threads},
         {O_PARALLEL, "--parallel", 1, 1024, &o->parallel},
         {O_SETTLE, "--settle", 0, 86400, &o->cfg.settle_s},

@@ -101,6 +101,7 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
     c->last_limit_w = INFINITY;
     c->last_measured_w = NAN;
     c->last_floor_w = c->last_max_w = NAN;
+    c->claims.completed_mono = pflex_mono_s();     /* /healthz counts from here */
     pthread_mutex_init(&c->smu, NULL);
     pthread_mutex_init(&c->tmu, NULL);
     pthread_mutex_init(&c->tdb_mu, NULL);
@@ -195,8 +196,10 @@ void ctl_destroy(ctl_t *c)
         return;
     ctl_io_stop(c);
     ctl_io_destroy(c);
-    for (size_t a = 0; c->agents && a < c->c.nagents; a++)
+    for (size_t a = 0; c->agents && a < c->c.nagents; a++) {
         free(c->agents[a].held);
+        free(c->agents[a].conf_w);
+    }
     free(c->agents);
     for (size_t j = 0; j < c->njobs; j++) {
         pflex_learn_destroy(c->jobs[j].learn);
@@ -292,6 +295,7 @@ void ctl_period_begin(ctl_t *c, double now)
     p->seq = c->periods;
     p->ngpus = p->ncaps = 0;
     p->never_w = p->measured_w = p->sum_max_w = 0;
+    p->never_n = 0;
     p->any_power = 0;
     p->horizon_s = p->other_w = p->baseline_w = 0;
     p->limit_w = INFINITY;

@@ -31,7 +31,9 @@ struct ctl_config {
     double other_w;                 /* non-GPU site power counted against the target */
     double baseline_w;              /* site baseline for fraction targets; <= 0: the GPUs'
                                      * summed maximum limits */
-    double agent_max_w;             /* worst case of an agent never reached; <= 0: 8 x 1000 W */
+    double agent_max_w;             /* worst case of an agent never reached whose GPUs the
+                                     * job map does not name (by its URL's host); <= 0:
+                                     * 8 x 1000 W */
     double z;                       /* sd multiplier of the pessimistic curve; <= 0: 2 */
     double explore_step;            /* largest probe below the plan (reduction); 0: none */
     int learn_between;              /* 1: probe between events (--learn-between-events);
@@ -75,6 +77,9 @@ struct ctl_config {
      * every status_every periods (<= 0: 10), and for the caps. */
     const char *prometheus_url;     /* NULL: read the agents */
     int status_every;
+    double telemetry_max_age_s;     /* Prometheus samples stamped further than this from
+                                     * now are stale (telemetry down, caps held); <= 0:
+                                     * 3 periods, at least 30 s */
     /* A job map (pflex/io/slurm.h rows: job, host, GPU) in place of the
      * agents' own: a job's GPUs on a host are the rows naming the agent's
      * host name; NULL: the agents' maps.  Borrowed. */
@@ -175,5 +180,15 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
  * memory).  now resolves the target in force. */
 json_t *ctl_status_json(const ctl_t *c, double now);
 char *ctl_metrics(const ctl_t *c, double now, size_t *len);
+/* The API's probes (any thread): 0 live (ready), or -1 with why: no period
+ * completed (its caps pushed and confirmed) within three periods; for
+ * ready also a push refused or unanswered last period, a node never
+ * reached, or telemetry stale or down. */
+int ctl_health(const ctl_t *c, int ready, char *why, size_t len);
+/* 1 when the last period completed: every cap it decided was pushed (or
+ * held under a lease that runs) and its agent confirmed the limit it
+ * enforces (in process: the caller's to apply; standing by: nothing to
+ * push); 0 otherwise, or before the first period.  Any thread. */
+int ctl_period_confirmed(const ctl_t *c);
 
 #endif

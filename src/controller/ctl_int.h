@@ -48,6 +48,41 @@ struct ctl_agent {
     double lease_end, pushed_t;
     unsigned long renew_seq;    /* the period by which its leases are renewed */
     int ever_pushed;
+    /* what it confirmed (status.c, ctl_claims_take): the outcome of the
+     * last push sent to it (enum ctl_push_result) and its HTTP status, the
+     * pushes refused or unanswered since start by outcome, and each of its
+     * GPUs' limit as confirmed (conf_w[k] for st.gpu[k]; NaN: not) */
+    int push_result;
+    long push_http;
+    /* never reached (ctl_map_jobs): what it counts at, W (NaN: reached), and
+     * whether that is agent_max_w, a default (its GPUs unknown) */
+    double never_w;
+    int never_assumed;
+    unsigned long push_fail[8];
+    double *conf_w;
+    size_t nconf, cap_conf;
+};
+
+/* The outcome of a push to one agent, as the API names it. */
+enum ctl_push_result { CTL_PUSH_NONE, CTL_PUSH_OK, CTL_PUSH_UNAUTHORIZED, CTL_PUSH_REJECTED, CTL_PUSH_FENCED,
+                       CTL_PUSH_FAILED, CTL_PUSH_UNANSWERED, CTL_PUSH_UNCONFIRMED, CTL_PUSH_N };
+
+/* What the last period's caps came to, by the agents' word (status.c):
+ * the API claims these, not the plan. */
+struct ctl_claims {
+    int taken;                  /* a push step has run */
+    int standby;                /* it ran standing by: nothing pushed, nothing claimed */
+    double worst_w;             /* every GPU at the limit its agent confirmed, those
+                                 * not confirmed at their largest, nodes never reached
+                                 * at agent_max_w, plus other_w, W */
+    double limit_w;             /* the limit it is held against, W; INFINITY: none */
+    int feasible;               /* worst_w within limit_w, and nothing assumed */
+    size_t unconfirmed;         /* GPUs whose limit no agent confirmed */
+    size_t assumed;             /* nodes never reached: counted at a default */
+    size_t push_failed;         /* nodes whose push was refused or unanswered */
+    int completed;              /* every cap pushed and confirmed */
+    double completed_mono;      /* when a period last completed (monotonic s); before
+                                 * the first, the controller's creation */
 };
 
 /* The IO threads of a started controller (ctl_start, site_io.c): the
@@ -70,6 +105,8 @@ struct ctl_io {
     int reader_on;
     struct ctl_snap *snap;      /* nagents, under mu */
     int prom_ok;                /* under mu */
+    int prom_stale;             /* !prom_ok because its samples were stale, under mu */
+    char prom_why[200];         /* !prom_ok: why, under mu */
     unsigned long rounds;       /* reads published, under mu */
     int kick;                   /* a period ended: read again now (under mu) */
     struct agent_status *rd_st, *rd_meta;   /* the reader's own */
@@ -173,6 +210,8 @@ struct ctl {
     pflex_audit_t *audit;
     prom_source_t *prom;
     int prom_ok;                /* the last Prometheus read worked */
+    int prom_stale;             /* it failed on stale samples */
+    char prom_why[200];         /* it failed: why */
     double last_limit_w, last_measured_w, last_t;   /* of the last period */
     /* the last 16 periods' gaps (start to start, s) and run times (start to
      * the caps pushed, s): how long caps pushed now may have to hold */
@@ -204,6 +243,7 @@ struct ctl {
     pthread_mutex_t smu, tmu, tdb_mu;
     pflex_audit_t *tdb;         /* db_path opened again, for target changes; NULL: none */
     double max_step_w_per_s;    /* c.max_step_w_per_s or its default */
+    struct ctl_claims claims;   /* under smu */
     double last_floor_w, last_max_w;    /* the site's least and most power, last period */
     /* learning between events (c.learn_between): the probes' expected
      * cost, GPU-seconds of progress, by CTL_LEARN_SLOT_S slot of the last
@@ -252,6 +292,10 @@ void ctl_vtn_poll_once(ctl_t *c, double now);
  * the live one's, whose first free seq was seq0) in the audit, then in
  * the live set in place of the VTN's old ones. */
 int ctl_vtn_apply(ctl_t *c, const pflex_target_set_t *fresh, uint64_t seq0, double now, pflex_error_t *err);
+/* What the agents confirmed of this period's caps (status.c), from
+ * ctl_push_caps once its outcome is known, under smu (taken here: the
+ * caller does not hold it); standby: this controller pushed nothing. */
+void ctl_claims_take(ctl_t *c, int standby);
 /* A note to the audit from any thread. */
 void ctl_note(ctl_t *c, double now, const char *kind, const char *text);
 

@@ -3,7 +3,8 @@
  *
  * Pushes grow with changes, not nodes: a node is sent its caps when one of
  * them (or its fallback) changes, when its agent no longer shows the cap it
- * was given (restarted, lapsed, changed by hand), and otherwise once every
+ * was given (restarted, lapsed, changed by hand) or shows nothing fresh
+ * (its telemetry stale or down: every period), and otherwise once every
  * lease/3 (renew_every periods), its first renewal staggered by its index
  * so that the renewals spread evenly over the periods.  A node sent caps
  * restarts its renewal clock.  A node not sent holds the very caps of this
@@ -136,6 +137,12 @@ static int node_due(ctl_t *c, size_t a, size_t q0, size_t q1)
         return 1;       /* nothing held that matches, or lapsed */
     if (p->seq >= ag->renew_seq || ag->lease_end - p->now < c->c.lease_s / 2)
         return 1;       /* renewal due (by its turn, or periods that ran late) */
+    /* no fresh reading of it (telemetry stale or down): whether its agent
+     * still holds the caps (it may have restarted at full power) is
+     * unknown until the next renewal, so they are sent every period and
+     * its answer confirms them */
+    if (!ag->tele)
+        return 1;
     /* the agent's own word on the limit, once a reading can postdate the push */
     int check = ag->tele && (c->prom ? p->now - ag->pushed_t >= c->settle_s + c->c.period_s
                                      : p->now > ag->pushed_t);

@@ -14,7 +14,7 @@
  *   ctl_map_jobs      the nodes' statuses -> the site's GPUs (p.gpus, in node
  *                     order), its jobs (a new one gets its learner), the
  *                     power read, the nodes down, the worst case of those
- *                     never reached
+ *                     never reached (by the job map's GPUs, or a default)
  *   ctl_take_targets  the targets, the GPUs' maxima, the periods' history ->
  *                     the limit in force (ramps included) over as long as
  *                     the caps pushed now may have to hold (their leases)
@@ -77,6 +77,9 @@ struct ctl_cap {
     int pushed;                 /* in force: sent and taken, or held from an earlier
                                  * push (in process: 1, the caller's to apply) */
     double enforced_w;          /* what the agent enforces, from its answer; NaN: unconfirmed */
+    long push_status;           /* the HTTP status of the answer to the push that carried
+                                 * it; 0: no answer (unreachable, timed out); -1: no
+                                 * outcome within the period's wait (set by ctl_push_caps) */
 };
 
 /* The state of the period under way: each step reads what the ones before
@@ -93,7 +96,10 @@ struct ctl_period_state {
     struct pflex_site_gpu *gpus;        /* the planner's view (job: index into the jobs) */
     size_t *gpu_node, *gpu_slot;        /* its node, and its place in the node's status */
     size_t *gpu_next;                   /* the next GPU of the same job; SIZE_MAX: none */
-    double never_w;             /* nodes never reached, each at agent_max_w, W */
+    double never_w;             /* nodes never reached, each at its GPUs' largest limit
+                                 * when the job map says how many it has, else at
+                                 * agent_max_w, W */
+    size_t never_n;             /* those at agent_max_w: a default, assumed */
     double measured_w;          /* power read this period (fresh GPUs only), W */
     int any_power;              /* some GPU's power was read */
     double sum_max_w;           /* the known GPUs' summed maximum limits, W */

@@ -12,6 +12,14 @@
  * false, the default), so that one is read first.  A dead agent's series
  * go stale at its first failed scrape and drop out of instant queries: its
  * host is then missing, and the controller counts it as down.
+ *
+ * An answer is judged before it is believed (the controller then holds, as
+ * when the server is unreachable): a sample stamped more than max_age_s
+ * from now (a server replaying an old answer, a clock gone wrong), an empty
+ * result (a server up but scraping nothing), and NaN for a GPU its agent
+ * says is up (a power, limit or range) make the whole read fail; NaN for a
+ * GPU its agent says is down is what the agent exports for it, and a job's
+ * NaN rate is no rate yet.
  */
 #include <math.h>
 #include <stdio.h>
@@ -31,12 +39,14 @@ struct host {
     char name[64];
     size_t ngpus, njobs;
     struct agent_gpu gpu[AGENT_MAX_GPUS];
+    unsigned char nan[AGENT_MAX_GPUS];  /* a power, limit or range of gpu[k] was NaN */
     struct agent_job job[AGENT_MAX_JOBS];
 };
 
 struct prom_source {
     char url[512];
     long timeout_ms;
+    double max_age_s;           /* samples older (or newer) than this are stale; <= 0: unchecked */
     struct host *hosts;
     size_t nhosts, cap;
     struct pflex_strtab names;  /* hosts[i].name is names.s[i] */
@@ -57,6 +67,11 @@ int prom_source_create(const char *url, long timeout_ms, prom_source_t **out, pf
     p->timeout_ms = timeout_ms > 0 ? timeout_ms : 2000;
     *out = p;
     return 0;
+}
+
+void prom_source_set_max_age(prom_source_t *p, double max_age_s)
+{
+    p->max_age_s = max_age_s;
 }
 
 void prom_source_destroy(prom_source_t *p)
@@ -109,6 +124,7 @@ static struct agent_gpu *gpu_get(struct host *h, int index)
             return &h->gpu[k];
     if (h->ngpus == AGENT_MAX_GPUS)
         return NULL;
+    h->nan[h->ngpus] = 0;
     struct agent_gpu *g = &h->gpu[h->ngpus++];
     *g = (struct agent_gpu){.index = index, .power_w = NAN, .limit_w = NAN, .min_w = NAN,
                             .max_w = NAN, .ok = 1};
@@ -121,8 +137,64 @@ static const char *label(json_t *metric, const char *name)
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+/* What a read found wrong with the answers' samples. */
+struct judge {
+    double now_s;
+    size_t n;                   /* samples seen */
+    double oldest, newest;      /* their stamps (unix s) */
+};
+
+/* One sample's stamp into jd. */
+static void judge_stamp(struct judge *jd, json_t *val)
+{
+    json_t *ts = json_is_array(val) ? json_array_get(val, 0) : NULL;
+    if (!json_is_number(ts))
+        return;
+    double t = json_number_value(ts);
+    if (!jd->n || t < jd->oldest)
+        jd->oldest = t;
+    if (!jd->n || t > jd->newest)
+        jd->newest = t;
+    jd->n++;
+}
+
+/* The families whose NaN for a GPU that is up makes the read fail. */
+static int gpu_family(const char *name)
+{
+    return !strcmp(name, "DCGM_FI_DEV_POWER_USAGE") || !strcmp(name, "DCGM_FI_DEV_POWER_MGMT_LIMIT")
+           || !strcmp(name, "pflex_gpu_limit_min_watts") || !strcmp(name, "pflex_gpu_limit_max_watts")
+           || !strcmp(name, "pflex_gpu_up");
+}
+
+/* The DCGM answer's stamps and NaNs (its values are read by the telemetry
+ * readers, which skip NaN without saying whose). */
+static void judge_dcgm(prom_source_t *p, const char *buf, size_t len, struct judge *jd)
+{
+    json_t *j = json_loadb(buf, len, 0, NULL);
+    json_t *res = json_object_get(json_object_get(j, "data"), "result"), *e;
+    size_t i;
+    json_array_foreach(res, i, e) {
+        json_t *m = json_object_get(e, "metric"), *val = json_object_get(e, "value");
+        judge_stamp(jd, val);
+        const char *name = label(m, "__name__"), *host = label(m, "Hostname"), *gs = label(m, "gpu");
+        json_t *vs = json_is_array(val) ? json_array_get(val, 1) : NULL;
+        if (!name || !host || !gs || !gpu_family(name) || !json_is_string(vs))
+            continue;
+        char *end;
+        double v = strtod(json_string_value(vs), &end);
+        long gi = strtol(gs, &end, 10);
+        if (isfinite(v) || *end || gi < 0 || gi > 4096)
+            continue;
+        struct host *h = host_get(p, host, strlen(host));
+        struct agent_gpu *g = h ? gpu_get(h, (int)gi) : NULL;
+        if (g)
+            h->nan[g - h->gpu] = 1;
+    }
+    json_decref(j);
+}
+
 /* pflex's own families: a Prometheus API vector answer. */
-static int parse_own(prom_source_t *p, const char *buf, size_t len, pflex_error_t *err)
+static int parse_own(prom_source_t *p, const char *buf, size_t len, struct judge *jd, pflex_error_t *err)
 {
     json_error_t je;
     json_t *j = json_loadb(buf, len, 0, &je);
@@ -138,12 +210,21 @@ static int parse_own(prom_source_t *p, const char *buf, size_t len, pflex_error_
         json_t *m = json_object_get(e, "metric"), *val = json_object_get(e, "value");
         const char *name = label(m, "__name__"), *host = label(m, "Hostname");
         json_t *vs = json_is_array(val) ? json_array_get(val, 1) : NULL;
+        judge_stamp(jd, val);
         if (!name || !host || !json_is_string(vs))
             continue;
         char *end;
         double v = strtod(json_string_value(vs), &end);
-        if (*end || !isfinite(v))
+        if (*end || !isfinite(v)) {
+            const char *gs = label(m, "gpu");
+            long gi = gs ? strtol(gs, &end, 10) : -1;
+            struct host *h = gs && !*end && gi >= 0 && gi <= 4096 && gpu_family(name)
+                             ? host_get(p, host, strlen(host)) : NULL;
+            struct agent_gpu *g = h ? gpu_get(h, (int)gi) : NULL;
+            if (g)
+                h->nan[g - h->gpu] = 1;
             continue;
+        }
         struct host *h = host_get(p, host, strlen(host));
         if (!h)
             continue;
@@ -177,12 +258,45 @@ static int parse_own(prom_source_t *p, const char *buf, size_t len, pflex_error_
     return 0;
 }
 
-int prom_source_parse(prom_source_t *p, const char *dcgm, size_t dlen, const char *own, size_t olen,
+/* The answers' samples judged (struct judge): 0, or -1 with err and
+ * *stale set when that is what is wrong. */
+static int judge_read(const prom_source_t *p, const struct judge *jd, size_t ndcgm, size_t nown, int *stale,
                       pflex_error_t *err)
 {
+    if (!ndcgm || !nown)
+        return pflex_error_set(err, "prometheus %s: an empty result (no %s series): nothing scraped", p->url,
+                               ndcgm ? "pflex_gpu_*" : "DCGM_FI_DEV_POWER_*");
+    for (size_t i = 0; i < p->nhosts; i++) {
+        const struct host *h = &p->hosts[i];
+        for (size_t k = 0; k < h->ngpus; k++)
+            if (h->nan[k] && h->gpu[k].ok)
+                return pflex_error_set(err, "prometheus %s: NaN for GPU %d of host '%s', which is up", p->url,
+                                       h->gpu[k].index, h->name);
+    }
+    if (p->max_age_s > 0 && isfinite(jd->now_s)) {
+        double old = jd->now_s - jd->oldest, ahead = jd->newest - jd->now_s;
+        if (old > p->max_age_s || ahead > p->max_age_s) {
+            *stale = 1;
+            return pflex_error_set(err, "prometheus %s: samples %.0f s %s (stale past %.0f s)", p->url,
+                                   old > p->max_age_s ? old : ahead,
+                                   old > p->max_age_s ? "old" : "ahead of this clock", p->max_age_s);
+        }
+    }
+    return 0;
+}
+
+int prom_source_parse(prom_source_t *p, const char *dcgm, size_t dlen, const char *own, size_t olen,
+                      double now_s, int *stale, pflex_error_t *err)
+{
+    int stale_mine;
+    if (!stale)
+        stale = &stale_mine;
+    *stale = 0;
     hosts_clear(p);
-    if (parse_own(p, own, olen, err) < 0)
+    struct judge jd = {.now_s = now_s};
+    if (parse_own(p, own, olen, &jd, err) < 0)
         return -1;
+    size_t nown = jd.n;
     pflex_tm_t *t = pflex_tm_create(NULL);
     if (!t)
         return pflex_error_set(err, "out of memory");
@@ -192,6 +306,9 @@ int prom_source_parse(prom_source_t *p, const char *dcgm, size_t dlen, const cha
         hosts_clear(p);
         return -1;
     }
+    size_t ndcgm = t->nsamples + t->skipped;
+    if (ndcgm)
+        judge_dcgm(p, dcgm, dlen, &jd);
     for (size_t s = 0; s < t->nsamples; s++) {
         const struct pflex_tm_sample *sm = &t->samples[s];
         const struct pflex_tm_series *se = &t->series[sm->series];
@@ -207,6 +324,10 @@ int prom_source_parse(prom_source_t *p, const char *dcgm, size_t dlen, const cha
             g->limit_w = sm->value;
     }
     pflex_tm_destroy(t);
+    if (judge_read(p, &jd, ndcgm, nown, stale, err) < 0) {
+        hosts_clear(p);
+        return -1;
+    }
     return 0;
 }
 
@@ -231,14 +352,16 @@ static int query(prom_source_t *p, const char *expr, char **body, pflex_error_t 
     return 0;
 }
 
-int prom_source_read(prom_source_t *p, pflex_error_t *err)
+int prom_source_read(prom_source_t *p, double now_s, int *stale, pflex_error_t *err)
 {
+    if (stale)
+        *stale = 0;
     char *dcgm = NULL, *own = NULL;
     int rc = -1;
     if (query(p, "{__name__=~\"DCGM_FI_DEV_POWER_USAGE|DCGM_FI_DEV_POWER_MGMT_LIMIT\"}", &dcgm, err) == 0
         && query(p, "{__name__=~\"pflex_gpu_limit_min_watts|pflex_gpu_limit_max_watts|pflex_gpu_up"
                     "|pflex_job_throughput\"}", &own, err) == 0)
-        rc = prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), err);
+        rc = prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), now_s, stale, err);
     if (rc < 0)
         hosts_clear(p);
     free(dcgm);

@@ -14,10 +14,17 @@ typedef struct prom_source prom_source_t;
 int prom_source_create(const char *url, long timeout_ms, prom_source_t **out, pflex_error_t *err);
 void prom_source_destroy(prom_source_t *p);
 
+/* Samples stamped more than max_age_s (s) before or after the read's now
+ * are stale: the read fails (<= 0, the default: unchecked). */
+void prom_source_set_max_age(prom_source_t *p, double max_age_s);
+
 /* One instant read of every GPU's power, limit and range, and every job's
- * throughput.  0, or -1 with err (the server unreachable, an answer that is
- * not a Prometheus success): the caller then holds. */
-int prom_source_read(prom_source_t *p, pflex_error_t *err);
+ * throughput, at now_s (unix s, what the samples' stamps are judged
+ * against).  0, or -1 with err (the server unreachable, an answer that is
+ * not a Prometheus success, an empty result, NaN for a GPU that is up,
+ * stale samples: then *stale is 1, when stale is not NULL): the caller
+ * then holds. */
+int prom_source_read(prom_source_t *p, double now_s, int *stale, pflex_error_t *err);
 
 /* The GPUs of host as the last read saw them (index, power, limit, range,
  * ok from pflex_gpu_up), and its jobs (name and throughput; no GPU lists:
@@ -27,6 +34,6 @@ int prom_source_status(const prom_source_t *p, const char *host, struct agent_st
 
 /* The parsers, exposed for tests: the DCGM fields' answer and pflex's own. */
 int prom_source_parse(prom_source_t *p, const char *dcgm, size_t dlen, const char *own, size_t olen,
-                      pflex_error_t *err);
+                      double now_s, int *stale, pflex_error_t *err);
 
 #endif

@@ -75,6 +75,12 @@ int ctl_io_create(ctl_t *c, pflex_error_t *err)
         prom_ms = 50;
     if (cfg->prometheus_url && prom_source_create(cfg->prometheus_url, prom_ms, &c->prom, err) < 0)
         return -1;
+    /* a sample older than three periods missed three scrapes of a server
+     * scraping each period; 30 s covers the usual 15 s scrape interval */
+    double age = cfg->telemetry_max_age_s > 0 ? cfg->telemetry_max_age_s
+               : 3 * cfg->period_s > 30 ? 3 * cfg->period_s : 30;
+    if (c->prom)
+        prom_source_set_max_age(c->prom, age);
     return 0;
 }
 
@@ -320,11 +326,13 @@ static void read_agent_prom(ctl_t *c, struct ctl_agent *ag, int prom_ok, const s
  * round 1 and every status_every rounds), and Prometheus's read into
  * *prom_ok.  ags is c->agents, or the reader thread's own. */
 static int read_round(ctl_t *c, struct ctl_agent *ags, pflex_http_client_t *const *http, unsigned long round,
-                      int *prom_ok, double now, pflex_error_t *err)
+                      int *prom_ok, int *prom_stale, char *prom_why, double now, pflex_error_t *err)
 {
     if (c->prom) {
         pflex_error_t e2;
-        *prom_ok = prom_source_read(c->prom, &e2) == 0;
+        *prom_ok = prom_source_read(c->prom, now, prom_stale, &e2) == 0;
+        /* why, for the API: the first 199 bytes */
+        snprintf(prom_why, 200, "%.199s", *prom_ok ? "" : e2.text);
         if (!*prom_ok && !c->io.prom_said) {
             ctl_log(c, "prometheus: %s (caps held)", e2.text);
             ctl_note(c, now, "prometheus", e2.text);
@@ -376,6 +384,8 @@ static void read_snapshot(ctl_t *c)
     double stale_s = c->c.lease_s < 4 * c->c.period_s ? c->c.lease_s : 4 * c->c.period_s;
     pthread_mutex_lock(&io->mu);
     c->prom_ok = io->prom_ok;
+    c->prom_stale = io->prom_stale;
+    memcpy(c->prom_why, io->prom_why, sizeof c->prom_why);
     for (size_t a = 0; a < c->c.nagents; a++) {
         struct ctl_agent *ag = &c->agents[a];
         const struct ctl_snap *sn = &io->snap[a];
@@ -417,7 +427,8 @@ int ctl_read_site(ctl_t *c, pflex_error_t *err)
         read_fed(c);
     else if (c->started)
         read_snapshot(c);
-    else if (read_round(c, c->agents, c->http, c->periods, &c->prom_ok, p->now, err) < 0)
+    else if (read_round(c, c->agents, c->http, c->periods, &c->prom_ok, &c->prom_stale, c->prom_why, p->now,
+                        err) < 0)
         return -1;
     p->t_plan = pflex_mono_s();
     p->r.read_s = p->t_plan - p->t_read;
@@ -490,6 +501,7 @@ static int push_agents(ctl_t *c, struct ctl_cap *pcaps, size_t nc, pflex_http_cl
         if (want[q] && !pcaps[q].node_raises) {
             pcaps[q].pushed = push[a].ok;
             pcaps[q].enforced_w = caps[q].enforced_w;
+            pcaps[q].push_status = push[a].status;
         }
     }
     /* then all the caps of each node with a raise (none once fenced) */
@@ -500,6 +512,7 @@ static int push_agents(ctl_t *c, struct ctl_cap *pcaps, size_t nc, pflex_http_cl
         if (want[q]) {
             pcaps[q].pushed = push[pcaps[q].node].ok;
             pcaps[q].enforced_w = caps[q].enforced_w;
+            pcaps[q].push_status = push[pcaps[q].node].status;
         }
     }
     free(first);
@@ -543,6 +556,7 @@ static int push_posted(ctl_t *c, uint64_t fence, pflex_error_t *err)
     for (size_t q = 0; q < p->ncaps; q++) {
         p->caps[q].pushed = done && io->res[q].pushed;
         p->caps[q].enforced_w = done ? io->res[q].enforced_w : NAN;
+        p->caps[q].push_status = done ? io->res[q].push_status : -1;
     }
     pthread_mutex_unlock(&io->mu);
     if (!done && p->ncaps)
@@ -586,6 +600,7 @@ int ctl_push_caps(ctl_t *c, pflex_error_t *err)
         for (size_t a = 0; a < c->c.nagents; a++)
             c->agents[a].nheld = 0;
         p->r.pushed_nodes = 0;
+        ctl_claims_take(c, 1);
         return 0;
     }
     if (!c->c.in_process) {
@@ -601,6 +616,7 @@ int ctl_push_caps(ctl_t *c, pflex_error_t *err)
             p->caps[q].pushed = p->caps[q].send;
     }
     ctl_leases_took(c);
+    ctl_claims_take(c, 0);
     return 0;
 }
 
@@ -672,12 +688,15 @@ static void *reader_main(void *arg)
         ags[a].client = c->agents[a].client;
     for (unsigned long round = 1;; round++) {
         double t0 = pflex_mono_s();
-        int prom_ok = 0;
+        int prom_ok = 0, prom_stale = 0;
+        char prom_why[200] = "";
         pflex_error_t err;
-        if (read_round(c, ags, c->http, round, &prom_ok, pflex_real_s(), &err) < 0)
+        if (read_round(c, ags, c->http, round, &prom_ok, &prom_stale, prom_why, pflex_real_s(), &err) < 0)
             ctl_log(c, "reader: %s", err.text);
         pthread_mutex_lock(&io->mu);
         io->prom_ok = prom_ok;
+        io->prom_stale = prom_stale;
+        memcpy(io->prom_why, prom_why, sizeof io->prom_why);
         for (size_t a = 0; a < c->c.nagents; a++) {
             struct ctl_snap *sn = &io->snap[a];
             agent_status_copy(&sn->st, &ags[a].st);

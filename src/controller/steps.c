@@ -177,6 +177,49 @@ static int map_node_jobs(ctl_t *c, size_t a, size_t first_g, pflex_error_t *err)
     return 0;
 }
 
+/* The GPUs the job map gives the host of a node's agent URL
+ * ("http://HOST:PORT"): the node never reached is known by them. */
+static unsigned job_map_gpus(const ctl_t *c, const char *url)
+{
+    const char *h = strstr(url, "://");
+    h = h ? h + 3 : url;
+    size_t len = *h == '[' ? strcspn(h, "]") + 1 : strcspn(h, ":/");
+    unsigned char seen[4096 / 8] = {0};
+    unsigned n = 0;
+    for (size_t r = 0; r < c->c.job_map_n; r++) {
+        const struct pflex_jobmap_row *row = &c->c.job_map[r];
+        if (row->gpu < 0 || row->gpu >= 4096 || strlen(row->host) != len || strncmp(row->host, h, len)
+            || seen[row->gpu / 8] & (1u << (row->gpu % 8)))
+            continue;
+        seen[row->gpu / 8] |= (unsigned char)(1u << (row->gpu % 8));
+        n++;
+    }
+    return n;
+}
+
+/* The nodes never reached: each at its GPUs' largest limit when the job
+ * map says how many GPUs it has (the largest any GPU of the site has), or
+ * else at agent_max_w, a default the claims mark as assumed (status.c). */
+static void map_never(ctl_t *c)
+{
+    struct ctl_period_state *p = &c->p;
+    double gmax = 0;
+    for (size_t k = 0; k < p->ngpus; k++)
+        gmax = p->gpus[k].max_cap_w > gmax ? p->gpus[k].max_cap_w : gmax;
+    for (size_t a = 0; a < c->c.nagents; a++) {
+        struct ctl_agent *ag = &c->agents[a];
+        ag->never_w = NAN;
+        ag->never_assumed = 0;
+        if (ag->seen)
+            continue;
+        unsigned n = c->c.job_map && ag->client ? job_map_gpus(c, agent_client_url(ag->client)) : 0;
+        ag->never_assumed = !(n && gmax > 0);
+        ag->never_w = ag->never_assumed ? c->c.agent_max_w : n * gmax;
+        p->never_w += ag->never_w;
+        p->never_n += (size_t)ag->never_assumed;
+    }
+}
+
 int ctl_map_jobs(ctl_t *c, pflex_error_t *err)
 {
     struct ctl_period_state *p = &c->p;
@@ -189,8 +232,6 @@ int ctl_map_jobs(ctl_t *c, pflex_error_t *err)
             p->r.agents_down++;
         if (ag->seen)
             ngpus += ag->st.ngpus;
-        else
-            p->never_w += c->c.agent_max_w;
     }
     if (map_begin(c, ngpus, err) < 0)
         return -1;
@@ -202,6 +243,7 @@ int ctl_map_jobs(ctl_t *c, pflex_error_t *err)
         if (map_node_jobs(c, a, first_g, err) < 0)
             return -1;
     }
+    map_never(c);
     return 0;
 }
 
