@@ -123,7 +123,7 @@ only() {
 # 1. a wrong token: 401 on every push
 if only 401; then
     agents_up 3
-    controller 6 $(urls) --token-file "$tmp/wrong" --target 11000W
+    controller 6 $(urls) --token-file "$tmp/wrong" --target 11000W,confirm=yes
     wait_status '.periods >= 5' 10
     refused 401 11000 unauthorized "$ports"
     stop_all
@@ -132,7 +132,7 @@ fi
 # 2. leases longer than the agents take: 400 on every push
 if only 400; then
     agents_up 3 --max-lease 5
-    controller 6 $(urls) --token-file "$tmp/token" --target 11000W
+    controller 6 $(urls) --token-file "$tmp/token" --target 11000W,confirm=yes
     wait_status '.periods >= 5' 10
     refused 400 11000 rejected "$ports"
     stop_all
@@ -144,7 +144,7 @@ if only unreached mapped; then
     start_agent "$tmp/a16.log" $sim --gpus 16 --seed 9 --hostname node-16 --state-dir "$tmp/s16" || fail "agent 16"
 fi
 if only unreached; then
-    controller 6 $(urls) --agent "http://127.0.0.1:9" --token-file "$tmp/token" --target 16000W --agent-max-w 8000
+    controller 6 $(urls) --agent "http://127.0.0.1:9" --token-file "$tmp/token" --target 16000W,confirm=yes --agent-max-w 8000
     wait_status '.periods >= 5' 10
     refused unreached 16000 assumed "$ports $port" "$ports"
     kill -KILL $cpid
@@ -158,7 +158,7 @@ if only mapped; then
         [ $g -lt 8 ] && printf 'a,,node-1,%s\nb,,node-2,%s\n' $g $g
         printf 'c,,127.0.0.1,%s\n' $g
     done >>"$tmp/map.csv"
-    controller 6 $(urls) --agent "http://127.0.0.1:9" --token-file "$tmp/token" --target 16000W --agent-max-w 8000 \
+    controller 6 $(urls) --agent "http://127.0.0.1:9" --token-file "$tmp/token" --target 16000W,confirm=yes --agent-max-w 8000 \
         --job-map "$tmp/map.csv"
     wait_status '.periods >= 5' 10
     set -- $(facts "$ports $port")
@@ -210,7 +210,7 @@ until [ -s "$tmp/prom.json" ]; do [ $i -lt 50 ] || fail "no Prometheus answer fe
 agents="$agents $!"
 i=0
 until [ -s "$tmp/prom.port" ]; do [ $i -lt 50 ] || fail "the fake Prometheus did not start"; sleep 0.1; i=$((i + 1)); done
-controller 6 $(urls) --token-file "$tmp/token" --target 11000W --prometheus "http://127.0.0.1:$(cat "$tmp/prom.port")"
+controller 6 $(urls) --token-file "$tmp/token" --target 11000W,confirm=yes --prometheus "http://127.0.0.1:$(cat "$tmp/prom.port")"
 wait_status '.periods >= 4 and .feasible and .telemetry_ok and .site_power_w != null' 15
 set -- $(facts "$ports")
 [ "$1" -le 11000 ] || fail "live: the site at $1 W over 11000 W"
