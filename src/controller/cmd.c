@@ -771,6 +771,21 @@ static int wait_until(struct run_state *s, struct notify *n, int alive, double w
     return 0;
 }
 
+/* The tests' NTP step: $PFLEX_TEST_CLOCK_FILE, when set, names a file
+ * holding seconds added to this process's wall clock, read as each period
+ * begins (a missing or unreadable file changes nothing). */
+static void test_clock_poll(void)
+{
+    const char *f = getenv("PFLEX_TEST_CLOCK_FILE");
+    FILE *fp = f && f[0] ? fopen(f, "r") : NULL;
+    if (!fp)
+        return;
+    double off;
+    if (fscanf(fp, "%lf", &off) == 1 && isfinite(off))
+        pflex_clock_set_wall_offset_s(off);
+    fclose(fp);
+}
+
 /* The periods, until --periods or a signal. */
 static void run_loop(const struct run_opts *o, struct run_state *s)
 {
@@ -789,6 +804,7 @@ static void run_loop(const struct run_opts *o, struct run_state *s)
     double periods = o->periods, next = pflex_real_s();
     for (double k = 0; !stop_now && (periods == 0 || k < periods); k++) {
         struct ctl_period_result r;
+        test_clock_poll();
         if (s->standby)
             standby_take_state(s->standby, s->ctl);     /* the leader's targets and curves */
         int ok = ctl_period(s->ctl, pflex_real_s(), &r, &err) == 0;
