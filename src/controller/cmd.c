@@ -723,14 +723,17 @@ static int start_api(const struct run_opts *o, struct run_state *s)
 
 /* systemd (Type=notify, deploy/pflex-controller.service): READY=1 once
  * the controller runs and its API listens; WATCHDOG=1 from the loop only,
- * while its periods end (each one that does, and during the wait before
- * the next); STOPPING=1 on the way out.  A loop that hangs, or whose
- * periods all fail, goes silent and systemd restarts it (the caps hold on
- * their leases; the restart resumes the targets). */
+ * while its periods complete (each one that does, and during the wait
+ * before the next while the last one completed within two periods);
+ * STOPPING=1 on the way out.  A loop that hangs, or whose periods all
+ * fail, goes silent and systemd restarts it (the caps hold on their
+ * leases; the restart resumes the targets).  A period whose audit write
+ * fails still completes (ctl_period). */
 struct notify {
     const char *socket;         /* $NOTIFY_SOCKET; NULL: not under systemd */
     double watchdog_s;          /* 0: no watchdog */
     double pinged;              /* monotonic */
+    double period_s;
 };
 
 static void notify_send(struct run_state *s, const struct notify *n, const char *state)
@@ -742,6 +745,9 @@ static void notify_send(struct run_state *s, const struct notify *n, const char 
 
 static void notify_alive(struct run_state *s, struct notify *n)
 {
+    double done = ctl_period_completed_mono(s->ctl);
+    if (!(pflex_mono_s() - done <= 2 * n->period_s))
+        return;
     if (n->watchdog_s > 0 && pflex_mono_s() - n->pinged >= n->watchdog_s / 4) {
         n->pinged = pflex_mono_s();
         notify_send(s, n, "WATCHDOG=1");
@@ -797,17 +803,20 @@ static void run_loop(const struct run_opts *o, struct run_state *s)
     pflex_error_t err;
     struct notify n = {.socket = getenv("NOTIFY_SOCKET"),
                        .watchdog_s = pflex_sd_watchdog_s(getenv("WATCHDOG_USEC"), getenv("WATCHDOG_PID")),
-                       .pinged = pflex_mono_s()};
+                       .pinged = pflex_mono_s(), .period_s = o->cfg.period_s > 0 ? o->cfg.period_s : 5};
     char ready[200];
     snprintf(ready, sizeof ready, "READY=1\nSTATUS=%zu agents, a period of %g s", s->nurls, o->cfg.period_s);
     notify_send(s, &n, ready);
-    double periods = o->periods, next = pflex_real_s();
+    /* periods run on the monotonic clock: a step of the wall clock moves
+     * the targets' instants (ctl_clock_now), never the periods */
+    double periods = o->periods, next = pflex_mono_s();
     for (double k = 0; !stop_now && (periods == 0 || k < periods); k++) {
         struct ctl_period_result r;
         test_clock_poll();
         if (s->standby)
             standby_take_state(s->standby, s->ctl);     /* the leader's targets and curves */
-        int ok = ctl_period(s->ctl, pflex_real_s(), &r, &err) == 0;
+        double now = ctl_clock_now(s->ctl, pflex_real_s(), pflex_mono_s());
+        int ok = ctl_period(s->ctl, now, &r, &err) == 0;
         if (!ok)
             ctl_log_to(s->log, "period failed: %s", err.text);
         else
@@ -815,19 +824,19 @@ static void run_loop(const struct run_opts *o, struct run_state *s)
         if (s->standby)
             standby_publish(s->standby, s->ctl);
         if (s->standby && standby_took_over(s->standby)) {
-            next = pflex_real_s();      /* just won: its first period as the leader now */
+            next = pflex_mono_s();      /* just won: its first period as the leader now */
             continue;
         }
         next += o->cfg.period_s;
-        double wait = next - pflex_real_s();
+        double wait = next - pflex_mono_s();
         if (wait < 0) {
-            next = pflex_real_s();     /* late: start the next period now, do not pile up */
+            next = pflex_mono_s();     /* late: start the next period now, do not pile up */
             continue;
         }
         if (periods && k + 1 >= periods)
             break;
         if (wait_until(s, &n, ok, wait))
-            next = pflex_real_s();
+            next = pflex_mono_s();
     }
     notify_send(s, &n, "STOPPING=1");
     ctl_log_to(s->log, "stopping%s; caps stay until their leases expire", stop_now ? " on a signal" : "");
