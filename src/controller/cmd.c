@@ -102,7 +102,12 @@ static const char help[] =
 "                       itself: docs/controller.md, \"Probes\")\n"
 "  --cap-step-w W       caps are whole multiples of W watts (default 1; the\n"
 "                       agents set milliwatts, so down to 0.001)\n"
-"  --db FILE            state and audit database (SQLite); a restart resumes\n"
+"  --db FILE            state and audit database (SQLite); a restart resumes;\n"
+"                       checked at start (quick_check): a damaged one is\n"
+"                       refused (exit 2) unless --db-recover\n"
+"  --db-recover         move a damaged --db aside (FILE.damaged-TIME) and start\n"
+"                       on a new one (its targets and curves lost: give the\n"
+"                       targets again)\n"
 "  --periods N          stop after N periods (default: run until SIGTERM)\n"
 "  --log FILE           one line per period and per problem ('-': stderr, the\n"
 "                       default)\n"
@@ -140,6 +145,7 @@ static const char help[] =
 "      --api-token-file api.token --vtn https://vtn.example/openadr3 \\\n"
 "      --vtn-client-id site-1 --vtn-secret-file vtn.secret --vtn-ramp 5m\n"
 "  pflex controller history --db controller.db --from -1h --what periods\n"
+"  pflex controller run --agents agents.txt --db controller.db --db-recover\n"
 "\n"
 "exit: 0 ok, 1 internal error, 2 bad usage or input.\n";
 
@@ -278,7 +284,7 @@ enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECR
        O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
        O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY,
        O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE, O_ETCD, O_ETCD_PREFIX, O_NAME, O_MAX_STEP,
-       O_CAP_STEP, O_EXPLORE_LEAD };
+       O_CAP_STEP, O_EXPLORE_LEAD, O_DB_RECOVER };
 
 static const struct option run_options[] = {
     {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
@@ -292,6 +298,7 @@ static const struct option run_options[] = {
     {"baseline-w", required_argument, NULL, O_BASELINE},
     {"agent-max-w", required_argument, NULL, O_AGENT_MAX}, {"floor", required_argument, NULL, O_FLOOR},
     {"explore", required_argument, NULL, O_EXPLORE}, {"db", required_argument, NULL, O_DB},
+    {"db-recover", no_argument, NULL, O_DB_RECOVER},
     {"cap-step-w", required_argument, NULL, O_CAP_STEP},
     {"explore-lead", required_argument, NULL, O_EXPLORE_LEAD},
     {"periods", required_argument, NULL, O_PERIODS}, {"log", required_argument, NULL, O_LOG},
@@ -326,6 +333,7 @@ struct run_opts {
                *listen, *port_file, *api_token_file, *vtn_ramp, *tls_cert, *tls_key, *etcd, *etcd_prefix,
                *name;
     double status_every, periods, seed, every, http_threads, parallel;
+    int db_recover;
 };
 
 /* What `controller run` opened (run_close ends it all). */
@@ -382,6 +390,7 @@ static int take_text_opt(struct run_opts *o, int c, const char *arg)
     case O_VTN_PROGRAM: o->cfg.oadr.program_id = arg; return 0;
     case O_VEN_NAME: o->cfg.oadr.client_name = arg; return 0;
     case O_DB: o->cfg.db_path = arg; return 0;
+    case O_DB_RECOVER: o->db_recover = 1; return 0;
     case O_LOG: o->log_path = arg; return 0;
     case O_JOBS: o->jobs_path = arg; return 0;
     case O_PROM: o->cfg.prometheus_url = arg; return 0;
@@ -586,6 +595,40 @@ static int open_secrets_and_log(struct run_opts *o, struct run_state *s)
     return 0;
 }
 
+/* The database checked before it is used (docs/controller.md, "The
+ * database"): a damaged one is refused, or with --db-recover moved aside
+ * for a new one. */
+static int check_db(const struct run_opts *o, struct run_state *s)
+{
+    const char *db = o->cfg.db_path;
+    struct stat st;
+    if (!strcmp(db, ":memory:") || !db[0] || (stat(db, &st) < 0 && errno == ENOENT))
+        return 0;
+    char why[512], aside[4300];
+    pflex_error_t err;
+    int rc = pflex_audit_check(db, why, sizeof why, &err);
+    if (rc < 0) {
+        fprintf(stderr, "pflex controller: %s\n", err.text);
+        return -1;
+    }
+    if (rc == 0)
+        return 0;
+    if (!o->db_recover) {
+        fprintf(stderr, "pflex controller: %s: the database is damaged (%s); --db-recover moves it aside "
+                "and starts on a new one (its targets and curves lost)\n", db, why);
+        return -1;
+    }
+    if (pflex_audit_set_aside(db, pflex_real_s(), aside, sizeof aside, &err) < 0) {
+        fprintf(stderr, "pflex controller: %s\n", err.text);
+        return -1;
+    }
+    fprintf(stderr, "pflex controller: WARNING: %s was damaged (%s): moved to %s; starting on a new "
+            "database, its targets and curves lost\n", db, why, aside);
+    ctl_log_to(s->log, "WARNING: %s was damaged (%s): moved to %s; starting on a new database, "
+               "its targets and curves lost", db, why, aside);
+    return 0;
+}
+
 /* The VEN, the controller, its resumed state and the command line's
  * targets: 0, or the exit code (said). */
 static int open_controller(struct run_opts *o, struct run_state *s)
@@ -625,6 +668,8 @@ static int open_controller(struct run_opts *o, struct run_state *s)
         o->cfg.fenced = standby_fenced;
         o->cfg.lead_ud = s->standby;
     }
+    if (o->cfg.db_path && check_db(o, s) < 0)
+        return 2;
     if (ctl_create(&o->cfg, &s->ctl, &err) < 0) {
         fprintf(stderr, "pflex controller: %s\n", err.text);
         return 1;

@@ -19,7 +19,7 @@ trap 'exit 1' TERM INT
 . "$(dirname "$0")/lib/agent.sh"
 
 start_agent "$tmp/a.log" --backend sim --gpus 8 --token-file "$tmp/token" --interval 0.1 \
-    --sim-job llama-8b-pretrain-h200 --hostname node-c || fail "agent"
+    --sim-job llama-8b-pretrain-h200 --hostname node-c --state-dir "$tmp/sa" || fail "agent"
 aport=$port
 now() { date +%s.%N; }
 
