@@ -300,8 +300,8 @@ static int rec_queue(ctl_t *c, struct ctl_rec *r, pflex_error_t *err)
     double busy = isfinite(w->busy_since) ? pflex_mono_s() - w->busy_since : 0;
     if (w->n >= CTL_REC_QUEUE) {
         w->dropped++;
-        rc = pflex_error_set(err, "audit: %zu periods' records wait to be written (a write blocked "
-                             "%.0f s): this period's dropped, %lu so far", w->n, busy, w->dropped);
+        rc = pflex_error_set(err, "audit: %d periods' records wait on a write that blocks: "
+                             "the periods' records are dropped until it returns", CTL_REC_QUEUE);
         rec_free(r);
     } else {
         if (w->tail)
@@ -314,7 +314,8 @@ static int rec_queue(ctl_t *c, struct ctl_rec *r, pflex_error_t *err)
         if (w->failing)
             rc = pflex_error_set(err, "%s", w->err.text);
         else if (busy > c->c.period_s)
-            rc = pflex_error_set(err, "audit: a write blocked %.0f s, %zu periods' records queued", busy, w->n);
+            rc = pflex_error_set(err, "audit: a write blocks for more than a period: the periods' "
+                                 "records are queued (%d at most)", CTL_REC_QUEUE);
     }
     pthread_mutex_unlock(&w->mu);
     return rc;

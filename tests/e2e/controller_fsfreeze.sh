@@ -1,0 +1,37 @@
+#!/bin/sh
+# The database's filesystem frozen (fsfreeze: every write to it blocks
+# until thawed) for 3 s mid-event.  The period loop blocked for as long;
+# now the periods go on at their period with the event in force, their
+# records queued for the audit's writer (at most 32, then dropped and
+# counted), "audit degraded" logged, and the watchdog stays fed; thawed,
+# the writer catches up.  Root and a loop device needed (skip 77
+# otherwise).  Bounded: 60 s.
+set -u
+[ -n "${PFLEX_TEST_BOUNDED:-}" ] || PFLEX_TEST_BOUNDED=1 exec timeout 60 sh "$0" "$@"
+tmp=$(mktemp -d)
+trap 'loopfs_thaw; stop_agents; loopfs_cleanup; rm -rf "$tmp"' EXIT
+trap 'exit 1' TERM INT PIPE
+. "$(dirname "$0")/lib/agent.sh"
+. "$(dirname "$0")/lib/loopfs.sh"
+. "$(dirname "$0")/lib/ctlwatch.sh"
+loopfs_mount 32
+
+start_agent "$tmp/a.log" --backend sim --gpus 8 --token-file "$tmp/token" --interval 0.1 \
+    --sim-job llama-8b-pretrain-h200 --hostname node-z --state-dir "$tmp/sa" || fail "agent"
+aport=$port
+start_watched "$tmp/fs/ctl.db"
+
+t=$(monotonic)
+loopfs_freeze
+sleep 3
+watched "$t" "frozen 3 s"
+grep -m1 "audit degraded" "$tmp/ctl.log" | sed 's/^/  /'
+grep -q "audit degraded" "$tmp/ctl.log" || fail "frozen: the audit never said it was degraded"
+loopfs_thaw
+i=0
+until grep -q "audit: writing again" "$tmp/ctl.log"; do
+    [ $i -lt 100 ] || fail "thawed: the audit never wrote again"; sleep 0.05; i=$((i + 1))
+done
+kill -TERM "$cpid"; wait "$cpid"
+n=$("$PFLEX" controller history --db "$tmp/fs/ctl.db" --what periods --limit 100000 | jq '.periods | length')
+echo "thawed: the audit writes again ($n periods recorded)"
