@@ -386,12 +386,9 @@ fail:
     return -1;
 }
 
-double ctl_period_completed_mono(ctl_t *c)
+double ctl_period_completed_mono(const ctl_t *c)
 {
-    pthread_mutex_lock(&c->smu);
-    double t = c->done_mono;
-    pthread_mutex_unlock(&c->smu);
-    return t;
+    return c->done_mono;
 }
 
 /* The limit in force at t for the targets' clock's check, in W. */

@@ -141,18 +141,20 @@ double ctl_clock_now(ctl_t *c, double wall_s, double mono_s);
 
 /* When the last completed period ended (the monotonic clock, seconds): one
  * whose caps went out, its audit degraded or not; NaN: none yet.  What
- * the watchdog and the health check go by.  Any thread. */
-double ctl_period_completed_mono(ctl_t *c);
+ * the watchdog and the health check go by.  Any thread, holding the
+ * state's lock or not. */
+double ctl_period_completed_mono(const ctl_t *c);
 
 /* The audit's writes so far (records of periods): written, failed,
  * dropped (the queue full), queued now, and 1 when the last period's was
- * degraded.  Any thread. */
+ * degraded.  Any thread, holding the state's lock or not (both take no
+ * lock of the period's). */
 struct ctl_audit_counts {
     unsigned long written, failed, dropped;
     size_t queued;
     int degraded;
 };
-void ctl_audit_counts(ctl_t *c, struct ctl_audit_counts *out);
+void ctl_audit_counts(const ctl_t *c, struct ctl_audit_counts *out);
 
 /* One log line, "2026-05-03T18:00:00.123Z what\n", written whole (any
  * thread); f NULL: none. */

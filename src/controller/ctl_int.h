@@ -218,14 +218,15 @@ struct ctl {
     struct ctl_writer *writer;  /* started with an audit; NULL: records written in the period */
     /* The audit degraded (a record dropped or not written) last period, and
      * the reason last logged ("": none): logged when it changes. */
-    int audit_degraded;
+    _Atomic int audit_degraded;
     char audit_said[sizeof(pflex_error_t)];
     /* The targets' clock (ctl_clock_now): the wall and monotonic clocks at
      * its last sync with the wall clock; skew: wall minus it last period;
      * held: not following the wall, since that would loosen the limit. */
     double clk_wall0, clk_mono0, clk_skew;
     int clk_synced, clk_held;
-    double done_mono;           /* the last completed period's end, monotonic; NaN: none */
+    _Atomic double done_mono;   /* the last completed period's end, monotonic; NaN: none
+                                 * (atomic: read with or without smu) */
     double last_floor_w, last_max_w;    /* the site's least and most power, last period */
 };
 

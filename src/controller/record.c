@@ -335,13 +335,11 @@ int ctl_record(ctl_t *c, pflex_error_t *err)
     return rc;
 }
 
-void ctl_audit_counts(ctl_t *c, struct ctl_audit_counts *out)
+void ctl_audit_counts(const ctl_t *c, struct ctl_audit_counts *out)
 {
     memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&c->smu);
     out->degraded = c->audit_degraded;
     struct ctl_writer *w = c->writer;
-    pthread_mutex_unlock(&c->smu);
     if (!w)
         return;
     pthread_mutex_lock(&w->mu);

@@ -31,12 +31,18 @@ t=$(monotonic)
 sleep 2
 watched "$t" "disk full"
 grep -m1 "audit degraded" "$tmp/ctl.log" | sed 's/^/  /'
+[ "$(metric pflex_controller_audit_degraded)" = 1 ] || fail "disk full: pflex_controller_audit_degraded not 1"
+failed=$(metric pflex_controller_audit_failed_total)
+[ "${failed:-0}" -gt 0 ] || fail "disk full: pflex_controller_audit_failed_total is '$failed'"
+echo "disk full: /metrics says degraded, $failed records failed"
 
 rm -f "$tmp/fs/fill"
 i=0
 until grep -q "audit: writing again" "$tmp/ctl.log"; do
     [ $i -lt 100 ] || fail "space freed: the audit never wrote again"; sleep 0.05; i=$((i + 1))
 done
+sleep 0.3
+[ "$(metric pflex_controller_audit_degraded)" = 0 ] || fail "space freed: pflex_controller_audit_degraded not 0"
 kill -TERM "$cpid"; wait "$cpid"
 n=$("$PFLEX" controller history --db "$tmp/fs/ctl.db" --what periods --limit 100000 | jq '.periods | length')
 echo "space freed: the audit writes again ($n periods recorded)"

@@ -27,11 +27,17 @@ sleep 3
 watched "$t" "frozen 3 s"
 grep -m1 "audit degraded" "$tmp/ctl.log" | sed 's/^/  /'
 grep -q "audit degraded" "$tmp/ctl.log" || fail "frozen: the audit never said it was degraded"
+[ "$(metric pflex_controller_audit_degraded)" = 1 ] || fail "frozen: pflex_controller_audit_degraded not 1"
 loopfs_thaw
 i=0
 until grep -q "audit: writing again" "$tmp/ctl.log"; do
     [ $i -lt 100 ] || fail "thawed: the audit never wrote again"; sleep 0.05; i=$((i + 1))
 done
+dropped=$(metric pflex_controller_audit_dropped_total)
 kill -TERM "$cpid"; wait "$cpid"
+# every period in the audit but those dropped (the queue holds 32, 3 s of
+# them at 0.1 s): the writer lost none it queued
 n=$("$PFLEX" controller history --db "$tmp/fs/ctl.db" --what periods --limit 100000 | jq '.periods | length')
-echo "thawed: the audit writes again ($n periods recorded)"
+ran=$(grep -c ' period [0-9]*: limit' "$tmp/ctl.log")
+[ "$n" -eq $((ran - dropped)) ] || fail "thawed: $n periods in the audit, $ran run, $dropped dropped"
+echo "thawed: the audit writes again ($n periods recorded of $ran run, $dropped dropped)"

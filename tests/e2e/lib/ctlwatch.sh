@@ -1,8 +1,10 @@
 # Sourced by the controller's disk fault tests: the controller on the
-# database $1 (on $tmp/fs), period 0.1 s, an event of 3.5 kW in force,
+# database $1 (on $tmp/fs), period 0.1 s, an event of 3.5 kW in force, its
+# API on $port,
 # under a systemd-like watchdog whose pings ($NOTIFY_SOCKET) are written
 # to $tmp/notify.log, one line each ("<monotonic s> WATCHDOG=1"), by a
 # Python listener.  Needs $tmp, $aport, lib/agent.sh; python3 (skip 77).
+command -v jq >/dev/null || { echo "skip: jq not installed"; exit 77; }
 command -v python3 >/dev/null || { echo "skip: python3 not installed (the watchdog's listener)"; exit 77; }
 
 start_watched() {
@@ -22,13 +24,15 @@ with open(sys.argv[2], "a") as f:
     until [ -S "$tmp/notify.sock" ]; do [ $i -lt 100 ] || fail "no listener"; sleep 0.05; i=$((i + 1)); done
     NOTIFY_SOCKET="$tmp/notify.sock" WATCHDOG_USEC=1000000 "$PFLEX" controller run \
         --agent "http://127.0.0.1:$aport" --token-file "$tmp/token" --period 0.1 --lease 2 \
-        --target "3.5kW,for=1h" --db "$1" --log "$tmp/ctl.log" &
+        --target "3.5kW,for=1h" --db "$1" --log "$tmp/ctl.log" --listen 127.0.0.1:0 \
+        --port-file "$tmp/cport" &
     cpid=$!
     agents="$agents $cpid"
     i=0
     until [ "$(cat "$tmp/ctl.log" 2>/dev/null | grep -c 'period [0-9]*: limit')" -ge 15 ]; do
         [ $i -lt 200 ] || fail "the controller ran no period"; sleep 0.05; i=$((i + 1))
     done
+    port=$(cat "$tmp/cport")    # the controller's API, for metric
 }
 
 monotonic() { python3 -c 'import time; print("%.3f" % time.monotonic())'; }
