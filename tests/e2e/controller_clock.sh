@@ -12,10 +12,13 @@
 # limit and the site's power measured: every sample in the event is
 # counted against the target.  One sim agent on loopback.  Bounded: 60 s.
 set -u
+case "${PFLEX_BUILD:-}" in
+*build-san*) echo "skip: a clock fault test of 15 s, not rerun under the sanitizers"; exit 77 ;;
+esac
 [ -n "${PFLEX_TEST_BOUNDED:-}" ] || PFLEX_TEST_BOUNDED=1 exec timeout 60 sh "$0" "$@"
 tmp=$(mktemp -d)
 trap 'stop_agents; rm -rf "$tmp"' EXIT
-trap 'exit 1' TERM INT
+trap 'exit 1' TERM INT PIPE
 . "$(dirname "$0")/lib/agent.sh"
 
 start_agent "$tmp/a.log" --backend sim --gpus 8 --token-file "$tmp/token" --interval 0.1 \

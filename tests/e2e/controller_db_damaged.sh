@@ -10,7 +10,7 @@ set -u
 [ -n "${PFLEX_TEST_BOUNDED:-}" ] || PFLEX_TEST_BOUNDED=1 exec timeout 60 sh "$0" "$@"
 tmp=$(mktemp -d)
 trap 'stop_agents; rm -rf "$tmp"' EXIT
-trap 'exit 1' TERM INT
+trap 'exit 1' TERM INT PIPE
 . "$(dirname "$0")/lib/agent.sh"
 
 start_agent "$tmp/a.log" --backend sim --gpus 8 --token-file "$tmp/token" --interval 0.1 \
