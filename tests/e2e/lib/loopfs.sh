@@ -7,9 +7,6 @@
 # trap.  Needs $tmp.
 loop=""
 loopfs_frozen=0
-case "${PFLEX_BUILD:-}" in
-*build-san*) echo "skip: a disk fault test, not rerun under the sanitizers"; exit 77 ;;
-esac
 
 loopfs_mount() {  # SIZE_MB [DIR]
     dir=${2:-$tmp/fs}
@@ -43,3 +40,7 @@ loopfs_cleanup() {
     [ -n "${snaploop:-}" ] && losetup -d "$snaploop" 2>/dev/null
     loop=""
 }
+
+case "${PFLEX_BUILD:-}" in
+*build-san*) echo "skip: a disk fault test, not rerun under the sanitizers"; exit 77 ;;
+esac
