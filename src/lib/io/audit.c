@@ -164,13 +164,14 @@ int pflex_audit_set_aside(const char *path, double t, char *aside, size_t len, p
     strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
     if ((size_t)snprintf(aside, len, "%s.damaged-%s", path, stamp) >= len)
         return pflex_error_set(err, "audit: %s: name too long", path);
-    /* the WAL and its index go with it: they belong to that file alone */
-    static const char *const ext[] = {"", "-wal", "-shm"};
+    /* the WAL and its index go with it, first: a WAL left beside a new
+     * database would be replayed into it */
+    static const char *const ext[] = {"-wal", "-shm", ""};
     for (size_t i = 0; i < 3; i++) {
         char from[4200], to[4300];
         snprintf(from, sizeof from, "%s%s", path, ext[i]);
         snprintf(to, sizeof to, "%s%s", aside, ext[i]);
-        if (rename(from, to) < 0 && (i == 0 || errno != ENOENT))
+        if (rename(from, to) < 0 && (!ext[i][0] || errno != ENOENT))
             return pflex_error_set(err, "audit: %s: cannot move it to %s: %s", from, to, strerror(errno));
     }
     return 0;
