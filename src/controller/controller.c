@@ -146,7 +146,8 @@ int ctl_start(ctl_t *c, pflex_error_t *err)
         return pflex_error_set(err, "controller: in process, the caller is the site's IO");
     if (c->started)
         return 0;
-    if (ctl_io_start(c, err) < 0 || ctl_writer_start(c, err) < 0) {
+    /* the writer first: the IO threads' notes go through it */
+    if (ctl_writer_start(c, err) < 0 || ctl_io_start(c, err) < 0) {
         ctl_io_stop(c);
         c->started = 0;
         return -1;
@@ -421,8 +422,12 @@ double ctl_clock_now(ctl_t *c, double wall_s, double mono_s)
     /* the wall clock against the monotonic one since the last period */
     double step = skew - c->clk_skew;
     c->clk_skew = skew;
-    if (fabs(step) > c->c.period_s)
-        ctl_log(c, "the wall clock stepped by %+.0f s against the monotonic clock", step);
+    if (fabs(step) > c->c.period_s) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "the wall clock stepped by %+.0f s against the monotonic clock", step);
+        ctl_log(c, "%s", msg);
+        ctl_note(c, t, "clock", msg);
+    }
     /* NTP's slewing and the two reads' own spacing: followed at once */
     if (fabs(skew) < 0.1)
         return clock_follow(c, wall_s, mono_s, skew);

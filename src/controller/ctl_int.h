@@ -274,6 +274,9 @@ int ctl_vtn_apply(ctl_t *c, const pflex_target_set_t *fresh, uint64_t seq0, doub
  * ctl_destroy. */
 int ctl_writer_start(ctl_t *c, pflex_error_t *err);
 void ctl_writer_stop(ctl_t *c);
+/* A note queued for the writer (dropped, and counted, when the queue is
+ * full): 0, or -1 when there is no writer. */
+int ctl_writer_note(ctl_t *c, double t, const char *kind, const char *text);
 
 /* A note to the audit from any thread. */
 void ctl_note(ctl_t *c, double now, const char *kind, const char *text);

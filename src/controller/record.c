@@ -40,18 +40,21 @@ static void audit_targets(ctl_t *c, pflex_audit_t *db, double now)
 
 /* One row of a period's record, copied off the controller's state. */
 struct rec_row {
-    char kind;                  /* 'o' observation, 'c' cap and reading, 'v' curve */
+    char kind;                  /* 'o' observation, 'c' cap and reading, 'v' curve,
+                                 * 'n' note (its kind in job) */
     int has_job, pushed;
     char gpu[96], job[64];
     double a, b, c, d, e;       /* 'o': cap, power, rate; 'c': cap, enforced, power,
                                  * limit; 'v': p0, t0 */
     size_t n;                   /* 'v': its points, x, loss, sd, cap (4 n in pts) */
     double *pts;
+    char *text;                 /* 'n': its text */
 };
 
 struct ctl_rec {
     struct ctl_rec *next;
     double t;
+    int has_period;             /* 0: notes only */
     struct pflex_audit_period ap;
     int floor_note;
     struct rec_row *rows;
@@ -62,8 +65,10 @@ static void rec_free(struct ctl_rec *r)
 {
     if (!r)
         return;
-    for (size_t i = 0; i < r->n; i++)
+    for (size_t i = 0; i < r->n; i++) {
         free(r->rows[i].pts);
+        free(r->rows[i].text);
+    }
     free(r->rows);
     free(r);
 }
@@ -94,6 +99,7 @@ static struct ctl_rec *rec_build(ctl_t *c)
     if (!r)
         return NULL;
     r->t = p->now;
+    r->has_period = 1;
     r->ap = (struct pflex_audit_period){.t = p->now, .limit_w = p->limit_w, .worst_w = c->plan.worst_w,
                                         .least_w = c->plan.least_w,
                                         .site_power_w = p->any_power ? p->measured_w + c->c.other_w : NAN,
@@ -157,7 +163,7 @@ static int rec_write(pflex_audit_t *db, const struct ctl_rec *r, ctl_t *c, pflex
     }
     if (c)
         audit_targets(c, db, r->t);
-    if (pflex_audit_period(db, &r->ap, &id, err) < 0) {
+    if (r->has_period && pflex_audit_period(db, &r->ap, &id, err) < 0) {
         pflex_audit_rollback(db);
         return -1;
     }
@@ -170,6 +176,8 @@ static int rec_write(pflex_audit_t *db, const struct ctl_rec *r, ctl_t *c, pflex
         } else if (w->kind == 'v')
             pflex_audit_curve(db, r->t, job, w->n, w->pts, w->pts + w->n, w->pts + 2 * w->n,
                               w->pts + 3 * w->n, w->a, w->b, NULL);
+        else if (w->kind == 'n')
+            pflex_audit_note(db, r->t, job, w->text, NULL);
     }
     if (r->floor_note)
         pflex_audit_note(db, r->t, "floor", "jobs cut past their floor to keep the target", NULL);
@@ -333,6 +341,35 @@ int ctl_record(ctl_t *c, pflex_error_t *err)
     int rc = rec_write(c->audit, r, c, err);
     rec_free(r);
     return rc;
+}
+
+int ctl_writer_note(ctl_t *c, double t, const char *kind, const char *text)
+{
+    struct ctl_writer *w = c->writer;
+    if (!w)
+        return -1;
+    struct ctl_rec *r = calloc(1, sizeof *r);
+    struct rec_row *row = r ? rec_add(r, 'n', kind ? kind : "note") : NULL;
+    if (!row || !(row->text = strdup(text ? text : ""))) {
+        rec_free(r);
+        return 0;
+    }
+    r->t = t;
+    pthread_mutex_lock(&w->mu);
+    if (w->n >= CTL_REC_QUEUE) {
+        w->dropped++;
+        rec_free(r);
+    } else {
+        if (w->tail)
+            w->tail->next = r;
+        else
+            w->head = r;
+        w->tail = r;
+        w->n++;
+        pthread_cond_signal(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return 0;
 }
 
 void ctl_audit_counts(const ctl_t *c, struct ctl_audit_counts *out)

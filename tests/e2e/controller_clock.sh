@@ -10,7 +10,7 @@
 #                  released at once), then ends
 # Each period's line in the log (stamped by the real clock) gives its
 # limit and the site's power measured: every sample in the event is
-# counted against the target.  One sim agent on loopback.  Bounded: 60 s.
+# counted against the target.  Each step is noted in the audit.  One sim agent on loopback.  Bounded: 60 s.
 set -u
 case "${PFLEX_BUILD:-}" in
 *build-san*) echo "skip: a clock fault test of 15 s, not rerun under the sanitizers"; exit 77 ;;
@@ -34,7 +34,7 @@ run() {
     t0=$(now)
     PFLEX_TEST_CLOCK_FILE="$tmp/clock" "$PFLEX" controller run --agent "http://127.0.0.1:$aport" \
         --token-file "$tmp/token" --period 0.2 --lease 2 --target "3.5kW,for=$2s" \
-        --log "$tmp/ctl.log" &
+        --log "$tmp/ctl.log" --db "$tmp/ctl$1.db" &
     cpid=$!
     agents="$agents $cpid"
     sleep 1.5
@@ -89,3 +89,11 @@ until periods 6.5 60 | awk '$2 == "inf" { f = 1 } END { exit !f }'; do
 done
 echo "forward 30 min: the event ended after its duration"
 stop
+command -v jq >/dev/null || exit 0
+for step in -120 1800; do
+    "$PFLEX" controller history --db "$tmp/ctl$step.db" --what notes \
+        | jq -e '[.notes[] | select(.kind == "clock")] | length == 1' >/dev/null \
+        || fail "step $step: not one clock note in the audit"
+done
+echo "each step noted in the audit"
+
