@@ -237,11 +237,66 @@ static void test_refuses(void **state)
     assert_int_equal(pflex_audit_open("/nonexistent/dir/x.db", &a, &err), -1);
 }
 
+/* Garbage over n bytes of f at offset off. */
+static void garble(const char *f, long off, size_t n)
+{
+    FILE *fp = fopen(f, "r+b");
+    assert_non_null(fp);
+    assert_int_equal(fseek(fp, off, SEEK_SET), 0);
+    for (size_t i = 0; i < n; i++)
+        fputc((int)((i * 2654435761u) >> 13) & 0xff, fp);
+    fclose(fp);
+}
+
+/* quick_check at start: a sound database passes; 8 KB of garbage in its
+ * middle, or over its header, is damaged, said in one line; set aside, the
+ * file and its name move, and a missing one cannot be checked. */
+static void test_check_and_set_aside(void **state)
+{
+    (void)state;
+    char f[128], why[512], aside[256];
+    snprintf(f, sizeof f, "%s/check.db", dir);
+    pflex_audit_t *a;
+    pflex_error_t err;
+    assert_int_equal(pflex_audit_check(f, why, sizeof why, &err), -1);
+    assert_int_equal(pflex_audit_open(f, &a, &err), 0);
+    assert_int_equal(pflex_audit_begin(a, &err), 0);
+    for (int i = 0; i < 3000; i++)
+        assert_int_equal(pflex_audit_reading(a, i, "node-1/0", "job", 300 + i % 7, 400, NAN, &err), 0);
+    assert_int_equal(pflex_audit_commit(a, &err), 0);
+    pflex_audit_close(a);     /* checkpointed: the rows in the file itself */
+    assert_int_equal(pflex_audit_check(f, why, sizeof why, &err), 0);
+    assert_string_equal(why, "");
+    FILE *fp = fopen(f, "rb");
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    long size = ftell(fp);
+    fclose(fp);
+    assert_true(size >= 6 * 4096);
+    garble(f, size / 2 / 4096 * 4096, 8192);
+    assert_int_equal(pflex_audit_check(f, why, sizeof why, &err), 1);
+    assert_non_null(strstr(why, "quick_check") ? why : strstr(why, "malformed"));
+    assert_null(strchr(why, '\n'));
+    assert_int_equal(pflex_audit_set_aside(f, 1796670000, aside, sizeof aside, &err), 0);
+    assert_non_null(strstr(aside, "/check.db.damaged-20261207T"));
+    assert_int_equal(access(f, F_OK), -1);
+    assert_int_equal(access(aside, F_OK), 0);
+    unlink(aside);
+    /* its header gone: not a database */
+    assert_int_equal(pflex_audit_open(f, &a, &err), 0);
+    pflex_audit_close(a);
+    garble(f, 0, 100);
+    assert_int_equal(pflex_audit_check(f, why, sizeof why, &err), 1);
+    assert_true(why[0] != '\0');
+    unlink(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_write_reopen_resume),
         cmocka_unit_test(test_refuses),
+        cmocka_unit_test(test_check_and_set_aside),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -126,7 +126,12 @@ static const char help[] =
 "                       lets the learning pay for itself)\n"
 "  --cap-step-w W       caps are whole multiples of W watts (default 1; the\n"
 "                       agents set milliwatts, so down to 0.001)\n"
-"  --db FILE            state and audit database (SQLite); a restart resumes\n"
+"  --db FILE            state and audit database (SQLite); a restart resumes;\n"
+"                       checked at start (quick_check): a damaged one is\n"
+"                       refused (exit 2) unless --db-recover\n"
+"  --db-recover         move a damaged --db aside (FILE.damaged-TIME) and start\n"
+"                       on a new one (its targets and curves lost: give the\n"
+"                       targets again)\n"
 "  --periods N          stop after N periods (default: run until SIGTERM)\n"
 "  --log FILE           one line per period and per problem ('-': stderr, the\n"
 "                       default)\n"
@@ -170,6 +175,7 @@ static const char help[] =
 "      --learn-between-events --learn-budget 0.2% --explore-lead 3600 \\\n"
 "      --schedule events.csv\n"
 "  pflex controller history --db controller.db --from -1h --what periods\n"
+"  pflex controller run --agents agents.txt --db controller.db --db-recover\n"
 "\n"
 "exit: 0 ok, 1 internal error, 2 bad usage or input.\n";
 
@@ -327,7 +333,7 @@ enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECR
        O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
        O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY,
        O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE, O_ETCD, O_ETCD_PREFIX, O_NAME, O_MAX_STEP,
-       O_CAP_STEP, O_EXPLORE_LEAD, O_LEARN_BETWEEN, O_LEARN_BUDGET, O_TELE_AGE };
+       O_CAP_STEP, O_EXPLORE_LEAD, O_LEARN_BETWEEN, O_LEARN_BUDGET, O_TELE_AGE, O_DB_RECOVER };
 
 static const struct option run_options[] = {
     {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
@@ -341,6 +347,7 @@ static const struct option run_options[] = {
     {"baseline-w", required_argument, NULL, O_BASELINE},
     {"agent-max-w", required_argument, NULL, O_AGENT_MAX}, {"floor", required_argument, NULL, O_FLOOR},
     {"explore", required_argument, NULL, O_EXPLORE}, {"db", required_argument, NULL, O_DB},
+    {"db-recover", no_argument, NULL, O_DB_RECOVER},
     {"cap-step-w", required_argument, NULL, O_CAP_STEP},
     {"explore-lead", required_argument, NULL, O_EXPLORE_LEAD},
     {"learn-between-events", no_argument, NULL, O_LEARN_BETWEEN},
@@ -379,6 +386,7 @@ struct run_opts {
                *name, *learn_budget;
     double status_every, periods, seed, every, http_threads, parallel;
     int explore_lead_given;
+    int db_recover;
 };
 
 /* What `controller run` opened (run_close ends it all). */
@@ -438,6 +446,7 @@ static int take_text_opt(struct run_opts *o, int c, const char *arg)
     case O_VTN_PROGRAM: o->cfg.oadr.program_id = arg; return 0;
     case O_VEN_NAME: o->cfg.oadr.client_name = arg; return 0;
     case O_DB: o->cfg.db_path = arg; return 0;
+    case O_DB_RECOVER: o->db_recover = 1; return 0;
     case O_LOG: o->log_path = arg; return 0;
     case O_JOBS: o->jobs_path = arg; return 0;
     case O_PROM: o->cfg.prometheus_url = arg; return 0;
@@ -670,6 +679,40 @@ static int open_secrets_and_log(struct run_opts *o, struct run_state *s)
     return 0;
 }
 
+/* The database checked before it is used (docs/controller.md, "The
+ * database"): a damaged one is refused, or with --db-recover moved aside
+ * for a new one. */
+static int check_db(const struct run_opts *o, struct run_state *s)
+{
+    const char *db = o->cfg.db_path;
+    struct stat st;
+    if (!strcmp(db, ":memory:") || !db[0] || (stat(db, &st) < 0 && errno == ENOENT))
+        return 0;
+    char why[512], aside[4300];
+    pflex_error_t err;
+    int rc = pflex_audit_check(db, why, sizeof why, &err);
+    if (rc < 0) {
+        fprintf(stderr, "pflex controller: %s\n", err.text);
+        return -1;
+    }
+    if (rc == 0)
+        return 0;
+    if (!o->db_recover) {
+        fprintf(stderr, "pflex controller: %s: the database is damaged (%s); --db-recover moves it aside "
+                "and starts on a new one (its targets and curves lost)\n", db, why);
+        return -1;
+    }
+    if (pflex_audit_set_aside(db, pflex_real_s(), aside, sizeof aside, &err) < 0) {
+        fprintf(stderr, "pflex controller: %s\n", err.text);
+        return -1;
+    }
+    fprintf(stderr, "pflex controller: WARNING: %s was damaged (%s): moved to %s; starting on a new "
+            "database, its targets and curves lost\n", db, why, aside);
+    ctl_log_to(s->log, "WARNING: %s was damaged (%s): moved to %s; starting on a new database, "
+               "its targets and curves lost", db, why, aside);
+    return 0;
+}
+
 /* The VEN, the controller, its resumed state and the command line's
  * targets: 0, or the exit code (said). */
 static int open_controller(struct run_opts *o, struct run_state *s)
@@ -709,6 +752,8 @@ static int open_controller(struct run_opts *o, struct run_state *s)
         o->cfg.fenced = standby_fenced;
         o->cfg.lead_ud = s->standby;
     }
+    if (o->cfg.db_path && check_db(o, s) < 0)
+        return 2;
     if (ctl_create(&o->cfg, &s->ctl, &err) < 0) {
         fprintf(stderr, "pflex controller: %s\n", err.text);
         return 1;
@@ -810,14 +855,17 @@ static int start_api(const struct run_opts *o, struct run_state *s)
 
 /* systemd (Type=notify, deploy/pflex-controller.service): READY=1 once
  * the controller runs and its API listens; WATCHDOG=1 from the loop only,
- * while its periods end (each one that does, and during the wait before
- * the next); STOPPING=1 on the way out.  A loop that hangs, or whose
- * periods all fail, goes silent and systemd restarts it (the caps hold on
- * their leases; the restart resumes the targets). */
+ * while its periods complete (each one that does, and during the wait
+ * before the next while the last one completed within two periods);
+ * STOPPING=1 on the way out.  A loop that hangs, or whose periods all
+ * fail, goes silent and systemd restarts it (the caps hold on their
+ * leases; the restart resumes the targets).  A period whose audit write
+ * fails still completes (ctl_period). */
 struct notify {
     const char *socket;         /* $NOTIFY_SOCKET; NULL: not under systemd */
     double watchdog_s;          /* 0: no watchdog */
     double pinged;              /* monotonic */
+    double period_s;
 };
 
 static void notify_send(struct run_state *s, const struct notify *n, const char *state)
@@ -829,6 +877,11 @@ static void notify_send(struct run_state *s, const struct notify *n, const char 
 
 static void notify_alive(struct run_state *s, struct notify *n)
 {
+    /* fed by the rule /healthz has: a period completed lately, its caps
+     * pushed and confirmed (ctl_period_confirmed) */
+    double done = ctl_period_completed_mono(s->ctl);
+    if (!(pflex_mono_s() - done <= 2 * n->period_s) || !ctl_period_confirmed(s->ctl))
+        return;
     if (n->watchdog_s > 0 && pflex_mono_s() - n->pinged >= n->watchdog_s / 4) {
         n->pinged = pflex_mono_s();
         notify_send(s, n, "WATCHDOG=1");
@@ -884,6 +937,21 @@ static int put_pending(struct run_state *s, const struct ctl_period_result *r)
     return 0;
 }
 
+/* The tests' NTP step: $PFLEX_TEST_CLOCK_FILE, when set, names a file
+ * holding seconds added to this process's wall clock, read as each period
+ * begins (a missing or unreadable file changes nothing). */
+static void test_clock_poll(void)
+{
+    const char *f = getenv("PFLEX_TEST_CLOCK_FILE");
+    FILE *fp = f && f[0] ? fopen(f, "r") : NULL;
+    if (!fp)
+        return;
+    double off;
+    if (fscanf(fp, "%lf", &off) == 1 && isfinite(off))
+        pflex_clock_set_wall_offset_s(off);
+    fclose(fp);
+}
+
 /* The periods, until --periods, a signal, or a --target refused (its
  * exit code). */
 static int run_loop(const struct run_opts *o, struct run_state *s)
@@ -896,17 +964,21 @@ static int run_loop(const struct run_opts *o, struct run_state *s)
     pflex_error_t err;
     struct notify n = {.socket = getenv("NOTIFY_SOCKET"),
                        .watchdog_s = pflex_sd_watchdog_s(getenv("WATCHDOG_USEC"), getenv("WATCHDOG_PID")),
-                       .pinged = pflex_mono_s()};
+                       .pinged = pflex_mono_s(), .period_s = o->cfg.period_s > 0 ? o->cfg.period_s : 5};
     int rc = 0;
     char ready[200];
     snprintf(ready, sizeof ready, "READY=1\nSTATUS=%zu agents, a period of %g s", s->nurls, o->cfg.period_s);
     notify_send(s, &n, ready);
-    double periods = o->periods, next = pflex_real_s();
+    /* periods run on the monotonic clock: a step of the wall clock moves
+     * the targets' instants (ctl_clock_now), never the periods */
+    double periods = o->periods, next = pflex_mono_s();
     for (double k = 0; !stop_now && (periods == 0 || k < periods); k++) {
         struct ctl_period_result r;
+        test_clock_poll();
         if (s->standby)
             standby_take_state(s->standby, s->ctl);     /* the leader's targets and curves */
-        int ok = ctl_period(s->ctl, pflex_real_s(), &r, &err) == 0;
+        double now = ctl_clock_now(s->ctl, pflex_real_s(), pflex_mono_s());
+        int ok = ctl_period(s->ctl, now, &r, &err) == 0;
         if (!ok)
             ctl_log_to(s->log, "period failed: %s", err.text);
         else
@@ -916,19 +988,19 @@ static int run_loop(const struct run_opts *o, struct run_state *s)
         if (s->standby)
             standby_publish(s->standby, s->ctl);
         if (s->standby && standby_took_over(s->standby)) {
-            next = pflex_real_s();      /* just won: its first period as the leader now */
+            next = pflex_mono_s();      /* just won: its first period as the leader now */
             continue;
         }
         next += o->cfg.period_s;
-        double wait = next - pflex_real_s();
+        double wait = next - pflex_mono_s();
         if (wait < 0) {
-            next = pflex_real_s();     /* late: start the next period now, do not pile up */
+            next = pflex_mono_s();     /* late: start the next period now, do not pile up */
             continue;
         }
         if (periods && k + 1 >= periods)
             break;
         if (wait_until(s, &n, ok, wait))
-            next = pflex_real_s();
+            next = pflex_mono_s();
     }
     notify_send(s, &n, "STOPPING=1");
     if (!rc && s->pending.n)

@@ -112,6 +112,7 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
     pthread_cond_init(&c->io.cv, &ca);
     pthread_condattr_destroy(&ca);
     c->fb_frac = c->fb_until = c->fb_limit_w = NAN;
+    c->done_mono = NAN;
     pflex_target_set_init(&c->targets);
     pflex_target_profile_init(&c->tprof);
     pflex_safe_plan_init(&c->plan);
@@ -146,7 +147,8 @@ int ctl_start(ctl_t *c, pflex_error_t *err)
         return pflex_error_set(err, "controller: in process, the caller is the site's IO");
     if (c->started)
         return 0;
-    if (ctl_io_start(c, err) < 0) {
+    /* the writer first: the IO threads' notes go through it */
+    if (ctl_writer_start(c, err) < 0 || ctl_io_start(c, err) < 0) {
         ctl_io_stop(c);
         c->started = 0;
         return -1;
@@ -196,6 +198,7 @@ void ctl_destroy(ctl_t *c)
         return;
     ctl_io_stop(c);
     ctl_io_destroy(c);
+    ctl_writer_stop(c);
     for (size_t a = 0; c->agents && a < c->c.nagents; a++) {
         free(c->agents[a].held);
         free(c->agents[a].conf_w);
@@ -316,6 +319,7 @@ void ctl_period_end(ctl_t *c, struct ctl_period_result *r)
     c->last_measured_w = measured;
     c->last_t = p->now;
     c->last_agents_down = p->r.agents_down;
+    c->done_mono = t_end;
     /* the site's least and most power, for the check of new targets */
     double lo = p->other_w, hi = p->other_w;
     for (size_t k = 0; k < p->ngpus; k++) {
@@ -333,13 +337,31 @@ void ctl_period_end(ctl_t *c, struct ctl_period_result *r)
     p->r.held = c->plan.held;
     *r = p->r;
     ctl_log(c, "period %lu: limit %.0f W, worst case %.0f W, measured %.0f W, %zu GPUs, %zu jobs, "
-               "%zu agents down, %zu held, %zu floor breaches, %zu probes, %zu nodes sent caps%s",
+               "%zu agents down, %zu held, %zu floor breaches, %zu probes, %zu nodes sent caps%s%s",
             c->periods, r->limit_w, r->worst_w, r->measured_w, r->gpus, r->jobs, r->agents_down, r->held,
-            r->floor_breaches, r->probes, r->pushed_nodes, r->feasible ? "" : ", INFEASIBLE");
+            r->floor_breaches, r->probes, r->pushed_nodes, r->feasible ? "" : ", INFEASIBLE",
+            r->audit_degraded ? ", audit degraded" : "");
+}
+
+/* The audit's trouble, logged when it starts, changes or ends (not every
+ * period: the period's line says "audit degraded"). */
+static void audit_degraded(ctl_t *c, int bad, const char *why)
+{
+    c->p.r.audit_degraded = bad;
+    c->audit_degraded = bad;
+    if (!bad && c->audit_said[0]) {
+        ctl_log(c, "audit: writing again");
+        c->audit_said[0] = '\0';
+    } else if (bad && strcmp(c->audit_said, why)) {
+        ctl_log(c, "audit degraded (the caps still go out): %s", why);
+        snprintf(c->audit_said, sizeof c->audit_said, "%s", why);
+    }
 }
 
 /* The state the API shows changes under smu only: from the read to the
- * plan, and at the end; the push (its wait) and the audit run without it. */
+ * plan, and at the end; the push (its wait) and the audit run without it.
+ * A period whose caps went out completes, its audit degraded or not: a
+ * disk that fills or blocks never stops the caps, nor the watchdog. */
 int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t *err)
 {
     pthread_mutex_lock(&c->smu);
@@ -351,11 +373,14 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
     if (ctl_learn(c, err) < 0 || ctl_plan(c, err) < 0)
         goto fail;
     pthread_mutex_unlock(&c->smu);
-    if (ctl_push_caps(c, err) < 0 || ctl_record(c, err) < 0) {
+    if (ctl_push_caps(c, err) < 0) {
         pthread_mutex_lock(&c->smu);
         goto fail;
     }
+    pflex_error_t aerr;
+    int audit_ok = ctl_record(c, &aerr) == 0;
     pthread_mutex_lock(&c->smu);
+    audit_degraded(c, !audit_ok, audit_ok ? "" : aerr.text);
     ctl_period_end(c, r);
     pthread_mutex_unlock(&c->smu);
     ctl_report_vtn(c);
@@ -364,6 +389,64 @@ fail:
     *r = c->p.r;
     pthread_mutex_unlock(&c->smu);
     return -1;
+}
+
+double ctl_period_completed_mono(const ctl_t *c)
+{
+    return c->done_mono;
+}
+
+/* The limit in force at t for the targets' clock's check, in W. */
+static double limit_at(ctl_t *c, double t)
+{
+    double base = c->p.baseline_w > 0 ? c->p.baseline_w : c->last_max_w;
+    double top = isfinite(c->last_max_w) ? c->last_max_w : 1e12;
+    return pflex_target_limit_w(&c->targets, t, isfinite(base) && base > 0 ? base : top, top);
+}
+
+/* The targets' clock synced with the wall clock: wall_s from now on. */
+static double clock_follow(ctl_t *c, double wall_s, double mono_s, double skew)
+{
+    if (c->clk_held)
+        ctl_log(c, "the targets' clock follows the wall clock again (%+.1f s)", skew);
+    c->clk_synced = 1;
+    c->clk_held = 0;
+    c->clk_wall0 = wall_s;
+    c->clk_mono0 = mono_s;
+    c->clk_skew = 0;
+    return wall_s;
+}
+
+double ctl_clock_now(ctl_t *c, double wall_s, double mono_s)
+{
+    if (!c->clk_synced)
+        return clock_follow(c, wall_s, mono_s, 0);
+    double t = c->clk_wall0 + (mono_s - c->clk_mono0);
+    double skew = wall_s - t;
+    /* the wall clock against the monotonic one since the last period */
+    double step = skew - c->clk_skew;
+    c->clk_skew = skew;
+    if (fabs(step) > c->c.period_s) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "the wall clock stepped by %+.0f s against the monotonic clock", step);
+        ctl_log(c, "%s", msg);
+        ctl_note(c, t, "clock", msg);
+    }
+    /* NTP's slewing and the two reads' own spacing: followed at once */
+    if (fabs(skew) < 0.1)
+        return clock_follow(c, wall_s, mono_s, skew);
+    pthread_mutex_lock(&c->tmu);
+    double lim_t = limit_at(c, t), lim_wall = limit_at(c, wall_s);
+    pthread_mutex_unlock(&c->tmu);
+    /* following the wall clock may tighten the limit, never loosen it: an
+     * event in force lasts its remaining time on the monotonic clock */
+    if (!(lim_wall > lim_t))
+        return clock_follow(c, wall_s, mono_s, skew);
+    if (!c->clk_held)
+        ctl_log(c, "the targets' clock holds on the monotonic clock, %+.1f s from the wall clock: following "
+                   "it would loosen the limit in force from %.0f W to %.0f W", skew, lim_t, lim_wall);
+    c->clk_held = 1;
+    return t;
 }
 
 int ctl_target_check(ctl_t *c, const struct pflex_target *t, double now, char *why, size_t len)

@@ -147,6 +147,34 @@ long ctl_target_withdraw(ctl_t *c, const char *source, double now, pflex_error_t
  * before: held, not raised).  Not in process.  0, or -1 with err. */
 int ctl_start(ctl_t *c, pflex_error_t *err);
 
+/* The targets' clock: the instant the period about to start reads its
+ * targets at, given the wall clock and the monotonic clock now (seconds).
+ * It is the wall clock at its last sync plus the monotonic time since; it
+ * follows the wall clock again (syncs) every period, unless that would
+ * loosen the limit in force (the wall clock stepped past an event's end or
+ * back before its start), in which case it holds on the monotonic clock
+ * until following is safe.  A step of the wall clock against the monotonic
+ * one of more than a period is logged and noted.  docs/controller.md,
+ * "Time". */
+double ctl_clock_now(ctl_t *c, double wall_s, double mono_s);
+
+/* When the last completed period ended (the monotonic clock, seconds): one
+ * whose caps went out, its audit degraded or not; NaN: none yet.  What
+ * the watchdog and the health check go by.  Any thread, holding the
+ * state's lock or not. */
+double ctl_period_completed_mono(const ctl_t *c);
+
+/* The audit's writes so far (records of periods): written, failed,
+ * dropped (the queue full), queued now, and 1 when the last period's was
+ * degraded.  Any thread, holding the state's lock or not (both take no
+ * lock of the period's). */
+struct ctl_audit_counts {
+    unsigned long written, failed, dropped;
+    size_t queued;
+    int degraded;
+};
+void ctl_audit_counts(const ctl_t *c, struct ctl_audit_counts *out);
+
 /* One log line, "2026-05-03T18:00:00.123Z what\n", written whole (any
  * thread); f NULL: none. */
 void ctl_log_to(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -160,6 +188,9 @@ struct ctl_period_result {
     size_t pushed_nodes;        /* nodes sent caps (changes and renewals) */
     double read_s, plan_s, push_s;  /* wall time: reading the site (step 2), from
                                      * there to the push, the push with its audit */
+    int audit_degraded;         /* its record not written (or not queued), or the
+                                 * audit's writes failing or blocked: the period
+                                 * still completed */
 };
 
 /* After a restart: the live targets of the audit database back into the

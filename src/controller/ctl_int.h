@@ -131,6 +131,27 @@ struct ctl_io {
 };
 
 
+/* The audit's writer (record.c): each period's record is queued, at most
+ * CTL_REC_QUEUE of them, and written by a thread of its own on its own
+ * connection, so that a database that fills or blocks never holds a period
+ * up.  Allocated apart from the controller: a writer stuck in the kernel at
+ * the end is left behind with it.  mu guards all but th. */
+#define CTL_REC_QUEUE 32
+struct ctl_rec;
+struct ctl_writer {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;          /* on the monotonic clock */
+    int stop;
+    struct ctl_rec *head, *tail;
+    size_t n;                   /* queued */
+    pflex_audit_t *db;
+    double busy_since;          /* monotonic start of the write under way; NaN: idle */
+    int failing;                /* the last write failed, why in err */
+    pflex_error_t err;
+    unsigned long written, failed, dropped;     /* records */
+};
+
 struct ctl_job {
     char name[64];
     const struct pflex_job_policy *pol;     /* its row of c.policies; NULL: none */
@@ -244,6 +265,18 @@ struct ctl {
     pflex_audit_t *tdb;         /* db_path opened again, for target changes; NULL: none */
     double max_step_w_per_s;    /* c.max_step_w_per_s or its default */
     struct ctl_claims claims;   /* under smu */
+    struct ctl_writer *writer;  /* started with an audit; NULL: records written in the period */
+    /* The audit degraded (a record dropped or not written) last period, and
+     * the reason last logged ("": none): logged when it changes. */
+    _Atomic int audit_degraded;
+    char audit_said[sizeof(pflex_error_t)];
+    /* The targets' clock (ctl_clock_now): the wall and monotonic clocks at
+     * its last sync with the wall clock; skew: wall minus it last period;
+     * held: not following the wall, since that would loosen the limit. */
+    double clk_wall0, clk_mono0, clk_skew;
+    int clk_synced, clk_held;
+    _Atomic double done_mono;   /* the last completed period's end, monotonic; NaN: none
+                                 * (atomic: read with or without smu) */
     double last_floor_w, last_max_w;    /* the site's least and most power, last period */
     /* learning between events (c.learn_between): the probes' expected
      * cost, GPU-seconds of progress, by CTL_LEARN_SLOT_S slot of the last
@@ -296,6 +329,15 @@ int ctl_vtn_apply(ctl_t *c, const pflex_target_set_t *fresh, uint64_t seq0, doub
  * ctl_push_caps once its outcome is known, under smu (taken here: the
  * caller does not hold it); standby: this controller pushed nothing. */
 void ctl_claims_take(ctl_t *c, int standby);
+/* The audit's writer thread (record.c): started by ctl_start when there is
+ * an audit; stopped (what is queued written, for a second at most) by
+ * ctl_destroy. */
+int ctl_writer_start(ctl_t *c, pflex_error_t *err);
+void ctl_writer_stop(ctl_t *c);
+/* A note queued for the writer (dropped, and counted, when the queue is
+ * full): 0, or -1 when there is no writer. */
+int ctl_writer_note(ctl_t *c, double t, const char *kind, const char *text);
+
 /* A note to the audit from any thread. */
 void ctl_note(ctl_t *c, double now, const char *kind, const char *text);
 

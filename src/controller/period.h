@@ -40,9 +40,11 @@
  * thread's latest snapshot of each node, ctl_push_caps hands the caps to
  * the pusher thread and waits for their outcome at most 0.8 period, and
  * ctl_report_vtn leaves the site's power for the VTN's thread.  A step that fails (-1, err: out of memory, a malformed
- * reading the learner or the planner refuses, the database) ends the period
- * there; the IO steps' own failures are per agent or per server, logged, and
- * never fail the period (an agent that does not answer is a node down).
+ * reading the learner or the planner refuses) ends the period there; the IO
+ * steps' own failures are per agent or per server, logged, and never fail
+ * the period (an agent that does not answer is a node down); ctl_record's
+ * failure (the database full or blocked; started, the record is queued
+ * for the audit's writer thread) degrades the period, never fails it.
  *
  * Ownership: the controller owns everything here; what ctl_period_state and
  * ctl_caps return is valid until the next step of the next period.

@@ -144,6 +144,10 @@ static void agents_batch(ctl_t *c, pflex_http_client_t *const *http, struct agen
 
 void ctl_note(ctl_t *c, double now, const char *kind, const char *text)
 {
+    /* started, through the audit's writer: a disk that blocks holds no
+     * thread of the period's up */
+    if (ctl_writer_note(c, now, kind, text) == 0)
+        return;
     if (!c->started) {
         if (c->audit)
             pflex_audit_note(c->audit, now, kind, text, NULL);

@@ -247,12 +247,12 @@ static void *run(void *arg)
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
         pthread_mutex_unlock(&s->mu);
-        double t0 = pflex_real_s();
+        double t0 = pflex_mono_s();
         tick(s);
         double until = t0 + s->tick_s;
         struct timespec ts = {(time_t)until, (long)((until - floor(until)) * 1e9)};
         pthread_mutex_lock(&s->mu);
-        while (!s->stop && pflex_real_s() < until)
+        while (!s->stop && pflex_mono_s() < until)
             if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) != 0)
                 break;
     }
@@ -296,7 +296,13 @@ int standby_create(const struct standby_config *cfg, standby_t **out, pflex_erro
     s->in = json_object();
     s->unseen = json_object();
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
+    /* ticks on the monotonic clock: a step of the wall clock never holds
+     * a renewal of the leadership up */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
     struct pflex_etcd_opts eo = {.endpoints = cfg->endpoints, .timeout_s = fmin(1, fmax(0.1, s->period_s / 4)),
                                  .ca_file = cfg->ca_file};
     if (!s->out || !s->in || !s->unseen || pflex_etcd_create(&eo, &s->etcd, err) < 0) {

@@ -406,6 +406,15 @@ static char *metrics(const ctl_t *c, double now, size_t *len)
     ONE("pflex_controller_gpus_held", "gauge", "GPUs whose cap was held (no rise) last period.",
         (double)c->plan.held);
     ONE("pflex_controller_periods_total", "counter", "Control periods run.", (double)c->periods);
+    struct ctl_audit_counts ac;
+    ctl_audit_counts(c, &ac);
+    ONE("pflex_controller_audit_degraded", "gauge",
+        "1 when last period's audit record was not written or queued (the caps still went out).",
+        ac.degraded);
+    ONE("pflex_controller_audit_dropped_total", "counter",
+        "Periods' audit records dropped: the writer's queue full, a write blocked.", (double)ac.dropped);
+    ONE("pflex_controller_audit_failed_total", "counter", "Periods' audit records whose write failed.",
+        (double)ac.failed);
 #undef ONE
     static const struct { const char *name, *help; } fam[] = {
         {"pflex_controller_job_cap_watts", "The job's planned per-GPU cap (W)."},

@@ -15,7 +15,8 @@
  *   notes         anything else worth reading later (a VTN error, a breach)
  * Times are unix seconds.  Writes of one control period go in one
  * transaction (begin/commit), so a crash leaves whole periods only; the
- * database is in WAL mode and waits up to 5 s for a lock.
+ * database is in WAL mode, synchronous=FULL (a commit that returned is on
+ * the disk: it survives a power cut), and waits up to 5 s for a lock.
  *
  * Plain records only: this room knows the storage, not the science.
  */
@@ -31,6 +32,16 @@ typedef struct pflex_audit pflex_audit_t;
  * refused).  ":memory:" works for tests. */
 int pflex_audit_open(const char *path, pflex_audit_t **out, pflex_error_t *err);
 void pflex_audit_close(pflex_audit_t *a);
+
+/* Check an existing database (PRAGMA quick_check, which reads every page:
+ * seconds a GB).  0 sound; 1 damaged, what is wrong in why (the check's
+ * first finding, or SQLite's "malformed"/"not a database"); -1 with err
+ * when it cannot be checked (missing, unreadable, locked). */
+int pflex_audit_check(const char *path, char *why, size_t len, pflex_error_t *err);
+/* Move a damaged database (and its -wal, -shm) aside, to
+ * "PATH.damaged-YYYYMMDDTHHMMSSZ" of unix time t (its name in aside):
+ * kept for a post-mortem, never deleted.  0 or -1 with err. */
+int pflex_audit_set_aside(const char *path, double t, char *aside, size_t len, pflex_error_t *err);
 
 int pflex_audit_begin(pflex_audit_t *a, pflex_error_t *err);
 int pflex_audit_commit(pflex_audit_t *a, pflex_error_t *err);

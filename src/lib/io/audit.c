@@ -1,8 +1,10 @@
 /* audit.c — the controller's state and audit log in SQLite (pflex/io/audit.h). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <jansson.h>
 #include <sqlite3.h>
 #include "pflex/io/audit.h"
@@ -65,7 +67,10 @@ int pflex_audit_open(const char *path, pflex_audit_t **out, pflex_error_t *err)
     }
     sqlite3_busy_timeout(a->db, 5000);
     char *msg = NULL;
-    if (sqlite3_exec(a->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+    /* FULL: each commit is on the disk when it returns (NORMAL's WAL commits
+     * survive a process crash, not a power cut): an acknowledged target
+     * must survive both */
+    if (sqlite3_exec(a->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
                      NULL, NULL, &msg) != SQLITE_OK
         || sqlite3_exec(a->db, SCHEMA, NULL, NULL, &msg) != SQLITE_OK) {
         pflex_error_set(err, "audit: %s: %s", path, msg ? msg : "schema");
@@ -115,6 +120,60 @@ int pflex_audit_open(const char *path, pflex_audit_t **out, pflex_error_t *err)
         return -1;
     }
     *out = a;
+    return 0;
+}
+
+int pflex_audit_check(const char *path, char *why, size_t len, pflex_error_t *err)
+{
+    why[0] = '\0';
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
+    sqlite3_stmt *st = NULL;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &st, NULL);
+    /* the first row says ok, or the first of its findings */
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *msg = (const char *)sqlite3_column_text(st, 0);
+        if (!msg || strcmp(msg, "ok"))
+            snprintf(why, len, "quick_check: %s", msg ? msg : "no answer");
+        rc = SQLITE_OK;
+    }
+    int code = db ? sqlite3_extended_errcode(db) & 0xff : rc;
+    if (rc != SQLITE_OK && (code == SQLITE_CORRUPT || code == SQLITE_NOTADB || rc == SQLITE_CORRUPT
+                            || rc == SQLITE_NOTADB))
+        snprintf(why, len, "%s", db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    else if (rc != SQLITE_OK)
+        pflex_error_set(err, "audit: %s: %s", path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    /* one line: its findings come a line each */
+    for (char *q = why; *q; q++)
+        if (*q == '\n')
+            *q = ' ';
+    if (why[0])
+        return 1;
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
+int pflex_audit_set_aside(const char *path, double t, char *aside, size_t len, pflex_error_t *err)
+{
+    char stamp[32];
+    time_t tt = (time_t)t;
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    if ((size_t)snprintf(aside, len, "%s.damaged-%s", path, stamp) >= len)
+        return pflex_error_set(err, "audit: %s: name too long", path);
+    /* the WAL and its index go with it, first: a WAL left beside a new
+     * database would be replayed into it */
+    static const char *const ext[] = {"-wal", "-shm", ""};
+    for (size_t i = 0; i < 3; i++) {
+        char from[4200], to[4300];
+        snprintf(from, sizeof from, "%s%s", path, ext[i]);
+        snprintf(to, sizeof to, "%s%s", aside, ext[i]);
+        if (rename(from, to) < 0 && (!ext[i][0] || errno != ENOENT))
+            return pflex_error_set(err, "audit: %s: cannot move it to %s: %s", from, to, strerror(errno));
+    }
     return 0;
 }
 

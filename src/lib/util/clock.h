@@ -5,6 +5,11 @@
 
 #include <time.h>
 
+/* Seconds added to the wall clock (pflex_real_s): 0, but for the tests,
+ * which step the daemons' wall clock as an NTP step would (clock.c). */
+double pflex_clock_wall_offset_s(void);
+void pflex_clock_set_wall_offset_s(double s);
+
 /* Seconds on the monotonic clock: for durations and deadlines. */
 static inline double pflex_mono_s(void)
 {
@@ -18,7 +23,7 @@ static inline double pflex_real_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
+    return ts.tv_sec + ts.tv_nsec * 1e-9 + pflex_clock_wall_offset_s();
 }
 
 #endif
