@@ -51,6 +51,9 @@ static const char help[] =
 "                      progress (sum of weight x gpus x fraction of baseline,\n"
 "                      for jobs whose throughput units differ)\n"
 "  --columns MAP       map foreign sweep headers: name=Header,...\n"
+"  --strict            a bad sweep job (no positive baseline, ...) is fatal\n"
+"                      (exit 2); by default it is skipped with a warning\n"
+
 "  --json              one JSON document\n"
 "  --csv               one CSV row per job\n"
 "  -h, --help          this help\n"

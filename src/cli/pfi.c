@@ -47,6 +47,8 @@ static const char help[] =
 "  --columns MAP    map foreign headers: name=Header,... e.g.\n"
 "                   job=Workload,cap_w=GPU power cap,power_w=power per GPU\n"
 "  --points         also print every measured point: x, L, x/L and its use\n"
+"  --strict         a bad job (no positive baseline, ...) is fatal (exit 2);\n"
+"                   by default it is skipped with a warning, the rest run\n"
 "  --csv            the PFI CSV (job,gpus,power_w,throughput,pfi,metric,grid,\n"
 "                   range,floor,gpu,cap_w,points_used,points_dropped,\n"
 "                   shed_flex1..3), the input of 'pflex allocate --pfi'\n"
@@ -491,7 +493,7 @@ static void print_csv(const struct result *res, size_t n, const struct run *o)
 struct pfi_cmd {
     struct run o;
     const char *columns;
-    int csv, json;
+    int csv, json, strict;
     char **files;
     size_t nfiles;
     pflex_sweep_t **sweeps;     /* one per file */
@@ -509,6 +511,7 @@ static int parse_args(int argc, char **argv, struct pfi_cmd *c)
         {"range", required_argument, NULL, 'r'},
         {"columns", required_argument, NULL, 'c'},
         {"points", no_argument, NULL, 'p'},
+        {"strict", no_argument, NULL, 1001},
         {"csv", no_argument, NULL, 'C'},
         {"json", no_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
@@ -538,6 +541,7 @@ static int parse_args(int argc, char **argv, struct pfi_cmd *c)
             break;
         case 'c': c->columns = optarg; break;
         case 'p': o->points = 1; break;
+        case 1001: c->strict = 1; break;
         case 'C': c->csv = 1; break;
         case 'J': c->json = 1; break;
         case 'h': return -1;
@@ -582,11 +586,13 @@ static int run_metrics(struct pfi_cmd *c)
     c->res = calloc(c->total ? c->total : 1, sizeof *c->res);
     if (!c->res)
         return PFLEX_EXIT_INTERNAL;
+    size_t skipped = 0;
     for (size_t f = 0; f < c->nfiles; f++)
-        for (size_t j = 0; j < c->sweeps[f]->njobs; j++, done++) {
+        for (size_t j = 0; j < c->sweeps[f]->njobs; j++) {
             const struct pflex_sweep_job *job = &c->sweeps[f]->jobs[j];
             c->res[done].job = job;
-            for (int m = 0; m < PFLEX_PFI_METRICS; m++) {
+            int bad = 0;
+            for (int m = 0; m < PFLEX_PFI_METRICS && !bad; m++) {
                 if (!o->all && m != (int)o->metric)
                     continue;
                 struct pflex_pfi_opts po = {(enum pflex_pfi_metric)m, o->ngrid ? o->grid : NULL,
@@ -594,12 +600,33 @@ static int run_metrics(struct pfi_cmd *c)
                 if (pflex_pfi_eval(job->points, job->npoints, &po, &c->res[done].m[m], &err)
                     < 0) {
                     int nomem = errno == ENOMEM;
-                    cli_error("pfi", "%s:%u: job '%s': %s", c->files[f], job->line, job->name,
-                              err.text);
-                    return nomem ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_BAD_INPUT;
+                    if (nomem || c->strict) {
+                        cli_error("pfi", "%s:%u: job '%s': %s", c->files[f], job->line,
+                                  job->name, err.text);
+                        c->total = done + 1;    /* what is to be freed */
+                        return nomem ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_BAD_INPUT;
+                    }
+                    /* one bad job does not take the file's others with it */
+                    fprintf(stderr, "pflex pfi: warning: %s:%u: job '%s': %s; skipped "
+                            "(--strict makes a bad job fatal)\n", c->files[f], job->line,
+                            job->name, err.text);
+                    bad = 1;
                 }
             }
+            if (bad) {
+                for (int m = 0; m < PFLEX_PFI_METRICS; m++)
+                    pflex_pfi_result_fini(&c->res[done].m[m]);
+                memset(&c->res[done], 0, sizeof c->res[done]);
+                skipped++;
+            } else {
+                done++;
+            }
         }
+    c->total = done;
+    if (done == 0 && skipped) {
+        cli_error("pfi", "no job left: every job is bad");
+        return PFLEX_EXIT_BAD_INPUT;
+    }
     return PFLEX_EXIT_OK;
 }
 

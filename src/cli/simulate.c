@@ -48,6 +48,9 @@ static const char help[] =
 "  --openadr FILE      targets, a JSON array of OpenADR 3 events\n"
 "  --target SPEC       a target, as the controller's --target (repeatable)\n"
 "  --columns MAP       map foreign sweep headers: name=Header,...\n"
+"  --strict            a bad sweep job (no positive baseline, ...) is fatal\n"
+"                      (exit 2); by default it is skipped with a warning\n"
+
 "  --jobs FILE         the jobs (job, curve, gpus[, tier, floor, weight])\n"
 "  --pfi FILE          predicted ratio PFIs by job or curve (eq2-predicted,\n"
 "                      online-warm's prior)\n"
@@ -320,6 +323,7 @@ static const struct option opts[] = {
     {"bucket", required_argument, NULL, 'b'},    {"schedule", required_argument, NULL, 's'},
     {"openadr", required_argument, NULL, 'a'},   {"target", required_argument, NULL, 't'},
     {"columns", required_argument, NULL, 'c'},   {"jobs", required_argument, NULL, 'j'},
+    {"strict", no_argument, NULL, 1001},
     {"pfi", required_argument, NULL, 'p'},       {"floor", required_argument, NULL, 'f'},
     {"gpus", required_argument, NULL, 'G'},      {"job-gpus", required_argument, NULL, 'g'},
     {"mean-job", required_argument, NULL, 'm'},  {"start", required_argument, NULL, 'S'},
@@ -349,7 +353,7 @@ struct sim_opts {
     double bucket, floor_def, gpus, mean_job, duration, period, delay;
     double settle, noise_p, noise_t, seed_d, other, baseline, explore, explore_lead, cap_step;
     double threads, every_d;
-    int glo, ghi, gstep, json, csv, force_progress, linear, offline_exact;
+    int glo, ghi, gstep, json, csv, force_progress, linear, offline_exact, strict;
     enum pflex_objective objective;
     const struct day *dy;
     unsigned policies;
@@ -397,6 +401,7 @@ static int parse_option(int c, struct sim_opts *o, char **argv)
         o->targets_s[o->ntargets_s++] = optarg;
         break;
     case 'c': o->columns = optarg; break;
+    case 1001: o->strict = 1; break;
     case 'j': o->jobs_path = optarg; break;
     case 'p': o->pfi_path = optarg; break;
     case 'f': if (cli_parse_double(cmd, "--floor", optarg, 0, 1, &o->floor_def) < 0) return PFLEX_EXIT_BAD_INPUT; break;
@@ -565,7 +570,8 @@ static int read_curves(const struct sim_opts *o, struct sim_state *st)
 {
     pflex_error_t *err = &st->err;
     struct pflex_alloc_source src = {.sweep_path = o->sweep_path, .columns = o->columns, .pfi_path = NULL,
-                                     .jobs_path = o->jobs_path, .floor = o->floor_def, .by = NULL};
+                                     .jobs_path = o->jobs_path, .floor = o->floor_def, .by = NULL,
+                                     .strict = o->strict};
     if (pflex_alloc_input_read(&src, &st->in, err) < 0)
         return STAGE_BAD;
     pflex_alloc_input_t *in = st->in;
@@ -579,7 +585,7 @@ static int read_curves(const struct sim_opts *o, struct sim_state *st)
     size_t nk = in->njobs, tot = 0;
     st->nk = nk;
     for (size_t j = 0; j < nk; j++)
-        tot += in->jobs[j].npoints;
+        tot += in->jobs[j].npoints < 2 ? 2 : in->jobs[j].npoints;     /* a flat one: 2 */
     st->kinds = calloc(nk ? nk : 1, sizeof *st->kinds);
     st->pts = malloc((3 * tot + 1) * sizeof *st->pts);
     if (!st->kinds || !st->pts) {
@@ -590,7 +596,10 @@ static int read_curves(const struct sim_opts *o, struct sim_state *st)
     double *pp = st->pts;
     for (size_t j = 0; j < nk; j++) {
         const struct pflex_alloc_job *aj = &in->jobs[j];
-        if (aj->npoints < 2 || !in->caps || !in->caps[j].cap_w) {
+        /* a flat curve (no cap binds, and the GPU cannot be capped under
+         * its draw) is its draw from the baseline cap down to the lowest */
+        int flat = aj->npoints == 1 && in->caps && in->caps[j].cap_w && in->caps[j].cap_w[0] < aj->cap0_w;
+        if ((aj->npoints < 2 && !flat) || !in->caps || !in->caps[j].cap_w) {
             pflex_alloc_input_destroy(pin);
             pflex_error_set(err, "%s: job '%s' has no measured curve under its caps (2 or more binding caps)",
                             o->sweep_path, aj->name);
@@ -598,14 +607,14 @@ static int read_curves(const struct sim_opts *o, struct sim_state *st)
         }
         struct pflex_sim_kind *k = &st->kinds[j];
         k->name = aj->name;
-        k->n = aj->npoints;
+        k->n = flat ? 2 : aj->npoints;
         k->cap_w = pp;
         k->power_w = pp + k->n;
         k->fraction = pp + 2 * k->n;
         for (size_t q = 0; q < k->n; q++) {
-            pp[q] = in->caps[j].cap_w[q];
-            pp[k->n + q] = aj->p0_w * (1 - aj->x[q]);
-            pp[2 * k->n + q] = 1 - aj->loss[q];
+            pp[q] = flat ? (q ? in->caps[j].cap_w[0] : aj->cap0_w) : in->caps[j].cap_w[q];
+            pp[k->n + q] = flat ? aj->p0_w : aj->p0_w * (1 - aj->x[q]);
+            pp[2 * k->n + q] = flat ? 1 : 1 - aj->loss[q];
         }
         pp += 3 * k->n;
         k->t0 = aj->t0;

@@ -46,6 +46,7 @@ int cli_site_option(const char *cmd, struct cli_site *s, int c, const char *arg)
     case 'p': s->src.pfi_path = arg; return 1;
     case 'j': s->src.jobs_path = arg; return 1;
     case 'c': s->src.columns = arg; return 1;
+    case CLI_OPT_STRICT: s->src.strict = 1; return 1;
     case 'o':
         if (strcmp(arg, "throughput") == 0)
             s->objective = PFLEX_OBJECTIVE_THROUGHPUT;

@@ -24,7 +24,12 @@ struct cli_site {
     {"floor", required_argument, NULL, 'f'}, \
     {"objective", required_argument, NULL, 'o'}, \
     {"columns", required_argument, NULL, 'c'}, \
-    {"by", required_argument, NULL, 'y'}
+    {"by", required_argument, NULL, 'y'}, \
+    {"strict", no_argument, NULL, CLI_OPT_STRICT}
+
+/* getopt value of --strict (a bad sweep job is fatal), in every command
+ * that reads a sweep into curves */
+#define CLI_OPT_STRICT 1001
 
 void cli_site_init(struct cli_site *s);
 
