@@ -57,7 +57,8 @@ int pflex_isotonic_fit(const double *y, const double *w, size_t n, double *fit,
  * *changed (may be NULL) gets PFLEX_CURVE_FIT_MOVED when some power or
  * throughput moved, | PFLEX_CURVE_FIT_FLAT when flat.  PFI is defined on
  * the raw points and never reads this.  Returns 0, or -1 with err set
- * (caps out of order, out of memory). */
+ * (caps out of order, a measured baseline throughput or power that is not
+ * positive, out of memory). */
 #define PFLEX_CURVE_BIND_MIN 0.01     /* a cut under this does not bind */
 #define PFLEX_CURVE_BIND_NEAR 0.90    /* a binding cap holds the draw above this of it */
 enum { PFLEX_CURVE_FIT_MOVED = 1, PFLEX_CURVE_FIT_FLAT = 2 };

@@ -236,6 +236,11 @@ int pflex_curve_fit_points(const struct pflex_sweep_point *pts, size_t n,
         if (!(pts[i].cap_w > pts[i - 1].cap_w))
             return pflex_error_set(err, "caps out of order at %g W (ascending, distinct)",
                                    pts[i].cap_w);
+    /* the baseline as measured: pooling must not make a bad one good */
+    if (n && !(pts[n - 1].throughput > 0))
+        return pflex_error_set(err, "baseline throughput at %g W is not positive", pts[n - 1].cap_w);
+    if (n && !(pts[n - 1].power_w > 0))
+        return pflex_error_set(err, "baseline power at %g W is not positive", pts[n - 1].cap_w);
     double *w = malloc((3 * n + 1) * sizeof *w);
     if (!w)
         return pflex_error_sys(err, "out of memory");
