@@ -98,6 +98,8 @@ static json_t *plan_head_json(const struct out *o)
                         json_string(o->progress ? "progress" : "throughput"));
     json_object_set_new(doc, "baseline_w", json_real(pl->baseline_w));
     json_object_set_new(doc, "budget_w", json_real(pl->budget_w));
+    if (o->in)
+        cli_curve_fit_json(doc, o->in);
     json_object_set_new(doc, "power_w", json_real(pl->power_w));
     json_object_set_new(doc, "throughput", json_real(pl->throughput));
     json_object_set_new(doc, "objective", cli_json_real(pl->objective));

@@ -244,7 +244,7 @@ static void evaluate_gaps(struct evaluation *ev, const pflex_alloc_input_t *in)
     ev->feasible = ev->ent[0].feasible;
 }
 
-static int print_json(const struct evaluation *ev)
+static int print_json(const struct evaluation *ev, const pflex_alloc_input_t *in)
 {
     const struct entry *ent = ev->ent;
     json_t *doc = json_object();
@@ -253,6 +253,7 @@ static int print_json(const struct evaluation *ev)
     json_object_set_new(doc, "baseline_w", json_real(ev->base));
     json_object_set_new(doc, "jobs", json_integer((json_int_t)ev->njobs));
     json_object_set_new(doc, "objective", json_string(ev->progress ? "progress" : "throughput"));
+    cli_curve_fit_json(doc, in);
     json_t *pol = json_object();
     for (size_t k = 0; k < ev->ne; k++) {
         json_t *o = json_object();
@@ -359,7 +360,7 @@ int cmd_evaluate(int argc, char **argv)
     if (rc == PFLEX_EXIT_OK) {
         evaluate_gaps(&ev, in);
         if (json)
-            rc = print_json(&ev) < 0 ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
+            rc = print_json(&ev, in) < 0 ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
         else if (csv)
             print_csv(&ev);
         else

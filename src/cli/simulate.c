@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "cli/cli.h"
+#include "cli/site.h"
 #include "controller/sim_site.h"
 #include "pflex/flex/alloc.h"
 #include "pflex/net/openadr.h"
@@ -871,6 +872,8 @@ static json_t *summary_doc(const struct sim_opts *o, const struct sim_state *st)
                                                                                                : "throughput"));
     json_object_set_new(doc, "objective_note", json_string(st->obj_note));
     json_object_set_new(doc, "note", json_string(res->note));
+    if (st->in)
+        cli_curve_fit_json(doc, st->in);
     json_object_set_new(doc, "periods_infeasible", json_integer((json_int_t)res->periods_infeasible));
     json_object_set_new(doc, "infeasible_max_w", json_real(res->infeasible_max_w));
     json_t *pols = json_object();

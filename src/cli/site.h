@@ -4,6 +4,7 @@
 #ifndef PFLEX_CLI_SITE_H
 #define PFLEX_CLI_SITE_H
 
+#include <jansson.h>
 #include "pflex/flex/alloc.h"
 
 struct cli_site {
@@ -26,6 +27,11 @@ struct cli_site {
     {"columns", required_argument, NULL, 'c'}, \
     {"by", required_argument, NULL, 'y'}, \
     {"strict", no_argument, NULL, CLI_OPT_STRICT}
+
+/* doc's "curve_fit" (the method, and per job read through the fit its
+ * caps, raw and fitted power and throughput, whether flat, the model's
+ * lowest cap) and "skipped" (the bad jobs left out: job, why). */
+void cli_curve_fit_json(json_t *doc, const pflex_alloc_input_t *in);
 
 /* getopt value of --strict (a bad sweep job is fatal), in every command
  * that reads a sweep into curves */

@@ -59,6 +59,8 @@ int pflex_isotonic_fit(const double *y, const double *w, size_t n, double *fit,
  * the raw points and never reads this.  Returns 0, or -1 with err set
  * (caps out of order, a measured baseline throughput or power that is not
  * positive, out of memory). */
+#define PFLEX_CURVE_FIT_METHOD "isotonic regression (pool-adjacent-violators) of power, " \
+    "then throughput, on the cap, weighted by rows; flat where no cap binds"
 #define PFLEX_CURVE_BIND_MIN 0.01     /* a cut under this does not bind */
 #define PFLEX_CURVE_BIND_NEAR 0.90    /* a binding cap holds the draw above this of it */
 enum { PFLEX_CURVE_FIT_MOVED = 1, PFLEX_CURVE_FIT_FLAT = 2 };
