@@ -342,7 +342,9 @@ static int check_file(const char *text, size_t len, int problem)
         assert_string_equal(ef.text, em.text);
         assert_string_equal(ev.text, em.text);
         if (problem) {
-            struct pflex_alloc_source src = {.sweep_path = path, .floor = NAN};
+            /* strict: a bad job fails the reading with the reader's error
+             * (by default it would be skipped, the rest read) */
+            struct pflex_alloc_source src = {.sweep_path = path, .floor = NAN, .strict = 1};
             pflex_alloc_input_t *in = NULL;
             pflex_error_t ea;
             assert_int_equal(pflex_alloc_input_read(&src, &in, &ea), -1);

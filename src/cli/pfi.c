@@ -567,7 +567,9 @@ static int read_inputs(struct pfi_cmd *c)
         return PFLEX_EXIT_INTERNAL;
     for (size_t f = 0; f < c->nfiles; f++) {
         errno = 0;
-        if (pflex_sweep_read_file(c->files[f], c->columns, &c->sweeps[f], &err) < 0) {
+        if (pflex_sweep_read_file_flags(c->files[f], c->columns,
+                                        c->strict ? 0 : PFLEX_SWEEP_KEEP_BAD, &c->sweeps[f],
+                                        &err) < 0) {
             cli_error("pfi", "%s", err.text);
             return cli_input_exit(&err);
         }
@@ -592,6 +594,12 @@ static int run_metrics(struct pfi_cmd *c)
             const struct pflex_sweep_job *job = &c->sweeps[f]->jobs[j];
             c->res[done].job = job;
             int bad = 0;
+            if (pflex_sweep_job_check(job, &err) < 0) {
+                fprintf(stderr, "pflex pfi: warning: %s:%u: job '%s': %s; skipped "
+                        "(--strict makes a bad job fatal)\n", c->files[f], job->line,
+                        job->name, err.text);
+                bad = 1;
+            }
             for (int m = 0; m < PFLEX_PFI_METRICS && !bad; m++) {
                 if (!o->all && m != (int)o->metric)
                     continue;
@@ -624,7 +632,19 @@ static int run_metrics(struct pfi_cmd *c)
         }
     c->total = done;
     if (done == 0 && skipped) {
-        cli_error("pfi", "no job left: every job is bad");
+        /* nothing to print: the error is the strict reading's, in its words
+         * (file:line: column ...), where the files can be read again */
+        for (size_t f = 0; f < c->nfiles; f++) {
+            pflex_sweep_t *sw = NULL;
+            if (strcmp(c->files[f], "-") == 0)
+                continue;
+            if (pflex_sweep_read_file(c->files[f], c->columns, &sw, &err) < 0) {
+                cli_error("pfi", "%s", err.text);
+                return cli_input_exit(&err);
+            }
+            pflex_sweep_destroy(sw);
+        }
+        cli_error("pfi", "no job left: every job is bad (each is named above)");
         return PFLEX_EXIT_BAD_INPUT;
     }
     return PFLEX_EXIT_OK;

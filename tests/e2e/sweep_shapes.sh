@@ -50,6 +50,20 @@ for c in "pfi" "allocate --reduce 0.2" "evaluate --reduce 0.2" "simulate $SIM"; 
     [ -s "$T/out" ] && fail "$c --strict: wrote to stdout"
     grep -q "job 'nobase'" "$T/err" || fail "$c --strict: $(cat "$T/err")"
 done
+# rows no job can be read from: one cap, a power of nan, an empty
+# throughput; skipped with the line, or the reader's error with --strict
+printf 'job,cap_w,power_w,throughput\ngood,200,190,80\ngood,300,280,100\nonecap,300,250,90
+nanjob,200,nan,80\nnanjob,300,280,100\nempty,200,180,\nempty,300,280,100\n' > "$T/bad.csv"
+for c in "pfi" "allocate --reduce 0.1" "evaluate --reduce 0.1" "simulate $SIM"; do
+    "$P" $c "$T/bad.csv" > /dev/null 2> "$T/err" || fail "$c bad.csv: exit $?: $(cat "$T/err")"
+    grep -q "bad.csv:4: job 'onecap': measured at only one cap (300 W)" "$T/err" || fail "$c: onecap: $(cat "$T/err")"
+    grep -q "bad.csv:5: job 'nanjob': line 5: power_w at 200 W" "$T/err" || fail "$c: nanjob: $(cat "$T/err")"
+    grep -q "bad.csv:7: job 'empty': line 7: throughput at 200 W" "$T/err" || fail "$c: empty: $(cat "$T/err")"
+    "$P" $c --strict "$T/bad.csv" > /dev/null 2> "$T/err"; rc=$?
+    [ $rc -eq 2 ] || fail "$c --strict bad.csv: exit $rc"
+    grep -q "bad.csv:5: column 'power_w': 'nan' is not a finite number" "$T/err" || fail "$c --strict: $(cat "$T/err")"
+done
+
 # the fit in the JSON: the noisy job's raw and fitted power; the flat job
 "$P" allocate "$S" --reduce 0.2 --json > "$T/a.json" 2> /dev/null
 jq -e '.curve_fit.jobs | map(select(.job == "noisy"))[0] | (.raw_power_w | length) == 5

@@ -208,6 +208,8 @@ static int sweep_curve(struct storage *st, const struct pflex_sweep_job *sj,
 {
     size_t np = sj->npoints;
     int moved;
+    if (pflex_sweep_job_check(sj, bad) < 0)
+        return 1;
     if (pflex_curve_fit_points(raw, np, fit, &moved, bad) < 0
         || pflex_curve_init_in(c, fit, np, store, bad) < 0) {
         if (!pflex_error_is_system(bad))
@@ -257,7 +259,8 @@ static int read_sweep(const struct pflex_alloc_source *src, struct storage *st,
                       pflex_error_t *err)
 {
     const char *sname = strcmp(src->sweep_path, "-") == 0 ? "<stdin>" : src->sweep_path;
-    if (pflex_sweep_read_file(src->sweep_path, src->columns, &st->sweep, err) < 0)
+    if (pflex_sweep_read_file_flags(src->sweep_path, src->columns,
+                                    src->strict ? 0 : PFLEX_SWEEP_KEEP_BAD, &st->sweep, err) < 0)
         return -1;
     pflex_sweep_t *sw = st->sweep;
     if (sw->warnings && pflex_str_append(&st->warnings, sw->warnings) < 0)
@@ -416,7 +419,8 @@ static int read_sweep_jobs(const struct pflex_alloc_source *src, struct storage 
     k.warn_len = st->warnings ? strlen(st->warnings) : 0;
     struct pflex_sweep_visitor v = {.ctx = &k, .job = collect_job, .restart = collect_restart,
                                     .warn = collect_warn};
-    int rc = pflex_sweep_read_file_each(src->sweep_path, src->columns, &v, err);
+    int rc = pflex_sweep_read_file_each_flags(src->sweep_path, src->columns,
+                                              src->strict ? 0 : PFLEX_SWEEP_KEEP_BAD, &v, err);
     free(k.fit);
     if (rc == 0 && !k.failed && k.warn_nomem)
         rc = pflex_error_sys(err, "%s: out of memory", k.sname);
@@ -838,6 +842,16 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
             j->floor = isnan(src->floor) ? 0 : src->floor;
     }
     if (src->sweep_path && in->njobs == 0 && st->nskipped) {
+        /* nothing to run: the error is the strict reading's, in its words
+         * (file:line: column ...), where the file can be read again */
+        if (!src->strict && strcmp(src->sweep_path, "-") != 0) {
+            struct pflex_alloc_source again = *src;
+            pflex_alloc_input_t *a = NULL;
+            again.strict = 1;
+            if (pflex_alloc_input_read(&again, &a, err) < 0)
+                goto fail;
+            pflex_alloc_input_destroy(a);
+        }
         pflex_error_set(err, "%s: no job left: every job is bad (the first, '%s': %s)",
                         src->sweep_path, st->skipped[0],
                         st->skipped[0] + strlen(st->skipped[0]) + 1);
