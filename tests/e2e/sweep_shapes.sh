@@ -12,7 +12,8 @@ T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 
-files="$HERE/tests/data/sweep_basic.csv $HERE/tests/data/sweep_shapes.csv"
+# every CSV of the repository's test data and examples: those pfi takes
+files=$(find "$HERE/tests/data" "$HERE/examples" -name '*.csv' | sort)
 D=${PFLEX_SHARED_DATA:-${SHARED_DATA:-}}
 if [ -n "$D" ] && sh "$HERE/scripts/sweep_fixtures.sh" "$T/fx" 1 "$D" 2> "$T/fx.err"; then
     files="$files $(ls "$T"/fx/*.csv)"
@@ -37,7 +38,7 @@ for f in $files; do
     jq -e '.curve_fit.method | test("isotonic")' "$T/allocate.json" > /dev/null \
         || fail "$b: allocate --json names no curve fit"
 done
-[ $n -ge 2 ] || fail "only $n sweeps accepted by pfi"
+[ $n -ge 3 ] || fail "only $n sweeps accepted by pfi"
 
 # the hand-written shapes: the bad job skipped in each command, named
 S="$HERE/tests/data/sweep_shapes.csv"
