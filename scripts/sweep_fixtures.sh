@@ -10,17 +10,19 @@
 # and h200-uncapped/measured.csv (five uncapped loops on one H200).  Exit
 # 77 with a message when they are absent.  Writes into OUTDIR (created):
 #
-#   emerald-noisy.csv    every workload measured twice at each cap, and at
-#                        325 and 375 W drawing what the cap 25 W over drew
-#                        (caps that barely bind or not at all), power and
-#                        throughput times 1 + N(0, 4 %) and 1 + N(0, 1 %)
-#                        per row: power is no longer monotone in the cap
+#   emerald-noisy.csv    every workload measured twice at each cap, power
+#                        and throughput times 1 + N(0, 2 %) and 1 + N(0, 1 %)
+#                        per row, with two caps added: 375 W, drawing what
+#                        400 W drew (it does not bind), and 325 W, drawing
+#                        99 % of it (321.75 W, more than most workloads draw
+#                        at 350 W): power is no longer monotone in the cap
 #   emerald-inbound.csv  the workloads as measured, plus three input-bound
-#                        jobs drawing far under every cap (100-400 W): 60 W
-#                        on an A40 (settable from 100 W: no cut below the
-#                        draw), 160 W on an A100 (settable from 100 W:
-#                        modelled below the draw), and 40-90 W rising with
-#                        the cap, each with 2 % noise
+#                        jobs drawing far under every cap (100-400 W): 64 W
+#                        falling to 60 W as the cap rises, so that no cap
+#                        draws under the baseline's (0.3 % noise), on an A40
+#                        (settable from 100 W: no cut below the draw); 160 W
+#                        on an A100 (settable from 100 W: modelled below the
+#                        draw); and 40-90 W rising with the cap; 2 % noise
 #   h200-loops.csv       the five H200 loops at caps 700..350 W: each the
 #                        shape of a field workload (T/T0 against P/P0)
 #                        scaled to its own uncapped power and tokens/s;
@@ -58,10 +60,13 @@ RNG='function rnd() { rs = (16807 * rs) % 2147483647; return rs / 2147483647 }
 awk -F, -v seed="$seed" "$RNG"'
     BEGIN { rs = seed * 7919 + 1; OFS = ","; print "job,gpu,cap_w,power_w,throughput" }
     NR > 1 { for (r = 0; r < 2; r++)
-                 print $1, "", $2, under($6 * (1 + 0.04 * gauss()), $2), $3 * (1 + 0.01 * gauss())
-             if ($2 == 350 || $2 == 400)     # a cap 25 W under, as near as binds
+                 print $1, "", $2, under($6 * (1 + 0.02 * gauss()), $2), $3 * (1 + 0.01 * gauss())
+             if ($2 == 350)                  # held at 99 % of 325 W: over most 350s
                  for (r = 0; r < 2; r++)
-                     print $1, "", $2 - 25, under($6 * (1 + 0.04 * gauss()), $2 - 25),
+                     print $1, "", 325, under(1e9, 325), $3 * (1 + 0.01 * gauss())
+             if ($2 == 400)                  # over the draw: does not bind
+                 for (r = 0; r < 2; r++)
+                     print $1, "", 375, under($6 * (1 + 0.02 * gauss()), 375),
                            $3 * (1 + 0.01 * gauss()) }' \
     "$E" > "$out/emerald-noisy.csv"
 
@@ -70,7 +75,8 @@ awk -F, -v seed="$seed" "$RNG"'
     NR > 1 { print $1, "", $2, $6, $3 }
     END {
         for (c = 100; c <= 400; c += 50) {
-            print "inbound-a40", "A40", c, 60 * (1 + 0.02 * gauss()), 12 * (1 + 0.02 * gauss())
+            print "inbound-a40", "A40", c, (64 - 4 * (c - 100) / 300) * (1 + 0.003 * gauss()),
+                  12 * (1 + 0.02 * gauss())
             print "inbound-a100", "A100", c, 160 * (1 + 0.02 * gauss()), 30 * (1 + 0.02 * gauss())
             print "inbound-rising", "", c, (40 + 50 * (c - 100) / 300) * (1 + 0.02 * gauss()),
                   20 * (1 + 0.02 * gauss())

@@ -39,6 +39,19 @@ for f in $files; do
         || fail "$b: allocate --json names no curve fit"
 done
 [ $n -ge 3 ] || fail "only $n sweeps accepted by pfi"
+# the fixtures carry the shapes they are made for (else the loop above
+# would prove nothing): power pooled by the fit, jobs that never bind
+if [ -d "$T/fx" ]; then
+    "$P" allocate "$T/fx/emerald-noisy.csv" --reduce 0.2 --json 2> /dev/null \
+        | jq -e '[.curve_fit.jobs[] | select(.raw_power_w != .power_w)] | length >= 2' > /dev/null \
+        || fail "emerald-noisy.csv: no power pooled by the fit"
+    "$P" allocate "$T/fx/emerald-inbound.csv" --reduce 0.2 --json 2> /dev/null \
+        | jq -e '[.curve_fit.jobs[] | select(.flat) | .job] | index("inbound-a40") != null' > /dev/null \
+        || fail "emerald-inbound.csv: inbound-a40 not flat"
+    "$P" allocate "$T/fx/h200-loops.csv" --reduce 0.2 --json 2> /dev/null \
+        | jq -e '.curve_fit.jobs[] | select(.job == "d950m_infer") | .flat and .model_min_cap_w == 200' \
+        > /dev/null || fail "h200-loops.csv: d950m_infer not flat with its model down to 200 W"
+fi
 
 # the hand-written shapes: the bad job skipped in each command, named
 S="$HERE/tests/data/sweep_shapes.csv"
