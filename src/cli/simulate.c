@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include "cli/cli.h"
-#include "cli/site.h"
 #include "controller/sim_site.h"
 #include "pflex/flex/alloc.h"
 #include "pflex/net/openadr.h"
@@ -18,6 +17,7 @@
 #include "pflex/flex/pfi.h"
 #include "pflex/site/simulate.h"
 #include "pflex/io/sweep.h"
+#include "cli/site.h"               /* cli_curve_fit_json */
 
 static const char help[] =
 "usage: pflex simulate [SWEEP.csv] (--day srp|aps|caiso | --schedule FILE |\n"
