@@ -53,7 +53,6 @@ static const char help[] =
 "  --columns MAP       map foreign sweep headers: name=Header,...\n"
 "  --strict            a bad sweep job (no positive baseline, ...) is fatal\n"
 "                      (exit 2); by default it is skipped with a warning\n"
-
 "  --json              one JSON document\n"
 "  --csv               one CSV row per job\n"
 "  -h, --help          this help\n"

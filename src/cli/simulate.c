@@ -51,7 +51,6 @@ static const char help[] =
 "  --columns MAP       map foreign sweep headers: name=Header,...\n"
 "  --strict            a bad sweep job (no positive baseline, ...) is fatal\n"
 "                      (exit 2); by default it is skipped with a warning\n"
-
 "  --jobs FILE         the jobs (job, curve, gpus[, tier, floor, weight])\n"
 "  --pfi FILE          predicted ratio PFIs by job or curve (eq2-predicted,\n"
 "                      online-warm's prior)\n"
