@@ -350,6 +350,7 @@ static void plan_table(const struct out *ou)
                pl->floor_violations ? " (marked !)" : "");
     else
         printf("floor violations: not known (no measured curves)\n");
+    cli_curve_fit_note(in);
 }
 
 /* --policy P, where P may be proportional:COL. */

@@ -294,7 +294,7 @@ static void print_csv(const struct evaluation *ev)
     }
 }
 
-static void print_table(const struct evaluation *ev)
+static void print_table(const struct evaluation *ev, const pflex_alloc_input_t *in)
 {
     double te = ev->ent[1].score.objective, to = ev->ent[0].score.objective;
     printf("%zu jobs, cut %.1f%%: budget %.1f W of baseline %.1f W, objective %s\n",
@@ -335,6 +335,7 @@ static void print_table(const struct evaluation *ev)
                100 * (ev->ent[2].gap_recovered - ev->ent[ev->tpw_at].gap_recovered));
     if (ev->gap_bound > 0)
         printf("optimal gap_bound %.6g (non-convex curves)\n", ev->gap_bound);
+    cli_curve_fit_note(in);
 }
 
 int cmd_evaluate(int argc, char **argv)
@@ -363,7 +364,7 @@ int cmd_evaluate(int argc, char **argv)
         else if (csv)
             print_csv(&ev);
         else
-            print_table(&ev);
+            print_table(&ev, in);
         if (fflush(stdout) != 0 || ferror(stdout)) {
             cli_error(cmd, "writing to stdout failed");
             rc = PFLEX_EXIT_INTERNAL;

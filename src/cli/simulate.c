@@ -953,6 +953,8 @@ static void print_table(const struct sim_opts *o, const struct sim_state *st)
            res->period_s, o->delay, o->seed_d, res->baseline_w, st->set.n);
     printf("objective: %s\n", st->obj_note);
     printf("curves: %s between measured caps\n", o->linear ? "straight lines" : "smooth (monotone cubic)");
+    if (st->in)
+        cli_curve_fit_note(st->in);
     if (res->note[0])
         printf("note: %s\n", res->note);
     printf("%-13s %9s %9s %9s %7s %6s %10s %13s %8s %7s %9s %9s %9s\n", "policy", "recovered", "settled",

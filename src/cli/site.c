@@ -116,6 +116,19 @@ void cli_curve_fit_json(json_t *doc, const pflex_alloc_input_t *in)
     json_object_set_new(doc, "skipped", sk);
 }
 
+void cli_curve_fit_note(const pflex_alloc_input_t *in)
+{
+    if (!in->has_curves || (!in->nfitted && !in->nskipped))
+        return;
+    size_t flat = 0;
+    for (size_t k = 0; k < in->nfitted; k++)
+        flat += (size_t)(in->fitted[k].flat != 0);
+    printf("curve fit: %zu sweep job%s read through isotonic regression of power and throughput "
+           "on the cap (%zu flat: no cap binds); %zu bad job%s skipped; --json lists raw and "
+           "fitted points\n", in->nfitted, in->nfitted == 1 ? "" : "s", flat, in->nskipped,
+           in->nskipped == 1 ? "" : "s");
+}
+
 int cli_site_load(const char *cmd, struct cli_site *s, pflex_alloc_input_t **in,
                   struct pflex_alloc_problem *prob)
 {

@@ -33,6 +33,10 @@ struct cli_site {
  * lowest cap) and "skipped" (the bad jobs left out: job, why). */
 void cli_curve_fit_json(json_t *doc, const pflex_alloc_input_t *in);
 
+/* The table's line on the same, only where some job is read through the
+ * fit or skipped: "curve fit: ..." on stdout. */
+void cli_curve_fit_note(const pflex_alloc_input_t *in);
+
 /* getopt value of --strict (a bad sweep job is fatal), in every command
  * that reads a sweep into curves */
 #define CLI_OPT_STRICT 1001

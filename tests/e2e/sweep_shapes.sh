@@ -78,6 +78,14 @@ for c in "pfi" "allocate --reduce 0.1" "evaluate --reduce 0.1" "simulate $SIM"; 
     grep -q "bad.csv:5: column 'power_w': 'nan' is not a finite number" "$T/err" || fail "$c --strict: $(cat "$T/err")"
 done
 
+# the tables say it in a line; a monotone sweep's say nothing new
+for c in "allocate --reduce 0.2" "evaluate --reduce 0.2" "simulate $SIM"; do
+    "$P" $c "$S" 2> /dev/null | grep -q '^curve fit: 2 sweep jobs read through isotonic regression .*(1 flat: no cap binds); 1 bad job skipped' \
+        || fail "$c: no curve fit line in the table"
+    "$P" $c "$HERE/tests/data/sweep_basic.csv" 2> /dev/null | grep -q '^curve fit' \
+        && fail "$c: a curve fit line for a monotone sweep"
+done
+
 # the fit in the JSON: the noisy job's raw and fitted power; the flat job
 "$P" allocate "$S" --reduce 0.2 --json > "$T/a.json" 2> /dev/null
 jq -e '.curve_fit.jobs | map(select(.job == "noisy"))[0] | (.raw_power_w | length) == 5
