@@ -499,7 +499,22 @@ struct pfi_cmd {
     pflex_sweep_t **sweeps;     /* one per file */
     struct result *res;         /* every job of every file */
     size_t total;
+    json_t *skipped;            /* the bad jobs skipped: [{job, why}], or NULL */
 };
+
+/* A bad job left out: said on stderr, kept for --json. */
+static void skip(struct pfi_cmd *c, const char *file, const struct pflex_sweep_job *job,
+                 const char *why)
+{
+    fprintf(stderr, "pflex pfi: warning: %s:%u: job '%s': %s; skipped (--strict makes a bad "
+            "job fatal)\n", file, job->line, job->name, why);
+    if (!c->skipped)
+        c->skipped = json_array();
+    json_t *o = json_object();
+    json_object_set_new(o, "job", json_string(job->name));
+    json_object_set_new(o, "why", json_string(why));
+    json_array_append_new(c->skipped, o);
+}
 
 /* Options and operands into c; 0, or the exit status of a usage error. */
 static int parse_args(int argc, char **argv, struct pfi_cmd *c)
@@ -595,9 +610,7 @@ static int run_metrics(struct pfi_cmd *c)
             c->res[done].job = job;
             int bad = 0;
             if (pflex_sweep_job_check(job, &err) < 0) {
-                fprintf(stderr, "pflex pfi: warning: %s:%u: job '%s': %s; skipped "
-                        "(--strict makes a bad job fatal)\n", c->files[f], job->line,
-                        job->name, err.text);
+                skip(c, c->files[f], job, err.text);
                 bad = 1;
             }
             for (int m = 0; m < PFLEX_PFI_METRICS && !bad; m++) {
@@ -615,9 +628,7 @@ static int run_metrics(struct pfi_cmd *c)
                         return nomem ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_BAD_INPUT;
                     }
                     /* one bad job does not take the file's others with it */
-                    fprintf(stderr, "pflex pfi: warning: %s:%u: job '%s': %s; skipped "
-                            "(--strict makes a bad job fatal)\n", c->files[f], job->line,
-                            job->name, err.text);
+                    skip(c, c->files[f], job, err.text);
                     bad = 1;
                 }
             }
@@ -674,7 +685,7 @@ static int check_grid(const struct pfi_cmd *c)
 }
 
 /* --json: the run's metric, grid and range, then every job. */
-static int print_json(const struct result *res, size_t n, const struct run *o)
+static int print_json(const struct result *res, size_t n, const struct run *o, json_t *skipped)
 {
     json_t *doc = json_object();
     json_object_set_new(doc, "metric", json_string(pflex_pfi_metric_name(o->metric)));
@@ -691,6 +702,8 @@ static int print_json(const struct result *res, size_t n, const struct run *o)
     for (size_t i = 0; i < n; i++)
         json_array_append_new(jobs, job_json(&res[i], o));
     json_object_set_new(doc, "jobs", jobs);
+    if (skipped)        /* only where a job was: the document is otherwise as before */
+        json_object_set(doc, "skipped", skipped);
     return cli_json_print(doc);
 }
 
@@ -710,7 +723,7 @@ int cmd_pfi(int argc, char **argv)
         rc = check_grid(&c);
     if (rc == PFLEX_EXIT_OK) {
         if (c.json) {
-            if (print_json(c.res, c.total, &c.o) < 0)
+            if (print_json(c.res, c.total, &c.o, c.skipped) < 0)
                 rc = PFLEX_EXIT_INTERNAL;
         } else if (c.csv) {
             print_csv(c.res, c.total, &c.o);
@@ -725,6 +738,7 @@ int cmd_pfi(int argc, char **argv)
             for (int m = 0; m < PFLEX_PFI_METRICS; m++)
                 pflex_pfi_result_fini(&c.res[i].m[m]);
     free(c.res);
+    json_decref(c.skipped);
     for (size_t f = 0; c.sweeps && f < c.nfiles; f++)
         pflex_sweep_destroy(c.sweeps[f]);
     free(c.sweeps);

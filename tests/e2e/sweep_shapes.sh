@@ -78,6 +78,12 @@ for c in "pfi" "allocate --reduce 0.1" "evaluate --reduce 0.1" "simulate $SIM"; 
     grep -q "bad.csv:5: column 'power_w': 'nan' is not a finite number" "$T/err" || fail "$c --strict: $(cat "$T/err")"
 done
 
+# pfi --json lists the skipped job, and only where there is one
+"$P" pfi --json "$S" 2> /dev/null | jq -e '.skipped == [{"job": "nobase", "why": "baseline throughput at 300 W is not positive"}]
+    and ([.jobs[].job] == ["noisy", "inbound"])' > /dev/null || fail "pfi --json: skipped"
+"$P" pfi --json "$HERE/tests/data/sweep_basic.csv" | jq -e 'has("skipped") | not' > /dev/null \
+    || fail "pfi --json: skipped where no job was"
+
 # the tables say it in a line; a monotone sweep's say nothing new
 for c in "allocate --reduce 0.2" "evaluate --reduce 0.2" "simulate $SIM"; do
     "$P" $c "$S" 2> /dev/null | grep -q '^curve fit: 2 sweep jobs read through isotonic regression .*(1 flat: no cap binds); 1 bad job skipped' \
