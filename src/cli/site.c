@@ -90,7 +90,9 @@ void cli_curve_fit_json(json_t *doc, const pflex_alloc_input_t *in)
         return;         /* a PFI file alone: no sweep was read */
     json_t *cf = json_object(), *jobs = json_array();
     json_object_set_new(cf, "method", json_string(PFLEX_CURVE_FIT_METHOD));
-    for (size_t k = 0; k < in->nfitted; k++) {
+    json_object_set_new(cf, "fitted", json_integer((json_int_t)in->nfitted));
+    json_object_set_new(cf, "flat", json_integer((json_int_t)in->nflat));
+    for (size_t k = 0; k < in->nfitted_kept; k++) {
         const struct pflex_alloc_fitted *f = &in->fitted[k];
         json_t *o = json_object();
         json_object_set_new(o, "job", json_string(f->job));
@@ -120,9 +122,7 @@ void cli_curve_fit_note(const pflex_alloc_input_t *in)
 {
     if (!in->has_curves || (!in->nfitted && !in->nskipped))
         return;
-    size_t flat = 0;
-    for (size_t k = 0; k < in->nfitted; k++)
-        flat += (size_t)(in->fitted[k].flat != 0);
+    size_t flat = in->nflat;
     printf("curve fit: %zu sweep job%s read through isotonic regression of power and throughput "
            "on the cap (%zu flat: no cap binds); %zu bad job%s skipped; --json lists raw and "
            "fitted points\n", in->nfitted, in->nfitted == 1 ? "" : "s", flat, in->nskipped,

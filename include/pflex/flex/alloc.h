@@ -279,6 +279,10 @@ struct pflex_alloc_source {
     int strict;                 /* a bad sweep job fails the reading (else: skipped) */
 };
 
+/* The fitted jobs whose points pflex_alloc_input_t keeps: enough to show,
+ * and a million-job noisy sweep is not read into twice its memory. */
+#define PFLEX_ALLOC_FITTED_KEPT 1000
+
 /* A sweep job whose curve is not its raw points: the fit moved some point,
  * or the curve is flat and modelled below its draw. */
 struct pflex_alloc_fitted {
@@ -300,8 +304,10 @@ typedef struct pflex_alloc_input {
     const char *warnings;       /* what the readers warn of (a misspelt column of the
                                  * sweep, the jobs file or the PFI CSV: a line each,
                                  * ending in '\n'), or NULL; the caller shows them */
-    size_t nfitted;             /* sweep jobs read through the fit, in sweep order */
-    const struct pflex_alloc_fitted *fitted;
+    size_t nfitted;             /* sweep jobs read through the fit */
+    size_t nflat;               /* of which flat */
+    size_t nfitted_kept;        /* the first of them, in sweep order, with their points: */
+    const struct pflex_alloc_fitted *fitted;    /* at most PFLEX_ALLOC_FITTED_KEPT */
     size_t nskipped;            /* sweep jobs skipped as bad (named in warnings) */
     const char *const *skipped; /* their names */
     const char *const *skipped_why;     /* and why, one each */

@@ -35,7 +35,8 @@ struct storage {
     char *warnings;             /* in->warnings: the PFI CSV's, the sweep's, the jobs
                                  * file's, in the order they are read */
     struct pflex_alloc_fitted *fitted;  /* in->fitted; each record one allocation */
-    size_t nfitted, fitted_cap;
+    size_t nfitted, fitted_cap;         /* records kept */
+    size_t nfit_all, nflat_all;         /* in->nfitted, in->nflat */
     char **skipped;             /* in->skipped, in->skipped_why: "name\0why\0" each */
     const char **skipped_why;
     size_t nskipped, skipped_cap;
@@ -49,7 +50,7 @@ static void records_clear(struct storage *st)
         free((void *)st->fitted[i].raw);       /* the record's allocation */
     for (size_t i = 0; i < st->nskipped; i++)
         free(st->skipped[i]);
-    st->nfitted = st->nskipped = 0;
+    st->nfitted = st->nskipped = st->nfit_all = st->nflat_all = 0;
 }
 
 /* Keep a job read through the fit: its name, raw and fitted points in one
@@ -59,6 +60,10 @@ static int keep_fitted(struct storage *st, const struct pflex_sweep_job *sj,
                        int flat, double min_cap_w)
 {
     size_t n = sj->npoints, nl = strlen(sj->name) + 1;
+    st->nfit_all++;
+    st->nflat_all += (size_t)(flat != 0);
+    if (st->nfitted >= PFLEX_ALLOC_FITTED_KEPT)
+        return 0;
     if (pflex_grow((void **)&st->fitted, &st->fitted_cap, st->nfitted + 1, sizeof *st->fitted) < 0)
         return -1;
     struct pflex_sweep_point *p = malloc(2 * n * sizeof *p + nl);
@@ -866,7 +871,9 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
         for (size_t k = 0; k < st->nskipped; k++)
             st->skipped_why[k] = st->skipped[k] + strlen(st->skipped[k]) + 1;
     }
-    in->nfitted = st->nfitted;
+    in->nfitted = st->nfit_all;
+    in->nflat = st->nflat_all;
+    in->nfitted_kept = st->nfitted;
     in->fitted = st->fitted;
     in->nskipped = st->nskipped;
     in->skipped = (const char *const *)st->skipped;

@@ -190,6 +190,10 @@ void pflex_curve_fini(struct pflex_curve *c)
     memset(c, 0, sizeof *c);
 }
 
+/* A sweep's caps a job, as most are: up to this many, the fit's scratch
+ * lies on the stack, and reading a million jobs allocates nothing more. */
+#define FIT_STACK 64
+
 int pflex_isotonic_fit(const double *y, const double *w, size_t n, double *fit,
                        pflex_error_t *err)
 {
@@ -200,7 +204,7 @@ int pflex_isotonic_fit(const double *y, const double *w, size_t n, double *fit,
     struct block {
         double wy, w;
         size_t len;
-    } *b = malloc((n ? n : 1) * sizeof *b);
+    } small[FIT_STACK], *b = n <= FIT_STACK ? small : malloc(n * sizeof *b);
     if (!b)
         return pflex_error_sys(err, "out of memory");
     size_t top = 0;
@@ -223,7 +227,8 @@ int pflex_isotonic_fit(const double *y, const double *w, size_t n, double *fit,
         for (size_t q = 0; q < b[k].len; q++)
             fit[--i] = m;
     }
-    free(b);
+    if (b != small)
+        free(b);
     return 0;
 }
 
@@ -232,16 +237,19 @@ int pflex_curve_fit_points(const struct pflex_sweep_point *pts, size_t n,
 {
     if (changed)
         *changed = 0;
+    if (n == 0)
+        return 0;
     for (size_t i = 1; i < n; i++)
         if (!(pts[i].cap_w > pts[i - 1].cap_w))
             return pflex_error_set(err, "caps out of order at %g W (ascending, distinct)",
                                    pts[i].cap_w);
     /* the baseline as measured: pooling must not make a bad one good */
-    if (n && !(pts[n - 1].throughput > 0))
+    if (!(pts[n - 1].throughput > 0))
         return pflex_error_set(err, "baseline throughput at %g W is not positive", pts[n - 1].cap_w);
-    if (n && !(pts[n - 1].power_w > 0))
+    if (!(pts[n - 1].power_w > 0))
         return pflex_error_set(err, "baseline power at %g W is not positive", pts[n - 1].cap_w);
-    double *w = malloc((3 * n + 1) * sizeof *w);
+    double small[3 * FIT_STACK];
+    double *w = n <= FIT_STACK ? small : malloc(3 * n * sizeof *w);
     if (!w)
         return pflex_error_sys(err, "out of memory");
     double *p = w + n, *t = w + 2 * n;
@@ -252,7 +260,8 @@ int pflex_curve_fit_points(const struct pflex_sweep_point *pts, size_t n,
         t[i] = pts[i].throughput;
     }
     if (pflex_isotonic_fit(p, w, n, p, err) < 0 || pflex_isotonic_fit(t, w, n, t, err) < 0) {
-        free(w);
+        if (w != small)
+            free(w);
         return -1;
     }
     /* A job none of whose caps binds (its draw nowhere reaches
@@ -261,7 +270,7 @@ int pflex_curve_fit_points(const struct pflex_sweep_point *pts, size_t n,
      * follow the cap and what its points differ by is noise.  It is flat at
      * its draw at the baseline (the fitted highest) and its mean
      * throughput, every reading weighed alike. */
-    int flat = n > 0 && p[n - 1] > 0, reaches = 0, cuts = 0;
+    int flat = p[n - 1] > 0, reaches = 0, cuts = 0;
     for (size_t i = 0; flat && i < n; i++) {
         reaches |= pts[i].power_w >= PFLEX_CURVE_BIND_NEAR * pts[i].cap_w;
         cuts |= 1.0 - p[i] / p[n - 1] >= PFLEX_CURVE_BIND_MIN;
@@ -281,7 +290,8 @@ int pflex_curve_fit_points(const struct pflex_sweep_point *pts, size_t n,
         out[i].power_w = p[i];
         out[i].throughput = t[i];
     }
-    free(w);
+    if (w != small)
+        free(w);
     if (changed)
         *changed = (moved ? PFLEX_CURVE_FIT_MOVED : 0) | (flat ? PFLEX_CURVE_FIT_FLAT : 0);
     return 0;
