@@ -324,7 +324,7 @@ static int gen_jobs(long n, uint64_t seed, const char *path)
 static const char *jobs_sweep;
 static int read_jobs_once(const char *path)
 {
-    struct pflex_alloc_source src = {jobs_sweep, NULL, NULL, path, NAN, NULL};
+    struct pflex_alloc_source src = {jobs_sweep, NULL, NULL, path, NAN, NULL, 0};
     pflex_alloc_input_t *in;
     pflex_error_t err;
     if (pflex_alloc_input_read(&src, &in, &err) < 0) {

@@ -299,6 +299,41 @@ static void test_field_messages(void **state)
 /* pflex_csv_header_check guesses as the sweep reader does: given the
  * sweep's columns, its warnings are the sweep's word for word (but for
  * the kind of file named), and a column twice is the sweep's error. */
+/* PFLEX_SWEEP_KEEP_BAD: bad values and a job of one cap do not fail the
+ * reading (grouped rows or scattered); pflex_sweep_job_check names them. */
+static void test_keep_bad(void **state)
+{
+    (void)state;
+    const char *texts[] = {
+        "job,cap_w,power_w,throughput\ngood,200,190,80\ngood,300,280,100\none,300,250,90\n"
+        "nan,200,nan,80\nnan,300,280,100\nempty,200,180,\nempty,300,280,100\n",
+        /* the same rows scattered: read by the general pass */
+        "job,cap_w,power_w,throughput\ngood,200,190,80\none,300,250,90\nnan,200,nan,80\n"
+        "empty,200,180,\ngood,300,280,100\nnan,300,280,100\nempty,300,280,100\n",
+    };
+    for (int t = 0; t < 2; t++) {
+        char path[] = "/tmp/pflex-test-bad-XXXXXX";
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, texts[t], strlen(texts[t])), (ssize_t)strlen(texts[t]));
+        close(fd);
+        pflex_sweep_t *sw = NULL;
+        pflex_error_t err;
+        assert_int_equal(pflex_sweep_read_file(path, NULL, &sw, &err), -1);
+        assert_int_equal(pflex_sweep_read_file_flags(path, NULL, PFLEX_SWEEP_KEEP_BAD, &sw, &err), 0);
+        unlink(path);
+        assert_int_equal(sw->njobs, 4);
+        assert_int_equal(pflex_sweep_job_check(&sw->jobs[0], &err), 0);
+        assert_int_equal(pflex_sweep_job_check(&sw->jobs[1], &err), -1);
+        assert_non_null(strstr(err.text, "only one cap (300 W)"));
+        assert_int_equal(pflex_sweep_job_check(&sw->jobs[2], &err), -1);
+        assert_non_null(strstr(err.text, "power_w at 200 W"));
+        assert_int_equal(pflex_sweep_job_check(&sw->jobs[3], &err), -1);
+        assert_non_null(strstr(err.text, "throughput at 200 W"));
+        pflex_sweep_destroy(sw);
+    }
+}
+
 static void test_header_check_as_sweep(void **state)
 {
     const char *cols[9 + PFLEX_TM_COUNT] = {"job", "cap_w", "power_w", "throughput", "gpu",
@@ -362,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_field_messages),
         cmocka_unit_test(test_header_check_as_sweep),
+        cmocka_unit_test(test_keep_bad),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,6 +51,8 @@ static const char help[] =
 "                      progress (sum of weight x gpus x fraction of baseline,\n"
 "                      for jobs whose throughput units differ)\n"
 "  --columns MAP       map foreign sweep headers: name=Header,...\n"
+"  --strict            a bad sweep job (no positive baseline, ...) is fatal\n"
+"                      (exit 2); by default it is skipped with a warning\n"
 "  --json              one JSON document\n"
 "  --csv               one CSV row per job\n"
 "  -h, --help          this help\n"
@@ -95,6 +97,8 @@ static json_t *plan_head_json(const struct out *o)
                         json_string(o->progress ? "progress" : "throughput"));
     json_object_set_new(doc, "baseline_w", json_real(pl->baseline_w));
     json_object_set_new(doc, "budget_w", json_real(pl->budget_w));
+    if (o->in)
+        cli_curve_fit_json(doc, o->in);
     json_object_set_new(doc, "power_w", json_real(pl->power_w));
     json_object_set_new(doc, "throughput", json_real(pl->throughput));
     json_object_set_new(doc, "objective", cli_json_real(pl->objective));
@@ -346,6 +350,7 @@ static void plan_table(const struct out *ou)
                pl->floor_violations ? " (marked !)" : "");
     else
         printf("floor violations: not known (no measured curves)\n");
+    cli_curve_fit_note(in);
 }
 
 /* --policy P, where P may be proportional:COL. */

@@ -35,6 +35,8 @@ static const char help[] =
 "  --floor S           service floor (0..1) for jobs without a floor or tier\n"
 "  --objective O       throughput (default) or progress\n"
 "  --columns MAP       map foreign sweep headers: name=Header,...\n"
+"  --strict            a bad sweep job (no positive baseline, ...) is fatal\n"
+"                      (exit 2); by default it is skipped with a warning\n"
 "  --json              one JSON document\n"
 "  --csv               one CSV row per policy\n"
 "  -h, --help          this help\n"
@@ -241,7 +243,7 @@ static void evaluate_gaps(struct evaluation *ev, const pflex_alloc_input_t *in)
     ev->feasible = ev->ent[0].feasible;
 }
 
-static int print_json(const struct evaluation *ev)
+static int print_json(const struct evaluation *ev, const pflex_alloc_input_t *in)
 {
     const struct entry *ent = ev->ent;
     json_t *doc = json_object();
@@ -250,6 +252,7 @@ static int print_json(const struct evaluation *ev)
     json_object_set_new(doc, "baseline_w", json_real(ev->base));
     json_object_set_new(doc, "jobs", json_integer((json_int_t)ev->njobs));
     json_object_set_new(doc, "objective", json_string(ev->progress ? "progress" : "throughput"));
+    cli_curve_fit_json(doc, in);
     json_t *pol = json_object();
     for (size_t k = 0; k < ev->ne; k++) {
         json_t *o = json_object();
@@ -291,7 +294,7 @@ static void print_csv(const struct evaluation *ev)
     }
 }
 
-static void print_table(const struct evaluation *ev)
+static void print_table(const struct evaluation *ev, const pflex_alloc_input_t *in)
 {
     double te = ev->ent[1].score.objective, to = ev->ent[0].score.objective;
     printf("%zu jobs, cut %.1f%%: budget %.1f W of baseline %.1f W, objective %s\n",
@@ -332,6 +335,7 @@ static void print_table(const struct evaluation *ev)
                100 * (ev->ent[2].gap_recovered - ev->ent[ev->tpw_at].gap_recovered));
     if (ev->gap_bound > 0)
         printf("optimal gap_bound %.6g (non-convex curves)\n", ev->gap_bound);
+    cli_curve_fit_note(in);
 }
 
 int cmd_evaluate(int argc, char **argv)
@@ -356,11 +360,11 @@ int cmd_evaluate(int argc, char **argv)
     if (rc == PFLEX_EXIT_OK) {
         evaluate_gaps(&ev, in);
         if (json)
-            rc = print_json(&ev) < 0 ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
+            rc = print_json(&ev, in) < 0 ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
         else if (csv)
             print_csv(&ev);
         else
-            print_table(&ev);
+            print_table(&ev, in);
         if (fflush(stdout) != 0 || ferror(stdout)) {
             cli_error(cmd, "writing to stdout failed");
             rc = PFLEX_EXIT_INTERNAL;

@@ -47,6 +47,8 @@ static const char help[] =
 "  --columns MAP    map foreign headers: name=Header,... e.g.\n"
 "                   job=Workload,cap_w=GPU power cap,power_w=power per GPU\n"
 "  --points         also print every measured point: x, L, x/L and its use\n"
+"  --strict         a bad job (no positive baseline, ...) is fatal (exit 2);\n"
+"                   by default it is skipped with a warning, the rest run\n"
 "  --csv            the PFI CSV (job,gpus,power_w,throughput,pfi,metric,grid,\n"
 "                   range,floor,gpu,cap_w,points_used,points_dropped,\n"
 "                   shed_flex1..3), the input of 'pflex allocate --pfi'\n"
@@ -491,13 +493,28 @@ static void print_csv(const struct result *res, size_t n, const struct run *o)
 struct pfi_cmd {
     struct run o;
     const char *columns;
-    int csv, json;
+    int csv, json, strict;
     char **files;
     size_t nfiles;
     pflex_sweep_t **sweeps;     /* one per file */
     struct result *res;         /* every job of every file */
     size_t total;
+    json_t *skipped;            /* the bad jobs skipped: [{job, why}], or NULL */
 };
+
+/* A bad job left out: said on stderr, kept for --json. */
+static void skip(struct pfi_cmd *c, const char *file, const struct pflex_sweep_job *job,
+                 const char *why)
+{
+    fprintf(stderr, "pflex pfi: warning: %s:%u: job '%s': %s; skipped (--strict makes a bad "
+            "job fatal)\n", file, job->line, job->name, why);
+    if (!c->skipped)
+        c->skipped = json_array();
+    json_t *o = json_object();
+    json_object_set_new(o, "job", json_string(job->name));
+    json_object_set_new(o, "why", json_string(why));
+    json_array_append_new(c->skipped, o);
+}
 
 /* Options and operands into c; 0, or the exit status of a usage error. */
 static int parse_args(int argc, char **argv, struct pfi_cmd *c)
@@ -509,6 +526,7 @@ static int parse_args(int argc, char **argv, struct pfi_cmd *c)
         {"range", required_argument, NULL, 'r'},
         {"columns", required_argument, NULL, 'c'},
         {"points", no_argument, NULL, 'p'},
+        {"strict", no_argument, NULL, 1001},
         {"csv", no_argument, NULL, 'C'},
         {"json", no_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
@@ -538,6 +556,7 @@ static int parse_args(int argc, char **argv, struct pfi_cmd *c)
             break;
         case 'c': c->columns = optarg; break;
         case 'p': o->points = 1; break;
+        case 1001: c->strict = 1; break;
         case 'C': c->csv = 1; break;
         case 'J': c->json = 1; break;
         case 'h': return -1;
@@ -563,7 +582,9 @@ static int read_inputs(struct pfi_cmd *c)
         return PFLEX_EXIT_INTERNAL;
     for (size_t f = 0; f < c->nfiles; f++) {
         errno = 0;
-        if (pflex_sweep_read_file(c->files[f], c->columns, &c->sweeps[f], &err) < 0) {
+        if (pflex_sweep_read_file_flags(c->files[f], c->columns,
+                                        c->strict ? 0 : PFLEX_SWEEP_KEEP_BAD, &c->sweeps[f],
+                                        &err) < 0) {
             cli_error("pfi", "%s", err.text);
             return cli_input_exit(&err);
         }
@@ -582,11 +603,17 @@ static int run_metrics(struct pfi_cmd *c)
     c->res = calloc(c->total ? c->total : 1, sizeof *c->res);
     if (!c->res)
         return PFLEX_EXIT_INTERNAL;
+    size_t skipped = 0;
     for (size_t f = 0; f < c->nfiles; f++)
-        for (size_t j = 0; j < c->sweeps[f]->njobs; j++, done++) {
+        for (size_t j = 0; j < c->sweeps[f]->njobs; j++) {
             const struct pflex_sweep_job *job = &c->sweeps[f]->jobs[j];
             c->res[done].job = job;
-            for (int m = 0; m < PFLEX_PFI_METRICS; m++) {
+            int bad = 0;
+            if (pflex_sweep_job_check(job, &err) < 0) {
+                skip(c, c->files[f], job, err.text);
+                bad = 1;
+            }
+            for (int m = 0; m < PFLEX_PFI_METRICS && !bad; m++) {
                 if (!o->all && m != (int)o->metric)
                     continue;
                 struct pflex_pfi_opts po = {(enum pflex_pfi_metric)m, o->ngrid ? o->grid : NULL,
@@ -594,12 +621,43 @@ static int run_metrics(struct pfi_cmd *c)
                 if (pflex_pfi_eval(job->points, job->npoints, &po, &c->res[done].m[m], &err)
                     < 0) {
                     int nomem = errno == ENOMEM;
-                    cli_error("pfi", "%s:%u: job '%s': %s", c->files[f], job->line, job->name,
-                              err.text);
-                    return nomem ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_BAD_INPUT;
+                    if (nomem || c->strict) {
+                        cli_error("pfi", "%s:%u: job '%s': %s", c->files[f], job->line,
+                                  job->name, err.text);
+                        c->total = done + 1;    /* what is to be freed */
+                        return nomem ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_BAD_INPUT;
+                    }
+                    /* one bad job does not take the file's others with it */
+                    skip(c, c->files[f], job, err.text);
+                    bad = 1;
                 }
             }
+            if (bad) {
+                for (int m = 0; m < PFLEX_PFI_METRICS; m++)
+                    pflex_pfi_result_fini(&c->res[done].m[m]);
+                memset(&c->res[done], 0, sizeof c->res[done]);
+                skipped++;
+            } else {
+                done++;
+            }
         }
+    c->total = done;
+    if (done == 0 && skipped) {
+        /* nothing to print: the error is the strict reading's, in its words
+         * (file:line: column ...), where the files can be read again */
+        for (size_t f = 0; f < c->nfiles; f++) {
+            pflex_sweep_t *sw = NULL;
+            if (strcmp(c->files[f], "-") == 0)
+                continue;
+            if (pflex_sweep_read_file(c->files[f], c->columns, &sw, &err) < 0) {
+                cli_error("pfi", "%s", err.text);
+                return cli_input_exit(&err);
+            }
+            pflex_sweep_destroy(sw);
+        }
+        cli_error("pfi", "no job left: every job is bad (each is named above)");
+        return PFLEX_EXIT_BAD_INPUT;
+    }
     return PFLEX_EXIT_OK;
 }
 
@@ -627,7 +685,7 @@ static int check_grid(const struct pfi_cmd *c)
 }
 
 /* --json: the run's metric, grid and range, then every job. */
-static int print_json(const struct result *res, size_t n, const struct run *o)
+static int print_json(const struct result *res, size_t n, const struct run *o, json_t *skipped)
 {
     json_t *doc = json_object();
     json_object_set_new(doc, "metric", json_string(pflex_pfi_metric_name(o->metric)));
@@ -644,6 +702,8 @@ static int print_json(const struct result *res, size_t n, const struct run *o)
     for (size_t i = 0; i < n; i++)
         json_array_append_new(jobs, job_json(&res[i], o));
     json_object_set_new(doc, "jobs", jobs);
+    if (skipped)        /* only where a job was: the document is otherwise as before */
+        json_object_set(doc, "skipped", skipped);
     return cli_json_print(doc);
 }
 
@@ -663,7 +723,7 @@ int cmd_pfi(int argc, char **argv)
         rc = check_grid(&c);
     if (rc == PFLEX_EXIT_OK) {
         if (c.json) {
-            if (print_json(c.res, c.total, &c.o) < 0)
+            if (print_json(c.res, c.total, &c.o, c.skipped) < 0)
                 rc = PFLEX_EXIT_INTERNAL;
         } else if (c.csv) {
             print_csv(c.res, c.total, &c.o);
@@ -678,6 +738,7 @@ int cmd_pfi(int argc, char **argv)
             for (int m = 0; m < PFLEX_PFI_METRICS; m++)
                 pflex_pfi_result_fini(&c.res[i].m[m]);
     free(c.res);
+    json_decref(c.skipped);
     for (size_t f = 0; c.sweeps && f < c.nfiles; f++)
         pflex_sweep_destroy(c.sweeps[f]);
     free(c.sweeps);

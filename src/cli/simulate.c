@@ -18,6 +18,7 @@
 #include "pflex/flex/pfi.h"
 #include "pflex/site/simulate.h"
 #include "pflex/io/sweep.h"
+#include "cli/site.h"               /* cli_curve_fit_json */
 
 static const char help[] =
 "usage: pflex simulate [SWEEP.csv] (--day srp|aps|caiso | --schedule FILE |\n"
@@ -49,6 +50,8 @@ static const char help[] =
 "  --openadr FILE      targets, a JSON array of OpenADR 3 events\n"
 "  --target SPEC       a target, as the controller's --target (repeatable)\n"
 "  --columns MAP       map foreign sweep headers: name=Header,...\n"
+"  --strict            a bad sweep job (no positive baseline, ...) is fatal\n"
+"                      (exit 2); by default it is skipped with a warning\n"
 "  --jobs FILE         the jobs (job, curve, gpus[, tier, floor, weight])\n"
 "  --pfi FILE          predicted ratio PFIs by job or curve (eq2-predicted,\n"
 "                      online-warm's prior)\n"
@@ -330,6 +333,7 @@ static const struct option opts[] = {
     {"bucket", required_argument, NULL, 'b'},    {"schedule", required_argument, NULL, 's'},
     {"openadr", required_argument, NULL, 'a'},   {"target", required_argument, NULL, 't'},
     {"columns", required_argument, NULL, 'c'},   {"jobs", required_argument, NULL, 'j'},
+    {"strict", no_argument, NULL, 1001},
     {"pfi", required_argument, NULL, 'p'},       {"floor", required_argument, NULL, 'f'},
     {"gpus", required_argument, NULL, 'G'},      {"job-gpus", required_argument, NULL, 'g'},
     {"mean-job", required_argument, NULL, 'm'},  {"start", required_argument, NULL, 'S'},
@@ -365,7 +369,7 @@ struct sim_opts {
     double learn_budget;
     int learn_between, explore_lead_given;
     double threads, every_d;
-    int glo, ghi, gstep, json, csv, force_progress, linear, offline_exact;
+    int glo, ghi, gstep, json, csv, force_progress, linear, offline_exact, strict;
     enum pflex_objective objective;
     const struct day *dy;
     unsigned policies;
@@ -419,6 +423,7 @@ static int parse_option(int c, struct sim_opts *o, char **argv)
         o->ib_s[o->nib_s++] = optarg;
         break;
     case 'c': o->columns = optarg; break;
+    case 1001: o->strict = 1; break;
     case 'j': o->jobs_path = optarg; break;
     case 'p': o->pfi_path = optarg; break;
     case 'f': if (cli_parse_double(cmd, "--floor", optarg, 0, 1, &o->floor_def) < 0) return PFLEX_EXIT_BAD_INPUT; break;
@@ -607,7 +612,8 @@ static int read_curves(const struct sim_opts *o, struct sim_state *st)
 {
     pflex_error_t *err = &st->err;
     struct pflex_alloc_source src = {.sweep_path = o->sweep_path, .columns = o->columns, .pfi_path = NULL,
-                                     .jobs_path = o->jobs_path, .floor = o->floor_def, .by = NULL};
+                                     .jobs_path = o->jobs_path, .floor = o->floor_def, .by = NULL,
+                                     .strict = o->strict};
     if (pflex_alloc_input_read(&src, &st->in, err) < 0)
         return STAGE_BAD;
     pflex_alloc_input_t *in = st->in;
@@ -621,7 +627,7 @@ static int read_curves(const struct sim_opts *o, struct sim_state *st)
     size_t nk = in->njobs, tot = 0;
     st->nk = nk;
     for (size_t j = 0; j < nk; j++)
-        tot += in->jobs[j].npoints;
+        tot += in->jobs[j].npoints < 2 ? 2 : in->jobs[j].npoints;     /* a flat one: 2 */
     st->kinds = calloc(nk ? nk : 1, sizeof *st->kinds);
     st->pts = malloc((3 * tot + 1) * sizeof *st->pts);
     if (!st->kinds || !st->pts) {
@@ -632,7 +638,10 @@ static int read_curves(const struct sim_opts *o, struct sim_state *st)
     double *pp = st->pts;
     for (size_t j = 0; j < nk; j++) {
         const struct pflex_alloc_job *aj = &in->jobs[j];
-        if (aj->npoints < 2 || !in->caps || !in->caps[j].cap_w) {
+        /* a flat curve (no cap binds, and the GPU cannot be capped under
+         * its draw) is its draw from the baseline cap down to the lowest */
+        int flat = aj->npoints == 1 && in->caps && in->caps[j].cap_w && in->caps[j].cap_w[0] < aj->cap0_w;
+        if ((aj->npoints < 2 && !flat) || !in->caps || !in->caps[j].cap_w) {
             pflex_alloc_input_destroy(pin);
             pflex_error_set(err, "%s: job '%s' has no measured curve under its caps (2 or more binding caps)",
                             o->sweep_path, aj->name);
@@ -640,14 +649,14 @@ static int read_curves(const struct sim_opts *o, struct sim_state *st)
         }
         struct pflex_sim_kind *k = &st->kinds[j];
         k->name = aj->name;
-        k->n = aj->npoints;
+        k->n = flat ? 2 : aj->npoints;
         k->cap_w = pp;
         k->power_w = pp + k->n;
         k->fraction = pp + 2 * k->n;
         for (size_t q = 0; q < k->n; q++) {
-            pp[q] = in->caps[j].cap_w[q];
-            pp[k->n + q] = aj->p0_w * (1 - aj->x[q]);
-            pp[2 * k->n + q] = 1 - aj->loss[q];
+            pp[q] = flat ? (q ? in->caps[j].cap_w[0] : aj->cap0_w) : in->caps[j].cap_w[q];
+            pp[k->n + q] = flat ? aj->p0_w : aj->p0_w * (1 - aj->x[q]);
+            pp[2 * k->n + q] = flat ? 1 : 1 - aj->loss[q];
         }
         pp += 3 * k->n;
         k->t0 = aj->t0;
@@ -961,6 +970,8 @@ static json_t *summary_doc(const struct sim_opts *o, const struct sim_state *st)
                                                                                                : "throughput"));
     json_object_set_new(doc, "objective_note", json_string(st->obj_note));
     json_object_set_new(doc, "note", json_string(res->note));
+    if (st->in)
+        cli_curve_fit_json(doc, st->in);
     json_object_set_new(doc, "periods_infeasible", json_integer((json_int_t)res->periods_infeasible));
     json_object_set_new(doc, "infeasible_max_w", json_real(res->infeasible_max_w));
     json_t *pols = json_object();
@@ -1043,6 +1054,8 @@ static void print_table(const struct sim_opts *o, const struct sim_state *st)
            res->period_s, o->delay, o->seed_d, res->baseline_w, st->set.n);
     printf("objective: %s\n", st->obj_note);
     printf("curves: %s between measured caps\n", o->linear ? "straight lines" : "smooth (monotone cubic)");
+    if (st->in)
+        cli_curve_fit_note(st->in);
     if (res->note[0])
         printf("note: %s\n", res->note);
     printf("%-13s %9s %9s %9s %7s %6s %10s %13s %8s %7s %9s %9s %9s\n", "policy", "recovered", "settled",

@@ -4,6 +4,7 @@
 #ifndef PFLEX_CLI_SITE_H
 #define PFLEX_CLI_SITE_H
 
+#include <jansson.h>
 #include "pflex/flex/alloc.h"
 
 struct cli_site {
@@ -24,7 +25,21 @@ struct cli_site {
     {"floor", required_argument, NULL, 'f'}, \
     {"objective", required_argument, NULL, 'o'}, \
     {"columns", required_argument, NULL, 'c'}, \
-    {"by", required_argument, NULL, 'y'}
+    {"by", required_argument, NULL, 'y'}, \
+    {"strict", no_argument, NULL, CLI_OPT_STRICT}
+
+/* doc's "curve_fit" (the method, and per job read through the fit its
+ * caps, raw and fitted power and throughput, whether flat, the model's
+ * lowest cap) and "skipped" (the bad jobs left out: job, why). */
+void cli_curve_fit_json(json_t *doc, const pflex_alloc_input_t *in);
+
+/* The table's line on the same, only where some job is read through the
+ * fit or skipped: "curve fit: ..." on stdout. */
+void cli_curve_fit_note(const pflex_alloc_input_t *in);
+
+/* getopt value of --strict (a bad sweep job is fatal), in every command
+ * that reads a sweep into curves */
+#define CLI_OPT_STRICT 1001
 
 void cli_site_init(struct cli_site *s);
 

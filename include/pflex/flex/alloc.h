@@ -61,6 +61,7 @@
 #define PFLEX_ALLOC_H
 
 #include <stddef.h>
+#include "pflex/io/sweep.h"
 #include "pflex/util/error.h"
 
 enum pflex_policy {
@@ -257,7 +258,17 @@ int pflex_alloc_compare(const struct pflex_alloc_problem *p,
  *    "dram_copy" = dram_active x mem_copy_util / 100 there; otherwise a
  *    column of the jobs file or the PFI CSV by that name.
  *  - floor: the default for jobs that set none (NaN: no default).
- * A job's own floor, from a floor or tier column, wins over the default. */
+ * A job's own floor, from a floor or tier column, wins over the default.
+ *
+ * Curves are built on the monotone fit of each sweep job's points
+ * (pflex_curve_fit_points: power, then throughput, non-decreasing in the
+ * cap); a job whose fitted draw never falls with its cap is flat at its
+ * draw, and cut below it on the proportional model down to its GPU kind's
+ * lowest cap where the gpu column names a known kind
+ * (pflex_curve_flat_below).  A sweep job whose curve cannot be built (a
+ * baseline throughput or power that is not positive) is skipped with a
+ * warning, "file:line: job 'X': why; skipped", unless strict, where it
+ * fails the reading as before. */
 struct pflex_alloc_source {
     const char *sweep_path;     /* NULL: the PFI file alone; "-": stdin */
     const char *columns;        /* --columns for the sweep, or NULL */
@@ -265,6 +276,21 @@ struct pflex_alloc_source {
     const char *jobs_path;      /* NULL: one job per sweep job */
     double floor;               /* default floor, NaN for none */
     const char *by;             /* PROPORTIONAL's column, or NULL */
+    int strict;                 /* a bad sweep job fails the reading (else: skipped) */
+};
+
+/* The fitted jobs whose points pflex_alloc_input_t keeps: enough to show,
+ * and a million-job noisy sweep is not read into twice its memory. */
+#define PFLEX_ALLOC_FITTED_KEPT 1000
+
+/* A sweep job whose curve is not its raw points: the fit moved some point,
+ * or the curve is flat and modelled below its draw. */
+struct pflex_alloc_fitted {
+    const char *job;            /* the sweep job */
+    size_t n;                   /* its points, ascending cap */
+    const struct pflex_sweep_point *raw, *fit;
+    int flat;                   /* flat at its draw, proportional below it */
+    double min_cap_w;           /* flat: the lowest cap of the model, W */
 };
 
 typedef struct pflex_alloc_input {
@@ -278,6 +304,13 @@ typedef struct pflex_alloc_input {
     const char *warnings;       /* what the readers warn of (a misspelt column of the
                                  * sweep, the jobs file or the PFI CSV: a line each,
                                  * ending in '\n'), or NULL; the caller shows them */
+    size_t nfitted;             /* sweep jobs read through the fit */
+    size_t nflat;               /* of which flat */
+    size_t nfitted_kept;        /* the first of them, in sweep order, with their points: */
+    const struct pflex_alloc_fitted *fitted;    /* at most PFLEX_ALLOC_FITTED_KEPT */
+    size_t nskipped;            /* sweep jobs skipped as bad (named in warnings) */
+    const char *const *skipped; /* their names */
+    const char *const *skipped_why;     /* and why, one each */
     void *priv;                 /* storage; do not touch */
 } pflex_alloc_input_t;
 

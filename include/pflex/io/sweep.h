@@ -96,6 +96,23 @@ struct pflex_sweep_visitor {
 int pflex_sweep_read_file_each(const char *path, const char *columns,
                                const struct pflex_sweep_visitor *v, pflex_error_t *err);
 
+/* The same with flags.  PFLEX_SWEEP_KEEP_BAD: a bad job does not fail the
+ * reading; a power or throughput that is not a number, or out of its range,
+ * is read as NaN (averaged into its point), and a job measured at one cap
+ * is kept; pflex_sweep_job_check then tells the bad jobs, for the caller
+ * to skip.  Errors of the file (header, field counts, caps, names) still
+ * fail it. */
+#define PFLEX_SWEEP_KEEP_BAD 1u
+int pflex_sweep_read_file_flags(const char *path, const char *columns, unsigned flags,
+                                pflex_sweep_t **out, pflex_error_t *err);
+int pflex_sweep_read_file_each_flags(const char *path, const char *columns, unsigned flags,
+                                     const struct pflex_sweep_visitor *v, pflex_error_t *err);
+
+/* Whether a job is one a curve or a PFI can be read from: two caps or more,
+ * every power positive and every throughput >= 0, all finite.  Returns 0,
+ * or -1 with err saying why ("line 9: power_w at 300 W is not ..."). */
+int pflex_sweep_job_check(const struct pflex_sweep_job *j, pflex_error_t *err);
+
 void pflex_sweep_destroy(pflex_sweep_t *s);
 
 /* Service floors of the Emerald flex tiers: Flex 0..3 (1.0, 0.90, 0.75, 0.50). */

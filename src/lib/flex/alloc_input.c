@@ -34,7 +34,71 @@ struct storage {
     int any_weight;             /* some sweep job's weight is not 1 */
     char *warnings;             /* in->warnings: the PFI CSV's, the sweep's, the jobs
                                  * file's, in the order they are read */
+    struct pflex_alloc_fitted *fitted;  /* in->fitted; each record one allocation */
+    size_t nfitted, fitted_cap;         /* records kept */
+    size_t nfit_all, nflat_all;         /* in->nfitted, in->nflat */
+    char **skipped;             /* in->skipped, in->skipped_why: "name\0why\0" each */
+    const char **skipped_why;
+    size_t nskipped, skipped_cap;
+    unsigned char *curve_bad;   /* per sweep job (with a jobs file): skipped */
 };
+
+/* Forget the fitted and skipped jobs (the sweep is read again). */
+static void records_clear(struct storage *st)
+{
+    for (size_t i = 0; i < st->nfitted; i++)
+        free((void *)st->fitted[i].raw);       /* the record's allocation */
+    for (size_t i = 0; i < st->nskipped; i++)
+        free(st->skipped[i]);
+    st->nfitted = st->nskipped = st->nfit_all = st->nflat_all = 0;
+}
+
+/* Keep a job read through the fit: its name, raw and fitted points in one
+ * allocation. */
+static int keep_fitted(struct storage *st, const struct pflex_sweep_job *sj,
+                       const struct pflex_sweep_point *raw, const struct pflex_sweep_point *fit,
+                       int flat, double min_cap_w)
+{
+    size_t n = sj->npoints, nl = strlen(sj->name) + 1;
+    st->nfit_all++;
+    st->nflat_all += (size_t)(flat != 0);
+    if (st->nfitted >= PFLEX_ALLOC_FITTED_KEPT)
+        return 0;
+    if (pflex_grow((void **)&st->fitted, &st->fitted_cap, st->nfitted + 1, sizeof *st->fitted) < 0)
+        return -1;
+    struct pflex_sweep_point *p = malloc(2 * n * sizeof *p + nl);
+    if (!p)
+        return -1;
+    memcpy(p, raw, n * sizeof *p);
+    memcpy(p + n, fit, n * sizeof *p);
+    char *name = (char *)(p + 2 * n);
+    memcpy(name, sj->name, nl);
+    st->fitted[st->nfitted++] = (struct pflex_alloc_fitted){.job = name, .n = n, .raw = p,
+        .fit = p + n, .flat = flat, .min_cap_w = min_cap_w};
+    return 0;
+}
+
+/* A bad sweep job left out: a warning naming the file, line and job, and
+ * the record. */
+static int skip_job(struct storage *st, const char *sname, const struct pflex_sweep_job *sj,
+                    const char *why, pflex_error_t *err)
+{
+    char line[512];
+    snprintf(line, sizeof line, "%s:%u: job '%s': %s; skipped (--strict makes a bad job "
+             "fatal)\n", sname, sj->line, sj->name, why);
+    size_t nl = strlen(sj->name) + 1, wl = strlen(why) + 1;
+    char *rec = malloc(nl + wl);
+    if (!rec || pflex_str_append(&st->warnings, line) < 0
+        || pflex_grow((void **)&st->skipped, &st->skipped_cap, st->nskipped + 1,
+                      sizeof *st->skipped) < 0) {
+        free(rec);
+        return pflex_error_sys(err, "%s: out of memory", sname);
+    }
+    memcpy(rec, sj->name, nl);
+    memcpy(rec + nl, why, wl);
+    st->skipped[st->nskipped++] = rec;
+    return 0;
+}
 
 void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
 {
@@ -52,6 +116,11 @@ void pflex_alloc_input_destroy(pflex_alloc_input_t *in)
         free(st->warnings);
         pflex_big_free(&st->points);
         pflex_big_free(&st->names);
+        records_clear(st);
+        free(st->fitted);
+        free(st->skipped);
+        free(st->skipped_why);
+        free(st->curve_bad);
         if (st->jobs.p)
             pflex_big_free(&st->jobs);
         else
@@ -131,6 +200,40 @@ static int sweep_has_dram_copy(const struct pflex_sweep_job *sj)
     return tm && isfinite(tm[PFLEX_TM_DRAM_ACTIVE]) && isfinite(tm[PFLEX_TM_MEM_COPY_UTIL]);
 }
 
+/* A sweep job's curve, built into store (3 * npoints doubles, which may
+ * be where raw lies: raw is read first): raw through the monotone fit
+ * (into fit, room for npoints), flat at its draw and proportional below it
+ * down to its GPU kind's lowest cap where no cap binds; the record kept
+ * where the curve is not the raw points.  Returns 0; 1 when the job is bad
+ * (why in *bad); -1 with err set when out of memory. */
+static int sweep_curve(struct storage *st, const struct pflex_sweep_job *sj,
+                       const struct pflex_sweep_point *raw, struct pflex_sweep_point *fit,
+                       double *store, struct pflex_curve *c, pflex_error_t *bad,
+                       pflex_error_t *err)
+{
+    size_t np = sj->npoints;
+    int moved;
+    if (pflex_sweep_job_check(sj, bad) < 0)
+        return 1;
+    if (pflex_curve_fit_points(raw, np, fit, &moved, bad) < 0
+        || pflex_curve_init_in(c, fit, np, store, bad) < 0) {
+        if (!pflex_error_is_system(bad))
+            return 1;
+        *err = *bad;
+        return -1;
+    }
+    int flat = c->n == 1;
+    moved &= PFLEX_CURVE_FIT_MOVED;
+    double lo = NAN;
+    const struct pflex_gpu_range *gk = pflex_gpu_range_find(sj->gpu);
+    if (flat && gk && pflex_curve_flat_below(c, gk->min_cap_w))
+        lo = gk->min_cap_w;
+    /* unmoved, raw is fit (and raw may be gone under store) */
+    if ((moved || flat) && keep_fitted(st, sj, moved ? raw : fit, fit, flat, lo) < 0)
+        return pflex_error_sys(err, "out of memory");
+    return 0;
+}
+
 /* A job from sweep job k (its curve) with the given identity. */
 static void job_from_curve(struct pflex_alloc_job *j, struct pflex_alloc_capinfo *ci,
                            const struct pflex_curve *c, const struct pflex_sweep_job *sj)
@@ -161,7 +264,8 @@ static int read_sweep(const struct pflex_alloc_source *src, struct storage *st,
                       pflex_error_t *err)
 {
     const char *sname = strcmp(src->sweep_path, "-") == 0 ? "<stdin>" : src->sweep_path;
-    if (pflex_sweep_read_file(src->sweep_path, src->columns, &st->sweep, err) < 0)
+    if (pflex_sweep_read_file_flags(src->sweep_path, src->columns,
+                                    src->strict ? 0 : PFLEX_SWEEP_KEEP_BAD, &st->sweep, err) < 0)
         return -1;
     pflex_sweep_t *sw = st->sweep;
     if (sw->warnings && pflex_str_append(&st->warnings, sw->warnings) < 0)
@@ -170,11 +274,12 @@ static int read_sweep(const struct pflex_alloc_source *src, struct storage *st,
     for (size_t k = 0; k < n; k++)
         if (sw->jobs[k].npoints > maxp)
             maxp = sw->jobs[k].npoints;
-    struct pflex_sweep_point *tmp = malloc(maxp * sizeof *tmp);
+    struct pflex_sweep_point *tmp = malloc(2 * maxp * sizeof *tmp), *fit = tmp + maxp;
     st->curves = calloc(n ? n : 1, sizeof *st->curves);
     st->by_name = malloc((n ? n : 1) * sizeof *st->by_name);
     st->sweep_by = malloc((n ? n : 1) * sizeof *st->sweep_by);
-    if (!tmp || !st->curves || !st->by_name || !st->sweep_by) {
+    st->curve_bad = calloc(n ? n : 1, 1);
+    if (!tmp || !st->curves || !st->by_name || !st->sweep_by || !st->curve_bad) {
         free(tmp);
         return pflex_error_sys(err, "%s: out of memory", sname);
     }
@@ -187,12 +292,17 @@ static int read_sweep(const struct pflex_alloc_source *src, struct storage *st,
         st->dram_copy_jobs += (size_t)sweep_has_dram_copy(sj);
         st->any_weight |= sj->weight != 1.0;
         memcpy(tmp, sj->points, sj->npoints * sizeof *tmp);
-        if (pflex_curve_init_in(&st->curves[k], tmp, sj->npoints, (double *)(void *)sj->points,
-                                &e) < 0) {
+        int rc = sweep_curve(st, sj, tmp, fit, (double *)(void *)sj->points, &st->curves[k], &e,
+                             err);
+        if (rc == 1 && src->strict)
+            rc = pflex_error_set(err, "%s:%u: job '%s': %s", sname, sj->line, sj->name, e.text);
+        else if (rc == 1)
+            rc = skip_job(st, sname, sj, e.text, err);
+        if (rc < 0) {
             free(tmp);
-            return pflex_error_set(err, "%s:%u: job '%s': %s", sname, sj->line, sj->name,
-                                   e.text);
+            return -1;
         }
+        st->curve_bad[k] = st->curves[k].n == 0;
         sj->points = NULL;      /* now the curve's storage */
         st->by_name[k] = sj;
     }
@@ -223,6 +333,10 @@ struct collect {
     int any_weight;             /* some job's weight is not 1 */
     size_t dram_copy_jobs;      /* jobs with dram_active and mem_copy_util */
     int warn_nomem;             /* the warnings could not be kept */
+    int strict;                 /* a bad job fails the reading */
+    size_t warn_len;            /* the warnings before the first job's */
+    struct pflex_sweep_point *fit;      /* a job's fitted points */
+    size_t fit_cap;
 };
 
 static void collect_restart(void *ctx)
@@ -232,12 +346,16 @@ static void collect_restart(void *ctx)
     k->failed = 0;
     k->any_weight = 0;
     k->dram_copy_jobs = 0;
+    records_clear(k->st);
+    if (k->st->warnings)
+        k->st->warnings[k->warn_len] = 0;       /* the skipped jobs' are said again */
 }
 
 static void collect_warn(void *ctx, const char *warnings)
 {
     struct collect *k = ctx;
     k->warn_nomem = pflex_str_append(&k->st->warnings, warnings) < 0;
+    k->warn_len = k->st->warnings ? strlen(k->st->warnings) : 0;
 }
 
 static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_t *err)
@@ -255,11 +373,18 @@ static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_
     double *v = (double *)st->points.p + k->nvals;
     struct pflex_curve c;
     pflex_error_t e;
-    if (pflex_curve_init_in(&c, sj->points, np, v, &e) < 0) {
+    if (pflex_grow((void **)&k->fit, &k->fit_cap, np, sizeof *k->fit) < 0)
+        return pflex_error_sys(err, "%s: out of memory", k->sname);
+    int rc = sweep_curve(st, sj, sj->points, k->fit, v, &c, &e, err);
+    if (rc < 0)
+        return -1;
+    if (rc == 1 && k->strict) {
         pflex_error_set(&k->first, "%s:%u: job '%s': %s", k->sname, sj->line, sj->name, e.text);
         k->failed = 1;
         return 0;
     }
+    if (rc == 1)
+        return skip_job(st, k->sname, sj, e.text, err);
     if (c.n < np) {
         memmove(v + c.n, v + np, c.n * sizeof *v);
         memmove(v + 2 * c.n, v + 2 * np, c.n * sizeof *v);
@@ -294,11 +419,14 @@ static int collect_job(void *ctx, const struct pflex_sweep_job *sj, pflex_error_
 static int read_sweep_jobs(const struct pflex_alloc_source *src, struct storage *st,
                            pflex_alloc_input_t *in, pflex_error_t *err)
 {
-    struct collect k = {.st = st, .in = in, .by_name = src->by};
+    struct collect k = {.st = st, .in = in, .by_name = src->by, .strict = src->strict};
     k.sname = strcmp(src->sweep_path, "-") == 0 ? "<stdin>" : src->sweep_path;
+    k.warn_len = st->warnings ? strlen(st->warnings) : 0;
     struct pflex_sweep_visitor v = {.ctx = &k, .job = collect_job, .restart = collect_restart,
                                     .warn = collect_warn};
-    int rc = pflex_sweep_read_file_each(src->sweep_path, src->columns, &v, err);
+    int rc = pflex_sweep_read_file_each_flags(src->sweep_path, src->columns,
+                                              src->strict ? 0 : PFLEX_SWEEP_KEEP_BAD, &v, err);
+    free(k.fit);
     if (rc == 0 && !k.failed && k.warn_nomem)
         rc = pflex_error_sys(err, "%s: out of memory", k.sname);
     if (rc < 0 || k.failed) {
@@ -500,6 +628,17 @@ static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
         }
         struct pflex_alloc_job *j = &in->jobs[in->njobs];
         size_t sk = (size_t)(sj - st->sweep->jobs);
+        if (st->curve_bad[sk]) {
+            char w[400];
+            snprintf(w, sizeof w, "%s:%u: job '%.*s' runs curve '%s', skipped as bad; the job "
+                     "is skipped\n", file, line, (int)(jf->len > 120 ? 120 : jf->len), jf->s,
+                     cname);
+            if (pflex_str_append(&st->warnings, w) < 0) {
+                pflex_error_sys(err, "%s:%u: out of memory", file, line);
+                goto done;
+            }
+            continue;
+        }
         if (!tmpl_done[sk]) {
             /* a curve's job depends on the curve alone: made once, copied to
              * every row that runs it */
@@ -707,6 +846,38 @@ int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_inp
         if (isnan(j->floor))
             j->floor = isnan(src->floor) ? 0 : src->floor;
     }
+    if (src->sweep_path && in->njobs == 0 && st->nskipped) {
+        /* nothing to run: the error is the strict reading's, in its words
+         * (file:line: column ...), where the file can be read again */
+        if (!src->strict && strcmp(src->sweep_path, "-") != 0) {
+            struct pflex_alloc_source again = *src;
+            pflex_alloc_input_t *a = NULL;
+            again.strict = 1;
+            if (pflex_alloc_input_read(&again, &a, err) < 0)
+                goto fail;
+            pflex_alloc_input_destroy(a);
+        }
+        pflex_error_set(err, "%s: no job left: every job is bad (the first, '%s': %s)",
+                        src->sweep_path, st->skipped[0],
+                        st->skipped[0] + strlen(st->skipped[0]) + 1);
+        goto fail;
+    }
+    if (st->nskipped) {
+        st->skipped_why = malloc(st->nskipped * sizeof *st->skipped_why);
+        if (!st->skipped_why) {
+            pflex_error_sys(err, "out of memory");
+            goto fail;
+        }
+        for (size_t k = 0; k < st->nskipped; k++)
+            st->skipped_why[k] = st->skipped[k] + strlen(st->skipped[k]) + 1;
+    }
+    in->nfitted = st->nfit_all;
+    in->nflat = st->nflat_all;
+    in->nfitted_kept = st->nfitted;
+    in->fitted = st->fitted;
+    in->nskipped = st->nskipped;
+    in->skipped = (const char *const *)st->skipped;
+    in->skipped_why = st->skipped_why;
     in->warnings = st->warnings;
     *out = in;
     return 0;

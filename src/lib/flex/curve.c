@@ -190,6 +190,126 @@ void pflex_curve_fini(struct pflex_curve *c)
     memset(c, 0, sizeof *c);
 }
 
+/* A sweep's caps a job, as most are: up to this many, the fit's scratch
+ * lies on the stack, and reading a million jobs allocates nothing more. */
+#define FIT_STACK 64
+
+int pflex_isotonic_fit(const double *y, const double *w, size_t n, double *fit,
+                       pflex_error_t *err)
+{
+    /* Pool adjacent violators: a stack of blocks, each the weighted mean
+     * of a run of y; a new value that falls under the block before it
+     * merges with it, and the merged block with the ones before while
+     * they stay above it.  Each value is pushed once and merged once. */
+    struct block {
+        double wy, w;
+        size_t len;
+    } small[FIT_STACK], *b = n <= FIT_STACK ? small : malloc(n * sizeof *b);
+    if (!b)
+        return pflex_error_sys(err, "out of memory");
+    size_t top = 0;
+    for (size_t i = 0; i < n; i++) {
+        double wi = w ? w[i] : 1.0;
+        b[top] = (struct block){wi * y[i], wi, 1};
+        while (top > 0 && b[top - 1].wy / b[top - 1].w >= b[top].wy / b[top].w) {
+            b[top - 1].wy += b[top].wy;
+            b[top - 1].w += b[top].w;
+            b[top - 1].len += b[top].len;
+            top--;
+        }
+        top++;
+    }
+    /* back to front: fit may be y, and a block of one keeps its y exactly
+     * (w y / w need not round back to y), so a monotone input is its fit */
+    size_t i = n;
+    for (size_t k = top; k-- > 0;) {
+        double m = b[k].len == 1 ? y[i - 1] : b[k].wy / b[k].w;
+        for (size_t q = 0; q < b[k].len; q++)
+            fit[--i] = m;
+    }
+    if (b != small)
+        free(b);
+    return 0;
+}
+
+int pflex_curve_fit_points(const struct pflex_sweep_point *pts, size_t n,
+                           struct pflex_sweep_point *out, int *changed, pflex_error_t *err)
+{
+    if (changed)
+        *changed = 0;
+    if (n == 0)
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!(pts[i].cap_w > pts[i - 1].cap_w))
+            return pflex_error_set(err, "caps out of order at %g W (ascending, distinct)",
+                                   pts[i].cap_w);
+    /* the baseline as measured: pooling must not make a bad one good */
+    if (!(pts[n - 1].throughput > 0))
+        return pflex_error_set(err, "baseline throughput at %g W is not positive", pts[n - 1].cap_w);
+    if (!(pts[n - 1].power_w > 0))
+        return pflex_error_set(err, "baseline power at %g W is not positive", pts[n - 1].cap_w);
+    double small[3 * FIT_STACK];
+    double *w = n <= FIT_STACK ? small : malloc(3 * n * sizeof *w);
+    if (!w)
+        return pflex_error_sys(err, "out of memory");
+    double *p = w + n, *t = w + 2 * n;
+    for (size_t i = 0; i < n; i++) {
+        /* a cap read over more rows weighs more: its mean is less noisy */
+        w[i] = pts[i].rows ? (double)pts[i].rows : 1.0;
+        p[i] = pts[i].power_w;
+        t[i] = pts[i].throughput;
+    }
+    if (pflex_isotonic_fit(p, w, n, p, err) < 0 || pflex_isotonic_fit(t, w, n, t, err) < 0) {
+        if (w != small)
+            free(w);
+        return -1;
+    }
+    /* A job none of whose caps binds (its draw nowhere reaches
+     * PFLEX_CURVE_BIND_NEAR of its cap), or whose fitted draw no cap cuts by
+     * PFLEX_CURVE_BIND_MIN (SPEC's "does not bind"): its power does not
+     * follow the cap and what its points differ by is noise.  It is flat at
+     * its draw at the baseline (the fitted highest) and its mean
+     * throughput, every reading weighed alike. */
+    int flat = p[n - 1] > 0, reaches = 0, cuts = 0;
+    for (size_t i = 0; flat && i < n; i++) {
+        reaches |= pts[i].power_w >= PFLEX_CURVE_BIND_NEAR * pts[i].cap_w;
+        cuts |= 1.0 - p[i] / p[n - 1] >= PFLEX_CURVE_BIND_MIN;
+    }
+    flat = flat && (!reaches || !cuts);
+    if (flat) {
+        double sw = 0, st = 0;
+        for (size_t i = 0; i < n; i++)
+            sw += w[i], st += w[i] * pts[i].throughput;
+        for (size_t i = 0; i < n; i++)
+            p[i] = p[n - 1], t[i] = st / sw;
+    }
+    int moved = 0;
+    for (size_t i = 0; i < n; i++) {
+        moved |= p[i] != pts[i].power_w || t[i] != pts[i].throughput;
+        out[i] = pts[i];
+        out[i].power_w = p[i];
+        out[i].throughput = t[i];
+    }
+    if (w != small)
+        free(w);
+    if (changed)
+        *changed = (moved ? PFLEX_CURVE_FIT_MOVED : 0) | (flat ? PFLEX_CURVE_FIT_FLAT : 0);
+    return 0;
+}
+
+int pflex_curve_flat_below(struct pflex_curve *c, double min_cap_w)
+{
+    if (c->n != 1 || !(min_cap_w > 0) || !(min_cap_w < c->p0_w))
+        return 0;
+    c->x[1] = 1.0 - min_cap_w / c->p0_w;
+    c->loss[1] = c->x[1];
+    c->cap_w[1] = min_cap_w;
+    c->cap_w[0] = c->p0_w;
+    c->n = 2;
+    c->x_max = c->x[1];
+    return 1;
+}
+
 double pflex_curve_loss(const struct pflex_curve *c, double x)
 {
     if (c->n < 2 || x <= 0)

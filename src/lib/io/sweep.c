@@ -152,6 +152,7 @@ struct reader {
     size_t npoints;
     long one_cap;               /* grouped: first job with one cap, or -1 */
     pflex_error_t one_cap_err;  /* its error, reported once every row is read */
+    int keep_bad;               /* PFLEX_SWEEP_KEEP_BAD: bad values NaN, one cap kept */
     /* parse's state between its stages: the header's columns, the last
      * job and its metadata, the header's warnings */
     const char *headers[COL_COUNT];
@@ -660,17 +661,26 @@ static int row_numbers(struct reader *r, const struct src *s, long j, struct row
         return bad_field(err, r->name, line, COL_CAP, &f[idx[COL_CAP]], "is not a finite number");
     if (cap <= 0)
         return bad_field(err, r->name, line, COL_CAP, &f[idx[COL_CAP]], "must be positive");
+    /* keep_bad: a power or throughput that is no good makes its point NaN,
+     * for the caller to skip the job by (pflex_sweep_job_check) */
     if (!(numok & 1u << NUM_POWER)
-        && pflex_parse_double(f[idx[COL_POWER]].s, f[idx[COL_POWER]].len, &power) < 0)
-        return bad_field(err, r->name, line, COL_POWER, &f[idx[COL_POWER]],
-                         "is not a finite number");
-    if (power <= 0)
+        && pflex_parse_double(f[idx[COL_POWER]].s, f[idx[COL_POWER]].len, &power) < 0) {
+        if (!r->keep_bad)
+            return bad_field(err, r->name, line, COL_POWER, &f[idx[COL_POWER]],
+                             "is not a finite number");
+        power = NAN;
+    }
+    if (power <= 0 && !r->keep_bad)
         return bad_field(err, r->name, line, COL_POWER, &f[idx[COL_POWER]],
                          power < 0 ? "is negative" : "must be positive");
     if (!(numok & 1u << NUM_TPUT)
-        && pflex_parse_double(f[idx[COL_TPUT]].s, f[idx[COL_TPUT]].len, &tput) < 0)
-        return bad_field(err, r->name, line, COL_TPUT, &f[idx[COL_TPUT]], "is not a finite number");
-    if (tput < 0)
+        && pflex_parse_double(f[idx[COL_TPUT]].s, f[idx[COL_TPUT]].len, &tput) < 0) {
+        if (!r->keep_bad)
+            return bad_field(err, r->name, line, COL_TPUT, &f[idx[COL_TPUT]],
+                             "is not a finite number");
+        tput = NAN;
+    }
+    if (tput < 0 && !r->keep_bad)
         return bad_field(err, r->name, line, COL_TPUT, &f[idx[COL_TPUT]], "is negative");
     /* A job's later rows mostly repeat its GPU count, read while the
      * row was split: equal to the count already checked, it passes the
@@ -827,11 +837,13 @@ static int parse_finish(struct reader *r, pflex_sweep_t **out)
  * together, and the caller reads again without it: rows are then collected
  * and grouped by a counting sort.  Both give the same sweep and the same
  * errors: rows are checked in file order before any grouping error. */
-static int parse(struct src *s, const char *name, const char *columns, int try_grouped,
-                 const struct pflex_sweep_visitor *v, pflex_sweep_t **out, pflex_error_t *err)
+static int parse(struct src *s, const char *name, const char *columns, unsigned flags,
+                 int try_grouped, const struct pflex_sweep_visitor *v, pflex_sweep_t **out,
+                 pflex_error_t *err)
 {
     struct reader r;
     memset(&r, 0, sizeof r);
+    r.keep_bad = (flags & PFLEX_SWEEP_KEEP_BAD) != 0;
     r.name = name;
     r.v = v;
     r.err = err;
@@ -1014,7 +1026,7 @@ static int flush_job(struct reader *r, long j)
     }
     struct jobmeta *jm = META(r, j);
     jm->npoints = m;
-    if (m < 2 && r->one_cap < 0) {
+    if (m < 2 && r->one_cap < 0 && !r->keep_bad) {
         r->one_cap = j;
         one_cap_error(r, ARENA(r) + KEY(r, j)->name_off, jm->line, pt[0].cap_w,
                       &r->one_cap_err);
@@ -1177,7 +1189,7 @@ static int sort_group(struct reader *r, pflex_sweep_t *sw, pflex_error_t *err)
             a = b;
         }
         job->npoints = (size_t)((points + np) - job->points);
-        if (job->npoints < 2) {
+        if (job->npoints < 2 && !r->keep_bad) {
             one_cap_error(r, job->name, jm->line, job->points[0].cap_w, err);
             goto out;
         }
@@ -1794,16 +1806,16 @@ static int next_record(struct src *s, pflex_error_t *err)
     }
 }
 
-static int read_src(struct src *s, const char *name, const char *columns,
+static int read_src(struct src *s, const char *name, const char *columns, unsigned flags,
                     const struct pflex_sweep_visitor *v, pflex_sweep_t **out, pflex_error_t *err)
 {
-    int rc = parse(s, name, columns, 1, v, out, err);
+    int rc = parse(s, name, columns, flags, 1, v, out, err);
     if (rc == 1) {
         if (src_rewind(s, err) < 0)
             return -1;
         if (v)
             v->restart(v->ctx);
-        rc = parse(s, name, columns, 0, v, out, err);
+        rc = parse(s, name, columns, flags, 0, v, out, err);
     }
     return rc;
 }
@@ -1814,7 +1826,7 @@ int pflex_sweep_read_mem(const char *buf, size_t len, const char *name,
     struct src s;
     name = name ? name : "-";
     src_init(&s, -1, buf, len, name, 0);
-    int rc = read_src(&s, name, columns, NULL, out, err);
+    int rc = read_src(&s, name, columns, 0, NULL, out, err);
     src_fini(&s);
     return rc;
 }
@@ -1823,8 +1835,8 @@ int pflex_sweep_read_mem(const char *buf, size_t len, const char *name,
  * neither a copy of the whole file nor a mapping of it (whose page-table
  * entries cost nearly as much as fresh memory on virtual machines) is
  * made. */
-static int read_file(const char *path, const char *columns, const struct pflex_sweep_visitor *v,
-                     pflex_sweep_t **out, pflex_error_t *err)
+static int read_file(const char *path, const char *columns, unsigned flags,
+                     const struct pflex_sweep_visitor *v, pflex_sweep_t **out, pflex_error_t *err)
 {
     char *buf;
     size_t len;
@@ -1836,22 +1848,22 @@ static int read_file(const char *path, const char *columns, const struct pflex_s
             if (st.st_size > 0 && st.st_size <= MAP_MAX) {
                 /* A small file is mapped instead: its page-cache pages cost
                  * less than a buffer's fresh ones. */
-                int flags = MAP_PRIVATE;
+                int mflags = MAP_PRIVATE;
 #ifdef MAP_POPULATE
-                flags |= MAP_POPULATE;
+                mflags |= MAP_POPULATE;
 #endif
-                void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, flags, fd, 0);
+                void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, mflags, fd, 0);
                 if (m != MAP_FAILED) {
                     close(fd);
                     src_init(&s, -1, m, (size_t)st.st_size, path, 0);
-                    int rc = read_src(&s, path, columns, v, out, err);
+                    int rc = read_src(&s, path, columns, flags, v, out, err);
                     src_fini(&s);
                     munmap(m, (size_t)st.st_size);
                     return rc;
                 }
             }
             src_init(&s, fd, NULL, 0, path, (size_t)st.st_size);
-            int rc = read_src(&s, path, columns, v, out, err);
+            int rc = read_src(&s, path, columns, flags, v, out, err);
             src_fini(&s);
             close(fd);
             return rc;
@@ -1864,7 +1876,7 @@ static int read_file(const char *path, const char *columns, const struct pflex_s
     const char *name = strcmp(path, "-") == 0 ? "<stdin>" : path;
     struct src s;
     src_init(&s, -1, buf, len, name, 0);
-    int rc = read_src(&s, name, columns, v, out, err);
+    int rc = read_src(&s, name, columns, flags, v, out, err);
     src_fini(&s);
     free(buf);
     return rc;
@@ -1873,14 +1885,43 @@ static int read_file(const char *path, const char *columns, const struct pflex_s
 int pflex_sweep_read_file(const char *path, const char *columns, pflex_sweep_t **out,
                           pflex_error_t *err)
 {
-    return read_file(path, columns, NULL, out, err);
+    return read_file(path, columns, 0, NULL, out, err);
+}
+
+int pflex_sweep_read_file_flags(const char *path, const char *columns, unsigned flags,
+                                pflex_sweep_t **out, pflex_error_t *err)
+{
+    return read_file(path, columns, flags, NULL, out, err);
 }
 
 int pflex_sweep_read_file_each(const char *path, const char *columns,
                                const struct pflex_sweep_visitor *v, pflex_error_t *err)
 {
+    return pflex_sweep_read_file_each_flags(path, columns, 0, v, err);
+}
+
+int pflex_sweep_read_file_each_flags(const char *path, const char *columns, unsigned flags,
+                                     const struct pflex_sweep_visitor *v, pflex_error_t *err)
+{
     pflex_sweep_t *rest = NULL; /* the names: nothing the caller needs */
-    int rc = read_file(path, columns, v, &rest, err);
+    int rc = read_file(path, columns, flags, v, &rest, err);
     pflex_sweep_destroy(rest);
     return rc;
+}
+
+int pflex_sweep_job_check(const struct pflex_sweep_job *j, pflex_error_t *err)
+{
+    if (j->npoints < 2)
+        return pflex_error_set(err, "measured at only one cap (%g W); a sweep needs at least two",
+                               j->npoints ? j->points[0].cap_w : 0.0);
+    for (size_t i = 0; i < j->npoints; i++) {
+        const struct pflex_sweep_point *p = &j->points[i];
+        if (!(p->power_w > 0) || !isfinite(p->power_w))
+            return pflex_error_set(err, "line %u: power_w at %g W is not a positive number",
+                                   p->line, p->cap_w);
+        if (!(p->throughput >= 0) || !isfinite(p->throughput))
+            return pflex_error_set(err, "line %u: throughput at %g W is not a number >= 0",
+                                   p->line, p->cap_w);
+    }
+    return 0;
 }
