@@ -223,6 +223,8 @@ static json_t *summary_json(const struct pflex_sim_result *r, int p)
 {
     const struct pflex_sim_summary *s = &r->pol[p];
     json_t *o = json_object();
+    json_object_set_new(o, "lost_vs_oracle_pct_of_site", cli_json_real(s->lost_vs_oracle_pct_of_site));
+    json_object_set_new(o, "lost_vs_equal_pct_of_site", cli_json_real(s->lost_vs_equal_pct_of_site));
     json_object_set_new(o, "gap_recovered", cli_json_real(s->gap_recovered));
     json_object_set_new(o, "objective_s", json_real(s->objective_s));
     json_object_set_new(o, "lost_s", json_real(s->lost_s));
@@ -235,6 +237,7 @@ static json_t *summary_json(const struct pflex_sim_result *r, int p)
     json_object_set_new(o, "max_over_w", json_real(s->max_over_w));
     json_object_set_new(o, "floor_periods", json_integer((json_int_t)s->floor_periods));
     json_object_set_new(o, "floor_breaches", json_integer((json_int_t)s->floor_breaches));
+    json_object_set_new(o, "floor_breaches_feasible", json_integer((json_int_t)s->floor_breaches_feasible));
     json_object_set_new(o, "floor_worst", json_real(s->floor_worst));
     json_object_set_new(o, "floor_breaches_free", json_integer((json_int_t)s->floor_breaches_free));
     json_object_set_new(o, "probes", json_integer((json_int_t)s->probes));
@@ -759,9 +762,13 @@ static int run_sim(const struct sim_opts *o, struct sim_state *st)
     if (prog)
         fprintf(stderr, "\rsimulate: done \n");
     if (st->res.periods_infeasible)
-        fprintf(stderr, "pflex simulate: warning: in %zu periods the limit is under what the jobs draw "
-                "at their lowest measured caps (by up to %.0f W): no policy can meet it there\n",
+        fprintf(stderr, "pflex simulate: warning: in %zu periods the limit is under the jobs' lowest caps "
+                "summed (by up to %.0f W): no policy can meet it there, whatever the jobs draw\n",
                 st->res.periods_infeasible, st->res.infeasible_max_w);
+    if (st->res.periods_floor_infeasible)
+        fprintf(stderr, "pflex simulate: warning: in %zu periods no caps keep every floor under the limit "
+                "(short by up to %.0f W): floors give way there, counted apart from floor_breaches_feasible\n",
+                st->res.periods_floor_infeasible, st->res.floor_infeasible_max_w);
     size_t every = o->every_d > 0 ? (size_t)o->every_d : (st->res.nperiods + 1999) / 2000;
     st->every = every ? every : 1;
     st->obj_note = o->objective == PFLEX_OBJECTIVE_PROGRESS
@@ -836,6 +843,23 @@ static json_t *field_json(const struct sim_opts *o, const struct sim_state *st)
 }
 
 /* The summary document. */
+/* Why the gap recovered is not given (NaN), or "" where it is. */
+static const char *gap_note(const struct pflex_sim_result *r, char *buf, size_t n)
+{
+    unsigned both = (1u << PFLEX_SIM_EQUAL) | (1u << PFLEX_SIM_ORACLE);
+    if ((r->ran & both) != both)
+        snprintf(buf, n, "no share of the gap: equal cuts and the oracle did not both run");
+    else if (!r->event_periods)
+        snprintf(buf, n, "no share of the gap: no event (no limit under the site's uncapped draw)");
+    else if (!(r->gap_pct_of_site > PFLEX_SIM_GAP_MIN_PCT))
+        snprintf(buf, n, "no share of the gap: the equal-to-oracle gap is %.3g%% of the site's %s over "
+                 "the event, under %g%%: a share of it would swing on differences inside the readings' noise",
+                 r->gap_pct_of_site, "objective", PFLEX_SIM_GAP_MIN_PCT);
+    else
+        buf[0] = 0;
+    return buf;
+}
+
 static json_t *summary_doc(const struct sim_opts *o, const struct sim_state *st)
 {
     const struct pflex_sim_result *res = &st->res;
@@ -864,6 +888,13 @@ static json_t *summary_doc(const struct sim_opts *o, const struct sim_state *st)
     json_object_set_new(doc, "note", json_string(res->note));
     json_object_set_new(doc, "periods_infeasible", json_integer((json_int_t)res->periods_infeasible));
     json_object_set_new(doc, "infeasible_max_w", json_real(res->infeasible_max_w));
+    json_object_set_new(doc, "periods_floor_infeasible", json_integer((json_int_t)res->periods_floor_infeasible));
+    json_object_set_new(doc, "floor_infeasible_max_w", json_real(res->floor_infeasible_max_w));
+    json_object_set_new(doc, "event_periods", json_integer((json_int_t)res->event_periods));
+    json_object_set_new(doc, "event_progress_s", json_real(res->event_progress_s));
+    json_object_set_new(doc, "gap_pct_of_site", cli_json_real(res->gap_pct_of_site));
+    char gn[256];
+    json_object_set_new(doc, "gap_note", json_string(gap_note(res, gn, sizeof gn)));
     json_t *pols = json_object();
     for (int p = 0; p < PFLEX_SIM_NPOL; p++)
         if (res->ran & (1u << p))
@@ -944,29 +975,49 @@ static void print_table(const struct sim_opts *o, const struct sim_state *st)
     printf("curves: %s between measured caps\n", o->linear ? "straight lines" : "smooth (monotone cubic)");
     if (res->note[0])
         printf("note: %s\n", res->note);
-    printf("%-13s %9s %9s %9s %7s %6s %10s %13s %8s %7s %9s %9s %9s\n", "policy", "recovered", "settled",
-           ">=90%", "below=", "above", "max_over_W", "floor_breach", "worst", "probes", "lost",
-           "energy", "cpu_s");
+    const char *unit = o->objective == PFLEX_OBJECTIVE_PROGRESS ? "progress" : "throughput";
+    char gn[256];
+    if (res->event_periods)
+        printf("event: %zu periods with a limit under the site's uncapped draw; the site's %s over them "
+               "%.1fk x s uncapped; the equal-to-oracle gap %.3f%% of it\n", res->event_periods, unit,
+               res->event_progress_s / 1000, res->gap_pct_of_site);
+    else
+        printf("event: none (no limit under the site's uncapped draw)\n");
+    if (gap_note(res, gn, sizeof gn)[0])
+        printf("%s\n", gn);
+    if (res->periods_infeasible || res->periods_floor_infeasible)
+        printf("infeasible: %zu periods under the jobs' lowest caps summed (by up to %.0f W); %zu more where "
+               "no caps keep every floor (by up to %.0f W)\n", res->periods_infeasible, res->infeasible_max_w,
+               res->periods_floor_infeasible, res->floor_infeasible_max_w);
+    printf("%-13s %10s %10s %9s %9s %9s %7s %6s %10s %13s %8s %7s %9s %9s %9s\n", "policy", "vs_oracle",
+           "vs_equal", "recovered", "settled", ">=90%", "below=", "above", "max_over_W", "floor_breach",
+           "worst", "probes", "lost", "energy", "cpu_s");
     for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
         const struct pflex_sim_summary *s = &res->pol[p];
         if (!(res->ran & (1u << p)))
             continue;
-        char g1[16], g2[16], g3[24], g4[16];
+        char v1[24], v2[24], g1[16], g2[16], g3[24], g4[16];
+        snprintf(v1, sizeof v1, isnan(s->lost_vs_oracle_pct_of_site) ? "-" : "%.3f%%",
+                 s->lost_vs_oracle_pct_of_site);
+        snprintf(v2, sizeof v2, isnan(s->lost_vs_equal_pct_of_site) ? "-" : "%+.3f%%",
+                 s->lost_vs_equal_pct_of_site);
         snprintf(g1, sizeof g1, isnan(s->gap_recovered) ? "-" : "%.1f%%", 100 * s->gap_recovered);
         snprintf(g2, sizeof g2, isnan(s->settled_mean) ? "-" : "%.1f%%", 100 * s->settled_mean);
         snprintf(g3, sizeof g3, "%zu/%zu", s->settled_over90, s->settled_periods);
         snprintf(g4, sizeof g4, s->floor_breaches ? "%.5f" : "-", s->floor_worst);
-        printf("%-13s %9s %9s %9s %7zu %6zu %10.1f %6zu/%-6zu %8s %7zu %8.1fk %9.3f %9.2f\n",
-               pflex_sim_policy_name((enum pflex_sim_policy)p), g1, g2, g3, s->below_equal,
+        printf("%-13s %10s %10s %9s %9s %9s %7zu %6zu %10.1f %6zu/%-6zu %8s %7zu %8.1fk %9.3f %9.2f\n",
+               pflex_sim_policy_name((enum pflex_sim_policy)p), v1, v2, g1, g2, g3, s->below_equal,
                s->periods_above, s->max_over_w, s->floor_breaches, s->floor_periods, g4, s->probes,
                s->lost_s / 1000, s->energy_kwh / 1000, s->wall_s);
     }
-    printf("recovered: share of the equal-to-oracle gap in objective lost over the periods with a limit; "
-           "settled: the same period by period, from 10 periods after each change of the limit "
-           "(mean; periods at 90%% or more); below=: limited periods under equal cuts; above: "
+    printf("vs_oracle, vs_equal: the %s lost over the event against the oracle's and against equal cuts', "
+           "a share of the site's uncapped %s over the event (vs_equal < 0: better than equal cuts); "
+           "recovered: share of the equal-to-oracle gap over the event, given only where that gap is over "
+           "%g%% of the site's; settled: the same period by period, from 10 periods after each change of the "
+           "limit (mean; periods at 90%% or more); below=: limited periods under equal cuts; above: "
            "periods over the limit after its ramp; worst: the most a job's T/T0 fell under its floor in a "
            "breach; lost: objective x seconds short of every job at its largest cap over the whole run, "
-           "the probes' cost between events included; energy in MWh\n");
+           "the probes' cost between events included; energy in MWh\n", unit, unit, PFLEX_SIM_GAP_MIN_PCT);
 }
 
 /* Beside the field demonstration: per job, T/T0 over the periods with a

@@ -138,7 +138,7 @@ J="$HERE/examples/emerald-event/jobs.csv"
 "$P" simulate "$S" --columns "$C" --jobs "$J" --start @1700000000 --duration 20m \
     --target 70%,start=@1700000300,for=10m --pfi "$T/pfi.csv" --policies equal,eq2-predicted,oracle --json \
     > "$T/jobs-pfi.json" 2> "$T/e" || fail "--jobs --pfi: exit $? $(cat "$T/e")"
-jq -e '.policies["eq2-predicted"].gap_recovered != null' "$T/jobs-pfi.json" > /dev/null || fail "--jobs --pfi: no eq2-predicted"
+jq -e '.policies["eq2-predicted"].lost_vs_oracle_pct_of_site != null' "$T/jobs-pfi.json" > /dev/null || fail "--jobs --pfi: no eq2-predicted"
 grep -v '^pt_mpt_13b_sm,' "$T/pfi.csv" > "$T/pfi-less.csv"
 "$P" simulate "$S" --columns "$C" --jobs "$J" --start @1700000000 --duration 20m \
     --target 70%,start=@1700000300,for=10m --pfi "$T/pfi-less.csv" --json > "$T/o" 2> "$T/e"; rc=$?
