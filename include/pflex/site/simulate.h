@@ -78,7 +78,7 @@
 
 /* The least equal-to-oracle gap, % of the site's objective over the
  * event, for which a share of it (gap_recovered, settled_*) is given. */
-#define PFLEX_SIM_GAP_MIN_PCT 1.0
+#define PFLEX_SIM_GAP_MIN_PCT PFLEX_GAP_MIN_PCT_OF_SITE
 
 enum pflex_sim_policy {
     PFLEX_SIM_EQUAL,
