@@ -32,9 +32,11 @@
  *  - equal, eq2 measured, eq2 predicted, throughput per watt, oracle:
  *    pflex_alloc_plan (EQUAL, PFI_WEIGHTED with the kind's measured ratio
  *    PFI, with its predicted PFI, with PFI = 1, OPTIMAL on the true
- *    curves), planned again only when the limit or the jobs change; when
- *    the floors cannot be met the target wins (floors dropped, breaches
- *    counted);
+ *    curves), planned again only when the limit or the jobs change, in
+ *    the controller's cap steps (the oracle's then polished and searched
+ *    as a whole: the optimum of those steps, floors kept wherever a plan
+ *    in them keeps every floor); when the floors cannot be met the
+ *    target wins (floors scaled down alike, breaches counted);
  *  - online cold / warm: the site controller itself (pflex controller's
  *    period, fed in process: struct pflex_sim_controller below), one node
  *    per job slot whose one entry stands for the job's GPUs under one cap;
