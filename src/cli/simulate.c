@@ -269,18 +269,21 @@ static json_t *summary_json(const struct pflex_sim_result *r, int p)
 }
 
 /* The series: every `every` periods one row, t, the limit (lowest), and
- * per policy the site power (largest), the objective (mean) and the gap
- * recovered over the row's periods. */
+ * per policy the site power (largest), the objective (mean), the gap
+ * recovered over the row's periods with a limit (where that gap is over
+ * PFLEX_SIM_GAP_MIN_PCT of the site's objective there) and the objective
+ * lost against the oracle there, % of the site's. */
 static void write_series(FILE *f, const struct pflex_sim_result *r, size_t every)
 {
     fprintf(f, "t_s,offset_s,limit_w,uncapped");
     for (int p = 0; p < PFLEX_SIM_NPOL; p++)
         if (r->ran & (1u << p)) {
             const char *n = pflex_sim_policy_name((enum pflex_sim_policy)p);
-            fprintf(f, ",%s_power_w,%s_objective,%s_gap_recovered", n, n, n);
+            fprintf(f, ",%s_power_w,%s_objective,%s_gap_recovered,%s_lost_vs_oracle_pct", n, n, n, n);
         }
     fputc('\n', f);
-    int gap = (r->ran & (1u << PFLEX_SIM_EQUAL)) && (r->ran & (1u << PFLEX_SIM_ORACLE));
+    int oracle = (r->ran & (1u << PFLEX_SIM_ORACLE)) != 0;
+    int gap = (r->ran & (1u << PFLEX_SIM_EQUAL)) && oracle;
     for (size_t k = 0; k < r->nperiods; k += every) {
         size_t e = k + every < r->nperiods ? k + every : r->nperiods;
         double lim = INFINITY, unc = 0;
@@ -295,7 +298,7 @@ static void write_series(FILE *f, const struct pflex_sim_result *r, size_t every
         for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
             if (!(r->ran & (1u << p)))
                 continue;
-            double mx = 0, ob = 0, a = 0, b = 0;
+            double mx = 0, ob = 0, a = 0, b = 0, site = 0, lo = 0;
             for (size_t q = k; q < e; q++) {
                 mx = r->power_w[p][q] > mx ? r->power_w[p][q] : mx;
                 ob += r->objective[p][q];
@@ -303,10 +306,17 @@ static void write_series(FILE *f, const struct pflex_sim_result *r, size_t every
                     a += r->objective[p][q] - r->objective[PFLEX_SIM_EQUAL][q];
                     b += r->objective[PFLEX_SIM_ORACLE][q] - r->objective[PFLEX_SIM_EQUAL][q];
                 }
+                if (oracle && isfinite(r->limit_w[q])) {
+                    site += r->uncapped[q];
+                    lo += r->objective[PFLEX_SIM_ORACLE][q] - r->objective[p][q];
+                }
             }
             fprintf(f, ",%.3f,%.8g,", mx, ob / (double)(e - k));
-            if (gap && b > 1e-6 * fabs(r->objective[PFLEX_SIM_ORACLE][k]))
+            if (gap && b > PFLEX_SIM_GAP_MIN_PCT / 100 * site)
                 fprintf(f, "%.6f", a / b);
+            fputc(',', f);
+            if (site > 0)
+                fprintf(f, "%.6f", 100 * lo / site);
         }
         fputc('\n', f);
     }
