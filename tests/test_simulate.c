@@ -273,6 +273,12 @@ static const double fr_c[] = {1, 0.95, 0.8, 0.5};
 static void test_infeasible_on_caps(void **state)
 {
     (void)state;
+    /* the one definition: a limit at or over the least caps summed (to
+     * their rounding, 1e-6 of them) can be kept; no limit always */
+    assert_true(pflex_safe_limit_feasible(3200, 3200));
+    assert_true(pflex_safe_limit_feasible(3200 - 0.001, 3200));
+    assert_false(pflex_safe_limit_feasible(3199, 3200));
+    assert_true(pflex_safe_limit_feasible(INFINITY, 3200));
     struct pflex_sim_kind kc = {.name = "c", .n = 4, .cap_w = cap_c, .power_w = pow_c, .fraction = fr_c,
                                 .t0 = 10, .pfi_measured = NAN, .pfi_predicted = NAN};
     static const struct pflex_sim_job jc[] = {
