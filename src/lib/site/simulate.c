@@ -619,7 +619,8 @@ static double oracle_polish(const struct run *ru, const struct slot *sl, struct 
  * the polished oracle by 0.014 % of the site's progress with two jobs of
  * one curve 24 W apart.  K is as wide as ORACLE_WINDOW_WORK cells allow
  * (n jobs, G GPUs: about 4 n G K^2; the field demonstration's six jobs on
- * 256 GPUs, 40 steps; a whole curve on small sites; 1 on 10,000 GPUs). */
+ * 256 GPUs, 40 steps; a whole curve on small sites; none past n G of 2.5
+ * million, where the polish stands: 10,000 GPUs in 300 jobs). */
 #define ORACLE_WINDOW_WORK 1e7
 
 static int oracle_window(const struct run *ru, const struct slot *sl, double left, double *decided,
