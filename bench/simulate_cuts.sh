@@ -4,8 +4,12 @@
 # on emerald-demo/data/dvfs_sweep.csv), one step of the limit per cut: an
 # hour uncapped (the learner's baseline, and its probes between events),
 # then an hour at 1 - CUT of the site's baseline.  Prints one row per seed,
-# cut and policy: the share of the equal-to-oracle gap recovered over the
-# event and period by period from 10 periods after the step (mean, least),
+# cut and policy: first the progress lost over the event against the
+# oracle's and against equal cuts', each a share of the site's uncapped
+# progress over the event (vs_equal < 0: better than equal cuts), and the
+# whole equal-to-oracle gap the same way (gap); then the share of that gap
+# recovered over the event and period by period from 10 periods after the
+# step (mean, least; "-" where the gap is 1 % of the site's or less),
 # the periods with the limit in force under equal cuts, floor breaches (of
 # job-periods with a floor), periods over the limit after the ramp, probes,
 # the progress-seconds lost in the hour before the event (what the probes
@@ -73,18 +77,20 @@ sim-a100)
 *)
     S=$SWEEP ;;
 esac
+R=$(mktemp)
+trap 'rm -f "$R" "${F:-}"; [ -z "${T:-}" ] || rm -rf "$T"' EXIT
 case "${FLOORS:-on}" in
 on) ;;
 off)
     # the jobs' first three columns (job, curve, gpus): no tier, no floor
     F=$(mktemp)
-    trap 'rm -f "$F"; [ -z "${T:-}" ] || rm -rf "$T"' EXIT
     grep -v '^#' "$J" | cut -d, -f1-3 > "$F"
     J=$F ;;
 *)
     echo "FLOORS must be on or off"; exit 2 ;;
 esac
-printf '%-4s %-5s %-12s %9s %9s %9s %7s %9s %6s %7s %8s %7s %5s\n' seed cut policy recovered settled least below= floors above probes pre_lost job1_w free
+printf '%-4s %-5s %-12s %9s %9s %7s %9s %9s %9s %7s %9s %6s %7s %8s %7s %5s\n' seed cut policy vs_oracle vs_equal gap \
+    recovered settled least below= floors above probes pre_lost job1_w free
 for seed in $SEEDS; do
 for c in $CUTS; do
     f=$(echo "$c" | awk '{printf "%g%%", 100 * (1 - $1)}')
@@ -92,7 +98,10 @@ for c in $CUTS; do
         --jobs "$J" --start @1700000000 --duration 2h \
         --target "$f,start=@1700003600,for=1h" --seed "$seed" \
         --policies "$POLICIES" ${PFI:+--pfi "$PFI"} $LEARN ${SIM_ARGS:-} --json |
-    jq -r --arg c "$c" --arg s "$seed" '.policies | to_entries[] | [$s, $c, .key,
+    jq -r --arg c "$c" --arg s "$seed" '.gap_pct_of_site as $g | .policies | to_entries[] | [$s, $c, .key,
+        (if .value.lost_vs_oracle_pct_of_site == null then "-" else (.value.lost_vs_oracle_pct_of_site * 1000 | round / 1000 | tostring) end),
+        (if .value.lost_vs_equal_pct_of_site == null then "-" else (.value.lost_vs_equal_pct_of_site * 1000 | round / 1000 | tostring) end),
+        (if $g == null then "-" else ($g * 1000 | round / 1000 | tostring) end),
         (if .value.gap_recovered == null then "-" else (.value.gap_recovered * 1000 | round / 10 | tostring) end),
         (if .value.settled_mean == null then "-" else (.value.settled_mean * 1000 | round / 10 | tostring) end),
         (if .value.settled_min == null then "-" else (.value.settled_min * 1000 | round / 10 | tostring) end),
@@ -100,6 +109,16 @@ for c in $CUTS; do
         .value.probes, (.value.lost_s - .value.lost_event_s | round), (if .value.job_cap_w == null then "-" else (.value.job_cap_w[0] * 10 | round / 10 | tostring) end),
         .value.floor_breaches_free]
         | @tsv' |
-    awk -F'\t' '{printf "%-4s %-5s %-12s %8s%% %8s%% %8s%% %7s %9s %6s %7s %8s %7s %5s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13}'
+    awk -F'\t' 'function p(v) { return v == "-" ? v : v "%" }
+        {printf "%-4s %-5s %-12s %9s %9s %7s %9s %9s %9s %7s %9s %6s %7s %8s %7s %5s\n", $1, $2, $3, p($4), p($5),
+         p($6), p($7), p($8), p($9), $10, $11, $12, $13, $14, $15, $16}' | tee -a "$R"
 done
 done
+# the headline: per cut and policy, the means over the seeds
+echo
+echo "mean over seeds ($SEEDS): progress lost over the event, % of the site's"
+awk '{ k = $2 " " $3; if (!(k in n)) o[++m] = k; n[k]++; sub(/%/, "", $4); sub(/%/, "", $5); sub(/%/, "", $6)
+       a[k] += $4; b[k] += $5; g[k] += $6 }
+     END { printf "%-5s %-12s %9s %9s %7s\n", "cut", "policy", "vs_oracle", "vs_equal", "gap"
+           for (i = 1; i <= m; i++) { k = o[i]; split(k, f, " ")
+               printf "%-5s %-12s %8.3f%% %8.3f%% %6.3f%%\n", f[1], f[2], a[k] / n[k], b[k] / n[k], g[k] / n[k] } }' "$R"

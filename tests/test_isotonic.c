@@ -158,6 +158,20 @@ static void test_flat(void **state)
     assert_int_equal(ch, 0);
 }
 
+/* A draw under every cap that falls with the cap (60-250 W under 100-400 W
+ * caps) is a curve, not a flat job: its caps bind though never reached. */
+static void test_under_caps_follows(void **state)
+{
+    (void)state;
+    struct pflex_sweep_point p[] = {
+        {100, 60, 50, 1, 2}, {200, 120, 80, 1, 3}, {300, 200, 95, 1, 4}, {400, 250, 100, 1, 5}};
+    struct pflex_sweep_point f[4];
+    int ch;
+    assert_int_equal(pflex_curve_fit_points(p, 4, f, &ch, NULL), 0);
+    assert_false(ch & PFLEX_CURVE_FIT_FLAT);
+    assert_memory_equal(f, p, sizeof p);
+}
+
 static void test_shapes_file(void **state)
 {
     (void)state;
@@ -197,6 +211,7 @@ int main(void)
         cmocka_unit_test(test_in_place_and_monotone_kept),
         cmocka_unit_test(test_fit_points),
         cmocka_unit_test(test_flat),
+        cmocka_unit_test(test_under_caps_follows),
         cmocka_unit_test(test_shapes_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -57,6 +57,7 @@ struct entry {
     struct pflex_alloc_score score;
     int feasible;
     double gap_recovered, per_job;
+    double lost_vs_optimal_pct, lost_vs_equal_pct;  /* % of the site's uncapped objective */
 };
 
 #define MAX_ENTRIES 8
@@ -78,6 +79,8 @@ struct evaluation {
     size_t ne;
     size_t njobs;
     double base, reduce, budget_w, gap_bound, full;
+    double site;                /* the objective with every job uncapped: sum w_j a_j */
+    double gap_pct;             /* optimal's objective less equal's, % of site */
     int progress;
     int feasible;               /* optimal's plan meets the budget */
     int tpw_at;                 /* the tpw entry; -1: none */
@@ -226,19 +229,28 @@ done:
     return rc;
 }
 
-/* Each entry's gap recovered and gain per job over equal (entries 0 and 1:
- * optimal and equal). */
-static void evaluate_gaps(struct evaluation *ev, const pflex_alloc_input_t *in)
+/* Each entry's loss against optimal and equal as a share of the site's
+ * uncapped objective, its gap recovered (only where the gap is over
+ * PFLEX_GAP_MIN_PCT_OF_SITE of the site's) and gain per job over equal
+ * (entries 0 and 1: optimal and equal). */
+static void evaluate_gaps(struct evaluation *ev, const pflex_alloc_input_t *in,
+                          const struct pflex_alloc_problem *prob)
 {
     double te = ev->ent[1].score.objective, to = ev->ent[0].score.objective;
-    for (size_t k = 0; k < ev->ne; k++) {
-        ev->ent[k].gap_recovered = pflex_alloc_gap_recovered(te, ev->ent[k].score.objective, to);
-        ev->ent[k].per_job = in->njobs ? (ev->ent[k].score.throughput
-                                          - ev->ent[1].score.throughput) / (double)in->njobs : 0;
-    }
-    ev->full = 0;
-    for (size_t k = 0; k < in->njobs; k++)
+    ev->full = ev->site = 0;
+    for (size_t k = 0; k < in->njobs; k++) {
         ev->full += in->jobs[k].weight * in->jobs[k].gpus;
+        ev->site += prob->jobs[k].weight * (ev->progress ? (double)prob->jobs[k].gpus : prob->jobs[k].t0);
+    }
+    ev->gap_pct = ev->site > 0 ? 100 * (to - te) / ev->site : NAN;
+    for (size_t k = 0; k < ev->ne; k++) {
+        struct entry *e = &ev->ent[k];
+        e->gap_recovered = ev->gap_pct > PFLEX_GAP_MIN_PCT_OF_SITE
+                         ? pflex_alloc_gap_recovered(te, e->score.objective, to) : NAN;
+        e->lost_vs_optimal_pct = ev->site > 0 ? 100 * (to - e->score.objective) / ev->site : NAN;
+        e->lost_vs_equal_pct = ev->site > 0 ? 100 * (te - e->score.objective) / ev->site : NAN;
+        e->per_job = in->njobs ? (e->score.throughput - ev->ent[1].score.throughput) / (double)in->njobs : 0;
+    }
     ev->njobs = in->njobs;
     ev->feasible = ev->ent[0].feasible;
 }
@@ -253,9 +265,13 @@ static int print_json(const struct evaluation *ev, const pflex_alloc_input_t *in
     json_object_set_new(doc, "jobs", json_integer((json_int_t)ev->njobs));
     json_object_set_new(doc, "objective", json_string(ev->progress ? "progress" : "throughput"));
     cli_curve_fit_json(doc, in);
+    json_object_set_new(doc, "site_objective", json_real(ev->site));
+    json_object_set_new(doc, "gap_pct_of_site", cli_json_real(ev->gap_pct));
     json_t *pol = json_object();
     for (size_t k = 0; k < ev->ne; k++) {
         json_t *o = json_object();
+        json_object_set_new(o, "lost_vs_optimal_pct_of_site", cli_json_real(ent[k].lost_vs_optimal_pct));
+        json_object_set_new(o, "lost_vs_equal_pct_of_site", cli_json_real(ent[k].lost_vs_equal_pct));
         json_object_set_new(o, "throughput", json_real(ent[k].score.throughput));
         json_object_set_new(o, "objective", json_real(ent[k].score.objective));
         json_object_set_new(o, "power_w", json_real(ent[k].score.power_w));
@@ -280,7 +296,7 @@ static int print_json(const struct evaluation *ev, const pflex_alloc_input_t *in
 static void print_csv(const struct evaluation *ev)
 {
     printf("policy,throughput,objective,power_w,floor_violations,feasible,gap_recovered,"
-           "per_job_recovered\n");
+           "per_job_recovered,lost_vs_optimal_pct_of_site,lost_vs_equal_pct_of_site\n");
     for (size_t k = 0; k < ev->ne; k++) {
         const struct entry *e = &ev->ent[k];
         fputs(e->name, stdout);
@@ -290,6 +306,8 @@ static void print_csv(const struct evaluation *ev)
         printf(",%d,%d", e->score.sla_violations, e->feasible);
         cli_csv_num(e->gap_recovered);
         cli_csv_num(e->per_job);
+        cli_csv_num(e->lost_vs_optimal_pct);
+        cli_csv_num(e->lost_vs_equal_pct);
         putchar('\n');
     }
 }
@@ -301,33 +319,42 @@ static void print_table(const struct evaluation *ev, const pflex_alloc_input_t *
            ev->njobs, 100 * ev->reduce, ev->budget_w, ev->base,
            ev->progress ? "GPU-weighted progress" : "throughput");
     if (ev->progress)
-        printf("%-24s %12s %9s %12s %6s %8s %10s\n", "policy", "progress", "of_full",
-               "power_W", "floors", "feasible", "recovered");
+        printf("%-24s %10s %10s %12s %9s %12s %6s %8s %10s\n", "policy", "vs_optimal", "vs_equal",
+               "progress", "of_full", "power_W", "floors", "feasible", "recovered");
     else
-        printf("%-24s %14s %12s %6s %8s %10s %12s\n", "policy", "throughput", "power_W",
-               "floors", "feasible", "recovered", "per_job");
+        printf("%-24s %10s %10s %14s %12s %6s %8s %10s %12s\n", "policy", "vs_optimal", "vs_equal",
+               "throughput", "power_W", "floors", "feasible", "recovered", "per_job");
     for (size_t k = 0; k < ev->ne; k++) {
         const struct entry *e = &ev->ent[k];
-        char rec[16];
+        char rec[16], vo[24], ve[24];
         if (isnan(e->gap_recovered))
             snprintf(rec, sizeof rec, "-");
         else
             snprintf(rec, sizeof rec, "%.1f%%", 100 * e->gap_recovered);
+        snprintf(vo, sizeof vo, isnan(e->lost_vs_optimal_pct) ? "-" : "%.3f%%", e->lost_vs_optimal_pct);
+        snprintf(ve, sizeof ve, isnan(e->lost_vs_equal_pct) ? "-" : "%+.3f%%", e->lost_vs_equal_pct);
         if (ev->progress)
-            printf("%-24s %12.6g %8.2f%% %12.1f %6d %8s %10s\n", e->name,
+            printf("%-24s %10s %10s %12.6g %8.2f%% %12.1f %6d %8s %10s\n", e->name, vo, ve,
                    e->score.objective, ev->full > 0 ? 100 * e->score.objective / ev->full : 0.0,
                    e->score.power_w, e->score.sla_violations, e->feasible ? "yes" : "NO", rec);
         else
-            printf("%-24s %14.6g %12.1f %6d %8s %10s %+12.5g\n", e->name,
+            printf("%-24s %10s %10s %14.6g %12.1f %6d %8s %10s %+12.5g\n", e->name, vo, ve,
                    e->score.throughput, e->score.power_w, e->score.sla_violations,
                    e->feasible ? "yes" : "NO", rec, e->per_job);
     }
-    if (isnan(ev->ent[0].gap_recovered))
+    printf("vs_optimal, vs_equal: the %s lost against optimal's and equal cuts', a share of the site's "
+           "uncapped %s (vs_equal < 0: better than equal cuts); floors = jobs under their floor on the "
+           "measured curves\n", ev->progress ? "progress" : "throughput",
+           ev->progress ? "progress" : "throughput");
+    if (!(to - te > 1e-6 * fabs(to)))
         printf("gap recovered: - (optimal does not beat equal by more than rounding here)\n");
+    else if (isnan(ev->ent[0].gap_recovered))
+        printf("gap recovered: - (the equal-to-optimal gap is %.3g%% of the site's %s, under %g%%: a share "
+               "of it would swing on differences inside the readings' noise)\n", ev->gap_pct,
+               ev->progress ? "progress" : "throughput", PFLEX_GAP_MIN_PCT_OF_SITE);
     else
         printf("gap recovered = (policy - equal) / (optimal - equal) on the objective, a gap "
-               "of %.6g (%.3g%% of optimal's); floors = jobs under their floor on the "
-               "measured curves\n", to - te, 100 * (to - te) / fabs(to));
+               "of %.6g (%.3g%% of the site's)\n", to - te, ev->gap_pct);
     if (!isnan(ev->ent[2].gap_recovered))
         printf("Eq. 2 (pfi-weighted) recovers %.1f%% of the gap, tpw (Eq. 2 with PFI = 1: cuts by "
                "watts per throughput) %.1f%%: PFI itself earns %+.1f points\n",
@@ -358,7 +385,7 @@ int cmd_evaluate(int argc, char **argv)
     ev.progress = site.objective == PFLEX_OBJECTIVE_PROGRESS;
     rc = evaluate_policies(&site, in, &prob, &ev);
     if (rc == PFLEX_EXIT_OK) {
-        evaluate_gaps(&ev, in);
+        evaluate_gaps(&ev, in, &prob);
         if (json)
             rc = print_json(&ev, in) < 0 ? PFLEX_EXIT_INTERNAL : PFLEX_EXIT_OK;
         else if (csv)

@@ -425,15 +425,29 @@ static void print_grid_day(const json_t *g)
         printf("\nthe grid day (SRP, 3 May 2025): left out: %s\n", note ? note : "no result");
         return;
     }
-    printf("\nthe grid day (SRP, 3 May 2025), share of the equal-to-oracle gap recovered:");
+    /* the site's terms first: the share of a gap under 1 % of the site's
+     * progress is not given (docs/simulate.md) */
+    printf("\nthe grid day (SRP, 3 May 2025), progress lost over the event against the oracle, "
+           "%% of the site's:");
     const char *name;
     const json_t *v;
     json_object_foreach((json_t *)pols, name, v) {
-        const json_t *gr = json_object_get(v, "gap_recovered");
-        if (json_is_number(gr))
-            printf(" %s %.1f%%", name, 100 * json_number_value(gr));
+        const json_t *lo = json_object_get(v, "lost_vs_oracle_pct_of_site");
+        if (json_is_number(lo))
+            printf(" %s %.3f%%", name, json_number_value(lo));
     }
     printf("\n");
+    int any = 0;
+    json_object_foreach((json_t *)pols, name, v) {
+        const json_t *gr = json_object_get(v, "gap_recovered");
+        if (json_is_number(gr))
+            printf("%s %s %.1f%%", any++ ? "" : "share of the equal-to-oracle gap recovered:", name,
+                   100 * json_number_value(gr));
+    }
+    if (any)
+        printf("\n");
+    else if (json_is_string(json_object_get(g, "gap_note")))
+        printf("%s\n", json_string_value(json_object_get(g, "gap_note")));
 }
 
 static int study_print(const struct study_args *a, const pflex_study_t *s, int charts)

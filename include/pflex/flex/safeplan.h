@@ -148,4 +148,14 @@ void pflex_safe_plan_fini(struct pflex_safe_plan *p);
 int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
                     pflex_error_t *err);
 
+/* Whether a limit can be kept on caps: least_w (every GPU at the least cap
+ * it can be set to, the GPUs out of reach at their largest, other load:
+ * what pflex_safe_plan calls least_w) at or under limit_w, within 1e-6 of
+ * least_w (the caps' rounding).  A GPU draws at most its cap, not at least:
+ * a limit over what the GPUs draw at their least caps but under those caps
+ * summed is infeasible all the same, for the guarantee is on caps.  The
+ * one definition: the controller's plan (feasible) and the simulator's
+ * periods_infeasible both read it.  INFINITY: feasible. */
+int pflex_safe_limit_feasible(double limit_w, double least_w);
+
 #endif

@@ -34,9 +34,11 @@
  *  - equal, eq2 measured, eq2 predicted, throughput per watt, oracle:
  *    pflex_alloc_plan (EQUAL, PFI_WEIGHTED with the kind's measured ratio
  *    PFI, with its predicted PFI, with PFI = 1, OPTIMAL on the true
- *    curves), planned again only when the limit or the jobs change; when
- *    the floors cannot be met the target wins (floors dropped, breaches
- *    counted);
+ *    curves), planned again only when the limit or the jobs change, in
+ *    the controller's cap steps (the oracle's then polished and searched
+ *    as a whole: the optimum of those steps, floors kept wherever a plan
+ *    in them keeps every floor); when the floors cannot be met the
+ *    target wins (floors scaled down alike, breaches counted);
  *  - online cold / warm: the site controller itself (pflex controller's
  *    period, fed in process: struct pflex_sim_controller below), one node
  *    per job slot whose one entry stands for the job's GPUs under one cap;
@@ -49,8 +51,22 @@
  * The objective: sum over jobs of w_j a_j T/T0, a_j = T0_j (throughput) or
  * n_j (progress: GPU-weighted normalised throughput, for jobs whose units
  * differ).  "Lost" is the uncapped objective minus the policy's, summed
- * over periods times period_s; the gap recovered is
- * (lost_equal - lost_p) / (lost_equal - lost_oracle).
+ * over periods times period_s.  The event is the periods whose limit in
+ * force is under what the site draws uncapped; a policy's score is what
+ * it lost over the event against the oracle (and against equal cuts), a
+ * share of the site's uncapped objective over the event.  The gap
+ * recovered, (lost_equal - lost_p) / (lost_equal - lost_oracle) over the
+ * event, is given only where that gap is over PFLEX_SIM_GAP_MIN_PCT % of
+ * the site's objective: under it, the share swings on differences inside
+ * the readings' noise.
+ *
+ * Feasibility, on caps (a GPU draws at most its cap, not at least): a
+ * limit is infeasible where every job at its least cap, plus other_w, is
+ * over it (pflex_safe_limit_feasible); floor-infeasible where the caps
+ * can meet it but not with every floor kept: every job at its floor's
+ * edge (the least cap in the controller's steps from which no step up
+ * breaks its floor on the true curve) summed over it.  The oracle keeps
+ * every floor wherever the limit it plans to is not floor-infeasible.
  *
  * Ownership: the config and everything it points to are the caller's and
  * only read; a result owns its arrays (pflex_sim_result_fini).
@@ -63,6 +79,10 @@
 #include "pflex/flex/alloc.h"
 #include "pflex/util/error.h"
 #include "pflex/flex/target.h"
+
+/* The least equal-to-oracle gap, % of the site's objective over the
+ * event, for which a share of it (gap_recovered, settled_*) is given. */
+#define PFLEX_SIM_GAP_MIN_PCT PFLEX_GAP_MIN_PCT_OF_SITE
 
 enum pflex_sim_policy {
     PFLEX_SIM_EQUAL,
@@ -210,18 +230,26 @@ struct pflex_sim_summary {
     double objective_s;         /* sum of the objective x period_s */
     double lost_s;              /* sum of (uncapped - objective) x period_s */
     double lost_event_s;        /* the same over periods with a limit in force */
+    double lost_vs_oracle_pct_of_site;  /* over the event: (oracle's objective - this
+                                 * policy's) x s, % of the site's uncapped objective
+                                 * x s (event_progress_s); NaN: no oracle or no event */
+    double lost_vs_equal_pct_of_site;   /* the same against equal cuts (< 0: better) */
     double gap_recovered;       /* (lost_equal - lost) / (lost_equal - lost_oracle) over the
-                                 * periods with a limit; NaN when that gap is ~0 */
+                                 * event; NaN when gap_pct_of_site <= PFLEX_SIM_GAP_MIN_PCT */
     double throughput_lost;     /* sum over jobs of (T0 - T) x period_s, in the jobs' own
                                  * units (meaningful only where they share one) */
     size_t periods_limited;     /* periods with a limit in force */
     size_t periods_above;       /* after the ramp, the site over the limit */
     size_t periods_above_ramp;  /* during ramps */
-    size_t periods_above_feasible;      /* of periods_above, those whose limit the jobs
-                                         * could meet (periods_infeasible: none can) */
+    size_t periods_above_feasible;      /* of periods_above, those whose limit is
+                                         * feasible on caps (periods_infeasible: none) */
     double max_over_w;          /* largest excess, W (0: never over) */
     size_t floor_periods;       /* job-periods with a floor, under a limit */
     size_t floor_breaches;      /* of those, T/T0 under the floor (the truth) */
+    size_t floor_breaches_feasible; /* of those, in periods whose caps were planned to a
+                                 * limit that every floor could be kept under (not
+                                 * periods_infeasible nor periods_floor_infeasible):
+                                 * the oracle's is 0 */
     double floor_worst;         /* the most T/T0 fell under a floor in one of them (0: never) */
     size_t floor_breaches_free; /* job-periods with no limit in force under their floor (probes
                                  * between events, caps set ahead of a limit) */
@@ -232,7 +260,8 @@ struct pflex_sim_summary {
                                  * (by more than 1e-9 relative) */
     /* per-period gap recovered, (obj - equal) / (oracle - equal), over the
      * limited periods at least 10 periods after a change of the limit,
-     * where the gap exceeds 1e-6 of the objective */
+     * where the gap exceeds 1e-6 of the objective; none (0 periods, NaN)
+     * where the event's gap is not given (gap_recovered NaN) */
     size_t settled_periods;
     double settled_mean, settled_min;
     size_t settled_over90;      /* of those, periods with at least 0.9 */
@@ -248,10 +277,20 @@ struct pflex_sim_result {
     size_t jobs_started;        /* jobs over the run (arrivals included) */
     unsigned ran;               /* bit p: policy p ran */
     char note[256];             /* why a policy did not run, or "" */
-    size_t periods_infeasible;  /* periods whose limit in force is under what the jobs
-                                 * draw at their lowest measured caps (other_w included):
-                                 * every policy is over it there */
+    size_t periods_infeasible;  /* periods whose limit in force is under the jobs' least
+                                 * caps summed (other_w included): no policy can keep
+                                 * the guarantee there (pflex_safe_limit_feasible) */
     double infeasible_max_w;    /* the most such a limit fell short, W (0: none) */
+    size_t periods_floor_infeasible;    /* periods whose planned limit is feasible on
+                                 * caps but under the floors' edges summed: no plan
+                                 * keeps every floor there */
+    double floor_infeasible_max_w;      /* the most such a limit fell short, W (0: none) */
+    size_t event_periods;       /* periods whose limit in force is under what the site
+                                 * draws uncapped (every job at its largest cap) */
+    double event_progress_s;    /* the uncapped objective x s over them */
+    double gap_pct_of_site;     /* (equal's objective - the oracle's) lost over the event,
+                                 * % of event_progress_s; NaN: equal or the oracle not
+                                 * run, or no event */
     struct pflex_sim_summary pol[PFLEX_SIM_NPOL];
     /* per period */
     double *limit_w;            /* INFINITY: none */

@@ -264,18 +264,22 @@ int pflex_curve_fit_points(const struct pflex_sweep_point *pts, size_t n,
             free(w);
         return -1;
     }
-    /* A job none of whose caps binds (its draw nowhere reaches
-     * PFLEX_CURVE_BIND_NEAR of its cap), or whose fitted draw no cap cuts by
-     * PFLEX_CURVE_BIND_MIN (SPEC's "does not bind"): its power does not
-     * follow the cap and what its points differ by is noise.  It is flat at
-     * its draw at the baseline (the fitted highest) and its mean
-     * throughput, every reading weighed alike. */
-    int flat = p[n - 1] > 0, reaches = 0, cuts = 0;
+    /* A job whose fitted draw no cap cuts by PFLEX_CURVE_BIND_MIN (SPEC's
+     * "does not bind"), or none of whose caps binds (its draw nowhere
+     * reaches PFLEX_CURVE_BIND_NEAR of its cap) while its draw barely moves
+     * (nowhere FOLLOW_MIN under the baseline's, more than a power reading's
+     * noise of a few %): its power does not follow the cap and what its
+     * points differ by is noise.  A draw under every cap that still falls
+     * with the cap is a curve.  It is flat at its draw at the baseline (the
+     * fitted highest) and its mean throughput, every reading weighed alike. */
+    const double FOLLOW_MIN = 0.10;
+    int flat = p[n - 1] > 0, reaches = 0, cuts = 0, follows = 0;
     for (size_t i = 0; flat && i < n; i++) {
         reaches |= pts[i].power_w >= PFLEX_CURVE_BIND_NEAR * pts[i].cap_w;
         cuts |= 1.0 - p[i] / p[n - 1] >= PFLEX_CURVE_BIND_MIN;
+        follows |= 1.0 - p[i] / p[n - 1] >= FOLLOW_MIN;
     }
-    flat = flat && (!reaches || !cuts);
+    flat = flat && (!cuts || (!reaches && !follows));
     if (flat) {
         double sw = 0, st = 0;
         for (size_t i = 0; i < n; i++)

@@ -780,3 +780,8 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
     job_costs(in, out, s);
     return 0;
 }
+
+int pflex_safe_limit_feasible(double limit_w, double least_w)
+{
+    return !(limit_w < least_w - 1e-6 * fabs(least_w));
+}

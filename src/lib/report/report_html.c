@@ -894,7 +894,8 @@ static void grid_day_section(struct ctx *c)
     const char *note = json_string_value(json_object_get(g, "note"));
     if (note && *note)
         pflex_report_html_text(f, note);
-    fputs("</p>\n<table class=\"num\">\n<tr><th>policy</th><th>gap recovered</th>"
+    fputs("</p>\n<table class=\"num\">\n<tr><th>policy</th><th>lost vs oracle (% of the site, event)</th>"
+          "<th>gap recovered</th>"
           "<th>lost over the event (objective &times; s)</th><th>periods under equal cuts</th>"
           "<th>floor breaches (job-periods)</th><th>periods above the limit</th>"
           "<th>energy (kWh)</th></tr>\n", f);
@@ -904,6 +905,11 @@ static void grid_day_section(struct ctx *c)
         fputs("<tr><td>", f);
         pflex_report_html_text(f, name);
         fputs("</td>", f);
+        const json_t *lo = json_object_get(v, "lost_vs_oracle_pct_of_site");
+        if (json_is_number(lo))
+            fprintf(f, "<td>%.3f%%</td>", json_number_value(lo));
+        else
+            fputs("<td>–</td>", f);
         const json_t *gr = json_object_get(v, "gap_recovered");
         if (json_is_number(gr))
             fprintf(f, "<td>%.1f%%</td>", 100 * json_number_value(gr));

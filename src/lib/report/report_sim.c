@@ -22,6 +22,61 @@ static void html_escape(FILE *f, const char *s)
             fputc(*s, f);
 }
 
+/* A share as "12.3%", or an em dash where it is not given (NaN). */
+static void pct_cell(FILE *out, double v, const char *fmt)
+{
+    if (isnan(v))
+        fputs("<td>&mdash;</td>", out);
+    else {
+        fputs("<td>", out);
+        fprintf(out, fmt, v);
+        fputs("%</td>", out);
+    }
+}
+
+/* The summary: the event and what could be met in it, then per policy the
+ * objective lost against the oracle and equal cuts as a share of the
+ * site's over the event first, the gap's share only where it is given. */
+static void summary_html(const struct pflex_sim_result *r, FILE *out)
+{
+    if (r->event_periods)
+        fprintf(out, "<p>The event: %zu periods with a limit under the site's uncapped draw; the "
+                     "equal-to-oracle gap is %.3f%% of the site's objective over it%s.</p>\n",
+                r->event_periods, r->gap_pct_of_site,
+                r->gap_pct_of_site > PFLEX_SIM_GAP_MIN_PCT ? ""
+                : " (no share of it is given: under 1%, it would swing on differences inside the readings' "
+                  "noise)");
+    else
+        fprintf(out, "<p>No event: no limit under the site's uncapped draw.</p>\n");
+    if (r->periods_infeasible || r->periods_floor_infeasible)
+        fprintf(out, "<p><b>Infeasible:</b> %zu periods whose limit is under the jobs' lowest caps summed "
+                     "(by up to %.0f W); %zu more where no caps keep every floor under it (by up to %.0f W).</p>\n",
+                r->periods_infeasible, r->infeasible_max_w, r->periods_floor_infeasible,
+                r->floor_infeasible_max_w);
+    fprintf(out, "<table><tr><th>policy</th><th>lost vs oracle (%% of the site, event)</th>"
+                 "<th>lost vs equal (%% of the site, event)</th><th>gap recovered (event)</th><th>settled mean</th>"
+                 "<th>settled periods &ge; 90%%</th><th>below equal</th><th>periods above (after ramp)</th>"
+                 "<th>largest overshoot W</th><th>floor breaches (feasible)</th><th>worst under a floor (T/T0)</th>"
+                 "<th>probes</th><th>lost over the run (objective &times; s, probes included)</th>"
+                 "<th>energy kWh</th></tr>\n");
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
+        const struct pflex_sim_summary *s = &r->pol[p];
+        if (!(r->ran & (1u << p)))
+            continue;
+        fprintf(out, "<tr><td>%s</td>", pflex_sim_policy_name((enum pflex_sim_policy)p));
+        pct_cell(out, s->lost_vs_oracle_pct_of_site, "%.3f");
+        pct_cell(out, s->lost_vs_equal_pct_of_site, "%+.3f");
+        pct_cell(out, 100 * s->gap_recovered, "%.1f");
+        pct_cell(out, 100 * s->settled_mean, "%.1f");
+        fprintf(out, "<td>%zu / %zu</td><td>%zu</td><td>%zu</td><td>%.1f</td><td>%zu / %zu (%zu)</td><td>%.5f</td>"
+                     "<td>%zu</td><td>%.0f</td><td>%.1f</td></tr>\n",
+                s->settled_over90, s->settled_periods, s->below_equal, s->periods_above, s->max_over_w,
+                s->floor_breaches, s->floor_periods, s->floor_breaches_feasible, s->floor_worst, s->probes,
+                s->lost_s, s->energy_kwh);
+    }
+    fprintf(out, "</table>\n");
+}
+
 int pflex_sim_report_html(const struct pflex_sim_result *r, const char *title, const char *notes,
                           const json_t *field, const double *field_t, const double *field_w,
                           size_t nfield, const char *gnuplot, FILE *out, int *charts,
@@ -38,21 +93,8 @@ int pflex_sim_report_html(const struct pflex_sim_result *r, const char *title, c
     pflex_sim_report_brief(r, field, out);
     fprintf(out, "<h2>The run</h2>\n<p>");
     html_escape(out, notes);
-    fprintf(out, "</p>\n<table><tr><th>policy</th><th>gap recovered (event)</th><th>settled mean</th>"
-                 "<th>settled periods &ge; 90%%</th><th>below equal</th><th>periods above (after ramp)</th>"
-                 "<th>largest overshoot W</th><th>floor breaches</th><th>worst under a floor (T/T0)</th><th>probes</th>"
-                 "<th>lost over the run (objective &times; s, probes included)</th><th>energy kWh</th></tr>\n");
-    for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
-        const struct pflex_sim_summary *s = &r->pol[p];
-        if (!(r->ran & (1u << p)))
-            continue;
-        fprintf(out, "<tr><td>%s</td><td>%.1f%%</td><td>%.1f%%</td><td>%zu / %zu</td><td>%zu</td><td>%zu</td>"
-                     "<td>%.1f</td><td>%zu / %zu</td><td>%.5f</td><td>%zu</td><td>%.0f</td><td>%.1f</td></tr>\n",
-                pflex_sim_policy_name((enum pflex_sim_policy)p), 100 * s->gap_recovered, 100 * s->settled_mean,
-                s->settled_over90, s->settled_periods, s->below_equal, s->periods_above, s->max_over_w,
-                s->floor_breaches, s->floor_periods, s->floor_worst, s->probes, s->lost_s, s->energy_kwh);
-    }
-    fprintf(out, "</table>\n");
+    fprintf(out, "</p>\n");
+    summary_html(r, out);
 
     pflex_sim_report_jobs(r, field, out);
     int nch = pflex_sim_report_charts(r, field_t, field_w, nfield, gnuplot, out);
