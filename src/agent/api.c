@@ -14,6 +14,7 @@
  * standby controller's leadership token) below the highest seen is a
  * deposed leader's: 409, nothing changes.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -119,7 +120,10 @@ json_t *agent_status(struct agent *a)
     json_object_set_new(o, "backend", json_string(a->cfg.backend));
     json_object_set_new(o, "uptime_s", json_real(agent_mono_s() - a->started));
     json_object_set_new(o, "max_lease_s", json_real(a->cfg.max_lease_s));
-    json_object_set_new(o, "fence", a->fence ? json_integer((json_int_t)a->fence) : json_null());
+    char fence[24];
+    snprintf(fence, sizeof fence, "%llu", a->fence);
+    /* a string: exact for every JSON reader, whatever its numbers */
+    json_object_set_new(o, "fence", a->fence ? json_string(fence) : json_null());
     for (unsigned i = 0; i < a->n; i++)
         json_array_append_new(gpus, gpu_json(a, &a->gpu[i]));
     for (unsigned k = 0; k < a->njobs; k++)
@@ -324,6 +328,35 @@ static int plan_add(struct agent *a, struct planned *plan, unsigned *n, struct a
     return 0;
 }
 
+/* A fencing token: a decimal string of an unsigned 64-bit integer, kept
+ * exact; a JSON number only where every JSON reader holds it exactly
+ * (<= 2^53), since one rounded up would lock every real leader out. */
+static int parse_fence(const json_t *fj, unsigned long long *out, pflex_error_t *err)
+{
+    const char *sv = json_string_value(fj);
+    if (sv) {
+        size_t len = strlen(sv);
+        if (len == 0 || len > 20 || strspn(sv, "0123456789") != len)
+            return pflex_error_set(err, "\"fence\": '%.40s' is not a decimal unsigned 64-bit "
+                                   "integer", sv);
+        errno = 0;
+        unsigned long long v = strtoull(sv, NULL, 10);
+        if (errno == ERANGE)
+            return pflex_error_set(err, "\"fence\": %s is above 2^64-1", sv);
+        *out = v;
+        return 0;
+    }
+    if (!json_is_integer(fj) || json_integer_value(fj) < 0)
+        return pflex_error_set(err, "\"fence\" must be a decimal string (\"42\") or a "
+                               "non-negative integer");
+    if (json_integer_value(fj) > (json_int_t)1 << 53)
+        return pflex_error_set(err, "\"fence\": %lld is above 2^53, where JSON numbers lose "
+                               "digits; send it as a decimal string",
+                               (long long)json_integer_value(fj));
+    *out = (unsigned long long)json_integer_value(fj);
+    return 0;
+}
+
 static void put_caps(struct agent *a, const struct pflex_http_request *req,
                      struct pflex_http_response *resp)
 {
@@ -344,13 +377,13 @@ static void put_caps(struct agent *a, const struct pflex_http_request *req,
     /* A controller under a standby sends its leadership's token: one
      * lower than the highest seen is a deposed leader's, refused whole. */
     json_t *fj = json_object_get(doc, "fence");
-    if (fj && (!json_is_integer(fj) || json_integer_value(fj) < 0)) {
-        bad(a, resp, "\"fence\" must be a non-negative integer");
+    unsigned long long fence = 0;
+    if (fj && parse_fence(fj, &fence, &err)) {
+        bad(a, resp, "%s", err.text);
         json_decref(one);
         json_decref(doc);
         return;
     }
-    unsigned long long fence = fj ? (unsigned long long)json_integer_value(fj) : 0;
     if (fj && fence < a->fence) {
         a->fenced++;
         agent_log("refused PUT /v1/caps from %s: fence %llu is below %llu (a deposed leader)", req->peer,

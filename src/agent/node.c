@@ -81,13 +81,20 @@ int agent_load_token(struct agent *a, pflex_error_t *err)
         a->have_token = 0;
         return 0;
     }
-    int fd = open(a->cfg.token_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* A symlink is followed (Kubernetes mounts Secrets as links to the
+     * file); O_NONBLOCK so that a FIFO cannot hang start-up, and what is
+     * opened, not the name, is checked: a regular file only. */
+    int fd = open(a->cfg.token_file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return pflex_error_set(err, "--token-file %s: %s", a->cfg.token_file, strerror(errno));
-    struct stat sb;
+    struct stat sb = {0};
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        const char *what = S_ISFIFO(sb.st_mode) ? "a FIFO" : S_ISDIR(sb.st_mode) ? "a directory"
+                         : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device"
+                         : S_ISSOCK(sb.st_mode) ? "a socket" : "not a regular file";
         close(fd);
-        return pflex_error_set(err, "--token-file %s: not a regular file", a->cfg.token_file);
+        return pflex_error_set(err, "--token-file %s: %s; want a regular file (a symlink to "
+                               "one is followed)", a->cfg.token_file, what);
     }
     if (sb.st_mode & 077) {
         close(fd);
