@@ -125,6 +125,13 @@ struct agent {
     pthread_mutex_t lock;       /* all of the above, while serving */
     int lock_ready;
     atomic_ulong gen;           /* changes of the node; bumped under lock */
+    double read_at;             /* unix s of the last sample of every GPU (0: none yet) */
+    /* The driver thread: ticks the node (every NVML call of the loop) so
+     * that neither the main loop nor a request waits on the driver. */
+    pthread_t driver;
+    int driver_on;
+    atomic_int driver_stop, reload;
+    atomic_llong tick_began_ms; /* monotonic ms the current tick began; 0: idle */
     pthread_mutex_t cache_lock; /* the two below */
     pflex_http_body_t *cache[2];    /* /metrics, /v1/status as of cache_gen */
     unsigned long cache_gen[2];
@@ -152,6 +159,22 @@ struct agent_close_report {
     unsigned unverified;    /* no restore was due, but its limit could not be read back */
     unsigned untouched;     /* never under the agent's control (failed before its guard) */
 };
+/* The driver thread: agent_tick ten times a second under lock, and a
+ * SIGHUP's reload (reload set) there; stopped (joined) before closing. */
+int agent_driver_start(struct agent *a, pflex_error_t *err);
+void agent_driver_stop(struct agent *a);
+/* Seconds the driver thread's tick has been running (waiting for the
+ * lock or in the driver); 0 when it is idle. */
+double agent_driver_busy_s(struct agent *a);
+/* Past this, the driver is taken as stuck: requests wait no more for it. */
+#define AGENT_DRIVER_STUCK_S 1.0
+/* Take a->lock within wait_s (at once when the driver is stuck); 0 when
+ * taken, -1 when not. */
+int agent_lock_within(struct agent *a, double wait_s);
+/* Render /metrics and /v1/status now (under a->lock), so that a body to
+ * serve exists before the driver can first get stuck. */
+void agent_render_all(struct agent *a);
+
 /* Restore every GPU (leases end), read each limit back, then close;
  * rep (may be NULL) says how that went. */
 void agent_close(struct agent *a, struct agent_close_report *rep);

@@ -23,6 +23,7 @@
 #include <strings.h>
 #include <time.h>
 #include "agent/agent.h"
+#include "lib/util/clock.h"
 #include "pflex/net/prom.h"
 
 #define MAX_JSON_BODY 65536
@@ -120,6 +121,11 @@ json_t *agent_status(struct agent *a)
     json_object_set_new(o, "backend", json_string(a->cfg.backend));
     json_object_set_new(o, "uptime_s", json_real(agent_mono_s() - a->started));
     json_object_set_new(o, "max_lease_s", json_real(a->cfg.max_lease_s));
+    /* When the GPUs were last read: a body served while the driver is
+     * stuck is this old (age_s as of rendering; read_at says it always). */
+    json_object_set_new(o, "read_at", a->read_at > 0 ? json_real(a->read_at) : json_null());
+    json_object_set_new(o, "age_s", a->read_at > 0 ? json_real(pflex_real_s() - a->read_at)
+                                                   : json_null());
     char fence[24];
     snprintf(fence, sizeof fence, "%llu", a->fence);
     /* a string: exact for every JSON reader, whatever its numbers */
@@ -268,6 +274,10 @@ char *agent_metrics(struct agent *a, size_t *len)
     pflex_prom_family(p, "pflex_bad_requests_total", "counter",
                       "Requests refused as malformed or out of range.");
     pflex_prom_sample(p, "pflex_bad_requests_total", NULL, (double)a->bad_requests);
+    pflex_prom_family(p, "pflex_agent_read_timestamp_seconds", "gauge",
+                      "When the GPUs were last read (unix s): the age of these values.");
+    pflex_prom_sample(p, "pflex_agent_read_timestamp_seconds", NULL,
+                      a->read_at > 0 ? a->read_at : NAN);
     pflex_prom_family(p, "pflex_fenced_pushes_total", "counter",
                       "Cap pushes refused for a fencing token below the highest seen (a deposed leader's).");
     pflex_prom_sample(p, "pflex_fenced_pushes_total", NULL, (double)a->fenced);
@@ -667,20 +677,62 @@ static pflex_http_body_t *render(struct agent *a, int which)
     return b;
 }
 
+/* The last body rendered, current or not, with a reference. */
+static pflex_http_body_t *cache_last(struct agent *a, int which)
+{
+    pthread_mutex_lock(&a->cache_lock);
+    pflex_http_body_t *b = a->cache[which];
+    if (b)
+        pflex_http_body_ref(b);
+    pthread_mutex_unlock(&a->cache_lock);
+    return b;
+}
+
+void agent_render_all(struct agent *a)
+{
+    for (int which = BODY_METRICS; which <= BODY_STATUS; which++) {
+        pflex_http_body_t *b = cache_take(a, which);
+        pflex_http_body_unref(b ? b : render(a, which));
+    }
+}
+
+/* How long a read waits for the node before it takes the last body: a
+ * tick or a write holds the lock for milliseconds, a stuck driver for
+ * as long as its call blocks. */
+#define READ_WAIT_S 0.25
+/* How long a write waits before it is answered 503. */
+#define WRITE_WAIT_S 1.0
+
+/* The driver holds the node: 503, saying for how long (nothing changed). */
+static void driver_busy(struct agent *a, struct pflex_http_response *resp)
+{
+    pflex_http_respond_error(resp, 503, "the GPU driver is busy: the agent's call into it has "
+                             "not returned for %.1f s; nothing changed, try again",
+                             agent_driver_busy_s(a));
+    resp->retry_after_s = 1;
+}
+
 /* GET /metrics or /v1/status: the shared body of the node's current
- * state, rendered by the first reader after a change. */
+ * state, rendered by the first reader after a change; while the driver
+ * holds the node, the last one rendered (read_at says how old). */
 static void serve_cached(struct agent *a, int which, struct pflex_http_response *resp,
                          int locked)
 {
     pflex_http_body_t *b = cache_take(a, which);
     if (!b) {
-        if (!locked)
-            pthread_mutex_lock(&a->lock);
-        b = cache_take(a, which);   /* another reader may have rendered it meanwhile */
-        if (!b)
-            b = render(a, which);
-        if (!locked)
-            pthread_mutex_unlock(&a->lock);
+        if (!locked && agent_lock_within(a, READ_WAIT_S)) {
+            b = cache_last(a, which);
+            if (!b) {
+                driver_busy(a, resp);
+                return;
+            }
+        } else {
+            b = cache_take(a, which);   /* another reader may have rendered it meanwhile */
+            if (!b)
+                b = render(a, which);
+            if (!locked)
+                pthread_mutex_unlock(&a->lock);
+        }
     }
     if (!b) {
         pflex_http_respond_error(resp, 500, "out of memory");
@@ -748,9 +800,19 @@ void agent_api(void *ud, const struct pflex_http_request *req, struct pflex_http
             return;
         }
     }
-    pthread_mutex_lock(&a->lock);
+    if (!strcmp(req->path, "/healthz") && !a->cfg.auth_reads) {
+        pflex_http_respond_text(resp, 200, "text/plain", "ok\n", 3);
+        return;
+    }
+    if (agent_lock_within(a, read ? READ_WAIT_S : WRITE_WAIT_S)) {
+        driver_busy(a, resp);
+        return;
+    }
     api_locked(a, req, resp, read);
-    if (!read)
+    if (!read) {
         agent_changed(a);
+        /* the last reading served while the driver is stuck has this write */
+        agent_render_all(a);
+    }
     pthread_mutex_unlock(&a->lock);
 }

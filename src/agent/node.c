@@ -526,6 +526,7 @@ int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *e
             agent_log("GPU %u: %s", i, e.text);
         sample(a, d);
     }
+    a->read_at = pflex_real_s();
     if (a->sim) {
         for (unsigned k = 0; k < simnode_job_count(a->sim); k++) {
             unsigned first, count;
@@ -616,6 +617,7 @@ void agent_tick(struct agent *a)
         a->last_sample = now;
         for (unsigned i = 0; i < a->n; i++)
             sample(a, &a->gpu[i]);
+        a->read_at = pflex_real_s();
     }
     /* The sim jobs run on: their counters grow at the rate the model gives
      * for the caps in force, and are reported like any job's. */
@@ -637,8 +639,87 @@ void agent_tick(struct agent *a)
         agent_changed(a);
 }
 
+/* ---- the driver thread ------------------------------------------- */
+
+static long long mono_ms(void)
+{
+    return (long long)(agent_mono_s() * 1e3);
+}
+
+static void *driver_main(void *arg)
+{
+    struct agent *a = arg;
+    while (!atomic_load(&a->driver_stop)) {
+        long long began = mono_ms();
+        atomic_store(&a->tick_began_ms, began ? began : 1);
+        pthread_mutex_lock(&a->lock);
+        agent_tick(a);
+        if (atomic_exchange(&a->reload, 0)) {
+            pflex_error_t err;
+            if (agent_load_token(a, &err) || agent_load_job_map(a, &err))
+                agent_log("SIGHUP: reload failed, keeping what was loaded: %s", err.text);
+            else
+                agent_log("SIGHUP: token file and job map reloaded");
+            agent_changed(a);
+        }
+        /* Rendered here rather than by the next reader: a reader that
+         * finds the driver stuck is served the last body, which must be
+         * as of the last change. */
+        agent_render_all(a);
+        pthread_mutex_unlock(&a->lock);
+        atomic_store(&a->tick_began_ms, 0);
+        /* leases are checked ten times a second */
+        long long left = began + 100 - mono_ms();
+        if (left > 0) {
+            struct timespec ts = {0, left * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return NULL;
+}
+
+int agent_driver_start(struct agent *a, pflex_error_t *err)
+{
+    atomic_store(&a->driver_stop, 0);
+    int e = pthread_create(&a->driver, NULL, driver_main, a);
+    if (e)
+        return pflex_error_set(err, "cannot start the driver thread: %s", strerror(e));
+    a->driver_on = 1;
+    return 0;
+}
+
+void agent_driver_stop(struct agent *a)
+{
+    if (!a->driver_on)
+        return;
+    atomic_store(&a->driver_stop, 1);
+    pthread_join(a->driver, NULL);
+    a->driver_on = 0;
+}
+
+double agent_driver_busy_s(struct agent *a)
+{
+    long long began = atomic_load(&a->tick_began_ms);
+    return began ? (mono_ms() - began) / 1e3 : 0;
+}
+
+int agent_lock_within(struct agent *a, double wait_s)
+{
+    if (pthread_mutex_trylock(&a->lock) == 0)
+        return 0;
+    if (agent_driver_busy_s(a) > AGENT_DRIVER_STUCK_S || wait_s <= 0)
+        return -1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long ns = ts.tv_nsec + (long long)(wait_s * 1e9);
+    ts.tv_sec += (time_t)(ns / 1000000000LL);
+    ts.tv_nsec = (long)(ns % 1000000000LL);
+    return pthread_mutex_timedlock(&a->lock, &ts) == 0 ? 0 : -1;
+}
+
 void agent_close(struct agent *a, struct agent_close_report *rep)
 {
+    agent_driver_stop(a);
     struct agent_close_report r = {0};
     for (unsigned i = 0; a->gpu && i < a->n; i++) {
         struct agent_gpu *d = &a->gpu[i];

@@ -28,7 +28,9 @@ static const char help_text[] =
     "crash or SIGKILL, the next start restores them from the state files first.\n"
     "Each GPU is locked (flock in --state-dir): a second agent, or a pflex sweep,\n"
     "on the same GPU is refused.  A GPU that fails is reported in /v1/status and\n"
-    "/metrics (pflex_gpu_up 0) and the others keep working.\n"
+    "/metrics (pflex_gpu_up 0) and the others keep working.  A driver call that\n"
+    "hangs holds only the agent's driver thread: reads answer at once with the\n"
+    "last reading (read_at says when), writes 503 \"the GPU driver is busy\".\n"
     "\n"
     "API (JSON in and out; writes need 'Authorization: Bearer TOKEN'):\n"
     "  GET    /metrics        Prometheus text: dcgm-exporter's names and labels\n"
@@ -461,27 +463,31 @@ static void agent_loop(struct agent *a, const struct agent_opts *o, pflex_http_s
              a->n == 1 ? "" : "s", o->listen, pflex_http_server_port(srv));
     if (pflex_sd_notify(notify, ready, &err) < 0)
         agent_log("%s", err.text);
+    double stuck_said = 0;
     while (!stop_signal) {
-        if (watchdog_s > 0 && pflex_mono_s() - pinged >= watchdog_s / 4) {
+        /* Alive means the driver thread comes round too: a call that
+         * blocks for good goes silent after 3/4 of the watchdog's time
+         * (a slow one, shorter than that, does not get the agent killed). */
+        double busy = agent_driver_busy_s(a);
+        if (watchdog_s > 0 && pflex_mono_s() - pinged >= watchdog_s / 4
+            && busy < watchdog_s * 3 / 4) {
             pinged = pflex_mono_s();
             if (pflex_sd_notify(notify, "WATCHDOG=1", &err) < 0)
                 agent_log("%s", err.text);
+        }
+        if (busy > AGENT_DRIVER_STUCK_S && pflex_mono_s() - stuck_said >= 10) {
+            stuck_said = pflex_mono_s();
+            agent_log("the GPU driver has not answered for %.1f s: serving the last reading, "
+                      "writes answered 503", busy);
         }
         if (pflex_http_server_run(srv, 0.1, &err)) {
             agent_log("%s", err.text);
             break;
         }
-        pthread_mutex_lock(&a->lock);
-        agent_tick(a);
         if (reload_signal) {
             reload_signal = 0;
-            if (agent_load_token(a, &err) || agent_load_job_map(a, &err))
-                agent_log("SIGHUP: reload failed, keeping what was loaded: %s", err.text);
-            else
-                agent_log("SIGHUP: token file and job map reloaded");
-            agent_changed(a);
+            atomic_store(&a->reload, 1);    /* done by the driver thread, under the lock */
         }
-        pthread_mutex_unlock(&a->lock);
     }
     pflex_sd_notify(notify, "STOPPING=1", NULL);
 }
@@ -507,13 +513,21 @@ int cmd_agent(int argc, char **argv)
         agent_close(&a, &rep);
         return closing_said(&rep, "--restore-only", o.cfg.state_dir);
     }
+    agent_render_all(&a);
     pflex_http_server_t *srv;
     if ((rc = agent_serve(&a, &o, &srv)) >= 0)
         return rc;
+    if (agent_driver_start(&a, &err)) {
+        cli_error(CMD, "%s", err.text);
+        pflex_http_server_stop(srv);
+        agent_close(&a, &rep);
+        return PFLEX_EXIT_INTERNAL;
+    }
     agent_loop(&a, &o, srv);
     if (stop_signal)
         agent_log("stopping on signal %d (%s): restoring every GPU", (int)stop_signal,
                   strsignal(stop_signal));
+    agent_driver_stop(&a);      /* a call in the driver ends first */
     pflex_http_server_stop(srv);
     agent_close(&a, &rep);
     return closing_said(&rep, "stopped", o.cfg.state_dir);
