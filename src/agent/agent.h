@@ -100,6 +100,7 @@ struct agent_config {
     double interval_s;          /* sampling period */
     double tp_window_s;         /* throughput over this window */
     int snake_labels;           /* model_name, not dcgm-exporter's modelName */
+    int restore_only;           /* open for --restore-only: holds found are left as they are */
     int sim_fail_gpu;           /* -1: none */
     double sim_fail_after_s;
 };
@@ -158,6 +159,8 @@ struct agent_close_report {
     unsigned failed;        /* a restore was due and did not take (its original stays saved) */
     unsigned unverified;    /* no restore was due, but its limit could not be read back */
     unsigned untouched;     /* never under the agent's control (failed before its guard) */
+    unsigned held;          /* left held at an event's fallback (hold_first..hold_last) */
+    double hold_first, hold_last;   /* unix s: the earliest and latest hold's end */
 };
 /* The driver thread: agent_tick ten times a second under lock, and a
  * SIGHUP's reload (reload set) there; stopped (joined) before closing. */
@@ -176,8 +179,13 @@ int agent_lock_within(struct agent *a, double wait_s);
 void agent_render_all(struct agent *a);
 
 /* Restore every GPU (leases end), read each limit back, then close;
- * rep (may be NULL) says how that went. */
+ * rep (may be NULL) says how that went.  With hold_events (a stop of the
+ * nvml backend), a GPU under an event's lease (a fallback whose end is
+ * ahead) is not restored but held, through its state file, at the lower
+ * of its cap and its fallback until the fallback's end; a hold found at
+ * open (--restore-only) stays too. */
 void agent_close(struct agent *a, struct agent_close_report *rep);
+void agent_close_holding(struct agent *a, int hold_events, struct agent_close_report *rep);
 /* Read the token file (mode 0600 checked) and the job map file again. */
 int agent_load_token(struct agent *a, pflex_error_t *err);
 int agent_load_job_map(struct agent *a, pflex_error_t *err);

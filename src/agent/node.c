@@ -506,8 +506,10 @@ int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *e
         }
         pflex_gpu_describe(&a->g, i, d->name, sizeof d->name, NULL);
         int rc = pflex_guard_open(&a->g, &i, 1, &go, &d->guard, &e);
-        if (rc == PFLEX_GUARD_BUSY)
-            return pflex_error_set(err, "%s", e.text);
+        if (rc == PFLEX_GUARD_BUSY) {
+            pflex_error_set(err, "%s", e.text);
+            return PFLEX_GUARD_BUSY;
+        }
         if (rc) {
             d->guard = NULL;
             agent_gpu_failed(a, d, e.text);
@@ -517,6 +519,26 @@ int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *e
         if (pflex_gpu_limits(&a->g, i, &d->lim, &e)) {
             agent_gpu_failed(a, d, e.text);
             continue;
+        }
+        /* A hold a stopped agent left during an event: the event's plan
+         * goes on, as a lease of this agent's that ends at the hold's end
+         * (the controller's next push replaces it). */
+        const struct pflex_guard_gpu *hg = pflex_guard_gpu_find(d->guard, i);
+        if (hg->held && !cfg->restore_only) {
+            double w = hg->hold_w, until = hg->hold_until, left = until - pflex_real_s();
+            if (left > cfg->max_lease_s)
+                left = cfg->max_lease_s;
+            if (left > 0 && agent_gpu_cap(a, d, w, left, NULL, &e) == 0) {
+                d->on_fallback = 1;     /* its end restores */
+                d->fb_w = w;
+                d->fb_until = until;
+                agent_log("GPU %u: held at %g W by the agent stopped during an event: kept, "
+                          "as a lease of %.1f s (until the event's fallback ends)", i, w, left);
+            } else if (agent_gpu_restore(a, d, "a hold whose re-apply failed", &e)) {
+                agent_log("GPU %u: %s", i, e.text);
+            }
+            if (pflex_guard_unhold(d->guard, i, &e))
+                agent_log("GPU %u: %s", i, e.text);
         }
         /* A cap found at start that no state file explains is not this
          * agent's and no lease holds it: the default goes back now, before
@@ -717,7 +739,39 @@ int agent_lock_within(struct agent *a, double wait_s)
     return pthread_mutex_timedlock(&a->lock, &ts) == 0 ? 0 : -1;
 }
 
+/* Stopping during an event: hold d at the lower of its cap and its
+ * fallback until the fallback's end (at most --max-lease), through its
+ * state file.  1 when held, 0 when not an event's lease or the hold
+ * failed (the caller restores). */
+static int hold_event(struct agent *a, struct agent_gpu *d, double *until_out)
+{
+    double wall = pflex_real_s(), mono = agent_mono_s();
+    if (!d->leased || !(d->fb_until > wall) || !isfinite(d->fb_w))
+        return 0;
+    double w = d->on_fallback || d->fb_w > d->lease_cap_w ? d->lease_cap_w : d->fb_w;
+    double until = d->on_fallback ? wall + (d->lease_until - mono) : d->fb_until;
+    if (until > wall + a->cfg.max_lease_s)
+        until = wall + a->cfg.max_lease_s;
+    pflex_error_t err;
+    if ((w < d->lease_cap_w && pflex_guard_set(d->guard, d->index, w, NULL, &err))
+        || pflex_guard_hold(d->guard, d->index, w, until, &err)) {
+        agent_log("GPU %u: holding it through the stop failed (%s); restoring it", d->index,
+                  err.text);
+        return 0;
+    }
+    log_notes(d);
+    agent_log("GPU %u: the agent stops during an event: held at %g W until %.0f (%.0f s), "
+              "then back to its original limit", d->index, w, until, until - wall);
+    *until_out = until;
+    return 1;
+}
+
 void agent_close(struct agent *a, struct agent_close_report *rep)
+{
+    agent_close_holding(a, 0, rep);
+}
+
+void agent_close_holding(struct agent *a, int hold_events, struct agent_close_report *rep)
 {
     agent_driver_stop(a);
     struct agent_close_report r = {0};
@@ -726,6 +780,18 @@ void agent_close(struct agent *a, struct agent_close_report *rep)
         pflex_error_t err;
         if (!d->guard) {
             r.untouched++;
+            continue;
+        }
+        const struct pflex_guard_gpu *hg = pflex_guard_gpu_find(d->guard, i);
+        double until = hg->hold_until;
+        if (hg->held || (hold_events && hold_event(a, d, &until))) {
+            r.held++;
+            if (r.held == 1 || until < r.hold_first)
+                r.hold_first = until;
+            if (r.held == 1 || until > r.hold_last)
+                r.hold_last = until;
+            pflex_guard_close(d->guard);
+            d->guard = NULL;
             continue;
         }
         int due = pflex_guard_gpu_find(d->guard, i)->changed;
