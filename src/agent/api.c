@@ -769,6 +769,21 @@ static void api_locked(struct agent *a, const struct pflex_http_request *req,
             pflex_http_respond_json(resp, 200, json_pack("{s:o}", "gpus", gpus));
         } else
             pflex_http_respond_error(resp, 405, "/v1/caps: GET, PUT or DELETE");
+    } else if (!strcmp(req->path, "/v1/fence")) {
+        /* After etcd is rebuilt its revisions start over, below the
+         * fence the agents hold: the operator's reset (the token's) lets
+         * the new leaders push; the old fence is said in the log. */
+        if (!strcmp(req->method, "DELETE")) {
+            char was[24];
+            snprintf(was, sizeof was, "%llu", a->fence);
+            agent_log("fence %s reset by %s (DELETE /v1/fence): the next push's fence is "
+                      "taken", a->fence ? was : "(none)", req->peer);
+            pflex_http_respond_json(resp, 200, json_pack("{s:s?, s:n}", "was",
+                                                         a->fence ? was : NULL, "fence"));
+            a->fence = 0;
+        } else {
+            pflex_http_respond_error(resp, 405, "/v1/fence: DELETE (with the token) resets it");
+        }
     } else if (!strncmp(req->path, "/v1/jobs/", 9)) {
         job_route(a, req, resp, req->path + 9);
     } else if (!strcmp(req->path, "/v1/jobs") && read) {

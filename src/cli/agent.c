@@ -48,6 +48,8 @@ static const char help_text[] =
     "                         device's range (400 names it), set, read back; the answer\n"
     "                         is what is now in force\n"
     "  DELETE /v1/caps        restore now: all GPUs, or ?gpu=I or ?job=NAME\n"
+    "  DELETE /v1/fence       forget the fencing token held (after etcd is rebuilt\n"
+    "                         and its revisions start over below it)\n"
     "  PUT    /v1/jobs/JOB    {\"gpus\": [0, 1]}: the job map (indices or UUIDs)\n"
     "  POST   /v1/jobs/JOB/progress  {\"tokens_total\": N} or {\"tokens\": n}: the agent\n"
     "                         derives the job's throughput from these reports\n"

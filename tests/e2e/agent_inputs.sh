@@ -49,4 +49,17 @@ expect 200 GET /v1/status
 expect 400 PUT /v1/caps "{\"lease_s\": 5, \"fence\": \"-1\", \"caps\": [{\"gpu\": 0, \"cap_w\": 420}]}" "$TOKEN"
 expect 400 PUT /v1/caps "{\"lease_s\": 5, \"fence\": \"18446744073709551616\", \"caps\": [{\"gpu\": 0, \"cap_w\": 420}]}" "$TOKEN"
 expect 400 PUT /v1/caps "{\"lease_s\": 5, \"fence\": 1.5, \"caps\": [{\"gpu\": 0, \"cap_w\": 420}]}" "$TOKEN"
-echo "ok: agent inputs (symlinked token, FIFO refused, exact fences)"
+# etcd rebuilt empty: its revisions start over (a new leader's fence 2,
+# below the 60 the agent holds): 409 until the operator resets the fence
+# with the token; then the new leader's pushes are taken
+expect 200 PUT /v1/caps "{\"lease_s\": 5, \"fence\": \"18446744073709551615\", \"caps\": [{\"gpu\": 0, \"cap_w\": 420}]}" "$TOKEN"
+expect 409 PUT /v1/caps "{\"lease_s\": 5, \"fence\": \"2\", \"caps\": [{\"gpu\": 0, \"cap_w\": 410}]}" "$TOKEN"
+expect 401 DELETE /v1/fence
+expect 401 DELETE /v1/fence "" wrong-token-0123456789
+expect 200 DELETE /v1/fence "" "$TOKEN"
+[ "$(jq -r .was "$tmp/body")" = 18446744073709551615 ] || fail "the reset's answer: $(cat "$tmp/body")"
+grep -q 'fence 18446744073709551615 reset by' "$tmp/a.log" || fail "the reset is not logged"
+expect 200 PUT /v1/caps "{\"lease_s\": 5, \"fence\": \"2\", \"caps\": [{\"gpu\": 0, \"cap_w\": 410}]}" "$TOKEN"
+expect 200 GET /v1/status
+[ "$(jq -r .fence "$tmp/body")" = 2 ] || fail "after the reset the fence is $(jq -r .fence "$tmp/body"), not 2"
+echo "ok: agent inputs (symlinked token, FIFO refused, exact fences, fence reset)"
