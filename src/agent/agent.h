@@ -5,10 +5,12 @@
  *   api.c      the HTTP API: auth, /metrics, /v1/status, /v1/caps, /v1/jobs
  *   simnode.c  the sim backend: N simulated GPUs running simulated jobs
  *
- * The main loop ticks the node (samples, lease expiry, sim progress) and
- * enforces the HTTP server's deadlines; the server's thread pool (or, with
- * --threads 1, the main loop itself) runs the handler.  One lock, lock,
- * covers the node: the tick, and every request but the common reads.
+ * The driver thread ticks the node (samples, lease expiry, sim progress:
+ * every NVML call but a request's own); the main loop enforces the HTTP
+ * server's deadlines and feeds the watchdog; the server's thread pool (or,
+ * with --threads 1, the main loop itself) runs the handler.  One lock,
+ * lock, covers the node: the tick, and every request but the common
+ * reads; requests take it with a deadline, so none waits on a hung driver.
  * /metrics and /v1/status are rendered once per change of the node (a
  * sample, an expiry, a write: gen counts them) into shared bodies that
  * every read until the next change is answered with, without a copy.

@@ -7,6 +7,12 @@
  *   PUT    /v1/jobs/{job}             {"gpus": [0, 1]}: map a job to GPUs
  *   DELETE /v1/jobs/{job}             forget a job
  *   POST   /v1/jobs/{job}/progress    {"tokens_total": N} or {"tokens": n}
+ *   DELETE /v1/fence                  forget the fencing token (etcd rebuilt)
+ *
+ * No request waits on the driver: the node's lock is taken with a
+ * deadline; past it, /metrics and /v1/status get the last body rendered
+ * and the rest 503 (the driver thread holds the lock through a hung
+ * NVML call).
  *
  * Writes need "Authorization: Bearer TOKEN" (the token file's); reads too
  * with --auth-reads.  A cap request is checked whole before anything is
@@ -398,8 +404,9 @@ static void put_caps(struct agent *a, const struct pflex_http_request *req,
         a->fenced++;
         agent_log("refused PUT /v1/caps from %s: fence %llu is below %llu (a deposed leader)", req->peer,
                   fence, a->fence);
-        pflex_http_respond_error(resp, 409, "fence %llu is below %llu: a newer leader pushes caps here",
-                                 fence, a->fence);
+        pflex_http_respond_error(resp, 409, "fence %llu is below %llu: a newer leader pushes caps "
+                                 "here (or etcd was rebuilt: DELETE /v1/fence with the token "
+                                 "resets it)", fence, a->fence);
         json_decref(one);
         json_decref(doc);
         return;
