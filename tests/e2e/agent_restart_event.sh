@@ -83,13 +83,13 @@ stop_helpers
 
 # ---- 2. stop for good ----
 start_agent "$tmp/a3.log" $nv || fail "agent C did not start"
-end=$(($(date +%s) + 5))
+end=$(($(date +%s) + 7))
 push_event $end
 sample "$tmp/s2" & sampler=$!
 sleep 0.3
 kill -TERM $apid; wait $apid
 grep -q 'restore at the hold.s end is armed' "$tmp/a3.log" || fail "C armed no restore: $(tail -5 "$tmp/a3.log")"
-sleep 2.5   # past the lease's end: the fallbacks hold, the agent gone
+wait_until_ms $(( (end - 2) * 1000 ))  # past the lease's end: the fallbacks hold, the agent gone
 [ "$(sum_mw)" = 750000 ] || fail "stopped mid-event: $(sum_mw) mW, not the fallbacks' 750000"
 wait_until_ms $(( (end + period) * 1000 ))
 kill $sampler; wait $sampler 2>/dev/null; sampler=""
