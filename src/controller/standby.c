@@ -42,6 +42,7 @@ struct standby {
     double fenced_until;        /* monotonic: no push before (an agent's 409) */
     double fenced_backoff;      /* the next wait after a 409 (1 s doubling to 60 s) */
     unsigned long fenced;       /* 409s since this leadership began */
+    uint64_t cluster_id;        /* etcd's, as last seen (0: not yet) */
     int took_over;
     unsigned long takeovers;
     char leader[128];
@@ -219,6 +220,17 @@ static void tick(standby_t *s)
     int64_t rev = 0;
     struct pflex_etcd_kvs h = {0};
     int r = pflex_etcd_campaign(s->etcd, s->key, s->name, s->lease, &rev, &h, &err);
+    uint64_t cid = pflex_etcd_cluster_id(s->etcd);
+    if (r >= 0 && cid) {
+        pthread_mutex_lock(&s->mu);
+        if (s->cluster_id && cid != s->cluster_id)
+            say(s, "etcd answers as a new cluster (id %llu, was %llu): its revisions started "
+                "over, so the fences the agents hold are above any new leader's; reset each "
+                "agent's (DELETE /v1/fence with its token) or every push gets 409",
+                (unsigned long long)cid, (unsigned long long)s->cluster_id);
+        s->cluster_id = cid;
+        pthread_mutex_unlock(&s->mu);
+    }
     if (r < 0)
         trouble(s, &err);
     else if (r == 1)

@@ -21,6 +21,7 @@ struct pflex_etcd {
     char *url[MAX_MEMBERS];
     size_t n, cur;
     pflex_http_client_t *http;
+    uint64_t cluster_id;        /* the last answer's header.cluster_id (0: none yet) */
 };
 
 /* ---- base64 ---- */
@@ -145,6 +146,11 @@ void pflex_etcd_destroy(pflex_etcd_t *e)
     free(e);
 }
 
+uint64_t pflex_etcd_cluster_id(const pflex_etcd_t *e)
+{
+    return e ? e->cluster_id : 0;
+}
+
 const char *pflex_etcd_endpoint(const pflex_etcd_t *e)
 {
     return e->url[e->cur];
@@ -218,6 +224,12 @@ static json_t *call(pflex_etcd_t *e, const char *path, json_t *body, pflex_error
             return NULL;
         }
         free(c.resp);
+        /* a uint64 as a decimal string: kept exact (a new cluster, rebuilt
+         * after its data was lost, has a new id and starts its revisions over) */
+        const char *cid = json_string_value(json_object_get(json_object_get(j, "header"),
+                                                            "cluster_id"));
+        if (cid)
+            e->cluster_id = strtoull(cid, NULL, 10);
         out = j;
     }
     free(text);
