@@ -671,8 +671,9 @@ int cmd_agent(int argc, char **argv)
     }
     agent_loop(&a, &o, srv);
     if (stop_signal)
-        agent_log("stopping on signal %d (%s): restoring every GPU", (int)stop_signal,
-                  strsignal(stop_signal));
+        agent_log("stopping on signal %d (%s): restoring every GPU%s", (int)stop_signal,
+                  strsignal(stop_signal), strcmp(o.cfg.backend, "nvml") ? ""
+                  : " but those under an event's lease (held until the event ends)");
     agent_driver_stop(&a);      /* a call in the driver ends first */
     pflex_http_server_stop(srv);
     /* A stop during an event keeps the site's plan: real GPUs under an
