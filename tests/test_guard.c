@@ -422,8 +422,22 @@ static void test_hold_outlives_close(void **state)
     assert_int_equal(d->recovered, 1);
     assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 700000, 1e-9);
     assert_int_equal(count_state_files(), 0);
+
+    /* a set on a held GPU takes it over: its close restores it */
+    assert_int_equal(pflex_guard_set(gd, 1, 300, NULL, &err), 0);
+    assert_int_equal(pflex_guard_hold(gd, 1, 300, (double)time(NULL) + 60, &err), 0);
     pflex_guard_close(gd);
     pflex_gpu_close(&g);
+    assert_float_equal(nvml_fixture_value("gpu1.limit_mw"), 300000, 1e-9);
+    nvml_fixture_open(&g);
+    gd = guard(&g, "sweep", 0);
+    assert_int_equal(pflex_guard_gpu_find(gd, 1)->held, 1);
+    assert_int_equal(pflex_guard_set(gd, 1, 250, NULL, &err), 0);
+    assert_int_equal(pflex_guard_gpu_find(gd, 1)->held, 0);
+    pflex_guard_close(gd);
+    pflex_gpu_close(&g);
+    assert_float_equal(nvml_fixture_value("gpu1.limit_mw"), 700000, 1e-9);
+    assert_int_equal(count_state_files(), 0);
 }
 
 int main(void)

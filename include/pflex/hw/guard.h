@@ -101,7 +101,8 @@ int pflex_guard_restore(pflex_guard_t *gd, unsigned gpu, pflex_error_t *err);
  * s), past this guard's close: written to its state file with the
  * original, so that close skips it, the next open finds the hold (held)
  * and does not restore it before its end, and any later open restores it
- * once it has ended.  Only a changed GPU can be held. */
+ * once it has ended.  Only a changed GPU can be held; a later
+ * pflex_guard_set ends the hold (the setter restores it, as any change). */
 int pflex_guard_hold(pflex_guard_t *gd, unsigned gpu, double hold_w, double hold_until,
                      pflex_error_t *err);
 /* A hold found at open is over for the caller (it took the GPU over as

@@ -576,6 +576,14 @@ int pflex_guard_set(pflex_guard_t *gd, unsigned gpu, double cap_w, double *enfor
                                "%g-%g W (%lld mW, not in %lld-%lld mW); refused", gpu,
                                d->pub.key, cap_w, lim.min_w, lim.max_w, cap_mw, lo_mw, hi_mw);
     cap_w = cap_mw / 1000.0;
+    if (d->pub.held) {
+        /* a set takes a held GPU over: from now on this owner restores it */
+        d->pub.held = 0;
+        if (save_state(gd, d, err)) {
+            d->pub.held = 1;
+            return -1;
+        }
+    }
     int first = !d->pub.changed;
     if (first) {
         if (save_state(gd, d, err))
