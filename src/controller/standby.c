@@ -43,6 +43,8 @@ struct standby {
     double fenced_backoff;      /* the next wait after a 409 (1 s doubling to 60 s) */
     unsigned long fenced;       /* 409s since this leadership began */
     uint64_t cluster_id;        /* etcd's, as last seen (0: not yet) */
+    int64_t last_rev;           /* etcd's revision in its last answer: never lower, but
+                                 * after a rebuild */
     int took_over;
     unsigned long takeovers;
     char leader[128];
@@ -220,15 +222,21 @@ static void tick(standby_t *s)
     int64_t rev = 0;
     struct pflex_etcd_kvs h = {0};
     int r = pflex_etcd_campaign(s->etcd, s->key, s->name, s->lease, &rev, &h, &err);
+    /* A rebuilt etcd (its data lost) answers with a revision below one
+     * seen before, and often another cluster id (not when it is made
+     * with the same names and addresses): its revisions started over. */
     uint64_t cid = pflex_etcd_cluster_id(s->etcd);
-    if (r >= 0 && cid) {
+    int64_t erev = pflex_etcd_revision(s->etcd);
+    if (r >= 0 && cid && erev > 0) {
         pthread_mutex_lock(&s->mu);
-        if (s->cluster_id && cid != s->cluster_id)
-            say(s, "etcd answers as a new cluster (id %llu, was %llu): its revisions started "
-                "over, so the fences the agents hold are above any new leader's; reset each "
-                "agent's (DELETE /v1/fence with its token) or every push gets 409",
-                (unsigned long long)cid, (unsigned long long)s->cluster_id);
+        if ((s->cluster_id && cid != s->cluster_id) || erev < s->last_rev)
+            say(s, "etcd answers as a new cluster (id %llu, was %llu; revision %lld, was %lld): "
+                "its revisions started over, so the fences the agents hold are above any new "
+                "leader's; reset each agent's (DELETE /v1/fence with its token) or every push "
+                "gets 409", (unsigned long long)cid, (unsigned long long)s->cluster_id,
+                (long long)erev, (long long)s->last_rev);
         s->cluster_id = cid;
+        s->last_rev = erev;
         pthread_mutex_unlock(&s->mu);
     }
     if (r < 0)
