@@ -237,6 +237,27 @@ static void test_member_down(void **state)
     pflex_etcd_destroy(e);
 }
 
+/* A cluster created anew (its data lost, the documented rebuild) has a
+ * new cluster id, which the client reads from every answer's header. */
+static void test_new_cluster_id(void **state)
+{
+    (void)state;
+    pflex_etcd_t *e = client();
+    pflex_error_t err;
+    assert_true(pflex_etcd_cluster_id(e) == 0);     /* no answer yet */
+    assert_int_equal(pflex_etcd_put(e, "/t/cid", "1", 1, 0, &err), 0);
+    uint64_t first = pflex_etcd_cluster_id(e);
+    assert_true(first != 0);
+    pflex_etcd_destroy(e);
+    etcd_fixture_stop();
+    assert_int_equal(etcd_fixture_start(), 0);
+    e = client();
+    assert_int_equal(pflex_etcd_put(e, "/t/cid", "1", 1, 0, &err), 0);
+    assert_true(pflex_etcd_cluster_id(e) != 0);
+    assert_true(pflex_etcd_cluster_id(e) != first);
+    pflex_etcd_destroy(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -246,6 +267,7 @@ int main(void)
         cmocka_unit_test(test_leases),
         cmocka_unit_test(test_election),
         cmocka_unit_test(test_member_down),
+        cmocka_unit_test(test_new_cluster_id),
     };
     return cmocka_run_group_tests_name("etcd", tests, start, stop);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "pflex/hw/guard.h"
@@ -379,6 +380,66 @@ static void test_sim_backend(void **state)
     pflex_sim_job_destroy(j);
 }
 
+/* A hold (a stop during an event): close leaves the GPU at its cap with
+ * the hold in its state file; the next open finds it in force and does
+ * not restore it; once the hold has ended, an open restores the original. */
+static void test_hold_outlives_close(void **state)
+{
+    pflex_gpu_t g;
+    nvml_fixture_open(&g);
+    pflex_guard_t *gd = guard(&g, "agent", 0);
+    pflex_error_t err = {{0}};
+    assert_int_equal(pflex_guard_set(gd, 0, 400, NULL, &err), 0);
+    assert_int_equal(pflex_guard_set(gd, 1, 450, NULL, &err), 0);
+    double until = (double)time(NULL) + 2;
+    assert_int_equal(pflex_guard_hold(gd, 0, 400, until, &err), 0);
+    pflex_guard_close(gd);
+    pflex_gpu_close(&g);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 400000, 1e-9);  /* held */
+    assert_float_equal(nvml_fixture_value("gpu1.limit_mw"), 700000, 1e-9);  /* restored */
+    assert_int_equal(count_state_files(), 1);
+
+    nvml_fixture_open(&g);
+    gd = guard(&g, "agent", 0);
+    const struct pflex_guard_gpu *d = pflex_guard_gpu_find(gd, 0);
+    assert_int_equal(d->held, 1);
+    assert_int_equal(d->changed, 1);
+    assert_float_equal(d->hold_w, 400, 1e-9);
+    assert_float_equal(d->hold_until, until, 1e-6);
+    assert_float_equal(d->original_w, 700, 1e-9);
+    assert_true(has_note(gd, "left it held at 400 W until"));
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 400000, 1e-9);
+    pflex_guard_close(gd);      /* still held: not restored */
+    pflex_gpu_close(&g);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 400000, 1e-9);
+
+    struct timespec nap = {2, 100000000L};
+    nanosleep(&nap, NULL);
+    nvml_fixture_open(&g);
+    gd = guard(&g, "agent", 0);
+    d = pflex_guard_gpu_find(gd, 0);
+    assert_int_equal(d->held, 0);
+    assert_int_equal(d->recovered, 1);
+    assert_float_equal(nvml_fixture_value("gpu0.limit_mw"), 700000, 1e-9);
+    assert_int_equal(count_state_files(), 0);
+
+    /* a set on a held GPU takes it over: its close restores it */
+    assert_int_equal(pflex_guard_set(gd, 1, 300, NULL, &err), 0);
+    assert_int_equal(pflex_guard_hold(gd, 1, 300, (double)time(NULL) + 60, &err), 0);
+    pflex_guard_close(gd);
+    pflex_gpu_close(&g);
+    assert_float_equal(nvml_fixture_value("gpu1.limit_mw"), 300000, 1e-9);
+    nvml_fixture_open(&g);
+    gd = guard(&g, "sweep", 0);
+    assert_int_equal(pflex_guard_gpu_find(gd, 1)->held, 1);
+    assert_int_equal(pflex_guard_set(gd, 1, 250, NULL, &err), 0);
+    assert_int_equal(pflex_guard_gpu_find(gd, 1)->held, 0);
+    pflex_guard_close(gd);
+    pflex_gpu_close(&g);
+    assert_float_equal(nvml_fixture_value("gpu1.limit_mw"), 700000, 1e-9);
+    assert_int_equal(count_state_files(), 0);
+}
+
 int main(void)
 {
     if (nvml_fixture_init("guard") < 0)
@@ -394,6 +455,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_transient_restore_error_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_original_outside_range_clamped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_backend, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hold_outlives_close, setup, teardown),
     };
     int failed = cmocka_run_group_tests_name("guard", tests, NULL, NULL);
     if (nvml_fixture_fini() < 0)

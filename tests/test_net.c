@@ -745,6 +745,93 @@ static void test_client_direct_script(void **state)
     close(sc.lfd);
 }
 
+/* ---- framing: pipelining, duplicate Content-Length ------------------ */
+
+/* Read from fd until `want` answers ("HTTP/1.1 " lines) are in, or the
+ * connection ends, or s seconds pass; the text in buf. */
+static unsigned answers_within(int fd, char *buf, size_t cap, unsigned want, double s)
+{
+    double end = mono() + s;
+    size_t n = 0;
+    unsigned got = 0;
+    buf[0] = '\0';
+    while (got < want) {
+        double left = end - mono();
+        if (left <= 0)
+            break;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, (int)(left * 1000) + 1) <= 0)
+            break;
+        ssize_t r = recv(fd, buf + n, cap - 1 - n, 0);
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        buf[n] = '\0';
+        got = 0;
+        for (const char *q = buf; (q = strstr(q, "HTTP/1.1 ")); q++)
+            got++;
+    }
+    return got;
+}
+
+static void framing(unsigned threads)
+{
+    struct live l = {0};
+    pflex_error_t err;
+    struct pflex_http_limits lim = {.threads = threads};
+    if (pflex_http_server_start("127.0.0.1:0", &lim, handler, &l, &l.s, &err))
+        fail_msg("start: %s", err.text);
+    unsigned port = pflex_http_server_port(l.s);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, serve, &l), 0);
+    char buf[8192];
+    /* Two requests in one write (pipelined, RFC 9112 9.3.2): both
+     * answered, in order, at once (well within the 5 s request deadline). */
+    int fd = connect_from("127.0.0.1", port);
+    static const char two[] = "PUT /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\none"
+                              "GET /echo?q=second HTTP/1.1\r\nHost: t\r\n\r\n";
+    double t0 = mono();
+    send_all(fd, two, sizeof two - 1);
+    assert_int_equal(answers_within(fd, buf, sizeof buf, 2, 3), 2);
+    assert_true(mono() - t0 < 1);
+    char *first = strstr(buf, "\"body\": \"one\""), *second = strstr(buf, "\"q\": \"second\"");
+    assert_non_null(first);
+    assert_non_null(second);
+    assert_true(first < second);
+    close(fd);
+    /* Two Content-Length headers, equal or not: 400, the handler never
+     * called, and the connection closed (its framing is in doubt). */
+    static const char *const dup[] = {
+        "PUT /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\none",
+        "PUT /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\ncontent-length: 9\r\n\r\none",
+    };
+    for (int k = 0; k < 2; k++) {
+        unsigned before = l.handled;
+        fd = connect_from("127.0.0.1", port);
+        send_all(fd, dup[k], strlen(dup[k]));
+        assert_int_equal(answers_within(fd, buf, sizeof buf, 1, 3), 1);
+        if (!strstr(buf, "HTTP/1.1 400"))
+            fail_msg("duplicate Content-Length answered: %.200s", buf);
+        assert_non_null(strstr(buf, "Content-Length headers"));
+        assert_int_equal(l.handled, before);
+        assert_true(closed_within(fd, 2));
+        close(fd);
+    }
+    l.stop = 1;
+    pthread_join(th, NULL);
+    pflex_http_server_stop(l.s);
+}
+
+static void test_framing_one_thread(void **state)
+{
+    framing(1);
+}
+
+static void test_framing_pool(void **state)
+{
+    framing(4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -758,6 +845,8 @@ int main(void)
         cmocka_unit_test(test_client_direct_script),
         cmocka_unit_test(test_starvation_one_thread),
         cmocka_unit_test(test_starvation_pool),
+        cmocka_unit_test(test_framing_one_thread),
+        cmocka_unit_test(test_framing_pool),
     };
     return cmocka_run_group_tests_name("net", tests, NULL, NULL);
 }

@@ -70,6 +70,36 @@ static void test_refused_or_failed(void **state)
     assert_non_null(strstr(err.text, "big: larger than 4 MiB"));
 }
 
+/* Kubernetes mounts a Secret as a symlink to a file: followed.  A FIFO
+ * (or a device) is refused at once instead of blocking the reader. */
+static void test_symlink_followed_fifo_refused(void **state)
+{
+    char *s = NULL;
+    size_t n;
+    unsigned mode = 0;
+    pflex_error_t err;
+    char link[300], fifo[300], want[400];
+    const char *p = file("target", "s3cret\n", 7, 0600);
+    snprintf(link, sizeof link, "%s/link", dir);
+    assert_int_equal(symlink(p, link), 0);
+    assert_int_equal(pflex_secret_read_file(link, &s, &n, &mode, &err), 0);
+    assert_int_equal(n, 7);
+    assert_memory_equal(s, "s3cret\n", 7);
+    free(s);
+    s = NULL;
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    alarm(5);   /* a blocking open would hang here: fail the test instead */
+    assert_int_equal(pflex_secret_read_file(fifo, &s, &n, &mode, &err), -1);
+    alarm(0);
+    snprintf(want, sizeof want, "%s: a FIFO; want a regular file (a symlink to one is followed)",
+             fifo);
+    assert_string_equal(err.text, want);
+    assert_null(s);
+    assert_int_equal(pflex_secret_read_file(dir, &s, &n, &mode, &err), -1);
+    assert_non_null(strstr(err.text, ": a directory; want a regular file"));
+}
+
 int main(void)
 {
     if (!mkdtemp(dir))
@@ -77,6 +107,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_private_file_read),
         cmocka_unit_test(test_refused_or_failed),
+        cmocka_unit_test(test_symlink_followed_fifo_refused),
     };
     int failed = cmocka_run_group_tests_name("secret", tests, NULL, NULL);
     char cmd[300];

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "pflex/io/tokfile.h"
@@ -70,6 +71,30 @@ static void test_missing_file(void **state)
     assert_non_null(strstr(err.text, "/nonexistent/tokens: "));
 }
 
+/* A FIFO is refused at once (reading one would wait for a writer); a
+ * symlink to the file is followed. */
+static void test_fifo_refused_link_followed(void **state)
+{
+    struct pflex_tokfile_mark m;
+    pflex_error_t err = {{0}};
+    char fifo[64], link[64];
+    snprintf(fifo, sizeof fifo, "%s.fifo", path);
+    snprintf(link, sizeof link, "%s.link", path);
+    unlink(fifo);
+    unlink(link);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    alarm(5);   /* a blocking open would hang here: fail instead */
+    assert_int_equal(pflex_tokfile_last(fifo, &m, &err), -1);
+    alarm(0);
+    assert_non_null(strstr(err.text, ": a FIFO; want a regular file"));
+    put("# t tokens\n100 5000\n");
+    assert_int_equal(symlink(path, link), 0);
+    assert_int_equal(pflex_tokfile_last(link, &m, &err), 0);
+    assert_float_equal(m.tokens, 5000, 0);
+    unlink(fifo);
+    unlink(link);
+}
+
 /* A file longer than the tail read: the cut first line is not taken. */
 static void test_big_file(void **state)
 {
@@ -106,6 +131,7 @@ int main(void)
         cmocka_unit_test(test_no_line_yet),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_missing_file),
+        cmocka_unit_test(test_fifo_refused_link_followed),
         cmocka_unit_test(test_big_file),
     };
     int failed = cmocka_run_group_tests_name("tokfile", tests, NULL, NULL);

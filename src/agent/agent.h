@@ -5,10 +5,12 @@
  *   api.c      the HTTP API: auth, /metrics, /v1/status, /v1/caps, /v1/jobs
  *   simnode.c  the sim backend: N simulated GPUs running simulated jobs
  *
- * The main loop ticks the node (samples, lease expiry, sim progress) and
- * enforces the HTTP server's deadlines; the server's thread pool (or, with
- * --threads 1, the main loop itself) runs the handler.  One lock, lock,
- * covers the node: the tick, and every request but the common reads.
+ * The driver thread ticks the node (samples, lease expiry, sim progress:
+ * every NVML call but a request's own); the main loop enforces the HTTP
+ * server's deadlines and feeds the watchdog; the server's thread pool (or,
+ * with --threads 1, the main loop itself) runs the handler.  One lock,
+ * lock, covers the node: the tick, and every request but the common
+ * reads; requests take it with a deadline, so none waits on a hung driver.
  * /metrics and /v1/status are rendered once per change of the node (a
  * sample, an expiry, a write: gen counts them) into shared bodies that
  * every read until the next change is answered with, without a copy.
@@ -100,6 +102,7 @@ struct agent_config {
     double interval_s;          /* sampling period */
     double tp_window_s;         /* throughput over this window */
     int snake_labels;           /* model_name, not dcgm-exporter's modelName */
+    int restore_only;           /* open for --restore-only: holds found are left as they are */
     int sim_fail_gpu;           /* -1: none */
     double sim_fail_after_s;
 };
@@ -125,6 +128,13 @@ struct agent {
     pthread_mutex_t lock;       /* all of the above, while serving */
     int lock_ready;
     atomic_ulong gen;           /* changes of the node; bumped under lock */
+    double read_at;             /* unix s of the last sample of every GPU (0: none yet) */
+    /* The driver thread: ticks the node (every NVML call of the loop) so
+     * that neither the main loop nor a request waits on the driver. */
+    pthread_t driver;
+    int driver_on;
+    atomic_int driver_stop, reload;
+    atomic_llong tick_began_ms; /* monotonic ms the current tick began; 0: idle */
     pthread_mutex_t cache_lock; /* the two below */
     pflex_http_body_t *cache[2];    /* /metrics, /v1/status as of cache_gen */
     unsigned long cache_gen[2];
@@ -151,10 +161,33 @@ struct agent_close_report {
     unsigned failed;        /* a restore was due and did not take (its original stays saved) */
     unsigned unverified;    /* no restore was due, but its limit could not be read back */
     unsigned untouched;     /* never under the agent's control (failed before its guard) */
+    unsigned held;          /* left held at an event's fallback (hold_first..hold_last) */
+    double hold_first, hold_last;   /* unix s: the earliest and latest hold's end */
 };
+/* The driver thread: agent_tick ten times a second under lock, and a
+ * SIGHUP's reload (reload set) there; stopped (joined) before closing. */
+int agent_driver_start(struct agent *a, pflex_error_t *err);
+void agent_driver_stop(struct agent *a);
+/* Seconds the driver thread's tick has been running (waiting for the
+ * lock or in the driver); 0 when it is idle. */
+double agent_driver_busy_s(struct agent *a);
+/* Past this, the driver is taken as stuck: requests wait no more for it. */
+#define AGENT_DRIVER_STUCK_S 1.0
+/* Take a->lock within wait_s (at once when the driver is stuck); 0 when
+ * taken, -1 when not. */
+int agent_lock_within(struct agent *a, double wait_s);
+/* Render /metrics and /v1/status now (under a->lock), so that a body to
+ * serve exists before the driver can first get stuck. */
+void agent_render_all(struct agent *a);
+
 /* Restore every GPU (leases end), read each limit back, then close;
- * rep (may be NULL) says how that went. */
+ * rep (may be NULL) says how that went.  With hold_events (a stop of the
+ * nvml backend), a GPU under an event's lease (a fallback whose end is
+ * ahead) is not restored but held, through its state file, at the lower
+ * of its cap and its fallback until the fallback's end; a hold found at
+ * open (--restore-only) stays too. */
 void agent_close(struct agent *a, struct agent_close_report *rep);
+void agent_close_holding(struct agent *a, int hold_events, struct agent_close_report *rep);
 /* Read the token file (mode 0600 checked) and the job map file again. */
 int agent_load_token(struct agent *a, pflex_error_t *err);
 int agent_load_job_map(struct agent *a, pflex_error_t *err);

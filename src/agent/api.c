@@ -7,6 +7,12 @@
  *   PUT    /v1/jobs/{job}             {"gpus": [0, 1]}: map a job to GPUs
  *   DELETE /v1/jobs/{job}             forget a job
  *   POST   /v1/jobs/{job}/progress    {"tokens_total": N} or {"tokens": n}
+ *   DELETE /v1/fence                  forget the fencing token (etcd rebuilt)
+ *
+ * No request waits on the driver: the node's lock is taken with a
+ * deadline; past it, /metrics and /v1/status get the last body rendered
+ * and the rest 503 (the driver thread holds the lock through a hung
+ * NVML call).
  *
  * Writes need "Authorization: Bearer TOKEN" (the token file's); reads too
  * with --auth-reads.  A cap request is checked whole before anything is
@@ -14,6 +20,7 @@
  * standby controller's leadership token) below the highest seen is a
  * deposed leader's: 409, nothing changes.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +29,7 @@
 #include <strings.h>
 #include <time.h>
 #include "agent/agent.h"
+#include "lib/util/clock.h"
 #include "pflex/net/prom.h"
 
 #define MAX_JSON_BODY 65536
@@ -119,7 +127,15 @@ json_t *agent_status(struct agent *a)
     json_object_set_new(o, "backend", json_string(a->cfg.backend));
     json_object_set_new(o, "uptime_s", json_real(agent_mono_s() - a->started));
     json_object_set_new(o, "max_lease_s", json_real(a->cfg.max_lease_s));
-    json_object_set_new(o, "fence", a->fence ? json_integer((json_int_t)a->fence) : json_null());
+    /* When the GPUs were last read: a body served while the driver is
+     * stuck is this old (age_s as of rendering; read_at says it always). */
+    json_object_set_new(o, "read_at", a->read_at > 0 ? json_real(a->read_at) : json_null());
+    json_object_set_new(o, "age_s", a->read_at > 0 ? json_real(pflex_real_s() - a->read_at)
+                                                   : json_null());
+    char fence[24];
+    snprintf(fence, sizeof fence, "%llu", a->fence);
+    /* a string: exact for every JSON reader, whatever its numbers */
+    json_object_set_new(o, "fence", a->fence ? json_string(fence) : json_null());
     for (unsigned i = 0; i < a->n; i++)
         json_array_append_new(gpus, gpu_json(a, &a->gpu[i]));
     for (unsigned k = 0; k < a->njobs; k++)
@@ -264,6 +280,10 @@ char *agent_metrics(struct agent *a, size_t *len)
     pflex_prom_family(p, "pflex_bad_requests_total", "counter",
                       "Requests refused as malformed or out of range.");
     pflex_prom_sample(p, "pflex_bad_requests_total", NULL, (double)a->bad_requests);
+    pflex_prom_family(p, "pflex_agent_read_timestamp_seconds", "gauge",
+                      "When the GPUs were last read (unix s): the age of these values.");
+    pflex_prom_sample(p, "pflex_agent_read_timestamp_seconds", NULL,
+                      a->read_at > 0 ? a->read_at : NAN);
     pflex_prom_family(p, "pflex_fenced_pushes_total", "counter",
                       "Cap pushes refused for a fencing token below the highest seen (a deposed leader's).");
     pflex_prom_sample(p, "pflex_fenced_pushes_total", NULL, (double)a->fenced);
@@ -324,6 +344,35 @@ static int plan_add(struct agent *a, struct planned *plan, unsigned *n, struct a
     return 0;
 }
 
+/* A fencing token: a decimal string of an unsigned 64-bit integer, kept
+ * exact; a JSON number only where every JSON reader holds it exactly
+ * (<= 2^53), since one rounded up would lock every real leader out. */
+static int parse_fence(const json_t *fj, unsigned long long *out, pflex_error_t *err)
+{
+    const char *sv = json_string_value(fj);
+    if (sv) {
+        size_t len = strlen(sv);
+        if (len == 0 || len > 20 || strspn(sv, "0123456789") != len)
+            return pflex_error_set(err, "\"fence\": '%.40s' is not a decimal unsigned 64-bit "
+                                   "integer", sv);
+        errno = 0;
+        unsigned long long v = strtoull(sv, NULL, 10);
+        if (errno == ERANGE)
+            return pflex_error_set(err, "\"fence\": %s is above 2^64-1", sv);
+        *out = v;
+        return 0;
+    }
+    if (!json_is_integer(fj) || json_integer_value(fj) < 0)
+        return pflex_error_set(err, "\"fence\" must be a decimal string (\"42\") or a "
+                               "non-negative integer");
+    if (json_integer_value(fj) > (json_int_t)1 << 53)
+        return pflex_error_set(err, "\"fence\": %lld is above 2^53, where JSON numbers lose "
+                               "digits; send it as a decimal string",
+                               (long long)json_integer_value(fj));
+    *out = (unsigned long long)json_integer_value(fj);
+    return 0;
+}
+
 static void put_caps(struct agent *a, const struct pflex_http_request *req,
                      struct pflex_http_response *resp)
 {
@@ -344,19 +393,20 @@ static void put_caps(struct agent *a, const struct pflex_http_request *req,
     /* A controller under a standby sends its leadership's token: one
      * lower than the highest seen is a deposed leader's, refused whole. */
     json_t *fj = json_object_get(doc, "fence");
-    if (fj && (!json_is_integer(fj) || json_integer_value(fj) < 0)) {
-        bad(a, resp, "\"fence\" must be a non-negative integer");
+    unsigned long long fence = 0;
+    if (fj && parse_fence(fj, &fence, &err)) {
+        bad(a, resp, "%s", err.text);
         json_decref(one);
         json_decref(doc);
         return;
     }
-    unsigned long long fence = fj ? (unsigned long long)json_integer_value(fj) : 0;
     if (fj && fence < a->fence) {
         a->fenced++;
         agent_log("refused PUT /v1/caps from %s: fence %llu is below %llu (a deposed leader)", req->peer,
                   fence, a->fence);
-        pflex_http_respond_error(resp, 409, "fence %llu is below %llu: a newer leader pushes caps here",
-                                 fence, a->fence);
+        pflex_http_respond_error(resp, 409, "fence %llu is below %llu: a newer leader pushes caps "
+                                 "here (or etcd was rebuilt: DELETE /v1/fence with the token "
+                                 "resets it)", fence, a->fence);
         json_decref(one);
         json_decref(doc);
         return;
@@ -634,20 +684,62 @@ static pflex_http_body_t *render(struct agent *a, int which)
     return b;
 }
 
+/* The last body rendered, current or not, with a reference. */
+static pflex_http_body_t *cache_last(struct agent *a, int which)
+{
+    pthread_mutex_lock(&a->cache_lock);
+    pflex_http_body_t *b = a->cache[which];
+    if (b)
+        pflex_http_body_ref(b);
+    pthread_mutex_unlock(&a->cache_lock);
+    return b;
+}
+
+void agent_render_all(struct agent *a)
+{
+    for (int which = BODY_METRICS; which <= BODY_STATUS; which++) {
+        pflex_http_body_t *b = cache_take(a, which);
+        pflex_http_body_unref(b ? b : render(a, which));
+    }
+}
+
+/* How long a read waits for the node before it takes the last body: a
+ * tick or a write holds the lock for milliseconds, a stuck driver for
+ * as long as its call blocks. */
+#define READ_WAIT_S 0.25
+/* How long a write waits before it is answered 503. */
+#define WRITE_WAIT_S 1.0
+
+/* The driver holds the node: 503, saying for how long (nothing changed). */
+static void driver_busy(struct agent *a, struct pflex_http_response *resp)
+{
+    pflex_http_respond_error(resp, 503, "the GPU driver is busy: the agent's call into it has "
+                             "not returned for %.1f s; nothing changed, try again",
+                             agent_driver_busy_s(a));
+    resp->retry_after_s = 1;
+}
+
 /* GET /metrics or /v1/status: the shared body of the node's current
- * state, rendered by the first reader after a change. */
+ * state, rendered by the first reader after a change; while the driver
+ * holds the node, the last one rendered (read_at says how old). */
 static void serve_cached(struct agent *a, int which, struct pflex_http_response *resp,
                          int locked)
 {
     pflex_http_body_t *b = cache_take(a, which);
     if (!b) {
-        if (!locked)
-            pthread_mutex_lock(&a->lock);
-        b = cache_take(a, which);   /* another reader may have rendered it meanwhile */
-        if (!b)
-            b = render(a, which);
-        if (!locked)
-            pthread_mutex_unlock(&a->lock);
+        if (!locked && agent_lock_within(a, READ_WAIT_S)) {
+            b = cache_last(a, which);
+            if (!b) {
+                driver_busy(a, resp);
+                return;
+            }
+        } else {
+            b = cache_take(a, which);   /* another reader may have rendered it meanwhile */
+            if (!b)
+                b = render(a, which);
+            if (!locked)
+                pthread_mutex_unlock(&a->lock);
+        }
     }
     if (!b) {
         pflex_http_respond_error(resp, 500, "out of memory");
@@ -684,6 +776,21 @@ static void api_locked(struct agent *a, const struct pflex_http_request *req,
             pflex_http_respond_json(resp, 200, json_pack("{s:o}", "gpus", gpus));
         } else
             pflex_http_respond_error(resp, 405, "/v1/caps: GET, PUT or DELETE");
+    } else if (!strcmp(req->path, "/v1/fence")) {
+        /* After etcd is rebuilt its revisions start over, below the
+         * fence the agents hold: the operator's reset (the token's) lets
+         * the new leaders push; the old fence is said in the log. */
+        if (!strcmp(req->method, "DELETE")) {
+            char was[24];
+            snprintf(was, sizeof was, "%llu", a->fence);
+            agent_log("fence %s reset by %s (DELETE /v1/fence): the next push's fence is "
+                      "taken", a->fence ? was : "(none)", req->peer);
+            pflex_http_respond_json(resp, 200, json_pack("{s:s?, s:n}", "was",
+                                                         a->fence ? was : NULL, "fence"));
+            a->fence = 0;
+        } else {
+            pflex_http_respond_error(resp, 405, "/v1/fence: DELETE (with the token) resets it");
+        }
     } else if (!strncmp(req->path, "/v1/jobs/", 9)) {
         job_route(a, req, resp, req->path + 9);
     } else if (!strcmp(req->path, "/v1/jobs") && read) {
@@ -715,9 +822,19 @@ void agent_api(void *ud, const struct pflex_http_request *req, struct pflex_http
             return;
         }
     }
-    pthread_mutex_lock(&a->lock);
+    if (!strcmp(req->path, "/healthz") && !a->cfg.auth_reads) {
+        pflex_http_respond_text(resp, 200, "text/plain", "ok\n", 3);
+        return;
+    }
+    if (agent_lock_within(a, read ? READ_WAIT_S : WRITE_WAIT_S)) {
+        driver_busy(a, resp);
+        return;
+    }
     api_locked(a, req, resp, read);
-    if (!read)
+    if (!read) {
         agent_changed(a);
+        /* the last reading served while the driver is stuck has this write */
+        agent_render_all(a);
+    }
     pthread_mutex_unlock(&a->lock);
 }

@@ -81,13 +81,20 @@ int agent_load_token(struct agent *a, pflex_error_t *err)
         a->have_token = 0;
         return 0;
     }
-    int fd = open(a->cfg.token_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* A symlink is followed (Kubernetes mounts Secrets as links to the
+     * file); O_NONBLOCK so that a FIFO cannot hang start-up, and what is
+     * opened, not the name, is checked: a regular file only. */
+    int fd = open(a->cfg.token_file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return pflex_error_set(err, "--token-file %s: %s", a->cfg.token_file, strerror(errno));
-    struct stat sb;
+    struct stat sb = {0};
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        const char *what = S_ISFIFO(sb.st_mode) ? "a FIFO" : S_ISDIR(sb.st_mode) ? "a directory"
+                         : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device"
+                         : S_ISSOCK(sb.st_mode) ? "a socket" : "not a regular file";
         close(fd);
-        return pflex_error_set(err, "--token-file %s: not a regular file", a->cfg.token_file);
+        return pflex_error_set(err, "--token-file %s: %s; want a regular file (a symlink to "
+                               "one is followed)", a->cfg.token_file, what);
     }
     if (sb.st_mode & 077) {
         close(fd);
@@ -499,8 +506,10 @@ int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *e
         }
         pflex_gpu_describe(&a->g, i, d->name, sizeof d->name, NULL);
         int rc = pflex_guard_open(&a->g, &i, 1, &go, &d->guard, &e);
-        if (rc == PFLEX_GUARD_BUSY)
-            return pflex_error_set(err, "%s", e.text);
+        if (rc == PFLEX_GUARD_BUSY) {
+            pflex_error_set(err, "%s", e.text);
+            return PFLEX_GUARD_BUSY;
+        }
         if (rc) {
             d->guard = NULL;
             agent_gpu_failed(a, d, e.text);
@@ -511,6 +520,26 @@ int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *e
             agent_gpu_failed(a, d, e.text);
             continue;
         }
+        /* A hold a stopped agent left during an event: the event's plan
+         * goes on, as a lease of this agent's that ends at the hold's end
+         * (the controller's next push replaces it). */
+        const struct pflex_guard_gpu *hg = pflex_guard_gpu_find(d->guard, i);
+        if (hg->held && !cfg->restore_only) {
+            double w = hg->hold_w, until = hg->hold_until, left = until - pflex_real_s();
+            if (left > cfg->max_lease_s)
+                left = cfg->max_lease_s;
+            if (left > 0 && agent_gpu_cap(a, d, w, left, NULL, &e) == 0) {
+                d->on_fallback = 1;     /* its end restores */
+                d->fb_w = w;
+                d->fb_until = until;
+                agent_log("GPU %u: held at %g W by the agent stopped during an event: kept, "
+                          "as a lease of %.1f s (until the event's fallback ends)", i, w, left);
+            } else if (agent_gpu_restore(a, d, "a hold whose re-apply failed", &e)) {
+                agent_log("GPU %u: %s", i, e.text);
+            }
+            if (pflex_guard_unhold(d->guard, i, &e))
+                agent_log("GPU %u: %s", i, e.text);
+        }
         /* A cap found at start that no state file explains is not this
          * agent's and no lease holds it: the default goes back now, before
          * serving (--keep-found-limit keeps it as the original instead). */
@@ -519,6 +548,7 @@ int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *e
             agent_log("GPU %u: %s", i, e.text);
         sample(a, d);
     }
+    a->read_at = pflex_real_s();
     if (a->sim) {
         for (unsigned k = 0; k < simnode_job_count(a->sim); k++) {
             unsigned first, count;
@@ -609,6 +639,7 @@ void agent_tick(struct agent *a)
         a->last_sample = now;
         for (unsigned i = 0; i < a->n; i++)
             sample(a, &a->gpu[i]);
+        a->read_at = pflex_real_s();
     }
     /* The sim jobs run on: their counters grow at the rate the model gives
      * for the caps in force, and are reported like any job's. */
@@ -630,14 +661,137 @@ void agent_tick(struct agent *a)
         agent_changed(a);
 }
 
+/* ---- the driver thread ------------------------------------------- */
+
+static long long mono_ms(void)
+{
+    return (long long)(agent_mono_s() * 1e3);
+}
+
+static void *driver_main(void *arg)
+{
+    struct agent *a = arg;
+    while (!atomic_load(&a->driver_stop)) {
+        long long began = mono_ms();
+        atomic_store(&a->tick_began_ms, began ? began : 1);
+        pthread_mutex_lock(&a->lock);
+        agent_tick(a);
+        if (atomic_exchange(&a->reload, 0)) {
+            pflex_error_t err;
+            if (agent_load_token(a, &err) || agent_load_job_map(a, &err))
+                agent_log("SIGHUP: reload failed, keeping what was loaded: %s", err.text);
+            else
+                agent_log("SIGHUP: token file and job map reloaded");
+            agent_changed(a);
+        }
+        /* Rendered here rather than by the next reader: a reader that
+         * finds the driver stuck is served the last body, which must be
+         * as of the last change. */
+        agent_render_all(a);
+        pthread_mutex_unlock(&a->lock);
+        atomic_store(&a->tick_began_ms, 0);
+        /* leases are checked ten times a second */
+        long long left = began + 100 - mono_ms();
+        if (left > 0) {
+            struct timespec ts = {0, left * 1000000L};
+            nanosleep(&ts, NULL);
+        }
+    }
+    return NULL;
+}
+
+int agent_driver_start(struct agent *a, pflex_error_t *err)
+{
+    atomic_store(&a->driver_stop, 0);
+    int e = pthread_create(&a->driver, NULL, driver_main, a);
+    if (e)
+        return pflex_error_set(err, "cannot start the driver thread: %s", strerror(e));
+    a->driver_on = 1;
+    return 0;
+}
+
+void agent_driver_stop(struct agent *a)
+{
+    if (!a->driver_on)
+        return;
+    atomic_store(&a->driver_stop, 1);
+    pthread_join(a->driver, NULL);
+    a->driver_on = 0;
+}
+
+double agent_driver_busy_s(struct agent *a)
+{
+    long long began = atomic_load(&a->tick_began_ms);
+    return began ? (mono_ms() - began) / 1e3 : 0;
+}
+
+int agent_lock_within(struct agent *a, double wait_s)
+{
+    if (pthread_mutex_trylock(&a->lock) == 0)
+        return 0;
+    if (agent_driver_busy_s(a) > AGENT_DRIVER_STUCK_S || wait_s <= 0)
+        return -1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long long ns = ts.tv_nsec + (long long)(wait_s * 1e9);
+    ts.tv_sec += (time_t)(ns / 1000000000LL);
+    ts.tv_nsec = (long)(ns % 1000000000LL);
+    return pthread_mutex_timedlock(&a->lock, &ts) == 0 ? 0 : -1;
+}
+
+/* Stopping during an event: hold d at the lower of its cap and its
+ * fallback until the fallback's end (at most --max-lease), through its
+ * state file.  1 when held, 0 when not an event's lease or the hold
+ * failed (the caller restores). */
+static int hold_event(struct agent *a, struct agent_gpu *d, double *until_out)
+{
+    double wall = pflex_real_s(), mono = agent_mono_s();
+    if (!d->leased || !(d->fb_until > wall) || !isfinite(d->fb_w))
+        return 0;
+    double w = d->on_fallback || d->fb_w > d->lease_cap_w ? d->lease_cap_w : d->fb_w;
+    double until = d->on_fallback ? wall + (d->lease_until - mono) : d->fb_until;
+    if (until > wall + a->cfg.max_lease_s)
+        until = wall + a->cfg.max_lease_s;
+    pflex_error_t err;
+    if ((w < d->lease_cap_w && pflex_guard_set(d->guard, d->index, w, NULL, &err))
+        || pflex_guard_hold(d->guard, d->index, w, until, &err)) {
+        agent_log("GPU %u: holding it through the stop failed (%s); restoring it", d->index,
+                  err.text);
+        return 0;
+    }
+    log_notes(d);
+    agent_log("GPU %u: the agent stops during an event: held at %g W until %.0f (%.0f s), "
+              "then back to its original limit", d->index, w, until, until - wall);
+    *until_out = until;
+    return 1;
+}
+
 void agent_close(struct agent *a, struct agent_close_report *rep)
 {
+    agent_close_holding(a, 0, rep);
+}
+
+void agent_close_holding(struct agent *a, int hold_events, struct agent_close_report *rep)
+{
+    agent_driver_stop(a);
     struct agent_close_report r = {0};
     for (unsigned i = 0; a->gpu && i < a->n; i++) {
         struct agent_gpu *d = &a->gpu[i];
         pflex_error_t err;
         if (!d->guard) {
             r.untouched++;
+            continue;
+        }
+        const struct pflex_guard_gpu *hg = pflex_guard_gpu_find(d->guard, i);
+        double until = hg->hold_until;
+        if (hg->held || (hold_events && hold_event(a, d, &until))) {
+            r.held++;
+            if (r.held == 1 || until < r.hold_first)
+                r.hold_first = until;
+            if (r.held == 1 || until > r.hold_last)
+                r.hold_last = until;
+            pflex_guard_close(d->guard);
+            d->guard = NULL;
             continue;
         }
         int due = pflex_guard_gpu_find(d->guard, i)->changed;

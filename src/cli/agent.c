@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "agent/agent.h"
 #include "cli/cli.h"
@@ -24,11 +26,14 @@ static const char help_text[] =
     "The per-node daemon: the one owner of this node's GPU power limits.  It serves\n"
     "an HTTP API to read telemetry and set caps, each cap with a lease: when the\n"
     "lease ends, the GPU goes back to its original limit.  So do all GPUs when the\n"
-    "agent stops (SIGTERM, SIGINT, any other fatal signal it can catch); after a\n"
+    "agent stops (SIGTERM, SIGINT, any other fatal signal it can catch; during an\n"
+    "event, at the event's end: see below); after a\n"
     "crash or SIGKILL, the next start restores them from the state files first.\n"
     "Each GPU is locked (flock in --state-dir): a second agent, or a pflex sweep,\n"
     "on the same GPU is refused.  A GPU that fails is reported in /v1/status and\n"
-    "/metrics (pflex_gpu_up 0) and the others keep working.\n"
+    "/metrics (pflex_gpu_up 0) and the others keep working.  A driver call that\n"
+    "hangs holds only the agent's driver thread: reads answer at once with the\n"
+    "last reading (read_at says when), writes 503 \"the GPU driver is busy\".\n"
     "\n"
     "API (JSON in and out; writes need 'Authorization: Bearer TOKEN'):\n"
     "  GET    /metrics        Prometheus text: dcgm-exporter's names and labels\n"
@@ -43,6 +48,8 @@ static const char help_text[] =
     "                         device's range (400 names it), set, read back; the answer\n"
     "                         is what is now in force\n"
     "  DELETE /v1/caps        restore now: all GPUs, or ?gpu=I or ?job=NAME\n"
+    "  DELETE /v1/fence       forget the fencing token held (after etcd is rebuilt\n"
+    "                         and its revisions start over below it)\n"
     "  PUT    /v1/jobs/JOB    {\"gpus\": [0, 1]}: the job map (indices or UUIDs)\n"
     "  POST   /v1/jobs/JOB/progress  {\"tokens_total\": N} or {\"tokens\": n}: the agent\n"
     "                         derives the job's throughput from these reports\n"
@@ -103,11 +110,22 @@ static const char help_text[] =
     "  --json                  log JSON lines, {\"time\": ..., \"msg\": ...}, on stderr (the\n"
     "                          API itself always speaks JSON)\n"
     "  --restore-only          restore what a dead owner left in --state-dir, then exit\n"
-    "                          (the systemd unit's ExecStopPost); serves nothing\n"
+    "                          (the systemd unit's ExecStopPost); serves nothing.  A GPU\n"
+    "                          held through a stop during an event stays until its hold\n"
+    "                          ends (said in the log) ...\n"
+    "  --wait                  ... and with --wait, it waits for each hold's end and\n"
+    "                          restores the GPU then (no lock is held meanwhile; an agent\n"
+    "                          started again takes the GPUs over and it exits)\n"
+    "  --at UNIX_TIME          --restore-only: begin at that time (the restore a stop\n"
+    "                          arms starts at the earliest hold's end)\n"
     "  --help                  this text\n"
     "\n"
     "Logs go to stderr, one timestamped line per event.  SIGHUP rereads the token\n"
-    "file and the job map; SIGTERM and SIGINT restore every GPU and exit 0.\n"
+    "file and the job map; SIGTERM and SIGINT restore every GPU and exit 0, but\n"
+    "for the nvml backend's GPUs under an event's lease (a fallback whose end is\n"
+    "ahead): those are held at the lower of cap and fallback until the event ends,\n"
+    "and a restore then is armed (a systemd-run timer, or a detached\n"
+    "--restore-only --wait); an agent started meanwhile takes them over as leases.\n"
     "\n"
     "exit: 0 stopped cleanly; 1 a system or NVML error, another process owns a\n"
     "GPU, or a limit could not be restored; 2 bad usage.\n"
@@ -120,7 +138,8 @@ static const char help_text[] =
     "  curl -s -X PUT -H \"Authorization: Bearer $(cat agent.token)\" \\\n"
     "       -d '{\"caps\": [{\"gpu\": 0, \"cap_w\": 450}], \"lease_s\": 30}' localhost:9410/v1/caps\n"
     "  sudo pflex agent --backend nvml --listen 127.0.0.1:9410 \\\n"
-    "              --token-file /etc/pflex/agent.token\n";
+    "              --token-file /etc/pflex/agent.token\n"
+    "  sudo pflex agent --backend nvml --restore-only --wait   # restore held GPUs at their end\n";
 
 static volatile sig_atomic_t stop_signal, reload_signal;
 
@@ -139,8 +158,19 @@ static void on_reload(int sig)
 static int closing_said(const struct agent_close_report *r, const char *what,
                         const char *state_dir)
 {
+    if (r->held) {
+        char when[40];
+        time_t t = (time_t)r->hold_last;
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        agent_log("%s: %u GPU%s held at the event's fallback until %s at the latest (%.0f s), "
+                  "then restored", what, r->held, r->held == 1 ? "" : "s", when,
+                  r->hold_last - pflex_real_s());
+    }
     if (!r->failed && !r->unverified && !r->untouched) {
-        agent_log("%s; every GPU at its original limit (read back)", what);
+        agent_log("%s; every GPU%s at its original limit (read back)", what,
+                  r->held ? " not held" : "");
         return PFLEX_EXIT_OK;
     }
     char more[400] = "";
@@ -172,16 +202,16 @@ static int parse_rate(const char *opt, const char *s, double *out)
 /* What the command line gives, beside the daemon's own configuration. */
 struct agent_opts {
     struct agent_config cfg;
-    int gpus_given, restore_only, loopback;
+    int gpus_given, restore_only, wait, loopback;
     const char *listen, *port_file, *tls_cert, *tls_key;
-    double gpus, seed, max_body, timeout, read_rate, write_rate;
+    double gpus, seed, max_body, timeout, read_rate, write_rate, at;
     double req_timeout, max_conns, max_conns_ip, threads;
 };
 
 /* The options' codes (agent_options' table, agent_option's cases). */
 enum { O_BACKEND = 256, O_GPUS, O_SIM_JOB, O_SEED, O_SIM_FAIL, O_LIB, O_LISTEN, O_PORT_FILE,
        O_TOKEN, O_AUTH_READS, O_STATE, O_KEEP, O_JOB_MAP, O_MAX_LEASE, O_INTERVAL, O_TPW,
-       O_MAX_BODY, O_TIMEOUT, O_REQ_TIMEOUT, O_MAX_CONNS, O_MAX_CONNS_IP, O_THREADS, O_READ_RATE, O_WRITE_RATE, O_LABELS, O_JSON, O_RESTORE, O_HOSTNAME, O_TLS_CERT, O_TLS_KEY, O_HELP };
+       O_MAX_BODY, O_TIMEOUT, O_REQ_TIMEOUT, O_MAX_CONNS, O_MAX_CONNS_IP, O_THREADS, O_READ_RATE, O_WRITE_RATE, O_LABELS, O_JSON, O_RESTORE, O_WAIT, O_AT, O_HOSTNAME, O_TLS_CERT, O_TLS_KEY, O_HELP };
 
 /* One option (getopt_long's code c, its value in optarg) into o.  -1 to
  * go on, else the exit code. */
@@ -284,6 +314,11 @@ static int agent_option(int c, char **argv, struct agent_opts *o)
         break;
     case O_JSON: agent_log_json = 1; break;
     case O_RESTORE: o->restore_only = 1; break;
+    case O_WAIT: o->wait = 1; break;
+    case O_AT:
+        if (cli_parse_double(CMD, "--at", optarg, 0, 1e11, &o->at))
+            return PFLEX_EXIT_BAD_INPUT;
+        break;
     case O_LABELS:
         if (strcmp(optarg, "dcgm") && strcmp(optarg, "prometheus"))
             return cli_usage_error(CMD, "--label-style %s: want dcgm or prometheus", optarg);
@@ -329,6 +364,8 @@ static int agent_options(int argc, char **argv, struct agent_opts *o)
         {"label-style", required_argument, NULL, O_LABELS},
         {"json", no_argument, NULL, O_JSON},
         {"restore-only", no_argument, NULL, O_RESTORE},
+        {"wait", no_argument, NULL, O_WAIT},
+        {"at", required_argument, NULL, O_AT},
         {"hostname", required_argument, NULL, O_HOSTNAME},
         {"tls-cert", required_argument, NULL, O_TLS_CERT},
         {"tls-key", required_argument, NULL, O_TLS_KEY},
@@ -356,6 +393,8 @@ static int agent_options(int argc, char **argv, struct agent_opts *o)
     if (o->gpus_given && strcmp(cfg->backend, "sim"))
         return cli_usage_error(CMD, "--gpus is the sim backend's GPU count; the nvml backend "
                                "owns every GPU NVML sees");
+    if ((o->wait || o->at > 0) && !o->restore_only)
+        return cli_usage_error(CMD, "--wait and --at go with --restore-only");
     o->loopback = pflex_http_listen_is_loopback(o->listen);
     if (o->loopback < 0)
         return cli_usage_error(CMD, "--listen %s: want ADDR:PORT, e.g. 127.0.0.1:9410", o->listen);
@@ -461,29 +500,107 @@ static void agent_loop(struct agent *a, const struct agent_opts *o, pflex_http_s
              a->n == 1 ? "" : "s", o->listen, pflex_http_server_port(srv));
     if (pflex_sd_notify(notify, ready, &err) < 0)
         agent_log("%s", err.text);
+    double stuck_said = 0;
     while (!stop_signal) {
-        if (watchdog_s > 0 && pflex_mono_s() - pinged >= watchdog_s / 4) {
+        /* Alive means the driver thread comes round too: a call that
+         * blocks for good goes silent after 3/4 of the watchdog's time
+         * (a slow one, shorter than that, does not get the agent killed). */
+        double busy = agent_driver_busy_s(a);
+        if (watchdog_s > 0 && pflex_mono_s() - pinged >= watchdog_s / 4
+            && busy < watchdog_s * 3 / 4) {
             pinged = pflex_mono_s();
             if (pflex_sd_notify(notify, "WATCHDOG=1", &err) < 0)
                 agent_log("%s", err.text);
+        }
+        if (busy > AGENT_DRIVER_STUCK_S && pflex_mono_s() - stuck_said >= 10) {
+            stuck_said = pflex_mono_s();
+            agent_log("the GPU driver has not answered for %.1f s: serving the last reading, "
+                      "writes answered 503", busy);
         }
         if (pflex_http_server_run(srv, 0.1, &err)) {
             agent_log("%s", err.text);
             break;
         }
-        pthread_mutex_lock(&a->lock);
-        agent_tick(a);
         if (reload_signal) {
             reload_signal = 0;
-            if (agent_load_token(a, &err) || agent_load_job_map(a, &err))
-                agent_log("SIGHUP: reload failed, keeping what was loaded: %s", err.text);
-            else
-                agent_log("SIGHUP: token file and job map reloaded");
-            agent_changed(a);
+            atomic_store(&a->reload, 1);    /* done by the driver thread, under the lock */
         }
-        pthread_mutex_unlock(&a->lock);
     }
     pflex_sd_notify(notify, "STOPPING=1", NULL);
+}
+
+/* Restore the GPUs a stop left held, once each hold ends, without the
+ * agent: under systemd a transient timer (systemd-run; a child of the
+ * unit would die with its cgroup), else a detached pflex agent
+ * --restore-only --wait.  Either holds no lock while it waits, so that an
+ * agent started again takes the GPUs over. */
+static void arm_restore(const struct agent_opts *o, const struct agent_close_report *r)
+{
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) {
+        agent_log("cannot arm the restore at the hold's end (%s): run pflex agent --backend "
+                  "nvml --restore-only --wait", strerror(errno));
+        return;
+    }
+    exe[n] = '\0';
+    char after[32];
+    snprintf(after, sizeof after, "--on-active=%.0fs", r->hold_last - pflex_real_s() + 1.5);
+    const char *args[24];
+    int k = 0;
+    int systemd = getenv("INVOCATION_ID") && access("/usr/bin/systemd-run", X_OK) == 0;
+    if (systemd) {
+        args[k++] = "/usr/bin/systemd-run";
+        args[k++] = "--quiet";
+        args[k++] = "--collect";
+        args[k++] = after;
+        args[k++] = "--timer-property=AccuracySec=1s";
+    }
+    args[k++] = exe;
+    args[k++] = "agent";
+    args[k++] = "--backend";
+    args[k++] = "nvml";
+    char at[32];
+    snprintf(at, sizeof at, "%.3f", r->hold_first + 0.05);
+    args[k++] = "--restore-only";
+    args[k++] = "--wait";       /* an agent back by then: leave the GPUs to it, exit 0 */
+    if (!systemd) {
+        args[k++] = "--at";
+        args[k++] = at;
+    }
+    args[k++] = "--state-dir";
+    args[k++] = o->cfg.state_dir;
+    args[k++] = "--nvml-lib";
+    args[k++] = o->cfg.nvml_lib;
+    if (agent_log_json)
+        args[k++] = "--json";
+    args[k] = NULL;
+    pid_t pid = fork();
+    if (pid < 0) {
+        agent_log("cannot arm the restore at the hold's end: fork: %s", strerror(errno));
+        return;
+    }
+    if (pid == 0) {
+        /* detached: its own session, out of the agent's process group */
+        if (!systemd) {
+            setsid();
+            if (fork() != 0)
+                _exit(0);
+        }
+        signal(SIGHUP, SIG_DFL);
+        signal(SIGPIPE, SIG_DFL);
+        execv(args[0], (char *const *)args);
+        _exit(127);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (systemd && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+        agent_log("systemd-run failed (status %d): nothing restores the held GPUs at the "
+                  "hold's end; run pflex agent --backend nvml --restore-only --wait", st);
+    else
+        agent_log("the restore at the hold's end is armed (%s)", systemd
+                  ? "a systemd-run timer" : "pflex agent --restore-only --wait, detached");
 }
 
 int cmd_agent(int argc, char **argv)
@@ -495,26 +612,76 @@ int cmd_agent(int argc, char **argv)
     agent_signals();
     static struct agent a;
     pflex_error_t err;
+    o.cfg.restore_only = o.restore_only;
+    struct agent_close_report rep;
+    /* --at: no lock is taken before then, so that an agent restarted
+     * meanwhile is not refused its GPUs */
+    while (o.restore_only && o.at > pflex_real_s() && !stop_signal) {
+        struct timespec ts = {0, 50000000L};
+        nanosleep(&ts, NULL);
+    }
+    while (o.restore_only && !stop_signal) {
+        /* Opening the guards restored what a dead agent left (and any cap
+         * left behind), but holds still in force: say what the limits read
+         * now; with --wait, again at the earliest hold's end. */
+        rc = agent_open(&a, &o.cfg, &err);
+        if (rc == PFLEX_GUARD_BUSY && o.wait) {
+            agent_close(&a, NULL);
+            agent_log("--restore-only --wait: an agent owns the GPUs again (%s); it restores "
+                      "them", err.text);
+            return PFLEX_EXIT_OK;
+        }
+        if (rc) {
+            cli_error(CMD, "%s", err.text);
+            agent_close(&a, NULL);
+            return PFLEX_EXIT_INTERNAL;
+        }
+        agent_close(&a, &rep);
+        rc = closing_said(&rep, "--restore-only", o.cfg.state_dir);
+        if (!o.wait || !rep.held || stop_signal)
+            return rc;
+        double nap = rep.hold_first - pflex_real_s() + 0.05;
+        while (nap > 0 && !stop_signal) {
+            struct timespec ts = {0, 50000000L};
+            nanosleep(&ts, NULL);
+            nap -= 0.05;
+        }
+        if (stop_signal)
+            return rc;
+    }
+    if (o.restore_only) {
+        agent_log("--restore-only: stopped on signal %d before the holds ended; they stay in %s",
+                  (int)stop_signal, o.cfg.state_dir);
+        return PFLEX_EXIT_OK;
+    }
     if (agent_open(&a, &o.cfg, &err)) {
         cli_error(CMD, "%s", err.text);
         agent_close(&a, NULL);
         return PFLEX_EXIT_INTERNAL;
     }
-    struct agent_close_report rep;
-    if (o.restore_only) {
-        /* Opening the guards restored what a dead agent left (and any cap
-         * left behind): say what the limits read now, stop. */
-        agent_close(&a, &rep);
-        return closing_said(&rep, "--restore-only", o.cfg.state_dir);
-    }
+    agent_render_all(&a);
     pflex_http_server_t *srv;
     if ((rc = agent_serve(&a, &o, &srv)) >= 0)
         return rc;
+    if (agent_driver_start(&a, &err)) {
+        cli_error(CMD, "%s", err.text);
+        pflex_http_server_stop(srv);
+        agent_close(&a, &rep);
+        return PFLEX_EXIT_INTERNAL;
+    }
     agent_loop(&a, &o, srv);
     if (stop_signal)
-        agent_log("stopping on signal %d (%s): restoring every GPU", (int)stop_signal,
-                  strsignal(stop_signal));
+        agent_log("stopping on signal %d (%s): restoring every GPU%s", (int)stop_signal,
+                  strsignal(stop_signal), strcmp(o.cfg.backend, "nvml") ? ""
+                  : " but those under an event's lease (held until the event ends)");
+    agent_driver_stop(&a);      /* a call in the driver ends first */
     pflex_http_server_stop(srv);
-    agent_close(&a, &rep);
+    /* A stop during an event keeps the site's plan: real GPUs under an
+     * event's lease stay at its fallback until the event ends (a restart
+     * takes them over; else the armed restore puts them back then).  The
+     * sim backend's GPUs end with the process. */
+    agent_close_holding(&a, stop_signal && !strcmp(o.cfg.backend, "nvml"), &rep);
+    if (rep.held)
+        arm_restore(&o, &rep);
     return closing_said(&rep, "stopped", o.cfg.state_dir);
 }

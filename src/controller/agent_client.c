@@ -16,8 +16,8 @@
  *  - PUT /v1/caps takes {"lease_s": num, "caps": [{"gpu": int, "cap_w": num,
  *    "fallback_w": num, "fallback_until": num (unix s; both only during an
  *    event: what the GPU holds from the lease's end until then)}]} (and
- *    "fence": int, the leader's fencing token, under a standby: 409 when
- *    the agent has seen a higher one) with "Authorization: Bearer TOKEN";
+ *    "fence": "N", the leader's fencing token as a decimal string (exact
+ *    past 2^53), under a standby: 409 when the agent has seen a higher one) with "Authorization: Bearer TOKEN";
  *    200 answers {"applied": [GPU as in
  *    the status], "errors": []}, 502 the same with the GPUs that failed in
  *    "errors" (the others were set), 400 names a cap out of range and sets
@@ -536,7 +536,7 @@ static char *caps_json(const struct agent_cap *caps, size_t n, double lease_s, u
     }
     *p++ = ']';
     if (fence)
-        p += sprintf(p, ",\"fence\":%llu", (unsigned long long)fence);
+        p += sprintf(p, ",\"fence\":\"%llu\"", (unsigned long long)fence);   /* exact: a string */
     memcpy(p, "}", 2);
     return s;
 }

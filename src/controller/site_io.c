@@ -524,8 +524,9 @@ static int push_agents(ctl_t *c, struct ctl_cap *pcaps, size_t nc, pflex_http_cl
     free(push);
     free(want);
     if (fenced && c->c.fenced) {
-        /* an agent has seen a newer leader's token: this one no longer leads */
-        ctl_log(c, "fenced: an agent refused a push for a newer leader's; standing down");
+        /* an agent has seen a higher token: pushes wait, the election
+         * says whether this one still leads */
+        ctl_log(c, "fenced: an agent refused a push for a higher fence; pushes wait");
         c->c.fenced(c->c.lead_ud);
     }
     return 0;

@@ -39,6 +39,12 @@ struct standby {
     int leading;
     uint64_t fence;
     double deadline;            /* monotonic: the lease may have lapsed from here on */
+    double fenced_until;        /* monotonic: no push before (an agent's 409) */
+    double fenced_backoff;      /* the next wait after a 409 (1 s doubling to 60 s) */
+    unsigned long fenced;       /* 409s since this leadership began */
+    uint64_t cluster_id;        /* etcd's, as last seen (0: not yet) */
+    int64_t last_rev;           /* etcd's revision in its last answer: never lower, but
+                                 * after a rebuild */
     int took_over;
     unsigned long takeovers;
     char leader[128];
@@ -110,6 +116,9 @@ static void win(standby_t *s, int64_t rev)
         s->took_over = 1;
         s->publish_all = 1;
         s->takeovers++;
+        s->fenced_until = 0;
+        s->fenced_backoff = 1;
+        s->fenced = 0;
         snprintf(s->leader, sizeof s->leader, "%s", s->name);
         say(s, "%s leads (fence %lld)", s->name, (long long)rev);
     }
@@ -213,6 +222,23 @@ static void tick(standby_t *s)
     int64_t rev = 0;
     struct pflex_etcd_kvs h = {0};
     int r = pflex_etcd_campaign(s->etcd, s->key, s->name, s->lease, &rev, &h, &err);
+    /* A rebuilt etcd (its data lost) answers with a revision below one
+     * seen before, and often another cluster id (not when it is made
+     * with the same names and addresses): its revisions started over. */
+    uint64_t cid = pflex_etcd_cluster_id(s->etcd);
+    int64_t erev = pflex_etcd_revision(s->etcd);
+    if (r >= 0 && cid && erev > 0) {
+        pthread_mutex_lock(&s->mu);
+        if ((s->cluster_id && cid != s->cluster_id) || erev < s->last_rev)
+            say(s, "etcd answers as a new cluster (id %llu, was %llu; revision %lld, was %lld): "
+                "its revisions started over, so the fences the agents hold are above any new "
+                "leader's; reset each agent's (DELETE /v1/fence with its token) or every push "
+                "gets 409", (unsigned long long)cid, (unsigned long long)s->cluster_id,
+                (long long)erev, (long long)s->last_rev);
+        s->cluster_id = cid;
+        s->last_rev = erev;
+        pthread_mutex_unlock(&s->mu);
+    }
     if (r < 0)
         trouble(s, &err);
     else if (r == 1)
@@ -355,15 +381,35 @@ int standby_may_push(void *ud, uint64_t *fence)
 {
     standby_t *s = ud;
     pthread_mutex_lock(&s->mu);
-    int ok = s->leading && pflex_mono_s() < s->deadline - s->tick_s;
+    double now = pflex_mono_s();
+    int ok = s->leading && now < s->deadline - s->tick_s && now >= s->fenced_until;
     *fence = s->fence;
     pthread_mutex_unlock(&s->mu);
     return ok;
 }
 
+/* An agent's 409: it has seen a higher token.  Either a newer leader
+ * exists, and the next campaign (within a tick) finds the key someone
+ * else's and stands down; or etcd was rebuilt and its revisions started
+ * over below what the agents hold, and no leader can push until the
+ * agents' fences are reset.  Resigning on the spot made leadership flap
+ * (stand down, win again with the same token, push, 409: four times a
+ * second); pushes wait instead, 1 s doubling to 60 s, the role to etcd. */
 void standby_fenced(void *ud)
 {
-    stand_down(ud, "an agent has seen a newer leader's fence");
+    standby_t *s = ud;
+    pthread_mutex_lock(&s->mu);
+    if (s->leading) {
+        double wait = s->fenced_backoff > 0 ? s->fenced_backoff : 1;
+        s->fenced_until = pflex_mono_s() + wait;
+        s->fenced_backoff = wait * 2 > 60 ? 60 : wait * 2;
+        if (s->fenced++ == 0 || wait >= 60)
+            say(s, "%s: an agent holds a fence above ours (%llu): no push for %g s, then again "
+                "(doubling to 60 s); a newer leader, or etcd rebuilt with its revisions started "
+                "over: then reset each agent's fence (pflex agent docs: DELETE /v1/fence)",
+                s->name, (unsigned long long)s->fence, wait);
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 int standby_took_over(standby_t *s)
@@ -558,10 +604,11 @@ void standby_publish(standby_t *s, ctl_t *c)
 json_t *standby_json(standby_t *s)
 {
     pthread_mutex_lock(&s->mu);
-    json_t *o = json_pack("{s:s, s:s, s:s?, s:I, s:s, s:b, s:s?, s:I}", "role", s->leading ? "leader" : "standby",
+    json_t *o = json_pack("{s:s, s:s, s:s?, s:I, s:s, s:b, s:s?, s:I, s:I}", "role", s->leading ? "leader" : "standby",
                           "name", s->name, "leader", s->leader[0] ? s->leader : NULL, "fence",
                           (json_int_t)s->fence, "etcd", s->endpoint, "etcd_ok", s->etcd_ok,
-                          "etcd_error", s->etcd_ok ? NULL : s->etcd_error, "takeovers", (json_int_t)s->takeovers);
+                          "etcd_error", s->etcd_ok ? NULL : s->etcd_error, "takeovers", (json_int_t)s->takeovers,
+                          "fenced", (json_int_t)(s->leading ? s->fenced : 0));
     pthread_mutex_unlock(&s->mu);
     return o;
 }

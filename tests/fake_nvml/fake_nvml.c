@@ -48,6 +48,11 @@
  *   A transient error is a rule with a COUNT: "set_limit:UNKNOWN:1:1" lets
  *   the first set through and fails the second once.
  *
+ *   FAKE_NVML_BLOCK=OP[/GPU]:SECONDS:PATH   a driver call that hangs: while
+ *       PATH exists, the next call of OP (as above; "any" too) on GPU
+ *       removes PATH and sleeps SECONDS before answering.  A test creates
+ *       PATH when it wants the hang, and sees it begin when PATH is gone.
+ *
  *   FAKE_NVML_RANGE=GPU:MIN_MW:MAX_MW:AFTER   the device's constraints
  *       become [MIN_MW, MAX_MW] (saved in the state) once AFTER limit sets
  *       of this process have succeeded, as after a driver reload or a
@@ -468,6 +473,36 @@ static nvmlReturn_t injected(const char *op, int gpu)
 
 static struct nvmlDevice_st handles[MAX_GPUS];
 
+/* FAKE_NVML_BLOCK: sleep in this call when the rule matches and its file
+ * is there; unlink() lets exactly one caller (of any thread) take it. */
+static void maybe_block(const char *op, int gpu)
+{
+    const char *env = getenv("FAKE_NVML_BLOCK");
+    if (!env)
+        return;
+    char rop[32] = "", path[4096] = "";
+    int rgpu = -1;
+    double secs = 0;
+    const char *colon = strchr(env, ':');
+    if (!colon || (size_t)(colon - env) >= sizeof rop)
+        return;
+    memcpy(rop, env, (size_t)(colon - env));
+    char *slash = strchr(rop, '/');
+    if (slash) {
+        *slash = '\0';
+        rgpu = atoi(slash + 1);
+    }
+    if (sscanf(colon + 1, "%lf:%4095s", &secs, path) != 2)
+        return;
+    if ((strcmp(rop, op) && strcmp(rop, "any")) || (rgpu >= 0 && rgpu != gpu))
+        return;
+    if (unlink(path) != 0)
+        return;
+    struct timespec ts = {(time_t)secs, (long)((secs - (time_t)secs) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
 /* Common entry of every device call: initialised, a valid handle, no
  * injected error; loads the state into *st. */
 static nvmlReturn_t enter(const char *op, nvmlDevice_t h, struct fake_state *st,
@@ -477,6 +512,7 @@ static nvmlReturn_t enter(const char *op, nvmlDevice_t h, struct fake_state *st,
         return NVML_ERROR_UNINITIALIZED;
     if (!h || h < handles || h >= handles + MAX_GPUS)
         return NVML_ERROR_INVALID_ARGUMENT;
+    maybe_block(op, (int)h->index);
     nvmlReturn_t r = injected(op, (int)h->index);
     if (r != NVML_SUCCESS)
         return r;

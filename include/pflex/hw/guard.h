@@ -68,6 +68,10 @@ struct pflex_guard_gpu {
                              * that file was unreadable, the default limit) */
     int left_over;          /* the limit found was a cap left behind: original_w is the
                              * default, and a restore is due (changed is 1) */
+    int held;               /* the limit is held at hold_w until hold_until (unix s): a
+                             * hold a stopped owner left (found at open, still in force)
+                             * or one pflex_guard_hold made; a restore is due at its end */
+    double hold_w, hold_until;
 };
 
 /* Take the locks of GPUs idx[0..n) of g, recover their state files, read
@@ -93,7 +97,19 @@ int pflex_guard_set(pflex_guard_t *gd, unsigned gpu, double cap_w, double *enfor
  * removed; on failure it stays for the next open to recover. */
 int pflex_guard_restore(pflex_guard_t *gd, unsigned gpu, pflex_error_t *err);
 
-/* Restore every GPU; tries them all.  0, or -1 naming the first failure
+/* Leave GPU gpu at the limit set now (hold_w, W) until hold_until (unix
+ * s), past this guard's close: written to its state file with the
+ * original, so that close skips it, the next open finds the hold (held)
+ * and does not restore it before its end, and any later open restores it
+ * once it has ended.  Only a changed GPU can be held; a later
+ * pflex_guard_set ends the hold (the setter restores it, as any change). */
+int pflex_guard_hold(pflex_guard_t *gd, unsigned gpu, double hold_w, double hold_until,
+                     pflex_error_t *err);
+/* A hold found at open is over for the caller (it took the GPU over as
+ * its own change): cleared in memory and in the state file. */
+int pflex_guard_unhold(pflex_guard_t *gd, unsigned gpu, pflex_error_t *err);
+
+/* Restore every GPU (but those held); tries them all.  0, or -1 naming the first failure
  * and how many failed. */
 int pflex_guard_restore_all(pflex_guard_t *gd, pflex_error_t *err);
 
@@ -108,8 +124,8 @@ unsigned pflex_guard_note_count(const pflex_guard_t *gd);
 const char *pflex_guard_note(const pflex_guard_t *gd, unsigned i);
 void pflex_guard_notes_clear(pflex_guard_t *gd);
 
-/* Restore what is changed (best effort: call restore_all first to see
- * errors), release the locks, free.  NULL is fine. */
+/* Restore what is changed and not held (best effort: call restore_all
+ * first to see errors), release the locks, free.  NULL is fine. */
 void pflex_guard_close(pflex_guard_t *gd);
 
 /* The signals whose default action kills a process and that a guard user

@@ -50,6 +50,12 @@ int pflex_etcd_create(const struct pflex_etcd_opts *o, pflex_etcd_t **out, pflex
 void pflex_etcd_destroy(pflex_etcd_t *e);
 /* The member the next request goes to first. */
 const char *pflex_etcd_endpoint(const pflex_etcd_t *e);
+/* The cluster id of the last answer's header (0: none yet): a cluster
+ * created anew has another, and its revisions start over. */
+uint64_t pflex_etcd_cluster_id(const pflex_etcd_t *e);
+/* The store's revision in the last answer's header (0: none yet); it
+ * never goes back in a cluster that kept its data. */
+int64_t pflex_etcd_revision(const pflex_etcd_t *e);
 
 /* A lease of ttl_s seconds (rounded up to a whole second): its id, and the
  * TTL the server granted (s). */

@@ -54,6 +54,7 @@ struct pflex_http_response {
     size_t len;
     int retry_after_s;          /* > 0: a Retry-After header */
     int www_authenticate;       /* 1: WWW-Authenticate: Bearer */
+    int close;                  /* 1: Connection: close (the request's framing is in doubt) */
     pflex_http_body_t *shared;  /* instead of body: a reference the server drops */
 };
 

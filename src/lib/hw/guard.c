@@ -198,6 +198,10 @@ static int save_state(pflex_guard_t *gd, struct ggpu *d, pflex_error_t *err)
                           isfinite(d->pub.found_w) ? json_real(d->pub.found_w) : json_null(),
                           "owner", gd->owner, "pid", (json_int_t)getpid(), "time",
                           (json_int_t)time(NULL));
+    if (o && d->pub.held) {
+        json_object_set_new(o, "hold_w", json_real(d->pub.hold_w));
+        json_object_set_new(o, "hold_until", json_real(d->pub.hold_until));
+    }
     char *text = o ? json_dumps(o, JSON_PRESERVE_ORDER) : NULL;
     json_decref(o);
     if (!text)
@@ -234,7 +238,7 @@ static void drop_state(pflex_guard_t *gd, struct ggpu *d)
 /* A state file left behind: 1 and its contents, 0 when there is none,
  * -1 when it cannot be read or makes no sense. */
 static int load_state(struct ggpu *d, double *orig_w, char *owner, size_t olen, long *pid,
-                      pflex_error_t *err)
+                      double *hold_w, double *hold_until, pflex_error_t *err)
 {
     json_error_t je;
     json_t *o = json_load_file(d->state_path, 0, &je);
@@ -252,6 +256,11 @@ static int load_state(struct ggpu *d, double *orig_w, char *owner, size_t olen, 
         *orig_w = json_number_value(w);
         snprintf(owner, olen, "%s", own ? own : "?");
         *pid = json_is_integer(p) ? (long)json_integer_value(p) : 0;
+        json_t *hw = json_object_get(o, "hold_w"), *hu = json_object_get(o, "hold_until");
+        if (json_is_number(hw) && json_is_number(hu) && json_number_value(hw) > 0) {
+            *hold_w = json_number_value(hw);
+            *hold_until = json_number_value(hu);
+        }
     }
     json_decref(o);
     if (!ok)
@@ -319,8 +328,42 @@ int pflex_guard_restore(pflex_guard_t *gd, unsigned gpu, pflex_error_t *err)
         return pflex_error_set(err, "%s; the original stays saved in %s for the next start",
                                e.text, d->state_path);
     d->pub.changed = 0;
+    d->pub.held = 0;
     drop_state(gd, d);
     return 0;
+}
+
+int pflex_guard_hold(pflex_guard_t *gd, unsigned gpu, double hold_w, double hold_until,
+                     pflex_error_t *err)
+{
+    struct ggpu *d = find(gd, gpu);
+    if (!d)
+        return pflex_error_set(err, "GPU %u: not held by this guard", gpu);
+    if (!d->pub.changed)
+        return pflex_error_set(err, "GPU %u: at its original limit; nothing to hold", gpu);
+    int was = d->pub.held;
+    double w = d->pub.hold_w, u = d->pub.hold_until;
+    d->pub.held = 1;
+    d->pub.hold_w = hold_w;
+    d->pub.hold_until = hold_until;
+    if (save_state(gd, d, err)) {
+        d->pub.held = was;
+        d->pub.hold_w = w;
+        d->pub.hold_until = u;
+        return -1;
+    }
+    return 0;
+}
+
+int pflex_guard_unhold(pflex_guard_t *gd, unsigned gpu, pflex_error_t *err)
+{
+    struct ggpu *d = find(gd, gpu);
+    if (!d)
+        return pflex_error_set(err, "GPU %u: not held by this guard", gpu);
+    if (!d->pub.held)
+        return 0;
+    d->pub.held = 0;
+    return save_state(gd, d, err);
 }
 
 int pflex_guard_restore_all(pflex_guard_t *gd, pflex_error_t *err)
@@ -329,6 +372,8 @@ int pflex_guard_restore_all(pflex_guard_t *gd, pflex_error_t *err)
     pflex_error_t first = {{0}};
     for (unsigned i = 0; gd && i < gd->n; i++) {
         pflex_error_t e;
+        if (gd->gpu[i].pub.held)
+            continue;
         if (pflex_guard_restore(gd, gd->gpu[i].pub.index, &e) && failed++ == 0)
             first = e;
     }
@@ -353,11 +398,30 @@ static void release(struct ggpu *d)
 /* After the lock: recover a state file, read the limits, decide the original. */
 static int survey(pflex_guard_t *gd, struct ggpu *d, pflex_error_t *err)
 {
-    double saved = NAN;
+    double saved = NAN, hold_w = NAN, hold_until = NAN;
     char owner[40];
     long pid = 0;
     pflex_error_t bad;
-    int r = load_state(d, &saved, owner, sizeof owner, &pid, &bad);
+    int r = load_state(d, &saved, owner, sizeof owner, &pid, &hold_w, &hold_until, &bad);
+    if (r == 1 && hold_until > (double)time(NULL)) {
+        /* A stopped owner's hold still in force (an event's plan): not
+         * restored now; a restore is due at its end. */
+        struct pflex_gpu_limits lim;
+        if (pflex_gpu_limits(gd->g, d->pub.index, &lim, err)
+            || read_limit(gd, d, &d->pub.found_w, err))
+            return -1;
+        d->pub.default_w = lim.default_w;
+        d->pub.original_w = saved;
+        d->pub.changed = 1;
+        d->pub.held = 1;
+        d->pub.hold_w = hold_w;
+        d->pub.hold_until = hold_until;
+        note(gd, "GPU %u (%s): pflex %s (pid %ld) left it held at %g W until %.0f (%.0f s from "
+             "now; %g W found); its original %g W returns then", d->pub.index, d->pub.key,
+             owner, pid, hold_w, hold_until, hold_until - (double)time(NULL), d->pub.found_w,
+             saved);
+        return 0;
+    }
     if (r < 0) {
         /* Empty or damaged (a crash mid-write, a full disk, a hand edit):
          * the original is unknown, so the board's default is restored, and
@@ -512,6 +576,14 @@ int pflex_guard_set(pflex_guard_t *gd, unsigned gpu, double cap_w, double *enfor
                                "%g-%g W (%lld mW, not in %lld-%lld mW); refused", gpu,
                                d->pub.key, cap_w, lim.min_w, lim.max_w, cap_mw, lo_mw, hi_mw);
     cap_w = cap_mw / 1000.0;
+    if (d->pub.held) {
+        /* a set takes a held GPU over: from now on this owner restores it */
+        d->pub.held = 0;
+        if (save_state(gd, d, err)) {
+            d->pub.held = 1;
+            return -1;
+        }
+    }
     int first = !d->pub.changed;
     if (first) {
         if (save_state(gd, d, err))

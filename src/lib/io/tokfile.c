@@ -16,7 +16,9 @@
  * where they start in the file.  0, or -1 with err. */
 static int read_tail(const char *path, char *buf, off_t *from, pflex_error_t *err)
 {
-    int fd = open(path, O_RDONLY);
+    /* O_NONBLOCK: a FIFO given by mistake must not hang the sweep; only
+     * a regular file has a tail to read (a symlink to one is followed). */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return pflex_error_set(err, "%s: %s", path, strerror(errno));
     struct stat sb;
@@ -24,6 +26,12 @@ static int read_tail(const char *path, char *buf, off_t *from, pflex_error_t *er
         int saved = errno;
         close(fd);
         return pflex_error_set(err, "%s: %s", path, strerror(saved));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return pflex_error_set(err, "%s: %s; want a regular file the job appends to", path,
+                               S_ISFIFO(sb.st_mode) ? "a FIFO" : S_ISDIR(sb.st_mode)
+                               ? "a directory" : "not a regular file");
     }
     *from = sb.st_size > (off_t)TAIL - 1 ? sb.st_size - (off_t)(TAIL - 1) : 0;
     ssize_t got = pread(fd, buf, TAIL - 1, *from);

@@ -21,6 +21,8 @@ struct pflex_etcd {
     char *url[MAX_MEMBERS];
     size_t n, cur;
     pflex_http_client_t *http;
+    uint64_t cluster_id;        /* the last answer's header.cluster_id (0: none yet) */
+    int64_t revision;           /* the last answer's header.revision (0: none yet) */
 };
 
 /* ---- base64 ---- */
@@ -145,6 +147,16 @@ void pflex_etcd_destroy(pflex_etcd_t *e)
     free(e);
 }
 
+uint64_t pflex_etcd_cluster_id(const pflex_etcd_t *e)
+{
+    return e ? e->cluster_id : 0;
+}
+
+int64_t pflex_etcd_revision(const pflex_etcd_t *e)
+{
+    return e ? e->revision : 0;
+}
+
 const char *pflex_etcd_endpoint(const pflex_etcd_t *e)
 {
     return e->url[e->cur];
@@ -218,6 +230,15 @@ static json_t *call(pflex_etcd_t *e, const char *path, json_t *body, pflex_error
             return NULL;
         }
         free(c.resp);
+        /* a uint64 as a decimal string: kept exact (a new cluster, rebuilt
+         * after its data was lost, has a new id and starts its revisions over) */
+        const char *cid = json_string_value(json_object_get(json_object_get(j, "header"),
+                                                            "cluster_id"));
+        if (cid)
+            e->cluster_id = strtoull(cid, NULL, 10);
+        int64_t rev = i64(json_object_get(json_object_get(j, "header"), "revision"));
+        if (rev > 0)
+            e->revision = rev;
         out = j;
     }
     free(text);

@@ -461,6 +461,8 @@ static enum MHD_Result send_response(struct pflex_http_server *s, struct MHD_Con
     }
     if (r->www_authenticate)
         MHD_add_response_header(m, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"pflex\"");
+    if (r->close)
+        MHD_add_response_header(m, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)r->status, m);
     MHD_destroy_response(m);
     count_status(s, r->status);
@@ -600,6 +602,16 @@ static void peer_of(struct MHD_Connection *c, char *buf, size_t len)
     addr_text(ci ? ci->client_addr : NULL, buf, len);
 }
 
+static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+    (void)kind;
+    (void)value;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
+        (*(unsigned *)cls)++;
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload, size_t *upload_size, void **con_cls)
@@ -621,6 +633,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             pflex_http_respond_error(&r, 429, "too many requests from %s; retry in %d s", peer,
                                      wait);
             r.retry_after_s = wait;
+            x->answered = 1;
+            conn_waiting(s, c, 0);
+            return send_response(s, c, &r);
+        }
+        /* Two Content-Length headers (RFC 9110 8.6: even equal ones) leave
+         * where the body ends in doubt, the root of request smuggling
+         * behind a proxy that picks the other: refused, and the connection
+         * closed, since what follows cannot be framed. */
+        unsigned lengths = 0;
+        MHD_get_connection_values(c, MHD_HEADER_KIND, count_length, &lengths);
+        if (lengths > 1) {
+            pflex_http_respond_error(&r, 400, "%u Content-Length headers: give one", lengths);
+            r.close = 1;
             x->answered = 1;
             conn_waiting(s, c, 0);
             return send_response(s, c, &r);
