@@ -10,12 +10,13 @@ set -e
 # real Slurm on loopback for the job map's test; libopenblas-dev: an optimised
 # BLAS under GSL's CBLAS interface for the fits (the Makefile falls back to GSL's
 # reference CBLAS without it); etcd-server and etcd-client: a real etcd on
-# loopback for the standby controller's election and its tests.
-PKGS="build-essential pkg-config libgsl-dev libopenblas-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl jq openssl slurmctld slurmd slurm-client munge etcd-server etcd-client"
+# loopback for the standby controller's election and its tests; python3: the
+# systemd watchdog's listener in the controller's disk-fault tests.
+PKGS="build-essential pkg-config libgsl-dev libopenblas-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl jq openssl slurmctld slurmd slurm-client munge etcd-server etcd-client python3"
 # `make bench` (scripts/deps.sh bench) also installs the peers it measures
 # pflex against: nginx-light (the agent's HTTP), coinor-clp (the planner),
-# python3 (a plain csv loop beside the readers).
-[ "${1:-}" = bench ] && PKGS="$PKGS nginx-light coinor-clp python3"
+# and python3 (a plain csv loop beside the readers) is already there.
+[ "${1:-}" = bench ] && PKGS="$PKGS nginx-light coinor-clp"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
