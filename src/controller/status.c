@@ -61,7 +61,9 @@ void ctl_claims_take(ctl_t *c, int standby)
     for (size_t a = 0; a < c->c.nagents; a++)
         (void)conf_reset(&c->agents[a]);    /* out of memory: nothing confirmed */
     cl->push_failed = 0;
-    int all = p->ncaps > 0;
+    /* a period with no caps to push (every node down) has pushed them all:
+     * the loop is alive, and readiness says the nodes are not */
+    int all = 1;
     for (size_t q0 = 0, q1; q0 < p->ncaps; q0 = q1) {
         size_t a = p->caps[q0].node;
         struct ctl_agent *ag = &c->agents[a];

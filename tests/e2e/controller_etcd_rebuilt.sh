@@ -60,7 +60,7 @@ aport=$port
 step=controller
 event_end=$(($(date +%s) + 90))
 "$PFLEX" controller run --agent "http://127.0.0.1:$aport" --token-file "$tmp/token" \
-    --target "3000W,end=@$event_end" --period 0.5 --lease 3 --etcd $endpoint \
+    --target "3000W,end=@$event_end,confirm=yes" --period 0.5 --lease 3 --etcd $endpoint \
     --etcd-prefix /pflex/test --name A --db "$tmp/A.db" --log "$tmp/A.log" &
 agents="$agents $!"
 fence() { curl -s -m 2 "http://127.0.0.1:$aport/v1/status" | jq -r '.fence // 0'; }
