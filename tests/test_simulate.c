@@ -778,6 +778,44 @@ static void test_input_bound(void **state)
     pflex_target_set_fini(&set);
 }
 
+/* The guard's step probes under a target (no learning between events):
+ * made only under the limit, the site never over it, no floor broken,
+ * and the cold learner loses no more than equal cuts over the event and
+ * less than with the probes off (--explore 0). */
+static void test_step_probes(void **state)
+{
+    (void)state;
+    setup_kinds();
+    pflex_target_set_t set;
+    pflex_target_set_init(&set);
+    add_fraction(&set, 1001800, 1003600, 0.7);
+    unsigned pol = (1u << PFLEX_SIM_EQUAL) | (1u << PFLEX_SIM_ONLINE_COLD) | (1u << PFLEX_SIM_ORACLE);
+    struct pflex_sim_config c = site_config(step_jobs, &set, 3600, 2, pol);
+    struct pflex_sim_result r;
+    pflex_error_t err;
+    if (pflex_sim_run(&c, &r, &err))
+        fail_msg("%s", err.text);
+    const struct pflex_sim_summary *o = &r.pol[PFLEX_SIM_ONLINE_COLD];
+    double with = o->lost_event_s, eq = r.pol[PFLEX_SIM_EQUAL].lost_event_s,
+           orc = r.pol[PFLEX_SIM_ORACLE].lost_event_s;
+    size_t probes = o->probes;
+    print_message("  step probes: %zu; lost over the event %.0f (equal %.0f, oracle %.0f)\n", probes, with, eq,
+                  orc);
+    assert_true(probes > 0);
+    assert_int_equal(o->periods_above, 0);
+    assert_int_equal(o->floor_breaches, 0);
+    assert_true(with <= eq);
+    pflex_sim_result_fini(&r);
+    c.explore_step = 0;
+    if (pflex_sim_run(&c, &r, &err))
+        fail_msg("%s", err.text);
+    print_message("  without: lost %.0f\n", r.pol[PFLEX_SIM_ONLINE_COLD].lost_event_s);
+    assert_int_equal(r.pol[PFLEX_SIM_ONLINE_COLD].probes, 0);
+    assert_true(with < r.pol[PFLEX_SIM_ONLINE_COLD].lost_event_s);
+    pflex_sim_result_fini(&r);
+    pflex_target_set_fini(&set);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -794,6 +832,7 @@ int main(void)
         cmocka_unit_test(test_count_as_many),
         cmocka_unit_test(test_day_rule),
         cmocka_unit_test(test_input_bound),
+        cmocka_unit_test(test_step_probes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
