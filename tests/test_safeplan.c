@@ -257,15 +257,21 @@ static double hi_at(const struct pflex_site_job *jb, double C, double cap)
             }
     pc[n] = C;
     pl[n++] = 0;
+    double ml = 0;      /* the mean curve made monotone from the shallow side */
     for (size_t q = 0; q < jb->n; q++) {
         size_t k = idx[q];
         double c = jb->cap_w[k], v = jb->loss_hi ? fmax(jb->loss_hi[k], jb->loss[k]) : jb->loss[k];
         if (!(c < pc[n - 1] - 1e-9 * C))
             continue;
+        ml = fmax(ml, jb->loss[k]);
         pc[n] = c;
-        pl[n] = fmin(1, fmax(v, pl[n - 1]));
+        pl[n] = fmin(1, fmax(v, ml));
         n++;
     }
+    /* the bound made monotone from the deep side: no more than any deeper
+     * point's */
+    for (size_t k = n - 1; k-- > 1;)
+        pl[k] = fmin(pl[k], pl[k + 1]);
     if (cap >= pc[0])
         return 0;
     for (size_t k = 1; k < n; k++)
@@ -374,6 +380,60 @@ static void test_guard_equal(void **state)
     assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
     assert_near(p.blend, 1, 0);
     assert_near(p.cap_w[0], 300, 1);
+    pflex_safe_plan_fini(&p);
+}
+
+/* The guard's step probe (probe_dx): from equal cuts, known there, the
+ * next blend on toward the optimum, budget-neutral (the job the optimum
+ * cuts down, the other up by its watts); read there, the plan moves to it
+ * and names the next.  Without probe_dx, none. */
+static void test_guard_probe(void **state)
+{
+    (void)state;
+    double c0[] = {700, 500, 475, 350, 200}, c1[] = {700, 500, 350, 200};
+    double l0[5], h0[5], l1[4];
+    for (int i = 0; i < 5; i++)
+        l0[i] = 0.3 * (700 - c0[i]) / 350;     /* loses less per watt than job 1 */
+    for (int i = 0; i < 4; i++)
+        l1[i] = 0.5 * (700 - c1[i]) / 350;
+    /* known to 500 W (equal cuts), a guess past it */
+    double wide[] = {0, 0, 0.3, 0.4, 0.5};
+    for (int i = 0; i < 5; i++)
+        h0[i] = l0[i] + wide[i];
+    struct pflex_site_job jobs[] = {
+        {.name = "a", .t0 = 100, .weight = 1, .n = 5, .cap_w = c0, .loss = l0, .loss_hi = h0},
+        {.name = "b", .t0 = 100, .weight = 1, .n = 4, .cap_w = c1, .loss = l1},
+    };
+    struct pflex_site_gpu g[] = {gpu(0, 200, 700, 700), gpu(1, 200, 700, 700)};
+    struct pflex_safe_input in = {.ngpus = 2, .gpus = g, .njobs = 2, .jobs = jobs, .limit_w = 1000,
+                                  .guard_equal = 1};
+    struct pflex_safe_plan p;
+    pflex_safe_plan_init(&p);
+    pflex_error_t err;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_near(p.blend, 0, 0);
+    assert_near(p.probe_blend, 0, 0);
+    assert_true(isnan(p.probe_cap_w[0]) && isnan(p.probe_cap_w[1]));
+    in.probe_dx = 0.05;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    print_message("  probe: blend %.3f, caps %.1f %.1f W (plan %.0f %.0f W)\n", p.probe_blend, p.probe_cap_w[0],
+                  p.probe_cap_w[1], p.cap_w[0], p.cap_w[1]);
+    assert_near(p.blend, 0, 0);
+    assert_near(p.cap_w[0], 500, 1);
+    assert_true(p.probe_blend > 0 && p.probe_blend < 0.5);
+    /* job 0 down, job 1 up by as much, no more than explore's step apart */
+    assert_true(p.probe_cap_w[0] < 500 && p.probe_cap_w[0] >= 500 - 0.05 * 700 - 1e-9);
+    assert_near(p.probe_cap_w[0] + p.probe_cap_w[1], 1000, 1e-6);
+    /* read where the probe went: the plan goes there, the next probe past it */
+    double was = p.probe_blend, cap = p.probe_cap_w[0];
+    c0[2] = floor(cap);
+    l0[2] = 0.3 * (700 - c0[2]) / 350;
+    h0[2] = l0[2];
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_near(p.blend, was, 1e-12);
+    assert_near(p.cap_w[0], floor(cap), 1);
+    assert_true(p.worst_w <= 1000 && p.feasible);
+    assert_true(p.probe_blend > was);
     pflex_safe_plan_fini(&p);
 }
 
@@ -736,6 +796,7 @@ int main(void)
         cmocka_unit_test(test_guard_equal),
         cmocka_unit_test(test_spend_rounding),
         cmocka_unit_test(test_cap_step),
+        cmocka_unit_test(test_guard_probe),
         cmocka_unit_test(test_random_sites),
         cmocka_unit_test(test_kept_curves),
         cmocka_unit_test(test_give_back),

@@ -776,14 +776,18 @@ static void test_probe_memo_changes_nothing(void **state)
  * the event, none after it (nothing is coming); without the lead the same
  * site probes from its first periods (and, its curves learned by 540 s,
  * no more than that: 285 probes against 242). */
-static double probe_first, probe_last;
+static double probe_first, probe_last;  /* between events */
+static size_t probes_event;             /* under the event and the horizon it is met over:
+                                         * the guard's step probes */
 static int lead_period(void *h, double now, const struct pflex_sim_ctl_view *v, double *cap_w,
                        size_t *probes, pflex_error_t *err)
 {
     size_t before = *probes;
     if (ctl_sim.period(h, now, v, cap_w, probes, err) < 0)
         return -1;
-    if (*probes > before) {
+    if (now >= 1002400 - 60 && now < 1002700 + 5)
+        probes_event += *probes - before;
+    else if (*probes > before) {
         if (!(probe_first <= now))
             probe_first = now;
         probe_last = now;
@@ -827,7 +831,7 @@ static void test_explore_lead(void **state)
 
 /* The online policies by default (as the controller's): no probe while
  * no target is in force, so no cap under a job's largest before or after
- * the event; opted in with a budget, fewer probes than without one. */
+ * the event (under it, the guard's step probes); opted in with a budget, fewer probes than without one. */
 static void test_learn_between_default_off(void **state)
 {
     (void)state;
@@ -843,10 +847,11 @@ static void test_learn_between_default_off(void **state)
     c.controller = &lead;
     struct pflex_sim_result a;
     probe_first = probe_last = NAN;
+    probes_event = 0;
     assert_int_equal(pflex_sim_run(&c, &a, &err), 0);
-    /* no probe at all (under the target the equal-cuts guard probes none) */
+    /* no probe between events: all are the guard's steps under the target */
     assert_true(isnan(probe_first));
-    assert_int_equal(a.pol[PFLEX_SIM_ONLINE_COLD].probes + a.pol[PFLEX_SIM_ONLINE_WARM].probes, 0);
+    assert_int_equal(a.pol[PFLEX_SIM_ONLINE_COLD].probes + a.pol[PFLEX_SIM_ONLINE_WARM].probes, probes_event);
     for (size_t k = 0; k < a.nperiods; k++) {
         double t = a.start_s + (double)k * a.period_s;
         /* outside the event and the horizon it is met over: every job
@@ -922,6 +927,44 @@ static void test_input_bound(void **state)
     pflex_target_set_fini(&set);
 }
 
+/* The guard's step probes under a target (no learning between events):
+ * made only under the limit, the site never over it, no floor broken,
+ * and the cold learner loses no more than equal cuts over the event and
+ * less than with the probes off (--explore 0). */
+static void test_step_probes(void **state)
+{
+    (void)state;
+    setup_kinds();
+    pflex_target_set_t set;
+    pflex_target_set_init(&set);
+    add_fraction(&set, 1001800, 1003600, 0.7);
+    unsigned pol = (1u << PFLEX_SIM_EQUAL) | (1u << PFLEX_SIM_ONLINE_COLD) | (1u << PFLEX_SIM_ORACLE);
+    struct pflex_sim_config c = site_config(step_jobs, &set, 3600, 2, pol);
+    struct pflex_sim_result r;
+    pflex_error_t err;
+    if (pflex_sim_run(&c, &r, &err))
+        fail_msg("%s", err.text);
+    const struct pflex_sim_summary *o = &r.pol[PFLEX_SIM_ONLINE_COLD];
+    double with = o->lost_event_s, eq = r.pol[PFLEX_SIM_EQUAL].lost_event_s,
+           orc = r.pol[PFLEX_SIM_ORACLE].lost_event_s;
+    size_t probes = o->probes;
+    print_message("  step probes: %zu; lost over the event %.0f (equal %.0f, oracle %.0f)\n", probes, with, eq,
+                  orc);
+    assert_true(probes > 0);
+    assert_int_equal(o->periods_above, 0);
+    assert_int_equal(o->floor_breaches, 0);
+    assert_true(with <= eq);
+    pflex_sim_result_fini(&r);
+    c.explore_step = 0;
+    if (pflex_sim_run(&c, &r, &err))
+        fail_msg("%s", err.text);
+    print_message("  without: lost %.0f\n", r.pol[PFLEX_SIM_ONLINE_COLD].lost_event_s);
+    assert_int_equal(r.pol[PFLEX_SIM_ONLINE_COLD].probes, 0);
+    assert_true(with < r.pol[PFLEX_SIM_ONLINE_COLD].lost_event_s);
+    pflex_sim_result_fini(&r);
+    pflex_target_set_fini(&set);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -941,6 +984,7 @@ int main(void)
         cmocka_unit_test(test_count_as_many),
         cmocka_unit_test(test_day_rule),
         cmocka_unit_test(test_input_bound),
+        cmocka_unit_test(test_step_probes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,7 +35,9 @@ struct ctl_config {
                                      * job map does not name (by its URL's host); <= 0:
                                      * 8 x 1000 W */
     double z;                       /* sd multiplier of the pessimistic curve; <= 0: 2 */
-    double explore_step;            /* largest probe below the plan (reduction); 0: none */
+    double explore_step;            /* largest probe below the plan (reduction), and under a
+                                     * target the step of the guard's probes toward the
+                                     * optimum (safeplan's probe_dx); 0: none */
     int learn_between;              /* 1: probe between events (--learn-between-events);
                                      * 0 (default): no cap under a GPU's largest while
                                      * no target is in force */

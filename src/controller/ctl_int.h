@@ -183,6 +183,8 @@ struct ctl_job {
     unsigned probe_wait;        /* periods before the next probe */
     unsigned probe_left;        /* periods the current probe still holds */
     double probe_cap;
+    double step_cap;            /* under a target: its cap in the plan's step probe
+                                 * (steps.c, plan_step_probe); NaN: it does not move */
     /* between events, the searches for a probe (steps.c, probe_start) are
      * functions of the fit and of what is asked: the walk's and the
      * fill's outcome for the fit `gen` and the key, and the fit and the
@@ -284,6 +286,9 @@ struct ctl {
     double learn_spent[CTL_LEARN_SLOTS];
     double learn_slot;
     int learn_out;
+    /* under a target: the periods the step probe still holds, and those
+     * before the next (steps.c, plan_step_probe) */
+    unsigned step_left, step_wait;
 };
 
 /* Nonzero (the default): the probe searches between events are kept per

@@ -59,6 +59,7 @@ static struct ctl_job *job_get(ctl_t *c, const char *name, double min_w, double 
     j->cap_since = NAN;
     j->t0_read = NAN;
     j->give_w = NAN;
+    j->step_cap = NAN;
     j->free_draw_w = NAN;
     j->min_w = min_w;
     j->max_w = max_w;
@@ -661,7 +662,8 @@ static struct pflex_safe_input plan_input(const ctl_t *c, double limit_w)
                                      .objective = c->c.progress ? PFLEX_OBJECTIVE_PROGRESS
                                                                 : PFLEX_OBJECTIVE_THROUGHPUT,
                                      .guard_equal = !c->c.plain_optimum,
-                                     .cap_step_w = c->cap_step_w};
+                                     .cap_step_w = c->cap_step_w,
+                                     .probe_dx = c->c.explore_step};
 }
 
 static int coming_cap(ctl_t *c, size_t j, double *cap_w)
@@ -879,6 +881,88 @@ static void plan_probes(ctl_t *c)
     }
 }
 
+/* Under a target, with the guard: a step probe (docs/controller.md,
+ * "Probes").  The plan names the next blend of equal cuts and the
+ * optimum on from its own when that keeps more on the mean curves
+ * (pflex_safe_plan.probe_cap_w): the jobs the optimum cuts go down, those
+ * it spares go up by the watts they give, the site as far under the limit
+ * as the plan.  Held for CTL_FILL_READINGS settled readings, then three
+ * periods of the plan; made while one of its jobs is known there to no
+ * better than CTL_FILL_SD of a reading's noise (past that, the plan's own
+ * guard is as sure of that blend as readings make it). */
+static void plan_step_probe(ctl_t *c)
+{
+    struct ctl_period_state *p = &c->p;
+    double step = c->cap_step_w;
+    if (!c->step_left) {
+        if (c->step_wait) {
+            c->step_wait--;
+            return;
+        }
+        if (!(c->plan.probe_blend > 0))
+            return;
+        int teach = 0;
+        for (size_t j = 0; j < c->njobs; j++) {
+            struct ctl_job *cj = &c->jobs[j];
+            double pc = floor(c->plan.probe_cap_w[j] / step + 1e-6) * step, planned = c->plan.job_cap_w[j];
+            cj->step_cap = NAN;
+            if (!isfinite(pc) || !isfinite(planned) || fabs(pc - planned) < step || !cj->curve.has_baseline)
+                continue;
+            cj->step_cap = pc;
+            double x = 1 - pc / cj->curve.p0_w;
+            if (pflex_learn_sd(&cj->curve, x > 0 ? x : 0) > CTL_FILL_SD * cj->curve.sigma)
+                teach = 1;
+        }
+        if (!teach)
+            return;
+        c->step_left = 1 + (unsigned)ceil(c->settle_s / c->c.period_s - 1e-6) + CTL_FILL_READINGS - 1;
+        c->step_wait = 3;
+        c->p.r.probes++;
+        ctl_log(c, "step probe toward the optimum (blend %.3f, plan %.3f)", c->plan.probe_blend,
+                c->plan.blend);
+    }
+    c->step_left--;
+    /* the watts the step takes and gives, GPU by GPU; a GPU held (no
+     * fresh telemetry) never rises: the probe ends */
+    double worst = c->plan.worst_w;
+    for (size_t j = 0; j < c->njobs; j++) {
+        struct ctl_job *cj = &c->jobs[j];
+        if (!isfinite(cj->step_cap))
+            continue;
+        for (size_t k = cj->gpu_head; k != SIZE_MAX; k = p->gpu_next[k]) {
+            const struct pflex_site_gpu *g = &p->gpus[k];
+            if (!g->reachable)
+                continue;
+            double to = cj->step_cap < g->min_cap_w ? g->min_cap_w : cj->step_cap > g->max_cap_w ? g->max_cap_w
+                                                                                           : cj->step_cap;
+            if (to > c->plan.cap_w[k] && (!g->telemetry_ok || !p->any_power)) {
+                c->step_left = 0;
+                return;
+            }
+            worst += (g->count ? g->count : 1) * (to - c->plan.cap_w[k]);
+        }
+    }
+    /* the limit may have moved since the probe began, or the plan spent
+     * its rounding elsewhere: the probe fits under it or is not made */
+    if (!(worst <= p->limit_w + 1e-6)) {
+        c->step_left = 0;
+        return;
+    }
+    for (size_t j = 0; j < c->njobs; j++) {
+        struct ctl_job *cj = &c->jobs[j];
+        if (!isfinite(cj->step_cap))
+            continue;
+        for (size_t k = cj->gpu_head; k != SIZE_MAX; k = p->gpu_next[k]) {
+            const struct pflex_site_gpu *g = &p->gpus[k];
+            if (g->reachable)
+                c->plan.cap_w[k] = cj->step_cap < g->min_cap_w ? g->min_cap_w
+                                   : cj->step_cap > g->max_cap_w ? g->max_cap_w
+                                                                 : cj->step_cap;
+        }
+    }
+    c->plan.worst_w = worst;
+}
+
 /* The plan's caps: every reachable GPU of a node up, in site order, each
  * marked a cut when it falls under the GPU's limit now (which of them are
  * sent: ctl_leases_plan). */
@@ -913,6 +997,10 @@ int ctl_plan(ctl_t *c, pflex_error_t *err)
         return -1;
     if (c->c.explore_step > 0)
         plan_probes(c);
+    if (c->c.explore_step > 0 && isfinite(p->limit_w) && !c->c.plain_optimum)
+        plan_step_probe(c);
+    else
+        c->step_left = 0;
     if (plan_caps(c, err) < 0)
         return -1;
     ctl_leases_plan(c);        /* the fallbacks, and which nodes are sent */

@@ -143,8 +143,18 @@ for day in srp aps caiso; do
             [ "$a" = 0 ] || fail "$f $p: $a periods above the limit"
         done
     done
-    jq -e '[.policies["online-cold", "online-warm"].probes] | all(. == 0)' "$T/$day-quiet.json" > /dev/null \
-        || fail "$day: probes with no learning between events"
+    # no learning between events: with no limit in force the online
+    # policies lose progress in no period where equal cuts lose none (the
+    # step met early, the ramp after it); their probes are the guard's
+    # steps under the target (docs/controller.md, "Probes")
+    "$P" simulate --day $day --data "$D" --period 5s --csv --every 1 \
+        --policies equal,online-cold,online-warm > "$T/$day-quiet.csv" || fail "$day --csv: exit $?"
+    n=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        { u = $c["uncapped"] - 1e-6
+          if ($c["limit_w"] == "" && !($c["equal_objective"] < u) &&
+              ($c["online-cold_objective"] < u || $c["online-warm_objective"] < u)) n++ }
+        END { print n + 0 }' "$T/$day-quiet.csv")
+    [ "$n" = 0 ] || fail "$day: $n periods with no limit and progress lost, with no learning between events"
     # the policies that keep floors (Eq. 2 and tpw cut by formula, floors aside)
     for p in equal online-cold online-warm oracle; do
         b=$(jq ".policies[\"$p\"].floor_breaches" "$T/$day.json")

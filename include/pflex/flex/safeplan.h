@@ -107,6 +107,10 @@ struct pflex_safe_input {
                              * below) */
     double cap_step_w;      /* caps are whole multiples of it, W (NVML takes mW); <= 0:
                              * 1, whole watts */
+    double probe_dx;        /* guard_equal: > 0, the blends are judged a step of at most
+                             * this much of any job's largest cap apart (quarters
+                             * at least), and the plan names the next one on toward
+                             * the optimum to probe (probe_cap_w); 0: quarters, none */
 };
 
 struct pflex_safe_plan {
@@ -136,6 +140,11 @@ struct pflex_safe_plan {
                              * gain over equal cuts on the optimistic curves, mean
                              * less margin, less the gain taken), in the objective's
                              * units; 0 otherwise */
+    double *probe_cap_w;    /* per job (guard_equal with probe_dx): its cap at the next
+                             * blend on toward the optimum when that blend keeps more on
+                             * the mean curves than the plan's; NaN for a job it does not
+                             * move, and for all when there is none (probe_blend 0) */
+    double probe_blend;     /* that blend's share of the optimum; 0: no probe */
     void *priv;             /* scratch; do not touch */
 };
 

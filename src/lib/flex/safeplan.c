@@ -41,7 +41,7 @@ struct scratch {
     struct curve *cv;           /* per job, c_cv of them (zeroed as they grow) */
     double *need;               /* per job (spend_rounding) */
     size_t *order;
-    size_t c_js, c_need, c_aj, c_cv, c_order, c_cap, c_jcap, c_jloss, c_fb;
+    size_t c_js, c_need, c_aj, c_cv, c_order, c_cap, c_jcap, c_jloss, c_fb, c_pcap;
     struct pflex_alloc_plan alloc;
     struct pflex_alloc_plan alloc_eq;   /* equal cuts (guard_equal) */
 };
@@ -73,6 +73,7 @@ void pflex_safe_plan_fini(struct pflex_safe_plan *p)
     free(p->job_cap_w);
     free(p->job_loss);
     free(p->floor_breached);
+    free(p->probe_cap_w);
     memset(p, 0, sizeof *p);
 }
 
@@ -109,7 +110,8 @@ static int ensure(struct pflex_safe_plan *p, const struct pflex_safe_input *in, 
         || pflex_grow((void **)&p->cap_w, &s->c_cap, in->ngpus, sizeof *p->cap_w)
         || pflex_grow((void **)&p->job_cap_w, &s->c_jcap, in->njobs, sizeof *p->job_cap_w)
         || pflex_grow((void **)&p->job_loss, &s->c_jloss, in->njobs, sizeof *p->job_loss)
-        || pflex_grow((void **)&p->floor_breached, &s->c_fb, in->njobs, sizeof *p->floor_breached))
+        || pflex_grow((void **)&p->floor_breached, &s->c_fb, in->njobs, sizeof *p->floor_breached)
+        || pflex_grow((void **)&p->probe_cap_w, &s->c_pcap, in->njobs, sizeof *p->probe_cap_w))
         return -1;
     return 0;
 }
@@ -303,7 +305,7 @@ static size_t curve_points(struct scratch *s, const struct jobstate *js,
         if (!(yk > y[m - 1] + 1e-9))
             continue;
         lk = clampd(lk > l[m - 1] ? lk : l[m - 1], 0, 1);
-        hk = clampd(hk > h[m - 1] ? hk : h[m - 1], 0, 1);
+        hk = clampd(hk > lk ? hk : lk, 0, 1);
         if (yk > js->y_end + 1e-9) {
             /* past the hardware minimum: the curve up to it, then stop */
             if (js->y_end > y[m - 1] + 1e-9) {
@@ -320,6 +322,14 @@ static size_t curve_points(struct scratch *s, const struct jobstate *js,
         h[m] = hk;
         m++;
     }
+    /* The pessimistic curve made monotone from the deep side: the loss at
+     * a cut is no more than at any deeper one, so its bound is the least
+     * of theirs.  From the shallow side (the largest bound above it) a
+     * point read hundreds of times took the prior's doubt of the unread
+     * points above it, and two well-read plans looked alike to the guard. */
+    for (size_t i = m - 1; i-- > 1;)
+        if (h[i] > h[i + 1])
+            h[i] = h[i + 1];
     return m;
 }
 
@@ -450,18 +460,53 @@ static int split_budget(const struct pflex_safe_input *in, struct pflex_safe_pla
     return pflex_alloc_plan(&prob, PFLEX_POLICY_OPTIMAL, &s->alloc, err) < 0 ? -1 : 0;
 }
 
+/* The cut x as the plan sets it, with probe_dx (guard_equal): its cap
+ * whole steps down, where the probes' readings are; a blend judged a
+ * fraction of a watt off them read the curve's line to the next point,
+ * tens of watts away, and its margin outweighed the gain. */
+static double judged(const struct pflex_safe_input *in, const struct jobstate *js, double x)
+{
+    if (!(in->probe_dx > 0))
+        return x;
+    double c = step_down(js->cmax * (1 - x) + 1e-9, js->step);
+    return c >= js->cmax ? 0 : 1 - c / js->cmax;
+}
+
+/* Job j's weight in the objective (a_j). */
+static double job_w(const struct pflex_safe_input *in, const struct jobstate *js, size_t j)
+{
+    return in->jobs[j].weight * (in->objective == PFLEX_OBJECTIVE_PROGRESS ? (double)js->n : in->jobs[j].t0);
+}
+
 /* Equal cuts as the baseline the plan must beat (guard_equal): the cuts
  * become x_eq + t (x_opt - x_eq) for the t in {0, 1/4, .., 1} whose gain
- * over equal cuts is largest on both the mean curves and the pessimistic
- * ones (the least of the two gains; sum_j a_j (L_j(x_eq) - L_j(x_t)), a_j
- * the job's weight in the objective); t = 0, equal cuts, unless some
- * blend beats them on both.  A job's margin moves the pessimistic gain
- * only where it differs between the two cuts: what is as uncertain under
- * both plans is no reason to prefer either.  Every blend meets the budget
+ * over equal cuts is largest on both the mean curves and pessimistically
+ * (the least of the two; sum_j a_j (L_j(x_eq) - L_j(x_t)), a_j the job's
+ * weight in the objective); t = 0, equal cuts, unless some blend beats
+ * them on both.  Pessimistically, each job's gain less the margin of the
+ * difference of its two points, sqrt(|m_t^2 - m_eq^2|) of their margins
+ * m = h - l: the learner's curve departs from its prior as a Wiener
+ * process, whose increment between two points on one side of a reading
+ * has the difference of their variances.  (The margins subtracted, h(x_eq)
+ * - h(x_t), credited a job raised to a better-known point with the doubt
+ * it left, and moved the plan to optimums of the prior's guesses.)  What
+ * is as uncertain under both plans is no reason to prefer either.  Every blend meets the budget
  * and the floors, as both ends do.  out->blend is t; out->voi what
  * knowing the curves could still win this period, at most: the largest
  * gain on the optimistic curves (mean less margin) less the gain taken,
- * in the objective's units.  0, or -1 with err. */
+ * in the objective's units.
+ *
+ * With probe_dx, the blends are a step apart that moves no job's cut by
+ * more than probe_dx (quarters at least, 64 at most), and the next blend
+ * on from the plan's is named to probe (probe_cap_w) when it keeps more
+ * on the mean curves than the plan: a blend of two plans that meet the
+ * budget and the floors meets them too, so the probe moves watts from
+ * the jobs the optimum cuts to those it spares and the site stays under
+ * the limit, while its expected loss (the mean curves are the posterior
+ * means) is no more than the plan's.  Its readings are where the next
+ * plan judges the next blend: the pessimistic margin there shrinks to the
+ * readings' noise, and the plan walks toward the optimum as far as the
+ * readings bear it out.  0, or -1 with err. */
 static int guard_equal(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
                        struct scratch *s, double budget, size_t nactive, pflex_error_t *err)
 {
@@ -472,9 +517,19 @@ static int guard_equal(const struct pflex_safe_input *in, struct pflex_safe_plan
     if (!s->alloc_eq.feasible || !s->alloc.feasible)
         return 0;       /* the limit needs what the optimum found: no choice */
     const double *xo = s->alloc.x, *xe = s->alloc_eq.x;
+    int steps = 4;
+    if (in->probe_dx > 0) {
+        double d = 0;
+        for (size_t a = 0; a < nactive; a++)
+            d = fabs(xo[a] - xe[a]) > d ? fabs(xo[a] - xe[a]) : d;
+        double k = ceil(d / in->probe_dx / 4 - 1e-9) * 4;
+        steps = k > 64 ? 64 : k > 4 ? (int)k : 4;
+    }
     double best_t = 0, best = 0, best_mean = 0, lo_max = 0;
-    for (int k = 1; k <= 4; k++) {
-        double t = k / 4.0, g_mean = 0, g_hi = 0, g_lo = 0;
+    int best_k = 0;
+    double gm_k[65], rest_k[65];    /* per blend: its mean gain; the margin its own readings leave */
+    for (int k = 1; k <= steps; k++) {
+        double t = (double)k / steps, g_mean = 0, g_hi = 0, g_lo = 0, rest = 0;
         size_t a = 0;
         for (size_t j = 0; j < in->njobs; j++) {
             const struct jobstate *js = &s->js[j];
@@ -482,26 +537,52 @@ static int guard_equal(const struct pflex_safe_input *in, struct pflex_safe_plan
                 continue;
             const double *y = js->cv->y, *l = js->cv->l, *h = js->cv->h;
             size_t n = js->cv->npts;
-            double w = in->jobs[j].weight
-                       * (in->objective == PFLEX_OBJECTIVE_PROGRESS ? (double)js->n : in->jobs[j].t0);
-            double x = xe[a] + t * (xo[a] - xe[a]);
-            double le = at(y, l, n, xe[a]), lt = at(y, l, n, x);
-            double me = at(y, h, n, xe[a]) - le, mt = at(y, h, n, x) - lt;
+            double w = job_w(in, js, j);
+            double x = judged(in, js, xe[a] + t * (xo[a] - xe[a])), x0 = judged(in, js, xe[a]);
+            double le = at(y, l, n, x0), lt = at(y, l, n, x);
+            double me = at(y, h, n, x0) - le, mt = at(y, h, n, x) - lt;
             g_mean += w * (le - lt);
-            g_hi += w * ((le + me) - (lt + mt));
-            g_lo += w * ((le - me) - (lt - mt));
+            double md = sqrt(fabs(mt * mt - me * me));
+            g_hi += w * (le - lt - md);
+            g_lo += w * (le - lt + md);
+            if (fabs(x - x0) > 1e-12)
+                rest += w * me;
             a++;
         }
+        gm_k[k] = g_mean;
+        rest_k[k] = rest;
         double g = g_mean < g_hi ? g_mean : g_hi;
         if (g > best) {
             best = g;
             best_t = t;
+            best_k = k;
             best_mean = g_mean;
         }
         if (g_lo > lo_max)
             lo_max = g_lo;
         if (g_mean > lo_max)
             lo_max = g_mean;
+    }
+    /* the probe: the nearest blend on whose mean gain over the plan's,
+     * less the margin at equal cuts that no reading of the blend removes,
+     * would beat the plan once the blend is read */
+    int kp = 0;
+    for (int k = best_k + 1; in->probe_dx > 0 && k <= steps && !kp; k++)
+        if (gm_k[k] - rest_k[k] > best && gm_k[k] > (best_k ? gm_k[best_k] : 0))
+            kp = k;
+    if (kp) {
+        double tp = (double)kp / steps;
+        size_t a = 0;
+        for (size_t j = 0; j < in->njobs; j++) {
+            const struct jobstate *js = &s->js[j];
+            if (!js->n)
+                continue;
+            double x = xe[a] + best_t * (xo[a] - xe[a]), xp = xe[a] + tp * (xo[a] - xe[a]);
+            if (fabs(xp - x) > 1e-9)
+                out->probe_cap_w[j] = js->cmax * (1 - xp);
+            a++;
+        }
+        out->probe_blend = tp;
     }
     for (size_t a = 0; a < nactive; a++)
         s->alloc.x[a] = xe[a] + best_t * (xo[a] - xe[a]);
@@ -751,6 +832,9 @@ int pflex_safe_plan(const struct pflex_safe_input *in, struct pflex_safe_plan *o
     out->held = 0;
     out->blend = 1;
     out->voi = 0;
+    out->probe_blend = 0;
+    for (size_t j = 0; j < in->njobs; j++)
+        out->probe_cap_w[j] = NAN;
     out->given_w = 0;
 
     double fixed, least, idle_min;
