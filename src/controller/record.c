@@ -298,6 +298,25 @@ void ctl_writer_stop(ctl_t *c)
     free(w);
 }
 
+/* r at the queue's tail, the writer woken; with w->mu held.  -1 when the
+ * queue is full: r is freed and counted dropped. */
+static int rec_push(struct ctl_writer *w, struct ctl_rec *r)
+{
+    if (w->n >= CTL_REC_QUEUE) {
+        w->dropped++;
+        rec_free(r);
+        return -1;
+    }
+    if (w->tail)
+        w->tail->next = r;
+    else
+        w->head = r;
+    w->tail = r;
+    w->n++;
+    pthread_cond_signal(&w->cv);
+    return 0;
+}
+
 /* Queues the record for the writer: -1 (err) when it is dropped (the queue
  * full), or when the writes fail or block (degraded, but queued). */
 static int rec_queue(ctl_t *c, struct ctl_rec *r, pflex_error_t *err)
@@ -306,25 +325,14 @@ static int rec_queue(ctl_t *c, struct ctl_rec *r, pflex_error_t *err)
     int rc = 0;
     pthread_mutex_lock(&w->mu);
     double busy = isfinite(w->busy_since) ? pflex_mono_s() - w->busy_since : 0;
-    if (w->n >= CTL_REC_QUEUE) {
-        w->dropped++;
+    if (rec_push(w, r) < 0)
         rc = pflex_error_set(err, "audit: %d periods' records wait on a write that blocks: "
                              "the periods' records are dropped until it returns", CTL_REC_QUEUE);
-        rec_free(r);
-    } else {
-        if (w->tail)
-            w->tail->next = r;
-        else
-            w->head = r;
-        w->tail = r;
-        w->n++;
-        pthread_cond_signal(&w->cv);
-        if (w->failing)
-            rc = pflex_error_set(err, "%s", w->err.text);
-        else if (busy > c->c.period_s)
-            rc = pflex_error_set(err, "audit: a write blocks for more than a period: the periods' "
-                                 "records are queued (%d at most)", CTL_REC_QUEUE);
-    }
+    else if (w->failing)
+        rc = pflex_error_set(err, "%s", w->err.text);
+    else if (busy > c->c.period_s)
+        rc = pflex_error_set(err, "audit: a write blocks for more than a period: the periods' "
+                             "records are queued (%d at most)", CTL_REC_QUEUE);
     pthread_mutex_unlock(&w->mu);
     return rc;
 }
@@ -356,18 +364,7 @@ int ctl_writer_note(ctl_t *c, double t, const char *kind, const char *text)
     }
     r->t = t;
     pthread_mutex_lock(&w->mu);
-    if (w->n >= CTL_REC_QUEUE) {
-        w->dropped++;
-        rec_free(r);
-    } else {
-        if (w->tail)
-            w->tail->next = r;
-        else
-            w->head = r;
-        w->tail = r;
-        w->n++;
-        pthread_cond_signal(&w->cv);
-    }
+    (void)rec_push(w, r);
     pthread_mutex_unlock(&w->mu);
     return 0;
 }
