@@ -9,19 +9,6 @@
 #include "pflex/site/simulate.h"
 #include "lib/report/report_sim_parts.h"
 
-static void html_escape(FILE *f, const char *s)
-{
-    for (; *s; s++)
-        if (*s == '<')
-            fputs("&lt;", f);
-        else if (*s == '>')
-            fputs("&gt;", f);
-        else if (*s == '&')
-            fputs("&amp;", f);
-        else
-            fputc(*s, f);
-}
-
 /* A share as "12.3%", or an em dash where it is not given (NaN). */
 static void pct_cell(FILE *out, double v, const char *fmt)
 {
@@ -88,11 +75,11 @@ int pflex_sim_report_html(const struct pflex_sim_result *r, const char *title, c
                  "th{background:#eee}td:first-child,th:first-child{text-align:left}"
                  "figure{margin:0}figure svg{width:100%%;height:auto}.caption{color:#555;font-size:.92em}"
                  "td.under{background:#fde0dc}</style></head><body>\n<h1>");
-    html_escape(out, title);
+    pflex_report_html_text(out, title);
     fprintf(out, "</h1>\n");
     pflex_sim_report_brief(r, field, out);
     fprintf(out, "<h2>The run</h2>\n<p>");
-    html_escape(out, notes);
+    pflex_report_html_text(out, notes);
     fprintf(out, "</p>\n");
     summary_html(r, out);
 
