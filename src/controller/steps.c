@@ -881,6 +881,12 @@ static void plan_probes(ctl_t *c)
     }
 }
 
+/* cap_w within GPU g's settable range. */
+static double gpu_settable(const struct pflex_site_gpu *g, double cap_w)
+{
+    return cap_w < g->min_cap_w ? g->min_cap_w : cap_w > g->max_cap_w ? g->max_cap_w : cap_w;
+}
+
 /* Under a target, with the guard: a step probe (docs/controller.md,
  * "Probes").  The plan names the next blend of equal cuts and the
  * optimum on from its own when that keeps more on the mean curves
@@ -933,8 +939,7 @@ static void plan_step_probe(ctl_t *c)
             const struct pflex_site_gpu *g = &p->gpus[k];
             if (!g->reachable)
                 continue;
-            double to = cj->step_cap < g->min_cap_w ? g->min_cap_w : cj->step_cap > g->max_cap_w ? g->max_cap_w
-                                                                                           : cj->step_cap;
+            double to = gpu_settable(g, cj->step_cap);
             if (to > c->plan.cap_w[k] && (!g->telemetry_ok || !p->any_power)) {
                 c->step_left = 0;
                 return;
@@ -955,9 +960,7 @@ static void plan_step_probe(ctl_t *c)
         for (size_t k = cj->gpu_head; k != SIZE_MAX; k = p->gpu_next[k]) {
             const struct pflex_site_gpu *g = &p->gpus[k];
             if (g->reachable)
-                c->plan.cap_w[k] = cj->step_cap < g->min_cap_w ? g->min_cap_w
-                                   : cj->step_cap > g->max_cap_w ? g->max_cap_w
-                                                                 : cj->step_cap;
+                c->plan.cap_w[k] = gpu_settable(g, cj->step_cap);
         }
     }
     c->plan.worst_w = worst;
