@@ -91,6 +91,21 @@ static void test_watchdog_period(void **state)
     assert_float_equal(pflex_sd_watchdog_s("0", NULL), 0, 0);
 }
 
+/* The daemon a test started, until it has reaped it: a failed assertion
+ * leaves it running, so the teardown stops it. */
+static pid_t child;
+
+static int stop_child(void **state)
+{
+    (void)state;
+    if (child > 0) {
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        child = 0;
+    }
+    return 0;
+}
+
 /* Datagrams received in s seconds that contain what. */
 static int count_within(int fd, const char *what, double s)
 {
@@ -120,6 +135,7 @@ static void test_agent_under_systemd(void **state)
     int fd = listener(sock);
     pid_t pid = fork();
     assert_true(pid >= 0);
+    child = pid;
     if (pid == 0) {
         setenv("NOTIFY_SOCKET", sock, 1);
         setenv("WATCHDOG_USEC", "400000", 1);      /* 0.4 s: a ping every 0.1 s */
@@ -152,6 +168,7 @@ static void test_agent_under_systemd(void **state)
     assert_true(stopping);
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
+    child = 0;
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     close(fd);
     char cmd[128];
@@ -173,6 +190,7 @@ static void test_controller_under_systemd(void **state)
     int fd = listener(sock);
     pid_t pid = fork();
     assert_true(pid >= 0);
+    child = pid;
     if (pid == 0) {
         setenv("NOTIFY_SOCKET", sock, 1);
         setenv("WATCHDOG_USEC", "400000", 1);
@@ -202,6 +220,7 @@ static void test_controller_under_systemd(void **state)
     assert_true(stopping);
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
+    child = 0;
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     close(fd);
 }
@@ -211,8 +230,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_notify_path_and_abstract),
         cmocka_unit_test(test_watchdog_period),
-        cmocka_unit_test(test_agent_under_systemd),
-        cmocka_unit_test(test_controller_under_systemd),
+        cmocka_unit_test_teardown(test_agent_under_systemd, stop_child),
+        cmocka_unit_test_teardown(test_controller_under_systemd, stop_child),
     };
     return cmocka_run_group_tests_name("sdnotify", tests, NULL, NULL);
 }
