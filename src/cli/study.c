@@ -64,19 +64,15 @@ static const char help[] =
 "  -h, --help       this help\n"
 "\n"
 "EXAMPLES\n"
-"  pflex study --out study-out          the study, simulated beside measured PFI\n"
-"  pflex study --jobs 10 --no-charts    ten groups spread over the fleet\n"
-"  pflex study --fleet extended --out ext   thousands of generated groups\n"
+"  pflex study                                  # writes study-out/, about 1 s\n"
+"  pflex study --out study-out --json > summary.json\n"
+"  pflex study --jobs 10 --no-charts --out quick  # ten runs spread over the fleet\n"
+"  pflex study --fleet extended --out ext       # thousands of generated groups\n"
+"  pflex study --caps 700:200:100 --repeats 1 --seed 2 --out coarse\n"
 "\n"
 "Same seed, same output: the CSVs and summary.json are byte-identical from\n"
 "run to run except summary.json's runtime_s.\n"
-"exit: 0 ok, 1 internal or write error, 2 bad usage.\n"
-"\n"
-"EXAMPLES\n"
-"  pflex study                                  # writes study-out/, about 1 s\n"
-"  pflex study --out study-out --json > summary.json\n"
-"  pflex study --jobs 12 --no-charts --out quick  # a quick look at 12 runs\n"
-"  pflex study --caps 700:200:100 --repeats 1 --seed 2 --out coarse\n";
+"exit: 0 ok, 1 internal or write error, 2 bad usage.\n";
 
 /* mkdir -p */
 static int make_dir(const char *path)

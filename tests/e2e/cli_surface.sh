@@ -26,6 +26,12 @@ for c in pfi sweep allocate evaluate study; do
     [ "$(cat "$T/err")" = "pflex $c: unknown option '-Z' (see pflex $c --help)" ] \
         || fail "$c -Z: $(cat "$T/err")"
 done
+# Help is printed as written: one EXAMPLES block, no printf escapes left in it.
+for c in $("$P" --help | sed -n '/^commands:/,/^$/s/^  \([a-z]*\) .*/\1/p'); do
+    "$P" $c --help > "$T/h" 2>&1 || fail "$c --help exit"
+    [ "$(grep -c '^EXAMPLES' "$T/h")" -eq 1 ] || fail "pflex $c --help: not one EXAMPLES block"
+    grep -q '%%' "$T/h" && fail "pflex $c --help prints '%%'"
+done
 "$P" help sweep | grep -q "usage: pflex sweep" || fail "pflex help sweep"
 "$P" sweep --job > "$T/out" 2> "$T/err"
 grep -q -- "--job needs a value" "$T/err" || fail "sweep --job: $(cat "$T/err")"
