@@ -68,6 +68,15 @@ int cli_input_exit(const pflex_error_t *err);
  * message printed. */
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi,
                      double *out);
+/* A power in W (W, kW, MW; a bare number is W) in [lo_w, hi_w], and a
+ * share as a fraction (%, or a bare fraction) in [lo, hi]: the one unit
+ * grammar of targets (pflex_quantity_parse).  A bare share over hi that
+ * fits as a percentage is refused with "did you mean N%?".  0, or -1
+ * after a usage error. */
+int cli_parse_power(const char *cmd, const char *opt, const char *s, double lo_w, double hi_w,
+                    double *out);
+int cli_parse_share(const char *cmd, const char *opt, const char *s, double lo, double hi,
+                    double *out);
 
 /* The one cap syntax of every command (--caps of sweep, sweep --backend
  * nvml and study): a range 'A:B:STEP' with A and B in either order, run

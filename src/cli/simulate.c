@@ -63,7 +63,7 @@ static const char help[] =
 "  --jobs FILE         the jobs (job, curve, gpus[, tier, floor, weight])\n"
 "  --pfi FILE          predicted ratio PFIs by job or curve (eq2-predicted,\n"
 "                      online-warm's prior)\n"
-"  --floor S           floor for jobs without one (0..1)\n"
+"  --floor S           floor for jobs without one (0.9 or 90%)\n"
 "  --input-bound JOB=W[@T]  job JOB's GPUs draw W each whatever the cap, at\n"
 "                      its full rate, until T after the start (a duration, or\n"
 "                      rand: drawn from --seed over the run), when the draw\n"
@@ -449,7 +449,7 @@ static int parse_option(int c, struct sim_opts *o, char **argv)
     case 1001: o->strict = 1; break;
     case 'j': o->jobs_path = optarg; break;
     case 'p': o->pfi_path = optarg; break;
-    case 'f': if (cli_parse_double(cmd, "--floor", optarg, 0, 1, &o->floor_def) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'f': if (cli_parse_share(cmd, "--floor", optarg, 0, 1, &o->floor_def) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'G': if (cli_parse_double(cmd, "--gpus", optarg, 1, 1e7, &o->gpus) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'g': {
         int a = 0, b = 0, s = 0, m = sscanf(optarg, "%d:%d:%d", &a, &b, &s);
@@ -469,8 +469,8 @@ static int parse_option(int c, struct sim_opts *o, char **argv)
     case 'n': if (cli_parse_double(cmd, "--noise-power", optarg, 0, 0.5, &o->noise_p) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'N': if (cli_parse_double(cmd, "--noise-tput", optarg, 0, 0.5, &o->noise_t) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'e': if (cli_parse_double(cmd, "--seed", optarg, 0, 9007199254740991.0, &o->seed_d) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-    case 'o': if (cli_parse_double(cmd, "--other-w", optarg, 0, 1e10, &o->other) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-    case 'B': if (cli_parse_double(cmd, "--baseline-w", optarg, 1, 1e10, &o->baseline) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'o': if (cli_parse_power(cmd, "--other-w", optarg, 0, 1e10, &o->other) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'B': if (cli_parse_power(cmd, "--baseline-w", optarg, 1, 1e10, &o->baseline) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'O':
         if (!strcmp(optarg, "progress"))
             o->objective = PFLEX_OBJECTIVE_PROGRESS;
@@ -499,7 +499,7 @@ static int parse_option(int c, struct sim_opts *o, char **argv)
         o->learn_budget /= 100;
         break;
     }
-    case 'W': if (cli_parse_double(cmd, "--cap-step-w", optarg, 0.001, 50, &o->cap_step) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'W': if (cli_parse_power(cmd, "--cap-step-w", optarg, 0.001, 50, &o->cap_step) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'Z': o->offline_exact = 1; break;
     case 'I':
         if (strcmp(optarg, "smooth") && strcmp(optarg, "linear"))
