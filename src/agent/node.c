@@ -760,8 +760,9 @@ static int hold_event(struct agent *a, struct agent_gpu *d, double *until_out)
         return 0;
     }
     log_notes(d);
-    agent_log("GPU %u: the agent stops during an event: held at %g W until %.0f (%.0f s), "
-              "then back to its original limit", d->index, w, until, until - wall);
+    char when[PFLEX_UTC_TEXT_MAX];
+    agent_log("GPU %u: the agent stops during an event: held at %g W until %s (%.0f s), "
+              "then back to its original limit", d->index, w, pflex_utc_text(when, until), until - wall);
     *until_out = until;
     return 1;
 }
