@@ -39,4 +39,10 @@ refused "controller --other-w 5%" "is a share" "$P" controller run --other-w 5%
 # a sweep written in kW: refused on the row, with the W it probably meant
 printf 'job,cap_w,power_w,throughput\na,0.7,0.65,100\na,0.5,0.48,90\n' > "$T/kw.csv"
 refused "pfi on a sweep in kW" "0.7 kW is 700 W" "$P" pfi "$T/kw.csv"
+# what the operator gave wrong exits 2, as everywhere
+printf 'secret\n' > "$T/tok"; chmod 644 "$T/tok"
+refused "agent with a readable token" "chmod 600" "$P" agent --backend sim --gpus 1 --token-file "$T/tok" --listen 127.0.0.1:0
+chmod 600 "$T/tok"
+"$P" allocate "$S" --budget-w 6kW --json > "$T/plan.json" 2>/dev/null
+refused "apply --agent without a scheme" "starts with http://" "$P" apply "$T/plan.json" --agent node1:9410 --token-file "$T/tok"
 echo "units: ok"
