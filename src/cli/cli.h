@@ -114,6 +114,21 @@ json_t *cli_json_real(double x);
 /* Progress goes to stderr only when it is a terminal or --progress. */
 int cli_progress_wanted(int forced);
 
+/* Progress of long work on stderr: on a terminal one line redrawn in place
+ * with the share done and the time left; otherwise a line every 10 s (so
+ * a log shows the work is alive, and a short run prints nothing). */
+struct cli_progress {
+    const char *cmd;
+    int tty;
+    double every_s;     /* between lines off a terminal: 10, or $PFLEX_PROGRESS_EVERY_S */
+    double t0, last, shown;
+};
+void cli_progress_begin(struct cli_progress *p, const char *cmd);
+/* done in [0, 1]; what: a few words on where the work is (or NULL). */
+void cli_progress_show(struct cli_progress *p, double done, const char *what);
+/* The closing line: the time the work took (a terminal's line is ended). */
+void cli_progress_end(struct cli_progress *p);
+
 /* Write text to path atomically (a temporary file beside it, fsync'd and
  * renamed).  Returns 0 or -1 with errno. */
 int cli_write_atomic(const char *path, const char *text, size_t len);

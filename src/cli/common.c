@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "cli/cli.h"
 #include "pflex/flex/target.h"
@@ -253,6 +254,65 @@ json_t *cli_json_real(double x)
 int cli_progress_wanted(int forced)
 {
     return forced || isatty(STDERR_FILENO);
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* "2 min 05 s", "48 s", "1 h 03 min" */
+static void span_text(char *b, size_t n, double s)
+{
+    long t = (long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(b, n, "%ld h %02ld min", t / 3600, t % 3600 / 60);
+    else if (t >= 60)
+        snprintf(b, n, "%ld min %02ld s", t / 60, t % 60);
+    else
+        snprintf(b, n, "%ld s", t);
+}
+
+void cli_progress_begin(struct cli_progress *p, const char *cmd)
+{
+    p->cmd = cmd;
+    p->tty = isatty(STDERR_FILENO);
+    const char *e = getenv("PFLEX_PROGRESS_EVERY_S");
+    p->every_s = e && atof(e) > 0 ? atof(e) : 10;
+    p->t0 = p->last = mono_s();
+    p->shown = 0;
+}
+
+void cli_progress_show(struct cli_progress *p, double done, const char *what)
+{
+    double now = mono_s(), took = now - p->t0;
+    if (now - p->last < (p->tty ? 0.1 : p->every_s))
+        return;
+    p->last = now;
+    p->shown = 1;
+    done = done < 0 ? 0 : done > 1 ? 1 : done;
+    char left[64] = "";
+    if (done > 0.01 && took > 1) {
+        char span[48];
+        span_text(span, sizeof span, took * (1 - done) / done);
+        snprintf(left, sizeof left, ", %s left", span);
+    }
+    fprintf(stderr, "%spflex %s: %3.0f %%%s%s%s%s", p->tty ? "\r" : "", p->cmd, 100 * done,
+            what ? " (" : "", what ? what : "", what ? ")" : "", left);
+    fputs(p->tty ? "\033[K" : "\n", stderr);
+    fflush(stderr);
+}
+
+void cli_progress_end(struct cli_progress *p)
+{
+    if (!p->shown)
+        return;
+    char span[48];
+    span_text(span, sizeof span, mono_s() - p->t0);
+    fprintf(stderr, "%spflex %s: done in %s%s\n", p->tty ? "\r" : "", p->cmd, span, p->tty ? "\033[K" : "");
+    p->shown = 0;
 }
 
 int cli_help(const char *text)

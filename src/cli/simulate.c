@@ -110,7 +110,8 @@ static const char help[] =
 "  --every N           periods per series row (default: at most 2000 rows)\n"
 "  --out DIR           write summary.json, series.csv and report.html there\n"
 "  --gnuplot PROG      gnuplot for the report's charts (default gnuplot)\n"
-"  --progress          progress on stderr even when it is not a terminal\n"
+"  --progress          (progress is always on stderr: redrawn on a terminal,\n"
+"                      else a line every 10 s)\n"
 "  -h, --help          this help\n"
 "\n"
 "EXAMPLES\n"
@@ -221,9 +222,7 @@ static int read_perf(const char *path, struct field_perf *fp, pflex_error_t *err
 
 static void progress_cb(void *ud, double done)
 {
-    (void)ud;
-    fprintf(stderr, "\rsimulate: %3.0f%%", 100 * done);
-    fflush(stderr);
+    cli_progress_show(ud, done, NULL);
 }
 
 /* Per kept job, policy p's mean of v (its cap, or T/T0) over the periods
@@ -874,18 +873,14 @@ static int run_sim(const struct sim_opts *o, struct sim_state *st)
         .cap_step_w = o->cap_step, .offline_exact = o->offline_exact, .policies = o->policies,
         .controller = &ctl_sim, .keep_jobs = st->njobs && st->njobs <= 64, .threads = (int)o->threads,
     };
-    int prog = cli_progress_wanted(o->force_progress);
-    if (prog) {
-        cfg.progress = progress_cb;
-        cfg.progress_ud = NULL;
-    }
-    if (pflex_sim_run(&cfg, &st->res, &st->err) < 0) {
-        if (prog)
-            fputc('\n', stderr);
+    struct cli_progress prog;
+    cli_progress_begin(&prog, "simulate");
+    cfg.progress = progress_cb;
+    cfg.progress_ud = &prog;
+    int rc = pflex_sim_run(&cfg, &st->res, &st->err);
+    cli_progress_end(&prog);
+    if (rc < 0)
         return STAGE_BAD;
-    }
-    if (prog)
-        fprintf(stderr, "\rsimulate: done \n");
     if (st->res.periods_infeasible)
         fprintf(stderr, "pflex simulate: warning: in %zu periods the limit is under the jobs' lowest caps "
                 "summed (by up to %.0f W): no policy can meet it there, whatever the jobs draw\n",

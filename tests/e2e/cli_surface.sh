@@ -32,6 +32,13 @@ for c in $("$P" --help | sed -n '/^commands:/,/^$/s/^  \([a-z]*\) .*/\1/p'); do
     [ "$(grep -c '^EXAMPLES' "$T/h")" -eq 1 ] || fail "pflex $c --help: not one EXAMPLES block"
     grep -q '%%' "$T/h" && fail "pflex $c --help prints '%%'"
 done
+# Long work says how far it is off a terminal too, with the time left.
+if [ -d "${SHARED_DATA:-}/emerald-demo" ]; then
+    PFLEX_PROGRESS_EVERY_S=0.3 "$P" simulate --day srp --data "$SHARED_DATA" > /dev/null 2> "$T/prog" \
+        || fail "simulate --day srp"
+    grep -qE '^pflex simulate: +[0-9]+ %.*, .* left$' "$T/prog" || fail "no progress line: $(head -3 "$T/prog")"
+    grep -qE '^pflex simulate: done in ' "$T/prog" || fail "no closing progress line"
+fi
 "$P" help sweep | grep -q "usage: pflex sweep" || fail "pflex help sweep"
 "$P" sweep --job > "$T/out" 2> "$T/err"
 grep -q -- "--job needs a value" "$T/err" || fail "sweep --job: $(cat "$T/err")"
