@@ -45,4 +45,13 @@ refused "agent with a readable token" "chmod 600" "$P" agent --backend sim --gpu
 chmod 600 "$T/tok"
 "$P" allocate "$S" --budget-w 6kW --json > "$T/plan.json" 2>/dev/null
 refused "apply --agent without a scheme" "starts with http://" "$P" apply "$T/plan.json" --agent node1:9410 --token-file "$T/tok"
+# nvidia-smi writes its host's local time with no zone: --tz says which
+smi=$here/../data/telemetry/smi_units.csv
+t_of() { "$P" telemetry --csv "$@" "$smi" | awk -F, 'NR == 2 { print $5 }'; }
+[ "$(t_of)" = 1796292000.125 ] || fail "default: 2026/12/03 10:00:00.125 is not read as UTC: $(t_of)"
+[ "$(t_of --tz +02:00)" = 1796284800.125 ] || fail "--tz +02:00: $(t_of --tz +02:00)"
+if [ -f /usr/share/zoneinfo/America/Phoenix ]; then
+    [ "$(t_of --tz America/Phoenix)" = 1796317200.125 ] || fail "--tz America/Phoenix: $(t_of --tz America/Phoenix)"
+fi
+refused "--tz Mars/Olympus" "not a zone" "$P" telemetry --tz Mars/Olympus "$smi"
 echo "units: ok"
