@@ -11,7 +11,7 @@
 #include <gsl/gsl_statistics_double.h>
 #include "pflex/report/report.h"
 
-/* What the simulator must meet against the Emerald measurements (issue 2):
+/* What the simulator must meet against the Emerald measurements:
  * normalised-throughput RMSE and PFI error. */
 /* The calibration's target: normalised throughput within 0.03 RMSE over
  * 200-400 W (tests/test_calibration.c).  No target on the ratio PFI: it
