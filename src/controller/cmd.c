@@ -111,7 +111,7 @@ static const char help[] =
 "  --learn-between-events  probe jobs' curves while no target is in force, so\n"
 "                       that an event finds them learned.  Off by default: with\n"
 "                       no target in force no GPU is capped under its largest\n"
-"                       limit (docs/controller.md, \"Probes\")\n"
+"                       limit (docs/controller-period.md, \"Probes\")\n"
 "  --learn-budget P%    with --learn-between-events: what the probes may cost,\n"
 "                       as a share of the site's progress over any day (each\n"
 "                       probe priced on its job's pessimistic curve x GPUs x\n"
@@ -136,7 +136,7 @@ static const char help[] =
 "  --log FILE           one line per period and per problem ('-': stderr, the\n"
 "                       default)\n"
 "\n"
-"standby (docs/controller.md#standby):\n"
+"standby (docs/controller-safety.md#standby):\n"
 "  --etcd URL[,URL...]  elect a leader among the controllers given the same\n"
 "                       etcd cluster and prefix: only the leader pushes caps\n"
 "                       (with its fencing token); the others stand by with its\n"
@@ -695,7 +695,7 @@ static int open_secrets_and_log(struct run_opts *o, struct run_state *s)
     return 0;
 }
 
-/* The database checked before it is used (docs/controller.md, "The
+/* The database checked before it is used (docs/controller-safety.md, "The
  * database"): a damaged one is refused, or with --db-recover moved aside
  * for a new one. */
 static int check_db(const struct run_opts *o, struct run_state *s)
