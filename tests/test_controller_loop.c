@@ -691,7 +691,7 @@ static void test_objective(void **state)
     assert_true(tput > eq);
 }
 
-/* ---- the daemon's faults (issue 19) ---- */
+/* ---- the daemon's faults ---- */
 
 /* A VTN that answers one byte every 0.2 s, forever: each connection is
  * read, then trickled "HTTP/1.1 200 OK..." until the client goes. */

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 #include "pflex/util/fmt.h"
@@ -99,10 +100,46 @@ static void test_short_decimals_and_ties(void **state)
     printf("%ld values compared with snprintf\n", checked);
 }
 
+/* Shortest: reads back as the same double, in the fewest digits of 15,
+ * 16 and 17 that do. */
+static void test_shortest(void **state)
+{
+    (void)state;
+    char b[PFLEX_FMT_G_MAX];
+    pflex_fmt_shortest(b, 512.34);
+    assert_string_equal(b, "512.34");
+    pflex_fmt_shortest(b, 0.1 + 0.2);
+    assert_string_equal(b, "0.30000000000000004");
+    pflex_fmt_shortest(b, 1796292000.125);
+    assert_string_equal(b, "1796292000.125");
+    for (int i = 0; i < 100000; i++) {
+        uint64_t bits = next();
+        double v;
+        memcpy(&v, &bits, sizeof v);
+        if (i % 2)
+            v = unif() * 1000;
+        if (!isfinite(v))
+            continue;
+        int n = pflex_fmt_shortest(b, v);
+        if (strtod(b, NULL) != v || n != (int)strlen(b))
+            fail_msg("%a: '%s' does not read back", v, b);
+        for (int p = 15; p <= 16; p++) {
+            char s2[64];
+            snprintf(s2, sizeof s2, "%.*g", p, v);
+            if (strtod(s2, NULL) == v) {
+                if (strcmp(s2, b))
+                    fail_msg("%a: '%s' of %d digits reads back, not the '%s' given", v, s2, p, b);
+                break;
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_special_values),
+        cmocka_unit_test(test_shortest),
         cmocka_unit_test(test_random_bits),
         cmocka_unit_test(test_everyday_magnitudes),
         cmocka_unit_test(test_short_decimals_and_ties),

@@ -78,6 +78,41 @@ static void test_values(void **state)
     assert_int_equal(pflex_target_check_value(5000, PFLEX_TARGET_WATTS, &err), 0);
 }
 
+/* The one unit grammar every option and column shares. */
+static void test_quantities(void **state)
+{
+    (void)state;
+    double v;
+    enum pflex_target_unit u;
+    pflex_error_t err;
+    const unsigned pw = PFLEX_QTY_POWER | PFLEX_QTY_BARE_W, sh = PFLEX_QTY_SHARE | PFLEX_QTY_BARE_FRACTION;
+    assert_int_equal(pflex_quantity_parse("200kW", pw, "power", &v, &u, &err), 0);
+    assert_near(v, 200e3, 0);
+    assert_int_equal(u, PFLEX_TARGET_WATTS);
+    assert_int_equal(pflex_quantity_parse("350", pw, "power", &v, &u, &err), 0);
+    assert_near(v, 350, 0);
+    assert_int_equal(pflex_quantity_parse("90%", sh, "share", &v, &u, &err), 0);
+    assert_near(v, 0.9, 1e-15);
+    assert_int_equal(u, PFLEX_TARGET_FRACTION);
+    assert_int_equal(pflex_quantity_parse("0.3", sh, "share", &v, &u, &err), 0);
+    assert_near(v, 0.3, 0);
+    /* ranges are the caller's: a bare 30 is a fraction of 30 */
+    assert_int_equal(pflex_quantity_parse("30", sh, "share", &v, &u, &err), 0);
+    assert_near(v, 30, 0);
+    assert_int_equal(pflex_quantity_parse("30%", pw, "power", &v, &u, &err), -1);
+    assert_non_null(strstr(err.text, "is a share"));
+    assert_int_equal(pflex_quantity_parse("3kW", sh, "share", &v, &u, &err), -1);
+    assert_non_null(strstr(err.text, "is a power"));
+    assert_int_equal(pflex_quantity_parse("0.5", PFLEX_QTY_SHARE, "budget", &v, &u, &err), -1);
+    assert_string_equal(err.text, "a budget needs a unit: % (e.g. 0.5%)");
+    assert_int_equal(pflex_quantity_parse("7", PFLEX_QTY_POWER, "cap", &v, &u, &err), -1);
+    assert_string_equal(err.text, "a cap needs a unit: W, kW or MW (e.g. 7W)");
+    assert_int_equal(pflex_quantity_parse("0x10W", pw, "power", &v, &u, &err), -1);
+    assert_int_equal(pflex_quantity_parse("", pw, "power", &v, &u, &err), -1);
+    assert_int_equal(pflex_quantity_parse("5 parsecs", pw, "power", &v, &u, &err), -1);
+    assert_non_null(strstr(err.text, "unknown unit"));
+}
+
 static void test_durations(void **state)
 {
     double d;
@@ -587,6 +622,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_values),
+        cmocka_unit_test(test_quantities),
         cmocka_unit_test(test_durations),
         cmocka_unit_test(test_times),
         cmocka_unit_test(test_spec),

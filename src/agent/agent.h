@@ -149,6 +149,9 @@ double agent_mono_s(void);
 /* Open the backend and a guard per GPU; PFLEX_GUARD_BUSY when another
  * process owns a GPU, -1 on other failures (a GPU that fails alone is
  * reported and the others serve). */
+/* agent_open's return for what the operator gave wrong (the token file,
+ * the backend): the command exits 2 on it, 1 on the others. */
+#define AGENT_BAD_INPUT (-3)     /* not PFLEX_GUARD_BUSY */
 int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *err);
 /* Periodic work: samples, lease expiry, sim jobs, injected failures
  * (under a->lock while serving). */

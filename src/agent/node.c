@@ -454,7 +454,7 @@ int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *e
         snprintf(a->hostname, sizeof a->hostname, "localhost");
     a->hostname[sizeof a->hostname - 1] = '\0';
     if (agent_load_token(a, err))
-        return -1;
+        return AGENT_BAD_INPUT;
     if (!strcmp(cfg->backend, "sim")) {
         if (simnode_create(cfg->gpus, cfg->sim_job, cfg->seed, &a->sim, err))
             return -1;
@@ -464,7 +464,8 @@ int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *e
             return -1;
         a->g_open = 1;
     } else {
-        return pflex_error_set(err, "--backend %s: want sim or nvml", cfg->backend);
+        pflex_error_set(err, "--backend %s: want sim or nvml", cfg->backend);
+        return AGENT_BAD_INPUT;
     }
     if (pflex_gpu_count(&a->g, &a->n, err))
         return -1;
@@ -760,8 +761,9 @@ static int hold_event(struct agent *a, struct agent_gpu *d, double *until_out)
         return 0;
     }
     log_notes(d);
-    agent_log("GPU %u: the agent stops during an event: held at %g W until %.0f (%.0f s), "
-              "then back to its original limit", d->index, w, until, until - wall);
+    char when[PFLEX_UTC_TEXT_MAX];
+    agent_log("GPU %u: the agent stops during an event: held at %g W until %s (%.0f s), "
+              "then back to its original limit", d->index, w, pflex_utc_text(when, until), until - wall);
     *until_out = until;
     return 1;
 }

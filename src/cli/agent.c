@@ -634,7 +634,7 @@ int cmd_agent(int argc, char **argv)
         if (rc) {
             cli_error(CMD, "%s", err.text);
             agent_close(&a, NULL);
-            return PFLEX_EXIT_INTERNAL;
+            return rc == AGENT_BAD_INPUT ? PFLEX_EXIT_BAD_INPUT : PFLEX_EXIT_INTERNAL;
         }
         agent_close(&a, &rep);
         rc = closing_said(&rep, "--restore-only", o.cfg.state_dir);
@@ -654,10 +654,10 @@ int cmd_agent(int argc, char **argv)
                   (int)stop_signal, o.cfg.state_dir);
         return PFLEX_EXIT_OK;
     }
-    if (agent_open(&a, &o.cfg, &err)) {
+    if ((rc = agent_open(&a, &o.cfg, &err))) {
         cli_error(CMD, "%s", err.text);
         agent_close(&a, NULL);
-        return PFLEX_EXIT_INTERNAL;
+        return rc == AGENT_BAD_INPUT ? PFLEX_EXIT_BAD_INPUT : PFLEX_EXIT_INTERNAL;
     }
     agent_render_all(&a);
     pflex_http_server_t *srv;

@@ -374,6 +374,8 @@ int cmd_apply(int argc, char **argv)
                                                   : "no plan file (pflex allocate --json > plan.json)");
     if (!!agent == local)
         return cli_usage_error(CMD, "give exactly one of --agent URL and --local");
+    if (agent && strncmp(agent, "http://", 7) && strncmp(agent, "https://", 8))
+        return cli_usage_error(CMD, "--agent '%s': an agent's URL starts with http:// or https://", agent);
     if (map && !local)
         return cli_usage_error(CMD, "--job-map goes with --local; an agent has its own job map");
     pflex_capplan_t *plan;

@@ -68,6 +68,15 @@ int cli_input_exit(const pflex_error_t *err);
  * message printed. */
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo, double hi,
                      double *out);
+/* A power in W (W, kW, MW; a bare number is W) in [lo_w, hi_w], and a
+ * share as a fraction (%, or a bare fraction) in [lo, hi]: the one unit
+ * grammar of targets (pflex_quantity_parse).  A bare share over hi that
+ * fits as a percentage is refused with "did you mean N%?".  0, or -1
+ * after a usage error. */
+int cli_parse_power(const char *cmd, const char *opt, const char *s, double lo_w, double hi_w,
+                    double *out);
+int cli_parse_share(const char *cmd, const char *opt, const char *s, double lo, double hi,
+                    double *out);
 
 /* The one cap syntax of every command (--caps of sweep, sweep --backend
  * nvml and study): a range 'A:B:STEP' with A and B in either order, run
@@ -104,6 +113,21 @@ json_t *cli_json_real(double x);
 
 /* Progress goes to stderr only when it is a terminal or --progress. */
 int cli_progress_wanted(int forced);
+
+/* Progress of long work on stderr: on a terminal one line redrawn in place
+ * with the share done and the time left; otherwise a line every 10 s (so
+ * a log shows the work is alive, and a short run prints nothing). */
+struct cli_progress {
+    const char *cmd;
+    int tty;
+    double every_s;     /* between lines off a terminal: 10, or $PFLEX_PROGRESS_EVERY_S */
+    double t0, last, shown;
+};
+void cli_progress_begin(struct cli_progress *p, const char *cmd);
+/* done in [0, 1]; what: a few words on where the work is (or NULL). */
+void cli_progress_show(struct cli_progress *p, double done, const char *what);
+/* The closing line: the time the work took (a terminal's line is ended). */
+void cli_progress_end(struct cli_progress *p);
 
 /* Write text to path atomically (a temporary file beside it, fsync'd and
  * renamed).  Returns 0 or -1 with errno. */

@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "pflex/flex/target.h"
 #include "pflex/util/fmt.h"
 
 void cli_error(const char *cmd, const char *fmt, ...)
@@ -167,6 +169,39 @@ int cli_parse_double(const char *cmd, const char *opt, const char *s, double lo,
     return 0;
 }
 
+int cli_parse_power(const char *cmd, const char *opt, const char *s, double lo_w, double hi_w,
+                    double *out)
+{
+    pflex_error_t err;
+    enum pflex_target_unit u;
+    double v;
+    if (pflex_quantity_parse(s, PFLEX_QTY_POWER | PFLEX_QTY_BARE_W, "power", &v, &u, &err) < 0)
+        return cli_usage_error(cmd, "%s: %s", opt, err.text), -1;
+    if (v < lo_w || v > hi_w)
+        return cli_usage_error(cmd, "%s: %s is %g W, outside [%g, %g] W", opt, s, v, lo_w, hi_w), -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_share(const char *cmd, const char *opt, const char *s, double lo, double hi,
+                    double *out)
+{
+    pflex_error_t err;
+    enum pflex_target_unit u;
+    double v;
+    if (pflex_quantity_parse(s, PFLEX_QTY_SHARE | PFLEX_QTY_BARE_FRACTION, "share", &v, &u, &err) < 0)
+        return cli_usage_error(cmd, "%s: %s", opt, err.text), -1;
+    int bare = !strpbrk(s, "%xX");
+    if (v < lo || v > hi) {
+        if (bare && v > hi && v / 100 >= lo && v / 100 <= hi)
+            return cli_usage_error(cmd, "%s: %s is a fraction outside [%g, %g]: did you mean %s%%?", opt, s,
+                                   lo, hi, s), -1;
+        return cli_usage_error(cmd, "%s: %s is outside [%g %%, %g %%]", opt, s, lo * 100, hi * 100), -1;
+    }
+    *out = v;
+    return 0;
+}
+
 int cli_json_print(json_t *doc)
 {
     int rc = json_dumpf(doc, stdout, CLI_JSON_FLAGS);
@@ -219,6 +254,65 @@ json_t *cli_json_real(double x)
 int cli_progress_wanted(int forced)
 {
     return forced || isatty(STDERR_FILENO);
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* "2 min 05 s", "48 s", "1 h 03 min" */
+static void span_text(char *b, size_t n, double s)
+{
+    long t = (long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(b, n, "%ld h %02ld min", t / 3600, t % 3600 / 60);
+    else if (t >= 60)
+        snprintf(b, n, "%ld min %02ld s", t / 60, t % 60);
+    else
+        snprintf(b, n, "%ld s", t);
+}
+
+void cli_progress_begin(struct cli_progress *p, const char *cmd)
+{
+    p->cmd = cmd;
+    p->tty = isatty(STDERR_FILENO);
+    const char *e = getenv("PFLEX_PROGRESS_EVERY_S");
+    p->every_s = e && atof(e) > 0 ? atof(e) : 10;
+    p->t0 = p->last = mono_s();
+    p->shown = 0;
+}
+
+void cli_progress_show(struct cli_progress *p, double done, const char *what)
+{
+    double now = mono_s(), took = now - p->t0;
+    if (now - p->last < (p->tty ? 0.1 : p->every_s))
+        return;
+    p->last = now;
+    p->shown = 1;
+    done = done < 0 ? 0 : done > 1 ? 1 : done;
+    char left[64] = "";
+    if (done > 0.01 && took > 1) {
+        char span[48];
+        span_text(span, sizeof span, took * (1 - done) / done);
+        snprintf(left, sizeof left, ", %s left", span);
+    }
+    fprintf(stderr, "%spflex %s: %3.0f %%%s%s%s%s", p->tty ? "\r" : "", p->cmd, 100 * done,
+            what ? " (" : "", what ? what : "", what ? ")" : "", left);
+    fputs(p->tty ? "\033[K" : "\n", stderr);
+    fflush(stderr);
+}
+
+void cli_progress_end(struct cli_progress *p)
+{
+    if (!p->shown)
+        return;
+    char span[48];
+    span_text(span, sizeof span, mono_s() - p->t0);
+    fprintf(stderr, "%spflex %s: done in %s%s\n", p->tty ? "\r" : "", p->cmd, span, p->tty ? "\033[K" : "");
+    p->shown = 0;
 }
 
 int cli_help(const char *text)

@@ -36,6 +36,7 @@ static const char help[] =
 "  --format, --job, --job-from-file, --host, --job-map, --max-line, --max-series,\n"
 "  --max-bytes,\n"
 "  --timeout-ms     as for 'pflex telemetry'\n"
+"  --tz ZONE        as for 'pflex telemetry'\n"
 "  --csv            job,gpus,samples,<features>: the input of 'pflex predict --features'\n"
 "  --json           one JSON document\n"
 "  -h, --help       this help\n"

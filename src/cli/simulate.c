@@ -63,7 +63,7 @@ static const char help[] =
 "  --jobs FILE         the jobs (job, curve, gpus[, tier, floor, weight])\n"
 "  --pfi FILE          predicted ratio PFIs by job or curve (eq2-predicted,\n"
 "                      online-warm's prior)\n"
-"  --floor S           floor for jobs without one (0..1)\n"
+"  --floor S           floor for jobs without one (0.9 or 90%)\n"
 "  --input-bound JOB=W[@T]  job JOB's GPUs draw W each whatever the cap, at\n"
 "                      its full rate, until T after the start (a duration, or\n"
 "                      rand: drawn from --seed over the run), when the draw\n"
@@ -110,7 +110,8 @@ static const char help[] =
 "  --every N           periods per series row (default: at most 2000 rows)\n"
 "  --out DIR           write summary.json, series.csv and report.html there\n"
 "  --gnuplot PROG      gnuplot for the report's charts (default gnuplot)\n"
-"  --progress          progress on stderr even when it is not a terminal\n"
+"  --progress          (progress is always on stderr: redrawn on a terminal,\n"
+"                      else a line every 10 s)\n"
 "  -h, --help          this help\n"
 "\n"
 "EXAMPLES\n"
@@ -221,9 +222,7 @@ static int read_perf(const char *path, struct field_perf *fp, pflex_error_t *err
 
 static void progress_cb(void *ud, double done)
 {
-    (void)ud;
-    fprintf(stderr, "\rsimulate: %3.0f%%", 100 * done);
-    fflush(stderr);
+    cli_progress_show(ud, done, NULL);
 }
 
 /* Per kept job, policy p's mean of v (its cap, or T/T0) over the periods
@@ -449,7 +448,7 @@ static int parse_option(int c, struct sim_opts *o, char **argv)
     case 1001: o->strict = 1; break;
     case 'j': o->jobs_path = optarg; break;
     case 'p': o->pfi_path = optarg; break;
-    case 'f': if (cli_parse_double(cmd, "--floor", optarg, 0, 1, &o->floor_def) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'f': if (cli_parse_share(cmd, "--floor", optarg, 0, 1, &o->floor_def) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'G': if (cli_parse_double(cmd, "--gpus", optarg, 1, 1e7, &o->gpus) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'g': {
         int a = 0, b = 0, s = 0, m = sscanf(optarg, "%d:%d:%d", &a, &b, &s);
@@ -469,8 +468,8 @@ static int parse_option(int c, struct sim_opts *o, char **argv)
     case 'n': if (cli_parse_double(cmd, "--noise-power", optarg, 0, 0.5, &o->noise_p) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'N': if (cli_parse_double(cmd, "--noise-tput", optarg, 0, 0.5, &o->noise_t) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'e': if (cli_parse_double(cmd, "--seed", optarg, 0, 9007199254740991.0, &o->seed_d) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-    case 'o': if (cli_parse_double(cmd, "--other-w", optarg, 0, 1e10, &o->other) < 0) return PFLEX_EXIT_BAD_INPUT; break;
-    case 'B': if (cli_parse_double(cmd, "--baseline-w", optarg, 1, 1e10, &o->baseline) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'o': if (cli_parse_power(cmd, "--other-w", optarg, 0, 1e10, &o->other) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'B': if (cli_parse_power(cmd, "--baseline-w", optarg, 1, 1e10, &o->baseline) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'O':
         if (!strcmp(optarg, "progress"))
             o->objective = PFLEX_OBJECTIVE_PROGRESS;
@@ -499,7 +498,7 @@ static int parse_option(int c, struct sim_opts *o, char **argv)
         o->learn_budget /= 100;
         break;
     }
-    case 'W': if (cli_parse_double(cmd, "--cap-step-w", optarg, 0.001, 50, &o->cap_step) < 0) return PFLEX_EXIT_BAD_INPUT; break;
+    case 'W': if (cli_parse_power(cmd, "--cap-step-w", optarg, 0.001, 50, &o->cap_step) < 0) return PFLEX_EXIT_BAD_INPUT; break;
     case 'Z': o->offline_exact = 1; break;
     case 'I':
         if (strcmp(optarg, "smooth") && strcmp(optarg, "linear"))
@@ -874,18 +873,14 @@ static int run_sim(const struct sim_opts *o, struct sim_state *st)
         .cap_step_w = o->cap_step, .offline_exact = o->offline_exact, .policies = o->policies,
         .controller = &ctl_sim, .keep_jobs = st->njobs && st->njobs <= 64, .threads = (int)o->threads,
     };
-    int prog = cli_progress_wanted(o->force_progress);
-    if (prog) {
-        cfg.progress = progress_cb;
-        cfg.progress_ud = NULL;
-    }
-    if (pflex_sim_run(&cfg, &st->res, &st->err) < 0) {
-        if (prog)
-            fputc('\n', stderr);
+    struct cli_progress prog;
+    cli_progress_begin(&prog, "simulate");
+    cfg.progress = progress_cb;
+    cfg.progress_ud = &prog;
+    int rc = pflex_sim_run(&cfg, &st->res, &st->err);
+    cli_progress_end(&prog);
+    if (rc < 0)
         return STAGE_BAD;
-    }
-    if (prog)
-        fprintf(stderr, "\rsimulate: done \n");
     if (st->res.periods_infeasible)
         fprintf(stderr, "pflex simulate: warning: in %zu periods the limit is under the jobs' lowest caps "
                 "summed (by up to %.0f W): no policy can meet it there, whatever the jobs draw\n",

@@ -20,21 +20,9 @@ int cli_site_option(const char *cmd, struct cli_site *s, int c, const char *arg)
 {
     switch (c) {
     case 'B':
-        return cli_parse_double(cmd, "--budget-w", arg, 0, 1e15, &s->budget_w) < 0 ? -1 : 1;
-    case 'R': {
-        /* a fraction, or a percentage: 0.3 and 30% are the same cut */
-        size_t n = strlen(arg);
-        if (n > 1 && n < 64 && arg[n - 1] == '%') {
-            char b[64];
-            memcpy(b, arg, n - 1);
-            b[n - 1] = 0;
-            if (cli_parse_double(cmd, "--reduce", b, 0, 100, &s->reduce) < 0)
-                return -1;
-            s->reduce /= 100;
-            return 1;
-        }
-        return cli_parse_double(cmd, "--reduce", arg, 0, 1, &s->reduce) < 0 ? -1 : 1;
-    }
+        return cli_parse_power(cmd, "--budget-w", arg, 0, 1e15, &s->budget_w) < 0 ? -1 : 1;
+    case 'R':   /* 0.3 and 30% are the same cut */
+        return cli_parse_share(cmd, "--reduce", arg, 0, 1, &s->reduce) < 0 ? -1 : 1;
     case 'y':
         if (!*arg) {
             cli_usage_error(cmd, "--by: a column name is needed");
@@ -43,7 +31,7 @@ int cli_site_option(const char *cmd, struct cli_site *s, int c, const char *arg)
         s->src.by = arg;
         return 1;
     case 'f':
-        return cli_parse_double(cmd, "--floor", arg, 0, 1, &s->src.floor) < 0 ? -1 : 1;
+        return cli_parse_share(cmd, "--floor", arg, 0, 1, &s->src.floor) < 0 ? -1 : 1;
     case 'p': s->src.pfi_path = arg; return 1;
     case 'j': s->src.jobs_path = arg; return 1;
     case 'c': s->src.columns = arg; return 1;

@@ -59,24 +59,21 @@ static const char help[] =
 "                   ../shared/data beside the repository)\n"
 "  --gnuplot PROG   program that draws the charts (default gnuplot)\n"
 "  --no-charts      write the report without charts\n"
-"  --progress       progress on stderr even when it is not a terminal\n"
+"  --progress       (progress is always on stderr: redrawn on a terminal,\n"
+"                   else a line every 10 s)\n"
 "  --json           print summary.json on stdout instead of the table\n"
 "  -h, --help       this help\n"
 "\n"
 "EXAMPLES\n"
-"  pflex study --out study-out          the study, simulated beside measured PFI\n"
-"  pflex study --jobs 10 --no-charts    ten groups spread over the fleet\n"
-"  pflex study --fleet extended --out ext   thousands of generated groups\n"
+"  pflex study                                  # writes study-out/, about 1 s\n"
+"  pflex study --out study-out --json > summary.json\n"
+"  pflex study --jobs 10 --no-charts --out quick  # ten runs spread over the fleet\n"
+"  pflex study --fleet extended --out ext       # thousands of generated groups\n"
+"  pflex study --caps 700:200:100 --repeats 1 --seed 2 --out coarse\n"
 "\n"
 "Same seed, same output: the CSVs and summary.json are byte-identical from\n"
 "run to run except summary.json's runtime_s.\n"
-"exit: 0 ok, 1 internal or write error, 2 bad usage.\n"
-"\n"
-"EXAMPLES\n"
-"  pflex study                                  # writes study-out/, about 1 s\n"
-"  pflex study --out study-out --json > summary.json\n"
-"  pflex study --jobs 12 --no-charts --out quick  # a quick look at 12 runs\n"
-"  pflex study --caps 700:200:100 --repeats 1 --seed 2 --out coarse\n";
+"exit: 0 ok, 1 internal or write error, 2 bad usage.\n";
 
 /* mkdir -p */
 static int make_dir(const char *path)
@@ -301,19 +298,14 @@ struct study_args {
     struct pflex_study_config cfg;
     const char *out_dir, *data_opt, *gnuplot, *samples;
     int progress, json;
+    struct cli_progress prog;
 };
 
-/* The progress line on stderr: redrawn in place on a terminal (*ctx 2),
- * else a line every tenth of the runs (--progress). */
 static void show_progress(void *ctx, size_t done, size_t total)
 {
-    if (*(const int *)ctx == 2) {
-        fprintf(stderr, "\rpflex study: swept %zu/%zu runs", done, total);
-        if (done == total)
-            fputc('\n', stderr);
-    } else if (done * 10 / total != (done - 1) * 10 / total) {
-        fprintf(stderr, "pflex study: swept %zu/%zu runs\n", done, total);
-    }
+    char what[64];
+    snprintf(what, sizeof what, "swept %zu/%zu runs", done, total);
+    cli_progress_show(ctx, (double)done / (double)total, what);
 }
 
 /* One option into a; 0, or an exit code. */
@@ -462,6 +454,9 @@ static int study_print(const struct study_args *a, const pflex_study_t *s, int c
         print_grid_day(json_object_get(summary, "grid_day"));
         if (pred)
             study_predict_print(stdout, pred);
+        if (a->out_dir)
+            printf("\nthe report: %s/report.html (open it in a browser); every number above is in "
+                   "%s/summary.json\n", a->out_dir, a->out_dir);
     }
     return fflush(stdout) == 0 ? PFLEX_EXIT_OK : PFLEX_EXIT_INTERNAL;
 }
@@ -505,12 +500,14 @@ static pflex_study_t *study_run(struct study_args *a, int *charts)
     pflex_study_t *s = NULL;
     pflex_error_t err;
     char why[512] = "";
-    a->progress = isatty(STDERR_FILENO) ? 2 : a->progress;
-    a->cfg.progress = a->progress ? show_progress : NULL;
-    a->cfg.progress_ctx = &a->progress;
+    cli_progress_begin(&a->prog, "study");
+    a->cfg.progress = show_progress;
+    a->cfg.progress_ctx = &a->prog;
     a->cfg.data_dir = find_data(a->data_opt, why, sizeof why);
     a->cfg.data_note = why;
-    if (pflex_study_run(&a->cfg, &s, &err) < 0) {
+    int rc = pflex_study_run(&a->cfg, &s, &err);
+    cli_progress_end(&a->prog);
+    if (rc < 0) {
         cli_error("study", "%s", err.text);
         return NULL;
     }

@@ -207,7 +207,7 @@ int cmd_sweep(int argc, char **argv)
             break;
         }
         case OPT_CAP_STEP:
-            if (cli_parse_double("sweep", "--cap-step", optarg, 1, 10000, &cap_step) < 0)
+            if (cli_parse_power("sweep", "--cap-step", optarg, 1, 10000, &cap_step) < 0)
                 return PFLEX_EXIT_BAD_INPUT;
             break;
         case OPT_REPEATS:

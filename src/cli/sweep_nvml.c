@@ -79,7 +79,7 @@ static const char help_text[] =
     "  --dry-run               check everything and print the plan; change nothing\n"
     "  --nvml-lib PATH         NVML library to load (default: $PFLEX_NVML_LIB, else\n"
     "                          libnvidia-ml.so.1 from the loader's search path)\n"
-    "  --progress              progress on stderr even when it is not a terminal\n"
+    "  --progress              (a line a cap is always on stderr)\n"
     "  --state-dir DIR         lock and saved-limit files (default: $PFLEX_STATE_DIR,\n"
     "                          else " PFLEX_GUARD_DIR_DEFAULT ")\n"
     "  --keep-found-limit      restore the limit found at start even when it is not the\n"
@@ -426,8 +426,9 @@ static int on_event(void *arg, const struct pflex_hwsweep_event *ev)
         break;
     case PFLEX_HWSWEEP_CAP_SET:
         if (r->progress)
-            fprintf(stderr, "pflex %s: cap %g W (%u/%u): settling %g s, measuring %g s\n", CMD,
-                    ev->cap_w, ev->cap_no + 1, r->ncaps, r->o.settle_s, r->o.window_s);
+            fprintf(stderr, "pflex %s: cap %g W (%u/%u): settling %g s, measuring %g s; about %.0f s left\n",
+                    CMD, ev->cap_w, ev->cap_no + 1, r->ncaps, r->o.settle_s, r->o.window_s,
+                    (r->ncaps - ev->cap_no) * (r->o.settle_s + r->o.window_s));
         break;
     case PFLEX_HWSWEEP_MEASURED:
         if (pflex_sweep_write_row(r->out, 1, r->o.job, r->gpu_name, (int)r->n, ev->cap_w,
@@ -513,7 +514,7 @@ static int sweep_guarded(struct run *r)
         cli_error(CMD, "%s: %s", r->o.out, strerror(errno));
         return finish(&r->g, gd, PFLEX_EXIT_INTERNAL);
     }
-    r->progress = cli_progress_wanted(r->o.progress);
+    r->progress = 1;    /* a line a cap: each takes seconds to minutes */
     int rc = sweep_to(r, gd);
     if (r->out != stdout && fclose(r->out) != 0 && rc == PFLEX_EXIT_OK) {
         cli_error(CMD, "%s: write failed", r->o.out);

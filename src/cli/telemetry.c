@@ -38,6 +38,8 @@ static const char help[] =
 "  --max-series N   most series accepted (default 10000000)\n"
 "  --max-bytes N    most bytes one URL may return (default 268435456)\n"
 "  --timeout-ms N   limit on one fetch (default 10000)\n"
+"  --tz ZONE        zone of nvidia-smi's timestamps, which carry none: UTC\n"
+"                   (default), local, +HH:MM or a zone name (Europe/Berlin)\n"
 "  --nvml           sample this node's GPUs live through NVML instead (read\n"
 "                   only: no limit is set), Hopper GPM metrics included\n"
 "  --nvml-lib PATH  NVML library (default: $PFLEX_NVML_LIB, else libnvidia-ml.so.1)\n"

@@ -1,6 +1,9 @@
 /* tmread.c — reading telemetry inputs for the CLI (see tmread.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include "cli/cli.h"
 #include "cli/tmread.h"
 
@@ -16,6 +19,46 @@ static int count(const char *cmd, const char *opt, const char *arg, double lo, d
     if (cli_parse_double(cmd, opt, arg, lo, hi, &v) < 0)
         return -1;
     *out = (size_t)v;
+    return 1;
+}
+
+/* --tz ZONE: the zone nvidia-smi's stamps are in.  UTC (the default), a
+ * fixed offset (+05:30), an IANA name (America/Phoenix) that the system's
+ * zone database holds, or local (this machine's TZ).  The process's TZ
+ * is set to it: the command reads its inputs in one thread. */
+static int tz_option(struct tmread *r, const char *cmd, const char *arg)
+{
+    char posix[64];
+    int hh, mm, n = 0;
+    char sign;
+    if (!strcmp(arg, "UTC") || !strcmp(arg, "Z")) {
+        r->ro.smi_local_time = 0;
+        return 1;
+    }
+    if (!strcmp(arg, "local")) {
+        r->ro.smi_local_time = 1;
+        return 1;
+    }
+    if (sscanf(arg, "%c%2d:%2d%n", &sign, &hh, &mm, &n) == 3 && (size_t)n == strlen(arg) &&
+        (sign == '+' || sign == '-') && hh <= 14 && mm < 60) {
+        /* POSIX TZ offsets are west-positive: +05:30 is "UTC-05:30" */
+        snprintf(posix, sizeof posix, "UTC%c%02d:%02d", sign == '+' ? '-' : '+', hh, mm);
+    } else {
+        const char *dir = getenv("TZDIR") ? getenv("TZDIR") : "/usr/share/zoneinfo";
+        char path[512];
+        struct stat st;
+        if (!*arg || strstr(arg, "..") || arg[0] == '/' || strlen(arg) > 60 ||
+            snprintf(path, sizeof path, "%s/%s", dir, arg) >= (int)sizeof path ||
+            stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
+            cli_usage_error(cmd, "--tz '%s': not a zone (UTC, local, +HH:MM, or a name of the "
+                            "zone database such as Europe/Berlin)", arg);
+            return -1;
+        }
+        snprintf(posix, sizeof posix, "%s", arg);
+    }
+    setenv("TZ", posix, 1);
+    tzset();
+    r->ro.smi_local_time = 1;
     return 1;
 }
 
@@ -51,6 +94,8 @@ int tmread_option(struct tmread *r, const char *cmd, int c, const char *arg)
             return -1;
         r->lim.timeout_ms = (long)v;
         return 1;
+    case TMR_TZ:
+        return tz_option(r, cmd, arg);
     default:
         return 0;
     }

@@ -14,7 +14,7 @@ struct tmread {
 };
 
 enum { TMR_FORMAT = 1000, TMR_JOB, TMR_HOST, TMR_JOBMAP, TMR_MAXLINE, TMR_MAXSERIES,
-       TMR_MAXBYTES, TMR_TIMEOUT, TMR_JOBFILE };
+       TMR_MAXBYTES, TMR_TIMEOUT, TMR_JOBFILE, TMR_TZ };
 
 #define TMREAD_LONG_OPTIONS \
     {"format", required_argument, NULL, TMR_FORMAT}, \
@@ -25,7 +25,8 @@ enum { TMR_FORMAT = 1000, TMR_JOB, TMR_HOST, TMR_JOBMAP, TMR_MAXLINE, TMR_MAXSER
     {"max-line", required_argument, NULL, TMR_MAXLINE}, \
     {"max-series", required_argument, NULL, TMR_MAXSERIES}, \
     {"max-bytes", required_argument, NULL, TMR_MAXBYTES}, \
-    {"timeout-ms", required_argument, NULL, TMR_TIMEOUT}
+    {"timeout-ms", required_argument, NULL, TMR_TIMEOUT}, \
+    {"tz", required_argument, NULL, TMR_TZ}
 
 void tmread_init(struct tmread *r);
 /* 1: the option was one of these, 0: not, -1: bad value (message printed). */

@@ -44,7 +44,7 @@ static const char help[] =
 "                   OLS predictor sets and pflex's models, in-sample, LOO and LOCO\n"
 "                   R^2, RMSE, rho, beside the study's), the H200 fit on H100, and\n"
 "                   the 6 protocol (workloads of 100 jobs, random and production\n"
-"                   mix, cuts 0-40 %%, every policy scored on the measured curves)\n"
+"                   mix, cuts 0-40 %, every policy scored on the measured curves)\n"
 "  --workloads N    workloads per mix for --study (default 500)\n"
 "  --seed S         seed for --study (default 1)\n"
 "  -h, --help       this help\n"

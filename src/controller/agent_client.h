@@ -1,4 +1,4 @@
-/* agent_client.h — the controller's view of one `pflex agent` (issue 12's
+/* agent_client.h — the controller's view of one `pflex agent` (its
  * HTTP API).  Every assumption about the agent's JSON lives in
  * agent_client.c; nothing else in the controller parses it. */
 #ifndef PFLEX_CONTROLLER_AGENT_CLIENT_H

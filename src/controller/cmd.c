@@ -111,7 +111,7 @@ static const char help[] =
 "  --learn-between-events  probe jobs' curves while no target is in force, so\n"
 "                       that an event finds them learned.  Off by default: with\n"
 "                       no target in force no GPU is capped under its largest\n"
-"                       limit (docs/controller.md, \"Probes\")\n"
+"                       limit (docs/controller-period.md, \"Probes\")\n"
 "  --learn-budget P%    with --learn-between-events: what the probes may cost,\n"
 "                       as a share of the site's progress over any day (each\n"
 "                       probe priced on its job's pessimistic curve x GPUs x\n"
@@ -136,7 +136,7 @@ static const char help[] =
 "  --log FILE           one line per period and per problem ('-': stderr, the\n"
 "                       default)\n"
 "\n"
-"standby (docs/controller.md#standby):\n"
+"standby (docs/controller-safety.md#standby):\n"
 "  --etcd URL[,URL...]  elect a leader among the controllers given the same\n"
 "                       etcd cluster and prefix: only the leader pushes caps\n"
 "                       (with its fencing token); the others stand by with its\n"
@@ -207,23 +207,36 @@ static int parse_num(const char *opt, const char *s, double lo, double hi, doubl
     return 0;
 }
 
+/* A power (W, kW, MW; bare: W) or a share (%, or a bare fraction when
+ * accept says so) in [lo, hi], by the targets' unit grammar. */
+static int parse_qty(const char *opt, const char *s, unsigned accept, double lo, double hi, double *out)
+{
+    pflex_error_t err;
+    enum pflex_target_unit u;
+    double v;
+    if (pflex_quantity_parse(s, accept, "value", &v, &u, &err) < 0) {
+        fprintf(stderr, "pflex controller: %s: %s\n", opt, err.text);
+        return -1;
+    }
+    if (v >= lo && v <= hi) {
+        *out = v;
+        return 0;
+    }
+    if (u == PFLEX_TARGET_WATTS)
+        fprintf(stderr, "pflex controller: %s: %s is %g W, outside [%g, %g] W\n", opt, s, v, lo, hi);
+    else if (!strchr(s, '%') && v > hi && v / 100 <= hi && v / 100 >= lo)
+        fprintf(stderr, "pflex controller: %s: %s is a fraction outside [%g, %g]: did you mean %s%%?\n",
+                opt, s, lo, hi, s);
+    else
+        fprintf(stderr, "pflex controller: %s: %s is outside [%g %%, %g %%]\n", opt, s, lo * 100, hi * 100);
+    return -1;
+}
+
 /* A share given in percent ("0.5%"), in (0, 100 %], into *out as a
  * fraction: the unit is required, as for targets (0.5 is not 0.5 %). */
 static int parse_percent(const char *opt, const char *s, double *out)
 {
-    size_t n = strlen(s);
-    double v;
-    char num[64];
-    if (n < 2 || n >= sizeof num || s[n - 1] != '%') {
-        fprintf(stderr, "pflex controller: %s %s: want a percentage, e.g. 0.5%%\n", opt, s);
-        return -1;
-    }
-    memcpy(num, s, n - 1);
-    num[n - 1] = '\0';
-    if (parse_num(opt, num, 1e-6, 100, &v) < 0)
-        return -1;
-    *out = v / 100;
-    return 0;
+    return parse_qty(opt, s, PFLEX_QTY_SHARE, 1e-8, 1, out);
 }
 
 /* A secret from a file: first line, whitespace trimmed; refused when
@@ -326,6 +339,7 @@ struct num_opt {
     const char *name;
     double lo, hi;
     double *dst;
+    unsigned qty;               /* PFLEX_QTY_*: a power or a share; 0: a plain number */
 };
 
 enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECRET, O_VTN_PROGRAM,
@@ -471,31 +485,33 @@ static int take_text_opt(struct run_opts *o, int c, const char *arg)
 static int take_num_opt(struct run_opts *o, int c, const char *arg)
 {
     const struct num_opt nums[] = {
-        {O_VTN_EVERY, "--vtn-every", 1, 1e6, &o->every},
-        {O_SEED, "--seed", 0, 9e15, &o->seed},
-        {O_PERIOD, "--period", 0.05, 86400, &o->cfg.period_s},
-        {O_LEASE, "--lease", 0.1, 86400, &o->cfg.lease_s},
-        {O_OTHER, "--other-w", 0, 1e12, &o->cfg.other_w},
-        {O_BASELINE, "--baseline-w", 1, 1e12, &o->cfg.baseline_w},
-        {O_AGENT_MAX, "--agent-max-w", 1, 1e9, &o->cfg.agent_max_w},
-        {O_FLOOR, "--floor", 0, 1, &o->cfg.floor},
-        {O_EXPLORE, "--explore", 0, 0.5, &o->cfg.explore_step},
-        {O_EXPLORE_LEAD, "--explore-lead", 0, 1e7, &o->cfg.explore_lead_s},
-        {O_CAP_STEP, "--cap-step-w", 0.001, 50, &o->cfg.cap_step_w},
-        {O_PERIODS, "--periods", 0, 1e12, &o->periods},
-        {O_STATUS_EVERY, "--status-every", 1, 1e6, &o->status_every},
-        {O_TELE_AGE, "--telemetry-max-age", 0.1, 86400, &o->cfg.telemetry_max_age_s},
-        {O_HTTP_THREADS, "--http-threads", 1, 16, &o->http_threads},
-        {O_PARALLEL, "--parallel", 1, 1024, &o->parallel},
-        {O_SETTLE, "--settle", 0, 86400, &o->cfg.settle_s},
-        {O_MAX_STEP, "--max-step-w-per-s", 0.001, 1e12, &o->cfg.max_step_w_per_s},
+        {O_VTN_EVERY, "--vtn-every", 1, 1e6, &o->every, 0},
+        {O_SEED, "--seed", 0, 9e15, &o->seed, 0},
+        {O_PERIOD, "--period", 0.05, 86400, &o->cfg.period_s, 0},
+        {O_LEASE, "--lease", 0.1, 86400, &o->cfg.lease_s, 0},
+        {O_OTHER, "--other-w", 0, 1e12, &o->cfg.other_w, PFLEX_QTY_POWER | PFLEX_QTY_BARE_W},
+        {O_BASELINE, "--baseline-w", 1, 1e12, &o->cfg.baseline_w, PFLEX_QTY_POWER | PFLEX_QTY_BARE_W},
+        {O_AGENT_MAX, "--agent-max-w", 1, 1e9, &o->cfg.agent_max_w, PFLEX_QTY_POWER | PFLEX_QTY_BARE_W},
+        {O_FLOOR, "--floor", 0, 1, &o->cfg.floor, PFLEX_QTY_SHARE | PFLEX_QTY_BARE_FRACTION},
+        {O_EXPLORE, "--explore", 0, 0.5, &o->cfg.explore_step, PFLEX_QTY_SHARE | PFLEX_QTY_BARE_FRACTION},
+        {O_EXPLORE_LEAD, "--explore-lead", 0, 1e7, &o->cfg.explore_lead_s, 0},
+        {O_CAP_STEP, "--cap-step-w", 0.001, 50, &o->cfg.cap_step_w, 0},
+        {O_PERIODS, "--periods", 0, 1e12, &o->periods, 0},
+        {O_STATUS_EVERY, "--status-every", 1, 1e6, &o->status_every, 0},
+        {O_TELE_AGE, "--telemetry-max-age", 0.1, 86400, &o->cfg.telemetry_max_age_s, 0},
+        {O_HTTP_THREADS, "--http-threads", 1, 16, &o->http_threads, 0},
+        {O_PARALLEL, "--parallel", 1, 1024, &o->parallel, 0},
+        {O_SETTLE, "--settle", 0, 86400, &o->cfg.settle_s, 0},
+        {O_MAX_STEP, "--max-step-w-per-s", 0.001, 1e12, &o->cfg.max_step_w_per_s, 0},
     };
     size_t i = 0;
     while (i < sizeof nums / sizeof *nums && nums[i].id != c)
         i++;
     if (i == sizeof nums / sizeof *nums)
         return usage("%s", "unknown option");
-    if (parse_num(nums[i].name, arg, nums[i].lo, nums[i].hi, nums[i].dst) < 0)
+    const struct num_opt *n = &nums[i];
+    if (n->qty ? parse_qty(n->name, arg, n->qty, n->lo, n->hi, n->dst) < 0
+               : parse_num(n->name, arg, n->lo, n->hi, n->dst) < 0)
         return 2;
     return 0;
 }
@@ -679,7 +695,7 @@ static int open_secrets_and_log(struct run_opts *o, struct run_state *s)
     return 0;
 }
 
-/* The database checked before it is used (docs/controller.md, "The
+/* The database checked before it is used (docs/controller-safety.md, "The
  * database"): a damaged one is refused, or with --db-recover moved aside
  * for a new one. */
 static int check_db(const struct run_opts *o, struct run_state *s)

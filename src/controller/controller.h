@@ -111,7 +111,7 @@ struct ctl_config {
 /* The learning budget by default, a share of a day's progress: on the
  * field demonstration's days it bought what unbudgeted probes gain under
  * the event at 22 k progress-s a day where they spent 56-71 k
- * (docs/controller.md, "Probes"). */
+ * (docs/controller-period.md, "Probes"). */
 #define CTL_LEARN_BUDGET 0.001
 
 typedef struct ctl ctl_t;
@@ -156,7 +156,7 @@ int ctl_start(ctl_t *c, pflex_error_t *err);
  * loosen the limit in force (the wall clock stepped past an event's end or
  * back before its start), in which case it holds on the monotonic clock
  * until following is safe.  A step of the wall clock against the monotonic
- * one of more than a period is logged and noted.  docs/controller.md,
+ * one of more than a period is logged and noted.  docs/controller-safety.md,
  * "Time". */
 double ctl_clock_now(ctl_t *c, double wall_s, double mono_s);
 

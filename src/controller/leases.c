@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include "controller/ctl_int.h"
+#include "lib/util/clock.h"
 
 /* Periods between two renewals of one node's leases: the whole periods in a
  * third of the lease, at least one. */
@@ -105,14 +106,15 @@ static void plan_fallbacks(ctl_t *c)
     double frac = sum_rng > 0 ? room / sum_rng : 1;
     frac = frac < 0 ? 0 : frac > 1 ? 1 : frac;
     int same = isfinite(c->fb_frac) && fabs(c->fb_until - until) < 0.5 && fabs(c->fb_limit_w - lim) < 0.5;
+    char when[PFLEX_UTC_TEXT_MAX];
     if (same && c->fb_frac <= frac)
         frac = c->fb_frac;
     else if (room < 0)
-        ctl_log(c, "fallbacks: every GPU at its minimum leaves the site %.0f W over %.0f W until %.0f; "
-                   "the fallbacks are the minima", -room, lim, until);
+        ctl_log(c, "fallbacks: every GPU at its minimum leaves the site %.0f W over %.0f W until %s; "
+                   "the fallbacks are the minima", -room, lim, pflex_utc_text(when, until));
     else if (!same || frac != c->fb_frac)
-        ctl_log(c, "fallbacks: %.3f of each GPU's range until %.0f (%.0f W at most until then)", frac, until,
-                lim);
+        ctl_log(c, "fallbacks: %.3f of each GPU's range until %s (%.0f W at most until then)", frac,
+                pflex_utc_text(when, until), lim);
     c->fb_frac = frac;
     c->fb_until = until;
     c->fb_limit_w = lim;

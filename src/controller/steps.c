@@ -762,7 +762,7 @@ static int probe_start(ctl_t *c, size_t j, double planned)
      * one else, so it costs the job's throughput for the periods it holds,
      * while what it could teach wins at most the gap between the optimum
      * and equal cuts, which on measured curves is within the readings'
-     * noise (docs/controller.md, "Probes") */
+     * noise (docs/controller-period.md, "Probes") */
     if (isfinite(c->p.limit_w) && !c->c.plain_optimum)
         return 0;
     /* no target in force: no cap under a GPU's largest unless the
@@ -887,7 +887,7 @@ static double gpu_settable(const struct pflex_site_gpu *g, double cap_w)
     return cap_w < g->min_cap_w ? g->min_cap_w : cap_w > g->max_cap_w ? g->max_cap_w : cap_w;
 }
 
-/* Under a target, with the guard: a step probe (docs/controller.md,
+/* Under a target, with the guard: a step probe (docs/controller-period.md,
  * "Probes").  The plan names the next blend of equal cuts and the
  * optimum on from its own when that keeps more on the mean curves
  * (pflex_safe_plan.probe_cap_w): the jobs the optimum cuts go down, those

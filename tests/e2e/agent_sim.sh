@@ -218,7 +218,7 @@ expect 200 GET /v1/status "" "$new"
 stop_agents
 # ... and at start.
 "$PFLEX" agent $sim --listen 127.0.0.1:0 2>"$tmp/err.log"
-[ $? -eq 1 ] && grep -q 'mode 0644 lets others read it; chmod 600 it' "$tmp/err.log" || fail "a mode-0644 token file at start"
+[ $? -eq 2 ] && grep -q 'mode 0644 lets others read it; chmod 600 it' "$tmp/err.log" || fail "a mode-0644 token file at start"
 chmod 600 "$tmp/token"
 
 # A GPU that fails mid-run is reported; the others keep working.

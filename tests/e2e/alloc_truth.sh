@@ -1,6 +1,6 @@
 #!/bin/sh
-# Plans that tell the truth (issue 8 §3) and the allocate/evaluate surface
-# (issue 11): settable caps (clamped and flagged), floors broken on the
+# Plans that tell the truth, and the allocate/evaluate surface:
+# settable caps (clamped and flagged), floors broken on the
 # measured curves marked and counted, the objective under --objective
 # progress, gap recovered only where there is a gap, every policy in
 # evaluate (--csv too), --reduce 30%, clean unknown-option messages, and

@@ -26,6 +26,19 @@ for c in pfi sweep allocate evaluate study; do
     [ "$(cat "$T/err")" = "pflex $c: unknown option '-Z' (see pflex $c --help)" ] \
         || fail "$c -Z: $(cat "$T/err")"
 done
+# Help is printed as written: one EXAMPLES block, no printf escapes left in it.
+for c in $("$P" --help | sed -n '/^commands:/,/^$/s/^  \([a-z]*\) .*/\1/p'); do
+    "$P" $c --help > "$T/h" 2>&1 || fail "$c --help exit"
+    [ "$(grep -c '^EXAMPLES' "$T/h")" -eq 1 ] || fail "pflex $c --help: not one EXAMPLES block"
+    grep -q '%%' "$T/h" && fail "pflex $c --help prints '%%'"
+done
+# Long work says how far it is off a terminal too, with the time left.
+if [ -d "${SHARED_DATA:-}/emerald-demo" ]; then
+    PFLEX_PROGRESS_EVERY_S=0.3 "$P" simulate --day srp --data "$SHARED_DATA" > /dev/null 2> "$T/prog" \
+        || fail "simulate --day srp"
+    grep -qE '^pflex simulate: +[0-9]+ %.*, .* left$' "$T/prog" || fail "no progress line: $(head -3 "$T/prog")"
+    grep -qE '^pflex simulate: done in ' "$T/prog" || fail "no closing progress line"
+fi
 "$P" help sweep | grep -q "usage: pflex sweep" || fail "pflex help sweep"
 "$P" sweep --job > "$T/out" 2> "$T/err"
 grep -q -- "--job needs a value" "$T/err" || fail "sweep --job: $(cat "$T/err")"

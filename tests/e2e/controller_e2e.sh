@@ -192,7 +192,7 @@ kill -0 $cpid || fail "the controller died"
 # maximum cap, and every live GPU back at 700 W (or within 10 % of the job's
 # uncapped power, the plan's own rounding of a learned baseline).  Between
 # events the controller still walks each curve down with short probes (two
-# periods on, three off, only where the floor allows; docs/controller.md),
+# periods on, three off, only where the floor allows; docs/controller-period.md),
 # so a node may be seen mid-probe: each must be seen back within 8 periods.
 [ "$(api GET /v1/status)" = 200 ] || fail "GET /v1/status after the event"
 jq -e '.target == null and ([.jobs[] | select(.cap_w != null) | .cap_w == 700] | all and length == 3)' "$tmp/body" >/dev/null \

@@ -146,7 +146,7 @@ for day in srp aps caiso; do
     # no learning between events: with no limit in force the online
     # policies lose progress in no period where equal cuts lose none (the
     # step met early, the ramp after it); their probes are the guard's
-    # steps under the target (docs/controller.md, "Probes")
+    # steps under the target (docs/controller-period.md, "Probes")
     "$P" simulate --day $day --data "$D" --period 5s --csv --every 1 \
         --policies equal,online-cold,online-warm > "$T/$day-quiet.csv" || fail "$day --csv: exit $?"
     n=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
@@ -177,7 +177,7 @@ done
 # Points a watt past the deepest reading only when its bin holds nine
 # readings: without that rule, on the SRP day at 1 s, seed 1, online-cold
 # put the flex1 job a watt under its floor for 20 periods, a watt past a
-# bin of four readings that came in low (docs/simulate.md).
+# bin of four readings that came in low (docs/measurements.md).
 "$P" simulate --day srp --data "$D" --seed 1 --policies online-cold --json \
     --learn-between-events --learn-budget 100% > "$T/srp-1.json" \
     || fail "srp seed 1: exit $?"

@@ -174,6 +174,20 @@ int pflex_target_check_time(double unix_s, pflex_error_t *err);
 int pflex_target_parse_value(const char *s, double *value, enum pflex_target_unit *unit,
                              pflex_error_t *err);
 int pflex_target_parse_duration(const char *s, double *seconds, pflex_error_t *err);
+
+/* One grammar for every power and share an option or a file column takes:
+ * a decimal number, then W, kW or MW (a power, in W) or % or x (a share,
+ * as a fraction).  accept says which are allowed, and what a bare number
+ * is (W, or a fraction); what names the thing in messages ("--floor").
+ * Ranges are the caller's.  0, or -1 with err. */
+enum {
+    PFLEX_QTY_POWER = 1,
+    PFLEX_QTY_SHARE = 2,
+    PFLEX_QTY_BARE_W = 4,
+    PFLEX_QTY_BARE_FRACTION = 8,
+};
+int pflex_quantity_parse(const char *s, unsigned accept, const char *what, double *value,
+                         enum pflex_target_unit *unit, pflex_error_t *err);
 int pflex_target_parse_time(const char *s, double now_s, double *unix_s, pflex_error_t *err);
 int pflex_target_parse(const char *spec, double now_s, struct pflex_target *out,
                        pflex_error_t *err);

@@ -122,6 +122,9 @@ struct pflex_tm_read_opts {
     const char *job;                /* every sample of this input belongs to job (or NULL) */
     const char *host;               /* host for inputs that name none (or NULL: "") */
     double time0_s;                 /* time of samples without one (a scrape's number) */
+    int smi_local_time;             /* nvidia-smi's stamps are in the process's local zone
+                                     * (TZ, mktime), not UTC: nvidia-smi writes its host's
+                                     * local time with no zone */
 };
 
 /* Add the samples in buf[0..len) (name for messages).  Returns 0, or -1

@@ -102,7 +102,7 @@ int pflex_calib_device_load(const char *dir, struct pflex_calib_reals *out, pfle
 
 /* Weights of the residuals: 1 sigma of what each measurement repeats to,
  * or of the model error that is tolerated where the measurement repeats
- * better (docs/sim-model.md section 5). */
+ * better (docs/measurements.md, "The sim backend's calibration"). */
 #define PFLEX_CALIB_SIGMA_T 0.01        /* an Emerald normalised throughput */
 #define PFLEX_CALIB_SIGMA_P 0.02        /* relative, the power drawn at one Emerald cap */
 #define PFLEX_CALIB_SIGMA_TPUT 0.10     /* log, an absolute throughput of another software stack */

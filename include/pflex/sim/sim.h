@@ -34,7 +34,7 @@ int pflex_sim_job_create(const struct pflex_job_desc *d, uint64_t seed,
                          pflex_sim_job_t **out, pflex_error_t *err);
 void pflex_sim_job_destroy(pflex_sim_job_t *j);
 
-/* The model's fitted constants (docs/sim-model.md section 5; fitted by
+/* The model's fitted constants (docs/measurements.md, "The sim backend's calibration"; fitted by
  * `make calibrate`, tools/calibrate.c, on physical measurements only:
  * power, clocks, step times and counters, never on a PFI).  Everything
  * else is set from datasheets and the literature. */

@@ -19,4 +19,8 @@
  * prec in 1..17 (others go to snprintf as they are).  Returns the length. */
 int pflex_fmt_g(char *buf, double v, int prec);
 
+/* The shortest "%.*g" (15 to 17 digits) that reads back as v: 512.34,
+ * not 512.34000000000003.  Returns the length. */
+int pflex_fmt_shortest(char *buf, double v);
+
 #endif

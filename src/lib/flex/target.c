@@ -595,6 +595,69 @@ static int read_decimal(const char *s, const char *what, double *v, const char *
     return 0;
 }
 
+/* A quantity's unit after its number: W, kW, MW, %, or x (a fraction
+ * written as a multiple of the baseline); 0 with *mul and *u, or -1. */
+static int read_unit(const char *s, const char *end, double *mul, enum pflex_target_unit *u,
+                     pflex_error_t *err)
+{
+    *mul = 1;
+    *u = PFLEX_TARGET_WATTS;
+    if (!strcmp(end, "mW") || !strcmp(end, "mw"))
+        return pflex_error_set(err, "'%s': mW are milliwatts (megawatts are MW)", s);
+    if (ieq(end, "W"))
+        return 0;
+    if (ieq(end, "kW"))
+        return *mul = 1e3, 0;
+    if (ieq(end, "MW"))
+        return *mul = 1e6, 0;
+    *u = PFLEX_TARGET_FRACTION;
+    if (!strcmp(end, "%"))
+        return *mul = 0.01, 0;
+    if (ieq(end, "x"))
+        return 0;
+    return pflex_error_set(err, "'%s': unknown unit '%s' (W, kW, MW, %%, x)", s, end);
+}
+
+int pflex_quantity_parse(const char *s, unsigned accept, const char *what, double *value,
+                         enum pflex_target_unit *unit, pflex_error_t *err)
+{
+    if (!s || !*s)
+        return pflex_error_set(err, "empty %s", what);
+    double v, mul;
+    const char *end;
+    if (read_decimal(s, what, &v, &end, err) < 0)
+        return -1;
+    const char *num_end = end;
+    while (*end == ' ')
+        end++;
+    enum pflex_target_unit u;
+    int power = accept & PFLEX_QTY_POWER, share = accept & PFLEX_QTY_SHARE;
+    if (!*end) {
+        if (accept & PFLEX_QTY_BARE_W)
+            u = PFLEX_TARGET_WATTS;
+        else if (accept & PFLEX_QTY_BARE_FRACTION)
+            u = PFLEX_TARGET_FRACTION;
+        else if (power && share)
+            return pflex_error_set(err, "a %s needs a unit: W or %% (e.g. %.*s%% or %.*skW)", what,
+                                   (int)(num_end - s), s, (int)(num_end - s), s);
+        else
+            return pflex_error_set(err, "a %s needs a unit: %s (e.g. %.*s%s)", what,
+                                   power ? "W, kW or MW" : "%", (int)(num_end - s), s, power ? "W" : "%");
+        *value = v;
+        *unit = u;
+        return 0;
+    }
+    if (read_unit(s, end, &mul, &u, err) < 0)
+        return -1;
+    if (u == PFLEX_TARGET_WATTS && !power)
+        return pflex_error_set(err, "'%s' is a power; a %s here is written with %% (e.g. 30%%)", s, what);
+    if (u == PFLEX_TARGET_FRACTION && !share)
+        return pflex_error_set(err, "'%s' is a share; a %s here is written in W, kW or MW", s, what);
+    *value = v * mul;
+    *unit = u;
+    return 0;
+}
+
 /* The value grammar; bare_w: a number without a unit is W (schedule
  * files, documented so), *bare set when it was. */
 static int parse_value(const char *s, int bare_w, int *bare, double *value, enum pflex_target_unit *unit,
@@ -602,39 +665,17 @@ static int parse_value(const char *s, int bare_w, int *bare, double *value, enum
 {
     if (!s || !*s)
         return pflex_error_set(err, "empty target (e.g. 700kW or 80%%)");
+    unsigned accept = PFLEX_QTY_POWER | PFLEX_QTY_SHARE | (bare_w ? PFLEX_QTY_BARE_W : 0);
     double v;
-    const char *end;
-    if (read_decimal(s, "target", &v, &end, err) < 0)
+    enum pflex_target_unit u;
+    if (pflex_quantity_parse(s, accept, "target", &v, &u, err) < 0)
         return -1;
-    const char *num_end = end;
-    while (*end == ' ')
-        end++;
-    double mul = 1;
-    enum pflex_target_unit u = PFLEX_TARGET_WATTS;
-    if (bare)
-        *bare = 0;
-    if (!*end) {
-        if (!bare_w)
-            return pflex_error_set(err, "a target needs a unit: W or %% (e.g. %.*s%% or %.*skW)",
-                                   (int)(num_end - s), s, (int)(num_end - s), s);
-        if (bare)
-            *bare = 1;
-    } else if (!strcmp(end, "mW") || !strcmp(end, "mw"))
-        return pflex_error_set(err, "'%s': mW are milliwatts (megawatts are MW)", s);
-    else if (ieq(end, "W"))
-        mul = 1;
-    else if (ieq(end, "kW"))
-        mul = 1e3;
-    else if (ieq(end, "MW"))
-        mul = 1e6;
-    else if (!strcmp(end, "%")) {
-        mul = 0.01;
-        u = PFLEX_TARGET_FRACTION;
-    } else if (ieq(end, "x"))
-        u = PFLEX_TARGET_FRACTION;
-    else
-        return pflex_error_set(err, "'%s': unknown unit '%s' (W, kW, MW, %%, x)", s, end);
-    v *= mul;
+    if (bare) {
+        const char *e = scan_decimal(s);
+        while (e && *e == ' ')
+            e++;
+        *bare = e && !*e;
+    }
     pflex_error_t e2;
     if (pflex_target_check_value(v, u, &e2) < 0)
         return pflex_error_set(err, "'%s': %s", s, e2.text);

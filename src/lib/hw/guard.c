@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "pflex/hw/guard.h"
+#include "lib/util/clock.h"
 #include "pflex/hw/nvml.h"
 
 #define MAX_NOTES 64
@@ -416,10 +417,11 @@ static int survey(pflex_guard_t *gd, struct ggpu *d, pflex_error_t *err)
         d->pub.held = 1;
         d->pub.hold_w = hold_w;
         d->pub.hold_until = hold_until;
-        note(gd, "GPU %u (%s): pflex %s (pid %ld) left it held at %g W until %.0f (%.0f s from "
+        char when[PFLEX_UTC_TEXT_MAX];
+        note(gd, "GPU %u (%s): pflex %s (pid %ld) left it held at %g W until %s (%.0f s from "
              "now; %g W found); its original %g W returns then", d->pub.index, d->pub.key,
-             owner, pid, hold_w, hold_until, hold_until - (double)time(NULL), d->pub.found_w,
-             saved);
+             owner, pid, hold_w, pflex_utc_text(when, hold_until), hold_until - (double)time(NULL),
+             d->pub.found_w, saved);
         return 0;
     }
     if (r < 0) {

@@ -661,6 +661,11 @@ static int row_numbers(struct reader *r, const struct src *s, long j, struct row
         return bad_field(err, r->name, line, COL_CAP, &f[idx[COL_CAP]], "is not a finite number");
     if (cap <= 0)
         return bad_field(err, r->name, line, COL_CAP, &f[idx[COL_CAP]], "must be positive");
+    /* No GPU's limit is settable under 10 W: such a cap is a sweep in kW. */
+    if (cap < 10)
+        return pflex_error_set(err, "%s:%u: column 'cap_w': %g W is under any GPU's settable limit: "
+                               "caps and power are in W (a sweep in kW? %g kW is %g W)",
+                               r->name, line, cap, cap, cap * 1000);
     /* keep_bad: a power or throughput that is no good makes its point NaN,
      * for the caller to skip the job by (pflex_sweep_job_check) */
     if (!(numok & 1u << NUM_POWER)

@@ -522,14 +522,14 @@ int pflex_tm_write_csv(const pflex_tm_t *t, FILE *f)
         else
             fputs(",,", f);
         pflex_csv_write_field(f, s->uuid ? s->uuid : "");
-        /* ",%.17g,%s,%.17g\n" by pflex_fmt_g: the same text, faster */
+        /* the shortest text that reads back as the same double */
         char num[PFLEX_FMT_G_MAX];
         fputc(',', f);
-        fwrite(num, 1, (size_t)pflex_fmt_g(num, m->time_s, 17), f);
+        fwrite(num, 1, (size_t)pflex_fmt_shortest(num, m->time_s), f);
         fputc(',', f);
         fputs(fields[s->field].name, f);
         fputc(',', f);
-        fwrite(num, 1, (size_t)pflex_fmt_g(num, m->value, 17), f);
+        fwrite(num, 1, (size_t)pflex_fmt_shortest(num, m->value), f);
         fputc('\n', f);
     }
     return ferror(f) ? -1 : 0;

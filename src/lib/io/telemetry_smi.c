@@ -8,6 +8,7 @@
  * timestamp ("2024/05/01 12:00:00.123", read as UTC), name, pci.bus_id.
  * Rows without a timestamp get the row number as time.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,18 @@ static int parse_stamp(const char *s, size_t len, double *out)
     tm.tm_min = mi;
     *out = (double)timegm(&tm) + sec;
     return 0;
+}
+
+/* Seconds read as if the stamp were UTC, as the local time they are:
+ * mktime under the process's TZ (DST from the date; in the repeated hour
+ * of a change, whichever mktime picks). */
+static double local_to_utc(double wall)
+{
+    time_t w = (time_t)floor(wall);
+    struct tm tm;
+    gmtime_r(&w, &tm);
+    tm.tm_isdst = -1;
+    return (double)mktime(&tm) + (wall - (double)w);
 }
 
 /* 10^0 .. 10^15, exact as doubles */
@@ -662,6 +675,8 @@ int tm_read_smi_lines(pflex_tm_t *t, struct tm_lines *ln, const char *name,
                                     f->s);
                     goto out;
                 }
+                if (o->smi_local_time)
+                    stamp_time = local_to_utc(stamp_time);
                 memcpy(stamp, f->s, f->len);    /* parse_stamp took at most 39 bytes */
                 stamp_len = f->len;
             }

@@ -11,12 +11,12 @@
 #include <gsl/gsl_statistics_double.h>
 #include "pflex/report/report.h"
 
-/* What the simulator must meet against the Emerald measurements (issue 2):
+/* What the simulator must meet against the Emerald measurements:
  * normalised-throughput RMSE and PFI error. */
 /* The calibration's target: normalised throughput within 0.03 RMSE over
  * 200-400 W (tests/test_calibration.c).  No target on the ratio PFI: it
  * divides by the small losses of shallow caps, so a curve within 0.01 RMSE
- * can differ by 0.5 in PFI (docs/sim-model.md section 5). */
+ * can differ by 0.5 in PFI (docs/measurements.md, "The sim backend's calibration"). */
 #define CALIB_RMSE_LIMIT 0.03
 
 void pflex_report_stats(const double *v, size_t n, struct pflex_report_stats *out)

@@ -283,7 +283,7 @@ int pflex_calib_reals_load(const char *data_dir, struct pflex_calib_reals *out,
     return 0;
 }
 
-/* The fit set (docs/sim-model.md section 5): every run of the shared set,
+/* The fit set (docs/measurements.md, "The sim backend's calibration"): every run of the shared set,
  * the three microbenchmarks (the V-f curve's power-limited points, the
  * achieved bandwidth), the device runs of the shared set's five loops (one
  * of them host-bound: the second host's speed), and of the new jobs one of

@@ -1,5 +1,5 @@
 /* preset.c — named job presets: the simulated equivalents of the Emerald
- * A100 jobs (docs/sim-model.md, "Calibration") and a few common shapes. */
+ * A100 jobs (docs/measurements.md, "The sim backend's calibration") and a few common shapes. */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>

@@ -72,7 +72,7 @@ struct physics {
     double py_op_s;         /* host time of one eager PyTorch operator (Python + launch) */
     double ops_per_expert;  /* operators per expert in an eager MoE loop, under PEFT LoRA */
     double ops_lora_proj;   /* of those, PEFT LoRA's per expert projection (dropout, A, B,
-                             * scale, add): a loop without LoRA issues 3 x fewer */
+                             * scale, add): a loop without LoRA launches 3 x fewer */
     double sync_s;          /* one host-device synchronisation */
     double lora_rank;
     double sigma_leak, sigma_v; /* silicon variation (relative, 1 sigma) */
@@ -103,7 +103,7 @@ static const struct physics P_DEFAULT = {
     .k_dyn_ga100 = 1.024, .k_dyn_gh100 = 1.024, .sigma_host = 0.5, .nccl_sm_frac = 0.18,
 };
 
-/* Fitted by `make calibrate` (tools/calibrate.c; docs/sim-model.md section 5
+/* Fitted by `make calibrate` (tools/calibrate.c; docs/measurements.md, "The sim backend's calibration"
  * gives the uncertainties and the errors in and out of sample) on physical
  * measurements only, never on a PFI: the five real uncapped H200 runs of
  * shared/data/h200-uncapped (tokens/s, board power, SM clock, DRAM_ACTIVE,
@@ -1459,7 +1459,7 @@ int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
     j->v_ratio = k->v_ratio;
     j->f_knee = k->f_knee_mhz / k->sm_clock_max_mhz;
     /* GH100's curve is fitted on the real H200's power-limited and free
-     * clocks (docs/sim-model.md section 5); the other dies' are model.c's. */
+     * clocks (docs/measurements.md, "The sim backend's calibration"); the other dies' are model.c's. */
     if (!strcmp(k->die, "GH100")) {
         j->v_ratio = fit->v_floor_gh100;
         j->f_knee = fit->knee_gh100;

@@ -62,7 +62,7 @@ static void put_num(FILE *f, double v)
 
 struct runs_arg { const struct pflex_report_run *runs; size_t n; };
 
-/* A row per group: the columns of issue 9 first, then the PFI CSV columns
+/* A row per group: the study's columns first, then the PFI CSV columns
  * (SPEC section 3) that `pflex allocate --pfi` reads, then the layout. */
 static void pfi_fn(FILE *f, const void *arg)
 {

@@ -26,4 +26,9 @@ static inline double pflex_real_s(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9 + pflex_clock_wall_offset_s();
 }
 
+/* unix_s as an ISO 8601 UTC time, "2026-12-07T21:05:27Z", for log lines
+ * (the number itself where it is no time); returns buf. */
+#define PFLEX_UTC_TEXT_MAX 40
+char *pflex_utc_text(char buf[PFLEX_UTC_TEXT_MAX], double unix_s);
+
 #endif

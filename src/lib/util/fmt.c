@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "pflex/util/fmt.h"
 
@@ -162,4 +163,15 @@ int pflex_fmt_g(char *buf, double v, int prec)
     }
     *p = 0;
     return (int)(p - buf);
+}
+
+int pflex_fmt_shortest(char *buf, double v)
+{
+    int n = 0;
+    for (int prec = 15; prec <= 17; prec++) {
+        n = pflex_fmt_g(buf, v, prec);
+        if (!isfinite(v) || strtod(buf, NULL) == v)
+            break;
+    }
+    return n;
 }
