@@ -54,6 +54,13 @@ void ctl_vtn_subscription(ctl_t *c)
     if (!c->sub.url[0] || !c->c.ven)
         return;
     pflex_error_t err;
+    uint64_t fence;
+    if (c->c.may_push && !c->c.may_push(c->c.lead_ud, &fence)) {
+        /* a standby is not notified (it would refuse): it subscribes at
+         * its first poll as the leader */
+        ctl_vtn_unsubscribe(c);
+        return;
+    }
     if (c->sub.id[0]) {
         int alive = pflex_ven_subscription_alive(c->c.ven, c->sub.id, &err);
         if (alive == 1) {
