@@ -339,7 +339,8 @@ enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECR
        O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
        O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY,
        O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE, O_ETCD, O_ETCD_PREFIX, O_NAME, O_MAX_STEP,
-       O_CAP_STEP, O_EXPLORE_LEAD, O_LEARN_BETWEEN, O_LEARN_BUDGET, O_TELE_AGE, O_DB_RECOVER, O_VTN_CALLBACK, O_VTN_CB_TOKEN };
+       O_CAP_STEP, O_EXPLORE_LEAD, O_LEARN_BETWEEN, O_LEARN_BUDGET, O_TELE_AGE, O_DB_RECOVER, O_VTN_CALLBACK,
+       O_VTN_CB_TOKEN };
 
 static const struct option run_options[] = {
     {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
@@ -834,7 +835,7 @@ static void *api_main(void *arg)
 
 static void wipe(char *secret);
 
-/* --vtn-callback URL, its port 0 made the API's own: -1 (said) or 0. */
+/* --vtn-callback URL, its port 0 made the API's own: 0, or 2 (said). */
 static int set_callback(const char *url, const char *token_file, unsigned port, ctl_t *ctl)
 {
     char u[1024];
@@ -848,13 +849,13 @@ static int set_callback(const char *url, const char *token_file, unsigned port, 
         snprintf(u, sizeof u, "%s", url);
     char *token = token_file ? read_secret(token_file) : NULL;
     if (token_file && !token)
-        return -1;
+        return 2;
     pflex_error_t err;
     int rc = ctl_set_vtn_callback(ctl, u, token, &err);
     wipe(token);
     if (rc < 0) {
         fprintf(stderr, "pflex controller: --vtn-callback: %s\n", err.text);
-        return -1;
+        return 2;
     }
     return 0;
 }
@@ -879,8 +880,10 @@ static int start_api(const struct run_opts *o, struct run_state *s)
     }
     ctl_log_to(s->log, "listening on %s (port %u, %s)", o->listen, pflex_http_server_port(s->srv),
                o->tls_cert ? "HTTPS" : "HTTP");
-    if (o->vtn_callback && set_callback(o->vtn_callback, o->vtn_cb_token, pflex_http_server_port(s->srv), s->ctl) < 0)
-        return 1;
+    int rc = o->vtn_callback ? set_callback(o->vtn_callback, o->vtn_cb_token, pflex_http_server_port(s->srv), s->ctl)
+                             : 0;
+    if (rc)
+        return rc;
     if (o->port_file) {
         char tmpf[4200];
         snprintf(tmpf, sizeof tmpf, "%s.tmp", o->port_file);
