@@ -41,7 +41,6 @@ struct pflex_vtn {
     char **reports;
     size_t nreports;
     json_t *subs;               /* subscription objects, bearer tokens included */
-    unsigned long next_sub;
     struct note *q;
     size_t nq, capq;
     int stop;
@@ -400,8 +399,15 @@ static void do_subscriptions(pflex_vtn_t *v, const struct pflex_http_request *re
             problem(resp, 400, "Bad Request");
             return;
         }
-        char id[32], when[40];
-        snprintf(id, sizeof id, "sub-%lu", ++v->next_sub);
+        /* an id a restarted VTN never gives again: a VEN that asks after
+         * its old one is told it is gone, not shown another's */
+        char id[32], when[40], hex[17];
+        if (pflex_random_hex(hex, sizeof hex) < 0) {
+            json_decref(s);
+            problem(resp, 500, "No random source");
+            return;
+        }
+        snprintf(id, sizeof id, "sub-%s", hex);
         stamp(when, sizeof when);
         json_object_set_new(s, "id", json_string(id));
         json_object_set_new(s, "objectType", json_string("SUBSCRIPTION"));
