@@ -7,7 +7,9 @@
 # malformed, oversized, replayed, stale) are refused (4xx), logged, and
 # change nothing.  With the subscription broken (the VTN restarted, its
 # subscriptions lost) and polling every 5 s, an event is in force within
-# one poll, and the controller subscribes again.  Prints the latencies:
+# one poll, and the controller subscribes again; a callback of the version
+# that poll brought is a duplicate (200, nothing done), sent again a
+# replay (409).  Prints the latencies:
 # from the SIGHUP that makes the VTN reread its events to the
 # controller's log line of the callback applied (in force), or for a poll
 # to the poll's start (the target's start: the poll's "now"), and, apart,
@@ -202,6 +204,17 @@ obs=$(until_status "$(has ev-7 47000)" 10)
 ms=$(logged 'vtn: callback from 127.0.0.1: event ev-7 version .* (POST)' "$tmp/ctl2.log")
 [ "$ms" -le 500 ] || fail "subscribed again, in force after $ms ms (over 500)"
 echo "subscribed again, in force after (ms): $ms (seen after $obs)"
+# the version of ev-6 a poll brought, sent as a callback: a duplicate
+# (200, nothing done); sent again: a replay (409)
+vtoken=$(curl -s -m 5 -d grant_type=client_credentials -d client_id=site-s \
+    -d client_secret=vtn-secret-0123456789abcdef "http://127.0.0.1:$vport/auth/token" | jq -r .access_token)
+curl -s -m 5 -H "Authorization: Bearer $vtoken" "http://127.0.0.1:$vport/events" |
+    jq -c '{objectType: "EVENT", operation: "POST", object: (.[] | select(.id == "ev-6"))}' >"$tmp/dup.json"
+s=$(post "$CBTOKEN" "$tmp/dup.json")
+[ "$s" = 200 ] && grep -q 'a poll brought it' "$tmp/body" || fail "the poll's version by callback: HTTP $s $(cat "$tmp/body")"
+s=$(post "$CBTOKEN" "$tmp/dup.json")
+[ "$s" = 409 ] || fail "the poll's version by callback, again: HTTP $s, not 409 ($(cat "$tmp/body"))"
+echo "a callback of the version a poll brought: 200, nothing done; again: 409"
 kill -TERM $vpid
 wait $vpid 2>/dev/null
 grep -q 'notifications sent' "$tmp/vtn.log" || fail "the VTN's counts are not logged"
