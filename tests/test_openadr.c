@@ -12,6 +12,8 @@
 #include <time.h>
 #include <cmocka.h>
 #include <jansson.h>
+#include <pthread.h>
+#include "pflex/net/http.h"
 #include "pflex/net/openadr.h"
 #include "pflex/net/vtn.h"
 
@@ -575,6 +577,242 @@ static void test_duplicate_ids(void **state)
     pflex_oadr_events_fini(&evs);
 }
 
+/* ---- notifications ---- */
+
+static const char *ONE =
+    "{\"objectType\":\"EVENT\",\"operation\":\"%s\",\"object\":{\"id\":\"ev-9\",\"programID\":\"prog-a\","
+    "\"modificationDateTime\":\"%s\",\"intervalPeriod\":{\"start\":\"2026-05-03T18:00:00Z\",\"duration\":\"PT1H\"},"
+    "\"intervals\":[{\"id\":0,\"payloads\":[{\"type\":\"IMPORT_CAPACITY_LIMIT\",\"values\":[%s]}]}]}}";
+
+static void test_notification_parse(void **state)
+{
+    (void)state;
+    char body[1024];
+    struct pflex_oadr_notification n;
+    pflex_error_t err;
+    snprintf(body, sizeof body, ONE, "PUT", "2026-05-03T17:00:00.250Z", "40");
+    if (pflex_oadr_parse_notification(body, strlen(body), &n, &err) < 0)
+        fail_msg("%s", err.text);
+    assert_int_equal(n.op, PFLEX_OADR_OP_PUT);
+    assert_string_equal(n.event_id, "ev-9");
+    assert_string_equal(n.modified, "2026-05-03T17:00:00.250Z");
+    assert_non_null(strstr(n.object, "\"IMPORT_CAPACITY_LIMIT\""));
+    pflex_oadr_notification_fini(&n);
+    /* a DELETE needs no modificationDateTime */
+    const char *del = "{\"objectType\":\"EVENT\",\"operation\":\"DELETE\",\"object\":{\"id\":\"ev-9\"}}";
+    assert_int_equal(pflex_oadr_parse_notification(del, strlen(del), &n, &err), 0);
+    assert_int_equal(n.op, PFLEX_OADR_OP_DELETE);
+    assert_string_equal(n.modified, "");
+    pflex_oadr_notification_fini(&n);
+    struct { const char *body; const char *needle; } bad[] = {
+        {"", "notification:"},
+        {"[]", "not a JSON object"},
+        {"{\"objectType\":\"EVENT\",\"objectType\":\"EVENT\"}", "notification:"},
+        {"{\"objectType\":\"PROGRAM\",\"operation\":\"POST\",\"object\":{\"id\":\"p\"}}", "objectType"},
+        {"{\"objectType\":\"EVENT\",\"operation\":\"GET\",\"object\":{\"id\":\"e\"}}", "operation"},
+        {"{\"objectType\":\"EVENT\",\"operation\":\"POST\",\"object\":[]}", "object is not"},
+        {"{\"objectType\":\"EVENT\",\"operation\":\"POST\",\"object\":{\"id\":7}}", "id"},
+        {"{\"objectType\":\"EVENT\",\"operation\":\"POST\",\"object\":{\"id\":\"e\"}}", "no modificationDateTime"},
+        {"{\"objectType\":\"EVENT\",\"operation\":\"PUT\",\"object\":{\"id\":\"e\",\"modificationDateTime\":5}}",
+         "modificationDateTime"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        memset(&err, 0, sizeof err);
+        assert_int_equal(pflex_oadr_parse_notification(bad[i].body, strlen(bad[i].body), &n, &err), -1);
+        if (!strstr(err.text, bad[i].needle))
+            fail_msg("case %zu: '%s' lacks '%s'", i, err.text, bad[i].needle);
+        assert_null(n.object);
+    }
+    /* over the limit: refused before it is parsed */
+    size_t big = PFLEX_OADR_MAX_NOTIFICATION + 1;
+    char *huge = malloc(big);
+    assert_non_null(huge);
+    memset(huge, ' ', big);
+    assert_int_equal(pflex_oadr_parse_notification(huge, big, &n, &err), -1);
+    assert_non_null(strstr(err.text, "over the limit"));
+    free(huge);
+}
+
+static const struct pflex_target *find_target(const pflex_target_set_t *s, const char *id)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->t[i].id, id))
+            return &s->t[i];
+    return NULL;
+}
+
+static void test_notification_apply(void **state)
+{
+    (void)state;
+    struct pflex_oadr_opts o;
+    pflex_oadr_opts_default(&o, 1.7e9);
+    o.baseline_w = 1e6;
+    pflex_target_set_t s;
+    pflex_target_set_init(&s);
+    struct pflex_target cli = {.start_s = 0, .end_s = INFINITY, .value = 2e6};
+    snprintf(cli.source, sizeof cli.source, "cli");
+    assert_int_equal(pflex_target_set_add(&s, &cli, NULL), 0);
+    pflex_error_t err;
+    assert_int_equal(pflex_oadr_parse_events(EVENTS, strlen(EVENTS), "t", &o, &s, NULL, &err), 0);
+    size_t n0 = s.n;
+    char body[1024];
+    struct pflex_oadr_notification n;
+    pflex_oadr_events_t evs = {0};
+    /* POST: a new event's targets join, the others stay (their seq too) */
+    const struct pflex_target *t1 = find_target(&s, "ev-1/0");
+    assert_non_null(t1);
+    uint64_t seq1 = t1->seq;
+    snprintf(body, sizeof body, ONE, "POST", "2026-05-03T17:00:00Z", "40");
+    assert_int_equal(pflex_oadr_parse_notification(body, strlen(body), &n, &err), 0);
+    if (pflex_oadr_apply_notification(&n, &o, &s, &evs, &err) < 0)
+        fail_msg("%s", err.text);
+    pflex_oadr_notification_fini(&n);
+    assert_int_equal(s.n, n0 + 1);
+    assert_int_equal(evs.n, 1);
+    assert_string_equal(evs.ev[0].modified, "2026-05-03T17:00:00Z");
+    assert_near(find_target(&s, "ev-9/0")->value, 40000, 1e-9);
+    assert_int_equal(find_target(&s, "ev-1/0")->seq, seq1);
+    assert_non_null(find_target(&s, ""));       /* the cli one */
+    /* PUT: replaced in place, not added */
+    snprintf(body, sizeof body, ONE, "PUT", "2026-05-03T17:01:00Z", "30");
+    assert_int_equal(pflex_oadr_parse_notification(body, strlen(body), &n, &err), 0);
+    assert_int_equal(pflex_oadr_apply_notification(&n, &o, &s, &evs, &err), 0);
+    pflex_oadr_notification_fini(&n);
+    assert_int_equal(s.n, n0 + 1);
+    assert_near(find_target(&s, "ev-9/0")->value, 30000, 1e-9);
+    /* a malformed update: refused, the last good version kept */
+    snprintf(body, sizeof body, ONE, "PUT", "2026-05-03T17:02:00Z", "\"x\"");
+    assert_int_equal(pflex_oadr_parse_notification(body, strlen(body), &n, &err), 0);
+    assert_int_equal(pflex_oadr_apply_notification(&n, &o, &s, &evs, &err), -1);
+    pflex_oadr_notification_fini(&n);
+    assert_non_null(strstr(err.text, "ev-9"));
+    assert_near(find_target(&s, "ev-9/0")->value, 30000, 1e-9);
+    /* another program's event, when the VEN follows one: nothing of it */
+    o.program_id = "prog-b";
+    snprintf(body, sizeof body, ONE, "POST", "2026-05-03T17:03:00Z", "20");
+    assert_int_equal(pflex_oadr_parse_notification(body, strlen(body), &n, &err), 0);
+    assert_int_equal(pflex_oadr_apply_notification(&n, &o, &s, &evs, &err), 0);
+    pflex_oadr_notification_fini(&n);
+    assert_int_equal(evs.n, 0);
+    assert_null(find_target(&s, "ev-9/0"));
+    o.program_id = NULL;
+    /* DELETE: ev-1's targets go, the rest stays */
+    size_t before = s.n, of_ev1 = 0;
+    for (size_t i = 0; i < s.n; i++)
+        of_ev1 += !strncmp(s.t[i].id, "ev-1/", 5);
+    assert_true(of_ev1 > 0);
+    const char *del = "{\"objectType\":\"EVENT\",\"operation\":\"DELETE\",\"object\":{\"id\":\"ev-1\"}}";
+    assert_int_equal(pflex_oadr_parse_notification(del, strlen(del), &n, &err), 0);
+    assert_int_equal(pflex_oadr_apply_notification(&n, &o, &s, &evs, &err), 0);
+    pflex_oadr_notification_fini(&n);
+    assert_int_equal(s.n, before - of_ev1);
+    assert_null(find_target(&s, "ev-1/0"));
+    assert_non_null(find_target(&s, ""));
+    pflex_oadr_events_fini(&evs);
+    pflex_target_set_fini(&s);
+}
+
+/* A callback receiver: the notifications' bodies and tokens. */
+struct inbox {
+    pthread_mutex_t mu;
+    char body[8][2048];
+    char auth[8][128];
+    int n;
+};
+
+static void on_callback(void *ud, const struct pflex_http_request *req, struct pflex_http_response *resp)
+{
+    struct inbox *in = ud;
+    const char *a = pflex_http_header(req, "Authorization");
+    pthread_mutex_lock(&in->mu);
+    if (in->n < 8) {
+        snprintf(in->body[in->n], sizeof in->body[0], "%s", req->body);
+        snprintf(in->auth[in->n], sizeof in->auth[0], "%s", a ? a : "");
+        in->n++;
+    }
+    pthread_mutex_unlock(&in->mu);
+    pflex_http_respond_text(resp, 200, NULL, "{}", 2);
+}
+
+static int inbox_wait(struct inbox *in, int n)
+{
+    for (int k = 0; k < 300; k++) {
+        pthread_mutex_lock(&in->mu);
+        int got = in->n;
+        pthread_mutex_unlock(&in->mu);
+        if (got >= n)
+            return got;
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return in->n;
+}
+
+static void test_vtn_subscriptions(void **state)
+{
+    struct fixture *f = *state;
+    pflex_error_t err;
+    static struct inbox in;
+    memset(&in, 0, sizeof in);
+    pthread_mutex_init(&in.mu, NULL);
+    struct pflex_http_limits lim = {.threads = 2};
+    pflex_http_server_t *srv;
+    assert_int_equal(pflex_http_server_start("127.0.0.1:0", &lim, on_callback, &in, &srv, &err), 0);
+    char cb[128];
+    snprintf(cb, sizeof cb, "http://127.0.0.1:%u/notify", pflex_http_server_port(srv));
+    assert_int_equal(pflex_vtn_set_events(f->vtn, "[]", &err), 0);
+    struct pflex_ven_subscription sub = {.client_name = "ven-1", .program_id = "prog-a", .callback_url = cb,
+                                         .bearer_token = "cb-token-0123456789"};
+    char id[129];
+    if (pflex_ven_subscribe(f->ven, &sub, id, sizeof id, &err) < 0)
+        fail_msg("%s", err.text);
+    assert_int_equal(strncmp(id, "sub-", 4), 0);
+    assert_int_equal(pflex_ven_subscription_alive(f->ven, id, &err), 1);
+    /* a new event of the program: POSTed to the callback with the token,
+     * stamped as the VTN serves it; another program's: not */
+    const char *two = "[{\"id\":\"e1\",\"programID\":\"prog-a\",\"intervals\":[]},"
+                      "{\"id\":\"e2\",\"programID\":\"prog-z\",\"intervals\":[]}]";
+    assert_int_equal(pflex_vtn_set_events(f->vtn, two, &err), 0);
+    assert_int_equal(inbox_wait(&in, 1), 1);
+    struct pflex_oadr_notification n;
+    if (pflex_oadr_parse_notification(in.body[0], strlen(in.body[0]), &n, &err) < 0)
+        fail_msg("%s: %s", err.text, in.body[0]);
+    assert_int_equal(n.op, PFLEX_OADR_OP_POST);
+    assert_string_equal(n.event_id, "e1");
+    assert_true(strlen(n.modified) == 24 && n.modified[23] == 'Z');
+    assert_string_equal(in.auth[0], "Bearer cb-token-0123456789");
+    pflex_oadr_notification_fini(&n);
+    /* the same set again: nothing; e1 changed: PUT; e1 gone: DELETE */
+    assert_int_equal(pflex_vtn_set_events(f->vtn, two, &err), 0);
+    const char *changed = "[{\"id\":\"e1\",\"programID\":\"prog-a\",\"priority\":3,\"intervals\":[]}]";
+    assert_int_equal(pflex_vtn_set_events(f->vtn, changed, &err), 0);
+    assert_int_equal(inbox_wait(&in, 2), 2);
+    assert_non_null(strstr(in.body[1], "\"operation\":\"PUT\""));
+    assert_int_equal(pflex_vtn_set_events(f->vtn, "[]", &err), 0);
+    assert_int_equal(inbox_wait(&in, 3), 3);
+    assert_non_null(strstr(in.body[2], "\"operation\":\"DELETE\""));
+    struct pflex_vtn_counts c;
+    pflex_vtn_counts(f->vtn, &c);
+    assert_int_equal(c.notifications, 3);
+    assert_int_equal(c.subscribers, 1);
+    /* the VTN restarted (its subscriptions lost): gone, then made again */
+    pflex_vtn_drop_subscriptions(f->vtn);
+    assert_int_equal(pflex_ven_subscription_alive(f->ven, id, &err), 0);
+    char id2[129];
+    assert_int_equal(pflex_ven_subscribe(f->ven, &sub, id2, sizeof id2, &err), 0);
+    assert_string_not_equal(id, id2);
+    assert_int_equal(pflex_ven_unsubscribe(f->ven, id2, &err), 0);
+    assert_int_equal(pflex_ven_subscription_alive(f->ven, id2, &err), 0);
+    /* a subscription the VTN cannot call is refused */
+    sub.callback_url = "file:///etc/passwd";
+    assert_int_equal(pflex_ven_subscribe(f->ven, &sub, id, sizeof id, &err), -1);
+    assert_non_null(strstr(err.text, "HTTP 400"));
+    /* an id that is not URL safe never reaches a request path */
+    assert_int_equal(pflex_ven_subscription_alive(f->ven, "../events", &err), -1);
+    pflex_http_server_stop(srv);
+    pthread_mutex_destroy(&in.mu);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -584,6 +822,8 @@ int main(void)
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_report_json),
         cmocka_unit_test(test_duplicate_ids),
+        cmocka_unit_test(test_notification_parse),
+        cmocka_unit_test(test_notification_apply),
     };
     const struct CMUnitTest net[] = {
         cmocka_unit_test(test_ven_poll),
@@ -591,6 +831,7 @@ int main(void)
         cmocka_unit_test(test_ven_hostile),
         cmocka_unit_test(test_ven_report),
         cmocka_unit_test(test_ven_keeps_last_good),
+        cmocka_unit_test(test_vtn_subscriptions),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     return failed + cmocka_run_group_tests_name("ven", net, setup, teardown);

@@ -22,8 +22,12 @@ static const char help[] =
 "\n"
 "A small OpenADR 3 VTN on 127.0.0.1, serving what a VEN (pflex controller\n"
 "--vtn) uses: POST /auth/token (OAuth2 client credentials, form-encoded),\n"
-"GET /events (bearer token; paged by skip and limit, programID filtered) and\n"
-"POST /reports.  For tests and demos: it serves loopback only.\n"
+"GET /events (bearer token; paged by skip and limit, programID filtered),\n"
+"POST /reports and subscriptions (POST /subscriptions, GET /subscriptions,\n"
+"GET|DELETE /subscriptions/ID).  An event new, changed or gone at a reread\n"
+"is notified to its subscribers (a POST of {objectType, operation, object}\n"
+"to their callbackUrl, with their bearerToken; see docs/openadr.md).  For\n"
+"tests and demos: it serves loopback only; subscriptions live in memory.\n"
 "\n"
 "options:\n"
 "  --events FILE        a JSON array of OpenADR 3 event objects; SIGHUP rereads\n"
@@ -38,6 +42,8 @@ static const char help[] =
 "                       until SIGUSR2 (a broken or hostile VTN, for tests)\n"
 "  --raw-status N       the HTTP status of those answers (default 200)\n"
 "  --reports FILE       on exit, write the reports received, a JSON array\n"
+"  --callback-ca FILE   PEM CA bundle to check https:// callback URLs by\n"
+"                       (default: the system's)\n"
 "\n"
 "Logs go to stderr.  SIGTERM or SIGINT stops it.  Exit: 0, 1 internal error,\n"
 "2 bad usage or input.\n"
@@ -46,7 +52,10 @@ static const char help[] =
 "  pflex vtn --events event.json --client-id site-1 --secret-file vtn.secret \\\n"
 "      --port-file vtn.port &\n"
 "  pflex controller run --agent http://127.0.0.1:9410 --vtn http://127.0.0.1:$(cat vtn.port) \\\n"
-"      --vtn-client-id site-1 --vtn-secret-file vtn.secret\n";
+"      --vtn-client-id site-1 --vtn-secret-file vtn.secret\n"
+"  # notified at once: the controller subscribes with a callback to its API\n"
+"  pflex vtn --events event.json --client-id site-1 --secret-file vtn.secret \\\n"
+"      --port 8081 --callback-ca api.crt &\n";
 
 static volatile sig_atomic_t stop_now, reread, raw_on, raw_off;
 static void on_stop(int s) { (void)s; stop_now = 1; }
@@ -55,6 +64,7 @@ static void on_usr1(int s) { (void)s; raw_on = 1; }
 static void on_usr2(int s) { (void)s; raw_off = 1; }
 
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void vtn_log(void *ud, const char *line);
 static void logmsg(const char *fmt, ...)
 {
     struct timespec ts;
@@ -69,6 +79,13 @@ static void logmsg(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
+}
+
+/* The VTN's own lines (subscriptions, failed notifications). */
+static void vtn_log(void *ud, const char *line)
+{
+    (void)ud;
+    logmsg("%s", line);
 }
 
 /* The whole file (pflex_read_all), at most MAX_FILE bytes. */
@@ -137,18 +154,19 @@ static int write_reports(pflex_vtn_t *v, const char *path)
 
 int cmd_vtn(int argc, char **argv)
 {
-    enum { O_EVENTS = 256, O_ID, O_SECRET, O_PORT, O_PORT_FILE, O_LIFE, O_RAW, O_RAW_STATUS, O_REPORTS, O_HELP };
+    enum { O_EVENTS = 256, O_ID, O_SECRET, O_PORT, O_PORT_FILE, O_LIFE, O_RAW, O_RAW_STATUS, O_REPORTS, O_CB_CA, O_HELP };
     static const struct option opts[] = {
         {"events", required_argument, NULL, O_EVENTS}, {"client-id", required_argument, NULL, O_ID},
         {"secret-file", required_argument, NULL, O_SECRET}, {"port", required_argument, NULL, O_PORT},
         {"port-file", required_argument, NULL, O_PORT_FILE},
         {"token-lifetime", required_argument, NULL, O_LIFE}, {"raw-file", required_argument, NULL, O_RAW},
         {"raw-status", required_argument, NULL, O_RAW_STATUS},
-        {"reports", required_argument, NULL, O_REPORTS}, {"help", no_argument, NULL, O_HELP},
+        {"reports", required_argument, NULL, O_REPORTS}, {"callback-ca", required_argument, NULL, O_CB_CA},
+        {"help", no_argument, NULL, O_HELP},
         {0, 0, 0, 0},
     };
     const char *events = NULL, *id = NULL, *secret_file = NULL, *port_file = NULL, *raw_file = NULL,
-               *reports = NULL;
+               *reports = NULL, *cb_ca = NULL;
     double port = 0, life = 3600, raw_status = 200;
     optind = 0;
     opterr = 0;
@@ -173,6 +191,7 @@ int cmd_vtn(int argc, char **argv)
                 return PFLEX_EXIT_BAD_INPUT;
             break;
         case O_REPORTS: reports = optarg; break;
+        case O_CB_CA: cb_ca = optarg; break;
         case 'h':
         case O_HELP:
             fputs(help, stdout);
@@ -200,7 +219,7 @@ int cmd_vtn(int argc, char **argv)
     }
     pflex_vtn_t *v = NULL;
     struct pflex_vtn_config vc = {.client_id = id, .client_secret = secret, .expires_in = (long)life,
-                                  .port = (unsigned short)port};
+                                  .port = (unsigned short)port, .callback_ca_file = cb_ca, .log = vtn_log};
     int rc = PFLEX_EXIT_INTERNAL;
     if (pflex_vtn_start(&vc, &v, &err) < 0) {
         cli_error(CMD, "%s", err.text);
@@ -258,8 +277,10 @@ int cmd_vtn(int argc, char **argv)
     }
     struct pflex_vtn_counts n;
     pflex_vtn_counts(v, &n);
-    logmsg("stopping: %lu token requests, %lu event requests, %lu reports, %lu refused (401), %lu bad",
-           n.token_requests, n.event_requests, n.reports, n.unauthorized, n.bad);
+    logmsg("stopping: %lu token requests, %lu event requests, %lu reports, %lu refused (401), %lu bad, "
+           "%lu subscriptions, %lu notifications sent, %lu failed",
+           n.token_requests, n.event_requests, n.reports, n.unauthorized, n.bad, n.subscriptions,
+           n.notifications, n.notify_failed);
     rc = PFLEX_EXIT_OK;
     if (reports && write_reports(v, reports) < 0)
         rc = PFLEX_EXIT_INTERNAL;

@@ -98,6 +98,38 @@ static void put_target(struct ctl_api *api, const struct pflex_http_request *req
                                                  "ramp_s", t.ramp_s, "priority", t.priority));
 }
 
+/* POST /v1/openadr/notify: the VTN's callback (docs/openadr.md); its own
+ * token (not the API's), checked and logged by ctl_vtn_notify. */
+static void openadr_notify(struct ctl_api *api, const struct pflex_http_request *req,
+                           struct pflex_http_response *resp)
+{
+    if (strcmp(req->method, "POST")) {
+        ctl_log_to(api->log, "api: refused %s %s from %s (HTTP 405): POST only", req->method, req->path, req->peer);
+        pflex_http_respond_error(resp, 405, "%s: POST only", req->path);
+        return;
+    }
+    if (api->standby && !standby_leading(api->standby)) {
+        ctl_log_to(api->log, "api: refused POST %s from %s (HTTP 409): this controller stands by", req->path,
+                   req->peer);
+        pflex_http_respond_error(resp, 409, "this controller stands by: its leader takes the VTN's events");
+        return;
+    }
+    char why[400];
+    int st = ctl_vtn_notify(api->ctl, pflex_http_header(req, "Authorization"), req->body, req->body_len,
+                            req->peer, why, sizeof why);
+    if (st == 200) {
+        pflex_http_respond_json(resp, 200, json_pack("{s:s}", "result", why));
+        return;
+    }
+    if (st == 401)
+        api->auth_failures++;
+    else
+        api->bad_requests++;
+    pflex_http_respond_error(resp, st, "%s", why);
+    if (st == 401)
+        resp->www_authenticate = 1;
+}
+
 void ctl_api_handle(void *ud, const struct pflex_http_request *req, struct pflex_http_response *resp)
 {
     struct ctl_api *api = ud;
@@ -140,6 +172,8 @@ void ctl_api_handle(void *ud, const struct pflex_http_request *req, struct pflex
             ctl_log_to(api->log, "api: DELETE %s from %s: %ld targets withdrawn", req->path, req->peer, n);
             pflex_http_respond_json(resp, 200, json_pack("{s:i}", "withdrawn", (int)n));
         }
+    } else if (!strcmp(req->path, "/v1/openadr/notify")) {
+        openadr_notify(api, req, resp);
     } else if (!read) {
         ctl_log_to(api->log, "api: refused %s %s from %s (HTTP 405): GET only", req->method, req->path, req->peer);
         pflex_http_respond_error(resp, 405, "%s: GET only", req->path);

@@ -11,7 +11,11 @@
  *                       nothing changed on any refusal (each one logged)
  *   DELETE /v1/target   withdraw every target set through the API (in the
  *                       audit first: a restart does not bring them back)
- *   GET    /healthz     ok */
+ *   GET    /healthz     ok
+ *   POST   /v1/openadr/notify  an OpenADR 3 notification from the VTN
+ *                       (--vtn-callback), with the token the subscription
+ *                       gave it: 401 without, 400 malformed, 409 replayed or
+ *                       stale, 413 over 64 KiB (ctl_vtn_notify) */
 #ifndef PFLEX_CONTROLLER_API_H
 #define PFLEX_CONTROLLER_API_H
 

@@ -60,6 +60,12 @@ static const char help[] =
 "  --ven-name NAME      this site's name at the VTN (reports, randomizeStart)\n"
 "  --seed N             seed of the randomizeStart draw (default 1)\n"
 "  --vtn-ramp DUR       ramp of each target an event makes (default 0)\n"
+"  --vtn-callback URL   subscribe at the VTN with this URL of the API's POST\n"
+"                       /v1/openadr/notify (needs --listen): events in force at\n"
+"                       once, polling the fallback; port 0: the API's own port\n"
+"                       (docs/openadr.md)\n"
+"  --vtn-callback-token-file F  the token the VTN must call back with (first\n"
+"                       line, mode 0600; default: a random one per run)\n"
 "\n"
 "site and loop:\n"
 "  --agent URL          an agent (repeat for every node)\n"
@@ -347,7 +353,8 @@ enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECR
        O_FLOOR, O_EXPLORE, O_DB, O_PERIODS, O_LOG, O_JOBS, O_PROM, O_STATUS_EVERY, O_JOB_MAP,
        O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY,
        O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE, O_ETCD, O_ETCD_PREFIX, O_NAME, O_MAX_STEP,
-       O_CAP_STEP, O_EXPLORE_LEAD, O_LEARN_BETWEEN, O_LEARN_BUDGET, O_TELE_AGE, O_DB_RECOVER };
+       O_CAP_STEP, O_EXPLORE_LEAD, O_LEARN_BETWEEN, O_LEARN_BUDGET, O_TELE_AGE, O_DB_RECOVER, O_VTN_CALLBACK,
+       O_VTN_CB_TOKEN };
 
 static const struct option run_options[] = {
     {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
@@ -355,6 +362,8 @@ static const struct option run_options[] = {
     {"vtn", required_argument, NULL, O_VTN}, {"vtn-client-id", required_argument, NULL, O_VTN_ID},
     {"vtn-secret-file", required_argument, NULL, O_VTN_SECRET},
     {"vtn-program", required_argument, NULL, O_VTN_PROGRAM},
+    {"vtn-callback", required_argument, NULL, O_VTN_CALLBACK},
+    {"vtn-callback-token-file", required_argument, NULL, O_VTN_CB_TOKEN},
     {"vtn-every", required_argument, NULL, O_VTN_EVERY}, {"ven-name", required_argument, NULL, O_VEN_NAME},
     {"seed", required_argument, NULL, O_SEED}, {"period", required_argument, NULL, O_PERIOD},
     {"lease", required_argument, NULL, O_LEASE}, {"other-w", required_argument, NULL, O_OTHER},
@@ -397,7 +406,7 @@ struct run_opts {
     size_t nagents, ntargets, nagent_files;
     const char *schedule, *token_file, *vtn, *vtn_id, *vtn_secret, *log_path, *jobs_path, *job_map_path,
                *listen, *port_file, *api_token_file, *vtn_ramp, *tls_cert, *tls_key, *etcd, *etcd_prefix,
-               *name, *learn_budget;
+               *name, *learn_budget, *vtn_callback, *vtn_cb_token;
     double status_every, periods, seed, every, http_threads, parallel;
     int explore_lead_given;
     int db_recover;
@@ -458,6 +467,8 @@ static int take_text_opt(struct run_opts *o, int c, const char *arg)
     case O_VTN_ID: o->vtn_id = arg; return 0;
     case O_VTN_SECRET: o->vtn_secret = arg; return 0;
     case O_VTN_PROGRAM: o->cfg.oadr.program_id = arg; return 0;
+    case O_VTN_CALLBACK: o->vtn_callback = arg; return 0;
+    case O_VTN_CB_TOKEN: o->vtn_cb_token = arg; return 0;
     case O_VEN_NAME: o->cfg.oadr.client_name = arg; return 0;
     case O_DB: o->cfg.db_path = arg; return 0;
     case O_DB_RECOVER: o->db_recover = 1; return 0;
@@ -527,6 +538,12 @@ static int check_run_opts(struct run_opts *o, int argc, char **argv)
         return usage("%s", "give at least one --agent URL (or --agents FILE)");
     if (o->vtn && (!o->vtn_id || !o->vtn_secret))
         return usage("%s", "--vtn needs --vtn-client-id and --vtn-secret-file");
+    if (o->vtn_callback && (!o->vtn || !o->listen))
+        return usage("%s", "--vtn-callback needs --vtn and --listen (the API receives the callbacks)");
+    if (o->vtn_callback && strncmp(o->vtn_callback, "http://", 7) && strncmp(o->vtn_callback, "https://", 8))
+        return usage("--vtn-callback %s: an http:// or https:// URL", o->vtn_callback);
+    if (o->vtn_cb_token && !o->vtn_callback)
+        return usage("%s", "--vtn-callback-token-file needs --vtn-callback");
     if (cfg->lease_s > 0 && cfg->lease_s <= cfg->period_s)
         return usage("%s", "--lease must be longer than --period (or caps lapse between periods)");
     if (cfg->prometheus_url && strncmp(cfg->prometheus_url, "http://", 7)
@@ -832,6 +849,33 @@ static void *api_main(void *arg)
     return NULL;
 }
 
+static void wipe(char *secret);
+
+/* --vtn-callback URL, its port 0 made the API's own: 0, or 2 (said). */
+static int set_callback(const char *url, const char *token_file, unsigned port, ctl_t *ctl)
+{
+    char u[1024];
+    const char *host = strstr(url, "://") + 3, *colon = strchr(host, ':');
+    const char *path = strchr(host, '/');
+    if (colon && (!path || colon < path) && !strncmp(colon, ":0/", 3))
+        snprintf(u, sizeof u, "%.*s:%u%s", (int)(colon - url), url, port, colon + 2);
+    else if (colon && (!path || colon < path) && !strcmp(colon, ":0"))
+        snprintf(u, sizeof u, "%.*s:%u", (int)(colon - url), url, port);
+    else
+        snprintf(u, sizeof u, "%s", url);
+    char *token = token_file ? read_secret(token_file) : NULL;
+    if (token_file && !token)
+        return 2;
+    pflex_error_t err;
+    int rc = ctl_set_vtn_callback(ctl, u, token, &err);
+    wipe(token);
+    if (rc < 0) {
+        fprintf(stderr, "pflex controller: --vtn-callback: %s\n", err.text);
+        return 2;
+    }
+    return 0;
+}
+
 /* With --listen, the controller's API, and its port in --port-file: 0 or 1
  * (said). */
 static int start_api(const struct run_opts *o, struct run_state *s)
@@ -840,7 +884,10 @@ static int start_api(const struct run_opts *o, struct run_state *s)
         return 0;
     pflex_error_t err;
     s->api = (struct ctl_api){.ctl = s->ctl, .token = s->api_token, .log = s->log, .standby = s->standby};
-    struct pflex_http_limits lim = {.max_body = 4096, .read_rate = 50, .read_burst = 100,
+    /* a notification carries a whole event: up to 64 KiB, and twice that
+     * reaches the handler, to be refused there and logged */
+    struct pflex_http_limits lim = {.max_body = o->vtn_callback ? 2 * PFLEX_OADR_MAX_NOTIFICATION : 4096,
+                                    .read_rate = 50, .read_burst = 100,
                                     .write_rate = 5, .write_burst = 10,
                                     .tls_cert_file = o->tls_cert, .tls_key_file = o->tls_key};
     if (pflex_http_server_start(o->listen, &lim, ctl_api_handle, &s->api, &s->srv, &err) < 0) {
@@ -849,6 +896,10 @@ static int start_api(const struct run_opts *o, struct run_state *s)
     }
     ctl_log_to(s->log, "listening on %s (port %u, %s)", o->listen, pflex_http_server_port(s->srv),
                o->tls_cert ? "HTTPS" : "HTTP");
+    int rc = o->vtn_callback ? set_callback(o->vtn_callback, o->vtn_cb_token, pflex_http_server_port(s->srv), s->ctl)
+                             : 0;
+    if (rc)
+        return rc;
     if (o->port_file) {
         char tmpf[4200];
         snprintf(tmpf, sizeof tmpf, "%s.tmp", o->port_file);
@@ -1074,9 +1125,12 @@ static int run(int argc, char **argv)
         rc = open_secrets_and_log(&o, &s);
     if (!rc)
         rc = open_controller(&o, &s);
+    /* with callbacks the API first: the VTN's thread subscribes with its port */
+    if (!rc && o.vtn_callback)
+        rc = start_api(&o, &s);
     if (!rc)
         rc = start_controller(&s);
-    if (!rc)
+    if (!rc && !o.vtn_callback)
         rc = start_api(&o, &s);
     if (!rc)
         rc = run_loop(&o, &s);

@@ -105,6 +105,7 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
     pthread_mutex_init(&c->smu, NULL);
     pthread_mutex_init(&c->tmu, NULL);
     pthread_mutex_init(&c->tdb_mu, NULL);
+    pthread_mutex_init(&c->sub.mu, NULL);
     pthread_mutex_init(&c->io.mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -219,6 +220,8 @@ void ctl_destroy(ctl_t *c)
     pthread_mutex_destroy(&c->smu);
     pthread_mutex_destroy(&c->tmu);
     pthread_mutex_destroy(&c->tdb_mu);
+    pthread_mutex_destroy(&c->sub.mu);
+    free(c->sub.seen);
     pthread_mutex_destroy(&c->io.mu);
     pthread_cond_destroy(&c->io.cv);
     pflex_oadr_events_fini(&c->evs);

@@ -177,6 +177,17 @@ struct ctl_audit_counts {
 };
 void ctl_audit_counts(const ctl_t *c, struct ctl_audit_counts *out);
 
+/* OpenADR subscriptions (docs/openadr.md): the URL the VTN is to call
+ * back (the API's POST /v1/openadr/notify) and the bearer token it must
+ * send (16..64 printable characters; NULL: one drawn here), both copied,
+ * set before ctl_start.  0, or -1 with err. */
+int ctl_set_vtn_callback(ctl_t *c, const char *url, const char *token, pflex_error_t *err);
+/* A callback's notification (the API's route): auth the Authorization
+ * header, body as received.  The HTTP status to answer, why (whylen bytes)
+ * saying what was done or refused; each refusal logged. */
+int ctl_vtn_notify(ctl_t *c, const char *auth, const char *body, size_t len, const char *peer, char *why,
+                   size_t whylen);
+
 /* One log line, "2026-05-03T18:00:00.123Z what\n", written whole (any
  * thread); f NULL: none. */
 void ctl_log_to(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

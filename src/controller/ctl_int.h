@@ -131,6 +131,30 @@ struct ctl_io {
 };
 
 
+/* The VEN's subscription (vtn_sub.c): its id on the VTN, the callback's
+ * own token, and each event's version last taken (modificationDateTime),
+ * by poll or callback, to tell a duplicate or a replay.  mu serializes
+ * every change of the VTN's targets (a callback's, a poll's apply); gen
+ * counts the callbacks' ones, so that a poll answered before a callback
+ * applied is not applied over it. */
+struct ctl_seen {
+    char id[129];
+    char modified[64];
+    int op;                     /* PFLEX_OADR_OP_*: DELETE when gone */
+    int by_callback;            /* 1: that version came by a callback */
+};
+struct ctl_sub {
+    pthread_mutex_t mu;
+    uint64_t gen;
+    char url[1024];             /* the callback URL; "" no subscription */
+    char token[65];             /* what the VTN must send it with */
+    char id[129];               /* the subscription's id on the VTN; "" none yet */
+    char said[256];             /* its failure last logged */
+    struct ctl_seen *seen;
+    size_t nseen, capseen;
+    unsigned long applied, duplicates, refused;
+};
+
 /* The audit's writer (record.c): each period's record is queued, at most
  * CTL_REC_QUEUE of them, and written by a thread of its own on its own
  * connection, so that a database that fills or blocks never holds a period
@@ -242,6 +266,7 @@ struct ctl {
     unsigned hist_n;
     size_t last_agents_down;
     pflex_oadr_events_t evs;
+    struct ctl_sub sub;         /* the VTN's subscription and callbacks (vtn_sub.c) */
     struct pflex_safe_plan plan;
     /* between events: the plan the coming target would get on the curves
      * as they are (steps.c, for the probes at its margins), and the period
@@ -330,6 +355,13 @@ void ctl_vtn_poll_once(ctl_t *c, double now);
  * the live one's, whose first free seq was seq0) in the audit, then in
  * the live set in place of the VTN's old ones. */
 int ctl_vtn_apply(ctl_t *c, const pflex_target_set_t *fresh, uint64_t seq0, double now, pflex_error_t *err);
+/* vtn_sub.c: from the VTN's thread before each poll, the subscription
+ * made, checked, or made again when the VTN lost it (404); at stop,
+ * deleted.  ctl_vtn_seen_poll: the versions a poll brought (sub.mu
+ * held). */
+void ctl_vtn_subscription(ctl_t *c);
+void ctl_vtn_unsubscribe(ctl_t *c);
+void ctl_vtn_seen_poll(ctl_t *c);
 /* What the agents confirmed of this period's caps (status.c), from
  * ctl_push_caps once its outcome is known, under smu (taken here: the
  * caller does not hold it); standby: this controller pushed nothing. */

@@ -229,48 +229,65 @@ void ctl_vtn_poll_once(ctl_t *c, double now)
     struct pflex_oadr_opts o = c->c.oadr;
     o.now_s = now;
     pflex_error_t e2;
-    /* the VTN's targets now, copied: the poll runs without any lock */
-    pflex_target_set_t set;
-    pflex_target_set_init(&set);
-    int ok = 1;
-    pthread_mutex_lock(&c->tmu);
-    for (size_t i = 0; i < c->targets.n && ok; i++)
-        if (!strcmp(c->targets.t[i].source, "openadr")) {
-            ok = pflex_target_set_add(&set, &c->targets.t[i], &e2) == 0;
-            if (ok)
-                pflex_target_set_seq(&set, set.n - 1, c->targets.t[i].seq);
-        }
-    uint64_t seq0 = set.next_seq = c->targets.next_seq;
-    pthread_mutex_unlock(&c->tmu);
-    if (!ok) {
-        ctl_log(c, "vtn: %s (targets kept)", e2.text);
-    } else if (pflex_ven_poll(c->c.ven, &o, &set, &c->evs, &e2) < 0) {
-        /* a failure logged when it starts or changes, not every poll */
-        if (strncmp(c->io.vtn_said, e2.text, sizeof c->io.vtn_said - 1)) {
+    /* a callback applied while the poll was out makes its answer possibly
+     * older than what is in force: asked again (twice at most) */
+    for (int attempt = 0;; attempt++) {
+        pthread_mutex_lock(&c->sub.mu);
+        uint64_t gen0 = c->sub.gen;
+        pthread_mutex_unlock(&c->sub.mu);
+        /* the VTN's targets now, copied: the poll runs without any lock */
+        pflex_target_set_t set;
+        pflex_target_set_init(&set);
+        int ok = 1;
+        pthread_mutex_lock(&c->tmu);
+        for (size_t i = 0; i < c->targets.n && ok; i++)
+            if (!strcmp(c->targets.t[i].source, "openadr")) {
+                ok = pflex_target_set_add(&set, &c->targets.t[i], &e2) == 0;
+                if (ok)
+                    pflex_target_set_seq(&set, set.n - 1, c->targets.t[i].seq);
+            }
+        uint64_t seq0 = set.next_seq = c->targets.next_seq;
+        pthread_mutex_unlock(&c->tmu);
+        if (!ok) {
             ctl_log(c, "vtn: %s (targets kept)", e2.text);
-            ctl_note(c, now, "vtn", e2.text);
+        } else if (pflex_ven_poll(c->c.ven, &o, &set, &c->evs, &e2) < 0) {
+            /* a failure logged when it starts or changes, not every poll */
+            if (strncmp(c->io.vtn_said, e2.text, sizeof c->io.vtn_said - 1)) {
+                ctl_log(c, "vtn: %s (targets kept)", e2.text);
+                ctl_note(c, now, "vtn", e2.text);
+            }
+            snprintf(c->io.vtn_said, sizeof c->io.vtn_said, "%.255s", e2.text);
+        } else {
+            pthread_mutex_lock(&c->sub.mu);
+            if (c->sub.gen != gen0 && attempt < 2) {
+                pthread_mutex_unlock(&c->sub.mu);
+                pflex_target_set_fini(&set);
+                continue;
+            }
+            /* what is left out, logged when it changes, not every poll */
+            const char *now_said = c->evs.skipped ? c->evs.note : "";
+            int changed = strcmp(c->io.vtn_said, now_said) != 0;
+            if (changed && c->evs.skipped)
+                ctl_log(c, "vtn: %zu left out: %s", c->evs.skipped, c->evs.note);
+            else if (changed && c->io.vtn_said[0])
+                ctl_log(c, "vtn: answers again, nothing left out");
+            snprintf(c->io.vtn_said, sizeof c->io.vtn_said, "%s", now_said);
+            if (changed && c->evs.kept) {
+                char msg[320];
+                snprintf(msg, sizeof msg, "%zu targets of events sent malformed kept as they were (their last "
+                         "good version): %.200s", c->evs.kept, c->evs.note);
+                ctl_log(c, "vtn: %s", msg);
+                ctl_note(c, now, "vtn", msg);
+            }
+            if (ctl_vtn_apply(c, &set, seq0, now, &e2) < 0)
+                ctl_log(c, "vtn: %s (targets kept)", e2.text);
+            else
+                ctl_vtn_seen_poll(c);
+            pthread_mutex_unlock(&c->sub.mu);
         }
-        snprintf(c->io.vtn_said, sizeof c->io.vtn_said, "%.255s", e2.text);
-    } else {
-        /* what is left out, logged when it changes, not every poll */
-        const char *now_said = c->evs.skipped ? c->evs.note : "";
-        int changed = strcmp(c->io.vtn_said, now_said) != 0;
-        if (changed && c->evs.skipped)
-            ctl_log(c, "vtn: %zu left out: %s", c->evs.skipped, c->evs.note);
-        else if (changed && c->io.vtn_said[0])
-            ctl_log(c, "vtn: answers again, nothing left out");
-        snprintf(c->io.vtn_said, sizeof c->io.vtn_said, "%s", now_said);
-        if (changed && c->evs.kept) {
-            char msg[320];
-            snprintf(msg, sizeof msg, "%zu targets of events sent malformed kept as they were (their last good "
-                     "version): %.200s", c->evs.kept, c->evs.note);
-            ctl_log(c, "vtn: %s", msg);
-            ctl_note(c, now, "vtn", msg);
-        }
-        if (ctl_vtn_apply(c, &set, seq0, now, &e2) < 0)
-            ctl_log(c, "vtn: %s (targets kept)", e2.text);
+        pflex_target_set_fini(&set);
+        break;
     }
-    pflex_target_set_fini(&set);
 }
 
 void ctl_poll_targets(ctl_t *c)
@@ -782,6 +799,7 @@ static void *vtn_main(void *arg)
     double every = c->c.vtn_every * c->c.period_s;
     for (;;) {
         double t0 = pflex_mono_s(), now = pflex_real_s();
+        ctl_vtn_subscription(c);
         ctl_vtn_poll_once(c, now);
         pthread_mutex_lock(&io->mu);
         double site_w = io->site_w;
@@ -864,8 +882,10 @@ void ctl_io_stop(ctl_t *c)
         pthread_join(io->reader, NULL);
     if (io->pusher_on)
         pthread_join(io->pusher, NULL);
-    if (io->vtn_on)
+    if (io->vtn_on) {
         pthread_join(io->vtn, NULL);
+        ctl_vtn_unsubscribe(c);
+    }
     io->reader_on = io->pusher_on = io->vtn_on = 0;
     for (size_t t = 0; t < CTL_MAX_HTTP; t++) {
         pflex_http_client_destroy(io->push_http[t]);

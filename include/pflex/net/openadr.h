@@ -68,6 +68,7 @@ struct pflex_oadr_event {
     int priority;               /* as given; -1 when null */
     double start_s, end_s;      /* span of the intervals followed (after the draw) */
     double offset_s;            /* the randomizeStart draw applied to the event */
+    char modified[64];          /* its modificationDateTime as given, or "" */
     size_t ntargets;            /* targets made from it */
 };
 
@@ -140,6 +141,59 @@ int pflex_ven_poll(pflex_ven_t *v, const struct pflex_oadr_opts *o, pflex_target
 
 /* Post one report; 0 when the VTN accepted it (2xx). */
 int pflex_ven_post_report(pflex_ven_t *v, const struct pflex_oadr_report *r, pflex_error_t *err);
+
+/* ---- subscriptions (OpenADR 3.0.1 `subscription`, `notification`) ----
+ *
+ * The VEN registers a callback URL and a bearer token for EVENT objects,
+ * operations POST, PUT and DELETE (of its program, when it follows one);
+ * the VTN then POSTs a notification {objectType, operation, object} there
+ * with that token.  Polling stays the fallback: a lost notification is
+ * made up by the next poll. */
+
+#define PFLEX_OADR_MAX_NOTIFICATION (64u << 10)  /* bytes of one notification */
+
+enum { PFLEX_OADR_OP_POST = 1, PFLEX_OADR_OP_PUT, PFLEX_OADR_OP_DELETE };
+
+struct pflex_oadr_notification {
+    int op;                     /* PFLEX_OADR_OP_* */
+    char event_id[129];
+    char modified[64];          /* the event's modificationDateTime; "" only for DELETE */
+    char *object;               /* the event, JSON text (owned; _fini frees it) */
+    size_t object_len;
+};
+
+/* Parse a notification body: a JSON object of objectType "EVENT",
+ * operation POST, PUT or DELETE, object an event with an id (and, but for
+ * DELETE, a modificationDateTime).  0, or -1 with err on anything else,
+ * over PFLEX_OADR_MAX_NOTIFICATION bytes included (n then holds nothing). */
+int pflex_oadr_parse_notification(const char *body, size_t len, struct pflex_oadr_notification *n,
+                                  pflex_error_t *err);
+void pflex_oadr_notification_fini(struct pflex_oadr_notification *n);
+
+/* Apply a notification to set: the "openadr" targets of its event are
+ * replaced by what the event now asks for (POST, PUT; none when it is of
+ * another program than o's) or removed (DELETE); the rest of set is
+ * untouched.  A malformed event is an error and leaves set as it was (a
+ * bad update never releases a limit).  evs (may be NULL): the event
+ * followed, as pflex_oadr_parse_events. */
+int pflex_oadr_apply_notification(const struct pflex_oadr_notification *n, const struct pflex_oadr_opts *o,
+                                  pflex_target_set_t *set, pflex_oadr_events_t *evs, pflex_error_t *err);
+
+struct pflex_ven_subscription {
+    const char *client_name;    /* required */
+    const char *program_id;     /* NULL: every program's events */
+    const char *callback_url;   /* where the VTN POSTs notifications */
+    const char *bearer_token;   /* what it sends them with */
+};
+
+/* POST /subscriptions; id (idsize bytes) gets the VTN's id for it. */
+int pflex_ven_subscribe(pflex_ven_t *v, const struct pflex_ven_subscription *s, char *id, size_t idsize,
+                        pflex_error_t *err);
+/* GET /subscriptions/ID: 1 held, 0 gone (404: the VTN restarted or
+ * dropped it), -1 with err when the VTN cannot say. */
+int pflex_ven_subscription_alive(pflex_ven_t *v, const char *id, pflex_error_t *err);
+/* DELETE /subscriptions/ID (gone already is fine). */
+int pflex_ven_unsubscribe(pflex_ven_t *v, const char *id, pflex_error_t *err);
 
 /* Requests made and tokens fetched so far (for tests and metrics). */
 void pflex_ven_counts(const pflex_ven_t *v, unsigned long *requests, unsigned long *tokens);

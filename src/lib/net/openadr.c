@@ -276,6 +276,9 @@ static int one_event(json_t *ev, const struct pflex_oadr_opts *o, pflex_target_s
         return pflex_error_set(err, "not an object");
     if (copy_id(json_object_get(ev, "id"), out->id, sizeof out->id) < 0)
         snprintf(out->id, sizeof out->id, "unnamed");
+    json_t *mod = json_object_get(ev, "modificationDateTime");
+    if (json_is_string(mod))
+        snprintf(out->modified, sizeof out->modified, "%s", json_string_value(mod));
     if (copy_id(json_object_get(ev, "programID"), out->program_id, sizeof out->program_id) < 0)
         return pflex_error_set(err, "programID missing or not a string of 1..128 characters");
     json_t *pr = json_object_get(ev, "priority");
@@ -866,5 +869,237 @@ int pflex_ven_post_report(pflex_ven_t *v, const struct pflex_oadr_report *r, pfl
     free(b.buf);
     if (status < 200 || status > 299)
         return pflex_error_set(err, "POST /reports: HTTP %ld", status);
+    return 0;
+}
+
+/* ---- subscriptions and notifications ---- */
+
+void pflex_oadr_notification_fini(struct pflex_oadr_notification *n)
+{
+    free(n->object);
+    memset(n, 0, sizeof *n);
+}
+
+int pflex_oadr_parse_notification(const char *body, size_t len, struct pflex_oadr_notification *n,
+                                  pflex_error_t *err)
+{
+    memset(n, 0, sizeof *n);
+    if (len > PFLEX_OADR_MAX_NOTIFICATION)
+        return pflex_error_set(err, "notification: %zu bytes, over the limit of %u", len,
+                               PFLEX_OADR_MAX_NOTIFICATION);
+    json_error_t je;
+    json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!j)
+        return pflex_error_set(err, "notification:%d:%d: %s", je.line, je.column, je.text);
+    int rc = -1;
+    json_t *ty = json_object_get(j, "objectType"), *op = json_object_get(j, "operation");
+    json_t *ob = json_object_get(j, "object");
+    const char *ops = json_is_string(op) ? json_string_value(op) : "";
+    if (!json_is_object(j)) {
+        pflex_error_set(err, "notification: not a JSON object");
+        goto out;
+    }
+    if (!json_is_string(ty) || strcmp(json_string_value(ty), "EVENT")) {
+        pflex_error_set(err, "notification: objectType is not \"EVENT\" (the only one subscribed to)");
+        goto out;
+    }
+    n->op = !strcmp(ops, "POST") ? PFLEX_OADR_OP_POST : !strcmp(ops, "PUT") ? PFLEX_OADR_OP_PUT
+          : !strcmp(ops, "DELETE") ? PFLEX_OADR_OP_DELETE : 0;
+    if (!n->op) {
+        pflex_error_set(err, "notification: operation is not POST, PUT or DELETE");
+        goto out;
+    }
+    if (!json_is_object(ob)) {
+        pflex_error_set(err, "notification: object is not a JSON object");
+        goto out;
+    }
+    if (copy_id(json_object_get(ob, "id"), n->event_id, sizeof n->event_id) < 0) {
+        pflex_error_set(err, "notification: the event's id is not a string of 1..128 characters");
+        goto out;
+    }
+    json_t *mod = json_object_get(ob, "modificationDateTime");
+    if (mod && (!json_is_string(mod) || strlen(json_string_value(mod)) >= sizeof n->modified)) {
+        pflex_error_set(err, "notification: modificationDateTime is not a string of at most 63 characters");
+        goto out;
+    }
+    if (mod)
+        snprintf(n->modified, sizeof n->modified, "%s", json_string_value(mod));
+    else if (n->op != PFLEX_OADR_OP_DELETE) {
+        /* without it a replay cannot be told from an update */
+        pflex_error_set(err, "notification: the event has no modificationDateTime");
+        goto out;
+    }
+    n->object = json_dumps(ob, JSON_COMPACT);
+    if (!n->object) {
+        pflex_error_set(err, "out of memory");
+        goto out;
+    }
+    n->object_len = strlen(n->object);
+    rc = 0;
+out:
+    json_decref(j);
+    if (rc < 0)
+        pflex_oadr_notification_fini(n);
+    return rc;
+}
+
+int pflex_oadr_apply_notification(const struct pflex_oadr_notification *n, const struct pflex_oadr_opts *o,
+                                  pflex_target_set_t *set, pflex_oadr_events_t *evs, pflex_error_t *err)
+{
+    pflex_target_set_t fresh;
+    pflex_target_set_init(&fresh);
+    pflex_oadr_events_t got = {0};
+    int rc = -1;
+    const struct pflex_target **by = NULL;
+    pflex_target_set_t next;
+    pflex_target_set_init(&next);
+    if (n->op != PFLEX_OADR_OP_DELETE) {
+        json_error_t je;
+        json_t *ob = json_loadb(n->object, n->object_len, 0, &je), *arr = json_array();
+        int ok = ob && arr && json_array_append_new(arr, ob) == 0;
+        if (!ok)
+            json_decref(ob);
+        ok = ok && parse_array(arr, "notification", o, &fresh, &got, err) == 0;
+        json_decref(arr);
+        if (!ok)
+            goto out;
+        if (got.nrefused || got.skipped) {
+            /* a bad update never releases a limit: the last good version stays */
+            pflex_error_set(err, "notification: event %s: %s", n->event_id, got.note);
+            goto out;
+        }
+    }
+    by = malloc((set->n ? set->n : 1) * sizeof *by);
+    if (!by) {
+        pflex_error_set(err, "out of memory");
+        goto out;
+    }
+    size_t nby = 0;
+    for (size_t i = 0; i < set->n; i++) {
+        const struct pflex_target *t = &set->t[i];
+        const char *slash = strrchr(t->id, '/');
+        size_t len = slash ? (size_t)(slash - t->id) : strlen(t->id);
+        if (!strcmp(t->source, "openadr") && id_made(n->event_id, t->id, len)) {
+            by[nby++] = t;
+            continue;
+        }
+        if (pflex_target_set_add(&next, t, err) < 0)
+            goto out;
+        pflex_target_set_seq(&next, next.n - 1, t->seq);
+    }
+    qsort(by, nby, sizeof *by, cmp_id_place);
+    next.next_seq = set->next_seq;
+    for (size_t i = 0; i < fresh.n; i++) {
+        if (pflex_target_set_add(&next, &fresh.t[i], err) < 0)
+            goto out;
+        const struct pflex_target *old = seen_before(by, nby, &fresh.t[i]);
+        if (old)
+            pflex_target_set_seq(&next, next.n - 1, old->seq);
+    }
+    pflex_target_set_fini(set);
+    *set = next;
+    pflex_target_set_init(&next);
+    if (evs) {
+        pflex_oadr_events_fini(evs);
+        *evs = got;
+        memset(&got, 0, sizeof got);
+    }
+    rc = 0;
+out:
+    free(by);
+    pflex_target_set_fini(&next);
+    pflex_target_set_fini(&fresh);
+    pflex_oadr_events_fini(&got);
+    return rc;
+}
+
+/* An object id as the specification has them (URL safe), or -1. */
+static int object_id(json_t *v, char *buf, size_t size)
+{
+    if (copy_id(v, buf, size) < 0)
+        return -1;
+    for (const char *c = buf; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'
+              || *c == '-'))
+            return -1;
+    return 0;
+}
+
+int pflex_ven_subscribe(pflex_ven_t *v, const struct pflex_ven_subscription *s, char *id, size_t idsize,
+                        pflex_error_t *err)
+{
+    if (!s->client_name || !*s->client_name || !s->callback_url || !s->bearer_token)
+        return pflex_error_set(err, "a subscription needs a client name, a callback URL and a token");
+    json_t *doc = json_pack("{s:s, s:[{s:[s], s:[s,s,s], s:s, s:s}]}", "clientName", s->client_name,
+                            "objectOperations", "objects", "EVENT", "operations", "POST", "PUT", "DELETE",
+                            "callbackUrl", s->callback_url, "bearerToken", s->bearer_token);
+    if (doc && s->program_id)
+        json_object_set_new(doc, "programID", json_string(s->program_id));
+    char *js = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    if (!js)
+        return pflex_error_set(err, "out of memory");
+    long status;
+    struct body b;
+    int rc = authed(v, "POST", "/subscriptions", js, &status, &b, err);
+    memset(js, 0, strlen(js));      /* it holds the callback's token */
+    free(js);
+    if (rc < 0)
+        return -1;
+    rc = -1;
+    json_error_t je;
+    json_t *j = status == 201 || status == 200 ? json_loadb(b.buf ? b.buf : "", b.len, 0, &je) : NULL;
+    if (status != 201 && status != 200)
+        pflex_error_set(err, "POST /subscriptions: HTTP %ld", status);
+    else if (object_id(json_object_get(j, "id"), id, idsize) < 0)
+        pflex_error_set(err, "POST /subscriptions: the answer has no id of 1..%zu URL-safe characters", idsize - 1);
+    else
+        rc = 0;
+    json_decref(j);
+    free(b.buf);
+    return rc;
+}
+
+/* path "/subscriptions/ID" for an id object_id took. */
+static int sub_path(const char *id, char *path, size_t size, pflex_error_t *err)
+{
+    for (const char *c = id; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'
+              || *c == '-'))
+            return pflex_error_set(err, "subscription id '%.40s' is not URL safe", id);
+    if (!*id || (size_t)snprintf(path, size, "/subscriptions/%s", id) >= size)
+        return pflex_error_set(err, "subscription id of %zu characters", strlen(id));
+    return 0;
+}
+
+int pflex_ven_subscription_alive(pflex_ven_t *v, const char *id, pflex_error_t *err)
+{
+    char path[200];
+    if (sub_path(id, path, sizeof path, err) < 0)
+        return -1;
+    long status;
+    struct body b;
+    if (authed(v, "GET", path, NULL, &status, &b, err) < 0)
+        return -1;
+    free(b.buf);
+    if (status == 200)
+        return 1;
+    if (status == 404)
+        return 0;
+    return pflex_error_set(err, "GET %s: HTTP %ld", path, status);
+}
+
+int pflex_ven_unsubscribe(pflex_ven_t *v, const char *id, pflex_error_t *err)
+{
+    char path[200];
+    if (sub_path(id, path, sizeof path, err) < 0)
+        return -1;
+    long status;
+    struct body b;
+    if (authed(v, "DELETE", path, NULL, &status, &b, err) < 0)
+        return -1;
+    free(b.buf);
+    if ((status < 200 || status > 299) && status != 404)
+        return pflex_error_set(err, "DELETE %s: HTTP %ld", path, status);
     return 0;
 }
