@@ -11,7 +11,7 @@ BUILD    ?= build
 CC       ?= cc
 SAN      ?=
 OPT      ?= -O2
-PKGS     := gsl jansson libmicrohttpd libcurl sqlite3
+PKGS     := gsl jansson libmicrohttpd libcurl sqlite3 inih
 CFLAGS   ?= $(OPT) -g
 WARN     := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror \
             -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
@@ -48,30 +48,89 @@ PFLEX    := $(BUILD)/pflex
 FAKE_NVML:= $(BUILD)/fake-nvml/libnvidia-ml.so.1
 NVML_RO  := $(BUILD)/nvml-readonly/libnvml_readonly.so
 
-.PHONY: all deps check test test-plain test-san demo bench fuzz clean install uninstall calibrate models-table \
+.PHONY: kit all deps check test test-plain test-san demo bench fuzz clean install uninstall calibrate models-table \
         nvml-readonly
 all: $(PFLEX)
 
-# make install [PREFIX=/usr/local] [DESTDIR=staging]: the binary, the
-# library and its headers, the docs.  Nothing is built here that `make`
-# did not build (run `make` first, as yourself, then install as root).
-PREFIX  ?= /usr/local
-DESTDIR ?=
+# The shared library: the library's sources again, position-independent,
+# linked with a version script (tools/gen_exports.sh) that exports the
+# functions and data the public headers declare and hides the rest.
+VERSION   := $(shell sed -n 's/^\#define PFLEX_VERSION "\(.*\)"/\1/p' src/cli/main.c)
+SOVERSION := $(firstword $(subst ., ,$(VERSION)))
+LIB_PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
+SHLIB    := $(BUILD)/libpflex.so.$(VERSION)
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
+
+$(BUILD)/libpflex.map: $(LIB_PIC_OBJ) tools/gen_exports.sh $(wildcard include/pflex/*.h include/pflex/*/*.h)
+	$(Q)sh tools/gen_exports.sh include/pflex $(LIB_PIC_OBJ) > $@.tmp && mv $@.tmp $@
+
+$(SHLIB): $(LIB_PIC_OBJ) $(BUILD)/libpflex.map
+	@$(if $(V),,echo "  LINK    $@")
+	$(Q)$(CC) $(SAN) -shared -Wl,-soname,libpflex.so.$(SOVERSION) -Wl,--version-script,$(BUILD)/libpflex.map \
+	    -Wl,--no-undefined -Wl,--as-needed $(LIB_PIC_OBJ) $(LDLIBS) -o $@
+
+# A man page per command, from its --help (Debian's help2man), and the
+# bash completion, from the commands' option tables (src/cli/optdump.c).
+MAN_CMDS := $(shell sed -n 's/^    {"\([a-z]*\)", cmd_.*/\1/p' src/cli/main.c)
+MANPAGES := $(BUILD)/man/pflex.1 $(MAN_CMDS:%=$(BUILD)/man/pflex-%.1)
+COMPLETION := $(BUILD)/completion/pflex
+$(BUILD)/man/%.1: $(PFLEX) tools/gen_man.sh
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  MAN     $@")
+	$(Q)sh tools/gen_man.sh $(PFLEX) $* $(VERSION) > $@.tmp && mv $@.tmp $@
+
+$(COMPLETION): $(PFLEX) tools/gen_completion.sh
+	@mkdir -p $(dir $@)
+	$(Q)sh tools/gen_completion.sh $(PFLEX) > $@.tmp && mv $@.tmp $@
+
+kit: $(SHLIB) $(MANPAGES) $(COMPLETION)
+
+# make install [PREFIX=/usr/local] [DESTDIR=staging] (docs/install.md): the
+# binary, the static and the shared library (with its soname and only the
+# public API exported), the headers, pflex.pc, a man page per command, bash
+# completion, the systemd units with their paths filled in, the docs and
+# the example configuration.  Run `make` first, as yourself, then install.
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+LIBDIR_P   ?= $(PREFIX)/lib
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+UNITDIR_P  ?= $(PREFIX)/lib/systemd/system
 BINDIR  := $(DESTDIR)$(PREFIX)/bin
-LIBDIR  := $(DESTDIR)$(PREFIX)/lib
+LIBDIR  := $(DESTDIR)$(LIBDIR_P)
 INCDIR  := $(DESTDIR)$(PREFIX)/include/pflex
 DOCDIR  := $(DESTDIR)$(PREFIX)/share/doc/pflex
-install: $(PFLEX) $(LIBPFLEX)
-	install -d $(BINDIR) $(LIBDIR) $(INCDIR) $(DOCDIR)
+MANDIR  := $(DESTDIR)$(PREFIX)/share/man/man1
+COMPDIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+UNITDIR := $(DESTDIR)$(UNITDIR_P)
+PCDIR   := $(LIBDIR)/pkgconfig
+UNITS   := $(notdir $(wildcard deploy/systemd/*.service))
+install: $(PFLEX) $(LIBPFLEX) $(SHLIB) $(MANPAGES) $(COMPLETION)
+	install -d $(BINDIR) $(LIBDIR) $(INCDIR) $(DOCDIR)/examples $(MANDIR) $(COMPDIR) $(UNITDIR) $(PCDIR)
 	install -m 755 $(PFLEX) $(BINDIR)/pflex
 	install -m 644 $(LIBPFLEX) $(LIBDIR)/libpflex.a
+	install -m 755 $(SHLIB) $(LIBDIR)/libpflex.so.$(VERSION)
+	ln -sf libpflex.so.$(VERSION) $(LIBDIR)/libpflex.so.$(SOVERSION)
+	ln -sf libpflex.so.$(SOVERSION) $(LIBDIR)/libpflex.so
 	install -m 644 include/pflex/*.h $(INCDIR)/
 	for d in include/pflex/*/; do l=$$(basename $$d); \
 	    install -d $(INCDIR)/$$l && install -m 644 $$d*.h $(INCDIR)/$$l/ || exit 1; done
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR_P)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    -e 's|@PRIVATE_LIBS@|$(BLAS_LIBS) -ldl -lm -lpthread|g' tools/pflex.pc.in > $(PCDIR)/pflex.pc
+	install -m 644 $(MANPAGES) $(MANDIR)/
+	install -m 644 $(COMPLETION) $(COMPDIR)/pflex
+	for u in $(UNITS); do sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+	    -e 's|@DOCDIR@|$(PREFIX)/share/doc/pflex|g' deploy/systemd/$$u > $(UNITDIR)/$$u || exit 1; done
 	install -m 644 README.md docs/*.md $(DOCDIR)/
+	install -m 644 deploy/*.conf deploy/prometheus.yml deploy/jobs.json deploy/grafana/pflex.json \
+	    $(DOCDIR)/examples/
 
 uninstall:
-	rm -f $(BINDIR)/pflex $(LIBDIR)/libpflex.a
+	rm -f $(BINDIR)/pflex $(LIBDIR)/libpflex.a $(LIBDIR)/libpflex.so $(LIBDIR)/libpflex.so.$(SOVERSION) \
+	    $(LIBDIR)/libpflex.so.$(VERSION) $(PCDIR)/pflex.pc $(COMPDIR)/pflex \
+	    $(addprefix $(MANDIR)/,$(notdir $(MANPAGES))) $(addprefix $(UNITDIR)/,$(UNITS))
 	rm -rf $(INCDIR) $(DOCDIR)
 
 deps:
@@ -91,13 +150,13 @@ $(LIBPFLEX): $(LIB_OBJ)
 
 $(PFLEX): $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX)
 	@$(if $(V),,echo "  LINK    $@")
-	$(Q)$(CC) $(SAN) $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX) $(LDLIBS) -o $@
+	$(Q)$(CC) $(SAN) -Wl,--wrap=getopt_long $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX) $(LDLIBS) -o $@
 
 # The same program linked with GSL's reference CBLAS in place of OpenBLAS:
 # make bench times the extended study through both (bench/blas_study.sh).
 $(BUILD)/pflex-refblas: $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX)
 	@$(if $(V),,echo "  LINK    $@")
-	$(Q)$(CC) $(SAN) $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX) $(filter-out $(BLAS_LIBS),$(LDLIBS)) -lgslcblas -o $@
+	$(Q)$(CC) $(SAN) -Wl,--wrap=getopt_long $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX) $(filter-out $(BLAS_LIBS),$(LDLIBS)) -lgslcblas -o $@
 
 # What several tests share (tests/support/: seeded random numbers, reference
 # pieces, the fake NVML's fixture), one archive that every test links: each
