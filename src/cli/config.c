@@ -1,5 +1,6 @@
 /* config.c — the daemons' configuration file: INI through libinih, each
  * key a long option of the command's table (config.h). */
+#include <ctype.h>
 #include <ini.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -113,6 +114,14 @@ static int on_key(void *user, const char *section, const char *name, const char 
         return 0;
     }
     const char *v = value;
+    /* libinih cuts " ;comment" off a key's line but not off a continued
+     * one, and keeps "k=;x" whole: a ';' so placed is refused, so that a
+     * value reads one way and --print-config's output reads back the same */
+    for (const char *p = value; *p; p++)
+        if (*p == ';' && (p == value || isspace((unsigned char)p[-1]))) {
+            ctx_error(c, "'%s': a ';' at the start of a value or after a space starts a comment", name);
+            return 0;
+        }
     if (o->has_arg == no_argument) {
         if (is_false(value))
             return 1;                   /* off: as if not given */
