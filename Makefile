@@ -38,6 +38,9 @@ BENCH_SRC:= $(sort $(wildcard bench/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 CTL_OBJ  := $(CTL_SRC:%.c=$(BUILD)/%.o)
+# What a program linking the controller's objects without the CLI needs
+# too: the configuration file's reader that `controller run` calls.
+CTL_LINK := $(CTL_OBJ) $(BUILD)/src/cli/config.o
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 TEST_SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
@@ -175,22 +178,22 @@ $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(LIBPFLEX)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(TEST_SUPPORT) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
 
 # Tests of the controller daemon link its objects too.
-$(BUILD)/tests/test_controller_%: tests/test_controller_%.c $(CTL_OBJ) $(TEST_SUPPORT) $(LIBPFLEX)
+$(BUILD)/tests/test_controller_%: tests/test_controller_%.c $(CTL_LINK) $(TEST_SUPPORT) $(LIBPFLEX)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  TEST    $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_OBJ) $(TEST_SUPPORT) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_LINK) $(TEST_SUPPORT) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
 
 # The simulator's test runs the controller's period as its online policies.
-$(BUILD)/tests/test_simulate: tests/test_simulate.c $(CTL_OBJ) $(TEST_SUPPORT) $(LIBPFLEX)
+$(BUILD)/tests/test_simulate: tests/test_simulate.c $(CTL_LINK) $(TEST_SUPPORT) $(LIBPFLEX)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  TEST    $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_OBJ) $(TEST_SUPPORT) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_LINK) $(TEST_SUPPORT) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
 
 # The controller's benchmark links the daemon's objects, as its tests do.
-$(BUILD)/bench/controller_bench: bench/controller_bench.c $(CTL_OBJ) $(LIBPFLEX)
+$(BUILD)/bench/controller_bench: bench/controller_bench.c $(CTL_LINK) $(LIBPFLEX)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  BENCH   $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_OBJ) $(LIBPFLEX) $(LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_LINK) $(LIBPFLEX) $(LDLIBS) -o $@
 
 $(BUILD)/bench/%: bench/%.c $(LIBPFLEX)
 	@mkdir -p $(dir $@)

@@ -17,8 +17,24 @@ struct cli_config {
     int argc;
     int *line;                          /* argv[i]'s line in the file, 0: a flag */
     unsigned char *overridden;          /* per option of opts: the command line gives it */
+    char **rest;                        /* the command line less --config, --print-config */
+    int nmade;                          /* argv[1..nmade) were made here */
     int print;
 };
+
+static void config_free(cli_config_t *cfg)
+{
+    if (!cfg)
+        return;
+    for (int i = 1; i < cfg->nmade; i++)
+        free(cfg->argv[i]);
+    free(cfg->argv);
+    free(cfg->line);
+    free(cfg->overridden);
+    free(cfg->rest);
+    cli_config_entries_free(cfg->file, cfg->nfile);
+    free(cfg);
+}
 
 struct parse_ctx {
     const char *text, *at, *name, *section, *allowed;
@@ -263,12 +279,19 @@ int cli_config_load(const char *cmd, const char *section, const char *shortopts,
     size_t nopts = 0;
     while (opts[nopts].name)
         nopts++;
-    cli_config_t *cfg = calloc(1, sizeof *cfg);
-    char **rest = calloc((size_t)n + 1, sizeof *rest);
-    cfg->overridden = calloc(nopts + 1, 1);
-    if (!cfg || !rest || !cfg->overridden)
+    /* The options point into the merged line for the process's life: the
+     * last one loaded stays reachable from here (a second load, in a test
+     * running several commands, frees the one before). */
+    static cli_config_t *loaded;
+    config_free(loaded);
+    cli_config_t *cfg = loaded = calloc(1, sizeof *cfg);
+    if (!cfg)
         return said(cmd, "out of memory");
-    *cfg = (cli_config_t){.cmd = cmd, .section = section, .opts = opts, .overridden = cfg->overridden};
+    *cfg = (cli_config_t){.cmd = cmd, .section = section, .opts = opts};
+    char **rest = cfg->rest = calloc((size_t)n + 1, sizeof *rest);
+    cfg->overridden = calloc(nopts + 1, 1);
+    if (!rest || !cfg->overridden)
+        return said(cmd, "out of memory");
     /* --config and --print-config out; the flags the line gives noted */
     int nrest = 0, dashdash = 0;
     for (int i = 1; i < n; i++) {
@@ -326,10 +349,10 @@ int cli_config_load(const char *cmd, const char *section, const char *shortopts,
         snprintf(w, len, e->opt->has_arg == no_argument ? "--%s" : "--%s=%s", e->opt->name, e->value);
         cfg->line[cfg->argc] = e->line;
         cfg->argv[cfg->argc++] = w;
+        cfg->nmade = cfg->argc;
     }
     for (int i = 0; i < nrest; i++)
         cfg->argv[cfg->argc++] = rest[i];
-    free(rest);
     *argc = cfg->argc;
     *argv = cfg->argv;
     *out = cfg;
