@@ -241,7 +241,7 @@ $(NVML_RO): tools/device/nvml_readonly.c
 TEST_HELPERS := $(if $(wildcard tests/metrics_server.c),$(BUILD)/tests/metrics_server) \
                 $(if $(wildcard tests/slow_proxy.c),$(BUILD)/tests/slow_proxy)
 
-test-bins: $(PFLEX) $(TEST_BIN) $(TEST_HELPERS) $(EXAMPLE_BIN) $(if $(wildcard tests/fake_nvml/fake_nvml.c),$(FAKE_NVML)) \
+test-bins: $(PFLEX) $(SHLIB) $(MANPAGES) $(COMPLETION) $(TEST_BIN) $(TEST_HELPERS) $(EXAMPLE_BIN) $(if $(wildcard tests/fake_nvml/fake_nvml.c),$(FAKE_NVML)) \
            $(if $(wildcard tools/device/nvml_readonly.c),$(NVML_RO))
 
 # One build, its tests run.

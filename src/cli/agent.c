@@ -388,7 +388,7 @@ static int agent_options(int argc, char **argv, struct agent_opts *o)
         .read_rate = 100, .write_rate = 20, .req_timeout = 5, .max_conns = 64,
         .max_conns_ip = 16, .threads = 4,
     };
-    int c = cli_config_load(CMD, "agent", ":h", longopts, &argc, &argv, &o->conf);
+    int c = cli_config_load(CMD, "agent", longopts, &argc, &argv, &o->conf);
     if (c >= 0)
         return c;
     optind = 0;

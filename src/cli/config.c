@@ -37,7 +37,7 @@ static void config_free(cli_config_t *cfg)
 }
 
 struct parse_ctx {
-    const char *text, *at, *name, *section, *allowed;
+    const char *at, *section, *allowed;
     const struct option *opts;
     struct cli_config_entry *e;
     size_t n, cap;
@@ -199,8 +199,7 @@ int cli_config_parse(const char *text, const char *name, const char *section, co
             break;
         p = nl + 1;
     }
-    struct parse_ctx c = {.text = text, .at = text, .name = name, .section = section,
-                          .allowed = allowed, .opts = opts};
+    struct parse_ctx c = {.at = text, .section = section, .allowed = allowed, .opts = opts};
     int rc = ini_parse_stream(read_line, &c, on_key, &c);
     if (rc == 0 && !c.oom) {
         *e = c.e;
@@ -268,10 +267,9 @@ static int read_file(cli_config_t *cfg)
     return rc < 0 ? said(cfg->cmd, "%s", msg) : 0;
 }
 
-int cli_config_load(const char *cmd, const char *section, const char *shortopts,
-                    const struct option *opts, int *argc, char ***argv, cli_config_t **out)
+int cli_config_load(const char *cmd, const char *section, const struct option *opts, int *argc,
+                    char ***argv, cli_config_t **out)
 {
-    (void)shortopts;
     int n = *argc;
     char **av = *argv;
     if (getenv("PFLEX_LIST_OPTIONS"))       /* outside the table: for optdump.c's list */

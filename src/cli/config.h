@@ -35,11 +35,10 @@ void cli_config_entries_free(struct cli_config_entry *e, size_t n);
 
 /* Takes --config FILE and --print-config out of the command line and, with a
  * file, puts its options (as --key=value) before the command line's.  The
- * new argv lives as long as the process.  shortopts is the command's
- * getopt string.  -1 to go on, else the exit code (2, said on stderr as
- * "pflex CMD: FILE:LINE: ..."). */
-int cli_config_load(const char *cmd, const char *section, const char *shortopts,
-                    const struct option *opts, int *argc, char ***argv, cli_config_t **cfg);
+ * new argv lives as long as the process.  -1 to go on, else the exit
+ * code (2, said on stderr as "pflex CMD: FILE:LINE: ..."). */
+int cli_config_load(const char *cmd, const char *section, const struct option *opts, int *argc,
+                    char ***argv, cli_config_t **cfg);
 
 /* The command's parse refused the option that ended at argv[optind - 1]:
  * when it came from the file, say which line. */

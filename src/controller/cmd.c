@@ -593,7 +593,7 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
     o->parallel = 64;
     o->cfg = (struct ctl_config){.period_s = 5, .explore_step = 0.05, .timeout_ms = 2000};
     pflex_oadr_opts_default(&o->cfg.oadr, 0);
-    int c = cli_config_load("controller", "controller", "h", run_options, &argc, &argv, &o->conf);
+    int c = cli_config_load("controller", "controller", run_options, &argc, &argv, &o->conf);
     if (c >= 0)
         return c;
     optind = 1;

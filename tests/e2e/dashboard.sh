@@ -4,7 +4,8 @@
 # scraped through deploy/prometheus.yml (its targets pointed at them, its
 # interval at 1 s); every panel's query must parse and return data through
 # Prometheus' HTTP API, and the dashboard may name only metrics that the
-# agent's and the controller's /metrics serve.  Skipped (77) without
+# agent's and the controller's /metrics serve; an agent stopped shows in
+# the "Agents down" panel.  Skipped (77) without
 # prometheus or jq.
 set -u
 [ -n "${PFLEX_TEST_BOUNDED:-}" ] || PFLEX_TEST_BOUNDED=1 exec timeout 90 sh "$0" "$@"
@@ -85,4 +86,9 @@ done
 t=$(prom_value 'pflex_controller_target_watts')
 [ -n "$t" ] && awk -v t="$t" 'BEGIN { exit !(t > 1000) }' || fail "target_watts $t"
 [ "$(prom_value 'sum(pflex_gpu_up)')" = 16 ] || fail "GPUs up: $(prom_value 'sum(pflex_gpu_up)')"
+# an agent gone shows in both of the "Agents down" panel's queries
+kill -TERM "$apid2"
+prom_wait_value 'pflex_controller_agents_down' 1 20 || fail "agents_down never 1 with an agent gone"
+prom_wait_value 'count(up{job="pflex-agent"} == 0) or vector(0)' 1 20 \
+    || fail "Prometheus never saw the agent down"
 echo "dashboard: $n queries of $(jq '.panels | length' "$dash") panels parse and return data"
