@@ -146,6 +146,8 @@ static const char help[] =
 "                       key a long option, e.g. agent = URL, once per agent);\n"
 "                       flags given too override its keys (docs/install.md)\n"
 "  --print-config       print the configuration in force in that format, exit\n"
+"                       (SIGHUP rereads the file and logs the keys changed\n"
+"                       there: in force after a restart)\n"
 "\n"
 "standby (docs/controller-safety.md#standby):\n"
 "  --etcd URL[,URL...]  elect a leader among the controllers given the same\n"
@@ -191,11 +193,13 @@ static const char help[] =
 "\n"
 "exit: 0 ok, 1 internal error, 2 bad usage or input.\n";
 
-static volatile sig_atomic_t stop_now;
+static volatile sig_atomic_t stop_now, hup_now;
 static void on_signal(int sig)
 {
-    (void)sig;
-    stop_now = 1;
+    if (sig == SIGHUP)
+        hup_now = 1;    /* not a stop: the keys --config's file changed are logged */
+    else
+        stop_now = 1;
 }
 
 static int usage(const char *fmt, const char *arg)
@@ -1041,6 +1045,7 @@ static int run_loop(const struct run_opts *o, struct run_state *s)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     pflex_error_t err;
     struct notify n = {.socket = getenv("NOTIFY_SOCKET"),
@@ -1068,6 +1073,12 @@ static int run_loop(const struct run_opts *o, struct run_state *s)
             break;
         if (s->standby)
             standby_publish(s->standby, s->ctl);
+        if (hup_now) {
+            hup_now = 0;
+            char *changed = cli_config_changes(o->conf);
+            ctl_log_to(s->log, "SIGHUP: %s", changed ? changed : "no key of --config's file changed");
+            free(changed);
+        }
         if (s->standby && standby_took_over(s->standby)) {
             next = pflex_mono_s();      /* just won: its first period as the leader now */
             continue;

@@ -3,7 +3,8 @@
 # options; flags override them; --print-config prints what is in force and
 # reads back the same; a bad key, value, section or line is refused with
 # its file and line, exit 2; the agent serves what the file says, and on
-# SIGHUP logs the keys whose change waits for a restart.
+# SIGHUP the agent and the controller log the keys whose change waits for
+# a restart, and go on.
 set -u
 [ -n "${PFLEX_TEST_BOUNDED:-}" ] || PFLEX_TEST_BOUNDED=1 exec timeout 60 sh "$0" "$@"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -108,4 +109,29 @@ wait $apid
 rc=$?
 apid=
 [ $rc = 0 ] || fail "the agent exited $rc on SIGTERM"
+# the controller too: SIGHUP logs, never stops it
+cat > "$T/ctl.conf" <<C
+[controller]
+agent = http://127.0.0.1:1
+period = 0.2
+log = $T/ctl.log
+C
+"$PFLEX" controller run --config "$T/ctl.conf" 2> "$T/ctl.err" &
+apid=$!
+k=0
+until grep -q 'period 2' "$T/ctl.log" 2>/dev/null; do
+    [ $k -lt 100 ] || fail "the controller did not run: $(cat "$T/ctl.err")"; sleep 0.1; k=$((k + 1))
+done
+sed -i 's/^period = 0.2$/period = 0.3/' "$T/ctl.conf"
+kill -HUP $apid
+k=0
+until grep -q 'SIGHUP: .*ctl.conf reread: period changed: in force after a restart' "$T/ctl.log"; do
+    [ $k -lt 50 ] || fail "controller SIGHUP: $(tail -3 "$T/ctl.log")"; sleep 0.1; k=$((k + 1))
+done
+kill -0 $apid 2>/dev/null || fail "the controller stopped on SIGHUP"
+kill -TERM $apid
+wait $apid
+rc=$?
+apid=
+[ $rc = 0 ] || fail "the controller exited $rc on SIGTERM"
 echo "config: ok"
