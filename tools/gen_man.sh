@@ -10,15 +10,25 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 if [ "$name" = pflex ]; then
     summary="power-flexible AI training: measure, predict and plan GPU power caps"
-    printf '#!/bin/sh\nexec "%s" "$@"\n' "$pflex" > "$dir/$name"
+    cmd=
 else
     cmd=${name#pflex-}
     summary=$("$pflex" --help | sed -n "s/^  $cmd  *//p" | head -1)
     [ -n "$summary" ] || { echo "gen_man.sh: pflex has no command '$cmd'" >&2; exit 1; }
-    printf '#!/bin/sh\nexec "%s" %s "$@"\n' "$pflex" "$cmd" > "$dir/$name"
 fi
+# help2man wants "Usage:" and "  or:" lines for the SYNOPSIS: the usage
+# block of --help (up to its first blank line) rewritten so, each usage's
+# wrapped "[...]" lines joined to it; the rest (the options, EXAMPLES, the
+# exit codes) stays as it is.
+cat > "$dir/usage.awk" <<'AWK'
+NR == 1 { u = 1; sub(/^usage:/, "Usage:") }
+u && /^$/ { u = 0; if (held != "") print held; held = ""; print; next }
+u && NR > 1 && /^ +\[/ { sub(/^ +/, " "); held = held $0; next }
+u { if (NR > 1) sub(/^ +pflex /, "  or: pflex "); if (held != "") print held; held = $0; next }
+{ print }
+END { if (held != "") print held }
+AWK
+printf '#!/bin/sh\n"%s" %s "$@" | awk -f "%s"\n' "$pflex" "$cmd" "$dir/usage.awk" > "$dir/$name"
 chmod +x "$dir/$name"
-# help2man reads "usage:" and the option lines; the rest of --help (the
-# EXAMPLES, exit codes) stays as the description's text.
 help2man --no-info --no-discard-stderr --version-string="$version" --name="$summary" \
     --section=1 --source="pflex $version" --manual="pflex manual" "$dir/$name"
