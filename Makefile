@@ -183,6 +183,12 @@ $(BUILD)/tests/test_controller_%: tests/test_controller_%.c $(CTL_LINK) $(TEST_S
 	@$(if $(V),,echo "  TEST    $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_LINK) $(TEST_SUPPORT) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
 
+# The configuration file's reader is the CLI's (src/cli/config.c).
+$(BUILD)/tests/test_cli_config: tests/test_cli_config.c $(BUILD)/src/cli/config.o $(TEST_SUPPORT) $(LIBPFLEX)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  TEST    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(BUILD)/src/cli/config.o $(TEST_SUPPORT) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
+
 # The simulator's test runs the controller's period as its online policies.
 $(BUILD)/tests/test_simulate: tests/test_simulate.c $(CTL_LINK) $(TEST_SUPPORT) $(LIBPFLEX)
 	@mkdir -p $(dir $@)
