@@ -114,7 +114,7 @@ install: $(PFLEX) $(LIBPFLEX) $(SHLIB) $(MANPAGES) $(COMPLETION)
 	install -d $(BINDIR) $(LIBDIR) $(INCDIR) $(DOCDIR)/examples $(MANDIR) $(COMPDIR) $(UNITDIR) $(PCDIR)
 	install -m 755 $(PFLEX) $(BINDIR)/pflex
 	install -m 644 $(LIBPFLEX) $(LIBDIR)/libpflex.a
-	install -m 755 $(SHLIB) $(LIBDIR)/libpflex.so.$(VERSION)
+	install -m 644 $(SHLIB) $(LIBDIR)/libpflex.so.$(VERSION)
 	ln -sf libpflex.so.$(VERSION) $(LIBDIR)/libpflex.so.$(SOVERSION)
 	ln -sf libpflex.so.$(SOVERSION) $(LIBDIR)/libpflex.so
 	install -m 644 include/pflex/*.h $(INCDIR)/
