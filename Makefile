@@ -11,7 +11,7 @@ BUILD    ?= build
 CC       ?= cc
 SAN      ?=
 OPT      ?= -O2
-PKGS     := gsl jansson libmicrohttpd libcurl sqlite3
+PKGS     := gsl jansson libmicrohttpd libcurl sqlite3 inih
 CFLAGS   ?= $(OPT) -g
 WARN     := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror \
             -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
@@ -38,6 +38,9 @@ BENCH_SRC:= $(sort $(wildcard bench/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
 CTL_OBJ  := $(CTL_SRC:%.c=$(BUILD)/%.o)
+# What a program linking the controller's objects without the CLI needs
+# too: the configuration file's reader that `controller run` calls.
+CTL_LINK := $(CTL_OBJ) $(BUILD)/src/cli/config.o
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 BENCH_BIN:= $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 TEST_SUPPORT_SRC := $(sort $(wildcard tests/support/*.c))
@@ -48,30 +51,89 @@ PFLEX    := $(BUILD)/pflex
 FAKE_NVML:= $(BUILD)/fake-nvml/libnvidia-ml.so.1
 NVML_RO  := $(BUILD)/nvml-readonly/libnvml_readonly.so
 
-.PHONY: all deps check test test-plain test-san demo bench fuzz clean install uninstall calibrate models-table \
+.PHONY: kit all deps check test test-plain test-san demo bench fuzz clean install uninstall calibrate models-table \
         nvml-readonly
 all: $(PFLEX)
 
-# make install [PREFIX=/usr/local] [DESTDIR=staging]: the binary, the
-# library and its headers, the docs.  Nothing is built here that `make`
-# did not build (run `make` first, as yourself, then install as root).
-PREFIX  ?= /usr/local
-DESTDIR ?=
+# The shared library: the library's sources again, position-independent,
+# linked with a version script (tools/gen_exports.sh) that exports the
+# functions and data the public headers declare and hides the rest.
+VERSION   := $(shell sed -n 's/^\#define PFLEX_VERSION "\(.*\)"/\1/p' src/cli/main.c)
+SOVERSION := $(firstword $(subst ., ,$(VERSION)))
+LIB_PIC_OBJ := $(LIB_SRC:%.c=$(BUILD)/pic/%.o)
+SHLIB    := $(BUILD)/libpflex.so.$(VERSION)
+$(BUILD)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -c $< -o $@
+
+$(BUILD)/libpflex.map: $(LIB_PIC_OBJ) tools/gen_exports.sh $(wildcard include/pflex/*.h include/pflex/*/*.h)
+	$(Q)sh tools/gen_exports.sh include/pflex $(LIB_PIC_OBJ) > $@.tmp && mv $@.tmp $@
+
+$(SHLIB): $(LIB_PIC_OBJ) $(BUILD)/libpflex.map
+	@$(if $(V),,echo "  LINK    $@")
+	$(Q)$(CC) $(SAN) -shared -Wl,-soname,libpflex.so.$(SOVERSION) -Wl,--version-script,$(BUILD)/libpflex.map \
+	    -Wl,--no-undefined -Wl,--as-needed $(LIB_PIC_OBJ) $(LDLIBS) -o $@
+
+# A man page per command, from its --help (Debian's help2man), and the
+# bash completion, from the commands' option tables (src/cli/optdump.c).
+MAN_CMDS := $(shell sed -n 's/^    {"\([a-z]*\)", cmd_.*/\1/p' src/cli/main.c)
+MANPAGES := $(BUILD)/man/pflex.1 $(MAN_CMDS:%=$(BUILD)/man/pflex-%.1)
+COMPLETION := $(BUILD)/completion/pflex
+$(BUILD)/man/%.1: $(PFLEX) tools/gen_man.sh
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  MAN     $@")
+	$(Q)sh tools/gen_man.sh $(PFLEX) $* $(VERSION) > $@.tmp && mv $@.tmp $@
+
+$(COMPLETION): $(PFLEX) tools/gen_completion.sh
+	@mkdir -p $(dir $@)
+	$(Q)sh tools/gen_completion.sh $(PFLEX) > $@.tmp && mv $@.tmp $@
+
+kit: $(SHLIB) $(MANPAGES) $(COMPLETION)
+
+# make install [PREFIX=/usr/local] [DESTDIR=staging] (docs/install.md): the
+# binary, the static and the shared library (with its soname and only the
+# public API exported), the headers, pflex.pc, a man page per command, bash
+# completion, the systemd units with their paths filled in, the docs and
+# the example configuration.  Run `make` first, as yourself, then install.
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+LIBDIR_P   ?= $(PREFIX)/lib
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+UNITDIR_P  ?= $(PREFIX)/lib/systemd/system
 BINDIR  := $(DESTDIR)$(PREFIX)/bin
-LIBDIR  := $(DESTDIR)$(PREFIX)/lib
+LIBDIR  := $(DESTDIR)$(LIBDIR_P)
 INCDIR  := $(DESTDIR)$(PREFIX)/include/pflex
 DOCDIR  := $(DESTDIR)$(PREFIX)/share/doc/pflex
-install: $(PFLEX) $(LIBPFLEX)
-	install -d $(BINDIR) $(LIBDIR) $(INCDIR) $(DOCDIR)
+MANDIR  := $(DESTDIR)$(PREFIX)/share/man/man1
+COMPDIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+UNITDIR := $(DESTDIR)$(UNITDIR_P)
+PCDIR   := $(LIBDIR)/pkgconfig
+UNITS   := $(notdir $(wildcard deploy/systemd/*.service))
+install: $(PFLEX) $(LIBPFLEX) $(SHLIB) $(MANPAGES) $(COMPLETION)
+	install -d $(BINDIR) $(LIBDIR) $(INCDIR) $(DOCDIR)/examples $(MANDIR) $(COMPDIR) $(UNITDIR) $(PCDIR)
 	install -m 755 $(PFLEX) $(BINDIR)/pflex
 	install -m 644 $(LIBPFLEX) $(LIBDIR)/libpflex.a
+	install -m 644 $(SHLIB) $(LIBDIR)/libpflex.so.$(VERSION)
+	ln -sf libpflex.so.$(VERSION) $(LIBDIR)/libpflex.so.$(SOVERSION)
+	ln -sf libpflex.so.$(SOVERSION) $(LIBDIR)/libpflex.so
 	install -m 644 include/pflex/*.h $(INCDIR)/
 	for d in include/pflex/*/; do l=$$(basename $$d); \
 	    install -d $(INCDIR)/$$l && install -m 644 $$d*.h $(INCDIR)/$$l/ || exit 1; done
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR_P)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    -e 's|@PRIVATE_LIBS@|$(BLAS_LIBS) -ldl -lm -lpthread|g' tools/pflex.pc.in > $(PCDIR)/pflex.pc
+	install -m 644 $(MANPAGES) $(MANDIR)/
+	install -m 644 $(COMPLETION) $(COMPDIR)/pflex
+	for u in $(UNITS); do sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+	    -e 's|@DOCDIR@|$(PREFIX)/share/doc/pflex|g' deploy/systemd/$$u > $(UNITDIR)/$$u || exit 1; done
 	install -m 644 README.md docs/*.md $(DOCDIR)/
+	install -m 644 deploy/*.conf deploy/prometheus.yml deploy/jobs.json deploy/grafana/pflex.json \
+	    $(DOCDIR)/examples/
 
 uninstall:
-	rm -f $(BINDIR)/pflex $(LIBDIR)/libpflex.a
+	rm -f $(BINDIR)/pflex $(LIBDIR)/libpflex.a $(LIBDIR)/libpflex.so $(LIBDIR)/libpflex.so.$(SOVERSION) \
+	    $(LIBDIR)/libpflex.so.$(VERSION) $(PCDIR)/pflex.pc $(COMPDIR)/pflex \
+	    $(addprefix $(MANDIR)/,$(notdir $(MANPAGES))) $(addprefix $(UNITDIR)/,$(UNITS))
 	rm -rf $(INCDIR) $(DOCDIR)
 
 deps:
@@ -91,13 +153,13 @@ $(LIBPFLEX): $(LIB_OBJ)
 
 $(PFLEX): $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX)
 	@$(if $(V),,echo "  LINK    $@")
-	$(Q)$(CC) $(SAN) $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX) $(LDLIBS) -o $@
+	$(Q)$(CC) $(SAN) -Wl,--wrap=getopt_long $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX) $(LDLIBS) -o $@
 
 # The same program linked with GSL's reference CBLAS in place of OpenBLAS:
 # make bench times the extended study through both (bench/blas_study.sh).
 $(BUILD)/pflex-refblas: $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX)
 	@$(if $(V),,echo "  LINK    $@")
-	$(Q)$(CC) $(SAN) $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX) $(filter-out $(BLAS_LIBS),$(LDLIBS)) -lgslcblas -o $@
+	$(Q)$(CC) $(SAN) -Wl,--wrap=getopt_long $(CLI_OBJ) $(CTL_OBJ) $(LIBPFLEX) $(filter-out $(BLAS_LIBS),$(LDLIBS)) -lgslcblas -o $@
 
 # What several tests share (tests/support/: seeded random numbers, reference
 # pieces, the fake NVML's fixture), one archive that every test links: each
@@ -116,22 +178,28 @@ $(BUILD)/tests/%: tests/%.c $(TEST_SUPPORT) $(LIBPFLEX)
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(TEST_SUPPORT) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
 
 # Tests of the controller daemon link its objects too.
-$(BUILD)/tests/test_controller_%: tests/test_controller_%.c $(CTL_OBJ) $(TEST_SUPPORT) $(LIBPFLEX)
+$(BUILD)/tests/test_controller_%: tests/test_controller_%.c $(CTL_LINK) $(TEST_SUPPORT) $(LIBPFLEX)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  TEST    $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_OBJ) $(TEST_SUPPORT) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_LINK) $(TEST_SUPPORT) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
+
+# The configuration file's reader is the CLI's (src/cli/config.c).
+$(BUILD)/tests/test_cli_config: tests/test_cli_config.c $(BUILD)/src/cli/config.o $(TEST_SUPPORT) $(LIBPFLEX)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  TEST    $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(BUILD)/src/cli/config.o $(TEST_SUPPORT) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
 
 # The simulator's test runs the controller's period as its online policies.
-$(BUILD)/tests/test_simulate: tests/test_simulate.c $(CTL_OBJ) $(TEST_SUPPORT) $(LIBPFLEX)
+$(BUILD)/tests/test_simulate: tests/test_simulate.c $(CTL_LINK) $(TEST_SUPPORT) $(LIBPFLEX)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  TEST    $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_OBJ) $(TEST_SUPPORT) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_LINK) $(TEST_SUPPORT) $(LIBPFLEX) $(LDLIBS) -lcmocka -o $@
 
 # The controller's benchmark links the daemon's objects, as its tests do.
-$(BUILD)/bench/controller_bench: bench/controller_bench.c $(CTL_OBJ) $(LIBPFLEX)
+$(BUILD)/bench/controller_bench: bench/controller_bench.c $(CTL_LINK) $(LIBPFLEX)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  BENCH   $@")
-	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_OBJ) $(LIBPFLEX) $(LDLIBS) -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_LINK) $(LIBPFLEX) $(LDLIBS) -o $@
 
 $(BUILD)/bench/%: bench/%.c $(LIBPFLEX)
 	@mkdir -p $(dir $@)
@@ -179,7 +247,7 @@ $(NVML_RO): tools/device/nvml_readonly.c
 TEST_HELPERS := $(if $(wildcard tests/metrics_server.c),$(BUILD)/tests/metrics_server) \
                 $(if $(wildcard tests/slow_proxy.c),$(BUILD)/tests/slow_proxy)
 
-test-bins: $(PFLEX) $(TEST_BIN) $(TEST_HELPERS) $(EXAMPLE_BIN) $(if $(wildcard tests/fake_nvml/fake_nvml.c),$(FAKE_NVML)) \
+test-bins: $(PFLEX) $(SHLIB) $(MANPAGES) $(COMPLETION) $(TEST_BIN) $(TEST_HELPERS) $(EXAMPLE_BIN) $(if $(wildcard tests/fake_nvml/fake_nvml.c),$(FAKE_NVML)) \
            $(if $(wildcard tools/device/nvml_readonly.c),$(NVML_RO))
 
 # One build, its tests run.

@@ -12,8 +12,11 @@ set -e
 # reference CBLAS without it); etcd-server and etcd-client: a real etcd on
 # loopback for the standby controller's election and its tests; python3: the
 # systemd watchdog's listener in the controller's disk-fault tests; tzdata:
-# the zone database `--tz` reads nvidia-smi's local timestamps by.
-PKGS="build-essential pkg-config libgsl-dev libopenblas-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl jq openssl slurmctld slurmd slurm-client munge etcd-server etcd-client python3 tzdata"
+# the zone database `--tz` reads nvidia-smi's local timestamps by;
+# libinih-dev: the agent's and controller's INI configuration file (small,
+# well kept, the format operators already write); help2man: the man page of
+# each command, made from its --help at build time.
+PKGS="build-essential pkg-config libgsl-dev libopenblas-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl jq openssl slurmctld slurmd slurm-client munge etcd-server etcd-client python3 tzdata libinih-dev help2man"
 # `make bench` (scripts/deps.sh bench) also installs the peers it measures
 # pflex against: nginx-light (the agent's HTTP), coinor-clp (the planner),
 # and python3 (a plain csv loop beside the readers) is already there.

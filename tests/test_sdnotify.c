@@ -176,7 +176,7 @@ static void test_agent_under_systemd(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
-/* The controller as systemd runs it (deploy/pflex-controller.service):
+/* The controller as systemd runs it (deploy/systemd/pflex-controller.service):
  * READY=1 once it runs, WATCHDOG=1 while its periods end, none while it is
  * stopped (a hung controller), STOPPING=1 on SIGTERM.  Its one agent is
  * nowhere: the periods run (the node down) all the same. */

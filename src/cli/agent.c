@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "agent/agent.h"
 #include "cli/cli.h"
+#include "cli/config.h"
 #include "lib/util/clock.h"
 #include "lib/util/sdnotify.h"
 #include "pflex/hw/guard.h"
@@ -118,10 +119,15 @@ static const char help_text[] =
     "                          started again takes the GPUs over and it exits)\n"
     "  --at UNIX_TIME          --restore-only: begin at that time (the restore a stop\n"
     "                          arms starts at the earliest hold's end)\n"
+    "  --config FILE           read options from FILE's [agent] section (INI; each\n"
+    "                          key a long option: listen = 127.0.0.1:9410); flags\n"
+    "                          given too override its keys (docs/install.md)\n"
+    "  --print-config          print the configuration in force in that format, exit\n"
     "  --help                  this text\n"
     "\n"
     "Logs go to stderr, one timestamped line per event.  SIGHUP rereads the token\n"
-    "file and the job map; SIGTERM and SIGINT restore every GPU and exit 0, but\n"
+    "file and the job map (and --config's file: a key changed there is logged, in\n"
+    "force after a restart); SIGTERM and SIGINT restore every GPU and exit 0, but\n"
     "for the nvml backend's GPUs under an event's lease (a fallback whose end is\n"
     "ahead): those are held at the lower of cap and fallback until the event ends,\n"
     "and a restore then is armed (a systemd-run timer, or a detached\n"
@@ -139,7 +145,8 @@ static const char help_text[] =
     "       -d '{\"caps\": [{\"gpu\": 0, \"cap_w\": 450}], \"lease_s\": 30}' localhost:9410/v1/caps\n"
     "  sudo pflex agent --backend nvml --listen 127.0.0.1:9410 \\\n"
     "              --token-file /etc/pflex/agent.token\n"
-    "  sudo pflex agent --backend nvml --restore-only --wait   # restore held GPUs at their end\n";
+    "  sudo pflex agent --backend nvml --restore-only --wait   # restore held GPUs at their end\n"
+    "  pflex agent --config /etc/pflex/agent.conf --print-config\n";
 
 static volatile sig_atomic_t stop_signal, reload_signal;
 
@@ -206,6 +213,7 @@ struct agent_opts {
     const char *listen, *port_file, *tls_cert, *tls_key;
     double gpus, seed, max_body, timeout, read_rate, write_rate, at;
     double req_timeout, max_conns, max_conns_ip, threads;
+    cli_config_t *conf;                 /* --config FILE, --print-config */
 };
 
 /* The options' codes (agent_options' table, agent_option's cases). */
@@ -380,12 +388,17 @@ static int agent_options(int argc, char **argv, struct agent_opts *o)
         .read_rate = 100, .write_rate = 20, .req_timeout = 5, .max_conns = 64,
         .max_conns_ip = 16, .threads = 4,
     };
+    int c = cli_config_load(CMD, "agent", longopts, &argc, &argv, &o->conf);
+    if (c >= 0)
+        return c;
     optind = 0;
     opterr = 0;
-    int c;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1)
-        if ((c = agent_option(c, argv, o)) >= 0)
+        if ((c = agent_option(c, argv, o)) >= 0) {
+            if (c)
+                cli_config_blame(o->conf, optind);
             return c;
+        }
     if (optind < argc)
         return cli_usage_error(CMD, "unexpected argument '%s'", argv[optind]);
     if (!cfg->backend)
@@ -415,6 +428,8 @@ static int agent_options(int argc, char **argv, struct agent_opts *o)
         const char *env = getenv("PFLEX_STATE_DIR");
         cfg->state_dir = env && *env ? env : PFLEX_GUARD_DIR_DEFAULT;
     }
+    if (cli_config_print_wanted(o->conf))
+        return cli_config_print(o->conf, help_text, stdout);
     return -1;
 }
 
@@ -524,6 +539,10 @@ static void agent_loop(struct agent *a, const struct agent_opts *o, pflex_http_s
         if (reload_signal) {
             reload_signal = 0;
             atomic_store(&a->reload, 1);    /* done by the driver thread, under the lock */
+            char *changed = cli_config_changes(o->conf);
+            if (changed)
+                agent_log("SIGHUP: %s", changed);
+            free(changed);
         }
     }
     pflex_sd_notify(notify, "STOPPING=1", NULL);

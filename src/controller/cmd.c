@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "controller/cmd.h"
+#include "cli/config.h"
 #include "controller/api.h"
 #include "controller/controller.h"
 #include "controller/standby.h"
@@ -141,6 +142,12 @@ static const char help[] =
 "  --periods N          stop after N periods (default: run until SIGTERM)\n"
 "  --log FILE           one line per period and per problem ('-': stderr, the\n"
 "                       default)\n"
+"  --config FILE        read options from FILE's [controller] section (INI; each\n"
+"                       key a long option, e.g. agent = URL, once per agent);\n"
+"                       flags given too override its keys (docs/install.md)\n"
+"  --print-config       print the configuration in force in that format, exit\n"
+"                       (SIGHUP rereads the file and logs the keys changed\n"
+"                       there: in force after a restart)\n"
 "\n"
 "standby (docs/controller-safety.md#standby):\n"
 "  --etcd URL[,URL...]  elect a leader among the controllers given the same\n"
@@ -173,23 +180,26 @@ static const char help[] =
 "EXAMPLES\n"
 "  pflex controller run --agents agents.txt --token-file agent.token \\\n"
 "      --target 75%,start=+5m,for=2h,ramp=10m --db controller.db\n"
-"  pflex controller run --agent http://node-01:9400 --agent http://node-02:9400 \\\n"
+"  pflex controller run --agent http://node-01:9410 --agent http://node-02:9410 \\\n"
 "      --prometheus http://prometheus:9090 --jobs jobs.csv --listen 127.0.0.1:9420 \\\n"
 "      --api-token-file api.token --vtn https://vtn.example/openadr3 \\\n"
 "      --vtn-client-id site-1 --vtn-secret-file vtn.secret --vtn-ramp 5m\n"
-"  pflex controller run --agent http://node-01:9400 --token-file agent.token \\\n"
+"  pflex controller run --agent http://node-01:9410 --token-file agent.token \\\n"
 "      --learn-between-events --learn-budget 0.2% --explore-lead 3600 \\\n"
 "      --schedule events.csv\n"
 "  pflex controller history --db controller.db --from -1h --what periods\n"
 "  pflex controller run --agents agents.txt --db controller.db --db-recover\n"
+"  pflex controller run --config /etc/pflex/controller.conf --print-config\n"
 "\n"
 "exit: 0 ok, 1 internal error, 2 bad usage or input.\n";
 
-static volatile sig_atomic_t stop_now;
+static volatile sig_atomic_t stop_now, hup_now;
 static void on_signal(int sig)
 {
-    (void)sig;
-    stop_now = 1;
+    if (sig == SIGHUP)
+        hup_now = 1;    /* not a stop: the keys --config's file changed are logged */
+    else
+        stop_now = 1;
 }
 
 static int usage(const char *fmt, const char *arg)
@@ -410,6 +420,7 @@ struct run_opts {
     double status_every, periods, seed, every, http_threads, parallel;
     int explore_lead_given;
     int db_recover;
+    cli_config_t *conf;                 /* --config FILE, --print-config */
 };
 
 /* What `controller run` opened (run_close ends it all). */
@@ -586,7 +597,9 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
     o->parallel = 64;
     o->cfg = (struct ctl_config){.period_s = 5, .explore_step = 0.05, .timeout_ms = 2000};
     pflex_oadr_opts_default(&o->cfg.oadr, 0);
-    int c;
+    int c = cli_config_load("controller", "controller", run_options, &argc, &argv, &o->conf);
+    if (c >= 0)
+        return c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", run_options, NULL)) != -1) {
         if (c == 'h') {
@@ -598,10 +611,15 @@ static int parse_run(int argc, char **argv, struct run_opts *o)
         int rc = take_text_opt(o, c, optarg);
         if (rc == 1)
             rc = take_num_opt(o, c, optarg);
-        if (rc)
+        if (rc) {
+            cli_config_blame(o->conf, optind);
             return rc;
+        }
     }
-    return check_run_opts(o, argc, argv);
+    c = check_run_opts(o, argc, argv);
+    if (c < 0 && cli_config_print_wanted(o->conf))
+        return cli_config_print(o->conf, help, stdout);
+    return c;
 }
 
 /* The agents' URLs (--agent, --agents files) into s->urls: 0 or 2. */
@@ -920,7 +938,7 @@ static int start_api(const struct run_opts *o, struct run_state *s)
     return 0;
 }
 
-/* systemd (Type=notify, deploy/pflex-controller.service): READY=1 once
+/* systemd (Type=notify, deploy/systemd/pflex-controller.service): READY=1 once
  * the controller runs and its API listens; WATCHDOG=1 from the loop only,
  * while its periods complete (each one that does, and during the wait
  * before the next while the last one completed within two periods);
@@ -1027,6 +1045,7 @@ static int run_loop(const struct run_opts *o, struct run_state *s)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     pflex_error_t err;
     struct notify n = {.socket = getenv("NOTIFY_SOCKET"),
@@ -1054,6 +1073,12 @@ static int run_loop(const struct run_opts *o, struct run_state *s)
             break;
         if (s->standby)
             standby_publish(s->standby, s->ctl);
+        if (hup_now) {
+            hup_now = 0;
+            char *changed = cli_config_changes(o->conf);
+            ctl_log_to(s->log, "SIGHUP: %s", changed ? changed : "no key of --config's file changed");
+            free(changed);
+        }
         if (s->standby && standby_took_over(s->standby)) {
             next = pflex_mono_s();      /* just won: its first period as the leader now */
             continue;

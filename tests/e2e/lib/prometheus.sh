@@ -6,6 +6,7 @@
 #                                # makes $PROM_DIR, traps EXIT/INT/TERM
 #   prom_track PID               # a process of the test, stopped on exit too
 #   prom_start HOST:PORT...      # scrape these every second; waits for /-/ready
+#                                # (PROM_CONFIG=FILE: that configuration instead)
 #   prom_query 'EXPR'            # /api/v1/query JSON on stdout
 #   prom_value 'EXPR'            # the first sample's value ("" when none)
 #   prom_wait_value 'EXPR' WANT SECONDS   # until the value is WANT, or fail
@@ -104,7 +105,8 @@ prom_start() {
     [ $# -ge 1 ] || { prom_log "prom_start needs at least one HOST:PORT"; return 1; }
     d="$PROM_DIR/prom"
     mkdir -p "$d/data"
-    {
+    # PROM_CONFIG=FILE: that configuration instead (its targets the test's)
+    if [ -n "${PROM_CONFIG:-}" ]; then cp "$PROM_CONFIG" "$d/prometheus.yml"; else {
         echo "global:"
         echo "  scrape_interval: 1s"
         echo "  scrape_timeout: 1s"
@@ -116,7 +118,7 @@ prom_start() {
         for t in "$@"; do
             echo "          - '$t'"
         done
-    } > "$d/prometheus.yml"
+    } > "$d/prometheus.yml"; fi
     if ! timeout 20 promtool check config "$d/prometheus.yml" > "$d/promtool.log" 2>&1; then
         prom_log "generated config rejected:"; cat "$d/promtool.log" >&2
         return 1
