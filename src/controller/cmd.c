@@ -895,9 +895,11 @@ static void notify_alive(struct run_state *s, struct notify *n)
 static int wait_until(struct run_state *s, struct notify *n, int alive, double wait)
 {
     double end = pflex_mono_s() + wait;
-    double slice = s->standby ? 0.05 : INFINITY;
+    /* in slices: a standby that has just won, or a target that has just
+     * changed or come (ctl_act_due), starts its period at once */
+    double slice = s->standby ? 0.05 : 0.02;
     while (!stop_now && (wait = end - pflex_mono_s()) > 0) {
-        if (s->standby && standby_took_over(s->standby))
+        if ((s->standby && standby_took_over(s->standby)) || ctl_act_due(s->ctl))
             return 1;
         if (n->watchdog_s > 0 && wait > n->watchdog_s / 4)
             wait = n->watchdog_s / 4;

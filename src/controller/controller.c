@@ -113,6 +113,7 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
     pthread_condattr_destroy(&ca);
     c->fb_frac = c->fb_until = c->fb_limit_w = NAN;
     c->done_mono = NAN;
+    c->ttt.prev_limit_w = NAN;
     pflex_target_set_init(&c->targets);
     pflex_target_profile_init(&c->tprof);
     pflex_safe_plan_init(&c->plan);
@@ -285,6 +286,22 @@ int ctl_node_feed(ctl_t *c, size_t node, const struct agent_status *st, int fres
     return 0;
 }
 
+/* What the targets say, hashed (FNV-1a): a VTN's answer swaps in a new
+ * set (a new gen) that may say just what the old one did. */
+static uint64_t targets_sig(const pflex_target_set_t *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct pflex_target *t = &s->t[i];
+        double f[] = {t->start_s, t->end_s, t->value, t->ramp_s, (double)t->unit, (double)t->priority,
+                      (double)t->seq};
+        const unsigned char *b = (const unsigned char *)f;
+        for (size_t k = 0; k < sizeof f; k++)
+            h = (h ^ b[k]) * 1099511628211ull;
+    }
+    return h;
+}
+
 void ctl_period_begin(ctl_t *c, double now)
 {
     struct ctl_period_state *p = &c->p;
@@ -303,6 +320,34 @@ void ctl_period_begin(ctl_t *c, double now)
     p->horizon_s = p->other_w = p->baseline_w = 0;
     p->limit_w = INFINITY;
     p->period_id = 0;
+    /* what the wait after this period watches (ctl_act_due) */
+    pthread_mutex_lock(&c->tmu);
+    c->act_gen = c->targets.gen;
+    c->act_sig = targets_sig(&c->targets);
+    c->act_next_s = INFINITY;
+    for (size_t i = 0; i < c->targets.n; i++) {
+        const struct pflex_target *t = &c->targets.t[i];
+        if (t->start_s > now && t->start_s < c->act_next_s)
+            c->act_next_s = t->start_s;
+        if (t->end_s > now && t->end_s < c->act_next_s)
+            c->act_next_s = t->end_s;
+    }
+    pthread_mutex_unlock(&c->tmu);
+}
+
+int ctl_act_due(ctl_t *c)
+{
+    pthread_mutex_lock(&c->tmu);
+    int changed = 0;
+    if (c->targets.gen != c->act_gen) {
+        uint64_t sig = targets_sig(&c->targets);
+        changed = sig != c->act_sig;
+        c->act_gen = c->targets.gen;
+        c->act_sig = sig;
+    }
+    pthread_mutex_unlock(&c->tmu);
+    double now = c->clk_synced ? c->clk_wall0 + (pflex_mono_s() - c->clk_mono0) : pflex_real_s();
+    return changed || now >= c->act_next_s;
 }
 
 void ctl_period_end(ctl_t *c, struct ctl_period_result *r)
@@ -328,6 +373,7 @@ void ctl_period_end(ctl_t *c, struct ctl_period_result *r)
     }
     c->last_floor_w = p->ngpus ? lo : NAN;
     c->last_max_w = p->ngpus ? hi : NAN;
+    ctl_ttt_period(c, measured);
     p->r.limit_w = p->limit_w;
     p->r.worst_w = c->plan.worst_w;
     p->r.measured_w = measured;
@@ -515,6 +561,8 @@ int ctl_target_put(ctl_t *c, const struct pflex_target *t, double now, pflex_err
         /* no other writer since: the same seq */
         int recorded = c->tdb && c->recorded_seq == c->targets.next_seq;
         rc = pflex_target_set_add(&c->targets, &probe, err);
+        if (rc == 0)
+            ctl_ttt_arrived(c, probe.seq, now);
         if (rc == 0 && recorded)
             c->recorded_seq = c->targets.next_seq;
         pthread_mutex_unlock(&c->tmu);

@@ -166,6 +166,12 @@ double ctl_clock_now(ctl_t *c, double wall_s, double mono_s);
  * state's lock or not. */
 double ctl_period_completed_mono(const ctl_t *c);
 
+/* Act at once: 1 when the next period is due now rather than at its
+ * boundary, because the targets changed since the last period began (a
+ * PUT, a DELETE, the VTN) or one of their starts or ends has come
+ * (docs/time-to-target.md).  From the thread that runs the periods. */
+int ctl_act_due(ctl_t *c);
+
 /* The audit's writes so far (records of periods): written, failed,
  * dropped (the queue full), queued now, and 1 when the last period's was
  * degraded.  Any thread, holding the state's lock or not (both take no
