@@ -80,6 +80,8 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
         return pflex_error_set(err, "controller: in process, telemetry comes from the caller, not Prometheus");
     if (!cfg->in_process && !cfg->agent_urls)
         return pflex_error_set(err, "controller: no agents' URLs");
+    if (cfg->meter_query && (!cfg->meter_url || cfg->in_process))
+        return pflex_error_set(err, "controller: --meter needs a Prometheus URL, and a site not in process");
     ctl_t *c = calloc(1, sizeof *c);
     if (!c)
         return pflex_error_set(err, "out of memory");
@@ -110,10 +112,15 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);    /* its waits are on pflex_mono_s */
     pthread_cond_init(&c->io.cv, &ca);
+    pthread_mutex_init(&c->meter.mu, NULL);
+    pthread_cond_init(&c->meter.cv, &ca);
     pthread_condattr_destroy(&ca);
     c->fb_frac = c->fb_until = c->fb_limit_w = NAN;
     c->done_mono = NAN;
     c->ttt.prev_limit_w = NAN;
+    c->meter.value = c->meter.stamp_s = c->meter.read_mono = NAN;
+    c->meter.site_w = c->meter.rest_w = c->meter.rest_raw_w = c->meter.age_s = NAN;
+    c->meter.other_w = cfg->other_w;
     pflex_target_set_init(&c->targets);
     pflex_target_profile_init(&c->tprof);
     pflex_safe_plan_init(&c->plan);
@@ -149,7 +156,7 @@ int ctl_start(ctl_t *c, pflex_error_t *err)
     if (c->started)
         return 0;
     /* the writer first: the IO threads' notes go through it */
-    if (ctl_writer_start(c, err) < 0 || ctl_io_start(c, err) < 0) {
+    if (ctl_writer_start(c, err) < 0 || ctl_io_start(c, err) < 0 || ctl_meter_start(c, err) < 0) {
         ctl_io_stop(c);
         c->started = 0;
         return -1;
@@ -197,6 +204,7 @@ void ctl_destroy(ctl_t *c)
 {
     if (!c)
         return;
+    ctl_meter_stop(c);
     ctl_io_stop(c);
     ctl_io_destroy(c);
     ctl_writer_stop(c);
@@ -222,6 +230,8 @@ void ctl_destroy(ctl_t *c)
     pthread_mutex_destroy(&c->tdb_mu);
     pthread_mutex_destroy(&c->io.mu);
     pthread_cond_destroy(&c->io.cv);
+    pthread_mutex_destroy(&c->meter.mu);
+    pthread_cond_destroy(&c->meter.cv);
     pflex_oadr_events_fini(&c->evs);
     pflex_safe_plan_fini(&c->plan);
     pflex_safe_plan_fini(&c->coming);
@@ -359,7 +369,7 @@ void ctl_period_end(ctl_t *c, struct ctl_period_result *r)
     if (c->periods == 1)
         c->gap_hist[0] = c->c.period_s;
     c->hist_n++;
-    double measured = p->any_power ? p->measured_w + c->c.other_w : NAN;
+    double measured = ctl_site_w(c);
     c->last_limit_w = p->limit_w;
     c->last_measured_w = measured;
     c->last_t = p->now;

@@ -78,6 +78,11 @@ struct ctl_config {
      * the agents are then asked only for their host name and job map,
      * every status_every periods (<= 0: 10), and for the caps. */
     const char *prometheus_url;     /* NULL: read the agents */
+    /* the grid meter (meter.h): a Prometheus query of the site's power,
+     * the server's URL, the rest's filter (periods) and the reading's
+     * largest age (s; 0: 3 periods); NULL query: none, --other-w */
+    const char *meter_query, *meter_url;
+    double meter_filter, meter_max_age_s;
     int status_every;
     double telemetry_max_age_s;     /* Prometheus samples stamped further than this from
                                      * now are stale (telemetry down, caps held); <= 0:

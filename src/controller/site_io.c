@@ -711,7 +711,7 @@ static void report_events(ctl_t *c, double now, double site_w, double span_s)
 void ctl_report_vtn(ctl_t *c)
 {
     const struct ctl_period_state *p = &c->p;
-    double site_w = p->any_power ? p->measured_w + c->c.other_w : NAN;
+    double site_w = ctl_site_w(c);
     if (c->started) {
         /* the VTN's thread reports it; the reader reads for the next period */
         pthread_mutex_lock(&c->io.mu);
