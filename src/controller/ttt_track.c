@@ -96,7 +96,8 @@ void ctl_ttt_period(ctl_t *c, double site_w)
     pthread_mutex_lock(&c->tmu);
     double lim = pflex_target_profile_limit_w(&c->tprof, &c->targets, p->now, p->baseline_w, unl);
     const struct pflex_target *w = pflex_target_profile_winner(&c->tprof, &c->targets, p->now, p->baseline_w, unl);
-    int fresh = w && w->seq != k->seq && isfinite(k->prev_limit_w) && lim < k->prev_limit_w - PFLEX_TTT_TOL_W;
+    /* k->seq is the measured target's seq + 1 (0: none) */
+    int fresh = w && w->seq + 1 != k->seq && isfinite(k->prev_limit_w) && lim < k->prev_limit_w - PFLEX_TTT_TOL_W;
     struct ctl_ttt_event e = {0};
     if (fresh) {
         double arr = arrival(k, w->seq);
@@ -109,7 +110,7 @@ void ctl_ttt_period(ctl_t *c, double site_w)
             e.from_w = unl;
         snprintf(e.source, sizeof e.source, "%s", w->source);
         snprintf(e.id, sizeof e.id, "%s", w->id);
-        k->seq = w->seq;
+        k->seq = w->seq + 1;
     } else if (!w)
         k->seq = 0;
     pthread_mutex_unlock(&c->tmu);

@@ -28,7 +28,7 @@ struct ctl_ttt_track {
     struct pflex_ttt m;
     struct ctl_ttt_event cur;
     int open;                   /* cur is being measured */
-    uint64_t seq;               /* the target it measures; 0: none yet */
+    uint64_t seq;               /* the target it measures, its seq + 1; 0: none yet */
     double prev_limit_w;        /* the limit in force at the last period's start; NaN: none */
     struct ctl_ttt_event last;  /* the last settled */
     int have_last;
