@@ -192,6 +192,22 @@ static void test_summary(void **state)
     }
 }
 
+/* A series: a step to 800 W at sample 3 met at 5, a ramp over samples
+ * 10..13 followed exactly, a rise at 20, a fall at 25 never met. */
+static void test_series(void **state)
+{
+    double lim[30], pw[30], out[8];
+    for (int k = 0; k < 30; k++) {
+        lim[k] = k < 3 ? INFINITY : k < 10 ? 800 : k < 14 ? 800 - 50 * (k - 9) : k < 20 ? 600 : k < 25 ? INFINITY : 500;
+        pw[k] = k < 5 ? 1000 : k < 10 ? 790 : k < 20 ? lim[k] - 1 : k < 25 ? 1000 : 900;
+    }
+    size_t n = pflex_ttt_series(0, 1, lim, pw, 30, 1000, 3, out, 8);
+    assert_int_equal(n, 3);
+    assert_near(out[0], 2, 1e-9);      /* 5 - 3 */
+    assert_near(out[1], 0, 1e-9);      /* the ramp followed under its line */
+    assert_true(isnan(out[2]));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -204,6 +220,7 @@ int main(void)
         cmocka_unit_test(test_event_ends_first),
         cmocka_unit_test(test_bad_samples),
         cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_series),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

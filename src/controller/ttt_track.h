@@ -10,7 +10,7 @@
 #include "pflex/net/prom.h"
 #include "pflex/site/ttt.h"
 
-#define CTL_TTT_HOLD_S 10.0
+#define CTL_TTT_HOLD_S PFLEX_TTT_HOLD_S
 #define CTL_TTT_KEEP 1024       /* the last events kept for the percentiles */
 #define CTL_TTT_ARRIVALS 32     /* the last targets put, and when they came */
 

@@ -35,6 +35,8 @@ struct pflex_ttt_event {
 /* A tolerance on the line, W: a reading within it counts as under (the
  * caps are whole watts, the readings are not). */
 #define PFLEX_TTT_TOL_W 0.5
+/* The hold: how long the power must stay under for the target to be met. */
+#define PFLEX_TTT_HOLD_S 10.0
 
 enum pflex_ttt_state { PFLEX_TTT_OPEN, PFLEX_TTT_MET, PFLEX_TTT_UNMET };
 
@@ -63,6 +65,16 @@ int pflex_ttt_sample(struct pflex_ttt *m, double t, double power_w);
 /* The event ended or was replaced at t: a stay under that reached t meets
  * it (the event ended first), else it is not met.  Nothing when settled. */
 void pflex_ttt_close(struct pflex_ttt *m, double t);
+
+/* The events of a series sampled every dt from t0 (n samples): limit[k]
+ * the limit in force at sample k (INFINITY: none), power[k] the site's
+ * power then.  An event is a fall of the limit, the falls of the samples
+ * that follow it one ramp (linear from the sample before the first to the
+ * last), until the limit rises or a new fall starts after a flat; from
+ * unl_w when there was no limit.  Each event's time to target (NaN: not
+ * met) into out[0 .. cap); returns the number of events. */
+size_t pflex_ttt_series(double t0, double dt, const double *limit, const double *power, size_t n, double unl_w,
+                        double hold_s, double *out, size_t cap);
 
 /* Summary of n times to target (NaN entries: not met, counted apart):
  * the median, the 99th percentile (nearest rank) and the worst, NaN when

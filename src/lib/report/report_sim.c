@@ -62,6 +62,20 @@ static void summary_html(const struct pflex_sim_result *r, FILE *out)
                 s->lost_s, s->energy_kwh);
     }
     fprintf(out, "</table>\n");
+    /* how fast each policy followed the falls of the limit */
+    fprintf(out, "<p>Time to target (<code>docs/time-to-target.md</code>): from each fall of the limit to the "
+                 "period from which the site stays under it, to a period's resolution.</p>\n"
+                 "<table><tr><th>policy</th><th>events</th><th>met</th><th>p50 s</th><th>p99 s</th>"
+                 "<th>worst s</th></tr>\n");
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
+        const struct pflex_sim_summary *s = &r->pol[p];
+        if (!(r->ran & (1u << p)))
+            continue;
+        fprintf(out, "<tr><td>%s</td><td>%zu</td><td>%zu</td><td>%.1f</td><td>%.1f</td><td>%.1f</td></tr>\n",
+                pflex_sim_policy_name((enum pflex_sim_policy)p), s->ttt_events, s->ttt_met, s->ttt_p50_s,
+                s->ttt_p99_s, s->ttt_worst_s);
+    }
+    fprintf(out, "</table>\n");
 }
 
 int pflex_sim_report_html(const struct pflex_sim_result *r, const char *title, const char *notes,

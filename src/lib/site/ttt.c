@@ -108,3 +108,57 @@ void pflex_ttt_summarize(double *v, size_t n, struct pflex_ttt_summary *out)
     out->p99_s = v[(r99 ? r99 : 1) - 1];
     out->worst_s = v[m - 1];
 }
+
+size_t pflex_ttt_series(double t0, double dt, const double *limit, const double *power, size_t n, double unl_w,
+                        double hold_s, double *out, size_t cap)
+{
+    size_t nev = 0;
+    struct pflex_ttt m;
+    int open = 0;
+    size_t ramp_last = 0;       /* the last sample of the latest event's ramp */
+    for (size_t k = 0; k < n; k++) {
+        double t = t0 + (double)k * dt;
+        double prev = k ? limit[k - 1] : INFINITY;
+        if (k && limit[k] < prev && k > ramp_last) {
+            /* a new fall: its ramp runs over the falls that follow */
+            size_t last = k;
+            while (last + 1 < n && limit[last + 1] < limit[last])
+                last++;
+            ramp_last = last;
+            struct pflex_ttt_event ev = {.from_w = isfinite(prev) ? prev : unl_w, .to_w = limit[last],
+                                         .end_s = INFINITY};
+            if (last > k) {
+                ev.start_s = t - dt;
+                ev.ramp_s = (double)(last - k + 1) * dt;
+            } else
+                ev.start_s = t;
+            for (size_t e = last + 1; e < n; e++)
+                if (limit[e] > limit[last]) {
+                    ev.end_s = t0 + (double)e * dt;
+                    break;
+                }
+            ev.signal_s = ev.start_s;
+            if (open) {
+                pflex_ttt_close(&m, t);
+                if (nev < cap)
+                    out[nev] = m.ttt_s;
+                nev++;
+            }
+            pflex_ttt_begin(&m, &ev, hold_s);
+            open = 1;
+        }
+        if (open && pflex_ttt_sample(&m, t, power[k])) {
+            if (nev < cap)
+                out[nev] = m.ttt_s;
+            nev++;
+            open = 0;
+        }
+    }
+    if (open) {
+        pflex_ttt_close(&m, t0 + (double)(n ? n - 1 : 0) * dt);
+        if (nev < cap)
+            out[nev] = m.ttt_s;
+        nev++;
+    }
+    return nev;
+}
