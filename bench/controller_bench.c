@@ -33,7 +33,9 @@
  * (ctl_target_put); the site is let back up for 3 s between events.  In
  * sim mode each GPU's power follows its cap with the lag of
  * pflex/sim/powerlag.h (tau 0.1 s, read as a 1 s mean), as the sim
- * agent's does; in table mode at once.  Prints each event's time to
+ * agent's does, from the model's steady power at its caps (worked out
+ * when the caps change, without noise, so that the simulated agents'
+ * side leaves the cores to the controller); in table mode at once.  Prints each event's time to
  * target, then p50, p99 and worst, and one line for scripts
  * ("  = ttt nodes N mode M events E p50_s A p99_s B worst_s C unmet U").
  */
@@ -69,17 +71,24 @@ struct node {
     /* ttt in sim mode: each GPU's power after its cap changed (lag_on) */
     struct pflex_power_lag lag[NG];
     int lag_on[NG];
+    /* ttt in sim mode: the model's steady power of each GPU and the job's
+     * rate at the caps set, worked out when they change, not at every
+     * status (the simulated agents' side would take the cores) */
+    double st_pw[NG], st_tput;
+    int st_ok;
 };
 static int power_dynamics;      /* ttt in sim mode: caps followed with a lag */
 
-/* The model's steady power of GPU i of node n at the caps set now. */
-static double steady_w(struct node *n, unsigned i)
+/* Node n's steady powers and rate at its caps now, into its cache. */
+static int steady(struct node *n)
 {
-    double pw[NG];
+    struct pflex_sim_measure m;
     pflex_error_t e;
-    if (pflex_sim_job_gpus(n->job) > NG || pflex_sim_job_per_gpu(n->job, 0, pw, NULL, NULL, &e) < 0)
-        return NAN;
-    return pw[i];
+    if (pflex_sim_job_gpus(n->job) > NG || pflex_sim_job_per_gpu(n->job, 0, n->st_pw, NULL, &m, &e) < 0)
+        return -1;
+    n->st_tput = m.throughput;
+    n->st_ok = 1;
+    return 0;
 }
 
 static struct node *nodes;
@@ -233,9 +242,14 @@ static json_t *gpu_json(struct node *n, unsigned i)
     double cap = NAN;
     struct pflex_gpu_sample s = {.power_w = NAN};
     pflex_gpu_get_cap(&n->gpu, i, &cap, &err);
-    pflex_gpu_sample(&n->gpu, i, &s, &err);
-    if (n->lag_on[i])   /* what the lag still owes */
-        s.power_w += pflex_power_lag_read_w(&n->lag[i], pflex_mono_s()) - pflex_power_lag_target_w(&n->lag[i]);
+    if (!power_dynamics)
+        pflex_gpu_sample(&n->gpu, i, &s, &err);
+    else if (n->st_ok || steady(n) == 0) {
+        /* the steady power, and what the lag still owes */
+        s.power_w = n->st_pw[i];
+        if (n->lag_on[i])
+            s.power_w += pflex_power_lag_read_w(&n->lag[i], pflex_mono_s()) - pflex_power_lag_target_w(&n->lag[i]);
+    }
     return json_pack("{s:i, s:s, s:b, s:f, s:f, s:f, s:f, s:f}", "gpu", (int)i, "uuid", "SIM", "ok", 1,
                      "limit_w", cap, "enforced_w", cap, "power_w", s.power_w, "min_w", n->kind->min_cap_w,
                      "max_w", n->kind->max_cap_w);
@@ -357,7 +371,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         MHD_destroy_response(rs);
     } else if (!strcmp(path, "/v1/status")) {
         struct pflex_sim_measure m = {0};
-        pflex_sim_job_measure(n->job, 0, &m, &err);
+        if (!power_dynamics)
+            pflex_sim_job_measure(n->job, 0, &m, &err);
+        else if (n->st_ok || steady(n) == 0)
+            m.throughput = n->st_tput;
         json_t *gpus = json_array(), *idx = json_array();
         for (unsigned i = 0; i < NG; i++) {
             json_array_append_new(gpus, gpu_json(n, i));
@@ -371,23 +388,33 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         json_t *j = json_loadb(u->buf, u->len, 0, NULL), *caps = json_object_get(j, "caps"), *e;
         json_t *applied = json_array();
         size_t i;
+        double from[NG];
+        int set[NG] = {0};
+        if (power_dynamics && (n->st_ok || steady(n) == 0))
+            memcpy(from, n->st_pw, sizeof from);
         json_array_foreach(caps, i, e) {
             json_int_t g = json_integer_value(json_object_get(e, "gpu"));
             double w = json_number_value(json_object_get(e, "cap_w"));
             if (g < 0 || g >= NG || !(w >= n->kind->min_cap_w && w <= n->kind->max_cap_w))
                 continue;
-            double from = power_dynamics ? steady_w(n, (unsigned)g) : NAN;
             if (pflex_gpu_set_cap(&n->gpu, (unsigned)g, w, &err) < 0)
                 continue;
-            if (power_dynamics && isfinite(from)) {
-                double t = pflex_mono_s(), to = steady_w(n, (unsigned)g);
-                if (!n->lag_on[g])
-                    pflex_power_lag_init(&n->lag[g], PFLEX_POWER_LAG_TAU_S, PFLEX_POWER_LAG_WINDOW_S, t, from);
-                n->lag_on[g] = 1;
-                pflex_power_lag_step(&n->lag[g], t, to);
-            }
-            json_array_append_new(applied, gpu_json(n, (unsigned)g));
+            set[g] = 1;
         }
+        /* the GPUs set move from their steady power to the new one with the lag */
+        if (power_dynamics && n->st_ok && steady(n) == 0) {
+            double t = pflex_mono_s();
+            for (unsigned g = 0; g < NG; g++)
+                if (set[g]) {
+                    if (!n->lag_on[g])
+                        pflex_power_lag_init(&n->lag[g], PFLEX_POWER_LAG_TAU_S, PFLEX_POWER_LAG_WINDOW_S, t, from[g]);
+                    n->lag_on[g] = 1;
+                    pflex_power_lag_step(&n->lag[g], t, n->st_pw[g]);
+                }
+        }
+        for (unsigned g = 0; g < NG; g++)
+            if (set[g])
+                json_array_append_new(applied, gpu_json(n, g));
         json_decref(j);
         r = send_json(c, 200, json_pack("{s:o, s:[]}", "applied", applied, "errors"));
     } else {

@@ -10,6 +10,15 @@
 #include "lib/report/report_sim_parts.h"
 
 /* A share as "12.3%", or an em dash where it is not given (NaN). */
+/* Seconds, or a dash when there are none. */
+static void s_cell(FILE *out, double v)
+{
+    if (isnan(v))
+        fputs("<td>&mdash;</td>", out);
+    else
+        fprintf(out, "<td>%.1f</td>", v);
+}
+
 static void pct_cell(FILE *out, double v, const char *fmt)
 {
     if (isnan(v))
@@ -71,9 +80,12 @@ static void summary_html(const struct pflex_sim_result *r, FILE *out)
         const struct pflex_sim_summary *s = &r->pol[p];
         if (!(r->ran & (1u << p)))
             continue;
-        fprintf(out, "<tr><td>%s</td><td>%zu</td><td>%zu</td><td>%.1f</td><td>%.1f</td><td>%.1f</td></tr>\n",
-                pflex_sim_policy_name((enum pflex_sim_policy)p), s->ttt_events, s->ttt_met, s->ttt_p50_s,
-                s->ttt_p99_s, s->ttt_worst_s);
+        fprintf(out, "<tr><td>%s</td><td>%zu</td><td>%zu</td>", pflex_sim_policy_name((enum pflex_sim_policy)p),
+                s->ttt_events, s->ttt_met);
+        s_cell(out, s->ttt_p50_s);
+        s_cell(out, s->ttt_p99_s);
+        s_cell(out, s->ttt_worst_s);
+        fputs("</tr>\n", out);
     }
     fprintf(out, "</table>\n");
 }
