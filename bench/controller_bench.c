@@ -30,7 +30,8 @@
  * monotonic clock, a period started at once when the targets change
  * (ctl_act_due).  EVENTS times, at a seeded random instant inside a
  * period, a target of 70 % for 5 s is put as the API puts it
- * (ctl_target_put); the site is let back up for 3 s between events.  In
+ * (ctl_target_put); the site is let back up for 3 s and two periods
+ * between events.  In
  * sim mode each GPU's power follows its cap with the lag of
  * pflex/sim/powerlag.h (tau 0.1 s, read as a 1 s mean), as the sim
  * agent's does, from the model's steady power at its caps (worked out
@@ -542,9 +543,15 @@ static int bench_ttt(ctl_t *ctl, unsigned events, uint64_t seed)
         if (put_at < pflex_mono_s())
             put_at += 1.0;
         snprintf(t.id, sizeof t.id, "bench-%u", e);
-        /* the event (5 s), then 3 s to rise again */
+        /* the event (5 s), then 3 s to rise again, and at least two periods
+         * after its end (a slow period must see the limit rise, or the next
+         * event would be no fall) */
         if (run_until(ctl, put_at + 8.0, &next, put_at, &t) < 0)
             return -1;
+        unsigned long p0 = ctl->periods;
+        while (ctl->periods < p0 + 2)
+            if (run_until(ctl, pflex_mono_s() + 0.05, &next, NAN, NULL) < 0)
+                return -1;
     }
     size_t n = ctl->ttt.settled - settled0;
     double v[CTL_TTT_KEEP];
