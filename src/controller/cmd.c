@@ -80,8 +80,9 @@ static const char help[] =
 "                       draw, filtered); a meter stale, missing or NaN falls back\n"
 "                       to --other-w, logged (docs/time-to-target.md)\n"
 "  --meter-url URL      the Prometheus server of --meter (default: --prometheus)\n"
-"  --meter-filter N     a fall of the rest is followed with a time constant of N\n"
-"                       periods (default 3; a rise is taken at once)\n"
+"  --meter-filter N     the rest is the largest of its last N periods (default\n"
+"                       3): a rise taken at once, a fall once it has lasted\n"
+"                       N periods (at most 64)\n"
 "  --meter-max-age S    a meter reading older than S is stale (default 3 periods)\n"
 "  --job-map FILE       the job map CSV (job,name,host,gpu: what 'pflex jobs\n"
 "                       --csv' writes) in place of the agents' own maps\n"
@@ -504,7 +505,7 @@ static int take_num_opt(struct run_opts *o, int c, const char *arg)
         {O_PERIODS, "--periods", 0, 1e12, &o->periods},
         {O_STATUS_EVERY, "--status-every", 1, 1e6, &o->status_every},
         {O_TELE_AGE, "--telemetry-max-age", 0.1, 86400, &o->cfg.telemetry_max_age_s},
-        {O_METER_FILTER, "--meter-filter", 0.1, 1e4, &o->cfg.meter_filter},
+        {O_METER_FILTER, "--meter-filter", 1, 64, &o->cfg.meter_filter},
         {O_METER_AGE, "--meter-max-age", 0.05, 86400, &o->cfg.meter_max_age_s},
         {O_HTTP_THREADS, "--http-threads", 1, 16, &o->http_threads},
         {O_PARALLEL, "--parallel", 1, 1024, &o->parallel},

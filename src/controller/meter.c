@@ -128,6 +128,7 @@ double ctl_meter_other_w(ctl_t *c)
         }
         /* fall back, and start the filter afresh when the meter is back */
         m->rest_w = NAN;
+        m->nraw = 0;
         m->fallbacks++;
         if (!m->said) {
             char msg[300];
@@ -143,15 +144,17 @@ double ctl_meter_other_w(ctl_t *c)
         ctl_note(c, p->now, "meter", "reads again");
         m->said = 0;
     }
-    double raw = fmin(fmax(m->rest_raw_w, 0), m->site_w);
-    /* a rise at once (the safe side: more held for the rest), a fall by an
-     * exponential of `filter` periods (a cut GPU's drop the meter has not
-     * yet seen reads as rest for a period or two) */
-    double n = c->c.meter_filter > 0 ? c->c.meter_filter : 3;
-    if (isnan(m->rest_w) || raw >= m->rest_w)
-        m->rest_w = raw;
-    else
-        m->rest_w += (raw - m->rest_w) * (1 - exp(-1 / n));
+    /* the largest of the last n: a rise at once (the safe side), a fall
+     * only once it has lasted n periods (the meter and the agents read
+     * the GPUs at different instants: a period's rest can read low by
+     * their noise, or while caps rise that the meter has not yet seen) */
+    unsigned n = c->c.meter_filter >= 1 ? (unsigned)lround(c->c.meter_filter) : 3;
+    if (n > METER_FILTER_MAX)
+        n = METER_FILTER_MAX;
+    m->raw[m->nraw++ % METER_FILTER_MAX] = fmin(fmax(m->rest_raw_w, 0), m->site_w);
+    m->rest_w = 0;
+    for (unsigned i = 0; i < n && i < m->nraw; i++)
+        m->rest_w = fmax(m->rest_w, m->raw[(m->nraw - 1 - i) % METER_FILTER_MAX]);
     return m->other_w = m->rest_w;
 }
 

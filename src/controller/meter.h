@@ -4,10 +4,10 @@
  *
  * The transport: one instant query of a Prometheus server, its answer one
  * value (a vector of one series, or a scalar) and its stamp.  The control:
- * each period, rest = meter - the GPUs' measured draw, filtered (a rise
- * taken at once, a fall followed by an exponential of time constant
- * filter periods), bounded to [0, meter]; the plan holds the GPUs to
- * target - rest.  A meter stale, missing or NaN: --other-w instead, said
+ * each period, rest = meter - the GPUs' measured draw, bounded to
+ * [0, meter], filtered: the largest over the last `filter` periods (a
+ * rise taken at once, a fall once it has lasted that long); the plan
+ * holds the GPUs to target - rest.  A meter stale, missing or NaN: --other-w instead, said
  * in the log and the audit when it starts and when it ends. */
 #ifndef PFLEX_CONTROLLER_METER_H
 #define PFLEX_CONTROLLER_METER_H
@@ -25,6 +25,9 @@ int meter_parse(const char *body, size_t len, double *value, double *stamp_s, pf
 /* One read of query from the server at url (http[s]://host:port). */
 int meter_read(const char *url, const char *query, double timeout_s, double *value, double *stamp_s,
                pflex_error_t *err);
+
+/* The most periods the rest's filter looks back over (--meter-filter). */
+#define METER_FILTER_MAX 64
 
 enum meter_state { METER_OFF, METER_OK, METER_STALE, METER_MISSING, METER_NAN, METER_DOWN };
 
@@ -44,6 +47,8 @@ struct ctl_meter {
     char why[200];
     double site_w;              /* the meter's value used; NaN: none */
     double rest_raw_w, rest_w;  /* meter less the GPUs' draw, and filtered; NaN: none */
+    double raw[METER_FILTER_MAX];       /* the last raw rests (bounded), newest at nraw - 1 */
+    unsigned long nraw;
     double other_w;             /* what the plan counted for the rest (rest_w, or --other-w) */
     double age_s;
     unsigned long fallbacks;    /* periods on --other-w since start */
