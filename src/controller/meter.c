@@ -19,7 +19,7 @@ static void read_once(ctl_t *c)
     m->stamp_s = ts;
     m->read_ok = ok;
     m->read_mono = pflex_mono_s();
-    snprintf(m->read_why, sizeof m->read_why, "%s", ok ? "" : e.text);
+    snprintf(m->read_why, sizeof m->read_why, "%.190s", ok ? "" : e.text);
     pthread_mutex_unlock(&m->mu);
 }
 
