@@ -23,6 +23,22 @@
  *   controller_bench [NODES [PERIODS [PARALLEL [LATENCY_MS [THREADS [sim|table]]]]]]
  *   (defaults 1000, 12, 64, 0)
  *   controller_bench parse STATUS_FILE   (one status read, below)
+ *   controller_bench ttt NODES EVENTS [sim|table] [SEED]
+ *
+ * ttt: time to target (docs/time-to-target.md) from an API PUT, the
+ * controller run as `pflex controller run` runs it: periods of 1 s on the
+ * monotonic clock, a period started at once when the targets change
+ * (ctl_act_due).  EVENTS times, at a seeded random instant inside a
+ * period, a target of 70 % for 5 s is put as the API puts it
+ * (ctl_target_put); the site is let back up for 3 s and two periods
+ * between events.  In
+ * sim mode each GPU's power follows its cap with the lag of
+ * pflex/sim/powerlag.h (tau 0.1 s, read as a 1 s mean), as the sim
+ * agent's does, from the model's steady power at its caps (worked out
+ * when the caps change, without noise, so that the simulated agents'
+ * side leaves the cores to the controller); in table mode at once.  Prints each event's time to
+ * target, then p50, p99 and worst, and one line for scripts
+ * ("  = ttt nodes N mode M events E p50_s A p99_s B worst_s C unmet U").
  */
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -37,6 +53,9 @@
 #include <time.h>
 #include "controller/agent_client.h"
 #include "controller/controller.h"
+#include "controller/ctl_int.h"
+#include "lib/util/clock.h"
+#include "pflex/sim/powerlag.h"
 #include "lib/util/jscan.h"
 #include "pflex/hw/gpu.h"
 #include "pflex/sim/model.h"
@@ -50,7 +69,28 @@ struct node {
     pflex_gpu_t gpu;
     const struct pflex_gpu_kind *kind;
     char name[32];
+    /* ttt in sim mode: each GPU's power after its cap changed (lag_on) */
+    struct pflex_power_lag lag[NG];
+    int lag_on[NG];
+    /* ttt in sim mode: the model's steady power of each GPU and the job's
+     * rate at the caps set, worked out when they change, not at every
+     * status (the simulated agents' side would take the cores) */
+    double st_pw[NG], st_tput;
+    int st_ok;
 };
+static int power_dynamics;      /* ttt in sim mode: caps followed with a lag */
+
+/* Node n's steady powers and rate at its caps now, into its cache. */
+static int steady(struct node *n)
+{
+    struct pflex_sim_measure m;
+    pflex_error_t e;
+    if (pflex_sim_job_gpus(n->job) > NG || pflex_sim_job_per_gpu(n->job, 0, n->st_pw, NULL, &m, &e) < 0)
+        return -1;
+    n->st_tput = m.throughput;
+    n->st_ok = 1;
+    return 0;
+}
 
 static struct node *nodes;
 static unsigned nnodes;
@@ -203,7 +243,14 @@ static json_t *gpu_json(struct node *n, unsigned i)
     double cap = NAN;
     struct pflex_gpu_sample s = {.power_w = NAN};
     pflex_gpu_get_cap(&n->gpu, i, &cap, &err);
-    pflex_gpu_sample(&n->gpu, i, &s, &err);
+    if (!power_dynamics)
+        pflex_gpu_sample(&n->gpu, i, &s, &err);
+    else if (n->st_ok || steady(n) == 0) {
+        /* the steady power, and what the lag still owes */
+        s.power_w = n->st_pw[i];
+        if (n->lag_on[i])
+            s.power_w += pflex_power_lag_read_w(&n->lag[i], pflex_mono_s()) - pflex_power_lag_target_w(&n->lag[i]);
+    }
     return json_pack("{s:i, s:s, s:b, s:f, s:f, s:f, s:f, s:f}", "gpu", (int)i, "uuid", "SIM", "ok", 1,
                      "limit_w", cap, "enforced_w", cap, "power_w", s.power_w, "min_w", n->kind->min_cap_w,
                      "max_w", n->kind->max_cap_w);
@@ -325,7 +372,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         MHD_destroy_response(rs);
     } else if (!strcmp(path, "/v1/status")) {
         struct pflex_sim_measure m = {0};
-        pflex_sim_job_measure(n->job, 0, &m, &err);
+        if (!power_dynamics)
+            pflex_sim_job_measure(n->job, 0, &m, &err);
+        else if (n->st_ok || steady(n) == 0)
+            m.throughput = n->st_tput;
         json_t *gpus = json_array(), *idx = json_array();
         for (unsigned i = 0; i < NG; i++) {
             json_array_append_new(gpus, gpu_json(n, i));
@@ -339,6 +389,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         json_t *j = json_loadb(u->buf, u->len, 0, NULL), *caps = json_object_get(j, "caps"), *e;
         json_t *applied = json_array();
         size_t i;
+        double from[NG];
+        int set[NG] = {0};
+        if (power_dynamics && (n->st_ok || steady(n) == 0))
+            memcpy(from, n->st_pw, sizeof from);
         json_array_foreach(caps, i, e) {
             json_int_t g = json_integer_value(json_object_get(e, "gpu"));
             double w = json_number_value(json_object_get(e, "cap_w"));
@@ -346,8 +400,22 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                 continue;
             if (pflex_gpu_set_cap(&n->gpu, (unsigned)g, w, &err) < 0)
                 continue;
-            json_array_append_new(applied, gpu_json(n, (unsigned)g));
+            set[g] = 1;
         }
+        /* the GPUs set move from their steady power to the new one with the lag */
+        if (power_dynamics && n->st_ok && steady(n) == 0) {
+            double t = pflex_mono_s();
+            for (unsigned g = 0; g < NG; g++)
+                if (set[g]) {
+                    if (!n->lag_on[g])
+                        pflex_power_lag_init(&n->lag[g], PFLEX_POWER_LAG_TAU_S, PFLEX_POWER_LAG_WINDOW_S, t, from[g]);
+                    n->lag_on[g] = 1;
+                    pflex_power_lag_step(&n->lag[g], t, n->st_pw[g]);
+                }
+        }
+        for (unsigned g = 0; g < NG; g++)
+            if (set[g])
+                json_array_append_new(applied, gpu_json(n, g));
         json_decref(j);
         r = send_json(c, 200, json_pack("{s:o, s:[]}", "applied", applied, "errors"));
     } else {
@@ -409,10 +477,124 @@ static int parse_bench(const char *path)
     return 0;
 }
 
+static void sleep_s(double s)
+{
+    if (s <= 0)
+        return;
+    struct timespec d = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+    nanosleep(&d, NULL);
+}
+
+/* The run loop of `pflex controller run` (cmd.c) until the monotonic time
+ * until: a period at each boundary (*next), or at once when the targets
+ * changed (ctl_act_due); put_at (monotonic; NaN: none) the instant to put
+ * the target t, inside the wait. */
+static int run_until(ctl_t *ctl, double until, double *next, double put_at, const struct pflex_target *t)
+{
+    pflex_error_t err;
+    struct ctl_period_result r;
+    for (;;) {
+        double now = pflex_mono_s();
+        if (now >= until)
+            return 0;
+        if (now >= *next || ctl_act_due(ctl)) {
+            if (ctl_period(ctl, ctl_clock_now(ctl, pflex_real_s(), pflex_mono_s()), &r, &err) < 0) {
+                fprintf(stderr, "controller_bench: %s\n", err.text);
+                return -1;
+            }
+            *next = now + 1.0;
+            if (pflex_mono_s() > *next)
+                *next = pflex_mono_s();
+            continue;
+        }
+        if (isfinite(put_at) && now >= put_at) {
+            struct pflex_target tt = *t;
+            double wall = ctl_clock_now(ctl, pflex_real_s(), pflex_mono_s());
+            tt.start_s = wall;
+            tt.end_s = wall + 5;
+            if (ctl_target_put(ctl, &tt, wall, &err) < 0) {
+                fprintf(stderr, "controller_bench: %s\n", err.text);
+                return -1;
+            }
+            put_at = NAN;
+            continue;
+        }
+        double wake = fmin(*next, until);
+        if (isfinite(put_at))
+            wake = fmin(wake, put_at);
+        sleep_s(fmin(wake - now, 0.02));
+    }
+}
+
+static int bench_ttt(ctl_t *ctl, unsigned events, uint64_t seed)
+{
+    struct pflex_target t = {.value = 0.70, .unit = PFLEX_TARGET_FRACTION, .confirm = 1};
+    snprintf(t.source, sizeof t.source, "api");
+    double next = pflex_mono_s();
+    /* the site read and settled at full power first */
+    if (run_until(ctl, pflex_mono_s() + 3.5, &next, NAN, NULL) < 0)
+        return -1;
+    uint64_t x = seed ? seed : 1;
+    unsigned long settled0 = ctl->ttt.settled;
+    for (unsigned e = 0; e < events; e++) {
+        /* a seeded instant inside the coming period (xorshift) */
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double put_at = next - 1.0 + (double)(x >> 11) / 9007199254740992.0;
+        if (put_at < pflex_mono_s())
+            put_at += 1.0;
+        snprintf(t.id, sizeof t.id, "bench-%u", e);
+        /* the event (5 s), then 3 s to rise again, and at least two periods
+         * after its end (a slow period must see the limit rise, or the next
+         * event would be no fall) */
+        if (run_until(ctl, put_at + 8.0, &next, put_at, &t) < 0)
+            return -1;
+        unsigned long p0 = ctl->periods;
+        while (ctl->periods < p0 + 2)
+            if (run_until(ctl, pflex_mono_s() + 0.05, &next, NAN, NULL) < 0)
+                return -1;
+    }
+    size_t n = ctl->ttt.settled - settled0;
+    double v[CTL_TTT_KEEP];
+    printf("  time to target, %zu events:", n);
+    for (size_t i = 0; i < n && i < CTL_TTT_KEEP; i++) {
+        v[i] = ctl->ttt.kept[(settled0 + i) % CTL_TTT_KEEP];
+        printf(" %.3f", v[i]);
+    }
+    struct pflex_ttt_summary s;
+    pflex_ttt_summarize(v, n < CTL_TTT_KEEP ? n : CTL_TTT_KEEP, &s);
+    printf("\n  p50 %.3f s, p99 %.3f s, worst %.3f s, %zu of %zu met\n", s.p50_s, s.p99_s, s.worst_s, s.met, s.events);
+    printf("  = ttt nodes %u mode %s events %zu p50_s %.3f p99_s %.3f worst_s %.3f unmet %zu\n", nnodes,
+           table_mode ? "table" : "sim", s.events, s.p50_s, s.p99_s, s.worst_s, s.events - s.met);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "parse"))
         return parse_bench(argv[2]);
+    int ttt = argc >= 4 && !strcmp(argv[1], "ttt");
+    unsigned ttt_events = 0;
+    uint64_t ttt_seed = 1;
+    if (ttt) {
+        /* ttt NODES EVENTS [MODE [SEED]] as the plain form's NODES, MODE */
+        static char *targv[8];
+        ttt_events = (unsigned)atoi(argv[3]);
+        ttt_seed = argc > 5 ? strtoull(argv[5], NULL, 10) : 1;
+        if (ttt_events < 1 || ttt_events > 1000) {
+            fprintf(stderr, "controller_bench ttt: EVENTS is 1 to 1000\n");
+            return 2;
+        }
+        targv[0] = argv[0];
+        targv[1] = argv[2];
+        targv[2] = "2";
+        targv[3] = "64";
+        targv[4] = "0";
+        targv[5] = "0";
+        targv[6] = argc > 4 ? argv[4] : "sim";
+        argv = targv;
+        argc = 7;
+        power_dynamics = strcmp(argv[6], "table") != 0;
+    }
     nnodes = argc > 1 ? (unsigned)atoi(argv[1]) : 1000;
     int periods = argc > 2 ? atoi(argv[2]) : 12;
     unsigned parallel = argc > 3 ? (unsigned)atoi(argv[3]) : 64;
@@ -500,13 +682,19 @@ int main(int argc, char **argv)
         urls[k] = malloc(64);
         snprintf(urls[k], 64, "http://127.0.0.1:%u/n/%u", port, k);
     }
-    struct ctl_config cfg = {.nagents = nnodes, .agent_urls = (const char *const *)urls, .period_s = 5,
+    struct ctl_config cfg = {.nagents = nnodes, .agent_urls = (const char *const *)urls, .period_s = ttt ? 1 : 5,
                              .explore_step = 0.05, .timeout_ms = 5000, .parallel = parallel,
-                             .http_threads = threads};
+                             .http_threads = threads, .log = ttt && getenv("BENCH_LOG") ? stderr : NULL};
     ctl_t *ctl;
     if (ctl_create(&cfg, &ctl, &err) < 0) {
         fprintf(stderr, "controller_bench: %s\n", err.text);
         return 1;
+    }
+    if (ttt) {
+        int rc = bench_ttt(ctl, ttt_events, ttt_seed);
+        ctl_destroy(ctl);
+        MHD_stop_daemon(md);
+        return rc < 0 ? 1 : 0;
     }
     struct pflex_target t = {.start_s = 0, .end_s = INFINITY, .value = 0.75, .unit = PFLEX_TARGET_FRACTION,
                              .ramp_s = 0};

@@ -5,15 +5,23 @@
  * public functions: each copy is a pflex_sim_job, its GPUs are that job's
  * gpu_ops backend, and a cap set here is a cap set there, so power,
  * telemetry and throughput follow the caps exactly as the model says.
- * This file only maps node GPU i to (copy, GPU within the copy), and makes
- * a GPU that was made to fail answer every operation with an error.
+ * This file maps node GPU i to (copy, GPU within the copy), makes a GPU
+ * that was made to fail answer every operation with an error, and gives a
+ * cap's power the time a real GPU takes to follow it: the model's steady
+ * power moves to the new cap's as a first-order lag (PFLEX_POWER_LAG_TAU_S)
+ * and is read as NVML reads it, a mean over the last second
+ * (pflex/sim/powerlag.h, docs/time-to-target.md).
  */
+#include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "agent/agent.h"
 #include "pflex/sim/model.h"
+#include "pflex/sim/powerlag.h"
 #include "pflex/sim/sim.h"
+#include "lib/util/clock.h"
 
 struct simnode {
     unsigned n, per, copies;
@@ -21,7 +29,22 @@ struct simnode {
     pflex_gpu_t *jg;            /* each copy's gpu backend */
     char (*name)[AGENT_NAME_MAX];
     int *lost;
+    /* each GPU's power dynamics, from its first cap change (lag_on) */
+    pthread_mutex_t mu;
+    struct pflex_power_lag *lag;
+    int *lag_on;
 };
+
+/* The model's steady power of GPU i at the caps set now (no noise drawn,
+ * no cap changed). */
+static double steady_w(struct simnode *s, unsigned i)
+{
+    double pw[AGENT_MAX_GPUS];
+    pflex_error_t e;
+    if (s->per > AGENT_MAX_GPUS || pflex_sim_job_per_gpu(s->job[i / s->per], 0, pw, NULL, NULL, &e) < 0)
+        return NAN;
+    return pw[i % s->per];
+}
 
 static const struct pflex_gpu_ops simnode_ops;
 
@@ -73,20 +96,41 @@ static int op_get_cap(void *ctx, unsigned i, double *cap_w, pflex_error_t *err)
 
 static int op_set_cap(void *ctx, unsigned i, double cap_w, pflex_error_t *err)
 {
+    struct simnode *s = ctx;
     pflex_gpu_t *g = NULL;
     unsigned l = 0;
     if (locate(ctx, i, &g, &l, err))
         return -1;
-    return pflex_gpu_set_cap(g, l, cap_w, err);
+    double from = steady_w(s, i);
+    if (pflex_gpu_set_cap(g, l, cap_w, err))
+        return -1;
+    double t = pflex_mono_s(), to = steady_w(s, i);
+    pthread_mutex_lock(&s->mu);
+    if (!s->lag_on[i] && isfinite(from)) {
+        pflex_power_lag_init(&s->lag[i], PFLEX_POWER_LAG_TAU_S, PFLEX_POWER_LAG_WINDOW_S, t, from);
+        s->lag_on[i] = 1;
+    }
+    if (s->lag_on[i] && isfinite(to))
+        pflex_power_lag_step(&s->lag[i], t, to);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
 }
 
 static int op_sample(void *ctx, unsigned i, struct pflex_gpu_sample *out, pflex_error_t *err)
 {
+    struct simnode *s = ctx;
     pflex_gpu_t *g = NULL;
     unsigned l = 0;
-    if (locate(ctx, i, &g, &l, err))
+    if (locate(ctx, i, &g, &l, err) || pflex_gpu_sample(g, l, out, err))
         return -1;
-    return pflex_gpu_sample(g, l, out, err);
+    /* the model's sample (its noise kept) plus what the lag still owes */
+    pthread_mutex_lock(&s->mu);
+    if (s->lag_on[i]) {
+        const struct pflex_power_lag *lg = &s->lag[i];
+        out->power_w += pflex_power_lag_read_w(lg, pflex_mono_s()) - pflex_power_lag_target_w(lg);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return 0;
 }
 
 static const struct pflex_gpu_ops simnode_ops = {
@@ -125,7 +169,10 @@ int simnode_create(unsigned n, const char *job, uint64_t seed, struct simnode **
     s->jg = calloc(s->copies, sizeof *s->jg);
     s->name = calloc(s->copies, sizeof *s->name);
     s->lost = calloc(n, sizeof *s->lost);
-    if (!s->job || !s->jg || !s->name || !s->lost) {
+    s->lag = calloc(n, sizeof *s->lag);
+    s->lag_on = calloc(n, sizeof *s->lag_on);
+    pthread_mutex_init(&s->mu, NULL);
+    if (!s->job || !s->jg || !s->name || !s->lost || !s->lag || !s->lag_on) {
         simnode_destroy(s);
         return pflex_error_set(err, "out of memory");
     }
@@ -154,6 +201,9 @@ void simnode_destroy(struct simnode *s)
     free(s->jg);
     free(s->name);
     free(s->lost);
+    free(s->lag);
+    free(s->lag_on);
+    pthread_mutex_destroy(&s->mu);
     free(s);
 }
 

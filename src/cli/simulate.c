@@ -271,6 +271,16 @@ static json_t *summary_json(const struct pflex_sim_result *r, int p)
     json_object_set_new(o, "settled_min", cli_json_real(s->settled_min));
     json_object_set_new(o, "settled_over90", json_integer((json_int_t)s->settled_over90));
     json_object_set_new(o, "cpu_s", json_real(s->wall_s));
+    json_t *tt = json_object(), *ev = json_array();
+    json_object_set_new(tt, "events", json_integer((json_int_t)s->ttt_events));
+    json_object_set_new(tt, "met", json_integer((json_int_t)s->ttt_met));
+    json_object_set_new(tt, "p50_s", cli_json_real(s->ttt_p50_s));
+    json_object_set_new(tt, "p99_s", cli_json_real(s->ttt_p99_s));
+    json_object_set_new(tt, "worst_s", cli_json_real(s->ttt_worst_s));
+    for (size_t e = 0; e < s->ttt_events && s->ttt_s; e++)
+        json_array_append_new(ev, cli_json_real(s->ttt_s[e]));
+    json_object_set_new(tt, "per_event_s", ev);
+    json_object_set_new(o, "time_to_target", tt);
     if (r->njobs_kept && r->job_cap[p]) {
         json_t *a = json_array();
         for (size_t j = 0; j < r->njobs_kept; j++)
@@ -1147,6 +1157,18 @@ static void print_table(const struct sim_opts *o, const struct sim_state *st)
            "periods over the limit after its ramp; worst: the most a job's T/T0 fell under its floor in a "
            "breach; lost: objective x seconds short of every job at its largest cap over the whole run, "
            "the probes' cost between events included; energy in MWh\n", unit, unit, PFLEX_SIM_GAP_MIN_PCT);
+    printf("\ntime to target (docs/time-to-target.md; a period's resolution, %g s):\n", res->period_s);
+    printf("%-13s %7s %5s %9s %9s %9s  %s\n", "policy", "events", "met", "p50_s", "p99_s", "worst_s", "per event (s)");
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
+        const struct pflex_sim_summary *s = &res->pol[p];
+        if (!(res->ran & (1u << p)))
+            continue;
+        printf("%-13s %7zu %5zu %9.1f %9.1f %9.1f ", pflex_sim_policy_name((enum pflex_sim_policy)p), s->ttt_events,
+               s->ttt_met, s->ttt_p50_s, s->ttt_p99_s, s->ttt_worst_s);
+        for (size_t e = 0; e < s->ttt_events && e < 12; e++)
+            printf(isnan(s->ttt_s[e]) ? " unmet" : " %.1f", s->ttt_s[e]);
+        printf("%s\n", s->ttt_events > 12 ? " ..." : "");
+    }
 }
 
 /* Beside the field demonstration: per job, T/T0 over the periods with a

@@ -81,6 +81,16 @@ static const char help[] =
 "  --telemetry-max-age S  Prometheus samples stamped more than S seconds from\n"
 "                       now are stale: telemetry down, caps held (default: 3\n"
 "                       periods, at least 30 s)\n"
+"  --meter QUERY        the site's power as the grid's meter sees it, a\n"
+"                       Prometheus query of one series (e.g. site_meter_watts):\n"
+"                       the GPUs get the target less the rest (meter less their\n"
+"                       draw, filtered); a meter stale, missing or NaN falls back\n"
+"                       to --other-w, logged (docs/time-to-target.md)\n"
+"  --meter-url URL      the Prometheus server of --meter (default: --prometheus)\n"
+"  --meter-filter N     the rest is the largest of its last N periods (default\n"
+"                       3): a rise taken at once, a fall once it has lasted\n"
+"                       N periods (at most 64)\n"
+"  --meter-max-age S    a meter reading older than S is stale (default 3 periods)\n"
 "  --job-map FILE       the job map CSV (job,name,host,gpu: what 'pflex jobs\n"
 "                       --csv' writes) in place of the agents' own maps\n"
 "  --period S           control period, seconds (default 5)\n"
@@ -187,6 +197,10 @@ static const char help[] =
 "  pflex controller run --agent http://node-01:9410 --token-file agent.token \\\n"
 "      --learn-between-events --learn-budget 0.2% --explore-lead 3600 \\\n"
 "      --schedule events.csv\n"
+"  pflex controller run --agents agents.txt --token-file agent.token --period 1 \\\n"
+"      --meter 'site_meter_watts{feeder=\"a\"}' --meter-url http://prometheus:9090 \\\n"
+"      --other-w 40000 --vtn https://vtn.example/openadr3 --vtn-client-id site-1 \\\n"
+"      --vtn-secret-file vtn.secret\n"
 "  pflex controller history --db controller.db --from -1h --what periods\n"
 "  pflex controller run --agents agents.txt --db controller.db --db-recover\n"
 "  pflex controller run --config /etc/pflex/controller.conf --print-config\n"
@@ -364,7 +378,7 @@ enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECR
        O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY,
        O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE, O_ETCD, O_ETCD_PREFIX, O_NAME, O_MAX_STEP,
        O_CAP_STEP, O_EXPLORE_LEAD, O_LEARN_BETWEEN, O_LEARN_BUDGET, O_TELE_AGE, O_DB_RECOVER, O_VTN_CALLBACK,
-       O_VTN_CB_TOKEN };
+       O_VTN_CB_TOKEN, O_METER, O_METER_URL, O_METER_FILTER, O_METER_AGE };
 
 static const struct option run_options[] = {
     {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
@@ -388,6 +402,9 @@ static const struct option run_options[] = {
     {"periods", required_argument, NULL, O_PERIODS}, {"log", required_argument, NULL, O_LOG},
     {"jobs", required_argument, NULL, O_JOBS},
     {"prometheus", required_argument, NULL, O_PROM},
+    {"meter", required_argument, NULL, O_METER}, {"meter-url", required_argument, NULL, O_METER_URL},
+    {"meter-filter", required_argument, NULL, O_METER_FILTER},
+    {"meter-max-age", required_argument, NULL, O_METER_AGE},
     {"status-every", required_argument, NULL, O_STATUS_EVERY},
     {"telemetry-max-age", required_argument, NULL, O_TELE_AGE},
     {"job-map", required_argument, NULL, O_JOB_MAP}, {"listen", required_argument, NULL, O_LISTEN},
@@ -486,6 +503,8 @@ static int take_text_opt(struct run_opts *o, int c, const char *arg)
     case O_LOG: o->log_path = arg; return 0;
     case O_JOBS: o->jobs_path = arg; return 0;
     case O_PROM: o->cfg.prometheus_url = arg; return 0;
+    case O_METER: o->cfg.meter_query = arg; return 0;
+    case O_METER_URL: o->cfg.meter_url = arg; return 0;
     case O_JOB_MAP: o->job_map_path = arg; return 0;
     case O_LISTEN: o->listen = arg; return 0;
     case O_PORT_FILE: o->port_file = arg; return 0;
@@ -521,6 +540,8 @@ static int take_num_opt(struct run_opts *o, int c, const char *arg)
         {O_PERIODS, "--periods", 0, 1e12, &o->periods, 0},
         {O_STATUS_EVERY, "--status-every", 1, 1e6, &o->status_every, 0},
         {O_TELE_AGE, "--telemetry-max-age", 0.1, 86400, &o->cfg.telemetry_max_age_s, 0},
+        {O_METER_FILTER, "--meter-filter", 1, 64, &o->cfg.meter_filter, 0},
+        {O_METER_AGE, "--meter-max-age", 0.05, 86400, &o->cfg.meter_max_age_s, 0},
         {O_HTTP_THREADS, "--http-threads", 1, 16, &o->http_threads, 0},
         {O_PARALLEL, "--parallel", 1, 1024, &o->parallel, 0},
         {O_SETTLE, "--settle", 0, 86400, &o->cfg.settle_s, 0},
@@ -560,6 +581,14 @@ static int check_run_opts(struct run_opts *o, int argc, char **argv)
     if (cfg->prometheus_url && strncmp(cfg->prometheus_url, "http://", 7)
         && strncmp(cfg->prometheus_url, "https://", 8))
         return usage("--prometheus %s: want an http:// or https:// URL", cfg->prometheus_url);
+    if (cfg->meter_query && !cfg->meter_url)
+        cfg->meter_url = cfg->prometheus_url;
+    if ((cfg->meter_url || cfg->meter_filter > 0 || cfg->meter_max_age_s > 0) && !cfg->meter_query)
+        return usage("%s", "--meter-url, --meter-filter and --meter-max-age go with --meter");
+    if (cfg->meter_query && !cfg->meter_url)
+        return usage("%s", "--meter QUERY needs its Prometheus: --meter-url URL (or --prometheus URL)");
+    if (cfg->meter_url && strncmp(cfg->meter_url, "http://", 7) && strncmp(cfg->meter_url, "https://", 8))
+        return usage("--meter-url %s: want an http:// or https:// URL", cfg->meter_url);
     if ((o->port_file || o->api_token_file || o->tls_cert || o->tls_key) && !o->listen)
         return usage("%s", "--port-file, --api-token-file and --tls-cert/--tls-key go with --listen");
     if (!o->tls_cert != !o->tls_key)
@@ -980,9 +1009,11 @@ static void notify_alive(struct run_state *s, struct notify *n)
 static int wait_until(struct run_state *s, struct notify *n, int alive, double wait)
 {
     double end = pflex_mono_s() + wait;
-    double slice = s->standby ? 0.05 : INFINITY;
+    /* in slices: a standby that has just won, or a target that has just
+     * changed or come (ctl_act_due), starts its period at once */
+    double slice = s->standby ? 0.05 : 0.02;
     while (!stop_now && (wait = end - pflex_mono_s()) > 0) {
-        if (s->standby && standby_took_over(s->standby))
+        if ((s->standby && standby_took_over(s->standby)) || ctl_act_due(s->ctl))
             return 1;
         if (n->watchdog_s > 0 && wait > n->watchdog_s / 4)
             wait = n->watchdog_s / 4;

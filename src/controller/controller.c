@@ -80,6 +80,8 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
         return pflex_error_set(err, "controller: in process, telemetry comes from the caller, not Prometheus");
     if (!cfg->in_process && !cfg->agent_urls)
         return pflex_error_set(err, "controller: no agents' URLs");
+    if (cfg->meter_query && (!cfg->meter_url || cfg->in_process))
+        return pflex_error_set(err, "controller: --meter needs a Prometheus URL, and a site not in process");
     ctl_t *c = calloc(1, sizeof *c);
     if (!c)
         return pflex_error_set(err, "out of memory");
@@ -111,9 +113,15 @@ int ctl_create(const struct ctl_config *cfg, ctl_t **out, pflex_error_t *err)
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);    /* its waits are on pflex_mono_s */
     pthread_cond_init(&c->io.cv, &ca);
+    pthread_mutex_init(&c->meter.mu, NULL);
+    pthread_cond_init(&c->meter.cv, &ca);
     pthread_condattr_destroy(&ca);
     c->fb_frac = c->fb_until = c->fb_limit_w = NAN;
     c->done_mono = NAN;
+    c->ttt.prev_limit_w = NAN;
+    c->meter.value = c->meter.stamp_s = c->meter.read_mono = NAN;
+    c->meter.site_w = c->meter.rest_w = c->meter.rest_raw_w = c->meter.age_s = NAN;
+    c->meter.other_w = cfg->other_w;
     pflex_target_set_init(&c->targets);
     pflex_target_profile_init(&c->tprof);
     pflex_safe_plan_init(&c->plan);
@@ -149,7 +157,7 @@ int ctl_start(ctl_t *c, pflex_error_t *err)
     if (c->started)
         return 0;
     /* the writer first: the IO threads' notes go through it */
-    if (ctl_writer_start(c, err) < 0 || ctl_io_start(c, err) < 0) {
+    if (ctl_writer_start(c, err) < 0 || ctl_io_start(c, err) < 0 || ctl_meter_start(c, err) < 0) {
         ctl_io_stop(c);
         c->started = 0;
         return -1;
@@ -197,6 +205,7 @@ void ctl_destroy(ctl_t *c)
 {
     if (!c)
         return;
+    ctl_meter_stop(c);
     ctl_io_stop(c);
     ctl_io_destroy(c);
     ctl_writer_stop(c);
@@ -224,6 +233,8 @@ void ctl_destroy(ctl_t *c)
     free(c->sub.seen);
     pthread_mutex_destroy(&c->io.mu);
     pthread_cond_destroy(&c->io.cv);
+    pthread_mutex_destroy(&c->meter.mu);
+    pthread_cond_destroy(&c->meter.cv);
     pflex_oadr_events_fini(&c->evs);
     pflex_safe_plan_fini(&c->plan);
     pflex_safe_plan_fini(&c->coming);
@@ -288,6 +299,22 @@ int ctl_node_feed(ctl_t *c, size_t node, const struct agent_status *st, int fres
     return 0;
 }
 
+/* What the targets say, hashed (FNV-1a): a VTN's answer swaps in a new
+ * set (a new gen) that may say just what the old one did. */
+static uint64_t targets_sig(const pflex_target_set_t *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct pflex_target *t = &s->t[i];
+        double f[] = {t->start_s, t->end_s, t->value, t->ramp_s, (double)t->unit, (double)t->priority,
+                      (double)t->seq};
+        const unsigned char *b = (const unsigned char *)f;
+        for (size_t k = 0; k < sizeof f; k++)
+            h = (h ^ b[k]) * 1099511628211ull;
+    }
+    return h;
+}
+
 void ctl_period_begin(ctl_t *c, double now)
 {
     struct ctl_period_state *p = &c->p;
@@ -306,6 +333,34 @@ void ctl_period_begin(ctl_t *c, double now)
     p->horizon_s = p->other_w = p->baseline_w = 0;
     p->limit_w = INFINITY;
     p->period_id = 0;
+    /* what the wait after this period watches (ctl_act_due) */
+    pthread_mutex_lock(&c->tmu);
+    c->act_gen = c->targets.gen;
+    c->act_sig = targets_sig(&c->targets);
+    c->act_next_s = INFINITY;
+    for (size_t i = 0; i < c->targets.n; i++) {
+        const struct pflex_target *t = &c->targets.t[i];
+        if (t->start_s > now && t->start_s < c->act_next_s)
+            c->act_next_s = t->start_s;
+        if (t->end_s > now && t->end_s < c->act_next_s)
+            c->act_next_s = t->end_s;
+    }
+    pthread_mutex_unlock(&c->tmu);
+}
+
+int ctl_act_due(ctl_t *c)
+{
+    pthread_mutex_lock(&c->tmu);
+    int changed = 0;
+    if (c->targets.gen != c->act_gen) {
+        uint64_t sig = targets_sig(&c->targets);
+        changed = sig != c->act_sig;
+        c->act_gen = c->targets.gen;
+        c->act_sig = sig;
+    }
+    pthread_mutex_unlock(&c->tmu);
+    double now = c->clk_synced ? c->clk_wall0 + (pflex_mono_s() - c->clk_mono0) : pflex_real_s();
+    return changed || now >= c->act_next_s;
 }
 
 void ctl_period_end(ctl_t *c, struct ctl_period_result *r)
@@ -317,7 +372,7 @@ void ctl_period_end(ctl_t *c, struct ctl_period_result *r)
     if (c->periods == 1)
         c->gap_hist[0] = c->c.period_s;
     c->hist_n++;
-    double measured = p->any_power ? p->measured_w + c->c.other_w : NAN;
+    double measured = ctl_site_w(c);
     c->last_limit_w = p->limit_w;
     c->last_measured_w = measured;
     c->last_t = p->now;
@@ -331,6 +386,7 @@ void ctl_period_end(ctl_t *c, struct ctl_period_result *r)
     }
     c->last_floor_w = p->ngpus ? lo : NAN;
     c->last_max_w = p->ngpus ? hi : NAN;
+    ctl_ttt_period(c, measured);
     p->r.limit_w = p->limit_w;
     p->r.worst_w = c->plan.worst_w;
     p->r.measured_w = measured;
@@ -518,6 +574,8 @@ int ctl_target_put(ctl_t *c, const struct pflex_target *t, double now, pflex_err
         /* no other writer since: the same seq */
         int recorded = c->tdb && c->recorded_seq == c->targets.next_seq;
         rc = pflex_target_set_add(&c->targets, &probe, err);
+        if (rc == 0)
+            ctl_ttt_arrived(c, probe.seq, now);
         if (rc == 0 && recorded)
             c->recorded_seq = c->targets.next_seq;
         pthread_mutex_unlock(&c->tmu);

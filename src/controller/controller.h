@@ -78,6 +78,11 @@ struct ctl_config {
      * the agents are then asked only for their host name and job map,
      * every status_every periods (<= 0: 10), and for the caps. */
     const char *prometheus_url;     /* NULL: read the agents */
+    /* the grid meter (meter.h): a Prometheus query of the site's power,
+     * the server's URL, the rest's filter (periods) and the reading's
+     * largest age (s; 0: 3 periods); NULL query: none, --other-w */
+    const char *meter_query, *meter_url;
+    double meter_filter, meter_max_age_s;
     int status_every;
     double telemetry_max_age_s;     /* Prometheus samples stamped further than this from
                                      * now are stale (telemetry down, caps held); <= 0:
@@ -165,6 +170,12 @@ double ctl_clock_now(ctl_t *c, double wall_s, double mono_s);
  * the watchdog and the health check go by.  Any thread, holding the
  * state's lock or not. */
 double ctl_period_completed_mono(const ctl_t *c);
+
+/* Act at once: 1 when the next period is due now rather than at its
+ * boundary, because the targets changed since the last period began (a
+ * PUT, a DELETE, the VTN) or one of their starts or ends has come
+ * (docs/time-to-target.md).  From the thread that runs the periods. */
+int ctl_act_due(ctl_t *c);
 
 /* The audit's writes so far (records of periods): written, failed,
  * dropped (the queue full), queued now, and 1 when the last period's was

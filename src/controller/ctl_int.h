@@ -11,6 +11,8 @@
 #include "controller/controller.h"
 #include "controller/period.h"
 #include "controller/prom_source.h"
+#include "controller/meter.h"
+#include "controller/ttt_track.h"
 #include "lib/util/strtab.h"
 #include "pflex/io/audit.h"
 #include "pflex/flex/learn.h"
@@ -314,6 +316,13 @@ struct ctl {
     /* under a target: the periods the step probe still holds, and those
      * before the next (steps.c, plan_step_probe) */
     unsigned step_left, step_wait;
+    struct ctl_ttt_track ttt;   /* time to target (ttt_track.c), under smu */
+    struct ctl_meter meter;     /* the grid meter (meter.c) */
+    /* act at once (ctl_act_due): the targets' gen and content signature
+     * as the last period began, and their next start or end after it
+     * (targets' clock, s) */
+    uint64_t act_gen, act_sig;
+    double act_next_s;
 };
 
 /* Nonzero (the default): the probe searches between events are kept per

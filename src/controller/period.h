@@ -73,6 +73,9 @@ struct ctl_cap {
     double fallback_w;          /* during an event, the cap the agent falls back to
                                  * when the lease lapses; NaN: none (the original) */
     double fallback_until;      /* until when (unix s) */
+    double free_w;              /* what its cut frees: the GPU's power read now less the
+                                 * cap, W (0: none; set by ctl_push_caps): the nodes
+                                 * that free the most are sent their cuts first */
     int node_raises;            /* its node is sent a raise this period: its caps go
                                  * in the second batch, after every cut (set by
                                  * ctl_push_caps) */

@@ -102,7 +102,7 @@ static struct ctl_rec *rec_build(ctl_t *c)
     r->has_period = 1;
     r->ap = (struct pflex_audit_period){.t = p->now, .limit_w = p->limit_w, .worst_w = c->plan.worst_w,
                                         .least_w = c->plan.least_w,
-                                        .site_power_w = p->any_power ? p->measured_w + c->c.other_w : NAN,
+                                        .site_power_w = ctl_site_w(c),
                                         .throughput = c->plan.throughput, .feasible = c->plan.feasible,
                                         .floor_breaches = (long)c->plan.floor_breaches,
                                         .held = (long)c->plan.held};

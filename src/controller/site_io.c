@@ -212,6 +212,9 @@ int ctl_vtn_apply(ctl_t *c, const pflex_target_set_t *fresh, uint64_t seq0, doub
             next.next_seq = c->targets.next_seq > live1 ? c->targets.next_seq : live1;
             pflex_target_set_fini(&c->targets);
             c->targets = next;
+            for (size_t i = 0; i < n; i++)
+                if (tt[i].seq >= live0)
+                    ctl_ttt_arrived(c, tt[i].seq, now);
             if (recorded)
                 c->recorded_seq = c->targets.next_seq;
         } else
@@ -460,6 +463,60 @@ int ctl_read_site(ctl_t *c, pflex_error_t *err)
  * where want[q] says so, to every node with one at least, carrying the
  * fencing token; caps[] the wire's copies, in pcaps's order.  Returns 1
  * when an agent refused it for a newer leader's token (409). */
+/* The pushes of a batch (push[0..na), those with an agent) handed to
+ * agents_batch by what their cuts free, the most first, dealt across its
+ * threads in turn so that each starts with the largest it has; the
+ * outcomes copied back to push[]. */
+struct free_rank {
+    size_t a;
+    double w;
+};
+
+static int cmp_free_desc(const void *x, const void *y)
+{
+    const struct free_rank *a = x, *b = y;
+    return a->w < b->w ? 1 : a->w > b->w ? -1 : (a->a > b->a) - (a->a < b->a);
+}
+
+static void batch_by_free(ctl_t *c, const struct ctl_cap *pcaps, const size_t *first, const unsigned char *want,
+                          struct agent_push *push, pflex_http_client_t *const *http)
+{
+    size_t na = c->c.nagents, m = 0;
+    struct free_rank *rk = malloc((na + 1) * sizeof *rk);
+    struct agent_push *pp = malloc((na + 1) * sizeof *pp);
+    size_t *pos = malloc((na + 1) * sizeof *pos), *fill = calloc(CTL_MAX_HTTP + 1, sizeof *fill);
+    if (!rk || !pp || !pos || !fill) {
+        agents_batch(c, http, NULL, push, na);     /* no memory to order them: node order */
+        goto out;
+    }
+    for (size_t a = 0; a < na; a++) {
+        if (!push[a].agent)
+            continue;
+        double w = 0;
+        for (size_t q = first[a]; q < first[a + 1]; q++)
+            w += want[q] ? pcaps[q].free_w : 0;
+        rk[m++] = (struct free_rank){a, w};
+    }
+    qsort(rk, m, sizeof *rk, cmp_free_desc);
+    /* agents_batch gives thread t the range [m t / T, m (t + 1) / T) */
+    size_t T = c->nhttp < m ? c->nhttp : m, t = 0;
+    for (size_t r = 0; r < m; r++) {
+        while (m * (t + 1) / T - m * t / T <= fill[t])
+            t = (t + 1) % T;
+        pos[r] = m * t / T + fill[t]++;
+        pp[pos[r]] = push[rk[r].a];
+        t = (t + 1) % T;
+    }
+    agents_batch(c, http, NULL, pp, m);
+    for (size_t r = 0; r < m; r++)
+        push[rk[r].a] = pp[pos[r]];
+out:
+    free(rk);
+    free(pp);
+    free(pos);
+    free(fill);
+}
+
 static int push_batch(ctl_t *c, const struct ctl_cap *pcaps, const size_t *first,
                       struct agent_cap *caps, struct agent_push *push, const unsigned char *want,
                       pflex_http_client_t *const *http, uint64_t fence)
@@ -477,7 +534,7 @@ static int push_batch(ctl_t *c, const struct ctl_cap *pcaps, const size_t *first
         push[a] = (struct agent_push){.agent = n ? c->agents[a].client : NULL, .caps = &caps[first[a]], .n = n,
                                       .fence = fence};
     }
-    agents_batch(c, http, NULL, push, na);   /* failures are per agent */
+    batch_by_free(c, pcaps, first, want, push, http);  /* failures are per agent */
     for (size_t a = 0; a < na; a++)
         if (push[a].agent && !push[a].ok) {
             ctl_log(c, "agent %s: %s", agent_client_url(c->agents[a].client), push[a].err.text);
@@ -593,8 +650,13 @@ static int push_posted(ctl_t *c, uint64_t fence, pflex_error_t *err)
 static void mark_raises(ctl_t *c)
 {
     struct ctl_period_state *p = &c->p;
-    for (size_t q = 0; q < p->ncaps; q++)
-        p->caps[q].node_raises = 0;
+    for (size_t q = 0; q < p->ncaps; q++) {
+        struct ctl_cap *cp = &p->caps[q];
+        const struct agent_gpu *g = &c->agents[cp->node].st.gpu[p->gpu_slot[cp->site]];
+        double draw = isnan(g->power_w) ? g->limit_w : g->power_w;
+        cp->node_raises = 0;
+        cp->free_w = cp->send && draw > cp->cap_w ? draw - cp->cap_w : 0;
+    }
     for (size_t q = 0; q < p->ncaps; q++) {
         const struct ctl_cap *cp = &p->caps[q];
         double now_w = c->agents[cp->node].st.gpu[p->gpu_slot[cp->site]].limit_w;
@@ -666,7 +728,7 @@ static void report_events(ctl_t *c, double now, double site_w, double span_s)
 void ctl_report_vtn(ctl_t *c)
 {
     const struct ctl_period_state *p = &c->p;
-    double site_w = p->any_power ? p->measured_w + c->c.other_w : NAN;
+    double site_w = ctl_site_w(c);
     if (c->started) {
         /* the VTN's thread reports it; the reader reads for the next period */
         pthread_mutex_lock(&c->io.mu);

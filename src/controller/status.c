@@ -320,6 +320,8 @@ static json_t *status_json(const ctl_t *c, double now)
     json_object_set_new(o, "push_failed", json_integer((json_int_t)cl->push_failed));
     json_object_set_new(o, "completed", json_boolean(cl->taken && cl->completed));
     json_object_set_new(o, "completed_age_s", json_real(pflex_mono_s() - cl->completed_mono));
+    json_object_set_new(o, "time_to_target", ctl_ttt_json(c));
+    json_object_set_new(o, "meter", ctl_meter_json(c));
     json_object_set_new(o, "nodes", nodes_json(c));
     json_object_set_new(o, "agents", json_integer((json_int_t)c->c.nagents));
     json_object_set_new(o, "agents_down", json_integer((json_int_t)c->last_agents_down));
@@ -449,6 +451,8 @@ static char *metrics(const ctl_t *c, double now, size_t *len)
                                   (const char *const[]){"agent", name, "reason", push_names[r], NULL},
                                   (double)ag->push_fail[r]);
     }
+    ctl_ttt_metrics(c, p);
+    ctl_meter_metrics(c, p);
     char *text = pflex_prom_take(p, len);
     pflex_prom_destroy(p);
     return text;

@@ -276,9 +276,10 @@ void ctl_take_targets(ctl_t *c)
      * follows starts from it (pflex/flex/target.h), and an interval of an
      * event follows the one before without a gap; the audit resumes the
      * same (ctl_resume), so that expiry needs no write of its own */
+    double other = ctl_meter_other_w(c);    /* before tmu: it may note to the audit */
     pthread_mutex_lock(&c->tmu);
     pflex_target_set_expire(&c->targets, p->now - 86400);
-    p->other_w = c->c.other_w + p->never_w;
+    p->other_w = other + p->never_w;
     p->baseline_w = c->c.baseline_w > 0 ? c->c.baseline_w : p->sum_max_w;
     /* the limit over the horizon (ctl_horizon_s), the periods' gaps and
      * runs over the last 16 */

@@ -266,6 +266,12 @@ struct pflex_sim_summary {
     double settled_mean, settled_min;
     size_t settled_over90;      /* of those, periods with at least 0.9 */
     double wall_s;              /* CPU time this policy took (its thread), s */
+    /* time to target (pflex/site/ttt.h, pflex_ttt_series): each fall of the
+     * limit in force an event, its samples the site's power at each
+     * period (resolution: a period), a 10 s hold */
+    size_t ttt_events, ttt_met;
+    double ttt_p50_s, ttt_p99_s, ttt_worst_s;   /* NaN: none met */
+    double *ttt_s;              /* by event, NaN: not met (owned: pflex_sim_result_fini) */
 };
 
 struct pflex_sim_result {

@@ -10,6 +10,15 @@
 #include "lib/report/report_sim_parts.h"
 
 /* A share as "12.3%", or an em dash where it is not given (NaN). */
+/* Seconds, or a dash when there are none. */
+static void s_cell(FILE *out, double v)
+{
+    if (isnan(v))
+        fputs("<td>&mdash;</td>", out);
+    else
+        fprintf(out, "<td>%.1f</td>", v);
+}
+
 static void pct_cell(FILE *out, double v, const char *fmt)
 {
     if (isnan(v))
@@ -60,6 +69,23 @@ static void summary_html(const struct pflex_sim_result *r, FILE *out)
                 s->settled_over90, s->settled_periods, s->below_equal, s->periods_above, s->max_over_w,
                 s->floor_breaches, s->floor_periods, s->floor_breaches_feasible, s->floor_worst, s->probes,
                 s->lost_s, s->energy_kwh);
+    }
+    fprintf(out, "</table>\n");
+    /* how fast each policy followed the falls of the limit */
+    fprintf(out, "<p>Time to target (<code>docs/time-to-target.md</code>): from each fall of the limit to the "
+                 "period from which the site stays under it, to a period's resolution.</p>\n"
+                 "<table><tr><th>policy</th><th>events</th><th>met</th><th>p50 s</th><th>p99 s</th>"
+                 "<th>worst s</th></tr>\n");
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
+        const struct pflex_sim_summary *s = &r->pol[p];
+        if (!(r->ran & (1u << p)))
+            continue;
+        fprintf(out, "<tr><td>%s</td><td>%zu</td><td>%zu</td>", pflex_sim_policy_name((enum pflex_sim_policy)p),
+                s->ttt_events, s->ttt_met);
+        s_cell(out, s->ttt_p50_s);
+        s_cell(out, s->ttt_p99_s);
+        s_cell(out, s->ttt_worst_s);
+        fputs("</tr>\n", out);
     }
     fprintf(out, "</table>\n");
 }

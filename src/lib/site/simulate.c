@@ -20,6 +20,7 @@
 #include <time.h>
 #include "pflex/flex/safeplan.h"
 #include "pflex/site/simulate.h"
+#include "pflex/site/ttt.h"
 #include "lib/util/interp.h"
 #include "lib/util/mix.h"
 
@@ -1093,6 +1094,7 @@ void pflex_sim_result_fini(struct pflex_sim_result *r)
     free(r->limit_w);
     free(r->uncapped);
     for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
+        free(r->pol[p].ttt_s);
         free(r->power_w[p]);
         free(r->objective[p]);
         free(r->job_cap[p]);
@@ -1431,6 +1433,38 @@ static double event_objective_s(const struct world *w, const struct pflex_sim_re
 /* The scores against the oracle and equal cuts, in the site's terms (a
  * share of its objective over the event); the gap recovered where that
  * gap is wide enough to share, and period by period the settled share. */
+/* Each policy's times to target on its power series (pflex_ttt_series). */
+static int ttt_summaries(struct pflex_sim_result *r, pflex_error_t *err)
+{
+    for (int p = 0; p < PFLEX_SIM_NPOL; p++) {
+        struct pflex_sim_summary *s = &r->pol[p];
+        s->ttt_p50_s = s->ttt_p99_s = s->ttt_worst_s = NAN;
+        if (!(r->ran & (1u << p)) || !r->power_w[p])
+            continue;
+        size_t n = pflex_ttt_series(r->start_s, r->period_s, r->limit_w, r->power_w[p], r->nperiods, r->max_w,
+                                    PFLEX_TTT_HOLD_S, NULL, 0);
+        double *v = malloc((n + 1) * sizeof *v), *sorted = malloc((n + 1) * sizeof *sorted);
+        if (!v || !sorted) {
+            free(v);
+            free(sorted);
+            return pflex_error_set(err, "out of memory");
+        }
+        pflex_ttt_series(r->start_s, r->period_s, r->limit_w, r->power_w[p], r->nperiods, r->max_w,
+                         PFLEX_TTT_HOLD_S, v, n);
+        memcpy(sorted, v, n * sizeof *v);
+        struct pflex_ttt_summary sm;
+        pflex_ttt_summarize(sorted, n, &sm);
+        free(sorted);
+        s->ttt_s = v;
+        s->ttt_events = sm.events;
+        s->ttt_met = sm.met;
+        s->ttt_p50_s = sm.p50_s;
+        s->ttt_p99_s = sm.p99_s;
+        s->ttt_worst_s = sm.worst_s;
+    }
+    return 0;
+}
+
 static void gap_summaries(const struct world *w, struct pflex_sim_result *r)
 {
     size_t N = w->nper;
@@ -1514,7 +1548,7 @@ int pflex_sim_run(const struct pflex_sim_config *c, struct pflex_sim_result *r, 
     if (build_fleet(&w, err) >= 0 && alloc_world(&w, r, err) >= 0 && site_timeline(&w, r, err) >= 0
         && alloc_series(&w, want, r, err) >= 0 && run_policies(&w, want, r, err) >= 0) {
         gap_summaries(&w, r);
-        rc = 0;
+        rc = ttt_summaries(r, err);
     }
     free(w.inst);
     free(w.koff);
