@@ -706,12 +706,24 @@ static void spend_rounding(const struct pflex_safe_input *in, struct pflex_safe_
         }
 }
 
+/* Job j is given back (a ceiling under its GPUs' largest cap) and the
+ * plan holds it at that ceiling. */
+static int at_ceiling(const struct pflex_safe_plan *out, const struct scratch *s, size_t j, double step)
+{
+    const struct jobstate *js = &s->js[j];
+    return js->n && js->cfull > js->cmax && out->job_cap_w[j] >= js->cmax - step;
+}
+
 /* Give-back: the watts left once every job is at the largest cap the
  * plan counts (its ceiling for a job given back) raise the jobs given
  * back toward their GPUs' largest caps, each by the same share of its
  * span: a cap lowered only as far as the limit needs, so that a job whose
  * draw rises before the next period finds as much room as the limit
- * leaves (a held GPU never above the cap it has).  Sets given_w. */
+ * leaves (a held GPU never above the cap it has).  Only the jobs the plan
+ * holds at their ceiling: one it cut under it was cut there to pay for
+ * another's watts, and lifted back to its ceiling it took them from the
+ * first GPUs in site order (trim_to_limit), whatever they were worth.
+ * Sets given_w. */
 static void give_back_rest(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
                            const struct scratch *s, double fixed)
 {
@@ -721,10 +733,10 @@ static void give_back_rest(const struct pflex_safe_input *in, struct pflex_safe_
         if (in->gpus[g].reachable)
             left -= gcount(&in->gpus[g]) * out->cap_w[g];
     for (size_t j = 0; j < in->njobs; j++)
-        if (s->js[j].n && s->js[j].cfull > s->js[j].cmax)
+        if (at_ceiling(out, s, j, step))
             span += (double)s->js[j].n * (s->js[j].cfull - s->js[j].cmax);
     if (!(span > 0))
-        return;
+        goto given;
     double f = left > 0 ? left / span : 0;
     f = f < 1 ? f : 1;
     for (size_t g = 0; g < in->ngpus; g++) {
@@ -732,7 +744,7 @@ static void give_back_rest(const struct pflex_safe_input *in, struct pflex_safe_
         if (!gp->reachable || gp->job < 0)
             continue;
         const struct jobstate *js = &s->js[gp->job];
-        if (!(js->cfull > js->cmax))
+        if (!at_ceiling(out, s, (size_t)gp->job, step))
             continue;
         double c = step_down(js->cmax + f * (js->cfull - js->cmax), step);
         c = clampd(c, gp->min_cap_w, gp->max_cap_w);
@@ -740,11 +752,16 @@ static void give_back_rest(const struct pflex_safe_input *in, struct pflex_safe_
             c = clampd(step_down(gp->cap_w, step), gp->min_cap_w, gp->max_cap_w);
         if (c > out->cap_w[g])
             out->cap_w[g] = c;
-        out->given_w += gcount(gp) * (gp->max_cap_w - out->cap_w[g]);
     }
     for (size_t j = 0; j < in->njobs; j++)
-        if (s->js[j].n && s->js[j].cfull > s->js[j].cmax && out->job_cap_w[j] >= s->js[j].cmax - step)
+        if (at_ceiling(out, s, j, step))
             out->job_cap_w[j] = s->js[j].cmax + f * (s->js[j].cfull - s->js[j].cmax);
+given:
+    for (size_t g = 0; g < in->ngpus; g++) {
+        const struct pflex_site_gpu *gp = &in->gpus[g];
+        if (gp->reachable && gp->job >= 0 && s->js[gp->job].cfull > s->js[gp->job].cmax)
+            out->given_w += gcount(gp) * (gp->max_cap_w - out->cap_w[g]);
+    }
 }
 
 /* The worst case, counted from the caps themselves; rounding can leave it
