@@ -44,6 +44,10 @@ struct scratch {
     size_t c_js, c_need, c_aj, c_cv, c_order, c_cap, c_jcap, c_jloss, c_fb, c_pcap;
     struct pflex_alloc_plan alloc;
     struct pflex_alloc_plan alloc_eq;   /* equal cuts (guard_equal) */
+    struct pflex_alloc_plan alloc_up;   /* the optimum on the optimistic curves (optimist) */
+    struct pflex_alloc_job *aj_up;      /* the jobs on those curves */
+    double *up;                         /* their points, room for c_up */
+    size_t c_ajup, c_up;
 };
 
 void pflex_safe_plan_init(struct pflex_safe_plan *p)
@@ -67,6 +71,9 @@ void pflex_safe_plan_fini(struct pflex_safe_plan *p)
         free(s->need);
         pflex_alloc_plan_fini(&s->alloc);
         pflex_alloc_plan_fini(&s->alloc_eq);
+        pflex_alloc_plan_fini(&s->alloc_up);
+        free(s->aj_up);
+        free(s->up);
         free(s);
     }
     free(p->cap_w);
@@ -99,6 +106,7 @@ static int ensure(struct pflex_safe_plan *p, const struct pflex_safe_input *in, 
             return -1;
         pflex_alloc_plan_init(&s->alloc);
         pflex_alloc_plan_init(&s->alloc_eq);
+        pflex_alloc_plan_init(&s->alloc_up);
         p->priv = s;
     }
     if (pflex_grow((void **)&s->js, &s->c_js, in->njobs, sizeof *s->js)
@@ -478,6 +486,91 @@ static double job_w(const struct pflex_safe_input *in, const struct jobstate *js
     return in->jobs[j].weight * (in->objective == PFLEX_OBJECTIVE_PROGRESS ? (double)js->n : in->jobs[j].t0);
 }
 
+/* The optimistic probe (guard_equal, probe_dx): where no blend toward
+ * the optimum on the mean curves is worth reading, the plan steps toward
+ * the optimum on the optimistic curves (mean less margin, made monotone),
+ * the jobs' floors kept on the pessimistic ones.  Jobs alike in their
+ * priors have their mean optimum at equal cuts, read there and nowhere
+ * else: each job's curve past its reading goes on nearer its prior's
+ * slope than its chord's, so every reading is a corner the mean optimum
+ * sits on, and nothing the job shows of its own slope moves the plan.
+ * The optimistic curves differ where the readings do, and their optimum
+ * points where a reading could move the plan most (upper confidence
+ * bounds); a step toward it, no job's cut moved more than probe_dx, is a
+ * blend of two plans that meet the budget and the floors, and its
+ * readings shrink the margins it was chosen on, so the walk stops where
+ * the readings close them (the controller reads a blend while one of its
+ * jobs is not known there).  x: the plan's cuts; into probe_cap_w, with
+ * probe_blend the share of the way to that optimum (0: none).  0, or -1
+ * with err. */
+static int optimist(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
+                    struct scratch *s, double budget, size_t nactive, const double *x,
+                    pflex_error_t *err)
+{
+    size_t tot = 0;
+    for (size_t j = 0; j < in->njobs; j++)
+        if (s->js[j].n)
+            tot += s->js[j].cv->npts;
+    if (pflex_grow((void **)&s->aj_up, &s->c_ajup, nactive, sizeof *s->aj_up)
+        || pflex_grow((void **)&s->up, &s->c_up, tot ? tot : 1, sizeof *s->up))
+        return pflex_error_set(err, "out of memory");
+    double *o = s->up;
+    size_t a = 0;
+    for (size_t j = 0; j < in->njobs; j++) {
+        const struct jobstate *js = &s->js[j];
+        if (!js->n)
+            continue;
+        const struct curve *cv = js->cv;
+        for (size_t i = 0; i < cv->npts; i++) {
+            double v = 2 * cv->l[i] - cv->h[i];
+            v = v > 0 ? v : 0;
+            o[i] = i && o[i - 1] > v ? o[i - 1] : v;
+        }
+        s->aj_up[a] = s->aj[a];
+        s->aj_up[a].loss = o;
+        o += cv->npts;
+        a++;
+    }
+    struct pflex_alloc_problem prob = {.njobs = nactive, .jobs = s->aj_up, .budget_w = budget,
+                                       .objective = in->objective};
+    if (pflex_alloc_plan(&prob, PFLEX_POLICY_OPTIMAL, &s->alloc_up, err) < 0)
+        return -1;
+    if (!s->alloc_up.feasible)
+        return 0;
+    const double *xu = s->alloc_up.x;
+    double d = 0;
+    for (a = 0; a < nactive; a++)
+        d = fabs(xu[a] - x[a]) > d ? fabs(xu[a] - x[a]) : d;
+    if (!(d > 1e-9))
+        return 0;
+    double tau = in->probe_dx / d < 1 ? in->probe_dx / d : 1, gain = 0;
+    a = 0;
+    for (size_t j = 0; j < in->njobs; j++) {
+        const struct jobstate *js = &s->js[j];
+        if (!js->n)
+            continue;
+        double xp = x[a] + tau * (xu[a] - x[a]);
+        double xb = judged(in, js, x[a]), xq = judged(in, js, xp);
+        gain += job_w(in, js, j) * (at(js->cv->y, s->aj_up[a].loss, js->cv->npts, xb)
+                                    - at(js->cv->y, s->aj_up[a].loss, js->cv->npts, xq));
+        a++;
+    }
+    if (!(gain > 0))
+        return 0;
+    a = 0;
+    for (size_t j = 0; j < in->njobs; j++) {
+        const struct jobstate *js = &s->js[j];
+        if (!js->n)
+            continue;
+        double xp = x[a] + tau * (xu[a] - x[a]);
+        if (fabs(xp - x[a]) > 1e-9)
+            out->probe_cap_w[j] = js->cmax * (1 - xp);
+        a++;
+    }
+    out->probe_blend = tau;
+    return 0;
+}
+
 /* Equal cuts as the baseline the plan must beat (guard_equal): the cuts
  * become x_eq + t (x_opt - x_eq) for the t in {0, 1/4, .., 1} whose gain
  * over equal cuts is largest on both the mean curves and pessimistically
@@ -586,6 +679,8 @@ static int guard_equal(const struct pflex_safe_input *in, struct pflex_safe_plan
     }
     for (size_t a = 0; a < nactive; a++)
         s->alloc.x[a] = xe[a] + best_t * (xo[a] - xe[a]);
+    if (!kp && in->probe_dx > 0 && optimist(in, out, s, budget, nactive, s->alloc.x, err) < 0)
+        return -1;
     out->blend = best_t;
     out->voi = lo_max > best_mean ? lo_max - best_mean : 0;
     return 0;
