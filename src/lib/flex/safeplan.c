@@ -487,22 +487,24 @@ static double job_w(const struct pflex_safe_input *in, const struct jobstate *js
 }
 
 /* The optimistic probe (guard_equal, probe_dx): where no blend toward
- * the optimum on the mean curves is worth reading, the plan steps toward
- * the optimum on the optimistic curves (mean less margin, made monotone),
- * the jobs' floors kept on the pessimistic ones.  Jobs alike in their
- * priors have their mean optimum at equal cuts, read there and nowhere
- * else: each job's curve past its reading goes on nearer its prior's
- * slope than its chord's, so every reading is a corner the mean optimum
- * sits on, and nothing the job shows of its own slope moves the plan.
- * The optimistic curves differ where the readings do, and their optimum
- * points where a reading could move the plan most (upper confidence
- * bounds); a step toward it, no job's cut moved more than probe_dx, is a
- * blend of two plans that meet the budget and the floors, and its
- * readings shrink the margins it was chosen on, so the walk stops where
- * the readings close them (the controller reads a blend while one of its
- * jobs is not known there).  x: the plan's cuts; into probe_cap_w, with
- * probe_blend the share of the way to that optimum (0: none).  0, or -1
- * with err. */
+ * the optimum on the mean curves is worth reading, the plan probes the
+ * optimum on the optimistic curves (mean less margin, made monotone)
+ * within probe_dx of its own cuts, the floors kept on the pessimistic
+ * curves.  Jobs alike in their priors have their mean optimum at equal
+ * cuts, read there and nowhere else: each job's curve past its reading
+ * goes on nearer its prior's slope than its chord's, so every reading is
+ * a corner the mean optimum sits on, and nothing a job shows of its own
+ * slope moves the plan.  The optimistic curves differ where the readings
+ * do, and their optimum near the plan is where a reading could move the
+ * plan most (an upper confidence bound); its readings shrink the margins
+ * it was chosen on, so the walk stops where the readings close them (the
+ * controller reads a probe while one of its jobs is not known there).
+ * Each job is planned in its trust region [x - probe_dx, x + probe_dx]
+ * as a job of its own whose largest cap is the region's top: the caps
+ * sum to the budget as the plan's do, and a cut the region's bottom
+ * clamps only lowers a cap.  x: the plan's cuts; into probe_cap_w, with
+ * probe_blend the share of probe_dx the probe moves the most moved job
+ * (0: none).  0, or -1 with err. */
 static int optimist(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
                     struct scratch *s, double budget, size_t nactive, const double *x,
                     pflex_error_t *err)
@@ -510,25 +512,55 @@ static int optimist(const struct pflex_safe_input *in, struct pflex_safe_plan *o
     size_t tot = 0;
     for (size_t j = 0; j < in->njobs; j++)
         if (s->js[j].n)
-            tot += s->js[j].cv->npts;
+            tot += 2 * (s->js[j].cv->npts + 1);
     if (pflex_grow((void **)&s->aj_up, &s->c_ajup, nactive, sizeof *s->aj_up)
         || pflex_grow((void **)&s->up, &s->c_up, tot ? tot : 1, sizeof *s->up))
         return pflex_error_set(err, "out of memory");
-    double *o = s->up;
+    double *o = s->up, dx = in->probe_dx;
     size_t a = 0;
     for (size_t j = 0; j < in->njobs; j++) {
         const struct jobstate *js = &s->js[j];
         if (!js->n)
             continue;
         const struct curve *cv = js->cv;
-        for (size_t i = 0; i < cv->npts; i++) {
+        size_t n = cv->npts;
+        double *oy = o, *ol = o + n + 1;
+        /* the optimistic curve, monotone */
+        for (size_t i = 0; i < n; i++) {
             double v = 2 * cv->l[i] - cv->h[i];
             v = v > 0 ? v : 0;
-            o[i] = i && o[i - 1] > v ? o[i - 1] : v;
+            ol[i] = i && ol[i - 1] > v ? ol[i - 1] : v;
         }
-        s->aj_up[a] = s->aj[a];
-        s->aj_up[a].loss = o;
-        o += cv->npts;
+        /* rebased at the region's top lo: y' = (y - lo) / (1 - lo) */
+        double lo = x[a] - dx > 0 ? x[a] - dx : 0, hi = x[a] + dx;
+        double l0 = at(cv->y, ol, n, lo);
+        size_t m = 0;
+        oy[m] = 0;
+        double keep0 = 0;
+        for (size_t i = 0; i < n; i++)
+            if (cv->y[i] > lo + 1e-12) {
+                if (!m) {
+                    keep0 = l0;
+                    ol[0] = 0;
+                    m = 1;
+                }
+                oy[m] = (cv->y[i] - lo) / (1 - lo);
+                ol[m] = ol[i] - keep0;
+                m++;
+            }
+        if (!m)
+            m = 1, ol[0] = 0;
+        /* ol[i] for i >= m was read before it was overwritten: the points
+         * ascend, so ol[m] takes ol[i] with i >= m - 1 */
+        struct pflex_alloc_job *u = &s->aj_up[a];
+        *u = s->aj[a];
+        double xh = s->aj[a].x_hi < hi ? s->aj[a].x_hi : hi;
+        u->p0_w = u->cap0_w = s->aj[a].cap0_w * (1 - lo);
+        u->x = oy;
+        u->loss = ol;
+        u->npoints = (unsigned)m;
+        u->x_hi = xh > lo ? (xh - lo) / (1 - lo) : 0;
+        o += 2 * (n + 1);
         a++;
     }
     struct pflex_alloc_problem prob = {.njobs = nactive, .jobs = s->aj_up, .budget_w = budget,
@@ -537,37 +569,22 @@ static int optimist(const struct pflex_safe_input *in, struct pflex_safe_plan *o
         return -1;
     if (!s->alloc_up.feasible)
         return 0;
-    const double *xu = s->alloc_up.x;
     double d = 0;
-    for (a = 0; a < nactive; a++)
-        d = fabs(xu[a] - x[a]) > d ? fabs(xu[a] - x[a]) : d;
+    a = 0;
+    for (size_t j = 0; j < in->njobs; j++) {
+        const struct jobstate *js = &s->js[j];
+        if (!js->n)
+            continue;
+        double lo = x[a] - dx > 0 ? x[a] - dx : 0;
+        double xp = lo + s->alloc_up.x[a] * (1 - lo);
+        out->probe_cap_w[j] = js->cmax * (1 - xp);
+        d = fabs(xp - x[a]) > d ? fabs(xp - x[a]) : d;
+        a++;
+    }
+    out->probe_blend = d > 1e-9 ? d / dx : 0;
     if (!(d > 1e-9))
-        return 0;
-    double tau = in->probe_dx / d < 1 ? in->probe_dx / d : 1, gain = 0;
-    a = 0;
-    for (size_t j = 0; j < in->njobs; j++) {
-        const struct jobstate *js = &s->js[j];
-        if (!js->n)
-            continue;
-        double xp = x[a] + tau * (xu[a] - x[a]);
-        double xb = judged(in, js, x[a]), xq = judged(in, js, xp);
-        gain += job_w(in, js, j) * (at(js->cv->y, s->aj_up[a].loss, js->cv->npts, xb)
-                                    - at(js->cv->y, s->aj_up[a].loss, js->cv->npts, xq));
-        a++;
-    }
-    if (!(gain > 0))
-        return 0;
-    a = 0;
-    for (size_t j = 0; j < in->njobs; j++) {
-        const struct jobstate *js = &s->js[j];
-        if (!js->n)
-            continue;
-        double xp = x[a] + tau * (xu[a] - x[a]);
-        if (fabs(xp - x[a]) > 1e-9)
-            out->probe_cap_w[j] = js->cmax * (1 - xp);
-        a++;
-    }
-    out->probe_blend = tau;
+        for (size_t j = 0; j < in->njobs; j++)
+            out->probe_cap_w[j] = NAN;
     return 0;
 }
 
