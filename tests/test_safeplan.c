@@ -807,6 +807,16 @@ static void test_give_back(void **state)
     assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
     assert_near(p.cap_w[2], 100, 0);
     assert_near(p.cap_w[0], 350, 0);
+    /* a largest limit off the cap steps: an uncut GPU sits at it, not a
+     * step under (where no learner reads its baseline) */
+    struct pflex_site_gpu g2[] = {gpu(0, 100, 250.7, 250.7)};
+    struct pflex_safe_input in2 = {.ngpus = 1, .gpus = g2, .njobs = 1, .jobs = jobs,
+                                   .limit_w = INFINITY, .cap_step_w = 1};
+    assert_int_equal(pflex_safe_plan(&in2, &p, &err), 0);
+    assert_near(p.cap_w[0], 250.7, 0);
+    in2.limit_w = 240;
+    assert_int_equal(pflex_safe_plan(&in2, &p, &err), 0);
+    assert_near(p.cap_w[0], 240, 0);
     /* the limit loose: every cap at its largest, the ceiling costs nothing */
     in.limit_w = 1700;
     assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);

@@ -729,6 +729,9 @@ static void set_caps(const struct pflex_safe_input *in, struct pflex_safe_plan *
         double c;
         if (gp->job < 0)
             c = limited ? gp->min_cap_w : gp->max_cap_w;
+        else if (out->job_cap_w[gp->job] >= gp->max_cap_w)
+            c = gp->max_cap_w;      /* uncut: the GPU's own largest limit, a step or not (a
+                                     * learner reads its baseline there, none a step under it) */
         else
             c = step_down(out->job_cap_w[gp->job], step);
         c = clampd(c, gp->min_cap_w, gp->max_cap_w);
