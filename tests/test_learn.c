@@ -748,6 +748,41 @@ static void test_probe_span(void **state)
     pflex_learn_destroy(l);
 }
 
+/* A job whose draw does not follow its cap (input-bound: 160 W under
+ * caps from 400 W down to 150 W, its rate the same): the points past its
+ * readings lie under the least cap read, so that no cap it was read at
+ * costs the prior's loss in the cap domain. */
+static void test_draw_unbound(void **state)
+{
+    (void)state;
+    struct pflex_learn_config c = {.min_cap_w = 100, .max_cap_w = 400, .noise_sd = 0.01};
+    pflex_learn_t *l;
+    pflex_error_t err;
+    assert_int_equal(pflex_learn_create(&c, &l, &err), 0);
+    double caps[] = {400, 190, 300, 150, 250};
+    for (int r = 0; r < 20; r++)
+        for (int i = 0; i < 5; i++)
+            assert_int_equal(pflex_learn_observe(l, caps[i], 160 - (i == 1) * 0.5 + 0.01 * (r % 3),
+                                                 100 + 0.1 * (r % 2), &err), 0);
+    struct pflex_learn_curve cv;
+    pflex_learn_curve_init(&cv);
+    assert_int_equal(pflex_learn_fit(l, &cv, &err), 0);
+    double xmax = 0;
+    for (size_t i = 0; i < cv.n; i++)
+        if (cv.count[i])
+            xmax = cv.x[i] > xmax ? cv.x[i] : xmax;
+    size_t past = 0;
+    for (size_t i = 0; i < cv.n; i++)
+        if (!cv.count[i] && cv.x[i] > xmax) {
+            past++;
+            if (!(cv.cap_w[i] <= 151 + 1e-9))
+                fail_msg("a point past the readings (x %.3f) at %.1f W, over the least cap read", cv.x[i], cv.cap_w[i]);
+        }
+    assert_true(past > 0);
+    pflex_learn_curve_fini(&cv);
+    pflex_learn_destroy(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -762,6 +797,7 @@ int main(void)
         cmocka_unit_test(test_edge_watt),
         cmocka_unit_test(test_probe_span),
         cmocka_unit_test(test_well_read_bin),
+        cmocka_unit_test(test_draw_unbound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

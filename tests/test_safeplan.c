@@ -437,6 +437,47 @@ static void test_guard_probe(void **state)
     pflex_safe_plan_fini(&p);
 }
 
+/* The optimistic probe: two jobs alike on their mean curves (the plan
+ * and the mean optimum at equal cuts, no blend to read), one of them
+ * known only at its plan's cap; the guard names a probe on the
+ * optimistic curves within probe_dx of the plan: that job down (its
+ * optimistic loss flat past its reading), the known one up by its watts. */
+static void test_optimist_probe(void **state)
+{
+    (void)state;
+    double caps[] = {700, 600, 500, 400, 200};
+    double l[] = {0, 0.05, 0.10, 0.25, 0.6}, h0[] = {0, 0.15, 0.10, 0.45, 0.9};
+    struct pflex_site_job jobs[] = {
+        {.name = "a", .t0 = 100, .weight = 1, .n = 5, .cap_w = caps, .loss = l, .loss_hi = h0},
+        {.name = "b", .t0 = 100, .weight = 1, .n = 5, .cap_w = caps, .loss = l, .loss_hi = l},
+    };
+    struct pflex_site_gpu g[] = {gpu(0, 200, 700, 700), gpu(1, 200, 700, 700)};
+    struct pflex_safe_input in = {.ngpus = 2, .gpus = g, .njobs = 2, .jobs = jobs, .limit_w = 1000,
+                                  .guard_equal = 1};
+    struct pflex_safe_plan p;
+    pflex_safe_plan_init(&p);
+    pflex_error_t err;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_near(p.cap_w[0], 500, 0);
+    assert_near(p.cap_w[1], 500, 0);
+    assert_near(p.probe_blend, 0, 0);
+    in.probe_dx = 0.05;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    print_message("  optimist: caps %.1f %.1f W (plan %.0f %.0f W), %.2f of probe_dx\n", p.probe_cap_w[0],
+                  p.probe_cap_w[1], p.cap_w[0], p.cap_w[1], p.probe_blend);
+    assert_near(p.cap_w[0], 500, 0);
+    assert_near(p.cap_w[1], 500, 0);
+    assert_true(p.probe_blend > 0 && p.probe_blend <= 1 + 1e-9);
+    assert_near(p.probe_cap_w[0], 500 - 0.05 * 700, 1e-6);
+    assert_near(p.probe_cap_w[1], 500 + 0.05 * 700, 1e-6);
+    /* a floor a's pessimistic curve meets at 500 W: a stays, no probe
+     * cuts it */
+    jobs[0].floor = 0.9;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_true(!(p.probe_cap_w[0] < 500 - 1e-9));
+    pflex_safe_plan_fini(&p);
+}
+
 static void test_random_sites(void **state)
 {
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
@@ -766,6 +807,16 @@ static void test_give_back(void **state)
     assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
     assert_near(p.cap_w[2], 100, 0);
     assert_near(p.cap_w[0], 350, 0);
+    /* a largest limit off the cap steps: an uncut GPU sits at it, not a
+     * step under (where no learner reads its baseline) */
+    struct pflex_site_gpu g2[] = {gpu(0, 100, 250.7, 250.7)};
+    struct pflex_safe_input in2 = {.ngpus = 1, .gpus = g2, .njobs = 1, .jobs = jobs,
+                                   .limit_w = INFINITY, .cap_step_w = 1};
+    assert_int_equal(pflex_safe_plan(&in2, &p, &err), 0);
+    assert_near(p.cap_w[0], 250.7, 0);
+    in2.limit_w = 240;
+    assert_int_equal(pflex_safe_plan(&in2, &p, &err), 0);
+    assert_near(p.cap_w[0], 240, 0);
     /* the limit loose: every cap at its largest, the ceiling costs nothing */
     in.limit_w = 1700;
     assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
@@ -777,6 +828,21 @@ static void test_give_back(void **state)
     assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
     for (int k = 0; k < 4; k++)
         assert_near(p.cap_w[k], 400, 0);
+    /* cheap under its ceiling: the plan cuts job 1 to its GPUs' least
+     * cap and gives job 0 the watts; job 1 stays there (it is not lifted
+     * back to its ceiling at job 0's cost) */
+    double lc[] = {0, 0.01};
+    jobs[1].loss = lc;
+    jobs[1].ceil_w = 120;
+    in.limit_w = 900;
+    assert_int_equal(pflex_safe_plan(&in, &p, &err), 0);
+    assert_near(p.cap_w[2], 100, 0);
+    assert_near(p.cap_w[3], 100, 0);
+    assert_near(p.cap_w[0], 350, 0);
+    assert_near(p.cap_w[1], 350, 0);
+    assert_near(p.given_w, 600, 1e-9);
+    assert_true(p.worst_w <= in.limit_w);
+    jobs[1].loss = lp;
     /* a held GPU of job 1 (no telemetry) never rises above the cap it has */
     jobs[1].ceil_w = 120;
     in.limit_w = 1300;
@@ -797,6 +863,7 @@ int main(void)
         cmocka_unit_test(test_spend_rounding),
         cmocka_unit_test(test_cap_step),
         cmocka_unit_test(test_guard_probe),
+        cmocka_unit_test(test_optimist_probe),
         cmocka_unit_test(test_random_sites),
         cmocka_unit_test(test_kept_curves),
         cmocka_unit_test(test_give_back),

@@ -142,9 +142,13 @@ struct pflex_safe_plan {
                              * units; 0 otherwise */
     double *probe_cap_w;    /* per job (guard_equal with probe_dx): its cap at the next
                              * blend on toward the optimum when that blend keeps more on
-                             * the mean curves than the plan's; NaN for a job it does not
-                             * move, and for all when there is none (probe_blend 0) */
-    double probe_blend;     /* that blend's share of the optimum; 0: no probe */
+                             * the mean curves than the plan's; where none does, at the
+                             * optimum on the optimistic curves (mean less margin) within
+                             * probe_dx of the plan's cuts, floors on the pessimistic
+                             * ones, the caps summed as the plan's; NaN for a job it does
+                             * not move, and for all when there is none (probe_blend 0) */
+    double probe_blend;     /* that blend's share of the optimum (the optimistic probe:
+                             * its largest move, a share of probe_dx); 0: no probe */
     void *priv;             /* scratch; do not touch */
 };
 

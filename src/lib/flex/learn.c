@@ -727,6 +727,25 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
      * edge that often before it goes on (pflex_learn_probe). */
     double xd = ndata > 1 ? pts[ndata - 1].x : 0, xb = 1 / p0;
     size_t ne = 0, g = 1, an = 0, nr = 1;
+    /* The least cap read and its x (INFINITY: none).  A point past every reading
+     * in x draws less than every one of them, so its cap is under every
+     * cap read, by the power it sheds past that reading: a job whose draw
+     * does not follow its cap (input-bound: the same draw at caps 100 W
+     * apart) has its deepest reading in x at any of them, and the
+     * headroom of one high above its draw put the prior's points past
+     * it at caps over those read, at the prior's loss; made monotone in
+     * the cap, the loss of every cap read under them rose to it.  Only a
+     * point a bin or more over the least cap read: readings a watt apart
+     * cross in x by the noise of their power, which moves no point.
+     * Every bin counts, those whose cap did not bind (x 0) too. */
+    double lc_cap = INFINITY, lc_x = 0;
+    for (size_t u = 0; has_base && u < l->used; u++) {
+        const struct bin *b = &l->bins[l->idx[u]];
+        if (l->idx[u] && b->cap < lc_cap) {
+            lc_cap = b->cap;
+            lc_x = b->power < p0 ? 1 - b->power / p0 : 0;
+        }
+    }
     for (;;) {
         double xg = g <= ngrid ? g * dx : INFINITY;
         double xe = ndata > 1 && ne < PFLEX_LEARN_EDGE_W && pts[ndata - 1].n >= PFLEX_LEARN_EDGE_READINGS
@@ -784,7 +803,12 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
             var = psd * psd;
         if (var < 1e-12)
             var = 1e-12;
-        pts[np++] = (struct pt){x, prior_at(l, x) + r, 1 / var, p0 * (1 - x) + delta, 0};
+        double cap = p0 * (1 - x) + delta;
+        if (an + 1 >= ndata && x > lc_x && cap > lc_cap + l->c.bin_w) {
+            double under = lc_cap - p0 * (x - lc_x);
+            cap = under < cap ? under : cap;
+        }
+        pts[np++] = (struct pt){x, prior_at(l, x) + r, 1 / var, cap, 0};
     }
     /* the grid's points ascend, as the fitted ones do: one merge */
     if (np > ndata)

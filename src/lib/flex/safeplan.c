@@ -44,6 +44,10 @@ struct scratch {
     size_t c_js, c_need, c_aj, c_cv, c_order, c_cap, c_jcap, c_jloss, c_fb, c_pcap;
     struct pflex_alloc_plan alloc;
     struct pflex_alloc_plan alloc_eq;   /* equal cuts (guard_equal) */
+    struct pflex_alloc_plan alloc_up;   /* the optimum on the optimistic curves (optimist) */
+    struct pflex_alloc_job *aj_up;      /* the jobs on those curves */
+    double *up;                         /* their points, room for c_up */
+    size_t c_ajup, c_up;
 };
 
 void pflex_safe_plan_init(struct pflex_safe_plan *p)
@@ -67,6 +71,9 @@ void pflex_safe_plan_fini(struct pflex_safe_plan *p)
         free(s->need);
         pflex_alloc_plan_fini(&s->alloc);
         pflex_alloc_plan_fini(&s->alloc_eq);
+        pflex_alloc_plan_fini(&s->alloc_up);
+        free(s->aj_up);
+        free(s->up);
         free(s);
     }
     free(p->cap_w);
@@ -99,6 +106,7 @@ static int ensure(struct pflex_safe_plan *p, const struct pflex_safe_input *in, 
             return -1;
         pflex_alloc_plan_init(&s->alloc);
         pflex_alloc_plan_init(&s->alloc_eq);
+        pflex_alloc_plan_init(&s->alloc_up);
         p->priv = s;
     }
     if (pflex_grow((void **)&s->js, &s->c_js, in->njobs, sizeof *s->js)
@@ -478,6 +486,108 @@ static double job_w(const struct pflex_safe_input *in, const struct jobstate *js
     return in->jobs[j].weight * (in->objective == PFLEX_OBJECTIVE_PROGRESS ? (double)js->n : in->jobs[j].t0);
 }
 
+/* The optimistic probe (guard_equal, probe_dx): where no blend toward
+ * the optimum on the mean curves is worth reading, the plan probes the
+ * optimum on the optimistic curves (mean less margin, made monotone)
+ * within probe_dx of its own cuts, the floors kept on the pessimistic
+ * curves.  Jobs alike in their priors have their mean optimum at equal
+ * cuts, read there and nowhere else: each job's curve past its reading
+ * goes on nearer its prior's slope than its chord's, so every reading is
+ * a corner the mean optimum sits on, and nothing a job shows of its own
+ * slope moves the plan.  The optimistic curves differ where the readings
+ * do, and their optimum near the plan is where a reading could move the
+ * plan most (an upper confidence bound); its readings shrink the margins
+ * it was chosen on, so the walk stops where the readings close them (the
+ * controller reads a probe while one of its jobs is not known there).
+ * Each job is planned in its trust region [x - probe_dx, x + probe_dx]
+ * as a job of its own whose largest cap is the region's top: the caps
+ * sum to the budget as the plan's do, and a cut the region's bottom
+ * clamps only lowers a cap.  x: the plan's cuts; into probe_cap_w, with
+ * probe_blend the share of probe_dx the probe moves the most moved job
+ * (0: none).  0, or -1 with err. */
+static int optimist(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
+                    struct scratch *s, double budget, size_t nactive, const double *x,
+                    pflex_error_t *err)
+{
+    size_t tot = 0;
+    for (size_t j = 0; j < in->njobs; j++)
+        if (s->js[j].n)
+            tot += 2 * (s->js[j].cv->npts + 1);
+    if (pflex_grow((void **)&s->aj_up, &s->c_ajup, nactive, sizeof *s->aj_up)
+        || pflex_grow((void **)&s->up, &s->c_up, tot ? tot : 1, sizeof *s->up))
+        return pflex_error_set(err, "out of memory");
+    double *o = s->up, dx = in->probe_dx;
+    size_t a = 0;
+    for (size_t j = 0; j < in->njobs; j++) {
+        const struct jobstate *js = &s->js[j];
+        if (!js->n)
+            continue;
+        const struct curve *cv = js->cv;
+        size_t n = cv->npts;
+        double *oy = o, *ol = o + n + 1;
+        /* the optimistic curve, monotone */
+        for (size_t i = 0; i < n; i++) {
+            double v = 2 * cv->l[i] - cv->h[i];
+            v = v > 0 ? v : 0;
+            ol[i] = i && ol[i - 1] > v ? ol[i - 1] : v;
+        }
+        /* rebased at the region's top lo: y' = (y - lo) / (1 - lo) */
+        double lo = x[a] - dx > 0 ? x[a] - dx : 0, hi = x[a] + dx;
+        double l0 = at(cv->y, ol, n, lo);
+        size_t m = 0;
+        oy[m] = 0;
+        double keep0 = 0;
+        for (size_t i = 0; i < n; i++)
+            if (cv->y[i] > lo + 1e-12) {
+                if (!m) {
+                    keep0 = l0;
+                    ol[0] = 0;
+                    m = 1;
+                }
+                oy[m] = (cv->y[i] - lo) / (1 - lo);
+                ol[m] = ol[i] - keep0;
+                m++;
+            }
+        if (!m)
+            m = 1, ol[0] = 0;
+        /* ol[i] for i >= m was read before it was overwritten: the points
+         * ascend, so ol[m] takes ol[i] with i >= m - 1 */
+        struct pflex_alloc_job *u = &s->aj_up[a];
+        *u = s->aj[a];
+        double xh = s->aj[a].x_hi < hi ? s->aj[a].x_hi : hi;
+        u->p0_w = u->cap0_w = s->aj[a].cap0_w * (1 - lo);
+        u->x = oy;
+        u->loss = ol;
+        u->npoints = (unsigned)m;
+        u->x_hi = xh > lo ? (xh - lo) / (1 - lo) : 0;
+        o += 2 * (n + 1);
+        a++;
+    }
+    struct pflex_alloc_problem prob = {.njobs = nactive, .jobs = s->aj_up, .budget_w = budget,
+                                       .objective = in->objective};
+    if (pflex_alloc_plan(&prob, PFLEX_POLICY_OPTIMAL, &s->alloc_up, err) < 0)
+        return -1;
+    if (!s->alloc_up.feasible)
+        return 0;
+    double d = 0;
+    a = 0;
+    for (size_t j = 0; j < in->njobs; j++) {
+        const struct jobstate *js = &s->js[j];
+        if (!js->n)
+            continue;
+        double lo = x[a] - dx > 0 ? x[a] - dx : 0;
+        double xp = lo + s->alloc_up.x[a] * (1 - lo);
+        out->probe_cap_w[j] = js->cmax * (1 - xp);
+        d = fabs(xp - x[a]) > d ? fabs(xp - x[a]) : d;
+        a++;
+    }
+    out->probe_blend = d > 1e-9 ? d / dx : 0;
+    if (!(d > 1e-9))
+        for (size_t j = 0; j < in->njobs; j++)
+            out->probe_cap_w[j] = NAN;
+    return 0;
+}
+
 /* Equal cuts as the baseline the plan must beat (guard_equal): the cuts
  * become x_eq + t (x_opt - x_eq) for the t in {0, 1/4, .., 1} whose gain
  * over equal cuts is largest on both the mean curves and pessimistically
@@ -586,6 +696,8 @@ static int guard_equal(const struct pflex_safe_input *in, struct pflex_safe_plan
     }
     for (size_t a = 0; a < nactive; a++)
         s->alloc.x[a] = xe[a] + best_t * (xo[a] - xe[a]);
+    if (!kp && in->probe_dx > 0 && optimist(in, out, s, budget, nactive, s->alloc.x, err) < 0)
+        return -1;
     out->blend = best_t;
     out->voi = lo_max > best_mean ? lo_max - best_mean : 0;
     return 0;
@@ -617,6 +729,9 @@ static void set_caps(const struct pflex_safe_input *in, struct pflex_safe_plan *
         double c;
         if (gp->job < 0)
             c = limited ? gp->min_cap_w : gp->max_cap_w;
+        else if (out->job_cap_w[gp->job] >= gp->max_cap_w)
+            c = gp->max_cap_w;      /* uncut: the GPU's own largest limit, a step or not (a
+                                     * learner reads its baseline there, none a step under it) */
         else
             c = step_down(out->job_cap_w[gp->job], step);
         c = clampd(c, gp->min_cap_w, gp->max_cap_w);
@@ -706,12 +821,24 @@ static void spend_rounding(const struct pflex_safe_input *in, struct pflex_safe_
         }
 }
 
+/* Job j is given back (a ceiling under its GPUs' largest cap) and the
+ * plan holds it at that ceiling. */
+static int at_ceiling(const struct pflex_safe_plan *out, const struct scratch *s, size_t j, double step)
+{
+    const struct jobstate *js = &s->js[j];
+    return js->n && js->cfull > js->cmax && out->job_cap_w[j] >= js->cmax - step;
+}
+
 /* Give-back: the watts left once every job is at the largest cap the
  * plan counts (its ceiling for a job given back) raise the jobs given
  * back toward their GPUs' largest caps, each by the same share of its
  * span: a cap lowered only as far as the limit needs, so that a job whose
  * draw rises before the next period finds as much room as the limit
- * leaves (a held GPU never above the cap it has).  Sets given_w. */
+ * leaves (a held GPU never above the cap it has).  Only the jobs the plan
+ * holds at their ceiling: one it cut under it was cut there to pay for
+ * another's watts, and lifted back to its ceiling it took them from the
+ * first GPUs in site order (trim_to_limit), whatever they were worth.
+ * Sets given_w. */
 static void give_back_rest(const struct pflex_safe_input *in, struct pflex_safe_plan *out,
                            const struct scratch *s, double fixed)
 {
@@ -721,10 +848,10 @@ static void give_back_rest(const struct pflex_safe_input *in, struct pflex_safe_
         if (in->gpus[g].reachable)
             left -= gcount(&in->gpus[g]) * out->cap_w[g];
     for (size_t j = 0; j < in->njobs; j++)
-        if (s->js[j].n && s->js[j].cfull > s->js[j].cmax)
+        if (at_ceiling(out, s, j, step))
             span += (double)s->js[j].n * (s->js[j].cfull - s->js[j].cmax);
     if (!(span > 0))
-        return;
+        goto given;
     double f = left > 0 ? left / span : 0;
     f = f < 1 ? f : 1;
     for (size_t g = 0; g < in->ngpus; g++) {
@@ -732,7 +859,7 @@ static void give_back_rest(const struct pflex_safe_input *in, struct pflex_safe_
         if (!gp->reachable || gp->job < 0)
             continue;
         const struct jobstate *js = &s->js[gp->job];
-        if (!(js->cfull > js->cmax))
+        if (!at_ceiling(out, s, (size_t)gp->job, step))
             continue;
         double c = step_down(js->cmax + f * (js->cfull - js->cmax), step);
         c = clampd(c, gp->min_cap_w, gp->max_cap_w);
@@ -740,11 +867,16 @@ static void give_back_rest(const struct pflex_safe_input *in, struct pflex_safe_
             c = clampd(step_down(gp->cap_w, step), gp->min_cap_w, gp->max_cap_w);
         if (c > out->cap_w[g])
             out->cap_w[g] = c;
-        out->given_w += gcount(gp) * (gp->max_cap_w - out->cap_w[g]);
     }
     for (size_t j = 0; j < in->njobs; j++)
-        if (s->js[j].n && s->js[j].cfull > s->js[j].cmax && out->job_cap_w[j] >= s->js[j].cmax - step)
+        if (at_ceiling(out, s, j, step))
             out->job_cap_w[j] = s->js[j].cmax + f * (s->js[j].cfull - s->js[j].cmax);
+given:
+    for (size_t g = 0; g < in->ngpus; g++) {
+        const struct pflex_site_gpu *gp = &in->gpus[g];
+        if (gp->reachable && gp->job >= 0 && s->js[gp->job].cfull > s->js[gp->job].cmax)
+            out->given_w += gcount(gp) * (gp->max_cap_w - out->cap_w[g]);
+    }
 }
 
 /* The worst case, counted from the caps themselves; rounding can leave it
