@@ -36,4 +36,9 @@ int prom_source_status(const prom_source_t *p, const char *host, struct agent_st
 int prom_source_parse(prom_source_t *p, const char *dcgm, size_t dlen, const char *own, size_t olen,
                       double now_s, int *stale, pflex_error_t *err);
 
+/* Host i of the last read (in the order the answers first named it),
+ * whole, for tests: its GPUs and jobs into st, nan[k] 1 where GPU k had a
+ * NaN power, limit or range.  0, or -1 past the last. */
+int prom_source_host_at(const prom_source_t *p, size_t i, struct agent_status *st, unsigned char *nan);
+
 #endif
