@@ -2,11 +2,12 @@
  *
  * Two instant queries a period, both by the names the agents export:
  *   {__name__=~"DCGM_FI_DEV_POWER_USAGE|DCGM_FI_DEV_POWER_MGMT_LIMIT"}
- *     read by the telemetry readers (pflex_tm_read_mem, Prometheus API
- *     JSON), one series per (Hostname, gpu, field);
+ *     read by the telemetry readers' rules for Prometheus API JSON
+ *     (docs/telemetry.md), one series per (Hostname, gpu, field);
  *   {__name__=~"pflex_gpu_limit_min_watts|pflex_gpu_limit_max_watts|
  *               pflex_gpu_up|pflex_job_throughput"}
- *     pflex's own families, which the readers do not know, read here.
+ *     pflex's own families, which the readers do not know.
+ * Both at once, on an HTTP client kept between periods.
  * A job's label is "job" on the agent; Prometheus renames it
  * "exported_job" when its own scrape job label is kept (honor_labels
  * false, the default), so that one is read first.  A dead agent's series

@@ -1,7 +1,8 @@
 /* prom_source.h — the site's telemetry from a Prometheus server's HTTP API
  * (controller --prometheus), in place of each agent's /v1/status: the
- * metric names the agents export, read with the telemetry readers
- * (pflex/io/telemetry.h) for the DCGM fields and here for pflex's own. */
+ * metric names the agents export, the DCGM fields by the telemetry
+ * readers' rules (pflex/io/telemetry.h) and pflex's own, both read in
+ * place by one streaming scanner (docs/prometheus-read.md). */
 #ifndef PFLEX_CONTROLLER_PROM_SOURCE_H
 #define PFLEX_CONTROLLER_PROM_SOURCE_H
 
