@@ -690,8 +690,8 @@ static int dcgm_elem(struct rd *r, const struct elem *e, int is_obj)
     if (field >= 0) {
         const struct str *g = &e->lab[L_GPU], *mig = &e->lab[L_MIG];
         if (g->on && tm_parse_index(str_at(r, g), g->n, &gpu) < 0)
-            return pflex_error_set(r->err, "prometheus %s: %s: data.result[%zu]: label gpu=\"%.40s\" is not a GPU index",
-                                   p->url, r->what, r->index, cstr(r, str_at(r, g), g->n));
+            return pflex_error_set(r->err, "prometheus %s: %s: data.result[%zu]: label gpu=\"%.*s\" is not a GPU index",
+                                   p->url, r->what, r->index, (int)(g->n > 40 ? 40 : g->n), str_at(r, g));
         if (mig->on && mig->n && gpu >= 0) {
             long gi;
             if (tm_parse_index(str_at(r, mig), mig->n, &gi) < 0 || gi > 99 || gpu > 999)
