@@ -201,6 +201,12 @@ $(BUILD)/bench/controller_bench: bench/controller_bench.c $(CTL_LINK) $(LIBPFLEX
 	@$(if $(V),,echo "  BENCH   $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_LINK) $(LIBPFLEX) $(LDLIBS) -o $@
 
+# The Prometheus read benchmark too (prom_source.c is the controller's).
+$(BUILD)/bench/prom_read_bench: bench/prom_read_bench.c tests/prom_jansson_oracle.h $(CTL_OBJ) $(LIBPFLEX)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  BENCH   $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(CTL_OBJ) $(LIBPFLEX) $(LDLIBS) -o $@
+
 $(BUILD)/bench/%: bench/%.c $(LIBPFLEX)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  BENCH   $@")

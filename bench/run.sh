@@ -106,6 +106,8 @@ for mode in table sim; do
                          c[1000], c[12500], exp(log(c[12500] / c[1000]) / log(12.5) * log(10)) }' "$CB"
 done
 echo "   load average after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+echo "== the controller reading a site through Prometheus (--prometheus): one period's two answers, 12,500 nodes x 8 GPUs =="
+"$BUILD/bench/prom_read_bench" 12500 8 5 jansson
 echo "== the same, each agent answering 2 ms late (as from other hosts): 64 requests at once, then one =="
 "$BUILD/bench/controller_bench" 1000 12 64 2
 "$BUILD/bench/controller_bench" 1000 3 1 2

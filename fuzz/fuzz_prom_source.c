@@ -1,12 +1,14 @@
 /* fuzz_prom_source.c — libFuzzer target for the controller's Prometheus
  * telemetry: two instant-query answers (the DCGM series and pflex's own,
  * the input split at its first NUL byte), then each host read back as an
- * agent's status; prom_source.c is built into the target. */
+ * agent's status; prom_source.c and prom_answer.c (the streaming
+ * scanner's reader) are built into the target. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "controller/prom_source.c"
+#include "controller/prom_answer.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

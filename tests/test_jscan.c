@@ -164,6 +164,70 @@ static void test_strings(void **state)
     }
 }
 
+/* Spans: a string's bytes in the input, its text when it has escapes; a
+ * run of plain ASCII cut as the characters one by one would be. */
+static void test_spans(void **state)
+{
+    (void)state;
+    static const char *docs[] = {"\"plain text\"", "\"a\\\"b\\u00e9c\"", "\"caf\xc3\xa9\"", "\"\"", "\"\\/\""};
+    for (size_t i = 0; i < sizeof docs / sizeof *docs; i++) {
+        json_t *j = json_loads(docs[i], JSON_DECODE_ANY, NULL);
+        assert_non_null(j);
+        struct pflex_jscan js;
+        const char *raw;
+        size_t n;
+        int esc;
+        pflex_jscan_init(&js, docs[i], strlen(docs[i]));
+        assert_int_equal(pflex_jscan_string_span(&js, &raw, &n, &esc), 0);
+        assert_int_equal(pflex_jscan_end(&js), 0);
+        assert_true(raw == docs[i] + 1 && n == strlen(docs[i]) - 2);
+        char text[64];
+        size_t tl = esc ? pflex_jscan_unescape(raw, n, text) : n;
+        if (!esc)
+            memcpy(text, raw, n);
+        text[tl] = '\0';
+        assert_int_equal(esc, strchr(docs[i], '\\') != NULL);
+        assert_int_equal(tl, json_string_length(j));
+        assert_string_equal(text, json_string_value(j));
+        json_decref(j);
+    }
+    /* a key's span, then its value */
+    const char *o = "{ \"k\\u0065y\" : 1, \"b\":2}";
+    struct pflex_jscan js;
+    const char *raw;
+    size_t n;
+    int esc;
+    pflex_jscan_init(&js, o, strlen(o));
+    assert_int_equal(pflex_jscan_enter(&js, PFLEX_J_OBJECT), 0);
+    assert_int_equal(pflex_jscan_key_span(&js, &raw, &n, &esc), 1);
+    char key[16];
+    assert_true(esc && pflex_jscan_unescape(raw, n, key) == 3 && !strcmp(key, "key"));
+    assert_int_equal(pflex_jscan_skip(&js), 0);
+    assert_int_equal(pflex_jscan_key_span(&js, &raw, &n, &esc), 1);
+    assert_true(!esc && n == 1 && raw[0] == 'b');
+    assert_int_equal(pflex_jscan_skip(&js), 0);
+    assert_int_equal(pflex_jscan_key_span(&js, &raw, &n, &esc), 0);
+    assert_int_equal(pflex_jscan_end(&js), 0);
+    /* refused as the whole check refuses them */
+    static const char *bad[] = {"\"a\nb\"", "\"open", "\"\\x\"", "\"\xc3\"", "\"ab\\u0000\""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pflex_jscan_init(&js, bad[i], strlen(bad[i]));
+        assert_int_equal(pflex_jscan_string_span(&js, &raw, &n, &esc), -1);
+        assert_non_null(js.err);
+    }
+    /* a plain run cut at the room: every size, the bytes that fit */
+    const char *d = "\"abcdefghij\"";
+    for (size_t size = 1; size <= 12; size++) {
+        char buf[12];
+        int cut = -1;
+        pflex_jscan_init(&js, d, strlen(d));
+        assert_int_equal(pflex_jscan_string(&js, buf, size, &cut), 10);
+        assert_int_equal(strlen(buf), size - 1 < 10 ? size - 1 : 10);
+        assert_int_equal(cut, size <= 10);
+        assert_memory_equal(buf, "abcdefghij", strlen(buf));
+    }
+}
+
 /* Walking an object: keys in turn, values read or skipped, the end. */
 static void test_walk(void **state)
 {
@@ -216,6 +280,7 @@ int main(void)
         cmocka_unit_test(test_against_jansson),
         cmocka_unit_test(test_numbers),
         cmocka_unit_test(test_strings),
+        cmocka_unit_test(test_spans),
         cmocka_unit_test(test_walk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,11 +2,12 @@
  *
  * Two instant queries a period, both by the names the agents export:
  *   {__name__=~"DCGM_FI_DEV_POWER_USAGE|DCGM_FI_DEV_POWER_MGMT_LIMIT"}
- *     read by the telemetry readers (pflex_tm_read_mem, Prometheus API
- *     JSON), one series per (Hostname, gpu, field);
+ *     read by the telemetry readers' rules for Prometheus API JSON
+ *     (docs/telemetry.md), one series per (Hostname, gpu, field);
  *   {__name__=~"pflex_gpu_limit_min_watts|pflex_gpu_limit_max_watts|
  *               pflex_gpu_up|pflex_job_throughput"}
- *     pflex's own families, which the readers do not know, read here.
+ *     pflex's own families, which the readers do not know.
+ * Both at once, on an HTTP client kept between periods.
  * A job's label is "job" on the agent; Prometheus renames it
  * "exported_job" when its own scrape job label is kept (honor_labels
  * false, the default), so that one is read first.  A dead agent's series
@@ -20,37 +21,28 @@
  * says is up (a power, limit or range) make the whole read fail; NaN for a
  * GPU its agent says is down is what the agent exports for it, and a job's
  * NaN rate is no rate yet.
+ *
+ * The answers are read in place by a streaming scanner (prom_answer.c,
+ * over lib/util/jscan.h): no tree, labels taken as spans of the input,
+ * the values converted only where they are used; at 12,500 nodes the two
+ * answers are 119 MB a period, and trees of them cost 3.5 s of CPU
+ * against a 1 s period (docs/prometheus-read.md).  What it makes of an answer is what the
+ * telemetry reader and a jansson tree made of it: the hosts, their GPUs in
+ * the order they were first met, every value to the bit (tested against
+ * that reader, kept as the tests' oracle).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <curl/curl.h>
-#include <jansson.h>
-#include "controller/prom_source.h"
-#include "lib/util/strtab.h"
-#include "pflex/net/http.h"
-#include "pflex/io/telemetry.h"
+#include "controller/prom_int.h"
 #include "lib/util/grow.h"
+#include "lib/util/jscan.h"
 
-#define MAX_HOSTS 100000
-
-struct host {
-    char name[64];
-    size_t ngpus, njobs;
-    struct agent_gpu gpu[AGENT_MAX_GPUS];
-    unsigned char nan[AGENT_MAX_GPUS];  /* a power, limit or range of gpu[k] was NaN */
-    struct agent_job job[AGENT_MAX_JOBS];
-};
-
-struct prom_source {
-    char url[512];
-    long timeout_ms;
-    double max_age_s;           /* samples older (or newer) than this are stale; <= 0: unchecked */
-    struct host *hosts;
-    size_t nhosts, cap;
-    struct pflex_strtab names;  /* hosts[i].name is names.s[i] */
-};
+/* An answer's bytes: 12,500 nodes of dcgm-exporter labels are about 70 MB. */
+#define MAX_ANSWER ((size_t)1 << 30)
 
 int prom_source_create(const char *url, long timeout_ms, prom_source_t **out, pflex_error_t *err)
 {
@@ -65,6 +57,14 @@ int prom_source_create(const char *url, long timeout_ms, prom_source_t **out, pf
     while (l && p->url[l - 1] == '/')
         p->url[--l] = '\0';
     p->timeout_ms = timeout_ms > 0 ? timeout_ms : 2000;
+    /* both queries at once, the connection kept between periods */
+    struct pflex_http_client_opts o = {.parallel = 2, .timeout_s = p->timeout_ms / 1000.0,
+                                       .max_response = MAX_ANSWER, .accept = "application/json",
+                                       .direct_http1 = 1};
+    if (pflex_http_client_create(&o, &p->http, err) < 0) {
+        free(p);
+        return -1;
+    }
     *out = p;
     return 0;
 }
@@ -80,27 +80,38 @@ void prom_source_destroy(prom_source_t *p)
         return;
     free(p->hosts);
     pflex_strtab_fini(&p->names);
+    pflex_http_client_destroy(p->http);
+    free(p->tmp);
+    free(p->cbuf);
+    free(p->marks);
+    free(p->mtext);
+    if (p->keys)
+        for (size_t d = 0; d <= PFLEX_JSCAN_DEPTH; d++) {
+            free(p->keys[d].k);
+            free(p->keys[d].text);
+        }
+    free(p->keys);
     free(p);
 }
 
 /* Forget every host (a new read starts). */
-static void hosts_clear(prom_source_t *p)
+void prom_hosts_clear(prom_source_t *p)
 {
     p->nhosts = 0;
     pflex_strtab_clear(&p->names);
 }
 
-static struct host *host_find(const prom_source_t *p, const char *name, size_t len)
+struct host *prom_host_find(const prom_source_t *p, const char *name, size_t len)
 {
     long k = pflex_strtab_find(&p->names, name, len);
     return k >= 0 ? &p->hosts[k] : NULL;
 }
 
-static struct host *host_get(prom_source_t *p, const char *name, size_t len)
+struct host *prom_host_get(prom_source_t *p, const char *name, size_t len)
 {
     if (len == 0 || len >= sizeof p->hosts->name)
         return NULL;
-    struct host *found = host_find(p, name, len);
+    struct host *found = prom_host_find(p, name, len);
     if (found)
         return found;
     if (p->nhosts == MAX_HOSTS)
@@ -112,150 +123,42 @@ static struct host *host_get(prom_source_t *p, const char *name, size_t len)
     if (pflex_strtab_intern(&p->names, name, len, NULL) != (long)p->nhosts)
         return NULL;
     struct host *h = &p->hosts[p->nhosts++];
-    memset(h, 0, sizeof *h);
+    memset(h, 0, offsetof(struct host, nan));
     memcpy(h->name, name, len);
+    p->made++;
     return h;
 }
 
-static struct agent_gpu *gpu_get(struct host *h, int index)
+struct agent_gpu *prom_gpu_find(struct host *h, int index)
 {
     for (size_t k = 0; k < h->ngpus; k++)
         if (h->gpu[k].index == index)
             return &h->gpu[k];
+    return NULL;
+}
+
+struct agent_gpu *prom_gpu_get(prom_source_t *p, struct host *h, int index)
+{
+    struct agent_gpu *g = prom_gpu_find(h, index);
+    if (g)
+        return g;
     if (h->ngpus == AGENT_MAX_GPUS)
         return NULL;
     h->nan[h->ngpus] = 0;
-    struct agent_gpu *g = &h->gpu[h->ngpus++];
+    g = &h->gpu[h->ngpus++];
     *g = (struct agent_gpu){.index = index, .power_w = NAN, .limit_w = NAN, .min_w = NAN,
                             .max_w = NAN, .ok = 1};
+    p->made++;
     return g;
 }
 
-static const char *label(json_t *metric, const char *name)
+void prom_judge_stamp(struct judge *jd, double t)
 {
-    json_t *v = json_object_get(metric, name);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-/* What a read found wrong with the answers' samples. */
-struct judge {
-    double now_s;
-    size_t n;                   /* samples seen */
-    double oldest, newest;      /* their stamps (unix s) */
-};
-
-/* One sample's stamp into jd. */
-static void judge_stamp(struct judge *jd, json_t *val)
-{
-    json_t *ts = json_is_array(val) ? json_array_get(val, 0) : NULL;
-    if (!json_is_number(ts))
-        return;
-    double t = json_number_value(ts);
     if (!jd->n || t < jd->oldest)
         jd->oldest = t;
     if (!jd->n || t > jd->newest)
         jd->newest = t;
     jd->n++;
-}
-
-/* The families whose NaN for a GPU that is up makes the read fail. */
-static int gpu_family(const char *name)
-{
-    return !strcmp(name, "DCGM_FI_DEV_POWER_USAGE") || !strcmp(name, "DCGM_FI_DEV_POWER_MGMT_LIMIT")
-           || !strcmp(name, "pflex_gpu_limit_min_watts") || !strcmp(name, "pflex_gpu_limit_max_watts")
-           || !strcmp(name, "pflex_gpu_up");
-}
-
-/* The DCGM answer's stamps and NaNs (its values are read by the telemetry
- * readers, which skip NaN without saying whose). */
-static void judge_dcgm(prom_source_t *p, const char *buf, size_t len, struct judge *jd)
-{
-    json_t *j = json_loadb(buf, len, 0, NULL);
-    json_t *res = json_object_get(json_object_get(j, "data"), "result"), *e;
-    size_t i;
-    json_array_foreach(res, i, e) {
-        json_t *m = json_object_get(e, "metric"), *val = json_object_get(e, "value");
-        judge_stamp(jd, val);
-        const char *name = label(m, "__name__"), *host = label(m, "Hostname"), *gs = label(m, "gpu");
-        json_t *vs = json_is_array(val) ? json_array_get(val, 1) : NULL;
-        if (!name || !host || !gs || !gpu_family(name) || !json_is_string(vs))
-            continue;
-        char *end;
-        double v = strtod(json_string_value(vs), &end);
-        long gi = strtol(gs, &end, 10);
-        if (isfinite(v) || *end || gi < 0 || gi > 4096)
-            continue;
-        struct host *h = host_get(p, host, strlen(host));
-        struct agent_gpu *g = h ? gpu_get(h, (int)gi) : NULL;
-        if (g)
-            h->nan[g - h->gpu] = 1;
-    }
-    json_decref(j);
-}
-
-/* pflex's own families: a Prometheus API vector answer. */
-static int parse_own(prom_source_t *p, const char *buf, size_t len, struct judge *jd, pflex_error_t *err)
-{
-    json_error_t je;
-    json_t *j = json_loadb(buf, len, 0, &je);
-    json_t *data = json_object_get(j, "data"), *res = json_object_get(data, "result"), *e;
-    if (!json_is_object(j) || !json_is_string(json_object_get(j, "status"))
-        || strcmp(json_string_value(json_object_get(j, "status")), "success") || !json_is_array(res)) {
-        json_decref(j);
-        return pflex_error_set(err, "prometheus: the answer is not a successful query result%s%s",
-                               je.text[0] ? ": " : "", je.text);
-    }
-    size_t i;
-    json_array_foreach(res, i, e) {
-        json_t *m = json_object_get(e, "metric"), *val = json_object_get(e, "value");
-        const char *name = label(m, "__name__"), *host = label(m, "Hostname");
-        json_t *vs = json_is_array(val) ? json_array_get(val, 1) : NULL;
-        judge_stamp(jd, val);
-        if (!name || !host || !json_is_string(vs))
-            continue;
-        char *end;
-        double v = strtod(json_string_value(vs), &end);
-        if (*end || !isfinite(v)) {
-            const char *gs = label(m, "gpu");
-            long gi = gs ? strtol(gs, &end, 10) : -1;
-            struct host *h = gs && !*end && gi >= 0 && gi <= 4096 && gpu_family(name)
-                             ? host_get(p, host, strlen(host)) : NULL;
-            struct agent_gpu *g = h ? gpu_get(h, (int)gi) : NULL;
-            if (g)
-                h->nan[g - h->gpu] = 1;
-            continue;
-        }
-        struct host *h = host_get(p, host, strlen(host));
-        if (!h)
-            continue;
-        if (!strcmp(name, "pflex_job_throughput")) {
-            const char *job = label(m, "exported_job");
-            if (!job)
-                job = label(m, "job");
-            if (!job || !*job || strlen(job) >= sizeof h->job[0].name || h->njobs == AGENT_MAX_JOBS || v < 0)
-                continue;
-            struct agent_job *o = &h->job[h->njobs++];
-            memset(o, 0, sizeof *o);
-            snprintf(o->name, sizeof o->name, "%s", job);
-            o->throughput = v;
-            continue;
-        }
-        const char *gs = label(m, "gpu");
-        long gi = gs ? strtol(gs, &end, 10) : -1;
-        if (!gs || *end || gi < 0 || gi > 4096)
-            continue;
-        struct agent_gpu *g = gpu_get(h, (int)gi);
-        if (!g)
-            continue;
-        if (!strcmp(name, "pflex_gpu_limit_min_watts"))
-            g->min_w = v;
-        else if (!strcmp(name, "pflex_gpu_limit_max_watts"))
-            g->max_w = v;
-        else if (!strcmp(name, "pflex_gpu_up"))
-            g->ok = v == 1;
-    }
-    json_decref(j);
-    return 0;
 }
 
 /* The answers' samples judged (struct judge): 0, or -1 with err and
@@ -292,86 +195,87 @@ int prom_source_parse(prom_source_t *p, const char *dcgm, size_t dlen, const cha
     if (!stale)
         stale = &stale_mine;
     *stale = 0;
-    hosts_clear(p);
+    prom_hosts_clear(p);
     struct judge jd = {.now_s = now_s};
-    if (parse_own(p, own, olen, &jd, err) < 0)
-        return -1;
-    size_t nown = jd.n;
-    pflex_tm_t *t = pflex_tm_create(NULL);
-    if (!t)
-        return pflex_error_set(err, "out of memory");
-    struct pflex_tm_read_opts o = {.format = PFLEX_TMF_PROMJSON};
-    if (pflex_tm_read_mem(t, dcgm, dlen, "prometheus", &o, err) < 0) {
-        pflex_tm_destroy(t);
-        hosts_clear(p);
-        return -1;
-    }
-    size_t ndcgm = t->nsamples + t->skipped;
-    if (ndcgm)
-        judge_dcgm(p, dcgm, dlen, &jd);
-    for (size_t s = 0; s < t->nsamples; s++) {
-        const struct pflex_tm_sample *sm = &t->samples[s];
-        const struct pflex_tm_series *se = &t->series[sm->series];
-        if (se->gpu < 0 || (se->field != PFLEX_DCGM_POWER_USAGE && se->field != PFLEX_DCGM_POWER_LIMIT))
-            continue;
-        struct host *h = host_get(p, se->host, strlen(se->host));
-        struct agent_gpu *g = h ? gpu_get(h, se->gpu) : NULL;
-        if (!g || !(sm->value >= 0 && sm->value < 1e5))
-            continue;
-        if (se->field == PFLEX_DCGM_POWER_USAGE)
-            g->power_w = sm->value;
-        else
-            g->limit_w = sm->value;
-    }
-    pflex_tm_destroy(t);
-    if (judge_read(p, &jd, ndcgm, nown, stale, err) < 0) {
-        hosts_clear(p);
+    size_t ndcgm = 0, nown = 0;
+    if (prom_answers_read(p, dcgm, dlen, own, olen, &jd, &ndcgm, &nown, err) < 0
+        || judge_read(p, &jd, ndcgm, nown, stale, err) < 0) {
+        prom_hosts_clear(p);
         return -1;
     }
     return 0;
 }
 
-static int query(prom_source_t *p, const char *expr, char **body, pflex_error_t *err)
+static char *query_url(const prom_source_t *p, const char *expr)
 {
     char *q = curl_easy_escape(NULL, expr, 0);
     if (!q)
-        return pflex_error_set(err, "out of memory");
-    char url[2048];
-    snprintf(url, sizeof url, "%s/api/v1/query?query=%s", p->url, q);
+        return NULL;
+    size_t n = strlen(p->url) + strlen(q) + 32;
+    char *url = malloc(n);
+    if (url)
+        snprintf(url, n, "%s/api/v1/query?query=%s", p->url, q);
     curl_free(q);
-    long status = 0;
-    *body = NULL;
-    if (pflex_http_request("GET", url, NULL, NULL, p->timeout_ms / 1000.0, &status, body, err) < 0)
-        return -1;
-    if (status != 200) {
-        pflex_error_set(err, "prometheus %s: HTTP %ld", p->url, status);
-        free(*body);
-        *body = NULL;
-        return -1;
-    }
-    return 0;
+    return url;
 }
 
 int prom_source_read(prom_source_t *p, double now_s, int *stale, pflex_error_t *err)
 {
     if (stale)
         *stale = 0;
-    char *dcgm = NULL, *own = NULL;
+    static const char *const expr[2] = {
+        "{__name__=~\"DCGM_FI_DEV_POWER_USAGE|DCGM_FI_DEV_POWER_MGMT_LIMIT\"}",
+        "{__name__=~\"pflex_gpu_limit_min_watts|pflex_gpu_limit_max_watts|pflex_gpu_up|pflex_job_throughput\"}",
+    };
+    struct pflex_http_call call[2] = {{.method = "GET"}, {.method = "GET"}};
     int rc = -1;
-    if (query(p, "{__name__=~\"DCGM_FI_DEV_POWER_USAGE|DCGM_FI_DEV_POWER_MGMT_LIMIT\"}", &dcgm, err) == 0
-        && query(p, "{__name__=~\"pflex_gpu_limit_min_watts|pflex_gpu_limit_max_watts|pflex_gpu_up"
-                    "|pflex_job_throughput\"}", &own, err) == 0)
-        rc = prom_source_parse(p, dcgm, strlen(dcgm), own, strlen(own), now_s, stale, err);
+    char *url[2] = {query_url(p, expr[0]), query_url(p, expr[1])};
+    if (!url[0] || !url[1]) {
+        pflex_error_set(err, "out of memory");
+        goto out;
+    }
+    call[0].url = url[0];
+    call[1].url = url[1];
+    if (pflex_http_client_run(p->http, call, 2, NULL, NULL, err) < 0)
+        goto out;
+    for (int i = 0; i < 2; i++) {
+        if (!call[i].ok) {
+            pflex_error_set(err, "prometheus %s: %s", p->url, call[i].error);
+            goto out;
+        }
+        if (call[i].status != 200) {
+            pflex_error_set(err, "prometheus %s: HTTP %ld", p->url, call[i].status);
+            goto out;
+        }
+    }
+    rc = prom_source_parse(p, call[0].resp, call[0].resp_len, call[1].resp, call[1].resp_len, now_s, stale, err);
+out:
     if (rc < 0)
-        hosts_clear(p);
-    free(dcgm);
-    free(own);
+        prom_hosts_clear(p);
+    for (int i = 0; i < 2; i++)
+        free(call[i].resp);
+    free(url[0]);
+    free(url[1]);
     return rc;
+}
+
+int prom_source_host_at(const prom_source_t *p, size_t i, struct agent_status *st, unsigned char *nan)
+{
+    if (i >= p->nhosts)
+        return -1;
+    const struct host *h = &p->hosts[i];
+    snprintf(st->host, sizeof st->host, "%s", h->name);
+    st->ngpus = h->ngpus;
+    st->njobs = h->njobs;
+    memcpy(st->gpu, h->gpu, h->ngpus * sizeof *h->gpu);
+    memcpy(st->job, h->job, h->njobs * sizeof *h->job);
+    memcpy(nan, h->nan, h->ngpus);
+    return 0;
 }
 
 int prom_source_status(const prom_source_t *p, const char *host, struct agent_status *st)
 {
-    const struct host *o = host_find(p, host, strlen(host));
+    const struct host *o = prom_host_find(p, host, strlen(host));
     if (o) {
         st->ngpus = st->njobs = 0;      /* the entries are written as they are copied */
         snprintf(st->host, sizeof st->host, "%s", o->name);

@@ -1,7 +1,8 @@
 /* prom_source.h — the site's telemetry from a Prometheus server's HTTP API
  * (controller --prometheus), in place of each agent's /v1/status: the
- * metric names the agents export, read with the telemetry readers
- * (pflex/io/telemetry.h) for the DCGM fields and here for pflex's own. */
+ * metric names the agents export, the DCGM fields by the telemetry
+ * readers' rules (pflex/io/telemetry.h) and pflex's own, both read in
+ * place by one streaming scanner (docs/prometheus-read.md). */
 #ifndef PFLEX_CONTROLLER_PROM_SOURCE_H
 #define PFLEX_CONTROLLER_PROM_SOURCE_H
 
@@ -35,5 +36,10 @@ int prom_source_status(const prom_source_t *p, const char *host, struct agent_st
 /* The parsers, exposed for tests: the DCGM fields' answer and pflex's own. */
 int prom_source_parse(prom_source_t *p, const char *dcgm, size_t dlen, const char *own, size_t olen,
                       double now_s, int *stale, pflex_error_t *err);
+
+/* Host i of the last read (in the order the answers first named it),
+ * whole, for tests: its GPUs and jobs into st, nan[k] 1 where GPU k had a
+ * NaN power, limit or range.  0, or -1 past the last. */
+int prom_source_host_at(const prom_source_t *p, size_t i, struct agent_status *st, unsigned char *nan);
 
 #endif

@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include "lib/net/h1client.h"
 #include "lib/util/clock.h"
+#include "lib/util/grow.h"
 
 #define MAX_HEAD 65536          /* an answer's status line and headers */
 #define READ_ROOM 16384         /* what one recv(2) may take */
@@ -308,17 +309,7 @@ static int watch(struct pflex_h1 *e, struct conn *k, uint32_t events)
 
 static int grow(char **buf, size_t *cap, size_t need)
 {
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 1024;
-    while (c < need)
-        c *= 2;
-    char *b = realloc(*buf, c);
-    if (!b)
-        return -1;
-    *buf = b;
-    *cap = c;
-    return 0;
+    return pflex_grow((void **)buf, cap, need, 1);
 }
 
 static void put(char **p, const char *s, size_t n)
@@ -408,6 +399,13 @@ static void wipe_request(struct slot *s)
     s->req_len = s->sent = 0;
 }
 
+/* The body's length in s->in after the head, once the answer is whole. */
+static size_t answer_len(const struct slot *s)
+{
+    return s->body == BODY_CHUNKED ? s->ck_out : s->body == BODY_LENGTH ? s->clen
+           : s->body == BODY_NONE ? 0 : s->in_len - s->head_end;
+}
+
 /* End s's call: an answer (code CURLE_OK) or an error (code, or too_big);
  * its connection kept when the answer leaves it clean. */
 static void finish(struct pflex_h1 *e, struct slot *s, CURLcode code, int too_big)
@@ -416,11 +414,17 @@ static void finish(struct pflex_h1 *e, struct slot *s, CURLcode code, int too_bi
     struct conn *k = s->conn;
     int keep = 0;
     if (code == CURLE_OK && !too_big) {
-        size_t len = s->body == BODY_CHUNKED ? s->ck_out : s->body == BODY_LENGTH ? s->clen
-                     : s->body == BODY_NONE ? 0 : s->in_len - s->head_end;
-        call->resp = malloc(len + 1);
-        if (call->resp) {
+        size_t len = answer_len(s);
+        if (len > 4 * READ_ROOM && s->head_end + len == s->in_len) {
+            /* a large answer: its buffer handed over (the body moved to
+             * its front; there is room for the NUL), not copied into a new one */
+            memmove(s->in, s->in + s->head_end, len);
+            call->resp = s->in;
+            s->in = NULL;
+            s->in_cap = 0;
+        } else if ((call->resp = malloc(len + 1)))
             memcpy(call->resp, s->in + s->head_end, len);
+        if (call->resp) {
             call->resp[len] = '\0';
             call->resp_len = len;
             call->status = s->status;
@@ -613,8 +617,9 @@ static int parse_head(struct slot *s)
                 break;
             }
         }
-        if (!end)
-            return s->in_len > MAX_HEAD ? -1 : 0;
+        /* past MAX_HEAD is refused however the bytes came (whole or in pieces) */
+        if (!end || (size_t)(end - b) > MAX_HEAD)
+            return !end && s->in_len <= MAX_HEAD ? 0 : -1;
         /* "HTTP/1.x NNN ..." */
         if (s->in_len < 12 || memcmp(b, "HTTP/1.", 7) || (b[7] != '0' && b[7] != '1') || b[8] != ' '
             || b[9] < '1' || b[9] > '5' || b[10] < '0' || b[10] > '9' || b[11] < '0' || b[11] > '9')
@@ -632,6 +637,11 @@ static int parse_head(struct slot *s)
         const char *line = memchr(b, '\n', (size_t)(end - b)) + 1;
         while (line < end) {
             const char *nl = memchr(line, '\n', (size_t)(end - line));
+            /* obs-fold: a line that begins with a space or a tab goes on
+             * with the field before (RFC 9112 5.2); a folded length has
+             * bytes that are not digits then, and is refused */
+            while (nl + 1 < end && (nl[1] == ' ' || nl[1] == '\t'))
+                nl = memchr(nl + 1, '\n', (size_t)(end - nl - 1));
             size_t len = (size_t)(nl - line);
             const char *v;
             size_t vl;
@@ -722,6 +732,8 @@ static int dechunk_some(struct slot *s, size_t max)
         if (!nl)
             return n - s->ck_in > 4096 ? -1 : 0;
         size_t len = (size_t)(nl - l);
+        if (len > 4096)
+            return -1;      /* as when its newline has not come yet */
         s->ck_in += len + 1;
         int blank = len == 0 || (len == 1 && l[0] == '\r');
         if (s->ck_state == 2) {
@@ -750,50 +762,84 @@ static int dechunk_some(struct slot *s, size_t max)
     }
 }
 
-/* What s has read so far: 1 the answer is whole (or the call ended), 0
- * more to read. */
-static int progress(struct pflex_h1 *e, struct slot *s)
+/* What the bytes s has read make of its answer (the parse alone: no
+ * I/O, no call touched). */
+enum answer { ANS_MORE, ANS_DONE, ANS_NOT_HTTP, ANS_TOO_BIG, ANS_BAD_CHUNK };
+
+static enum answer answer_step(struct slot *s, size_t max)
 {
     if (!s->head_end) {
         int h = parse_head(s);
-        if (h < 0) {
-            finish(e, s, CURLE_WEIRD_SERVER_REPLY, 0);
-            return 1;
-        }
-        if (!h)
-            return 0;
-        if (s->body == BODY_LENGTH && s->clen > e->o.max_response) {
-            finish(e, s, CURLE_FILESIZE_EXCEEDED, 1);
-            return 1;
-        }
+        if (h <= 0)
+            return h < 0 ? ANS_NOT_HTTP : ANS_MORE;
+        if (s->body == BODY_LENGTH && s->clen > max)
+            return ANS_TOO_BIG;
     }
     size_t got = s->in_len - s->head_end;
     switch (s->body) {
     case BODY_NONE:
-        break;
+        return ANS_DONE;
     case BODY_LENGTH:
-        if (got < s->clen)
-            return 0;
-        break;
+        return got < s->clen ? ANS_MORE : ANS_DONE;
     case BODY_TO_CLOSE:
-        if (got > e->o.max_response) {
-            finish(e, s, CURLE_FILESIZE_EXCEEDED, 1);
-            return 1;
-        }
-        return 0;
+        return got > max ? ANS_TOO_BIG : ANS_MORE;
     case BODY_CHUNKED: {
-        int d = dechunk(s, e->o.max_response);
-        if (d == 0)
-            return 0;
-        if (d < 0) {
-            finish(e, s, d == -2 ? CURLE_FILESIZE_EXCEEDED : CURLE_RECV_ERROR, d == -2);
-            return 1;
-        }
-        break;
+        int d = dechunk(s, max);
+        return d == 0 ? ANS_MORE : d == 1 ? ANS_DONE : d == -2 ? ANS_TOO_BIG : ANS_BAD_CHUNK;
     }
     }
-    finish(e, s, CURLE_OK, 0);
+    return ANS_NOT_HTTP;
+}
+
+/* What s has read so far: 1 the answer is whole (or the call ended), 0
+ * more to read. */
+static int progress(struct pflex_h1 *e, struct slot *s)
+{
+    enum answer a = answer_step(s, e->o.max_response);
+    if (a == ANS_MORE)
+        return 0;
+    finish(e, s, a == ANS_DONE ? CURLE_OK : a == ANS_NOT_HTTP ? CURLE_WEIRD_SERVER_REPLY
+                 : a == ANS_TOO_BIG ? CURLE_FILESIZE_EXCEEDED : CURLE_RECV_ERROR, a == ANS_TOO_BIG);
     return 1;
+}
+
+int pflex_h1_parse_answer(const char *in, size_t len, size_t piece, int eof, size_t max, long *status, char **body,
+                          size_t *body_len)
+{
+    struct slot s = {0};
+    enum answer a = ANS_MORE;
+    *body = NULL;
+    *body_len = 0;
+    *status = 0;
+    if (!piece)
+        piece = len ? len : 1;
+    for (size_t at = 0; at < len && a == ANS_MORE; at += piece) {
+        /* as on_readable: room for a read and a NUL, then the parse */
+        size_t n = len - at < piece ? len - at : piece;
+        if (grow(&s.in, &s.in_cap, s.in_len + n + 1) < 0) {
+            free(s.in);
+            return -4;
+        }
+        memcpy(s.in + s.in_len, in + at, n);
+        s.in_len += n;
+        a = answer_step(&s, max);
+    }
+    if (a == ANS_MORE && eof && s.head_end && s.body == BODY_TO_CLOSE)
+        a = ANS_DONE;   /* the server closed: the answer ends there */
+    int rc = a == ANS_DONE ? 1 : a == ANS_MORE ? 0 : a == ANS_NOT_HTTP ? -1 : a == ANS_TOO_BIG ? -2 : -3;
+    if (rc == 1) {
+        size_t n = answer_len(&s);
+        *status = s.status;
+        if (s.head_end + n > s.in_len || !(*body = malloc(n + 1))) {
+            free(s.in);
+            return s.head_end + n > s.in_len ? -5 : -4;
+        }
+        memcpy(*body, s.in + s.head_end, n);
+        (*body)[n] = '\0';
+        *body_len = n;
+    }
+    free(s.in);
+    return rc;
 }
 
 /* s's connection is readable: read once, and go on. */

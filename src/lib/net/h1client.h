@@ -41,4 +41,13 @@ void pflex_h1_call_fail(struct pflex_http_call *call, const char *why);
  * bytes"), too_big set. */
 void pflex_h1_call_too_big(struct pflex_http_call *call, size_t max);
 
+/* The answer parser alone, no socket (for fuzz/fuzz_h1client.c): in[0..len)
+ * read in pieces of piece bytes (0: at once), as recv(2) would hand them,
+ * then the connection closed when eof.  1 an answer (*status, the body
+ * decoded into *body, malloc'd and NUL-terminated, *body_len); 0 not whole
+ * yet; -1 not HTTP; -2 over max bytes; -3 a malformed chunk; -4 out of
+ * memory; -5 a body past what was read (a bug). */
+int pflex_h1_parse_answer(const char *in, size_t len, size_t piece, int eof, size_t max, long *status, char **body,
+                          size_t *body_len);
+
 #endif

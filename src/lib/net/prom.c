@@ -3,7 +3,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include "lib/util/grow.h"
 #include "pflex/net/prom.h"
 
 struct pflex_prom {
@@ -29,17 +31,10 @@ static void put(pflex_prom_t *p, const char *s, size_t n)
 {
     if (p->failed)
         return;
-    if (p->len + n + 1 > p->cap) {
-        size_t cap = p->cap ? p->cap : 4096;
-        while (cap < p->len + n + 1)
-            cap *= 2;
-        char *b = realloc(p->buf, cap);
-        if (!b) {
-            p->failed = 1;
-            return;
-        }
-        p->buf = b;
-        p->cap = cap;
+    /* the length and its NUL checked for overflow with the room */
+    if (n > SIZE_MAX - p->len - 1 || pflex_grow((void **)&p->buf, &p->cap, p->len + n + 1, 1) < 0) {
+        p->failed = 1;
+        return;
     }
     memcpy(p->buf + p->len, s, n);
     p->len += n;

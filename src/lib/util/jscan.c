@@ -158,6 +158,26 @@ static int utf8(const unsigned char *p, const unsigned char *end, unsigned *cp)
     return (int)n;
 }
 
+/* The bytes a string holds as they are: printable ASCII but '"' and '\\'. */
+static const unsigned char plain[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
 /* The string at s->p (its opening quote), unescaped into out[size] (out
  * may be NULL: checked only); its unescaped length, or -1. */
 static long string_at(struct pflex_jscan *s, char *out, size_t size, int *cut)
@@ -175,6 +195,23 @@ static long string_at(struct pflex_jscan *s, char *out, size_t size, int *cut)
         if (c == '"') {
             s->p++;
             break;
+        }
+        if (plain[c]) {
+            /* a run of plain ASCII: no escape, no check but the table's */
+            const char *q = s->p + 1;
+            while (q < s->end && plain[(unsigned char)*q])
+                q++;
+            size_t run = (size_t)(q - s->p);
+            if (out && !full) {
+                size_t room = size > w + 1 ? size - w - 1 : 0;
+                size_t n = run < room ? run : room;
+                memcpy(out + w, s->p, n);
+                w += n;
+                full = n < run;
+            }
+            len += run;
+            s->p = q;
+            continue;
         }
         if (c < 0x20)
             return fail(s, "a control character in a string");
@@ -230,6 +267,63 @@ static long string_at(struct pflex_jscan *s, char *out, size_t size, int *cut)
     if (cut)
         *cut = full;
     return (long)len;
+}
+
+/* The string at s->p checked, its bytes between the quotes in *raw, *n;
+ * *escaped when it holds an escape (its text then differs from them). */
+static int span_at(struct pflex_jscan *s, const char **raw, size_t *n, int *escaped)
+{
+    const char *b = s->p + 1, *q = b;
+    while (q < s->end && plain[(unsigned char)*q])
+        q++;
+    if (q < s->end && *q == '"') {
+        s->p = q + 1;
+        *raw = b;
+        *n = (size_t)(q - b);
+        *escaped = 0;
+        return 0;
+    }
+    /* an escape, a byte past ASCII, a control character, the end: the
+     * whole check; escapes always shorten, so a text as long as its bytes
+     * has none */
+    long len = string_at(s, NULL, 0, NULL);
+    if (len < 0)
+        return -1;
+    *raw = b;
+    *n = (size_t)(s->p - 1 - b);
+    *escaped = (size_t)len != *n;
+    return 0;
+}
+
+int pflex_jscan_string_span(struct pflex_jscan *s, const char **raw, size_t *n, int *escaped)
+{
+    if (pflex_jscan_peek(s) != PFLEX_J_STRING)
+        return fail(s, "a string expected");
+    return span_at(s, raw, n, escaped);
+}
+
+int pflex_jscan_key_span(struct pflex_jscan *s, const char **raw, size_t *n, int *escaped)
+{
+    int r = next_in(s, '}');
+    if (r <= 0)
+        return r;
+    ws(s);
+    if (s->p == s->end || *s->p != '"')
+        return fail(s, "a string expected");
+    if (span_at(s, raw, n, escaped) < 0)
+        return -1;
+    ws(s);
+    if (s->p == s->end || *s->p != ':')
+        return fail(s, "':' expected after a key");
+    s->p++;
+    return 1;
+}
+
+size_t pflex_jscan_unescape(const char *raw, size_t n, char *out)
+{
+    struct pflex_jscan s = {.p = raw - 1, .start = raw - 1, .end = raw + n + 1};
+    long len = string_at(&s, out, n + 1, NULL);
+    return len < 0 ? 0 : (size_t)len;
 }
 
 long pflex_jscan_string(struct pflex_jscan *s, char *buf, size_t size, int *cut)

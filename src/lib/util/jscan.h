@@ -64,6 +64,17 @@ int pflex_jscan_number(struct pflex_jscan *s, double *v, int *is_int);
 /* The string that comes next, as pflex_jscan_key writes keys: its length
  * unescaped (before any cut), or -1. */
 long pflex_jscan_string(struct pflex_jscan *s, char *buf, size_t size, int *cut);
+/* The string that comes next, checked but not copied: *raw and *n its
+ * bytes between the quotes in the input, *escaped 1 when they hold an
+ * escape (pflex_jscan_unescape gives its text then).  0, or -1. */
+int pflex_jscan_string_span(struct pflex_jscan *s, const char **raw, size_t *n, int *escaped);
+/* pflex_jscan_key, the key as pflex_jscan_string_span gives a string. */
+int pflex_jscan_key_span(struct pflex_jscan *s, const char **raw, size_t *n, int *escaped);
+/* The text of a span from pflex_jscan_string_span or _key_span (checked
+ * then: the quote before raw is the input's) into out (room for n + 1
+ * bytes, NUL-terminated; the text is never longer than its bytes): its
+ * length. */
+size_t pflex_jscan_unescape(const char *raw, size_t n, char *out);
 /* Skip the value that comes next, whatever it holds (checked all the
  * same): 0, or -1. */
 int pflex_jscan_skip(struct pflex_jscan *s);
