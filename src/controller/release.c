@@ -109,7 +109,7 @@ int ctl_release_command(int argc, char **argv)
             continue;
         }
         int gone;
-        if (ctl_sched_cmd(&cfg, "resume", r->job, &gone, &err) < 0 && !gone) {
+        if (ctl_sched_cmd(&cfg, "resume", r->job, &gone, &err) < 0 && gone != CTL_SCHED_NOTHING) {
             printf("job %s: %s\n", r->job, err.text);
             rc = 1;
             continue;
@@ -122,7 +122,7 @@ int ctl_release_command(int argc, char **argv)
             rc = 1;
             continue;
         }
-        printf("job %s resumed%s\n", r->job, gone ? " (the scheduler no longer held it suspended)" : "");
+        printf("job %s resumed%s\n", r->job, gone == CTL_SCHED_NOTHING ? " (the scheduler no longer held it suspended)" : "");
     }
     if (job && !found) {
         fprintf(stderr, "pflex controller release: job %s: the state holds no pause of it "

@@ -282,7 +282,7 @@ static int run_cmd(char *const argv[], double timeout_s, char *out, size_t len)
 int ctl_sched_cmd(const struct ctl_sched_config *cfg, const char *verb, const char *job, int *gone,
                   pflex_error_t *err)
 {
-    *gone = 0;
+    *gone = CTL_SCHED_DID_NOT_RUN;
     const char *cmd = cfg->scontrol ? cfg->scontrol : "scontrol";
     double t = cfg->timeout_s > 0 ? cfg->timeout_s : 5;
     if (!ctl_sched_job_id_ok(job))
@@ -295,17 +295,20 @@ int ctl_sched_cmd(const struct ctl_sched_config *cfg, const char *verb, const ch
             *q = ' ';
     if (rc == 0)
         return 0;
-    if (rc == -2)
+    if (rc == -2) {
+        *gone = CTL_SCHED_NO_ANSWER;
         return pflex_error_set(err, "%s %s %s: no answer within %g s (killed)", cmd, verb, job, t);
+    }
     if (rc == -3)
         return pflex_error_set(err, "%s: not found (install Slurm's client, or --scontrol)", cmd);
     if (rc == -1)
         return pflex_error_set(err, "%s %s %s: %s", cmd, verb, job, strerror(errno));
     /* what Slurm answers for a job that ended, or one not in the state the
      * verb expects: there is nothing to undo */
-    if (strstr(out, "Invalid job id") || strstr(out, "not suspended") || strstr(out, "already suspended")
+    *gone = CTL_SCHED_REFUSED;
+    if (strstr(out, "Invalid job id") || strstr(out, "Unexpected message received") || strstr(out, "not suspended") || strstr(out, "already suspended")
         || strstr(out, "already completed") || strstr(out, "is not running") || strstr(out, "Job is pending"))
-        *gone = 1;
+        *gone = CTL_SCHED_NOTHING;
     return pflex_error_set(err, "%s %s %s: exit %d: %.300s", cmd, verb, job, rc, out[0] ? out : "(no output)");
 }
 
@@ -325,6 +328,10 @@ struct ctl_sched {
     struct failed *failed;      /* jobs a command failed on in this event: caps alone */
     size_t nfailed;
     int standby_said, db_said;
+    /* this period's GPUs (ctl_sched_adjust): a paused one's least cap, to
+     * push while the planner counts it at its idle draw; NaN: not paused */
+    double *real_min;
+    size_t cap_real;
 };
 
 int ctl_sched_create(const struct ctl_sched_config *cfg, ctl_sched_t **out, pflex_error_t *err)
@@ -399,36 +406,70 @@ void ctl_sched_adjust(ctl_sched_t *s, ctl_t *c)
 {
     reload(s, c);
     struct ctl_period_state *p = &c->p;
+    if (pflex_grow((void **)&s->real_min, &s->cap_real, p->ngpus + 1, sizeof *s->real_min) < 0) {
+        ctl_log(c, "pause: out of memory (paused jobs' GPUs counted at their least cap)");
+        s->cap_real = 0;
+        return;
+    }
+    double idle = s->cfg.idle_w > 0 ? s->cfg.idle_w : 100;
+    for (size_t k = 0; k < p->ngpus; k++)
+        s->real_min[k] = NAN;
     for (size_t i = 0; i < s->nrec; i++) {
         if (!s->rec[i].suspended)
             continue;
         for (size_t j = 0; j < c->njobs; j++) {
             if (strcmp(c->jobs[j].name, s->rec[i].job))
                 continue;
+            /* the planner holds a GPU without a job at its least cap and
+             * counts it there: a paused one's least is its idle draw */
             for (size_t k = 0; k < p->ngpus; k++)
                 if (p->gpus[k].job == (int)j) {
-                    p->gpus[k].job = -1;
-                    if (p->gpus[k].reachable) {
-                        double w = gpu_credit_w(s, &p->gpus[k]);
-                        p->other_w -= w;
-                        s->credit[i] += w;
+                    struct pflex_site_gpu *g = &p->gpus[k];
+                    g->job = -1;
+                    if (g->reachable && idle < g->min_cap_w) {
+                        s->credit[i] += gpu_credit_w(s, g);
+                        s->real_min[k] = g->min_cap_w;
+                        g->min_cap_w = idle;
                     }
                 }
         }
     }
 }
 
+void ctl_sched_caps(ctl_sched_t *s, ctl_t *c)
+{
+    struct ctl_period_state *p = &c->p;
+    if (p->ngpus > s->cap_real)
+        return;
+    /* the leases' fallbacks go by the settable range */
+    for (size_t k = 0; k < p->ngpus; k++)
+        if (isfinite(s->real_min[k]))
+            p->gpus[k].min_cap_w = s->real_min[k];
+    for (size_t i = 0; i < p->ncaps; i++) {
+        struct ctl_cap *cp = &p->caps[i];
+        double m = s->real_min[cp->site];
+        if (!(cp->cap_w < m))
+            continue;
+        const struct agent_gpu *ug = &c->agents[cp->node].st.gpu[p->gpu_slot[cp->site]];
+        cp->cap_w = m;
+        cp->cut = !(m >= ug->limit_w - c->cap_step_w / 2);
+    }
+}
+
 /* The least the site can draw under caps now: every reachable GPU at its
- * least cap (the paused ones' credit already in other_w), the rest at the
+ * least cap (the paused ones at their idle draw), the rest at the
  * cap they hold or their largest. */
-static double least_w(const ctl_t *c)
+static double least_w(const ctl_sched_t *s, const ctl_t *c)
 {
     const struct ctl_period_state *p = &c->p;
-    double w = p->other_w;
+    double w = p->other_w, idle = s->cfg.idle_w > 0 ? s->cfg.idle_w : 100;
     for (size_t k = 0; k < p->ngpus; k++) {
         const struct pflex_site_gpu *g = &p->gpus[k];
         double n = g->count ? g->count : 1;
-        w += n * (g->reachable ? g->min_cap_w : isfinite(g->cap_w) ? g->cap_w : g->max_cap_w);
+        if (k < s->cap_real && isfinite(s->real_min[k]))
+            w += n * idle;
+        else
+            w += n * (g->reachable ? g->min_cap_w : isfinite(g->cap_w) ? g->cap_w : g->max_cap_w);
     }
     return w;
 }
@@ -470,7 +511,7 @@ static void resume_one(ctl_sched_t *s, ctl_t *c, struct ctl_pause_rec *r, double
 {
     pflex_error_t err;
     int gone;
-    if (ctl_sched_cmd(&s->cfg, "resume", r->job, &gone, &err) < 0 && !gone) {
+    if (ctl_sched_cmd(&s->cfg, "resume", r->job, &gone, &err) < 0 && gone != CTL_SCHED_NOTHING) {
         ctl_log(c, "pause: job %s: resume failed, tried again next period: %s", r->job, err.text);
         return;
     }
@@ -482,7 +523,7 @@ static void resume_one(ctl_sched_t *s, ctl_t *c, struct ctl_pause_rec *r, double
         ctl_log(c, "pause: job %s: %s", r->job, err.text);
     *r = done;
     ctl_log(c, "pause: job %s resumed (%s) after %.0f s%s", r->job, why, now - done.since,
-            gone ? "; the scheduler no longer held it suspended" : "");
+            gone == CTL_SCHED_NOTHING ? "; the scheduler no longer held it suspended" : "");
 }
 
 /* Start the transient timer that resumes job r with no controller. */
@@ -543,8 +584,10 @@ static int pause_one(ctl_sched_t *s, ctl_t *c, const char *job, double now, doub
         add_failed(s, job);
         pflex_error_t e2;
         int g2;
-        /* a command that timed out may still have suspended it */
-        if (!gone && ctl_sched_cmd(&s->cfg, "resume", job, &g2, &e2) < 0 && !g2)
+        /* a command that timed out may still have suspended it; one
+         * that answered no, or never ran, did not */
+        if (gone == CTL_SCHED_NO_ANSWER && ctl_sched_cmd(&s->cfg, "resume", job, &g2, &e2) < 0
+            && g2 != CTL_SCHED_NOTHING)
             ctl_log(c, "pause: job %s: the resume after the failed suspend failed too (%s); "
                        "its record stays, resumed next period", job, e2.text);
         else if (ctl_pause_db_del(s->db, job, &e2) < 0 || (old && ctl_pause_db_put(s->db, old, &e2) < 0))
@@ -572,11 +615,11 @@ void ctl_sched_act(ctl_sched_t *s, ctl_t *c)
         s->nfailed = 0;
     } else if (isnan(s->ev_start))
         s->ev_start = now;
-    double least = least_w(c);
+    double least = least_w(s, c);
     double deficit = least - p->limit_w;        /* -INFINITY with no limit */
 
     /* 1. resume what is due: no target in force, or the end of its
-     * contract or of the event (half a period early rather than late) */
+     * contract or of the event */
     for (size_t i = 0; i < s->nrec; i++) {
         struct ctl_pause_rec *r = &s->rec[i];
         pflex_error_t err;
@@ -586,8 +629,10 @@ void ctl_sched_act(ctl_sched_t *s, ctl_t *c)
                 ctl_log(c, "pause: job %s: %s", r->job, err.text);
             continue;
         }
-        const char *why = !event ? "no target in force"
-                          : now >= r->until - period / 2 ? "its contract or the event ends" : NULL;
+        /* a contract's end a period early rather than late; the event's
+         * end once it has come, not before */
+        int due = r->until < r->event_end ? now + period >= r->until : now >= r->until;
+        const char *why = !event ? "no target in force" : due ? "its contract or the event ends" : NULL;
         if (why) {
             resume_one(s, c, r, now, why);
             if (!r->suspended)
@@ -628,7 +673,7 @@ void ctl_sched_act(ctl_sched_t *s, ctl_t *c)
         /* resumed, it runs at least min(max_pause, 5 min) before another
          * pause: a job whose collectives time out must get to run them */
         double run_s = cj->pol->max_pause_s < 300 ? cj->pol->max_pause_s : 300;
-        if (r && now - r->until < run_s)
+        if (r && !r->suspended && r->event_end == ev_end && now - r->until < run_s)
             continue;
         double freed = 0;
         for (size_t k = 0; k < p->ngpus; k++)
@@ -673,6 +718,7 @@ void ctl_sched_destroy(ctl_sched_t *s, ctl_t *c)
     ctl_pause_db_close(s->db);
     free(s->rec);
     free(s->credit);
+    free(s->real_min);
     free(s->failed);
     free(s);
 }

@@ -85,10 +85,16 @@ struct ctl_sched_config {
 };
 
 /* Run `scontrol VERB JOB` (VERB suspend or resume) within the timeout;
- * 0, or -1 with why in err ("timed out after 5 s", "exit 1: scontrol:
- * error: Invalid job id specified", "scontrol: not found").  *gone set
- * when the scheduler says the job is not there or not in that state
- * (nothing to undo). */
+ * 0, or -1 with why in err ("no answer within 5 s", "exit 1: scontrol:
+ * error: Invalid job id specified", "scontrol: not found") and *gone
+ * what the failure means: */
+enum {
+    CTL_SCHED_NO_ANSWER,        /* timed out, killed: it may have acted */
+    CTL_SCHED_NOTHING,          /* the scheduler says the job is not there or not in
+                                 * that state: nothing to undo */
+    CTL_SCHED_REFUSED,          /* the scheduler answered no (exit status) */
+    CTL_SCHED_DID_NOT_RUN,      /* the command is missing or could not start */
+};
 int ctl_sched_cmd(const struct ctl_sched_config *cfg, const char *verb, const char *job, int *gone,
                   pflex_error_t *err);
 
@@ -106,11 +112,14 @@ void ctl_sched_destroy(ctl_sched_t *s, struct ctl *c);
 
 /* The period's hooks (controller.c).  ctl_sched_adjust, after the targets
  * and before the learner: the paused jobs' GPUs leave their jobs (no
- * readings of a stopped job teach its curve) and count as idle GPUs the
- * planner holds at their least cap, less the credit of their idle draw.
+ * readings of a stopped job teach its curve) and count as idle GPUs,
+ * which the planner holds at their least cap, here their idle draw.
  * ctl_sched_act, after the plan and before the push: resume what is due
  * or no longer needed, pause what the rule picks; never holding smu. */
 void ctl_sched_adjust(ctl_sched_t *s, struct ctl *c);
+/* From ctl_leases_plan, once the caps are planned: a paused GPU's cap
+ * (planned at its idle draw) raised to its least settable cap. */
+void ctl_sched_caps(ctl_sched_t *s, struct ctl *c);
 void ctl_sched_act(ctl_sched_t *s, struct ctl *c);
 
 /* `pflex controller release` (release.c). */
