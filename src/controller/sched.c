@@ -237,29 +237,28 @@ static int run_cmd(char *const argv[], double timeout_s, char *out, size_t len)
     }
     double end = pflex_mono_s() + timeout_s;
     size_t got = 0;
-    int timed_out = 0, open = 1;
+    int open = 1, st = 0;
     for (;;) {
-        double left = end - pflex_mono_s();
-        if (left <= 0) {
-            timed_out = 1;
+        /* WNOWAIT: left a zombie, its pid (and group id) stay ours until
+         * the group is killed below */
+        siginfo_t si = {0};
+        int w = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT);
+        if (w == 0 && si.si_pid == pid)
             break;
-        }
-        if (!open) {    /* output closed: wait for the exit alone */
-            int st;
-            pid_t w = waitpid(pid, &st, WNOHANG);
-            if (w == pid) {
-                close(fd[0]);
-                while (got && (out[got - 1] == '\n' || out[got - 1] == ' '))
-                    out[--got] = '\0';
-                return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-            }
-            usleep(10000);
-            continue;
+        double left = end - pflex_mono_s();
+        if (left <= 0 || (w < 0 && errno != EINTR)) {
+            kill(-pid, SIGKILL);
+            waitpid(pid, NULL, 0);
+            close(fd[0]);
+            return -2;
         }
         struct pollfd p = {.fd = fd[0], .events = POLLIN};
-        int r = poll(&p, 1, (int)(left * 1000) + 1);
-        if (r < 0 && errno != EINTR)
-            break;
+        int ms = left < 0.05 ? (int)(left * 1000) + 1 : 50;
+        if (!open) {
+            usleep((useconds_t)ms * 1000);
+            continue;
+        }
+        int r = poll(&p, 1, ms);
         if (r > 0) {
             char buf[512];
             ssize_t k = read(fd[0], buf, sizeof buf);
@@ -273,10 +272,22 @@ static int run_cmd(char *const argv[], double timeout_s, char *out, size_t len)
             }
         }
     }
-    kill(-pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    /* what it wrote before it exited (a child of its own may hold the
+     * pipe open: not waited for) */
+    struct pollfd p = {.fd = fd[0], .events = POLLIN};
+    while (open && got + 1 < len && poll(&p, 1, 0) > 0) {
+        ssize_t k = read(fd[0], out + got, len - 1 - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+        out[got] = '\0';
+    }
     close(fd[0]);
-    return timed_out ? -2 : -1;
+    kill(-pid, SIGKILL);    /* anything it left behind in its group */
+    waitpid(pid, &st, 0);
+    while (got && (out[got - 1] == '\n' || out[got - 1] == ' '))
+        out[--got] = '\0';
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
 int ctl_sched_cmd(const struct ctl_sched_config *cfg, const char *verb, const char *job, int *gone,

@@ -1,0 +1,236 @@
+/* test_controller_sched.c — the scheduler lever: the rule that picks the
+ * jobs to pause, the contract's length, the state records, the command
+ * runner (sched.h). */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "controller/sched.h"
+
+static void test_pick_order(void **state)
+{
+    (void)state;
+    struct ctl_pause_cand c[] = {
+        {"a", 200, 10, 100},     /* 0.05 per W */
+        {"b", 400, 10, 100},     /* 0.025 per W: first */
+        {"c", 100, 0, 100},      /* free: before all */
+        {"d", 300, 1, 5},        /* cheap, but its contract is too short */
+        {"e", 200, 10, 100},     /* the same cost as a: the name decides */
+    };
+    size_t pick[5], n;
+    double freed;
+    n = ctl_pause_pick(c, 5, 450, 10, pick, &freed);
+    assert_int_equal(n, 2);
+    assert_int_equal(pick[0], 2);
+    assert_int_equal(pick[1], 1);
+    assert_true(freed == 500);
+    n = ctl_pause_pick(c, 5, 600, 10, pick, &freed);
+    assert_int_equal(n, 3);
+    assert_int_equal(pick[2], 0);   /* a before e */
+    assert_true(freed == 700);
+    /* more than all of them free: every one allowed, short */
+    n = ctl_pause_pick(c, 5, 5000, 10, pick, &freed);
+    assert_int_equal(n, 4);
+    assert_true(freed == 900);
+    assert_int_equal(pick[3], 4);
+    /* with a shorter minimum d comes in, cheapest after c */
+    n = ctl_pause_pick(c, 5, 350, 1, pick, &freed);
+    assert_int_equal(n, 2);
+    assert_int_equal(pick[0], 2);
+    assert_int_equal(pick[1], 3);
+    /* no deficit, nothing */
+    assert_int_equal(ctl_pause_pick(c, 5, 0, 1, pick, &freed), 0);
+    assert_int_equal(ctl_pause_pick(c, 5, NAN, 1, pick, &freed), 0);
+    assert_true(freed == 0);
+    /* a candidate that frees nothing is never picked */
+    struct ctl_pause_cand z[] = {{"z", 0, 0, 100}, {"y", -5, 0, 100}};
+    assert_int_equal(ctl_pause_pick(z, 2, 10, 1, pick, &freed), 0);
+}
+
+/* Property, against the definition: the picks are the allowed candidates
+ * in order of cost, and the shortest such prefix that reaches the deficit. */
+static void test_pick_property(void **state)
+{
+    (void)state;
+    srand(7);
+    char names[12][8];
+    for (int round = 0; round < 2000; round++) {
+        size_t n = 1 + (size_t)rand() % 12;
+        struct ctl_pause_cand c[12];
+        for (size_t i = 0; i < n; i++) {
+            snprintf(names[i], sizeof names[i], "j%zu", i);
+            c[i] = (struct ctl_pause_cand){names[i], 10 + rand() % 500, rand() % 20, rand() % 100};
+        }
+        double deficit = rand() % 3000, min_s = 30, freed;
+        size_t pick[12];
+        size_t k = ctl_pause_pick(c, n, deficit, min_s, pick, &freed);
+        double sum = 0, allowed_sum = 0;
+        for (size_t i = 0; i < n; i++)
+            if (c[i].allowed_s >= min_s)
+                allowed_sum += c[i].freed_w;
+        for (size_t i = 0; i < k; i++) {
+            const struct ctl_pause_cand *x = &c[pick[i]];
+            assert_true(x->allowed_s >= min_s);
+            if (i)
+                assert_true(x->lost / x->freed_w >= c[pick[i - 1]].lost / c[pick[i - 1]].freed_w);
+            if (i + 1 < k)  /* not yet enough before the last */
+                assert_true(sum + x->freed_w < deficit);
+            sum += x->freed_w;
+        }
+        assert_true(sum == freed);
+        /* nothing allowed left cheaper than the last picked */
+        for (size_t i = 0; k && i < n; i++) {
+            int taken = 0;
+            for (size_t j = 0; j < k; j++)
+                taken |= pick[j] == i;
+            if (!taken && c[i].allowed_s >= min_s)
+                assert_true(c[i].lost / c[i].freed_w >= c[pick[k - 1]].lost / c[pick[k - 1]].freed_w);
+        }
+        assert_true(deficit <= 0 ? k == 0 : (freed >= deficit || freed == allowed_sum));
+    }
+}
+
+static void test_allowed(void **state)
+{
+    (void)state;
+    /* an hour's event from t=1000, 10 % budget: 360 s; max_pause 600 */
+    assert_true(ctl_pause_allowed_s(600, 0.1, 0, 1000, 1000, 4600) == 360);
+    /* 300 s already spent: 60 left */
+    assert_true(ctl_pause_allowed_s(600, 0.1, 300, 2000, 1000, 4600) == 60);
+    /* max_pause the tighter */
+    assert_true(ctl_pause_allowed_s(120, 0.5, 0, 1000, 1000, 4600) == 120);
+    /* the event's end the tighter */
+    assert_true(ctl_pause_allowed_s(600, 1, 0, 4500, 1000, 4600) == 100);
+    /* spent, or over: none */
+    assert_true(ctl_pause_allowed_s(600, 0.1, 400, 2000, 1000, 4600) == 0);
+    assert_true(ctl_pause_allowed_s(600, 1, 0, 5000, 1000, 4600) == 0);
+    /* an event without an end: max_pause alone */
+    assert_true(ctl_pause_allowed_s(600, 0.1, 0, 1000, 1000, INFINITY) == 600);
+}
+
+static void test_records(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pflex-sched-XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/ctl.db", dir);
+    ctl_pause_db_t *db;
+    pflex_error_t err;
+    assert_int_equal(ctl_pause_db_open(path, &db, &err), 0);
+    struct ctl_pause_rec a = {.job = "4242", .suspended = 1, .since = 100.5, .until = 220, .paused_s = 0,
+                              .event_start = 90, .event_end = 400};
+    struct ctl_pause_rec b = {.job = "17_3", .suspended = 0, .since = 10, .until = 20, .paused_s = 10,
+                              .event_start = 5, .event_end = INFINITY};
+    assert_int_equal(ctl_pause_db_put(db, &a, &err), 0);
+    assert_int_equal(ctl_pause_db_put(db, &b, &err), 0);
+    a.until = 250;      /* replaced, not added */
+    assert_int_equal(ctl_pause_db_put(db, &a, &err), 0);
+    ctl_pause_db_close(db);
+    /* what a restart reads */
+    assert_int_equal(ctl_pause_db_open(path, &db, &err), 0);
+    struct ctl_pause_rec *r;
+    size_t n;
+    assert_int_equal(ctl_pause_db_load(db, &r, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(r[0].job, "17_3");    /* by job */
+    assert_true(!r[0].suspended && r[0].paused_s == 10 && isinf(r[0].event_end));
+    assert_string_equal(r[1].job, "4242");
+    assert_true(r[1].suspended && r[1].since == 100.5 && r[1].until == 250 && r[1].event_end == 400
+                && r[1].event_start == 90);
+    free(r);
+    assert_int_equal(ctl_pause_db_del(db, "4242", &err), 0);
+    assert_int_equal(ctl_pause_db_del(db, "nobody", &err), 0);
+    assert_int_equal(ctl_pause_db_load(db, &r, &n, &err), 0);
+    assert_int_equal(n, 1);
+    free(r);
+    ctl_pause_db_close(db);
+    /* a file that is no database */
+    char bad[80];
+    snprintf(bad, sizeof bad, "%s/bad.db", dir);
+    FILE *f = fopen(bad, "w");
+    fputs("this is not a database, just some text long enough to be read as one\n", f);
+    fclose(f);
+    assert_int_equal(ctl_pause_db_open(bad, &db, &err), -1);
+    assert_non_null(strstr(err.text, bad));
+    unlink(bad);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_job_ids(void **state)
+{
+    (void)state;
+    assert_true(ctl_sched_job_id_ok("4242"));
+    assert_true(ctl_sched_job_id_ok("17_3"));
+    assert_false(ctl_sched_job_id_ok(""));
+    assert_false(ctl_sched_job_id_ok("llama-8b"));
+    assert_false(ctl_sched_job_id_ok("12;rm"));
+    assert_false(ctl_sched_job_id_ok("-1"));
+    assert_false(ctl_sched_job_id_ok("17_"));
+    assert_false(ctl_sched_job_id_ok("123456789012345678901"));
+}
+
+/* A fake scontrol per case: what each answer means. */
+static void test_cmd(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pflex-sched-XXXXXX", path[80];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/scontrol", dir);
+    struct {
+        const char *body;
+        int rc, gone;
+        const char *needle;
+    } cases[] = {
+        {"[ \"$1 $2\" = 'suspend 42' ] || exit 3\n", 0, 0, NULL},
+        {"echo 'scontrol: error: Invalid job id specified' >&2; exit 1\n", -1, CTL_SCHED_NOTHING, "Invalid job id"},
+        {"echo 'scontrol: error: Access/permission denied' >&2; exit 1\n", -1, CTL_SCHED_REFUSED, "exit 1: scontrol"},
+        {"sleep 20\n", -1, CTL_SCHED_NO_ANSWER, "no answer within 0.3 s"},
+        {"sleep 20 & echo started; exit 0\n", 0, 0, NULL},    /* a child holds the pipe: not waited for */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        FILE *f = fopen(path, "w");
+        fprintf(f, "#!/bin/sh\n%s", cases[i].body);
+        fclose(f);
+        chmod(path, 0755);
+        struct ctl_sched_config cfg = {.scontrol = path, .timeout_s = 0.3};
+        pflex_error_t err = {{0}};
+        int gone = -1;
+        int rc = ctl_sched_cmd(&cfg, "suspend", "42", &gone, &err);
+        if (rc != cases[i].rc)
+            fail_msg("case %zu: rc %d: %s", i, rc, err.text);
+        if (rc)
+            assert_int_equal(gone, cases[i].gone);
+        if (cases[i].needle && !strstr(err.text, cases[i].needle))
+            fail_msg("case %zu: '%s' lacks '%s'", i, err.text, cases[i].needle);
+    }
+    struct ctl_sched_config missing = {.scontrol = "/nonexistent/scontrol", .timeout_s = 1};
+    pflex_error_t err;
+    int gone;
+    assert_int_equal(ctl_sched_cmd(&missing, "resume", "42", &gone, &err), -1);
+    assert_int_equal(gone, CTL_SCHED_DID_NOT_RUN);
+    assert_non_null(strstr(err.text, "not found"));
+    /* never a job id that is not one */
+    assert_int_equal(ctl_sched_cmd(&missing, "resume", "42 --all", &gone, &err), -1);
+    assert_non_null(strstr(err.text, "not a Slurm job id"));
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pick_order), cmocka_unit_test(test_pick_property), cmocka_unit_test(test_allowed),
+        cmocka_unit_test(test_records),    cmocka_unit_test(test_job_ids),       cmocka_unit_test(test_cmd),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
