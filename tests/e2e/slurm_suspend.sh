@@ -203,7 +203,7 @@ $j2,cap+pause,100%,120,3
 $j3,cap,,,1
 999999,cap+pause,100%,120,0
 EOF
-power() { curl -s -m 5 "$url/v1/status" | jq '[.gpus[].power_w] | add'; }
+power() { curl -s -m 5 "$url/v1/status" | jq '[.gpus[].power_w] | add | floor'; }
 busy=$(power)
 awk -v w="$busy" 'BEGIN { exit !(w > 3500) }' || fail "6 busy GPUs draw $busy W"
 
