@@ -150,6 +150,26 @@ static void test_records(void **state)
     assert_int_equal(ctl_pause_db_load(db, &r, &n, &err), 0);
     assert_int_equal(n, 1);
     free(r);
+    /* the etcd copy: to text and back, then in place of a standby's own */
+    struct ctl_pause_rec two[2] = {a, b};
+    char *text = ctl_pause_recs_text(two, 2);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\"event_end\":null"));
+    assert_int_equal(ctl_pause_recs_parse(text, &r, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_true(!strcmp(r[0].job, "4242") && r[0].suspended && r[0].until == 250 && r[0].event_end == 400);
+    assert_true(!strcmp(r[1].job, "17_3") && !r[1].suspended && isinf(r[1].event_end));
+    assert_int_equal(ctl_pause_db_replace(db, r, n, &err), 0);
+    free(r);
+    free(text);
+    assert_int_equal(ctl_pause_db_load(db, &r, &n, &err), 0);
+    assert_int_equal(n, 2);
+    free(r);
+    const char *bad_text[] = {"{}", "[{\"job\": \"x; rm\", \"suspended\": true, \"since\": 1, \"until\": 2, "
+                              "\"paused_s\": 0, \"event_start\": 0, \"event_end\": null}]", "[{\"job\": \"1\"}]",
+                              "not json", NULL};
+    for (size_t i = 0; i < sizeof bad_text / sizeof *bad_text; i++)
+        assert_int_equal(ctl_pause_recs_parse(bad_text[i], &r, &n, &err), -1);
     ctl_pause_db_close(db);
     /* a file that is no database */
     char bad[80];

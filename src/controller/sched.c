@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <jansson.h>
 #include <sqlite3.h>
 #include "controller/ctl_int.h"
 #include "controller/sched.h"
@@ -183,6 +184,84 @@ int ctl_pause_db_del(ctl_pause_db_t *d, const char *job, pflex_error_t *err)
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : db_fail(d, "delete", err);
+}
+
+int ctl_pause_db_replace(ctl_pause_db_t *d, const struct ctl_pause_rec *r, size_t n, pflex_error_t *err)
+{
+    if (sqlite3_exec(d->db, "BEGIN IMMEDIATE; DELETE FROM sched_pause", NULL, NULL, NULL) != SQLITE_OK) {
+        db_fail(d, "replace", err);
+        sqlite3_exec(d->db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (ctl_pause_db_put(d, &r[i], err) < 0) {
+            sqlite3_exec(d->db, "ROLLBACK", NULL, NULL, NULL);
+            return -1;
+        }
+    if (sqlite3_exec(d->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        db_fail(d, "replace", err);
+        sqlite3_exec(d->db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+char *ctl_pause_recs_text(const struct ctl_pause_rec *r, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) {
+        json_t *o = json_pack("{s:s, s:b, s:f, s:f, s:f, s:f}", "job", r[i].job, "suspended", r[i].suspended,
+                              "since", r[i].since, "until", r[i].until, "paused_s", r[i].paused_s,
+                              "event_start", r[i].event_start);
+        if (!o || json_object_set_new(o, "event_end", isfinite(r[i].event_end) ? json_real(r[i].event_end)
+                                                                                 : json_null()) < 0
+            || json_array_append_new(a, o) < 0) {
+            json_decref(o);
+            json_decref(a);
+            return NULL;
+        }
+    }
+    char *t = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+    return t;
+}
+
+int ctl_pause_recs_parse(const char *text, struct ctl_pause_rec **out, size_t *n, pflex_error_t *err)
+{
+    *out = NULL;
+    *n = 0;
+    json_error_t je;
+    json_t *a = text ? json_loads(text, 0, &je) : NULL;
+    if (!json_is_array(a)) {
+        json_decref(a);
+        return pflex_error_set(err, "pauses: not a JSON array");
+    }
+    size_t m = json_array_size(a);
+    struct ctl_pause_rec *r = calloc(m + 1, sizeof *r);
+    if (!r) {
+        json_decref(a);
+        return pflex_error_set(err, "out of memory");
+    }
+    for (size_t i = 0; i < m; i++) {
+        json_t *o = json_array_get(a, i), *end = json_object_get(o, "event_end");
+        const char *job = NULL;
+        int susp = 0;
+        if (json_unpack(o, "{s:s, s:b, s:F, s:F, s:F, s:F}", "job", &job, "suspended", &susp, "since",
+                        &r[i].since, "until", &r[i].until, "paused_s", &r[i].paused_s, "event_start",
+                        &r[i].event_start) < 0
+            || !ctl_sched_job_id_ok(job) || (end && !json_is_null(end) && !json_is_number(end))) {
+            free(r);
+            json_decref(a);
+            return pflex_error_set(err, "pauses: record %zu is malformed", i);
+        }
+        snprintf(r[i].job, sizeof r[i].job, "%s", job);
+        r[i].suspended = susp;
+        r[i].event_end = end && json_is_number(end) ? json_number_value(end) : INFINITY;
+    }
+    json_decref(a);
+    *out = r;
+    *n = m;
+    return 0;
 }
 
 /* ---- the actions ------------------------------------------------------- */
@@ -716,11 +795,38 @@ void ctl_sched_act(ctl_sched_t *s, ctl_t *c)
     free(pick);
 }
 
+char *ctl_sched_state_text(const ctl_sched_t *s)
+{
+    return ctl_pause_recs_text(s->rec, s->nrec);
+}
+
+int ctl_sched_take_state(ctl_sched_t *s, const char *text, pflex_error_t *err)
+{
+    struct ctl_pause_rec *r;
+    size_t n;
+    if (ctl_pause_recs_parse(text, &r, &n, err) < 0)
+        return -1;
+    int rc = ctl_pause_db_replace(s->db, r, n, err);
+    if (rc == 0) {
+        double *cr = calloc(n + 1, sizeof *cr);
+        if (cr) {
+            free(s->rec);
+            free(s->credit);
+            s->rec = r;
+            s->credit = cr;
+            s->nrec = n;
+            return 0;
+        }
+    }
+    free(r);
+    return rc;
+}
+
 void ctl_sched_destroy(ctl_sched_t *s, ctl_t *c)
 {
     if (!s)
         return;
-    if (c) {
+    if (c && leads(s, c)) {     /* a standby's copy is the leader's to resume */
         double now = pflex_real_s();
         for (size_t i = 0; i < s->nrec; i++)
             if (s->rec[i].suspended)

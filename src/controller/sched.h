@@ -67,6 +67,15 @@ int ctl_pause_db_load(ctl_pause_db_t *db, struct ctl_pause_rec **out, size_t *n,
 int ctl_pause_db_put(ctl_pause_db_t *db, const struct ctl_pause_rec *r, pflex_error_t *err);
 /* Forget a job's record. */
 int ctl_pause_db_del(ctl_pause_db_t *db, const char *job, pflex_error_t *err);
+/* Every record replaced by r[0..n) in one transaction (a standby's copy
+ * of the leader's). */
+int ctl_pause_db_replace(ctl_pause_db_t *db, const struct ctl_pause_rec *r, size_t n, pflex_error_t *err);
+/* The records as compact JSON text, [{"job", "suspended", "since",
+ * "until", "paused_s", "event_start", "event_end" (null: none)}] (the
+ * etcd copy; malloc'd, NULL out of memory), and back (-1 with err on a
+ * malformed text; *out malloc'd). */
+char *ctl_pause_recs_text(const struct ctl_pause_rec *r, size_t n);
+int ctl_pause_recs_parse(const char *text, struct ctl_pause_rec **out, size_t *n, pflex_error_t *err);
 
 /* ---- the actions ------------------------------------------------------- */
 
@@ -121,6 +130,12 @@ void ctl_sched_adjust(ctl_sched_t *s, struct ctl *c);
  * (planned at its idle draw) raised to its least settable cap. */
 void ctl_sched_caps(ctl_sched_t *s, struct ctl *c);
 void ctl_sched_act(ctl_sched_t *s, struct ctl *c);
+
+/* With a standby (standby.c): the leader's records as last read, as
+ * text to put in etcd (malloc'd); and a standby's copy of them into its
+ * own state, so that on taking over it resumes them on time. */
+char *ctl_sched_state_text(const ctl_sched_t *s);
+int ctl_sched_take_state(ctl_sched_t *s, const char *text, pflex_error_t *err);
 
 /* `pflex controller release` (release.c). */
 int ctl_release_command(int argc, char **argv);
