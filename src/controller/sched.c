@@ -417,7 +417,7 @@ struct ctl_sched {
     double ev_start;            /* when the limit in force was first finite; NaN: none */
     struct failed *failed;      /* jobs a command failed on in this event: caps alone */
     size_t nfailed;
-    int standby_said, db_said;
+    int standby_said, db_said, none_said;
     /* this period's GPUs (ctl_sched_adjust): a paused one's least cap, to
      * push while the planner counts it at its idle draw; NaN: not paused */
     double *real_min;
@@ -659,9 +659,10 @@ static void arm_timer(ctl_sched_t *s, ctl_t *c, const struct ctl_pause_rec *r, d
 static int pause_one(ctl_sched_t *s, ctl_t *c, const char *job, double now, double until, double ev_end)
 {
     struct ctl_pause_rec *old = rec_find(s, job);
+    int same = old && old->event_end == ev_end;     /* paused before in this event */
     struct ctl_pause_rec r = {.suspended = 1, .since = now, .until = until,
-                              .paused_s = old ? old->paused_s : 0,
-                              .event_start = s->ev_start, .event_end = ev_end};
+                              .paused_s = same ? old->paused_s : 0,
+                              .event_start = same ? old->event_start : s->ev_start, .event_end = ev_end};
     snprintf(r.job, sizeof r.job, "%s", job);
     pflex_error_t err;
     if (ctl_pause_db_put(s->db, &r, &err) < 0) {
@@ -703,6 +704,7 @@ void ctl_sched_act(ctl_sched_t *s, ctl_t *c)
     if (!event) {
         s->ev_start = NAN;
         s->nfailed = 0;
+        s->none_said = 0;
     } else if (isnan(s->ev_start))
         s->ev_start = now;
     double least = least_w(s, c);
@@ -779,9 +781,11 @@ void ctl_sched_act(ctl_sched_t *s, ctl_t *c)
     }
     double freed = 0;
     size_t m = ctl_pause_pick(cand, n, deficit, 2 * period, pick, &freed);
-    if (m == 0 && n == 0)
+    if (m == 0 && !s->none_said) {    /* once an event */
+        s->none_said = 1;
         ctl_log(c, "pause: every GPU at its least cap leaves the site %.0f W over %.0f W, and no job's "
-                   "policy lets it pause", deficit, p->limit_w);
+                   "policy and contract let it pause now", deficit, p->limit_w);
+    }
     for (size_t i = 0; i < m; i++) {
         const struct ctl_pause_cand *x = &cand[pick[i]];
         if (pause_one(s, c, x->job, now, now + x->allowed_s, ev_end) == 0)
