@@ -123,7 +123,7 @@ static void test_records(void **state)
     snprintf(path, sizeof path, "%s/ctl.db", dir);
     ctl_pause_db_t *db;
     pflex_error_t err;
-    assert_int_equal(ctl_pause_db_open(path, &db, &err), 0);
+    assert_int_equal(ctl_pause_db_open(path, 1, &db, &err), 0);
     struct ctl_pause_rec a = {.job = "4242", .suspended = 1, .since = 100.5, .until = 220, .paused_s = 0,
                               .event_start = 90, .event_end = 400};
     struct ctl_pause_rec b = {.job = "17_3", .suspended = 0, .since = 10, .until = 20, .paused_s = 10,
@@ -134,7 +134,7 @@ static void test_records(void **state)
     assert_int_equal(ctl_pause_db_put(db, &a, &err), 0);
     ctl_pause_db_close(db);
     /* what a restart reads */
-    assert_int_equal(ctl_pause_db_open(path, &db, &err), 0);
+    assert_int_equal(ctl_pause_db_open(path, 1, &db, &err), 0);
     struct ctl_pause_rec *r;
     size_t n;
     assert_int_equal(ctl_pause_db_load(db, &r, &n, &err), 0);
@@ -171,13 +171,18 @@ static void test_records(void **state)
     for (size_t i = 0; i < sizeof bad_text / sizeof *bad_text; i++)
         assert_int_equal(ctl_pause_recs_parse(bad_text[i], &r, &n, &err), -1);
     ctl_pause_db_close(db);
+    /* one that is not there is not made unless asked */
+    char none[80];
+    snprintf(none, sizeof none, "%s/none.db", dir);
+    assert_int_equal(ctl_pause_db_open(none, 0, &db, &err), -1);
+    assert_int_equal(access(none, F_OK), -1);
     /* a file that is no database */
     char bad[80];
     snprintf(bad, sizeof bad, "%s/bad.db", dir);
     FILE *f = fopen(bad, "w");
     fputs("this is not a database, just some text long enough to be read as one\n", f);
     fclose(f);
-    assert_int_equal(ctl_pause_db_open(bad, &db, &err), -1);
+    assert_int_equal(ctl_pause_db_open(bad, 1, &db, &err), -1);
     assert_non_null(strstr(err.text, bad));
     unlink(bad);
     char cmd[128];

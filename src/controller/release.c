@@ -82,7 +82,7 @@ int ctl_release_command(int argc, char **argv)
     ctl_pause_db_t *db;
     struct ctl_pause_rec *rec;
     size_t n;
-    if (ctl_pause_db_open(db_path, &db, &err) < 0) {
+    if (ctl_pause_db_open(db_path, 0, &db, &err) < 0) {
         fprintf(stderr, "pflex controller release: %s\n", err.text);
         return 2;
     }

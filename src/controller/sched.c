@@ -76,13 +76,14 @@ static int db_fail(ctl_pause_db_t *d, const char *what, pflex_error_t *err)
     return pflex_error_set(err, "pause state: %s: %s", what, sqlite3_errmsg(d->db));
 }
 
-int ctl_pause_db_open(const char *path, ctl_pause_db_t **out, pflex_error_t *err)
+int ctl_pause_db_open(const char *path, int create, ctl_pause_db_t **out, pflex_error_t *err)
 {
     *out = NULL;
     ctl_pause_db_t *d = calloc(1, sizeof *d);
     if (!d)
         return pflex_error_set(err, "out of memory");
-    if (sqlite3_open_v2(path, &d->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL)
+    if (sqlite3_open_v2(path, &d->db, SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_FULLMUTEX,
+                        NULL)
         != SQLITE_OK) {
         pflex_error_set(err, "%s: %s", path, d->db ? sqlite3_errmsg(d->db) : "out of memory");
         ctl_pause_db_close(d);
@@ -434,7 +435,7 @@ int ctl_sched_create(const struct ctl_sched_config *cfg, ctl_sched_t **out, pfle
         return pflex_error_set(err, "out of memory");
     s->cfg = *cfg;
     s->ev_start = NAN;
-    if (ctl_pause_db_open(cfg->db_path, &s->db, err) < 0 || ctl_pause_db_load(s->db, &s->rec, &s->nrec, err) < 0) {
+    if (ctl_pause_db_open(cfg->db_path, 1, &s->db, err) < 0 || ctl_pause_db_load(s->db, &s->rec, &s->nrec, err) < 0) {
         ctl_pause_db_close(s->db);
         free(s);
         return -1;

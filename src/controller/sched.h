@@ -58,8 +58,9 @@ struct ctl_pause_rec {
 
 typedef struct ctl_pause_db ctl_pause_db_t;
 
-/* The table `sched_pause` in the database at path (created if missing). */
-int ctl_pause_db_open(const char *path, ctl_pause_db_t **out, pflex_error_t *err);
+/* The table `sched_pause` in the database at path (created if missing;
+ * the file too when create). */
+int ctl_pause_db_open(const char *path, int create, ctl_pause_db_t **out, pflex_error_t *err);
 void ctl_pause_db_close(ctl_pause_db_t *db);
 /* Every record (malloc'd array, *n of them; the caller frees). */
 int ctl_pause_db_load(ctl_pause_db_t *db, struct ctl_pause_rec **out, size_t *n, pflex_error_t *err);

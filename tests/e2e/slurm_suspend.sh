@@ -257,12 +257,12 @@ rm -f "$tmp/ctl.db"*      # a new site: no budget spent
 end3=$(($(date +%s) + 30))
 run_ctl "$tmp/log/ctl4.log" --target "1500W,end=@$end3,confirm=yes" --scontrol "$tmp/slow-scontrol" \
     --scheduler-timeout 1
-hung() { grep -q "pause: job $j1 not paused, left to caps: .*no answer within 1 s" "$tmp/log/ctl4.log"; }
+hung() { grep -qs "pause: job $j1 not paused, left to caps: .*no answer within 1 s" "$tmp/log/ctl4.log"; }
 waitfor 12 hung || fail "a hanging scontrol is not logged"
 kill -TERM "$ctl"; wait "$ctl" 2>/dev/null; ctl=""
 resumed || fail "a job left suspended by a hanging scontrol: $(sl squeue 2>&1)"
 run_ctl "$tmp/log/ctl5.log" --target "1500W,end=@$end3,confirm=yes" --scontrol "$tmp/none/scontrol"
-missing() { grep -q "pause: job $j1 not paused, left to caps: .*not found" "$tmp/log/ctl5.log"; }
+missing() { grep -qs "pause: job $j1 not paused, left to caps: .*not found" "$tmp/log/ctl5.log"; }
 waitfor 8 missing || fail "a missing scontrol is not logged"
 kill -TERM "$ctl"; wait "$ctl" 2>/dev/null; ctl=""
 resumed || fail "a job suspended with scontrol missing"
