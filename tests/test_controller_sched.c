@@ -12,7 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "controller/controller.h"
+#include "controller/period.h"
 #include "controller/sched.h"
+#include "pflex/flex/target.h"
+#include "pflex/io/jobpolicy.h"
 
 static void test_pick_order(void **state)
 {
@@ -251,11 +255,176 @@ static void test_cmd(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The lever in the controller's own period, in process: two nodes of four
+ * GPUs, job 101 (pausable, max_pause 60 s) and job 102 (caps alone), a
+ * fake scontrol that keeps each job's state in a file, and a target of
+ * 1400 W under the 1600 W of every GPU at its least cap.  A paused job's
+ * GPUs are fed at the idle draw, as its stopped processes would leave them. */
+#define SP 5.0
+static char fdir[64];
+
+static int job_suspended(const char *job)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s.S", fdir, job);
+    return access(path, F_OK) == 0;
+}
+
+static void feed_site(ctl_t *c, const double cap[2][4])
+{
+    static struct agent_status st;
+    const char *names[2] = {"101", "102"};
+    for (int n = 0; n < 2; n++) {
+        memset(&st, 0, sizeof st);
+        snprintf(st.host, sizeof st.host, "node-%d", n);
+        st.ngpus = 4;
+        st.njobs = 1;
+        snprintf(st.job[0].name, sizeof st.job[0].name, "%s", names[n]);
+        st.job[0].ngpus = 4;
+        int idle = job_suspended(names[n]);
+        for (int g = 0; g < 4; g++) {
+            st.gpu[g] = (struct agent_gpu){.index = g, .power_w = idle ? 84 : fmin(cap[n][g], 600),
+                                           .limit_w = cap[n][g], .min_w = 200, .max_w = 700, .ok = 1};
+            st.job[0].gpus[g] = g;
+        }
+        st.job[0].throughput = idle ? 0 : 1000 * fmin(cap[n][0], 600) / 600;
+        pflex_error_t err;
+        if (ctl_node_feed(c, (size_t)n, &st, 1, &err) < 0)
+            fail_msg("%s", err.text);
+    }
+}
+
+static int leader_now = 1;
+static int may_push(void *ud, uint64_t *fence)
+{
+    (void)ud;
+    *fence = 1;
+    return leader_now;
+}
+
+static void run_site(ctl_t *c, double cap[2][4], int k0, int k1)
+{
+    for (int k = k0; k < k1; k++) {
+        struct ctl_period_result r;
+        pflex_error_t err;
+        feed_site(c, (const double (*)[4])cap);
+        if (ctl_period(c, 1e6 + k * SP, &r, &err) < 0)
+            fail_msg("period %d: %s", k, err.text);
+        size_t n;
+        const struct ctl_cap *caps = ctl_caps(c, &n);
+        for (size_t q = 0; q < n; q++) {
+            assert_true(caps[q].cap_w >= 200 && caps[q].cap_w <= 700);     /* never the idle draw */
+            cap[caps[q].node][caps[q].gpu] = caps[q].cap_w;
+        }
+    }
+}
+
+static int calls(const char *line)
+{
+    char path[128], buf[256];
+    snprintf(path, sizeof path, "%s/calls", fdir);
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    while (f && fgets(buf, sizeof buf, f))
+        n += !strncmp(buf, line, strlen(line));
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static void test_in_period(void **state)
+{
+    (void)state;
+    snprintf(fdir, sizeof fdir, "/tmp/pflex-sched-XXXXXX");
+    assert_non_null(mkdtemp(fdir));
+    char scontrol[128], db[128];
+    snprintf(scontrol, sizeof scontrol, "%s/scontrol", fdir);
+    snprintf(db, sizeof db, "%s/ctl.db", fdir);
+    FILE *f = fopen(scontrol, "w");
+    fprintf(f, "#!/bin/sh\necho \"$1 $2\" >>'%s/calls'\n"
+               "case $1 in suspend) touch '%s/'$2.S ;; resume) rm '%s/'$2.S || exit 1 ;; esac\n",
+            fdir, fdir, fdir);
+    fclose(f);
+    chmod(scontrol, 0755);
+    const char *csv = "job,levers,loss_budget,max_pause\n101,cap+pause,50%,60\n102,cap,,\n";
+    pflex_job_policies_t pol;
+    pflex_error_t err;
+    assert_int_equal(pflex_job_policies_read_mem(csv, strlen(csv), "jobs.csv", &pol, &err), 0);
+    struct ctl_sched_config sc = {.scontrol = scontrol, .timeout_s = 5, .idle_w = 84, .db_path = db};
+    ctl_sched_t *s;
+    assert_int_equal(ctl_sched_create(&sc, &s, &err), 0);
+    struct ctl_config cfg = {.nagents = 2, .in_process = 1, .period_s = SP, .policies = &pol, .sched = s,
+                             .may_push = may_push};
+    if (getenv("PFLEX_DEBUG"))
+        cfg.log = stderr;
+    ctl_t *c;
+    assert_int_equal(ctl_create(&cfg, &c, &err), 0);
+    /* 1400 W from period 4 to period 40 (200 s: a 50 % budget is 100 s) */
+    struct pflex_target t = {.start_s = 1e6 + 4 * SP, .end_s = 1e6 + 40 * SP, .value = 1400,
+                             .unit = PFLEX_TARGET_WATTS};
+    snprintf(t.source, sizeof t.source, "schedule");
+    assert_int_equal(pflex_target_set_add(ctl_targets(c), &t, &err), 0);
+    double cap[2][4];
+    for (int n = 0; n < 2; n++)
+        for (int g = 0; g < 4; g++)
+            cap[n][g] = 700;
+    /* a standby never acts */
+    leader_now = 0;
+    run_site(c, cap, 0, 6);
+    assert_int_equal(calls("suspend"), 0);
+    leader_now = 1;
+    /* before the event nothing; in it 101 alone is paused, its record first */
+    run_site(c, cap, 6, 8);
+    assert_int_equal(calls("suspend 101"), 1);
+    assert_int_equal(calls("suspend 102"), 0);
+    assert_true(job_suspended("101"));
+    ctl_pause_db_t *d;
+    struct ctl_pause_rec *r;
+    size_t n;
+    assert_int_equal(ctl_pause_db_open(db, 0, &d, &err), 0);
+    assert_int_equal(ctl_pause_db_load(d, &r, &n, &err), 0);
+    assert_int_equal(n, 1);
+    assert_true(!strcmp(r[0].job, "101") && r[0].suspended && r[0].until - r[0].since == 60);
+    free(r);
+    /* paused, the site plans feasible on 101's idle GPUs, their caps at the least */
+    run_site(c, cap, 8, 10);
+    assert_int_equal(calls("suspend"), 1);
+    for (int g = 0; g < 4; g++)
+        assert_true(cap[0][g] == 200);
+    /* max_pause 60 s: resumed within a period of it, then not paused again
+     * for min(60, 300) s; then the rest of the budget (100 - 60 s) */
+    run_site(c, cap, 10, 20);
+    assert_int_equal(calls("resume 101"), 1);
+    assert_false(job_suspended("101"));
+    run_site(c, cap, 20, 29);
+    assert_int_equal(calls("suspend 101"), 1);
+    run_site(c, cap, 29, 32);
+    assert_int_equal(calls("suspend 101"), 2);
+    assert_int_equal(ctl_pause_db_load(d, &r, &n, &err), 0);
+    /* the budget counts the event from when its limit was first seen (the
+     * plan's horizon ahead of its start, as a standby too) */
+    assert_true(n == 1 && r[0].suspended && r[0].paused_s >= 55 && r[0].until - r[0].since <= 45 + 1e-9);
+    free(r);
+    /* the budget spent: resumed, and not paused again until the event ends */
+    run_site(c, cap, 32, 44);
+    assert_int_equal(calls("resume 101"), 2);
+    assert_int_equal(calls("suspend 101"), 2);
+    assert_false(job_suspended("101"));
+    ctl_pause_db_close(d);
+    ctl_destroy(c);
+    ctl_sched_destroy(s, NULL);
+    pflex_job_policies_fini(&pol);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fdir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pick_order), cmocka_unit_test(test_pick_property), cmocka_unit_test(test_allowed),
         cmocka_unit_test(test_records),    cmocka_unit_test(test_job_ids),       cmocka_unit_test(test_cmd),
+        cmocka_unit_test(test_in_period),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

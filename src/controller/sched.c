@@ -696,18 +696,18 @@ void ctl_sched_act(ctl_sched_t *s, ctl_t *c)
 {
     struct ctl_period_state *p = &c->p;
     double now = p->now, period = c->c.period_s > 0 ? c->c.period_s : 5;
-    if (!leads(s, c))
-        return;
-    pthread_mutex_lock(&c->tmu);
-    double ev_end = ctl_event_end(c, now);
-    pthread_mutex_unlock(&c->tmu);
     int event = isfinite(p->limit_w);
     if (!event) {
         s->ev_start = NAN;
         s->nfailed = 0;
         s->none_said = 0;
     } else if (isnan(s->ev_start))
-        s->ev_start = now;
+        s->ev_start = now;      /* standing by too: a takeover counts the event whole */
+    if (!leads(s, c))
+        return;
+    pthread_mutex_lock(&c->tmu);
+    double ev_end = ctl_event_end(c, now);
+    pthread_mutex_unlock(&c->tmu);
     double least = least_w(s, c);
     double deficit = least - p->limit_w;        /* -INFINITY with no limit */
 
