@@ -1,6 +1,6 @@
 /* sched.c — the scheduler lever (sched.h): the rule that picks the jobs to
  * pause, the state of what is paused, and Slurm's commands that act. */
-#define _GNU_SOURCE     /* pipe2 */
+#define _GNU_SOURCE     /* pipe2, qsort_r */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -22,11 +22,10 @@ extern char **environ;
 
 /* ---- the rule ---------------------------------------------------------- */
 
-static const struct ctl_pause_cand *sort_base;
-
-static int by_cost(const void *a, const void *b)
+static int by_cost(const void *a, const void *b, void *base)
 {
-    const struct ctl_pause_cand *x = &sort_base[*(const size_t *)a], *y = &sort_base[*(const size_t *)b];
+    const struct ctl_pause_cand *cand = base;
+    const struct ctl_pause_cand *x = &cand[*(const size_t *)a], *y = &cand[*(const size_t *)b];
     double cx = x->lost / x->freed_w, cy = y->lost / y->freed_w;
     if (cx != cy)
         return cx < cy ? -1 : 1;
@@ -45,8 +44,7 @@ size_t ctl_pause_pick(const struct ctl_pause_cand *cand, size_t n, double defici
     for (size_t i = 0; i < n; i++)
         if (cand[i].freed_w > 0 && cand[i].lost >= 0 && cand[i].allowed_s >= min_s)
             pick[m++] = i;
-    sort_base = cand;      /* the controller's period thread is the only caller */
-    qsort(pick, m, sizeof *pick, by_cost);
+    qsort_r(pick, m, sizeof *pick, by_cost, (void *)cand);
     size_t k = 0;
     while (k < m && *freed_w < deficit_w)
         *freed_w += cand[pick[k++]].freed_w;
