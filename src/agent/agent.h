@@ -48,6 +48,11 @@ void simnode_job_gpus(const struct simnode *s, unsigned k, unsigned *first, unsi
 int simnode_job_throughput(struct simnode *s, unsigned k, double *tokens_s, pflex_error_t *err);
 /* GPU i is lost from now on: every operation on it fails. */
 void simnode_fail(struct simnode *s, unsigned i);
+/* GPU i busy only while the process whose PID DIR/gpu<i> holds runs (not
+ * stopped, not gone); idle power otherwise.  dir NULL: always busy.  The
+ * node keeps a copy. */
+int simnode_set_load_dir(struct simnode *s, const char *dir, pflex_error_t *err);
+int simnode_gpu_busy(const struct simnode *s, unsigned i);
 
 /* ---- the node -------------------------------------------------------- */
 
@@ -105,6 +110,7 @@ struct agent_config {
     int restore_only;           /* open for --restore-only: holds found are left as they are */
     int sim_fail_gpu;           /* -1: none */
     double sim_fail_after_s;
+    const char *sim_load_dir;   /* sim: GPUs busy only while a job process drives them */
 };
 
 struct agent {

@@ -456,7 +456,8 @@ int agent_open(struct agent *a, const struct agent_config *cfg, pflex_error_t *e
     if (agent_load_token(a, err))
         return AGENT_BAD_INPUT;
     if (!strcmp(cfg->backend, "sim")) {
-        if (simnode_create(cfg->gpus, cfg->sim_job, cfg->seed, &a->sim, err))
+        if (simnode_create(cfg->gpus, cfg->sim_job, cfg->seed, &a->sim, err)
+            || simnode_set_load_dir(a->sim, cfg->sim_load_dir, err))
             return -1;
         simnode_gpu(a->sim, &a->g);
     } else if (!strcmp(cfg->backend, "nvml")) {

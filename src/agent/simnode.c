@@ -11,17 +11,27 @@
  * power moves to the new cap's as a first-order lag (PFLEX_POWER_LAG_TAU_S)
  * and is read as NVML reads it, a mean over the last second
  * (pflex/sim/powerlag.h, docs/time-to-target.md).
+ *
+ * With a load folder (--sim-load-dir) a GPU is busy only while a real
+ * process drives it: the file DIR/gpuN holds the PID of the process that
+ * runs on GPU N (a Slurm job's script writes it), and the GPU runs its job
+ * while that process exists and is not stopped; otherwise (no file, the
+ * process gone, or stopped by SIGSTOP/SIGTSTP as `scontrol suspend` does)
+ * it draws its kind's idle power, its utilization 0, its copy's rate 0.
+ * So a suspended job's GPUs fall idle because its processes stopped, not
+ * because anyone said so (docs/slurm-levers.md).
  */
+#include <ctype.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "agent/agent.h"
+#include "lib/util/clock.h"
 #include "pflex/sim/model.h"
 #include "pflex/sim/powerlag.h"
 #include "pflex/sim/sim.h"
-#include "lib/util/clock.h"
 
 struct simnode {
     unsigned n, per, copies;
@@ -29,6 +39,8 @@ struct simnode {
     pflex_gpu_t *jg;            /* each copy's gpu backend */
     char (*name)[AGENT_NAME_MAX];
     int *lost;
+    char *load_dir;             /* NULL: every GPU busy */
+    double *energy_j, *energy_t;    /* with load_dir: each GPU's own counter, and when */
     /* each GPU's power dynamics, from its first cap change (lag_on) */
     pthread_mutex_t mu;
     struct pflex_power_lag *lag;
@@ -116,12 +128,49 @@ static int op_set_cap(void *ctx, unsigned i, double cap_w, pflex_error_t *err)
     return 0;
 }
 
+/* The state letter of /proc/PID/stat (after the command's closing paren,
+ * which may itself hold spaces and parens); 0 when the process is gone. */
+static char proc_state(long pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' ? rp[2] : 0;
+}
+
+int simnode_gpu_busy(const struct simnode *s, unsigned i)
+{
+    if (!s->load_dir)
+        return 1;
+    char path[4200], buf[32];
+    snprintf(path, sizeof path, "%s/gpu%u", s->load_dir, i);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *end;
+    long pid = strtol(buf, &end, 10);
+    if (pid <= 0 || end == buf || (*end && !isspace((unsigned char)*end)))
+        return 0;
+    char st = proc_state(pid);
+    /* T: stopped by a signal, t: by a tracer, Z/X: dead */
+    return st && st != 'T' && st != 't' && st != 'Z' && st != 'X';
+}
+
 static int op_sample(void *ctx, unsigned i, struct pflex_gpu_sample *out, pflex_error_t *err)
 {
     struct simnode *s = ctx;
     pflex_gpu_t *g = NULL;
     unsigned l = 0;
-    if (locate(ctx, i, &g, &l, err) || pflex_gpu_sample(g, l, out, err))
+    if (locate(s, i, &g, &l, err) || pflex_gpu_sample(g, l, out, err))
         return -1;
     /* the model's sample (its noise kept) plus what the lag still owes */
     pthread_mutex_lock(&s->mu);
@@ -129,6 +178,22 @@ static int op_sample(void *ctx, unsigned i, struct pflex_gpu_sample *out, pflex_
         const struct pflex_power_lag *lg = &s->lag[i];
         out->power_w += pflex_power_lag_read_w(lg, pflex_mono_s()) - pflex_power_lag_target_w(lg);
     }
+    pthread_mutex_unlock(&s->mu);
+    if (!s->load_dir)
+        return 0;
+    if (!simnode_gpu_busy(s, i)) {
+        out->power_w = pflex_sim_job_kind(s->job[i / s->per])->idle_w;
+        for (int k = PFLEX_TM_GPU_UTIL; k <= PFLEX_TM_GR_ENGINE_ACTIVE; k++)
+            if (isfinite(out->tm[k]))
+                out->tm[k] = 0;
+    }
+    /* the energy counter follows the power this file reports, busy or idle */
+    double now = pflex_mono_s();
+    pthread_mutex_lock(&s->mu);
+    if (s->energy_t[i] > 0)
+        s->energy_j[i] += out->power_w * (now - s->energy_t[i]);
+    s->energy_t[i] = now;
+    out->energy_j = s->energy_j[i];
     pthread_mutex_unlock(&s->mu);
     return 0;
 }
@@ -201,6 +266,9 @@ void simnode_destroy(struct simnode *s)
     free(s->jg);
     free(s->name);
     free(s->lost);
+    free(s->load_dir);
+    free(s->energy_j);
+    free(s->energy_t);
     free(s->lag);
     free(s->lag_on);
     pthread_mutex_destroy(&s->mu);
@@ -240,6 +308,24 @@ int simnode_job_throughput(struct simnode *s, unsigned k, double *tokens_s, pfle
     if (pflex_sim_job_measure(s->job[k], 0, &m, err))     /* at the caps in force */
         return -1;
     *tokens_s = m.throughput;
+    /* a synchronous job waits on its slowest GPU: one idle, none moves */
+    for (unsigned i = k * s->per; i < (k + 1) * s->per; i++)
+        if (!simnode_gpu_busy(s, i))
+            *tokens_s = 0;
+    return 0;
+}
+
+int simnode_set_load_dir(struct simnode *s, const char *dir, pflex_error_t *err)
+{
+    if (!dir)
+        return 0;
+    if (strlen(dir) > 4000)
+        return pflex_error_set(err, "--sim-load-dir: longer than 4000 characters");
+    s->load_dir = strdup(dir);
+    s->energy_j = calloc(s->n, sizeof *s->energy_j);
+    s->energy_t = calloc(s->n, sizeof *s->energy_t);
+    if (!s->load_dir || !s->energy_j || !s->energy_t)
+        return pflex_error_set(err, "out of memory");
     return 0;
 }
 

@@ -71,6 +71,9 @@ static const char help_text[] =
     "                          llama-8b-lora-h200 on each GPU)\n"
     "  --seed N                sim: seed of silicon variation and noise (default 1)\n"
     "  --sim-fail GPU@S        sim: GPU falls off the bus S seconds after start (tests)\n"
+    "  --sim-load-dir DIR      sim: GPU N is busy only while the process whose PID\n"
+    "                          DIR/gpuN holds runs (not stopped); idle otherwise\n"
+    "                          (a Slurm job's script writes it: docs/slurm-levers.md)\n"
     "  --hostname NAME         the node's name in /v1/status and the Hostname label of\n"
     "                          /metrics (default: the system's host name; several sim\n"
     "                          agents on one machine need one each)\n"
@@ -217,7 +220,7 @@ struct agent_opts {
 };
 
 /* The options' codes (agent_options' table, agent_option's cases). */
-enum { O_BACKEND = 256, O_GPUS, O_SIM_JOB, O_SEED, O_SIM_FAIL, O_LIB, O_LISTEN, O_PORT_FILE,
+enum { O_BACKEND = 256, O_SIM_LOAD, O_GPUS, O_SIM_JOB, O_SEED, O_SIM_FAIL, O_LIB, O_LISTEN, O_PORT_FILE,
        O_TOKEN, O_AUTH_READS, O_STATE, O_KEEP, O_JOB_MAP, O_MAX_LEASE, O_INTERVAL, O_TPW,
        O_MAX_BODY, O_TIMEOUT, O_REQ_TIMEOUT, O_MAX_CONNS, O_MAX_CONNS_IP, O_THREADS, O_READ_RATE, O_WRITE_RATE, O_LABELS, O_JSON, O_RESTORE, O_WAIT, O_AT, O_HOSTNAME, O_TLS_CERT, O_TLS_KEY, O_HELP };
 
@@ -241,6 +244,7 @@ static int agent_option(int c, char **argv, struct agent_opts *o)
         o->gpus_given = 1;
         break;
     case O_SIM_JOB: cfg->sim_job = optarg; break;
+    case O_SIM_LOAD: cfg->sim_load_dir = optarg; break;
     case O_SEED:
         if (cli_parse_double(CMD, "--seed", optarg, 0, 9007199254740992.0, &o->seed))
             return PFLEX_EXIT_BAD_INPUT;
@@ -350,6 +354,7 @@ static int agent_options(int argc, char **argv, struct agent_opts *o)
         {"sim-job", required_argument, NULL, O_SIM_JOB},
         {"seed", required_argument, NULL, O_SEED},
         {"sim-fail", required_argument, NULL, O_SIM_FAIL},
+        {"sim-load-dir", required_argument, NULL, O_SIM_LOAD},
         {"nvml-lib", required_argument, NULL, O_LIB},
         {"listen", required_argument, NULL, O_LISTEN},
         {"port-file", required_argument, NULL, O_PORT_FILE},

@@ -16,6 +16,7 @@
 #include "cli/config.h"
 #include "controller/api.h"
 #include "controller/controller.h"
+#include "controller/sched.h"
 #include "controller/standby.h"
 #include "pflex/io/audit.h"
 #include "pflex/net/http.h"
@@ -30,6 +31,7 @@ static const char help[] =
 "usage: pflex controller run --agent URL [--agent URL ...] [options]\n"
 "       pflex controller history --db FILE [--from TIME] [--to TIME] [--job JOB]\n"
 "                                [--what TABLE] [--limit N]\n"
+"       pflex controller release --db FILE [--job ID] (release --help)\n"
 "\n"
 "run: the site loop.  Every period it reads each agent (GET /v1/status),\n"
 "learns each job's loss curve from what the job does, plans per-GPU caps so\n"
@@ -158,6 +160,16 @@ static const char help[] =
 "  --print-config       print the configuration in force in that format, exit\n"
 "                       (SIGHUP rereads the file and logs the keys changed\n"
 "                       there: in force after a restart)\n"
+"\n"
+"scheduler (docs/slurm-levers.md):\n"
+"  --scheduler slurm    pause (scontrol suspend) the jobs whose --jobs row\n"
+"                       allows it when even every GPU at its least cap leaves\n"
+"                       the site over the target, within each job's contract;\n"
+"                       resumed on time (needs --db: what is paused is written\n"
+"                       there before it is done)\n"
+"  --scontrol CMD       Slurm's scontrol (default: scontrol on PATH)\n"
+"  --scheduler-timeout S  each scontrol call, seconds (default 5)\n"
+"  --pause-idle-w W     a paused job's GPU counted at this draw (default 100)\n"
 "\n"
 "standby (docs/controller-safety.md#standby):\n"
 "  --etcd URL[,URL...]  elect a leader among the controllers given the same\n"
@@ -378,7 +390,8 @@ enum { O_AGENT = 256, O_TOKEN, O_TARGET, O_SCHEDULE, O_VTN, O_VTN_ID, O_VTN_SECR
        O_LISTEN, O_PORT_FILE, O_API_TOKEN, O_VTN_RAMP, O_AGENTS, O_OBJECTIVE, O_TLS_CERT, O_TLS_KEY,
        O_CA_FILE, O_HTTP_THREADS, O_PARALLEL, O_SETTLE, O_ETCD, O_ETCD_PREFIX, O_NAME, O_MAX_STEP,
        O_CAP_STEP, O_EXPLORE_LEAD, O_LEARN_BETWEEN, O_LEARN_BUDGET, O_TELE_AGE, O_DB_RECOVER, O_VTN_CALLBACK,
-       O_VTN_CB_TOKEN, O_METER, O_METER_URL, O_METER_FILTER, O_METER_AGE };
+       O_VTN_CB_TOKEN, O_METER, O_METER_URL, O_METER_FILTER, O_METER_AGE, O_SCHEDULER, O_SCONTROL,
+       O_SCHED_TIMEOUT, O_PAUSE_IDLE };
 
 static const struct option run_options[] = {
     {"agent", required_argument, NULL, O_AGENT}, {"token-file", required_argument, NULL, O_TOKEN},
@@ -423,6 +436,9 @@ static const struct option run_options[] = {
     {"etcd-prefix", required_argument, NULL, O_ETCD_PREFIX},
     {"name", required_argument, NULL, O_NAME},
     {"max-step-w-per-s", required_argument, NULL, O_MAX_STEP},
+    {"scheduler", required_argument, NULL, O_SCHEDULER}, {"scontrol", required_argument, NULL, O_SCONTROL},
+    {"scheduler-timeout", required_argument, NULL, O_SCHED_TIMEOUT},
+    {"pause-idle-w", required_argument, NULL, O_PAUSE_IDLE},
     {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
 };
 
@@ -438,6 +454,8 @@ struct run_opts {
     int explore_lead_given;
     int db_recover;
     cli_config_t *conf;                 /* --config FILE, --print-config */
+    struct ctl_sched_config sched;      /* --scheduler slurm */
+    const char *scheduler;
 };
 
 /* What `controller run` opened (run_close ends it all). */
@@ -458,6 +476,8 @@ struct run_state {
     pflex_http_server_t *srv;
     struct ctl_api api;
     standby_t *standby;                 /* --etcd */
+    ctl_sched_t *sched;                 /* --scheduler */
+    char self[4096];                    /* this binary, for the release timers */
     char name[160];
     pthread_t api_thread;               /* serves srv until api_stop */
     int api_on;
@@ -518,6 +538,12 @@ static int take_text_opt(struct run_opts *o, int c, const char *arg)
     case O_ETCD: o->etcd = arg; return 0;
     case O_ETCD_PREFIX: o->etcd_prefix = arg; return 0;
     case O_NAME: o->name = arg; return 0;
+    case O_SCHEDULER:
+        if (strcmp(arg, "slurm"))
+            return usage("--scheduler %s: want slurm", arg);
+        o->scheduler = arg;
+        return 0;
+    case O_SCONTROL: o->sched.scontrol = arg; return 0;
     default: return 1;
     }
 }
@@ -546,6 +572,8 @@ static int take_num_opt(struct run_opts *o, int c, const char *arg)
         {O_PARALLEL, "--parallel", 1, 1024, &o->parallel, 0},
         {O_SETTLE, "--settle", 0, 86400, &o->cfg.settle_s, 0},
         {O_MAX_STEP, "--max-step-w-per-s", 0.001, 1e12, &o->cfg.max_step_w_per_s, 0},
+        {O_SCHED_TIMEOUT, "--scheduler-timeout", 0.1, 600, &o->sched.timeout_s, 0},
+        {O_PAUSE_IDLE, "--pause-idle-w", 0, 1e4, &o->sched.idle_w, PFLEX_QTY_POWER | PFLEX_QTY_BARE_W},
     };
     size_t i = 0;
     while (i < sizeof nums / sizeof *nums && nums[i].id != c)
@@ -593,6 +621,10 @@ static int check_run_opts(struct run_opts *o, int argc, char **argv)
         return usage("%s", "--port-file, --api-token-file and --tls-cert/--tls-key go with --listen");
     if (!o->tls_cert != !o->tls_key)
         return usage("%s", "--tls-cert and --tls-key go together");
+    if (o->scheduler && !cfg->db_path)
+        return usage("%s", "--scheduler needs --db (what is paused is written there first)");
+    if ((o->sched.scontrol || o->sched.timeout_s > 0 || o->sched.idle_w > 0) && !o->scheduler)
+        return usage("%s", "--scontrol, --scheduler-timeout and --pause-idle-w go with --scheduler");
     if ((o->etcd_prefix || o->name) && !o->etcd)
         return usage("%s", "--etcd-prefix and --name go with --etcd");
     if (o->vtn_ramp) {
@@ -834,6 +866,22 @@ static int open_controller(struct run_opts *o, struct run_state *s)
     }
     if (o->cfg.db_path && check_db(o, s) < 0)
         return 2;
+    if (o->scheduler) {
+        o->sched.db_path = o->cfg.db_path;
+        o->sched.log = s->log;
+        /* a timer per pause resumes it with no controller, where systemd runs */
+        ssize_t n = readlink("/proc/self/exe", s->self, sizeof s->self - 1);
+        if (n > 0 && !access("/run/systemd/system", F_OK)) {
+            s->self[n] = '\0';
+            o->sched.self = s->self;
+            o->sched.systemd_run = "systemd-run";
+        }
+        if (ctl_sched_create(&o->sched, &s->sched, &err) < 0) {
+            fprintf(stderr, "pflex controller: --scheduler: %s\n", err.text);
+            return 2;
+        }
+        o->cfg.sched = s->sched;
+    }
     if (ctl_create(&o->cfg, &s->ctl, &err) < 0) {
         fprintf(stderr, "pflex controller: %s\n", err.text);
         return 1;
@@ -1147,6 +1195,7 @@ static void run_close(struct run_opts *o, struct run_state *s)
         pthread_join(s->api_thread, NULL);
     }
     pflex_http_server_stop(s->srv);
+    ctl_sched_destroy(s->sched, s->ctl);    /* a clean stop resumes what it paused */
     standby_destroy(s->standby);        /* a leader resigns: a standby takes over at once */
     ctl_destroy(s->ctl);
     pflex_jobmap_destroy(s->jmap);
@@ -1283,5 +1332,7 @@ int controller_command(int argc, char **argv)
         return run(argc - 1, argv + 1);
     if (!strcmp(argv[1], "history"))
         return history(argc - 1, argv + 1);
-    return usage("unknown subcommand '%s' (run, history)", argv[1]);
+    if (!strcmp(argv[1], "release"))
+        return ctl_release_command(argc - 1, argv + 1);
+    return usage("unknown subcommand '%s' (run, history, release)", argv[1]);
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 #include "controller/ctl_int.h"
+#include "controller/sched.h"
 #include "lib/util/clock.h"
 
 static void log_v(FILE *f, const char *fmt, va_list ap)
@@ -429,9 +430,13 @@ int ctl_period(ctl_t *c, double now, struct ctl_period_result *r, pflex_error_t 
     if (ctl_read_site(c, err) < 0 || ctl_map_jobs(c, err) < 0)
         goto fail;
     ctl_take_targets(c);
+    if (c->c.sched)
+        ctl_sched_adjust(c->c.sched, c);
     if (ctl_learn(c, err) < 0 || ctl_plan(c, err) < 0)
         goto fail;
     pthread_mutex_unlock(&c->smu);
+    if (c->c.sched)
+        ctl_sched_act(c->c.sched, c);
     if (ctl_push_caps(c, err) < 0) {
         pthread_mutex_lock(&c->smu);
         goto fail;

@@ -111,6 +111,10 @@ struct ctl_config {
      * faster than this, W/s, over its ramp (or one period without one);
      * <= 0: 2 % of the site's maximum power per second. */
     double max_step_w_per_s;
+    /* The scheduler lever (sched.h): jobs paused through Slurm when even
+     * every GPU at its least cap leaves the site over the limit.  NULL:
+     * caps alone.  Borrowed. */
+    struct ctl_sched *sched;
 };
 
 /* The learning budget by default, a share of a day's progress: on the

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include "controller/ctl_int.h"
+#include "controller/sched.h"
 #include "lib/util/clock.h"
 
 /* Periods between two renewals of one node's leases: the whole periods in a
@@ -169,6 +170,8 @@ static int node_due(ctl_t *c, size_t a, size_t q0, size_t q1)
 
 void ctl_leases_plan(ctl_t *c)
 {
+    if (c->c.sched)
+        ctl_sched_caps(c->c.sched, c);
     struct ctl_period_state *p = &c->p;
     plan_fallbacks(c);
     p->nsend = 0;

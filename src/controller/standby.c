@@ -21,12 +21,13 @@
 #include <string.h>
 #include <time.h>
 #include "controller/ctl_int.h"
+#include "controller/sched.h"
 #include "controller/standby.h"
 #include "lib/util/clock.h"
 #include "pflex/net/etcd.h"
 
 struct standby {
-    char key[320], state[320], targets_key[340], jobs_prefix[340], name[128];
+    char key[320], state[320], targets_key[340], jobs_prefix[340], pauses_key[340], name[128];
     double period_s, tick_s, ttl_s;
     FILE *log;
     pflex_etcd_t *etcd;
@@ -62,6 +63,7 @@ struct standby {
     /* the controller's thread's */
     json_t *unseen;             /* job -> bins, of jobs the controller has not seen yet */
     char *targets_text;         /* the targets as last published */
+    char *pauses_text;          /* the scheduler lever's pauses as last published */
 };
 
 static void say(standby_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -304,6 +306,7 @@ int standby_create(const struct standby_config *cfg, standby_t **out, pflex_erro
     snprintf(s->state, sizeof s->state, "%.*s/state/", (int)pl, prefix);
     snprintf(s->targets_key, sizeof s->targets_key, "%stargets", s->state);
     snprintf(s->jobs_prefix, sizeof s->jobs_prefix, "%sjobs/", s->state);
+    snprintf(s->pauses_key, sizeof s->pauses_key, "%spauses", s->state);
     snprintf(s->name, sizeof s->name, "%s", cfg->name);
     s->period_s = cfg->period_s > 0 ? cfg->period_s : 5;
     s->tick_s = fmin(0.25, s->period_s / 4);
@@ -372,6 +375,7 @@ void standby_destroy(standby_t *s)
     json_decref(s->in);
     json_decref(s->unseen);
     free(s->targets_text);
+    free(s->pauses_text);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     free(s);
@@ -544,6 +548,11 @@ void standby_take_state(standby_t *s, ctl_t *c)
     json_object_foreach(in, key, v) {
         if (!strcmp(key, s->targets_key))
             take_targets(s, c, json_string_value(v));
+        else if (!strcmp(key, s->pauses_key) && c->c.sched) {
+            pflex_error_t err;
+            if (ctl_sched_take_state(c->c.sched, json_string_value(v), &err) < 0)
+                say(s, "the leader's pauses left out: %s", err.text);
+        }
         else if (!strncmp(key, s->jobs_prefix, jl)) {
             json_t *bins = json_loads(json_string_value(v), 0, NULL);
             if (json_is_array(bins))
@@ -581,6 +590,13 @@ void standby_publish(standby_t *s, ctl_t *c)
         s->targets_text = tt;
     } else
         free(tt);
+    char *pt = c->c.sched ? ctl_sched_state_text(c->c.sched) : NULL;
+    if (pt && (all || !s->pauses_text || strcmp(pt, s->pauses_text))) {
+        json_object_set_new(add, s->pauses_key, json_string(pt));
+        free(s->pauses_text);
+        s->pauses_text = pt;
+    } else
+        free(pt);
     for (size_t j = 0; j < c->njobs; j++) {
         struct ctl_job *cj = &c->jobs[j];
         if (!all && !cj->obs_new)

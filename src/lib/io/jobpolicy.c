@@ -11,8 +11,30 @@
 
 #define MAX_JOBS 1000000
 
-enum { C_JOB, C_FLOOR, C_TIER, C_WEIGHT, C_PFI, C_N };
-static const char *const names[C_N] = {"job", "floor", "tier", "weight", "pfi"};
+enum { C_JOB, C_FLOOR, C_TIER, C_WEIGHT, C_PFI, C_LEVERS, C_BUDGET, C_MAXPAUSE, C_N };
+static const char *const names[C_N] = {"job", "floor", "tier", "weight", "pfi", "levers", "loss_budget",
+                                       "max_pause"};
+
+/* "cap+pause" into PFLEX_LEVER_* bits; -1 on an unknown lever or an empty list. */
+static int parse_levers(const char *v, unsigned *out)
+{
+    unsigned bits = 0;
+    const char *s = v;
+    for (;;) {
+        size_t n = strcspn(s, "+");
+        if (n == 3 && !strncmp(s, "cap", 3))
+            bits |= PFLEX_LEVER_CAP;
+        else if (n == 5 && !strncmp(s, "pause", 5))
+            bits |= PFLEX_LEVER_PAUSE;
+        else
+            return -1;
+        if (!s[n])
+            break;
+        s += n + 1;
+    }
+    *out = bits;
+    return 0;
+}
 
 static int by_name(const void *a, const void *b)
 {
@@ -68,7 +90,7 @@ int pflex_job_policies_read_mem(const char *buf, size_t len, const char *name,
         goto out;
     }
     while ((got = pflex_csv_next(&c, err)) == 1) {
-        struct pflex_job_policy p = {.floor = NAN, .weight = 1, .pfi = NAN};
+        struct pflex_job_policy p = {.floor = NAN, .weight = 1, .pfi = NAN, .levers = PFLEX_LEVER_CAP};
         char v[128];
         int r = field(&c, idx[C_JOB], p.job, sizeof p.job);
         if (r <= 0) {
@@ -91,7 +113,30 @@ int pflex_job_policies_read_mem(const char *buf, size_t len, const char *name,
                 }
                 continue;
             }
+            if (k == C_LEVERS) {
+                if (parse_levers(v, &p.levers) < 0) {
+                    pflex_error_set(err, "%s:%u: column 'levers': '%s' is not a '+'-list of cap, pause",
+                                    name, c.line, v);
+                    goto out;
+                }
+                continue;
+            }
             double x;
+            size_t vl = strlen(v);
+            int pct = k == C_BUDGET && vl > 1 && v[vl - 1] == '%';
+            if (k == C_BUDGET || k == C_MAXPAUSE) {
+                if (pflex_parse_double(v, vl - (size_t)pct, &x) < 0 || !(x >= 0)
+                    || (k == C_BUDGET && !(x <= (pct ? 100 : 1))) || (k == C_MAXPAUSE && !(x <= 30 * 86400.0))) {
+                    pflex_error_set(err, "%s:%u: column '%s': '%s' is out of range (%s)", name, c.line,
+                                    names[k], v, k == C_BUDGET ? "0..1 or 0%..100%" : "0..2592000 s");
+                    goto out;
+                }
+                if (k == C_BUDGET)
+                    p.loss_budget = pct ? x / 100 : x;
+                else
+                    p.max_pause_s = x;
+                continue;
+            }
             if (pflex_parse_double(v, strlen(v), &x) < 0
                 || (k == C_FLOOR && !(x >= 0 && x <= 1)) || (k == C_WEIGHT && !(x >= 0 && x <= 1e6))
                 || (k == C_PFI && !(x > 0 && x <= 1e3))) {
@@ -179,4 +224,9 @@ const struct pflex_job_policy *pflex_job_policy_find(const pflex_job_policies_t 
         if (!strcmp(p->p[i].job, job))
             return &p->p[i];
     return NULL;
+}
+
+int pflex_job_policy_pausable(const struct pflex_job_policy *p)
+{
+    return p && (p->levers & PFLEX_LEVER_PAUSE) && p->loss_budget > 0 && p->max_pause_s > 0;
 }
