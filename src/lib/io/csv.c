@@ -15,6 +15,7 @@
 #include "pflex/io/sweep.h"
 #include "lib/io/csv_scan.h"
 #include "lib/util/grow.h"
+#include "lib/util/utf8.h"
 
 void pflex_csv_init(pflex_csv_t *c, const char *buf, size_t len, const char *name)
 {
@@ -320,32 +321,11 @@ const char *pflex_name_problem(const char *s, size_t len, size_t *at)
             p++;
             continue;
         }
-        /* RFC 3629: no overlong form, no surrogate, nothing past U+10FFFF */
-        size_t n;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF)
-            n = 1;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            n = 2;
-            if (c == 0xE0)
-                lo = 0xA0;
-            else if (c == 0xED)
-                hi = 0x9F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            n = 3;
-            if (c == 0xF0)
-                lo = 0x90;
-            else if (c == 0xF4)
-                hi = 0x8F;
-        } else {
+        unsigned cp;
+        int n = pflex_utf8_char(p, e, &cp);
+        if (n < 0)
             return "is not valid UTF-8";
-        }
-        if ((size_t)(e - p) <= n || p[1] < lo || p[1] > hi)
-            return "is not valid UTF-8";
-        for (size_t k = 2; k <= n; k++)
-            if (p[k] < 0x80 || p[k] > 0xBF)
-                return "is not valid UTF-8";
-        p += n + 1;
+        p += n;
     }
     return NULL;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/util/jscan.h"
+#include "lib/util/utf8.h"
 
 static int fail(struct pflex_jscan *s, const char *why)
 {
@@ -131,33 +132,6 @@ static int hex4(const char *p, unsigned *v)
     return 0;
 }
 
-/* One UTF-8 character at p (its lead byte >= 0x80): its code point and
- * length, or -1 when it is not valid UTF-8 (overlong, a surrogate, past
- * U+10FFFF, cut short). */
-static int utf8(const unsigned char *p, const unsigned char *end, unsigned *cp)
-{
-    unsigned c = p[0], n, min;
-    if (c >= 0xC2 && c <= 0xDF)
-        n = 2, min = 0x80, c &= 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF)
-        n = 3, min = 0x800, c &= 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4)
-        n = 4, min = 0x10000, c &= 0x07;
-    else
-        return -1;
-    if ((size_t)(end - p) < n)
-        return -1;
-    for (unsigned i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return -1;
-        c = c << 6 | (p[i] & 0x3F);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-        return -1;
-    *cp = c;
-    return (int)n;
-}
-
 /* The string at s->p (its opening quote), unescaped into out[size] (out
  * may be NULL: checked only); its unescaped length, or -1. */
 static long string_at(struct pflex_jscan *s, char *out, size_t size, int *cut)
@@ -217,7 +191,7 @@ static long string_at(struct pflex_jscan *s, char *out, size_t size, int *cut)
             cp = c;
             s->p++;
         } else {
-            int n = utf8((const unsigned char *)s->p, (const unsigned char *)s->end, &cp);
+            int n = pflex_utf8_char((const unsigned char *)s->p, (const unsigned char *)s->end, &cp);
             if (n < 0)
                 return fail(s, "a string is not valid UTF-8");
             s->p += n;
