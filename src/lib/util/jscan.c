@@ -1,8 +1,8 @@
 /* jscan.c — a JSON reader that walks a document in place (jscan.h). */
-#include <locale.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/util/decimal.h"
 #include "lib/util/jscan.h"
 #include "lib/util/utf8.h"
 
@@ -228,26 +228,6 @@ int pflex_jscan_key(struct pflex_jscan *s, char *key, size_t size, int *cut)
     return 1;
 }
 
-/* strtod on n bytes at p, in the C locale's notation whatever the
- * process's (the decimal point swapped for the locale's). */
-static double c_strtod(const char *p, size_t n)
-{
-    char small[128], *buf = n < sizeof small ? small : malloc(n + 1);
-    if (!buf)
-        return NAN;
-    memcpy(buf, p, n);
-    buf[n] = '\0';
-    const char *dp = localeconv()->decimal_point;
-    if (dp && dp[0] && dp[0] != '.' && !dp[1])
-        for (char *q = buf; *q; q++)
-            if (*q == '.')
-                *q = dp[0];
-    double v = strtod(buf, NULL);
-    if (buf != small)
-        free(buf);
-    return v;
-}
-
 int pflex_jscan_number(struct pflex_jscan *s, double *v, int *is_int)
 {
     if (pflex_jscan_peek(s) != PFLEX_J_NUMBER)
@@ -302,18 +282,14 @@ int pflex_jscan_number(struct pflex_jscan *s, double *v, int *is_int)
         exp10 += eneg ? -ex : ex;
     }
     s->p = p;
-    /* exact when the digits fit a double's 53 bits and the power of ten
-     * is exact too (one rounding: correctly rounded); else strtod */
-    static const double pow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    /* the one decimal parser's fast path, else its strtod (decimal.h) */
     double x;
-    if (digits <= 19 && m <= ((uint64_t)1 << 53) && exp10 >= -22 && exp10 <= 22) {
-        x = (double)m;
-        x = exp10 < 0 ? x / pow10[-exp10] : x * pow10[exp10];
+    size_t used;
+    if (pflex_dec_exact(m, digits, exp10, &x)) {
         if (neg)
             x = -x;
     } else
-        x = c_strtod(b, (size_t)(p - b));
+        x = pflex_dec_strtod(b, (size_t)(p - b), &used);
     if (!isfinite(x)) {
         s->p = b;
         return fail(s, "a number out of range");
