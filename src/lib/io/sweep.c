@@ -36,6 +36,7 @@
 #include "lib/util/bigmem.h"
 #include "lib/util/decimal.h"
 #include "lib/util/grow.h"
+#include "lib/util/hash.h"
 
 static const char *const tm_names[PFLEX_TM_COUNT] = {
     "sm_clock_mhz", "mem_clock_mhz", "gpu_util", "mem_copy_util", "sm_active",
@@ -195,10 +196,7 @@ int pflex_tier_floor(const char *tier, double *floor)
 
 static uint64_t hash_bytes(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h ^ (h >> 29);
+    return pflex_hash_bytes(0, s, n);
 }
 
 /* memcmp(a, b, n) == 0 for the short names a row is checked against: a
