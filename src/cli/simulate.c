@@ -13,6 +13,7 @@
 #include "controller/controller.h"
 #include "controller/sim_site.h"
 #include "pflex/flex/alloc.h"
+#include "pflex/io/csv.h"
 #include "pflex/net/openadr.h"
 #include "pflex/io/outfile.h"
 #include "pflex/flex/pfi.h"
@@ -192,31 +193,29 @@ static int read_perf(const char *path, struct field_perf *fp, pflex_error_t *err
     memset(fp, 0, sizeof *fp);
     if (pflex_read_all(path, &buf, &len, err) < 0)
         return -1;
-    char *save = NULL;
-    int line = 0;
-    for (char *row = strtok_r(buf, "\n", &save); row; row = strtok_r(NULL, "\n", &save)) {
-        if (line++ == 0)
+    pflex_csv_t c;
+    pflex_csv_init(&c, buf, len, path);
+    int got, header = 1;
+    while ((got = pflex_csv_next(&c, err)) > 0) {
+        if (header) {
+            header = 0;
             continue;
-        char *c1 = strchr(row, ',');
-        if (!c1)
-            continue;
-        *c1 = 0;
-        size_t l = strlen(row);
-        while (l && (row[l - 1] == ' ' || row[l - 1] == '\r'))
-            row[--l] = 0;
-        if (!strncmp(row, "Weighted", 8) || fp->n == 16)
-            continue;
-        char *e;
-        double v = strtod(c1 + 1, &e);
-        if (e == c1 + 1) {
-            free(buf);
-            return pflex_error_set(err, "%s:%d: performance is not a number", path, line);
         }
-        snprintf(fp->name[fp->n], sizeof fp->name[0], "%s", row);
+        const struct pflex_csv_field *nf = &c.fields[0], *pf = &c.fields[1];
+        if (c.nfields < 2 || (nf->len >= 8 && !memcmp(nf->s, "Weighted", 8)) || fp->n == 16)
+            continue;
+        double v;
+        if (pflex_parse_double(pf->s, pf->len, &v) < 0) {
+            pflex_error_set(err, "%s:%u: performance is not a number", path, c.line);
+            got = -1;
+            break;
+        }
+        snprintf(fp->name[fp->n], sizeof fp->name[0], "%.*s", (int)nf->len, nf->s);
         fp->perf[fp->n++] = v;
     }
+    pflex_csv_fini(&c);
     free(buf);
-    return 0;
+    return got < 0 ? -1 : 0;
 }
 
 static void progress_cb(void *ud, double done)
