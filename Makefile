@@ -53,7 +53,9 @@ NVML_RO  := $(BUILD)/nvml-readonly/libnvml_readonly.so
 all: $(PFLEX)
 
 # make install [PREFIX=/usr/local] [DESTDIR=staging]: the binary, the
-# library and its headers, the docs.  Nothing is built here that `make`
+# library and its headers, the docs, the field demonstration's days
+# (share/pflex/field-demo: pflex simulate --day finds them there, beside
+# bin/pflex).  Nothing is built here that `make`
 # did not build (run `make` first, as yourself, then install as root).
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -61,6 +63,7 @@ BINDIR  := $(DESTDIR)$(PREFIX)/bin
 LIBDIR  := $(DESTDIR)$(PREFIX)/lib
 INCDIR  := $(DESTDIR)$(PREFIX)/include/pflex
 DOCDIR  := $(DESTDIR)$(PREFIX)/share/doc/pflex
+DATADIR := $(DESTDIR)$(PREFIX)/share/pflex
 install: $(PFLEX) $(LIBPFLEX)
 	install -d $(BINDIR) $(LIBDIR) $(INCDIR) $(DOCDIR)
 	install -m 755 $(PFLEX) $(BINDIR)/pflex
@@ -69,10 +72,12 @@ install: $(PFLEX) $(LIBPFLEX)
 	for d in include/pflex/*/; do l=$$(basename $$d); \
 	    install -d $(INCDIR)/$$l && install -m 644 $$d*.h $(INCDIR)/$$l/ || exit 1; done
 	install -m 644 README.md docs/*.md $(DOCDIR)/
+	install -d $(DATADIR)/field-demo
+	install -m 644 data/field-demo/*.csv $(DATADIR)/field-demo/
 
 uninstall:
 	rm -f $(BINDIR)/pflex $(LIBDIR)/libpflex.a
-	rm -rf $(INCDIR) $(DOCDIR)
+	rm -rf $(INCDIR) $(DOCDIR) $(DATADIR)
 
 deps:
 	@sh scripts/deps.sh

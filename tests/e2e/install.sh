@@ -1,7 +1,8 @@
 #!/bin/sh
-# make install with PREFIX and DESTDIR puts pflex, libpflex.a, the headers
-# and the docs where it says; the installed pflex runs, a program built
-# against the installed header and library alone reads a sweep, so does
+# make install with PREFIX and DESTDIR puts pflex, libpflex.a, the headers,
+# the docs and the field demonstration's days where it says; the installed
+# pflex runs and finds its days, a program built against the installed
+# header and library alone reads a sweep, so does
 # examples/plan_cut.c, and make uninstall removes it all.
 command -v make > /dev/null || { echo "no make here"; exit 77; }
 B=${PFLEX_BUILD:-$(pwd)/build}
@@ -17,6 +18,10 @@ for f in bin/pflex lib/libpflex.a include/pflex/io/sweep.h include/pflex/flex/pf
 done
 "$R/bin/pflex" --version | grep -q '^pflex ' || fail "the installed pflex does not run"
 "$R/bin/pflex" pfi tests/data/sweep_basic.csv > /dev/null || fail "the installed pflex pfi"
+# the installed pflex finds the field demonstration's days under its prefix
+[ -f "$R/share/pflex/field-demo/days.csv" ] || fail "make install did not write share/pflex/field-demo"
+"$R/bin/pflex" simulate --day nope 2>&1 | grep -q -- "--day: srp, aps or caiso, not 'nope'" \
+    || fail "the installed pflex does not read its days: $("$R/bin/pflex" simulate --day nope 2>&1)"
 cat > "$T/use.c" <<'C'
 #include <stdio.h>
 #include <string.h>
