@@ -195,11 +195,9 @@ static int field_copy(char *dst, size_t size, const pflex_csv_t *c, size_t k, pf
 static int read_day_jobs(const char *path, struct day *d, pflex_error_t *err)
 {
     char *buf;
-    size_t len;
-    if (pflex_read_all(path, &buf, &len, err) < 0)
-        return -1;
     pflex_csv_t c;
-    pflex_csv_init(&c, buf, len, path);
+    if (pflex_csv_load(&c, path, &buf, err) < 0)
+        return -1;
     int got, header = 1, rc = 0;
     d->njobs = 0;
     while (rc == 0 && (got = pflex_csv_next(&c, err)) > 0) {
@@ -251,11 +249,9 @@ static int read_field_day(const char *name, struct day *d, char *names, size_t s
         return -1;
     snprintf(path, sizeof path, "%s/days.csv", dir);
     char *buf;
-    size_t len;
-    if (pflex_read_all(path, &buf, &len, err) < 0)
-        return -1;
     pflex_csv_t c;
-    pflex_csv_init(&c, buf, len, path);
+    if (pflex_csv_load(&c, path, &buf, err) < 0)
+        return -1;
     int got, header = 1, rc = 1;
     size_t ndays = 0;
     char all[FIELD_DAYS_MAX][16];
@@ -315,12 +311,10 @@ struct field_perf {
 static int read_perf(const char *path, struct field_perf *fp, pflex_error_t *err)
 {
     char *buf;
-    size_t len;
-    memset(fp, 0, sizeof *fp);
-    if (pflex_read_all(path, &buf, &len, err) < 0)
-        return -1;
     pflex_csv_t c;
-    pflex_csv_init(&c, buf, len, path);
+    memset(fp, 0, sizeof *fp);
+    if (pflex_csv_load(&c, path, &buf, err) < 0)
+        return -1;
     int got, header = 1;
     while ((got = pflex_csv_next(&c, err)) > 0) {
         if (header) {

@@ -24,6 +24,15 @@ void pflex_csv_init(pflex_csv_t *c, const char *buf, size_t len, const char *nam
         c->p += 3;
 }
 
+int pflex_csv_load(pflex_csv_t *c, const char *path, char **buf, pflex_error_t *err)
+{
+    size_t len;
+    if (pflex_read_all(path, buf, &len, err) < 0)
+        return -1;
+    pflex_csv_init(c, *buf, len, path);
+    return 0;
+}
+
 void pflex_csv_fini(pflex_csv_t *c)
 {
     free(c->fields);

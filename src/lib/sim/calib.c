@@ -204,11 +204,9 @@ static int read_measured(const char *path, const char *jobs_dir, int machine, in
     static const char *const head[] = {"job", "tokens_per_s", "power_w", "sm_clock_mhz", "dram_active",
                                        "tensor_active", "sm_active", "mem_copy_util"};
     char *buf;
-    size_t len;
-    if (pflex_read_all(path, &buf, &len, err) < 0)
-        return -1;
     pflex_csv_t c;
-    pflex_csv_init(&c, buf, len, path);
+    if (pflex_csv_load(&c, path, &buf, err) < 0)
+        return -1;
     int got = 0, header = 0, rc = 0, extra = 0;
     while (rc == 0 && (got = pflex_csv_next(&c, err)) > 0) {
         const struct pflex_csv_field *f = c.fields;

@@ -43,12 +43,10 @@ int pflex_sim_day_read(const char *path, const char *date_for_hhmm, double bucke
     if (!(bucket_s >= 60) || !isfinite(bucket_s))
         return pflex_error_set(err, "%s: the bucket must be a minute or more", path);
     char *buf;
-    size_t len;
-    if (pflex_read_all(path, &buf, &len, err) < 0)
+    pflex_csv_t c;
+    if (pflex_csv_load(&c, path, &buf, err) < 0)
         return -1;
     size_t cap = 0;
-    pflex_csv_t c;
-    pflex_csv_init(&c, buf, len, path);
     int got;
     while ((got = pflex_csv_next(&c, err)) > 0) {
         unsigned line = c.line;
