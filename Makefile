@@ -94,8 +94,10 @@ kit: $(SHLIB) $(MANPAGES) $(COMPLETION)
 # make install [PREFIX=/usr/local] [DESTDIR=staging] (docs/install.md): the
 # binary, the static and the shared library (with its soname and only the
 # public API exported), the headers, pflex.pc, a man page per command, bash
-# completion, the systemd units with their paths filled in, the docs and
-# the example configuration.  Run `make` first, as yourself, then install.
+# completion, the systemd units with their paths filled in, the docs, the
+# example configuration and the field demonstration's days (share/pflex/
+# field-demo: pflex simulate --day finds them there, beside bin/pflex).
+# Run `make` first, as yourself, then install.
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 LIBDIR_P   ?= $(PREFIX)/lib
@@ -109,6 +111,7 @@ MANDIR  := $(DESTDIR)$(PREFIX)/share/man/man1
 COMPDIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 UNITDIR := $(DESTDIR)$(UNITDIR_P)
 PCDIR   := $(LIBDIR)/pkgconfig
+DATADIR := $(DESTDIR)$(PREFIX)/share/pflex
 UNITS   := $(notdir $(wildcard deploy/systemd/*.service))
 install: $(PFLEX) $(LIBPFLEX) $(SHLIB) $(MANPAGES) $(COMPLETION)
 	install -d $(BINDIR) $(LIBDIR) $(INCDIR) $(DOCDIR)/examples $(MANDIR) $(COMPDIR) $(UNITDIR) $(PCDIR)
@@ -129,12 +132,14 @@ install: $(PFLEX) $(LIBPFLEX) $(SHLIB) $(MANPAGES) $(COMPLETION)
 	install -m 644 README.md docs/*.md $(DOCDIR)/
 	install -m 644 deploy/*.conf deploy/prometheus.yml deploy/jobs.json deploy/grafana/pflex.json \
 	    $(DOCDIR)/examples/
+	install -d $(DATADIR)/field-demo
+	install -m 644 data/field-demo/*.csv $(DATADIR)/field-demo/
 
 uninstall:
 	rm -f $(BINDIR)/pflex $(LIBDIR)/libpflex.a $(LIBDIR)/libpflex.so $(LIBDIR)/libpflex.so.$(SOVERSION) \
 	    $(LIBDIR)/libpflex.so.$(VERSION) $(PCDIR)/pflex.pc $(COMPDIR)/pflex \
 	    $(addprefix $(MANDIR)/,$(notdir $(MANPAGES))) $(addprefix $(UNITDIR)/,$(UNITS))
-	rm -rf $(INCDIR) $(DOCDIR)
+	rm -rf $(INCDIR) $(DOCDIR) $(DATADIR)
 
 deps:
 	@sh scripts/deps.sh

@@ -2,10 +2,12 @@
  * (docs/contract.md §2 "Allocation problem", §4). */
 #include <getopt.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
 #include "cli/site.h"
+#include "lib/util/grow.h"
 #include "pflex/io/csv.h"
 #include "pflex/flex/alloc.h"
 #include "pflex/util/fmt.h"
@@ -122,17 +124,9 @@ struct jobj {
 
 static void jobj_add(struct jobj *o, const char *s, size_t n)
 {
-    if (o->n + n > o->cap) {
-        size_t ncap = o->cap ? 2 * o->cap : 1024;
-        while (ncap < o->n + n)
-            ncap *= 2;
-        char *nb = realloc(o->b, ncap);
-        if (!nb) {
-            o->oom = 1;
-            return;
-        }
-        o->b = nb;
-        o->cap = ncap;
+    if (n > SIZE_MAX - o->n || pflex_grow((void **)&o->b, &o->cap, o->n + n, 1) < 0) {
+        o->oom = 1;
+        return;
     }
     memcpy(o->b + o->n, s, n);
     o->n += n;

@@ -9,10 +9,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include "cli/cli.h"
 #include "controller/controller.h"
 #include "controller/sim_site.h"
 #include "pflex/flex/alloc.h"
+#include "pflex/io/csv.h"
 #include "pflex/net/openadr.h"
 #include "pflex/io/outfile.h"
 #include "pflex/flex/pfi.h"
@@ -128,51 +130,172 @@ static const char help[] =
 
 /* ---- the days of the field demonstration ---- */
 
+/* The days are data, data/field-demo/ (days.csv and the jobs files it
+ * names): found beside the binary, under PREFIX/share/pflex/field-demo
+ * where it is installed (PREFIX/bin/pflex), else under data/field-demo of
+ * the tree it was built in (BUILD/pflex). */
+#define FIELD_DAYS_MAX 8
+#define FIELD_JOBS_MAX 16
+
 struct day_job {
-    const char *name, *curve;
+    char name[64], curve[64];
     int gpus;
     double floor;
 };
 
-/* SRP 2025-05-03 (examples/emerald-event/jobs.csv, tiers from
- * derived/Fig2_performance_data.csv); the CAISO re-enactment ran the same
- * site. */
-static const struct day_job srp_jobs[] = {
-    {"infer_llama_8b_48g-hgfu2h87", "infer_llama_8b_48g", 48, 0.90},
-    {"infer_llama_8b_48g-xhganfr6", "infer_llama_8b_48g", 48, 0.75},
-    {"ft_llama_8b_p3-c6rr6ijz", "ft_llama_8b_p3", 32, 0.75},
-    {"infer_llama_8b_32g-ssac4bap", "infer_llama_8b_32g", 32, 0.50},
-    {"pt_mpt_7b_fast-qryepi9o", "pt_mpt_7b_fast", 48, 0.50},
-    {"pt_mpt_13b_sm-gnn16mkt", "pt_mpt_13b_sm", 48, 0.50},
-};
-/* APS 2025-05-01: the jobs of derived/Fig5_APS_exp_per_job_power_W.csv;
- * GPUs = the job's first-hour power over its curve's power per GPU at
- * 400 W, rounded (31.8, 31.8, 47.5, 31.6, 47.7, 48.0); the record gives no
- * tiers: the SRP day's by kind (inference Flex 1/2, fine-tuning Flex 2,
- * pretraining Flex 3). */
-static const struct day_job aps_jobs[] = {
-    {"ft_llama_8b_dolly-txw0sl4h", "ft_llama_8b_dolly", 32, 0.75},
-    {"infer_llama_8b-bw9rr4h2", "infer_llama_8b", 32, 0.90},
-    {"infer_llama_8b-kxymm0ql", "infer_llama_8b", 48, 0.75},
-    {"infer_llama_8b-stsiwyqz", "infer_llama_8b", 32, 0.75},
-    {"pt_mpt_13b_sm-k2jychqp", "pt_mpt_13b_sm", 48, 0.50},
-    {"pt_mpt_7b_fast-60hrpily", "pt_mpt_7b_fast", 48, 0.50},
-};
-
 struct day {
-    const char *name, *power_csv, *date;
-    const struct day_job *jobs;
+    char name[16], power_csv[256], date[40];
+    char perf_csv[256];         /* per-job performance measured in the event, or "" */
+    struct day_job jobs[FIELD_JOBS_MAX];
     size_t njobs;
-    const char *perf_csv;       /* per-job performance measured in the event, or NULL */
 };
 
-static const struct day days[] = {
-    {"srp", "emerald-demo/derived/Fig2_SRP_exp_total_power_W.csv", NULL, srp_jobs, 6,
-     "emerald-demo/derived/Fig2_performance_data.csv"},
-    {"aps", "emerald-demo/derived/Fig3_APS_exp_total_power_W.csv", NULL, aps_jobs, 6, NULL},
-    {"caiso", "emerald-demo/derived/Fig4_CAISO_reenactment_exp_total_power_W.csv", "2020-08-14-07:00",
-     srp_jobs, 6, NULL},
-};
+/* The folder holding days.csv into dir: 0, or -1 with the places looked
+ * at in err. */
+static int field_demo_dir(char *dir, size_t size, pflex_error_t *err)
+{
+    char exe[2048];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return pflex_error_set(err, "the field demonstration's days: cannot find the pflex binary");
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash)
+        *slash = '\0';
+    static const char *const where[] = {"share/pflex/field-demo", "data/field-demo"};
+    struct stat sb;
+    for (size_t k = 0; k < 2; k++) {
+        if ((size_t)snprintf(dir, size, "%s/../%s", exe, where[k]) < size) {
+            char probe[2200];
+            snprintf(probe, sizeof probe, "%s/days.csv", dir);
+            if (stat(probe, &sb) == 0)
+                return 0;
+        }
+    }
+    return pflex_error_set(err, "the field demonstration's days: no days.csv in %s/../share/pflex/"
+                           "field-demo (installed) or %s/../data/field-demo (the build tree)", exe, exe);
+}
+
+/* Copy field f into dst[size]: 0, or -1 with err when it does not fit. */
+static int field_copy(char *dst, size_t size, const pflex_csv_t *c, size_t k, pflex_error_t *err)
+{
+    const struct pflex_csv_field *f = &c->fields[k];
+    if (k >= c->nfields) {
+        dst[0] = '\0';
+        return 0;
+    }
+    if (f->len >= size)
+        return pflex_error_set(err, "%s:%u: field %zu longer than %zu bytes", c->name, c->line, k + 1,
+                               size - 1);
+    memcpy(dst, f->s, f->len);
+    dst[f->len] = '\0';
+    return 0;
+}
+
+/* The jobs file path: job,curve,gpus,floor. */
+static int read_day_jobs(const char *path, struct day *d, pflex_error_t *err)
+{
+    char *buf;
+    pflex_csv_t c;
+    if (pflex_csv_load(&c, path, &buf, err) < 0)
+        return -1;
+    int got, header = 1, rc = 0;
+    d->njobs = 0;
+    while (rc == 0 && (got = pflex_csv_next(&c, err)) > 0) {
+        if (header) {
+            static const char *const cols[] = {"job", "curve", "gpus", "floor"};
+            for (size_t k = 0; k < 4 && rc == 0; k++)
+                if (k >= c.nfields || !pflex_csv_field_is(&c.fields[k], cols[k]))
+                    rc = pflex_error_set(err, "%s:%u: the header must be job,curve,gpus,floor", path,
+                                         c.line);
+            header = 0;
+            continue;
+        }
+        struct day_job *j = &d->jobs[d->njobs];
+        double g = 0;
+        if (d->njobs == FIELD_JOBS_MAX)
+            rc = pflex_error_set(err, "%s:%u: more than %d jobs", path, c.line, FIELD_JOBS_MAX);
+        else if (c.nfields < 4)
+            rc = pflex_error_set(err, "%s:%u: want job,curve,gpus,floor", path, c.line);
+        else if (field_copy(j->name, sizeof j->name, &c, 0, err) < 0
+                 || field_copy(j->curve, sizeof j->curve, &c, 1, err) < 0)
+            rc = -1;
+        else if (pflex_parse_double(c.fields[2].s, c.fields[2].len, &g) < 0 || g != floor(g) || g < 1
+                 || g > 1e6)
+            rc = pflex_csv_field_error(err, path, c.line, "gpus", &c.fields[2], "is not a count of GPUs");
+        else if (pflex_parse_double(c.fields[3].s, c.fields[3].len, &j->floor) < 0 || j->floor < 0
+                 || j->floor > 1)
+            rc = pflex_csv_field_error(err, path, c.line, "floor", &c.fields[3], "is not a share from 0 to 1");
+        else {
+            j->gpus = (int)g;
+            d->njobs++;
+        }
+    }
+    if (rc == 0 && got < 0)
+        rc = -1;
+    if (rc == 0 && d->njobs == 0)
+        rc = pflex_error_set(err, "%s: no jobs", path);
+    pflex_csv_fini(&c);
+    free(buf);
+    return rc;
+}
+
+/* The day named name from days.csv into *d, its jobs read: 0; 1 when
+ * there is no such day (the names in names[size], "a, b or c"); -1 with
+ * err. */
+static int read_field_day(const char *name, struct day *d, char *names, size_t size, pflex_error_t *err)
+{
+    char dir[2100], path[2200];
+    if (field_demo_dir(dir, sizeof dir, err) < 0)
+        return -1;
+    snprintf(path, sizeof path, "%s/days.csv", dir);
+    char *buf;
+    pflex_csv_t c;
+    if (pflex_csv_load(&c, path, &buf, err) < 0)
+        return -1;
+    int got, header = 1, rc = 1;
+    size_t ndays = 0;
+    char all[FIELD_DAYS_MAX][16];
+    char jobs[256] = "";
+    while (rc == 1 && (got = pflex_csv_next(&c, err)) > 0) {
+        if (header) {
+            header = 0;
+            continue;
+        }
+        if (c.nfields < 4) {
+            rc = pflex_error_set(err, "%s:%u: want day,power,date,jobs,performance", path, c.line);
+            break;
+        }
+        if (ndays < FIELD_DAYS_MAX && field_copy(all[ndays], sizeof all[0], &c, 0, err) == 0)
+            ndays++;
+        if (!pflex_csv_field_is(&c.fields[0], name))
+            continue;
+        if (field_copy(d->name, sizeof d->name, &c, 0, err) < 0
+            || field_copy(d->power_csv, sizeof d->power_csv, &c, 1, err) < 0
+            || field_copy(d->date, sizeof d->date, &c, 2, err) < 0
+            || field_copy(jobs, sizeof jobs, &c, 3, err) < 0
+            || field_copy(d->perf_csv, sizeof d->perf_csv, &c, 4, err) < 0)
+            rc = -1;
+        else
+            rc = 0;
+    }
+    if (rc == 1 && got < 0)
+        rc = -1;
+    pflex_csv_fini(&c);
+    free(buf);
+    if (rc == 1) {
+        size_t w = 0;
+        names[0] = '\0';
+        for (size_t k = 0; k < ndays && w < size; k++)
+            w += (size_t)snprintf(names + w, size - w, "%s%s", k == 0 ? "" : k + 1 == ndays ? " or " : ", ",
+                                  all[k]);
+        return 1;
+    }
+    if (rc < 0)
+        return -1;
+    snprintf(path, sizeof path, "%s/%s", dir, jobs);
+    return read_day_jobs(path, d, err);
+}
 
 #define EMERALD_COLUMNS "job=Workload,cap_w=GPU power cap,power_w=power per GPU"
 #define MAX_TARGETS 32
@@ -189,35 +312,31 @@ struct field_perf {
 static int read_perf(const char *path, struct field_perf *fp, pflex_error_t *err)
 {
     char *buf;
-    size_t len;
+    pflex_csv_t c;
     memset(fp, 0, sizeof *fp);
-    if (pflex_read_all(path, &buf, &len, err) < 0)
+    if (pflex_csv_load(&c, path, &buf, err) < 0)
         return -1;
-    char *save = NULL;
-    int line = 0;
-    for (char *row = strtok_r(buf, "\n", &save); row; row = strtok_r(NULL, "\n", &save)) {
-        if (line++ == 0)
+    int got, header = 1;
+    while ((got = pflex_csv_next(&c, err)) > 0) {
+        if (header) {
+            header = 0;
             continue;
-        char *c1 = strchr(row, ',');
-        if (!c1)
-            continue;
-        *c1 = 0;
-        size_t l = strlen(row);
-        while (l && (row[l - 1] == ' ' || row[l - 1] == '\r'))
-            row[--l] = 0;
-        if (!strncmp(row, "Weighted", 8) || fp->n == 16)
-            continue;
-        char *e;
-        double v = strtod(c1 + 1, &e);
-        if (e == c1 + 1) {
-            free(buf);
-            return pflex_error_set(err, "%s:%d: performance is not a number", path, line);
         }
-        snprintf(fp->name[fp->n], sizeof fp->name[0], "%s", row);
+        const struct pflex_csv_field *nf = &c.fields[0], *pf = &c.fields[1];
+        if (c.nfields < 2 || (nf->len >= 8 && !memcmp(nf->s, "Weighted", 8)) || fp->n == 16)
+            continue;
+        double v;
+        if (pflex_parse_double(pf->s, pf->len, &v) < 0) {
+            pflex_error_set(err, "%s:%u: performance is not a number", path, c.line);
+            got = -1;
+            break;
+        }
+        snprintf(fp->name[fp->n], sizeof fp->name[0], "%.*s", (int)nf->len, nf->s);
         fp->perf[fp->n++] = v;
     }
+    pflex_csv_fini(&c);
     free(buf);
-    return 0;
+    return got < 0 ? -1 : 0;
 }
 
 static void progress_cb(void *ud, double done)
@@ -403,7 +522,8 @@ struct sim_opts {
     double threads, every_d;
     int glo, ghi, gstep, json, csv, force_progress, linear, offline_exact, strict;
     enum pflex_objective objective;
-    const struct day *dy;
+    const struct day *dy;       /* --day: &day */
+    struct day day;
     unsigned policies;
 };
 
@@ -544,11 +664,16 @@ static int check_options(struct sim_opts *o, int argc, char **argv)
     if (!o->day_name && !o->schedule && !o->oadr && !o->ntargets_s)
         return cli_usage_error(cmd, "give a day (--day), a --schedule, an --openadr file or a --target");
     if (o->day_name) {
-        for (size_t i = 0; i < sizeof days / sizeof *days; i++)
-            if (!strcmp(days[i].name, o->day_name))
-                o->dy = &days[i];
-        if (!o->dy)
-            return cli_usage_error(cmd, "--day: srp, aps or caiso, not '%s'", o->day_name);
+        char names[160];
+        pflex_error_t e;
+        int r = read_field_day(o->day_name, &o->day, names, sizeof names, &e);
+        if (r < 0) {
+            cli_error(cmd, "%s", e.text);
+            return PFLEX_EXIT_BAD_INPUT;
+        }
+        if (r > 0)
+            return cli_usage_error(cmd, "--day: %s, not '%s'", names, o->day_name);
+        o->dy = &o->day;
         if (o->gpus > 0 || o->jobs_path)
             return cli_usage_error(cmd, "--day runs the demonstration's own jobs: no --gpus or --jobs");
     }
@@ -605,9 +730,9 @@ static int read_day(struct sim_opts *o, struct sim_state *st)
                   "PFLEX_SHARED_DATA: the folder holding emerald-demo/)", st->power_buf);
         return PFLEX_EXIT_BAD_INPUT;
     }
-    if (pflex_sim_day_read(st->power_buf, dy->date, o->bucket, &st->set, &st->dayrec, &st->err) < 0)
+    if (pflex_sim_day_read(st->power_buf, dy->date[0] ? dy->date : NULL, o->bucket, &st->set, &st->dayrec, &st->err) < 0)
         return STAGE_BAD;
-    if (dy->perf_csv) {
+    if (dy->perf_csv[0]) {
         snprintf(st->perf_buf, sizeof st->perf_buf, "%s/%s", o->data, dy->perf_csv);
         if (read_perf(st->perf_buf, &st->fperf, &st->err) < 0)
             return STAGE_BAD;

@@ -340,6 +340,14 @@ static void learn_gather(ctl_t *c)
     }
 }
 
+/* The job's cap has stood --settle seconds: a rate averaged over the
+ * agents' window was measured under it alone (learn_job says why a tenth
+ * of a period less). */
+static int cap_settled(const ctl_t *c, const struct ctl_job *cj)
+{
+    return isfinite(cj->cap_since) && c->p.now - cj->cap_since >= c->settle_s - 0.1 * c->c.period_s;
+}
+
 /* One job: its reading to its learner when settled, its curve refitted
  * (and the pessimistic loss beside it). */
 static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
@@ -362,7 +370,7 @@ static int learn_job(ctl_t *c, struct ctl_job *cj, pflex_error_t *err)
         cj->cap_since = NAN;
     else if (!isfinite(cj->last_cap) || fabs(cj->last_cap - cap) > 5 || !isfinite(cj->cap_since))
         cj->cap_since = now;
-    settled = settled && isfinite(cj->cap_since) && now - cj->cap_since >= c->settle_s - 0.1 * c->c.period_s;
+    settled = settled && cap_settled(c, cj);
     cj->tput_now = ok && n > 0 && have_t ? tput : NAN;
     cj->last_cap = ok && n > 0 ? cap : NAN;
     if (settled) {
@@ -502,8 +510,7 @@ static void draw_watch(ctl_t *c, struct ctl_job *cj)
         draw_forget(cj, draw);
         cj->free_draw_w = NAN;
     }
-    int settled = isfinite(cj->last_cap) && fabs(cj->last_cap - cj->agg_cap) <= 5 && isfinite(cj->cap_since)
-                  && c->p.now - cj->cap_since >= c->settle_s - 0.1 * c->c.period_s;
+    int settled = isfinite(cj->last_cap) && fabs(cj->last_cap - cj->agg_cap) <= 5 && cap_settled(c, cj);
     if (settled && draw < cj->agg_cap - m)
         cj->free_draw_w = draw;
 }
@@ -519,7 +526,7 @@ static void give_back(ctl_t *c, struct ctl_job *cj)
         return;
     }
     double m = give_margin_w(draw);
-    int settled = isfinite(cj->cap_since) && p->now - cj->cap_since >= c->settle_s - 0.1 * c->c.period_s;
+    int settled = cap_settled(c, cj);
     /* the ceiling whole steps up, never under the GPUs' least limit */
     double e = ceil((draw + 2 * m) / c->cap_step_w - 1e-6) * c->cap_step_w;
     e = e > cj->min_w ? e : cj->min_w;
@@ -572,8 +579,7 @@ static void job_baselines(ctl_t *c)
          * every period without either settling.  Until then the last
          * settled reading stands; a job's first reading is taken as it
          * comes (the controller has not moved its cap yet). */
-        int settled = isfinite(cj->cap_since)
-                      && p->now - cj->cap_since >= c->settle_s - 0.1 * c->c.period_s;
+        int settled = cap_settled(c, cj);
         if (cv->has_baseline && cv->t0 > 0)
             cj->t0_plan = cv->t0;
         else if ((settled || !isfinite(cj->t0_read)) && isfinite(cj->tput_now) && cj->tput_now > 0

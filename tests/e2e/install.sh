@@ -6,7 +6,8 @@
 # libpflex.so with its soname exporting only pflex_ names, pflex.pc that
 # links examples/plan_cut.c against the shared library, a man page per
 # command (man -l), bash completion, the systemd units with PREFIX's paths
-# and the example configuration, which the installed pflex reads.
+# and the example configuration, which the installed pflex reads, and the
+# field demonstration's days, which it finds.
 command -v make > /dev/null || { echo "no make here"; exit 77; }
 B=${PFLEX_BUILD:-$(pwd)/build}
 T=$(mktemp -d)
@@ -26,6 +27,10 @@ for f in bin/pflex lib/libpflex.a include/pflex/io/sweep.h include/pflex/flex/pf
 done
 "$R/bin/pflex" --version | grep -q '^pflex ' || fail "the installed pflex does not run"
 "$R/bin/pflex" pfi tests/data/sweep_basic.csv > /dev/null || fail "the installed pflex pfi"
+# the installed pflex finds the field demonstration's days under its prefix
+[ -f "$R/share/pflex/field-demo/days.csv" ] || fail "make install did not write share/pflex/field-demo"
+"$R/bin/pflex" simulate --day nope 2>&1 | grep -q -- "--day: srp, aps or caiso, not 'nope'" \
+    || fail "the installed pflex does not read its days: $("$R/bin/pflex" simulate --day nope 2>&1)"
 cat > "$T/use.c" <<'C'
 #include <stdio.h>
 #include <string.h>

@@ -114,6 +114,16 @@ pflex_model_t *pflex_model_from_json(const char *buf, size_t len, const char *na
 int pflex_model_cv(const struct pflex_model_spec *s, const struct pflex_train_data *d,
                    const int *g, double *pred, pflex_error_t *err);
 
+/* The leave-group-out loop of pflex_model_cv with the fit given: for each
+ * group (rows sharing an id in g, rows d->use leaves out skipped),
+ * fit(ctx, fold) gets the data with fold->use the other groups' rows and
+ * returns a model (NULL: the group's predictions stay NaN), which
+ * predicts the group's rows into pred (n x ntarget) and is destroyed.
+ * Returns 0, or -1 with err when out of memory. */
+typedef pflex_model_t *(*pflex_model_fold_fit)(void *ctx, const struct pflex_train_data *fold);
+int pflex_model_cv_folds(const struct pflex_train_data *d, const int *g, pflex_model_fold_fit fit,
+                         void *ctx, double *pred, pflex_error_t *err);
+
 struct pflex_fit_score {
     size_t n;
     double r2, rmse, rho;   /* R^2 = 1 - SSres/SStot, RMSE, Spearman of pred vs true */

@@ -34,6 +34,10 @@ typedef struct pflex_csv {
 } pflex_csv_t;
 
 void pflex_csv_init(pflex_csv_t *c, const char *buf, size_t len, const char *name);
+/* The file at path read whole into *buf (malloc'd: free it after
+ * pflex_csv_fini) and c pointed at it, path its name in messages.
+ * Returns 0, or -1 with err. */
+int pflex_csv_load(pflex_csv_t *c, const char *path, char **buf, pflex_error_t *err);
 void pflex_csv_fini(pflex_csv_t *c);
 
 /* Next record into c->fields.  Returns 1 with a record, 0 at end, -1 on a

@@ -540,103 +540,106 @@ static int span_above(const struct scratch *s, const struct seg *g)
     return cm > hm + 1e-12 * (1 + fabs(hm));
 }
 
-/* The fractional knapsack over the model segments of every job but skip
- * (SIZE_MAX: none), saving at least (s->base - budget) - extra watts.
- * Fills x[] for those jobs and, where lout is given, lout[]: the model's
- * loss at x_j when x_j is one of its vertices, NaN when x_j lies inside a
- * segment.  (A vertex is a measured point, the origin or the limit, where
- * the curve's own loss is the same number.)  With prep, each job is
- * checked and prepared (prepare_job) as the first pass reaches it.
- *
- * Two passes over the jobs.  The first sums the watts into a histogram over
- * the segments' costs (cost_bucket) and finds the bucket where the watts
- * still needed run out.  The second places each job on its segments of
- * cheaper buckets and keeps the segments of that bucket: a weighted
- * quickselect among them gives the threshold, and the jobs they belong to
- * are placed from there. */
-static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, double extra,
-                     double *x, double *lout, uint64_t *rng, struct solve_state *st,
-                     pflex_error_t *err)
+/* What one seg_solve is asked: the fractional knapsack over the model
+ * segments of every job but skip (SIZE_MAX: none), saving at least
+ * (s->base - budget) - extra watts.  It fills x[] for those jobs and,
+ * where lout is given, lout[]: the model's loss at x_j when x_j is one of
+ * its vertices, NaN when x_j lies inside a segment.  (A vertex is a
+ * measured point, the origin or the limit, where the curve's own loss is
+ * the same number.)  With prep, each job is checked and prepared
+ * (prepare_job) as the first pass reaches it.  rng: the quickselect's. */
+struct seg_req {
+    int prep;
+    size_t skip;
+    double budget, extra;
+    double *x, *lout;
+    uint64_t *rng;
+};
+
+/* The first pass: every segment's watts into the histogram over costs
+ * (cost_bucket); *wfree the watts of free segments (negative cost),
+ * *total the others', *umax the most watts one job can give. */
+static int seg_histogram(struct scratch *s, const struct seg_req *r, double *wfree, double *total,
+                         double *umax, pflex_error_t *err)
 {
-    const size_t njobs = s->prob->njobs;
-    double wfree = 0, total = 0, umax = 0;
     const unsigned nb = 1u << s->hist_bits;
-    s->win_ok = 0;
     buckets_set(s);
     memset(s->hist_w, 0, nb * sizeof *s->hist_w);
     memset(s->hist_n, 0, nb * sizeof *s->hist_n);
-    for (size_t j = 0; j < njobs; j++) {
-        if (prep && prepare_job(s, j, err) < 0)
+    *wfree = *total = *umax = 0;
+    for (size_t j = 0; j < s->prob->njobs; j++) {
+        if (r->prep && prepare_job(s, j, err) < 0)
             return -1;
-        if (j == skip)
+        if (j == r->skip)
             continue;
         double a = job_a(s, j), b = job_b(s, j);
         size_t nv = model_vertices(s, j);
-        if (b * s->hx[nv - 1] > umax)
-            umax = b * s->hx[nv - 1];
+        if (b * s->hx[nv - 1] > *umax)
+            *umax = b * s->hx[nv - 1];
         for (size_t v = 0; v + 1 < nv; v++) {
             double c = seg_cost(a, b, s->hx[v], s->hl[v], s->hx[v + 1], s->hl[v + 1]);
             double w = b * (s->hx[v + 1] - s->hx[v]);
             if (c < 0) {
-                wfree += w;
+                *wfree += w;
             } else {
                 unsigned k = cost_bucket(s, c);
                 s->hist_w[k] += w;
                 s->hist_n[k]++;
-                total += w;
+                *total += w;
             }
         }
     }
-    double need = (s->base - budget) - extra;
-    double rest = need - wfree, wb = 0, wa = 0;
-    st->feasible = 1;
-    st->f = 0;
-    if (rest <= 0) {
-        st->lambda = -INFINITY;
-        goto fill;
-    }
-    if (total < rest) {
-        st->lambda = INFINITY;
-        st->feasible = 0;
-        goto fill;
-    }
-    double acc = 0;
-    unsigned kb = 0;
-    for (; kb < nb - 1; kb++) {
-        if (acc + s->hist_w[kb] >= rest)
+    return 0;
+}
+
+/* The bucket kb where the watts still needed (rest) run out, *acc the
+ * watts of the cheaper ones; 0, or -1 when the buckets sum a hair under
+ * rest (rounding: take everything). */
+static int seg_bucket(const struct scratch *s, double rest, unsigned *kb, double *acc)
+{
+    const unsigned nb = 1u << s->hist_bits;
+    unsigned k = 0;
+    *acc = 0;
+    for (; k < nb - 1; k++) {
+        if (*acc + s->hist_w[k] >= rest)
             break;
-        acc += s->hist_w[kb];
+        *acc += s->hist_w[k];
     }
-    if (acc + s->hist_w[kb] < rest) {
-        /* the buckets sum a hair under the total: take everything */
-        st->lambda = INFINITY;
-        goto fill;
-    }
-    if (items_reserve(s, s->hist_n[kb]) < 0)
-        return pflex_error_set(err, "out of memory");
-    /* With a curve above its hull, the repair may move one job by up to
-     * its whole range (at most umax watts) and the others' threshold with
-     * it: the window holds over twice that on both sides of bucket kb. */
-    const int win = lout && s->nonconvex;
+    *kb = k;
+    return *acc + s->hist_w[k] < rest ? -1 : 0;
+}
+
+/* With a curve above its hull, the repair may move one job by up to its
+ * whole range (at most umax watts) and the others' threshold with it: the
+ * window holds over twice that on both sides of bucket kb. */
+static void seg_window(struct scratch *s, unsigned kb, double umax)
+{
+    const unsigned nb = 1u << s->hist_bits;
     unsigned klo = kb, khi = kb;
-    if (win) {
-        double aw = 0;
-        while (khi < nb - 1 && aw <= 2 * umax)
-            aw += s->hist_w[++khi];
-        for (aw = 0; klo > 0 && aw <= 2 * umax;)
-            aw += s->hist_w[--klo];
-        s->win_klo = klo;
-        s->win_khi = khi;
-        s->nwsegs = s->nwjobs = 0;
-        s->wbelow = 0;
-    }
-    /* Each job's segments in order: those of cheaper buckets (and free
-     * ones) are taken; from its first segment in bucket kb up to its first
-     * dearer one, each waits in segs for the threshold (costs rise along a
-     * hull, but rounding may reorder two nearly equal ones). */
+    double aw = 0;
+    while (khi < nb - 1 && aw <= 2 * umax)
+        aw += s->hist_w[++khi];
+    for (aw = 0; klo > 0 && aw <= 2 * umax;)
+        aw += s->hist_w[--klo];
+    s->win_klo = klo;
+    s->win_khi = khi;
+    s->nwsegs = s->nwjobs = 0;
+    s->wbelow = 0;
+}
+
+/* The second pass.  Each job's segments in order: those of cheaper buckets
+ * than kb (and free ones) are taken; from its first segment in bucket kb
+ * up to its first dearer one, each waits in s->segs (*ns of them) for the
+ * threshold (costs rise along a hull, but rounding may reorder two nearly
+ * equal ones); the segments of bucket kb go to s->items (*m), and with
+ * win those of the repair window to s->wsegs, their jobs to s->wjobs. */
+static int seg_place_cheap(struct scratch *s, const struct seg_req *r, unsigned kb, int win,
+                           size_t *m_out, size_t *ns_out, pflex_error_t *err)
+{
+    const unsigned klo = win ? s->win_klo : 0, khi = win ? s->win_khi : 0;
     size_t m = 0, ns = 0;
-    for (size_t j = 0; j < njobs; j++) {
-        if (j == skip)
+    for (size_t j = 0; j < s->prob->njobs; j++) {
+        if (j == r->skip)
             continue;
         double a = job_a(s, j), b = job_b(s, j), xj = 0, lj = 0, xpre = 0;
         size_t nv = model_vertices(s, j), nw0 = s->nwsegs;
@@ -682,9 +685,9 @@ static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, do
             s->segs[ns++] = (struct seg){.c = c, .dx = dx, .x1 = s->hx[v + 1],
                                          .l1 = s->hl[v + 1], .j = j};
         }
-        x[j] = xj;
-        if (lout)
-            lout[j] = lj;
+        r->x[j] = xj;
+        if (r->lout)
+            r->lout[j] = lj;
         if (win) {
             s->wbelow += b * xpre;
             if (s->nwsegs > nw0) {
@@ -696,7 +699,18 @@ static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, do
             }
         }
     }
-    s->win_ok = win;
+    *m_out = m;
+    *ns_out = ns;
+    return 0;
+}
+
+/* The threshold among the m segments of bucket kb: a weighted quickselect
+ * for the rest - acc watts still needed; st->lambda and st->f, the share
+ * taken of the segments at lambda. */
+static void seg_lambda(struct scratch *s, size_t m, double rest, double acc, uint64_t *rng,
+                       struct solve_state *st)
+{
+    double wb = 0, wa = 0;
     if (wselect(s->items, m, rest - acc, rng, &st->lambda, &wb, &wa) < 0) {
         /* rounding at the very edge: the last segment of the bucket */
         double hi = -INFINITY;
@@ -714,15 +728,19 @@ static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, do
     wb += acc;
     double f = wa > 0 ? (rest - wb) / wa : 1.0;
     st->f = f < 0 ? 0 : f > 1 ? 1 : f;
-    /* The waiting segments' jobs, placed as place_job would; but where
-     * segments tie at lambda across a span their curves lie above (jobs
-     * on one curve), the watts they share go to whole spans in job order
-     * and to at most one part of one: the same on the hulls, and every
-     * other job on a measured point, not inside a span its curve is above
-     * (on the field demonstration's curves drawn into a 10,000-GPU fleet,
-     * 0.9 % less lost under the limit than with every tied job inside). */
-    const double lambda = st->lambda;
-    f = st->f;
+}
+
+/* The waiting segments' jobs, placed as place_job would; but where
+ * segments tie at lambda across a span their curves lie above (jobs on
+ * one curve), the watts they share go to whole spans in job order and to
+ * at most one part of one: the same on the hulls, and every other job on
+ * a measured point, not inside a span its curve is above (on the field
+ * demonstration's curves drawn into a 10,000-GPU fleet, 0.9 % less lost
+ * under the limit than with every tied job inside). */
+static void seg_place_waiting(struct scratch *s, const struct seg_req *r, size_t ns,
+                              const struct solve_state *st)
+{
+    const double lambda = st->lambda, f = st->f;
     double seqw = 0;
     int seq = s->policy == PFLEX_POLICY_OPTIMAL && s->nonconvex && f > 0 && f < 1;
     if (seq)
@@ -734,7 +752,7 @@ static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, do
         }
     for (size_t i = 0; i < ns;) {
         size_t j = s->segs[i].j;
-        double xj = x[j], lj = lout ? lout[j] : 0;
+        double xj = r->x[j], lj = r->lout ? r->lout[j] : 0;
         int open = 1;
         for (; i < ns && s->segs[i].j == j; i++) {
             const struct seg *g = &s->segs[i];
@@ -753,20 +771,70 @@ static int seg_solve(struct scratch *s, int prep, size_t skip, double budget, do
             }
             open = open && take_seg(g->c, g->dx, g->x1, g->l1, lambda, f, &xj, &lj);
         }
-        x[j] = xj;
-        if (lout)
-            lout[j] = lj;
+        r->x[j] = xj;
+        if (r->lout)
+            r->lout[j] = lj;
     }
-    return 0;
-fill:
-    for (size_t j = 0; j < njobs; j++) {
-        if (j == skip)
+}
+
+/* Every job placed at the threshold st gives (none to find: no watts
+ * needed past the free ones, or all of them). */
+static void seg_fill(struct scratch *s, const struct seg_req *r, const struct solve_state *st)
+{
+    for (size_t j = 0; j < s->prob->njobs; j++) {
+        if (j == r->skip)
             continue;
         double l;
-        x[j] = place_job(s, j, st->lambda, st->f, &l);
-        if (lout)
-            lout[j] = l;
+        r->x[j] = place_job(s, j, st->lambda, st->f, &l);
+        if (r->lout)
+            r->lout[j] = l;
     }
+}
+
+/* The knapsack of r (struct seg_req), in two passes over the jobs.  The
+ * first sums the watts into a histogram over the segments' costs and
+ * finds the bucket where the watts still needed run out.  The second
+ * places each job on its segments of cheaper buckets and keeps the
+ * segments of that bucket: a weighted quickselect among them gives the
+ * threshold, and the jobs they belong to are placed from there. */
+static int seg_solve(struct scratch *s, const struct seg_req *r, struct solve_state *st,
+                     pflex_error_t *err)
+{
+    double wfree, total, umax, acc;
+    unsigned kb;
+    s->win_ok = 0;
+    if (seg_histogram(s, r, &wfree, &total, &umax, err) < 0)
+        return -1;
+    double rest = (s->base - r->budget) - r->extra - wfree;
+    st->feasible = 1;
+    st->f = 0;
+    if (rest <= 0) {
+        st->lambda = -INFINITY;
+        seg_fill(s, r, st);
+        return 0;
+    }
+    if (total < rest) {
+        st->lambda = INFINITY;
+        st->feasible = 0;
+        seg_fill(s, r, st);
+        return 0;
+    }
+    if (seg_bucket(s, rest, &kb, &acc) < 0) {
+        st->lambda = INFINITY;
+        seg_fill(s, r, st);
+        return 0;
+    }
+    if (items_reserve(s, s->hist_n[kb]) < 0)
+        return pflex_error_set(err, "out of memory");
+    const int win = r->lout && s->nonconvex;
+    if (win)
+        seg_window(s, kb, umax);
+    size_t m = 0, ns = 0;
+    if (seg_place_cheap(s, r, kb, win, &m, &ns, err) < 0)
+        return -1;
+    s->win_ok = win;
+    seg_lambda(s, m, rest, acc, r->rng, st);
+    seg_place_waiting(s, r, ns, st);
     return 0;
 }
 
@@ -1165,7 +1233,9 @@ static int solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
     size_t n = p->njobs;
     uint64_t rng = 0x9e3779b97f4a7c15ull;
     struct solve_state st;
-    if (seg_solve(s, 1, SIZE_MAX, budget, 0, x, lout, &rng, &st, err) < 0)
+    struct seg_req req = {.prep = 1, .skip = SIZE_MAX, .budget = budget, .extra = 0, .x = x,
+                          .lout = lout, .rng = &rng};
+    if (seg_solve(s, &req, &st, err) < 0)
         return -1;
     *feasible = st.feasible;
     *hull_error = 0;
@@ -1225,7 +1295,9 @@ static int solve_optimal(const struct pflex_alloc_problem *p, struct scratch *s,
     int moved = 0;
     for (size_t t = 0; t < tries; t++) {
         struct solve_state cs;
-        if (seg_solve(s, 0, jw, budget, job_b(s, jw) * xv[t], cand, NULL, &rng, &cs, err) < 0)
+        struct seg_req others = {.prep = 0, .skip = jw, .budget = budget,
+                                 .extra = job_b(s, jw) * xv[t], .x = cand, .lout = NULL, .rng = &rng};
+        if (seg_solve(s, &others, &cs, err) < 0)
             return -1;
         if (!cs.feasible)
             continue;
@@ -1304,7 +1376,9 @@ int pflex_alloc_plan(const struct pflex_alloc_problem *p, enum pflex_policy poli
     case PFLEX_POLICY_PFI: {
         uint64_t rng = 0x9e3779b97f4a7c15ull;
         struct solve_state st;
-        if (seg_solve(s, 1, SIZE_MAX, p->budget_w, 0, x, NULL, &rng, &st, err) < 0)
+        struct seg_req req = {.prep = 1, .skip = SIZE_MAX, .budget = p->budget_w, .extra = 0, .x = x,
+                              .lout = NULL, .rng = &rng};
+        if (seg_solve(s, &req, &st, err) < 0)
             return -1;
         feasible = st.feasible;
         break;

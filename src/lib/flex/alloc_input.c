@@ -15,7 +15,7 @@
 #include "pflex/io/pficsv.h"
 #include "pflex/io/sweep.h"
 #include "lib/util/bigmem.h"
-#include "lib/util/mix.h"
+#include "lib/util/strtab.h"
 #include "lib/util/grow.h"
 
 struct storage {
@@ -471,41 +471,26 @@ static int jbad(pflex_error_t *err, const char *file, unsigned line, int col,
 /* A jobs file names each job once: two rows of one name would be two jobs
  * no output could tell apart.  The error names the earliest repeated row
  * and the first row of its name: rows are met in file order, each name
- * kept in a table (open addressing on a 64-bit hash of the name, at most
- * half full) with its first row. */
+ * added to a string table, whose index of a name is then its first row. */
 static int check_unique(const pflex_alloc_input_t *in, const unsigned *lines, const char *file,
                         pflex_error_t *err)
 {
-    size_t cap = 16;
-    while (cap < 2 * in->njobs)
-        cap *= 2;
-    struct slot {
-        uint64_t h;
-        size_t row;     /* SIZE_MAX: empty */
-    } *tab = malloc(cap * sizeof *tab);
-    if (!tab)
-        return pflex_error_sys(err, "%s: out of memory", file);
-    memset(tab, 0xff, cap * sizeof *tab);
+    struct pflex_strtab names = {0};
     size_t first = 0, second = in->njobs;
-    for (size_t k = 0; k < in->njobs && second == in->njobs; k++) {
-        const char *nm = in->jobs[k].name;
-        uint64_t h = 0x9e3779b97f4a7c15ULL;
-        for (const unsigned char *q = (const unsigned char *)nm; *q; q++)
-            h = (h ^ *q) * 0x100000001b3ULL;
-        h = pflex_mix64(h);
-        size_t i = h & (cap - 1);
-        for (; tab[i].row != SIZE_MAX; i = (i + 1) & (cap - 1))
-            if (tab[i].h == h && strcmp(in->jobs[tab[i].row].name, nm) == 0) {
-                first = tab[i].row;
-                second = k;
-                break;
-            }
-        if (tab[i].row == SIZE_MAX) {
-            tab[i].h = h;
-            tab[i].row = k;
+    for (size_t k = 0; k < in->njobs; k++) {
+        int added;
+        long i = pflex_strtab_intern(&names, in->jobs[k].name, strlen(in->jobs[k].name), &added);
+        if (i < 0) {
+            pflex_strtab_fini(&names);
+            return pflex_error_sys(err, "%s: out of memory", file);
+        }
+        if (!added) {
+            first = (size_t)i;
+            second = k;
+            break;
         }
     }
-    free(tab);
+    pflex_strtab_fini(&names);
     if (second == in->njobs)
         return 0;
     return pflex_error_set(err, "%s:%u: job '%s' already on line %u (a job once a row; rows "

@@ -419,8 +419,8 @@ void pflex_model_predict(const pflex_model_t *m, const double *x, double *mean, 
 
 /* ---- cross-validation and scores ---- */
 
-int pflex_model_cv(const struct pflex_model_spec *s, const struct pflex_train_data *d,
-                   const int *g, double *pred, pflex_error_t *err)
+int pflex_model_cv_folds(const struct pflex_train_data *d, const int *g, pflex_model_fold_fit fit,
+                         void *ctx, double *pred, pflex_error_t *err)
 {
     size_t nt = 1 + d->ncut;
     unsigned char *use = malloc(d->n ? d->n : 1), *done = calloc(d->n ? d->n : 1, 1);
@@ -439,8 +439,7 @@ int pflex_model_cv(const struct pflex_model_spec *s, const struct pflex_train_da
             use[j] = g[j] != g[i] && (!d->use || d->use[j]);
         struct pflex_train_data fold = *d;
         fold.use = use;
-        pflex_error_t ferr;
-        pflex_model_t *m = pflex_model_fit(s, &fold, &ferr);
+        pflex_model_t *m = fit(ctx, &fold);
         for (size_t j = 0; j < d->n; j++) {
             if (g[j] != g[i])
                 continue;
@@ -456,6 +455,18 @@ out:
     free(done);
     free(se);
     return rc;
+}
+
+static pflex_model_t *fit_spec(void *ctx, const struct pflex_train_data *fold)
+{
+    pflex_error_t ferr;
+    return pflex_model_fit(ctx, fold, &ferr);
+}
+
+int pflex_model_cv(const struct pflex_model_spec *s, const struct pflex_train_data *d,
+                   const int *g, double *pred, pflex_error_t *err)
+{
+    return pflex_model_cv_folds(d, g, fit_spec, (void *)s, pred, err);
 }
 
 void pflex_fit_score(const double *pred, const double *truth, size_t n, size_t stride,

@@ -1,20 +1,16 @@
-/* csv.c — CSV tokenizer and exact fast number parsing.
- *
- * Numbers use Clinger's fast path: a decimal with at most 15 significant
- * digits and a power of ten within 10^22 is converted exactly with one
- * multiplication or division of two exact doubles; anything else falls back
- * to strtod.  Both give the correctly rounded result, so values read here
- * match any other reader bit for bit.
+/* csv.c — CSV tokenizer; its numbers are read by the one decimal parser
+ * (util/decimal.h), correctly rounded, so values read here match any
+ * other reader bit for bit.
  */
 #include <ctype.h>
-#include <math.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pflex/io/csv.h"
 #include "pflex/io/sweep.h"
 #include "lib/io/csv_scan.h"
+#include "lib/util/decimal.h"
 #include "lib/util/grow.h"
+#include "lib/util/utf8.h"
 
 void pflex_csv_init(pflex_csv_t *c, const char *buf, size_t len, const char *name)
 {
@@ -26,6 +22,15 @@ void pflex_csv_init(pflex_csv_t *c, const char *buf, size_t len, const char *nam
     if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB
         && (unsigned char)buf[2] == 0xBF)
         c->p += 3;
+}
+
+int pflex_csv_load(pflex_csv_t *c, const char *path, char **buf, pflex_error_t *err)
+{
+    size_t len;
+    if (pflex_read_all(path, buf, &len, err) < 0)
+        return -1;
+    pflex_csv_init(c, *buf, len, path);
+    return 0;
 }
 
 void pflex_csv_fini(pflex_csv_t *c)
@@ -195,115 +200,9 @@ int pflex_csv_field_is(const struct pflex_csv_field *f, const char *s)
     return f->len == n && memcmp(f->s, s, n) == 0;
 }
 
-static const double pow10_exact[23] = {
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-};
-
-static int parse_slow(const char *s, size_t len, double *out)
-{
-    char buf[128];
-    if (len >= sizeof buf)
-        return -1;
-    memcpy(buf, s, len);
-    buf[len] = 0;
-    char *end;
-    double v = strtod(buf, &end);
-    if (end != buf + len || !isfinite(v))
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int pflex_parse_double(const char *s, size_t len, double *out)
 {
-    if (len == 0)
-        return -1;
-    const char *p = s, *e = s + len;
-    int neg = 0;
-    if (*p == '-' || *p == '+') {
-        neg = *p == '-';
-        p++;
-    }
-    if (len <= 15) {
-        /* The common short plain decimal ("591.33", "8"): at most 15
-         * digits, so the mantissa and its power of ten are exact and one
-         * division rounds correctly, as below.  Anything else (an
-         * exponent, a second point, no digit) takes the general path. */
-        const char *q = p, *point = NULL;
-        uint64_t m = 0;
-        for (; q < e; q++) {
-            unsigned d = (unsigned)(*q - '0');
-            if (d < 10)
-                m = m * 10 + d;
-            else if (*q == '.' && !point)
-                point = q;
-            else
-                break;
-        }
-        size_t ndig = (size_t)(q - p) - (point != NULL);
-        if (q == e && ndig > 0) {
-            double v = (double)m;
-            if (point && e - point > 1)
-                v /= pow10_exact[e - point - 1];
-            *out = neg ? -v : v;
-            return 0;
-        }
-    }
-    uint64_t mant = 0;
-    int digits = 0, exp10 = 0, any = 0;
-    while (p < e && *p == '0')
-        p++, any = 1;
-    while (p < e && (unsigned)(*p - '0') < 10) {
-        if (digits < 19)
-            mant = mant * 10 + (uint64_t)(*p - '0');
-        else
-            exp10++;
-        digits++;
-        p++;
-        any = 1;
-    }
-    if (p < e && *p == '.') {
-        p++;
-        if (digits == 0)
-            while (p < e && *p == '0')
-                p++, exp10--, any = 1;
-        while (p < e && (unsigned)(*p - '0') < 10) {
-            if (digits < 19) {
-                mant = mant * 10 + (uint64_t)(*p - '0');
-                exp10--;
-            }
-            digits++;
-            p++;
-            any = 1;
-        }
-    }
-    if (!any)
-        return parse_slow(s, len, out);   /* "nan", "inf", ".": rejected there */
-    if (p < e && (*p == 'e' || *p == 'E')) {
-        p++;
-        int eneg = 0, ev = 0, edig = 0;
-        if (p < e && (*p == '-' || *p == '+'))
-            eneg = *p++ == '-';
-        while (p < e && (unsigned)(*p - '0') < 10) {
-            if (ev < 10000)
-                ev = ev * 10 + (*p - '0');
-            p++;
-            edig++;
-        }
-        if (!edig)
-            return -1;
-        exp10 += eneg ? -ev : ev;
-    }
-    if (p != e)
-        return -1;
-    if (digits <= 15 && exp10 >= -22 && exp10 <= 22) {
-        double v = (double)mant;
-        v = exp10 >= 0 ? v * pow10_exact[exp10] : v / pow10_exact[-exp10];
-        *out = neg ? -v : v;
-        return 0;
-    }
-    return parse_slow(s, len, out);
+    return pflex_dec_parse(s, len, out);
 }
 
 const char *pflex_name_problem(const char *s, size_t len, size_t *at)
@@ -320,32 +219,11 @@ const char *pflex_name_problem(const char *s, size_t len, size_t *at)
             p++;
             continue;
         }
-        /* RFC 3629: no overlong form, no surrogate, nothing past U+10FFFF */
-        size_t n;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF)
-            n = 1;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            n = 2;
-            if (c == 0xE0)
-                lo = 0xA0;
-            else if (c == 0xED)
-                hi = 0x9F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            n = 3;
-            if (c == 0xF0)
-                lo = 0x90;
-            else if (c == 0xF4)
-                hi = 0x8F;
-        } else {
+        unsigned cp;
+        int n = pflex_utf8_char(p, e, &cp);
+        if (n < 0)
             return "is not valid UTF-8";
-        }
-        if ((size_t)(e - p) <= n || p[1] < lo || p[1] > hi)
-            return "is not valid UTF-8";
-        for (size_t k = 2; k <= n; k++)
-            if (p[k] < 0x80 || p[k] > 0xBF)
-                return "is not valid UTF-8";
-        p += n + 1;
+        p += n;
     }
     return NULL;
 }

@@ -34,7 +34,9 @@
 #include "pflex/io/sweep.h"
 #include "lib/io/csv_scan.h"
 #include "lib/util/bigmem.h"
+#include "lib/util/decimal.h"
 #include "lib/util/grow.h"
+#include "lib/util/hash.h"
 
 static const char *const tm_names[PFLEX_TM_COUNT] = {
     "sm_clock_mhz", "mem_clock_mhz", "gpu_util", "mem_copy_util", "sm_active",
@@ -194,10 +196,7 @@ int pflex_tier_floor(const char *tier, double *floor)
 
 static uint64_t hash_bytes(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h ^ (h >> 29);
+    return pflex_hash_bytes(0, s, n);
 }
 
 /* memcmp(a, b, n) == 0 for the short names a row is checked against: a
@@ -1481,12 +1480,10 @@ static int is_blank(char ch)
 }
 
 /* The numbers read while a row is split are short plain decimals, those
- * pflex_parse_double's short path takes (csv.c): digits and at most one
- * point, a digit at least, at most 15 characters; the mantissa and its
- * power of ten are then exact, and one division rounds as it does there. */
-static const double pow10_short[16] = {
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-};
+ * the one decimal parser's short path takes (util/decimal.h): digits and
+ * at most one point, a digit at least, at most 15 characters; the
+ * mantissa and its power of ten are then exact, and one division rounds
+ * as it does there. */
 
 #if defined(__FMA__)
 /* 10^-k rounded to nearest. */
@@ -1507,12 +1504,12 @@ static const double pow10_neg_short[8] = {1e0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-
 static inline double short_quotient(double m, unsigned k)
 {
     double q = m * pow10_neg_short[k];
-    return __builtin_fma(__builtin_fma(-q, pow10_short[k], m), pow10_neg_short[k], q);
+    return __builtin_fma(__builtin_fma(-q, pflex_pow10_exact[k], m), pow10_neg_short[k], q);
 }
 #else
 static inline double short_quotient(double m, unsigned k)
 {
-    return m / pow10_short[k];
+    return m / pflex_pow10_exact[k];
 }
 #endif
 
@@ -1554,17 +1551,8 @@ static int split_row(struct src *src, const char *s, const char *end, unsigned l
         const char *q = s, *point = NULL;
         uint64_t m = 0;
         if (role) {
-            for (;; q++) {
-                if (q == end)
-                    return 0;
-                unsigned d = (unsigned)(unsigned char)*q - '0';
-                if (d < 10)
-                    m = m * 10 + d;
-                else if (*q == '.' && !point)
-                    point = q;
-                else
-                    break;
-            }
+            if ((q = pflex_dec_scan(q, end, &m, &point)) == end)
+                return 0;
             s = *q == ',' || *q == '\n' || *q == '"' ? q : csv_find_delim(q, end);
         } else {
             s = csv_find_delim(s, end);
@@ -1581,10 +1569,7 @@ static int split_row(struct src *src, const char *s, const char *end, unsigned l
         f[k].quoted = 0;
         f[k].off = 0;
         if (role && q == b && b - a <= 15 && b - a > (point != NULL)) {
-            double v = small_double(m);
-            if (point && b - point > 1)
-                v /= pow10_short[b - point - 1];
-            src->num[role - 1] = v;
+            src->num[role - 1] = pflex_dec_short(small_double(m), point, b);
             numok |= 1u << (role - 1);
         }
         if (*s == '\n') {

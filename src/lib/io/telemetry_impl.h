@@ -40,9 +40,6 @@ void tm_reserve(pflex_tm_t *t, size_t series);
  * about series more, without a table. */
 long tm_series_append(pflex_tm_t *t, const struct tm_key *k, uint64_t h, const char *name,
                       unsigned line, pflex_error_t *err);
-/* A 64-bit hash of n bytes, seeded by h (eight bytes at a time, mixed at
- * the end); for lookups only: no output order depends on it. */
-uint64_t tm_hash_bytes(uint64_t h, const char *s, size_t n);
 uint64_t tm_key_hash_strings(const struct tm_key *k);
 uint64_t tm_key_hash_of(uint64_t strings, long gpu, int field);
 void tm_reserve_arrays(pflex_tm_t *t, size_t series);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/io/telemetry_impl.h"
+#include "lib/util/hash.h"
 #include "lib/util/mix.h"
 
 #define MAX_LABELS 64
@@ -554,7 +555,7 @@ int tm_read_prom_lines(pflex_tm_t *t, struct tm_lines *lp, const char *name,
                     !memcmp(c.set[guess].text, s + lb, le - lb))
                     se = &c.set[guess];
                 else {
-                    lh = tm_hash_bytes(0, s + lb, le - lb);
+                    lh = pflex_hash_bytes(0, s + lb, le - lb);
                     se = set_find(&c, lh, s + lb, le - lb);
                 }
             }

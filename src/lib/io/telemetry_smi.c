@@ -17,6 +17,7 @@
 #include "pflex/io/csv.h"
 #include "lib/io/csv_scan.h"
 #include "lib/io/telemetry_impl.h"
+#include "lib/util/decimal.h"
 
 enum { ID_NONE = -1, ID_TIME = -2, ID_INDEX = -3, ID_UUID = -4, ID_SWCAP = -5 };
 
@@ -144,33 +145,18 @@ static double local_to_utc(double wall)
     return (double)mktime(&tm) + (wall - (double)w);
 }
 
-/* 10^0 .. 10^15, exact as doubles */
-static const double pow10_small[16] = {
-    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-};
-
 /* The usual value, "655.21 W", "45 %", "1980": at most 15 characters of
  * an optional sign, digits and one point, then the end or a space and a
- * unit.  The same arithmetic as pflex_parse_double's short path (one
- * exact mantissa, one division by an exact power of ten: correctly
- * rounded), so the value is the same bit for bit.  1 with *v, 0 when the
- * value is not of that shape (smi_value then judges it). */
+ * unit.  The short path of the one decimal parser (util/decimal.h), so
+ * the value is the same bit for bit as pflex_parse_double's.  1 with *v,
+ * 0 when the value is not of that shape (smi_value then judges it). */
 static int smi_plain(const char *s, size_t len, double *v)
 {
-    const char *p = s, *e = s + len, *point = NULL;
+    const char *p = s, *e = s + len, *point;
     int neg = *p == '-';
     p += neg || *p == '+';
-    uint64_t m = 0;
-    const char *q = p;
-    for (; q < e; q++) {
-        unsigned d = (unsigned)(*q - '0');
-        if (d < 10)
-            m = m * 10 + d;
-        else if (*q == '.' && !point)
-            point = q;
-        else
-            break;
-    }
+    uint64_t m;
+    const char *q = pflex_dec_scan(p, e, &m, &point);
     size_t ndig = (size_t)(q - p) - (point != NULL);
     if (!ndig || q - s > 15)
         return 0;
@@ -185,9 +171,7 @@ static int smi_plain(const char *s, size_t len, double *v)
                                     ((u[0] == 'K' || u[0] == 'G') && u[1] == 'i' && u[2] == 'B'))))
             return 0;
     }
-    double x = (double)m;
-    if (point && q - point > 1)
-        x /= pow10_small[q - point - 1];
+    double x = pflex_dec_short((double)m, point, q);
     *v = neg ? -x : x;
     return 1;
 }

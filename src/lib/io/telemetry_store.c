@@ -13,6 +13,7 @@
 #include <string.h>
 #include "lib/io/telemetry_impl.h"
 #include "lib/util/bigmem.h"
+#include "lib/util/hash.h"
 #include "lib/util/mix.h"
 
 struct block {
@@ -176,7 +177,7 @@ const char *tm_intern(pflex_tm_t *t, const char *s, size_t n)
         return NULL;
     if ((st->nistr + 1) * 2 > st->itab_cap && itab_grow(st) < 0)
         return NULL;
-    uint32_t h = (uint32_t)tm_hash_bytes(7, s, n);
+    uint32_t h = (uint32_t)pflex_hash_bytes(7, s, n);
     size_t j = h & (st->itab_cap - 1);
     for (uint32_t e; (e = st->itab[j]); j = (j + 1) & (st->itab_cap - 1)) {
         const struct istr *x = &st->istr[e - 1];
@@ -212,26 +213,6 @@ static uint32_t istr_id(const char *s)
 }
 
 /* ---- keys and the table ---- */
-
-/* Eight bytes at a time; pflex_mix64 at the end spreads the bits the
- * table's mask keeps.  Only lookups depend on it: the order of series and
- * samples does not. */
-uint64_t tm_hash_bytes(uint64_t h, const char *s, size_t n)
-{
-    h ^= n * 0x9e3779b97f4a7c15ULL;
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, s, 8);
-        h = (h ^ w) * 0xbf58476d1ce4e5b9ULL;
-        h ^= h >> 29;
-        s += 8;
-        n -= 8;
-    }
-    uint64_t w = 0;
-    memcpy(&w, s, n);
-    h = (h ^ w) * 0x94d049bb133111ebULL;
-    return h ^ (h >> 31);
-}
 
 uint64_t tm_key_hash_strings(const struct tm_key *k);
 uint64_t tm_key_hash_of(uint64_t strings, long gpu, int field);
@@ -341,10 +322,10 @@ void tm_reserve_arrays(pflex_tm_t *t, size_t series)
 
 uint64_t tm_key_hash_strings(const struct tm_key *k)
 {
-    uint64_t h = k->job ? tm_hash_bytes(1, k->job, k->job_len) : 0;
-    h = tm_hash_bytes(h, k->host ? k->host : "", k->host ? k->host_len : 0);
+    uint64_t h = k->job ? pflex_hash_bytes(1, k->job, k->job_len) : 0;
+    h = pflex_hash_bytes(h, k->host ? k->host : "", k->host ? k->host_len : 0);
     if (k->uuid)
-        h = tm_hash_bytes(h + 1, k->uuid, k->uuid_len);
+        h = pflex_hash_bytes(h + 1, k->uuid, k->uuid_len);
     return h;
 }
 

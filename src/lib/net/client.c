@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/net/h1client.h"
+#include "lib/util/grow.h"
 #include "pflex/net/http.h"
 
 #define DEFAULT_PARALLEL 64
@@ -60,16 +61,8 @@ static size_t on_data(char *p, size_t size, size_t n, void *ud)
         s->over = 1;
         return 0;       /* aborts the transfer */
     }
-    if (s->len + got + 1 > s->cap) {
-        size_t cap = s->cap ? s->cap : 4096;
-        while (cap < s->len + got + 1)
-            cap *= 2;
-        char *b = realloc(s->buf, cap);
-        if (!b)
-            return 0;
-        s->buf = b;
-        s->cap = cap;
-    }
+    if (pflex_grow((void **)&s->buf, &s->cap, s->len + got + 1, 1) < 0)
+        return 0;
     memcpy(s->buf + s->len, p, got);
     s->len += got;
     s->buf[s->len] = '\0';

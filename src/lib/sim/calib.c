@@ -10,6 +10,7 @@
 #include "pflex/flex/curve.h"
 #include "pflex/flex/pfi.h"
 #include "pflex/sim/sim.h"
+#include "pflex/io/csv.h"
 #include "pflex/io/sweep.h"
 
 static const struct { const char *preset, *job; } pairs[] = {
@@ -200,58 +201,63 @@ static int expect_sweep(const struct pflex_job_desc *d, const struct pflex_sim_f
 static int read_measured(const char *path, const char *jobs_dir, int machine, int in_fit,
                          int skip_repeats, struct pflex_calib_reals *out, pflex_error_t *err)
 {
-    static const char head[] = "job,tokens_per_s,power_w,sm_clock_mhz,dram_active,tensor_active,"
-                               "sm_active,mem_copy_util";
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return pflex_error_set(err, "%s: cannot open", path);
-    char line[1024];
-    int lineno = 0, header = 0, rc = 0, extra = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        if (line[0] == '#' || line[0] == '\n')
-            continue;
+    static const char *const head[] = {"job", "tokens_per_s", "power_w", "sm_clock_mhz", "dram_active",
+                                       "tensor_active", "sm_active", "mem_copy_util"};
+    char *buf;
+    pflex_csv_t c;
+    if (pflex_csv_load(&c, path, &buf, err) < 0)
+        return -1;
+    int got = 0, header = 0, rc = 0, extra = 0;
+    while (rc == 0 && (got = pflex_csv_next(&c, err)) > 0) {
+        const struct pflex_csv_field *f = c.fields;
+        unsigned line = c.line;
         if (!header) {
             header = 1;
-            if (strncmp(line, head, sizeof head - 1)) {
-                rc = pflex_error_set(err, "%s:%d: unexpected header", path, lineno);
-                break;
-            }
-            extra = !strncmp(line + sizeof head - 1, ",unit,size", 10);
+            for (size_t k = 0; k < 8; k++)
+                if (c.nfields < 8 || !pflex_csv_field_is(&f[k], head[k])) {
+                    rc = pflex_error_set(err, "%s:%u: unexpected header", path, line);
+                    break;
+                }
+            extra = c.nfields >= 10 && pflex_csv_field_is(&f[8], "unit") && pflex_csv_field_is(&f[9], "size");
             continue;
         }
         struct pflex_calib_real r;
         memset(&r, 0, sizeof r);
-        char unit[16] = "token", size[32] = "";
-        int nf = sscanf(line, "%63[^,],%lf,%lf,%lf,%lf,%lf,%lf,%lf,%15[^,],%31[^,]", r.name,
-                        &r.tokens_per_s, &r.power_w, &r.sm_clock_mhz, &r.dram_active,
-                        &r.tensor_active, &r.sm_active, &r.mem_copy_util, unit, size);
-        if (skip_repeats && (!strncmp(line, "idle,", 5) || strstr(r.name, "_r2")))
+        if (f[0].len < sizeof r.name) {
+            memcpy(r.name, f[0].s, f[0].len);
+            r.name[f[0].len] = '\0';
+        }
+        if (skip_repeats && (pflex_csv_field_is(&f[0], "idle") || strstr(r.name, "_r2")))
             continue;
-        if (nf < 8 || (extra && nf < 9) || !(r.tokens_per_s > 0) || !(r.power_w > 0)
-            || !(r.sm_clock_mhz > 0)) {
-            rc = pflex_error_set(err, "%s:%d: expected %s fields, rate, power and clock positive",
-                                 path, lineno, extra ? "10" : "8");
+        double *num[7] = {&r.tokens_per_s, &r.power_w, &r.sm_clock_mhz, &r.dram_active,
+                          &r.tensor_active, &r.sm_active, &r.mem_copy_util};
+        int ok = f[0].len > 0 && f[0].len < sizeof r.name && c.nfields >= (extra ? 9u : 8u);
+        for (size_t k = 0; ok && k < 7; k++)
+            ok = pflex_parse_double(f[k + 1].s, f[k + 1].len, num[k]) == 0;
+        if (!ok || !(r.tokens_per_s > 0) || !(r.power_w > 0) || !(r.sm_clock_mhz > 0)) {
+            rc = pflex_error_set(err, "%s:%u: expected %s fields, rate, power and clock positive",
+                                 path, line, extra ? "10" : "8");
             break;
         }
         if (out->n >= PFLEX_CALIB_H200_MAX) {
-            rc = pflex_error_set(err, "%s:%d: more than %d runs", path, lineno,
+            rc = pflex_error_set(err, "%s:%u: more than %d runs", path, line,
                                  PFLEX_CALIB_H200_MAX);
             break;
         }
         r.machine = machine;
         r.in_fit = in_fit;
-        if (!strcmp(unit, "flop") || !strcmp(unit, "byte")) {
-            r.unit = unit[0] == 'f' ? PFLEX_CALIB_FLOP : PFLEX_CALIB_BYTE;
-            char *end;
-            r.size = strtod(size, &end);
-            if (end == size || !(r.size >= 1)) {
-                rc = pflex_error_set(err, "%s:%d: a %s loop needs its size", path, lineno, unit);
+        const struct pflex_csv_field *uf = extra ? &f[8] : NULL;
+        if (uf && (pflex_csv_field_is(uf, "flop") || pflex_csv_field_is(uf, "byte"))) {
+            r.unit = uf->s[0] == 'f' ? PFLEX_CALIB_FLOP : PFLEX_CALIB_BYTE;
+            if (c.nfields < 10 || pflex_parse_double(f[9].s, f[9].len, &r.size) < 0
+                || !(r.size >= 1)) {
+                rc = pflex_error_set(err, "%s:%u: a %.*s loop needs its size", path, line,
+                                     (int)uf->len, uf->s);
                 break;
             }
-        } else if (strcmp(unit, "token")) {
-            rc = pflex_error_set(err, "%s:%d: unit %s is not token, flop or byte", path, lineno,
-                                 unit);
+        } else if (uf && !pflex_csv_field_is(uf, "token")) {
+            rc = pflex_error_set(err, "%s:%u: unit %.*s is not token, flop or byte", path, line,
+                                 (int)uf->len, uf->s);
             break;
         } else {
             char jp[4200];
@@ -263,7 +269,10 @@ static int read_measured(const char *path, const char *jobs_dir, int machine, in
         }
         out->r[out->n++] = r;
     }
-    fclose(f);
+    if (rc == 0 && got < 0)
+        rc = -1;
+    pflex_csv_fini(&c);
+    free(buf);
     return rc;
 }
 

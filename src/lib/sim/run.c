@@ -47,13 +47,6 @@ static const double noise_tm[PFLEX_TM_COUNT] = {
 #define RUN_CV_TPUT 0.005
 #define RUN_CV_TM 0.004
 
-static double gauss(uint64_t a, uint64_t b)
-{
-    double u = ((pflex_mix64(a ^ pflex_mix64(2 * b)) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-    double v = ((pflex_mix64(a ^ pflex_mix64(2 * b + 1)) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-    return sqrt(-2 * log(u)) * cos(2 * M_PI * v);
-}
-
 const char *pflex_sim_phase_name(enum pflex_sim_phase p)
 {
     static const char *const names[] = {"warmup", "startup", "training", "eval", "checkpoint"};
@@ -166,10 +159,10 @@ int pflex_sim_job_run(pflex_sim_job_t *j, double cap_w, const struct pflex_sim_r
     int by_util = 1;
     size_t written;
     uint64_t rs = pflex_mix64(seed ^ 0x72756e2d72756eULL);
-    double run_p = 1 + RUN_CV_POWER * gauss(rs, 0), run_t = 1 + RUN_CV_TPUT * gauss(rs, 1);
+    double run_p = 1 + RUN_CV_POWER * pflex_gauss(rs, 0), run_t = 1 + RUN_CV_TPUT * pflex_gauss(rs, 1);
     double run_tm[PFLEX_TM_COUNT];
     for (int f = 0; f < PFLEX_TM_COUNT; f++)
-        run_tm[f] = 1 + RUN_CV_TM * gauss(rs, 2 + (uint64_t)f);
+        run_tm[f] = 1 + RUN_CV_TM * pflex_gauss(rs, 2 + (uint64_t)f);
 again:
     written = 0;
     for (size_t t = 0; t < nt; t++) {
@@ -191,7 +184,7 @@ again:
         uint64_t st = pflex_mix64(seed ^ (uint64_t)t);
         double tput = 0;
         if (ph == PFLEX_SIM_TRAINING)
-            tput = mean.throughput * run_t * (1 + NOISE_TPUT * gauss(st, 0));
+            tput = mean.throughput * run_t * (1 + NOISE_TPUT * pflex_gauss(st, 0));
         double psum = 0, tsum[PFLEX_TM_COUNT] = {0};
         for (int i = 0; i < g; i++) {
             uint64_t sg = pflex_mix64(st ^ pflex_mix64(0x677075ULL + (uint64_t)i));
@@ -206,7 +199,7 @@ again:
             default: busy = 1; s.fb_used_gib = fb_train; break;
             }
             s.power_w = (k->idle_w * (ph == PFLEX_SIM_WARMUP ? 0.8 : 1.0)
-                         + busy * (pw[i] - k->idle_w)) * run_p * (1 + NOISE_POWER * gauss(sg, 1));
+                         + busy * (pw[i] - k->idle_w)) * run_p * (1 + NOISE_POWER * pflex_gauss(sg, 1));
             for (int f = 0; f < PFLEX_TM_COUNT; f++) {
                 double v = tg[f];
                 if (f == PFLEX_TM_MEM_CLOCK_MHZ || !isfinite(v)) {
@@ -215,14 +208,14 @@ again:
                     double nc = v < k->sm_clock_max_mhz - 1 ? NOISE_CLOCK_CAPPED : 0;
                     /* no dither (nc 0): v itself, as v * (1 + 0 * draw) is */
                     s.tm[f] = busy > 0.5 ? fmin(k->sm_clock_max_mhz,
-                                                nc > 0 ? v * (1 + nc * gauss(sg, 2 + (uint64_t)f)) : v)
+                                                nc > 0 ? v * (1 + nc * pflex_gauss(sg, 2 + (uint64_t)f)) : v)
                                          : k->sm_clock_max_mhz;
                 } else {
                     /* Evaluation keeps the GPUs busy (gpu_util high) at a
                      * lighter load; the checkpoint and start-up leave them idle. */
                     double scale = f == PFLEX_TM_GPU_UTIL || f == PFLEX_TM_GR_ENGINE_ACTIVE
                                    ? (ph == PFLEX_SIM_EVAL ? 0.95 : busy) : busy;
-                    s.tm[f] = v * scale * run_tm[f] * (1 + noise_tm[f] * gauss(sg, 2 + (uint64_t)f));
+                    s.tm[f] = v * scale * run_tm[f] * (1 + noise_tm[f] * pflex_gauss(sg, 2 + (uint64_t)f));
                     if (f == PFLEX_TM_GPU_UTIL || f == PFLEX_TM_MEM_COPY_UTIL)
                         s.tm[f] = fmin(100, fmax(0, s.tm[f]));
                     else if (f <= PFLEX_TM_GR_ENGINE_ACTIVE)

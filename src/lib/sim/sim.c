@@ -200,17 +200,7 @@ struct pflex_sim_job {
 
 /* --- randomness: splitmix64, Box-Muller ---------------------------------- */
 
-static double unif(uint64_t a, uint64_t b)
-{
-    return ((pflex_mix64(a ^ pflex_mix64(b)) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
-
-/* A standard normal fixed by (a, b). */
-static double gauss(uint64_t a, uint64_t b)
-{
-    double u = unif(a, 2 * b), v = unif(a, 2 * b + 1);
-    return sqrt(-2 * log(u)) * cos(2 * M_PI * v);
-}
+/* pflex_unif, pflex_gauss (mix.h): draws fixed by a counter pair. */
 
 /* --- the GPU: V-f curve, phase power, the power loop ---------------------- */
 
@@ -1285,8 +1275,8 @@ static int measure(pflex_sim_job_t *j, double cap_w, struct pflex_sim_measure *o
     out->throughput = rate;
     if (noisy) {
         uint64_t draw = j->draws++, base = pflex_mix64(j->seed ^ 0x6e6f697365ULL) ^ pflex_mix64(draw);
-        out->power_w *= 1 + P.noise_power * gauss(base, 1);
-        out->throughput *= 1 + P.noise_tput * gauss(base, 2);
+        out->power_w *= 1 + P.noise_power * pflex_gauss(base, 1);
+        out->throughput *= 1 + P.noise_tput * pflex_gauss(base, 2);
         out->step_s = j->s.tokens / out->throughput;
         for (int f = 0; f < PFLEX_TM_COUNT; f++)
             if (f == PFLEX_TM_SM_CLOCK_MHZ) {
@@ -1294,9 +1284,9 @@ static int measure(pflex_sim_job_t *j, double cap_w, struct pflex_sim_measure *o
                  * never reads above the board's top clock. */
                 double top = j->k->sm_clock_max_mhz;
                 if (out->tm[f] < top - 1)
-                    out->tm[f] = fmin(top, out->tm[f] * (1 + P.noise_tm * gauss(base, 10 + (uint64_t)f)));
+                    out->tm[f] = fmin(top, out->tm[f] * (1 + P.noise_tm * pflex_gauss(base, 10 + (uint64_t)f)));
             } else if (f != PFLEX_TM_MEM_CLOCK_MHZ) {
-                out->tm[f] *= 1 + P.noise_tm * gauss(base, 10 + (uint64_t)f);
+                out->tm[f] *= 1 + P.noise_tm * pflex_gauss(base, 10 + (uint64_t)f);
                 if ((f >= PFLEX_TM_SM_ACTIVE && f <= PFLEX_TM_GR_ENGINE_ACTIVE) && out->tm[f] > 1)
                     out->tm[f] = 1;
                 if ((f == PFLEX_TM_GPU_UTIL || f == PFLEX_TM_MEM_COPY_UTIL) && out->tm[f] > 100)
@@ -1474,12 +1464,12 @@ int pflex_sim_job_create_fit(const struct pflex_job_desc *d, uint64_t seed,
     precision_rate(j);
     /* The data loader's speed differs from job to job (tokenisation,
      * storage, CPU per GPU): a log-normal factor fixed by the seed. */
-    j->host_mult = exp(P.sigma_host * gauss(pflex_mix64(j->seed ^ 0x686f7374ULL), 0)
+    j->host_mult = exp(P.sigma_host * pflex_gauss(pflex_mix64(j->seed ^ 0x686f7374ULL), 0)
                        - 0.5 * P.sigma_host * P.sigma_host);
     uint64_t sil = pflex_mix64(j->seed ^ 0x73696c69636f6eULL);
     for (int i = 0; i < j->n; i++) {
-        j->g[i].leak_mult = fmax(0.5, 1 + P.sigma_leak * gauss(sil, 2 * (uint64_t)i));
-        j->g[i].v_mult = 1 + P.sigma_v * gauss(sil, 2 * (uint64_t)i + 1);
+        j->g[i].leak_mult = fmax(0.5, 1 + P.sigma_leak * pflex_gauss(sil, 2 * (uint64_t)i));
+        j->g[i].v_mult = 1 + P.sigma_v * pflex_gauss(sil, 2 * (uint64_t)i + 1);
         j->g[i].cap_w = k->default_cap_w;
     }
     build_step(j);
@@ -1612,7 +1602,7 @@ static int op_sample(void *ctx, unsigned i, struct pflex_gpu_sample *out, pflex_
     double step;
     evaluate(j, &step);
     uint64_t base = pflex_mix64(j->seed ^ 0x73616d706c65ULL) ^ pflex_mix64(j->draws++);
-    out->power_w = j->power_w[i] * (1 + P.noise_power * gauss(base, 1));
+    out->power_w = j->power_w[i] * (1 + P.noise_power * pflex_gauss(base, 1));
     j->g[i].energy_j += out->power_w;
     out->energy_j = j->g[i].energy_j;
     memcpy(out->tm, j->tm + (size_t)i * PFLEX_TM_COUNT, sizeof out->tm);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pflex/site/simulate.h"
+#include "pflex/io/csv.h"
 #include "pflex/io/sweep.h"
 
 void pflex_sim_day_fini(struct pflex_sim_day *d)
@@ -42,49 +43,44 @@ int pflex_sim_day_read(const char *path, const char *date_for_hhmm, double bucke
     if (!(bucket_s >= 60) || !isfinite(bucket_s))
         return pflex_error_set(err, "%s: the bucket must be a minute or more", path);
     char *buf;
-    size_t len;
-    if (pflex_read_all(path, &buf, &len, err) < 0)
+    pflex_csv_t c;
+    if (pflex_csv_load(&c, path, &buf, err) < 0)
         return -1;
     size_t cap = 0;
-    int line = 0;
-    char *p = buf, *end = buf + len;
-    while (p < end) {
-        char *nl = memchr(p, '\n', (size_t)(end - p));
-        char *le = nl ? nl : end;
-        line++;
-        if (le > p && le[-1] == '\r')
-            le[-1] = 0;
-        *le = 0;
-        char *row = p;
-        p = nl ? nl + 1 : end;
-        if (!*row || *row == '#')
-            continue;
-        char *comma = strchr(row, ',');
-        if (!comma) {
-            pflex_error_set(err, "%s:%d: want TIME,WATTS", path, line);
+    int got;
+    while ((got = pflex_csv_next(&c, err)) > 0) {
+        unsigned line = c.line;
+        if (c.nfields < 2) {
+            pflex_error_set(err, "%s:%u: want TIME,WATTS", path, line);
             goto fail;
         }
-        *comma = 0;
-        char *ve;
-        double v = strtod(comma + 1, &ve);
-        if (ve == comma + 1 || (*ve && *ve != ',')) {
+        const struct pflex_csv_field *tf = &c.fields[0], *wf = &c.fields[1];
+        double v;
+        if (pflex_parse_double(wf->s, wf->len, &v) < 0) {
             if (out->n == 0 && line == 1)
                 continue;       /* the header */
-            pflex_error_set(err, "%s:%d: '%s' is not a power in W", path, line, comma + 1);
+            pflex_error_set(err, "%s:%u: '%.*s' is not a power in W", path, line, (int)wf->len, wf->s);
             goto fail;
         }
-        if (!(v > 0) || !isfinite(v)) {
-            pflex_error_set(err, "%s:%d: power must be positive", path, line);
+        if (!(v > 0)) {
+            pflex_error_set(err, "%s:%u: power must be positive", path, line);
             goto fail;
         }
+        char row[64];
+        if (tf->len >= sizeof row) {
+            pflex_error_set(err, "%s:%u: time too long", path, line);
+            goto fail;
+        }
+        memcpy(row, tf->s, tf->len);
+        row[tf->len] = '\0';
         double t;
         pflex_error_t e2;
         if (parse_when(row, date_for_hhmm, &t, &e2) < 0) {
-            pflex_error_set(err, "%s:%d: %s", path, line, e2.text);
+            pflex_error_set(err, "%s:%u: %s", path, line, e2.text);
             goto fail;
         }
         if (out->n && !(t > out->t_s[out->n - 1])) {
-            pflex_error_set(err, "%s:%d: times must increase", path, line);
+            pflex_error_set(err, "%s:%u: times must increase", path, line);
             goto fail;
         }
         if (out->n == cap) {
@@ -102,8 +98,11 @@ int pflex_sim_day_read(const char *path, const char *date_for_hhmm, double bucke
         out->t_s[out->n] = t;
         out->w[out->n++] = v;
     }
+    pflex_csv_fini(&c);
     free(buf);
     buf = NULL;
+    if (got < 0)
+        goto fail;
     if (out->n < 3 || out->t_s[out->n - 1] - out->t_s[0] < 3600 + 2 * bucket_s) {
         pflex_error_set(err, "%s: too few rows: want an hour before the event and more", path);
         goto fail;
@@ -160,6 +159,8 @@ int pflex_sim_day_read(const char *path, const char *date_for_hhmm, double bucke
     free(mx);
     return 0;
 fail:
+    if (buf)
+        pflex_csv_fini(&c);
     free(buf);
     pflex_sim_day_fini(out);
     return -1;

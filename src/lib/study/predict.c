@@ -320,6 +320,45 @@ static int nested_fold(size_t i, size_t n)
     return (int)(n > NESTED_LOO_MAX ? i % NESTED_FOLDS : i);
 }
 
+struct nested {
+    const struct pflex_modelsel_candidate *cand;
+    size_t nc;
+    int *ids;           /* the inner folds */
+    double *inner;      /* the inner folds' predictions */
+};
+
+/* One outer fold's model (pflex_model_cv_folds' fit): the candidate of
+ * least inner leave-one-out RMSE on the fold's rows, fitted on them. */
+static pflex_model_t *nested_fit(void *ctx, const struct pflex_train_data *in)
+{
+    const struct nested *x = ctx;
+    size_t n = in->n, nt = 1 + in->ncut, ntrain = 0;
+    for (size_t j = 0; j < n; j++)
+        ntrain += in->use[j] && !isnan(in->y[j * nt]);
+    int best = -1;
+    double best_rmse = INFINITY;
+    for (size_t c = 0; c < x->nc; c++) {
+        pflex_error_t e;
+        if (ntrain < 2 || pflex_model_min_jobs(&x->cand[c].spec) > ntrain - 1
+            || pflex_model_cv(&x->cand[c].spec, in, x->ids, x->inner, &e) < 0)
+            continue;
+        double se2 = 0;
+        size_t k = 0;
+        for (size_t j = 0; j < n; j++)
+            if (in->use[j] && !isnan(x->inner[j * nt]) && !isnan(in->y[j * nt])) {
+                double d = x->inner[j * nt] - in->y[j * nt];
+                se2 += d * d;
+                k++;
+            }
+        if (k == ntrain && sqrt(se2 / (double)k) < best_rmse) {
+            best_rmse = sqrt(se2 / (double)k);
+            best = (int)c;
+        }
+    }
+    pflex_error_t e;
+    return best >= 0 ? pflex_model_fit(&x->cand[best].spec, in, &e) : NULL;
+}
+
 /* Nested cross-validation: for each outer fold (the rows sharing an id in
  * g), the model is chosen among cand[0..nc) by its leave-one-out RMSE of
  * PFI on the other rows only (NESTED_FOLDS-fold past NESTED_LOO_MAX rows),
@@ -329,64 +368,17 @@ static int nested_cv(const struct pflex_modelsel_candidate *cand, size_t nc,
                      const struct pflex_train_data *td, const int *g, double *pred)
 {
     size_t n = td->n, nt = 1 + td->ncut;
-    unsigned char *use = malloc(n ? n : 1), *done = calloc(n ? n : 1, 1);
-    int *ids = malloc((n ? n : 1) * sizeof *ids);
-    double *inner = malloc((n ? n : 1) * nt * sizeof *inner), *se = malloc(nt * sizeof *se);
+    struct nested x = {cand, nc, malloc((n ? n : 1) * sizeof *x.ids),
+                       malloc((n ? n : 1) * nt * sizeof *x.inner)};
     int rc = -1;
-    if (!use || !done || !ids || !inner || !se)
-        goto out;
-    for (size_t i = 0; i < n; i++)
-        ids[i] = nested_fold(i, n);
-    for (size_t i = 0; i < n * nt; i++)
-        pred[i] = NAN;
-    for (size_t i = 0; i < n; i++) {
-        if (done[i])
-            continue;
-        size_t ntrain = 0;
-        for (size_t j = 0; j < n; j++) {
-            use[j] = g[j] != g[i];
-            ntrain += use[j] && !isnan(td->y[j * nt]);
-        }
-        struct pflex_train_data in = *td;
-        in.use = use;
-        int best = -1;
-        double best_rmse = INFINITY;
-        for (size_t c = 0; c < nc; c++) {
-            pflex_error_t e;
-            if (ntrain < 2 || pflex_model_min_jobs(&cand[c].spec) > ntrain - 1
-                || pflex_model_cv(&cand[c].spec, &in, ids, inner, &e) < 0)
-                continue;
-            double se2 = 0;
-            size_t k = 0;
-            for (size_t j = 0; j < n; j++)
-                if (use[j] && !isnan(inner[j * nt]) && !isnan(td->y[j * nt])) {
-                    double d = inner[j * nt] - td->y[j * nt];
-                    se2 += d * d;
-                    k++;
-                }
-            if (k == ntrain && sqrt(se2 / (double)k) < best_rmse) {
-                best_rmse = sqrt(se2 / (double)k);
-                best = (int)c;
-            }
-        }
+    if (x.ids && x.inner) {
+        for (size_t i = 0; i < n; i++)
+            x.ids[i] = nested_fold(i, n);
         pflex_error_t e;
-        pflex_model_t *m = best >= 0 ? pflex_model_fit(&cand[best].spec, &in, &e) : NULL;
-        for (size_t j = 0; j < n; j++) {
-            if (g[j] != g[i])
-                continue;
-            done[j] = 1;
-            if (m)
-                pflex_model_predict(m, td->x + j * PFLEX_FEAT_COUNT, pred + j * nt, se);
-        }
-        pflex_model_destroy(m);
+        rc = pflex_model_cv_folds(td, g, nested_fit, &x, pred, &e);
     }
-    rc = 0;
-out:
-    free(use);
-    free(done);
-    free(ids);
-    free(inner);
-    free(se);
+    free(x.ids);
+    free(x.inner);
     return rc;
 }
 

@@ -1,9 +1,10 @@
 /* jscan.c — a JSON reader that walks a document in place (jscan.h). */
-#include <locale.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/util/decimal.h"
 #include "lib/util/jscan.h"
+#include "lib/util/utf8.h"
 
 static int fail(struct pflex_jscan *s, const char *why)
 {
@@ -131,33 +132,6 @@ static int hex4(const char *p, unsigned *v)
     return 0;
 }
 
-/* One UTF-8 character at p (its lead byte >= 0x80): its code point and
- * length, or -1 when it is not valid UTF-8 (overlong, a surrogate, past
- * U+10FFFF, cut short). */
-static int utf8(const unsigned char *p, const unsigned char *end, unsigned *cp)
-{
-    unsigned c = p[0], n, min;
-    if (c >= 0xC2 && c <= 0xDF)
-        n = 2, min = 0x80, c &= 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF)
-        n = 3, min = 0x800, c &= 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4)
-        n = 4, min = 0x10000, c &= 0x07;
-    else
-        return -1;
-    if ((size_t)(end - p) < n)
-        return -1;
-    for (unsigned i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return -1;
-        c = c << 6 | (p[i] & 0x3F);
-    }
-    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-        return -1;
-    *cp = c;
-    return (int)n;
-}
-
 /* The bytes a string holds as they are: printable ASCII but '"' and '\\'. */
 static const unsigned char plain[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -254,7 +228,7 @@ static long string_at(struct pflex_jscan *s, char *out, size_t size, int *cut)
             cp = c;
             s->p++;
         } else {
-            int n = utf8((const unsigned char *)s->p, (const unsigned char *)s->end, &cp);
+            int n = pflex_utf8_char((const unsigned char *)s->p, (const unsigned char *)s->end, &cp);
             if (n < 0)
                 return fail(s, "a string is not valid UTF-8");
             s->p += n;
@@ -348,26 +322,6 @@ int pflex_jscan_key(struct pflex_jscan *s, char *key, size_t size, int *cut)
     return 1;
 }
 
-/* strtod on n bytes at p, in the C locale's notation whatever the
- * process's (the decimal point swapped for the locale's). */
-static double c_strtod(const char *p, size_t n)
-{
-    char small[128], *buf = n < sizeof small ? small : malloc(n + 1);
-    if (!buf)
-        return NAN;
-    memcpy(buf, p, n);
-    buf[n] = '\0';
-    const char *dp = localeconv()->decimal_point;
-    if (dp && dp[0] && dp[0] != '.' && !dp[1])
-        for (char *q = buf; *q; q++)
-            if (*q == '.')
-                *q = dp[0];
-    double v = strtod(buf, NULL);
-    if (buf != small)
-        free(buf);
-    return v;
-}
-
 int pflex_jscan_number(struct pflex_jscan *s, double *v, int *is_int)
 {
     if (pflex_jscan_peek(s) != PFLEX_J_NUMBER)
@@ -422,18 +376,14 @@ int pflex_jscan_number(struct pflex_jscan *s, double *v, int *is_int)
         exp10 += eneg ? -ex : ex;
     }
     s->p = p;
-    /* exact when the digits fit a double's 53 bits and the power of ten
-     * is exact too (one rounding: correctly rounded); else strtod */
-    static const double pow10[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-                                   1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    /* the one decimal parser's fast path, else its strtod (decimal.h) */
     double x;
-    if (digits <= 19 && m <= ((uint64_t)1 << 53) && exp10 >= -22 && exp10 <= 22) {
-        x = (double)m;
-        x = exp10 < 0 ? x / pow10[-exp10] : x * pow10[exp10];
+    size_t used;
+    if (pflex_dec_exact(m, digits, exp10, &x)) {
         if (neg)
             x = -x;
     } else
-        x = c_strtod(b, (size_t)(p - b));
+        x = pflex_dec_strtod(b, (size_t)(p - b), &used);
     if (!isfinite(x)) {
         s->p = b;
         return fail(s, "a number out of range");

@@ -3,13 +3,11 @@
 #include <string.h>
 #include "lib/util/strtab.h"
 #include "lib/util/grow.h"
+#include "lib/util/hash.h"
 
 static uint64_t hash(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ull;        /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
+    return pflex_hash_bytes(0, s, n);
 }
 
 /* The slot holding s[0..n), or the empty one where it would go. */
