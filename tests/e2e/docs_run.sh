@@ -1,6 +1,7 @@
 #!/bin/sh
 # Every ```sh block of README.md and docs/*.md runs as written: each in a
-# fresh clone of this repository (what is committed), from its root, with
+# fresh clone of this repository (its committed files: commit before running
+# it on changed docs or examples), from its root, with
 # the build's pflex on PATH, under `sh -e`, bounded in time; a failing block
 # fails the test, named by file and line.  Illustrative blocks (placeholder
 # hosts, daemons left running, real GPUs) are fenced ```console and not run.
@@ -41,6 +42,7 @@ is_root=no; [ "$(id -u)" = 0 ] && is_root=yes
 have_slurm=no; command -v squeue >/dev/null 2>&1 && squeue >/dev/null 2>&1 && have_slurm=yes
 
 ran=0; skipped=0; failed=0
+clone=$tmp/clone
 while read -r file line block; do
     where="$file:$line"
     case ${DOCS_RUN_ONLY:-} in
@@ -59,21 +61,42 @@ while read -r file line block; do
     if grep -q 'SHARED_DATA' "$block" && [ -z "$shared" ]; then
         echo "skip $where: needs \$SHARED_DATA/emerald-demo"; skipped=$((skipped + 1)); continue
     fi
-    clone=$tmp/clone
-    rm -rf "$clone"
-    git clone -q "$root" "$clone" || { echo "FAIL: git clone"; exit 1; }
+    # One clone, put back to its fresh state before each block (faster than
+    # a clone a block; the same files).
+    if [ -d "$clone" ]; then
+        git -C "$clone" reset -q --hard && git -C "$clone" clean -q -fdx \
+            || { echo "FAIL: cannot reset the clone"; exit 1; }
+    else
+        git clone -q "$root" "$clone" || { echo "FAIL: git clone of $root"; exit 1; }
+    fi
     t0=$(date +%s)
     # Its own session, so that whatever the block leaves behind is ended.
+    rm -f "$tmp/sid"
     ( cd "$clone" && PATH="$PFLEX_BUILD:$PATH" SHARED_DATA="$shared" HOME="$tmp/home" \
-        exec setsid timeout -k 5 "$BLOCK_S" sh -e "$block" ) < /dev/null > "$tmp/out" 2>&1 &
-    pid=$!
-    wait $pid
+        exec setsid sh -c 'echo $$ > "$1"; shift; exec timeout -k 5 "$@"' sh "$tmp/sid" \
+        "$BLOCK_S" sh -e "$block" ) < /dev/null > "$tmp/out" 2>&1
     rc=$?
-    kill -TERM -- "-$pid" 2>/dev/null
+    # A block that starts a daemon stops it: one still running fails it.
+    left=""
+    if [ -s "$tmp/sid" ]; then
+        sid=$(cat "$tmp/sid")
+        # (a daemon just sent `kill` gets 3 s to finish its exit)
+        if [ $rc -eq 0 ]; then
+            for i in 1 2 3 4 5 6; do
+                left=$(ps -o pid=,args= -s "$sid" 2>/dev/null | grep -v '<defunct>')
+                [ -z "$left" ] && break
+                sleep 0.5
+            done
+        fi
+        kill -TERM "-$sid" 2>/dev/null
+    fi
+    if [ -n "$left" ]; then
+        echo "left running by the block: $left" >> "$tmp/out"; rc=253
+    fi
     ran=$((ran + 1))
     if [ $rc -ne 0 ]; then
         failed=$((failed + 1))
-        [ $rc -eq 124 ] && why="over ${BLOCK_S}s" || why="exit $rc"
+        case $rc in 124) why="over ${BLOCK_S}s" ;; 253) why="left a process running" ;; *) why="exit $rc" ;; esac
         echo "FAIL $where ($why, $(( $(date +%s) - t0 ))s):"
         sed 's/^/    | /' "$block"
         echo "  output (last 20 lines):"
