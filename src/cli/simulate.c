@@ -49,7 +49,9 @@ static const char help[] =
 "trace is derived from the site's measured power (the first hour's mean is\n"
 "the baseline; each --bucket of the event is one target at its largest\n"
 "power over the baseline, rounded up to 0.005), the jobs are the\n"
-"demonstration's, on the A100 curves of its dvfs_sweep.csv.\n"
+"demonstration's, on the A100 curves of its dvfs_sweep.csv.  The traces are\n"
+"read from emerald-demo/derived/*.csv, which scripts/emerald_derived.sh\n"
+"makes from the public repository's XLSX workbooks.\n"
 "\n"
 "inputs:\n"
 "  --day NAME          srp (3 May 2025), aps (1 May 2025), caiso (the 14 Aug 2020\n"
@@ -726,8 +728,10 @@ static int read_day(struct sim_opts *o, struct sim_state *st)
     }
     struct stat sb;
     if (stat(st->power_buf, &sb) != 0) {
+        /* The public repository ships the traces only as XLSX: say how to get the CSV. */
         cli_error(cmd, "%s: not found: the day needs the field demonstration's data (--data DIR or "
-                  "PFLEX_SHARED_DATA: the folder holding emerald-demo/)", st->power_buf);
+                  "PFLEX_SHARED_DATA: the folder holding emerald-demo/; scripts/emerald_derived.sh "
+                  "makes its derived/ CSVs from the repository's XLSX files)", st->power_buf);
         return PFLEX_EXIT_BAD_INPUT;
     }
     if (pflex_sim_day_read(st->power_buf, dy->date[0] ? dy->date : NULL, o->bucket, &st->set, &st->dayrec, &st->err) < 0)

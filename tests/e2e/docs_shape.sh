@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cd "$root" || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
-for f in docs/*.md; do
+for f in README.md docs/*.md; do
     [ "$f" = docs/measurements.md ] && continue
     n=$(wc -l < "$f")
     [ "$n" -lt 400 ] || fail "$f: $n lines (a reference page is under 400; figures go to docs/measurements.md)"
