@@ -49,10 +49,11 @@ for p in $pa $pb; do
 done
 # the controller saw two agents, 16 GPUs and both jobs
 grep -q "16 GPUs, 2 jobs, 0 agents down" "$tmp/ctl.log" || fail "the controller did not see both agents"
-# after the first periods (caps take within a sample), measured power is at
-# or under the target in every period
+# after the first periods (a GPU's reading is a mean over its last second,
+# as NVML's is: 1.6 s after the first caps), measured power is at or under
+# the target in every period
 awk -v t=$target '$2 == "period" { n++; for (i = 1; i <= NF; i++) if ($i == "measured") m = $(i + 1) + 0;
-                              if (n > 3 && m > t) { print "period " n ": " m " W over " t; bad = 1 } }
+                              if (n > 4 && m > t) { print "period " n ": " m " W over " t; bad = 1 } }
                   END { exit bad || n != 20 }' "$tmp/ctl.log" || fail "measured power over the target"
 # the jobs' throughput reached the learner: observations in the audit
 "$PFLEX" controller history --db "$tmp/ctl.db" --what observations >"$tmp/h.json" || fail "history"
@@ -113,8 +114,10 @@ until expect 200 GET /v1/status && jq -e '.floor_w != null' "$tmp/body" >/dev/nu
     [ $i -lt 50 ] || fail "no period ran: $(cat "$tmp/body")"; sleep 0.1; i=$((i + 1)); done
 expect 409 PUT /v1/target '{"target": "1W"}' "$TOKEN"
 grep -q "floor" "$tmp/body" || fail "1 W: the refusal does not say why: $(cat "$tmp/body")"
-expect 409 PUT /v1/target '{"target": "6000W,for=1m", "id": "api-test"}' "$TOKEN"
-grep -q "ramp=" "$tmp/body" || fail "6 kW at once: the refusal does not say why: $(cat "$tmp/body")"
+# (4 kW: a step of more than a period's 67 W from whatever the GPUs draw,
+# their fallbacks of the run above or their originals)
+expect 409 PUT /v1/target '{"target": "4000W,for=1m", "id": "api-test"}' "$TOKEN"
+grep -q "ramp=" "$tmp/body" || fail "4 kW at once: the refusal does not say why: $(cat "$tmp/body")"
 expect 200 GET /v1/status
 jq -e '.target == null' "$tmp/body" >/dev/null || fail "a refused target is in force: $(cat "$tmp/body")"
 grep -q "api: refused PUT /v1/target from 127.0.0.1 (HTTP 409): .*confirm=yes" "$tmp/api.log" \
