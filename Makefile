@@ -28,7 +28,8 @@ PKG_LIBS   := $(filter-out -lgslcblas,$(shell pkg-config --libs $(PKGS) 2>/dev/n
 # plain make, where it was rebuilt only when its .c changed.
 ALL_CFLAGS  = $(WARN) -DHAVE_INLINE $(CFLAGS) $(SAN) -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP \
               -MT $@ $(if $(filter $(CURDIR)/%,$@),-MT $(patsubst $(CURDIR)/%,%,$@))
-LDLIBS      = $(PKG_LIBS) -ldl -lm -lpthread
+# GLPK ships no pkg-config file: the levers' planner links it by name.
+LDLIBS      = $(PKG_LIBS) -lglpk -ldl -lm -lpthread
 
 LIB_SRC  := $(sort $(wildcard src/lib/*/*.c))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c src/agent/*.c))

@@ -11,8 +11,9 @@ set -e
 # BLAS under GSL's CBLAS interface for the fits (the Makefile falls back to GSL's
 # reference CBLAS without it); etcd-server and etcd-client: a real etcd on
 # loopback for the standby controller's election and its tests; python3: the
-# systemd watchdog's listener in the controller's disk-fault tests.
-PKGS="build-essential pkg-config libgsl-dev libopenblas-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl jq openssl slurmctld slurmd slurm-client munge etcd-server etcd-client python3"
+# systemd watchdog's listener in the controller's disk-fault tests; libglpk-dev:
+# GLPK's MILP solver for the levers' planner over an event's horizon.
+PKGS="build-essential pkg-config libgsl-dev libopenblas-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl jq openssl slurmctld slurmd slurm-client munge etcd-server etcd-client python3 libglpk-dev"
 # `make bench` (scripts/deps.sh bench) also installs the peers it measures
 # pflex against: nginx-light (the agent's HTTP), coinor-clp (the planner),
 # and python3 (a plain csv loop beside the readers) is already there.
