@@ -51,15 +51,21 @@ int pflex_lever_parse(const char *s, unsigned *out);
 #define PFLEX_HORIZON_MAX_LEVELS 8
 #define PFLEX_HORIZON_MAX_SIZES 4
 
-/* One cap level of a job's curve. */
+/* A vertex of a job's curve as the planner reads it.  A running job's
+ * cap is any watt between the last vertex's and the first's; its T/T0 is
+ * planned as the least of the segments' lines (vertex l to l + 1), each
+ * lowered by its dip: the most the chord rises over the measured curve
+ * between the two, so that the plan never counts more than the truth. */
 struct pflex_horizon_level {
     double cap_w;               /* the cap, W (levels[0]: the largest) */
     double fraction;            /* T/T0 under it, (0, 1] */
+    double dip;                 /* the segment to the next vertex: its chord's most over
+                                 * the curve, >= 0 (the last vertex's: unused) */
 };
 
 /* The option a job is in over a period. */
 enum pflex_horizon_what {
-    PFLEX_HZ_CAP,               /* running at a cap level (or an exact cap) */
+    PFLEX_HZ_CAP,               /* running under a cap */
     PFLEX_HZ_PAUSE,             /* its GPUs held at idle, no progress */
     PFLEX_HZ_STOP,              /* checkpointed and stopped: no power */
     PFLEX_HZ_RESIZE,            /* restarted on fewer GPUs at its largest cap */
@@ -72,7 +78,7 @@ struct pflex_horizon_job {
     size_t nlevels;             /* 1..PFLEX_HORIZON_MAX_LEVELS, caps descending */
     struct pflex_horizon_level levels[PFLEX_HORIZON_MAX_LEVELS];
     double idle_w;              /* a paused or checkpointing GPU's draw, W */
-    unsigned levers;            /* PFLEX_LEVER_* allowed (CAP: the levels under the first) */
+    unsigned levers;            /* PFLEX_LEVER_* allowed (without CAP: the largest cap only) */
     double loss_budget;         /* the contract: progress lost over the event at most this
                                  * share of its progress there; NaN: none */
     double floor;               /* per-period T/T0 floor while a limit is in force; 0: none.
@@ -105,7 +111,7 @@ struct pflex_horizon_problem {
 
 struct pflex_horizon_choice {
     enum pflex_horizon_what what;
-    double cap_w;               /* CAP: the cap; RESIZE: the largest cap */
+    double cap_w;               /* CAP: the cap (whole watts, rounded down); RESIZE: the largest */
     double fraction;            /* T/T0 planned (RESIZE: resize_eff x g / gpus) */
     int gpus;                   /* GPUs running (0: paused or stopped) */
 };
@@ -130,12 +136,12 @@ int pflex_horizon_solve(const struct pflex_horizon_problem *p, struct pflex_hori
                         pflex_error_t *err);
 void pflex_horizon_plan_fini(struct pflex_horizon_plan *pl);
 
-/* Up to nmax cap levels of a curve (n points, caps descending, T/T0 per
- * point): the largest cap, then the points on the curve's upper concave
- * hull of T/T0 over cap (no other point buys more per watt), thinned evenly
- * to nmax, always keeping the least cap; where floor > 0, the least cap
- * whose T/T0 keeps it joins.  Returns the levels written. */
-size_t pflex_horizon_levels(const double *cap_w, const double *fraction, size_t n, double floor,
-                            size_t nmax, struct pflex_horizon_level *out);
+/* Up to nmax vertices of a curve (n points, caps descending, T/T0 per
+ * point): the points of its upper concave hull of T/T0 over cap (no other
+ * point buys more per watt), thinned evenly, the largest and the least cap
+ * kept, each segment's dip measured on the n points.  Returns the
+ * vertices written (0: n or nmax 0, or out of memory). */
+size_t pflex_horizon_levels(const double *cap_w, const double *fraction, size_t n, size_t nmax,
+                            struct pflex_horizon_level *out);
 
 #endif
