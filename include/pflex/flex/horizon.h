@@ -111,7 +111,7 @@ struct pflex_horizon_problem {
 
 struct pflex_horizon_choice {
     enum pflex_horizon_what what;
-    double cap_w;               /* CAP: the cap (whole watts, rounded down); RESIZE: the largest */
+    double cap_w;               /* CAP: the cap (in mW, rounded down); RESIZE: the largest */
     double fraction;            /* T/T0 planned (RESIZE: resize_eff x g / gpus) */
     int gpus;                   /* GPUs running (0: paused or stopped) */
 };

@@ -9,6 +9,10 @@
 #include <strings.h>
 #include <time.h>
 
+/* Caps are set in milliwatts, NVML's unit: a plan's cap is rounded down
+ * to one, and its contract and floor keep what that rounding can cost. */
+#define CAP_RES_W 0.001
+
 /* What a watt over the limit costs against progress, per W x s, in
  * weight x GPU x s: shedding a watt by any lever loses far less (a GPU's
  * whole progress is worth its own watts, some hundreds), so the excess is
@@ -311,6 +315,18 @@ static int add_cls(struct mat *m, int row, const struct jobopts *jo, size_t T, s
     return 0;
 }
 
+/* The steepest of a job's lines, T/T0 per W. */
+static double slope_max(const struct pflex_horizon_job *jb)
+{
+    double m = 0;
+    for (size_t l = 0; l + 1 < jb->nlevels; l++) {
+        double sl = (jb->levels[l].fraction - jb->levels[l + 1].fraction) / (jb->levels[l].cap_w - jb->levels[l + 1].cap_w);
+        if (sl > m)
+            m = sl;
+    }
+    return m;
+}
+
 /* T/T0 the plan counts at cap c: the least of the lowered lines, at most 1. */
 static double planned_at(const struct pflex_horizon_job *jb, double c)
 {
@@ -363,7 +379,8 @@ static int running_rows(const struct pflex_horizon_problem *p, struct build *b, 
     if (jb->floor > 0) {                            /* f - floor run >= 0 */
         r = add_rows(lp, 1);
         glp_set_row_bnds(lp, r, GLP_LO, 0, 0);
-        if (mat_add(m, r, f, 1) < 0 || mat_add(m, r, run, -jb->floor) < 0)
+        double fl = jb->floor + slope_max(jb) * CAP_RES_W;
+        if (mat_add(m, r, f, 1) < 0 || mat_add(m, r, run, -(fl < 1 ? fl : jb->floor)) < 0)
             return -1;
     }
     return 0;
@@ -410,6 +427,8 @@ static int build_job_rows(const struct pflex_horizon_problem *p, struct build *b
     /* the contract: progress lost over the event within its budget */
     if (isfinite(jb->loss_budget)) {
         double left = jb->loss_budget * jb->event_s - jb->lost_s;
+        for (size_t t = 0; t < T; t++)
+            left -= slope_max(jb) * CAP_RES_W * p->dt_s[t];
         /* the plan's model may count a little loss at the largest cap (its
          * first segment lowered by its dip): running there throughout is
          * always within the contract */
@@ -526,10 +545,10 @@ static void read_plan(const struct pflex_horizon_problem *p, const struct build 
             struct pflex_horizon_choice ch = {op->what, op->cap_w, op->fraction, op->gpus};
             double pw = op->power_w;
             if (best == 0) {
-                /* whole watts down (the power planned holds), never under its range */
+                /* milliwatts down (the power planned holds), never under its range */
                 double c = mip ? glp_mip_col_val(b->lp, CCOL(jo, t)) : glp_get_col_prim(b->lp, CCOL(jo, t));
                 double f = mip ? glp_mip_col_val(b->lp, FCOL(jo, t)) : glp_get_col_prim(b->lp, FCOL(jo, t));
-                ch.cap_w = floor(c + 1e-6);
+                ch.cap_w = floor(c / CAP_RES_W + 1e-6) * CAP_RES_W;
                 if (ch.cap_w < jo->cmin)
                     ch.cap_w = jo->cmin;
                 if (ch.cap_w > jo->cmax)

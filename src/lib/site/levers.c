@@ -256,6 +256,25 @@ static int run_plan(const struct pflex_levers_config *c, struct pflex_levers_res
             rc = -1;
             break;
         }
+        if (pl.excess_w[0] > 0 && margin > 0) {
+            /* the margin gives way before the limit does: planned again
+             * on the readings as they are */
+            struct pflex_horizon_plan p2;
+            for (size_t j = 0; j < n; j++)
+                hz[j].lost_s = read_lost[j];
+            if (pflex_horizon_solve(&pr, &p2, err) < 0) {
+                pflex_horizon_plan_fini(&pl);
+                rc = -1;
+                break;
+            }
+            sum_s += pl.solve_s;
+            s->plans++;
+            if (p2.excess_w[0] < pl.excess_w[0]) {
+                pflex_horizon_plan_fini(&pl);
+                pl = p2;
+            } else
+                pflex_horizon_plan_fini(&p2);
+        }
         s->plans++;
         sum_s += pl.solve_s;
         if (pl.solve_s > s->plan_s_max)
@@ -350,6 +369,12 @@ int pflex_levers_run(const struct pflex_levers_config *c, struct pflex_levers_re
     double ot = c->oracle_time_s > 0 ? c->oracle_time_s : 30;
     double gap = c->mip_gap > 0 ? c->mip_gap : 1e-3;
     if (c->deepest) {
+        /* the planner reads its progress with noise and keeps a margin of
+         * z sd of the readings' sum at the end: the deepest limit is the
+         * one it can meet with that margin spent */
+        double margin = c->z * c->noise_tput * c->period_s * sqrt((double)T);
+        for (size_t j = 0; j < n; j++)
+            hz[j].lost_s = margin;
         struct pflex_horizon_problem dp = {.njobs = n, .nperiods = T, .jobs = hz, .dt_s = dt,
                                            .limit_w = out->limit_w, .other_w = c->other_w, .deepest = 1,
                                            .mip_gap = gap / 10, .time_limit_s = ot};
@@ -362,6 +387,8 @@ int pflex_levers_run(const struct pflex_levers_config *c, struct pflex_levers_re
         pflex_horizon_plan_fini(&pl);
         for (size_t t = 0; t < T; t++)
             out->limit_w[t] = out->deepest_w;
+        for (size_t j = 0; j < n; j++)
+            hz[j].lost_s = 0;
     }
     /* the oracle, once over the whole event on the truth; its LP
      * relaxation is the bound, its excess where the limit gives way */
