@@ -126,7 +126,7 @@ struct pflex_horizon_plan {
     double total;               /* weight x GPU x s of the horizon at full rate */
     double deepest_w;           /* deepest: the least constant limit, W */
     int optimal;                /* 1: the search closed its gap (within mip_gap) */
-    double solve_s;             /* wall time of the solve, s */
+    double solve_s;             /* CPU time of the solve (this thread), s: a shared machine stretches wall time */
     size_t rows, cols, ints;    /* the program's size */
 };
 

@@ -90,7 +90,7 @@ struct pflex_levers_summary {
     double worst_budget_use;    /* the most any job used of its loss budget (1: all) */
     size_t pauses, stops, resizes;  /* entries into each lever, summed over jobs */
     size_t plans;
-    double plan_s_max, plan_s_mean; /* wall time of a (re-)plan */
+    double plan_s_max, plan_s_mean; /* CPU time of a (re-)plan, s */
     double energy_kwh;          /* the power drawn (truth) over the event */
     double *job_loss;           /* per job: loss over the event, a share of its progress */
 };

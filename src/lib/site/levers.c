@@ -28,10 +28,10 @@ static double normal_at(uint64_t seed, uint64_t a, uint64_t b)
     return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-static double wall_s(void)
+static double cpu_s(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -225,6 +225,31 @@ static void hz_jobs(const struct pflex_levers_config *c, double event_s, struct 
     }
 }
 
+/* A re-plan's periods: the next PLAN_NEAR one by one, the rest in blocks
+ * of equal count (at most PLAN_FAR of them), each at its lowest limit: a
+ * plan keeps its size whatever the event's length, and what it decides
+ * now is planned in full detail.  Returns the blocks written. */
+#define PLAN_NEAR 12
+#define PLAN_FAR 36
+static size_t blocks(const double *dt, const double *lim, size_t T, double *bdt, double *blim)
+{
+    size_t nb = 0, t = 0;
+    for (; t < T && t < PLAN_NEAR; t++, nb++)
+        bdt[nb] = dt[t], blim[nb] = lim[t];
+    size_t rest = T - t, g = (rest + PLAN_FAR - 1) / PLAN_FAR;
+    while (t < T) {
+        bdt[nb] = 0;
+        blim[nb] = INFINITY;
+        for (size_t k = 0; k < g && t < T; k++, t++) {
+            bdt[nb] += dt[t];
+            if (lim[t] < blim[nb])
+                blim[nb] = lim[t];
+        }
+        nb++;
+    }
+    return nb;
+}
+
 /* pflex's policy: plan again at every period over the rest of the event
  * from the progress read so far. */
 static int run_plan(const struct pflex_levers_config *c, struct pflex_levers_result *r, struct pflex_horizon_job *hz,
@@ -234,9 +259,12 @@ static int run_plan(const struct pflex_levers_config *c, struct pflex_levers_res
     struct pflex_horizon_choice *x = r->x[PFLEX_LV_PLAN];
     int *prev = calloc(n, sizeof *prev);
     double *read_lost = calloc(n, sizeof *read_lost);
-    if (!prev || !read_lost) {
+    double *bdt = malloc(T * sizeof *bdt), *blim = malloc(T * sizeof *blim);
+    if (!prev || !read_lost || !bdt || !blim) {
         free(prev);
         free(read_lost);
+        free(bdt);
+        free(blim);
         return pflex_error_sys(err, "out of memory");
     }
     struct pflex_levers_summary *s = &r->pol[PFLEX_LV_PLAN];
@@ -246,8 +274,9 @@ static int run_plan(const struct pflex_levers_config *c, struct pflex_levers_res
         double margin = c->z * c->noise_tput * r->period_s * sqrt((double)t);
         for (size_t j = 0; j < n; j++)
             hz[j].lost_s = read_lost[j] + margin;
+        size_t nb = blocks(dt + t, r->limit_w + t, T - t, bdt, blim);
         struct pflex_horizon_problem pr = {
-            .njobs = n, .nperiods = T - t, .jobs = hz, .dt_s = dt + t, .limit_w = r->limit_w + t,
+            .njobs = n, .nperiods = nb, .jobs = hz, .dt_s = bdt, .limit_w = blim,
             .other_w = c->other_w, .mip_gap = c->mip_gap > 0 ? c->mip_gap : 1e-3,
             .time_limit_s = c->plan_time_s > 0 ? c->plan_time_s : 2,
         };
@@ -280,7 +309,7 @@ static int run_plan(const struct pflex_levers_config *c, struct pflex_levers_res
         if (pl.solve_s > s->plan_s_max)
             s->plan_s_max = pl.solve_s;
         for (size_t j = 0; j < n; j++)
-            x[j * T + t] = pl.x[j * (T - t)];
+            x[j * T + t] = pl.x[j * nb];
         pflex_horizon_plan_fini(&pl);
         fill(n, c->jobs, x, T, t, prev, dt[t], r->limit_w[t], c->other_w);
         /* the period runs; what is read of it feeds the next plan */
@@ -300,6 +329,8 @@ static int run_plan(const struct pflex_levers_config *c, struct pflex_levers_res
     s->plan_s_mean = s->plans ? sum_s / (double)s->plans : 0;
     free(prev);
     free(read_lost);
+    free(bdt);
+    free(blim);
     return rc;
 }
 
@@ -441,13 +472,13 @@ int pflex_levers_run(const struct pflex_levers_config *c, struct pflex_levers_re
     for (int p = 0; p < PFLEX_FIELD_N; p++) {
         if (!(want & (1u << p)))
             continue;
-        double t0 = wall_s();
+        double t0 = cpu_s();
         if (pflex_fieldpol_plan((enum pflex_fieldpol)p, n, fj, T, dt, out->limit_w, c->other_w, out->x[p], err) < 0) {
             free(fj);
             goto fail;
         }
         out->pol[p].plans = 1;
-        out->pol[p].plan_s_max = out->pol[p].plan_s_mean = wall_s() - t0;
+        out->pol[p].plan_s_max = out->pol[p].plan_s_mean = cpu_s() - t0;
         score(c, out, p, feasible);
     }
     free(fj);
