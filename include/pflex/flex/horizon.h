@@ -82,7 +82,8 @@ struct pflex_horizon_job {
     double loss_budget;         /* the contract: progress lost over the event at most this
                                  * share of its progress there; NaN: none */
     double floor;               /* per-period T/T0 floor while a limit is in force; 0: none.
-                                 * Options under it are not offered */
+                                 * With one, caps only (a pause, a stop, and a resize's
+                                 * checkpoint and restart take a period under it) */
     double max_pause_s;         /* a pause lasts at most this long; INFINITY: no bound */
     double ckpt_s, restart_s;   /* checkpoint and restart, s */
     size_t nsizes;              /* resize GPU counts offered, each < gpus, descending */

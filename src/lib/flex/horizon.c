@@ -151,7 +151,9 @@ static int job_options(const struct pflex_horizon_job *j, size_t ji, struct jobo
         jo->o[jo->n++] = (struct opt){PFLEX_HZ_PAUSE, 0, 0, j->idle_w * j->gpus, 0, 0};
     if ((j->levers & PFLEX_LEVER_STOP) && fl <= 0)
         jo->o[jo->n++] = (struct opt){PFLEX_HZ_STOP, 0, 0, 0, 0, 1};
-    if (j->levers & PFLEX_LEVER_RESIZE)
+    /* a resize's checkpoint and restart take the period they fall in
+     * under any floor: with a floor, caps only */
+    if ((j->levers & PFLEX_LEVER_RESIZE) && fl <= 0)
         for (size_t r = 0; r < j->nsizes; r++) {
             int g = j->sizes[r];
             double f = j->resize_eff * g / j->gpus;

@@ -59,6 +59,8 @@ static struct pflex_horizon_choice at_cap(const struct pflex_fieldpol_job *j, do
  * allows one that long, else a stop; -1: neither. */
 static int off_lever(const struct pflex_horizon_job *h, double run_s, enum pflex_horizon_what *w)
 {
+    if (h->floor > 0)           /* off is under any per-period floor */
+        return -1;
     if ((h->levers & PFLEX_LEVER_PAUSE) && run_s <= h->max_pause_s) {
         *w = PFLEX_HZ_PAUSE;
         return 0;
@@ -309,7 +311,7 @@ static int plan_pause_greedy(size_t n, const struct pflex_fieldpol_job *jobs, si
 static int size_least(const struct pflex_fieldpol_job *j)
 {
     const struct pflex_horizon_job *h = j->hz;
-    if (!(h->levers & PFLEX_LEVER_RESIZE) || !(h->event_s > 0))
+    if (!(h->levers & PFLEX_LEVER_RESIZE) || !(h->event_s > 0) || h->floor > 0)
         return h->gpus;
     int step = j->node_gpus > 0 ? j->node_gpus : 1;
     int best = h->gpus;
