@@ -82,12 +82,15 @@ static void test_pause_below_caps(void **state)
 static void test_contract_gives_way(void **state)
 {
     (void)state;
-    /* a budget of 25 % over two periods; meeting the limit would take a
-     * pause in both: the plan keeps the contract (one pause at most) and
-     * the limit gives way in the other period, counted as an excess */
+    /* a budget of 52 % of two periods of 10 s (10.4 s); meeting the limit
+     * (100 W) would take a pause in both: the plan keeps the contract and
+     * the limit gives way by the least excess: one period paused (10 s
+     * lost, 100 W), the other capped where the 0.4 s left allows, T/T0
+     * 0.96 at 360 W a GPU (720 W, 620 over); both at the least cap would
+     * be 500 over each */
     struct pflex_horizon_job j = line_job(2, 300, 0.9);
     j.levers |= PFLEX_LEVER_PAUSE;
-    j.loss_budget = 0.5;
+    j.loss_budget = 0.52;
     j.event_s = 20;
     double dt[2] = {10, 10}, lim[2] = {100, 100};
     struct pflex_horizon_plan pl;
@@ -95,12 +98,9 @@ static void test_contract_gives_way(void **state)
     double lost_s = 0;
     for (size_t t = 0; t < 2; t++)
         lost_s += (1 - pl.x[t].fraction) * dt[t];
-    assert_true(lost_s <= 0.5 * 20 + 1e-6);
-    assert_true(pl.excess_w[0] > 0 || pl.excess_w[1] > 0);
-    /* the excess is the least: a pause (100 W) spends the whole budget,
-     * so the other period runs at its largest cap (800 W, 700 over);
-     * both at the least cap would be 500 over each */
-    assert_near(pl.excess_w[0] + pl.excess_w[1], 700, 1e-6);
+    assert_true(lost_s <= 0.52 * 20 + 1e-6);
+    assert_true(pl.x[0].what == PFLEX_HZ_PAUSE || pl.x[1].what == PFLEX_HZ_PAUSE);
+    assert_near(pl.excess_w[0] + pl.excess_w[1], 620, 0.01);
     pflex_horizon_plan_fini(&pl);
 }
 

@@ -429,8 +429,6 @@ static int build_job_rows(const struct pflex_horizon_problem *p, struct build *b
     /* the contract: progress lost over the event within its budget */
     if (isfinite(jb->loss_budget)) {
         double left = jb->loss_budget * jb->event_s - jb->lost_s;
-        for (size_t t = 0; t < T; t++)
-            left -= slope_max(jb) * CAP_RES_W * p->dt_s[t];
         /* the plan's model may count a little loss at the largest cap (its
          * first segment lowered by its dip): running there throughout is
          * always within the contract */
@@ -444,6 +442,8 @@ static int build_job_rows(const struct pflex_horizon_problem *p, struct build *b
         for (size_t t = 0; t < T; t++) {
             for (size_t o = 0; o < jo->n; o++) {
                 double c = (1 - jo->o[o].fraction) * p->dt_s[t];
+                if (o == 0)     /* what rounding the cap down to a milliwatt can cost */
+                    c += slope_max(jb) * CAP_RES_W * p->dt_s[t];
                 if (t == T - 1 && jo->o[o].cls != 0)
                     c += (cls_running(jo->o[o].cls) ? jb->ckpt_s : 0) + jb->restart_s;
                 if (c != 0 && mat_add(m, r, XCOL(jo, T, t, o), c) < 0)
