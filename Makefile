@@ -28,7 +28,8 @@ PKG_LIBS   := $(filter-out -lgslcblas,$(shell pkg-config --libs $(PKGS) 2>/dev/n
 # plain make, where it was rebuilt only when its .c changed.
 ALL_CFLAGS  = $(WARN) -DHAVE_INLINE $(CFLAGS) $(SAN) -Iinclude -Isrc $(PKG_CFLAGS) -MMD -MP \
               -MT $@ $(if $(filter $(CURDIR)/%,$@),-MT $(patsubst $(CURDIR)/%,%,$@))
-LDLIBS      = $(PKG_LIBS) -ldl -lm -lpthread
+# GLPK ships no pkg-config file: the levers' planner links it by name.
+LDLIBS      = $(PKG_LIBS) -lglpk -ldl -lm -lpthread
 
 LIB_SRC  := $(sort $(wildcard src/lib/*/*.c))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c src/agent/*.c))
@@ -124,7 +125,7 @@ install: $(PFLEX) $(LIBPFLEX) $(SHLIB) $(MANPAGES) $(COMPLETION)
 	for d in include/pflex/*/; do l=$$(basename $$d); \
 	    install -d $(INCDIR)/$$l && install -m 644 $$d*.h $(INCDIR)/$$l/ || exit 1; done
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR_P)|g' -e 's|@VERSION@|$(VERSION)|g' \
-	    -e 's|@PRIVATE_LIBS@|$(BLAS_LIBS) -ldl -lm -lpthread|g' tools/pflex.pc.in > $(PCDIR)/pflex.pc
+	    -e 's|@PRIVATE_LIBS@|$(BLAS_LIBS) -lglpk -ldl -lm -lpthread|g' tools/pflex.pc.in > $(PCDIR)/pflex.pc
 	install -m 644 $(MANPAGES) $(MANDIR)/
 	install -m 644 $(COMPLETION) $(COMPDIR)/pflex
 	for u in $(UNITS); do sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \

@@ -19,7 +19,7 @@ if ! $CC -fsanitize=fuzzer "$OUT/probe.c" -o "$OUT/probe" 2>/dev/null; then
 fi
 COMMON="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 -Iinclude -Isrc \
  $(pkg-config --cflags gsl jansson libmicrohttpd libcurl sqlite3) -fno-sanitize-recover=all"
-LIBS="$(pkg-config --libs gsl jansson libmicrohttpd libcurl sqlite3 inih) -ldl -lm -lpthread"
+LIBS="$(pkg-config --libs gsl jansson libmicrohttpd libcurl sqlite3 inih) -lglpk -ldl -lm -lpthread"
 status=0
 # The library is compiled once, instrumented for the fuzzer but without its
 # main (fuzzer-no-link), and every target links against it.

@@ -15,8 +15,9 @@ set -e
 # the zone database `--tz` reads nvidia-smi's local timestamps by;
 # libinih-dev: the agent's and controller's INI configuration file (small,
 # well kept, the format operators already write); help2man: the man page of
-# each command, made from its --help at build time.
-PKGS="build-essential pkg-config libgsl-dev libopenblas-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl jq openssl slurmctld slurmd slurm-client munge etcd-server etcd-client python3 tzdata libinih-dev help2man"
+# each command, made from its --help at build time; libglpk-dev: GLPK's MILP
+# solver for the levers' planner over an event's horizon.
+PKGS="build-essential pkg-config libgsl-dev libopenblas-dev libjansson-dev libcmocka-dev gnuplot-nox clang libclang-rt-14-dev libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev prometheus curl jq openssl slurmctld slurmd slurm-client munge etcd-server etcd-client python3 tzdata libinih-dev help2man libglpk-dev"
 # `make bench` (scripts/deps.sh bench) also installs the peers it measures
 # pflex against: nginx-light (the agent's HTTP), coinor-clp (the planner),
 # and python3 (a plain csv loop beside the readers) is already there.

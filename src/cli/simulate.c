@@ -20,6 +20,7 @@
 #include "pflex/flex/pfi.h"
 #include "pflex/site/simulate.h"
 #include "pflex/io/sweep.h"
+#include "cli/simulate_levers.h"
 #include "cli/site.h"               /* cli_curve_fit_json */
 
 static const char help[] =
@@ -108,6 +109,7 @@ static const char help[] =
 "  --offline-exact     the offline policies' caps to any fraction of a watt\n"
 "                      (baselines holding caps no controller could set)\n"
 "  --threads N         run policies on N threads (default 2)\n"
+SIM_LEVERS_HELP
 "output:\n"
 "  --json              one JSON document (summary, field comparison)\n"
 "  --csv               the per-period series (aggregated by --every)\n"
@@ -120,6 +122,7 @@ static const char help[] =
 "\n"
 "EXAMPLES\n"
 "  pflex simulate --day srp --out srp-out\n"
+"  pflex simulate --day srp --levers all --flex-as contract\n"
 "  pflex simulate --day aps --json --seed 7\n"
 "  pflex simulate --day caiso --pfi predicted.csv --csv > caiso.csv\n"
 "  pflex simulate --day srp --input-bound ft_llama_8b_p3-c6rr6ijz=60@rand --json\n"
@@ -504,6 +507,7 @@ static const struct option opts[] = {
     {"out", required_argument, NULL, 'U'},       {"gnuplot", required_argument, NULL, 'Q'},
     {"progress", no_argument, NULL, 'R'},        {"help", no_argument, NULL, 'h'},
     {"input-bound", required_argument, NULL, 'i'},
+    SIM_LEVERS_OPTIONS,
     {NULL, 0, NULL, 0},
 };
 
@@ -527,6 +531,7 @@ struct sim_opts {
     const struct day *dy;       /* --day: &day */
     struct day day;
     unsigned policies;
+    struct sim_levers_opts lv;  /* --levers and its knobs */
 };
 
 /* What the command reads, builds and runs; freed by sim_state_fini. */
@@ -645,7 +650,10 @@ static int parse_option(int c, struct sim_opts *o, char **argv)
     case 'Q': o->gnuplot = optarg; break;
     case 'R': o->force_progress = 1; break;
     case 'h': return cli_help(help);
-    default: return cli_bad_option(cmd, argv, opts);
+    default:
+        if (c >= SIM_LEVERS_OPT_FIRST && c < SIM_LEVERS_OPT_FIRST + 100)
+            return sim_levers_option(c, optarg, &o->lv);
+        return cli_bad_option(cmd, argv, opts);
     }
     return OPT_GO;
 }
@@ -706,6 +714,7 @@ static int parse_options(int argc, char **argv, struct sim_opts *o)
                            .period = 1, .delay = 1, .noise_p = 0.004, .noise_t = 0.005, .seed_d = 1,
                            .explore = 0.05, .cap_step = 1, .threads = 2, .glo = 8, .ghi = 64, .gstep = 8,
                            .objective = PFLEX_OBJECTIVE_PROGRESS};
+    sim_levers_defaults(&o->lv);
     int c, rc;
     optind = 1;
     opterr = 0;
@@ -1381,6 +1390,18 @@ static int simulate(struct sim_opts *o, json_t **doc)
     }
     pflex_target_set_init(&st->set);
     int rc = read_inputs(o, st);
+    if (rc == 0 && o->lv.on && !doc) {
+        /* the levers' event instead of the caps' day (docs/levers.md) */
+        struct sim_levers_input li = {
+            .day = o->dy ? o->dy->name : NULL, .njobs = st->njobs, .jobs = st->jobs, .kinds = st->kinds,
+            .targets = &st->set, .start_s = st->now, .duration_s = o->duration, .baseline_w = o->baseline,
+            .other_w = o->other, .noise_tput = o->noise_t, .seed = (uint64_t)o->seed_d, .json = o->json,
+            .out_dir = o->out_dir};
+        rc = sim_levers_run(&o->lv, &li);
+        sim_state_fini(st);
+        free(st);
+        return rc;
+    }
     if (rc == 0)
         rc = run_sim(o, st);
     if (rc == 0) {
