@@ -1,65 +1,13 @@
 /* pflex/flex/learn.h — a job's loss curve learned online from what it does.
  *
- * Observations are (cap, power, throughput) of one job: the per-GPU cap in
- * force over a control period, the mean per-GPU power and the job's
- * throughput over it.  They are kept in bins of the cap (bounded memory:
- * one bin per bin_w watts of the settable range, whatever the number of
- * observations).  The baseline P0, T0 is the mean of the bin at the highest
- * cap (the job uncapped); each other bin b gives a point x_b = 1 - P_b/P0,
- * L_b = 1 - T_b/T0 (SPEC §2).
- *
- * The fit is a Bayesian blend of a prior curve with the evidence, point by
- * point.  The evidence at x_b is a local linear fit of the bins within
- * smooth_dx of it (tricube weights, each bin weighed by its precision),
- * with that fit's variance in place of sigma^2 / n_b below: one reading's
- * noise does not set the slope between neighbouring bins.  Where the
- * centred line's residuals are more than the readings' spread within
- * their bins explains (a lack-of-fit test, 3 sd of its chi-square), the
- * curve bends within reach and the line from the side that fits better
- * is taken instead (a split linear smoother): on a piecewise linear curve
- * the fit is exact up to each bend.  A bin of PFLEX_LEARN_EDGE_READINGS
- * readings or more is its own readings weighed against that line with the
- * bin left out, by precision, the line's variance counting what a line
- * misses of a curve whose slope wanders by curv_q.  At x_b the
- * prior L_prior(x_b) with standard deviation prior_sd and
- * n_b observations of standard deviation sigma (pooled from the spread
- * within bins, noise_sd until there is enough of it) give
- *     mean = (L_prior/prior_sd^2 + n_b L_b/sigma^2) / (1/prior_sd^2 + n_b/sigma^2),
- *     sd   = (1/prior_sd^2 + n_b/sigma^2)^(-1/2);
- * where no bin lies within grid_dx of a grid point, the curve's departure
- * from the prior there is that of a Wiener process in x (variance
- * prior_sd^2 / corr_dx per unit of x) through the fitted points, the
- * origin first: between two of them a Brownian bridge (the departures
- * interpolated, the variance theirs interpolated plus
- * q (x - x_a)(x_b - x)/(x_b - x_a)); past the deepest the curve goes
- * on for a reach of corr_dx at the readings' own slope (a chord back from
- * the deepest point over the window within their last 0.05 of x, or from
- * the origin, that knows the slope at its end best) weighed against the
- * prior's by their precisions (slope_sd^2 against the two points'
- * variances over the span squared plus curv_q w / 3, what a chord over w
- * misses of a bending curve's slope at its end), and at the prior's after it, the
- * variance growing by q (x - x_a); never more than prior_sd^2.  Past the
- * deepest reading the smooth curve's term below gives way to a smaller
- * one where it is smaller: the slope known as the readings' is (their
- * slope's variance, weighed against slope_sd^2 as the mean is) times d^2,
- * plus an integrated Wiener curvature curv_q d^3 / 3; a watt past a
- * reading read many times is then known about as well as the reading.  A loss
- * curve is continuous: what a job lost at x_a says much about x_a + 0.05
- * and less and less further on.  It is also smooth: within a short reach
- * d of a fitted point the departure grows no faster than a slope known
- * to slope_sd does, so each added variance is min(q d, slope_sd^2 d^2)
- * (d the bridge's (x - x_a)(x_b - x)/(x_b - x_a), or x - x_a past the
- * deepest): the Wiener term alone would ask 2 sqrt(q d), 0.07 of loss, a
- * single 5 W bin past a reading, and a job with a high floor could then
- * never be probed, nor cut, past its first reading.  At z = 2 a probe a
- * step of 0.05 past the deepest cut seen keeps a margin of
- * 2 min(prior_sd sqrt(0.05 / corr_dx), 0.05 slope_sd) (0.10 at the
- * defaults) for a curve steeper than the prior's.  The
- * points are then made monotone (weighted isotonic regression,
- * pool-adjacent-violators, through (0, 0)): a larger cut never loses
- * less.  The prior is the predicted curve of the job, or its PFI as
- * L = x/PFI (SPEC §2 pointwise form), or with neither, proportional loss
- * (PFI = 1), which is pessimistic for almost every training job.
+ * Observations are (cap, power, throughput) of one job over a control
+ * period, kept in bins of the cap (one per bin_w watts: bounded memory);
+ * the bin at the largest cap is the baseline P0, T0, each other gives
+ * x = 1 - P/P0, L = 1 - T/T0 (SPEC §2).  The fit blends a prior curve (the
+ * job's predicted curve, L = x/PFI, or L = x) with locally smoothed
+ * evidence point by point, carries the curve between and past the readings
+ * as a Wiener process, and makes it monotone through (0, 0); each point has
+ * an sd.  The model, equation by equation: docs/learner.md.
  *
  * Exploration: pflex_learn_probe proposes a deeper cut where the curve is
  * least known, only where even the pessimistic curve (mean + z sd) keeps
@@ -78,14 +26,15 @@ struct pflex_learn_config {
                                      * estimated; <= 0: 0.03 */
     double prior_sd;                /* sd of the prior curve; <= 0: 0.10 */
     double grid_dx;                 /* spacing of the prior's points; <= 0: 0.02 */
-    double corr_dx;                 /* reach of a fitted point along x (above); <= 0: 0.10 */
-    double slope_sd;                /* sd of the curve's slope near a fitted point (above);
-                                     * <= 0: 1 */
+    double corr_dx;                 /* reach of a fitted point along x
+                                     * (docs/learner.md); <= 0: 0.10 */
+    double slope_sd;                /* sd of the curve's slope near a fitted point
+                                     * (docs/learner.md); <= 0: 1 */
     double smooth_dx;               /* reach of the readings' local linear smoothing along
-                                     * x (above); <= 0: 0.02 */
+                                     * x (docs/learner.md); <= 0: 0.02 */
     double curv_q;                  /* curvature of the curve past the deepest reading:
                                      * its slope's variance grows by curv_q per unit of x
-                                     * (above); <= 0: 20 */
+                                     * (docs/learner.md); <= 0: 20 */
     /* The prior: n >= 2 ascending x from 0 with loss (copied), or n = 0
      * and pfi > 0 for L = x/PFI, or neither for L = x. */
     size_t prior_n;

@@ -598,62 +598,116 @@ static void extend(const pflex_learn_t *l, const struct pt *pts, const struct pa
     *var = (an ? 1 / pts[an].w : 0) + (vs < vw ? vs : vw);
 }
 
-int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex_error_t *err)
+/* What one fit works on, step by step (pflex_learn_fit): the baseline,
+ * the noise, the points and their scratch, all in one block. */
+struct fit {
+    const pflex_learn_t *l;
+    const struct bin *base;     /* the bin at the largest cap */
+    int has_base;               /* base read, and its throughput positive */
+    double p0, t0;              /* baseline power (max cap without one) and throughput */
+    double sigma;               /* one reading's sd of L, pooled, floored */
+    double pure_sd;             /* the same spread unfloored (pure error) */
+    double psd, dx, x_lim;      /* prior_sd, grid_dx, the deepest x a cap can reach */
+    size_t ngrid;               /* grid points in (0, x_lim] */
+    struct pt *pts, *room;      /* the points (origin first); the merge's room */
+    double *bw, *by, *raw;      /* the pool's blocks; the readings' L before smoothing */
+    size_t *bl;
+    size_t ndata, np;           /* origin and fitted points; all points */
+};
+
+/* The baseline P0, T0 (the bin at the largest cap: the job uncapped) and
+ * sigma, the sd of one reading's L pooled from the spread within bins
+ * (noise_sd until 5 degrees of freedom): every point's precision needs it. */
+static void fit_noise(struct fit *f)
 {
+    const pflex_learn_t *l = f->l;
     const struct bin *base = &l->bins[0];
     int has_base = base->n > 0 && base->tput > 0;
-    double p0 = has_base ? base->power : l->c.max_cap_w;
-    double t0 = has_base ? base->tput : NAN;
-    /* The observation sd of L, pooled over bins. */
+    f->base = base;
+    f->has_base = has_base;
+    f->p0 = has_base ? base->power : l->c.max_cap_w;
+    f->t0 = has_base ? base->tput : NAN;
     double m2 = 0, dof = 0;
     for (size_t u = 0; u < l->used; u++)
         if (l->bins[l->idx[u]].n > 1) {
             m2 += l->bins[l->idx[u]].m2;
             dof += l->bins[l->idx[u]].n - 1;
         }
-    double sigma = has_base && dof >= 5 ? sqrt(m2 / dof) / t0 : l->c.noise_sd;
+    double sigma = has_base && dof >= 5 ? sqrt(m2 / dof) / f->t0 : l->c.noise_sd;
     if (sigma < 1e-3)
         sigma = 1e-3;
-    double psd = l->c.prior_sd, dx = l->c.grid_dx;
-    double x_lim = 1 - l->c.min_cap_w / p0;
+    f->sigma = sigma;
+    /* the readings' spread within bins itself, unfloored (pure error),
+     * for the smoothing's lack-of-fit test */
+    double pure_sd = has_base && dof >= 5 ? sqrt(m2 / dof) / f->t0 : sigma;
+    if (pure_sd < 1e-6)
+        pure_sd = 1e-6;
+    f->pure_sd = pure_sd;
+}
+
+/* The grid's extent (x_lim, ngrid) and one block for the points: the bins,
+ * the grid, the edge points and the origin; -1 when out of memory. */
+static int fit_alloc(struct fit *f)
+{
+    const pflex_learn_t *l = f->l;
+    f->psd = l->c.prior_sd;
+    f->dx = l->c.grid_dx;
+    double x_lim = 1 - l->c.min_cap_w / f->p0;
     if (x_lim > 0.95)
         x_lim = 0.95;
-    size_t ngrid = x_lim > 0 ? (size_t)floor(x_lim / dx + 1e-9) : 0;
-    size_t cap_pts = l->used + ngrid + PFLEX_LEARN_EDGE_W + 2;
+    f->x_lim = x_lim;
+    f->ngrid = x_lim > 0 ? (size_t)floor(x_lim / f->dx + 1e-9) : 0;
+    size_t cap_pts = l->used + f->ngrid + PFLEX_LEARN_EDGE_W + 2;
     /* one block: the points, the merge's room, the pool's blocks */
-    struct pt *pts = malloc(cap_pts * (2 * sizeof *pts + 3 * sizeof(double) + sizeof(size_t)));
-    if (!pts)
-        return pflex_error_set(err, "out of memory");
-    struct pt *room = pts + cap_pts;
-    double *bw = (double *)(room + cap_pts), *by = bw + cap_pts, *raw = by + cap_pts;
-    size_t *bl = (size_t *)(raw + cap_pts);
+    f->pts = malloc(cap_pts * (2 * sizeof *f->pts + 3 * sizeof(double) + sizeof(size_t)));
+    if (!f->pts)
+        return -1;
+    f->room = f->pts + cap_pts;
+    f->bw = (double *)(f->room + cap_pts);
+    f->by = f->bw + cap_pts;
+    f->raw = f->by + cap_pts;
+    f->bl = (size_t *)(f->raw + cap_pts);
+    return 0;
+}
+
+/* The origin (exact) and each bin's point x = 1 - P/P0, L = 1 - T/T0 with
+ * its own readings' precision, ascending in x: the evidence, before any
+ * smoothing or prior.  Without a baseline, the origin alone. */
+static void fit_readings(struct fit *f)
+{
+    const pflex_learn_t *l = f->l;
+    const struct bin *base = f->base;
+    struct pt *pts = f->pts;
     size_t np = 0;
-    pts[np++] = (struct pt){0, 0, 1e18, has_base ? base->cap : l->c.max_cap_w, has_base ? base->n : 0};
-    if (has_base)
+    pts[np++] = (struct pt){0, 0, 1e18, f->has_base ? base->cap : l->c.max_cap_w,
+                            f->has_base ? base->n : 0};
+    if (f->has_base)
         for (size_t u = 0; u < l->used; u++) {
             const struct bin *b = &l->bins[l->idx[u]];
             if (!l->idx[u])
                 continue;       /* the baseline: the origin */
-            double x = 1 - b->power / p0, y = 1 - b->tput / t0;
+            double x = 1 - b->power / f->p0, y = 1 - b->tput / f->t0;
             if (!(x > 1e-6))
                 continue;       /* the cap did not bind: nothing about L */
-            pts[np++] = (struct pt){x, y, own_precision(b->n, base->n, sigma), b->cap, b->n};
+            pts[np++] = (struct pt){x, y, own_precision(b->n, base->n, f->sigma), b->cap, b->n};
         }
-    size_t ndata = np;
+    f->ndata = f->np = np;
     /* The fitted points sorted (the origin stays first), as anchors of the
      * grid points between and past them; bins in cap order mostly are in
      * x order already. */
     if (!sorted_pts(pts + 1, np - 1))
         qsort(pts + 1, np - 1, sizeof *pts, cmp_pt);
-    /* the readings' spread within bins itself, unfloored (pure error),
-     * as a ratio of variances to sigma's */
-    double pure_sd = has_base && dof >= 5 ? sqrt(m2 / dof) / t0 : sigma;
-    if (pure_sd < 1e-6)
-        pure_sd = 1e-6;
-    for (size_t i = 1; i < ndata; i++)
-        raw[i] = pts[i].y;
-    smooth_points(pts, ndata, l->c.smooth_dx, sigma * sigma / (pure_sd * pure_sd), l->c.curv_q, room);
-    for (size_t i = 1; i < ndata; i++) {
+}
+
+/* Each smoothed point blended with the prior by precision (the posterior
+ * mean and precision), its borrowed precision bounded first: the
+ * evidence at a bin never counts for more than its readings can. */
+static void fit_blend(struct fit *f)
+{
+    const pflex_learn_t *l = f->l;
+    struct pt *pts = f->pts;
+    double psd = f->psd;
+    for (size_t i = 1; i < f->ndata; i++) {
         /* The smoothing borrows its neighbours' readings for a point's
          * mean, and their precision with it; at the deepest readings,
          * where a plan creeps toward a floor, the line through them is an
@@ -665,13 +719,24 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
          * default): on the field demonstration's jobs a 20 % cut broke
          * the flex1 job's floor in 9 periods without it, the plan held
          * at 274 W on a reading 3 sd low. */
-        double own = own_precision(pts[i].n, base->n, sigma);
+        double own = own_precision(pts[i].n, f->base->n, f->sigma);
         if (pts[i].w > PFLEX_LEARN_BORROW * own)
             pts[i].w = PFLEX_LEARN_BORROW * own;
         double prec = 1 / (psd * psd) + pts[i].w;
         pts[i].y = (prior_at(l, pts[i].x) / (psd * psd) + pts[i].w * pts[i].y) / prec;
         pts[i].w = prec;
     }
+}
+
+/* Points past a well-read one re-weighed with the line past it (extend):
+ * a cap held for minutes speaks for the caps read less beyond it.  *ps:
+ * the slope past that point (an 0: none), which the grid reuses. */
+static void fit_anchor(struct fit *f, struct past *ps)
+{
+    const pflex_learn_t *l = f->l;
+    struct pt *pts = f->pts;
+    size_t ndata = f->ndata;
+    double psd = f->psd;
     /* A point past a well-read one (the most-read of those within the
      * smoothing's reach of the deepest, read PFLEX_LEARN_ANCHOR_READINGS
      * times or more: a cap held for minutes under a target) is also what
@@ -690,22 +755,101 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
     for (size_t i = ndata - 1; i > 0 && pts[i].x >= pts[ndata - 1].x - l->c.smooth_dx; i--)
         if (pts[i].n >= PFLEX_LEARN_ANCHOR_READINGS && (!wa || pts[i].n > pts[wa].n))
             wa = i;
-    struct past ps;     /* the slope past the well-read point (the loop
-                         * moves only points past it) */
-    past_slope(l, pts, wa, &ps);
+    /* the loop below moves only points past wa: the slope holds */
+    past_slope(l, pts, wa, ps);
     for (size_t i = wa + 1; wa && i < ndata; i++) {
         if (!(pts[i].cap < pts[wa].cap))
             continue;
-        double r, var, own = own_precision(pts[i].n, base->n, sigma);
-        double xi = pts[wa].x + (pts[wa].cap - pts[i].cap) / p0;
-        extend(l, pts, &ps, xi, &r, &var);
+        double r, var, own = own_precision(pts[i].n, f->base->n, f->sigma);
+        double xi = pts[wa].x + (pts[wa].cap - pts[i].cap) / f->p0;
+        extend(l, pts, ps, xi, &r, &var);
         double w = own + 1 / var + 1 / (psd * psd);
         if (w > pts[i].w) {
-            pts[i].y = (own * raw[i] + (prior_at(l, xi) + r) / var + prior_at(l, pts[i].x) / (psd * psd)) / w;
+            pts[i].y = (own * f->raw[i] + (prior_at(l, xi) + r) / var + prior_at(l, pts[i].x) / (psd * psd)) / w;
             pts[i].w = w;
         }
     }
+}
+
+/* The least cap read and its x (*lc_cap INFINITY: none), every bin but
+ * the baseline's counted: no point past every reading is given a cap
+ * over it (fit_grid). */
+static void least_cap(const struct fit *f, double *lc_cap, double *lc_x)
+{
+    const pflex_learn_t *l = f->l;
+    /* A point past every reading
+     * in x draws less than every one of them, so its cap is under every
+     * cap read, by the power it sheds past that reading: a job whose draw
+     * does not follow its cap (input-bound: the same draw at caps 100 W
+     * apart) has its deepest reading in x at any of them, and the
+     * headroom of one high above its draw put the prior's points past
+     * it at caps over those read, at the prior's loss; made monotone in
+     * the cap, the loss of every cap read under them rose to it.  Only a
+     * point a bin or more over the least cap read: readings a watt apart
+     * cross in x by the noise of their power, which moves no point.
+     * Every bin counts, those whose cap did not bind (x 0) too. */
+    *lc_cap = INFINITY;
+    *lc_x = 0;
+    for (size_t u = 0; f->has_base && u < l->used; u++) {
+        const struct bin *b = &l->bins[l->idx[u]];
+        if (l->idx[u] && b->cap < *lc_cap) {
+            *lc_cap = b->cap;
+            *lc_x = b->power < f->p0 ? 1 - b->power / f->p0 : 0;
+        }
+    }
+}
+
+/* The curve at a grid x between fitted points an and an + 1, or past the
+ * deepest (an the last): its departure from the prior (*r), that
+ * departure's variance (*var, bounded by the prior's) and the headroom
+ * under the cap there (*delta), a Wiener process through the points. */
+static void grid_value(const struct fit *f, size_t an, double x, struct past *ps, double *r,
+                       double *var, double *delta)
+{
+    const pflex_learn_t *l = f->l;
+    const struct pt *pts = f->pts;
+    size_t ndata = f->ndata;
+    double p0 = f->p0, psd = f->psd;
     double q = psd * psd / l->c.corr_dx, ss = l->c.slope_sd * l->c.slope_sd;
+    double ra = an ? pts[an].y - prior_at(l, pts[an].x) : 0, va = an ? 1 / pts[an].w : 0;
+    /* the cap that draws P0 (1 - x): a capped GPU draws a little under
+     * its cap, by what the readings show around x (the nearest
+     * reading's before the first); none read, the power itself */
+    double da = ndata > 1 ? headroom(&pts[an ? an : 1], p0) : 0;
+    *delta = da;
+    if (an + 1 < ndata) {
+        const struct pt *b = &pts[an + 1];
+        double rb = b->y - prior_at(l, b->x), vb = 1 / b->w;
+        double t = (x - pts[an].x) / (b->x - pts[an].x);
+        *r = (1 - t) * ra + t * rb;
+        if (an)
+            *delta = (1 - t) * da + t * headroom(b, p0);
+        /* the bridge's own variance, no more than a smooth curve's
+         * whose slope is uncertain by slope_sd */
+        double d = (x - pts[an].x) * (b->x - x) / (b->x - pts[an].x);
+        double vw = q * d, vs = ss * d * d;
+        *var = (1 - t) * (1 - t) * va + t * t * vb + (vs < vw ? vs : vw);
+    } else {
+        /* past the deepest point: its slope found once */
+        if (ps->an != an)
+            past_slope(l, pts, an, ps);
+        extend(l, pts, ps, x, r, var);
+    }
+    if (*var > psd * psd)
+        *var = psd * psd;
+    if (*var < 1e-12)
+        *var = 1e-12;
+}
+
+/* The prior's points where no reading is within grid_dx, and a point a
+ * watt, two, .. past a well-read deepest reading: the curve between and
+ * past the readings, each with its sd and the cap that draws there. */
+static void fit_grid(struct fit *f, struct past *ps)
+{
+    const pflex_learn_t *l = f->l;
+    struct pt *pts = f->pts;
+    size_t ndata = f->ndata, np = f->np;
+    double p0 = f->p0, dx = f->dx;
     /* Past the deepest reading, besides the grid, a point a watt, two, ..
      * PFLEX_LEARN_EDGE_W watts on: the pessimistic curve is read
      * linearly between points, and from a reading known to a tenth of a
@@ -727,31 +871,14 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
      * edge that often before it goes on (pflex_learn_probe). */
     double xd = ndata > 1 ? pts[ndata - 1].x : 0, xb = 1 / p0;
     size_t ne = 0, g = 1, an = 0, nr = 1;
-    /* The least cap read and its x (INFINITY: none).  A point past every reading
-     * in x draws less than every one of them, so its cap is under every
-     * cap read, by the power it sheds past that reading: a job whose draw
-     * does not follow its cap (input-bound: the same draw at caps 100 W
-     * apart) has its deepest reading in x at any of them, and the
-     * headroom of one high above its draw put the prior's points past
-     * it at caps over those read, at the prior's loss; made monotone in
-     * the cap, the loss of every cap read under them rose to it.  Only a
-     * point a bin or more over the least cap read: readings a watt apart
-     * cross in x by the noise of their power, which moves no point.
-     * Every bin counts, those whose cap did not bind (x 0) too. */
-    double lc_cap = INFINITY, lc_x = 0;
-    for (size_t u = 0; has_base && u < l->used; u++) {
-        const struct bin *b = &l->bins[l->idx[u]];
-        if (l->idx[u] && b->cap < lc_cap) {
-            lc_cap = b->cap;
-            lc_x = b->power < p0 ? 1 - b->power / p0 : 0;
-        }
-    }
+    double lc_cap, lc_x;
+    least_cap(f, &lc_cap, &lc_x);
     for (;;) {
-        double xg = g <= ngrid ? g * dx : INFINITY;
+        double xg = g <= f->ngrid ? g * dx : INFINITY;
         double xe = ndata > 1 && ne < PFLEX_LEARN_EDGE_W && pts[ndata - 1].n >= PFLEX_LEARN_EDGE_READINGS
                         ? xd + (ne + 1) * xb
                         : INFINITY;
-        if (!(xe < xd + dx && xe <= x_lim))
+        if (!(xe < xd + dx && xe <= f->x_lim))
             xe = INFINITY;
         if (xg == INFINITY && xe == INFINITY)
             break;
@@ -769,40 +896,11 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
             if (nr < ndata && pts[nr].x < x + dx)
                 continue;
         }
-        /* The curve's departure from the prior is an Wiener process in x
-         * (variance q per unit of x) through the fitted points: between
-         * two of them an bridge, past the deepest the last one's departure
-         * with its variance growing, never beyond the prior's own. */
+        /* the fitted point at or before x (the origin: 0) */
         while (an + 1 < ndata && pts[an + 1].x < x)
             an++;
-        double ra = an ? pts[an].y - prior_at(l, pts[an].x) : 0, va = an ? 1 / pts[an].w : 0;
-        /* the cap that draws P0 (1 - x): a capped GPU draws a little under
-         * its cap, by what the readings show around x (the nearest
-         * reading's before the first); none read, the power itself */
-        double da = ndata > 1 ? headroom(&pts[an ? an : 1], p0) : 0, delta = da;
-        double r, var;
-        if (an + 1 < ndata) {
-            const struct pt *b = &pts[an + 1];
-            double rb = b->y - prior_at(l, b->x), vb = 1 / b->w;
-            double t = (x - pts[an].x) / (b->x - pts[an].x);
-            r = (1 - t) * ra + t * rb;
-            if (an)
-                delta = (1 - t) * da + t * headroom(b, p0);
-            /* the bridge's own variance, no more than a smooth curve's
-             * whose slope is uncertain by slope_sd */
-            double d = (x - pts[an].x) * (b->x - x) / (b->x - pts[an].x);
-            double vw = q * d, vs = ss * d * d;
-            var = (1 - t) * (1 - t) * va + t * t * vb + (vs < vw ? vs : vw);
-        } else {
-            /* past the deepest point: its slope found once */
-            if (ps.an != an)
-                past_slope(l, pts, an, &ps);
-            extend(l, pts, &ps, x, &r, &var);
-        }
-        if (var > psd * psd)
-            var = psd * psd;
-        if (var < 1e-12)
-            var = 1e-12;
+        double r, var, delta;
+        grid_value(f, an, x, ps, &r, &var, &delta);
         double cap = p0 * (1 - x) + delta;
         if (an + 1 >= ndata && x > lc_x && cap > lc_cap + l->c.bin_w) {
             double under = lc_cap - p0 * (x - lc_x);
@@ -810,12 +908,16 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
         }
         pts[np++] = (struct pt){x, prior_at(l, x) + r, 1 / var, cap, 0};
     }
-    /* the grid's points ascend, as the fitted ones do: one merge */
-    if (np > ndata)
-        merge_pts(pts, ndata, np, room);
-    /* Merge points at the same x (to the allocator's strict order). */
+    f->np = np;
+}
+
+/* Points at the same x (within 1e-9) merged by precision, to the
+ * allocator's strict order; the origin absorbs none. */
+static void merge_same_x(struct fit *f)
+{
+    struct pt *pts = f->pts;
     size_t m = 1;
-    for (size_t i = 1; i < np; i++) {
+    for (size_t i = 1; i < f->np; i++) {
         if (pts[i].x <= pts[m - 1].x + 1e-9) {
             struct pt *a = &pts[m - 1];
             if (m - 1 == 0)
@@ -828,12 +930,17 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
         }
         pts[m++] = pts[i];
     }
-    np = m;
-    if (grow(out, np) < 0) {
-        free(pts);
-        return pflex_error_set(err, "out of memory");
-    }
-    /* Pool adjacent violators: blocks of (weight, weighted sum, length). */
+    f->np = m;
+}
+
+/* The points made monotone (weighted isotonic regression, pool adjacent
+ * violators, in blocks of weight, weighted sum and length) into out: a
+ * larger cut never loses less.  out holds room for f->np. */
+static void fit_monotone(const struct fit *f, struct pflex_learn_curve *out)
+{
+    const struct pt *pts = f->pts;
+    double *bw = f->bw, *by = f->by;
+    size_t *bl = f->bl, np = f->np;
     size_t nb = 0;
     for (size_t i = 0; i < np; i++) {
         bw[nb] = pts[i].w;
@@ -856,17 +963,46 @@ int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex
             out->cap_w[i] = pts[i].cap;
             out->count[i] = pts[i].n;
         }
+}
+
+/* The steps in order (docs/learner.md): the readings' points, smoothed,
+ * blended with the prior, re-weighed past a well-read point, the prior's
+ * grid between and past them, merged and made monotone. */
+int pflex_learn_fit(const pflex_learn_t *l, struct pflex_learn_curve *out, pflex_error_t *err)
+{
+    struct fit f = {.l = l};
+    fit_noise(&f);
+    if (fit_alloc(&f) < 0)
+        return pflex_error_set(err, "out of memory");
+    fit_readings(&f);
+    for (size_t i = 1; i < f.ndata; i++)
+        f.raw[i] = f.pts[i].y;
+    smooth_points(f.pts, f.ndata, l->c.smooth_dx, f.sigma * f.sigma / (f.pure_sd * f.pure_sd),
+                  l->c.curv_q, f.room);
+    fit_blend(&f);
+    struct past ps;     /* the slope past the last fitted point used */
+    fit_anchor(&f, &ps);
+    fit_grid(&f, &ps);
+    /* the grid's points ascend, as the fitted ones do: one merge */
+    if (f.np > f.ndata)
+        merge_pts(f.pts, f.ndata, f.np, f.room);
+    merge_same_x(&f);
+    if (grow(out, f.np) < 0) {
+        free(f.pts);
+        return pflex_error_set(err, "out of memory");
+    }
+    fit_monotone(&f, out);
     out->x[0] = 0;
     out->loss[0] = 0;
     out->sd[0] = 0;
-    out->n = np;
-    out->p0_w = has_base ? p0 : NAN;
+    out->n = f.np;
+    out->p0_w = f.has_base ? f.p0 : NAN;
     out->bin_w = l->c.bin_w;
     out->prior_sd = l->c.prior_sd;
-    out->t0 = t0;
-    out->sigma = sigma;
-    out->has_baseline = has_base;
-    free(pts);
+    out->t0 = f.t0;
+    out->sigma = f.sigma;
+    out->has_baseline = f.has_base;
+    free(f.pts);
     return 0;
 }
 
