@@ -568,6 +568,8 @@ static int bench_ttt(ctl_t *ctl, unsigned events, uint64_t seed)
     return 0;
 }
 
+/* Long: the bench's modes side by side, each a short block of arguments
+ * and one call; a reader sees every mode at once. */
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "parse"))

@@ -498,6 +498,8 @@ static int check_unique(const pflex_alloc_input_t *in, const unsigned *lines, co
                            lines[first]);
 }
 
+/* Long: one pass over the jobs file, its header, rows and --by column
+ * sharing the tokenizer's state; split, that state travels in every call. */
 static int read_jobs(const struct pflex_alloc_source *src, struct storage *st,
                      pflex_alloc_input_t *in, pflex_error_t *err)
 {
@@ -711,6 +713,8 @@ static double pfi_range(const struct pflex_pfi_row *r)
     return isnan(r->range) || !(r->range > 0) ? PFLEX_PFI_RANGE_DEFAULT : r->range;
 }
 
+/* Long: the sources in the order docs/allocation.md gives (PFI CSV, sweep,
+ * jobs file, --by), each merged into one input with its warnings. */
 int pflex_alloc_input_read(const struct pflex_alloc_source *src, pflex_alloc_input_t **out,
                            pflex_error_t *err)
 {

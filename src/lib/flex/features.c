@@ -170,6 +170,8 @@ static int add_job(struct pflex_feat_set *out, size_t *cap, const char *job)
     return 0;
 }
 
+/* Long: each job's series gathered, then every feature of docs/telemetry.md
+ * in its table's order, one short block each. */
 int pflex_features_from_telemetry(const pflex_tm_t *t, const struct pflex_feat_opts *o,
                                   struct pflex_feat_set *out, pflex_error_t *err)
 {

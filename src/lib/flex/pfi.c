@@ -390,6 +390,8 @@ void pflex_pfi_result_fini(struct pflex_pfi_result *r)
     r->npoints = 0;
 }
 
+/* Long: the SPEC's definition in its order (checks, baseline, shed, grid,
+ * the metric's sum), each step a few lines on the same working arrays. */
 int pflex_pfi_eval(const struct pflex_sweep_point *pts, size_t npts,
                    const struct pflex_pfi_opts *opts, struct pflex_pfi_result *out,
                    pflex_error_t *err)

@@ -500,6 +500,8 @@ static void hint_order(pflex_tm_t *t, const struct sets *c, size_t nseries)
         free(order);
 }
 
+/* Long: the streaming reader's hot loop with its line caches inline, the
+ * reader's whole cost at a million samples (docs/measurements.md). */
 int tm_read_prom_lines(pflex_tm_t *t, struct tm_lines *lp, const char *name,
                        const struct pflex_tm_read_opts *o, pflex_error_t *err)
 {

@@ -566,6 +566,8 @@ static size_t plan_slot(const struct runs_plan *pl, long gpu, int field)
     return (size_t)pl->gpu_rank[gpu] * pl->nf + (size_t)pl->field_rank[field];
 }
 
+/* Long: the header's plan, then the row loop with its stamp and row
+ * caches inline: the reader's whole cost on large nvidia-smi logs. */
 int tm_read_smi_lines(pflex_tm_t *t, struct tm_lines *ln, const char *name,
                       const struct pflex_tm_read_opts *o, pflex_error_t *err)
 {

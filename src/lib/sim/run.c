@@ -115,6 +115,8 @@ static double top_mean(double *v, size_t n, double frac)
     return s / (double)k;
 }
 
+/* Long: a run's timeline (start-up, training, evaluation, checkpoint) and
+ * the study's aggregate over it, in the order docs/sim-model.md tells them. */
 int pflex_sim_job_run(pflex_sim_job_t *j, double cap_w, const struct pflex_sim_run_opts *o,
                       struct pflex_sim_sample *samples, size_t max, size_t *n,
                       struct pflex_sim_measure *agg, pflex_error_t *err)

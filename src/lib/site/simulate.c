@@ -913,6 +913,8 @@ static double now_cpu_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Long: one policy's whole run on its thread, period by period; its
+ * per-period state lives on this stack so that threads share nothing. */
 static void *run_policy(void *arg)
 {
     struct run *ru = arg;
