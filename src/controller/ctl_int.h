@@ -360,6 +360,11 @@ void ctl_io_stop(ctl_t *c);
 /* One poll of the VTN, its targets into the set (durably), and its
  * refusals logged; from the period (not started) or the VTN's thread. */
 void ctl_vtn_poll_once(ctl_t *c, double now);
+/* The VTN's targets in force, copied into set (initialised here) with
+ * their order, and the set's next sequence number into *seq0: what a poll
+ * or a notification is applied to.  0, or -1 with err (set holds what was
+ * copied; the caller frees it). */
+int ctl_vtn_targets_copy(ctl_t *c, pflex_target_set_t *set, uint64_t *seq0, pflex_error_t *err);
 /* The VTN's new targets (fresh: the set ven_poll returned from a copy of
  * the live one's, whose first free seq was seq0) in the audit, then in
  * the live set in place of the VTN's old ones. */

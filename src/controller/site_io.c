@@ -227,6 +227,22 @@ int ctl_vtn_apply(ctl_t *c, const pflex_target_set_t *fresh, uint64_t seq0, doub
     return rc;
 }
 
+int ctl_vtn_targets_copy(ctl_t *c, pflex_target_set_t *set, uint64_t *seq0, pflex_error_t *err)
+{
+    pflex_target_set_init(set);
+    int rc = 0;
+    pthread_mutex_lock(&c->tmu);
+    for (size_t i = 0; i < c->targets.n && rc == 0; i++)
+        if (!strcmp(c->targets.t[i].source, "openadr")) {
+            rc = pflex_target_set_add(set, &c->targets.t[i], err);
+            if (rc == 0)
+                pflex_target_set_seq(set, set->n - 1, c->targets.t[i].seq);
+        }
+    *seq0 = set->next_seq = c->targets.next_seq;
+    pthread_mutex_unlock(&c->tmu);
+    return rc;
+}
+
 void ctl_vtn_poll_once(ctl_t *c, double now)
 {
     struct pflex_oadr_opts o = c->c.oadr;
@@ -240,17 +256,8 @@ void ctl_vtn_poll_once(ctl_t *c, double now)
         pthread_mutex_unlock(&c->sub.mu);
         /* the VTN's targets now, copied: the poll runs without any lock */
         pflex_target_set_t set;
-        pflex_target_set_init(&set);
-        int ok = 1;
-        pthread_mutex_lock(&c->tmu);
-        for (size_t i = 0; i < c->targets.n && ok; i++)
-            if (!strcmp(c->targets.t[i].source, "openadr")) {
-                ok = pflex_target_set_add(&set, &c->targets.t[i], &e2) == 0;
-                if (ok)
-                    pflex_target_set_seq(&set, set.n - 1, c->targets.t[i].seq);
-            }
-        uint64_t seq0 = set.next_seq = c->targets.next_seq;
-        pthread_mutex_unlock(&c->tmu);
+        uint64_t seq0;
+        int ok = ctl_vtn_targets_copy(c, &set, &seq0, &e2) == 0;
         if (!ok) {
             ctl_log(c, "vtn: %s (targets kept)", e2.text);
         } else if (pflex_ven_poll(c->c.ven, &o, &set, &c->evs, &e2) < 0) {

@@ -234,17 +234,8 @@ int ctl_vtn_notify(ctl_t *c, const char *auth, const char *body, size_t len, con
     struct pflex_oadr_opts o = c->c.oadr;
     o.now_s = now;
     pflex_target_set_t set;
-    pflex_target_set_init(&set);
-    int ok = 1;
-    pthread_mutex_lock(&c->tmu);
-    for (size_t i = 0; i < c->targets.n && ok; i++)
-        if (!strcmp(c->targets.t[i].source, "openadr")) {
-            ok = pflex_target_set_add(&set, &c->targets.t[i], &err) == 0;
-            if (ok)
-                pflex_target_set_seq(&set, set.n - 1, c->targets.t[i].seq);
-        }
-    uint64_t seq0 = set.next_seq = c->targets.next_seq;
-    pthread_mutex_unlock(&c->tmu);
+    uint64_t seq0;
+    int ok = ctl_vtn_targets_copy(c, &set, &seq0, &err) == 0;
     pflex_oadr_events_t evs = {0};
     if (!ok || pflex_oadr_apply_notification(&n, &o, &set, &evs, &err) < 0) {
         status = strstr(err.text, "out of memory") ? 503 : 400;
