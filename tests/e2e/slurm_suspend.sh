@@ -29,47 +29,16 @@ done
 [ "$(id -u)" = 0 ] || { echo "skip: not root (slurmd must run as root to start jobs)"; exit 77; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/pflex-suspend.XXXXXX") || exit 1
-chmod 755 "$tmp"
-conf=$tmp/slurm.conf
-pids=""
+. "$here/lib/slurm.sh"
 ctl=""
-mark="PFLEX_SLURM_E2E=$tmp"
-sl() { env SLURM_CONF="$conf" "$mark" timeout 10 "$@"; }
-
-gone() {
-    i=0
-    while kill -0 "$1" 2>/dev/null; do
-        [ "$i" -ge $(($2 * 10)) ] && return 1
-        sleep 0.1
-        i=$((i + 1))
-    done
-}
-marked() {
-    for d in /proc/[0-9]*; do
-        tr '\0' '\n' 2>/dev/null <"$d/environ" | grep -qxF "$mark" && echo "${d#/proc/}"
-    done
-}
-steps() {
-    for f in "$tmp/spool/"*.[0-9]*; do [ -S "$f" ] && return 0; done
-    return 1
-}
 cleanup() {
     trap '' INT TERM
     [ -n "$ctl" ] && kill -KILL "$ctl" 2>/dev/null
     [ -n "${agent:-}" ] && kill -KILL "$agent" 2>/dev/null
-    ours=$(marked)
     if [ -n "$pids" ] && [ -S "$tmp/munge/socket" ]; then
         for j in ${j1:-} ${j2:-} ${j3:-}; do sl scontrol resume "$j" >/dev/null 2>&1; done
-        sl scancel --quiet --user=root >/dev/null 2>&1
-        i=0
-        while [ $i -lt 100 ] && steps; do
-            sleep 0.1; i=$((i + 1))
-        done
     fi
-    for p in $pids; do kill -TERM "$p" 2>/dev/null; done
-    for p in $pids; do gone "$p" 5 || kill -KILL "$p" 2>/dev/null; done
-    for p in $(marked); do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
-    for p in $ours; do gone "$p" 5 || break; done
+    slurm_stop
     if [ -n "${PFLEX_E2E_KEEP:-}" ]; then cp -r "$tmp" "$PFLEX_E2E_KEEP"; fi
     rm -rf "$tmp"
 }
@@ -78,85 +47,13 @@ trap 'exit 130' INT TERM HUP PIPE
 fail() {
     echo "FAIL: $*"
     sl squeue 2>&1 | head -5
-    for l in "$tmp"/log/*; do [ -f "$l" ] && { echo "--- $l"; grep -v pmix "$l" | tail -15; }; done
+    slurm_logs
     exit 1
 }
-port() {
-    while :; do
-        p=$(( $(od -An -N2 -tu2 /dev/urandom) % 30000 + 20000 ))
-        [ "$p" = "${1:-}" ] && continue
-        if command -v ss >/dev/null 2>&1; then
-            [ -z "$(ss -Htan "sport = :$p" 2>/dev/null)" ] && break
-        else
-            break
-        fi
-    done
-    echo "$p"
-}
-waitfor() {
-    s=$1; shift; i=0
-    until "$@"; do
-        [ "$i" -ge $((s * 10)) ] && return 1
-        sleep 0.1; i=$((i + 1))
-    done
-}
-
-# 1. Slurm on loopback, as slurm_real.sh
-mkdir -p "$tmp/munge" "$tmp/state" "$tmp/spool" "$tmp/log" "$tmp/dev" "$tmp/jobs" "$tmp/load"
+# 1. Slurm on loopback (lib/slurm.sh), and the folder the jobs' PIDs go in
+slurm_start 110
+mkdir -p "$tmp/load"
 chmod 777 "$tmp/load"
-dd if=/dev/urandom of="$tmp/munge/munge.key" bs=1024 count=1 2>/dev/null || fail "munge key"
-chmod 600 "$tmp/munge/munge.key"
-env "$mark" timeout 110 munged --foreground --socket="$tmp/munge/socket" \
-    --key-file="$tmp/munge/munge.key" --pid-file="$tmp/munge/munged.pid" \
-    --log-file="$tmp/log/munged.log" --seed-file="$tmp/munge/munged.seed" >"$tmp/log/munged.out" 2>&1 &
-pids="$!"
-waitfor 10 test -S "$tmp/munge/socket" || fail "munged did not start"
-host=$(hostname -s)
-hw=$(slurmd -C | sed -n 's/^NodeName=[^ ]* \(.*RealMemory=[0-9]*\).*/\1/p')
-[ -n "$hw" ] || fail "slurmd -C: $(slurmd -C 2>&1)"
-ctl_port=$(port)
-d_port=$(port "$ctl_port")
-for i in 0 1 2 3 4 5 6 7; do ln -s /dev/null "$tmp/dev/nvidia$i"; done
-cat >"$conf" <<EOF
-ClusterName=pflex-e2e
-SlurmctldHost=$host(127.0.0.1)
-SlurmctldPort=$ctl_port
-SlurmdPort=$d_port
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$tmp/munge/socket
-CredType=cred/munge
-StateSaveLocation=$tmp/state
-SlurmdSpoolDir=$tmp/spool
-SlurmctldPidFile=$tmp/slurmctld.pid
-SlurmdPidFile=$tmp/slurmd.pid
-SlurmctldLogFile=$tmp/log/slurmctld.log
-SlurmdLogFile=$tmp/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-GresTypes=gpu
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
-JobCompType=jobcomp/none
-MpiDefault=none
-MailProg=/bin/true
-ReturnToService=2
-SchedulerType=sched/builtin
-NodeName=$host NodeAddr=127.0.0.1 $hw Gres=gpu:8 State=UNKNOWN
-PartitionName=e2e Nodes=$host Default=YES MaxTime=INFINITE OverSubscribe=FORCE:4 State=UP
-EOF
-echo "Name=gpu File=$tmp/dev/nvidia[0-7]" >"$tmp/gres.conf"
-env SLURM_CONF="$conf" "$mark" timeout 110 slurmctld -D -i >"$tmp/log/slurmctld.out" 2>&1 &
-pids="$! $pids"
-up() { sl scontrol ping 2>/dev/null | grep -q 'is UP'; }
-waitfor 20 up || fail "slurmctld does not answer"
-env SLURM_CONF="$conf" "$mark" timeout 110 slurmd -D >"$tmp/log/slurmd.out" 2>&1 &
-pids="$! $pids"
-idle() { [ "$(sl sinfo -h -N -o '%T' 2>/dev/null)" = idle ]; }
-waitfor 20 idle || fail "node $host is not idle: $(sl sinfo -h -N -o '%T' 2>&1)"
 
 # 2. the jobs: each drives the GPUs Slurm gave it (docs/slurm-levers.md)
 cat >"$tmp/job.sh" <<EOF
