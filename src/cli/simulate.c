@@ -298,7 +298,8 @@ static int read_field_day(const char *name, struct day *d, char *names, size_t s
     }
     if (rc < 0)
         return -1;
-    snprintf(path, sizeof path, "%s/%s", dir, jobs);
+    if (snprintf(path, sizeof path, "%s/%s", dir, jobs) >= (int)sizeof path)
+        return pflex_error_set(err, "%s/%s: path too long", dir, jobs);
     return read_day_jobs(path, d, err);
 }
 
