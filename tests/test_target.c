@@ -111,6 +111,15 @@ static void test_quantities(void **state)
     assert_int_equal(pflex_quantity_parse("", pw, "power", &v, &u, &err), -1);
     assert_int_equal(pflex_quantity_parse("5 parsecs", pw, "power", &v, &u, &err), -1);
     assert_non_null(strstr(err.text, "unknown unit"));
+    /* held to a range: what is wrong, and what was probably meant */
+    assert_int_equal(pflex_quantity_parse_in("30%", sh, "share", 0, 1, &v, &err), 0);
+    assert_near(v, 0.3, 1e-15);
+    assert_int_equal(pflex_quantity_parse_in("30", sh, "share", 0, 1, &v, &err), -1);
+    assert_string_equal(err.text, "30 is a fraction outside [0, 1]: did you mean 30%?");
+    assert_int_equal(pflex_quantity_parse_in("150%", sh, "share", 0, 1, &v, &err), -1);
+    assert_string_equal(err.text, "150% is outside [0 %, 100 %]");
+    assert_int_equal(pflex_quantity_parse_in("2kW", pw, "power", 0, 1000, &v, &err), -1);
+    assert_string_equal(err.text, "2kW is 2000 W, outside [0, 1000] W");
 }
 
 static void test_durations(void **state)

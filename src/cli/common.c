@@ -173,13 +173,8 @@ int cli_parse_power(const char *cmd, const char *opt, const char *s, double lo_w
                     double *out)
 {
     pflex_error_t err;
-    enum pflex_target_unit u;
-    double v;
-    if (pflex_quantity_parse(s, PFLEX_QTY_POWER | PFLEX_QTY_BARE_W, "power", &v, &u, &err) < 0)
+    if (pflex_quantity_parse_in(s, PFLEX_QTY_POWER | PFLEX_QTY_BARE_W, "power", lo_w, hi_w, out, &err) < 0)
         return cli_usage_error(cmd, "%s: %s", opt, err.text), -1;
-    if (v < lo_w || v > hi_w)
-        return cli_usage_error(cmd, "%s: %s is %g W, outside [%g, %g] W", opt, s, v, lo_w, hi_w), -1;
-    *out = v;
     return 0;
 }
 
@@ -187,18 +182,8 @@ int cli_parse_share(const char *cmd, const char *opt, const char *s, double lo, 
                     double *out)
 {
     pflex_error_t err;
-    enum pflex_target_unit u;
-    double v;
-    if (pflex_quantity_parse(s, PFLEX_QTY_SHARE | PFLEX_QTY_BARE_FRACTION, "share", &v, &u, &err) < 0)
+    if (pflex_quantity_parse_in(s, PFLEX_QTY_SHARE | PFLEX_QTY_BARE_FRACTION, "share", lo, hi, out, &err) < 0)
         return cli_usage_error(cmd, "%s: %s", opt, err.text), -1;
-    int bare = !strpbrk(s, "%xX");
-    if (v < lo || v > hi) {
-        if (bare && v > hi && v / 100 >= lo && v / 100 <= hi)
-            return cli_usage_error(cmd, "%s: %s is a fraction outside [%g, %g]: did you mean %s%%?", opt, s,
-                                   lo, hi, s), -1;
-        return cli_usage_error(cmd, "%s: %s is outside [%g %%, %g %%]", opt, s, lo * 100, hi * 100), -1;
-    }
-    *out = v;
     return 0;
 }
 

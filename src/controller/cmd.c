@@ -254,24 +254,11 @@ static int parse_num(const char *opt, const char *s, double lo, double hi, doubl
 static int parse_qty(const char *opt, const char *s, unsigned accept, double lo, double hi, double *out)
 {
     pflex_error_t err;
-    enum pflex_target_unit u;
-    double v;
-    if (pflex_quantity_parse(s, accept, "value", &v, &u, &err) < 0) {
+    if (pflex_quantity_parse_in(s, accept, "value", lo, hi, out, &err) < 0) {
         fprintf(stderr, "pflex controller: %s: %s\n", opt, err.text);
         return -1;
     }
-    if (v >= lo && v <= hi) {
-        *out = v;
-        return 0;
-    }
-    if (u == PFLEX_TARGET_WATTS)
-        fprintf(stderr, "pflex controller: %s: %s is %g W, outside [%g, %g] W\n", opt, s, v, lo, hi);
-    else if (!strchr(s, '%') && v > hi && v / 100 <= hi && v / 100 >= lo)
-        fprintf(stderr, "pflex controller: %s: %s is a fraction outside [%g, %g]: did you mean %s%%?\n",
-                opt, s, lo, hi, s);
-    else
-        fprintf(stderr, "pflex controller: %s: %s is outside [%g %%, %g %%]\n", opt, s, lo * 100, hi * 100);
-    return -1;
+    return 0;
 }
 
 /* A share given in percent ("0.5%"), in (0, 100 %], into *out as a

@@ -188,6 +188,11 @@ enum {
 };
 int pflex_quantity_parse(const char *s, unsigned accept, const char *what, double *value,
                          enum pflex_target_unit *unit, pflex_error_t *err);
+/* The same, held to [lo, hi] (W for a power, a fraction for a share): out
+ * of it is an error that says so, and a bare share that fits as a
+ * percentage asks "did you mean 30%?". */
+int pflex_quantity_parse_in(const char *s, unsigned accept, const char *what, double lo, double hi,
+                            double *value, pflex_error_t *err);
 int pflex_target_parse_time(const char *s, double now_s, double *unix_s, pflex_error_t *err);
 int pflex_target_parse(const char *spec, double now_s, struct pflex_target *out,
                        pflex_error_t *err);

@@ -658,6 +658,25 @@ int pflex_quantity_parse(const char *s, unsigned accept, const char *what, doubl
     return 0;
 }
 
+int pflex_quantity_parse_in(const char *s, unsigned accept, const char *what, double lo, double hi,
+                            double *value, pflex_error_t *err)
+{
+    enum pflex_target_unit u;
+    double v;
+    if (pflex_quantity_parse(s, accept, what, &v, &u, err) < 0)
+        return -1;
+    if (v >= lo && v <= hi) {
+        *value = v;
+        return 0;
+    }
+    if (u == PFLEX_TARGET_WATTS)
+        return pflex_error_set(err, "%s is %g W, outside [%g, %g] W", s, v, lo, hi);
+    /* a bare share over the range that fits as a percentage: 30 for 30 % */
+    if (!strpbrk(s, "%xX") && v > hi && v / 100 >= lo && v / 100 <= hi)
+        return pflex_error_set(err, "%s is a fraction outside [%g, %g]: did you mean %s%%?", s, lo, hi, s);
+    return pflex_error_set(err, "%s is outside [%g %%, %g %%]", s, lo * 100, hi * 100);
+}
+
 /* The value grammar; bare_w: a number without a unit is W (schedule
  * files, documented so), *bare set when it was. */
 static int parse_value(const char *s, int bare_w, int *bare, double *value, enum pflex_target_unit *unit,
