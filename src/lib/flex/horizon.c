@@ -1,6 +1,7 @@
 /* horizon.c — levers over an event's horizon as a mixed-integer program
  * solved by GLPK (pflex/flex/horizon.h says what is modelled). */
 #include "pflex/flex/horizon.h"
+#include "lib/util/grow.h"
 
 #include <glpk.h>
 #include <math.h>
@@ -193,26 +194,16 @@ static int start_cls(const struct pflex_horizon_job *j)
 struct mat {
     int *ia, *ja;
     double *ar;
-    size_t n, cap;
+    size_t n, cap_ia, cap_ja, cap_ar;
 };
 
 static int mat_add(struct mat *m, int row, int col, double v)
 {
-    if (m->n + 2 > m->cap) {
-        size_t nc = m->cap ? m->cap * 2 : 4096;
-        int *ia = realloc(m->ia, nc * sizeof *ia);
-        if (ia)
-            m->ia = ia;
-        int *ja = realloc(m->ja, nc * sizeof *ja);
-        if (ja)
-            m->ja = ja;
-        double *ar = realloc(m->ar, nc * sizeof *ar);
-        if (ar)
-            m->ar = ar;
-        if (!ia || !ja || !ar)
-            return -1;
-        m->cap = nc;
-    }
+    size_t need = m->n + 2;
+    if (pflex_grow((void **)&m->ia, &m->cap_ia, need, sizeof *m->ia) < 0 ||
+        pflex_grow((void **)&m->ja, &m->cap_ja, need, sizeof *m->ja) < 0 ||
+        pflex_grow((void **)&m->ar, &m->cap_ar, need, sizeof *m->ar) < 0)
+        return -1;
     m->n++;     /* GLPK's arrays are 1-based */
     m->ia[m->n] = row;
     m->ja[m->n] = col;
